@@ -1,0 +1,33 @@
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+const char *hp_code_name(hp_code code)
+{
+    switch (code) {
+    case HP_OK: return "ok";
+    case HP_ERR_INVALID_ARGUMENT: return "invalid_argument";
+    case HP_ERR_NO_DEVICE: return "no_device";
+    case HP_ERR_MISSING_FEATURE: return "missing_feature";
+    case HP_ERR_VULKAN: return "vulkan_error";
+    case HP_ERR_OUT_OF_MEMORY: return "out_of_memory";
+    case HP_ERR_TOO_LARGE: return "too_large";
+    case HP_ERR_DEVICE_LOST: return "device_lost";
+    case HP_ERR_IO: return "io_error";
+    case HP_ERR_INTERNAL: return "internal_error";
+    }
+    return "unknown";
+}
+
+hp_code hp_fail(hp_err *err, hp_code code, const char *fmt, ...)
+{
+    if (err) {
+        err->code = code;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof(err->message), fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}

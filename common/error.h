@@ -1,0 +1,31 @@
+/* Errors travel as values: a numbered code for the caller to branch on (the HTTP layer maps codes to
+ * status codes) and a sentence for the person who reads it. Every failure path fills one, frees what it
+ * made and returns the code (the VkFFT habit). */
+#ifndef HP_ERROR_H
+#define HP_ERROR_H
+
+typedef enum hp_code {
+    HP_OK = 0,
+    HP_ERR_INVALID_ARGUMENT = 1, /* a caller passed something outside the documented range */
+    HP_ERR_NO_DEVICE = 2,        /* no Vulkan device, or none matching the configured selection */
+    HP_ERR_MISSING_FEATURE = 3,  /* the device lacks a feature or limit hdrpostd needs */
+    HP_ERR_VULKAN = 4,           /* a Vulkan call failed unexpectedly */
+    HP_ERR_OUT_OF_MEMORY = 5,    /* host or device memory exhausted */
+    HP_ERR_TOO_LARGE = 6,        /* a frame exceeds what the device can hold */
+    HP_ERR_DEVICE_LOST = 7,      /* VK_ERROR_DEVICE_LOST: the device must be recreated */
+    HP_ERR_IO = 8,               /* a file could not be read or written */
+    HP_ERR_INTERNAL = 9,         /* a bug: an invariant did not hold */
+} hp_code;
+
+typedef struct hp_err {
+    hp_code code;
+    char message[512];
+} hp_err;
+
+const char *hp_code_name(hp_code code);
+
+/* Sets *err (when err is not NULL) and returns code, so a failure path reads
+ *     return hp_fail(err, HP_ERR_IO, "cannot open %s: %s", path, strerror(errno));  */
+hp_code hp_fail(hp_err *err, hp_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

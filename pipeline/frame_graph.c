@@ -1,0 +1,296 @@
+/* The frame graph: per-size resources, recording with timestamps, submission, read-back. */
+#include "pipeline/frame_graph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "hp_shared.h"
+#include "pipeline/gpu_internal.h"
+
+/* Frame sizes whose buffers are kept. A render farm sends one or two sizes per shot; a few more cover a
+ * preview size and a mixed queue without thrashing. */
+#define SIZE_CACHE_SLOTS 4
+
+/* Timestamps: one before the first stage and one after each. */
+enum { TS_START, TS_UPLOAD, TS_REDUCE, TS_DOWNLOAD, TS_COUNT };
+static const char *const stage_names[TS_COUNT] = {NULL, "upload", "reduce", "download"};
+
+/* The GPU must finish a frame within this; past it the device is treated as hung. */
+#define FENCE_TIMEOUT_NS (60ull * 1000 * 1000 * 1000)
+
+typedef struct size_slot {
+    hp_frame_desc desc; /* width 0: empty */
+    hp_buffer staging;  /* host-visible: the caller decodes into it */
+    hp_buffer input;    /* device-local copy the stages read */
+    uint64_t last_used;
+} size_slot;
+
+struct hp_frame_graph {
+    hp_gpu *gpu;
+    hp_reduce *reduce;
+
+    /* Size-independent resources of the (single, for now) frame in flight. */
+    hp_buffer stats;    /* lum_stats, device-local */
+    hp_buffer scratch;  /* reduction scratch, device-local */
+    hp_buffer readback; /* stats copied back */
+    bool scratch_ready; /* the arrival counter has been zeroed */
+    VkCommandPool pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    VkQueryPool queries;
+
+    size_slot slots[SIZE_CACHE_SLOTS];
+    size_slot *current; /* set by begin, used by run */
+    uint64_t clock;
+};
+
+hp_code hp_frame_desc_check(const hp_frame_desc *d, hp_err *err)
+{
+    if (d->width < 1 || d->width > 16384 || d->height < 1 || d->height > 16384)
+        return hp_fail(err, HP_ERR_TOO_LARGE, "frame size %ux%u is outside 1x1 to 16384x16384", d->width, d->height);
+    if (d->format != HP_PIXEL_RGBA16F && d->format != HP_PIXEL_RGBA32F)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "unknown pixel format %d", (int)d->format);
+    return HP_OK;
+}
+
+static void free_slot(hp_frame_graph *g, size_slot *s)
+{
+    hp_buffer_destroy(g->gpu, &s->staging);
+    hp_buffer_destroy(g->gpu, &s->input);
+    memset(s, 0, sizeof(*s));
+}
+
+hp_code hp_frame_graph_create(hp_gpu *gpu, hp_frame_graph **out, hp_err *err)
+{
+    *out = NULL;
+    hp_frame_graph *g = calloc(1, sizeof(*g));
+    if (!g)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    g->gpu = gpu;
+    VkDevice dev = gpu->device;
+
+    hp_code rc = hp_reduce_create(gpu, &g->reduce, err);
+    if (rc == HP_OK)
+        rc = hp_buffer_create(gpu, HP_STATS_SIZE, HP_MEM_DEVICE, "lum_stats", &g->stats, err);
+    if (rc == HP_OK)
+        rc = hp_buffer_create(gpu, hp_reduce_scratch_size(0), HP_MEM_DEVICE, "reduce_scratch", &g->scratch, err);
+    if (rc == HP_OK)
+        rc = hp_buffer_create(gpu, HP_STATS_SIZE, HP_MEM_READBACK, "lum_stats_readback", &g->readback, err);
+    if (rc != HP_OK)
+        goto fail;
+
+    VkCommandPoolCreateInfo pi = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
+        .queueFamilyIndex = gpu->compute_family,
+    };
+    VkResult res = vkCreateCommandPool(dev, &pi, NULL, &g->pool);
+    if (res != VK_SUCCESS) {
+        rc = hp_vk_fail(err, res, "vkCreateCommandPool");
+        goto fail;
+    }
+    VkCommandBufferAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = g->pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    res = vkAllocateCommandBuffers(dev, &ai, &g->cmd);
+    if (res == VK_SUCCESS) {
+        VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        res = vkCreateFence(dev, &fi, NULL, &g->fence);
+    }
+    if (res == VK_SUCCESS) {
+        VkQueryPoolCreateInfo qi = {
+            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+            .queryType = VK_QUERY_TYPE_TIMESTAMP,
+            .queryCount = TS_COUNT,
+        };
+        res = vkCreateQueryPool(dev, &qi, NULL, &g->queries);
+    }
+    if (res != VK_SUCCESS) {
+        rc = hp_vk_fail(err, res, "creating the frame's command buffer, fence and queries");
+        goto fail;
+    }
+    *out = g;
+    return HP_OK;
+
+fail:
+    hp_frame_graph_destroy(&g);
+    return rc;
+}
+
+void hp_frame_graph_destroy(hp_frame_graph **pg)
+{
+    hp_frame_graph *g = *pg;
+    if (!g)
+        return;
+    VkDevice dev = g->gpu->device;
+    vkDeviceWaitIdle(dev);
+    for (int i = 0; i < SIZE_CACHE_SLOTS; i++)
+        free_slot(g, &g->slots[i]);
+    if (g->queries)
+        vkDestroyQueryPool(dev, g->queries, NULL);
+    if (g->fence)
+        vkDestroyFence(dev, g->fence, NULL);
+    if (g->pool)
+        vkDestroyCommandPool(dev, g->pool, NULL);
+    hp_buffer_destroy(g->gpu, &g->stats);
+    hp_buffer_destroy(g->gpu, &g->scratch);
+    hp_buffer_destroy(g->gpu, &g->readback);
+    hp_reduce_destroy(&g->reduce);
+    free(g);
+    *pg = NULL;
+}
+
+static VkDeviceSize frame_bytes(const hp_frame_desc *d)
+{
+    VkDeviceSize bytes = (VkDeviceSize)d->width * d->height * hp_pixel_format_size(d->format);
+    return (bytes + 15) & ~(VkDeviceSize)15; /* shaders load 16 bytes at a time */
+}
+
+hp_code hp_frame_graph_begin(hp_frame_graph *g, const hp_frame_desc *desc, void **pixels, hp_err *err)
+{
+    hp_code rc = hp_frame_desc_check(desc, err);
+    if (rc != HP_OK)
+        return rc;
+    g->clock++;
+    size_slot *hit = NULL, *victim = &g->slots[0];
+    for (int i = 0; i < SIZE_CACHE_SLOTS; i++) {
+        size_slot *s = &g->slots[i];
+        if (s->desc.width == desc->width && s->desc.height == desc->height && s->desc.format == desc->format)
+            hit = s;
+        if (s->last_used < victim->last_used)
+            victim = s; /* empty slots have last_used 0 and go first */
+    }
+    if (!hit) {
+        if (victim->desc.width)
+            hp_debug("frame graph: evicting buffers for %ux%u %s", victim->desc.width, victim->desc.height,
+                     hp_pixel_format_name(victim->desc.format));
+        free_slot(g, victim);
+        VkDeviceSize bytes = frame_bytes(desc);
+        rc = hp_buffer_create(g->gpu, bytes, HP_MEM_UPLOAD, "frame_staging", &victim->staging, err);
+        if (rc == HP_OK)
+            rc = hp_buffer_create(g->gpu, bytes, HP_MEM_DEVICE, "frame_input", &victim->input, err);
+        if (rc != HP_OK) {
+            free_slot(g, victim);
+            return rc;
+        }
+        victim->desc = *desc;
+        hp_debug("frame graph: buffers for %ux%u %s (%llu bytes)", desc->width, desc->height,
+                 hp_pixel_format_name(desc->format), (unsigned long long)bytes);
+        hit = victim;
+    }
+    hit->last_used = g->clock;
+    g->current = hit;
+    *pixels = hit->staging.mapped;
+    return HP_OK;
+}
+
+static void barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src,
+                    VkPipelineStageFlags dst_stage, VkAccessFlags dst)
+{
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = src, .dstAccessMask = dst};
+    vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_frame_result *out, hp_err *err)
+{
+    size_slot *slot = g->current;
+    if (!slot)
+        return hp_fail(err, HP_ERR_INTERNAL, "hp_frame_graph_run without hp_frame_graph_begin");
+    hp_code rc = hp_reduce_params_check(&params->reduce, err);
+    if (rc != HP_OK)
+        return rc;
+    g->current = NULL;
+    VkDevice dev = g->gpu->device;
+    VkCommandBuffer cmd = g->cmd;
+    uint64_t pixels = (uint64_t)slot->desc.width * slot->desc.height;
+
+    hp_buffer_flush(g->gpu, &slot->staging);
+    vkResetCommandPool(dev, g->pool, 0);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    vkBeginCommandBuffer(cmd, &bi);
+    vkCmdResetQueryPool(cmd, g->queries, 0, TS_COUNT);
+    if (!g->scratch_ready) {
+        vkCmdFillBuffer(cmd, g->scratch.buffer, 0, 16, 0); /* the arrival counter starts at zero */
+        g->scratch_ready = true;
+    }
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_START);
+
+    VkBufferCopy up = {.size = frame_bytes(&slot->desc)};
+    vkCmdCopyBuffer(cmd, slot->staging.buffer, slot->input.buffer, 1, &up);
+    barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_UPLOAD);
+
+    hp_reduce_io io = {
+        .pixels = slot->input.address,
+        .pixel_count = pixels,
+        .format = slot->desc.format,
+        .stats = &g->stats,
+        .scratch = &g->scratch,
+    };
+    hp_reduce_record(g->reduce, cmd, &io, &params->reduce);
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_REDUCE);
+
+    barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_ACCESS_TRANSFER_READ_BIT);
+    VkBufferCopy down = {.size = HP_STATS_SIZE};
+    vkCmdCopyBuffer(cmd, g->stats.buffer, g->readback.buffer, 1, &down);
+    barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+            VK_ACCESS_HOST_READ_BIT);
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_DOWNLOAD);
+    VkResult res = vkEndCommandBuffer(cmd);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "vkEndCommandBuffer");
+
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
+    res = vkQueueSubmit(g->gpu->compute_queue, 1, &si, g->fence);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "vkQueueSubmit");
+    res = vkWaitForFences(dev, 1, &g->fence, VK_TRUE, FENCE_TIMEOUT_NS);
+    if (res == VK_TIMEOUT)
+        return hp_fail(err, HP_ERR_DEVICE_LOST, "the GPU did not finish the frame within %llu s",
+                       (unsigned long long)(FENCE_TIMEOUT_NS / 1000000000ull));
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "vkWaitForFences");
+    vkResetFences(dev, 1, &g->fence);
+
+    uint64_t ts[TS_COUNT];
+    res = vkGetQueryPoolResults(dev, g->queries, 0, TS_COUNT, sizeof(ts), ts, sizeof(uint64_t),
+                                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "vkGetQueryPoolResults");
+
+    hp_buffer_invalidate(g->gpu, &g->readback);
+    memset(out, 0, sizeof(*out));
+    hp_reduce_decode_stats(g->readback.mapped, pixels, &out->stats);
+    double period_ms = g->gpu->info.timestamp_period_ns * 1e-6;
+    for (int i = 1; i < TS_COUNT; i++) {
+        out->timings[out->timing_count].name = stage_names[i];
+        out->timings[out->timing_count].ms = (double)(ts[i] - ts[i - 1]) * period_ms;
+        out->timing_count++;
+    }
+    out->gpu_total_ms = (double)(ts[TS_COUNT - 1] - ts[TS_START]) * period_ms;
+    return HP_OK;
+}
+
+uint32_t hp_frame_graph_cached_sizes(const hp_frame_graph *g)
+{
+    uint32_t n = 0;
+    for (int i = 0; i < SIZE_CACHE_SLOTS; i++)
+        n += g->slots[i].desc.width != 0;
+    return n;
+}
+
+uint64_t hp_frame_graph_device_bytes(const hp_frame_graph *g)
+{
+    uint64_t bytes = g->stats.size + g->scratch.size;
+    for (int i = 0; i < SIZE_CACHE_SLOTS; i++)
+        bytes += g->slots[i].input.size;
+    return bytes;
+}

@@ -1,0 +1,63 @@
+/* The frame graph: the resources of one frame, the stages recorded in order with a timestamp around
+ * each, one submission, and the results read back.
+ *
+ * Resources are keyed by frame size and format and kept: the first frame of a size allocates its buffers
+ * (staging, device input, stats, scratch, read-back) and every later frame of that size reuses them, so a
+ * render farm posting frames of one shot makes no Vulkan allocation per request. A small cache of sizes
+ * is kept; the least recently used one is freed when it overflows.
+ *
+ * Threading: an hp_frame_graph is driven by one thread at a time (the daemon's GPU worker). */
+#ifndef HP_FRAME_GRAPH_H
+#define HP_FRAME_GRAPH_H
+
+#include "pipeline/gpu.h"
+#include "pipeline/reduce.h"
+
+#define HP_MAX_STAGE_TIMINGS 16
+
+typedef struct hp_stage_timing {
+    const char *name; /* DECISIONS.md 10: upload, reduce, ..., download */
+    double ms;        /* from timestamp queries, converted with timestampPeriod */
+} hp_stage_timing;
+
+typedef struct hp_frame_desc {
+    uint32_t width, height; /* 1..16384 each */
+    hp_pixel_format format;
+} hp_frame_desc;
+
+hp_code hp_frame_desc_check(const hp_frame_desc *desc, hp_err *err);
+
+typedef struct hp_frame_params {
+    hp_reduce_params reduce;
+} hp_frame_params;
+
+#define HP_FRAME_PARAMS_DEFAULTS {.reduce = HP_REDUCE_PARAMS_DEFAULTS}
+
+typedef struct hp_frame_result {
+    hp_lum_stats stats;
+    hp_stage_timing timings[HP_MAX_STAGE_TIMINGS];
+    uint32_t timing_count;
+    double gpu_total_ms; /* first timestamp to last */
+} hp_frame_result;
+
+typedef struct hp_frame_graph hp_frame_graph;
+
+/* Creates every stage's pipelines (through the gpu's pipeline cache). When this returns, the graph is
+ * warm: no pipeline is created afterwards. */
+hp_code hp_frame_graph_create(hp_gpu *gpu, hp_frame_graph **out, hp_err *err);
+void hp_frame_graph_destroy(hp_frame_graph **graph);
+
+/* Makes the resources for a frame of this size ready (allocating them only the first time) and returns
+ * the mapped staging memory, width * height * hp_pixel_format_size() bytes of tightly packed RGBA rows,
+ * for the caller to decode the frame straight into. */
+hp_code hp_frame_graph_begin(hp_frame_graph *graph, const hp_frame_desc *desc, void **pixels, hp_err *err);
+
+/* Uploads the staged frame, runs every stage and reads the results back. Blocks until the GPU is done. */
+hp_code hp_frame_graph_run(hp_frame_graph *graph, const hp_frame_params *params, hp_frame_result *out,
+                           hp_err *err);
+
+/* Frame sizes whose resources are currently kept, and the bytes of device memory they hold. */
+uint32_t hp_frame_graph_cached_sizes(const hp_frame_graph *graph);
+uint64_t hp_frame_graph_device_bytes(const hp_frame_graph *graph);
+
+#endif

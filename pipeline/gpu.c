@@ -1,0 +1,761 @@
+/* The Vulkan core: instance, validation messenger, device choice, queues, buffers, compute pipelines.
+ * The pipeline cache file lives in pipeline_cache.c. */
+#include "pipeline/gpu.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/log.h"
+#include "pipeline/gpu_internal.h"
+
+/* Vulkan 1.2 core gives buffer device addresses, timeline semaphores and subgroup properties. */
+#define HP_MIN_VULKAN_API VK_API_VERSION_1_2
+
+const char *hp_vk_result_name(VkResult res)
+{
+    switch (res) {
+#define R(x) case x: return #x;
+    R(VK_SUCCESS) R(VK_NOT_READY) R(VK_TIMEOUT) R(VK_INCOMPLETE)
+    R(VK_ERROR_OUT_OF_HOST_MEMORY) R(VK_ERROR_OUT_OF_DEVICE_MEMORY) R(VK_ERROR_INITIALIZATION_FAILED)
+    R(VK_ERROR_DEVICE_LOST) R(VK_ERROR_MEMORY_MAP_FAILED) R(VK_ERROR_LAYER_NOT_PRESENT)
+    R(VK_ERROR_EXTENSION_NOT_PRESENT) R(VK_ERROR_FEATURE_NOT_PRESENT) R(VK_ERROR_INCOMPATIBLE_DRIVER)
+    R(VK_ERROR_TOO_MANY_OBJECTS) R(VK_ERROR_FORMAT_NOT_SUPPORTED) R(VK_ERROR_FRAGMENTED_POOL)
+    R(VK_ERROR_OUT_OF_POOL_MEMORY) R(VK_ERROR_INVALID_EXTERNAL_HANDLE)
+    R(VK_ERROR_INVALID_OPAQUE_CAPTURE_ADDRESS) R(VK_PIPELINE_COMPILE_REQUIRED)
+#undef R
+    default: return "VK_ERROR_UNKNOWN";
+    }
+}
+
+hp_code hp_vk_fail(hp_err *err, VkResult res, const char *what)
+{
+    hp_code code = HP_ERR_VULKAN;
+    if (res == VK_ERROR_DEVICE_LOST)
+        code = HP_ERR_DEVICE_LOST;
+    else if (res == VK_ERROR_OUT_OF_HOST_MEMORY || res == VK_ERROR_OUT_OF_DEVICE_MEMORY)
+        code = HP_ERR_OUT_OF_MEMORY;
+    return hp_fail(err, code, "%s failed: %s", what, hp_vk_result_name(res));
+}
+
+const char *hp_cache_state_name(hp_cache_state state)
+{
+    switch (state) {
+    case HP_CACHE_NONE: return "none";
+    case HP_CACHE_ABSENT: return "absent";
+    case HP_CACHE_LOADED: return "loaded";
+    case HP_CACHE_FOREIGN: return "foreign";
+    case HP_CACHE_CORRUPT: return "corrupt";
+    }
+    return "unknown";
+}
+
+/* --- Validation messages ------------------------------------------------------------------------- */
+
+/* Process-wide, so that messages reported during vkDestroyDevice/vkDestroyInstance still count. */
+static _Atomic uint32_t g_validation_messages;
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                       VkDebugUtilsMessageTypeFlagsEXT types,
+                                                       const VkDebugUtilsMessengerCallbackDataEXT *data,
+                                                       void *user)
+{
+    (void)types;
+    (void)user;
+    const char *id = data->pMessageIdName ? data->pMessageIdName : "";
+    if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+        atomic_fetch_add(&g_validation_messages, 1);
+        hp_log(severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? HP_LOG_ERROR : HP_LOG_WARN,
+               "vulkan validation: [%s] %s", id, data->pMessage);
+    } else {
+        hp_debug("vulkan: [%s] %s", id, data->pMessage);
+    }
+    return VK_FALSE; /* never abort the call: the test decides from the count */
+}
+
+uint32_t hp_gpu_validation_messages(void) { return atomic_load(&g_validation_messages); }
+
+/* --- Instance ------------------------------------------------------------------------------------ */
+
+static bool has_layer(const char *name)
+{
+    uint32_t n = 0;
+    vkEnumerateInstanceLayerProperties(&n, NULL);
+    VkLayerProperties *props = calloc(n ? n : 1, sizeof(*props));
+    if (!props)
+        return false;
+    vkEnumerateInstanceLayerProperties(&n, props);
+    bool found = false;
+    for (uint32_t i = 0; i < n && !found; i++)
+        found = strcmp(props[i].layerName, name) == 0;
+    free(props);
+    return found;
+}
+
+static bool has_instance_extension(const char *name)
+{
+    uint32_t n = 0;
+    vkEnumerateInstanceExtensionProperties(NULL, &n, NULL);
+    VkExtensionProperties *props = calloc(n ? n : 1, sizeof(*props));
+    if (!props)
+        return false;
+    vkEnumerateInstanceExtensionProperties(NULL, &n, props);
+    bool found = false;
+    for (uint32_t i = 0; i < n && !found; i++)
+        found = strcmp(props[i].extensionName, name) == 0;
+    free(props);
+    return found;
+}
+
+static hp_code create_instance(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
+{
+    uint32_t loader_version = VK_API_VERSION_1_0;
+    PFN_vkEnumerateInstanceVersion enum_version =
+        (PFN_vkEnumerateInstanceVersion)vkGetInstanceProcAddr(NULL, "vkEnumerateInstanceVersion");
+    if (enum_version)
+        enum_version(&loader_version);
+    if (loader_version < HP_MIN_VULKAN_API)
+        return hp_fail(err, HP_ERR_MISSING_FEATURE,
+                       "the Vulkan loader supports API %u.%u; hdrpostd needs 1.2 or newer",
+                       VK_API_VERSION_MAJOR(loader_version), VK_API_VERSION_MINOR(loader_version));
+
+    const char *layers[1];
+    uint32_t layer_count = 0;
+    const char *exts[2];
+    uint32_t ext_count = 0;
+
+    if (cfg->validation) {
+        if (!has_layer("VK_LAYER_KHRONOS_validation"))
+            return hp_fail(err, HP_ERR_MISSING_FEATURE,
+                           "validation was requested but VK_LAYER_KHRONOS_validation is not installed "
+                           "(Debian package vulkan-validationlayers)");
+        layers[layer_count++] = "VK_LAYER_KHRONOS_validation";
+    }
+    gpu->has_debug_utils = has_instance_extension(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    if (gpu->has_debug_utils)
+        exts[ext_count++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    else if (cfg->validation)
+        return hp_fail(err, HP_ERR_MISSING_FEATURE,
+                       "validation was requested but VK_EXT_debug_utils is missing: its messages could "
+                       "not be counted");
+
+    VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = "hdrpostd",
+        .applicationVersion = VK_MAKE_API_VERSION(0, 0, 1, 0),
+        .pEngineName = "hdrpostd",
+        .engineVersion = VK_MAKE_API_VERSION(0, 0, 1, 0),
+        .apiVersion = loader_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : VK_API_VERSION_1_2,
+    };
+    /* The messenger is chained at creation too, so vkCreateInstance/vkDestroyInstance are covered. */
+    VkDebugUtilsMessengerCreateInfoEXT messenger_info = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_VERBOSE_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+        .pfnUserCallback = on_debug_message,
+        .pUserData = gpu,
+    };
+    VkInstanceCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        .pNext = cfg->validation ? &messenger_info : NULL,
+        .pApplicationInfo = &app,
+        .enabledLayerCount = layer_count,
+        .ppEnabledLayerNames = layers,
+        .enabledExtensionCount = ext_count,
+        .ppEnabledExtensionNames = exts,
+    };
+    VkResult res = vkCreateInstance(&info, NULL, &gpu->instance);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "vkCreateInstance");
+    gpu->instance_api = app.apiVersion;
+
+    if (gpu->has_debug_utils) {
+        gpu->set_object_name = (PFN_vkSetDebugUtilsObjectNameEXT)vkGetInstanceProcAddr(
+            gpu->instance, "vkSetDebugUtilsObjectNameEXT");
+    }
+    if (cfg->validation) {
+        PFN_vkCreateDebugUtilsMessengerEXT create_messenger = (PFN_vkCreateDebugUtilsMessengerEXT)
+            vkGetInstanceProcAddr(gpu->instance, "vkCreateDebugUtilsMessengerEXT");
+        if (!create_messenger)
+            return hp_fail(err, HP_ERR_MISSING_FEATURE, "vkCreateDebugUtilsMessengerEXT is missing");
+        res = create_messenger(gpu->instance, &messenger_info, NULL, &gpu->messenger);
+        if (res != VK_SUCCESS)
+            return hp_vk_fail(err, res, "vkCreateDebugUtilsMessengerEXT");
+        hp_info("vulkan: validation layer on");
+    }
+    return HP_OK;
+}
+
+/* --- Device choice ------------------------------------------------------------------------------- */
+
+static const char *device_type_name(VkPhysicalDeviceType type)
+{
+    switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "CPU";
+    default: return "other";
+    }
+}
+
+/* Discrete first, then integrated, virtual, CPU (lavapipe) last: the order a render service wants. */
+static int device_type_rank(VkPhysicalDeviceType type)
+{
+    switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
+    default: return 0;
+    }
+}
+
+/* Returns NULL when the device has everything hdrpostd needs, else the first thing it lacks. */
+static const char *missing_requirement(VkPhysicalDevice pd, char *buf, size_t len)
+{
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(pd, &props);
+    if (props.apiVersion < HP_MIN_VULKAN_API) {
+        snprintf(buf, len, "Vulkan %u.%u (1.2 needed)", VK_API_VERSION_MAJOR(props.apiVersion),
+                 VK_API_VERSION_MINOR(props.apiVersion));
+        return buf;
+    }
+    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
+    vkGetPhysicalDeviceFeatures2(pd, &f);
+    if (!f12.bufferDeviceAddress)
+        return "the bufferDeviceAddress feature";
+    if (!f12.timelineSemaphore)
+        return "the timelineSemaphore feature";
+
+    VkPhysicalDeviceSubgroupProperties sub = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sub};
+    vkGetPhysicalDeviceProperties2(pd, &p2);
+    if (!(sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT))
+        return "subgroup operations in compute shaders";
+    VkSubgroupFeatureFlags need = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+    if ((sub.supportedOperations & need) != need)
+        return "subgroup arithmetic (VK_SUBGROUP_FEATURE_ARITHMETIC_BIT)";
+    if (props.limits.maxComputeWorkGroupInvocations < 256 || props.limits.maxComputeWorkGroupSize[0] < 256)
+        return "256 invocations per workgroup";
+    if (props.limits.maxComputeSharedMemorySize < 16384)
+        return "16 KiB of shared memory per workgroup";
+    return NULL;
+}
+
+static int find_compute_family(VkPhysicalDevice pd, bool *timestamps)
+{
+    uint32_t n = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, NULL);
+    VkQueueFamilyProperties *fams = calloc(n ? n : 1, sizeof(*fams));
+    if (!fams)
+        return -1;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, fams);
+    int best = -1;
+    /* Prefer a compute family with timestamps; among those, one without graphics (async compute) is
+     * not better for us: we own the whole device, so take the first. */
+    for (uint32_t i = 0; i < n && best < 0; i++)
+        if ((fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && fams[i].timestampValidBits > 0)
+            best = (int)i;
+    *timestamps = best >= 0;
+    for (uint32_t i = 0; i < n && best < 0; i++)
+        if (fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT)
+            best = (int)i;
+    free(fams);
+    return best;
+}
+
+static int find_transfer_family(VkPhysicalDevice pd)
+{
+    uint32_t n = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, NULL);
+    VkQueueFamilyProperties *fams = calloc(n ? n : 1, sizeof(*fams));
+    if (!fams)
+        return -1;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, fams);
+    int found = -1;
+    for (uint32_t i = 0; i < n && found < 0; i++) {
+        VkQueueFlags f = fams[i].queueFlags;
+        if ((f & VK_QUEUE_TRANSFER_BIT) && !(f & (VK_QUEUE_COMPUTE_BIT | VK_QUEUE_GRAPHICS_BIT)))
+            found = (int)i;
+    }
+    free(fams);
+    return found;
+}
+
+static bool is_decimal(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9')
+            return false;
+    return true;
+}
+
+static hp_code choose_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
+{
+    uint32_t n = 0;
+    VkResult res = vkEnumeratePhysicalDevices(gpu->instance, &n, NULL);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "vkEnumeratePhysicalDevices");
+    if (n == 0)
+        return hp_fail(err, HP_ERR_NO_DEVICE,
+                       "no Vulkan device found (install a driver, or Mesa's lavapipe: mesa-vulkan-drivers)");
+    VkPhysicalDevice *pds = calloc(n, sizeof(*pds));
+    if (!pds)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    vkEnumeratePhysicalDevices(gpu->instance, &n, pds);
+
+    const char *want = cfg->device && *cfg->device ? cfg->device : NULL;
+    int chosen = -1, best_rank = -1;
+    char reason[160] = "";
+    for (uint32_t i = 0; i < n; i++) {
+        VkPhysicalDeviceProperties props;
+        vkGetPhysicalDeviceProperties(pds[i], &props);
+        char buf[96];
+        const char *missing = missing_requirement(pds[i], buf, sizeof(buf));
+        hp_info("vulkan: device %u: %s (%s, Vulkan %u.%u)%s%s", i, props.deviceName,
+                device_type_name(props.deviceType), VK_API_VERSION_MAJOR(props.apiVersion),
+                VK_API_VERSION_MINOR(props.apiVersion), missing ? ": unusable, lacks " : "",
+                missing ? missing : "");
+        bool selected;
+        if (want && is_decimal(want))
+            selected = strtoul(want, NULL, 10) == i;
+        else if (want)
+            selected = strcasestr(props.deviceName, want) != NULL;
+        else
+            selected = true;
+        if (!selected)
+            continue;
+        if (missing) {
+            if (want) {
+                free(pds);
+                return hp_fail(err, HP_ERR_MISSING_FEATURE, "device %u (%s), selected by device=\"%s\", lacks %s",
+                               i, props.deviceName, want, missing);
+            }
+            continue;
+        }
+        int rank = device_type_rank(props.deviceType);
+        if (rank > best_rank) {
+            best_rank = rank;
+            chosen = (int)i;
+            if (want)
+                snprintf(reason, sizeof(reason), "selected by device=\"%s\"", want);
+            else
+                snprintf(reason, sizeof(reason), "the first %s among the usable devices",
+                         device_type_name(props.deviceType));
+        }
+        if (want)
+            break; /* the first match wins */
+    }
+    if (chosen < 0) {
+        free(pds);
+        if (want)
+            return hp_fail(err, HP_ERR_NO_DEVICE,
+                           "no Vulkan device matches device=\"%s\" (a device index or a name substring; "
+                           "the devices found are logged above)", want);
+        return hp_fail(err, HP_ERR_NO_DEVICE, "none of the %u Vulkan devices has what hdrpostd needs "
+                       "(see the log above for what each lacks)", n);
+    }
+    gpu->physical = pds[chosen];
+    free(pds);
+
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(gpu->physical, &props);
+    hp_info("vulkan: using device %d: %s, %s", chosen, props.deviceName, reason);
+    return HP_OK;
+}
+
+/* --- Logical device ------------------------------------------------------------------------------ */
+
+static hp_code create_device(hp_gpu *gpu, hp_err *err)
+{
+    bool timestamps = false;
+    int compute = find_compute_family(gpu->physical, &timestamps);
+    if (compute < 0)
+        return hp_fail(err, HP_ERR_MISSING_FEATURE, "the device has no compute queue");
+    if (!timestamps)
+        return hp_fail(err, HP_ERR_MISSING_FEATURE,
+                       "the device's compute queue has no timestamps (timestampValidBits = 0): "
+                       "hdrpostd reports every stage's GPU time from them");
+    gpu->compute_family = (uint32_t)compute;
+    int transfer = find_transfer_family(gpu->physical);
+
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo queues[2] = {
+        {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = gpu->compute_family,
+         .queueCount = 1, .pQueuePriorities = &priority},
+        {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = (uint32_t)transfer,
+         .queueCount = 1, .pQueuePriorities = &priority},
+    };
+
+    /* Optional: pipeline creation feedback (core in 1.3) tells whether the cache served a pipeline. */
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(gpu->physical, &props);
+    gpu->has_creation_feedback = props.apiVersion >= VK_API_VERSION_1_3 && gpu->instance_api >= VK_API_VERSION_1_3;
+
+    VkPhysicalDeviceVulkan12Features f12 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+        .bufferDeviceAddress = VK_TRUE,
+        .timelineSemaphore = VK_TRUE,
+    };
+    VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
+    VkDeviceCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = &features,
+        .queueCreateInfoCount = transfer >= 0 ? 2 : 1,
+        .pQueueCreateInfos = queues,
+    };
+    VkResult res = vkCreateDevice(gpu->physical, &info, NULL, &gpu->device);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "vkCreateDevice");
+    vkGetDeviceQueue(gpu->device, gpu->compute_family, 0, &gpu->compute_queue);
+    if (transfer >= 0) {
+        gpu->transfer_family = (uint32_t)transfer;
+        vkGetDeviceQueue(gpu->device, gpu->transfer_family, 0, &gpu->transfer_queue);
+    }
+
+    /* Fill the info that the rest of the daemon reports. */
+    hp_gpu_info *gi = &gpu->info;
+    VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceSubgroupProperties sub = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+                                              .pNext = &drv};
+    VkPhysicalDeviceMaintenance3Properties m3 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES, .pNext = &sub};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &m3};
+    vkGetPhysicalDeviceProperties2(gpu->physical, &p2);
+    memcpy(gi->device_name, props.deviceName, sizeof(gi->device_name));
+    gi->device_type = props.deviceType;
+    gi->vendor_id = props.vendorID;
+    gi->device_id = props.deviceID;
+    gi->api_version = props.apiVersion;
+    gi->driver_version = props.driverVersion;
+    memcpy(gi->driver_name, drv.driverName, sizeof(gi->driver_name));
+    memcpy(gi->driver_info, drv.driverInfo, sizeof(gi->driver_info));
+    gi->subgroup_size = sub.subgroupSize;
+    gi->max_workgroup_invocations = props.limits.maxComputeWorkGroupInvocations;
+    gi->max_shared_memory = props.limits.maxComputeSharedMemorySize;
+    gi->timestamp_period_ns = props.limits.timestampPeriod;
+    gi->max_allocation_size = m3.maxMemoryAllocationSize;
+    gi->has_transfer_queue = transfer >= 0;
+    memcpy(gpu->pipeline_cache_uuid, props.pipelineCacheUUID, VK_UUID_SIZE);
+    vkGetPhysicalDeviceMemoryProperties(gpu->physical, &gpu->memory_props);
+
+    hp_info("vulkan: %s, driver %s (%s), API %u.%u.%u, subgroup %u, %s transfer queue", gi->device_name,
+            gi->driver_name, gi->driver_info, VK_API_VERSION_MAJOR(gi->api_version),
+            VK_API_VERSION_MINOR(gi->api_version), VK_API_VERSION_PATCH(gi->api_version), gi->subgroup_size,
+            gi->has_transfer_queue ? "with a" : "no separate");
+    return HP_OK;
+}
+
+hp_code hp_gpu_create(const hp_gpu_config *config, hp_gpu **out, hp_err *err)
+{
+    hp_gpu_config defaults = HP_GPU_CONFIG_DEFAULTS;
+    const hp_gpu_config *cfg = config ? config : &defaults;
+    *out = NULL;
+    hp_gpu *gpu = calloc(1, sizeof(*gpu));
+    if (!gpu)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (cfg->pipeline_cache_path && *cfg->pipeline_cache_path) {
+        gpu->cache_path = strdup(cfg->pipeline_cache_path);
+        if (!gpu->cache_path) {
+            free(gpu);
+            return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+        }
+    }
+
+    hp_code rc = create_instance(gpu, cfg, err);
+    if (rc == HP_OK)
+        rc = choose_device(gpu, cfg, err);
+    if (rc == HP_OK)
+        rc = create_device(gpu, err);
+    if (rc == HP_OK)
+        rc = hp_gpu_load_pipeline_cache(gpu, err);
+    if (rc != HP_OK) {
+        hp_gpu_destroy(&gpu);
+        return rc;
+    }
+    *out = gpu;
+    return HP_OK;
+}
+
+void hp_gpu_destroy(hp_gpu **pgpu)
+{
+    hp_gpu *gpu = *pgpu;
+    if (!gpu)
+        return;
+    if (gpu->device) {
+        vkDeviceWaitIdle(gpu->device);
+        if (gpu->pipeline_cache)
+            vkDestroyPipelineCache(gpu->device, gpu->pipeline_cache, NULL);
+        vkDestroyDevice(gpu->device, NULL);
+    }
+    if (gpu->messenger) {
+        PFN_vkDestroyDebugUtilsMessengerEXT destroy = (PFN_vkDestroyDebugUtilsMessengerEXT)
+            vkGetInstanceProcAddr(gpu->instance, "vkDestroyDebugUtilsMessengerEXT");
+        if (destroy)
+            destroy(gpu->instance, gpu->messenger, NULL);
+    }
+    if (gpu->instance)
+        vkDestroyInstance(gpu->instance, NULL);
+    free(gpu->cache_path);
+    free(gpu);
+    *pgpu = NULL;
+}
+
+const hp_gpu_info *hp_gpu_get_info(const hp_gpu *gpu) { return &gpu->info; }
+VkDevice hp_gpu_device(const hp_gpu *gpu) { return gpu->device; }
+VkQueue hp_gpu_compute_queue(const hp_gpu *gpu) { return gpu->compute_queue; }
+uint32_t hp_gpu_compute_family(const hp_gpu *gpu) { return gpu->compute_family; }
+
+void hp_gpu_set_name(hp_gpu *gpu, VkObjectType type, uint64_t handle, const char *name)
+{
+    if (!gpu->set_object_name || !name)
+        return;
+    VkDebugUtilsObjectNameInfoEXT info = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_OBJECT_NAME_INFO_EXT,
+        .objectType = type,
+        .objectHandle = handle,
+        .pObjectName = name,
+    };
+    gpu->set_object_name(gpu->device, &info);
+}
+
+/* --- Buffers --------------------------------------------------------------------------------------
+ * One VkDeviceMemory per buffer. hdrpostd allocates a handful of long-lived buffers per frame size and
+ * reuses them for every later frame of that size, so a sub-allocator (VMA, which is C++ and not packaged
+ * for Debian 12) would buy nothing: it too gives large buffers dedicated allocations. */
+
+static int find_memory_type(const hp_gpu *gpu, uint32_t type_bits, VkMemoryPropertyFlags want,
+                            VkMemoryPropertyFlags avoid)
+{
+    const VkPhysicalDeviceMemoryProperties *mp = &gpu->memory_props;
+    for (uint32_t i = 0; i < mp->memoryTypeCount; i++) {
+        VkMemoryPropertyFlags f = mp->memoryTypes[i].propertyFlags;
+        if ((type_bits & (1u << i)) && (f & want) == want && !(f & avoid))
+            return (int)i;
+    }
+    return -1;
+}
+
+hp_code hp_buffer_create(hp_gpu *gpu, VkDeviceSize size, hp_mem_kind kind, const char *name, hp_buffer *out,
+                         hp_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (size == 0)
+        size = 16;
+    if (size > gpu->info.max_allocation_size)
+        return hp_fail(err, HP_ERR_TOO_LARGE,
+                       "%s needs %llu bytes, over this device's maxMemoryAllocationSize of %llu", name,
+                       (unsigned long long)size, (unsigned long long)gpu->info.max_allocation_size);
+
+    VkBufferUsageFlags usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    if (kind == HP_MEM_DEVICE)
+        usage |= VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
+    VkBufferCreateInfo bi = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        .size = size,
+        .usage = usage,
+        .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+    };
+    VkResult res = vkCreateBuffer(gpu->device, &bi, NULL, &out->buffer);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "vkCreateBuffer");
+    hp_gpu_set_name(gpu, VK_OBJECT_TYPE_BUFFER, (uint64_t)out->buffer, name);
+
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(gpu->device, out->buffer, &req);
+
+    int type = -1;
+    switch (kind) {
+    case HP_MEM_DEVICE:
+        type = find_memory_type(gpu, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+        break;
+    case HP_MEM_UPLOAD:
+        /* Write-combined (uncached) host memory is fastest for a one-way stream of writes. */
+        type = find_memory_type(gpu, req.memoryTypeBits,
+                                VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+        break;
+    case HP_MEM_READBACK:
+        type = find_memory_type(gpu, req.memoryTypeBits,
+                                VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, 0);
+        break;
+    }
+    if (type < 0) /* any host-visible type will do: a fallback is logged, never silent */
+        type = kind == HP_MEM_DEVICE ? find_memory_type(gpu, req.memoryTypeBits, 0, 0)
+                                     : find_memory_type(gpu, req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, 0);
+    if (type < 0) {
+        hp_buffer_destroy(gpu, out);
+        return hp_fail(err, HP_ERR_MISSING_FEATURE, "no memory type fits %s", name);
+    }
+
+    VkMemoryAllocateFlagsInfo flags = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
+        .flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT,
+    };
+    VkMemoryDedicatedAllocateInfo dedicated = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO,
+        .pNext = kind == HP_MEM_DEVICE ? &flags : NULL,
+        .buffer = out->buffer,
+    };
+    VkMemoryAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+        .pNext = &dedicated,
+        .allocationSize = req.size,
+        .memoryTypeIndex = (uint32_t)type,
+    };
+    res = vkAllocateMemory(gpu->device, &ai, NULL, &out->memory);
+    if (res != VK_SUCCESS) {
+        hp_buffer_destroy(gpu, out);
+        hp_vk_fail(err, res, "vkAllocateMemory");
+        return hp_fail(err, err ? err->code : HP_ERR_OUT_OF_MEMORY, "cannot allocate %llu bytes for %s: %s",
+                       (unsigned long long)req.size, name, hp_vk_result_name(res));
+    }
+    hp_gpu_set_name(gpu, VK_OBJECT_TYPE_DEVICE_MEMORY, (uint64_t)out->memory, name);
+    res = vkBindBufferMemory(gpu->device, out->buffer, out->memory, 0);
+    if (res != VK_SUCCESS) {
+        hp_buffer_destroy(gpu, out);
+        return hp_vk_fail(err, res, "vkBindBufferMemory");
+    }
+    out->size = size;
+    gpu->info.buffers_created++;
+
+    VkMemoryPropertyFlags mf = gpu->memory_props.memoryTypes[type].propertyFlags;
+    if (mf & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT && kind != HP_MEM_DEVICE) {
+        res = vkMapMemory(gpu->device, out->memory, 0, VK_WHOLE_SIZE, 0, &out->mapped);
+        if (res != VK_SUCCESS) {
+            hp_buffer_destroy(gpu, out);
+            return hp_vk_fail(err, res, "vkMapMemory");
+        }
+        out->coherent = mf & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    }
+    if (kind == HP_MEM_DEVICE) {
+        VkBufferDeviceAddressInfo ai2 = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO,
+                                         .buffer = out->buffer};
+        out->address = vkGetBufferDeviceAddress(gpu->device, &ai2);
+    }
+    return HP_OK;
+}
+
+void hp_buffer_destroy(hp_gpu *gpu, hp_buffer *buf)
+{
+    if (buf->buffer)
+        vkDestroyBuffer(gpu->device, buf->buffer, NULL);
+    if (buf->memory)
+        vkFreeMemory(gpu->device, buf->memory, NULL); /* unmaps implicitly */
+    memset(buf, 0, sizeof(*buf));
+}
+
+void hp_buffer_flush(hp_gpu *gpu, const hp_buffer *buf)
+{
+    if (buf->coherent || !buf->mapped)
+        return;
+    VkMappedMemoryRange r = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, .memory = buf->memory,
+                             .size = VK_WHOLE_SIZE};
+    vkFlushMappedMemoryRanges(gpu->device, 1, &r);
+}
+
+void hp_buffer_invalidate(hp_gpu *gpu, const hp_buffer *buf)
+{
+    if (buf->coherent || !buf->mapped)
+        return;
+    VkMappedMemoryRange r = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, .memory = buf->memory,
+                             .size = VK_WHOLE_SIZE};
+    vkInvalidateMappedMemoryRanges(gpu->device, 1, &r);
+}
+
+/* --- Compute pipelines --------------------------------------------------------------------------- */
+
+hp_code hp_compute_create(hp_gpu *gpu, const hp_compute_desc *desc, hp_compute *out, hp_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (desc->push_constant_size > 128 || desc->spec_count > 16)
+        return hp_fail(err, HP_ERR_INTERNAL, "%s: %u bytes of push constants, %u specialization constants",
+                       desc->name, desc->push_constant_size, desc->spec_count);
+
+    VkShaderModuleCreateInfo smi = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+        .codeSize = desc->spirv_size,
+        .pCode = desc->spirv,
+    };
+    VkShaderModule module;
+    VkResult res = vkCreateShaderModule(gpu->device, &smi, NULL, &module);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "vkCreateShaderModule");
+
+    VkPushConstantRange range = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = desc->push_constant_size};
+    VkPipelineLayoutCreateInfo li = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+        .pushConstantRangeCount = desc->push_constant_size ? 1 : 0,
+        .pPushConstantRanges = &range,
+    };
+    res = vkCreatePipelineLayout(gpu->device, &li, NULL, &out->layout);
+    if (res != VK_SUCCESS) {
+        vkDestroyShaderModule(gpu->device, module, NULL);
+        return hp_vk_fail(err, res, "vkCreatePipelineLayout");
+    }
+
+    VkSpecializationMapEntry entries[16];
+    for (uint32_t i = 0; i < desc->spec_count; i++)
+        entries[i] = (VkSpecializationMapEntry){.constantID = i, .offset = 4 * i, .size = 4};
+    VkSpecializationInfo spec = {
+        .mapEntryCount = desc->spec_count,
+        .pMapEntries = entries,
+        .dataSize = 4 * (size_t)desc->spec_count,
+        .pData = desc->spec_values,
+    };
+    VkPipelineCreationFeedback feedback = {0};
+    VkPipelineCreationFeedbackCreateInfo feedback_info = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO,
+        .pPipelineCreationFeedback = &feedback,
+    };
+    VkComputePipelineCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .pNext = gpu->has_creation_feedback ? &feedback_info : NULL,
+        .stage = {
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+            .module = module,
+            .pName = "main",
+            .pSpecializationInfo = desc->spec_count ? &spec : NULL,
+        },
+        .layout = out->layout,
+    };
+    res = vkCreateComputePipelines(gpu->device, gpu->pipeline_cache, 1, &ci, NULL, &out->pipeline);
+    vkDestroyShaderModule(gpu->device, module, NULL);
+    if (res != VK_SUCCESS) {
+        hp_compute_destroy(gpu, out);
+        hp_vk_fail(err, res, "vkCreateComputePipelines");
+        return hp_fail(err, err ? err->code : HP_ERR_VULKAN, "creating pipeline %s: %s", desc->name,
+                       hp_vk_result_name(res));
+    }
+    hp_gpu_set_name(gpu, VK_OBJECT_TYPE_PIPELINE, (uint64_t)out->pipeline, desc->name);
+    out->push_constant_size = desc->push_constant_size;
+    gpu->info.pipelines_created++;
+    bool hit = (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
+               (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT);
+    if (hit)
+        gpu->info.pipelines_from_cache++;
+    hp_debug("vulkan: pipeline %s created in %.2f ms%s", desc->name, feedback.duration / 1e6,
+             hit ? " (pipeline cache hit)" : "");
+    return HP_OK;
+}
+
+void hp_compute_destroy(hp_gpu *gpu, hp_compute *c)
+{
+    if (c->pipeline)
+        vkDestroyPipeline(gpu->device, c->pipeline, NULL);
+    if (c->layout)
+        vkDestroyPipelineLayout(gpu->device, c->layout, NULL);
+    memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,138 @@
+/* The Vulkan core: instance, device, queues, pipeline cache, buffers and compute pipelines.
+ *
+ * One hp_gpu lives for the whole life of the daemon. Every pipeline is created at start-up through it,
+ * with the pipeline cache, before the daemon reports ready; per-frame values travel in push constants and
+ * the workgroup shape in specialization constants chosen from the device's properties (the VkFFT habit:
+ * pipelines are never rebuilt because a parameter changed).
+ *
+ * Buffers are reached from shaders through buffer device addresses (Vulkan 1.2 core) passed in push
+ * constants, not through descriptor sets: a 16384x16384 RGBA fp32 frame is 4 GiB, over
+ * maxStorageBufferRange on every driver we know (128 MiB on lavapipe, 4 GiB - 1 on NVIDIA), and an
+ * address has no such range. It also leaves stages with no descriptor layouts to keep in sync. */
+#ifndef HP_GPU_H
+#define HP_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+#include "common/error.h"
+
+typedef struct hp_gpu_config {
+    /* Which device: NULL or "" chooses by type (discrete, then integrated, then virtual, then CPU);
+     * a decimal number picks that index of vkEnumeratePhysicalDevices; anything else is a
+     * case-insensitive substring of the device name. Default NULL. */
+    const char *device;
+    /* Pipeline cache file, loaded at start-up and saved by hp_gpu_save_pipeline_cache(); NULL: none. */
+    const char *pipeline_cache_path;
+    /* Enable VK_LAYER_KHRONOS_validation and route its messages to the log (0 off, 1 on), default 0.
+     * Tests turn it on and fail on any warning or error it reports (hp_gpu_validation_messages()). */
+    bool validation;
+} hp_gpu_config;
+
+#define HP_GPU_CONFIG_DEFAULTS {.device = NULL, .pipeline_cache_path = NULL, .validation = false}
+
+/* What happened to the pipeline cache file at start-up; reported by /v1/gpu and checked by tests. */
+typedef enum hp_cache_state {
+    HP_CACHE_NONE = 0,     /* no path configured */
+    HP_CACHE_ABSENT,       /* path configured, no file yet: pipelines compiled from scratch */
+    HP_CACHE_LOADED,       /* file valid for this device and driver: handed to vkCreatePipelineCache */
+    HP_CACHE_FOREIGN,      /* file made by another device or driver (vendor, device or UUID differ): ignored */
+    HP_CACHE_CORRUPT,      /* truncated, bad magic or checksum mismatch: ignored */
+} hp_cache_state;
+
+const char *hp_cache_state_name(hp_cache_state state);
+
+typedef struct hp_gpu_info {
+    char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+    VkPhysicalDeviceType device_type;
+    uint32_t vendor_id, device_id;
+    uint32_t api_version, driver_version;
+    char driver_name[VK_MAX_DRIVER_NAME_SIZE];
+    char driver_info[VK_MAX_DRIVER_INFO_SIZE];
+    uint32_t subgroup_size;
+    uint32_t max_workgroup_invocations;
+    uint32_t max_shared_memory;
+    double timestamp_period_ns;      /* nanoseconds per timestamp tick */
+    uint64_t max_allocation_size;
+    bool has_transfer_queue;         /* a queue family with transfer but not compute/graphics */
+    hp_cache_state cache_state;
+    size_t cache_bytes_loaded;       /* bytes of cache data handed to the driver at start-up */
+    uint32_t pipelines_created;
+    uint32_t pipelines_from_cache;   /* pipelines the driver reported as cache hits (creation feedback) */
+    uint32_t buffers_created;        /* every hp_buffer_create since start-up: tests check reuse with it */
+} hp_gpu_info;
+
+typedef struct hp_gpu hp_gpu;
+
+hp_code hp_gpu_create(const hp_gpu_config *config, hp_gpu **out, hp_err *err);
+/* Waits for the device to go idle and destroys everything. Does not save the pipeline cache. */
+void hp_gpu_destroy(hp_gpu **gpu);
+
+const hp_gpu_info *hp_gpu_get_info(const hp_gpu *gpu);
+/* Writes the cache atomically (temporary file, then rename) with a header naming the device, driver and a
+ * checksum of the data. */
+hp_code hp_gpu_save_pipeline_cache(hp_gpu *gpu, hp_err *err);
+/* Warnings and errors the validation layer reported in this process, by any hp_gpu, counting those
+ * reported while it was destroyed (leaked objects are reported by vkDestroyDevice): call it after
+ * hp_gpu_destroy() for the final word. */
+uint32_t hp_gpu_validation_messages(void);
+
+VkDevice hp_gpu_device(const hp_gpu *gpu);
+VkQueue hp_gpu_compute_queue(const hp_gpu *gpu);
+uint32_t hp_gpu_compute_family(const hp_gpu *gpu);
+
+/* --- Buffers ------------------------------------------------------------------------------------- */
+
+typedef enum hp_mem_kind {
+    HP_MEM_DEVICE,   /* device-local; shaders reach it by address */
+    HP_MEM_UPLOAD,   /* host-visible, write-combined where possible: staging for uploads */
+    HP_MEM_READBACK, /* host-visible, cached where possible: results copied back */
+} hp_mem_kind;
+
+typedef struct hp_buffer {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    VkDeviceSize size;
+    VkDeviceAddress address; /* 0 unless HP_MEM_DEVICE */
+    void *mapped;            /* NULL unless host-visible */
+    bool coherent;           /* host-visible memory is HOST_COHERENT: no flush/invalidate needed */
+} hp_buffer;
+
+hp_code hp_buffer_create(hp_gpu *gpu, VkDeviceSize size, hp_mem_kind kind, const char *name, hp_buffer *out,
+                         hp_err *err);
+void hp_buffer_destroy(hp_gpu *gpu, hp_buffer *buf);
+/* Makes host writes visible to the device (no-op on coherent memory). */
+void hp_buffer_flush(hp_gpu *gpu, const hp_buffer *buf);
+/* Makes device writes visible to the host (no-op on coherent memory). */
+void hp_buffer_invalidate(hp_gpu *gpu, const hp_buffer *buf);
+
+/* --- Compute pipelines --------------------------------------------------------------------------- */
+
+typedef struct hp_compute_desc {
+    const char *name;            /* for logs and debug names */
+    const uint32_t *spirv;       /* SPIR-V words, embedded at build time */
+    size_t spirv_size;           /* bytes */
+    uint32_t push_constant_size; /* bytes, at most 128 (the minimum every device supports) */
+    const uint32_t *spec_values; /* specialization constants 0..spec_count-1, as 32-bit words */
+    uint32_t spec_count;
+} hp_compute_desc;
+
+typedef struct hp_compute {
+    VkPipelineLayout layout;
+    VkPipeline pipeline;
+    uint32_t push_constant_size;
+} hp_compute;
+
+hp_code hp_compute_create(hp_gpu *gpu, const hp_compute_desc *desc, hp_compute *out, hp_err *err);
+void hp_compute_destroy(hp_gpu *gpu, hp_compute *c);
+
+/* Names a Vulkan object for validation messages and captures (no-op without debug utils). */
+void hp_gpu_set_name(hp_gpu *gpu, VkObjectType type, uint64_t handle, const char *name);
+
+/* Maps a VkResult to a code: device lost and out-of-memory keep their meaning, the rest is HP_ERR_VULKAN. */
+hp_code hp_vk_fail(hp_err *err, VkResult res, const char *what);
+const char *hp_vk_result_name(VkResult res);
+
+#endif

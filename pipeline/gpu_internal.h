@@ -1,0 +1,36 @@
+/* The inside of hp_gpu, shared by the files of pipeline/ only. */
+#ifndef HP_GPU_INTERNAL_H
+#define HP_GPU_INTERNAL_H
+
+#include <stdatomic.h>
+
+#include "pipeline/gpu.h"
+
+struct hp_gpu {
+    VkInstance instance;
+    uint32_t instance_api;
+    VkDebugUtilsMessengerEXT messenger;
+    bool has_debug_utils;
+    PFN_vkSetDebugUtilsObjectNameEXT set_object_name;
+
+    VkPhysicalDevice physical;
+    VkPhysicalDeviceMemoryProperties memory_props;
+    uint8_t pipeline_cache_uuid[VK_UUID_SIZE];
+    bool has_creation_feedback;
+
+    VkDevice device;
+    uint32_t compute_family;
+    VkQueue compute_queue;
+    uint32_t transfer_family;
+    VkQueue transfer_queue; /* VK_NULL_HANDLE when the device has no separate transfer family */
+
+    char *cache_path;
+    VkPipelineCache pipeline_cache;
+
+    hp_gpu_info info;
+};
+
+/* pipeline_cache.c: reads cache_path (if any), validates it, creates gpu->pipeline_cache. */
+hp_code hp_gpu_load_pipeline_cache(hp_gpu *gpu, hp_err *err);
+
+#endif

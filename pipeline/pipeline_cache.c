@@ -1,0 +1,221 @@
+/* The pipeline cache file.
+ *
+ * Layout: our own 48-byte header, then the driver's blob exactly as vkGetPipelineCacheData returned it.
+ *     0  char[8]  magic "HDRPCACH"
+ *     8  u32      format version (1)
+ *    12  u32      vendorID    of the device that wrote it
+ *    16  u32      deviceID
+ *    20  u32      driverVersion
+ *    24  u8[16]   pipelineCacheUUID
+ *    40  u32      blob size in bytes
+ *    44  u32      CRC-32 (zlib) of the blob
+ * Why a header of our own when the blob starts with VkPipelineCacheHeaderVersionOne: drivers are meant to
+ * reject foreign data themselves, but a truncated or bit-flipped file has crashed real drivers, and the
+ * Vulkan header carries no checksum. So the file is checked here, completely, before the driver sees a
+ * byte, and a foreign or damaged file is ignored with a warning: pipelines then compile from scratch.
+ * zlib's crc32 is used rather than a hand-written hash: zlib is already linked through our codecs. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "common/log.h"
+#include "pipeline/gpu_internal.h"
+
+#define CACHE_MAGIC "HDRPCACH"
+#define CACHE_VERSION 1u
+#define CACHE_HEADER_SIZE 48u
+
+static void put_u32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); } /* little-endian hosts only (x86-64, arm64) */
+static uint32_t get_u32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+
+static void make_header(const hp_gpu *gpu, const uint8_t *blob, size_t size, uint8_t h[CACHE_HEADER_SIZE])
+{
+    memset(h, 0, CACHE_HEADER_SIZE);
+    memcpy(h, CACHE_MAGIC, 8);
+    put_u32(h + 8, CACHE_VERSION);
+    put_u32(h + 12, gpu->info.vendor_id);
+    put_u32(h + 16, gpu->info.device_id);
+    put_u32(h + 20, gpu->info.driver_version);
+    memcpy(h + 24, gpu->pipeline_cache_uuid, VK_UUID_SIZE);
+    put_u32(h + 40, (uint32_t)size);
+    put_u32(h + 44, (uint32_t)crc32(crc32(0L, Z_NULL, 0), blob, (uInt)size));
+}
+
+/* Reads the whole file; returns NULL with errno set on failure. Caps the size: a cache is a few MiB. */
+static uint8_t *read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    uint8_t *data = NULL;
+    size_t cap = 0, len = 0;
+    for (;;) {
+        if (len == cap) {
+            if (cap >= (256u << 20)) { /* no legitimate cache is this big */
+                errno = EFBIG;
+                free(data);
+                fclose(f);
+                return NULL;
+            }
+            cap = cap ? cap * 2 : 65536;
+            uint8_t *grown = realloc(data, cap);
+            if (!grown) {
+                free(data);
+                fclose(f);
+                errno = ENOMEM;
+                return NULL;
+            }
+            data = grown;
+        }
+        size_t n = fread(data + len, 1, cap - len, f);
+        len += n;
+        if (n == 0)
+            break;
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        free(data);
+        errno = EIO;
+        return NULL;
+    }
+    *size = len;
+    return data;
+}
+
+/* Checks file contents against this device; returns the state and, when loaded, where the blob starts. */
+static hp_cache_state check_file(const hp_gpu *gpu, const uint8_t *data, size_t size, const char **why)
+{
+    if (size < CACHE_HEADER_SIZE || memcmp(data, CACHE_MAGIC, 8) != 0) {
+        *why = "not an hdrpostd pipeline cache (bad magic or too short)";
+        return HP_CACHE_CORRUPT;
+    }
+    if (get_u32(data + 8) != CACHE_VERSION) {
+        *why = "written by another hdrpostd cache format version";
+        return HP_CACHE_FOREIGN;
+    }
+    uint32_t blob_size = get_u32(data + 40);
+    if (blob_size != size - CACHE_HEADER_SIZE) {
+        *why = "truncated or padded (blob size does not match the file)";
+        return HP_CACHE_CORRUPT;
+    }
+    if (get_u32(data + 44) != (uint32_t)crc32(crc32(0L, Z_NULL, 0), data + CACHE_HEADER_SIZE, blob_size)) {
+        *why = "checksum mismatch";
+        return HP_CACHE_CORRUPT;
+    }
+    if (get_u32(data + 12) != gpu->info.vendor_id || get_u32(data + 16) != gpu->info.device_id ||
+        get_u32(data + 20) != gpu->info.driver_version ||
+        memcmp(data + 24, gpu->pipeline_cache_uuid, VK_UUID_SIZE) != 0) {
+        *why = "written by another device or driver version";
+        return HP_CACHE_FOREIGN;
+    }
+    /* The driver's own header (VkPipelineCacheHeaderVersionOne) must agree too. */
+    const uint8_t *blob = data + CACHE_HEADER_SIZE;
+    if (blob_size < 16 + VK_UUID_SIZE || get_u32(blob) < 16 + VK_UUID_SIZE ||
+        get_u32(blob + 4) != VK_PIPELINE_CACHE_HEADER_VERSION_ONE) {
+        *why = "the driver's cache header is malformed";
+        return HP_CACHE_CORRUPT;
+    }
+    if (get_u32(blob + 8) != gpu->info.vendor_id || get_u32(blob + 12) != gpu->info.device_id ||
+        memcmp(blob + 16, gpu->pipeline_cache_uuid, VK_UUID_SIZE) != 0) {
+        *why = "the driver's cache header names another device";
+        return HP_CACHE_FOREIGN;
+    }
+    return HP_CACHE_LOADED;
+}
+
+hp_code hp_gpu_load_pipeline_cache(hp_gpu *gpu, hp_err *err)
+{
+    uint8_t *data = NULL;
+    size_t size = 0;
+    const uint8_t *blob = NULL;
+    size_t blob_size = 0;
+
+    gpu->info.cache_state = HP_CACHE_NONE;
+    if (gpu->cache_path) {
+        data = read_file(gpu->cache_path, &size);
+        if (!data) {
+            gpu->info.cache_state = HP_CACHE_ABSENT;
+            if (errno == ENOENT)
+                hp_info("pipeline cache: %s does not exist yet; pipelines compile from scratch", gpu->cache_path);
+            else
+                hp_warn("pipeline cache: cannot read %s (%s); pipelines compile from scratch", gpu->cache_path,
+                        strerror(errno));
+        } else {
+            const char *why = "";
+            gpu->info.cache_state = check_file(gpu, data, size, &why);
+            if (gpu->info.cache_state == HP_CACHE_LOADED) {
+                blob = data + CACHE_HEADER_SIZE;
+                blob_size = size - CACHE_HEADER_SIZE;
+                hp_info("pipeline cache: loaded %zu bytes from %s", blob_size, gpu->cache_path);
+            } else {
+                hp_warn("pipeline cache: ignoring %s, %s: %s; pipelines compile from scratch", gpu->cache_path,
+                        hp_cache_state_name(gpu->info.cache_state), why);
+            }
+        }
+    }
+
+    VkPipelineCacheCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+        .initialDataSize = blob_size,
+        .pInitialData = blob,
+    };
+    VkResult res = vkCreatePipelineCache(gpu->device, &info, NULL, &gpu->pipeline_cache);
+    free(data);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "vkCreatePipelineCache");
+    gpu->info.cache_bytes_loaded = blob_size;
+    return HP_OK;
+}
+
+hp_code hp_gpu_save_pipeline_cache(hp_gpu *gpu, hp_err *err)
+{
+    if (!gpu->cache_path || !gpu->pipeline_cache)
+        return HP_OK;
+    size_t size = 0;
+    VkResult res = vkGetPipelineCacheData(gpu->device, gpu->pipeline_cache, &size, NULL);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "vkGetPipelineCacheData");
+    uint8_t *blob = malloc(size ? size : 1);
+    if (!blob)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    res = vkGetPipelineCacheData(gpu->device, gpu->pipeline_cache, &size, blob);
+    if (res != VK_SUCCESS) {
+        free(blob);
+        return hp_vk_fail(err, res, "vkGetPipelineCacheData");
+    }
+    uint8_t header[CACHE_HEADER_SIZE];
+    make_header(gpu, blob, size, header);
+
+    /* Write a temporary file beside the target and rename it over: a crash mid-write never leaves a
+     * half-written cache for the next start. */
+    size_t tmp_len = strlen(gpu->cache_path) + 32;
+    char *tmp = malloc(tmp_len);
+    if (!tmp) {
+        free(blob);
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    snprintf(tmp, tmp_len, "%s.tmp.%ld", gpu->cache_path, (long)getpid());
+    hp_code rc = HP_OK;
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        rc = hp_fail(err, HP_ERR_IO, "cannot write pipeline cache %s: %s", tmp, strerror(errno));
+    } else {
+        bool ok = fwrite(header, 1, sizeof(header), f) == sizeof(header) && fwrite(blob, 1, size, f) == size;
+        ok = (fflush(f) == 0) && ok;
+        ok = (fsync(fileno(f)) == 0) && ok;
+        ok = (fclose(f) == 0) && ok;
+        if (!ok || rename(tmp, gpu->cache_path) != 0) {
+            rc = hp_fail(err, HP_ERR_IO, "cannot write pipeline cache %s: %s", gpu->cache_path, strerror(errno));
+            unlink(tmp);
+        } else {
+            hp_info("pipeline cache: saved %zu bytes to %s", size, gpu->cache_path);
+        }
+    }
+    free(tmp);
+    free(blob);
+    return rc;
+}

@@ -1,0 +1,241 @@
+/* The luminance reduction stage: pipelines, launch shape and the host view of its results. */
+#include "pipeline/reduce.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "hp_shared.h"
+
+static const uint32_t spv_single[] =
+#include "reduce_single.spv.inc"
+    ;
+static const uint32_t spv_partial[] =
+#include "reduce_partial.spv.inc"
+    ;
+static const uint32_t spv_final[] =
+#include "reduce_final.spv.inc"
+    ;
+
+/* Push constants; layout table in shaders/reduce.comp. */
+struct reduce_push {
+    VkDeviceAddress pixels;
+    VkDeviceAddress stats;
+    VkDeviceAddress scratch;
+    uint32_t pixel_count;
+    uint32_t group_count;
+    float hist_min_log2;
+    float hist_max_log2;
+    float hist_scale;
+    uint32_t pad;
+};
+_Static_assert(sizeof(struct reduce_push) == 48, "push constant layout drifted from reduce.comp");
+_Static_assert(offsetof(struct reduce_push, pixel_count) == 24, "push constant layout drifted");
+_Static_assert(offsetof(struct reduce_push, hist_scale) == 40, "push constant layout drifted");
+
+/* Pixel counts fit the shader's 32-bit indices with room: 16384^2 = 2^28 pixels, and the grid-stride
+ * loop's base + stride stays below 2^28 + HP_REDUCE_MAX_GROUPS * 256 * FETCHES < 2^32. */
+#define HP_MAX_PIXELS (16384ull * 16384ull)
+_Static_assert(HP_MAX_PIXELS + (uint64_t)HP_REDUCE_MAX_GROUPS * 256 * 16 < (1ull << 32),
+               "32-bit pixel indices would overflow");
+/* Counts of one bin or of all finite pixels fit a uint. */
+_Static_assert(HP_MAX_PIXELS <= UINT32_MAX, "pixel counts must fit 32 bits");
+
+enum { WORKGROUP_SIZE = 256, FETCHES = 4 };
+
+struct hp_reduce {
+    hp_gpu *gpu;
+    hp_compute single[2];  /* by hp_pixel_format */
+    hp_compute partial[2]; /* by hp_pixel_format */
+    hp_compute final;
+    /* Edges for the last range asked for; recomputed only when the range changes. */
+    double edges_min, edges_max;
+    float edges[HP_HIST_BINS];
+};
+
+size_t hp_pixel_format_size(hp_pixel_format format) { return format == HP_PIXEL_RGBA16F ? 8 : 16; }
+
+const char *hp_pixel_format_name(hp_pixel_format format)
+{
+    return format == HP_PIXEL_RGBA16F ? "rgba16f" : "rgba32f";
+}
+
+const char *hp_reduce_variant_name(hp_reduce_variant variant)
+{
+    return variant == HP_REDUCE_TWO_PASS ? "two_pass" : "single_pass";
+}
+
+int hp_reduce_variant_parse(const char *name)
+{
+    if (name && strcmp(name, "single_pass") == 0)
+        return HP_REDUCE_SINGLE_PASS;
+    if (name && strcmp(name, "two_pass") == 0)
+        return HP_REDUCE_TWO_PASS;
+    return -1;
+}
+
+hp_code hp_reduce_params_check(const hp_reduce_params *p, hp_err *err)
+{
+    if (p->variant != HP_REDUCE_SINGLE_PASS && p->variant != HP_REDUCE_TWO_PASS)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "reduce.variant must be single_pass or two_pass");
+    if (!(p->hist_min_log2 >= -64.0 && p->hist_min_log2 <= 63.0))
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "histogram min_log2 %g is outside [-64, 63]", p->hist_min_log2);
+    if (!(p->hist_max_log2 > p->hist_min_log2 && p->hist_max_log2 <= 64.0))
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "histogram max_log2 %g must be in (min_log2 = %g, 64]",
+                       p->hist_max_log2, p->hist_min_log2);
+    return HP_OK;
+}
+
+void hp_reduce_hist_edges(double min_log2, double max_log2, float edges[256])
+{
+    edges[0] = 0.0f;
+    for (int k = 1; k < HP_HIST_BINS; k++)
+        edges[k] = (float)exp2(min_log2 + (k - 1) * (max_log2 - min_log2) / 254.0);
+}
+
+static hp_code create_pipeline(hp_gpu *gpu, const char *name, const uint32_t *spirv, size_t size, bool fp16,
+                               hp_compute *out, hp_err *err)
+{
+    const uint32_t spec[3] = {WORKGROUP_SIZE, FETCHES, fp16 ? 1u : 0u};
+    hp_compute_desc desc = {
+        .name = name,
+        .spirv = spirv,
+        .spirv_size = size,
+        .push_constant_size = sizeof(struct reduce_push),
+        .spec_values = spec,
+        .spec_count = 3,
+    };
+    return hp_compute_create(gpu, &desc, out, err);
+}
+
+hp_code hp_reduce_create(hp_gpu *gpu, hp_reduce **out, hp_err *err)
+{
+    *out = NULL;
+    hp_reduce *r = calloc(1, sizeof(*r));
+    if (!r)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    r->gpu = gpu;
+    r->edges_min = r->edges_max = NAN;
+
+    hp_code rc = create_pipeline(gpu, "reduce_single_rgba16f", spv_single, sizeof(spv_single), true,
+                                 &r->single[HP_PIXEL_RGBA16F], err);
+    if (rc == HP_OK)
+        rc = create_pipeline(gpu, "reduce_single_rgba32f", spv_single, sizeof(spv_single), false,
+                             &r->single[HP_PIXEL_RGBA32F], err);
+    if (rc == HP_OK)
+        rc = create_pipeline(gpu, "reduce_partial_rgba16f", spv_partial, sizeof(spv_partial), true,
+                             &r->partial[HP_PIXEL_RGBA16F], err);
+    if (rc == HP_OK)
+        rc = create_pipeline(gpu, "reduce_partial_rgba32f", spv_partial, sizeof(spv_partial), false,
+                             &r->partial[HP_PIXEL_RGBA32F], err);
+    if (rc == HP_OK)
+        rc = create_pipeline(gpu, "reduce_final", spv_final, sizeof(spv_final), false, &r->final, err);
+    if (rc != HP_OK) {
+        hp_reduce_destroy(&r);
+        return rc;
+    }
+    *out = r;
+    return HP_OK;
+}
+
+void hp_reduce_destroy(hp_reduce **pr)
+{
+    hp_reduce *r = *pr;
+    if (!r)
+        return;
+    for (int f = 0; f < 2; f++) {
+        hp_compute_destroy(r->gpu, &r->single[f]);
+        hp_compute_destroy(r->gpu, &r->partial[f]);
+    }
+    hp_compute_destroy(r->gpu, &r->final);
+    free(r);
+    *pr = NULL;
+}
+
+VkDeviceSize hp_reduce_scratch_size(uint64_t pixels)
+{
+    (void)pixels; /* the partials are capped at HP_REDUCE_MAX_GROUPS whatever the size */
+    return HP_SCRATCH_OFF_PARTIALS + (VkDeviceSize)HP_REDUCE_MAX_GROUPS * HP_SCRATCH_PARTIAL_SIZE;
+}
+
+static uint32_t group_count(uint64_t pixel_count, hp_pixel_format format)
+{
+    uint64_t items = format == HP_PIXEL_RGBA16F ? (pixel_count + 1) / 2 : pixel_count;
+    uint64_t per_group = (uint64_t)WORKGROUP_SIZE * FETCHES;
+    uint64_t groups = (items + per_group - 1) / per_group;
+    if (groups < 1)
+        groups = 1;
+    return groups > HP_REDUCE_MAX_GROUPS ? HP_REDUCE_MAX_GROUPS : (uint32_t)groups;
+}
+
+static void barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src,
+                    VkPipelineStageFlags dst_stage, VkAccessFlags dst)
+{
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = src, .dstAccessMask = dst};
+    vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+void hp_reduce_record(hp_reduce *r, VkCommandBuffer cmd, const hp_reduce_io *io, const hp_reduce_params *params)
+{
+    if (params->hist_min_log2 != r->edges_min || params->hist_max_log2 != r->edges_max) {
+        hp_reduce_hist_edges(params->hist_min_log2, params->hist_max_log2, r->edges);
+        r->edges_min = params->hist_min_log2;
+        r->edges_max = params->hist_max_log2;
+    }
+    /* 1 KiB each: cheaper inline in the command buffer than any staging. */
+    vkCmdFillBuffer(cmd, io->stats->buffer, HP_STATS_OFF_HIST, HP_HIST_BINS * sizeof(uint32_t), 0);
+    vkCmdUpdateBuffer(cmd, io->scratch->buffer, HP_SCRATCH_OFF_EDGES, sizeof(r->edges), r->edges);
+    barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+
+    uint32_t groups = group_count(io->pixel_count, io->format);
+    struct reduce_push push = {
+        .pixels = io->pixels,
+        .stats = io->stats->address,
+        .scratch = io->scratch->address,
+        .pixel_count = (uint32_t)io->pixel_count,
+        .group_count = groups,
+        .hist_min_log2 = (float)params->hist_min_log2,
+        .hist_max_log2 = (float)params->hist_max_log2,
+        .hist_scale = (float)(1.0 / (params->hist_max_log2 - params->hist_min_log2)),
+    };
+    const hp_compute *first = params->variant == HP_REDUCE_TWO_PASS ? &r->partial[io->format] : &r->single[io->format];
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, first->pipeline);
+    vkCmdPushConstants(cmd, first->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+    vkCmdDispatch(cmd, groups, 1, 1);
+
+    if (params->variant == HP_REDUCE_TWO_PASS) {
+        barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, r->final.pipeline);
+        vkCmdPushConstants(cmd, r->final.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+        vkCmdDispatch(cmd, 1, 1, 1);
+    }
+}
+
+void hp_reduce_decode_stats(const void *buffer, uint64_t pixel_count, hp_lum_stats *out)
+{
+    const uint8_t *b = buffer;
+    uint32_t u[12];
+    float f[12];
+    memcpy(u, b, sizeof(u));
+    memcpy(f, b, sizeof(f));
+    memset(out, 0, sizeof(*out));
+    out->pixels = pixel_count;
+    out->finite_pixels = u[0];
+    out->nonfinite_pixels = u[1];
+    if (out->finite_pixels > 0) {
+        out->min = f[2];
+        out->max = f[3];
+        /* The float pairs carry ~48 bits; finish in double. */
+        double sum_log = (double)f[4] + (double)f[5];
+        double sum_y = (double)f[6] + (double)f[7];
+        out->log_average = exp(sum_log / (double)out->finite_pixels);
+        out->mean = sum_y / (double)out->finite_pixels;
+    }
+    out->hist_min_log2 = f[10];
+    out->hist_max_log2 = f[11];
+    memcpy(out->histogram, b + HP_STATS_OFF_HIST, sizeof(out->histogram));
+}

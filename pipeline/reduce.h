@@ -1,0 +1,86 @@
+/* The luminance reduction stage: one pass over the scene-linear frame that produces every statistic
+ * the later stages and the client need (DECISIONS.md 2-4): finite and non-finite pixel counts,
+ * log-average, mean, min and max luminance, and the 256-bin log2 histogram.
+ *
+ * Two forms, chosen per frame (both pipelines are created at start-up):
+ *   HP_REDUCE_SINGLE_PASS  one dispatch. Each workgroup reduces its share of the frame with subgroup
+ *                          arithmetic, writes a partial, bumps an arrival counter, and the last workgroup
+ *                          to arrive combines the partials and resets the counter (FidelityFX SPD).
+ *   HP_REDUCE_TWO_PASS     the seed's form: a shared-memory tree with sequential addressing per workgroup
+ *                          (Harris, "Optimizing Parallel Reduction in CUDA", 2007), then a second
+ *                          dispatch of one workgroup over the partials.
+ * Both share the per-pixel code and the final combine; docs/BENCHMARKS.md compares them. */
+#ifndef HP_REDUCE_H
+#define HP_REDUCE_H
+
+#include "pipeline/gpu.h"
+
+typedef enum hp_pixel_format {
+    HP_PIXEL_RGBA16F = 0, /* 4 x IEEE half, 8 bytes per pixel */
+    HP_PIXEL_RGBA32F = 1, /* 4 x IEEE float, 16 bytes per pixel */
+} hp_pixel_format;
+
+size_t hp_pixel_format_size(hp_pixel_format format);
+const char *hp_pixel_format_name(hp_pixel_format format);
+
+typedef enum hp_reduce_variant {
+    HP_REDUCE_SINGLE_PASS = 0,
+    HP_REDUCE_TWO_PASS = 1,
+} hp_reduce_variant;
+
+const char *hp_reduce_variant_name(hp_reduce_variant variant);
+/* "single_pass" or "two_pass"; returns -1 for anything else. */
+int hp_reduce_variant_parse(const char *name);
+
+typedef struct hp_reduce_params {
+    hp_reduce_variant variant; /* default HP_REDUCE_SINGLE_PASS (the faster: docs/BENCHMARKS.md) */
+    double hist_min_log2;      /* log2 of the lowest histogram edge, [-64, 63], default -16 */
+    double hist_max_log2;      /* log2 of the highest edge, (hist_min_log2, 64], default +16 */
+} hp_reduce_params;
+
+#define HP_REDUCE_PARAMS_DEFAULTS \
+    {.variant = HP_REDUCE_SINGLE_PASS, .hist_min_log2 = -16.0, .hist_max_log2 = 16.0}
+
+hp_code hp_reduce_params_check(const hp_reduce_params *params, hp_err *err);
+
+/* The statistics as the host sees them. Luminance in the frame's own linear units. */
+typedef struct hp_lum_stats {
+    uint64_t pixels;           /* width * height */
+    uint64_t finite_pixels;    /* included in every statistic below */
+    uint64_t nonfinite_pixels; /* a NaN or infinite channel: excluded, and written black by later stages */
+    double log_average;        /* exp(mean(ln(1e-5 + Y))); 0 when no pixel is finite */
+    double mean;               /* arithmetic mean of Y; 0 when no pixel is finite */
+    double min, max;           /* of Y (fp32 values, exact); 0 when no pixel is finite */
+    double hist_min_log2, hist_max_log2;
+    uint32_t histogram[256];   /* bin 0: Y < 2^hist_min_log2; see shaders/include/hp_shared.h */
+} hp_lum_stats;
+
+/* Histogram edges: edges[k] for k = 1..255 is the float nearest 2^(min + (k - 1) * (max - min) / 254);
+ * edges[0] = 0. Used by the GPU (uploaded each frame) and by the CPU reference alike. */
+void hp_reduce_hist_edges(double min_log2, double max_log2, float edges[256]);
+
+typedef struct hp_reduce hp_reduce;
+
+hp_code hp_reduce_create(hp_gpu *gpu, hp_reduce **out, hp_err *err);
+void hp_reduce_destroy(hp_reduce **reduce);
+
+/* Bytes of scratch (arrival counter, edges, partials) a frame of this many pixels needs. */
+VkDeviceSize hp_reduce_scratch_size(uint64_t pixels);
+
+typedef struct hp_reduce_io {
+    VkDeviceAddress pixels;   /* the frame, tightly packed RGBA rows */
+    uint64_t pixel_count;     /* width * height, at most 2^28 (16384 x 16384) */
+    hp_pixel_format format;
+    const hp_buffer *stats;   /* HP_STATS_SIZE bytes, device-local: the result */
+    const hp_buffer *scratch; /* hp_reduce_scratch_size() bytes, device-local; arrival counter zeroed once */
+} hp_reduce_io;
+
+/* Records the stage into cmd: clears the histogram, uploads the edges, dispatches. The caller records
+ * the barrier that makes the pixels visible before, and the one for whatever reads stats after. */
+void hp_reduce_record(hp_reduce *reduce, VkCommandBuffer cmd, const hp_reduce_io *io,
+                      const hp_reduce_params *params);
+
+/* Decodes the stats buffer as copied back to the host. */
+void hp_reduce_decode_stats(const void *stats_buffer, uint64_t pixel_count, hp_lum_stats *out);
+
+#endif
