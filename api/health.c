@@ -1,0 +1,31 @@
+/* Health endpoints for a supervisor or load balancer. /livez says the process answers (restart it if
+ * not); /readyz says it should get work (take it out of rotation if not): 503 until every pipeline is
+ * warm, while draining, and after the device is lost. */
+#include "api/route.h"
+
+void hp_route_livez(hp_request *request, hp_reply *reply)
+{
+    (void)request;
+    hp_reply_json(reply, 200, json_pack("{s:s}", "status", "alive"));
+}
+
+void hp_route_readyz(hp_request *request, hp_reply *reply)
+{
+    switch (hp_http_get_state(request->http)) {
+    case HP_SERVICE_READY:
+        hp_reply_json(reply, 200, json_pack("{s:s}", "status", "ready"));
+        return;
+    case HP_SERVICE_STARTING:
+        hp_reply_error(reply, 503, "not_ready", NULL, "starting: choosing the GPU and warming pipelines");
+        /* Worth retrying soon; a drain ends with the process, so it gets no Retry-After. */
+        hp_reply_header_add(reply, "Retry-After", "1");
+        return;
+    case HP_SERVICE_DRAINING:
+        hp_reply_error(reply, 503, "not_ready", NULL, "draining: shutting down, finishing requests in flight");
+        return;
+    case HP_SERVICE_DEVICE_LOST:
+        hp_reply_error(reply, 503, "not_ready", NULL, "device lost: the GPU stopped responding");
+        hp_reply_header_add(reply, "Retry-After", "5");
+        return;
+    }
+}

@@ -1,0 +1,522 @@
+#include "api/http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "api/route.h"
+#include "common/log.h"
+
+/* --- Routes ------------------------------------------------------------------------------------------ */
+
+typedef struct hp_route {
+    const char *method; /* GET routes also answer HEAD (RFC 9110 9.3.2); libmicrohttpd drops the body */
+    const char *path;   /* exact match */
+    hp_route_handler handler;
+} hp_route;
+
+static const hp_route routes[] = {
+    /* method  path        handler */
+    {"GET",    "/livez",   hp_route_livez},
+    {"GET",    "/readyz",  hp_route_readyz},
+};
+
+#define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
+
+struct hp_http {
+    struct MHD_Daemon *mhd;
+    hp_http_params params;
+    char address[INET6_ADDRSTRLEN + 8];
+    _Atomic int state; /* hp_service_state */
+
+    /* Requests between their first callback and their completion, for the drain at shutdown. */
+    pthread_mutex_t lock;
+    pthread_cond_t idle; /* signalled when in_flight drops to 0 */
+    unsigned in_flight;
+
+    _Atomic unsigned long long id_counter; /* request ids when getrandom() fails */
+};
+
+const char *hp_service_state_name(hp_service_state state)
+{
+    switch (state) {
+    case HP_SERVICE_STARTING: return "starting";
+    case HP_SERVICE_READY: return "ready";
+    case HP_SERVICE_DRAINING: return "draining";
+    case HP_SERVICE_DEVICE_LOST: return "device_lost";
+    }
+    return "unknown";
+}
+
+void hp_http_set_state(hp_http *http, hp_service_state state) { atomic_store(&http->state, (int)state); }
+hp_service_state hp_http_get_state(const hp_http *http)
+{
+    return (hp_service_state)atomic_load(&http->state);
+}
+const char *hp_http_address(const hp_http *http) { return http->address; }
+
+/* --- Listen address ---------------------------------------------------------------------------------- */
+
+hp_code hp_listen_addr_parse(const char *text, hp_listen_addr *out, hp_err *err)
+{
+    static const char expected[] = "expected HOST:PORT with a numeric IPv4 address or a bracketed IPv6 "
+                                   "address, e.g. 127.0.0.1:8080, 0.0.0.0:8080 or [::1]:8080";
+    memset(out, 0, sizeof(*out));
+    char host[INET6_ADDRSTRLEN + 1];
+    const char *port_text;
+
+    if (text[0] == '[') {
+        const char *close = strchr(text, ']');
+        if (!close || close[1] != ':' || (size_t)(close - text - 1) >= sizeof(host))
+            return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "%s", expected);
+        memcpy(host, text + 1, (size_t)(close - text - 1));
+        host[close - text - 1] = '\0';
+        port_text = close + 2;
+        out->family = AF_INET6;
+    } else {
+        const char *colon = strrchr(text, ':');
+        if (!colon || strchr(text, ':') != colon || (size_t)(colon - text) >= sizeof(host))
+            return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "%s", expected);
+        memcpy(host, text, (size_t)(colon - text));
+        host[colon - text] = '\0';
+        port_text = colon + 1;
+        out->family = AF_INET;
+    }
+
+    char *end;
+    errno = 0;
+    long port = strtol(port_text, &end, 10);
+    if (port_text[0] < '0' || port_text[0] > '9' || *end != '\0' || errno == ERANGE || port < 0 || port > 65535)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "port \"%s\" is not a number from 0 to 65535; %s", port_text,
+                       expected);
+    out->port = (uint16_t)port;
+
+    if (out->family == AF_INET) {
+        struct sockaddr_in *sin = (struct sockaddr_in *)&out->addr;
+        sin->sin_family = AF_INET;
+        sin->sin_port = htons(out->port);
+        if (inet_pton(AF_INET, host, &sin->sin_addr) != 1)
+            return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "\"%s\" is not an IPv4 address; %s", host, expected);
+        out->addr_len = sizeof(*sin);
+    } else {
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&out->addr;
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_port = htons(out->port);
+        if (inet_pton(AF_INET6, host, &sin6->sin6_addr) != 1)
+            return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "\"%s\" is not an IPv6 address; %s", host, expected);
+        out->addr_len = sizeof(*sin6);
+    }
+    return HP_OK;
+}
+
+static void format_address(const struct sockaddr_storage *ss, char *out, size_t size)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof(host));
+        snprintf(out, size, "[%s]:%u", host, ntohs(sin6->sin6_port));
+    } else {
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
+        snprintf(out, size, "%s:%u", host, ntohs(sin->sin_port));
+    }
+}
+
+/* We bind the socket ourselves rather than let libmicrohttpd do it: its failure is a log line, ours is
+ * an errno we can turn into a sentence the operator can act on. */
+static hp_code open_listen_socket(const hp_listen_addr *la, const char *text, int *out, hp_err *err)
+{
+    int fd = socket(la->family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return hp_fail(err, HP_ERR_IO, "cannot listen on %s: socket: %s", text, strerror(errno));
+    int one = 1;
+    /* A restart must not wait out TIME_WAIT from the previous process's connections. */
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    /* "[::]:8080" means IPv6 only, whatever net.ipv6.bindv6only says on this host. */
+    if (la->family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+
+    if (bind(fd, (const struct sockaddr *)&la->addr, la->addr_len) != 0) {
+        int e = errno;
+        close(fd);
+        const char *hint = e == EADDRINUSE      ? ": another process (another hdrpostd?) holds it; choose another "
+                                                  "port with --listen"
+                           : e == EADDRNOTAVAIL ? ": no interface of this host has that address"
+                           : e == EACCES        ? ": ports below 1024 need CAP_NET_BIND_SERVICE"
+                                                : "";
+        return hp_fail(err, HP_ERR_IO, "cannot listen on %s: %s%s", text, strerror(e), hint);
+    }
+    if (listen(fd, SOMAXCONN) != 0) {
+        int e = errno;
+        close(fd);
+        return hp_fail(err, HP_ERR_IO, "cannot listen on %s: %s", text, strerror(e));
+    }
+    *out = fd;
+    return HP_OK;
+}
+
+/* --- Replies ----------------------------------------------------------------------------------------- */
+
+void hp_reply_json(hp_reply *reply, unsigned status, json_t *body)
+{
+    if (reply->body)
+        json_decref(reply->body);
+    reply->status = status;
+    reply->body = body;
+}
+
+void hp_reply_error(hp_reply *reply, unsigned status, const char *code, const char *field, const char *fmt, ...)
+{
+    char message[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof(message), fmt, ap);
+    va_end(ap);
+    hp_reply_json(reply, status,
+                  json_pack("{s:{s:s, s:s, s:s?}}", "error", "code", code, "message", message, "field", field));
+}
+
+void hp_reply_header_add(hp_reply *reply, const char *name, const char *fmt, ...)
+{
+    if (reply->header_count >= HP_REPLY_MAX_HEADERS)
+        return;
+    hp_reply_header *h = &reply->headers[reply->header_count++];
+    h->name = name;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(h->value, sizeof(h->value), fmt, ap);
+    va_end(ap);
+}
+
+/* --- Requests ---------------------------------------------------------------------------------------- */
+
+static bool request_id_is_sane(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n > HP_REQUEST_ID_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)id[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("._:@/+=-", c)))
+            return false;
+    }
+    return true;
+}
+
+static void request_id_make(hp_http *http, char *out, size_t size)
+{
+    uint64_t r;
+    if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+        r = ((uint64_t)getpid() << 40) ^ atomic_fetch_add(&http->id_counter, 1);
+    snprintf(out, size, "%016llx", (unsigned long long)r);
+}
+
+/* Client-controlled text (a decoded path may hold a newline) is escaped before it reaches the log. */
+static void log_safe(const char *in, char *out, size_t size)
+{
+    size_t n = 0;
+    for (; *in && n + 5 < size; in++) {
+        unsigned char c = (unsigned char)*in;
+        if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
+            n += (size_t)snprintf(out + n, size - n, "\\x%02x", c);
+        else
+            out[n++] = (char)c;
+    }
+    out[n] = '\0';
+}
+
+static double ms_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+static enum MHD_Result send_reply(hp_request *req, hp_reply *reply)
+{
+    /* Used when the body cannot be built (out of memory): a constant needs no allocation. */
+    static const char fallback[] =
+        "{\"error\":{\"code\":\"internal_error\",\"message\":\"cannot build the response\",\"field\":null}}\n";
+
+    char *text = reply->body ? json_dumps(reply->body, JSON_COMPACT) : NULL;
+    struct MHD_Response *resp = NULL;
+    unsigned status = reply->status;
+    if (text) {
+        size_t len = strlen(text);
+        char *body = malloc(len + 2);
+        if (body) {
+            memcpy(body, text, len);
+            memcpy(body + len, "\n", 2);
+            resp = MHD_create_response_from_buffer(len + 1, body, MHD_RESPMEM_MUST_FREE);
+            if (!resp)
+                free(body);
+        }
+        free(text);
+    }
+    if (!resp) {
+        status = 500;
+        reply->header_count = 0;
+        resp = MHD_create_response_from_buffer(sizeof(fallback) - 1, (void *)fallback, MHD_RESPMEM_PERSISTENT);
+        if (!resp)
+            return MHD_NO;
+    }
+
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(resp, "X-Request-Id", req->id);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    for (unsigned i = 0; i < reply->header_count; i++)
+        MHD_add_response_header(resp, reply->headers[i].name, reply->headers[i].value);
+    /* While draining, a kept-alive connection is closed after its response, so the drain waits only for
+     * requests already in flight and the stop that follows finds no connection mid-request. */
+    if (hp_http_get_state(req->http) == HP_SERVICE_DRAINING)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+
+    enum MHD_Result ret = MHD_queue_response(req->connection, status, resp);
+    MHD_destroy_response(resp);
+    if (ret == MHD_YES)
+        req->status = status;
+    return ret;
+}
+
+/* Finds the route and, for a path served by other methods only, the Allow list. */
+static const hp_route *route_find(const char *method, const char *path, bool *path_known, char *allow,
+                                  size_t allow_size)
+{
+    *path_known = false;
+    size_t n = 0;
+    allow[0] = '\0';
+    for (size_t i = 0; i < ROUTE_COUNT; i++) {
+        if (strcmp(routes[i].path, path) != 0)
+            continue;
+        *path_known = true;
+        bool get = strcmp(routes[i].method, "GET") == 0;
+        if (strcmp(routes[i].method, method) == 0 || (get && strcmp(method, "HEAD") == 0))
+            return &routes[i];
+        n += (size_t)snprintf(allow + n, allow_size - n, "%s%s%s", n ? ", " : "", routes[i].method,
+                              get ? ", HEAD" : "");
+        if (n >= allow_size)
+            n = allow_size - 1;
+    }
+    return NULL;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls)
+{
+    hp_http *http = cls;
+    hp_request *req = *req_cls;
+    (void)version;
+    (void)upload_data;
+
+    if (!req) {
+        /* First call: headers complete. The request object lives until on_completed. */
+        if (!(req = calloc(1, sizeof(*req))))
+            return MHD_NO;
+        req->http = http;
+        req->connection = connection;
+        req->method = method;
+        req->path = url;
+        clock_gettime(CLOCK_MONOTONIC, &req->started);
+        const char *client_id = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "X-Request-Id");
+        if (client_id && request_id_is_sane(client_id))
+            snprintf(req->id, sizeof(req->id), "%s", client_id);
+        else
+            request_id_make(http, req->id, sizeof(req->id));
+        pthread_mutex_lock(&http->lock);
+        http->in_flight++;
+        pthread_mutex_unlock(&http->lock);
+        *req_cls = req;
+        /* Routing waits for the last call, when the body (none yet on any route) has arrived. Routes
+         * that take a body will get it in the calls between, with their own size limit. */
+        return MHD_YES;
+    }
+
+    if (*upload_data_size != 0) {
+        *upload_data_size = 0; /* no route reads a body yet: discard it */
+        return MHD_YES;
+    }
+    if (req->status != 0)
+        return MHD_YES;
+
+    hp_reply reply = {0};
+    bool path_known;
+    char allow[128];
+    const hp_route *route = route_find(method, url, &path_known, allow, sizeof(allow));
+    if (route) {
+        route->handler(req, &reply);
+    } else if (path_known) {
+        hp_reply_error(&reply, 405, "method_not_allowed", NULL, "%s is not allowed on %s; allowed: %s", method, url,
+                       allow);
+        hp_reply_header_add(&reply, MHD_HTTP_HEADER_ALLOW, "%s", allow);
+    } else {
+        hp_reply_error(&reply, 404, "not_found", NULL, "no such endpoint: %s", url);
+    }
+    enum MHD_Result ret = send_reply(req, &reply);
+    json_decref(reply.body);
+    return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *connection, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    hp_http *http = cls;
+    hp_request *req = *req_cls;
+    (void)connection;
+    if (!req)
+        return;
+
+    static const char *const reasons[] = {
+        [MHD_REQUEST_TERMINATED_WITH_ERROR] = " (connection error)",
+        [MHD_REQUEST_TERMINATED_TIMEOUT_REACHED] = " (timed out)",
+        [MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN] = " (server stopped)",
+        [MHD_REQUEST_TERMINATED_READ_ERROR] = " (client went away)",
+        [MHD_REQUEST_TERMINATED_CLIENT_ABORT] = " (client aborted)",
+    };
+    const char *reason = "";
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && (size_t)toe < sizeof(reasons) / sizeof(reasons[0]) &&
+        reasons[toe])
+        reason = reasons[toe];
+    char method[64], path[512];
+    log_safe(req->method, method, sizeof(method));
+    log_safe(req->path, path, sizeof(path));
+    hp_info("http: id=%s %s %s %u %.2f ms%s", req->id, method, path, req->status, ms_since(&req->started),
+            reason);
+    free(req);
+    *req_cls = NULL;
+
+    pthread_mutex_lock(&http->lock);
+    if (--http->in_flight == 0)
+        pthread_cond_broadcast(&http->idle);
+    pthread_mutex_unlock(&http->lock);
+}
+
+/* libmicrohttpd's messages (MHD_USE_ERROR_LOG) go to our log, without their trailing newline. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char line[1024];
+    vsnprintf(line, sizeof(line), fmt, ap);
+    size_t n = strlen(line);
+    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        line[--n] = '\0';
+    hp_warn("http: libmicrohttpd: %s", line);
+}
+
+/* --- Lifetime ---------------------------------------------------------------------------------------- */
+
+hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
+{
+    *out = NULL;
+    if (!params->listen)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "no listen address");
+    if (params->threads < 1 || params->threads > 256)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "http threads %u is outside 1..256", params->threads);
+
+    hp_listen_addr la;
+    hp_code code = hp_listen_addr_parse(params->listen, &la, err);
+    if (code != HP_OK)
+        return code;
+
+    hp_http *http = calloc(1, sizeof(*http));
+    if (!http)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory creating the HTTP server");
+    http->params = *params;
+    http->params.listen = NULL; /* not kept: the caller's string */
+    atomic_init(&http->state, HP_SERVICE_STARTING);
+    pthread_mutex_init(&http->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&http->idle, &attr);
+    pthread_condattr_destroy(&attr);
+
+    int fd = -1;
+    if ((code = open_listen_socket(&la, params->listen, &fd, err)) != HP_OK)
+        goto fail;
+    struct sockaddr_storage bound;
+    socklen_t bound_len = sizeof(bound);
+    if (getsockname(fd, (struct sockaddr *)&bound, &bound_len) != 0)
+        bound = la.addr;
+    format_address(&bound, http->address, sizeof(http->address));
+
+    /* MHD_USE_ITC: MHD_quiesce_daemon() needs it to wake the polling threads. */
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    if (la.family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    http->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, http,
+                                 MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, http, /* first: catches start-up */
+                                 MHD_OPTION_LISTEN_SOCKET, fd,
+                                 MHD_OPTION_THREAD_POOL_SIZE, params->threads,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, params->idle_timeout_s,
+                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, http,
+                                 MHD_OPTION_END);
+    if (!http->mhd) {
+        close(fd);
+        code = hp_fail(err, HP_ERR_IO, "cannot start the HTTP server on %s (libmicrohttpd refused; see the "
+                       "messages above)", http->address);
+        goto fail;
+    }
+    *out = http;
+    return HP_OK;
+
+fail:
+    pthread_cond_destroy(&http->idle);
+    pthread_mutex_destroy(&http->lock);
+    free(http);
+    return code;
+}
+
+void hp_http_destroy(hp_http **p)
+{
+    hp_http *http = *p;
+    if (!http)
+        return;
+    *p = NULL;
+    if (hp_http_get_state(http) != HP_SERVICE_DRAINING)
+        hp_http_set_state(http, HP_SERVICE_DRAINING);
+
+    /* Stop accepting first, then let the requests in flight finish, then stop the threads: stopping at
+     * once would drop a response half-written. A kept-alive connection that sends a new request in the
+     * instant between the count reaching zero and the stop sees its connection closed unanswered, which
+     * HTTP allows for idle connections and clients retry. */
+    MHD_socket fd = MHD_quiesce_daemon(http->mhd);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+    else
+        hp_warn("http: cannot stop accepting connections before the drain; stopping at once");
+
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    double whole = (double)(long long)http->params.drain_timeout_s;
+    deadline.tv_sec += (time_t)whole;
+    deadline.tv_nsec += (long)((http->params.drain_timeout_s - whole) * 1e9);
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&http->lock);
+    while (fd != MHD_INVALID_SOCKET && http->in_flight > 0)
+        if (pthread_cond_timedwait(&http->idle, &http->lock, &deadline) == ETIMEDOUT)
+            break;
+    unsigned left = http->in_flight;
+    pthread_mutex_unlock(&http->lock);
+    if (left)
+        hp_warn("http: %u request(s) still in flight after %g s; closing them", left, http->params.drain_timeout_s);
+
+    MHD_stop_daemon(http->mhd);
+    pthread_cond_destroy(&http->idle);
+    pthread_mutex_destroy(&http->lock);
+    free(http);
+}

@@ -1,0 +1,63 @@
+/* The HTTP server: libmicrohttpd with an internal pool of polling threads, a route table (http.c) and one
+ * JSON error shape for every failure. The daemon creates it first thing, so /livez answers while the GPU
+ * warms, and moves its service state as start-up and shutdown progress.
+ *
+ * Threading: hp_http_set_state() may be called from any thread; create and destroy from one. */
+#ifndef HP_HTTP_H
+#define HP_HTTP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "common/error.h"
+
+/* What /readyz reports. Set by the daemon, read by every request thread (an atomic). */
+typedef enum hp_service_state {
+    HP_SERVICE_STARTING = 0, /* HTTP up, GPU being chosen and pipelines warming: /readyz 503 */
+    HP_SERVICE_READY,        /* every pipeline warm: /readyz 200 */
+    HP_SERVICE_DRAINING,     /* stop requested: requests in flight finish, /readyz 503 */
+    HP_SERVICE_DEVICE_LOST,  /* the GPU was lost: /readyz 503 until it is recreated */
+} hp_service_state;
+
+const char *hp_service_state_name(hp_service_state state);
+
+/* A listen address as parsed from "A.B.C.D:PORT" or "[IPv6]:PORT". Numeric only: a name would need a
+ * resolver at start-up and could resolve to several addresses, and a daemon should bind what it was told. */
+typedef struct hp_listen_addr {
+    struct sockaddr_storage addr;
+    socklen_t addr_len;
+    int family;     /* AF_INET or AF_INET6 */
+    uint16_t port;  /* 0: the kernel picks one */
+} hp_listen_addr;
+
+/* On failure err says what was wrong and what is expected. */
+hp_code hp_listen_addr_parse(const char *text, hp_listen_addr *out, hp_err *err);
+
+typedef struct hp_http_params {
+    const char *listen;        /* "A.B.C.D:PORT" or "[IPv6]:PORT"; required */
+    unsigned threads;          /* polling threads, 1..256, default 4 */
+    unsigned idle_timeout_s;   /* an idle connection is closed after this many seconds, default 60 */
+    double drain_timeout_s;    /* hp_http_destroy() waits this long for requests in flight, default 30 */
+} hp_http_params;
+
+#define HP_HTTP_PARAMS_DEFAULTS \
+    {.listen = "127.0.0.1:8080", .threads = 4, .idle_timeout_s = 60, .drain_timeout_s = 30.0}
+
+typedef struct hp_http hp_http;
+
+/* Binds the address and starts answering, in state HP_SERVICE_STARTING. Fails with HP_ERR_INVALID_ARGUMENT
+ * for a bad address and HP_ERR_IO when the address cannot be bound (in use, not local, privileged). */
+hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err);
+
+/* The address actually bound, e.g. "127.0.0.1:8080" (the kernel's port when the listen port was 0). */
+const char *hp_http_address(const hp_http *http);
+
+void hp_http_set_state(hp_http *http, hp_service_state state);
+hp_service_state hp_http_get_state(const hp_http *http);
+
+/* Stops accepting connections, waits up to drain_timeout_s for the requests in flight to be answered, then
+ * stops the threads and frees everything; sets *http to NULL. Sets the state to draining if it was not. */
+void hp_http_destroy(hp_http **http);
+
+#endif

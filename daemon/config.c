@@ -1,0 +1,520 @@
+#include "daemon/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api/http.h"
+#include "common/log.h"
+#include "pipeline/reduce.h"
+
+typedef enum hp_setting_type {
+    HP_SETTING_STRING,
+    HP_SETTING_INT,
+    HP_SETTING_BOOL,
+    HP_SETTING_ENUM,
+    HP_SETTING_DOUBLE,
+} hp_setting_type;
+
+static const char *const setting_type_names[] = {"string", "int", "bool", "enum", "double"};
+
+/* One row per setting. The default is text parsed like any other source, so it passes the same
+ * validation and --help shows exactly what an operator would type. The environment variable is not a
+ * column: it is always HDRPOST_ plus the name in upper case, so it cannot drift from the flag. */
+typedef struct hp_setting {
+    const char *name;
+    hp_setting_type type;
+    size_t offset;               /* of the field in hp_config: char * / int / bool / int / double */
+    const char *default_value;
+    double min, max;             /* int and double: inclusive range */
+    const char *const *choices;  /* enum: the allowed names, NULL-terminated, for --help and errors */
+    int (*parse_choice)(const char *name); /* enum: the owner module's parser, -1 when not allowed */
+    /* string: NULL, or a check that fills why (a phrase naming what is allowed) and returns false. */
+    bool (*check)(const char *value, char *why, size_t why_size);
+    const char *metavar;         /* for --help: --name=METAVAR */
+    const char *help;
+} hp_setting;
+
+static bool check_listen(const char *value, char *why, size_t why_size)
+{
+    hp_err err = {0};
+    if (hp_listen_addr_parse(value, &(hp_listen_addr){0}, &err) == HP_OK)
+        return true;
+    snprintf(why, why_size, "%s", err.message);
+    return false;
+}
+
+static const char *const log_level_choices[] = {"error", "warn", "info", "debug", NULL};
+static const char *const reduce_variant_choices[] = {"single_pass", "two_pass", NULL};
+
+#define FIELD(f) offsetof(hp_config, f)
+
+static const hp_setting settings[] = {
+    {.name = "listen", .type = HP_SETTING_STRING, .offset = FIELD(listen), .default_value = "127.0.0.1:8080",
+     .check = check_listen, .metavar = "HOST:PORT",
+     .help = "Address for the HTTP API: an IPv4 address or a bracketed IPv6 address, a colon and a port "
+             "(0: any free port)."},
+    {.name = "device", .type = HP_SETTING_STRING, .offset = FIELD(device), .default_value = "",
+     .metavar = "DEVICE",
+     .help = "Vulkan device: empty chooses discrete, then integrated, virtual, CPU; a number is an index "
+             "into the device list; anything else is a case-insensitive substring of the device name."},
+    {.name = "pipeline_cache", .type = HP_SETTING_STRING, .offset = FIELD(pipeline_cache),
+     .default_value = "/var/cache/hdrpostd/pipeline.cache", .metavar = "PATH",
+     .help = "Pipeline cache file, read at start-up to warm faster and written at exit; empty disables it."},
+    {.name = "validation", .type = HP_SETTING_BOOL, .offset = FIELD(validation), .default_value = "false",
+     .help = "Enable the Vulkan validation layer and log its messages; any message makes the exit code 3."},
+    {.name = "log_level", .type = HP_SETTING_ENUM, .offset = FIELD(log_level), .default_value = "info",
+     .choices = log_level_choices, .parse_choice = hp_log_level_parse,
+     .help = "Least severe level logged."},
+    {.name = "reduce_variant", .type = HP_SETTING_ENUM, .offset = FIELD(reduce_variant),
+     .default_value = "single_pass", .choices = reduce_variant_choices, .parse_choice = hp_reduce_variant_parse,
+     .help = "Luminance reduction form for frames that do not choose one."},
+    {.name = "http_threads", .type = HP_SETTING_INT, .offset = FIELD(http_threads), .default_value = "4",
+     .min = 1, .max = 256, .metavar = "N", .help = "Threads polling HTTP connections."},
+    {.name = "shutdown_timeout_s", .type = HP_SETTING_DOUBLE, .offset = FIELD(shutdown_timeout_s),
+     .default_value = "30", .min = 0, .max = 3600, .metavar = "SECONDS",
+     .help = "On SIGTERM or SIGINT, how long to wait for HTTP requests in flight before closing them."},
+};
+
+#define SETTING_COUNT ((int)(sizeof(settings) / sizeof(settings[0])))
+_Static_assert(sizeof(settings) / sizeof(settings[0]) <= HP_CONFIG_MAX_SETTINGS,
+               "raise HP_CONFIG_MAX_SETTINGS: hp_config.source has a slot per setting");
+
+static const char *const source_names[] = {"default", "config file", "environment", "flag"};
+
+/* --- Helpers ----------------------------------------------------------------------------------------- */
+
+static void *field(hp_config *config, const hp_setting *s) { return (char *)config + s->offset; }
+static const void *cfield(const hp_config *config, const hp_setting *s)
+{
+    return (const char *)config + s->offset;
+}
+
+static void env_name(const hp_setting *s, char *out, size_t size)
+{
+    size_t n = (size_t)snprintf(out, size, "HDRPOST_%s", s->name);
+    for (size_t i = 0; i < n && i < size; i++)
+        out[i] = (char)toupper((unsigned char)out[i]);
+}
+
+/* Flags and file keys accept dashes for underscores (--log-level), the spelling most tools use. */
+static const hp_setting *find_setting(const char *name, size_t len)
+{
+    for (int i = 0; i < SETTING_COUNT; i++) {
+        const char *n = settings[i].name;
+        if (strlen(n) != len)
+            continue;
+        size_t k = 0;
+        while (k < len && (name[k] == n[k] || (name[k] == '-' && n[k] == '_')))
+            k++;
+        if (k == len)
+            return &settings[i];
+    }
+    return NULL;
+}
+
+static bool name_is(const char *name, size_t len, const char *want)
+{
+    return strlen(want) == len && strncmp(name, want, len) == 0;
+}
+
+static int parse_bool(const char *v)
+{
+    static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off", "0"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(v, yes[i]) == 0)
+            return 1;
+        if (strcasecmp(v, no[i]) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+static void join_choices(const char *const *choices, const char *sep, char *out, size_t size)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (int i = 0; choices[i] && n < size; i++)
+        n += (size_t)snprintf(out + n, size - n, "%s%s", i ? sep : "", choices[i]);
+}
+
+/* Parses value into the setting's field. where names the source for the error ("flag --listen",
+ * "environment HDRPOST_LISTEN", "config file /etc/hdrpostd.conf:3"). */
+static hp_code apply(hp_config *config, const hp_setting *s, const char *value, hp_config_source source,
+                     const char *where, hp_err *err)
+{
+    char why[400];
+    switch (s->type) {
+    case HP_SETTING_STRING: {
+        if (s->check && !s->check(value, why, sizeof(why)))
+            goto invalid;
+        char *copy = strdup(value);
+        if (!copy)
+            return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory reading setting %s", s->name);
+        char **slot = field(config, s);
+        free(*slot);
+        *slot = copy;
+        break;
+    }
+    case HP_SETTING_INT: {
+        char *end;
+        errno = 0;
+        long v = strtol(value, &end, 10);
+        if (end == value || *end != '\0' || errno == ERANGE || v < s->min || v > s->max) {
+            snprintf(why, sizeof(why), "expected an integer from %.0f to %.0f", s->min, s->max);
+            goto invalid;
+        }
+        *(int *)field(config, s) = (int)v;
+        break;
+    }
+    case HP_SETTING_DOUBLE: {
+        char *end;
+        errno = 0;
+        double v = strtod(value, &end);
+        if (end == value || *end != '\0' || errno == ERANGE || !isfinite(v) || v < s->min || v > s->max) {
+            snprintf(why, sizeof(why), "expected a number from %g to %g", s->min, s->max);
+            goto invalid;
+        }
+        *(double *)field(config, s) = v;
+        break;
+    }
+    case HP_SETTING_BOOL: {
+        int v = parse_bool(value);
+        if (v < 0) {
+            snprintf(why, sizeof(why), "expected true or false (also yes/no, on/off, 1/0)");
+            goto invalid;
+        }
+        *(bool *)field(config, s) = v;
+        break;
+    }
+    case HP_SETTING_ENUM: {
+        int v = s->parse_choice(value);
+        if (v < 0) {
+            char list[256];
+            join_choices(s->choices, ", ", list, sizeof(list));
+            snprintf(why, sizeof(why), "expected one of %s", list);
+            goto invalid;
+        }
+        *(int *)field(config, s) = v;
+        break;
+    }
+    }
+    config->source[s - settings] = (unsigned char)source;
+    return HP_OK;
+
+invalid:
+    return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "invalid value \"%s\" for setting %s (from %s): %s", value,
+                   s->name, where, why);
+}
+
+/* --- Sources ----------------------------------------------------------------------------------------- */
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    char *end = s + strlen(s);
+    while (end > s && isspace((unsigned char)end[-1]))
+        *--end = '\0';
+    return s;
+}
+
+/* Lines "name = value". Only whole-line comments: a '#' inside a value (a path, a device name) is data.
+ * A value may be wrapped in double quotes to write an empty string or keep edge spaces. */
+static hp_code read_file(hp_config *config, const char *path, hp_err *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "cannot read config file %s: %s", path, strerror(errno));
+
+    hp_code code = HP_OK;
+    char *line = NULL;
+    size_t cap = 0;
+    for (unsigned lineno = 1; getline(&line, &cap, f) >= 0; lineno++) {
+        char *text = trim(line);
+        if (*text == '\0' || *text == '#')
+            continue;
+        char *eq = strchr(text, '=');
+        if (!eq) {
+            code = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "config file %s line %u: expected \"name = value\", "
+                           "got \"%s\"", path, lineno, text);
+            break;
+        }
+        *eq = '\0';
+        char *key = trim(text), *value = trim(eq + 1);
+        size_t vlen = strlen(value);
+        if (vlen >= 2 && value[0] == '"' && value[vlen - 1] == '"') {
+            value[vlen - 1] = '\0';
+            value++;
+        }
+        const hp_setting *s = find_setting(key, strlen(key));
+        if (!s) {
+            code = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "config file %s line %u: unknown setting \"%s\" "
+                           "(hdrpostd --help lists them)", path, lineno, key);
+            break;
+        }
+        char where[512];
+        snprintf(where, sizeof(where), "config file %s:%u", path, lineno);
+        if ((code = apply(config, s, value, HP_CONFIG_FROM_FILE, where, err)) != HP_OK)
+            break;
+    }
+    free(line);
+    fclose(f);
+    return code;
+}
+
+static hp_code read_env(hp_config *config, hp_err *err)
+{
+    for (int i = 0; i < SETTING_COUNT; i++) {
+        char name[128], where[160];
+        env_name(&settings[i], name, sizeof(name));
+        const char *value = getenv(name);
+        if (!value)
+            continue;
+        snprintf(where, sizeof(where), "environment %s", name);
+        hp_code code = apply(config, &settings[i], value, HP_CONFIG_FROM_ENV, where, err);
+        if (code != HP_OK)
+            return code;
+    }
+    return HP_OK;
+}
+
+/* A flag as found in argv, applied after the file and the environment (flags win). */
+typedef struct flag_value {
+    const hp_setting *setting;
+    const char *value;
+    const char *arg; /* as typed, for errors */
+} flag_value;
+
+static bool is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
+
+/* Splits argv into setting values without applying them; finds --config on the way. */
+static hp_config_result scan_flags(int argc, char **argv, flag_value *flags, int *flag_count,
+                                   const char **config_file, hp_err *err)
+{
+    *flag_count = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--version") == 0)
+            return HP_CONFIG_VERSION;
+        if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
+            hp_fail(err, HP_ERR_INVALID_ARGUMENT, "unexpected argument \"%s\": settings are given as "
+                    "--name=value (hdrpostd --help lists them)", arg);
+            return HP_CONFIG_INVALID;
+        }
+        const char *name = arg + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const char *value = eq ? eq + 1 : NULL;
+
+        if (name_is(name, len, "config")) {
+            if (!value && i + 1 < argc)
+                value = argv[++i];
+            if (!value) {
+                hp_fail(err, HP_ERR_INVALID_ARGUMENT, "--config needs a file name");
+                return HP_CONFIG_INVALID;
+            }
+            *config_file = value;
+            continue;
+        }
+
+        const hp_setting *s = find_setting(name, len);
+        bool negated = false;
+        if (!s && len > 3 && (strncmp(name, "no-", 3) == 0 || strncmp(name, "no_", 3) == 0)) {
+            s = find_setting(name + 3, len - 3);
+            negated = s != NULL;
+        }
+        if (!s) {
+            hp_fail(err, HP_ERR_INVALID_ARGUMENT, "unknown setting --%.*s (hdrpostd --help lists them)", (int)len,
+                    name);
+            return HP_CONFIG_INVALID;
+        }
+        if (negated && (s->type != HP_SETTING_BOOL || value)) {
+            hp_fail(err, HP_ERR_INVALID_ARGUMENT, "%s: --no-%s takes no value and only negates a bool setting",
+                    arg, s->name);
+            return HP_CONFIG_INVALID;
+        }
+        if (s->type == HP_SETTING_BOOL && !value) {
+            /* A bare bool never takes the next argument: "--validation --listen=..." must not eat a flag. */
+            value = negated ? "false" : "true";
+        } else if (!value) {
+            if (i + 1 >= argc) {
+                hp_fail(err, HP_ERR_INVALID_ARGUMENT, "setting %s: --%s needs a value", s->name, s->name);
+                return HP_CONFIG_INVALID;
+            }
+            value = argv[++i];
+        }
+        flags[(*flag_count)++] = (flag_value){.setting = s, .value = value, .arg = arg};
+    }
+    return HP_CONFIG_RUN;
+}
+
+/* --- Public ------------------------------------------------------------------------------------------ */
+
+hp_config_result hp_config_load(hp_config *config, int argc, char **argv, hp_err *err)
+{
+    memset(config, 0, sizeof(*config));
+    /* --help wins over anything else on the line, even a bad setting beside it. */
+    for (int i = 1; i < argc; i++)
+        if (is_help(argv[i]))
+            return HP_CONFIG_HELP;
+
+    flag_value *flags = calloc((size_t)argc + 1, sizeof(*flags));
+    if (!flags) {
+        hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory reading the command line");
+        return HP_CONFIG_INVALID;
+    }
+    int flag_count = 0;
+    const char *config_file = getenv("HDRPOST_CONFIG");
+    hp_config_result result = scan_flags(argc, argv, flags, &flag_count, &config_file, err);
+    if (result != HP_CONFIG_RUN)
+        goto done;
+
+    result = HP_CONFIG_INVALID;
+    for (int i = 0; i < SETTING_COUNT; i++) {
+        char where[64];
+        snprintf(where, sizeof(where), "the default of %s", settings[i].name);
+        if (apply(config, &settings[i], settings[i].default_value, HP_CONFIG_FROM_DEFAULT, where, err) != HP_OK)
+            goto done;
+    }
+    if (config_file && *config_file) {
+        if (!(config->config_file = strdup(config_file))) {
+            hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory reading the command line");
+            goto done;
+        }
+        if (read_file(config, config_file, err) != HP_OK)
+            goto done;
+    }
+    if (read_env(config, err) != HP_OK)
+        goto done;
+    for (int i = 0; i < flag_count; i++) {
+        char where[160];
+        snprintf(where, sizeof(where), "flag %.140s", flags[i].arg);
+        if (apply(config, flags[i].setting, flags[i].value, HP_CONFIG_FROM_FLAG, where, err) != HP_OK)
+            goto done;
+    }
+    result = HP_CONFIG_RUN;
+
+done:
+    free(flags);
+    if (result != HP_CONFIG_RUN)
+        hp_config_free(config);
+    return result;
+}
+
+/* Prints text word-wrapped to 100 columns, each line indented. */
+static void print_wrapped(FILE *out, const char *indent, const char *text)
+{
+    const int width = 100 - (int)strlen(indent);
+    while (*text) {
+        int len = (int)strlen(text);
+        if (len > width) {
+            len = width;
+            while (len > 0 && text[len] != ' ')
+                len--;
+            if (len == 0)
+                len = width;
+        }
+        fprintf(out, "%s%.*s\n", indent, len, text);
+        text += len;
+        while (*text == ' ')
+            text++;
+    }
+}
+
+void hp_config_print_help(FILE *out, const char *program)
+{
+    fprintf(out,
+            "Usage: %s [--config FILE] [--NAME=VALUE | --NAME VALUE | --FLAG | --no-FLAG]...\n"
+            "\n"
+            "hdrpostd: HDR post-processing on the GPU (Vulkan compute) behind an HTTP API.\n"
+            "\n"
+            "Each setting is taken from, highest precedence first: its flag, its environment variable,\n"
+            "the config file, its default. Names may be written with '-' for '_'.\n"
+            "\n"
+            "  --config=FILE\n"
+            "      env HDRPOST_CONFIG\n"
+            "      Config file: lines \"name = value\" (value optionally in double quotes); lines starting\n"
+            "      with # are comments.\n",
+            program);
+    for (int i = 0; i < SETTING_COUNT; i++) {
+        const hp_setting *s = &settings[i];
+        char env[128], kind[300];
+        env_name(s, env, sizeof(env));
+        switch (s->type) {
+        case HP_SETTING_BOOL:
+            fprintf(out, "\n  --%s, --no-%s\n", s->name, s->name);
+            snprintf(kind, sizeof(kind), "%s", setting_type_names[s->type]);
+            break;
+        case HP_SETTING_ENUM: {
+            char list[256];
+            join_choices(s->choices, "|", list, sizeof(list));
+            fprintf(out, "\n  --%s=%s\n", s->name, list);
+            snprintf(kind, sizeof(kind), "%s", setting_type_names[s->type]);
+            break;
+        }
+        case HP_SETTING_INT:
+        case HP_SETTING_DOUBLE:
+            fprintf(out, "\n  --%s=%s\n", s->name, s->metavar);
+            snprintf(kind, sizeof(kind), s->type == HP_SETTING_INT ? "%s %.0f..%.0f" : "%s %g..%g",
+                     setting_type_names[s->type], s->min, s->max);
+            break;
+        case HP_SETTING_STRING:
+            fprintf(out, "\n  --%s=%s\n", s->name, s->metavar);
+            snprintf(kind, sizeof(kind), "%s", setting_type_names[s->type]);
+            break;
+        }
+        fprintf(out, "      %s, default \"%s\", env %s\n", kind, s->default_value, env);
+        print_wrapped(out, "      ", s->help);
+    }
+}
+
+void hp_config_log(const hp_config *config)
+{
+    if (config->config_file)
+        hp_info("config: file %s", config->config_file);
+    for (int i = 0; i < SETTING_COUNT; i++) {
+        const hp_setting *s = &settings[i];
+        const void *f = cfield(config, s);
+        const char *from = source_names[config->source[i]];
+        switch (s->type) {
+        case HP_SETTING_STRING:
+            hp_info("config: %s = \"%s\" (%s)", s->name, *(char *const *)f, from);
+            break;
+        case HP_SETTING_INT:
+            hp_info("config: %s = %d (%s)", s->name, *(const int *)f, from);
+            break;
+        case HP_SETTING_DOUBLE:
+            hp_info("config: %s = %g (%s)", s->name, *(const double *)f, from);
+            break;
+        case HP_SETTING_BOOL:
+            hp_info("config: %s = %s (%s)", s->name, *(const bool *)f ? "true" : "false", from);
+            break;
+        case HP_SETTING_ENUM: {
+            /* Print the name the owner's parser maps to the stored value. */
+            const char *name = "?";
+            for (int k = 0; s->choices[k]; k++)
+                if (s->parse_choice(s->choices[k]) == *(const int *)f)
+                    name = s->choices[k];
+            hp_info("config: %s = %s (%s)", s->name, name, from);
+            break;
+        }
+        }
+    }
+}
+
+void hp_config_free(hp_config *config)
+{
+    for (int i = 0; i < SETTING_COUNT; i++) {
+        if (settings[i].type == HP_SETTING_STRING) {
+            char **slot = field(config, &settings[i]);
+            free(*slot);
+            *slot = NULL;
+        }
+    }
+    free(config->config_file);
+    config->config_file = NULL;
+}

@@ -1,0 +1,75 @@
+/* The daemon's settings: one table (config.c) that parses flags, environment variables and the config
+ * file, validates every value, prints --help and logs the effective configuration (the redis habit: one
+ * place to add a setting).
+ *
+ * Precedence, highest first: a flag (--name=value, --name value, --flag, --no-flag), the environment
+ * variable HDRPOST_<NAME>, the config file (--config FILE or HDRPOST_CONFIG; lines "name = value"), the
+ * default. Adding a setting is one row in config.c's table plus its field here. */
+#ifndef HP_CONFIG_H
+#define HP_CONFIG_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "common/error.h"
+
+/* Room for the table's rows in hp_config.source; config.c static-asserts the table fits. */
+#define HP_CONFIG_MAX_SETTINGS 64
+
+/* Where a setting's value came from; logged beside it at start-up so an operator can see which layer won. */
+typedef enum hp_config_source {
+    HP_CONFIG_FROM_DEFAULT = 0,
+    HP_CONFIG_FROM_FILE,
+    HP_CONFIG_FROM_ENV,
+    HP_CONFIG_FROM_FLAG,
+} hp_config_source;
+
+typedef struct hp_config {
+    /* Address the HTTP API listens on: "A.B.C.D:PORT" or "[IPv6]:PORT", port 0..65535 (0: the kernel picks
+     * one, logged at start-up). Default "127.0.0.1:8080". */
+    char *listen;
+    /* Vulkan device: "" chooses by type, a decimal index, or a case-insensitive name substring. Default "". */
+    char *device;
+    /* Pipeline cache file, loaded at start-up and saved at exit; "" disables it.
+     * Default "/var/cache/hdrpostd/pipeline.cache". */
+    char *pipeline_cache;
+    /* Vulkan validation layer on, its messages logged (0 off, 1 on), default 0. */
+    bool validation;
+    /* An hp_log_level (error, warn, info, debug), default HP_LOG_INFO. Stored as int: the table writes
+     * enum settings through an int pointer, and gcc gives these enums an unsigned type. */
+    int log_level;
+    /* An hp_reduce_variant: the reduction form a frame uses unless its request says otherwise,
+     * default HP_REDUCE_SINGLE_PASS. */
+    int reduce_variant;
+    /* Threads polling HTTP connections, 1..256, default 4. */
+    int http_threads;
+    /* Seconds a shutdown waits for HTTP requests in flight before closing them, 0..3600, default 30. */
+    double shutdown_timeout_s;
+
+    /* The config file read, or NULL when none was given. */
+    char *config_file;
+    /* Per table row, an hp_config_source. */
+    unsigned char source[HP_CONFIG_MAX_SETTINGS];
+} hp_config;
+
+typedef enum hp_config_result {
+    HP_CONFIG_RUN = 0, /* *config is filled: start the daemon */
+    HP_CONFIG_HELP,    /* --help was given: print hp_config_print_help() and exit 0 */
+    HP_CONFIG_VERSION, /* --version was given: print the version and exit 0 */
+    HP_CONFIG_INVALID, /* err says which setting, which value and what is allowed: exit 2 */
+} hp_config_result;
+
+/* Fills *config from the defaults, the config file, the environment (getenv) and argv, in that order, each
+ * layer overriding the last. Every value from every layer is validated, so a bad value in the config file
+ * is reported even when a flag overrides it. On HP_CONFIG_INVALID, *config holds nothing to free. */
+hp_config_result hp_config_load(hp_config *config, int argc, char **argv, hp_err *err);
+
+/* Every setting with its type, allowed values, default, environment variable and help, from the table. */
+void hp_config_print_help(FILE *out, const char *program);
+
+/* One info line per setting: name, value and where it came from. */
+void hp_config_log(const hp_config *config);
+
+void hp_config_free(hp_config *config);
+
+#endif

@@ -1,0 +1,230 @@
+/* hdrpostd: start-up and shutdown.
+ *
+ * Start-up: configuration, then HTTP (so /livez answers and /readyz says 503 while the GPU warms), then
+ * the GPU, then every pipeline; only then /readyz 200 and systemd READY=1 (the redis habit: tell the
+ * supervisor the truth). Shutdown on SIGTERM or SIGINT: /readyz 503, STOPPING=1, the HTTP drain, the
+ * pipeline cache saved, the GPU freed.
+ *
+ * Exit codes: 0 clean stop, 1 start-up failed, 2 bad configuration, 3 the validation layer reported
+ * messages (tests run with --validation and fail on them). */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/http.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "daemon/config.h"
+#include "daemon/notify.h"
+#include "pipeline/frame_graph.h"
+#include "pipeline/gpu.h"
+
+#ifndef HP_VERSION
+#define HP_VERSION "unknown"
+#endif
+
+enum {
+    EXIT_CLEAN = 0,
+    EXIT_STARTUP_FAILED = 1,
+    EXIT_BAD_CONFIG = 2,
+    EXIT_VALIDATION_MESSAGES = 3,
+};
+
+/* The handler only records the signal; main acts on it (async-signal-safety allows nothing more). */
+static volatile sig_atomic_t g_stop_signal;
+
+static void on_stop_signal(int signo) { g_stop_signal = signo; }
+
+/* SIGTERM and SIGINT stay blocked in every thread but while main sleeps in sigsuspend(): the threads
+ * libmicrohttpd and the Vulkan driver start inherit the mask, so the signal always lands in main and
+ * cannot slip in between the flag test and the sleep. wait_mask is the mask to sleep with. */
+static void install_signal_handlers(sigset_t *wait_mask)
+{
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, wait_mask);
+    sigdelset(wait_mask, SIGTERM);
+    sigdelset(wait_mask, SIGINT);
+
+    struct sigaction sa = {.sa_handler = on_stop_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    /* A client that hangs up mid-response must cost an EPIPE, not the process. */
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* A stop asked for during start-up is still blocked, so it shows as pending, not in the flag. */
+static bool stop_requested(void)
+{
+    sigset_t pending;
+    sigpending(&pending);
+    return g_stop_signal || sigismember(&pending, SIGTERM) || sigismember(&pending, SIGINT);
+}
+
+static double ms_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+static void notify(const char *state)
+{
+    int r = hp_notify(state);
+    if (r < 0)
+        hp_warn("systemd: cannot send %s to NOTIFY_SOCKET: %s", state, strerror(-r));
+    else if (r > 0)
+        hp_debug("systemd: sent %s", state);
+}
+
+/* mkdir -p of the cache file's directory: /var/cache/hdrpostd may not exist on a fresh host unless the
+ * unit's CacheDirectory= made it. */
+static int make_parent_dirs(const char *path)
+{
+    char dir[4096];
+    if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+        return ENAMETOOLONG;
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return 0;
+    *slash = '\0';
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+            return errno;
+        *p = '/';
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return errno;
+    return 0;
+}
+
+/* A cache that cannot be written costs the next start its warm-up time, not this stop its exit code. */
+static void save_pipeline_cache(hp_gpu *gpu, const char *path)
+{
+    int e = make_parent_dirs(path);
+    if (e) {
+        hp_warn("pipeline cache %s not saved: cannot create its directory: %s", path, strerror(e));
+        return;
+    }
+    hp_err err = {0};
+    if (hp_gpu_save_pipeline_cache(gpu, &err) != HP_OK)
+        hp_warn("pipeline cache %s not saved: %s: %s", path, hp_code_name(err.code), err.message);
+}
+
+static int run(const hp_config *config, const sigset_t *wait_mask)
+{
+    struct timespec started;
+    clock_gettime(CLOCK_MONOTONIC, &started);
+    hp_err err = {0};
+    hp_code code;
+    hp_http *http = NULL;
+    hp_gpu *gpu = NULL;
+    hp_frame_graph *graph = NULL;
+    int exit_code = EXIT_CLEAN;
+    const char *cache_path = config->pipeline_cache[0] ? config->pipeline_cache : NULL;
+
+    hp_http_params http_params = HP_HTTP_PARAMS_DEFAULTS;
+    http_params.listen = config->listen;
+    http_params.threads = (unsigned)config->http_threads;
+    http_params.drain_timeout_s = config->shutdown_timeout_s;
+    if ((code = hp_http_create(&http_params, &http, &err)) != HP_OK)
+        goto startup_failed;
+    hp_info("http: listening on %s with %d thread(s); /readyz is 503 until the pipelines are warm",
+            hp_http_address(http), config->http_threads);
+
+    if (!stop_requested()) {
+        hp_gpu_config gpu_config = HP_GPU_CONFIG_DEFAULTS;
+        gpu_config.device = config->device[0] ? config->device : NULL;
+        gpu_config.pipeline_cache_path = cache_path;
+        gpu_config.validation = config->validation;
+        /* The gpu logs the devices it saw, the one it chose and why, and what became of the cache. */
+        if ((code = hp_gpu_create(&gpu_config, &gpu, &err)) != HP_OK)
+            goto startup_failed;
+    }
+
+    if (!stop_requested()) {
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        if ((code = hp_frame_graph_create(gpu, &graph, &err)) != HP_OK)
+            goto startup_failed;
+        const hp_gpu_info *info = hp_gpu_get_info(gpu);
+        hp_debug("pipelines warm in %.0f ms", ms_since(&t0));
+        hp_http_set_state(http, HP_SERVICE_READY);
+        hp_info("ready in %.0f ms: device \"%s\", pipeline cache %s, %u pipeline(s), %u from cache",
+                ms_since(&started), info->device_name, hp_cache_state_name(info->cache_state),
+                info->pipelines_created, info->pipelines_from_cache);
+        notify("READY=1");
+    }
+
+    /* Sleep until a stop signal; one already pending (sent during start-up) returns at once. */
+    while (!g_stop_signal)
+        sigsuspend(wait_mask);
+
+    hp_info("received SIG%s: draining (finishing requests in flight, up to %g s)", sigabbrev_np(g_stop_signal),
+            config->shutdown_timeout_s);
+    hp_http_set_state(http, HP_SERVICE_DRAINING);
+    notify("STOPPING=1");
+    goto shutdown;
+
+startup_failed:
+    hp_error("start-up failed: %s: %s", hp_code_name(code), err.message);
+    exit_code = EXIT_STARTUP_FAILED;
+
+shutdown:
+    hp_http_destroy(&http);
+    /* Only after a warm-up: a cache saved before it holds no pipelines and would replace a good file. */
+    if (gpu && graph && cache_path)
+        save_pipeline_cache(gpu, cache_path);
+    hp_frame_graph_destroy(&graph);
+    hp_gpu_destroy(&gpu);
+    /* Counted after the destroys: leaked objects are reported by vkDestroyDevice and vkDestroyInstance. */
+    if (config->validation && hp_gpu_validation_messages() > 0) {
+        hp_error("the validation layer reported %u message(s)", hp_gpu_validation_messages());
+        if (exit_code == EXIT_CLEAN)
+            exit_code = EXIT_VALIDATION_MESSAGES;
+    }
+    if (exit_code == EXIT_CLEAN)
+        hp_info("stopped");
+    return exit_code;
+}
+
+int main(int argc, char **argv)
+{
+    hp_config config;
+    hp_err err = {0};
+    switch (hp_config_load(&config, argc, argv, &err)) {
+    case HP_CONFIG_HELP:
+        hp_config_print_help(stdout, "hdrpostd");
+        return EXIT_CLEAN;
+    case HP_CONFIG_VERSION:
+        printf("hdrpostd %s\n", HP_VERSION);
+        return EXIT_CLEAN;
+    case HP_CONFIG_INVALID:
+        hp_error("configuration: %s", err.message);
+        return EXIT_BAD_CONFIG;
+    case HP_CONFIG_RUN:
+        break;
+    }
+
+    sigset_t wait_mask;
+    install_signal_handlers(&wait_mask); /* before any thread exists, so every thread inherits the mask */
+    hp_log_set_level((hp_log_level)config.log_level);
+    hp_info("hdrpostd %s starting, pid %d", HP_VERSION, (int)getpid());
+    hp_config_log(&config);
+
+    int exit_code = run(&config, &wait_mask);
+    hp_config_free(&config);
+    return exit_code;
+}

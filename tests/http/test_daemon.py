@@ -1,0 +1,495 @@
+#!/usr/bin/env python3
+"""hdrpostd end to end: start-up, health endpoints, error bodies, request ids, signals, the pipeline cache
+and configuration errors, spoken over HTTP on 127.0.0.1.
+
+Usage: test_daemon.py PATH/TO/hdrpostd. Prints TAP, one test point per behaviour. The daemon runs with
+--validation; any validation-layer message on its stderr (or exit code 3) fails the run's test point.
+HDRPOST_TEST_DEVICE, when set, is passed as --device. Standard library only.
+"""
+
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+EXE = sys.argv[1] if len(sys.argv) > 1 else "hdrpostd"
+HOST = "127.0.0.1"
+START_TIMEOUT_S = 30   # until the port answers
+READY_TIMEOUT_S = 60   # until /readyz says 200
+STOP_TIMEOUT_S = 60    # from the signal to the exit
+CONFIG_EXIT_TIMEOUT_S = 15
+
+# --- TAP -------------------------------------------------------------------------------------------------
+
+_count = 0
+
+
+def point(name, ok, detail=""):
+    """One test point; detail goes out as TAP diagnostics when it fails."""
+    global _count
+    _count += 1
+    print(f"{'ok' if ok else 'not ok'} {_count} - {name}", flush=True)
+    if not ok and detail:
+        for line in str(detail).splitlines()[-40:]:
+            print(f"# {line}", flush=True)
+    return ok
+
+
+# --- The daemon ------------------------------------------------------------------------------------------
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def clean_env(extra=None):
+    """The test's environment without HDRPOST_* (an operator's settings must not leak into the daemon)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HDRPOST_") and k != "NOTIFY_SOCKET"}
+    env.update(extra or {})
+    return env
+
+
+def device_args():
+    dev = os.environ.get("HDRPOST_TEST_DEVICE")
+    return [f"--device={dev}"] if dev else []
+
+
+class Daemon:
+    """A child hdrpostd whose stdout and stderr are read into lines by threads (no pipe can fill up)."""
+
+    def __init__(self, label, args, env=None):
+        self.label = label
+        self.lines = []
+        self.stdout = []
+        self.cond = threading.Condition()
+        self.proc = subprocess.Popen([EXE] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=clean_env(env), text=True, errors="replace")
+        self.readers = [threading.Thread(target=self._read, args=(self.proc.stderr, self.lines), daemon=True),
+                        threading.Thread(target=self._read, args=(self.proc.stdout, self.stdout), daemon=True)]
+        for t in self.readers:
+            t.start()
+
+    def _read(self, stream, into):
+        for line in stream:
+            with self.cond:
+                into.append(line.rstrip("\n"))
+                self.cond.notify_all()
+
+    def log(self):
+        with self.cond:
+            return "\n".join(self.lines)
+
+    def wait_line(self, pattern, timeout):
+        """The first stderr line matching pattern, waiting up to timeout seconds; None if none came."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for line in self.lines:
+                    if rx.search(line):
+                        return line
+                left = deadline - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None and not any(t.is_alive() for t in self.readers):
+                    return None
+                self.cond.wait(min(left, 0.2))
+
+    def wait_exit(self, timeout):
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        for t in self.readers:
+            t.join(timeout=5)
+        return rc
+
+    def stop(self, sig=signal.SIGTERM, timeout=STOP_TIMEOUT_S):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.wait_exit(timeout)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.wait_exit(10)
+
+    def dump(self):
+        """The daemon's log on stderr: meson test -v shows it beside the TAP."""
+        sys.stderr.write(f"----- hdrpostd log: {self.label} -----\n{self.log()}\n")
+        sys.stderr.flush()
+
+
+def validation_lines(daemon):
+    """Lines the validation layer produced (gpu.c logs them as 'vulkan validation: [VUID-...] ...')."""
+    return [l for l in daemon.log().splitlines()
+            if re.search(r"vulkan validation|VUID-|Validation (Error|Warning)", l)]
+
+
+def request(port, method, path, headers=None, timeout=5):
+    conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
+    try:
+        conn.request(method, path, body=b"" if method in ("POST", "PUT") else None, headers=headers or {})
+        resp = conn.getresponse()
+        body = resp.read()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, body
+    finally:
+        conn.close()
+
+
+def json_body(body):
+    try:
+        return json.loads(body.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def is_error_body(doc, code):
+    """The one error shape: {"error": {"code": code, "message": non-empty, "field": null or string}}."""
+    if not isinstance(doc, dict) or set(doc) != {"error"} or not isinstance(doc["error"], dict):
+        return False
+    err = doc["error"]
+    return (err.get("code") == code and isinstance(err.get("message"), str) and err["message"] != ""
+            and "field" in err and (err["field"] is None or isinstance(err["field"], str)))
+
+
+class NotifySocket:
+    """A systemd notify socket in the abstract namespace (the '@' form), collecting datagrams."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.name = f"@hdrpostd-test-{os.getpid()}-{time.monotonic_ns()}"
+        self.sock.bind("\0" + self.name[1:])
+        self.sock.settimeout(0.2)
+        self.messages = []
+
+    def wait_for(self, text, timeout):
+        deadline = time.monotonic() + timeout
+        while text not in self.messages and time.monotonic() < deadline:
+            try:
+                data = self.sock.recv(4096)
+            except socket.timeout:
+                continue
+            self.messages.extend(data.decode("utf-8", "replace").split("\n"))
+        return text in self.messages
+
+    def close(self):
+        self.sock.close()
+
+
+def wait_until_ready(daemon, port):
+    """Polls /livez and /readyz together from the moment the port opens until /readyz says 200.
+    Returns (samples, first_answer_s) where samples is [(livez_status, readyz_status, readyz_headers,
+    readyz_body)], or (samples, None) when the port never answered."""
+    samples = []
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:  # until the port accepts
+        try:
+            with socket.create_connection((HOST, port), timeout=1):
+                break
+        except OSError:
+            if daemon.proc.poll() is not None or time.monotonic() > deadline:
+                return samples, None
+            time.sleep(0.005)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline and daemon.proc.poll() is None:
+        try:
+            live = request(port, "GET", "/livez")[0]
+            status, headers, body = request(port, "GET", "/readyz")
+        except OSError:
+            time.sleep(0.02)
+            continue
+        samples.append((live, status, headers, body))
+        if status == 200:
+            break
+        time.sleep(0.02)
+    return samples, True
+
+
+# --- The tests -------------------------------------------------------------------------------------------
+
+
+def config_errors(tmp):
+    """Bad configuration exits 2 before anything starts, with a message naming the setting."""
+    conf = os.path.join(tmp, "bad.conf")
+    with open(conf, "w") as f:
+        f.write("# a comment\nlisten = 127.0.0.1:1\nnot_a_setting = 3\n")
+    cases = [
+        ("bad --listen exits 2 naming listen and the value", ["--listen=nonsense"], {}, [r"listen", r"nonsense"]),
+        ("unknown flag exits 2 naming the flag", ["--bogus-flag=1"], {}, [r"bogus-flag"]),
+        ("out-of-range int exits 2 naming the setting and the range", ["--http_threads", "0"], {},
+         [r"http_threads", r"1 to 256"]),
+        ("bad enum exits 2 listing the allowed values", ["--log_level=loud"], {},
+         [r"log_level", r"error, warn, info, debug"]),
+        ("bad environment value exits 2 naming the variable", [], {"HDRPOST_SHUTDOWN_TIMEOUT_S": "soon"},
+         [r"HDRPOST_SHUTDOWN_TIMEOUT_S", r"shutdown_timeout_s"]),
+        ("unknown key in the config file exits 2 naming file and line", ["--config", conf], {},
+         [re.escape(conf), r"line 3", r"not_a_setting"]),
+    ]
+    for name, args, env, patterns in cases:
+        d = Daemon(name, args, env)
+        try:
+            rc = d.wait_exit(CONFIG_EXIT_TIMEOUT_S)
+            log = d.log()
+            ok = rc == 2 and all(re.search(p, log) for p in patterns)
+            point(name, ok, f"exit code {rc}\n{log}")
+        finally:
+            d.kill()
+
+    d = Daemon("help", ["--help"])
+    try:
+        rc = d.wait_exit(CONFIG_EXIT_TIMEOUT_S)
+        out = "\n".join(d.stdout)
+        names = ["listen", "device", "pipeline_cache", "validation", "log_level", "reduce_variant",
+                 "http_threads", "shutdown_timeout_s"]
+        missing = [n for n in names if f"--{n}" not in out or f"HDRPOST_{n.upper()}" not in out]
+        point("--help exits 0 and lists every setting with its env var", rc == 0 and not missing,
+              f"exit code {rc}, missing {missing}\n{out}")
+    finally:
+        d.kill()
+
+
+def address_in_use():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind((HOST, 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        d = Daemon("address in use", [f"--listen={HOST}:{port}", "--pipeline_cache="] + device_args())
+        try:
+            rc = d.wait_exit(CONFIG_EXIT_TIMEOUT_S)
+            log = d.log()
+            point("a listen address in use exits 1 saying so", rc == 1 and re.search(r"in use", log, re.I)
+                  and re.search(rf"{port}", log), f"exit code {rc}\n{log}")
+        finally:
+            d.kill()
+
+
+def read_response(sock):
+    """Status, lower-cased headers and body of one HTTP/1.1 response read from a raw socket."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise OSError(f"connection closed after {data!r}")
+        data += chunk
+    head, body = data.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:])}
+    while len(body) < int(headers.get("content-length", "0")):
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        body += chunk
+    return int(lines[0].split()[1]), headers, body
+
+
+def drain(d, port):
+    """SIGTERM while a POST's body is half sent: the daemon must wait for it and answer it (the drain),
+    and meanwhile answer /readyz 503 on a connection kept alive from before. Returns (request answered and
+    exit 0 after it, readyz draining ok, detail)."""
+    detail = []
+    idle = socket.create_connection((HOST, port), timeout=10)
+    slow = socket.create_connection((HOST, port), timeout=10)
+    try:
+        idle.sendall(b"GET /livez HTTP/1.1\r\nHost: t\r\n\r\n")
+        detail.append(f"kept-alive warm-up: {read_response(idle)[0]}")
+        slow.sendall(b"POST /readyz HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n12345")
+        time.sleep(0.3)  # the daemon has the headers and half the body: the request is in flight
+        d.proc.send_signal(signal.SIGTERM)
+        seen = d.wait_line(r"received SIGTERM", 10) is not None
+        idle.sendall(b"GET /readyz HTTP/1.1\r\nHost: t\r\n\r\n")
+        status, headers, body = read_response(idle)
+        doc = json_body(body)
+        readyz_ok = (seen and status == 503 and is_error_body(doc, "not_ready")
+                     and doc["error"]["message"].startswith("draining")
+                     and headers.get("connection", "").lower() == "close")
+        detail.append(f"readyz while draining: {status} {headers} {body!r}")
+        time.sleep(0.5)
+        waited = d.proc.poll() is None
+        detail.append(f"still running while the body is pending: {waited}")
+        slow.sendall(b"67890")
+        status, headers, body = read_response(slow)
+        detail.append(f"in-flight POST: {status} {headers} {body!r}")
+        rc = d.wait_exit(STOP_TIMEOUT_S)
+        detail.append(f"exit code {rc}")
+        answered = waited and status == 405 and is_error_body(json_body(body), "method_not_allowed") and rc == 0
+        return answered, readyz_ok, "\n".join(detail) + "\n" + d.log()
+    except OSError as e:
+        detail.append(f"socket error: {e}")
+        return False, False, "\n".join(detail) + "\n" + d.log()
+    finally:
+        idle.close()
+        slow.close()
+
+
+def first_start(tmp, cache):
+    port = free_port()
+    notify = NotifySocket()
+    d = Daemon("first start", [f"--listen={HOST}:{port}", "--validation", f"--pipeline_cache={cache}",
+                               "--log_level=info"] + device_args(), {"NOTIFY_SOCKET": notify.name})
+    try:
+        samples, answered = wait_until_ready(d, port)
+        if not point("the port answers while starting", answered is not None, d.log()):
+            return False
+        warming = [s for s in samples if s[1] != 200]
+        # Warming takes hundreds of milliseconds with the validation layer on, and the port is open
+        # before it starts: a run that never saw it warming has lost the ordering, which is a failure.
+        point("/livez answers 200 while the pipelines warm", bool(warming) and all(s[0] == 200 for s in warming),
+              f"samples {[(s[0], s[1]) for s in samples]}")
+        point("/readyz is 503 with a not_ready JSON error while warming",
+              all(s[1] == 503 and is_error_body(json_body(s[3]), "not_ready")
+                  and json_body(s[3])["error"]["message"].startswith("starting")
+                  and s[2].get("content-type") == "application/json" for s in warming),
+              "\n".join(f"{s[1]} {s[3]!r}" for s in warming[:5]))
+        ready = bool(samples) and samples[-1][1] == 200 and json_body(samples[-1][3]) == {"status": "ready"}
+        if not point('/readyz turns 200 {"status":"ready"} once warm', ready,
+                     f"last samples {[(s[1], s[3]) for s in samples[-3:]]}\n{d.log()}"):
+            return False
+        line = d.wait_line(r"ready in \d+ ms", 5)
+        point("the log says 'ready in N ms' with the device and cache state 'absent'",
+              line is not None and "absent" in line and "device" in line, line or d.log())
+        point("systemd gets READY=1 on an abstract NOTIFY_SOCKET", notify.wait_for("READY=1", 5),
+              f"received {notify.messages}")
+
+        status, headers, body = request(port, "GET", "/livez")
+        point('GET /livez is 200 {"status":"alive"} with Content-Type application/json',
+              status == 200 and json_body(body) == {"status": "alive"}
+              and headers.get("content-type") == "application/json", f"{status} {headers} {body!r}")
+
+        status, headers, body = request(port, "HEAD", "/readyz")
+        point("HEAD /readyz answers like GET without a body",
+              status == 200 and body == b"" and headers.get("content-type") == "application/json",
+              f"{status} {headers} {body!r}")
+
+        status, headers, body = request(port, "GET", "/no/such/endpoint?x=1")
+        point("an unknown path is 404 with a not_found JSON error",
+              status == 404 and is_error_body(json_body(body), "not_found")
+              and headers.get("content-type") == "application/json", f"{status} {headers} {body!r}")
+
+        status, headers, body = request(port, "POST", "/readyz")
+        allow = [m.strip() for m in headers.get("allow", "").split(",")]
+        point("a known path with the wrong method is 405 with Allow and a method_not_allowed JSON error",
+              status == 405 and "GET" in allow and "HEAD" in allow
+              and is_error_body(json_body(body), "method_not_allowed"), f"{status} {headers} {body!r}")
+
+        status, headers, _ = request(port, "GET", "/livez", {"X-Request-Id": "render-farm.job-42/frame:7"})
+        point("a client's X-Request-Id is echoed",
+              headers.get("x-request-id") == "render-farm.job-42/frame:7", f"{status} {headers}")
+
+        ids = [request(port, "GET", "/livez")[1].get("x-request-id") for _ in range(2)]
+        ids.append(request(port, "GET", "/livez", {"X-Request-Id": "has spaces; and <junk>"})[1].get("x-request-id"))
+        ids.append(request(port, "GET", "/livez", {"X-Request-Id": "x" * 500})[1].get("x-request-id"))
+        point("without a sane X-Request-Id one is generated, different each time",
+              all(i and re.fullmatch(r"[0-9a-f]{16}", i) for i in ids) and len(set(ids)) == len(ids), f"{ids}")
+
+        line = d.wait_line(r"render-farm\.job-42/frame:7 GET /livez 200 [\d.]+ ms", 5)
+        point("each request is logged with its id, method, path, status and time", line is not None, d.log())
+
+        drain_ok, readyz_draining, detail = drain(d, port)
+        point("while draining, /readyz on a kept-alive connection is 503 not_ready 'draining' and closes it",
+              readyz_draining, detail)
+        point("a request in flight at SIGTERM is answered before the daemon exits", drain_ok, detail)
+
+        rc = d.stop(signal.SIGTERM)
+        point("SIGTERM exits 0 within a bounded time", rc == 0, f"exit code {rc}\n{d.log()}")
+        point("systemd gets STOPPING=1", notify.wait_for("STOPPING=1", 2), f"received {notify.messages}")
+        point("the pipeline cache is saved at exit, its directory created",
+              os.path.isfile(cache) and os.path.getsize(cache) > 0, d.log())
+        bad = validation_lines(d)
+        point("first start: no validation-layer message and exit code not 3", rc != 3 and not bad, "\n".join(bad))
+        return rc == 0
+    finally:
+        d.kill()
+        notify.close()
+        d.dump()
+
+
+def second_start(tmp, cache):
+    """Reads the cache; also checks precedence flag > environment > config file > default."""
+    port = free_port()
+    conf = os.path.join(tmp, "hdrpostd.conf")
+    with open(conf, "w") as f:
+        f.write("# precedence check\n"
+                "listen = 127.0.0.1:1\n"
+                "http_threads = 3\n"
+                "log-level = info\n"
+                f'pipeline_cache = "{cache}"\n')
+    env = {"HDRPOST_CONFIG": conf, "HDRPOST_LISTEN": "127.0.0.1:2", "HDRPOST_HTTP_THREADS": "5"}
+    d = Daemon("second start", [f"--listen={HOST}:{port}", "--validation"] + device_args(), env)
+    try:
+        samples, answered = wait_until_ready(d, port)
+        ready = answered is not None and bool(samples) and samples[-1][1] == 200
+        log = d.log()
+        point("flags beat the environment, which beats the config file, which beats defaults",
+              f'config: listen = "{HOST}:{port}" (flag)' in log
+              and "config: http_threads = 5 (environment)" in log
+              and "config: log_level = info (config file)" in log
+              and "config: reduce_variant = single_pass (default)" in log, log)
+        if not point("a second start becomes ready", ready, log):
+            return
+        line = d.wait_line(r"ready in \d+ ms", 5)
+        point("a second start reads the saved cache (cache state 'loaded')",
+              line is not None and "loaded" in line, line or d.log())
+        rc = d.stop(signal.SIGINT)
+        point("SIGINT exits 0 too", rc == 0, f"exit code {rc}\n{d.log()}")
+        bad = validation_lines(d)
+        point("second start: no validation-layer message and exit code not 3", rc != 3 and not bad, "\n".join(bad))
+    finally:
+        d.kill()
+        d.dump()
+
+
+def corrupt_cache(tmp, cache):
+    garbage = b"not a pipeline cache " * 200
+    with open(cache, "wb") as f:
+        f.write(garbage)
+    port = free_port()
+    d = Daemon("corrupt cache", [f"--listen={HOST}:{port}", "--validation", f"--pipeline_cache={cache}",
+                                 "--log_level=info"] + device_args())
+    try:
+        samples, answered = wait_until_ready(d, port)
+        ready = answered is not None and bool(samples) and samples[-1][1] == 200
+        point("with a corrupt cache file the daemon still becomes ready", ready, d.log())
+        warn = d.wait_line(r" (warn|error) .*cache.*corrupt", 5)
+        point("a corrupt cache is named as such in a warning", warn is not None and cache in warn, d.log())
+        rc = d.stop(signal.SIGTERM)
+        with open(cache, "rb") as f:
+            replaced = f.read() != garbage
+        point("the corrupt cache is replaced at exit", rc == 0 and replaced, f"exit code {rc}\n{d.log()}")
+        bad = validation_lines(d)
+        point("corrupt cache: no validation-layer message and exit code not 3", rc != 3 and not bad,
+              "\n".join(bad))
+    finally:
+        d.kill()
+        d.dump()
+
+
+def main():
+    if not os.access(EXE, os.X_OK):
+        print("not ok 1 - hdrpostd is built and executable: " + EXE)
+        print("1..1")
+        return 1
+    with tempfile.TemporaryDirectory(prefix="hdrpostd-test-") as tmp:
+        try:
+            config_errors(tmp)
+            address_in_use()
+            cache = os.path.join(tmp, "cache", "sub", "pipeline.cache")  # directories made by the daemon
+            if first_start(tmp, cache):
+                second_start(tmp, cache)
+                corrupt_cache(tmp, cache)
+        except Exception:
+            point("the test harness ran to the end", False, traceback.format_exc())
+    print(f"1..{_count}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
