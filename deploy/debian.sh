@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The two set-up commands of the README, for a fresh Debian 12 machine, as root:
+#   deploy/debian.sh start   install what is needed, build, and start hdrpostd (lavapipe when no GPU)
+#   deploy/debian.sh test    install what is needed, build, and run every test suite
+# Any extra arguments after 'start' go to hdrpostd (e.g. --listen=0.0.0.0:8080).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-}
+case "$mode" in
+  start|test) shift ;;
+  *) echo "usage: $0 start [hdrpostd flags...] | test" >&2; exit 2 ;;
+esac
+
+# Build tools, the libraries hdrpostd links, Mesa's lavapipe (a Vulkan device on the CPU, used when
+# there is no GPU) and the Khronos validation layer (on in every test).
+packages=(
+  gcc libc6-dev pkg-config meson ninja-build glslc python3
+  libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers
+  libmicrohttpd-dev libjansson-dev zlib1g-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deploy: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# CI builds with warnings as errors; so does everyone else.
+if [ ! -f build/build.ninja ]; then
+  meson setup build --buildtype=debugoptimized -Dwerror=true
+fi
+ninja -C build
+
+if [ "$mode" = start ]; then
+  exec build/daemon/hdrpostd "$@"
+fi
+
+# Every suite; the last line counts every check of every suite (tests speak TAP).
+status=0
+meson test -C build --print-errorlogs || status=$?
+python3 tests/summarize.py build/meson-logs/testlog.json || status=1
+exit $status
