@@ -70,7 +70,7 @@ hp_code hp_frame_graph_create(hp_gpu *gpu, hp_frame_graph **out, hp_err *err)
     g->gpu = gpu;
     VkDevice dev = gpu->device;
 
-    hp_code rc = hp_reduce_create(gpu, &g->reduce, err);
+    hp_code rc = hp_reduce_create(gpu, NULL, &g->reduce, err);
     if (rc == HP_OK)
         rc = hp_buffer_create(gpu, HP_STATS_SIZE, HP_MEM_DEVICE, "lum_stats", &g->stats, err);
     if (rc == HP_OK)

@@ -36,17 +36,16 @@ _Static_assert(offsetof(struct reduce_push, pixel_count) == 24, "push constant l
 _Static_assert(offsetof(struct reduce_push, hist_scale) == 40, "push constant layout drifted");
 
 /* Pixel counts fit the shader's 32-bit indices with room: 16384^2 = 2^28 pixels, and the grid-stride
- * loop's base + stride stays below 2^28 + HP_REDUCE_MAX_GROUPS * 256 * FETCHES < 2^32. */
+ * loop's base + stride stays below 2^28 + max_groups * workgroup_size * fetches < 2^32. */
 #define HP_MAX_PIXELS (16384ull * 16384ull)
-_Static_assert(HP_MAX_PIXELS + (uint64_t)HP_REDUCE_MAX_GROUPS * 256 * 16 < (1ull << 32),
+_Static_assert(HP_MAX_PIXELS + (uint64_t)HP_REDUCE_MAX_GROUPS * 1024 * 16 < (1ull << 32),
                "32-bit pixel indices would overflow");
 /* Counts of one bin or of all finite pixels fit a uint. */
 _Static_assert(HP_MAX_PIXELS <= UINT32_MAX, "pixel counts must fit 32 bits");
 
-enum { WORKGROUP_SIZE = 256, FETCHES = 4 };
-
 struct hp_reduce {
     hp_gpu *gpu;
+    hp_reduce_config config;
     hp_compute single[2];  /* by hp_pixel_format */
     hp_compute partial[2]; /* by hp_pixel_format */
     hp_compute final;
@@ -95,10 +94,10 @@ void hp_reduce_hist_edges(double min_log2, double max_log2, float edges[256])
         edges[k] = (float)exp2(min_log2 + (k - 1) * (max_log2 - min_log2) / 254.0);
 }
 
-static hp_code create_pipeline(hp_gpu *gpu, const char *name, const uint32_t *spirv, size_t size, bool fp16,
+static hp_code create_pipeline(hp_reduce *r, const char *name, const uint32_t *spirv, size_t size, bool fp16,
                                hp_compute *out, hp_err *err)
 {
-    const uint32_t spec[3] = {WORKGROUP_SIZE, FETCHES, fp16 ? 1u : 0u};
+    const uint32_t spec[3] = {r->config.workgroup_size, r->config.fetches, fp16 ? 1u : 0u};
     hp_compute_desc desc = {
         .name = name,
         .spirv = spirv,
@@ -107,31 +106,48 @@ static hp_code create_pipeline(hp_gpu *gpu, const char *name, const uint32_t *sp
         .spec_values = spec,
         .spec_count = 3,
     };
-    return hp_compute_create(gpu, &desc, out, err);
+    return hp_compute_create(r->gpu, &desc, out, err);
 }
 
-hp_code hp_reduce_create(hp_gpu *gpu, hp_reduce **out, hp_err *err)
+hp_code hp_reduce_create(hp_gpu *gpu, const hp_reduce_config *config, hp_reduce **out, hp_err *err)
 {
     *out = NULL;
+    hp_reduce_config cfg = HP_REDUCE_CONFIG_DEFAULTS;
+    if (config)
+        cfg = *config;
+    const hp_gpu_info *gi = hp_gpu_get_info(gpu);
+    if (cfg.workgroup_size < 64 || cfg.workgroup_size > 1024 || (cfg.workgroup_size & (cfg.workgroup_size - 1)))
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "reduce workgroup_size %u is not a power of two in [64, 1024]",
+                       cfg.workgroup_size);
+    if (cfg.workgroup_size > gi->max_workgroup_invocations || cfg.workgroup_size < gi->subgroup_size)
+        return hp_fail(err, HP_ERR_MISSING_FEATURE, "reduce workgroup_size %u does not fit this device "
+                       "(subgroup %u, at most %u invocations)", cfg.workgroup_size, gi->subgroup_size,
+                       gi->max_workgroup_invocations);
+    if (cfg.fetches < 1 || cfg.fetches > 16)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "reduce fetches %u is outside [1, 16]", cfg.fetches);
+    if (cfg.max_groups < 1 || cfg.max_groups > HP_REDUCE_MAX_GROUPS)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "reduce max_groups %u is outside [1, %u]", cfg.max_groups,
+                       HP_REDUCE_MAX_GROUPS);
     hp_reduce *r = calloc(1, sizeof(*r));
     if (!r)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     r->gpu = gpu;
+    r->config = cfg;
     r->edges_min = r->edges_max = NAN;
 
-    hp_code rc = create_pipeline(gpu, "reduce_single_rgba16f", spv_single, sizeof(spv_single), true,
+    hp_code rc = create_pipeline(r, "reduce_single_rgba16f", spv_single, sizeof(spv_single), true,
                                  &r->single[HP_PIXEL_RGBA16F], err);
     if (rc == HP_OK)
-        rc = create_pipeline(gpu, "reduce_single_rgba32f", spv_single, sizeof(spv_single), false,
+        rc = create_pipeline(r, "reduce_single_rgba32f", spv_single, sizeof(spv_single), false,
                              &r->single[HP_PIXEL_RGBA32F], err);
     if (rc == HP_OK)
-        rc = create_pipeline(gpu, "reduce_partial_rgba16f", spv_partial, sizeof(spv_partial), true,
+        rc = create_pipeline(r, "reduce_partial_rgba16f", spv_partial, sizeof(spv_partial), true,
                              &r->partial[HP_PIXEL_RGBA16F], err);
     if (rc == HP_OK)
-        rc = create_pipeline(gpu, "reduce_partial_rgba32f", spv_partial, sizeof(spv_partial), false,
+        rc = create_pipeline(r, "reduce_partial_rgba32f", spv_partial, sizeof(spv_partial), false,
                              &r->partial[HP_PIXEL_RGBA32F], err);
     if (rc == HP_OK)
-        rc = create_pipeline(gpu, "reduce_final", spv_final, sizeof(spv_final), false, &r->final, err);
+        rc = create_pipeline(r, "reduce_final", spv_final, sizeof(spv_final), false, &r->final, err);
     if (rc != HP_OK) {
         hp_reduce_destroy(&r);
         return rc;
@@ -160,14 +176,14 @@ VkDeviceSize hp_reduce_scratch_size(uint64_t pixels)
     return HP_SCRATCH_OFF_PARTIALS + (VkDeviceSize)HP_REDUCE_MAX_GROUPS * HP_SCRATCH_PARTIAL_SIZE;
 }
 
-static uint32_t group_count(uint64_t pixel_count, hp_pixel_format format)
+static uint32_t group_count(const hp_reduce_config *cfg, uint64_t pixel_count, hp_pixel_format format)
 {
     uint64_t items = format == HP_PIXEL_RGBA16F ? (pixel_count + 1) / 2 : pixel_count;
-    uint64_t per_group = (uint64_t)WORKGROUP_SIZE * FETCHES;
+    uint64_t per_group = (uint64_t)cfg->workgroup_size * cfg->fetches;
     uint64_t groups = (items + per_group - 1) / per_group;
     if (groups < 1)
         groups = 1;
-    return groups > HP_REDUCE_MAX_GROUPS ? HP_REDUCE_MAX_GROUPS : (uint32_t)groups;
+    return groups > cfg->max_groups ? cfg->max_groups : (uint32_t)groups;
 }
 
 static void barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src,
@@ -190,7 +206,7 @@ void hp_reduce_record(hp_reduce *r, VkCommandBuffer cmd, const hp_reduce_io *io,
     barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 
-    uint32_t groups = group_count(io->pixel_count, io->format);
+    uint32_t groups = group_count(&r->config, io->pixel_count, io->format);
     struct reduce_push push = {
         .pixels = io->pixels,
         .stats = io->stats->address,

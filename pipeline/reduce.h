@@ -59,9 +59,19 @@ typedef struct hp_lum_stats {
  * edges[0] = 0. Used by the GPU (uploaded each frame) and by the CPU reference alike. */
 void hp_reduce_hist_edges(double min_log2, double max_log2, float edges[256]);
 
+/* Launch shape, fixed when the pipelines are created (specialization constants). */
+typedef struct hp_reduce_config {
+    uint32_t workgroup_size; /* invocations per workgroup, a power of two in [64, 1024], default 256 */
+    uint32_t fetches;        /* 16-byte loads in flight per thread per iteration, [1, 16], default 4 */
+    uint32_t max_groups;     /* workgroups at most; more pixels loop (grid-stride), [1, 2048], default 2048 */
+} hp_reduce_config;
+
+#define HP_REDUCE_CONFIG_DEFAULTS {.workgroup_size = 256, .fetches = 4, .max_groups = 2048}
+
 typedef struct hp_reduce hp_reduce;
 
-hp_code hp_reduce_create(hp_gpu *gpu, hp_reduce **out, hp_err *err);
+/* config NULL: HP_REDUCE_CONFIG_DEFAULTS. */
+hp_code hp_reduce_create(hp_gpu *gpu, const hp_reduce_config *config, hp_reduce **out, hp_err *err);
 void hp_reduce_destroy(hp_reduce **reduce);
 
 /* Bytes of scratch (arrival counter, edges, partials) a frame of this many pixels needs. */
