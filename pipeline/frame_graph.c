@@ -34,7 +34,7 @@ struct hp_frame_graph {
     hp_buffer stats;    /* lum_stats, device-local */
     hp_buffer scratch;  /* reduction scratch, device-local */
     hp_buffer readback; /* stats copied back */
-    bool scratch_ready; /* the arrival counter has been zeroed */
+    bool scratch_ready; /* hp_reduce_init_scratch has run */
     VkCommandPool pool;
     VkCommandBuffer cmd;
     VkFence fence;
@@ -215,7 +215,7 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
     vkBeginCommandBuffer(cmd, &bi);
     vkCmdResetQueryPool(cmd, g->queries, 0, TS_COUNT);
     if (!g->scratch_ready) {
-        vkCmdFillBuffer(cmd, g->scratch.buffer, 0, 16, 0); /* the arrival counter starts at zero */
+        hp_reduce_init_scratch(g->reduce, cmd, &g->scratch);
         g->scratch_ready = true;
     }
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_START);

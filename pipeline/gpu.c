@@ -291,6 +291,21 @@ static int find_transfer_family(VkPhysicalDevice pd)
     return found;
 }
 
+static bool has_device_extension(VkPhysicalDevice pd, const char *name)
+{
+    uint32_t n = 0;
+    vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL);
+    VkExtensionProperties *props = calloc(n ? n : 1, sizeof(*props));
+    if (!props)
+        return false;
+    vkEnumerateDeviceExtensionProperties(pd, NULL, &n, props);
+    bool found = false;
+    for (uint32_t i = 0; i < n && !found; i++)
+        found = strcmp(props[i].extensionName, name) == 0;
+    free(props);
+    return found;
+}
+
 static bool is_decimal(const char *s)
 {
     if (!*s)
@@ -429,8 +444,12 @@ static hp_code create_device(hp_gpu *gpu, hp_err *err)
     VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     VkPhysicalDeviceSubgroupProperties sub = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
                                               .pNext = &drv};
+    /* The SM count sizes grids to what is resident at once (pipeline/reduce.c). Only NVIDIA tells. */
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV, .pNext = &sub};
+    bool has_sm = has_device_extension(gpu->physical, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
     VkPhysicalDeviceMaintenance3Properties m3 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES, .pNext = &sub};
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES, .pNext = has_sm ? (void *)&sm : (void *)&sub};
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &m3};
     vkGetPhysicalDeviceProperties2(gpu->physical, &p2);
     memcpy(gi->device_name, props.deviceName, sizeof(gi->device_name));
@@ -447,6 +466,8 @@ static hp_code create_device(hp_gpu *gpu, hp_err *err)
     gi->timestamp_period_ns = props.limits.timestampPeriod;
     gi->max_allocation_size = m3.maxMemoryAllocationSize;
     gi->has_transfer_queue = transfer >= 0;
+    gi->sm_count = has_sm ? sm.shaderSMCount : 0;
+    gi->warps_per_sm = has_sm ? sm.shaderWarpsPerSM : 0;
     memcpy(gpu->pipeline_cache_uuid, props.pipelineCacheUUID, VK_UUID_SIZE);
     vkGetPhysicalDeviceMemoryProperties(gpu->physical, &gpu->memory_props);
 

@@ -56,6 +56,8 @@ typedef struct hp_gpu_info {
     uint32_t max_shared_memory;
     double timestamp_period_ns;      /* nanoseconds per timestamp tick */
     uint64_t max_allocation_size;
+    uint32_t sm_count;               /* streaming multiprocessors (VK_NV_shader_sm_builtins); 0: unknown */
+    uint32_t warps_per_sm;           /* resident warps per SM, likewise; 0: unknown */
     bool has_transfer_queue;         /* a queue family with transfer but not compute/graphics */
     hp_cache_state cache_state;
     size_t cache_bytes_loaded;       /* bytes of cache data handed to the driver at start-up */

@@ -49,8 +49,12 @@ struct hp_reduce {
     hp_compute single[2];  /* by hp_pixel_format */
     hp_compute partial[2]; /* by hp_pixel_format */
     hp_compute final;
-    /* Edges for the last range asked for; recomputed only when the range changes. */
-    double edges_min, edges_max;
+    /* Which range each scratch buffer's edges hold, so they are uploaded only when it changes. */
+    struct {
+        VkBuffer buffer;
+        double min, max;
+    } scratch_edges[8];
+    double edges_min, edges_max; /* the range r->edges was computed for */
     float edges[HP_HIST_BINS];
 };
 
@@ -193,18 +197,44 @@ static void barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAcces
     vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-void hp_reduce_record(hp_reduce *r, VkCommandBuffer cmd, const hp_reduce_io *io, const hp_reduce_params *params)
+/* The slot that tracks this scratch buffer's edges; a new buffer takes the oldest slot. */
+static size_t scratch_slot(hp_reduce *r, VkBuffer buffer)
 {
-    if (params->hist_min_log2 != r->edges_min || params->hist_max_log2 != r->edges_max) {
-        hp_reduce_hist_edges(params->hist_min_log2, params->hist_max_log2, r->edges);
-        r->edges_min = params->hist_min_log2;
-        r->edges_max = params->hist_max_log2;
-    }
-    /* 1 KiB each: cheaper inline in the command buffer than any staging. */
-    vkCmdFillBuffer(cmd, io->stats->buffer, HP_STATS_OFF_HIST, HP_HIST_BINS * sizeof(uint32_t), 0);
-    vkCmdUpdateBuffer(cmd, io->scratch->buffer, HP_SCRATCH_OFF_EDGES, sizeof(r->edges), r->edges);
+    size_t n = sizeof(r->scratch_edges) / sizeof(r->scratch_edges[0]);
+    for (size_t i = 0; i < n; i++)
+        if (r->scratch_edges[i].buffer == buffer)
+            return i;
+    memmove(&r->scratch_edges[1], &r->scratch_edges[0], (n - 1) * sizeof(r->scratch_edges[0]));
+    r->scratch_edges[0].buffer = buffer;
+    r->scratch_edges[0].min = r->scratch_edges[0].max = NAN;
+    return 0;
+}
+
+void hp_reduce_init_scratch(hp_reduce *r, VkCommandBuffer cmd, const hp_buffer *scratch)
+{
+    vkCmdFillBuffer(cmd, scratch->buffer, 0, VK_WHOLE_SIZE, 0);
     barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    size_t slot = scratch_slot(r, scratch->buffer);
+    r->scratch_edges[slot].min = r->scratch_edges[slot].max = NAN; /* a buffer reusing an old handle */
+}
+
+void hp_reduce_record(hp_reduce *r, VkCommandBuffer cmd, const hp_reduce_io *io, const hp_reduce_params *params)
+{
+    size_t slot = scratch_slot(r, io->scratch->buffer);
+    if (params->hist_min_log2 != r->scratch_edges[slot].min || params->hist_max_log2 != r->scratch_edges[slot].max) {
+        if (params->hist_min_log2 != r->edges_min || params->hist_max_log2 != r->edges_max) {
+            hp_reduce_hist_edges(params->hist_min_log2, params->hist_max_log2, r->edges);
+            r->edges_min = params->hist_min_log2;
+            r->edges_max = params->hist_max_log2;
+        }
+        /* 1 KiB inline in the command buffer: cheaper than any staging, and rare. */
+        vkCmdUpdateBuffer(cmd, io->scratch->buffer, HP_SCRATCH_OFF_EDGES, sizeof(r->edges), r->edges);
+        barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
+        r->scratch_edges[slot].min = params->hist_min_log2;
+        r->scratch_edges[slot].max = params->hist_max_log2;
+    }
 
     uint32_t groups = group_count(&r->config, io->pixel_count, io->format);
     struct reduce_push push = {

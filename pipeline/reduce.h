@@ -78,15 +78,20 @@ void hp_reduce_destroy(hp_reduce **reduce);
 VkDeviceSize hp_reduce_scratch_size(uint64_t pixels);
 
 typedef struct hp_reduce_io {
-    VkDeviceAddress pixels;   /* the frame, tightly packed RGBA rows */
+    VkDeviceAddress pixels;   /* the frame, tightly packed RGBA rows, its buffer padded to 16 bytes */
     uint64_t pixel_count;     /* width * height, at most 2^28 (16384 x 16384) */
     hp_pixel_format format;
     const hp_buffer *stats;   /* HP_STATS_SIZE bytes, device-local: the result */
-    const hp_buffer *scratch; /* hp_reduce_scratch_size() bytes, device-local; arrival counter zeroed once */
+    const hp_buffer *scratch; /* hp_reduce_scratch_size() bytes, device-local, set up by hp_reduce_init_scratch */
 } hp_reduce_io;
 
-/* Records the stage into cmd: clears the histogram, uploads the edges, dispatches. The caller records
- * the barrier that makes the pixels visible before, and the one for whatever reads stats after. */
+/* Records the one-time set-up of a new scratch buffer: zeroes its counter and histogram accumulators
+ * (they reset themselves after that) and forgets which edges it held. A barrier follows inside. */
+void hp_reduce_init_scratch(hp_reduce *reduce, VkCommandBuffer cmd, const hp_buffer *scratch);
+
+/* Records the stage into cmd: the edges' upload when the range differs from what the scratch holds,
+ * then the dispatch(es). The caller records the barrier that makes the pixels visible before, and the
+ * one for whatever reads stats after. Frames that share a scratch buffer must run one after another. */
 void hp_reduce_record(hp_reduce *reduce, VkCommandBuffer cmd, const hp_reduce_io *io,
                       const hp_reduce_params *params);
 

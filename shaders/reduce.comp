@@ -65,6 +65,7 @@ layout(buffer_reference, std430, buffer_reference_align = 16) coherent buffer Re
     uint arrival_counter;
     uint pad[3];
     float edges[HP_HIST_BINS];
+    uint hist_accum[HP_HIST_BINS];
     Partial partials[];
 };
 
@@ -195,14 +196,16 @@ void accumulate_frame()
     if (t_run_len != 0u)
         atomicAdd(s_hist[t_run_bin], t_run_len);
 
-    // The workgroup's histogram goes to the global one with one atomic per non-empty bin.
+    // The workgroup's histogram goes to the accumulators with one atomic per non-empty bin. The
+    // memory barrier makes each thread's atomics complete before the workgroup reports its partial.
     barrier();
-    LumStats stats = LumStats(pc.stats);
+    ReduceScratch scratch = ReduceScratch(pc.scratch);
     for (uint i = tid; i < HP_HIST_BINS; i += WG) {
         uint n = s_hist[i];
         if (n != 0u)
-            atomicAdd(stats.hist[i], n);
+            atomicAdd(scratch.hist_accum[i], n);
     }
+    memoryBarrierBuffer();
 }
 
 #endif // first pass of either form
@@ -220,6 +223,10 @@ void combine_partials(uint count)
 {
     uint tid = gl_LocalInvocationIndex;
     ReduceScratch scratch = ReduceScratch(pc.scratch);
+    LumStats stats = LumStats(pc.stats);
+    // The histogram moves to the stats and the accumulators are left at zero for the next frame.
+    for (uint i = tid; i < HP_HIST_BINS; i += WG)
+        stats.hist[i] = atomicExchange(scratch.hist_accum[i], 0u);
     vec2 sum_log = vec2(0.0), sum_y = vec2(0.0);
     float mn = FLT_INF, mx = -FLT_INF;
     uint nonfinite = 0u;
@@ -257,7 +264,6 @@ void combine_partials(uint count)
         vec4 sums = s_pairs[0];
         uint finite = pc.pixel_count - nonfinite;
         float n = float(max(finite, 1u));
-        LumStats stats = LumStats(pc.stats);
         stats.finite_count = finite;
         stats.nonfinite_count = nonfinite;
         stats.min_y = finite > 0u ? mn : 0.0;

@@ -50,12 +50,17 @@
 #define HP_STATS_OFF_HIST 48
 #define HP_STATS_SIZE 1072
 
-/* Reduction scratch buffer (reduce_scratch), std430, byte offsets.
+/* Reduction scratch buffer (reduce_scratch), std430, byte offsets. The counter and the histogram
+ * accumulators reset themselves: whoever combines the partials (the last workgroup, or the two-pass
+ * second dispatch) moves the counts to lum_stats and leaves zeros, so a frame needs no clearing commands
+ * (and no pipeline bubble for them) before its dispatch. hp_reduce_init_scratch() zeroes them once.
  *     0  uint   arrival_counter   single dispatch: workgroups that finished; the last resets it to 0
- *    16  float  hist_edges[256]   edge[k], k = 1..255 (edge[0] unused)
- *  1040  Partial partials[]       one per workgroup: sum_log, sum_y, min_y, max_y, nonfinite, 3 x pad */
+ *    16  float  hist_edges[256]   edge[k], k = 1..255 (edge[0] unused); uploaded when the range changes
+ *  1040  uint   hist_accum[256]   every workgroup's counts, by global atomics
+ *  2064  Partial partials[]       one per workgroup: sum_log, sum_y, min_y, max_y, nonfinite, 3 x pad */
 #define HP_SCRATCH_OFF_EDGES 16
-#define HP_SCRATCH_OFF_PARTIALS 1040
+#define HP_SCRATCH_OFF_HIST 1040
+#define HP_SCRATCH_OFF_PARTIALS 2064
 #define HP_SCRATCH_PARTIAL_SIZE 32
 
 #endif
