@@ -29,11 +29,29 @@ struct reduce_push {
     float hist_min_log2;
     float hist_max_log2;
     float hist_scale;
-    uint32_t pad;
+    float hist_settle;
 };
 _Static_assert(sizeof(struct reduce_push) == 48, "push constant layout drifted from reduce.comp");
 _Static_assert(offsetof(struct reduce_push, pixel_count) == 24, "push constant layout drifted");
-_Static_assert(offsetof(struct reduce_push, hist_scale) == 40, "push constant layout drifted");
+_Static_assert(offsetof(struct reduce_push, hist_settle) == 44, "push constant layout drifted");
+
+/* How far, in bins, the shader's log2 guess u = t * 254 + 1 can be from the exact value, so that every
+ * pixel whose guess lies closer than this to a bin edge is settled against the exact fp32 edges. Sources
+ * of error, in log2 units: log2 itself (Vulkan spec, "Precision and Operation of SPIR-V Instructions":
+ * absolute 2^-21 inside [0.5, 2], 3 ulp outside), the float roundings of min, of (x - min) * scale and of
+ * t * 254 + 1, and the rounding of each edge to a float (half an ulp, 1.5 * 2^-24 in log2 units). Four
+ * times that, plus 1e-4: about 6e-4 bins at the default range. A narrow range makes the band wide; past
+ * half a bin every pixel is settled, which is exact and merely slower. */
+static float settle_band(double min_log2, double max_log2)
+{
+    double range = max_log2 - min_log2;
+    double r = fmax(fabs(min_log2), fabs(max_log2)) + 1.0;
+    double log2_err = fmax(0x1p-21, 3.0 * 0x1p-23 * r);
+    double per_log2 = 254.0 / range;
+    double err = per_log2 * (log2_err + (fabs(min_log2) + 3.0 * range + 1.5) * 0x1p-24) + 510.0 * 0x1p-24;
+    double band = 4.0 * err + 1e-4;
+    return band >= 0.5 ? 1.0f : (float)band;
+}
 
 /* Pixel counts fit the shader's 32-bit indices with room: 16384^2 = 2^28 pixels, and the grid-stride
  * loop's base + stride stays below 2^28 + max_groups * workgroup_size * fetches < 2^32. */
@@ -101,14 +119,14 @@ void hp_reduce_hist_edges(double min_log2, double max_log2, float edges[256])
 static hp_code create_pipeline(hp_reduce *r, const char *name, const uint32_t *spirv, size_t size, bool fp16,
                                hp_compute *out, hp_err *err)
 {
-    const uint32_t spec[3] = {r->config.workgroup_size, r->config.fetches, fp16 ? 1u : 0u};
+    const uint32_t spec[4] = {r->config.workgroup_size, r->config.fetches, fp16 ? 1u : 0u, r->config.diag_skip};
     hp_compute_desc desc = {
         .name = name,
         .spirv = spirv,
         .spirv_size = size,
         .push_constant_size = sizeof(struct reduce_push),
         .spec_values = spec,
-        .spec_count = 3,
+        .spec_count = 4,
     };
     return hp_compute_create(r->gpu, &desc, out, err);
 }
@@ -129,9 +147,15 @@ hp_code hp_reduce_create(hp_gpu *gpu, const hp_reduce_config *config, hp_reduce 
                        gi->max_workgroup_invocations);
     if (cfg.fetches < 1 || cfg.fetches > 16)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "reduce fetches %u is outside [1, 16]", cfg.fetches);
-    if (cfg.max_groups < 1 || cfg.max_groups > HP_REDUCE_MAX_GROUPS)
-        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "reduce max_groups %u is outside [1, %u]", cfg.max_groups,
+    if (cfg.max_groups > HP_REDUCE_MAX_GROUPS)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "reduce max_groups %u is outside [0, %u]", cfg.max_groups,
                        HP_REDUCE_MAX_GROUPS);
+    if (cfg.max_groups == 0) {
+        /* A grid the size of what is resident at once: every workgroup runs in the first wave, none
+         * waits for a second, and the last workgroup combines as few partials as can keep the GPU full. */
+        uint64_t resident = (uint64_t)gi->sm_count * gi->warps_per_sm * 32 / cfg.workgroup_size;
+        cfg.max_groups = resident >= 1 && resident <= HP_REDUCE_MAX_GROUPS ? (uint32_t)resident : HP_REDUCE_MAX_GROUPS;
+    }
     hp_reduce *r = calloc(1, sizeof(*r));
     if (!r)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -173,6 +197,8 @@ void hp_reduce_destroy(hp_reduce **pr)
     free(r);
     *pr = NULL;
 }
+
+const hp_reduce_config *hp_reduce_get_config(const hp_reduce *reduce) { return &reduce->config; }
 
 VkDeviceSize hp_reduce_scratch_size(uint64_t pixels)
 {
@@ -246,6 +272,7 @@ void hp_reduce_record(hp_reduce *r, VkCommandBuffer cmd, const hp_reduce_io *io,
         .hist_min_log2 = (float)params->hist_min_log2,
         .hist_max_log2 = (float)params->hist_max_log2,
         .hist_scale = (float)(1.0 / (params->hist_max_log2 - params->hist_min_log2)),
+        .hist_settle = settle_band(params->hist_min_log2, params->hist_max_log2),
     };
     const hp_compute *first = params->variant == HP_REDUCE_TWO_PASS ? &r->partial[io->format] : &r->single[io->format];
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, first->pipeline);

@@ -63,16 +63,23 @@ void hp_reduce_hist_edges(double min_log2, double max_log2, float edges[256]);
 typedef struct hp_reduce_config {
     uint32_t workgroup_size; /* invocations per workgroup, a power of two in [64, 1024], default 256 */
     uint32_t fetches;        /* 16-byte loads in flight per thread per iteration, [1, 16], default 4 */
-    uint32_t max_groups;     /* workgroups at most; more pixels loop (grid-stride), [1, 2048], default 2048 */
+    uint32_t max_groups;     /* workgroups at most; more pixels loop (grid-stride), [0, 2048]. Default 0:
+                              * what the device keeps resident at once (SMs x warps per SM x 32 / workgroup
+                              * size) where the driver tells the SM count, else 2048 */
+    uint32_t diag_skip;      /* benchmarks only: leave parts out to see what they cost (1 histogram, 2 log
+                              * sum, 4 exact bin settling); the results are then wrong. Default 0 */
 } hp_reduce_config;
 
-#define HP_REDUCE_CONFIG_DEFAULTS {.workgroup_size = 256, .fetches = 4, .max_groups = 2048}
+/* Measured on an H200 (docs/BENCHMARKS.md): 8 fetches and a resident grid were fastest or within 3% */
+#define HP_REDUCE_CONFIG_DEFAULTS {.workgroup_size = 256, .fetches = 8, .max_groups = 0}
 
 typedef struct hp_reduce hp_reduce;
 
 /* config NULL: HP_REDUCE_CONFIG_DEFAULTS. */
 hp_code hp_reduce_create(hp_gpu *gpu, const hp_reduce_config *config, hp_reduce **out, hp_err *err);
 void hp_reduce_destroy(hp_reduce **reduce);
+/* The launch shape in use, with max_groups resolved. */
+const hp_reduce_config *hp_reduce_get_config(const hp_reduce *reduce);
 
 /* Bytes of scratch (arrival counter, edges, partials) a frame of this many pixels needs. */
 VkDeviceSize hp_reduce_scratch_size(uint64_t pixels);

@@ -28,6 +28,9 @@
 layout(local_size_x_id = 0) in;             // workgroup size, 256 by default (pipeline/reduce.c)
 layout(constant_id = 1) const uint FETCHES = 4;        // loads in flight per thread per iteration
 layout(constant_id = 2) const bool INPUT_FP16 = false; // RGBA16F (two pixels per 16-byte load) or RGBA32F
+// Benchmark-only ablation (bench/bench_reduce.c shows where the time goes); 0 in the daemon, and the
+// specialised code carries no trace of it. 1: no histogram, 2: no log sum, 4: no exact bin settling.
+layout(constant_id = 3) const uint DIAG_SKIP = 0;
 
 #define WG gl_WorkGroupSize.x
 
@@ -79,6 +82,8 @@ layout(push_constant, std430) uniform Push {
     float hist_min_log2;  // 32
     float hist_max_log2;  // 36
     float hist_scale;     // 40  1 / (max - min)
+    float hist_settle;    // 44  half-width, in bins, of the band around an edge where the log2 guess
+                          //     may be wrong (pipeline/reduce.c derives it from the spec's log2 precision)
 } pc;
 
 #define FLT_INF uintBitsToFloat(0x7f800000u)
@@ -110,43 +115,51 @@ void hist_add(uint bin)
     t_run_len = 1u;
 }
 
-// The bin of Y: the highest k with edges[k] <= Y, bin 0 below edges[1] (hp_shared.h). The log2 guess is
-// right except within a rounding of an edge; the two loops settle those cases against the exact edges.
-uint hist_bin(float y)
+// The bin of Y: the highest k with edges[k] <= Y, bin 0 below edges[1] (hp_shared.h). The log2 guess
+// u is right unless it lies within pc.hist_settle of a whole number (about 0.1% of pixels at the default
+// range, and every pixel clamped to an end of the range); only those are settled against the exact
+// edges in shared memory. Y = 0 gives log2 = -inf, t = 0, bin 1, then 0 from the last line.
+uint hist_bin(float y, float edge1)
 {
-    if (y < s_edges[1])
-        return 0u;
     float t = clamp((log2(y) - pc.hist_min_log2) * pc.hist_scale, 0.0, 1.0);
-    uint bin = min(uint(t * 254.0 + 1.0), 255u);
-    while (bin > 1u && y < s_edges[bin])
-        bin--;
-    while (bin < 255u && y >= s_edges[bin + 1u])
-        bin++;
-    return bin;
+    float u = t * 254.0 + 1.0;
+    uint bin = min(uint(u), 255u);
+    float f = u - float(bin);
+    if ((DIAG_SKIP & 4u) == 0u && (f < pc.hist_settle || f > 1.0 - pc.hist_settle)) {
+        while (bin > 1u && y < s_edges[bin])
+            bin--;
+        while (bin < 255u && y >= s_edges[bin + 1u])
+            bin++;
+    }
+    return y < edge1 ? 0u : bin;
 }
 
 // One pixel. Adds its log and Y to the chunk sums (plain fp32 over a few pixels; the float pairs take
-// the chunk sums).
-void add_pixel(vec4 c, inout float chunk_log, inout float chunk_y)
+// the chunk sums). Written without early returns: an excluded pixel is rare, and straight-line code
+// lets the compiler overlap the transcendental latencies of the pixels in flight.
+void add_pixel(vec4 c, float edge1, inout float chunk_log, inout float chunk_y)
 {
-    // DECISIONS.md 2: a NaN or infinite colour channel excludes the pixel; negative channels count as 0.
-    if (any(isnan(c.rgb)) || any(isinf(c.rgb))) {
-        t_nonfinite++;
-        return;
-    }
+    // DECISIONS.md 2: a NaN or infinite colour channel (exponent bits all ones) excludes the pixel;
+    // negative channels count as 0.
+    uvec3 exponent = floatBitsToUint(c.rgb) & 0x7f800000u;
+    bool excluded = any(equal(exponent, uvec3(0x7f800000u)));
     vec3 p = vec3(c.r > 0.0 ? c.r : 0.0, c.g > 0.0 ? c.g : 0.0, c.b > 0.0 ? c.b : 0.0);
     // precise: evaluated as written, ((r*R + g*G) + b*B) with no fused multiply-add, so the CPU
     // reference (compiled with -ffp-contract=off) gets the same fp32 bits and min/max compare exactly.
     precise float y = float(HP_LUMA_R) * p.r + float(HP_LUMA_G) * p.g + float(HP_LUMA_B) * p.b;
-    if (isinf(y)) { // finite channels near FLT_MAX can still overflow the sum
-        t_nonfinite++;
-        return;
-    }
-    chunk_log += log(float(HP_LOG_AVG_DELTA) + y);
+    excluded = excluded || isinf(y); // finite channels near FLT_MAX can still overflow the sum
+    y = excluded ? 0.0 : y;
+    t_nonfinite += excluded ? 1u : 0u;
+    if ((DIAG_SKIP & 2u) == 0u)
+        chunk_log += excluded ? 0.0 : log(float(HP_LOG_AVG_DELTA) + y);
     chunk_y += y;
-    t_min = min(t_min, y);
-    t_max = max(t_max, y);
-    hist_add(hist_bin(y));
+    t_min = excluded ? t_min : min(t_min, y);
+    t_max = max(t_max, y); // an excluded pixel adds 0, which only matters when no pixel counts
+    if ((DIAG_SKIP & 1u) == 0u) {
+        uint bin = hist_bin(y, edge1);
+        if (!excluded)
+            hist_add(bin);
+    }
 }
 
 // Every thread walks its share of the frame: FETCHES coalesced loads per iteration, issued before any
@@ -159,6 +172,7 @@ void accumulate_frame()
         s_edges[i] = ReduceScratch(pc.scratch).edges[i];
     }
     barrier();
+    float edge1 = s_edges[1];
 
     uint items = INPUT_FP16 ? (pc.pixel_count + 1u) / 2u : pc.pixel_count;
     uint block = WG * FETCHES;
@@ -175,9 +189,9 @@ void accumulate_frame()
             [[unroll]] for (uint k = 0u; k < FETCHES; k++) {
                 uint i = base + k * WG + tid;
                 if (i < items) {
-                    add_pixel(vec4(unpackHalf2x16(v[k].x), unpackHalf2x16(v[k].y)), chunk_log, chunk_y);
+                    add_pixel(vec4(unpackHalf2x16(v[k].x), unpackHalf2x16(v[k].y)), edge1, chunk_log, chunk_y);
                     if (2u * i + 1u < pc.pixel_count)
-                        add_pixel(vec4(unpackHalf2x16(v[k].z), unpackHalf2x16(v[k].w)), chunk_log, chunk_y);
+                        add_pixel(vec4(unpackHalf2x16(v[k].z), unpackHalf2x16(v[k].w)), edge1, chunk_log, chunk_y);
                 }
             }
         } else {
@@ -188,7 +202,7 @@ void accumulate_frame()
             }
             [[unroll]] for (uint k = 0u; k < FETCHES; k++)
                 if (base + k * WG + tid < items)
-                    add_pixel(v[k], chunk_log, chunk_y);
+                    add_pixel(v[k], edge1, chunk_log, chunk_y);
         }
         t_sum_log = fp_add(t_sum_log, chunk_log);
         t_sum_y = fp_add(t_sum_y, chunk_y);
@@ -230,13 +244,26 @@ void combine_partials(uint count)
     vec2 sum_log = vec2(0.0), sum_y = vec2(0.0);
     float mn = FLT_INF, mx = -FLT_INF;
     uint nonfinite = 0u;
-    for (uint i = tid; i < count; i += WG) {
-        Partial p = scratch.partials[i];
-        sum_log = fp_add(sum_log, p.sum_log);
-        sum_y = fp_add(sum_y, p.sum_y);
-        mn = min(mn, p.min_y);
-        mx = max(mx, p.max_y);
-        nonfinite += p.nonfinite;
+    // This runs on one workgroup while the rest of the GPU waits: four loads in flight per thread
+    // before any arithmetic, so the tail costs a few L2 round trips, not one per partial.
+    for (uint base = tid; base < count; base += 4u * WG) {
+        vec4 pf[4]; // sum_log, sum_y, min_y, max_y
+        uint pn[4];
+        [[unroll]] for (uint k = 0u; k < 4u; k++) {
+            uint i = base + k * WG;
+            bool live = i < count;
+            pf[k] = live ? vec4(scratch.partials[i].sum_log, scratch.partials[i].sum_y, scratch.partials[i].min_y,
+                                scratch.partials[i].max_y)
+                         : vec4(0.0, 0.0, FLT_INF, -FLT_INF);
+            pn[k] = live ? scratch.partials[i].nonfinite : 0u;
+        }
+        [[unroll]] for (uint k = 0u; k < 4u; k++) {
+            sum_log = fp_add(sum_log, pf[k].x);
+            sum_y = fp_add(sum_y, pf[k].y);
+            mn = min(mn, pf[k].z);
+            mx = max(mx, pf[k].w);
+            nonfinite += pn[k];
+        }
     }
     s_pairs[tid] = vec4(sum_log, sum_y);
     mn = subgroupMin(mn);

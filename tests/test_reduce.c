@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "hp_shared.h"
 #include "pipeline/cpu_reference.h"
 #include "pipeline/frame_graph.h"
 #include "tap.h"
@@ -214,6 +215,62 @@ int main(void)
                    "%s: algorithms.md 9.7 oracle (log-average %.9g want 0.427534403, mean %.9g want 64.635625, "
                    "histogram %s)", hp_reduce_variant_name(fp.reduce.variant), res.stats.log_average,
                    res.stats.mean, hist_ok ? "matches" : "differs");
+        }
+    }
+
+    /* Every bin edge from both sides: for each of the 255 edges, the pixel (0, g, 0) whose fp32
+     * luminance is the largest value below the edge and the one whose luminance is the smallest at or
+     * above it. The GPU settles such pixels against the exact edges; any slip shows as a count off by one. */
+    for (int range = 0; range < 2; range++) {
+        double lo = range ? -3.0 : -16.0, hi = range ? 2.0 : 16.0;
+        float edges[256];
+        hp_reduce_hist_edges(lo, hi, edges);
+        hp_frame_desc desc = {.width = 510, .height = 1, .format = HP_PIXEL_RGBA32F};
+        void *pixels;
+        bool ok = hp_frame_graph_begin(graph, &desc, &pixels, &err) == HP_OK;
+        for (int k = 1; ok && k < 256; k++) {
+            float g = edges[k] / (float)HP_LUMA_G;
+            float y;
+            float rgba[4] = {0, g, 0, 1};
+            /* Walk g by ulps until Y(g) >= edge, then back until Y(g) < edge. */
+            for (int step = 0; step < 64; step++) {
+                rgba[1] = g;
+                hp_cpu_luminance(rgba, &y);
+                if (y >= edges[k])
+                    break;
+                g = nextafterf(g, INFINITY);
+            }
+            float g_hi = g;
+            for (int step = 0; step < 64; step++) {
+                rgba[1] = g;
+                hp_cpu_luminance(rgba, &y);
+                if (y < edges[k])
+                    break;
+                g = nextafterf(g, 0.0f);
+            }
+            float below[4] = {0, g, 0, 1}, above[4] = {0, g_hi, 0, 1};
+            memcpy((uint8_t *)pixels + (size_t)(2 * (k - 1)) * 16, below, 16);
+            memcpy((uint8_t *)pixels + (size_t)(2 * (k - 1) + 1) * 16, above, 16);
+        }
+        hp_lum_stats want;
+        if (ok)
+            hp_cpu_reduce(pixels, desc.format, 510, lo, hi, &want);
+        for (int v = 0; ok && v < 2; v++) {
+            hp_frame_params fp = HP_FRAME_PARAMS_DEFAULTS;
+            fp.reduce.variant = (hp_reduce_variant)v;
+            fp.reduce.hist_min_log2 = lo;
+            fp.reduce.hist_max_log2 = hi;
+            hp_frame_result res;
+            char why[640] = "";
+            bool ran = hp_frame_graph_begin(graph, &desc, &pixels, &err) == HP_OK &&
+                       hp_frame_graph_run(graph, &fp, &res, &err) == HP_OK;
+            bool same = ran && compare(&res.stats, &want, why, sizeof(why));
+            int occupied = 0;
+            for (int b = 0; b < 256; b++)
+                occupied += want.histogram[b] != 0;
+            tap_ok(same && occupied == 256, "%s, range [%g, %g]: pixels on either side of all 255 edges land "
+                   "in the exact bins (%d bins occupied): %s", hp_reduce_variant_name(fp.reduce.variant), lo, hi,
+                   occupied, ran ? why : err.message);
         }
     }
 
