@@ -256,6 +256,7 @@ int main(int argc, char **argv)
     hp_log_set_level(HP_LOG_WARN);
     hp_gpu_config cfg = HP_GPU_CONFIG_DEFAULTS;
     cfg.device = device;
+    cfg.capture_statistics = true;
     CHECK(hp_gpu_create(&cfg, &gpu, &err) == HP_OK);
     dev = hp_gpu_device(gpu);
     const hp_gpu_info *gi = hp_gpu_get_info(gpu);
@@ -321,7 +322,6 @@ int main(int argc, char **argv)
     /* Launch shapes: the default first. "resident" grids hold exactly what the SMs keep resident at once,
      * where the driver tells the SM count. */
     uint32_t resident_256 = gi->sm_count && gi->warps_per_sm ? gi->sm_count * gi->warps_per_sm * 32 / 256 : 1024;
-    uint32_t resident_512 = resident_256 / 2;
     if (resident_256 > HP_REDUCE_MAX_GROUPS)
         resident_256 = HP_REDUCE_MAX_GROUPS;
     config configs[] = {
@@ -329,12 +329,12 @@ int main(int argc, char **argv)
         {.shape = {.workgroup_size = 256, .fetches = 4, .max_groups = 2048}},
         {.shape = {.workgroup_size = 256, .fetches = 8, .max_groups = 2048}},
         {.shape = {.workgroup_size = 256, .fetches = 4, .max_groups = resident_256}},
-        {.shape = {.workgroup_size = 512, .fetches = 8, .max_groups = resident_512}},
-        /* Ablations of the default: where the time goes (their check column says MISMATCH by design). */
-        {.shape = {.workgroup_size = 256, .fetches = 8, .diag_skip = 1}},
-        {.shape = {.workgroup_size = 256, .fetches = 8, .diag_skip = 2}},
-        {.shape = {.workgroup_size = 256, .fetches = 8, .diag_skip = 4}},
-        {.shape = {.workgroup_size = 256, .fetches = 8, .diag_skip = 3}},
+        {.shape = {.workgroup_size = 256, .fetches = 8, .max_groups = 0}},
+        /* Ablations of the default: where the time goes (results wrong by design: check says n/a). */
+        {.shape = {.workgroup_size = 512, .fetches = 8, .diag_skip = 1}},
+        {.shape = {.workgroup_size = 512, .fetches = 8, .diag_skip = 4}},
+        {.shape = {.workgroup_size = 512, .fetches = 8, .diag_skip = 8}},
+        {.shape = {.workgroup_size = 512, .fetches = 8, .diag_skip = 11}},
     };
     size_t config_count = quick ? 2 : sizeof(configs) / sizeof(configs[0]);
     begin();
@@ -344,6 +344,20 @@ int main(int argc, char **argv)
         hp_reduce_init_scratch(configs[c].reduce, cmd, &scratch);
     }
     submit_and_wait();
+
+    for (size_t c = 0; c < config_count; c++) {
+        for (int f = 0; f < 2; f++) {
+            for (int v = 0; v < 2; v++) {
+                char stats_text[1024];
+                hp_reduce_statistics(configs[c].reduce, (hp_pixel_format)f, (hp_reduce_variant)v, stats_text,
+                                     sizeof(stats_text));
+                if (stats_text[0])
+                    printf("pipeline %u x %u %s %s (diag %u): %s\n", configs[c].shape.workgroup_size,
+                           configs[c].shape.fetches, hp_pixel_format_name((hp_pixel_format)f),
+                           hp_reduce_variant_name((hp_reduce_variant)v), configs[c].shape.diag_skip, stats_text);
+            }
+        }
+    }
 
     hp_buffer copy_a, copy_b;
     CHECK(hp_buffer_create(gpu, 1ull << 30, HP_MEM_DEVICE, "bench_copy_src", &copy_a, &err) == HP_OK);
@@ -432,13 +446,14 @@ int main(int argc, char **argv)
             size_t c = cell / 2, at = fr * config_count * 2 + cell;
             summary sm = summarize(all + at * runs, runs);
             double gbs = (double)bytes / (sm.median * 1e-3) / 1e9;
-            static const char *const ablation[] = {"", ", no histogram", ", no log sum", ", no histogram or log",
-                                                   ", no bin settling", "", "", ""};
+            static const char *const ablation[16] = {
+                [1] = ", no histogram", [2] = ", no log sum", [3] = ", no histogram or log",
+                [4] = ", no bin settling", [8] = ", no final combine", [11] = ", no histogram, log or combine"};
             printf("| %s | %s | %s | %u x %u, %u%s%s | %.1f | %.4f | %.4f-%.4f | %.0f | %.0f%% | %.0f%% | %.4f | %s |\n",
                    frames[fr].name, hp_pixel_format_name(frames[fr].format),
                    hp_reduce_variant_name((hp_reduce_variant)(cell % 2)), configs[c].shape.workgroup_size,
                    configs[c].shape.fetches, configs[c].shape.max_groups, c == 0 ? " (default)" : "",
-                   ablation[configs[c].shape.diag_skip & 7], (double)bytes / 1e6, sm.median, sm.p10, sm.p90, gbs,
+                   ablation[configs[c].shape.diag_skip & 15] ? ablation[configs[c].shape.diag_skip & 15] : "", (double)bytes / 1e6, sm.median, sm.p10, sm.p90, gbs,
                    100.0 * gbs * 1e9 / copy_bw, 100.0 * gbs * 1e9 / shader_read, frames[fr].read_ms,
                    configs[c].shape.diag_skip ? "n/a" : checks[at] ? "ok" : "MISMATCH");
         }

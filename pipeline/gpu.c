@@ -392,7 +392,7 @@ static hp_code choose_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
 
 /* --- Logical device ------------------------------------------------------------------------------ */
 
-static hp_code create_device(hp_gpu *gpu, hp_err *err)
+static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
 {
     bool timestamps = false;
     int compute = find_compute_family(gpu->physical, &timestamps);
@@ -423,12 +423,30 @@ static hp_code create_device(hp_gpu *gpu, hp_err *err)
         .bufferDeviceAddress = VK_TRUE,
         .timelineSemaphore = VK_TRUE,
     };
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec_props = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+        .pipelineExecutableInfo = VK_TRUE,
+    };
+    const char *exts[1];
+    uint32_t ext_count = 0;
+    if (cfg->capture_statistics) {
+        if (has_device_extension(gpu->physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+            exts[ext_count++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+            f12.pNext = &exec_props;
+            gpu->capture_statistics = true;
+        } else {
+            hp_warn("vulkan: pipeline statistics asked for, but the driver lacks %s",
+                    VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+        }
+    }
     VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
     VkDeviceCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .pNext = &features,
         .queueCreateInfoCount = transfer >= 0 ? 2 : 1,
         .pQueueCreateInfos = queues,
+        .enabledExtensionCount = ext_count,
+        .ppEnabledExtensionNames = exts,
     };
     VkResult res = vkCreateDevice(gpu->physical, &info, NULL, &gpu->device);
     if (res != VK_SUCCESS)
@@ -498,7 +516,7 @@ hp_code hp_gpu_create(const hp_gpu_config *config, hp_gpu **out, hp_err *err)
     if (rc == HP_OK)
         rc = choose_device(gpu, cfg, err);
     if (rc == HP_OK)
-        rc = create_device(gpu, err);
+        rc = create_device(gpu, cfg, err);
     if (rc == HP_OK)
         rc = hp_gpu_load_pipeline_cache(gpu, err);
     if (rc != HP_OK) {
@@ -743,6 +761,7 @@ hp_code hp_compute_create(hp_gpu *gpu, const hp_compute_desc *desc, hp_compute *
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .pNext = gpu->has_creation_feedback ? &feedback_info : NULL,
+        .flags = gpu->capture_statistics ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
         .stage = {
             .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
             .stage = VK_SHADER_STAGE_COMPUTE_BIT,
@@ -770,6 +789,52 @@ hp_code hp_compute_create(hp_gpu *gpu, const hp_compute_desc *desc, hp_compute *
     hp_debug("vulkan: pipeline %s created in %.2f ms%s", desc->name, feedback.duration / 1e6,
              hit ? " (pipeline cache hit)" : "");
     return HP_OK;
+}
+
+void hp_compute_statistics(hp_gpu *gpu, const hp_compute *c, char *buf, size_t len)
+{
+    if (len)
+        buf[0] = '\0';
+    if (!gpu->capture_statistics || !c->pipeline)
+        return;
+    PFN_vkGetPipelineExecutableStatisticsKHR get_stats = (PFN_vkGetPipelineExecutableStatisticsKHR)
+        vkGetDeviceProcAddr(gpu->device, "vkGetPipelineExecutableStatisticsKHR");
+    if (!get_stats)
+        return;
+    VkPipelineExecutableInfoKHR exe = {.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR,
+                                       .pipeline = c->pipeline, .executableIndex = 0};
+    VkPipelineExecutableStatisticKHR stats[32];
+    uint32_t n = 32;
+    for (uint32_t i = 0; i < n; i++)
+        stats[i] = (VkPipelineExecutableStatisticKHR){.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR};
+    VkResult res = get_stats(gpu->device, &exe, &n, stats);
+    if (res != VK_SUCCESS && res != VK_INCOMPLETE)
+        return;
+    size_t used = 0;
+    for (uint32_t i = 0; i < n && used + 1 < len; i++) {
+        int w = 0;
+        const char *sep = i ? ", " : "";
+        switch (stats[i].format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
+            w = snprintf(buf + used, len - used, "%s%s=%s", sep, stats[i].name, stats[i].value.b32 ? "yes" : "no");
+            break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
+            w = snprintf(buf + used, len - used, "%s%s=%lld", sep, stats[i].name, (long long)stats[i].value.i64);
+            break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
+            w = snprintf(buf + used, len - used, "%s%s=%llu", sep, stats[i].name,
+                         (unsigned long long)stats[i].value.u64);
+            break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR:
+            w = snprintf(buf + used, len - used, "%s%s=%g", sep, stats[i].name, stats[i].value.f64);
+            break;
+        default:
+            break;
+        }
+        if (w < 0)
+            break;
+        used += (size_t)w < len - used ? (size_t)w : len - used - 1;
+    }
 }
 
 void hp_compute_destroy(hp_gpu *gpu, hp_compute *c)

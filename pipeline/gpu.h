@@ -29,9 +29,14 @@ typedef struct hp_gpu_config {
     /* Enable VK_LAYER_KHRONOS_validation and route its messages to the log (0 off, 1 on), default 0.
      * Tests turn it on and fail on any warning or error it reports (hp_gpu_validation_messages()). */
     bool validation;
+    /* Ask the driver for each pipeline's compile statistics (registers, shared memory...) through
+     * VK_KHR_pipeline_executable_properties, where supported (0 off, 1 on), default 0. Benchmarks print
+     * them with hp_compute_statistics(). */
+    bool capture_statistics;
 } hp_gpu_config;
 
-#define HP_GPU_CONFIG_DEFAULTS {.device = NULL, .pipeline_cache_path = NULL, .validation = false}
+#define HP_GPU_CONFIG_DEFAULTS \
+    {.device = NULL, .pipeline_cache_path = NULL, .validation = false, .capture_statistics = false}
 
 /* What happened to the pipeline cache file at start-up; reported by /v1/gpu and checked by tests. */
 typedef enum hp_cache_state {
@@ -128,6 +133,9 @@ typedef struct hp_compute {
 } hp_compute;
 
 hp_code hp_compute_create(hp_gpu *gpu, const hp_compute_desc *desc, hp_compute *out, hp_err *err);
+/* The driver's statistics for the pipeline as "name=value, ..." (empty unless capture_statistics was
+ * asked for and the driver supports it). */
+void hp_compute_statistics(hp_gpu *gpu, const hp_compute *c, char *buf, size_t len);
 void hp_compute_destroy(hp_gpu *gpu, hp_compute *c);
 
 /* Names a Vulkan object for validation messages and captures (no-op without debug utils). */

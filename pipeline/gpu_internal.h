@@ -17,6 +17,7 @@ struct hp_gpu {
     VkPhysicalDeviceMemoryProperties memory_props;
     uint8_t pipeline_cache_uuid[VK_UUID_SIZE];
     bool has_creation_feedback;
+    bool capture_statistics; /* VK_KHR_pipeline_executable_properties enabled */
 
     VkDevice device;
     uint32_t compute_family;

@@ -200,6 +200,11 @@ void hp_reduce_destroy(hp_reduce **pr)
 
 const hp_reduce_config *hp_reduce_get_config(const hp_reduce *reduce) { return &reduce->config; }
 
+void hp_reduce_statistics(hp_reduce *r, hp_pixel_format format, hp_reduce_variant variant, char *buf, size_t len)
+{
+    hp_compute_statistics(r->gpu, variant == HP_REDUCE_TWO_PASS ? &r->partial[format] : &r->single[format], buf, len);
+}
+
 VkDeviceSize hp_reduce_scratch_size(uint64_t pixels)
 {
     (void)pixels; /* the partials are capped at HP_REDUCE_MAX_GROUPS whatever the size */

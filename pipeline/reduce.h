@@ -70,8 +70,9 @@ typedef struct hp_reduce_config {
                               * sum, 4 exact bin settling); the results are then wrong. Default 0 */
 } hp_reduce_config;
 
-/* Measured on an H200 (docs/BENCHMARKS.md): 8 fetches and a resident grid were fastest or within 3% */
-#define HP_REDUCE_CONFIG_DEFAULTS {.workgroup_size = 256, .fetches = 8, .max_groups = 0}
+/* Measured on an H200 (docs/BENCHMARKS.md): 512 x 8 with a resident grid was fastest or within 3% of the
+ * fastest at every size and format. */
+#define HP_REDUCE_CONFIG_DEFAULTS {.workgroup_size = 512, .fetches = 8, .max_groups = 0}
 
 typedef struct hp_reduce hp_reduce;
 
@@ -80,6 +81,9 @@ hp_code hp_reduce_create(hp_gpu *gpu, const hp_reduce_config *config, hp_reduce 
 void hp_reduce_destroy(hp_reduce **reduce);
 /* The launch shape in use, with max_groups resolved. */
 const hp_reduce_config *hp_reduce_get_config(const hp_reduce *reduce);
+/* Driver statistics of the first-pass pipeline for a format and variant (see hp_compute_statistics). */
+void hp_reduce_statistics(hp_reduce *reduce, hp_pixel_format format, hp_reduce_variant variant, char *buf,
+                          size_t len);
 
 /* Bytes of scratch (arrival counter, edges, partials) a frame of this many pixels needs. */
 VkDeviceSize hp_reduce_scratch_size(uint64_t pixels);

@@ -29,7 +29,8 @@ layout(local_size_x_id = 0) in;             // workgroup size, 256 by default (p
 layout(constant_id = 1) const uint FETCHES = 4;        // loads in flight per thread per iteration
 layout(constant_id = 2) const bool INPUT_FP16 = false; // RGBA16F (two pixels per 16-byte load) or RGBA32F
 // Benchmark-only ablation (bench/bench_reduce.c shows where the time goes); 0 in the daemon, and the
-// specialised code carries no trace of it. 1: no histogram, 2: no log sum, 4: no exact bin settling.
+// specialised code carries no trace of it. 1: no histogram, 2: no log sum, 4: no exact bin settling,
+// 8: no final combine of the partials.
 layout(constant_id = 3) const uint DIAG_SKIP = 0;
 
 #define WG gl_WorkGroupSize.x
@@ -72,6 +73,11 @@ layout(buffer_reference, std430, buffer_reference_align = 16) coherent buffer Re
     Partial partials[];
 };
 
+// The edges only change between frames: read through a plain (cacheable) reference.
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer ReduceEdges {
+    float edges[HP_HIST_BINS];
+};
+
 // Layout table: shaders/include/hp_shared.h and pipeline/reduce.c (struct reduce_push).
 layout(push_constant, std430) uniform Push {
     uvec2 pixels;         //  0
@@ -87,6 +93,14 @@ layout(push_constant, std430) uniform Push {
 } pc;
 
 #define FLT_INF uintBitsToFloat(0x7f800000u)
+
+// A 64-bit device address as (low, high) words, plus a byte offset, with the carry.
+uvec2 address_add(uvec2 address, uint offset)
+{
+    uint carry;
+    uint low = uaddCarry(address.x, offset, carry);
+    return uvec2(low, address.y + carry);
+}
 
 #if defined(HP_REDUCE_SINGLE_PASS) || defined(HP_REDUCE_TWO_PASS_PARTIAL)
 
@@ -169,7 +183,7 @@ void accumulate_frame()
     uint tid = gl_LocalInvocationIndex;
     for (uint i = tid; i < HP_HIST_BINS; i += WG) {
         s_hist[i] = 0u;
-        s_edges[i] = ReduceScratch(pc.scratch).edges[i];
+        s_edges[i] = ReduceEdges(address_add(pc.scratch, HP_SCRATCH_OFF_EDGES)).edges[i];
     }
     barrier();
     float edge1 = s_edges[1];
@@ -235,6 +249,8 @@ shared uint s_nonfinite[gl_WorkGroupSize.x];
 // (subgroupAdd would round the pairs away); min, max and counts through subgroup operations.
 void combine_partials(uint count)
 {
+    if ((DIAG_SKIP & 8u) != 0u)
+        return;
     uint tid = gl_LocalInvocationIndex;
     ReduceScratch scratch = ReduceScratch(pc.scratch);
     LumStats stats = LumStats(pc.stats);
