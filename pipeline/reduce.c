@@ -135,9 +135,14 @@ hp_code hp_reduce_create(hp_gpu *gpu, const hp_reduce_config *config, hp_reduce 
 {
     *out = NULL;
     hp_reduce_config cfg = HP_REDUCE_CONFIG_DEFAULTS;
-    if (config)
-        cfg = *config;
     const hp_gpu_info *gi = hp_gpu_get_info(gpu);
+    if (config) {
+        cfg = *config;
+    } else {
+        /* The default shape, narrowed to what the device allows (every device allows 256: gpu.c). */
+        while (cfg.workgroup_size > gi->max_workgroup_invocations)
+            cfg.workgroup_size /= 2;
+    }
     if (cfg.workgroup_size < 64 || cfg.workgroup_size > 1024 || (cfg.workgroup_size & (cfg.workgroup_size - 1)))
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "reduce workgroup_size %u is not a power of two in [64, 1024]",
                        cfg.workgroup_size);
