@@ -1,0 +1,157 @@
+/* Every per-request parameter, grouped by stage: plain C structs with their defaults.
+ *
+ * The one place that gives each field its JSON name, unit, range, default and help is the schema table
+ * in pipeline/params.c (hp_param_schema). The HTTP API parses requests through it (api/params_json.c),
+ * docs/PARAMETERS.md is generated from it, and hp_params_defaults() fills these structs from it, so a
+ * default cannot differ between the code, the API and the documentation. */
+#ifndef HP_PARAMS_H
+#define HP_PARAMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/error.h"
+
+typedef enum hp_exposure_mode {
+    HP_EXPOSURE_AUTO = 0,      /* key / log-average (Reinhard 2002 eq. 2) */
+    HP_EXPOSURE_HISTOGRAM = 1, /* key / percentile-clipped histogram mean (algorithms.md 1.4) */
+    HP_EXPOSURE_FIXED = 2,     /* 2^stops, or key / adaptation when an adaptation luminance is given */
+} hp_exposure_mode;
+
+typedef struct hp_exposure_params {
+    hp_exposure_mode mode;
+    double key;             /* Reinhard's key a: the exposed value of the adaptation luminance */
+    bool key_auto;          /* estimate the key from the frame (algorithms.md 1.5; DECISIONS.md 7) */
+    double low_percent;     /* histogram mode: darkest share of pixels left out, percent */
+    double high_percent;    /* histogram mode: pixels above this percentile left out, percent */
+    double stops;           /* fixed mode: exposure in stops (scale 2^stops) */
+    double adaptation;      /* fixed mode: adaptation luminance in frame units; 0: use stops */
+    double compensation_ev; /* every mode: a further 2^compensation_ev */
+} hp_exposure_params;
+
+typedef enum hp_tone_operator {
+    HP_TONE_LINEAR = 0,
+    HP_TONE_REINHARD,
+    HP_TONE_REINHARD_EXTENDED,
+    HP_TONE_DRAGO,
+    HP_TONE_ACES_NARKOWICZ,
+    HP_TONE_HABLE,
+    HP_TONE_LOTTES,
+    HP_TONE_UCHIMURA,
+    HP_TONE_ACES_HILL,       /* on RGB */
+    HP_TONE_AGX,             /* on RGB */
+    HP_TONE_KHRONOS_NEUTRAL, /* on RGB */
+    HP_TONE_OPERATOR_COUNT
+} hp_tone_operator;
+
+/* True for the operators whose definition needs the colour channels (DECISIONS.md 6). */
+bool hp_tone_operator_on_rgb(hp_tone_operator op);
+
+typedef struct hp_tonemap_params {
+    hp_tone_operator op;
+    double white_point;      /* reinhard_extended: L_white in exposed units; 0: the exposed max */
+    double drago_bias;       /* Drago's bias b */
+    double drago_display_max; /* Drago's L_dmax in cd/m^2; 100 maps the frame's max to 1 */
+    double aces_input_scale; /* aces_narkowicz: input multiplier (0.6 gives the original ACES range) */
+    double hable_a, hable_b, hable_c, hable_d, hable_e, hable_f; /* Hable's curve constants */
+    double hable_white;      /* Hable's linear white point W */
+    double hable_exposure_bias;
+    double lottes_contrast, lottes_shoulder, lottes_hdr_max, lottes_mid_in, lottes_mid_out;
+    double uchimura_max_brightness, uchimura_contrast, uchimura_linear_start, uchimura_linear_length,
+        uchimura_black_tightness, uchimura_black_offset;
+} hp_tonemap_params;
+
+typedef enum hp_gamma_mode {
+    HP_GAMMA_LOCAL = 0,           /* Kwon's exponent per pixel, applied to each channel (DECISIONS.md 7) */
+    HP_GAMMA_LOCAL_LUMINANCE = 1, /* Kwon's exponent applied to Y alone, the seed's literal form */
+    HP_GAMMA_SRGB = 2,            /* the sRGB transfer function (IEC 61966-2-1) on each channel */
+    HP_GAMMA_LINEAR = 3,          /* no encoding: linear values quantized */
+} hp_gamma_mode;
+
+typedef struct hp_gamma_params {
+    hp_gamma_mode mode;
+    uint32_t radius; /* local modes: the adaptation luminance is L blurred over this radius, pixels; 0: L itself */
+} hp_gamma_params;
+
+typedef enum hp_output_format {
+    HP_OUTPUT_WEBP = 0,
+    HP_OUTPUT_PNG = 1,
+} hp_output_format;
+
+typedef struct hp_output_params {
+    hp_output_format format;
+    uint32_t quality;   /* WebP lossy quality, 0..100 */
+    bool lossless;      /* WebP lossless */
+    uint32_t effort;    /* WebP method / PNG compression effort, 0 (fastest) .. 6 */
+    uint32_t bit_depth; /* 8, or 16 (PNG only) */
+    bool dither;        /* triangular noise of one step before rounding, so gradients do not band */
+} hp_output_params;
+
+typedef enum hp_reduce_variant_param {
+    HP_REDUCE_PARAM_SINGLE_PASS = 0,
+    HP_REDUCE_PARAM_TWO_PASS = 1,
+} hp_reduce_variant_param;
+
+typedef struct hp_analysis_params {
+    uint32_t variant;           /* hp_reduce_variant */
+    double histogram_min_log2;  /* lowest histogram edge, log2 of luminance */
+    double histogram_max_log2;
+} hp_analysis_params;
+
+typedef struct hp_params {
+    hp_analysis_params analysis;
+    hp_exposure_params exposure;
+    hp_tonemap_params tonemap;
+    hp_gamma_params gamma;
+    hp_output_params output;
+} hp_params;
+
+/* --- The schema ------------------------------------------------------------------------------------ */
+
+typedef enum hp_param_type {
+    HP_PARAM_NUMBER,         /* double */
+    HP_PARAM_NUMBER_OR_AUTO, /* double, or the string "auto" which sets the bool at aux_offset */
+    HP_PARAM_INTEGER,        /* uint32_t */
+    HP_PARAM_BOOL,           /* bool */
+    HP_PARAM_ENUM,           /* an enum stored as int (or uint32_t), named by `choices` */
+} hp_param_type;
+
+typedef struct hp_param_def {
+    const char *name;      /* dotted: "tonemap.white_point" */
+    hp_param_type type;
+    size_t offset;         /* into hp_params */
+    size_t aux_offset;     /* NUMBER_OR_AUTO: the bool set by "auto" */
+    double min, max;       /* inclusive bounds for numbers and integers */
+    bool min_exclusive;    /* (min, max] */
+    double def;            /* default (enums: the index into choices; bools 0/1) */
+    bool def_auto;         /* NUMBER_OR_AUTO: the default is "auto" */
+    const char *const *choices; /* ENUM: NULL-terminated names, in enum order */
+    const char *unit;      /* shown in the docs: "stops", "pixels", "" */
+    const char *applies;   /* which modes or operators read it, or NULL for always */
+    const char *help;      /* one or two sentences for docs/PARAMETERS.md */
+} hp_param_def;
+
+extern const hp_param_def hp_param_schema[];
+extern const size_t hp_param_schema_count;
+
+/* Fills every field with its schema default. */
+void hp_params_defaults(hp_params *p);
+/* Finds a parameter by its dotted name, or NULL. */
+const hp_param_def *hp_param_find(const char *name);
+
+/* Setting one value, with the checks and messages the API returns (they name the parameter, the
+ * expected type or the allowed range). The JSON and query-string front ends both come through here. */
+hp_code hp_param_set_number(hp_params *p, const hp_param_def *def, double value, hp_err *err);
+hp_code hp_param_set_bool(hp_params *p, const hp_param_def *def, bool value, hp_err *err);
+/* Enum choices by name, "auto" for NUMBER_OR_AUTO, numbers and booleans from text (query strings). */
+hp_code hp_param_set_string(hp_params *p, const hp_param_def *def, const char *value, hp_err *err);
+
+/* Checks the rules that span fields (low_percent < high_percent, 16-bit only for PNG...). */
+hp_code hp_params_check(const hp_params *p, hp_err *err);
+
+/* Writes docs/PARAMETERS.md's text from the schema. */
+void hp_params_write_markdown(FILE *out);
+
+#endif
