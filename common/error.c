@@ -16,6 +16,8 @@ const char *hp_code_name(hp_code code)
     case HP_ERR_DEVICE_LOST: return "device_lost";
     case HP_ERR_IO: return "io_error";
     case HP_ERR_INTERNAL: return "internal_error";
+    case HP_ERR_UNSUPPORTED_FORMAT: return "unsupported_format";
+    case HP_ERR_UNUSABLE: return "unusable_image";
     }
     return "unknown";
 }
@@ -28,6 +30,20 @@ hp_code hp_fail(hp_err *err, hp_code code, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err->message, sizeof(err->message), fmt, ap);
         va_end(ap);
+        err->field[0] = '\0'; /* a reused hp_err must not keep an earlier failure's field */
+    }
+    return code;
+}
+
+hp_code hp_fail_field(hp_err *err, hp_code code, const char *field, const char *fmt, ...)
+{
+    if (err) {
+        err->code = code;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof(err->message), fmt, ap);
+        va_end(ap);
+        snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
     }
     return code;
 }

@@ -15,11 +15,14 @@ typedef enum hp_code {
     HP_ERR_DEVICE_LOST = 7,      /* VK_ERROR_DEVICE_LOST: the device must be recreated */
     HP_ERR_IO = 8,               /* a file could not be read or written */
     HP_ERR_INTERNAL = 9,         /* a bug: an invariant did not hold */
+    HP_ERR_UNSUPPORTED_FORMAT = 10, /* input in a format hdrpostd does not read (unknown magic bytes) */
+    HP_ERR_UNUSABLE = 11,        /* a valid file hdrpostd cannot use (no colour channels, depth size differs) */
 } hp_code;
 
 typedef struct hp_err {
     hp_code code;
     char message[512];
+    char field[128]; /* the request parameter at fault ("tonemap.white_point"), or empty */
 } hp_err;
 
 const char *hp_code_name(hp_code code);
@@ -27,5 +30,8 @@ const char *hp_code_name(hp_code code);
 /* Sets *err (when err is not NULL) and returns code, so a failure path reads
  *     return hp_fail(err, HP_ERR_IO, "cannot open %s: %s", path, strerror(errno));  */
 hp_code hp_fail(hp_err *err, hp_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The same, naming the request parameter at fault, which the HTTP error body reports as "field". */
+hp_code hp_fail_field(hp_err *err, hp_code code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -7,7 +7,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/error.h"
+#include "pipeline/params.h"
 #include "pipeline/reduce.h"
+#include "pipeline/tone.h"
 
 /* IEEE half to float, exact (every half is a float). Imath's half does this too, but it is C++. */
 float hp_half_to_float(uint16_t h);
@@ -26,5 +29,33 @@ void hp_cpu_load_pixel(const void *pixels, hp_pixel_format format, uint64_t i, f
  * binary search over the fp32 edges of hp_reduce_hist_edges(). */
 void hp_cpu_reduce(const void *pixels, hp_pixel_format format, uint64_t count, double hist_min_log2,
                    double hist_max_log2, hp_lum_stats *out);
+
+/* --- Tone stages (pipeline/cpu_tone.c) ------------------------------------------------------------ */
+
+/* RGB <-> CIE Yxy with the full-precision matrices; black takes D65's chromaticity (DECISIONS.md 5). */
+void hp_cpu_rgb_to_Yxy(const double rgb[3], double Yxy[3]);
+void hp_cpu_Yxy_to_rgb(const double Yxy[3], double rgb[3]);
+
+/* The exposure stage from the statistics and the request (shaders/exposure.comp). */
+void hp_cpu_exposure(const hp_lum_stats *stats, const hp_params *p, hp_tone_state *ts);
+
+/* A luminance curve at exposed luminance L, unclamped (operators linear ... uchimura). */
+double hp_cpu_curve_luminance(const hp_tonemap_params *t, const hp_tone_state *ts, double L);
+/* An RGB operator (aces_hill, agx, khronos_neutral) on exposed linear Rec.709. */
+void hp_cpu_curve_rgb(hp_tone_operator op, const double in[3], double out[3]);
+double hp_cpu_agx_sigmoid(double t);
+double hp_cpu_kwon_gamma(double lan);
+/* The dither noise of pixel (x, y), bit-identical to the shader's. */
+float hp_dither_noise(uint32_t x, uint32_t y);
+
+/* One pixel through the tone pass: display-encoded RGB in [0, 1] and alpha, before quantization.
+ * lan < 0: the pixel's own tone-mapped luminance is the adaptation luminance. *lum gets that luminance. */
+void hp_cpu_tone_pixel(const float rgba[4], const hp_tone_state *ts, const hp_params *p, double lan, double out[4],
+                       double *lum);
+/* The blur of shaders/blur.comp in double. */
+void hp_cpu_blur(const double *src, double *dst, uint32_t width, uint32_t height, uint32_t radius, bool vertical);
+/* A whole frame, quantized as the GPU does (RGBA8, or RGBA16 when output.bit_depth is 16). */
+hp_code hp_cpu_tone_frame(const void *pixels, hp_pixel_format format, uint32_t width, uint32_t height,
+                          const hp_lum_stats *stats, const hp_params *p, hp_tone_state *ts, void *out);
 
 #endif

@@ -12,23 +12,34 @@
  * preview size and a mixed queue without thrashing. */
 #define SIZE_CACHE_SLOTS 4
 
-/* Timestamps: one before the first stage and one after each. */
-enum { TS_START, TS_UPLOAD, TS_REDUCE, TS_DOWNLOAD, TS_COUNT };
-static const char *const stage_names[TS_COUNT] = {NULL, "upload", "reduce", "download"};
+/* Timestamps: one before the first stage and one after each (names: DECISIONS.md 10; "tonemap" covers
+ * exposure, the optional adaptation blur and the tone pass). */
+enum { TS_START, TS_UPLOAD, TS_REDUCE, TS_TONEMAP, TS_DOWNLOAD, TS_COUNT };
+static const char *const stage_names[TS_COUNT] = {NULL, "upload", "reduce", "tonemap", "download"};
+
+/* The readback buffer: lum_stats, then tone_state. */
+#define READBACK_STATE_OFFSET HP_STATS_SIZE
+#define READBACK_SIZE (HP_STATS_SIZE + HP_TONE_STATE_WORDS * 4)
 
 /* The GPU must finish a frame within this; past it the device is treated as hung. */
 #define FENCE_TIMEOUT_NS (60ull * 1000 * 1000 * 1000)
 
 typedef struct size_slot {
-    hp_frame_desc desc; /* width 0: empty */
-    hp_buffer staging;  /* host-visible: the caller decodes into it */
-    hp_buffer input;    /* device-local copy the stages read */
+    hp_frame_desc desc;      /* width 0: empty */
+    hp_buffer staging;       /* host-visible: the caller decodes into it */
+    hp_buffer input;         /* device-local copy the stages read */
+    hp_buffer output;        /* device-local image, sized for the widest output (RGBA16) */
+    hp_buffer output_host;   /* the image copied back */
+    hp_buffer lan_a, lan_b;  /* local adaptation luminance, made on the first request with gamma.radius > 0 */
     uint64_t last_used;
 } size_slot;
 
 struct hp_frame_graph {
     hp_gpu *gpu;
     hp_reduce *reduce;
+    hp_tone *tone;
+    hp_buffer tone_params; /* tone_params words, written per frame with vkCmdUpdateBuffer */
+    hp_buffer tone_state;  /* written by the exposure stage */
 
     /* Size-independent resources of the (single, for now) frame in flight. */
     hp_buffer stats;    /* lum_stats, device-local */
@@ -58,7 +69,17 @@ static void free_slot(hp_frame_graph *g, size_slot *s)
 {
     hp_buffer_destroy(g->gpu, &s->staging);
     hp_buffer_destroy(g->gpu, &s->input);
+    hp_buffer_destroy(g->gpu, &s->output);
+    hp_buffer_destroy(g->gpu, &s->output_host);
+    hp_buffer_destroy(g->gpu, &s->lan_a);
+    hp_buffer_destroy(g->gpu, &s->lan_b);
     memset(s, 0, sizeof(*s));
+}
+
+void hp_frame_params_defaults(hp_frame_params *fp)
+{
+    memset(fp, 0, sizeof(*fp));
+    hp_params_defaults(&fp->params);
 }
 
 hp_code hp_frame_graph_create(hp_gpu *gpu, hp_frame_graph **out, hp_err *err)
@@ -72,11 +93,17 @@ hp_code hp_frame_graph_create(hp_gpu *gpu, hp_frame_graph **out, hp_err *err)
 
     hp_code rc = hp_reduce_create(gpu, NULL, &g->reduce, err);
     if (rc == HP_OK)
+        rc = hp_tone_create(gpu, &g->tone, err);
+    if (rc == HP_OK)
         rc = hp_buffer_create(gpu, HP_STATS_SIZE, HP_MEM_DEVICE, "lum_stats", &g->stats, err);
     if (rc == HP_OK)
         rc = hp_buffer_create(gpu, hp_reduce_scratch_size(0), HP_MEM_DEVICE, "reduce_scratch", &g->scratch, err);
     if (rc == HP_OK)
-        rc = hp_buffer_create(gpu, HP_STATS_SIZE, HP_MEM_READBACK, "lum_stats_readback", &g->readback, err);
+        rc = hp_buffer_create(gpu, HP_TONE_PARAMS_WORDS * 4, HP_MEM_DEVICE, "tone_params", &g->tone_params, err);
+    if (rc == HP_OK)
+        rc = hp_buffer_create(gpu, HP_TONE_STATE_WORDS * 4, HP_MEM_DEVICE, "tone_state", &g->tone_state, err);
+    if (rc == HP_OK)
+        rc = hp_buffer_create(gpu, READBACK_SIZE, HP_MEM_READBACK, "stats_readback", &g->readback, err);
     if (rc != HP_OK)
         goto fail;
 
@@ -139,7 +166,10 @@ void hp_frame_graph_destroy(hp_frame_graph **pg)
     hp_buffer_destroy(g->gpu, &g->stats);
     hp_buffer_destroy(g->gpu, &g->scratch);
     hp_buffer_destroy(g->gpu, &g->readback);
+    hp_buffer_destroy(g->gpu, &g->tone_params);
+    hp_buffer_destroy(g->gpu, &g->tone_state);
     hp_reduce_destroy(&g->reduce);
+    hp_tone_destroy(&g->tone);
     free(g);
     *pg = NULL;
 }
@@ -170,9 +200,14 @@ hp_code hp_frame_graph_begin(hp_frame_graph *g, const hp_frame_desc *desc, void 
                      hp_pixel_format_name(victim->desc.format));
         free_slot(g, victim);
         VkDeviceSize bytes = frame_bytes(desc);
+        VkDeviceSize out_bytes = (VkDeviceSize)desc->width * desc->height * 8;
         rc = hp_buffer_create(g->gpu, bytes, HP_MEM_UPLOAD, "frame_staging", &victim->staging, err);
         if (rc == HP_OK)
             rc = hp_buffer_create(g->gpu, bytes, HP_MEM_DEVICE, "frame_input", &victim->input, err);
+        if (rc == HP_OK)
+            rc = hp_buffer_create(g->gpu, out_bytes, HP_MEM_DEVICE, "frame_output", &victim->output, err);
+        if (rc == HP_OK)
+            rc = hp_buffer_create(g->gpu, out_bytes, HP_MEM_READBACK, "frame_output_host", &victim->output_host, err);
         if (rc != HP_OK) {
             free_slot(g, victim);
             return rc;
@@ -200,9 +235,28 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
     size_slot *slot = g->current;
     if (!slot)
         return hp_fail(err, HP_ERR_INTERNAL, "hp_frame_graph_run without hp_frame_graph_begin");
-    hp_code rc = hp_reduce_params_check(&params->reduce, err);
+    hp_reduce_params reduce = {
+        .variant = (hp_reduce_variant)params->params.analysis.variant,
+        .hist_min_log2 = params->params.analysis.histogram_min_log2,
+        .hist_max_log2 = params->params.analysis.histogram_max_log2,
+    };
+    hp_code rc = hp_reduce_params_check(&reduce, err);
+    if (rc == HP_OK)
+        rc = hp_params_check(&params->params, err);
     if (rc != HP_OK)
         return rc;
+    const hp_params *p = &params->params;
+    bool tone = !params->analyze_only;
+    bool local = p->gamma.mode == HP_GAMMA_LOCAL || p->gamma.mode == HP_GAMMA_LOCAL_LUMINANCE;
+    uint32_t radius = tone && local && !params->output_luminance ? p->gamma.radius : 0;
+    if (radius > 0 && !slot->lan_a.buffer) {
+        VkDeviceSize lan_bytes = (VkDeviceSize)slot->desc.width * slot->desc.height * sizeof(float);
+        rc = hp_buffer_create(g->gpu, lan_bytes, HP_MEM_DEVICE, "adaptation_a", &slot->lan_a, err);
+        if (rc == HP_OK)
+            rc = hp_buffer_create(g->gpu, lan_bytes, HP_MEM_DEVICE, "adaptation_b", &slot->lan_b, err);
+        if (rc != HP_OK)
+            return rc;
+    }
     g->current = NULL;
     VkDevice dev = g->gpu->device;
     VkCommandBuffer cmd = g->cmd;
@@ -220,6 +274,9 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
     }
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_START);
 
+    uint32_t words[HP_TONE_PARAMS_WORDS];
+    hp_tone_pack_params(p, words);
+    vkCmdUpdateBuffer(cmd, g->tone_params.buffer, 0, sizeof(words), words); /* made visible with the upload */
     VkBufferCopy up = {.size = frame_bytes(&slot->desc)};
     vkCmdCopyBuffer(cmd, slot->staging.buffer, slot->input.buffer, 1, &up);
     barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
@@ -234,13 +291,44 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
         .stats = &g->stats,
         .scratch = &g->scratch,
     };
-    hp_reduce_record(g->reduce, cmd, &io, &params->reduce);
+    hp_reduce_record(g->reduce, cmd, &io, &reduce);
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_REDUCE);
+
+    hp_tone_output kind = params->output_luminance ? HP_TONE_OUT_LUMINANCE
+                          : p->output.bit_depth == 16 ? HP_TONE_OUT_RGBA16
+                                                      : HP_TONE_OUT_RGBA8;
+    if (tone) {
+        barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
+        hp_tone_io tio = {
+            .pixels = slot->input.address,
+            .format = slot->desc.format,
+            .width = slot->desc.width,
+            .height = slot->desc.height,
+            .stats = g->stats.address,
+            .params = g->tone_params.address,
+            .state = g->tone_state.address,
+            .output = slot->output.address,
+            .kind = kind,
+            .gamma_radius = radius,
+            .lan_a = slot->lan_a.address,
+            .lan_b = slot->lan_b.address,
+        };
+        hp_tone_record(g->tone, cmd, &tio);
+    }
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_TONEMAP);
 
     barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_TRANSFER_READ_BIT);
     VkBufferCopy down = {.size = HP_STATS_SIZE};
     vkCmdCopyBuffer(cmd, g->stats.buffer, g->readback.buffer, 1, &down);
+    size_t out_pixel = hp_tone_output_pixel_size(kind);
+    if (tone) {
+        VkBufferCopy state = {.dstOffset = READBACK_STATE_OFFSET, .size = HP_TONE_STATE_WORDS * 4};
+        vkCmdCopyBuffer(cmd, g->tone_state.buffer, g->readback.buffer, 1, &state);
+        VkBufferCopy image = {.size = pixels * out_pixel};
+        vkCmdCopyBuffer(cmd, slot->output.buffer, slot->output_host.buffer, 1, &image);
+    }
     barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
             VK_ACCESS_HOST_READ_BIT);
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_DOWNLOAD);
@@ -269,6 +357,14 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
     hp_buffer_invalidate(g->gpu, &g->readback);
     memset(out, 0, sizeof(*out));
     hp_reduce_decode_stats(g->readback.mapped, pixels, &out->stats);
+    out->width = slot->desc.width;
+    out->height = slot->desc.height;
+    if (tone) {
+        hp_tone_decode_state((const uint8_t *)g->readback.mapped + READBACK_STATE_OFFSET, &out->tone);
+        hp_buffer_invalidate(g->gpu, &slot->output_host);
+        out->pixels = slot->output_host.mapped;
+        out->pixel_size = out_pixel;
+    }
     double period_ms = g->gpu->info.timestamp_period_ns * 1e-6;
     for (int i = 1; i < TS_COUNT; i++) {
         out->timings[out->timing_count].name = stage_names[i];

@@ -11,7 +11,9 @@
 #define HP_FRAME_GRAPH_H
 
 #include "pipeline/gpu.h"
+#include "pipeline/params.h"
 #include "pipeline/reduce.h"
+#include "pipeline/tone.h"
 
 #define HP_MAX_STAGE_TIMINGS 16
 
@@ -28,13 +30,22 @@ typedef struct hp_frame_desc {
 hp_code hp_frame_desc_check(const hp_frame_desc *desc, hp_err *err);
 
 typedef struct hp_frame_params {
-    hp_reduce_params reduce;
+    hp_params params;      /* the request's parameters (pipeline/params.h) */
+    bool analyze_only;     /* statistics only: no exposure, tone mapping or image (POST /v1/analyze) */
+    bool output_luminance; /* diagnostics and tests: the image is the tone-mapped luminance as floats */
 } hp_frame_params;
 
-#define HP_FRAME_PARAMS_DEFAULTS {.reduce = HP_REDUCE_PARAMS_DEFAULTS}
+/* Every parameter at its schema default. */
+void hp_frame_params_defaults(hp_frame_params *fp);
 
 typedef struct hp_frame_result {
     hp_lum_stats stats;
+    hp_tone_state tone;    /* zero when analyze_only */
+    /* The image, tightly packed rows, valid until the next hp_frame_graph_begin: RGBA8, RGBA16 (host
+     * byte order) or, with output_luminance, one float per pixel. NULL when analyze_only. */
+    const void *pixels;
+    size_t pixel_size;     /* bytes per pixel: 4, 8 (or 4 for floats) */
+    uint32_t width, height;
     hp_stage_timing timings[HP_MAX_STAGE_TIMINGS];
     uint32_t timing_count;
     double gpu_total_ms; /* first timestamp to last */

@@ -33,7 +33,8 @@ static bool start(bool save, hp_gpu_info *info, hp_err *err)
                 float p[4] = {1, 1, 1, 1};
                 memcpy((char *)pixels + 16 * i, p, 16);
             }
-            hp_frame_params params = HP_FRAME_PARAMS_DEFAULTS;
+            hp_frame_params params;
+            hp_frame_params_defaults(&params);
             hp_frame_result res;
             ok = hp_frame_graph_run(graph, &params, &res, err) == HP_OK && res.stats.finite_pixels == 256;
         }

@@ -145,8 +145,12 @@ static bool run_frame(hp_frame_graph *graph, const hp_frame_desc *desc, data_kin
     if (hp_frame_graph_begin(graph, desc, &pixels, err) != HP_OK)
         return false;
     fill_frame(pixels, desc->format, (uint64_t)desc->width * desc->height, kind, 1234 + desc->width * 31 + desc->height);
-    hp_frame_params fp = HP_FRAME_PARAMS_DEFAULTS;
-    fp.reduce = *rp;
+    hp_frame_params fp;
+    hp_frame_params_defaults(&fp);
+    fp.analyze_only = true;
+    fp.params.analysis.variant = rp->variant;
+    fp.params.analysis.histogram_min_log2 = rp->hist_min_log2;
+    fp.params.analysis.histogram_max_log2 = rp->hist_max_log2;
     hp_frame_result res;
     if (hp_frame_graph_run(graph, &fp, &res, err) != HP_OK)
         return false;
@@ -191,11 +195,13 @@ int main(void)
                                              {115, 1}, {128, 1}, {140, 1}, {153, 1}, {229, 1}};
         hp_frame_desc desc = {.width = 4, .height = 4, .format = HP_PIXEL_RGBA32F};
         void *pixels;
-        hp_frame_params fp = HP_FRAME_PARAMS_DEFAULTS;
-        fp.reduce.hist_min_log2 = -8;
-        fp.reduce.hist_max_log2 = 12;
+        hp_frame_params fp;
+        hp_frame_params_defaults(&fp);
+        fp.analyze_only = true;
+        fp.params.analysis.histogram_min_log2 = -8;
+        fp.params.analysis.histogram_max_log2 = 12;
         for (int variant = 0; variant < 2; variant++) {
-            fp.reduce.variant = (hp_reduce_variant)variant;
+            fp.params.analysis.variant = (uint32_t)variant;
             hp_frame_result res = {0};
             bool ran = hp_frame_graph_begin(graph, &desc, &pixels, &err) == HP_OK;
             if (ran) {
@@ -213,7 +219,7 @@ int main(void)
                        rel_err(res.stats.mean, 64.635625) < 1e-5 && res.stats.min == 0 &&
                        rel_err(res.stats.max, 1000) < 1e-6 && hist_ok && res.stats.finite_pixels == 16,
                    "%s: algorithms.md 9.7 oracle (log-average %.9g want 0.427534403, mean %.9g want 64.635625, "
-                   "histogram %s)", hp_reduce_variant_name(fp.reduce.variant), res.stats.log_average,
+                   "histogram %s)", hp_reduce_variant_name((hp_reduce_variant)variant), res.stats.log_average,
                    res.stats.mean, hist_ok ? "matches" : "differs");
         }
     }
@@ -256,10 +262,12 @@ int main(void)
         if (ok)
             hp_cpu_reduce(pixels, desc.format, 510, lo, hi, &want);
         for (int v = 0; ok && v < 2; v++) {
-            hp_frame_params fp = HP_FRAME_PARAMS_DEFAULTS;
-            fp.reduce.variant = (hp_reduce_variant)v;
-            fp.reduce.hist_min_log2 = lo;
-            fp.reduce.hist_max_log2 = hi;
+            hp_frame_params fp;
+            hp_frame_params_defaults(&fp);
+            fp.analyze_only = true;
+            fp.params.analysis.variant = (uint32_t)v;
+            fp.params.analysis.histogram_min_log2 = lo;
+            fp.params.analysis.histogram_max_log2 = hi;
             hp_frame_result res;
             char why[640] = "";
             bool ran = hp_frame_graph_begin(graph, &desc, &pixels, &err) == HP_OK &&
@@ -269,7 +277,7 @@ int main(void)
             for (int b = 0; b < 256; b++)
                 occupied += want.histogram[b] != 0;
             tap_ok(same && occupied == 256, "%s, range [%g, %g]: pixels on either side of all 255 edges land "
-                   "in the exact bins (%d bins occupied): %s", hp_reduce_variant_name(fp.reduce.variant), lo, hi,
+                   "in the exact bins (%d bins occupied): %s", hp_reduce_variant_name((hp_reduce_variant)v), lo, hi,
                    occupied, ran ? why : err.message);
         }
     }

@@ -63,4 +63,133 @@
 #define HP_SCRATCH_OFF_PARTIALS 2064
 #define HP_SCRATCH_PARTIAL_SIZE 32
 
+/* --- Colour (algorithms.md 2.1, DECISIONS.md 5) -------------------------------------------------------
+ * Linear Rec.709/sRGB primaries, D65 white. XYZ = M * RGB; rows given, full precision, so round trips
+ * through Yxy are exact to fp32. */
+#define HP_RGB2XYZ_00 0.4123907993
+#define HP_RGB2XYZ_01 0.3575843394
+#define HP_RGB2XYZ_02 0.1804807884
+#define HP_RGB2XYZ_10 0.2126390059
+#define HP_RGB2XYZ_11 0.7151686788
+#define HP_RGB2XYZ_12 0.0721923154
+#define HP_RGB2XYZ_20 0.0193308187
+#define HP_RGB2XYZ_21 0.1191947798
+#define HP_RGB2XYZ_22 0.9505321522
+#define HP_XYZ2RGB_00 3.2409699419
+#define HP_XYZ2RGB_01 (-1.5373831776)
+#define HP_XYZ2RGB_02 (-0.4986107603)
+#define HP_XYZ2RGB_10 (-0.9692436363)
+#define HP_XYZ2RGB_11 1.8759675015
+#define HP_XYZ2RGB_12 0.0415550574
+#define HP_XYZ2RGB_20 0.0556300797
+#define HP_XYZ2RGB_21 (-0.2039769589)
+#define HP_XYZ2RGB_22 1.0569715142
+/* Black (X + Y + Z = 0) takes the D65 chromaticity (colour-science, Lindbloom). */
+#define HP_D65_X 0.3127
+#define HP_D65_Y 0.3290
+
+/* --- Tone operators (algorithms.md 3) -------------------------------------------------------------- */
+/* Narkowicz ACES fit (3.4). */
+#define HP_NARKOWICZ_A 2.51
+#define HP_NARKOWICZ_B 0.03
+#define HP_NARKOWICZ_C 2.43
+#define HP_NARKOWICZ_D 0.59
+#define HP_NARKOWICZ_E 0.14
+/* Hill's ACES fit (3.5): input and output matrices, row-major, and RRTAndODTFit's constants. */
+#define HP_ACES_IN_00 0.59719
+#define HP_ACES_IN_01 0.35458
+#define HP_ACES_IN_02 0.04823
+#define HP_ACES_IN_10 0.07600
+#define HP_ACES_IN_11 0.90834
+#define HP_ACES_IN_12 0.01566
+#define HP_ACES_IN_20 0.02840
+#define HP_ACES_IN_21 0.13383
+#define HP_ACES_IN_22 0.83777
+#define HP_ACES_OUT_00 1.60475
+#define HP_ACES_OUT_01 (-0.53108)
+#define HP_ACES_OUT_02 (-0.07367)
+#define HP_ACES_OUT_10 (-0.10208)
+#define HP_ACES_OUT_11 1.10813
+#define HP_ACES_OUT_12 (-0.00605)
+#define HP_ACES_OUT_20 (-0.00327)
+#define HP_ACES_OUT_21 (-0.07276)
+#define HP_ACES_OUT_22 1.07602
+#define HP_ACES_FIT_A 0.0245786
+#define HP_ACES_FIT_B 0.000090537
+#define HP_ACES_FIT_C 0.983729
+#define HP_ACES_FIT_D 0.4329510
+#define HP_ACES_FIT_E 0.238081
+/* AgX (3.9), the exact Sobotka/EaryChow formation: Rec.709 -> Rec.2020 (derived from the primaries),
+ * inset, log2 encoding over [minEV, maxEV], Jed Smith's tunable sigmoid, ^2.4, outset (the inverse of
+ * SB2383's second inset, computed in double), Rec.2020 -> Rec.709. */
+#define HP_709_TO_2020_00 0.6274038959
+#define HP_709_TO_2020_01 0.3292830384
+#define HP_709_TO_2020_02 0.0433130657
+#define HP_709_TO_2020_10 0.0690972894
+#define HP_709_TO_2020_11 0.9195403951
+#define HP_709_TO_2020_12 0.0113623156
+#define HP_709_TO_2020_20 0.0163914389
+#define HP_709_TO_2020_21 0.0880133079
+#define HP_709_TO_2020_22 0.8955952532
+#define HP_2020_TO_709_00 1.6604910021
+#define HP_2020_TO_709_01 (-0.5876411388)
+#define HP_2020_TO_709_02 (-0.0728498633)
+#define HP_2020_TO_709_10 (-0.1245504745)
+#define HP_2020_TO_709_11 1.1328998971
+#define HP_2020_TO_709_12 (-0.0083494226)
+#define HP_2020_TO_709_20 (-0.0181507634)
+#define HP_2020_TO_709_21 (-0.1005788980)
+#define HP_2020_TO_709_22 1.1187296614
+#define HP_AGX_INSET_00 0.856627153315983
+#define HP_AGX_INSET_01 0.0951212405381588
+#define HP_AGX_INSET_02 0.0482516061458583
+#define HP_AGX_INSET_10 0.137318972929847
+#define HP_AGX_INSET_11 0.761241990602591
+#define HP_AGX_INSET_12 0.101439036467562
+#define HP_AGX_INSET_20 0.11189821299995
+#define HP_AGX_INSET_21 0.0767994186031903
+#define HP_AGX_INSET_22 0.811302368396859
+#define HP_AGX_OUTSET_00 1.127100581814437
+#define HP_AGX_OUTSET_01 (-0.110606643096603)
+#define HP_AGX_OUTSET_02 (-0.016493938717835)
+#define HP_AGX_OUTSET_10 (-0.141329763498438)
+#define HP_AGX_OUTSET_11 1.157823702216272
+#define HP_AGX_OUTSET_12 (-0.016493938717834)
+#define HP_AGX_OUTSET_20 (-0.141329763498438)
+#define HP_AGX_OUTSET_21 (-0.110606643096603)
+#define HP_AGX_OUTSET_22 1.251936406595040
+#define HP_AGX_MIN_EV (-12.473931188332413) /* log2(0.18 * 2^-10) */
+#define HP_AGX_MAX_EV 4.026068811667588     /* log2(0.18 * 2^6.5) */
+#define HP_AGX_PIVOT_X 0.606060606060606    /* 10 / 16.5 */
+#define HP_AGX_PIVOT_Y 0.489437089573878    /* 0.18^(1/2.4) */
+#define HP_AGX_SLOPE 2.4
+#define HP_AGX_POWER 1.5
+#define HP_AGX_TOE_SCALE (-0.565675606654375)   /* -scale(1, 1, 1 - x_p, 1 - y_p, 1.5, 2.4) */
+#define HP_AGX_SHOULDER_SCALE 0.715198286279044 /*  scale(1, 1, x_p, y_p, 1.5, 2.4) */
+#define HP_AGX_FLOOR 1e-10                      /* keeps log2 finite (Godot uses 2e-10) */
+/* Khronos PBR Neutral (3.10), the current reference revision. */
+#define HP_NEUTRAL_F90 0.04
+#define HP_NEUTRAL_KS 0.76
+#define HP_NEUTRAL_KD 0.15
+
+/* --- Dynamic local gamma (Kwon et al., algorithms.md 4, DECISIONS.md 7) ------------------------------ */
+#define HP_KWON_A 0.444
+#define HP_KWON_B 0.045
+#define HP_KWON_C 0.6034
+
+/* --- Tone stage buffers ----------------------------------------------------------------------------- *
+ * tone_params (std430, written by the host with vkCmdUpdateBuffer at the start of each frame); every
+ * field 4 bytes, in this order:
+ *   uint operator, exposure_mode, key_auto, gamma_mode, dither, output_bits, lan_from_buffer, pad;
+ *   float key, low_percent, high_percent, stops, adaptation, compensation_ev, white_point,
+ *         drago_bias, drago_display_max, aces_input_scale,
+ *         hable_a, hable_b, hable_c, hable_d, hable_e, hable_f, hable_white, hable_bias,
+ *         lottes_a, lottes_d, lottes_b, lottes_c,
+ *         uch_p, uch_a, uch_m, uch_l, uch_c, uch_b, uch_l0, uch_s0, uch_s1, uch_c2, uch_cp, pad
+ * tone_state (written by the exposure stage, read by the tone stage and copied back):
+ *   float scale, key, adaptation, white, exposed_max, exposed_log_average, p01, p99, hist_mean,
+ *         drago_norm, drago_inv_lwa, drago_inv_lsmax, drago_bias_exp, pad x 3 */
+#define HP_TONE_PARAMS_WORDS 48
+#define HP_TONE_STATE_WORDS 16
+
 #endif

@@ -1,0 +1,741 @@
+/* OpenEXR through the library's own C core (libOpenEXRCore, no C++), reading from memory.
+ *
+ * The library parses the header, reads each chunk's offset and leader, decompresses (every compression
+ * it has: NONE, RLE, ZIPS, ZIP, PIZ, PXR24, B44, B44A, DWAA, DWAB) and converts half/uint to float, all
+ * through exr_decoding_run(); this file chooses the channels and tells it where each one goes.
+ *
+ * Chunks are independent: hp_exr_decode_chunks() decodes any range of them with its own decode pipeline
+ * and scratch, so ranges can be spread over threads that share one reader (the library allows concurrent
+ * reads of one context; our read function is a memcpy). Each chunk is written straight into the
+ * caller's frame where the types allow it (float output, or half output from half channels); otherwise it
+ * goes through a small float scratch and is rounded to half by hp_float_to_half().
+ *
+ * Multi-part files: part 0 is used unless a named layer or channel is only found in a later part. Depth
+ * must come from the part that holds the colour. Tiled parts: level 0 only. */
+#include <limits.h>
+#include <math.h>
+#include <openexr.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/image_internal.h"
+#include "pipeline/cpu_reference.h"
+
+/* One chunk may not unpack to more than this (every channel of the part, not only those we use). A
+ * 16384-wide DWAB chunk of 256 lines with 32 float channels is 512 MiB; a tiny hostile header can claim
+ * thousands of channels, and the library allocates the unpacked size before it decompresses. */
+#define EXR_MAX_CHUNK_UNPACKED ((uint64_t)1 << 30)
+
+enum { SLOT_R, SLOT_G, SLOT_B, SLOT_A, SLOT_Z, SLOT_COUNT };
+
+struct hp_exr_reader {
+    exr_context_t ctx;
+    struct {
+        const uint8_t *bytes;
+        size_t len;
+    } stream;
+    int part;
+    int chan[SLOT_COUNT];       /* index in the part's channel list, -1 absent */
+    int copy_from[SLOT_COUNT];  /* a colour slot that repeats an earlier one (grey: G and B copy R), or -1 */
+    bool all_half;              /* R, G, B and A (those present) are half: RGBA16F output needs no rounding */
+    bool tiled;
+    exr_attr_box2i_t data_window;
+    uint32_t width, height;
+    int32_t lines_per_chunk;    /* scanline parts */
+    uint32_t tile_w, tile_h;    /* tiled parts */
+    uint32_t tiles_x, tiles_y;
+    uint32_t chunk_count;
+    uint32_t chunk_w, chunk_h;  /* the largest chunk, for the scratch */
+};
+
+/* --- Library plumbing ------------------------------------------------------------------------------ */
+
+/* The library reports a failure's details through a callback; decodes may run on several threads, so
+ * each keeps its own last message. */
+static _Thread_local char exr_last_message[256];
+
+static void exr_error_handler(exr_const_context_t ctxt, exr_result_t code, const char *msg)
+{
+    (void)ctxt;
+    snprintf(exr_last_message, sizeof(exr_last_message), "%s", msg ? msg : exr_get_error_code_as_string(code));
+}
+
+static int64_t exr_stream_read(exr_const_context_t ctxt, void *userdata, void *buffer, uint64_t sz, uint64_t offset,
+                               exr_stream_error_func_ptr_t error_cb)
+{
+    (void)ctxt;
+    (void)error_cb;
+    const hp_exr_reader *r = userdata;
+    if (offset >= r->stream.len)
+        return 0; /* end of data, as pread() says it: the library reports the short read */
+    uint64_t n = r->stream.len - offset;
+    if (n > sz)
+        n = sz;
+    if (n > (uint64_t)INT64_MAX)
+        n = (uint64_t)INT64_MAX;
+    memcpy(buffer, r->stream.bytes + offset, (size_t)n);
+    return (int64_t)n;
+}
+
+static int64_t exr_stream_size(exr_const_context_t ctxt, void *userdata)
+{
+    (void)ctxt;
+    const hp_exr_reader *r = userdata;
+    return (int64_t)r->stream.len;
+}
+
+__attribute__((format(printf, 3, 4))) static hp_code exr_fail(hp_err *err, exr_result_t rv, const char *fmt, ...)
+{
+    char where[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(where, sizeof(where), fmt, ap);
+    va_end(ap);
+    const char *detail = exr_last_message[0] ? exr_last_message : exr_get_error_code_as_string(rv);
+    hp_code code = rv == EXR_ERR_OUT_OF_MEMORY ? HP_ERR_OUT_OF_MEMORY : HP_ERR_INVALID_ARGUMENT;
+    hp_fail(err, code, "EXR %s: %s (%s)", where, detail, exr_get_error_code_as_string(rv));
+    exr_last_message[0] = '\0';
+    return code;
+}
+
+static const char *compression_name(exr_compression_t c)
+{
+    static const char *const names[] = {"none", "rle", "zips", "zip", "piz", "pxr24", "b44", "b44a", "dwaa",
+                                        "dwab"};
+    return (unsigned)c < sizeof(names) / sizeof(names[0]) ? names[c] : "unknown";
+}
+
+/* --- Channel choice -------------------------------------------------------------------------------- */
+
+static bool name_is(const exr_attr_chlist_entry_t *e, const char *name)
+{
+    size_t n = strlen(name);
+    return e->name.length >= 0 && (size_t)e->name.length == n && memcmp(e->name.str, name, n) == 0;
+}
+
+static int find_channel(const exr_attr_chlist_t *cl, const char *name)
+{
+    for (int i = 0; i < cl->num_channels; i++)
+        if (name_is(&cl->entries[i], name))
+            return i;
+    return -1;
+}
+
+/* The channel named prefix + "." + base, or base alone when prefix is empty. */
+static int find_in_layer(const exr_attr_chlist_t *cl, const char *prefix, const char *base)
+{
+    char name[2 * HP_IMAGE_NAME_MAX + 2];
+    if (prefix[0])
+        snprintf(name, sizeof(name), "%s.%s", prefix, base);
+    else
+        snprintf(name, sizeof(name), "%s", base);
+    return find_channel(cl, name);
+}
+
+static bool ends_with(const exr_attr_chlist_entry_t *e, const char *suffix)
+{
+    size_t n = strlen(suffix);
+    return e->name.length >= 0 && (size_t)e->name.length >= n &&
+           memcmp(e->name.str + e->name.length - n, suffix, n) == 0;
+}
+
+static void list_channels(const exr_attr_chlist_t *cl, char *out, size_t size)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < cl->num_channels; i++) {
+        const exr_attr_chlist_entry_t *e = &cl->entries[i];
+        int n = snprintf(out + used, size - used, "%s%.*s", i ? "," : "", e->name.length, e->name.str);
+        if (n < 0 || (size_t)n >= size - used) {
+            /* cut, and say so: the last 4 bytes hold "...\0" */
+            if (size >= 4)
+                memcpy(out + size - 4, "...", 4);
+            return;
+        }
+        used += (size_t)n;
+    }
+}
+
+typedef struct selection {
+    int chan[SLOT_COUNT];
+    char layer[HP_IMAGE_NAME_MAX];
+    bool grey;
+} selection;
+
+/* R, G, B (and A) of one layer ("" is the plain channels), else its Y as grey. */
+static bool select_layer(const exr_attr_chlist_t *cl, const char *layer, selection *sel)
+{
+    int r = find_in_layer(cl, layer, "R"), g = find_in_layer(cl, layer, "G"), b = find_in_layer(cl, layer, "B");
+    if (r >= 0 && g >= 0 && b >= 0) {
+        sel->chan[SLOT_R] = r, sel->chan[SLOT_G] = g, sel->chan[SLOT_B] = b;
+        sel->grey = false;
+    } else {
+        int y = find_in_layer(cl, layer, "Y");
+        if (y < 0)
+            return false;
+        sel->chan[SLOT_R] = sel->chan[SLOT_G] = sel->chan[SLOT_B] = y;
+        sel->grey = true;
+    }
+    sel->chan[SLOT_A] = find_in_layer(cl, layer, "A");
+    snprintf(sel->layer, sizeof(sel->layer), "%s", layer);
+    return true;
+}
+
+/* The layer part of a channel name ("ViewLayer.Combined" of "ViewLayer.Combined.R"), when the rest is base. */
+static bool layer_of(const exr_attr_chlist_entry_t *e, const char *base, char *layer, size_t size)
+{
+    size_t n = strlen(base);
+    if (e->name.length < 0 || (size_t)e->name.length < n + 2 || !ends_with(e, base) ||
+        e->name.str[e->name.length - n - 1] != '.')
+        return false;
+    size_t layer_len = (size_t)e->name.length - n - 1;
+    if (layer_len >= size)
+        return false;
+    memcpy(layer, e->name.str, layer_len);
+    layer[layer_len] = '\0';
+    return true;
+}
+
+static bool layer_is_combined(const char *layer)
+{
+    const char *dot = strrchr(layer, '.');
+    return strcmp(dot ? dot + 1 : layer, "Combined") == 0;
+}
+
+/* The automatic choice (image.h, hp_decode_options). */
+static bool select_automatic(const exr_attr_chlist_t *cl, selection *sel)
+{
+    if (select_layer(cl, "", sel) && !sel->grey)
+        return true;
+    char layer[HP_IMAGE_NAME_MAX];
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < cl->num_channels; i++) {
+            if (!layer_of(&cl->entries[i], "R", layer, sizeof(layer)))
+                continue;
+            if (pass == 0 && !layer_is_combined(layer))
+                continue;
+            if (select_layer(cl, layer, sel) && !sel->grey)
+                return true;
+        }
+    }
+    if (select_layer(cl, "", sel))
+        return true; /* plain Y */
+    for (int i = 0; i < cl->num_channels; i++)
+        if (layer_of(&cl->entries[i], "Y", layer, sizeof(layer)) && select_layer(cl, layer, sel))
+            return true;
+    return false;
+}
+
+static bool select_explicit(const exr_attr_chlist_t *cl, const hp_decode_options *opt, selection *sel)
+{
+    sel->chan[SLOT_R] = find_channel(cl, opt->channel_r);
+    sel->chan[SLOT_G] = find_channel(cl, opt->channel_g);
+    sel->chan[SLOT_B] = find_channel(cl, opt->channel_b);
+    sel->chan[SLOT_A] = -1;
+    sel->grey = sel->chan[SLOT_R] == sel->chan[SLOT_G] && sel->chan[SLOT_R] == sel->chan[SLOT_B];
+    sel->layer[0] = '\0';
+    return sel->chan[SLOT_R] >= 0 && sel->chan[SLOT_G] >= 0 && sel->chan[SLOT_B] >= 0;
+}
+
+static bool has_text(const char *s) { return s && s[0]; }
+
+/* True when e is "<layer>.Z" and no other channel is in that layer: a depth-like pass (Blender's Depth.Z,
+ * Mist.Z), not the Z of a vector (Normal.X/Y/Z, Vector.X/Y/Z/W). */
+static bool is_lone_z(const exr_attr_chlist_t *cl, const exr_attr_chlist_entry_t *e)
+{
+    char layer[HP_IMAGE_NAME_MAX];
+    if (!layer_of(e, "Z", layer, sizeof(layer)))
+        return false;
+    size_t n = strlen(layer);
+    for (int i = 0; i < cl->num_channels; i++) {
+        const exr_attr_chlist_entry_t *o = &cl->entries[i];
+        if (o != e && o->name.length > (int32_t)n && memcmp(o->name.str, layer, n) == 0 && o->name.str[n] == '.' &&
+            memchr(o->name.str + n + 1, '.', (size_t)o->name.length - n - 1) == NULL)
+            return false;
+    }
+    return true;
+}
+
+static int select_depth(const exr_attr_chlist_t *cl, const hp_decode_options *opt)
+{
+    if (has_text(opt->depth))
+        return find_channel(cl, opt->depth);
+    int z = find_channel(cl, "Z");
+    if (z >= 0)
+        return z;
+    for (int i = 0; i < cl->num_channels; i++) {
+        const exr_attr_chlist_entry_t *e = &cl->entries[i];
+        if (name_is(e, "Depth.Z") || ends_with(e, ".Depth.Z"))
+            return i;
+    }
+    for (int i = 0; i < cl->num_channels; i++)
+        if (is_lone_z(cl, &cl->entries[i]))
+            return i;
+    return -1;
+}
+
+static void copy_name(char *dst, const exr_attr_chlist_entry_t *e)
+{
+    snprintf(dst, HP_IMAGE_NAME_MAX, "%.*s", e->name.length, e->name.str);
+}
+
+/* --- Reader ---------------------------------------------------------------------------------------- */
+
+void hp_exr_close(hp_exr_reader **reader)
+{
+    if (!reader || !*reader)
+        return;
+    if ((*reader)->ctx)
+        exr_finish(&(*reader)->ctx);
+    free(*reader);
+    *reader = NULL;
+}
+
+/* Picks the part and its channels; fills the channel fields of info. */
+static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, hp_image_info *info, hp_err *err)
+{
+    bool any_rgb = has_text(opt->channel_r) || has_text(opt->channel_g) || has_text(opt->channel_b);
+    bool explicit_rgb = has_text(opt->channel_r) && has_text(opt->channel_g) && has_text(opt->channel_b);
+    if (any_rgb && !explicit_rgb)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT,
+                       "EXR channel names: give channel_r, channel_g and channel_b together (or a layer)");
+    bool named = explicit_rgb || has_text(opt->layer);
+
+    int part_count = info->part_count;
+    selection sel;
+    const exr_attr_chlist_t *cl = NULL;
+    int part = -1;
+    for (int p = 0; p < (named ? part_count : 1); p++) {
+        exr_storage_t storage;
+        const exr_attr_chlist_t *pcl;
+        if (exr_get_storage(r->ctx, p, &storage) != EXR_ERR_SUCCESS ||
+            exr_get_channels(r->ctx, p, &pcl) != EXR_ERR_SUCCESS || !pcl)
+            continue;
+        if (storage != EXR_STORAGE_SCANLINE && storage != EXR_STORAGE_TILED) {
+            if (!named)
+                return hp_fail(err, HP_ERR_UNUSABLE, "EXR part 0 holds deep data, which has no single colour per "
+                                                     "pixel; only flat scanline and tiled images are supported");
+            continue;
+        }
+        bool found;
+        if (explicit_rgb)
+            found = select_explicit(pcl, opt, &sel);
+        else if (has_text(opt->layer))
+            found = select_layer(pcl, opt->layer, &sel);
+        else
+            found = select_automatic(pcl, &sel);
+        if (found) {
+            cl = pcl, part = p;
+            break;
+        }
+        if (p == 0)
+            list_channels(pcl, info->channel_list, sizeof(info->channel_list));
+    }
+
+    if (!cl) {
+        const char *parts = part_count > 1 ? " of part 0 (no part has the channels asked for)" : "";
+        if (explicit_rgb)
+            return hp_fail(err, HP_ERR_UNUSABLE, "EXR has no channels named %s, %s and %s; channels%s: %s",
+                           opt->channel_r, opt->channel_g, opt->channel_b, parts, info->channel_list);
+        if (has_text(opt->layer))
+            return hp_fail(err, HP_ERR_UNUSABLE, "EXR has no layer '%s' with R, G, B or Y channels; channels%s: %s",
+                           opt->layer, parts, info->channel_list);
+        return hp_fail(err, HP_ERR_UNUSABLE, "EXR has no colour channels (R, G, B or Y, plain or in a layer); "
+                                             "channels found: %s", info->channel_list[0] ? info->channel_list : "none");
+    }
+
+    r->part = part;
+    for (int s = 0; s < 4; s++)
+        r->chan[s] = sel.chan[s];
+    r->chan[SLOT_Z] = select_depth(cl, opt);
+    list_channels(cl, info->channel_list, sizeof(info->channel_list));
+    info->channel_count = (uint32_t)cl->num_channels;
+    info->part = part;
+
+    if (has_text(opt->channel_a) && (r->chan[SLOT_A] = find_channel(cl, opt->channel_a)) < 0)
+        return hp_fail(err, HP_ERR_UNUSABLE, "EXR has no alpha channel '%s' in part %d; channels: %s",
+                       opt->channel_a, part, info->channel_list);
+    if (has_text(opt->depth) && r->chan[SLOT_Z] < 0)
+        return hp_fail(err, HP_ERR_UNUSABLE, "EXR has no depth channel '%s' in part %d; channels: %s", opt->depth,
+                       part, info->channel_list);
+    if (sel.grey && !explicit_rgb && find_in_layer(cl, sel.layer, "RY") >= 0 &&
+        find_in_layer(cl, sel.layer, "BY") >= 0)
+        return hp_fail(err, HP_ERR_UNUSABLE, "EXR luminance-chroma image (Y, RY, BY) is not supported; write RGB; "
+                                             "channels: %s", info->channel_list);
+
+    for (int s = 0; s < SLOT_COUNT; s++) {
+        r->copy_from[s] = -1;
+        if (r->chan[s] < 0)
+            continue;
+        const exr_attr_chlist_entry_t *e = &cl->entries[r->chan[s]];
+        if (e->x_sampling != 1 || e->y_sampling != 1)
+            return hp_fail(err, HP_ERR_UNUSABLE,
+                           s == SLOT_Z ? "EXR depth channel '%.*s' is subsampled (%d x %d), so its size differs "
+                                         "from the colour's"
+                                       : "EXR channel '%.*s' is subsampled (%d x %d); only full-resolution colour "
+                                         "is supported",
+                           e->name.length, e->name.str, e->x_sampling, e->y_sampling);
+        for (int t = 0; t < s; t++)
+            if (r->chan[t] == r->chan[s]) {
+                if (s == SLOT_Z)
+                    return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR channel '%.*s' cannot be both colour and "
+                                                                 "depth", e->name.length, e->name.str);
+                if (r->copy_from[s] < 0)
+                    r->copy_from[s] = t;
+            }
+    }
+
+    r->all_half = true;
+    for (int s = 0; s < 4; s++) {
+        if (r->chan[s] >= 0 && cl->entries[r->chan[s]].pixel_type != EXR_PIXEL_HALF)
+            r->all_half = false;
+        if (r->chan[s] >= 0)
+            copy_name(info->channel_names[s], &cl->entries[r->chan[s]]);
+    }
+    if (r->chan[SLOT_Z] >= 0)
+        copy_name(info->depth_channel, &cl->entries[r->chan[SLOT_Z]]);
+    snprintf(info->layer, sizeof(info->layer), "%s", sel.layer);
+    info->grey = r->copy_from[SLOT_G] >= 0 && r->copy_from[SLOT_B] >= 0;
+    info->has_alpha = r->chan[SLOT_A] >= 0;
+    info->has_depth = r->chan[SLOT_Z] >= 0;
+    return HP_OK;
+}
+
+hp_code hp_exr_open(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
+                        hp_exr_reader **out, hp_err *err)
+{
+    hp_exr_reader *r = calloc(1, sizeof(*r));
+    if (!r)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR: out of memory for the reader");
+    r->stream.bytes = bytes;
+    r->stream.len = len;
+
+    exr_context_initializer_t init = EXR_DEFAULT_CONTEXT_INITIALIZER;
+    init.error_handler_fn = exr_error_handler;
+    init.user_data = r;
+    init.read_fn = exr_stream_read;
+    init.size_fn = exr_stream_size;
+    /* A damaged offset table is an error, not a reason to scan the body for chunk leaders. */
+    init.flags = EXR_CONTEXT_FLAG_DISABLE_CHUNK_RECONSTRUCTION;
+
+    hp_code code = HP_OK;
+    exr_last_message[0] = '\0';
+    exr_result_t rv = exr_start_read(&r->ctx, "frame", &init);
+    if (rv != EXR_ERR_SUCCESS) {
+        code = exr_fail(err, rv, "header (%zu bytes)", len);
+        goto fail;
+    }
+
+    info->format = HP_IMAGE_EXR;
+    if ((rv = exr_get_count(r->ctx, &info->part_count)) != EXR_ERR_SUCCESS || info->part_count < 1) {
+        code = exr_fail(err, rv, "header: no parts");
+        goto fail;
+    }
+
+    /* The size of part 0 is checked before anything else: a frame over the limits is refused whatever its
+     * channels. A later part chosen by name is checked again below. */
+    for (int pass = 0; pass < 2; pass++) {
+        int part = pass == 0 ? 0 : r->part;
+        exr_attr_box2i_t dw, disp;
+        if ((rv = exr_get_data_window(r->ctx, part, &dw)) != EXR_ERR_SUCCESS ||
+            (rv = exr_get_display_window(r->ctx, part, &disp)) != EXR_ERR_SUCCESS) {
+            code = exr_fail(err, rv, "header of part %d: no data or display window", part);
+            goto fail;
+        }
+        int64_t w = (int64_t)dw.max.x - dw.min.x + 1, h = (int64_t)dw.max.y - dw.min.y + 1;
+        if (w < 1 || h < 1) {
+            code = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR header of part %d: empty data window (%d,%d)-(%d,%d)",
+                           part, dw.min.x, dw.min.y, dw.max.x, dw.max.y);
+            goto fail;
+        }
+        if ((code = hp_image_check_limits("EXR data window", (uint64_t)w, (uint64_t)h, opt, err)) != HP_OK)
+            goto fail;
+        /* The library's line strides are int32: 16 bytes per pixel must fit. */
+        if (w > INT32_MAX / 16) {
+            code = hp_fail(err, HP_ERR_TOO_LARGE, "EXR data window: width %lld is more than one row can address",
+                           (long long)w);
+            goto fail;
+        }
+        r->data_window = dw;
+        r->width = (uint32_t)w, r->height = (uint32_t)h;
+        info->width = r->width, info->height = r->height;
+        info->data_window = (hp_image_window){dw.min.x, dw.min.y, dw.max.x, dw.max.y};
+        info->display_window = (hp_image_window){disp.min.x, disp.min.y, disp.max.x, disp.max.y};
+        if (pass == 0 && (code = choose_channels(r, opt, info, err)) != HP_OK)
+            goto fail;
+        if (r->part == 0)
+            break;
+    }
+
+    exr_compression_t compression;
+    exr_storage_t storage;
+    if ((rv = exr_get_compression(r->ctx, r->part, &compression)) != EXR_ERR_SUCCESS ||
+        (rv = exr_get_storage(r->ctx, r->part, &storage)) != EXR_ERR_SUCCESS) {
+        code = exr_fail(err, rv, "header of part %d", r->part);
+        goto fail;
+    }
+    snprintf(info->compression, sizeof(info->compression), "%s", compression_name(compression));
+    r->tiled = storage == EXR_STORAGE_TILED;
+    info->tiled = r->tiled;
+
+    if (r->tiled) {
+        uint32_t tw, th;
+        exr_tile_level_mode_t level_mode;
+        exr_tile_round_mode_t round_mode;
+        if ((rv = exr_get_tile_descriptor(r->ctx, r->part, &tw, &th, &level_mode, &round_mode)) != EXR_ERR_SUCCESS) {
+            code = exr_fail(err, rv, "tile description of part %d", r->part);
+            goto fail;
+        }
+        if (tw < 1 || th < 1 || tw > INT32_MAX || th > INT32_MAX) {
+            code = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR tile size %u x %u is invalid", tw, th);
+            goto fail;
+        }
+        r->tile_w = tw, r->tile_h = th;
+        r->tiles_x = (uint32_t)(((uint64_t)r->width + tw - 1) / tw);
+        r->tiles_y = (uint32_t)(((uint64_t)r->height + th - 1) / th);
+        r->chunk_count = r->tiles_x * r->tiles_y; /* at most 16384^2 (1 x 1 tiles), fits */
+        r->chunk_w = tw < r->width ? tw : r->width;
+        r->chunk_h = th < r->height ? th : r->height;
+    } else {
+        int32_t lines;
+        if ((rv = exr_get_scanlines_per_chunk(r->ctx, r->part, &lines)) != EXR_ERR_SUCCESS || lines < 1) {
+            code = exr_fail(err, rv, "scanlines per chunk of part %d", r->part);
+            goto fail;
+        }
+        r->lines_per_chunk = lines;
+        r->chunk_count = (uint32_t)(((uint64_t)r->height + (uint32_t)lines - 1) / (uint32_t)lines);
+        r->chunk_w = r->width;
+        r->chunk_h = (uint32_t)lines < r->height ? (uint32_t)lines : r->height;
+    }
+    info->chunk_count = r->chunk_count;
+
+    uint64_t unpacked = 0;
+    if ((rv = exr_get_chunk_unpacked_size(r->ctx, r->part, &unpacked)) != EXR_ERR_SUCCESS) {
+        code = exr_fail(err, rv, "chunk size of part %d", r->part);
+        goto fail;
+    }
+    if (unpacked > EXR_MAX_CHUNK_UNPACKED) {
+        code = hp_fail(err, HP_ERR_TOO_LARGE, "EXR chunks of part %d unpack to %llu bytes, over the decoder's limit "
+                                              "of %llu (%u channels)", r->part, (unsigned long long)unpacked,
+                       (unsigned long long)EXR_MAX_CHUNK_UNPACKED, info->channel_count);
+        goto fail;
+    }
+    *out = r;
+    return HP_OK;
+
+fail:
+    hp_exr_close(&r);
+    return code;
+}
+
+/* --- Chunks ---------------------------------------------------------------------------------------- */
+
+/* Where a chunk lands in the frame (relative to the data window) and its size, as this file computes them
+ * from the header; the library's chunk information must agree. */
+typedef struct chunk_rect {
+    uint32_t x, y, w, h;
+} chunk_rect;
+
+static chunk_rect rect_of_chunk(const hp_exr_reader *r, uint32_t index)
+{
+    chunk_rect c;
+    if (r->tiled) {
+        c.x = (index % r->tiles_x) * r->tile_w;
+        c.y = (index / r->tiles_x) * r->tile_h;
+        c.w = r->width - c.x < r->tile_w ? r->width - c.x : r->tile_w;
+        c.h = r->height - c.y < r->tile_h ? r->height - c.y : r->tile_h;
+    } else {
+        c.x = 0;
+        c.y = index * (uint32_t)r->lines_per_chunk;
+        c.w = r->width;
+        c.h = r->height - c.y < (uint32_t)r->lines_per_chunk ? r->height - c.y : (uint32_t)r->lines_per_chunk;
+    }
+    return c;
+}
+
+/* Points the decode pipeline's channels at this chunk's destination. */
+static void aim_channels(const hp_exr_reader *r, exr_decode_pipeline_t *dec, const hp_image_dest *dest,
+                         uint8_t *scratch, chunk_rect c)
+{
+    for (int i = 0; i < dec->channel_count; i++)
+        dec->channels[i].decode_to_ptr = NULL;
+
+    bool direct_half = dest->layout == HP_LAYOUT_RGBA16F && r->all_half;
+    bool use_scratch = dest->layout == HP_LAYOUT_RGBA16F && !r->all_half;
+    size_t px = direct_half ? 8 : 16; /* bytes per destination pixel */
+    size_t elem = direct_half ? 2 : 4;
+    for (int s = 0; s < SLOT_COUNT; s++) {
+        if (r->chan[s] < 0 || r->copy_from[s] >= 0)
+            continue;
+        exr_coding_channel_info_t *ch = &dec->channels[r->chan[s]];
+        if (s == SLOT_Z) {
+            if (!dest->depth)
+                continue;
+            ch->decode_to_ptr = (uint8_t *)(dest->depth + (size_t)c.y * r->width + c.x);
+            ch->user_pixel_stride = 4;
+            ch->user_line_stride = (int32_t)(r->width * 4);
+        } else if (use_scratch) {
+            ch->decode_to_ptr = scratch + (size_t)s * 4;
+            ch->user_pixel_stride = 16;
+            ch->user_line_stride = (int32_t)(c.w * 16);
+        } else {
+            ch->decode_to_ptr = (uint8_t *)dest->rgba + ((size_t)c.y * r->width + c.x) * px + (size_t)s * elem;
+            ch->user_pixel_stride = (int32_t)px;
+            ch->user_line_stride = (int32_t)(r->width * px);
+        }
+        bool half = s != SLOT_Z && direct_half;
+        ch->user_data_type = half ? EXR_PIXEL_HALF : EXR_PIXEL_FLOAT;
+        ch->user_bytes_per_element = half ? 2 : 4;
+    }
+}
+
+/* What the library does not write: repeated channels (grey), alpha 1, the scratch's rounding to half, and
+ * the depth counts. */
+static void finish_chunk(const hp_exr_reader *r, const hp_image_dest *dest, const float *scratch, chunk_rect c,
+                         hp_depth_stats *stats)
+{
+    bool has_alpha = r->chan[SLOT_A] >= 0;
+    if (dest->layout == HP_LAYOUT_RGBA16F && !r->all_half) {
+        for (uint32_t y = 0; y < c.h; y++)
+            for (uint32_t x = 0; x < c.w; x++) {
+                float v[4];
+                const float *p = scratch + ((size_t)y * c.w + x) * 4;
+                for (int s = 0; s < 4; s++)
+                    v[s] = r->copy_from[s] >= 0 ? p[r->copy_from[s]] : p[s];
+                if (!has_alpha)
+                    v[3] = 1.0f;
+                hp_image_store_pixel(dest, (size_t)(c.y + y) * r->width + c.x + x, v[0], v[1], v[2], v[3]);
+            }
+    } else if (dest->layout == HP_LAYOUT_RGBA16F) {
+        for (uint32_t y = 0; y < c.h; y++) {
+            uint16_t *row = (uint16_t *)dest->rgba + ((size_t)(c.y + y) * r->width + c.x) * 4;
+            for (uint32_t x = 0; x < c.w; x++) {
+                uint16_t *p = row + (size_t)x * 4;
+                for (int s = 1; s < 4; s++)
+                    if (r->copy_from[s] >= 0)
+                        p[s] = p[r->copy_from[s]];
+                if (!has_alpha)
+                    p[3] = 0x3c00; /* 1.0 */
+            }
+        }
+    } else {
+        for (uint32_t y = 0; y < c.h; y++) {
+            float *row = (float *)dest->rgba + ((size_t)(c.y + y) * r->width + c.x) * 4;
+            for (uint32_t x = 0; x < c.w; x++) {
+                float *p = row + (size_t)x * 4;
+                for (int s = 1; s < 4; s++)
+                    if (r->copy_from[s] >= 0)
+                        p[s] = p[r->copy_from[s]];
+                if (!has_alpha)
+                    p[3] = 1.0f;
+            }
+        }
+    }
+
+    if (dest->depth && r->chan[SLOT_Z] >= 0)
+        for (uint32_t y = 0; y < c.h; y++) {
+            const float *row = dest->depth + (size_t)(c.y + y) * r->width + c.x;
+            for (uint32_t x = 0; x < c.w; x++) {
+                float z = row[x];
+                stats->background += z >= HP_IMAGE_DEPTH_BACKGROUND;
+                stats->nonfinite += !isfinite(z);
+            }
+        }
+}
+
+static hp_code chunk_fail(const hp_exr_reader *r, uint32_t index, chunk_rect c, exr_result_t rv, const char *step,
+                          hp_err *err)
+{
+    if (r->tiled)
+        return exr_fail(err, rv, "%s tile %u (%u, %u) at pixel (%d, %d)", step, index, index % r->tiles_x,
+                        index / r->tiles_x, r->data_window.min.x + (int32_t)c.x, r->data_window.min.y + (int32_t)c.y);
+    return exr_fail(err, rv, "%s chunk %u (scanlines %d-%d)", step, index, r->data_window.min.y + (int32_t)c.y,
+                    r->data_window.min.y + (int32_t)(c.y + c.h) - 1);
+}
+
+hp_code hp_exr_decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, const hp_image_dest *dest,
+                             hp_depth_stats *stats, hp_err *err)
+{
+    if (first > end || end > r->chunk_count || dest->width != r->width || dest->height != r->height)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR: chunks %u-%u of %u, or a %ux%u destination for %ux%u",
+                       first, end, r->chunk_count, dest->width, dest->height, r->width, r->height);
+
+    float *scratch = NULL;
+    if (dest->layout == HP_LAYOUT_RGBA16F && !r->all_half) {
+        scratch = malloc((size_t)r->chunk_w * r->chunk_h * 16);
+        if (!scratch)
+            return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR: out of memory for a %ux%u chunk", r->chunk_w, r->chunk_h);
+    }
+
+    exr_decode_pipeline_t dec = EXR_DECODE_PIPELINE_INITIALIZER;
+    bool initialized = false;
+    hp_code code = HP_OK;
+    for (uint32_t i = first; i < end; i++) {
+        chunk_rect c = rect_of_chunk(r, i);
+        exr_chunk_info_t ci;
+        exr_result_t rv;
+        exr_last_message[0] = '\0';
+        if (r->tiled)
+            rv = exr_read_tile_chunk_info(r->ctx, r->part, (int)(i % r->tiles_x), (int)(i / r->tiles_x), 0, 0, &ci);
+        else
+            rv = exr_read_scanline_chunk_info(r->ctx, r->part, r->data_window.min.y + (int32_t)c.y, &ci);
+        if (rv != EXR_ERR_SUCCESS) {
+            code = chunk_fail(r, i, c, rv, "reading", err);
+            break;
+        }
+        if (ci.width != (int32_t)c.w || ci.height != (int32_t)c.h) {
+            code = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR chunk %u: the file says %dx%d pixels, the header %ux%u",
+                           i, ci.width, ci.height, c.w, c.h);
+            break;
+        }
+
+        rv = initialized ? exr_decoding_update(r->ctx, r->part, &ci, &dec)
+                         : exr_decoding_initialize(r->ctx, r->part, &ci, &dec);
+        if (rv != EXR_ERR_SUCCESS) {
+            code = chunk_fail(r, i, c, rv, "preparing", err);
+            break;
+        }
+        aim_channels(r, &dec, dest, (uint8_t *)scratch, c);
+        if (!initialized) {
+            initialized = true;
+            if ((rv = exr_decoding_choose_default_routines(r->ctx, r->part, &dec)) != EXR_ERR_SUCCESS) {
+                code = chunk_fail(r, i, c, rv, "preparing", err);
+                break;
+            }
+        }
+        if ((rv = exr_decoding_run(r->ctx, r->part, &dec)) != EXR_ERR_SUCCESS) {
+            code = chunk_fail(r, i, c, rv, "decoding", err);
+            break;
+        }
+        finish_chunk(r, dest, scratch, c, stats);
+    }
+    exr_decoding_destroy(r->ctx, &dec);
+    free(scratch);
+    return code;
+}
+
+/* --- Entry points ---------------------------------------------------------------------------------- */
+
+hp_code hp_exr_probe(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
+                     hp_err *err)
+{
+    hp_exr_reader *r = NULL;
+    hp_code code = hp_exr_open(bytes, len, opt, info, &r, err);
+    hp_exr_close(&r);
+    return code;
+}
+
+hp_code hp_exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options *opt, const hp_image_info *info,
+                      const hp_image_dest *dest, hp_depth_stats *stats, hp_err *err)
+{
+    hp_image_info fresh = *info;
+    hp_exr_reader *r = NULL;
+    hp_code code = hp_exr_open(bytes, len, opt, &fresh, &r, err);
+    if (code != HP_OK)
+        return code;
+    code = hp_exr_decode_chunks(r, 0, r->chunk_count, dest, stats, err);
+    hp_exr_close(&r);
+    return code;
+}

@@ -1,0 +1,895 @@
+/* The schema of every per-request parameter: one row per parameter with its JSON name, type, range,
+ * default, unit and help. Defaults, validation, the API's messages and docs/PARAMETERS.md all read this
+ * table (the redis configuration-table habit), so adding a parameter is one row here plus its field in
+ * params.h.
+ *
+ * Formulas and defaults come from ../shared/reference/algorithms.md (cited by section as "A 3.6") and the
+ * choices made where sources disagree from ../shared/reference/DECISIONS.md ("D 7"). */
+#include "pipeline/params.h"
+
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- How the table is written ---------------------------------------------------------------------- */
+
+/* Each offset also proves at compile time that the field has the storage its type implies: doubles for
+ * numbers, bool, and four bytes for integers and enums (the setter stores both as uint32_t; params.h
+ * keeps analysis.variant as uint32_t and the other enums as C enums, which GCC and Clang make four
+ * bytes for these small non-negative values). A mismatch fails to compile rather than scribbling. */
+#define P0 ((hp_params *)0)
+#define NUMBER_AT(f) (offsetof(hp_params, f) + 0 * sizeof(_Generic(P0->f, double: 1)))
+#define BOOL_AT(f) (offsetof(hp_params, f) + 0 * sizeof(_Generic(P0->f, bool: 1)))
+#define U32_AT(f) (offsetof(hp_params, f) + 0 * sizeof(_Generic(P0->f, uint32_t: 1)))
+#define ENUM_AT(f) (offsetof(hp_params, f) + 0 * sizeof(char[sizeof(P0->f) == sizeof(uint32_t) ? 1 : -1]))
+
+/* An exclusive upper bound: hp_param_def has min_exclusive but no max_exclusive, so (a, b) and [a, b)
+ * store the largest double below b as an inclusive max. `v <= BELOW(b)` is exactly `v < b` for every
+ * double v. x * (1 - 2^-53) rounds to x's predecessor for any positive normal x; range_text() writes
+ * such a bound back as "b)" because it is the one kind of bound that 15 significant digits cannot
+ * reproduce. */
+#define BELOW(b) ((b) * (1.0 - DBL_EPSILON / 2))
+
+static const char *const analysis_variants[] = {"single_pass", "two_pass", NULL};
+static const char *const exposure_modes[] = {"auto", "histogram", "fixed", NULL};
+static const char *const tone_operators[] = {"linear", "reinhard", "reinhard_extended", "drago",
+                                             "aces_narkowicz", "hable", "lottes", "uchimura",
+                                             "aces_hill", "agx", "khronos_neutral", NULL};
+static const char *const gamma_modes[] = {"local", "local_luminance", "srgb", "linear", NULL};
+static const char *const output_formats[] = {"webp", "png", NULL};
+/* An integer with a choices list takes exactly those values. */
+static const char *const bit_depths[] = {"8", "16", NULL};
+
+_Static_assert(sizeof(tone_operators) / sizeof(tone_operators[0]) == HP_TONE_OPERATOR_COUNT + 1,
+               "tone_operators must name every hp_tone_operator, in enum order");
+_Static_assert(HP_EXPOSURE_FIXED == 2 && HP_GAMMA_LINEAR == 3 && HP_OUTPUT_PNG == 1 &&
+                   HP_REDUCE_PARAM_TWO_PASS == 1 && HP_TONE_KHRONOS_NEUTRAL == 10,
+               "the choices lists follow the enums' order");
+
+#define HABLE "operator `hable`"
+#define LOTTES "operator `lottes`"
+#define UCHIMURA "operator `uchimura`"
+
+const hp_param_def hp_param_schema[] = {
+    /* --- analysis: the luminance reduction (A 1; D 2-4; pipeline/reduce.h) --- */
+    {.name = "analysis.variant", .type = HP_PARAM_ENUM, .offset = U32_AT(analysis.variant),
+     .def = HP_REDUCE_PARAM_SINGLE_PASS, .choices = analysis_variants, .unit = "",
+     /* A 1.3: FidelityFX SPD-style single dispatch vs Harris's two-level tree; docs/BENCHMARKS.md. */
+     .help = "How the luminance reduction runs on the GPU: `single_pass` is one dispatch whose last "
+             "workgroup combines the partial results, `two_pass` a shared-memory tree followed by a second "
+             "dispatch. Both give the same statistics; single_pass is faster."},
+    {.name = "analysis.histogram_min_log2", .type = HP_PARAM_NUMBER,
+     .offset = NUMBER_AT(analysis.histogram_min_log2), .min = -64, .max = 63, .def = -16,
+     .unit = "log2 luminance",
+     /* A 1.4 step 2 (bin 0 holds Y < 2^min); D 4 (256 bins over [-16, 16]). */
+     .help = "Lowest edge of the 256-bin luminance histogram, as log2 of the frame's luminance. Darker "
+             "pixels go to bin 0, which the histogram mean and the percentiles leave out."},
+    {.name = "analysis.histogram_max_log2", .type = HP_PARAM_NUMBER,
+     .offset = NUMBER_AT(analysis.histogram_max_log2), .min = -63, .max = 64, .def = 16,
+     .unit = "log2 luminance",
+     .help = "Highest edge of the luminance histogram, as log2 of the frame's luminance; brighter pixels "
+             "count in the top bin. Must be above histogram_min_log2."},
+
+    /* --- exposure (A 1.4, 1.5, 3.2; D 7) --- */
+    {.name = "exposure.mode", .type = HP_PARAM_ENUM, .offset = ENUM_AT(exposure.mode), .def = HP_EXPOSURE_AUTO,
+     .choices = exposure_modes, .unit = "",
+     /* auto: Reinhard 2002 eq. 2, L = (a / L_w) Y (A 3.2); histogram: Bevy's percentile-clipped mean with
+      * the bin-centre inverse (A 1.4 step 5, D 4). */
+     .help = "How the exposure scale is found: `auto` divides the key by the frame's log-average "
+             "luminance (Reinhard 2002), `histogram` by the mean of the luminance histogram between "
+             "low_percent and high_percent, and `fixed` ignores the frame's statistics and uses stops, or "
+             "key / adaptation when adaptation is given."},
+    {.name = "exposure.key", .type = HP_PARAM_NUMBER_OR_AUTO, .offset = NUMBER_AT(exposure.key),
+     .aux_offset = BOOL_AT(exposure.key_auto), .min = 0, .min_exclusive = true, .max = 1, .def = 0.18,
+     .unit = "", .applies = "modes `auto`, `histogram`; `fixed` when adaptation > 0",
+     /* 0.18 middle grey (A 3.2, pfstools key = 0.18); "auto": a = 0.18 * 4^((2 log2 L_w - log2 L_min -
+      * log2 L_max) / (log2 L_max - log2 L_min)) with the 1st and 99th percentiles (A 1.5, D 7). */
+     .help = "Reinhard's key: the value the adaptation luminance is exposed to, 0.18 being middle grey "
+             "(about 0.09 suits low-key scenes, 0.36 to 0.72 high-key ones). `\"auto\"` estimates it "
+             "from the log-average and the 1st and 99th percentiles of luminance, which keeps low-key "
+             "scenes such as candle light dark."},
+    {.name = "exposure.low_percent", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(exposure.low_percent),
+     .min = 0, .max = BELOW(100), .def = 10, .unit = "%", .applies = "mode `histogram`",
+     /* A 1.4 step 4: first = total * lowPercent / 100 (Bevy); Unreal's AutoExposureLowPercent. */
+     .help = "Share of the darkest pixels left out of the histogram mean, in percent of the frame's "
+             "pixels. Must be below high_percent."},
+    {.name = "exposure.high_percent", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(exposure.high_percent),
+     .min = 0, .min_exclusive = true, .max = 100, .def = 90, .unit = "%", .applies = "mode `histogram`",
+     .help = "Pixels above this percentile of luminance are left out of the histogram mean, so that a few "
+             "highlights do not darken the frame."},
+    {.name = "exposure.stops", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(exposure.stops), .min = -32,
+     .max = 32, .def = 0, .unit = "stops", .applies = "mode `fixed` when adaptation is 0",
+     .help = "Fixed exposure: the frame is multiplied by 2^stops."},
+    {.name = "exposure.adaptation", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(exposure.adaptation),
+     .min = 0, .max = 1e9, .def = 0, .unit = "frame luminance units", .applies = "mode `fixed`",
+     /* Reinhard's scale a / L_w (A 1.5) with L_w given by the client instead of measured. */
+     .help = "Adaptation luminance for fixed exposure: the frame is scaled by key / adaptation; 0 uses "
+             "stops instead. A client that measured a whole sequence passes the same value with every "
+             "frame, so that the shot does not flicker."},
+    {.name = "exposure.compensation_ev", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(exposure.compensation_ev),
+     .min = -32, .max = 32, .def = 0, .unit = "stops",
+     .help = "Exposure compensation after every mode, like a camera's: a further scale of "
+             "2^compensation_ev."},
+
+    /* --- tonemap (A 3; D 6) --- */
+    {.name = "tonemap.operator", .type = HP_PARAM_ENUM, .offset = ENUM_AT(tonemap.op),
+     .def = HP_TONE_REINHARD_EXTENDED, .choices = tone_operators, .unit = "",
+     /* Luminance operators A 3.1-3.4, 3.6-3.8; RGB operators A 3.5, 3.9, 3.10; which is which: D 6. */
+     .help = "Tone curve. On luminance: `linear` (clamp), `reinhard` L/(1+L), `reinhard_extended` (burns "
+             "out at white_point), `drago` (adaptive logarithmic), `aces_narkowicz`, `hable` (Uncharted 2 "
+             "filmic), `lottes`, `uchimura` (Gran Turismo). On the RGB channels, as their definitions "
+             "require: `aces_hill`, `agx`, `khronos_neutral`."},
+    {.name = "tonemap.white_point", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.white_point),
+     .min = 0, .max = 1e9, .def = 0, .unit = "exposed luminance", .applies = "operator `reinhard_extended`",
+     /* A 3.2 eq. 4, L_d = L (1 + L / L_white^2) / (1 + L); pfstools defaults L_white to the scaled max. */
+     .help = "Reinhard's L_white: the exposed luminance that maps to 1, above which values burn out; 0 = the "
+             "exposed frame's maximum, as in Reinhard's own code."},
+    {.name = "tonemap.drago.bias", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.drago_bias), .min = 0,
+     .min_exclusive = true, .max = 1, .def = 0.85, .unit = "", .applies = "operator `drago`",
+     /* A 3.3: b in (0, 1], 0.7 to 0.9 useful, 0.85 reported optimal (LuminanceHDR docs); pfstools form (D 6). */
+     .help = "Drago's bias b, which sets how strongly dark regions are lifted: 0.7 to 0.9 is useful, 0.85 "
+             "is the value Drago reports as best."},
+    {.name = "tonemap.drago.display_max", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.drago_display_max),
+     .min = 1, .max = 10000, .def = 100, .unit = "cd/m²", .applies = "operator `drago`",
+     /* A 3.3: L_d(L_wmax) = L_dmax / 100; banterle's default 100. */
+     .help = "Drago's display maximum L_dmax: the frame's maximum maps to display_max / 100, so 100 maps it "
+             "to 1 and smaller values leave headroom."},
+    {.name = "tonemap.aces.input_scale", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.aces_input_scale),
+     .min = 0, .min_exclusive = true, .max = 16, .def = 1, .unit = "", .applies = "operator `aces_narkowicz`",
+     /* A 3.4: Narkowicz, "for the original ACES curve just multiply input by 0.6". */
+     .help = "Multiplier on the exposed value before Narkowicz's ACES fit, whose input is pre-exposed so "
+             "that 1 maps to about 0.8; 0.6 gives the original ACES range."},
+    /* Hable's blog constants, out = U(bias x) / U(W) with U(x) = (x (A x + C B) + D E) / (x (A x + B) + D F)
+     * - E / F (A 3.6; D 6). */
+    {.name = "tonemap.hable.shoulder_strength", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.hable_a),
+     .min = 0, .min_exclusive = true, .max = 10, .def = 0.15, .unit = "", .applies = HABLE,
+     .help = "Hable's A, the shoulder strength: how quickly highlights roll off."},
+    {.name = "tonemap.hable.linear_strength", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.hable_b),
+     .min = 0, .min_exclusive = true, .max = 10, .def = 0.50, .unit = "", .applies = HABLE,
+     .help = "Hable's B, the linear strength: the slope of the curve's middle section."},
+    {.name = "tonemap.hable.linear_angle", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.hable_c),
+     .min = 0, .min_exclusive = true, .max = 10, .def = 0.10, .unit = "", .applies = HABLE,
+     .help = "Hable's C, the linear angle: how straight the middle section is."},
+    {.name = "tonemap.hable.toe_strength", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.hable_d),
+     .min = 0, .min_exclusive = true, .max = 10, .def = 0.20, .unit = "", .applies = HABLE,
+     .help = "Hable's D, the toe strength: how much the shadows are compressed."},
+    {.name = "tonemap.hable.toe_numerator", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.hable_e),
+     .min = 0, .max = 10, .def = 0.02, .unit = "", .applies = HABLE,
+     .help = "Hable's E, the toe numerator; with toe_denominator it sets the toe's angle (E/F)."},
+    {.name = "tonemap.hable.toe_denominator", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.hable_f),
+     .min = 0, .min_exclusive = true, .max = 10, .def = 0.30, .unit = "", .applies = HABLE,
+     .help = "Hable's F, the toe denominator."},
+    {.name = "tonemap.hable.white", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.hable_white), .min = 0,
+     .min_exclusive = true, .max = 1000, .def = 11.2, .unit = "exposed luminance", .applies = HABLE,
+     /* A 3.6 pitfall: the bias scales x but not W, so the output reaches 1 at W / bias and is clamped. */
+     .help = "Hable's linear white point W: the curve is divided by its value at W, so the output reaches "
+             "1 at white / exposure_bias and is clipped above."},
+    {.name = "tonemap.hable.exposure_bias", .type = HP_PARAM_NUMBER,
+     .offset = NUMBER_AT(tonemap.hable_exposure_bias), .min = 0, .min_exclusive = true, .max = 100, .def = 2,
+     .unit = "", .applies = HABLE,
+     .help = "Multiplier on the input before Hable's curve (not on white), 2 in Hable's own code."},
+    /* Lottes 2016: f(x) = x^a / (x^(a d) b + c), b and c solving f(midIn) = midOut, f(hdrMax) = 1;
+     * defaults and ranges from tizian/tonemapper (A 3.7). */
+    {.name = "tonemap.lottes.contrast", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.lottes_contrast),
+     .min = 1, .max = 2, .def = 1.6, .unit = "", .applies = LOTTES,
+     .help = "Lottes's contrast a, the power of the curve's toe."},
+    {.name = "tonemap.lottes.shoulder", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.lottes_shoulder),
+     .min = 0.01, .max = 2, .def = 0.977, .unit = "", .applies = LOTTES,
+     .help = "Lottes's shoulder d, which bends the highlights towards hdr_max."},
+    {.name = "tonemap.lottes.hdr_max", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.lottes_hdr_max),
+     .min = 1, .max = 1000, .def = 8, .unit = "exposed luminance", .applies = LOTTES,
+     .help = "The exposed luminance that maps to exactly 1 (hdrMax); brighter values are clipped."},
+    {.name = "tonemap.lottes.mid_in", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.lottes_mid_in),
+     .min = 0, .min_exclusive = true, .max = 1, .def = 0.18, .unit = "exposed luminance", .applies = LOTTES,
+     .help = "Input mid grey (midIn), which the curve maps to mid_out. Must be below hdr_max."},
+    {.name = "tonemap.lottes.mid_out", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.lottes_mid_out),
+     .min = 0, .min_exclusive = true, .max = BELOW(1), .def = 0.267, .unit = "", .applies = LOTTES,
+     .help = "Output value of mid_in (midOut)."},
+    /* Uchimura 2017: toe m (x/m)^c + b, linear m + a (x - m), shoulder P - (P - S1) exp(CP (x - S0));
+     * defaults and ranges from tizian/tonemapper's gran_turismo.h (A 3.8). */
+    {.name = "tonemap.uchimura.max_brightness", .type = HP_PARAM_NUMBER,
+     .offset = NUMBER_AT(tonemap.uchimura_max_brightness), .min = 1, .max = 100, .def = 1, .unit = "",
+     .applies = UCHIMURA,
+     .help = "Uchimura's maximum brightness P, the output that the shoulder approaches."},
+    {.name = "tonemap.uchimura.contrast", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.uchimura_contrast),
+     .min = 0, .min_exclusive = true, .max = 5, .def = 1, .unit = "", .applies = UCHIMURA,
+     .help = "Uchimura's contrast a, the slope of the linear section."},
+    {.name = "tonemap.uchimura.linear_start", .type = HP_PARAM_NUMBER,
+     .offset = NUMBER_AT(tonemap.uchimura_linear_start), .min = 0, .min_exclusive = true, .max = 1, .def = 0.22,
+     .unit = "exposed luminance", .applies = UCHIMURA,
+     .help = "Uchimura's m, where the linear section starts; the toe runs below it. Must be below "
+             "max_brightness."},
+    {.name = "tonemap.uchimura.linear_length", .type = HP_PARAM_NUMBER,
+     .offset = NUMBER_AT(tonemap.uchimura_linear_length), .min = 0.01, .max = 0.99, .def = 0.4, .unit = "",
+     .applies = UCHIMURA,
+     .help = "Uchimura's l, the length of the linear section as a share of the room between linear_start "
+             "and max_brightness."},
+    {.name = "tonemap.uchimura.black_tightness", .type = HP_PARAM_NUMBER,
+     .offset = NUMBER_AT(tonemap.uchimura_black_tightness), .min = 1, .max = 3, .def = 1.33, .unit = "",
+     .applies = UCHIMURA,
+     .help = "Uchimura's c, the power of the toe: higher values press the blacks down harder."},
+    {.name = "tonemap.uchimura.black_offset", .type = HP_PARAM_NUMBER,
+     .offset = NUMBER_AT(tonemap.uchimura_black_offset), .min = 0, .max = 1, .def = 0, .unit = "",
+     .applies = UCHIMURA,
+     .help = "Uchimura's b, added to the toe's output to lift the blacks."},
+
+    /* --- gamma: the output encoding (A 4; D 7) --- */
+    {.name = "gamma.mode", .type = HP_PARAM_ENUM, .offset = ENUM_AT(gamma.mode), .def = HP_GAMMA_LOCAL,
+     .choices = gamma_modes, .unit = "",
+     /* Kwon et al. 2011 via Engel's KGC 2013 article (A 4); per channel by default because applying it to
+      * Y alone over-saturates on real frames (D 7). sRGB: IEC 61966-2-1. */
+     .help = "Output encoding: `local` raises each RGB channel to Kwon's per-pixel exponent 0.444 + 0.045 "
+             "ln(L_an + 0.6034), where L_an is the tone-mapped luminance (0.421 to 0.465); "
+             "`local_luminance` applies that exponent to luminance alone (the original form, which "
+             "over-saturates); `srgb` is the standard sRGB curve; `linear` leaves values linear."},
+    {.name = "gamma.radius", .type = HP_PARAM_INTEGER, .offset = U32_AT(gamma.radius), .min = 0, .max = 64,
+     .def = 0, .unit = "pixels", .applies = "modes `local`, `local_luminance`",
+     .help = "Radius of the neighbourhood whose blurred luminance is the adaptation luminance L_an; 0 uses "
+             "each pixel's own luminance."},
+
+    /* --- output: quantization and encoding --- */
+    {.name = "output.format", .type = HP_PARAM_ENUM, .offset = ENUM_AT(output.format), .def = HP_OUTPUT_WEBP,
+     .choices = output_formats, .unit = "",
+     .help = "Image format of the response."},
+    {.name = "output.quality", .type = HP_PARAM_INTEGER, .offset = U32_AT(output.quality), .min = 0, .max = 100,
+     .def = 90, .unit = "", .applies = "format `webp` when lossless is false",
+     .help = "WebP quality: higher is larger and closer to the tone-mapped frame."},
+    {.name = "output.lossless", .type = HP_PARAM_BOOL, .offset = BOOL_AT(output.lossless), .def = 0, .unit = "",
+     .applies = "format `webp`",
+     .help = "Encode WebP losslessly, ignoring quality. PNG is always lossless."},
+    {.name = "output.effort", .type = HP_PARAM_INTEGER, .offset = U32_AT(output.effort), .min = 0, .max = 6,
+     .def = 2, .unit = "",
+     .help = "Encoder effort from 0 (fastest) to 6 (smallest file): the WebP method or the PNG compression "
+             "level."},
+    {.name = "output.bit_depth", .type = HP_PARAM_INTEGER, .offset = U32_AT(output.bit_depth), .min = 8,
+     .max = 16, .def = 8, .choices = bit_depths, .unit = "bits",
+     .help = "Bits per channel of the encoded image; 16 only with format png."},
+    {.name = "output.dither", .type = HP_PARAM_BOOL, .offset = BOOL_AT(output.dither), .def = 1, .unit = "",
+     .help = "Add triangular noise of one quantization step before rounding, so that smooth gradients do "
+             "not band."},
+};
+
+const size_t hp_param_schema_count = sizeof(hp_param_schema) / sizeof(hp_param_schema[0]);
+
+/* --- Reading and writing fields ---------------------------------------------------------------------- */
+
+static void *at(hp_params *p, size_t offset) { return (char *)p + offset; }
+static const void *cat(const hp_params *p, size_t offset) { return (const char *)p + offset; }
+
+static size_t choice_count(const char *const *choices)
+{
+    size_t n = 0;
+    while (choices && choices[n])
+        n++;
+    return n;
+}
+
+static uint32_t get_u32(const hp_params *p, size_t offset)
+{
+    uint32_t v;
+    memcpy(&v, cat(p, offset), sizeof(v));
+    return v;
+}
+
+/* Enums go through memcpy of a uint32_t: the same bytes for the enum fields as for analysis.variant
+ * (ENUM_AT proved both are four bytes), with no aliasing question. */
+static void put_u32(hp_params *p, size_t offset, uint32_t v) { memcpy(at(p, offset), &v, sizeof(v)); }
+
+/* The field's value as a number: enums as their index, bools as 0/1. */
+static double get_value(const hp_params *p, const hp_param_def *def)
+{
+    switch (def->type) {
+    case HP_PARAM_NUMBER:
+    case HP_PARAM_NUMBER_OR_AUTO: return *(const double *)cat(p, def->offset);
+    case HP_PARAM_INTEGER:
+    case HP_PARAM_ENUM: return get_u32(p, def->offset);
+    case HP_PARAM_BOOL: return *(const bool *)cat(p, def->offset);
+    }
+    return NAN;
+}
+
+/* --- Formatting numbers, ranges and expectations ------------------------------------------------------- */
+
+/* The shortest text that reads back as v: "0.18", "1e9", "-16", "10000". */
+static void format_number(double v, char *out, size_t size)
+{
+    if (isnan(v)) {
+        snprintf(out, size, "NaN");
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(out, size, v > 0 ? "infinity" : "-infinity");
+        return;
+    }
+    if (v == floor(v) && fabs(v) < 1e7) {
+        snprintf(out, size, "%.0f", v == 0 ? 0.0 : v);
+        return;
+    }
+    char buf[40];
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, sizeof(buf), "%.*g", digits, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    /* "1e+09" -> "1e9", "1e-05" -> "1e-5" */
+    char *e = strchr(buf, 'e');
+    if (e) {
+        char *digits = e + 1;
+        bool negative = *digits == '-';
+        if (*digits == '+' || *digits == '-')
+            digits++;
+        while (digits[0] == '0' && digits[1])
+            digits++;
+        snprintf(e + 1, sizeof(buf) - (size_t)(e + 1 - buf), "%s%s", negative ? "-" : "", digits);
+    }
+    snprintf(out, size, "%s", buf);
+}
+
+/* The upper bound as written and whether it is exclusive (see BELOW). */
+static double upper_bound(const hp_param_def *def, bool *exclusive)
+{
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%.15g", def->max);
+    double shown = strtod(buf, NULL);
+    *exclusive = shown != def->max;
+    return shown;
+}
+
+/* "[0, 1e9]", "(0, 1]", "[0, 100)", or for an integer with choices "8, 16". */
+static void range_text(const hp_param_def *def, char *out, size_t size)
+{
+    if (def->choices) {
+        size_t n = 0;
+        out[0] = '\0';
+        for (size_t i = 0; def->choices[i] && n < size; i++)
+            n += (size_t)snprintf(out + n, size - n, "%s%s", i ? ", " : "", def->choices[i]);
+        return;
+    }
+    bool max_exclusive;
+    double max = upper_bound(def, &max_exclusive);
+    char lo[32], hi[32];
+    format_number(def->min, lo, sizeof(lo));
+    format_number(max, hi, sizeof(hi));
+    snprintf(out, size, "%c%s, %s%c", def->min_exclusive ? '(' : '[', lo, hi, max_exclusive ? ')' : ']');
+}
+
+/* What the parameter accepts, completing "<name> must be ...". */
+static void expectation(const hp_param_def *def, char *out, size_t size)
+{
+    char range[256];
+    range_text(def, range, sizeof(range));
+    switch (def->type) {
+    case HP_PARAM_NUMBER: snprintf(out, size, "a number in %s", range); return;
+    case HP_PARAM_NUMBER_OR_AUTO: snprintf(out, size, "a number in %s or \"auto\"", range); return;
+    case HP_PARAM_INTEGER:
+        if (def->choices)
+            snprintf(out, size, "one of %s", range);
+        else
+            snprintf(out, size, "an integer in %s", range);
+        return;
+    case HP_PARAM_BOOL: snprintf(out, size, "true or false"); return;
+    case HP_PARAM_ENUM: snprintf(out, size, "one of %s", range); return;
+    }
+    snprintf(out, size, "valid");
+}
+
+static hp_code fail_expected(const hp_param_def *def, hp_err *err, const char *got_fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* "<name> must be <expectation>, got <what>": the one shape of every value error. */
+static hp_code fail_expected(const hp_param_def *def, hp_err *err, const char *got_fmt, ...)
+{
+    char expect[300], got[120];
+    expectation(def, expect, sizeof(expect));
+    va_list ap;
+    va_start(ap, got_fmt);
+    vsnprintf(got, sizeof(got), got_fmt, ap);
+    va_end(ap);
+    return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, def->name, "%s must be %s, got %s", def->name, expect,
+                         got);
+}
+
+static hp_code fail_got_number(const hp_param_def *def, double v, hp_err *err)
+{
+    char text[40];
+    format_number(v, text, sizeof(text));
+    return fail_expected(def, err, "%s", text);
+}
+
+/* --- The schema's interface ---------------------------------------------------------------------------- */
+
+const hp_param_def *hp_param_find(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < hp_param_schema_count; i++)
+        if (strcmp(hp_param_schema[i].name, name) == 0)
+            return &hp_param_schema[i];
+    return NULL;
+}
+
+bool hp_tone_operator_on_rgb(hp_tone_operator op)
+{
+    /* D 6: these need the colour channels (matrices, min/max channel); the rest are curves on Y. */
+    return op == HP_TONE_ACES_HILL || op == HP_TONE_AGX || op == HP_TONE_KHRONOS_NEUTRAL;
+}
+
+void hp_params_defaults(hp_params *p)
+{
+    memset(p, 0, sizeof(*p));
+    for (size_t i = 0; i < hp_param_schema_count; i++) {
+        const hp_param_def *def = &hp_param_schema[i];
+        switch (def->type) {
+        case HP_PARAM_NUMBER_OR_AUTO:
+            *(bool *)at(p, def->aux_offset) = def->def_auto;
+            /* fall through */
+        case HP_PARAM_NUMBER: *(double *)at(p, def->offset) = def->def; break;
+        case HP_PARAM_INTEGER:
+        case HP_PARAM_ENUM: put_u32(p, def->offset, (uint32_t)def->def); break;
+        case HP_PARAM_BOOL: *(bool *)at(p, def->offset) = def->def != 0; break;
+        }
+    }
+}
+
+/* Whether v is an allowed value of a number, integer or enum parameter. */
+static bool value_allowed(const hp_param_def *def, double v)
+{
+    if (!isfinite(v))
+        return false;
+    switch (def->type) {
+    case HP_PARAM_NUMBER:
+    case HP_PARAM_NUMBER_OR_AUTO:
+        return (def->min_exclusive ? v > def->min : v >= def->min) && v <= def->max;
+    case HP_PARAM_INTEGER:
+        if (v != floor(v) || v < def->min || v > def->max)
+            return false;
+        if (def->choices) {
+            for (size_t i = 0; def->choices[i]; i++)
+                if (strtod(def->choices[i], NULL) == v)
+                    return true;
+            return false;
+        }
+        return true;
+    case HP_PARAM_ENUM: return v >= 0 && v < (double)choice_count(def->choices) && v == floor(v);
+    case HP_PARAM_BOOL: return v == 0 || v == 1;
+    }
+    return false;
+}
+
+hp_code hp_param_set_number(hp_params *p, const hp_param_def *def, double value, hp_err *err)
+{
+    /* A number never picks an enum choice or a boolean: the wire spells those by name. */
+    if (def->type == HP_PARAM_ENUM || def->type == HP_PARAM_BOOL || !value_allowed(def, value))
+        return fail_got_number(def, value, err);
+    switch (def->type) {
+    case HP_PARAM_NUMBER_OR_AUTO:
+        *(bool *)at(p, def->aux_offset) = false;
+        /* fall through */
+    case HP_PARAM_NUMBER: *(double *)at(p, def->offset) = value; break;
+    case HP_PARAM_INTEGER: put_u32(p, def->offset, (uint32_t)value); break;
+    default: break;
+    }
+    return HP_OK;
+}
+
+hp_code hp_param_set_bool(hp_params *p, const hp_param_def *def, bool value, hp_err *err)
+{
+    if (def->type != HP_PARAM_BOOL)
+        return fail_expected(def, err, "%s", value ? "true" : "false");
+    *(bool *)at(p, def->offset) = value;
+    return HP_OK;
+}
+
+/* A number as JSON writes it (optional minus, digits, fraction, exponent), so that a query string reads
+ * like the JSON body: no hex, no "inf" or "nan", no leading '+' or spaces. */
+static bool parse_number(const char *text, double *out)
+{
+    const char *s = text;
+    if (*s == '-')
+        s++;
+    if (!(*s >= '0' && *s <= '9'))
+        return false;
+    for (const char *c = s; *c; c++)
+        if (!strchr("0123456789.eE+-", *c))
+            return false;
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (*end != '\0')
+        return false;
+    *out = v; /* overflow gives infinity, which the range check rejects with the value shown */
+    return true;
+}
+
+/* The user's text in a message: quoted, and cut short when long. */
+static void quote_text(const char *text, char *out, size_t size)
+{
+    size_t len = strlen(text);
+    if (len > 60)
+        snprintf(out, size, "\"%.60s...\"", text);
+    else
+        snprintf(out, size, "\"%s\"", text);
+}
+
+hp_code hp_param_set_string(hp_params *p, const hp_param_def *def, const char *value, hp_err *err)
+{
+    char quoted[80];
+    quote_text(value, quoted, sizeof(quoted));
+    switch (def->type) {
+    case HP_PARAM_ENUM:
+        for (size_t i = 0; def->choices[i]; i++) {
+            if (strcmp(def->choices[i], value) == 0) {
+                put_u32(p, def->offset, (uint32_t)i);
+                return HP_OK;
+            }
+        }
+        return fail_expected(def, err, "%s", quoted);
+    case HP_PARAM_BOOL:
+        if (strcmp(value, "true") == 0 || strcmp(value, "false") == 0)
+            return hp_param_set_bool(p, def, value[0] == 't', err);
+        return fail_expected(def, err, "%s", quoted);
+    case HP_PARAM_NUMBER_OR_AUTO:
+        if (strcmp(value, "auto") == 0) {
+            *(bool *)at(p, def->aux_offset) = true;
+            return HP_OK;
+        }
+        /* fall through */
+    case HP_PARAM_NUMBER:
+    case HP_PARAM_INTEGER: {
+        double v;
+        if (!parse_number(value, &v))
+            return fail_expected(def, err, "%s", quoted);
+        return hp_param_set_number(p, def, v, err);
+    }
+    }
+    return fail_expected(def, err, "%s", quoted);
+}
+
+/* --- Rules that span fields ---------------------------------------------------------------------------- */
+
+typedef struct param_rule {
+    const char *field; /* the parameter the error names */
+    const char *doc;   /* for docs/PARAMETERS.md */
+    hp_code (*check)(const hp_params *p, const char *field, hp_err *err);
+} param_rule;
+
+static hp_code rule_histogram_range(const hp_params *p, const char *field, hp_err *err)
+{
+    const hp_analysis_params *a = &p->analysis;
+    if (a->histogram_max_log2 > a->histogram_min_log2)
+        return HP_OK;
+    return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, field,
+                         "%s (%g) must be above analysis.histogram_min_log2 (%g)", field, a->histogram_max_log2,
+                         a->histogram_min_log2);
+}
+
+static hp_code rule_percentiles(const hp_params *p, const char *field, hp_err *err)
+{
+    const hp_exposure_params *e = &p->exposure;
+    if (e->low_percent < e->high_percent)
+        return HP_OK;
+    return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, field,
+                         "%s (%g) must be below exposure.high_percent (%g): the histogram mean needs pixels "
+                         "between them",
+                         field, e->low_percent, e->high_percent);
+}
+
+static hp_code rule_bit_depth(const hp_params *p, const char *field, hp_err *err)
+{
+    if (p->output.bit_depth != 16 || p->output.format == HP_OUTPUT_PNG)
+        return HP_OK;
+    return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, field,
+                         "%s 16 needs output.format png (WebP stores 8 bits per channel), got format %s", field,
+                         (size_t)p->output.format < choice_count(output_formats) ? output_formats[p->output.format]
+                                                                                  : "?");
+}
+
+/* Lottes's b and c (A 3.7). The curve f(x) = x^a / (x^(a d) b + c) reaches both points only when
+ * hdrMax > midIn (else the shared denominator (hdrMax^(ad) - midIn^(ad)) midOut is 0), and it stays
+ * finite and rising from f(0) = 0 only when b > 0 and c >= 0; otherwise the denominator crosses 0 at
+ * some x > 0 and the output goes infinite or negative there. With the ranges of the table that bounds
+ * midOut: b > 0 <=> midOut > (midIn/hdrMax)^a, and, for d < 1, c > 0 <=> midOut < (midIn/hdrMax)^(a(1-d))
+ * [derived: factor x^(ad) out of each numerator]. */
+static hp_code rule_lottes_mid(const hp_params *p, const char *field, hp_err *err)
+{
+    const hp_tonemap_params *t = &p->tonemap;
+    if (t->lottes_mid_in < t->lottes_hdr_max)
+        return HP_OK;
+    return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, field,
+                         "%s (%g) must be below tonemap.lottes.hdr_max (%g): the curve maps mid_in to mid_out "
+                         "and hdr_max to 1",
+                         field, t->lottes_mid_in, t->lottes_hdr_max);
+}
+
+static hp_code rule_lottes_pole(const hp_params *p, const char *field, hp_err *err)
+{
+    const hp_tonemap_params *t = &p->tonemap;
+    double a = t->lottes_contrast, d = t->lottes_shoulder, h = t->lottes_hdr_max, m = t->lottes_mid_in;
+    double o = t->lottes_mid_out;
+    double den = (pow(h, a * d) - pow(m, a * d)) * o;
+    double b = (-pow(m, a) + pow(h, a) * o) / den;
+    double c = (pow(h, a * d) * pow(m, a) - pow(h, a) * pow(m, a * d) * o) / den;
+    if (b > 0 && c >= 0 && isfinite(b) && isfinite(c))
+        return HP_OK;
+    double lo = pow(m / h, a), hi = d < 1 ? pow(m / h, a * (1 - d)) : 1;
+    return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, field,
+                         "%s (%g) must be in (%.6g, %.6g) for these contrast, shoulder, mid_in and hdr_max: "
+                         "outside it the curve has a pole (b = %.6g, c = %.6g)",
+                         field, o, lo, hi, b, c);
+}
+
+/* Uchimura (A 3.8): l0 = (P - m) l / a, S1 = m + a l0 = m + (P - m) l, and the shoulder's
+ * C2 = a P / (P - S1) needs S1 < P. With l <= 0.99 < 1 that holds exactly when m < P [derived]; the
+ * linear section then ends at m + (P - m) l in output, inside (m, P). In the table's ranges only
+ * m = P = 1 breaks it, and the shoulder would divide by zero. */
+static hp_code rule_uchimura_linear(const hp_params *p, const char *field, hp_err *err)
+{
+    const hp_tonemap_params *t = &p->tonemap;
+    double m = t->uchimura_linear_start, P = t->uchimura_max_brightness, l = t->uchimura_linear_length;
+    /* The second test catches m a few ulps below P, where S1 would round to P. */
+    if (m < P && m + (P - m) * l < P)
+        return HP_OK;
+    return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, field,
+                         "%s (%g) must be below tonemap.uchimura.max_brightness (%g): the linear section ends "
+                         "at linear_start + linear_length * (max_brightness - linear_start) and the shoulder "
+                         "needs room above it",
+                         field, m, P);
+}
+
+/* Hable (A 3.6): the output is U(bias x) / U(W); U(0) = 0 and U tends to 1 - E/F, so with E >= F the
+ * curve can end at or below 0 and the division flips or explodes [derived]. */
+static double hable_u(const hp_tonemap_params *t, double x)
+{
+    double A = t->hable_a, B = t->hable_b, C = t->hable_c, D = t->hable_d, E = t->hable_e, F = t->hable_f;
+    return (x * (A * x + C * B) + D * E) / (x * (A * x + B) + D * F) - E / F;
+}
+
+static hp_code rule_hable_white(const hp_params *p, const char *field, hp_err *err)
+{
+    double u = hable_u(&p->tonemap, p->tonemap.hable_white);
+    if (u > 0 && isfinite(u))
+        return HP_OK;
+    return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, field,
+                         "%s (%g) with tonemap.hable.toe_denominator (%g) makes the curve at white %g equal %.6g, "
+                         "but it must be positive: lower toe_numerator or raise toe_denominator",
+                         field, p->tonemap.hable_e, p->tonemap.hable_f, p->tonemap.hable_white, u);
+}
+
+static const param_rule rules[] = {
+    {"analysis.histogram_max_log2", "`analysis.histogram_max_log2` > `analysis.histogram_min_log2`.",
+     rule_histogram_range},
+    {"exposure.low_percent", "`exposure.low_percent` < `exposure.high_percent`.", rule_percentiles},
+    {"tonemap.hable.toe_numerator",
+     "Hable's curve must be positive at `tonemap.hable.white` (it tends to 1 - E/F, so "
+     "`toe_numerator` must stay well below `toe_denominator`).",
+     rule_hable_white},
+    {"tonemap.lottes.mid_in", "`tonemap.lottes.mid_in` < `tonemap.lottes.hdr_max`.", rule_lottes_mid},
+    {"tonemap.lottes.mid_out",
+     "`tonemap.lottes.mid_out` must leave Lottes's curve without a pole: above (mid_in / hdr_max)^contrast "
+     "and, when shoulder < 1, below (mid_in / hdr_max)^(contrast (1 - shoulder)).",
+     rule_lottes_pole},
+    {"tonemap.uchimura.linear_start",
+     "`tonemap.uchimura.linear_start` < `tonemap.uchimura.max_brightness`, so that the linear section, "
+     "which ends at linear_start + linear_length (max_brightness - linear_start), leaves room for the "
+     "shoulder.",
+     rule_uchimura_linear},
+    {"output.bit_depth", "`output.bit_depth` 16 only with `output.format` `png`.", rule_bit_depth},
+};
+
+hp_code hp_params_check(const hp_params *p, hp_err *err)
+{
+    /* Every field first, so a struct filled in C (not through the setters) is held to the same table. */
+    for (size_t i = 0; i < hp_param_schema_count; i++) {
+        const hp_param_def *def = &hp_param_schema[i];
+        if (def->type == HP_PARAM_BOOL)
+            continue;
+        if (def->type == HP_PARAM_NUMBER_OR_AUTO && *(const bool *)cat(p, def->aux_offset))
+            continue;
+        double v = get_value(p, def);
+        if (!value_allowed(def, v))
+            return fail_got_number(def, v, err);
+    }
+    /* Rules hold whichever mode or operator is chosen, so that a valid request stays valid when only
+     * the operator changes. */
+    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+        hp_code code = rules[i].check(p, rules[i].field, err);
+        if (code != HP_OK)
+            return code;
+    }
+    return HP_OK;
+}
+
+/* --- docs/PARAMETERS.md -------------------------------------------------------------------------------- */
+
+typedef struct stage_doc {
+    const char *prefix;
+    const char *title;
+    const char *text;
+} stage_doc;
+
+static const stage_doc stages[] = {
+    {"analysis", "analysis: luminance statistics",
+     "The reduction over the scene-linear frame that every later stage reads: log-average, mean, minimum, "
+     "maximum and a 256-bin histogram of log2 luminance."},
+    {"exposure", "exposure",
+     "Scales the scene-linear frame before the tone curve: from the frame's statistics (`auto`, "
+     "`histogram`) or from fixed values (`fixed`), then by `compensation_ev` in every mode."},
+    {"tonemap", "tonemap: the tone curve",
+     "Maps exposed luminance (or, for `aces_hill`, `agx` and `khronos_neutral`, the exposed RGB channels) "
+     "into [0, 1]. Each operator reads only its own parameters."},
+    {"gamma", "gamma: output encoding",
+     "Encodes the tone-mapped linear values for display. The `local` modes replace the display gamma, so no "
+     "sRGB curve is applied after them."},
+    {"output", "output: the encoded image", "Quantization and the image encoder."},
+};
+
+static const char *type_text(const hp_param_def *def)
+{
+    switch (def->type) {
+    case HP_PARAM_NUMBER: return "number";
+    case HP_PARAM_NUMBER_OR_AUTO: return "number or `\"auto\"`";
+    case HP_PARAM_INTEGER: return "integer";
+    case HP_PARAM_BOOL: return "boolean";
+    case HP_PARAM_ENUM: return "string";
+    }
+    return "?";
+}
+
+static void default_text(const hp_param_def *def, char *out, size_t size)
+{
+    char num[40];
+    switch (def->type) {
+    case HP_PARAM_NUMBER_OR_AUTO:
+        if (def->def_auto) {
+            snprintf(out, size, "`\"auto\"`");
+            return;
+        }
+        /* fall through */
+    case HP_PARAM_NUMBER:
+    case HP_PARAM_INTEGER:
+        format_number(def->def, num, sizeof(num));
+        snprintf(out, size, "`%s`", num);
+        return;
+    case HP_PARAM_BOOL: snprintf(out, size, "`%s`", def->def != 0 ? "true" : "false"); return;
+    case HP_PARAM_ENUM: snprintf(out, size, "`\"%s\"`", def->choices[(size_t)def->def]); return;
+    }
+}
+
+static void allowed_text(const hp_param_def *def, char *out, size_t size)
+{
+    char range[256];
+    switch (def->type) {
+    case HP_PARAM_BOOL: snprintf(out, size, "`true`, `false`"); return;
+    case HP_PARAM_ENUM: {
+        size_t n = 0;
+        out[0] = '\0';
+        for (size_t i = 0; def->choices[i] && n < size; i++)
+            n += (size_t)snprintf(out + n, size - n, "%s`%s`", i ? ", " : "", def->choices[i]);
+        return;
+    }
+    case HP_PARAM_NUMBER_OR_AUTO:
+        range_text(def, range, sizeof(range));
+        snprintf(out, size, "%s or `\"auto\"`", range);
+        return;
+    case HP_PARAM_INTEGER:
+    case HP_PARAM_NUMBER: range_text(def, out, size); return;
+    }
+}
+
+static bool in_stage(const hp_param_def *def, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return strncmp(def->name, prefix, n) == 0 && def->name[n] == '.';
+}
+
+void hp_params_write_markdown(FILE *out)
+{
+    fprintf(out,
+            "# Request parameters\n"
+            "\n"
+            "<!-- Generated by tools/params_doc from the table in pipeline/params.c; do not edit. After changing\n"
+            "     the table: build/tools/params_doc > docs/PARAMETERS.md (the params_doc test checks it). -->\n"
+            "\n"
+            "Every request may set any of the parameters below; the others keep their defaults. A parameter's\n"
+            "name is dotted, stage first (`tonemap.operator`, `tonemap.hable.white`), and there are three ways\n"
+            "to send it.\n"
+            "\n"
+            "A JSON object nested by stage:\n"
+            "\n"
+            "```json\n"
+            "{\"tonemap\": {\"operator\": \"hable\", \"hable\": {\"white\": 8}}, \"output\": {\"format\": \"png\"}}\n"
+            "```\n"
+            "\n"
+            "The same with dotted keys (the two forms may be mixed in one object):\n"
+            "\n"
+            "```json\n"
+            "{\"tonemap.operator\": \"hable\", \"tonemap.hable.white\": 8, \"output.format\": \"png\"}\n"
+            "```\n"
+            "\n"
+            "Or as URL query keys, percent-encoded where needed (`+` stands for a space):\n"
+            "\n"
+            "```text\n"
+            "?tonemap.operator=hable&tonemap.hable.white=8&output.format=png\n"
+            "```\n"
+            "\n"
+            "Values have the JSON types shown in the tables: numbers unquoted, booleans `true` or `false`, choices\n"
+            "as strings; in a query string they are written the same way without quotes (`exposure.key=auto`,\n"
+            "`output.dither=false`). Nothing is ignored silently: an unknown name, a value of the wrong type or\n"
+            "out of its range, NaN or infinity, an empty query value and a parameter given twice (in any\n"
+            "spelling) are each refused with the error code `invalid_argument`, a message that names the\n"
+            "parameter and what it accepts, and the parameter's dotted name in the error's `field`. Every\n"
+            "parameter is checked, also when the chosen mode or operator does not read it, so that a valid\n"
+            "request stays valid when only the operator changes. The effective parameters are echoed in the\n"
+            "nested form, every field included.\n"
+            "\n"
+            "Ranges: `[a, b]` includes both ends, `(a, b]` excludes a, `[a, b)` excludes b.\n");
+
+    for (size_t s = 0; s < sizeof(stages) / sizeof(stages[0]); s++) {
+        fprintf(out, "\n## %s\n\n%s\n\n", stages[s].title, stages[s].text);
+        fprintf(out, "| name | type | default | range or choices | unit | applies to | description |\n");
+        fprintf(out, "|---|---|---|---|---|---|---|\n");
+        for (size_t i = 0; i < hp_param_schema_count; i++) {
+            const hp_param_def *def = &hp_param_schema[i];
+            if (!in_stage(def, stages[s].prefix))
+                continue;
+            char deflt[64], allowed[512];
+            default_text(def, deflt, sizeof(deflt));
+            allowed_text(def, allowed, sizeof(allowed));
+            fprintf(out, "| `%s` | %s | %s | %s | %s | %s | %s |\n", def->name, type_text(def), deflt, allowed,
+                    def->unit && def->unit[0] ? def->unit : "", def->applies ? def->applies : "always",
+                    def->help);
+        }
+    }
+
+    fprintf(out, "\n## Rules across parameters\n\nChecked after every value is set, whatever the order of the keys:\n\n");
+    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
+        fprintf(out, "- %s\n", rules[i].doc);
+
+    /* The error example is produced by the setter itself, so it cannot drift from what the API says. */
+    hp_params p;
+    hp_params_defaults(&p);
+    hp_err err = {0};
+    hp_param_set_number(&p, hp_param_find("tonemap.white_point"), -1, &err);
+
+    fprintf(out,
+            "\n## Examples\n"
+            "\n"
+            "A filmic look at a fixed exposure, as a 16-bit PNG:\n"
+            "\n"
+            "```json\n"
+            "{\"exposure\": {\"mode\": \"fixed\", \"stops\": 1.5},\n"
+            " \"tonemap\": {\"operator\": \"hable\"},\n"
+            " \"output\": {\"format\": \"png\", \"bit_depth\": 16}}\n"
+            "```\n"
+            "\n"
+            "Every frame of a shot exposed alike, from an adaptation luminance the client measured over the\n"
+            "whole sequence, so that the shot does not flicker:\n"
+            "\n"
+            "```json\n"
+            "{\"exposure.mode\": \"fixed\", \"exposure.adaptation\": 0.42, \"exposure.key\": 0.18}\n"
+            "```\n"
+            "\n"
+            "Auto exposure from the histogram with an estimated key, and Drago's operator:\n"
+            "\n"
+            "```json\n"
+            "{\"exposure\": {\"mode\": \"histogram\", \"key\": \"auto\", \"low_percent\": 5, \"high_percent\": 98},\n"
+            " \"tonemap\": {\"operator\": \"drago\", \"drago\": {\"bias\": 0.8}}}\n"
+            "```\n"
+            "\n"
+            "AgX with the standard sRGB curve and a lossless WebP, in a query string:\n"
+            "\n"
+            "```text\n"
+            "?tonemap.operator=agx&gamma.mode=srgb&output.lossless=true\n"
+            "```\n"
+            "\n"
+            "A value out of range, `{\"tonemap\": {\"white_point\": -1}}`, is refused with code\n"
+            "`invalid_argument`, field `%s` and the message:\n"
+            "\n"
+            "```text\n"
+            "%s\n"
+            "```\n",
+            err.field, err.message);
+}

@@ -1,0 +1,185 @@
+/* The tone stages: pipelines, parameter packing and recording. */
+#include "pipeline/tone.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const uint32_t spv_exposure[] =
+#include "exposure.spv.inc"
+    ;
+static const uint32_t spv_tonemap[] =
+#include "tonemap.spv.inc"
+    ;
+static const uint32_t spv_blur[] =
+#include "blur.spv.inc"
+    ;
+
+struct exposure_push {
+    VkDeviceAddress stats, params, state;
+};
+
+struct tonemap_push {
+    VkDeviceAddress pixels, output, params, state, lan;
+    uint32_t width, height;
+};
+_Static_assert(sizeof(struct tonemap_push) == 48, "push constant layout drifted from tonemap.comp");
+
+struct blur_push {
+    VkDeviceAddress src, dst;
+    uint32_t width, height, radius, vertical;
+};
+
+struct hp_tone {
+    hp_gpu *gpu;
+    hp_compute exposure;
+    hp_compute tonemap[2][3]; /* [hp_pixel_format][hp_tone_output] */
+    hp_compute blur;
+};
+
+size_t hp_tone_output_pixel_size(hp_tone_output kind) { return kind == HP_TONE_OUT_RGBA16 ? 8 : 4; }
+
+hp_code hp_tone_create(hp_gpu *gpu, hp_tone **out, hp_err *err)
+{
+    *out = NULL;
+    hp_tone *t = calloc(1, sizeof(*t));
+    if (!t)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    t->gpu = gpu;
+    hp_compute_desc exposure = {.name = "exposure", .spirv = spv_exposure, .spirv_size = sizeof(spv_exposure),
+                                .push_constant_size = sizeof(struct exposure_push)};
+    hp_code rc = hp_compute_create(gpu, &exposure, &t->exposure, err);
+    static const char *const names[2][3] = {
+        {"tonemap_rgba16f_luminance", "tonemap_rgba16f_rgba8", "tonemap_rgba16f_rgba16"},
+        {"tonemap_rgba32f_luminance", "tonemap_rgba32f_rgba8", "tonemap_rgba32f_rgba16"}};
+    for (uint32_t f = 0; f < 2 && rc == HP_OK; f++) {
+        for (uint32_t k = 0; k < 3 && rc == HP_OK; k++) {
+            const uint32_t spec[2] = {f == HP_PIXEL_RGBA16F ? 1u : 0u, k};
+            hp_compute_desc d = {.name = names[f][k], .spirv = spv_tonemap, .spirv_size = sizeof(spv_tonemap),
+                                 .push_constant_size = sizeof(struct tonemap_push), .spec_values = spec,
+                                 .spec_count = 2};
+            rc = hp_compute_create(gpu, &d, &t->tonemap[f][k], err);
+        }
+    }
+    if (rc == HP_OK) {
+        hp_compute_desc d = {.name = "blur", .spirv = spv_blur, .spirv_size = sizeof(spv_blur),
+                             .push_constant_size = sizeof(struct blur_push)};
+        rc = hp_compute_create(gpu, &d, &t->blur, err);
+    }
+    if (rc != HP_OK) {
+        hp_tone_destroy(&t);
+        return rc;
+    }
+    *out = t;
+    return HP_OK;
+}
+
+void hp_tone_destroy(hp_tone **pt)
+{
+    hp_tone *t = *pt;
+    if (!t)
+        return;
+    hp_compute_destroy(t->gpu, &t->exposure);
+    for (int f = 0; f < 2; f++)
+        for (int k = 0; k < 3; k++)
+            hp_compute_destroy(t->gpu, &t->tonemap[f][k]);
+    hp_compute_destroy(t->gpu, &t->blur);
+    free(t);
+    *pt = NULL;
+}
+
+void hp_lottes_constants(const hp_tonemap_params *t, double *b, double *c)
+{
+    double a = t->lottes_contrast, d = t->lottes_shoulder, hdr = t->lottes_hdr_max;
+    double mi = t->lottes_mid_in, mo = t->lottes_mid_out;
+    double denom = (pow(hdr, a * d) - pow(mi, a * d)) * mo;
+    *b = (-pow(mi, a) + pow(hdr, a) * mo) / denom;
+    *c = (pow(hdr, a * d) * pow(mi, a) - pow(hdr, a) * pow(mi, a * d) * mo) / denom;
+}
+
+void hp_tone_pack_params(const hp_params *p, uint32_t w[HP_TONE_PARAMS_WORDS])
+{
+    memset(w, 0, HP_TONE_PARAMS_WORDS * sizeof(uint32_t));
+    const hp_tonemap_params *t = &p->tonemap;
+    w[0] = (uint32_t)t->op;
+    w[1] = (uint32_t)p->exposure.mode;
+    w[2] = p->exposure.key_auto;
+    w[3] = (uint32_t)p->gamma.mode;
+    w[4] = p->output.dither;
+    w[5] = p->output.bit_depth;
+    w[6] = p->gamma.radius > 0 && (p->gamma.mode == HP_GAMMA_LOCAL || p->gamma.mode == HP_GAMMA_LOCAL_LUMINANCE);
+    double lottes_b, lottes_c;
+    hp_lottes_constants(t, &lottes_b, &lottes_c);
+    /* Uchimura's derived constants (algorithms.md 3.8). */
+    double P = t->uchimura_max_brightness, a = t->uchimura_contrast, m = t->uchimura_linear_start;
+    double l = t->uchimura_linear_length;
+    double l0 = (P - m) * l / a, S0 = m + l0, S1 = m + a * l0, C2 = a * P / (P - S1), CP = -C2 / P;
+    const double f[] = {
+        p->exposure.key, p->exposure.low_percent, p->exposure.high_percent, p->exposure.stops,
+        p->exposure.adaptation, p->exposure.compensation_ev, t->white_point, t->drago_bias, t->drago_display_max,
+        t->aces_input_scale, t->hable_a, t->hable_b, t->hable_c, t->hable_d, t->hable_e, t->hable_f,
+        t->hable_white, t->hable_exposure_bias, t->lottes_contrast, t->lottes_shoulder, lottes_b, lottes_c,
+        P, a, m, l, t->uchimura_black_tightness, t->uchimura_black_offset, l0, S0, S1, C2, CP};
+    _Static_assert(8 + sizeof(f) / sizeof(f[0]) <= HP_TONE_PARAMS_WORDS, "tone_params overflow");
+    for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+        float v = (float)f[i];
+        memcpy(&w[8 + i], &v, 4);
+    }
+}
+
+void hp_tone_decode_state(const void *buf, hp_tone_state *o)
+{
+    float f[HP_TONE_STATE_WORDS];
+    memcpy(f, buf, sizeof(f));
+    *o = (hp_tone_state){f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12]};
+}
+
+static void barrier(VkCommandBuffer cmd)
+{
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT};
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb,
+                         0, NULL, 0, NULL);
+}
+
+static void dispatch_image(VkCommandBuffer cmd, uint32_t width, uint32_t height)
+{
+    vkCmdDispatch(cmd, (width + 31) / 32, (height + 7) / 8, 1);
+}
+
+void hp_tone_record(hp_tone *t, VkCommandBuffer cmd, const hp_tone_io *io)
+{
+    struct exposure_push ep = {.stats = io->stats, .params = io->params, .state = io->state};
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, t->exposure.pipeline);
+    vkCmdPushConstants(cmd, t->exposure.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(ep), &ep);
+    vkCmdDispatch(cmd, 1, 1, 1);
+    barrier(cmd);
+
+    struct tonemap_push tp = {.pixels = io->pixels, .params = io->params, .state = io->state,
+                              .lan = io->lan_b, .width = io->width, .height = io->height};
+    if (io->gamma_radius > 0 && io->kind != HP_TONE_OUT_LUMINANCE) {
+        /* L first, blurred horizontally into lan_b, vertically back into lan_a... then read from lan_a. */
+        const hp_compute *lum = &t->tonemap[io->format][HP_TONE_OUT_LUMINANCE];
+        tp.output = io->lan_a;
+        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, lum->pipeline);
+        vkCmdPushConstants(cmd, lum->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(tp), &tp);
+        dispatch_image(cmd, io->width, io->height);
+        barrier(cmd);
+        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, t->blur.pipeline);
+        for (uint32_t vertical = 0; vertical < 2; vertical++) {
+            struct blur_push bp = {.src = vertical ? io->lan_b : io->lan_a, .dst = vertical ? io->lan_a : io->lan_b,
+                                   .width = io->width, .height = io->height, .radius = io->gamma_radius,
+                                   .vertical = vertical};
+            vkCmdPushConstants(cmd, t->blur.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(bp), &bp);
+            dispatch_image(cmd, io->width, io->height);
+            barrier(cmd);
+        }
+        tp.lan = io->lan_a;
+    }
+    const hp_compute *map = &t->tonemap[io->format][io->kind];
+    tp.output = io->output;
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, map->pipeline);
+    vkCmdPushConstants(cmd, map->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(tp), &tp);
+    dispatch_image(cmd, io->width, io->height);
+}

@@ -1,0 +1,63 @@
+/* The tone stages: exposure (one workgroup, from the luminance statistics), the optional blur of the
+ * tone-mapped luminance for a local adaptation (gamma.radius > 0), and the fused tone pass (Yxy, curve,
+ * gamut, display encoding, dither, quantize). Shaders: shaders/exposure.comp, tonemap.comp, blur.comp. */
+#ifndef HP_TONE_H
+#define HP_TONE_H
+
+#include "hp_shared.h"
+#include "pipeline/gpu.h"
+#include "pipeline/params.h"
+#include "pipeline/reduce.h"
+
+/* What the exposure stage decided, as the host sees it (tone_state). */
+typedef struct hp_tone_state {
+    double scale;               /* exposure multiplier applied to the scene-linear frame */
+    double key;                 /* the key used (given, or estimated when exposure.key is "auto") */
+    double adaptation;          /* the adaptation luminance the scale was derived from (frame units) */
+    double white;               /* reinhard_extended's L_white, exposed units */
+    double exposed_max;         /* max luminance after exposure */
+    double exposed_log_average; /* log-average after exposure */
+    double p01, p99;            /* 1st and 99th percentile luminance (lower bin edges), frame units */
+    double hist_mean;           /* percentile-clipped histogram mean, frame units */
+    double drago_norm, drago_inv_lwa, drago_inv_lsmax, drago_bias_exp; /* Drago's normalisers */
+} hp_tone_state;
+
+void hp_tone_decode_state(const void *state_buffer, hp_tone_state *out);
+
+/* The request's tone parameters as the tone_params words (hp_shared.h), with the curve constants that
+ * depend only on parameters (Lottes' b and c, Uchimura's l0, S0, S1, C2, CP) solved in double. */
+void hp_tone_pack_params(const hp_params *p, uint32_t words[HP_TONE_PARAMS_WORDS]);
+/* Lottes' b and c from its parameters (algorithms.md 3.7). */
+void hp_lottes_constants(const hp_tonemap_params *t, double *b, double *c);
+
+typedef enum hp_tone_output {
+    HP_TONE_OUT_LUMINANCE = 0, /* float per pixel: the tone-mapped luminance (diagnostics, blur input) */
+    HP_TONE_OUT_RGBA8 = 1,
+    HP_TONE_OUT_RGBA16 = 2,
+} hp_tone_output;
+
+size_t hp_tone_output_pixel_size(hp_tone_output kind);
+
+typedef struct hp_tone_io {
+    VkDeviceAddress pixels; /* the frame (as for the reduction) */
+    hp_pixel_format format;
+    uint32_t width, height;
+    VkDeviceAddress stats;  /* lum_stats from the reduction */
+    VkDeviceAddress params; /* tone_params, HP_TONE_PARAMS_WORDS words, already written */
+    VkDeviceAddress state;  /* tone_state, HP_TONE_STATE_WORDS words */
+    VkDeviceAddress output; /* width * height * hp_tone_output_pixel_size(kind) bytes */
+    hp_tone_output kind;
+    uint32_t gamma_radius;  /* > 0: lan_a and lan_b (width * height floats each) hold the local adaptation */
+    VkDeviceAddress lan_a, lan_b;
+} hp_tone_io;
+
+typedef struct hp_tone hp_tone;
+
+hp_code hp_tone_create(hp_gpu *gpu, hp_tone **out, hp_err *err);
+void hp_tone_destroy(hp_tone **tone);
+
+/* Records exposure, then (radius > 0) luminance + blur, then the tone pass, with the barriers between
+ * them. The caller makes stats and params visible before, and the output visible after. */
+void hp_tone_record(hp_tone *tone, VkCommandBuffer cmd, const hp_tone_io *io);
+
+#endif

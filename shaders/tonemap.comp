@@ -1,0 +1,110 @@
+#version 460
+// The tone stage, fused: each pixel is read once and written once (issue 3). In order (DECISIONS.md 1):
+// exclude non-finite pixels (written black), clamp negative channels, expose, convert to Yxy, apply the
+// curve to Y (or, for aces_hill, agx and khronos_neutral, to the channels), convert back, bring the
+// colour into [0, 1] without changing its luminance or hue, apply the display encoding (Kwon's dynamic
+// local gamma by default), dither and quantize. pipeline/cpu_tone.c is the same in double precision.
+//
+// OUTPUT_KIND 0 writes the tone-mapped luminance L as a float instead: the input of the blur that makes
+// a local adaptation luminance when gamma.radius > 0 (then a second run reads it back as L_an).
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_buffer_reference_uvec2 : require
+
+#include "hp_shared.h"
+#include "tone.glsl"
+
+layout(local_size_x = 32, local_size_y = 8) in;
+layout(constant_id = 0) const bool INPUT_FP16 = false;
+layout(constant_id = 1) const uint OUTPUT_KIND = 1; // 0 luminance (float), 1 RGBA8, 2 RGBA16
+
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer PixelsF32 { vec4 px[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer PixelsF16 { uvec2 px[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer OutU32 { uint v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer OutU64 { uvec2 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer OutF32 { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer InF32 { float v[]; };
+
+layout(push_constant, std430) uniform Push {
+    uvec2 pixels;  //  0
+    uvec2 output_; //  8
+    uvec2 params;  // 16
+    uvec2 state;   // 24
+    uvec2 lan;     // 32  blurred adaptation luminance (lan_from_buffer)
+    uint width;    // 40
+    uint height;   // 44
+} pc;
+
+void main()
+{
+    uvec2 xy = gl_GlobalInvocationID.xy;
+    if (xy.x >= pc.width || xy.y >= pc.height)
+        return;
+    uint idx = xy.y * pc.width + xy.x;
+    ToneParams tp = ToneParams(pc.params);
+    ToneState ts = ToneState(pc.state);
+
+    vec4 c;
+    if (INPUT_FP16) {
+        uvec2 h = PixelsF16(pc.pixels).px[idx];
+        c = vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y));
+    } else {
+        c = PixelsF32(pc.pixels).px[idx];
+    }
+
+    // DECISIONS.md 2: a NaN or infinite colour channel makes the pixel black.
+    uvec3 exponent = floatBitsToUint(c.rgb) & 0x7f800000u;
+    bool excluded = any(equal(exponent, uvec3(0x7f800000u)));
+    vec3 rgb = vec3(c.r > 0.0 ? c.r : 0.0, c.g > 0.0 ? c.g : 0.0, c.b > 0.0 ? c.b : 0.0) * ts.scale;
+
+    vec3 tm;
+    if (tp.op >= OP_ACES_HILL) {
+        tm = tp.op == OP_ACES_HILL ? aces_hill(rgb) : tp.op == OP_AGX ? agx(rgb) : khronos_neutral(rgb);
+    } else {
+        vec3 Yxy = rgb_to_Yxy(rgb);
+        Yxy.x = clamp(curve_luminance(tp, ts, Yxy.x), 0.0, 1.0);
+        tm = Yxy_to_rgb(Yxy);
+    }
+    // Into [0, 1]: a channel over 1 is pulled toward the grey of the same luminance, just enough, so
+    // saturated highlights keep their luminance and hue and lose saturation, as film does.
+    tm = max(tm, vec3(0.0));
+    float lum = min(luminance(tm), 1.0);
+    float peak = max(tm.r, max(tm.g, tm.b));
+    if (peak > 1.0)
+        tm = lum + (tm - lum) * ((1.0 - lum) / (peak - lum));
+    if (excluded) {
+        tm = vec3(0.0);
+        lum = 0.0;
+    }
+
+    if (OUTPUT_KIND == 0u) {
+        OutF32(pc.output_).v[idx] = lum;
+        return;
+    }
+
+    vec3 v;
+    if (tp.gamma_mode == GAMMA_LOCAL || tp.gamma_mode == GAMMA_LOCAL_LUMINANCE) {
+        float lan = tp.lan_from_buffer != 0u ? InF32(pc.lan).v[idx] : lum;
+        float g = kwon_gamma(lan);
+        if (tp.gamma_mode == GAMMA_LOCAL)
+            v = pow(tm, vec3(g)); // on each channel (DECISIONS.md 7)
+        else
+            v = lum > 0.0 ? min(tm * (pow(lum, g) / lum), vec3(1.0)) : vec3(0.0);
+    } else if (tp.gamma_mode == GAMMA_SRGB) {
+        v = srgb_encode(tm);
+    } else {
+        v = tm;
+    }
+
+    float alpha = excluded || isnan(c.a) ? 1.0 : clamp(c.a, 0.0, 1.0);
+    float noise = tp.dither != 0u ? dither_noise(xy.x, xy.y) : 0.0;
+    if (OUTPUT_KIND == 1u) {
+        uvec3 q = uvec3(clamp(floor(v * 255.0 + 0.5 + noise), 0.0, 255.0));
+        uint a = uint(floor(alpha * 255.0 + 0.5));
+        OutU32(pc.output_).v[idx] = q.r | (q.g << 8) | (q.b << 16) | (a << 24);
+    } else {
+        uvec3 q = uvec3(clamp(floor(v * 65535.0 + 0.5 + noise), 0.0, 65535.0));
+        uint a = uint(floor(alpha * 65535.0 + 0.5));
+        OutU64(pc.output_).v[idx] = uvec2(q.r | (q.g << 16), q.b | (a << 16));
+    }
+}

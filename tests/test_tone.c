@@ -1,0 +1,527 @@
+/* The tone stages: every operator against the oracles of algorithms.md 9 (CPU within 1e-5 relative, GPU
+ * within fp32 tolerance), curves finite and monotonic on [0, 1e6], Yxy round trips, exposure against the
+ * CPU reference, the whole pipeline GPU against CPU (at least 99.9% of 8-bit values identical, none off
+ * by more than 1), hostile pixels black, dithering that does not band. Validation layer on. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "hp_shared.h"
+#include "pipeline/cpu_reference.h"
+#include "pipeline/frame_graph.h"
+#include "tap.h"
+
+static hp_gpu *gpu;
+static hp_frame_graph *graph;
+static hp_err err;
+
+static double rel_err(double got, double want)
+{
+    if (got == want)
+        return 0.0;
+    return fabs(got - want) / fmax(fabs(want), 1e-12);
+}
+
+/* Close within rel relative error, or within abs absolute error near zero. */
+static bool close_to(double got, double want, double rel, double abs_tol)
+{
+    return fabs(got - want) <= abs_tol || rel_err(got, want) <= rel;
+}
+
+static const double oracle_inputs[7] = {0, 0.01, 0.18, 1, 4, 16, 1000};
+
+typedef struct curve_oracle {
+    const char *name;
+    hp_tone_operator op;
+    double values[7]; /* algorithms.md 9.1 */
+    void (*setup)(hp_params *p, hp_tone_state *ts);
+} curve_oracle;
+
+static void setup_none(hp_params *p, hp_tone_state *ts) { (void)p, (void)ts; }
+static void setup_white4(hp_params *p, hp_tone_state *ts) { (void)p, ts->white = 4.0; }
+static void setup_drago(hp_params *p, hp_tone_state *ts, double bias)
+{
+    /* L_wa = 1, L_wmax = 1000, L_dmax = 100 (the oracle's), as hp_cpu_exposure would derive them. */
+    p->tonemap.drago_bias = bias;
+    p->tonemap.drago_display_max = 100;
+    double lsmax = 1000.0;
+    ts->drago_inv_lwa = 1.0;
+    ts->drago_inv_lsmax = 1.0 / lsmax;
+    ts->drago_norm = 100 * 0.01 / log10(1.0 + lsmax);
+    ts->drago_bias_exp = log(bias) / log(0.5);
+}
+static void setup_drago85(hp_params *p, hp_tone_state *ts) { setup_drago(p, ts, 0.85); }
+static void setup_drago70(hp_params *p, hp_tone_state *ts) { setup_drago(p, ts, 0.7); }
+static void setup_aces06(hp_params *p, hp_tone_state *ts) { (void)ts, p->tonemap.aces_input_scale = 0.6; }
+
+static const curve_oracle curve_oracles[] = {
+    {"linear", HP_TONE_LINEAR, {0, 0.01, 0.18, 1, 4, 16, 1000}, setup_none},
+    {"reinhard", HP_TONE_REINHARD, {0, 0.00990099, 0.152542, 0.5, 0.8, 0.941176, 0.999001}, setup_none},
+    {"reinhard_extended (L_white 4)", HP_TONE_REINHARD_EXTENDED,
+     {0, 0.00990718, 0.154258, 0.53125, 1, 1.88235, 63.4366}, setup_white4},
+    {"drago (b 0.85)", HP_TONE_DRAGO, {0, 0.00356068, 0.0493308, 0.180988, 0.374269, 0.584245, 1}, setup_drago85},
+    {"drago (b 0.7, pfstools)", HP_TONE_DRAGO, {0, 0.00471208, 0.0746068, 0.28825, 0.594061, 0.872112, 1},
+     setup_drago70},
+    {"aces_narkowicz", HP_TONE_ACES_NARKOWICZ, {0, 0.00377028, 0.266899, 0.803797, 0.973417, 1, 1}, setup_none},
+    {"aces_narkowicz (x 0.6)", HP_TONE_ACES_NARKOWICZ, {0, 0.00188237, 0.14012, 0.67329, 0.934211, 1, 1},
+     setup_aces06},
+    {"hable", HP_TONE_HABLE, {0, 0.00766366, 0.128338, 0.492919, 0.91803, 1.16962, 1.28506}, setup_none},
+    {"lottes", HP_TONE_LOTTES, {0, 0.00375074, 0.267, 0.806153, 0.963494, 1.02993, 1.20166}, setup_none},
+    {"uchimura", HP_TONE_UCHIMURA, {0, 0.00364422, 0.178995, 0.827832, 0.999717, 1, 1}, setup_none},
+    {"aces_hill (grey)", HP_TONE_ACES_HILL, {0, 0.00105253, 0.105591, 0.619115, 0.909014, 0.989935, 1}, setup_none},
+    {"agx (grey)", HP_TONE_AGX, {0, 0.00626241, 0.18, 0.555999, 0.815412, 0.998045, 1}, setup_none},
+    {"khronos_neutral (grey)", HP_TONE_KHRONOS_NEUTRAL, {0, 0.000625, 0.14, 0.869091, 0.983256, 0.996269, 0.999942},
+     setup_none},
+};
+
+/* The curve of an operator at exposed grey value x, through the CPU reference (unclamped for the
+ * luminance curves; the RGB operators clamp by definition). */
+static double cpu_curve(const hp_params *p, const hp_tone_state *ts, double x)
+{
+    if (hp_tone_operator_on_rgb(p->tonemap.op)) {
+        double in[3] = {x, x, x}, out[3];
+        hp_cpu_curve_rgb(p->tonemap.op, in, out);
+        return out[1];
+    }
+    double v = hp_cpu_curve_luminance(&p->tonemap, ts, x);
+    return p->tonemap.op == HP_TONE_ACES_NARKOWICZ ? fmin(fmax(v, 0.0), 1.0) : v;
+}
+
+/* --- GPU helpers ------------------------------------------------------------------------------------ */
+
+static bool gpu_run(const hp_frame_desc *desc, const void *pixels, const hp_frame_params *fp, hp_frame_result *res)
+{
+    void *staging;
+    if (hp_frame_graph_begin(graph, desc, &staging, &err) != HP_OK)
+        return false;
+    memcpy(staging, pixels, (size_t)desc->width * desc->height * hp_pixel_format_size(desc->format));
+    return hp_frame_graph_run(graph, fp, res, &err) == HP_OK;
+}
+
+/* Fixed exposure of 1 (stops 0), so the frame's values reach the curve unchanged. */
+static void unit_exposure(hp_params *p)
+{
+    p->exposure.mode = HP_EXPOSURE_FIXED;
+    p->exposure.stops = 0;
+    p->exposure.adaptation = 0;
+    p->exposure.compensation_ev = 0;
+}
+
+static uint64_t rng_state;
+static double rng_uniform(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (double)((z ^ (z >> 31)) >> 11) * 0x1p-53;
+}
+static double rng_normal(void)
+{
+    return sqrt(-2.0 * log(rng_uniform() + 1e-300)) * cos(6.283185307179586 * rng_uniform());
+}
+
+/* A frame of log-normal colours; hostile adds NaN, infinities and negative channels. */
+static float *make_frame(uint32_t w, uint32_t h, bool hostile, uint64_t seed)
+{
+    float *f = malloc((size_t)w * h * 16);
+    rng_state = seed;
+    for (size_t i = 0; i < (size_t)w * h; i++) {
+        for (int c = 0; c < 3; c++)
+            f[4 * i + c] = (float)exp(rng_normal() * 2.0 - 1.0);
+        f[4 * i + 3] = (float)rng_uniform();
+        if (hostile) {
+            double u = rng_uniform();
+            int c = (int)(rng_uniform() * 3);
+            if (u < 0.02)
+                f[4 * i + c] = NAN;
+            else if (u < 0.04)
+                f[4 * i + c] = INFINITY;
+            else if (u < 0.05)
+                f[4 * i + c] = -INFINITY;
+            else if (u < 0.10)
+                f[4 * i + c] = -f[4 * i + c];
+        }
+    }
+    return f;
+}
+
+static void to_half(const float *src, uint16_t *dst, size_t values)
+{
+    for (size_t i = 0; i < values; i++)
+        dst[i] = hp_float_to_half(src[i]);
+}
+
+typedef struct diff_count {
+    size_t values, identical, off_by_one, worse;
+    int worst;
+} diff_count;
+
+static diff_count compare_images(const void *gpu_px, const void *cpu_px, size_t pixels, bool sixteen)
+{
+    diff_count d = {0};
+    for (size_t i = 0; i < pixels * 4; i++) {
+        int a = sixteen ? ((const uint16_t *)gpu_px)[i] : ((const uint8_t *)gpu_px)[i];
+        int b = sixteen ? ((const uint16_t *)cpu_px)[i] : ((const uint8_t *)cpu_px)[i];
+        int diff = abs(a - b);
+        d.values++;
+        d.identical += diff == 0;
+        d.off_by_one += diff == 1;
+        d.worse += diff > 1;
+        d.worst = diff > d.worst ? diff : d.worst;
+    }
+    return d;
+}
+
+int main(void)
+{
+    hp_log_set_level(HP_LOG_WARN);
+    hp_gpu_config cfg = HP_GPU_CONFIG_DEFAULTS;
+    cfg.validation = true;
+    cfg.device = getenv("HDRPOST_TEST_DEVICE");
+    if (hp_gpu_create(&cfg, &gpu, &err) != HP_OK)
+        return tap_bail("create the Vulkan device: %s", err.message);
+    if (hp_frame_graph_create(gpu, &graph, &err) != HP_OK)
+        return tap_bail("create the pipelines: %s", err.message);
+
+    /* 1. CPU curves against algorithms.md 9.1 within 1e-5 relative. */
+    for (size_t o = 0; o < sizeof(curve_oracles) / sizeof(curve_oracles[0]); o++) {
+        const curve_oracle *co = &curve_oracles[o];
+        hp_params p;
+        hp_params_defaults(&p);
+        p.tonemap.op = co->op;
+        hp_tone_state ts = {0};
+        co->setup(&p, &ts);
+        double worst = 0;
+        bool ok = true;
+        for (int i = 0; i < 7; i++) {
+            double got = cpu_curve(&p, &ts, oracle_inputs[i]);
+            ok = ok && close_to(got, co->values[i], 1e-5, 1e-7);
+            worst = fmax(worst, oracle_inputs[i] > 0 ? rel_err(got, co->values[i]) : 0);
+        }
+        tap_ok(ok, "CPU %s reproduces algorithms.md 9.1 (worst relative error %.2g)", co->name, worst);
+    }
+    {
+        static const double lan[] = {0, 0.01, 0.18, 0.5, 1, 10, 100, 1000, 10000};
+        static const double want[] = {0.421267, 0.422007, 0.433015, 0.448428, 0.465246,
+                                      0.550253, 0.651503, 0.754876, 0.858468};
+        bool ok = true;
+        for (int i = 0; i < 9; i++)
+            ok = ok && close_to(hp_cpu_kwon_gamma(lan[i]), want[i], 1e-5, 0);
+        tap_ok(ok, "CPU Kwon exponent reproduces algorithms.md 9.6");
+        static const double t[] = {0.0, 0.1, 0.25, 0.5, 0.60606, 0.75, 0.9, 1.0};
+        static const double sig[] = {0.0, 0.018833, 0.064992, 0.275941, 0.489436, 0.774267, 0.936888, 1.0};
+        ok = true;
+        for (int i = 0; i < 8; i++)
+            ok = ok && close_to(hp_cpu_agx_sigmoid(t[i]), sig[i], 1e-5, 1e-6);
+        tap_ok(ok, "CPU AgX exact sigmoid reproduces algorithms.md 9.1's comparison table");
+        hp_tonemap_params tp;
+        hp_params pp;
+        hp_params_defaults(&pp);
+        tp = pp.tonemap;
+        double b, c;
+        hp_lottes_constants(&tp, &b, &c);
+        tap_ok(close_to(b, 1.0730397, 1e-6, 0) && close_to(c, 0.1674199, 1e-6, 0),
+               "Lottes' b and c from the defaults: %.7f %.7f (algorithms.md 3.7: 1.0730397 0.1674199)", b, c);
+    }
+
+    /* 9.2: the RGB operators on colours, and Reinhard through Yxy. */
+    {
+        static const double in[5][3] = {{0.18, 0.18, 0.18}, {1.0, 0.5, 0.25}, {4.0, 1.0, 0.1}, {0.05, 0.2, 0.8},
+                                        {10, 10, 10}};
+        static const double hill[5][3] = {{0.105591, 0.105591, 0.105590}, {0.634990, 0.384600, 0.203160},
+                                          {1.000000, 0.663411, 0.206658}, {0.014101, 0.124177, 0.523354},
+                                          {0.973822, 0.973822, 0.973812}};
+        static const double neutral[5][3] = {{0.14, 0.14, 0.14}, {0.869091, 0.422529, 0.199248},
+                                             {0.983256, 0.468299, 0.313812}, {0.015637, 0.165609, 0.765496},
+                                             {0.993898, 0.993898, 0.993898}};
+        static const double reinhard[5][3] = {{0.152542, 0.152542, 0.152542}, {0.629615, 0.314808, 0.157404},
+                                              {1.554639, 0.388660, 0.038866}, {0.041274, 0.165096, 0.660382},
+                                              {0.909091, 0.909091, 0.909091}};
+        bool ok_hill = true, ok_neutral = true, ok_reinhard = true;
+        for (int i = 0; i < 5; i++) {
+            double out[3], Yxy[3], rh[3];
+            hp_cpu_curve_rgb(HP_TONE_ACES_HILL, in[i], out);
+            for (int c = 0; c < 3; c++)
+                ok_hill = ok_hill && close_to(out[c], hill[i][c], 2e-5, 2e-6);
+            hp_cpu_curve_rgb(HP_TONE_KHRONOS_NEUTRAL, in[i], out);
+            for (int c = 0; c < 3; c++)
+                ok_neutral = ok_neutral && close_to(out[c], neutral[i][c], 2e-5, 2e-6);
+            hp_cpu_rgb_to_Yxy(in[i], Yxy);
+            Yxy[0] = Yxy[0] / (1.0 + Yxy[0]);
+            hp_cpu_Yxy_to_rgb(Yxy, rh);
+            for (int c = 0; c < 3; c++)
+                ok_reinhard = ok_reinhard && close_to(rh[c], reinhard[i][c], 2e-5, 2e-6);
+        }
+        tap_ok(ok_hill, "CPU aces_hill reproduces algorithms.md 9.2 on colours");
+        tap_ok(ok_neutral, "CPU khronos_neutral reproduces algorithms.md 9.2 on colours");
+        tap_ok(ok_reinhard, "CPU Reinhard through Yxy reproduces algorithms.md 9.2 (RGB * Y'/Y)");
+    }
+
+    /* 2. Every curve finite and monotonic on [0, 1e6] (CPU, at defaults with the frame of 9.1's drago). */
+    for (int op = 0; op < HP_TONE_OPERATOR_COUNT; op++) {
+        hp_params p;
+        hp_params_defaults(&p);
+        p.tonemap.op = (hp_tone_operator)op;
+        hp_tone_state ts = {0};
+        ts.white = 4.0;
+        setup_drago(&p, &ts, 0.85);
+        double prev = -INFINITY;
+        bool finite = true, monotonic = true;
+        double at = 0;
+        for (int i = 0; i <= 20000 && finite && monotonic; i++) {
+            double x = i == 0 ? 0.0 : 1e-6 * pow(1e12, (double)i / 20000.0); /* 1e-6 .. 1e6 */
+            double y = cpu_curve(&p, &ts, x);
+            finite = isfinite(y);
+            monotonic = y >= prev - 1e-12;
+            prev = y;
+            at = x;
+        }
+        const hp_param_def *def = hp_param_find("tonemap.operator");
+        if (finite && monotonic)
+            tap_ok(true, "%s is finite and non-decreasing on [0, 1e6]", def->choices[op]);
+        else
+            tap_ok(false, "%s is finite and non-decreasing on [0, 1e6]: fails at %g", def->choices[op], at);
+    }
+
+    /* 3. Yxy round trips (algorithms.md 9.3) in double. */
+    {
+        static const double rgb[][3] = {{1, 1, 1}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {0.18, 0.18, 0.18},
+                                        {0.5, 0.25, 0.1}, {4, 2, 1}, {100, 50, 10}, {0, 0, 0}, {1e-6, 0, 0}};
+        bool ok = true;
+        double worst = 0;
+        for (size_t i = 0; i < sizeof(rgb) / sizeof(rgb[0]); i++) {
+            double Yxy[3], back[3];
+            hp_cpu_rgb_to_Yxy(rgb[i], Yxy);
+            hp_cpu_Yxy_to_rgb(Yxy, back);
+            double peak = fmax(rgb[i][0], fmax(rgb[i][1], rgb[i][2]));
+            for (int c = 0; c < 3; c++) {
+                double e = fabs(back[c] - rgb[i][c]) / fmax(peak, 1e-300);
+                ok = ok && (peak == 0 ? back[c] == 0 : e <= 1e-5);
+                worst = fmax(worst, e);
+            }
+        }
+        double black[3] = {0, 0, 0}, Yxy[3];
+        hp_cpu_rgb_to_Yxy(black, Yxy);
+        tap_ok(ok && Yxy[1] == HP_D65_X && Yxy[2] == HP_D65_Y,
+               "RGB -> Yxy -> RGB round trips within 1e-5 relative (worst %.2g), black takes D65's chromaticity",
+               worst);
+    }
+
+    /* 4. GPU curves at fp32 tolerance: grey pixels at the oracle inputs, unit exposure, the tone-mapped
+     * luminance read back as floats (clamped to [0, 1] as the pipeline does). */
+    for (size_t o = 0; o < sizeof(curve_oracles) / sizeof(curve_oracles[0]); o++) {
+        const curve_oracle *co = &curve_oracles[o];
+        /* Drago and Reinhard's L_white take their state from the frame (its log-average and max): there
+         * the GPU's curve is held to the CPU's, evaluated with the state the GPU's exposure stage made
+         * (the CPU oracles above tie the curve to algorithms.md). */
+        bool from_frame = co->setup == setup_drago85 || co->setup == setup_drago70 || co->setup == setup_white4;
+        hp_frame_params fp;
+        hp_frame_params_defaults(&fp);
+        unit_exposure(&fp.params);
+        fp.params.tonemap.op = co->op;
+        hp_tone_state ts = {0};
+        co->setup(&fp.params, &ts);
+        fp.output_luminance = true;
+        float px[7 * 4];
+        for (int i = 0; i < 7; i++)
+            px[4 * i] = px[4 * i + 1] = px[4 * i + 2] = (float)oracle_inputs[i], px[4 * i + 3] = 1;
+        hp_frame_desc desc = {.width = 7, .height = 1, .format = HP_PIXEL_RGBA32F};
+        hp_frame_result res;
+        bool ran = gpu_run(&desc, px, &fp, &res);
+        bool ok = ran;
+        double worst = 0;
+        /* fp32: rational curves to ~1e-6, pow/log/exp chains to ~1e-4 (algorithms.md 9). */
+        double tol = co->op == HP_TONE_AGX || co->op == HP_TONE_LOTTES || co->op == HP_TONE_UCHIMURA ? 2e-4 : 2e-5;
+        for (int i = 0; ran && i < 7; i++) {
+            double want = fmin(fmax(co->values[i], 0.0), 1.0);
+            if (from_frame)
+                want = fmin(fmax(hp_cpu_curve_luminance(&fp.params.tonemap, &res.tone, oracle_inputs[i]), 0.0), 1.0);
+            double got = ((const float *)res.pixels)[i];
+            ok = ok && close_to(got, want, tol, 2e-6);
+            worst = fmax(worst, want > 1e-3 ? rel_err(got, want) : 0);
+        }
+        tap_ok(ok, "GPU %s %s within %.0e (worst %.2g)%s%s", co->name,
+               from_frame ? "matches the CPU curve at the GPU's frame state" : "reproduces algorithms.md 9.1", tol,
+               worst, ran ? "" : ": ", ran ? "" : err.message);
+    }
+
+    /* 5. Exposure: the GPU's decisions against the CPU's, every mode, on a log-normal frame; and the
+     * histogram-mean oracle of 9.7 (10/90 percent, range [-8, 12] -> 0.406689). */
+    {
+        float *frame = make_frame(257, 131, false, 7);
+        hp_frame_desc desc = {.width = 257, .height = 131, .format = HP_PIXEL_RGBA32F};
+        struct {
+            const char *what;
+            hp_exposure_mode mode;
+            bool key_auto;
+            double adaptation, stops, comp;
+        } modes[] = {
+            {"auto", HP_EXPOSURE_AUTO, false, 0, 0, 0},
+            {"auto with key auto", HP_EXPOSURE_AUTO, true, 0, 0, 0.5},
+            {"histogram", HP_EXPOSURE_HISTOGRAM, false, 0, 0, 0},
+            {"fixed stops", HP_EXPOSURE_FIXED, false, 0, 1.5, -1},
+            {"fixed adaptation", HP_EXPOSURE_FIXED, false, 0.7, 0, 0},
+        };
+        for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+            hp_frame_params fp;
+            hp_frame_params_defaults(&fp);
+            fp.params.exposure.mode = modes[m].mode;
+            fp.params.exposure.key_auto = modes[m].key_auto;
+            fp.params.exposure.adaptation = modes[m].adaptation;
+            fp.params.exposure.stops = modes[m].stops;
+            fp.params.exposure.compensation_ev = modes[m].comp;
+            hp_frame_result res;
+            bool ran = gpu_run(&desc, frame, &fp, &res);
+            hp_lum_stats cs;
+            hp_cpu_reduce(frame, desc.format, 257 * 131, fp.params.analysis.histogram_min_log2,
+                          fp.params.analysis.histogram_max_log2, &cs);
+            hp_tone_state want;
+            hp_cpu_exposure(&cs, &fp.params, &want);
+            bool ok = ran && close_to(res.tone.scale, want.scale, 1e-4, 0) && close_to(res.tone.key, want.key, 1e-4, 0) &&
+                      close_to(res.tone.white, want.white, 1e-4, 0) && close_to(res.tone.p01, want.p01, 1e-5, 0) &&
+                      close_to(res.tone.p99, want.p99, 1e-5, 0) && close_to(res.tone.hist_mean, want.hist_mean, 1e-4, 0);
+            tap_ok(ok, "exposure %s: GPU scale %.6g key %.4g white %.5g, CPU %.6g %.4g %.5g", modes[m].what,
+                   res.tone.scale, res.tone.key, res.tone.white, want.scale, want.key, want.white);
+        }
+        free(frame);
+
+        static const float samples[16] = {0, 0.01f, 0.05f, 0.1f, 0.18f, 0.18f, 0.25f, 0.4f,
+                                          0.5f, 1, 1.5f, 2, 4, 8, 16, 1000};
+        float px[64];
+        for (int i = 0; i < 16; i++)
+            px[4 * i] = px[4 * i + 1] = px[4 * i + 2] = samples[i], px[4 * i + 3] = 1;
+        hp_frame_params fp;
+        hp_frame_params_defaults(&fp);
+        fp.params.analysis.histogram_min_log2 = -8;
+        fp.params.analysis.histogram_max_log2 = 12;
+        fp.params.exposure.mode = HP_EXPOSURE_HISTOGRAM;
+        fp.params.exposure.low_percent = 10;
+        fp.params.exposure.high_percent = 90;
+        hp_frame_desc d16 = {.width = 4, .height = 4, .format = HP_PIXEL_RGBA32F};
+        hp_frame_result res;
+        bool ran = gpu_run(&d16, px, &fp, &res);
+        tap_ok(ran && close_to(res.tone.hist_mean, 0.406689, 1e-5, 0),
+               "GPU histogram mean, 10%%/90%%, reproduces algorithms.md 9.7: %.6f (0.406689)", res.tone.hist_mean);
+        tap_ok(ran && close_to(res.tone.scale, 0.18 / 0.406689, 1e-5, 0),
+               "histogram exposure scale = key / clipped mean: %.6f", res.tone.scale);
+    }
+
+    /* 6. The whole pipeline, GPU against CPU: random frames, every operator and gamma mode, 8 and 16 bits,
+     * fp16 and fp32 input, odd sizes, a blurred adaptation. */
+    {
+        const uint32_t w = 67, h = 45;
+        float *frame = make_frame(w, h, true, 99);
+        uint16_t *half = malloc((size_t)w * h * 8);
+        to_half(frame, half, (size_t)w * h * 4);
+        uint8_t *cpu = malloc((size_t)w * h * 8);
+        for (int op = 0; op < HP_TONE_OPERATOR_COUNT; op++) {
+            for (int variant = 0; variant < 4; variant++) {
+                hp_frame_params fp;
+                hp_frame_params_defaults(&fp);
+                fp.params.tonemap.op = (hp_tone_operator)op;
+                fp.params.gamma.mode = (hp_gamma_mode)(variant % 4);
+                hp_pixel_format format = (op + variant) % 2 ? HP_PIXEL_RGBA16F : HP_PIXEL_RGBA32F;
+                if (op == HP_TONE_HABLE && variant == 1)
+                    fp.params.output.bit_depth = 16, fp.params.output.format = HP_OUTPUT_PNG;
+                if (op == HP_TONE_REINHARD_EXTENDED && variant == 0)
+                    fp.params.gamma.radius = 5;
+                if (op == HP_TONE_LINEAR && variant == 3)
+                    fp.params.output.dither = false;
+                hp_frame_desc desc = {.width = w, .height = h, .format = format};
+                const void *src = format == HP_PIXEL_RGBA16F ? (const void *)half : (const void *)frame;
+                hp_frame_result res;
+                bool ran = gpu_run(&desc, src, &fp, &res);
+                hp_lum_stats cs;
+                hp_cpu_reduce(src, format, (uint64_t)w * h, fp.params.analysis.histogram_min_log2,
+                              fp.params.analysis.histogram_max_log2, &cs);
+                hp_tone_state ts;
+                hp_cpu_tone_frame(src, format, w, h, &cs, &fp.params, &ts, cpu);
+                bool sixteen = fp.params.output.bit_depth == 16;
+                diff_count d = ran ? compare_images(res.pixels, cpu, (size_t)w * h, sixteen) : (diff_count){0};
+                double identical = d.values ? (double)d.identical / (double)d.values : 0;
+                const hp_param_def *op_def = hp_param_find("tonemap.operator");
+                const hp_param_def *g_def = hp_param_find("gamma.mode");
+                /* 8 bits: 99.9% identical (issue 3). 16 bits: a step is 256 times finer than fp32's error
+                 * budget allows to promise the same, so: none off by more than one, 99% identical. */
+                tap_ok(ran && identical >= (sixteen ? 0.99 : 0.999) && d.worse == 0,
+                       "GPU = CPU, %s, gamma %s%s, %s, %u-bit%s: %.3f%% identical, %zu off by 1, %zu worse",
+                       op_def->choices[op], g_def->choices[fp.params.gamma.mode],
+                       fp.params.gamma.radius ? " (radius 5)" : "", hp_pixel_format_name(format),
+                       fp.params.output.bit_depth, fp.params.output.dither ? "" : ", no dither", 100 * identical,
+                       d.off_by_one, d.worse);
+            }
+        }
+        free(cpu);
+        free(half);
+        free(frame);
+    }
+
+    /* 7. Hostile pixels: NaN, infinities and negatives give a finite image with those pixels black. */
+    {
+        float px[6 * 4] = {NAN, 1, 1, 1, INFINITY, 0.5f, 0.5f, 1, 1, -INFINITY, 1, 1,
+                           -1, -2, -3, 1, 0.5f, 0.5f, 0.5f, 1, 1e30f, 1e30f, 1e30f, 1};
+        hp_frame_params fp;
+        hp_frame_params_defaults(&fp);
+        unit_exposure(&fp.params); /* auto exposure would sink the grey under the 1e30 pixel */
+        fp.params.output.dither = false;
+        hp_frame_desc desc = {.width = 6, .height = 1, .format = HP_PIXEL_RGBA32F};
+        hp_frame_result res;
+        bool ran = gpu_run(&desc, px, &fp, &res);
+        const uint8_t *o = ran ? res.pixels : NULL;
+        bool ok = ran;
+        for (int i = 0; ran && i < 4; i++) /* NaN, +inf, -inf and all-negative: black, opaque */
+            ok = ok && o[4 * i] == 0 && o[4 * i + 1] == 0 && o[4 * i + 2] == 0 && o[4 * i + 3] == 255;
+        ok = ok && o[16] > 0 && o[20] == 255; /* an ordinary grey is visible; 1e30 is white */
+        tap_ok(ok, "NaN, infinite and negative pixels come out black; a 1e30 pixel white; the rest visible");
+        tap_ok(ran && isfinite(res.tone.scale) && res.stats.nonfinite_pixels == 3,
+               "the statistics exclude the 3 non-finite pixels and the exposure stays finite (%.4g)", res.tone.scale);
+    }
+
+    /* 8. Dithering: a shallow ramp (0.10 to 0.11 in linear light over 1024 pixels, 64 rows). Without
+     * dithering, each column's mean sits on a step (error up to half a step); with dithering the column
+     * means track the exact value within a fifth of a step. */
+    {
+        const uint32_t w = 1024, h = 64;
+        float *ramp = malloc((size_t)w * h * 16);
+        for (uint32_t y = 0; y < h; y++)
+            for (uint32_t x = 0; x < w; x++) {
+                float v = 0.10f + 0.01f * (float)x / (float)(w - 1);
+                float *p = ramp + 4 * ((size_t)y * w + x);
+                p[0] = p[1] = p[2] = v, p[3] = 1;
+            }
+        double max_err[2] = {0, 0};
+        bool ran = true;
+        for (int dither = 0; dither < 2; dither++) {
+            hp_frame_params fp;
+            hp_frame_params_defaults(&fp);
+            unit_exposure(&fp.params);
+            fp.params.tonemap.op = HP_TONE_LINEAR;
+            fp.params.gamma.mode = HP_GAMMA_SRGB;
+            fp.params.output.dither = dither;
+            hp_frame_desc desc = {.width = w, .height = h, .format = HP_PIXEL_RGBA32F};
+            hp_frame_result res;
+            ran = ran && gpu_run(&desc, ramp, &fp, &res);
+            for (uint32_t x = 0; ran && x < w; x++) {
+                double mean = 0;
+                for (uint32_t y = 0; y < h; y++)
+                    mean += ((const uint8_t *)res.pixels)[4 * ((size_t)y * w + x)];
+                mean /= h;
+                double v = 0.10 + 0.01 * x / (double)(w - 1);
+                double exact = (v <= 0.0031308 ? 12.92 * v : 1.055 * pow(v, 1 / 2.4) - 0.055) * 255.0;
+                max_err[dither] = fmax(max_err[dither], fabs(mean - exact));
+            }
+        }
+        free(ramp);
+        tap_ok(ran && max_err[0] > 0.4 && max_err[1] < 0.2,
+               "dithering: column means track a shallow ramp within %.3f of a step (%.3f without)", max_err[1],
+               max_err[0]);
+    }
+
+    hp_frame_graph_destroy(&graph);
+    hp_gpu_destroy(&gpu);
+    tap_ok(hp_gpu_validation_messages() == 0, "validation layer reported nothing (%u messages)",
+           hp_gpu_validation_messages());
+    return tap_done();
+}
