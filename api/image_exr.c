@@ -6,9 +6,8 @@
  *
  * Chunks are independent: hp_exr_decode_chunks() decodes any range of them with its own decode pipeline
  * and scratch, so ranges can be spread over threads that share one reader (the library allows concurrent
- * reads of one context; our read function is a memcpy). Each chunk is written straight into the
- * caller's frame where the types allow it (float output, or half output from half channels); otherwise it
- * goes through a small float scratch and is rounded to half by hp_float_to_half().
+ * reads of one context; our read function is a memcpy). Each chunk goes through a scratch of its own
+ * size (a few hundred KiB) into the caller's frame: no full-frame copy is ever made.
  *
  * Multi-part files: part 0 is used unless a named layer or channel is only found in a later part. Depth
  * must come from the part that holds the colour. Tiled parts: level 0 only. */
@@ -22,6 +21,9 @@
 
 #include "api/image_internal.h"
 #include "pipeline/cpu_reference.h"
+#ifdef HP_EXR_DWA_CXX
+#include "api/image_exr_dwa.h"
+#endif
 
 /* One chunk may not unpack to more than this (every channel of the part, not only those we use). A
  * 16384-wide DWAB chunk of 256 lines with 32 float channels is 512 MiB; a tiny hostile header can claim
@@ -39,8 +41,9 @@ struct hp_exr_reader {
     int part;
     int chan[SLOT_COUNT];       /* index in the part's channel list, -1 absent */
     int copy_from[SLOT_COUNT];  /* a colour slot that repeats an earlier one (grey: G and B copy R), or -1 */
-    bool all_half;              /* R, G, B and A (those present) are half: RGBA16F output needs no rounding */
+    uint16_t type[SLOT_COUNT];  /* exr_pixel_type_t of each slot's channel */
     bool tiled;
+    bool dwa_cxx;               /* DWAA/DWAB read through image_exr_dwa.h (the C core lacks them) */
     exr_attr_box2i_t data_window;
     uint32_t width, height;
     int32_t lines_per_chunk;    /* scanline parts */
@@ -387,13 +390,12 @@ static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, h
             }
     }
 
-    r->all_half = true;
-    for (int s = 0; s < 4; s++) {
-        if (r->chan[s] >= 0 && cl->entries[r->chan[s]].pixel_type != EXR_PIXEL_HALF)
-            r->all_half = false;
+    for (int s = 0; s < SLOT_COUNT; s++)
+        if (r->chan[s] >= 0)
+            r->type[s] = (uint16_t)cl->entries[r->chan[s]].pixel_type;
+    for (int s = 0; s < 4; s++)
         if (r->chan[s] >= 0)
             copy_name(info->channel_names[s], &cl->entries[r->chan[s]]);
-    }
     if (r->chan[SLOT_Z] >= 0)
         copy_name(info->depth_channel, &cl->entries[r->chan[SLOT_Z]]);
     snprintf(info->layer, sizeof(info->layer), "%s", sel.layer);
@@ -479,6 +481,9 @@ hp_code hp_exr_open(const uint8_t *bytes, size_t len, const hp_decode_options *o
     snprintf(info->compression, sizeof(info->compression), "%s", compression_name(compression));
     r->tiled = storage == EXR_STORAGE_TILED;
     info->tiled = r->tiled;
+#ifdef HP_EXR_DWA_CXX
+    r->dwa_cxx = compression == EXR_COMPRESSION_DWAA || compression == EXR_COMPRESSION_DWAB;
+#endif
 
     if (r->tiled) {
         uint32_t tw, th;
@@ -555,94 +560,95 @@ static chunk_rect rect_of_chunk(const hp_exr_reader *r, uint32_t index)
     return c;
 }
 
-/* Points the decode pipeline's channels at this chunk's destination. */
-static void aim_channels(const hp_exr_reader *r, exr_decode_pipeline_t *dec, const hp_image_dest *dest,
-                         uint8_t *scratch, chunk_rect c)
+/* Each chunk is decoded into a small scratch, SLOT_COUNT slots of 4 bytes per pixel, every channel in
+ * its own file type (half in the first 2 bytes of its slot), and converted to the frame by finish_chunk().
+ * The library is never asked to convert types: OpenEXR 3.1.5's fast path for four half channels to
+ * interleaved float writes them in reverse order (the psychtoolbox Desk frame decoded as A,B,G,R), so
+ * conversions are ours, with the pipeline's exact half routines. */
+#define SCRATCH_PIXEL (SLOT_COUNT * 4)
+
+static void aim_channels(const hp_exr_reader *r, exr_decode_pipeline_t *dec, bool want_depth, uint8_t *scratch,
+                         chunk_rect c)
 {
     for (int i = 0; i < dec->channel_count; i++)
         dec->channels[i].decode_to_ptr = NULL;
-
-    bool direct_half = dest->layout == HP_LAYOUT_RGBA16F && r->all_half;
-    bool use_scratch = dest->layout == HP_LAYOUT_RGBA16F && !r->all_half;
-    size_t px = direct_half ? 8 : 16; /* bytes per destination pixel */
-    size_t elem = direct_half ? 2 : 4;
     for (int s = 0; s < SLOT_COUNT; s++) {
-        if (r->chan[s] < 0 || r->copy_from[s] >= 0)
+        if (r->chan[s] < 0 || r->copy_from[s] >= 0 || (s == SLOT_Z && !want_depth))
             continue;
         exr_coding_channel_info_t *ch = &dec->channels[r->chan[s]];
-        if (s == SLOT_Z) {
-            if (!dest->depth)
-                continue;
-            ch->decode_to_ptr = (uint8_t *)(dest->depth + (size_t)c.y * r->width + c.x);
-            ch->user_pixel_stride = 4;
-            ch->user_line_stride = (int32_t)(r->width * 4);
-        } else if (use_scratch) {
-            ch->decode_to_ptr = scratch + (size_t)s * 4;
-            ch->user_pixel_stride = 16;
-            ch->user_line_stride = (int32_t)(c.w * 16);
-        } else {
-            ch->decode_to_ptr = (uint8_t *)dest->rgba + ((size_t)c.y * r->width + c.x) * px + (size_t)s * elem;
-            ch->user_pixel_stride = (int32_t)px;
-            ch->user_line_stride = (int32_t)(r->width * px);
-        }
-        bool half = s != SLOT_Z && direct_half;
-        ch->user_data_type = half ? EXR_PIXEL_HALF : EXR_PIXEL_FLOAT;
-        ch->user_bytes_per_element = half ? 2 : 4;
+        ch->decode_to_ptr = scratch + (size_t)s * 4;
+        ch->user_pixel_stride = SCRATCH_PIXEL;
+        ch->user_line_stride = (int32_t)(c.w * SCRATCH_PIXEL);
+        ch->user_data_type = ch->data_type;
+        ch->user_bytes_per_element = ch->bytes_per_element;
     }
 }
 
-/* What the library does not write: repeated channels (grey), alpha 1, the scratch's rounding to half, and
- * the depth counts. */
-static void finish_chunk(const hp_exr_reader *r, const hp_image_dest *dest, const float *scratch, chunk_rect c,
+static float slot_float(const uint8_t *p, uint16_t type)
+{
+    if (type == EXR_PIXEL_HALF) {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return hp_half_to_float(h);
+    }
+    if (type == EXR_PIXEL_UINT) {
+        uint32_t u;
+        memcpy(&u, p, 4);
+        return (float)u;
+    }
+    float f;
+    memcpy(&f, p, 4);
+    return f;
+}
+
+static uint16_t slot_half(const uint8_t *p, uint16_t type)
+{
+    if (type == EXR_PIXEL_HALF) { /* the file's bits, NaN payloads included */
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return h;
+    }
+    return hp_float_to_half(slot_float(p, type));
+}
+
+/* Scratch to frame: types converted, repeated channels (grey) copied, alpha 1 where the file has none;
+ * depth to its plane with the counts. */
+static void finish_chunk(const hp_exr_reader *r, const hp_image_dest *dest, const uint8_t *scratch, chunk_rect c,
                          hp_depth_stats *stats)
 {
+    int src[4];
+    for (int s = 0; s < 4; s++)
+        src[s] = r->copy_from[s] >= 0 ? r->copy_from[s] : s;
     bool has_alpha = r->chan[SLOT_A] >= 0;
-    if (dest->layout == HP_LAYOUT_RGBA16F && !r->all_half) {
-        for (uint32_t y = 0; y < c.h; y++)
-            for (uint32_t x = 0; x < c.w; x++) {
-                float v[4];
-                const float *p = scratch + ((size_t)y * c.w + x) * 4;
-                for (int s = 0; s < 4; s++)
-                    v[s] = r->copy_from[s] >= 0 ? p[r->copy_from[s]] : p[s];
-                if (!has_alpha)
-                    v[3] = 1.0f;
-                hp_image_store_pixel(dest, (size_t)(c.y + y) * r->width + c.x + x, v[0], v[1], v[2], v[3]);
+    for (uint32_t y = 0; y < c.h; y++) {
+        const uint8_t *in = scratch + (size_t)y * c.w * SCRATCH_PIXEL;
+        size_t out = (size_t)(c.y + y) * r->width + c.x;
+        if (dest->layout == HP_LAYOUT_RGBA16F) {
+            uint16_t *o = (uint16_t *)dest->rgba + out * 4;
+            for (uint32_t x = 0; x < c.w; x++, in += SCRATCH_PIXEL, o += 4) {
+                for (int s = 0; s < 3; s++)
+                    o[s] = slot_half(in + src[s] * 4, r->type[src[s]]);
+                o[3] = has_alpha ? slot_half(in + src[3] * 4, r->type[src[3]]) : 0x3c00; /* 1.0 */
             }
-    } else if (dest->layout == HP_LAYOUT_RGBA16F) {
-        for (uint32_t y = 0; y < c.h; y++) {
-            uint16_t *row = (uint16_t *)dest->rgba + ((size_t)(c.y + y) * r->width + c.x) * 4;
-            for (uint32_t x = 0; x < c.w; x++) {
-                uint16_t *p = row + (size_t)x * 4;
-                for (int s = 1; s < 4; s++)
-                    if (r->copy_from[s] >= 0)
-                        p[s] = p[r->copy_from[s]];
-                if (!has_alpha)
-                    p[3] = 0x3c00; /* 1.0 */
+        } else {
+            float *o = (float *)dest->rgba + out * 4;
+            for (uint32_t x = 0; x < c.w; x++, in += SCRATCH_PIXEL, o += 4) {
+                for (int s = 0; s < 3; s++)
+                    o[s] = slot_float(in + src[s] * 4, r->type[src[s]]);
+                o[3] = has_alpha ? slot_float(in + src[3] * 4, r->type[src[3]]) : 1.0f;
             }
         }
-    } else {
-        for (uint32_t y = 0; y < c.h; y++) {
-            float *row = (float *)dest->rgba + ((size_t)(c.y + y) * r->width + c.x) * 4;
-            for (uint32_t x = 0; x < c.w; x++) {
-                float *p = row + (size_t)x * 4;
-                for (int s = 1; s < 4; s++)
-                    if (r->copy_from[s] >= 0)
-                        p[s] = p[r->copy_from[s]];
-                if (!has_alpha)
-                    p[3] = 1.0f;
-            }
-        }
-    }
-
-    if (dest->depth && r->chan[SLOT_Z] >= 0)
-        for (uint32_t y = 0; y < c.h; y++) {
-            const float *row = dest->depth + (size_t)(c.y + y) * r->width + c.x;
-            for (uint32_t x = 0; x < c.w; x++) {
-                float z = row[x];
+        if (dest->depth && r->chan[SLOT_Z] >= 0) {
+            const uint8_t *zin = scratch + (size_t)y * c.w * SCRATCH_PIXEL + SLOT_Z * 4;
+            float *zo = dest->depth + out;
+            for (uint32_t x = 0; x < c.w; x++, zin += SCRATCH_PIXEL) {
+                float z = slot_float(zin, r->type[SLOT_Z]);
+                zo[x] = z;
                 stats->background += z >= HP_IMAGE_DEPTH_BACKGROUND;
                 stats->nonfinite += !isfinite(z);
             }
         }
+    }
 }
 
 static hp_code chunk_fail(const hp_exr_reader *r, uint32_t index, chunk_rect c, exr_result_t rv, const char *step,
@@ -655,6 +661,40 @@ static hp_code chunk_fail(const hp_exr_reader *r, uint32_t index, chunk_rect c, 
                     r->data_window.min.y + (int32_t)(c.y + c.h) - 1);
 }
 
+#ifdef HP_EXR_DWA_CXX
+static hp_code decode_chunks_dwa(hp_exr_reader *r, uint32_t first, uint32_t end, const hp_image_dest *dest,
+                                 uint8_t *scratch, bool want_depth, hp_depth_stats *stats, hp_err *err)
+{
+    const exr_attr_chlist_t *cl;
+    exr_result_t rv = exr_get_channels(r->ctx, r->part, &cl);
+    if (rv != EXR_ERR_SUCCESS)
+        return exr_fail(err, rv, "channels of part %d", r->part);
+    char names[SLOT_COUNT][HP_IMAGE_NAME_MAX];
+    hp_exr_dwa_slot slots[SLOT_COUNT];
+    int slot_count = 0;
+    for (int s = 0; s < SLOT_COUNT; s++) {
+        if (r->chan[s] < 0 || r->copy_from[s] >= 0 || (s == SLOT_Z && !want_depth))
+            continue;
+        copy_name(names[s], &cl->entries[r->chan[s]]);
+        slots[slot_count++] = (hp_exr_dwa_slot){.name = names[s], .type = r->type[s], .base = scratch + s * 4};
+    }
+
+    hp_exr_dwa *dwa = NULL;
+    hp_code code = hp_exr_dwa_open(r->stream.bytes, r->stream.len, r->part, &dwa, err);
+    for (uint32_t i = first; i < end && code == HP_OK; i++) {
+        chunk_rect c = rect_of_chunk(r, i);
+        code = hp_exr_dwa_read(dwa, slots, slot_count, SCRATCH_PIXEL, (size_t)c.w * SCRATCH_PIXEL, r->tiled,
+                               r->tiled ? (int)(i % r->tiles_x) : 0, r->tiled ? (int)(i / r->tiles_x) : 0,
+                               r->data_window.min.x + (int32_t)c.x, r->data_window.min.y + (int32_t)c.y,
+                               (int32_t)c.w, (int32_t)c.h, err);
+        if (code == HP_OK)
+            finish_chunk(r, dest, scratch, c, stats);
+    }
+    hp_exr_dwa_close(&dwa);
+    return code;
+}
+#endif
+
 hp_code hp_exr_decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, const hp_image_dest *dest,
                              hp_depth_stats *stats, hp_err *err)
 {
@@ -662,12 +702,17 @@ hp_code hp_exr_decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, con
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR: chunks %u-%u of %u, or a %ux%u destination for %ux%u",
                        first, end, r->chunk_count, dest->width, dest->height, r->width, r->height);
 
-    float *scratch = NULL;
-    if (dest->layout == HP_LAYOUT_RGBA16F && !r->all_half) {
-        scratch = malloc((size_t)r->chunk_w * r->chunk_h * 16);
-        if (!scratch)
-            return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR: out of memory for a %ux%u chunk", r->chunk_w, r->chunk_h);
+    uint8_t *scratch = malloc((size_t)r->chunk_w * r->chunk_h * SCRATCH_PIXEL);
+    if (!scratch)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR: out of memory for a %ux%u chunk", r->chunk_w, r->chunk_h);
+    bool want_depth = dest->depth && r->chan[SLOT_Z] >= 0;
+#ifdef HP_EXR_DWA_CXX
+    if (r->dwa_cxx) {
+        hp_code dwa_code = decode_chunks_dwa(r, first, end, dest, scratch, want_depth, stats, err);
+        free(scratch);
+        return dwa_code;
     }
+#endif
 
     exr_decode_pipeline_t dec = EXR_DECODE_PIPELINE_INITIALIZER;
     bool initialized = false;
@@ -697,7 +742,7 @@ hp_code hp_exr_decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, con
             code = chunk_fail(r, i, c, rv, "preparing", err);
             break;
         }
-        aim_channels(r, &dec, dest, (uint8_t *)scratch, c);
+        aim_channels(r, &dec, want_depth, scratch, c);
         if (!initialized) {
             initialized = true;
             if ((rv = exr_decoding_choose_default_routines(r->ctx, r->part, &dec)) != EXR_ERR_SUCCESS) {

@@ -72,13 +72,11 @@ static void suggest(const char *unknown, char *out, size_t size)
         return;
     size_t best = 1 + len / 8 + 1; /* strictly greater than the largest distance accepted */
     for (size_t i = 0; i < hp_param_schema_count; i++) {
-        const char *name = hp_param_schema[i].name;
         /* The parameter and each group above it ("tonemap.hable", "tonemap"). */
-        for (const char *dot = name + strlen(name); dot; dot = NULL) {
-            consider(unknown, name, strlen(name), &best, out, size);
-            for (const char *c = name; (c = strchr(c, '.')); c++)
-                consider(unknown, name, (size_t)(c - name), &best, out, size);
-        }
+        const char *name = hp_param_schema[i].name;
+        consider(unknown, name, strlen(name), &best, out, size);
+        for (const char *dot = name; (dot = strchr(dot, '.')); dot++)
+            consider(unknown, name, (size_t)(dot - name), &best, out, size);
     }
     if (out[0])
         return;
@@ -101,11 +99,9 @@ static hp_code fail_unknown(const char *name, hp_err *err)
     char near[NAME_MAX_LEN];
     suggest(name, near, sizeof(near));
     if (near[0])
-        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, name,
-                             "unknown parameter %.200s (did you mean %s?); docs/PARAMETERS.md lists them all",
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, name, "unknown parameter %.200s (did you mean %s?)",
                              name, near);
-    return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, name,
-                         "unknown parameter %.200s; docs/PARAMETERS.md lists them all", name);
+    return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, name, "unknown parameter %.200s", name);
 }
 
 static hp_code fail_group(const char *name, const hp_param_def *member, const char *got, hp_err *err)
@@ -227,10 +223,12 @@ hp_code hp_params_from_json(const json_t *obj, hp_params *p, hp_err *err)
     if (!obj || !json_is_object(obj))
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "parameters must be a JSON object, got %s",
                        obj ? json_kind(obj) : "nothing");
+    bool *seen = calloc(hp_param_schema_count, sizeof(bool)); /* by schema index */
+    if (!seen)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory parsing the parameters");
     hp_params next = *p;
-    bool seen[hp_param_schema_count];
-    memset(seen, 0, sizeof(seen));
     hp_code code = walk_object(obj, NULL, &next, seen, err);
+    free(seen);
     if (code == HP_OK)
         code = hp_params_check(&next, err);
     if (code == HP_OK)
@@ -333,14 +331,14 @@ hp_code hp_params_from_query(const char *query, hp_params *p, hp_err *err)
     }
     size_t total = strlen(query);
     char *key = malloc(total + 1), *value = malloc(total + 1);
-    if (!key || !value) {
+    bool *seen = calloc(hp_param_schema_count, sizeof(bool));
+    if (!key || !value || !seen) {
         free(key);
         free(value);
+        free(seen);
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory parsing the query string");
     }
     hp_params next = *p;
-    bool seen[hp_param_schema_count];
-    memset(seen, 0, sizeof(seen));
     hp_code code = HP_OK;
     for (const char *pair = query; code == HP_OK;) {
         const char *amp = strchr(pair, '&');
@@ -352,6 +350,7 @@ hp_code hp_params_from_query(const char *query, hp_params *p, hp_err *err)
     }
     free(key);
     free(value);
+    free(seen);
     if (code == HP_OK)
         code = hp_params_check(&next, err);
     if (code == HP_OK)

@@ -222,7 +222,7 @@ const hp_param_def hp_param_schema[] = {
      /* Kwon et al. 2011 via Engel's KGC 2013 article (A 4); per channel by default because applying it to
       * Y alone over-saturates on real frames (D 7). sRGB: IEC 61966-2-1. */
      .help = "Output encoding: `local` raises each RGB channel to Kwon's per-pixel exponent 0.444 + 0.045 "
-             "ln(L_an + 0.6034), where L_an is the tone-mapped luminance (0.421 to 0.465); "
+             "ln(L_an + 0.6034), where L_an is the tone-mapped luminance (exponents 0.421 to 0.465); "
              "`local_luminance` applies that exponent to luminance alone (the original form, which "
              "over-saturates); `srgb` is the standard sRGB curve; `linear` leaves values linear."},
     {.name = "gamma.radius", .type = HP_PARAM_INTEGER, .offset = U32_AT(gamma.radius), .min = 0, .max = 64,
@@ -604,14 +604,23 @@ static hp_code rule_lottes_mid(const hp_params *p, const char *field, hp_err *er
                          field, t->lottes_mid_in, t->lottes_hdr_max);
 }
 
+/* Lottes' b and c solve f(mid_in) = mid_out and f(hdr_max) = 1 (algorithms.md 3.7, Lottes GDC 2016). */
+void hp_lottes_constants(const hp_tonemap_params *t, double *b, double *c)
+{
+    double a = t->lottes_contrast, d = t->lottes_shoulder, hdr = t->lottes_hdr_max;
+    double mi = t->lottes_mid_in, mo = t->lottes_mid_out;
+    double denom = (pow(hdr, a * d) - pow(mi, a * d)) * mo;
+    *b = (-pow(mi, a) + pow(hdr, a) * mo) / denom;
+    *c = (pow(hdr, a * d) * pow(mi, a) - pow(hdr, a) * pow(mi, a * d) * mo) / denom;
+}
+
 static hp_code rule_lottes_pole(const hp_params *p, const char *field, hp_err *err)
 {
     const hp_tonemap_params *t = &p->tonemap;
     double a = t->lottes_contrast, d = t->lottes_shoulder, h = t->lottes_hdr_max, m = t->lottes_mid_in;
     double o = t->lottes_mid_out;
-    double den = (pow(h, a * d) - pow(m, a * d)) * o;
-    double b = (-pow(m, a) + pow(h, a) * o) / den;
-    double c = (pow(h, a * d) * pow(m, a) - pow(h, a) * pow(m, a * d) * o) / den;
+    double b, c;
+    hp_lottes_constants(t, &b, &c);
     if (b > 0 && c >= 0 && isfinite(b) && isfinite(c))
         return HP_OK;
     double lo = pow(m / h, a), hi = d < 1 ? pow(m / h, a * (1 - d)) : 1;
@@ -844,7 +853,8 @@ void hp_params_write_markdown(FILE *out)
         }
     }
 
-    fprintf(out, "\n## Rules across parameters\n\nChecked after every value is set, whatever the order of the keys:\n\n");
+    fprintf(out, "\n## Rules across parameters\n\n"
+                 "Checked after every value is set, whatever the order of the keys:\n\n");
     for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
         fprintf(out, "- %s\n", rules[i].doc);
 

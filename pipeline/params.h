@@ -63,6 +63,9 @@ typedef struct hp_tonemap_params {
         uchimura_black_tightness, uchimura_black_offset;
 } hp_tonemap_params;
 
+/* Lottes' b and c from its parameters (algorithms.md 3.7). */
+void hp_lottes_constants(const hp_tonemap_params *t, double *b, double *c);
+
 typedef enum hp_gamma_mode {
     HP_GAMMA_LOCAL = 0,           /* Kwon's exponent per pixel, applied to each channel (DECISIONS.md 7) */
     HP_GAMMA_LOCAL_LUMINANCE = 1, /* Kwon's exponent applied to Y alone, the seed's literal form */

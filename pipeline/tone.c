@@ -88,15 +88,6 @@ void hp_tone_destroy(hp_tone **pt)
     *pt = NULL;
 }
 
-void hp_lottes_constants(const hp_tonemap_params *t, double *b, double *c)
-{
-    double a = t->lottes_contrast, d = t->lottes_shoulder, hdr = t->lottes_hdr_max;
-    double mi = t->lottes_mid_in, mo = t->lottes_mid_out;
-    double denom = (pow(hdr, a * d) - pow(mi, a * d)) * mo;
-    *b = (-pow(mi, a) + pow(hdr, a) * mo) / denom;
-    *c = (pow(hdr, a * d) * pow(mi, a) - pow(hdr, a) * pow(mi, a * d) * mo) / denom;
-}
-
 void hp_tone_pack_params(const hp_params *p, uint32_t w[HP_TONE_PARAMS_WORDS])
 {
     memset(w, 0, HP_TONE_PARAMS_WORDS * sizeof(uint32_t));

@@ -27,8 +27,6 @@ void hp_tone_decode_state(const void *state_buffer, hp_tone_state *out);
 /* The request's tone parameters as the tone_params words (hp_shared.h), with the curve constants that
  * depend only on parameters (Lottes' b and c, Uchimura's l0, S0, S1, C2, CP) solved in double. */
 void hp_tone_pack_params(const hp_params *p, uint32_t words[HP_TONE_PARAMS_WORDS]);
-/* Lottes' b and c from its parameters (algorithms.md 3.7). */
-void hp_lottes_constants(const hp_tonemap_params *t, double *b, double *c);
 
 typedef enum hp_tone_output {
     HP_TONE_OUT_LUMINANCE = 0, /* float per pixel: the tone-mapped luminance (diagnostics, blur input) */

@@ -1,0 +1,128 @@
+// See image_exr_dwa.h: DWAA/DWAB chunks through OpenEXR's C++ library while its C core lacks them.
+// Exceptions stop here; every failure becomes an hp_err.
+#include "api/image_exr_dwa.h"
+
+#include <ImfChannelList.h>
+#include <ImfFrameBuffer.h>
+#include <ImfHeader.h>
+#include <ImfIO.h>
+#include <ImfInputPart.h>
+#include <ImfMultiPartInputFile.h>
+#include <ImfTiledInputPart.h>
+#include <Iex.h>
+
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+
+namespace {
+
+// The frame as the library's input stream: reads past the end throw, as a file's would.
+class MemoryStream : public Imf::IStream {
+  public:
+    MemoryStream(const uint8_t *bytes, size_t len) : Imf::IStream("frame"), bytes_(bytes), len_(len) {}
+
+    bool read(char c[], int n) override
+    {
+        if (n < 0 || pos_ > len_ || static_cast<uint64_t>(n) > len_ - pos_)
+            throw IEX_NAMESPACE::InputExc("unexpected end of data");
+        std::memcpy(c, bytes_ + pos_, static_cast<size_t>(n));
+        pos_ += static_cast<uint64_t>(n);
+        return pos_ < len_;
+    }
+    uint64_t tellg() override { return pos_; }
+    void seekg(uint64_t pos) override { pos_ = pos; }
+
+  private:
+    const uint8_t *bytes_;
+    uint64_t len_;
+    uint64_t pos_ = 0;
+};
+
+Imf::PixelType pixel_type(int exr_type)
+{
+    switch (exr_type) {
+    case 0: return Imf::UINT;
+    case 1: return Imf::HALF;
+    default: return Imf::FLOAT;
+    }
+}
+
+} // namespace
+
+struct hp_exr_dwa {
+    MemoryStream stream;
+    std::unique_ptr<Imf::MultiPartInputFile> file;
+    std::unique_ptr<Imf::InputPart> scanlines;
+    std::unique_ptr<Imf::TiledInputPart> tiles;
+
+    hp_exr_dwa(const uint8_t *bytes, size_t len) : stream(bytes, len) {}
+};
+
+extern "C" hp_code hp_exr_dwa_open(const uint8_t *bytes, size_t len, int part, hp_exr_dwa **out, hp_err *err)
+{
+    *out = nullptr;
+    try {
+        auto reader = std::make_unique<hp_exr_dwa>(bytes, len);
+        // No threads of the library's own (callers spread chunks), no chunk-table reconstruction (as the
+        // core path: a damaged offset table is an error).
+        reader->file = std::make_unique<Imf::MultiPartInputFile>(reader->stream, 0, false);
+        if (part < 0 || part >= reader->file->parts())
+            return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR (DWA) has no part %d", part);
+        if (reader->file->header(part).hasTileDescription())
+            reader->tiles = std::make_unique<Imf::TiledInputPart>(*reader->file, part);
+        else
+            reader->scanlines = std::make_unique<Imf::InputPart>(*reader->file, part);
+        *out = reader.release();
+        return HP_OK;
+    } catch (const std::bad_alloc &) {
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR (DWA): out of memory opening the file");
+    } catch (const std::exception &e) {
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR (DWA) header: %s", e.what());
+    } catch (...) {
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR (DWA) header: unknown failure");
+    }
+}
+
+extern "C" hp_code hp_exr_dwa_read(hp_exr_dwa *reader, const hp_exr_dwa_slot *slots, int slot_count,
+                                   size_t pixel_stride, size_t line_stride, int tiled, int tile_x, int tile_y,
+                                   int32_t x0, int32_t y0, int32_t w, int32_t h, hp_err *err)
+{
+    try {
+        Imf::FrameBuffer fb;
+        for (int i = 0; i < slot_count; i++)
+            fb.insert(slots[i].name, Imf::Slice::Make(pixel_type(slots[i].type), slots[i].base,
+                                                      IMATH_NAMESPACE::V2i(x0, y0), w, h, pixel_stride,
+                                                      line_stride));
+        if (tiled) {
+            if (!reader->tiles)
+                return hp_fail(err, HP_ERR_INTERNAL, "EXR (DWA): tile asked of a scanline part");
+            reader->tiles->setFrameBuffer(fb);
+            reader->tiles->readTile(tile_x, tile_y, 0);
+        } else {
+            if (!reader->scanlines)
+                return hp_fail(err, HP_ERR_INTERNAL, "EXR (DWA): scanlines asked of a tiled part");
+            reader->scanlines->setFrameBuffer(fb);
+            reader->scanlines->readPixels(y0, y0 + h - 1);
+        }
+        return HP_OK;
+    } catch (const std::bad_alloc &) {
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR (DWA): out of memory decoding pixels (%d, %d)", x0, y0);
+    } catch (const std::exception &e) {
+        if (tiled)
+            return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR (DWA) tile (%d, %d) at pixel (%d, %d): %s", tile_x,
+                           tile_y, x0, y0, e.what());
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR (DWA) scanlines %d-%d: %s", y0, y0 + h - 1, e.what());
+    } catch (...) {
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR (DWA) pixels at (%d, %d): unknown failure", x0, y0);
+    }
+}
+
+extern "C" void hp_exr_dwa_close(hp_exr_dwa **reader)
+{
+    if (!reader)
+        return;
+    delete *reader;
+    *reader = nullptr;
+}

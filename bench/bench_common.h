@@ -1,0 +1,85 @@
+/* What the benchmarks share: one device, one command buffer with timestamp queries, the warm-up that
+ * brings a GPU to its working clocks, the bandwidth ceilings measured in the same run, and the synthetic
+ * frames. Benchmarks run on the GPU host (docs/BENCHMARKS.md); they exit on the first failure. */
+#ifndef HP_BENCH_COMMON_H
+#define HP_BENCH_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "pipeline/cpu_reference.h"
+#include "pipeline/gpu.h"
+#include "pipeline/reduce.h"
+
+#define CHECK(expr)                                                                                     \
+    do {                                                                                                \
+        if (!(expr)) {                                                                                  \
+            fprintf(stderr, "bench: %s failed at line %d: %s\n", #expr, __LINE__, bench_err.message); \
+            exit(1);                                                                                    \
+        }                                                                                               \
+    } while (0)
+
+#define VK_CHECK(expr)                                                                                  \
+    do {                                                                                                \
+        VkResult r_ = (expr);                                                                           \
+        if (r_ != VK_SUCCESS) {                                                                         \
+            fprintf(stderr, "bench: %s: %s\n", #expr, hp_vk_result_name(r_));                   \
+            exit(1);                                                                                    \
+        }                                                                                               \
+    } while (0)
+
+extern hp_err bench_err;
+extern hp_gpu *bench_gpu;
+extern VkDevice bench_dev;
+extern VkCommandBuffer bench_cmd;
+extern VkQueryPool bench_queries;
+
+typedef struct summary {
+    double median, p10, p90;
+} summary;
+
+typedef struct probe_push {
+    VkDeviceAddress src, dst;
+    uint32_t count;
+} probe_push;
+
+/* Creates the device (with pipeline statistics where the driver gives them), a command buffer, a fence
+ * and a pool of `max_queries` timestamps. */
+void bench_init(const char *device, uint32_t max_queries);
+void bench_shutdown(void);
+
+void bench_begin(void);
+void bench_submit_and_wait(void);
+/* Every write before, visible to every access after. */
+void bench_barrier_all(void);
+/* Milliseconds between timestamp pairs (2i, 2i + 1) for i < runs. */
+void bench_read_durations(uint32_t runs, double *ms);
+/* Sorts ms and takes the median and the 10th and 90th percentiles. */
+summary bench_summarize(double *ms, uint32_t n);
+/* A deterministic log-normal RGBA frame: about 12 stops either side of 0.25. */
+void bench_fill_frame(void *dst, hp_pixel_format format, uint64_t count);
+bool bench_stats_match(const hp_lum_stats *g, const hp_lum_stats *c);
+
+/* Ceilings measured in the same run as the stages: vkCmdCopyBuffer of 1 GiB (before and after the
+ * stages), the shader copy and the shader read of shaders/bench_bandwidth.comp, all in bytes per second
+ * (copies count bytes read plus written). */
+typedef struct bench_ceilings {
+    hp_buffer a, b;
+    hp_compute probes[2]; /* copy, read */
+    uint32_t runs;
+    double cmd_copy_before, cmd_copy_after, shader_copy, shader_read;
+    summary cmd_before, cmd_after;
+} bench_ceilings;
+
+/* Allocates, warms the GPU up for `warm_seconds`, measures the "before" figures and prints the probes. */
+void bench_ceilings_begin(bench_ceilings *c, uint32_t runs, double warm_seconds, uint32_t resident_groups);
+/* Measures the "after" copy, prints the summary line, frees. Returns the copy ceiling: the best copy. */
+double bench_ceilings_end(bench_ceilings *c);
+/* The read probe over a buffer: the time a kernel that only reads it once takes (the best of two grids). */
+double bench_read_floor_ms(bench_ceilings *c, const hp_buffer *buffer, uint32_t resident_groups);
+/* Keeps the GPU busy with copies for about `seconds`. */
+void bench_warm_up(double seconds, hp_buffer *a, hp_buffer *b);
+
+#endif

@@ -1,0 +1,926 @@
+/* The request parameters: the schema table against the specification below, the setters' ranges and
+ * messages, the cross-field rules, the JSON and query-string front ends, and the examples in
+ * docs/PARAMETERS.md (its path is argv[1]).
+ *
+ * The spec table here is written from the issue independently of pipeline/params.c: each row's name,
+ * field, default and range must match the schema, so the table cannot drift from what was asked. */
+#include <float.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/params_json.h"
+#include "pipeline/params.h"
+#include "tap.h"
+
+/* --- The specification ------------------------------------------------------------------------------ */
+
+typedef struct enum_choice {
+    const char *name;
+    int value; /* the C enum constant */
+} enum_choice;
+
+typedef struct spec {
+    const char *name;
+    hp_param_type type;
+    size_t offset;          /* the hp_params field it sets */
+    const char *def;        /* as the docs write it: "0.18", "reinhard_extended", "true" */
+    const char *range;      /* numbers: "[a, b]", "(a, b]", "[a, b)", "(a, b)"; bit_depth: "8, 16" */
+    const enum_choice *choices;
+} spec;
+
+#define F(f) offsetof(hp_params, f)
+#define NUM HP_PARAM_NUMBER
+#define INT HP_PARAM_INTEGER
+
+static const enum_choice variants[] = {{"single_pass", HP_REDUCE_PARAM_SINGLE_PASS},
+                                       {"two_pass", HP_REDUCE_PARAM_TWO_PASS}, {NULL, 0}};
+static const enum_choice exposure_modes[] = {{"auto", HP_EXPOSURE_AUTO}, {"histogram", HP_EXPOSURE_HISTOGRAM},
+                                             {"fixed", HP_EXPOSURE_FIXED}, {NULL, 0}};
+static const enum_choice operators[] = {
+    {"linear", HP_TONE_LINEAR}, {"reinhard", HP_TONE_REINHARD}, {"reinhard_extended", HP_TONE_REINHARD_EXTENDED},
+    {"drago", HP_TONE_DRAGO}, {"aces_narkowicz", HP_TONE_ACES_NARKOWICZ}, {"hable", HP_TONE_HABLE},
+    {"lottes", HP_TONE_LOTTES}, {"uchimura", HP_TONE_UCHIMURA}, {"aces_hill", HP_TONE_ACES_HILL},
+    {"agx", HP_TONE_AGX}, {"khronos_neutral", HP_TONE_KHRONOS_NEUTRAL}, {NULL, 0}};
+static const enum_choice gamma_modes[] = {{"local", HP_GAMMA_LOCAL}, {"local_luminance", HP_GAMMA_LOCAL_LUMINANCE},
+                                          {"srgb", HP_GAMMA_SRGB}, {"linear", HP_GAMMA_LINEAR}, {NULL, 0}};
+static const enum_choice formats[] = {{"webp", HP_OUTPUT_WEBP}, {"png", HP_OUTPUT_PNG}, {NULL, 0}};
+
+static const spec specs[] = {
+    {"analysis.variant", HP_PARAM_ENUM, F(analysis.variant), "single_pass", NULL, variants},
+    {"analysis.histogram_min_log2", NUM, F(analysis.histogram_min_log2), "-16", "[-64, 63]", NULL},
+    {"analysis.histogram_max_log2", NUM, F(analysis.histogram_max_log2), "16", "[-63, 64]", NULL},
+    {"exposure.mode", HP_PARAM_ENUM, F(exposure.mode), "auto", NULL, exposure_modes},
+    {"exposure.key", HP_PARAM_NUMBER_OR_AUTO, F(exposure.key), "0.18", "(0, 1]", NULL},
+    {"exposure.low_percent", NUM, F(exposure.low_percent), "10", "[0, 100)", NULL},
+    {"exposure.high_percent", NUM, F(exposure.high_percent), "90", "(0, 100]", NULL},
+    {"exposure.stops", NUM, F(exposure.stops), "0", "[-32, 32]", NULL},
+    {"exposure.adaptation", NUM, F(exposure.adaptation), "0", "[0, 1e9]", NULL},
+    {"exposure.compensation_ev", NUM, F(exposure.compensation_ev), "0", "[-32, 32]", NULL},
+    {"tonemap.operator", HP_PARAM_ENUM, F(tonemap.op), "reinhard_extended", NULL, operators},
+    {"tonemap.white_point", NUM, F(tonemap.white_point), "0", "[0, 1e9]", NULL},
+    {"tonemap.drago.bias", NUM, F(tonemap.drago_bias), "0.85", "(0, 1]", NULL},
+    {"tonemap.drago.display_max", NUM, F(tonemap.drago_display_max), "100", "[1, 10000]", NULL},
+    {"tonemap.aces.input_scale", NUM, F(tonemap.aces_input_scale), "1", "(0, 16]", NULL},
+    {"tonemap.hable.shoulder_strength", NUM, F(tonemap.hable_a), "0.15", "(0, 10]", NULL},
+    {"tonemap.hable.linear_strength", NUM, F(tonemap.hable_b), "0.50", "(0, 10]", NULL},
+    {"tonemap.hable.linear_angle", NUM, F(tonemap.hable_c), "0.10", "(0, 10]", NULL},
+    {"tonemap.hable.toe_strength", NUM, F(tonemap.hable_d), "0.20", "(0, 10]", NULL},
+    {"tonemap.hable.toe_numerator", NUM, F(tonemap.hable_e), "0.02", "[0, 10]", NULL},
+    {"tonemap.hable.toe_denominator", NUM, F(tonemap.hable_f), "0.30", "(0, 10]", NULL},
+    {"tonemap.hable.white", NUM, F(tonemap.hable_white), "11.2", "(0, 1000]", NULL},
+    {"tonemap.hable.exposure_bias", NUM, F(tonemap.hable_exposure_bias), "2", "(0, 100]", NULL},
+    {"tonemap.lottes.contrast", NUM, F(tonemap.lottes_contrast), "1.6", "[1, 2]", NULL},
+    {"tonemap.lottes.shoulder", NUM, F(tonemap.lottes_shoulder), "0.977", "[0.01, 2]", NULL},
+    {"tonemap.lottes.hdr_max", NUM, F(tonemap.lottes_hdr_max), "8", "[1, 1000]", NULL},
+    {"tonemap.lottes.mid_in", NUM, F(tonemap.lottes_mid_in), "0.18", "(0, 1]", NULL},
+    {"tonemap.lottes.mid_out", NUM, F(tonemap.lottes_mid_out), "0.267", "(0, 1)", NULL},
+    {"tonemap.uchimura.max_brightness", NUM, F(tonemap.uchimura_max_brightness), "1", "[1, 100]", NULL},
+    {"tonemap.uchimura.contrast", NUM, F(tonemap.uchimura_contrast), "1", "(0, 5]", NULL},
+    {"tonemap.uchimura.linear_start", NUM, F(tonemap.uchimura_linear_start), "0.22", "(0, 1]", NULL},
+    {"tonemap.uchimura.linear_length", NUM, F(tonemap.uchimura_linear_length), "0.4", "[0.01, 0.99]", NULL},
+    {"tonemap.uchimura.black_tightness", NUM, F(tonemap.uchimura_black_tightness), "1.33", "[1, 3]", NULL},
+    {"tonemap.uchimura.black_offset", NUM, F(tonemap.uchimura_black_offset), "0", "[0, 1]", NULL},
+    {"gamma.mode", HP_PARAM_ENUM, F(gamma.mode), "local", NULL, gamma_modes},
+    {"gamma.radius", INT, F(gamma.radius), "0", "[0, 64]", NULL},
+    {"output.format", HP_PARAM_ENUM, F(output.format), "webp", NULL, formats},
+    {"output.quality", INT, F(output.quality), "90", "[0, 100]", NULL},
+    {"output.lossless", HP_PARAM_BOOL, F(output.lossless), "false", NULL, NULL},
+    {"output.effort", INT, F(output.effort), "2", "[0, 6]", NULL},
+    {"output.bit_depth", INT, F(output.bit_depth), "8", "8, 16", NULL},
+    {"output.dither", HP_PARAM_BOOL, F(output.dither), "true", NULL, NULL},
+};
+
+#define SPEC_COUNT (sizeof(specs) / sizeof(specs[0]))
+
+/* --- Helpers ----------------------------------------------------------------------------------------- */
+
+static hp_params defaults(void)
+{
+    hp_params p;
+    hp_params_defaults(&p);
+    return p;
+}
+
+/* A field's value as a number, read by the spec's own type: enums as int, bools 0/1. */
+static double field_value(const hp_params *p, hp_param_type type, size_t offset)
+{
+    const char *at = (const char *)p + offset;
+    double d;
+    uint32_t u;
+    switch (type) {
+    case HP_PARAM_NUMBER:
+    case HP_PARAM_NUMBER_OR_AUTO: memcpy(&d, at, sizeof(d)); return d;
+    case HP_PARAM_INTEGER:
+    case HP_PARAM_ENUM: memcpy(&u, at, sizeof(u)); return u;
+    case HP_PARAM_BOOL: return *(const bool *)at;
+    }
+    return NAN;
+}
+
+static double def_value(const hp_param_def *def, const hp_params *p)
+{
+    return field_value(p, def->type, def->offset);
+}
+
+/* Equal in every parameter (and the "auto" flag), whatever the padding holds. */
+static bool params_equal(const hp_params *a, const hp_params *b, const char **differs)
+{
+    for (size_t i = 0; i < hp_param_schema_count; i++) {
+        const hp_param_def *def = &hp_param_schema[i];
+        bool same = def_value(def, a) == def_value(def, b);
+        if (def->type == HP_PARAM_NUMBER_OR_AUTO) {
+            bool auto_a = *(const bool *)((const char *)a + def->aux_offset);
+            bool auto_b = *(const bool *)((const char *)b + def->aux_offset);
+            same = auto_a == auto_b && (auto_a || same);
+        }
+        if (!same) {
+            if (differs)
+                *differs = def->name;
+            return false;
+        }
+    }
+    return true;
+}
+
+static const spec *spec_for(const char *name)
+{
+    for (size_t i = 0; i < SPEC_COUNT; i++)
+        if (strcmp(specs[i].name, name) == 0)
+            return &specs[i];
+    return NULL;
+}
+
+/* A refusal naming the field, whose message contains each needle (NULL ends the list). */
+static bool refused(hp_code code, const hp_err *err, const char *field, ...)
+{
+    bool ok = code == HP_ERR_INVALID_ARGUMENT && err->code == HP_ERR_INVALID_ARGUMENT &&
+              strcmp(err->field, field) == 0;
+    va_list ap;
+    va_start(ap, field);
+    for (const char *needle; (needle = va_arg(ap, const char *));)
+        ok = ok && strstr(err->message, needle) != NULL;
+    va_end(ap);
+    if (!ok)
+        tap_diag("code %d, field \"%s\", message: %s", (int)code, err->field, err->message);
+    return ok;
+}
+
+static hp_code from_json_text(const char *text, hp_params *p, hp_err *err)
+{
+    json_error_t jerr;
+    json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    if (!j) {
+        tap_diag("bad JSON in the test: %s: %s", text, jerr.text);
+        return HP_ERR_INTERNAL;
+    }
+    hp_code code = hp_params_from_json(j, p, err);
+    json_decref(j);
+    return code;
+}
+
+typedef struct interval {
+    double lo, hi;
+    bool lo_open, hi_open;
+} interval;
+
+static interval parse_interval(const char *text)
+{
+    interval r = {0};
+    r.lo_open = text[0] == '(';
+    char *end;
+    r.lo = strtod(text + 1, &end);
+    r.hi = strtod(end + 1, &end);
+    r.hi_open = *end == ')';
+    return r;
+}
+
+/* --- Schema against spec ----------------------------------------------------------------------------- */
+
+static void test_schema(void)
+{
+    size_t matched = 0;
+    for (size_t i = 0; i < hp_param_schema_count; i++) {
+        if (spec_for(hp_param_schema[i].name))
+            matched++;
+        else
+            tap_diag("in the schema but not in the spec: %s", hp_param_schema[i].name);
+    }
+    for (size_t i = 0; i < SPEC_COUNT; i++)
+        if (!hp_param_find(specs[i].name))
+            tap_diag("in the spec but not in the schema: %s", specs[i].name);
+    tap_ok(matched == SPEC_COUNT && hp_param_schema_count == SPEC_COUNT,
+           "the schema has exactly the %zu parameters of the spec (%zu entries, %zu matched)", SPEC_COUNT,
+           hp_param_schema_count, matched);
+
+    bool unique = true;
+    for (size_t i = 0; i < hp_param_schema_count; i++)
+        for (size_t j = i + 1; j < hp_param_schema_count; j++)
+            unique = unique && strcmp(hp_param_schema[i].name, hp_param_schema[j].name) != 0;
+    tap_ok(unique, "every schema name is unique");
+
+    for (size_t i = 0; i < SPEC_COUNT; i++) {
+        const hp_param_def *def = hp_param_find(specs[i].name);
+        if (!def)
+            continue;
+        tap_ok(def->type == specs[i].type && def->offset == specs[i].offset,
+               "%s has the spec's type and sets its field (offset %zu, expected %zu)", specs[i].name,
+               def->offset, specs[i].offset);
+    }
+
+    /* Every byte of hp_params that is not padding belongs to one entry: padding before a field is
+     * shorter than the field's alignment, so a gap that could hold the next field is a field the table
+     * left out. The tail after output.dither (a bool ending a struct of uint32_t) is under 4 bytes. */
+    struct span {
+        size_t start, size;
+        const char *name;
+    } spans[2 * SPEC_COUNT] = {{0}};
+    size_t n = 0;
+    for (size_t i = 0; i < hp_param_schema_count && n + 2 <= 2 * SPEC_COUNT; i++) {
+        const hp_param_def *def = &hp_param_schema[i];
+        size_t size = def->type == HP_PARAM_BOOL ? sizeof(bool)
+                      : def->type == HP_PARAM_NUMBER || def->type == HP_PARAM_NUMBER_OR_AUTO ? sizeof(double)
+                                                                                              : sizeof(uint32_t);
+        spans[n++] = (struct span){def->offset, size, def->name};
+        if (def->type == HP_PARAM_NUMBER_OR_AUTO)
+            spans[n++] = (struct span){def->aux_offset, sizeof(bool), "exposure.key (auto flag)"};
+    }
+    for (size_t i = 1; i < n; i++) /* insertion sort by start */
+        for (size_t j = i; j > 0 && spans[j - 1].start > spans[j].start; j--) {
+            struct span t = spans[j];
+            spans[j] = spans[j - 1];
+            spans[j - 1] = t;
+        }
+    bool covered = n > 0 && spans[0].start == 0;
+    size_t end = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (spans[i].start < end || spans[i].start - end >= spans[i].size) {
+            tap_diag("bytes %zu..%zu before %s are %s", end, spans[i].start, spans[i].name,
+                     spans[i].start < end ? "claimed twice" : "in no entry");
+            covered = false;
+        }
+        end = spans[i].start + spans[i].size;
+    }
+    covered = covered && sizeof(hp_params) - end < 4;
+    tap_ok(covered, "the schema covers every field of hp_params once (%zu fields and flags, %zu bytes)", n,
+           sizeof(hp_params));
+
+    bool helps = true;
+    for (size_t i = 0; i < hp_param_schema_count; i++) {
+        const char *h = hp_param_schema[i].help;
+        size_t len = h ? strlen(h) : 0;
+        if (len < 10 || h[len - 1] != '.' || strpbrk(h, "|\n") || !hp_param_schema[i].unit) {
+            tap_diag("%s: help or unit unfit for the docs table", hp_param_schema[i].name);
+            helps = false;
+        }
+    }
+    tap_ok(helps, "every parameter has a unit string and a one-line help sentence without '|'");
+
+    tap_ok(!hp_param_find("tonemap") && !hp_param_find("tonemap.operato") && !hp_param_find("") &&
+               !hp_param_find(NULL) && hp_param_find("tonemap.operator") &&
+               strcmp(hp_param_find("tonemap.operator")->name, "tonemap.operator") == 0,
+           "hp_param_find matches whole dotted names only");
+
+    bool rgb = true;
+    for (int op = 0; op < HP_TONE_OPERATOR_COUNT; op++)
+        rgb = rgb && hp_tone_operator_on_rgb((hp_tone_operator)op) ==
+                         (op == HP_TONE_ACES_HILL || op == HP_TONE_AGX || op == HP_TONE_KHRONOS_NEUTRAL);
+    tap_ok(rgb, "exactly aces_hill, agx and khronos_neutral run on RGB");
+}
+
+/* --- Defaults ---------------------------------------------------------------------------------------- */
+
+static void test_defaults(void)
+{
+    hp_params p = defaults();
+    for (size_t i = 0; i < SPEC_COUNT; i++) {
+        const spec *s = &specs[i];
+        const hp_param_def *def = hp_param_find(s->name);
+        if (!def)
+            continue;
+        double want;
+        if (s->type == HP_PARAM_ENUM) {
+            want = -1;
+            for (const enum_choice *c = s->choices; c->name; c++)
+                if (strcmp(c->name, s->def) == 0)
+                    want = c->value;
+        } else if (s->type == HP_PARAM_BOOL) {
+            want = strcmp(s->def, "true") == 0;
+        } else {
+            want = strtod(s->def, NULL);
+        }
+        double got = field_value(&p, s->type, s->offset);
+        tap_ok(got == want && def->def == want && !def->def_auto, "default %s = %s (field %.17g, table %.17g)",
+               s->name, s->def, got, def->def);
+    }
+    tap_ok(!p.exposure.key_auto, "exposure.key defaults to the number 0.18, not \"auto\"");
+
+    hp_err err = {0};
+    tap_ok(hp_params_check(&p, &err) == HP_OK, "the defaults pass hp_params_check: %s", err.message);
+
+    hp_params dirty;
+    memset(&dirty, 0xA5, sizeof(dirty));
+    hp_params_defaults(&dirty);
+    tap_ok(params_equal(&dirty, &p, NULL) && memcmp(&dirty, &p, sizeof(p)) == 0,
+           "hp_params_defaults overwrites every byte, whatever was there");
+}
+
+/* --- Enums ------------------------------------------------------------------------------------------- */
+
+static void test_enums(void)
+{
+    hp_err err = {0};
+    for (size_t i = 0; i < SPEC_COUNT; i++) {
+        const spec *s = &specs[i];
+        const hp_param_def *def = hp_param_find(s->name);
+        if (s->type != HP_PARAM_ENUM || !def)
+            continue;
+        size_t count = 0;
+        for (const enum_choice *c = s->choices; c->name; c++, count++) {
+            hp_params p = defaults();
+            hp_code code = hp_param_set_string(&p, def, c->name, &err);
+            json_t *j = hp_params_to_json(&p);
+            char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+            hp_params back = defaults();
+            hp_code back_code = j ? hp_params_from_json(j, &back, &err) : HP_ERR_INTERNAL;
+            char needle[128];
+            snprintf(needle, sizeof(needle), "\"%s\"", c->name);
+            tap_ok(code == HP_OK && field_value(&p, s->type, s->offset) == c->value && text &&
+                       strstr(text, needle) && back_code == HP_OK && field_value(&back, s->type, s->offset) == c->value,
+                   "%s \"%s\" sets enum value %d and round-trips through JSON", s->name, c->name, c->value);
+            free(text);
+            json_decref(j);
+        }
+        tap_ok(def->choices && def->choices[count] == NULL, "%s offers exactly the %zu choices of the spec",
+               s->name, count);
+
+        hp_params p = defaults(), before = p;
+        char want[600];
+        size_t n = (size_t)snprintf(want, sizeof(want), "%s must be one of ", s->name);
+        for (const enum_choice *c = s->choices; c->name; c++)
+            n += (size_t)snprintf(want + n, sizeof(want) - n, "%s%s", c == s->choices ? "" : ", ", c->name);
+        snprintf(want + n, sizeof(want) - n, ", got \"nope\"");
+        hp_code code = hp_param_set_string(&p, def, "nope", &err);
+        tap_ok(code == HP_ERR_INVALID_ARGUMENT && strcmp(err.message, want) == 0 && strcmp(err.field, s->name) == 0 &&
+                   params_equal(&p, &before, NULL),
+               "%s refuses an unknown choice, listing the choices: %s", s->name, err.message);
+    }
+
+    const hp_param_def *op = hp_param_find("tonemap.operator");
+    hp_params p = defaults();
+    tap_ok(refused(hp_param_set_string(&p, op, "Hable", &err), &err, "tonemap.operator", "got \"Hable\"", NULL),
+           "choices are case-sensitive");
+    tap_ok(refused(hp_param_set_number(&p, op, 5, &err), &err, "tonemap.operator", "must be one of linear", "got 5",
+                   NULL),
+           "an enum is not set by its number");
+}
+
+/* --- Numeric bounds ---------------------------------------------------------------------------------- */
+
+static bool accepts(const hp_param_def *def, double v)
+{
+    hp_params p = defaults();
+    hp_err err = {0};
+    hp_code code = hp_param_set_number(&p, def, v, &err);
+    if (code != HP_OK)
+        tap_diag("%s refused %.17g: %s", def->name, v, err.message);
+    return code == HP_OK && def_value(def, &p) == v;
+}
+
+static bool refuses(const hp_param_def *def, double v)
+{
+    hp_params p = defaults(), before = p;
+    hp_err err = {0};
+    hp_code code = hp_param_set_number(&p, def, v, &err);
+    if (code == HP_OK)
+        tap_diag("%s accepted %.17g", def->name, v);
+    return code == HP_ERR_INVALID_ARGUMENT && strcmp(err.field, def->name) == 0 && params_equal(&p, &before, NULL);
+}
+
+static void test_bounds(void)
+{
+    for (size_t i = 0; i < SPEC_COUNT; i++) {
+        const spec *s = &specs[i];
+        const hp_param_def *def = hp_param_find(s->name);
+        if (!def || !s->range || s->range[0] == '8')
+            continue;
+        interval r = parse_interval(s->range);
+        bool integer = s->type == HP_PARAM_INTEGER;
+        bool lower, upper;
+        if (integer) {
+            lower = accepts(def, r.lo) && refuses(def, r.lo - 1);
+            upper = accepts(def, r.hi) && refuses(def, r.hi + 1);
+        } else {
+            lower = r.lo_open ? refuses(def, r.lo) && accepts(def, nextafter(r.lo, INFINITY))
+                              : accepts(def, r.lo) && refuses(def, nextafter(r.lo, -INFINITY));
+            upper = r.hi_open ? refuses(def, r.hi) && accepts(def, nextafter(r.hi, -INFINITY))
+                              : accepts(def, r.hi) && refuses(def, nextafter(r.hi, INFINITY));
+        }
+        tap_ok(lower, "%s: lower edge of %s enforced", s->name, s->range);
+        tap_ok(upper, "%s: upper edge of %s enforced", s->name, s->range);
+        tap_ok(refuses(def, NAN) && refuses(def, INFINITY) && refuses(def, -INFINITY),
+               "%s: NaN and infinities refused", s->name);
+        if (integer)
+            tap_ok(refuses(def, r.lo + 0.5), "%s: a fraction is refused", s->name);
+
+        /* The message names the parameter, the type and the range, and shows the value. */
+        hp_params p = defaults();
+        hp_err err = {0};
+        char want[300];
+        snprintf(want, sizeof(want), "%s must be %s %s%s, got -1000000", s->name,
+                 integer ? "an integer in" : "a number in", s->range,
+                 s->type == HP_PARAM_NUMBER_OR_AUTO ? " or \"auto\"" : "");
+        hp_param_set_number(&p, def, -1e6, &err);
+        tap_ok(strcmp(err.message, want) == 0 && strcmp(err.field, s->name) == 0, "%s: message \"%s\"", s->name,
+               err.message);
+    }
+
+    const hp_param_def *depth = hp_param_find("output.bit_depth");
+    tap_ok(accepts(depth, 8) && accepts(depth, 16), "output.bit_depth takes 8 and 16");
+    tap_ok(refuses(depth, 12) && refuses(depth, 9) && refuses(depth, 15) && refuses(depth, 0) && refuses(depth, 32) &&
+               refuses(depth, 8.5),
+           "output.bit_depth refuses everything else (12, 9, 15, 0, 32, 8.5)");
+    hp_params p = defaults();
+    hp_err err = {0};
+    hp_param_set_number(&p, depth, 12, &err);
+    tap_ok(strcmp(err.message, "output.bit_depth must be one of 8, 16, got 12") == 0, "bit_depth message: %s",
+           err.message);
+
+    p = defaults();
+    const hp_param_def *wp = hp_param_find("tonemap.white_point");
+    hp_param_set_number(&p, wp, -1, &err);
+    tap_ok(strcmp(err.message, "tonemap.white_point must be a number in [0, 1e9], got -1") == 0 &&
+               strcmp(err.field, "tonemap.white_point") == 0,
+           "the issue's example message: %s", err.message);
+    hp_param_set_number(&p, wp, NAN, &err);
+    tap_ok(strstr(err.message, "got NaN") != NULL, "a NaN is shown as NaN: %s", err.message);
+
+    const hp_param_def *dither = hp_param_find("output.dither");
+    tap_ok(refused(hp_param_set_number(&p, dither, 1, &err), &err, "output.dither", "must be true or false, got 1",
+                   NULL) &&
+               refused(hp_param_set_bool(&p, wp, true, &err), &err, "tonemap.white_point",
+                       "must be a number in [0, 1e9], got true", NULL),
+           "booleans and numbers do not stand in for each other");
+}
+
+/* --- exposure.key: a number or "auto" ----------------------------------------------------------------- */
+
+static void test_key_auto(void)
+{
+    const hp_param_def *key = hp_param_find("exposure.key");
+    hp_params p = defaults();
+    hp_err err = {0};
+    hp_code code = hp_param_set_string(&p, key, "auto", &err);
+    tap_ok(code == HP_OK && p.exposure.key_auto, "exposure.key \"auto\" sets key_auto");
+    code = hp_param_set_number(&p, key, 0.3, &err);
+    tap_ok(code == HP_OK && !p.exposure.key_auto && p.exposure.key == 0.3, "a number clears key_auto");
+
+    p = defaults();
+    code = from_json_text("{\"exposure\": {\"key\": \"auto\"}}", &p, &err);
+    json_t *j = hp_params_to_json(&p);
+    json_t *k = json_object_get(json_object_get(j, "exposure"), "key");
+    tap_ok(code == HP_OK && p.exposure.key_auto && json_is_string(k) && strcmp(json_string_value(k), "auto") == 0,
+           "JSON \"auto\" is read and echoed as \"auto\"");
+    json_decref(j);
+
+    p = defaults();
+    tap_ok(hp_params_from_query("exposure.key=auto", &p, &err) == HP_OK && p.exposure.key_auto,
+           "query exposure.key=auto");
+    p = defaults();
+    tap_ok(refused(from_json_text("{\"exposure.key\": \"0.5\"}", &p, &err), &err, "exposure.key",
+                   "must be a number or the string \"auto\"", "got the string \"0.5\"", NULL) &&
+               refused(hp_param_set_string(&p, key, "AUTO", &err), &err, "exposure.key",
+                       "a number in (0, 1] or \"auto\", got \"AUTO\"", NULL),
+           "a quoted number or another word is not \"auto\"");
+}
+
+/* --- Rules across fields ----------------------------------------------------------------------------- */
+
+static hp_code check_json(const char *text, hp_err *err)
+{
+    hp_params p = defaults();
+    return from_json_text(text, &p, err);
+}
+
+static void test_rules(void)
+{
+    hp_err err = {0};
+    tap_ok(refused(check_json("{\"exposure\": {\"low_percent\": 50, \"high_percent\": 50}}", &err), &err,
+                   "exposure.low_percent", "exposure.high_percent", NULL) &&
+               check_json("{\"exposure\": {\"low_percent\": 49.9, \"high_percent\": 50}}", &err) == HP_OK,
+           "exposure.low_percent must be below high_percent");
+    tap_ok(check_json("{\"exposure\": {\"high_percent\": 5, \"low_percent\": 2}}", &err) == HP_OK,
+           "rules are checked after every key is set, not in key order (high 5 before low 2)");
+    tap_ok(refused(check_json("{\"analysis\": {\"histogram_min_log2\": 3, \"histogram_max_log2\": 3}}", &err), &err,
+                   "analysis.histogram_max_log2", "analysis.histogram_min_log2", NULL) &&
+               check_json("{\"analysis\": {\"histogram_min_log2\": -64, \"histogram_max_log2\": -63}}", &err) == HP_OK,
+           "analysis.histogram_max_log2 must be above histogram_min_log2");
+    tap_ok(refused(check_json("{\"output\": {\"bit_depth\": 16}}", &err), &err, "output.bit_depth", "png", NULL) &&
+               check_json("{\"output\": {\"bit_depth\": 16, \"format\": \"png\"}}", &err) == HP_OK,
+           "output.bit_depth 16 only with output.format png");
+    tap_ok(refused(check_json("{\"tonemap.lottes\": {\"mid_in\": 1, \"hdr_max\": 1}}", &err), &err,
+                   "tonemap.lottes.mid_in", "tonemap.lottes.hdr_max", NULL) &&
+               check_json("{\"tonemap.lottes\": {\"mid_in\": 1, \"hdr_max\": 1.5, \"mid_out\": 0.9}}", &err) == HP_OK,
+           "tonemap.lottes.mid_in must be below hdr_max");
+    /* b < 0: mid_out under (mid_in / hdr_max)^contrast = 0.18 */
+    tap_ok(refused(check_json("{\"tonemap.lottes\": {\"mid_in\": 0.18, \"hdr_max\": 1, \"contrast\": 1, "
+                              "\"mid_out\": 0.1}}", &err),
+                   &err, "tonemap.lottes.mid_out", "pole", NULL),
+           "Lottes: a mid_out that makes b negative (a pole) is refused");
+    /* c < 0: shoulder 0.01, contrast 2, (0.18/1000)^(2 * 0.99) ~ 4e-8 < 0.267 */
+    tap_ok(refused(check_json("{\"tonemap.lottes\": {\"shoulder\": 0.01, \"contrast\": 2, \"hdr_max\": 1000}}", &err),
+                   &err, "tonemap.lottes.mid_out", "pole", NULL),
+           "Lottes: a mid_out that makes c negative (a pole) is refused");
+    tap_ok(refused(check_json("{\"tonemap.uchimura\": {\"linear_start\": 1, \"max_brightness\": 1}}", &err), &err,
+                   "tonemap.uchimura.linear_start", "tonemap.uchimura.max_brightness", NULL) &&
+               check_json("{\"tonemap.uchimura\": {\"linear_start\": 1, \"max_brightness\": 1.01, "
+                          "\"linear_length\": 0.99}}", &err) == HP_OK,
+           "tonemap.uchimura.linear_start must be below max_brightness (the shoulder needs room)");
+    tap_ok(refused(check_json("{\"tonemap.hable\": {\"toe_numerator\": 0.3, \"toe_denominator\": 0.3}}", &err), &err,
+                   "tonemap.hable.toe_numerator", "positive", NULL) &&
+               check_json("{\"tonemap.hable\": {\"toe_numerator\": 0, \"toe_denominator\": 0.3}}", &err) == HP_OK,
+           "Hable: the curve must be positive at the white point");
+    tap_ok(refused(check_json("{\"tonemap\": {\"operator\": \"linear\", \"lottes\": {\"mid_in\": 1, \"hdr_max\": 1}}}",
+                              &err),
+                   &err, "tonemap.lottes.mid_in", NULL),
+           "rules hold whichever operator is chosen");
+
+    hp_params p = defaults();
+    p.output.quality = 101;
+    tap_ok(refused(hp_params_check(&p, &err), &err, "output.quality", "[0, 100], got 101", NULL),
+           "hp_params_check holds a struct filled in C to the table's ranges");
+    p = defaults();
+    p.tonemap.op = (hp_tone_operator)11;
+    tap_ok(refused(hp_params_check(&p, &err), &err, "tonemap.operator", "got 11", NULL),
+           "hp_params_check refuses an enum value outside the choices");
+    p = defaults();
+    p.exposure.key_auto = true;
+    p.exposure.key = -5; /* not read while "auto" */
+    tap_ok(hp_params_check(&p, &err) == HP_OK, "hp_params_check ignores exposure.key's number while it is \"auto\"");
+}
+
+/* --- JSON ---------------------------------------------------------------------------------------------- */
+
+static void test_json(void)
+{
+    hp_err err = {0};
+    hp_params nested = defaults(), dotted = defaults(), mixed = defaults(), partial = defaults();
+    hp_code a = from_json_text("{\"tonemap\": {\"operator\": \"hable\", \"hable\": {\"white\": 8}}, "
+                               "\"output\": {\"quality\": 75}}", &nested, &err);
+    hp_code b = from_json_text("{\"tonemap.operator\": \"hable\", \"tonemap.hable.white\": 8, \"output.quality\": 75}",
+                               &dotted, &err);
+    hp_code c = from_json_text("{\"tonemap\": {\"operator\": \"hable\", \"hable.white\": 8}, \"output.quality\": 75}",
+                               &mixed, &err);
+    hp_code d = from_json_text("{\"tonemap.hable\": {\"white\": 8}, \"tonemap.operator\": \"hable\", "
+                               "\"output\": {\"quality\": 75}}", &partial, &err);
+    tap_ok(a == HP_OK && nested.tonemap.op == HP_TONE_HABLE && nested.tonemap.hable_white == 8 &&
+               nested.output.quality == 75,
+           "nested JSON sets the parameters");
+    tap_ok(b == HP_OK && params_equal(&dotted, &nested, NULL), "dotted keys set the same parameters");
+    tap_ok(c == HP_OK && d == HP_OK && params_equal(&mixed, &nested, NULL) && params_equal(&partial, &nested, NULL),
+           "nested and dotted keys mix at any depth");
+    hp_params p = defaults(), untouched = defaults();
+    tap_ok(from_json_text("{}", &p, &err) == HP_OK && from_json_text("{\"tonemap\": {}}", &p, &err) == HP_OK &&
+               params_equal(&p, &untouched, NULL),
+           "an empty object, or an empty stage, sets nothing");
+    tap_ok(from_json_text("{\"output\": {\"quality\": 75.0}}", &p, &err) == HP_OK && p.output.quality == 75,
+           "an integer parameter takes a JSON number with a zero fraction (75.0)");
+
+    /* Unknown keys. */
+    p = defaults();
+    tap_ok(refused(from_json_text("{\"tonemap\": {\"white_piont\": 4}}", &p, &err), &err, "tonemap.white_piont",
+                   "unknown parameter tonemap.white_piont", "did you mean tonemap.white_point?", NULL),
+           "an unknown nested key is named in full, with the near name");
+    tap_ok(refused(from_json_text("{\"tonemap.operater\": \"hable\"}", &p, &err), &err, "tonemap.operater",
+                   "unknown parameter tonemap.operater", "did you mean tonemap.operator?", NULL),
+           "an unknown dotted key is named, with the near name");
+    tap_ok(refused(from_json_text("{\"tonemapp\": {\"operator\": \"hable\"}}", &p, &err), &err, "tonemapp.operator",
+                   "did you mean tonemap.operator?", NULL),
+           "under a misspelt stage the full key of the first value is named");
+    tap_ok(refused(from_json_text("{\"operator\": \"hable\"}", &p, &err), &err, "operator",
+                   "did you mean tonemap.operator?", NULL),
+           "a key without its stage suggests the stage");
+    tap_ok(refused(from_json_text("{\"tonemap\": {\"hable\": {\"frobnicate\": 1}}}", &p, &err), &err,
+                   "tonemap.hable.frobnicate", "unknown parameter tonemap.hable.frobnicate", NULL) &&
+               !strstr(err.message, "did you mean"),
+           "no suggestion when nothing is near");
+    tap_ok(refused(from_json_text("{\"tonemap\": 5}", &p, &err), &err, "tonemap", "group of parameters",
+                   "got a number", NULL) &&
+               refused(from_json_text("{\"tonemap.hable\": \"soft\"}", &p, &err), &err, "tonemap.hable",
+                       "group of parameters such as tonemap.hable.shoulder_strength", NULL),
+           "a group given a value is refused as a group");
+    tap_ok(refused(from_json_text("{\"nope\": {}}", &p, &err), &err, "nope", "unknown parameter nope", NULL),
+           "an unknown key with an empty object is refused");
+
+    /* Wrong JSON types name the expected type. */
+    tap_ok(refused(from_json_text("{\"tonemap\": {\"white_point\": \"4\"}}", &p, &err), &err, "tonemap.white_point",
+                   "tonemap.white_point must be a number, got the string \"4\"", NULL),
+           "a number given a string");
+    tap_ok(refused(from_json_text("{\"output\": {\"dither\": 1}}", &p, &err), &err, "output.dither",
+                   "output.dither must be true or false, got 1", NULL),
+           "a boolean given a number");
+    tap_ok(refused(from_json_text("{\"output\": {\"dither\": \"true\"}}", &p, &err), &err, "output.dither",
+                   "must be true or false, got the string \"true\"", NULL),
+           "a boolean given a string");
+    tap_ok(refused(from_json_text("{\"tonemap\": {\"operator\": 5}}", &p, &err), &err, "tonemap.operator",
+                   "must be one of linear", "got 5", NULL),
+           "an enum given a number");
+    tap_ok(refused(from_json_text("{\"tonemap\": {\"operator\": true}}", &p, &err), &err, "tonemap.operator",
+                   "must be one of linear", "got true", NULL),
+           "an enum given a boolean");
+    tap_ok(refused(from_json_text("{\"output\": {\"quality\": true}}", &p, &err), &err, "output.quality",
+                   "must be an integer in [0, 100], got true", NULL),
+           "an integer given a boolean");
+    tap_ok(refused(from_json_text("{\"output\": {\"quality\": null}}", &p, &err), &err, "output.quality",
+                   "must be an integer, got null", NULL),
+           "null is refused, not read as the default");
+    tap_ok(refused(from_json_text("{\"exposure\": {\"stops\": [1]}}", &p, &err), &err, "exposure.stops",
+                   "must be a number, got an array", NULL),
+           "a number given an array");
+    tap_ok(refused(from_json_text("{\"exposure\": {\"stops\": {\"value\": 1}}}", &p, &err), &err, "exposure.stops",
+                   "must be a number, got an object", NULL),
+           "a number given an object");
+    tap_ok(refused(from_json_text("{\"tonemap\": {\"operator\": \"hable\"}, \"tonemap.operator\": \"agx\"}", &p, &err),
+                   &err, "tonemap.operator", "given twice", NULL),
+           "one parameter in nested and dotted form is refused as given twice");
+
+    json_t *array = json_array();
+    tap_ok(hp_params_from_json(array, &p, &err) == HP_ERR_INVALID_ARGUMENT && err.field[0] == '\0' &&
+               strstr(err.message, "must be a JSON object, got an array"),
+           "the parameters must be an object (no field named)");
+    json_decref(array);
+
+    p = defaults();
+    p.output.quality = 33;
+    hp_params before = p;
+    tap_ok(from_json_text("{\"tonemap\": {\"operator\": \"agx\"}, \"output\": {\"quality\": 300}}", &p, &err) ==
+                   HP_ERR_INVALID_ARGUMENT &&
+               params_equal(&p, &before, NULL),
+           "a refused request leaves the parameters as they were, also those set before the error");
+    p = defaults();
+    before = p;
+    tap_ok(from_json_text("{\"output\": {\"bit_depth\": 16}}", &p, &err) == HP_ERR_INVALID_ARGUMENT &&
+               params_equal(&p, &before, NULL),
+           "a request refused by a rule leaves the parameters as they were");
+}
+
+/* --- Query strings ------------------------------------------------------------------------------------- */
+
+static void test_query(void)
+{
+    hp_err err = {0};
+    hp_params p = defaults();
+    tap_ok(hp_params_from_query("tonemap.operator=hable&tonemap.hable.white=8&output.quality=75", &p, &err) == HP_OK &&
+               p.tonemap.op == HP_TONE_HABLE && p.tonemap.hable_white == 8 && p.output.quality == 75,
+           "query pairs set the parameters");
+    hp_params untouched = defaults();
+    p = defaults();
+    tap_ok(hp_params_from_query(NULL, &p, &err) == HP_OK && hp_params_from_query("", &p, &err) == HP_OK &&
+               params_equal(&p, &untouched, NULL),
+           "an absent or empty query sets nothing");
+    p = defaults();
+    tap_ok(hp_params_from_query("tonemap%2Eoperator=%61gx&output%2eformat=pn%67", &p, &err) == HP_OK &&
+               p.tonemap.op == HP_TONE_AGX && p.output.format == HP_OUTPUT_PNG,
+           "percent-escapes are decoded in keys and values, either case of hex");
+    tap_ok(refused(hp_params_from_query("tonemap.operator=hable+", &p, &err), &err, "tonemap.operator",
+                   "got \"hable \"", NULL),
+           "'+' decodes to a space (so \"hable+\" is not a choice)");
+    tap_ok(hp_params_from_query("output.dither=false&output.lossless=true&exposure.stops=-1.5e0", &p, &err) == HP_OK &&
+               !p.output.dither && p.output.lossless && p.exposure.stops == -1.5,
+           "booleans and numbers are read as JSON writes them");
+
+    const char *bad_escapes[] = {"tonemap.operator=%zz", "tonemap.operator=ab%4", "tonemap.operator=ab%", "a%00=1",
+                                 "tonemap.operator=hab%00le"};
+    for (size_t i = 0; i < sizeof(bad_escapes) / sizeof(bad_escapes[0]); i++) {
+        p = defaults();
+        hp_code code = hp_params_from_query(bad_escapes[i], &p, &err);
+        tap_ok(code == HP_ERR_INVALID_ARGUMENT && strstr(err.message, "percent-escape"), "bad escape refused: %s (%s)",
+               bad_escapes[i], err.message);
+    }
+
+    tap_ok(refused(hp_params_from_query("tonemap.operator=hable&output.quality=80&tonemap.operator=agx", &p, &err),
+                   &err, "tonemap.operator", "tonemap.operator is given twice in the query string", NULL),
+           "a key given twice is refused");
+    tap_ok(refused(hp_params_from_query("tonemap.operator=hable&tonemap%2Eoperator=hable", &p, &err), &err,
+                   "tonemap.operator", "given twice", NULL),
+           "a key given twice under two spellings is refused, even with the same value");
+    tap_ok(refused(hp_params_from_query("tonemap.operator=", &p, &err), &err, "tonemap.operator",
+                   "has an empty value", "one of linear", NULL),
+           "an empty value is refused, naming what the parameter takes");
+    tap_ok(refused(hp_params_from_query("output.dither", &p, &err), &err, "output.dither", "has no value",
+                   "true or false", NULL),
+           "a key without '=' is refused");
+    tap_ok(hp_params_from_query("output.dither=true&&output.quality=5", &p, &err) == HP_ERR_INVALID_ARGUMENT &&
+               strstr(err.message, "empty parameter"),
+           "an empty pair between '&'s is refused");
+    tap_ok(hp_params_from_query("output.dither=true&", &p, &err) == HP_ERR_INVALID_ARGUMENT &&
+               hp_params_from_query("&output.dither=true", &p, &err) == HP_ERR_INVALID_ARGUMENT &&
+               strstr(err.message, "empty parameter"),
+           "a '&' at either end is refused");
+    tap_ok(hp_params_from_query("=5", &p, &err) == HP_ERR_INVALID_ARGUMENT && strstr(err.message, "has no name"),
+           "a pair without a name is refused");
+    tap_ok(refused(hp_params_from_query("tonemap.white_piont=4", &p, &err), &err, "tonemap.white_piont",
+                   "unknown parameter tonemap.white_piont", "did you mean tonemap.white_point?", NULL),
+           "an unknown query key is named, with the near name");
+    tap_ok(refused(hp_params_from_query("tonemap=hable", &p, &err), &err, "tonemap", "group of parameters", NULL),
+           "a group name as a query key is refused");
+
+    struct {
+        const char *query, *field, *needle;
+    } bad_values[] = {
+        {"tonemap.white_point=0x10", "tonemap.white_point", "got \"0x10\""},
+        {"tonemap.white_point=nan", "tonemap.white_point", "got \"nan\""},
+        {"tonemap.white_point=inf", "tonemap.white_point", "got \"inf\""},
+        {"tonemap.white_point=1e999", "tonemap.white_point", "got infinity"},
+        {"tonemap.white_point=%2B1", "tonemap.white_point", "got \"+1\""},
+        {"tonemap.white_point=%201", "tonemap.white_point", "got \" 1\""},
+        {"tonemap.white_point=1x", "tonemap.white_point", "got \"1x\""},
+        {"output.quality=101", "output.quality", "an integer in [0, 100], got 101"},
+        {"output.quality=9.5", "output.quality", "got 9.5"},
+        {"output.dither=yes", "output.dither", "true or false, got \"yes\""},
+        {"output.bit_depth=16", "output.bit_depth", "png"},
+    };
+    for (size_t i = 0; i < sizeof(bad_values) / sizeof(bad_values[0]); i++) {
+        p = defaults();
+        tap_ok(refused(hp_params_from_query(bad_values[i].query, &p, &err), &err, bad_values[i].field,
+                       bad_values[i].needle, NULL),
+               "query %s refused (%s)", bad_values[i].query, bad_values[i].needle);
+    }
+    p = defaults();
+    tap_ok(hp_params_from_query("tonemap.white_point=1e9", &p, &err) == HP_OK && p.tonemap.white_point == 1e9,
+           "an exponent is a number (1e9)");
+
+    p = defaults();
+    p.output.quality = 33;
+    hp_params before = p;
+    tap_ok(hp_params_from_query("tonemap.operator=agx&output.quality=300", &p, &err) == HP_ERR_INVALID_ARGUMENT &&
+               params_equal(&p, &before, NULL),
+           "a refused query leaves the parameters as they were");
+}
+
+/* --- JSON out ----------------------------------------------------------------------------------------- */
+
+static size_t count_leaves(const json_t *obj)
+{
+    size_t n = 0;
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)obj, key, value) n += json_is_object(value) ? count_leaves(value) : 1;
+    return n;
+}
+
+/* Every parameter moved off its default to another valid value. */
+static hp_params everything_changed(void)
+{
+    hp_params p = defaults();
+    hp_err err = {0};
+    for (size_t i = 0; i < hp_param_schema_count; i++) {
+        const hp_param_def *def = &hp_param_schema[i];
+        switch (def->type) {
+        case HP_PARAM_ENUM: hp_param_set_string(&p, def, def->choices[def->def == 0 ? 1 : 0], &err); break;
+        case HP_PARAM_BOOL: hp_param_set_bool(&p, def, def->def == 0, &err); break;
+        case HP_PARAM_INTEGER: hp_param_set_number(&p, def, def->def == def->max ? def->min : def->max, &err); break;
+        default: /* half way to the top of the range: the rules still hold (checked below) */
+            hp_param_set_number(&p, def, def->def < def->max ? (def->def + def->max) / 2 : (def->def + def->min) / 2,
+                                &err);
+            break;
+        }
+    }
+    return p;
+}
+
+static void test_to_json(void)
+{
+    hp_params p = defaults();
+    json_t *j = hp_params_to_json(&p);
+    json_t *hable = json_object_get(json_object_get(j, "tonemap"), "hable");
+    tap_ok(j && count_leaves(j) == hp_param_schema_count && json_object_size(j) == 5 &&
+               json_real_value(json_object_get(hable, "white")) == 11.2 &&
+               json_integer_value(json_object_get(json_object_get(j, "output"), "quality")) == 90 &&
+               json_is_true(json_object_get(json_object_get(j, "output"), "dither")),
+           "to_json writes every parameter, nested by stage, with JSON types (%zu values)",
+           j ? count_leaves(j) : 0);
+    json_decref(j);
+
+    hp_err err = {0};
+    hp_params changed = everything_changed();
+    const char *differs = "";
+    if (hp_params_check(&changed, &err) != HP_OK)
+        tap_diag("%s", err.message);
+    tap_ok(err.message[0] == '\0', "the round-trip sample (every parameter half way to its maximum) is valid");
+    size_t moved = 0;
+    for (size_t i = 0; i < hp_param_schema_count; i++)
+        moved += def_value(&hp_param_schema[i], &changed) != def_value(&hp_param_schema[i], &p);
+    tap_ok(moved == hp_param_schema_count, "the sample moves all %zu parameters off their defaults (%zu moved)",
+           hp_param_schema_count, moved);
+
+    j = hp_params_to_json(&changed);
+    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_t *again = text ? json_loads(text, JSON_REJECT_DUPLICATES, NULL) : NULL;
+    hp_params back = defaults();
+    hp_code code = again ? hp_params_from_json(again, &back, &err) : HP_ERR_INTERNAL;
+    differs = "";
+    if (code != HP_OK || !params_equal(&back, &changed, &differs))
+        tap_diag("%s %s", err.message, differs);
+    tap_ok(code == HP_OK && params_equal(&back, &changed, NULL),
+           "to_json -> text -> from_json restores every parameter exactly");
+    free(text);
+    json_decref(again);
+    json_decref(j);
+
+    hp_params start = everything_changed();
+    j = hp_params_to_json(&p);
+    code = hp_params_from_json(j, &start, &err);
+    tap_ok(code == HP_OK && params_equal(&start, &p, NULL), "echoed defaults read back as the defaults");
+    json_decref(j);
+}
+
+/* --- docs/PARAMETERS.md --------------------------------------------------------------------------------- */
+
+static void test_docs(const char *path)
+{
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (!f) {
+        tap_ok(false, "docs/PARAMETERS.md can be read (%s)", path ? path : "no path given");
+        return;
+    }
+    static char doc[1 << 17];
+    size_t len = fread(doc, 1, sizeof(doc) - 1, f);
+    fclose(f);
+    doc[len] = '\0';
+
+    size_t json_blocks = 0, query_blocks = 0, json_ok = 0, query_ok = 0;
+    hp_params first[3];
+    size_t firsts = 0;
+    for (char *at = doc; (at = strstr(at, "```")); ) {
+        bool is_json = strncmp(at, "```json\n", 8) == 0, is_text = strncmp(at, "```text\n", 8) == 0;
+        char *body = strchr(at, '\n');
+        char *end = body ? strstr(body, "\n```") : NULL;
+        if (!end)
+            break;
+        char saved = end[1];
+        end[1] = '\0';
+        hp_params p = defaults();
+        hp_err err = {0};
+        if (is_json) {
+            json_blocks++;
+            json_ok += from_json_text(body + 1, &p, &err) == HP_OK;
+        } else if (is_text && body[1] == '?') {
+            query_blocks++;
+            end[0] = '\0';
+            query_ok += hp_params_from_query(body + 2, &p, &err) == HP_OK;
+            end[0] = '\n';
+        } else {
+            end[1] = saved;
+            at = end + 4;
+            continue;
+        }
+        if (err.message[0])
+            tap_diag("example refused: %s", err.message);
+        if (firsts < 3)
+            first[firsts++] = p;
+        end[1] = saved;
+        at = end + 4;
+    }
+    tap_ok(json_blocks >= 4 && json_ok == json_blocks, "every JSON example in docs/PARAMETERS.md is accepted (%zu/%zu)",
+           json_ok, json_blocks);
+    tap_ok(query_blocks >= 2 && query_ok == query_blocks,
+           "every query example in docs/PARAMETERS.md is accepted (%zu/%zu)", query_ok, query_blocks);
+    tap_ok(firsts == 3 && params_equal(&first[0], &first[1], NULL) && params_equal(&first[0], &first[2], NULL),
+           "the docs' nested, dotted and query spellings of one request are the same request");
+}
+
+/* --- hp_err's field ----------------------------------------------------------------------------------- */
+
+static void test_err_field(void)
+{
+    hp_err err = {0};
+    hp_fail_field(&err, HP_ERR_INVALID_ARGUMENT, "tonemap.operator", "x");
+    hp_fail(&err, HP_ERR_IO, "cannot read");
+    tap_ok(err.code == HP_ERR_IO && err.field[0] == '\0', "hp_fail clears a field left by an earlier failure");
+    char long_name[300];
+    memset(long_name, 'k', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
+    hp_params p = defaults();
+    hp_code code = hp_params_from_query(strcat(strcpy((char[320]){0}, long_name), "=1"), &p, &err);
+    tap_ok(code == HP_ERR_INVALID_ARGUMENT && strlen(err.field) == sizeof(err.field) - 1 &&
+               strncmp(err.field, long_name, sizeof(err.field) - 1) == 0,
+           "a long unknown key is cut to the field's %zu bytes", sizeof(err.field));
+}
+
+int main(int argc, char **argv)
+{
+    test_schema();
+    test_defaults();
+    test_enums();
+    test_bounds();
+    test_key_auto();
+    test_rules();
+    test_json();
+    test_query();
+    test_to_json();
+    test_docs(argc > 1 ? argv[1] : NULL);
+    test_err_field();
+    return tap_done();
+}
