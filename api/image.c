@@ -127,10 +127,12 @@ hp_code hp_image_probe(const uint8_t *bytes, size_t len, const hp_decode_options
 /* The fields a decode relies on: the caller sized its buffers from these. */
 static bool info_agrees(const hp_image_info *a, const hp_image_info *b)
 {
+    for (int s = 0; s < 4; s++)
+        if (strncmp(a->channel_names[s], b->channel_names[s], HP_IMAGE_NAME_MAX) != 0)
+            return false;
     return a->format == b->format && a->width == b->width && a->height == b->height && a->grey == b->grey &&
            a->has_alpha == b->has_alpha && a->has_depth == b->has_depth && a->part == b->part &&
-           memcmp(a->channel_names, b->channel_names, sizeof(a->channel_names)) == 0 &&
-           strcmp(a->depth_channel, b->depth_channel) == 0;
+           strncmp(a->depth_channel, b->depth_channel, HP_IMAGE_NAME_MAX) == 0;
 }
 
 hp_code hp_image_decode(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,

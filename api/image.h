@@ -6,8 +6,9 @@
  *   hp_image_decode()  writes the pixels into memory the caller sized from the probe.
  *
  * Formats are told apart by their magic bytes, never by a name or a content type:
- *   OpenEXR        76 2f 31 01           scanline and tiled; half, float and uint channels; every
- *                                        compression OpenEXR's core library reads; layers by name
+ *   OpenEXR        76 2f 31 01           scanline and tiled (level 0); half, float and uint channels;
+ *                                        NONE, RLE, ZIPS, ZIP, PIZ, PXR24, B44, B44A, DWAA, DWAB; data
+ *                                        window apart from the display window; layers by name; multi-part
  *   Radiance RGBE  "#?RADIANCE", "#?RGBE" FORMAT=32-bit_rle_rgbe, -Y H +X W; new-style RLE, flat and
  *                                        old-style RLE scanlines
  *   PFM            "PF" colour, "Pf" grey either byte order, rows stored bottom to top
@@ -69,12 +70,13 @@ typedef struct hp_decode_options {
      * channel_r/g/b/a: explicit channel names; r, g and b go together and override layer; a optional.
      * Automatic: plain R, G, B (and A); else the first layer whose last part is "Combined" (Blender's
      * render result); else the first layer with R, G and B; else plain Y, then the first layer with Y,
-     * as grey (R = G = B = Y). Channels are searched in part 0; a named layer or channel is also
-     * searched for in later parts. */
+     * as grey (R = G = B = Y; a Y beside an X is a vector's, not grey). Channels are searched in part 0;
+     * a named layer or channel is also searched for in later parts. */
     const char *layer;
     const char *channel_r, *channel_g, *channel_b, *channel_a;
-    /* depth: an explicit depth channel name. Automatic: Z; else the first channel named *Depth.Z
-     * (Blender's ViewLayer.Depth.Z); else the first *.Z. Depth must be in the colour's part. */
+    /* depth: an explicit depth channel name. Automatic: Z; else the colour layer's own Z; else the first
+     * channel named *Depth.Z (Blender's ViewLayer.Depth.Z); else the first <layer>.Z of a layer with no X
+     * or Y (a vector's Z, as Normal.Z, is not a depth). Depth must be in the colour's part. */
     const char *depth;
 } hp_decode_options;
 

@@ -1,16 +1,18 @@
-/* OpenEXR through the library's own C core (libOpenEXRCore, no C++), reading from memory.
+/* OpenEXR through the library's own C core (libOpenEXRCore), reading from memory.
  *
- * The library parses the header, reads each chunk's offset and leader, decompresses (every compression
- * it has: NONE, RLE, ZIPS, ZIP, PIZ, PXR24, B44, B44A, DWAA, DWAB) and converts half/uint to float, all
- * through exr_decoding_run(); this file chooses the channels and tells it where each one goes.
+ * The library parses the header, reads each chunk's offset and leader and decompresses it, all through
+ * exr_decoding_run(): NONE, RLE, ZIPS, ZIP, PIZ, PXR24, B44 and B44A in OpenEXR 3.1, DWAA and DWAB too
+ * from 3.2 (before that they go through the C++ library, image_exr_dwa.h). This file chooses the part and
+ * the channels, tells the library where each chunk goes, and converts the types itself.
  *
  * Chunks are independent: hp_exr_decode_chunks() decodes any range of them with its own decode pipeline
  * and scratch, so ranges can be spread over threads that share one reader (the library allows concurrent
  * reads of one context; our read function is a memcpy). Each chunk goes through a scratch of its own
  * size (a few hundred KiB) into the caller's frame: no full-frame copy is ever made.
  *
- * Multi-part files: part 0 is used unless a named layer or channel is only found in a later part. Depth
- * must come from the part that holds the colour. Tiled parts: level 0 only. */
+ * Multi-part files: part 0 is used unless a named layer or channel is only found in a later part (the
+ * simple rule: parts are searched in order, nothing is merged across parts). Depth must come from the
+ * part that holds the colour. Tiled parts: level 0 only; deep parts are refused. */
 #include <limits.h>
 #include <math.h>
 #include <openexr.h>
@@ -29,6 +31,9 @@
  * 16384-wide DWAB chunk of 256 lines with 32 float channels is 512 MiB; a tiny hostile header can claim
  * thousands of channels, and the library allocates the unpacked size before it decompresses. */
 #define EXR_MAX_CHUNK_UNPACKED ((uint64_t)1 << 30)
+/* And no more pixels than this, for the scratch of 20 bytes a pixel (320 MiB): 16384-wide DWAB chunks of
+ * 256 lines are 2^22 pixels; only a file of a few giant tiles comes near. */
+#define EXR_MAX_CHUNK_PIXELS ((uint64_t)1 << 24)
 
 enum { SLOT_R, SLOT_G, SLOT_B, SLOT_A, SLOT_Z, SLOT_COUNT };
 
@@ -175,8 +180,9 @@ static bool select_layer(const exr_attr_chlist_t *cl, const char *layer, selecti
         sel->chan[SLOT_R] = r, sel->chan[SLOT_G] = g, sel->chan[SLOT_B] = b;
         sel->grey = false;
     } else {
+        /* Y alone is grey; Y beside an X is a vector's (Blender's Normal.X/Y/Z, Vector.X/Y/Z/W) */
         int y = find_in_layer(cl, layer, "Y");
-        if (y < 0)
+        if (y < 0 || find_in_layer(cl, layer, "X") >= 0)
             return false;
         sel->chan[SLOT_R] = sel->chan[SLOT_G] = sel->chan[SLOT_B] = y;
         sel->grey = true;
@@ -244,29 +250,23 @@ static bool select_explicit(const exr_attr_chlist_t *cl, const hp_decode_options
 
 static bool has_text(const char *s) { return s && s[0]; }
 
-/* True when e is "<layer>.Z" and no other channel is in that layer: a depth-like pass (Blender's Depth.Z,
- * Mist.Z), not the Z of a vector (Normal.X/Y/Z, Vector.X/Y/Z/W). */
-static bool is_lone_z(const exr_attr_chlist_t *cl, const exr_attr_chlist_entry_t *e)
+/* True when e is "<layer>.Z" of a layer that is not a vector: Blender's Depth.Z, or the Z beside a layer's
+ * R, G, B, but not Normal.X/Y/Z or Vector.X/Y/Z/W. */
+static bool is_depth_z(const exr_attr_chlist_t *cl, const exr_attr_chlist_entry_t *e)
 {
     char layer[HP_IMAGE_NAME_MAX];
-    if (!layer_of(e, "Z", layer, sizeof(layer)))
-        return false;
-    size_t n = strlen(layer);
-    for (int i = 0; i < cl->num_channels; i++) {
-        const exr_attr_chlist_entry_t *o = &cl->entries[i];
-        if (o != e && o->name.length > (int32_t)n && memcmp(o->name.str, layer, n) == 0 && o->name.str[n] == '.' &&
-            memchr(o->name.str + n + 1, '.', (size_t)o->name.length - n - 1) == NULL)
-            return false;
-    }
-    return true;
+    return layer_of(e, "Z", layer, sizeof(layer)) && find_in_layer(cl, layer, "X") < 0 &&
+           find_in_layer(cl, layer, "Y") < 0;
 }
 
-static int select_depth(const exr_attr_chlist_t *cl, const hp_decode_options *opt)
+static int select_depth(const exr_attr_chlist_t *cl, const hp_decode_options *opt, const char *colour_layer)
 {
     if (has_text(opt->depth))
         return find_channel(cl, opt->depth);
     int z = find_channel(cl, "Z");
     if (z >= 0)
+        return z;
+    if (colour_layer[0] && (z = find_in_layer(cl, colour_layer, "Z")) >= 0 && is_depth_z(cl, &cl->entries[z]))
         return z;
     for (int i = 0; i < cl->num_channels; i++) {
         const exr_attr_chlist_entry_t *e = &cl->entries[i];
@@ -274,7 +274,7 @@ static int select_depth(const exr_attr_chlist_t *cl, const hp_decode_options *op
             return i;
     }
     for (int i = 0; i < cl->num_channels; i++)
-        if (is_lone_z(cl, &cl->entries[i]))
+        if (is_depth_z(cl, &cl->entries[i]))
             return i;
     return -1;
 }
@@ -305,6 +305,13 @@ static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, h
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT,
                        "EXR channel names: give channel_r, channel_g and channel_b together (or a layer)");
     bool named = explicit_rgb || has_text(opt->layer);
+    char layer[HP_IMAGE_NAME_MAX] = ""; /* "ViewLayer.Combined." is taken as "ViewLayer.Combined" */
+    if (has_text(opt->layer)) {
+        snprintf(layer, sizeof(layer), "%s", opt->layer);
+        size_t n = strlen(layer);
+        if (n > 1 && layer[n - 1] == '.')
+            layer[n - 1] = '\0';
+    }
 
     int part_count = info->part_count;
     selection sel;
@@ -326,7 +333,7 @@ static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, h
         if (explicit_rgb)
             found = select_explicit(pcl, opt, &sel);
         else if (has_text(opt->layer))
-            found = select_layer(pcl, opt->layer, &sel);
+            found = select_layer(pcl, layer, &sel);
         else
             found = select_automatic(pcl, &sel);
         if (found) {
@@ -352,7 +359,7 @@ static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, h
     r->part = part;
     for (int s = 0; s < 4; s++)
         r->chan[s] = sel.chan[s];
-    r->chan[SLOT_Z] = select_depth(cl, opt);
+    r->chan[SLOT_Z] = select_depth(cl, opt, sel.layer);
     list_channels(cl, info->channel_list, sizeof(info->channel_list));
     info->channel_count = (uint32_t)cl->num_channels;
     info->part = part;
@@ -406,7 +413,7 @@ static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, h
 }
 
 hp_code hp_exr_open(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
-                        hp_exr_reader **out, hp_err *err)
+                    hp_exr_reader **out, hp_err *err)
 {
     hp_exr_reader *r = calloc(1, sizeof(*r));
     if (!r)
@@ -454,8 +461,8 @@ hp_code hp_exr_open(const uint8_t *bytes, size_t len, const hp_decode_options *o
         }
         if ((code = hp_image_check_limits("EXR data window", (uint64_t)w, (uint64_t)h, opt, err)) != HP_OK)
             goto fail;
-        /* The library's line strides are int32: 16 bytes per pixel must fit. */
-        if (w > INT32_MAX / 16) {
+        /* The library's line strides are int32: a scratch row must fit. */
+        if (w > INT32_MAX / (SLOT_COUNT * 4)) {
             code = hp_fail(err, HP_ERR_TOO_LARGE, "EXR data window: width %lld is more than one row can address",
                            (long long)w);
             goto fail;
@@ -525,6 +532,12 @@ hp_code hp_exr_open(const uint8_t *bytes, size_t len, const hp_decode_options *o
         code = hp_fail(err, HP_ERR_TOO_LARGE, "EXR chunks of part %d unpack to %llu bytes, over the decoder's limit "
                                               "of %llu (%u channels)", r->part, (unsigned long long)unpacked,
                        (unsigned long long)EXR_MAX_CHUNK_UNPACKED, info->channel_count);
+        goto fail;
+    }
+    if ((uint64_t)r->chunk_w * r->chunk_h > EXR_MAX_CHUNK_PIXELS) {
+        code = hp_fail(err, HP_ERR_TOO_LARGE, "EXR chunks of part %d are %ux%u pixels, over the decoder's limit of "
+                                              "%llu pixels a chunk", r->part, r->chunk_w, r->chunk_h,
+                       (unsigned long long)EXR_MAX_CHUNK_PIXELS);
         goto fail;
     }
     *out = r;
@@ -679,8 +692,18 @@ static hp_code decode_chunks_dwa(hp_exr_reader *r, uint32_t first, uint32_t end,
         slots[slot_count++] = (hp_exr_dwa_slot){.name = names[s], .type = r->type[s], .base = scratch + s * 4};
     }
 
+    hp_exr_dwa_expect expect = {
+        .min_x = r->data_window.min.x,
+        .min_y = r->data_window.min.y,
+        .max_x = r->data_window.max.x,
+        .max_y = r->data_window.max.y,
+        .tile_w = r->tiled ? r->tile_w : 0,
+        .tile_h = r->tiled ? r->tile_h : 0,
+        .slots = slots,
+        .slot_count = slot_count,
+    };
     hp_exr_dwa *dwa = NULL;
-    hp_code code = hp_exr_dwa_open(r->stream.bytes, r->stream.len, r->part, &dwa, err);
+    hp_code code = hp_exr_dwa_open(r->stream.bytes, r->stream.len, r->part, &expect, &dwa, err);
     for (uint32_t i = first; i < end && code == HP_OK; i++) {
         chunk_rect c = rect_of_chunk(r, i);
         code = hp_exr_dwa_read(dwa, slots, slot_count, SCRATCH_PIXEL, (size_t)c.w * SCRATCH_PIXEL, r->tiled,

@@ -11,6 +11,7 @@
 #include <ImfTiledInputPart.h>
 #include <Iex.h>
 
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -60,7 +61,34 @@ struct hp_exr_dwa {
     hp_exr_dwa(const uint8_t *bytes, size_t len) : stream(bytes, len) {}
 };
 
-extern "C" hp_code hp_exr_dwa_open(const uint8_t *bytes, size_t len, int part, hp_exr_dwa **out, hp_err *err)
+// The C++ library's header against the C core's: same data window, tiling and chosen channels.
+static bool header_agrees(const Imf::Header &header, const hp_exr_dwa_expect *expect, char *why, size_t len)
+{
+    const IMATH_NAMESPACE::Box2i &dw = header.dataWindow();
+    if (dw.min.x != expect->min_x || dw.min.y != expect->min_y || dw.max.x != expect->max_x ||
+        dw.max.y != expect->max_y) {
+        std::snprintf(why, len, "data window (%d,%d)-(%d,%d), the C core read (%d,%d)-(%d,%d)", dw.min.x, dw.min.y,
+                      dw.max.x, dw.max.y, expect->min_x, expect->min_y, expect->max_x, expect->max_y);
+        return false;
+    }
+    if (header.hasTileDescription() != (expect->tile_w > 0) ||
+        (expect->tile_w > 0 && (header.tileDescription().xSize != expect->tile_w ||
+                                header.tileDescription().ySize != expect->tile_h))) {
+        std::snprintf(why, len, "the tile description differs");
+        return false;
+    }
+    for (int i = 0; i < expect->slot_count; i++) {
+        const Imf::Channel *ch = header.channels().findChannel(expect->slots[i].name);
+        if (!ch || ch->type != pixel_type(expect->slots[i].type) || ch->xSampling != 1 || ch->ySampling != 1) {
+            std::snprintf(why, len, "channel '%.64s' differs", expect->slots[i].name);
+            return false;
+        }
+    }
+    return true;
+}
+
+extern "C" hp_code hp_exr_dwa_open(const uint8_t *bytes, size_t len, int part, const hp_exr_dwa_expect *expect,
+                                   hp_exr_dwa **out, hp_err *err)
 {
     *out = nullptr;
     try {
@@ -70,7 +98,11 @@ extern "C" hp_code hp_exr_dwa_open(const uint8_t *bytes, size_t len, int part, h
         reader->file = std::make_unique<Imf::MultiPartInputFile>(reader->stream, 0, false);
         if (part < 0 || part >= reader->file->parts())
             return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR (DWA) has no part %d", part);
-        if (reader->file->header(part).hasTileDescription())
+        char why[160];
+        if (!header_agrees(reader->file->header(part), expect, why, sizeof(why)))
+            return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR (DWA) header is damaged: OpenEXR's C++ library reads %s",
+                           why);
+        if (expect->tile_w > 0)
             reader->tiles = std::make_unique<Imf::TiledInputPart>(*reader->file, part);
         else
             reader->scanlines = std::make_unique<Imf::InputPart>(*reader->file, part);

@@ -49,6 +49,12 @@ void bench_barrier_all(void)
 }
 
 /* Durations in ms of `runs` timestamp pairs. */
+void bench_read_timestamps(uint32_t n, uint64_t *ts)
+{
+    VK_CHECK(vkGetQueryPoolResults(bench_dev, bench_queries, 0, n, n * sizeof(uint64_t), ts, sizeof(uint64_t),
+                                   VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+}
+
 void bench_read_durations(uint32_t runs, double *ms)
 {
     uint64_t *ts = calloc(2 * runs, sizeof(uint64_t));

@@ -54,6 +54,8 @@ void bench_begin(void);
 void bench_submit_and_wait(void);
 /* Every write before, visible to every access after. */
 void bench_barrier_all(void);
+/* Raw timestamps 0..n-1 of the query pool (waits for them). */
+void bench_read_timestamps(uint32_t n, uint64_t *ts);
 /* Milliseconds between timestamp pairs (2i, 2i + 1) for i < runs. */
 void bench_read_durations(uint32_t runs, double *ms);
 /* Sorts ms and takes the median and the 10th and 90th percentiles. */

@@ -17,7 +17,7 @@ esac
 packages=(
   gcc libc6-dev pkg-config meson ninja-build glslc python3
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers
-  libmicrohttpd-dev libjansson-dev zlib1g-dev libopenexr-dev
+  libmicrohttpd-dev libjansson-dev zlib1g-dev libopenexr-dev g++
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -229,7 +229,7 @@ void hp_cpu_curve_rgb(hp_tone_operator op, const double in[3], double out[3])
         for (int i = 0; i < 3; i++) {
             double c = fmax(v[i], HP_AGX_FLOOR);
             double t = clamp01((log2(c) - HP_AGX_MIN_EV) / (HP_AGX_MAX_EV - HP_AGX_MIN_EV));
-            v[i] = pow(hp_cpu_agx_sigmoid(t), 2.4);
+            v[i] = pow(fmax(hp_cpu_agx_sigmoid(t), 0.0), 2.4); /* the sigmoid's 0 can round below 0 */
         }
         mat_mul(AGX_OUTSET, v, v);
         mat_mul(REC2020_TO_709, v, out);

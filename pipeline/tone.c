@@ -141,12 +141,21 @@ static void dispatch_image(VkCommandBuffer cmd, uint32_t width, uint32_t height)
 
 void hp_tone_record(hp_tone *t, VkCommandBuffer cmd, const hp_tone_io *io)
 {
+    hp_tone_record_exposure(t, cmd, io);
+    hp_tone_record_map(t, cmd, io);
+}
+
+void hp_tone_record_exposure(hp_tone *t, VkCommandBuffer cmd, const hp_tone_io *io)
+{
     struct exposure_push ep = {.stats = io->stats, .params = io->params, .state = io->state};
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, t->exposure.pipeline);
     vkCmdPushConstants(cmd, t->exposure.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(ep), &ep);
     vkCmdDispatch(cmd, 1, 1, 1);
     barrier(cmd);
+}
 
+void hp_tone_record_map(hp_tone *t, VkCommandBuffer cmd, const hp_tone_io *io)
+{
     struct tonemap_push tp = {.pixels = io->pixels, .params = io->params, .state = io->state,
                               .lan = io->lan_b, .width = io->width, .height = io->height};
     if (io->gamma_radius > 0 && io->kind != HP_TONE_OUT_LUMINANCE) {

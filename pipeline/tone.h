@@ -57,5 +57,8 @@ void hp_tone_destroy(hp_tone **tone);
 /* Records exposure, then (radius > 0) luminance + blur, then the tone pass, with the barriers between
  * them. The caller makes stats and params visible before, and the output visible after. */
 void hp_tone_record(hp_tone *tone, VkCommandBuffer cmd, const hp_tone_io *io);
+/* The two halves of hp_tone_record, for timing them apart: exposure (ends with a barrier), then the rest. */
+void hp_tone_record_exposure(hp_tone *tone, VkCommandBuffer cmd, const hp_tone_io *io);
+void hp_tone_record_map(hp_tone *tone, VkCommandBuffer cmd, const hp_tone_io *io);
 
 #endif

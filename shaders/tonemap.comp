@@ -61,9 +61,14 @@ void main()
     if (tp.op >= OP_ACES_HILL) {
         tm = tp.op == OP_ACES_HILL ? aces_hill(rgb) : tp.op == OP_AGX ? agx(rgb) : khronos_neutral(rgb);
     } else {
-        vec3 Yxy = rgb_to_Yxy(rgb);
-        Yxy.x = clamp(curve_luminance(tp, ts, Yxy.x), 0.0, 1.0);
-        tm = Yxy_to_rgb(Yxy);
+        // The curve acts on Yxy's Y and leaves x and y alone. Back in RGB that is RGB * Y'/Y exactly
+        // (XYZ is linear in Y at fixed chromaticity, algorithms.md 2.2), and that is how it is computed:
+        // the XYZ -> RGB matrix subtracts large terms to make a saturated colour's small channel, and in
+        // fp32 that cost 16-bit outputs up to 8 steps. pipeline/cpu_tone.c takes the literal Yxy route in
+        // double, so the tests hold the two forms to each other.
+        float Y = luminance(rgb);
+        float Yd = clamp(curve_luminance(tp, ts, Y), 0.0, 1.0);
+        tm = Y > 0.0 ? rgb * (Yd / Y) : vec3(0.0);
     }
     // Into [0, 1]: a channel over 1 is pulled toward the grey of the same luminance, just enough, so
     // saturated highlights keep their luminance and hue and lose saturation, as film does.

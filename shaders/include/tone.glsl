@@ -183,7 +183,7 @@ vec3 agx(vec3 rgb)
     c = max(c, vec3(HP_AGX_FLOOR));
     vec3 t = clamp((log2(c) - HP_AGX_MIN_EV) / (HP_AGX_MAX_EV - HP_AGX_MIN_EV), 0.0, 1.0);
     vec3 s = vec3(agx_sigmoid(t.r), agx_sigmoid(t.g), agx_sigmoid(t.b));
-    vec3 lin = pow(s, vec3(2.4));
+    vec3 lin = pow(max(s, vec3(0.0)), vec3(2.4)); // the sigmoid's 0 can round below 0: pow() of it is undefined
     return clamp(REC2020_TO_709 * (AGX_OUTSET * lin), 0.0, 1.0);
 }
 

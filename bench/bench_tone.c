@@ -1,0 +1,244 @@
+/* Benchmark of the tone pipeline, for the GPU host (docs/BENCHMARKS.md): reduction, exposure and the
+ * fused tone pass, each bracketed by timestamp queries, at 1080p, 4K and 8K, RGBA16F and RGBA32F input,
+ * for the default look and a few heavier ones (AgX, a blurred adaptation luminance, 16-bit output).
+ *
+ * Bytes moved per stage: the reduction reads the frame; exposure reads 1 KiB of statistics; the tone
+ * pass reads the frame and writes the image (plus, with gamma.radius, a float luminance image written
+ * once and read three times). The floor of the whole pipeline is the frame read once and the image
+ * written once at the copy bandwidth measured in the same run (the issue's "bandwidth floor").
+ *
+ * The GPU is warmed up first, every run reads its frame from device memory (a 256 MiB overwrite between
+ * runs evicts the L2), and each configuration's image is checked against the CPU reference at 1080p
+ * (99.9% of 8-bit values identical, none off by more than one).
+ *
+ * Usage: bench_tone [--runs N] [--quick] [--device D] */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench_common.h"
+#include "hp_shared.h"
+#include "pipeline/tone.h"
+
+enum { TS_START, TS_REDUCE, TS_EXPOSURE, TS_TONE, TS_COUNT };
+
+typedef struct look {
+    const char *name;
+    void (*apply)(hp_params *p);
+} look;
+
+static void look_default(hp_params *p) { (void)p; }
+static void look_agx(hp_params *p) { p->tonemap.op = HP_TONE_AGX; }
+static void look_radius(hp_params *p) { p->gamma.radius = 8; }
+static void look_16bit(hp_params *p)
+{
+    p->output.format = HP_OUTPUT_PNG;
+    p->output.bit_depth = 16;
+}
+
+static const look looks[] = {
+    {"default (reinhard_extended, local gamma, 8-bit, dither)", look_default},
+    {"agx", look_agx},
+    {"gamma.radius 8", look_radius},
+    {"16-bit output", look_16bit},
+};
+
+int main(int argc, char **argv)
+{
+    uint32_t runs = 100;
+    bool quick = false;
+    const char *device = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+            runs = (uint32_t)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--quick") == 0)
+            quick = true, runs = 5;
+        else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
+            device = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_tone [--runs N] [--quick] [--device D]\n");
+            return 2;
+        }
+    }
+    if (runs < 5)
+        runs = 5;
+    if (runs > 256)
+        runs = 256;
+    bench_init(device, TS_COUNT * runs);
+    printf("# bench_tone: %u runs per configuration (median)\n\n", runs);
+    const hp_gpu_info *gi = hp_gpu_get_info(bench_gpu);
+    uint32_t resident = gi->sm_count && gi->warps_per_sm ? gi->sm_count * gi->warps_per_sm * 32 / 256 : 1024;
+
+    hp_reduce *reduce;
+    hp_tone *tone;
+    CHECK(hp_reduce_create(bench_gpu, NULL, &reduce, &bench_err) == HP_OK);
+    CHECK(hp_tone_create(bench_gpu, &tone, &bench_err) == HP_OK);
+    hp_buffer stats, scratch, params_buf, state, flush;
+    CHECK(hp_buffer_create(bench_gpu, HP_STATS_SIZE, HP_MEM_DEVICE, "bench_stats", &stats, &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, hp_reduce_scratch_size(0), HP_MEM_DEVICE, "bench_scratch", &scratch,
+                           &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, HP_TONE_PARAMS_WORDS * 4, HP_MEM_DEVICE, "bench_tone_params", &params_buf,
+                           &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, HP_TONE_STATE_WORDS * 4, HP_MEM_DEVICE, "bench_tone_state", &state,
+                           &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, 256ull << 20, HP_MEM_DEVICE, "bench_l2_flush", &flush, &bench_err) == HP_OK);
+    bench_begin();
+    hp_reduce_init_scratch(reduce, bench_cmd, &scratch);
+    bench_submit_and_wait();
+
+    bench_ceilings ceil;
+    bench_ceilings_begin(&ceil, quick ? 4 : 20, quick ? 0.2 : 2.0, resident);
+
+    static const struct { uint32_t w, h; const char *name; } sizes[] = {
+        {1920, 1080, "1080p"}, {3840, 2160, "4K"}, {7680, 4320, "8K"}};
+    size_t size_count = quick ? 1 : 3;
+    size_t look_count = sizeof(looks) / sizeof(looks[0]);
+    typedef struct row {
+        const char *size, *format, *look;
+        double in_mb, out_mb, reduce, exposure, tone, total, floor_ms;
+        char check[64];
+    } row;
+    row *rows = calloc(size_count * 2 * look_count, sizeof(row));
+    size_t nrows = 0;
+    double *ms = calloc(runs, sizeof(double));
+
+    for (size_t z = 0; z < size_count; z++) {
+        for (int f = 0; f < 2; f++) {
+            hp_pixel_format format = (hp_pixel_format)f;
+            uint32_t w = sizes[z].w, h = sizes[z].h;
+            uint64_t count = (uint64_t)w * h;
+            VkDeviceSize in_bytes = count * hp_pixel_format_size(format);
+            hp_buffer staging, input, output, output_host, lan_a, lan_b;
+            CHECK(hp_buffer_create(bench_gpu, in_bytes, HP_MEM_UPLOAD, "bench_staging", &staging, &bench_err) == HP_OK);
+            CHECK(hp_buffer_create(bench_gpu, (in_bytes + 15) & ~15ull, HP_MEM_DEVICE, "bench_frame", &input,
+                                   &bench_err) == HP_OK);
+            CHECK(hp_buffer_create(bench_gpu, count * 8, HP_MEM_DEVICE, "bench_image", &output, &bench_err) == HP_OK);
+            CHECK(hp_buffer_create(bench_gpu, count * 8, HP_MEM_READBACK, "bench_image_host", &output_host,
+                                   &bench_err) == HP_OK);
+            CHECK(hp_buffer_create(bench_gpu, count * 4, HP_MEM_DEVICE, "bench_lan_a", &lan_a, &bench_err) == HP_OK);
+            CHECK(hp_buffer_create(bench_gpu, count * 4, HP_MEM_DEVICE, "bench_lan_b", &lan_b, &bench_err) == HP_OK);
+            bench_fill_frame(staging.mapped, format, count);
+            bench_begin();
+            VkBufferCopy up = {.size = in_bytes};
+            vkCmdCopyBuffer(bench_cmd, staging.buffer, input.buffer, 1, &up);
+            bench_barrier_all();
+            bench_submit_and_wait();
+
+            for (size_t l = 0; l < look_count; l++) {
+                hp_params p;
+                hp_params_defaults(&p);
+                looks[l].apply(&p);
+                uint32_t words[HP_TONE_PARAMS_WORDS];
+                hp_tone_pack_params(&p, words);
+                hp_reduce_params rp = HP_REDUCE_PARAMS_DEFAULTS;
+                hp_reduce_io rio = {.pixels = input.address, .pixel_count = count, .format = format,
+                                    .stats = &stats, .scratch = &scratch};
+                hp_tone_output kind = p.output.bit_depth == 16 ? HP_TONE_OUT_RGBA16 : HP_TONE_OUT_RGBA8;
+                hp_tone_io tio = {.pixels = input.address, .format = format, .width = w, .height = h,
+                                  .stats = stats.address, .params = params_buf.address, .state = state.address,
+                                  .output = output.address, .kind = kind, .gamma_radius = p.gamma.radius,
+                                  .lan_a = lan_a.address, .lan_b = lan_b.address};
+                double stage_ms[TS_COUNT][256];
+                uint32_t done = 0, batch = runs;
+                {
+                    bench_begin();
+                    vkCmdUpdateBuffer(bench_cmd, params_buf.buffer, 0, sizeof(words), words);
+                    vkCmdResetQueryPool(bench_cmd, bench_queries, 0, TS_COUNT * batch);
+                    for (uint32_t i = 0; i < batch; i++) {
+                        vkCmdFillBuffer(bench_cmd, flush.buffer, 0, VK_WHOLE_SIZE, i);
+                        bench_barrier_all();
+                        uint32_t q = TS_COUNT * i;
+                        vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, q + 0);
+                        hp_reduce_record(reduce, bench_cmd, &rio, &rp);
+                        bench_barrier_all();
+                        vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, q + 1);
+                        hp_tone_record_exposure(tone, bench_cmd, &tio);
+                        vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, q + 2);
+                        hp_tone_record_map(tone, bench_cmd, &tio);
+                        vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, q + 3);
+                        bench_barrier_all();
+                    }
+                    VkBufferCopy down = {.size = count * hp_tone_output_pixel_size(kind)};
+                    vkCmdCopyBuffer(bench_cmd, output.buffer, output_host.buffer, 1, &down);
+                    bench_barrier_all();
+                    bench_submit_and_wait();
+                    static uint64_t ts[TS_COUNT * 256];
+                    bench_read_timestamps(TS_COUNT * batch, ts);
+                    double period = hp_gpu_get_info(bench_gpu)->timestamp_period_ns * 1e-6;
+                    for (uint32_t i = 0; i < batch; i++)
+                        for (int s = 1; s < TS_COUNT; s++)
+                            stage_ms[s][done + i] = (double)(ts[TS_COUNT * i + s] - ts[TS_COUNT * i + s - 1]) * period;
+                    for (uint32_t i = 0; i < batch; i++)
+                        stage_ms[0][done + i] = (double)(ts[TS_COUNT * i + 3] - ts[TS_COUNT * i]) * period;
+                    done += batch;
+                }
+                row *r = &rows[nrows++];
+                r->size = sizes[z].name;
+                r->format = hp_pixel_format_name(format);
+                r->look = looks[l].name;
+                r->in_mb = (double)in_bytes / 1e6;
+                r->out_mb = (double)(count * hp_tone_output_pixel_size(kind)) / 1e6;
+                memcpy(ms, stage_ms[TS_REDUCE], runs * sizeof(double));
+                r->reduce = bench_summarize(ms, runs).median;
+                memcpy(ms, stage_ms[TS_EXPOSURE], runs * sizeof(double));
+                r->exposure = bench_summarize(ms, runs).median;
+                memcpy(ms, stage_ms[TS_TONE], runs * sizeof(double));
+                r->tone = bench_summarize(ms, runs).median;
+                memcpy(ms, stage_ms[0], runs * sizeof(double));
+                r->total = bench_summarize(ms, runs).median;
+                snprintf(r->check, sizeof(r->check), "-");
+                if (z == 0) { /* the CPU reference at 1080p */
+                    hp_lum_stats cs;
+                    hp_cpu_reduce(staging.mapped, format, count, -16, 16, &cs);
+                    hp_tone_state ts_cpu;
+                    uint8_t *cpu = malloc(count * 8);
+                    hp_cpu_tone_frame(staging.mapped, format, w, h, &cs, &p, &ts_cpu, cpu);
+                    hp_buffer_invalidate(bench_gpu, &output_host);
+                    size_t values = count * 4, same = 0, worse = 0;
+                    for (size_t i = 0; i < values; i++) {
+                        int a = kind == HP_TONE_OUT_RGBA16 ? ((uint16_t *)output_host.mapped)[i] : ((uint8_t *)output_host.mapped)[i];
+                        int b = kind == HP_TONE_OUT_RGBA16 ? ((uint16_t *)cpu)[i] : cpu[i];
+                        same += a == b;
+                        worse += abs(a - b) > 1;
+                    }
+                    free(cpu);
+                    double want = kind == HP_TONE_OUT_RGBA16 ? 0.99 : 0.999;
+                    snprintf(r->check, sizeof(r->check), "%s (%.3f%% same, %zu off by more than 1)",
+                             worse == 0 && (double)same / (double)values >= want ? "ok" : "MISMATCH",
+                             100.0 * (double)same / (double)values, worse);
+                }
+            }
+            hp_buffer_destroy(bench_gpu, &staging);
+            hp_buffer_destroy(bench_gpu, &input);
+            hp_buffer_destroy(bench_gpu, &output);
+            hp_buffer_destroy(bench_gpu, &output_host);
+            hp_buffer_destroy(bench_gpu, &lan_a);
+            hp_buffer_destroy(bench_gpu, &lan_b);
+        }
+    }
+    double copy_bw = bench_ceilings_end(&ceil);
+
+    printf("\n| size | input | look | MB in | MB out | reduce ms | exposure ms | tone pass ms | total ms | floor ms | "
+           "total / floor | check |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < nrows; i++) {
+        row *r = &rows[i];
+        r->floor_ms = (r->in_mb + r->out_mb) * 1e6 / copy_bw * 1e3;
+        printf("| %s | %s | %s | %.1f | %.1f | %.4f | %.4f | %.4f | %.4f | %.4f | %.1f | %s |\n", r->size, r->format,
+               r->look, r->in_mb, r->out_mb, r->reduce, r->exposure, r->tone, r->total, r->floor_ms,
+               r->total / r->floor_ms, r->check);
+    }
+    printf("\nfloor: the frame read once and the image written once at the copy ceiling (%.0f GB/s).\n", copy_bw / 1e9);
+    free(rows);
+    free(ms);
+    hp_buffer_destroy(bench_gpu, &stats);
+    hp_buffer_destroy(bench_gpu, &scratch);
+    hp_buffer_destroy(bench_gpu, &params_buf);
+    hp_buffer_destroy(bench_gpu, &state);
+    hp_buffer_destroy(bench_gpu, &flush);
+    hp_tone_destroy(&tone);
+    hp_reduce_destroy(&reduce);
+    bench_shutdown();
+    return 0;
+}
