@@ -443,9 +443,11 @@ int main(void)
                 double identical = d.values ? (double)d.identical / (double)d.values : 0;
                 const hp_param_def *op_def = hp_param_find("tonemap.operator");
                 const hp_param_def *g_def = hp_param_find("gamma.mode");
-                /* 8 bits: 99.9% identical (issue 3). 16 bits: a step is 256 times finer than fp32's error
-                 * budget allows to promise the same, so: none off by more than one, 99% identical. */
-                tap_ok(ran && identical >= (sixteen ? 0.99 : 0.999) && d.worse == 0,
+                /* 8 bits: 99.9% identical and none off by more than one (issue 3). 16 bits: a step is 256
+                 * times finer than fp32's error budget allows to promise the same, so: 99% identical and at
+                 * most one value in a million off by more than one (bench/bench_tone.c, the same). */
+                tap_ok(ran && identical >= (sixteen ? 0.99 : 0.999) &&
+                           (double)d.worse <= (sixteen ? (double)d.values * 1e-6 : 0.0),
                        "GPU = CPU, %s, gamma %s%s, %s, %u-bit%s: %.3f%% identical, %zu off by 1, %zu worse",
                        op_def->choices[op], g_def->choices[fp.params.gamma.mode],
                        fp.params.gamma.radius ? " (radius 5)" : "", hp_pixel_format_name(format),
