@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/image.h"
 #include "common/log.h"
 #include "hp_shared.h"
 #include "pipeline/cpu_reference.h"
@@ -458,6 +459,80 @@ int main(void)
         free(cpu);
         free(half);
         free(frame);
+    }
+
+    /* 6b. Real frames (tests/data, from shared/data): an EXR, an HDR and a PFM of the same scene, and two
+     * more EXRs, through every operator at defaults, GPU against CPU, decoded as RGBA16F and RGBA32F. */
+    {
+        static const char *const files[] = {"pmndrs_park.exr", "pmndrs_park.hdr", "pmndrs_park.pfm",
+                                             "psychtoolbox_Desk.exr", "blender_street_960x540_singlelayer.exr"};
+        for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+            char path[512];
+            snprintf(path, sizeof(path), "%s/%s", HP_TEST_DATA_DIR, files[f]);
+            FILE *fh = fopen(path, "rb");
+            uint8_t *bytes = NULL;
+            long len = 0;
+            if (fh && fseek(fh, 0, SEEK_END) == 0 && (len = ftell(fh)) > 0 && fseek(fh, 0, SEEK_SET) == 0) {
+                bytes = malloc((size_t)len);
+                if (bytes && fread(bytes, 1, (size_t)len, fh) != (size_t)len) {
+                    free(bytes);
+                    bytes = NULL;
+                }
+            }
+            if (fh)
+                fclose(fh);
+            hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+            hp_image_info info;
+            hp_err e = {0};
+            bool decoded = bytes && hp_image_probe(bytes, (size_t)len, &opt, &info, &e) == HP_OK;
+            hp_pixel_format format = f % 2 ? HP_PIXEL_RGBA16F : HP_PIXEL_RGBA32F;
+            size_t n = decoded ? (size_t)info.width * info.height : 0;
+            void *frame = decoded ? malloc(n * hp_pixel_format_size(format)) : NULL;
+            decoded = decoded && frame &&
+                      hp_image_decode(bytes, (size_t)len, &opt, &info, frame, (hp_pixel_layout)format, NULL, &e) == HP_OK;
+            if (!decoded) {
+                tap_ok(false, "decode %s: %s", files[f], e.message);
+                free(bytes);
+                free(frame);
+                continue;
+            }
+            uint8_t *cpu = malloc(n * 8);
+            int worst_op = -1;
+            double worst_identical = 1.0;
+            size_t worst_worse = 0;
+            bool all_ran = true;
+            for (int op = 0; op < HP_TONE_OPERATOR_COUNT; op++) {
+                hp_frame_params fp;
+                hp_frame_params_defaults(&fp);
+                fp.params.tonemap.op = (hp_tone_operator)op;
+                hp_frame_desc desc = {.width = info.width, .height = info.height, .format = format};
+                hp_frame_result res;
+                bool ran = gpu_run(&desc, frame, &fp, &res);
+                all_ran = all_ran && ran;
+                if (!ran)
+                    break;
+                hp_lum_stats cs;
+                hp_cpu_reduce(frame, format, n, fp.params.analysis.histogram_min_log2,
+                              fp.params.analysis.histogram_max_log2, &cs);
+                hp_tone_state ts;
+                hp_cpu_tone_frame(frame, format, info.width, info.height, &cs, &fp.params, &ts, cpu);
+                diff_count d = compare_images(res.pixels, cpu, n, false);
+                double identical = (double)d.identical / (double)d.values;
+                if (identical < worst_identical || d.worse > worst_worse) {
+                    worst_identical = fmin(worst_identical, identical);
+                    worst_worse = d.worse > worst_worse ? d.worse : worst_worse;
+                    worst_op = op;
+                }
+            }
+            tap_ok(all_ran && worst_identical >= 0.999 && worst_worse == 0,
+                   "%s (%ux%u, %s): every operator GPU = CPU, worst %.3f%% identical (%s), %zu off by more than 1%s%s",
+                   files[f], info.width, info.height, hp_pixel_format_name(format), 100 * worst_identical,
+                   worst_op >= 0 ? hp_param_find("tonemap.operator")->choices[worst_op] : "all identical", worst_worse,
+                   all_ran ? "" : ": ", all_ran ? "" : err.message);
+            free(cpu);
+            free(frame);
+            free(bytes);
+        }
     }
 
     /* 7. Hostile pixels: NaN, infinities and negatives give a finite image with those pixels black. */
