@@ -1,0 +1,356 @@
+/* WebP (libwebp) and PNG (libspng) encoders. Every choice (effort mappings, filters, chunks, limits) is
+ * documented in encode.h; this file says why only where the code alone does not. */
+#include "api/encode.h"
+
+#include <spng.h>
+#include <stdlib.h>
+#include <string.h>
+#include <webp/encode.h>
+
+#include "api/image.h"
+
+_Static_assert(HP_ENCODE_MAX_SIDE == HP_IMAGE_MAX_SIDE, "the encoders take every frame the decoders give");
+_Static_assert(HP_ENCODE_WEBP_MAX_SIDE == WEBP_MAX_DIMENSION, "libwebp's own limit");
+/* A row of the largest frame, 16384 pixels x 8 bytes, is 128 KiB: int strides (libwebp) cannot overflow. */
+_Static_assert((uint64_t)HP_ENCODE_MAX_SIDE * 8 <= INT32_MAX, "row strides fit in int");
+
+hp_output_encoding hp_output_encoding_for_gamma(hp_gamma_mode mode)
+{
+    switch (mode) {
+    case HP_GAMMA_SRGB: return HP_ENCODING_SRGB;
+    case HP_GAMMA_LINEAR: return HP_ENCODING_LINEAR;
+    case HP_GAMMA_LOCAL:
+    case HP_GAMMA_LOCAL_LUMINANCE: break;
+    }
+    return HP_ENCODING_SRGB_LIKE;
+}
+
+void hp_encoded_free(hp_encoded *result)
+{
+    if (!result)
+        return;
+    free(result->data);
+    *result = (hp_encoded){0};
+}
+
+/* The frame as the caller gave it: RGBA rows, tightly packed. */
+typedef struct frame {
+    const uint8_t *pixels;
+    uint32_t width, height;
+    uint32_t bit_depth;   /* 8 or 16 */
+    bool alpha;           /* write A, or RGB only */
+    size_t src_row_bytes; /* width * 4 samples * bit_depth / 8 */
+} frame;
+
+/* --- WebP ------------------------------------------------------------------------------------------- */
+
+/* libwebp writes the file through this, into one malloc'd buffer that becomes hp_encoded.data as it is
+ * (WebPMemoryWriter's buffer would have to be released with WebPFree instead). */
+typedef struct webp_sink {
+    uint8_t *data;
+    size_t size, capacity;
+    bool out_of_memory;
+} webp_sink;
+
+static int webp_sink_write(const uint8_t *data, size_t size, const WebPPicture *picture)
+{
+    webp_sink *sink = picture->custom_ptr;
+    if (size == 0)
+        return 1;
+    if (size > SIZE_MAX - sink->size) {
+        sink->out_of_memory = true;
+        return 0;
+    }
+    size_t needed = sink->size + size;
+    if (needed > sink->capacity) {
+        size_t capacity = sink->capacity ? sink->capacity : 64 * 1024;
+        while (capacity < needed)
+            capacity = capacity > SIZE_MAX / 2 ? needed : capacity * 2;
+        uint8_t *grown = realloc(sink->data, capacity);
+        if (!grown) {
+            sink->out_of_memory = true;
+            return 0;
+        }
+        sink->data = grown;
+        sink->capacity = capacity;
+    }
+    memcpy(sink->data + sink->size, data, size);
+    sink->size = needed;
+    return 1;
+}
+
+static hp_code webp_failure(WebPEncodingError code, bool sink_out_of_memory, const frame *f, hp_err *err)
+{
+    switch (code) {
+    case VP8_ENC_ERROR_OUT_OF_MEMORY:
+    case VP8_ENC_ERROR_BITSTREAM_OUT_OF_MEMORY:
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "libwebp ran out of memory encoding a %ux%u frame", f->width,
+                       f->height);
+    case VP8_ENC_ERROR_BAD_WRITE:
+        if (sink_out_of_memory)
+            return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory holding the encoded WebP of a %ux%u frame",
+                           f->width, f->height);
+        break;
+    case VP8_ENC_ERROR_PARTITION0_OVERFLOW:
+    case VP8_ENC_ERROR_PARTITION_OVERFLOW:
+        return hp_fail_field(err, HP_ERR_TOO_LARGE, "output.quality",
+                             "a %ux%u frame at this quality overflows a lossy WebP partition (libwebp error %d); "
+                             "lower output.quality, or use output.lossless or output.format png",
+                             f->width, f->height, (int)code);
+    case VP8_ENC_ERROR_FILE_TOO_BIG:
+        return hp_fail_field(err, HP_ERR_TOO_LARGE, "output.format",
+                             "the WebP of a %ux%u frame would pass WebP's 4 GiB file limit; use output.format png",
+                             f->width, f->height);
+    default: break;
+    }
+    return hp_fail(err, HP_ERR_INTERNAL, "libwebp failed to encode a %ux%u frame (WebPEncodingError %d)", f->width,
+                   f->height, (int)code);
+}
+
+/* effort 0..6 -> WebPConfigLosslessPreset level 0..9, round(1.5 * effort): 0, 2, 3, 5, 6, 8, 9. */
+static int webp_lossless_level(uint32_t effort)
+{
+    return (int)((effort * 3 + 1) / 2);
+}
+
+static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encoded *result, hp_err *err)
+{
+    if (f->bit_depth != 8)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.bit_depth",
+                             "output.bit_depth %u needs output.format png: WebP stores 8 bits per channel",
+                             f->bit_depth);
+    if (f->width > HP_ENCODE_WEBP_MAX_SIDE || f->height > HP_ENCODE_WEBP_MAX_SIDE)
+        return hp_fail_field(err, HP_ERR_TOO_LARGE, "output.format",
+                             "a %ux%u frame is over WebP's limit of %u pixels a side; use output.format png "
+                             "(up to %u)",
+                             f->width, f->height, HP_ENCODE_WEBP_MAX_SIDE, HP_ENCODE_MAX_SIDE);
+
+    WebPConfig config;
+    if (!WebPConfigInit(&config))
+        return hp_fail(err, HP_ERR_INTERNAL, "libwebp: WebPConfigInit failed (header and library versions differ)");
+    if (out->lossless) {
+        if (!WebPConfigLosslessPreset(&config, webp_lossless_level(out->effort)))
+            return hp_fail(err, HP_ERR_INTERNAL, "libwebp refused lossless preset level %d",
+                           webp_lossless_level(out->effort));
+        config.exact = 1;
+    } else {
+        config.quality = (float)out->quality;
+        config.method = (int)out->effort;
+    }
+    config.thread_level = 1;
+    if (!WebPValidateConfig(&config))
+        return hp_fail(err, HP_ERR_INTERNAL, "libwebp refused its configuration (quality %u, effort %u, lossless %d)",
+                       out->quality, out->effort, (int)out->lossless);
+
+    WebPPicture picture;
+    if (!WebPPictureInit(&picture))
+        return hp_fail(err, HP_ERR_INTERNAL, "libwebp: WebPPictureInit failed (header and library versions differ)");
+    picture.width = (int)f->width;
+    picture.height = (int)f->height;
+    /* Lossless codes ARGB; lossy codes YUV 4:2:0, converted straight from the rows at import. */
+    picture.use_argb = config.lossless;
+    int stride = (int)f->src_row_bytes;
+    int imported = f->alpha ? WebPPictureImportRGBA(&picture, f->pixels, stride)
+                            : WebPPictureImportRGBX(&picture, f->pixels, stride);
+    if (!imported) {
+        WebPPictureFree(&picture);
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "libwebp could not allocate its picture of a %ux%u frame",
+                       f->width, f->height);
+    }
+
+    webp_sink sink = {0};
+    picture.writer = webp_sink_write;
+    picture.custom_ptr = &sink;
+    int encoded = WebPEncode(&config, &picture);
+    WebPEncodingError code = picture.error_code;
+    WebPPictureFree(&picture);
+    if (!encoded) {
+        free(sink.data);
+        return webp_failure(code, sink.out_of_memory, f, err);
+    }
+    *result = (hp_encoded){.data = sink.data, .size = sink.size, .mime = "image/webp"};
+    return HP_OK;
+}
+
+/* --- PNG -------------------------------------------------------------------------------------------- */
+
+/* effort 0..6 -> zlib level, 1 + round(4/3 effort). */
+static const int png_zlib_level[7] = {1, 2, 4, 5, 6, 8, 9};
+
+static hp_code png_failure(int code, const char *what, hp_err *err)
+{
+    if (code == SPNG_EMEM)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "libspng ran out of memory %s", what);
+    return hp_fail(err, HP_ERR_INTERNAL, "libspng failed %s: %s (error %d)", what, spng_strerror(code), code);
+}
+
+/* Bytes of one row as PNG stores it, before the filter byte: 3 or 4 samples of 1 or 2 bytes. */
+static size_t png_row_bytes(const frame *f)
+{
+    return (size_t)f->width * (f->alpha ? 4 : 3) * (f->bit_depth / 8);
+}
+
+/* Rows go to libspng as they lie in the frame only for RGBA 8: the other layouts drop alpha or swap bytes. */
+static bool png_row_as_is(const frame *f)
+{
+    return f->bit_depth == 8 && f->alpha;
+}
+
+/* Row y in PNG's sample layout: alpha dropped when not written, 16-bit samples big-endian (PNG 7.1). The
+ * strip encoder of issue 6 packs its rows with this too. */
+static void png_pack_row(const frame *f, uint32_t y, uint8_t *dst)
+{
+    const uint8_t *src = f->pixels + (size_t)y * f->src_row_bytes;
+    const uint32_t channels = f->alpha ? 4 : 3;
+    if (f->bit_depth == 8) {
+        for (uint32_t x = 0; x < f->width; x++, src += 4, dst += channels)
+            memcpy(dst, src, channels);
+        return;
+    }
+    for (uint32_t x = 0; x < f->width; x++, src += 8) {
+        for (uint32_t c = 0; c < channels; c++) {
+            uint16_t v;
+            memcpy(&v, src + 2 * c, sizeof(v)); /* the caller's buffer need not be 2-byte aligned */
+            *dst++ = (uint8_t)(v >> 8);
+            *dst++ = (uint8_t)(v & 0xff);
+        }
+    }
+}
+
+/* gAMA, cHRM, sRGB and tEXt as encode.h lists them. */
+static hp_code png_set_colour_chunks(spng_ctx *ctx, hp_output_encoding encoding, hp_err *err)
+{
+    /* Rec.709/sRGB primaries and D65 white (IEC 61966-2-1), chromaticities x 100000 as cHRM stores them. */
+    struct spng_chrm_int chrm = {.white_point_x = 31270, .white_point_y = 32900, .red_x = 64000, .red_y = 33000,
+                                 .green_x = 30000, .green_y = 60000, .blue_x = 15000, .blue_y = 6000};
+    /* gAMA stores the encoding exponent x 100000: 1/2.2 -> 45455, linear -> 100000. */
+    uint32_t gamma = encoding == HP_ENCODING_LINEAR ? 100000 : 45455;
+    int rc = spng_set_chrm_int(ctx, &chrm);
+    if (rc == SPNG_OK)
+        rc = spng_set_gama_int(ctx, gamma);
+    if (rc == SPNG_OK && encoding == HP_ENCODING_SRGB)
+        rc = spng_set_srgb(ctx, 0 /* perceptual rendering intent */);
+    if (rc == SPNG_OK && encoding == HP_ENCODING_SRGB_LIKE) {
+        /* spng_set_text() takes char *; it reads the text when the chunks are written, before ctx is freed. */
+        char comment[] = "Samples carry Kwon's dynamic local gamma (hdrpostd): an exponent per pixel near 1/2.2. "
+                         "gAMA gives the nearest single exponent; no chunk can describe the per-pixel curve.";
+        struct spng_text text = {.keyword = "Comment", .type = SPNG_TEXT, .length = strlen(comment),
+                                 .text = comment};
+        rc = spng_set_text(ctx, &text, 1);
+        if (rc == SPNG_OK)
+            rc = spng_encode_chunks(ctx); /* written now, while comment lives */
+    }
+    return rc == SPNG_OK ? HP_OK : png_failure(rc, "setting the colour chunks", err);
+}
+
+static hp_code encode_png(const frame *f, const hp_output_params *out, hp_output_encoding encoding,
+                          hp_encoded *result, hp_err *err)
+{
+    spng_ctx *ctx = spng_ctx_new(SPNG_CTX_ENCODER);
+    if (!ctx)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "libspng could not allocate an encoder");
+    uint8_t *row_buf = NULL;
+    hp_code code = HP_OK;
+    int rc;
+
+    struct spng_ihdr ihdr = {
+        .width = f->width,
+        .height = f->height,
+        .bit_depth = (uint8_t)f->bit_depth,
+        .color_type = f->alpha ? SPNG_COLOR_TYPE_TRUECOLOR_ALPHA : SPNG_COLOR_TYPE_TRUECOLOR,
+    };
+    if ((rc = spng_set_option(ctx, SPNG_ENCODE_TO_BUFFER, 1)) != SPNG_OK ||
+        (rc = spng_set_option(ctx, SPNG_IMG_COMPRESSION_LEVEL, png_zlib_level[out->effort])) != SPNG_OK ||
+        (out->effort == 0 && (rc = spng_set_option(ctx, SPNG_FILTER_CHOICE, SPNG_FILTER_CHOICE_SUB)) != SPNG_OK) ||
+        (rc = spng_set_ihdr(ctx, &ihdr)) != SPNG_OK) {
+        code = png_failure(rc, "setting up the encoder", err);
+        goto done;
+    }
+    if ((code = png_set_colour_chunks(ctx, encoding, err)) != HP_OK)
+        goto done;
+
+    /* Progressive: one row at a time, so no full-size converted copy of the frame is ever made.
+     * SPNG_FMT_RAW: rows are already in PNG's byte order (png_pack_row), libspng converts nothing. */
+    rc = spng_encode_image(ctx, NULL, 0, SPNG_FMT_RAW, SPNG_ENCODE_PROGRESSIVE | SPNG_ENCODE_FINALIZE);
+    if (rc != SPNG_OK) {
+        code = png_failure(rc, "starting the image", err);
+        goto done;
+    }
+    const size_t row_bytes = png_row_bytes(f);
+    if (!png_row_as_is(f) && !(row_buf = malloc(row_bytes))) {
+        code = hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for a PNG row of %zu bytes", row_bytes);
+        goto done;
+    }
+    for (uint32_t y = 0; y < f->height; y++) {
+        const void *row = f->pixels + (size_t)y * f->src_row_bytes;
+        if (row_buf) {
+            png_pack_row(f, y, row_buf);
+            row = row_buf;
+        }
+        rc = spng_encode_row(ctx, row, row_bytes);
+        /* The last row answers SPNG_EOI once the file is finalized (IEND written). */
+        if (rc != (y + 1 == f->height ? SPNG_EOI : SPNG_OK)) {
+            code = png_failure(rc == SPNG_EOI ? SPNG_EINTERNAL : rc, "encoding a row", err);
+            goto done;
+        }
+    }
+
+    size_t size = 0;
+    void *png = spng_get_png_buffer(ctx, &size, &rc);
+    if (!png) {
+        code = png_failure(rc ? rc : SPNG_EINTERNAL, "handing over the encoded PNG", err);
+        goto done;
+    }
+    /* The buffer came from libspng's default allocator, malloc: hp_encoded_free()'s free() releases it. */
+    *result = (hp_encoded){.data = png, .size = size, .mime = "image/png"};
+
+done:
+    free(row_buf);
+    spng_ctx_free(ctx);
+    return code;
+}
+
+/* --- The entry point -------------------------------------------------------------------------------- */
+
+hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
+                  hp_output_encoding encoding, const hp_output_params *out, hp_encoded *result, hp_err *err)
+{
+    if (result)
+        *result = (hp_encoded){0};
+    if (!pixels || !out || !result)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "hp_encode: pixels, out and result must not be NULL");
+    if (out->format != HP_OUTPUT_WEBP && out->format != HP_OUTPUT_PNG)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.format",
+                             "output.format %d is neither webp (0) nor png (1)", (int)out->format);
+    if (bit_depth != 8 && bit_depth != 16)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.bit_depth",
+                             "the frame has %u bits per channel; the encoders take 8 or 16", bit_depth);
+    if (out->bit_depth != bit_depth)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.bit_depth",
+                             "output.bit_depth is %u but the frame was quantized to %u bits", out->bit_depth,
+                             bit_depth);
+    if (out->quality > 100)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.quality", "output.quality %u is over 100",
+                             out->quality);
+    if (out->effort > 6)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.effort", "output.effort %u is over 6",
+                             out->effort);
+    if (encoding != HP_ENCODING_SRGB_LIKE && encoding != HP_ENCODING_SRGB && encoding != HP_ENCODING_LINEAR)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "hp_encode: output encoding %d is not an hp_output_encoding",
+                       (int)encoding);
+    if (width == 0 || height == 0)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "cannot encode an empty %ux%u frame", width, height);
+    if (width > HP_ENCODE_MAX_SIDE || height > HP_ENCODE_MAX_SIDE)
+        return hp_fail(err, HP_ERR_TOO_LARGE, "a %ux%u frame is over the limit of %u pixels a side", width, height,
+                       HP_ENCODE_MAX_SIDE);
+
+    /* 16384 x 16384 x 8 bytes is 2 GiB: within size_t on any 64-bit host, refused on a 32-bit one. */
+    const size_t src_row_bytes = (size_t)width * 4 * (bit_depth / 8);
+    if ((uint64_t)src_row_bytes * height > SIZE_MAX)
+        return hp_fail(err, HP_ERR_TOO_LARGE, "a %ux%u frame of %u-bit samples is over this host's address space",
+                       width, height, bit_depth);
+    const frame f = {.pixels = pixels, .width = width, .height = height, .bit_depth = bit_depth, .alpha = alpha,
+                     .src_row_bytes = src_row_bytes};
+    return out->format == HP_OUTPUT_WEBP ? encode_webp(&f, out, result, err)
+                                          : encode_png(&f, out, encoding, result, err);
+}

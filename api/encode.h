@@ -1,0 +1,95 @@
+/* Image encoders: the tone-mapped frame the pipeline hands back (quantized RGBA rows) becomes the bytes of
+ * the response, WebP (libwebp) or PNG (libspng).
+ *
+ * Input: tightly packed RGBA rows, top to bottom, no row padding, straight (not premultiplied) alpha:
+ *   bit_depth 8:  4 bytes per pixel, R, G, B, A;
+ *   bit_depth 16: 4 uint16_t per pixel in host byte order (the encoder converts to PNG's big-endian).
+ * Quantization and dither happen on the GPU before this (output.dither is not read here).
+ *
+ * Alpha is the caller's choice: with alpha false the A samples are ignored and an RGB file is written
+ * (about a quarter smaller as raw PNG data; libwebp would drop an all-opaque alpha plane anyway, PNG cannot
+ * know to); with alpha true an RGBA file is written.
+ *
+ * WebP (libwebp's advanced API, WebPConfig + WebPPicture):
+ *   lossy     quality = output.quality, method = output.effort; the encoder's RGB->YUV 4:2:0 conversion.
+ *   lossless  output.quality is ignored (as the schema says); output.effort picks libwebp's lossless preset
+ *             level round(1.5 * effort): effort 0..6 -> level 0, 2, 3, 5, 6, 8, 9 (WebPConfigLosslessPreset:
+ *             level 0 is method 0 quality 0, level 9 is method 6 quality 100). exact = 1, so RGB under fully
+ *             transparent pixels survives (the pipeline passes the file's alpha through; a client may
+ *             composite or edit later, and lossless promises the same pixels back).
+ *   Both set thread_level = 1: libwebp may run worker threads of its own (the lossy analysis pass, the
+ *   alpha plane beside the colour, competing lossless trials); the caller needs no thread for it.
+ *   8 bits only: bit_depth 16 is HP_ERR_INVALID_ARGUMENT naming output.bit_depth. A side over 16383
+ *   (WEBP_MAX_DIMENSION) is HP_ERR_TOO_LARGE naming the limit and suggesting png. No colour chunk is
+ *   written: WebP has no gAMA/sRGB chunk (only an ICC profile through the mux API), and viewers take
+ *   WebP as sRGB, so `encoding` is ignored for WebP.
+ *
+ * PNG (libspng), 8 or 16 bits, colour type 2 (RGB) or 6 (RGBA), not interlaced:
+ *   zlib level from output.effort 0..6 -> 1, 2, 4, 5, 6, 8, 9 (1 + round(4/3 effort)).
+ *   Filters: libspng's adaptive choice (all five per row, minimum sum of absolute differences) from effort 1
+ *   up. Effort 0 uses SUB alone: one subtraction per sample instead of five trial filters per row, and on
+ *   photographs it keeps most of what adaptive filtering gains (neighbours along a row are close), where
+ *   NONE would leave smooth gradients nearly incompressible at zlib level 1.
+ *   Colour chunks from `encoding` (primaries are always Rec.709/sRGB, D65: the pipeline's RGB):
+ *     HP_ENCODING_SRGB       sRGB (perceptual intent), plus gAMA 1/2.2 (45455) and cHRM as the PNG spec
+ *                            (11.3.3.5) recommends for decoders that do not read sRGB.
+ *     HP_ENCODING_LINEAR     gAMA 1.0 (100000) and cHRM.
+ *     HP_ENCODING_SRGB_LIKE  gAMA 1/2.2 (45455) and cHRM, and a tEXt "Comment" saying the samples carry
+ *                            Kwon's dynamic local gamma (an exponent per pixel, near 1/2.2): no chunk can
+ *                            describe a per-pixel curve, so gAMA gives its nearest global approximation.
+ *   Rows are converted one at a time (alpha dropped, 16-bit samples swapped to big-endian) into a one-row
+ *   buffer and fed to libspng progressively, so a 16384 x 16384 frame needs no second full-size copy.
+ *
+ * Limits: width and height 1 .. HP_ENCODE_MAX_SIDE (16384, the daemon's frame limit) for PNG, 1 .. 16383
+ * for WebP; 0 is HP_ERR_INVALID_ARGUMENT, more is HP_ERR_TOO_LARGE. Options outside the schema's ranges
+ * (quality > 100, effort > 6, bit_depth not 8 or 16, an unknown format) are HP_ERR_INVALID_ARGUMENT naming
+ * the field, even though hp_params_check() has already refused them.
+ *
+ * Errors: HP_ERR_INVALID_ARGUMENT, HP_ERR_TOO_LARGE, HP_ERR_OUT_OF_MEMORY, HP_ERR_INTERNAL (a library
+ * refused something it should not have; the message names the library and its own error). On any failure
+ * *result is {NULL, 0, NULL} and nothing is left allocated.
+ *
+ * Threading: reentrant; nothing is shared between calls. */
+#ifndef HP_ENCODE_H
+#define HP_ENCODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "pipeline/params.h"
+
+/* The largest side hp_encode() accepts for PNG (the decoders' HP_IMAGE_MAX_SIDE; checked in encode.c). */
+#define HP_ENCODE_MAX_SIDE 16384u
+/* The largest side for WebP: libwebp's WEBP_MAX_DIMENSION (checked in encode.c). */
+#define HP_ENCODE_WEBP_MAX_SIDE 16383u
+
+/* How the samples were encoded by the gamma stage: a hint for the colour chunks of a PNG. */
+typedef enum hp_output_encoding {
+    HP_ENCODING_SRGB_LIKE = 0, /* Kwon's dynamic local gamma (gamma modes local, local_luminance) */
+    HP_ENCODING_SRGB = 1,      /* the sRGB transfer function, IEC 61966-2-1 (gamma mode srgb) */
+    HP_ENCODING_LINEAR = 2,    /* linear values quantized (gamma mode linear) */
+} hp_output_encoding;
+
+/* The hint that matches a gamma mode; HP_ENCODING_SRGB_LIKE for a value outside the enum. */
+hp_output_encoding hp_output_encoding_for_gamma(hp_gamma_mode mode);
+
+/* An encoded image. data is malloc'd; release it with hp_encoded_free(). mime is a static string:
+ * "image/webp" or "image/png". */
+typedef struct hp_encoded {
+    uint8_t *data;
+    size_t size;      /* bytes */
+    const char *mime;
+} hp_encoded;
+
+/* Encodes width x height pixels (layout above) in the format of out (format, quality, lossless, effort,
+ * bit_depth; out->bit_depth must equal bit_depth). alpha: write the A channel (RGBA) or not (RGB).
+ * encoding: the colour chunks of a PNG (ignored for WebP). On success fills *result. */
+hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
+                  hp_output_encoding encoding, const hp_output_params *out, hp_encoded *result, hp_err *err);
+
+/* Frees result->data and sets *result to {NULL, 0, NULL}; NULL and an already freed result are fine. */
+void hp_encoded_free(hp_encoded *result);
+
+#endif
