@@ -217,8 +217,15 @@ static void png_pack_row(const frame *f, uint32_t y, uint8_t *dst)
     }
 }
 
-/* gAMA, cHRM, sRGB and tEXt as encode.h lists them. */
-static hp_code png_set_colour_chunks(spng_ctx *ctx, hp_output_encoding encoding, hp_err *err)
+/* The tEXt of the local gamma modes. */
+#define PNG_KWON_COMMENT                                                                                      \
+    "Samples carry Kwon's dynamic local gamma (hdrpostd): an exponent per pixel near 1/2.2. gAMA gives the " \
+    "nearest single exponent; no chunk can describe the per-pixel curve."
+
+/* gAMA, cHRM, sRGB and tEXt as encode.h lists them. comment: the tEXt chunk, written for the local modes;
+ * libspng keeps the pointer, not a copy, so it lives in the caller until spng_ctx_free(). */
+static hp_code png_set_colour_chunks(spng_ctx *ctx, hp_output_encoding encoding, struct spng_text *comment,
+                                     hp_err *err)
 {
     /* Rec.709/sRGB primaries and D65 white (IEC 61966-2-1), chromaticities x 100000 as cHRM stores them. */
     struct spng_chrm_int chrm = {.white_point_x = 31270, .white_point_y = 32900, .red_x = 64000, .red_y = 33000,
@@ -230,16 +237,8 @@ static hp_code png_set_colour_chunks(spng_ctx *ctx, hp_output_encoding encoding,
         rc = spng_set_gama_int(ctx, gamma);
     if (rc == SPNG_OK && encoding == HP_ENCODING_SRGB)
         rc = spng_set_srgb(ctx, 0 /* perceptual rendering intent */);
-    if (rc == SPNG_OK && encoding == HP_ENCODING_SRGB_LIKE) {
-        /* spng_set_text() takes char *; it reads the text when the chunks are written, before ctx is freed. */
-        char comment[] = "Samples carry Kwon's dynamic local gamma (hdrpostd): an exponent per pixel near 1/2.2. "
-                         "gAMA gives the nearest single exponent; no chunk can describe the per-pixel curve.";
-        struct spng_text text = {.keyword = "Comment", .type = SPNG_TEXT, .length = strlen(comment),
-                                 .text = comment};
-        rc = spng_set_text(ctx, &text, 1);
-        if (rc == SPNG_OK)
-            rc = spng_encode_chunks(ctx); /* written now, while comment lives */
-    }
+    if (rc == SPNG_OK && encoding == HP_ENCODING_SRGB_LIKE)
+        rc = spng_set_text(ctx, comment, 1);
     return rc == SPNG_OK ? HP_OK : png_failure(rc, "setting the colour chunks", err);
 }
 
@@ -266,7 +265,10 @@ static hp_code encode_png(const frame *f, const hp_output_params *out, hp_output
         code = png_failure(rc, "setting up the encoder", err);
         goto done;
     }
-    if ((code = png_set_colour_chunks(ctx, encoding, err)) != HP_OK)
+    char comment_text[] = PNG_KWON_COMMENT; /* spng_text.text is char * */
+    struct spng_text comment = {.keyword = "Comment", .type = SPNG_TEXT, .length = sizeof(comment_text) - 1,
+                                .text = comment_text};
+    if ((code = png_set_colour_chunks(ctx, encoding, &comment, err)) != HP_OK)
         goto done;
 
     /* Progressive: one row at a time, so no full-size converted copy of the frame is ever made.
