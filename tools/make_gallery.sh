@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Makes docs/gallery/contact_sheet.png: the real HDR frames of tests/data (copied from shared/data),
+# plus the 1920x1080 Blender render when ../shared/data is beside the checkout, through every tone
+# operator at default parameters. Runs on any Vulkan device (lavapipe: about a minute).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ninja -C build tools/gallery >/dev/null
+frames=(tests/data/pmndrs_park.exr tests/data/blender_city.exr tests/data/psychtoolbox_Desk.exr
+        tests/data/blender_street_960x540_singlelayer.exr)
+mkdir -p docs/gallery
+build/tools/gallery docs/gallery/contact_sheet.png "${frames[@]}"
