@@ -101,6 +101,12 @@ static hp_code webp_failure(WebPEncodingError code, bool sink_out_of_memory, con
         return hp_fail_field(err, HP_ERR_TOO_LARGE, "output.format",
                              "the WebP of a %ux%u frame would pass WebP's 4 GiB file limit; use output.format png",
                              f->width, f->height);
+    case VP8_ENC_OK:
+        /* Failed with no error code: libwebp 1.2 leaves it unset when some of its allocations fail (seen by
+         * failing each allocation in turn, tests/test_encode.c), and when its worker thread cannot start. */
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY,
+                       "libwebp failed encoding a %ux%u frame without an error code (out of memory or threads)",
+                       f->width, f->height);
     default: break;
     }
     return hp_fail(err, HP_ERR_INTERNAL, "libwebp failed to encode a %ux%u frame (WebPEncodingError %d)", f->width,
@@ -177,10 +183,41 @@ static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encod
 /* effort 0..6 -> zlib level, 1 + round(4/3 effort). */
 static const int png_zlib_level[7] = {1, 2, 4, 5, 6, 8, 9};
 
+/* libspng reports a failed allocation under several codes: SPNG_EMEM, SPNG_EZLIB_INIT when deflateInit2
+ * fails, SPNG_EBADSTATE on a later call. Its allocator (zlib's included) is ours, so a failure is known
+ * for certain: this thread's flag, set by the allocator. libspng calls it from the encoding thread only. */
+static _Thread_local bool png_alloc_failed;
+
+static void *png_malloc(size_t size)
+{
+    void *p = malloc(size);
+    png_alloc_failed |= !p;
+    return p;
+}
+
+static void *png_calloc(size_t count, size_t size)
+{
+    void *p = calloc(count, size);
+    png_alloc_failed |= !p;
+    return p;
+}
+
+static void *png_realloc(void *ptr, size_t size)
+{
+    void *p = realloc(ptr, size);
+    png_alloc_failed |= !p && size;
+    return p;
+}
+
+static void png_free(void *ptr)
+{
+    free(ptr);
+}
+
 static hp_code png_failure(int code, const char *what, hp_err *err)
 {
-    if (code == SPNG_EMEM)
-        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "libspng ran out of memory %s", what);
+    if (code == SPNG_EMEM || png_alloc_failed)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "libspng ran out of memory %s (%s)", what, spng_strerror(code));
     return hp_fail(err, HP_ERR_INTERNAL, "libspng failed %s: %s (error %d)", what, spng_strerror(code), code);
 }
 
@@ -245,7 +282,10 @@ static hp_code png_set_colour_chunks(spng_ctx *ctx, hp_output_encoding encoding,
 static hp_code encode_png(const frame *f, const hp_output_params *out, hp_output_encoding encoding,
                           hp_encoded *result, hp_err *err)
 {
-    spng_ctx *ctx = spng_ctx_new(SPNG_CTX_ENCODER);
+    /* malloc underneath: spng_get_png_buffer()'s buffer is released by hp_encoded_free()'s free(). */
+    struct spng_alloc alloc = {png_malloc, png_realloc, png_calloc, png_free};
+    png_alloc_failed = false;
+    spng_ctx *ctx = spng_ctx_new2(&alloc, SPNG_CTX_ENCODER);
     if (!ctx)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "libspng could not allocate an encoder");
     uint8_t *row_buf = NULL;
@@ -303,7 +343,6 @@ static hp_code encode_png(const frame *f, const hp_output_params *out, hp_output
         code = png_failure(rc ? rc : SPNG_EINTERNAL, "handing over the encoded PNG", err);
         goto done;
     }
-    /* The buffer came from libspng's default allocator, malloc: hp_encoded_free()'s free() releases it. */
     *result = (hp_encoded){.data = png, .size = size, .mime = "image/png"};
 
 done:

@@ -27,9 +27,9 @@
  * PNG (libspng), 8 or 16 bits, colour type 2 (RGB) or 6 (RGBA), not interlaced:
  *   zlib level from output.effort 0..6 -> 1, 2, 4, 5, 6, 8, 9 (1 + round(4/3 effort)).
  *   Filters: libspng's adaptive choice (all five per row, minimum sum of absolute differences) from effort 1
- *   up. Effort 0 uses SUB alone: one subtraction per sample instead of five trial filters per row, and on
- *   photographs it keeps most of what adaptive filtering gains (neighbours along a row are close), where
- *   NONE would leave smooth gradients nearly incompressible at zlib level 1.
+ *   up. Effort 0 uses SUB alone: one filter per row instead of five trials. Measured at zlib level 1 on the
+ *   four frames of tests/data tone-mapped to 8 bits: SUB took about half the time of adaptive and its files
+ *   were 1% smaller to 9% larger; NONE, faster still, was 11% to 26% larger than SUB.
  *   Colour chunks from `encoding` (primaries are always Rec.709/sRGB, D65: the pipeline's RGB):
  *     HP_ENCODING_SRGB       sRGB (perceptual intent), plus gAMA 1/2.2 (45455) and cHRM as the PNG spec
  *                            (11.3.3.5) recommends for decoders that do not read sRGB.

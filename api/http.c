@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -23,12 +24,16 @@ typedef struct hp_route {
     const char *method; /* GET routes also answer HEAD (RFC 9110 9.3.2); libmicrohttpd drops the body */
     const char *path;   /* exact match */
     hp_route_handler handler;
+    bool takes_body;    /* the body is collected (up to max_body_bytes) before the handler runs */
+    bool open;          /* answered without the bearer token (health checks) */
 } hp_route;
 
 static const hp_route routes[] = {
-    /* method  path        handler */
-    {"GET",    "/livez",   hp_route_livez},
-    {"GET",    "/readyz",  hp_route_readyz},
+    /* method  path            handler             body   open */
+    {"GET",    "/livez",       hp_route_livez,     false, true},
+    {"GET",    "/readyz",      hp_route_readyz,    false, true},
+    {"POST",   "/v1/render",   hp_route_render,    true,  false},
+    {"POST",   "/v1/analyze",  hp_route_analyze,   true,  false},
 };
 
 #define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
@@ -45,7 +50,12 @@ struct hp_http {
     unsigned in_flight;
 
     _Atomic unsigned long long id_counter; /* request ids when getrandom() fails */
+    char *auth_token;                      /* NULL: no authentication */
+    hp_http_backend backend;
 };
+
+void hp_http_set_backend(hp_http *http, const hp_http_backend *backend) { http->backend = *backend; }
+const hp_http_backend *hp_http_get_backend(const hp_http *http) { return &http->backend; }
 
 const char *hp_service_state_name(hp_service_state state)
 {
@@ -187,6 +197,36 @@ void hp_reply_error(hp_reply *reply, unsigned status, const char *code, const ch
                   json_pack("{s:{s:s, s:s, s:s?}}", "error", "code", code, "message", message, "field", field));
 }
 
+void hp_reply_bytes(hp_reply *reply, unsigned status, const char *content_type, uint8_t *data, size_t len)
+{
+    reply->status = status;
+    json_decref(reply->body);
+    reply->body = NULL;
+    free(reply->bytes);
+    reply->bytes = data;
+    reply->bytes_len = len;
+    reply->content_type = content_type;
+}
+
+void hp_reply_release(hp_reply *reply)
+{
+    json_decref(reply->body);
+    free(reply->bytes);
+    reply->body = NULL;
+    reply->bytes = NULL;
+}
+
+void hp_request_defer(hp_request *req) { req->deferred = true; }
+
+void hp_request_complete(hp_request *req, hp_reply *reply)
+{
+    req->deferred_reply = *reply;
+    memset(reply, 0, sizeof(*reply));
+    atomic_store(&req->reply_ready, true);
+    /* Thread-safe in libmicrohttpd (it wakes the polling thread through its inter-thread channel). */
+    MHD_resume_connection(req->connection);
+}
+
 void hp_reply_header_add(hp_reply *reply, const char *name, const char *fmt, ...)
 {
     if (reply->header_count >= HP_REPLY_MAX_HEADERS)
@@ -252,7 +292,14 @@ static enum MHD_Result send_reply(hp_request *req, hp_reply *reply)
     char *text = reply->body ? json_dumps(reply->body, JSON_COMPACT) : NULL;
     struct MHD_Response *resp = NULL;
     unsigned status = reply->status;
-    if (text) {
+    const char *content_type = "application/json";
+    if (reply->bytes) {
+        resp = MHD_create_response_from_buffer(reply->bytes_len, reply->bytes, MHD_RESPMEM_MUST_FREE);
+        if (resp) {
+            reply->bytes = NULL; /* libmicrohttpd frees it */
+            content_type = reply->content_type ? reply->content_type : "application/octet-stream";
+        }
+    } else if (text) {
         size_t len = strlen(text);
         char *body = malloc(len + 2);
         if (body) {
@@ -272,7 +319,7 @@ static enum MHD_Result send_reply(hp_request *req, hp_reply *reply)
             return MHD_NO;
     }
 
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     MHD_add_response_header(resp, "X-Request-Id", req->id);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     for (unsigned i = 0; i < reply->header_count; i++)
@@ -311,6 +358,20 @@ static const hp_route *route_find(const char *method, const char *path, bool *pa
     return NULL;
 }
 
+/* The bearer token, compared in constant time so its length and content cannot be learnt from timing. */
+static bool token_matches(hp_http *http, struct MHD_Connection *connection)
+{
+    const char *auth = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
+        return false;
+    const char *given = auth + 7;
+    size_t want_len = strlen(http->auth_token), given_len = strlen(given);
+    unsigned char diff = (unsigned char)(want_len != given_len);
+    for (size_t i = 0; i < want_len; i++)
+        diff |= (unsigned char)(http->auth_token[i] ^ (i < given_len ? given[i] : 0));
+    return diff == 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls)
@@ -338,24 +399,94 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         http->in_flight++;
         pthread_mutex_unlock(&http->lock);
         *req_cls = req;
-        /* Routing waits for the last call, when the body (none yet on any route) has arrived. Routes
-         * that take a body will get it in the calls between, with their own size limit. */
+
+        /* Judge the body by its declared length before reading any of it (413, 411). */
+        bool known;
+        char allow_first[128];
+        const hp_route *r = route_find(method, url, &known, allow_first, sizeof(allow_first));
+        if (r && r->takes_body) {
+            const char *len = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+            const char *te = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+            hp_reply early = {0};
+            if (!len && !(te && strcasestr(te, "chunked")))
+                hp_reply_error(&early, 411, "length_required", NULL,
+                               "%s needs a body with a Content-Length (or chunked transfer encoding)", url);
+            else if (len && strtoull(len, NULL, 10) > http->params.max_body_bytes)
+                hp_reply_error(&early, 413, "body_too_large", NULL,
+                               "the body is %s bytes; this server accepts at most %llu (max_body_mb)", len,
+                               (unsigned long long)http->params.max_body_bytes);
+            if (early.status) {
+                enum MHD_Result ret = send_reply(req, &early);
+                hp_reply_release(&early);
+                return ret;
+            }
+        }
         return MHD_YES;
     }
 
     if (*upload_data_size != 0) {
-        *upload_data_size = 0; /* no route reads a body yet: discard it */
+        bool known;
+        char allow_body[128];
+        const hp_route *r = route_find(method, url, &known, allow_body, sizeof(allow_body));
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (!r || !r->takes_body || req->status != 0 || req->body_too_large)
+            return MHD_YES; /* discarded */
+        if (req->body_len + n > http->params.max_body_bytes) {
+            req->body_too_large = true; /* chunked bodies are only judged as they arrive */
+            free(req->body);
+            req->body = NULL;
+            req->body_len = req->body_cap = 0;
+            return MHD_YES;
+        }
+        if (req->body_len + n > req->body_cap) {
+            /* The declared length sizes the buffer once; chunked bodies grow it by doubling. */
+            const char *len = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+            size_t want = len ? (size_t)strtoull(len, NULL, 10) : 0;
+            size_t cap = req->body_cap ? req->body_cap * 2 : 1 << 20;
+            if (want > cap)
+                cap = want;
+            while (cap < req->body_len + n)
+                cap *= 2;
+            uint8_t *grown = realloc(req->body, cap);
+            if (!grown)
+                return MHD_NO;
+            req->body = grown;
+            req->body_cap = cap;
+        }
+        memcpy(req->body + req->body_len, upload_data, n);
+        req->body_len += n;
         return MHD_YES;
+    }
+    if (req->deferred) {
+        /* Resumed: the reply is ready (hp_request_complete). */
+        if (!atomic_load(&req->reply_ready) || req->status != 0)
+            return MHD_YES;
+        enum MHD_Result ret = send_reply(req, &req->deferred_reply);
+        hp_reply_release(&req->deferred_reply);
+        return ret;
     }
     if (req->status != 0)
         return MHD_YES;
+    clock_gettime(CLOCK_MONOTONIC, &req->body_done);
 
     hp_reply reply = {0};
     bool path_known;
     char allow[128];
     const hp_route *route = route_find(method, url, &path_known, allow, sizeof(allow));
-    if (route) {
+    if (route && !route->open && http->auth_token && !token_matches(http, connection)) {
+        hp_reply_error(&reply, 401, "unauthorized", NULL, "this server needs \"Authorization: Bearer <token>\"");
+        hp_reply_header_add(&reply, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    } else if (route && route->takes_body && req->body_too_large) {
+        hp_reply_error(&reply, 413, "body_too_large", NULL, "the body is over %llu bytes (max_body_mb)",
+                       (unsigned long long)http->params.max_body_bytes);
+    } else if (route) {
         route->handler(req, &reply);
+        if (req->deferred) {
+            hp_reply_release(&reply);
+            MHD_suspend_connection(connection);
+            return MHD_YES;
+        }
     } else if (path_known) {
         hp_reply_error(&reply, 405, "method_not_allowed", NULL, "%s is not allowed on %s; allowed: %s", method, url,
                        allow);
@@ -364,7 +495,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         hp_reply_error(&reply, 404, "not_found", NULL, "no such endpoint: %s", url);
     }
     enum MHD_Result ret = send_reply(req, &reply);
-    json_decref(reply.body);
+    hp_reply_release(&reply);
     return ret;
 }
 
@@ -391,8 +522,10 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     char method[64], path[512];
     log_safe(req->method, method, sizeof(method));
     log_safe(req->path, path, sizeof(path));
-    hp_info("http: id=%s %s %s %u %.2f ms%s", req->id, method, path, req->status, ms_since(&req->started),
-            reason);
+    hp_info("http: id=%s %s %s %zu bytes %u %.2f ms%s", req->id, method, path, req->body_len, req->status,
+            ms_since(&req->started), reason);
+    free(req->body);
+    hp_reply_release(&req->deferred_reply);
     free(req);
     *req_cls = NULL;
 
@@ -434,6 +567,13 @@ hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory creating the HTTP server");
     http->params = *params;
     http->params.listen = NULL; /* not kept: the caller's string */
+    http->params.auth_token = NULL;
+    if (!http->params.max_body_bytes)
+        http->params.max_body_bytes = 1ull << 30;
+    if (params->auth_token && *params->auth_token && !(http->auth_token = strdup(params->auth_token))) {
+        free(http);
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory creating the HTTP server");
+    }
     atomic_init(&http->state, HP_SERVICE_STARTING);
     pthread_mutex_init(&http->lock, NULL);
     pthread_condattr_t attr;
@@ -452,7 +592,7 @@ hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
     format_address(&bound, http->address, sizeof(http->address));
 
     /* MHD_USE_ITC: MHD_quiesce_daemon() needs it to wake the polling threads. */
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
     if (la.family == AF_INET6)
         flags |= MHD_USE_IPv6;
     http->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, http,
@@ -474,6 +614,7 @@ hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
 fail:
     pthread_cond_destroy(&http->idle);
     pthread_mutex_destroy(&http->lock);
+    free(http->auth_token);
     free(http);
     return code;
 }
@@ -518,5 +659,6 @@ void hp_http_destroy(hp_http **p)
     MHD_stop_daemon(http->mhd);
     pthread_cond_destroy(&http->idle);
     pthread_mutex_destroy(&http->lock);
+    free(http->auth_token);
     free(http);
 }

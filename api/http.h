@@ -39,10 +39,26 @@ typedef struct hp_http_params {
     unsigned threads;          /* polling threads, 1..256, default 4 */
     unsigned idle_timeout_s;   /* an idle connection is closed after this many seconds, default 60 */
     double drain_timeout_s;    /* hp_http_destroy() waits this long for requests in flight, default 30 */
+    uint64_t max_body_bytes;   /* a larger body is refused with 413 (from Content-Length when sent) */
+    const char *auth_token;    /* non-empty: every route but /livez and /readyz needs "Bearer <token>" */
 } hp_http_params;
 
 #define HP_HTTP_PARAMS_DEFAULTS \
-    {.listen = "127.0.0.1:8080", .threads = 4, .idle_timeout_s = 60, .drain_timeout_s = 30.0}
+    {.listen = "127.0.0.1:8080", .threads = 4, .idle_timeout_s = 60, .drain_timeout_s = 30.0, \
+     .max_body_bytes = 1ull << 30, .auth_token = NULL}
+
+/* What the HTTP routes hand work to: the daemon's queue and GPU, behind function pointers so that api/
+ * knows no thread or device. The job type is daemon/worker.h's. */
+struct hp_job;
+typedef struct hp_http_backend {
+    void *ctx;
+    bool (*submit)(void *ctx, struct hp_job *job); /* false: queue full (429) or stopping (503) */
+    unsigned (*queue_depth)(void *ctx);
+    unsigned (*queue_capacity)(void *ctx);
+    double request_timeout_s;   /* a job not started within this is dropped: 504 */
+    uint32_t max_width, max_height;
+    uint64_t max_pixels;
+} hp_http_backend;
 
 typedef struct hp_http hp_http;
 
@@ -52,6 +68,10 @@ hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
 
 /* The address actually bound, e.g. "127.0.0.1:8080" (the kernel's port when the listen port was 0). */
 const char *hp_http_address(const hp_http *http);
+
+/* Set once, before the state becomes ready. */
+void hp_http_set_backend(hp_http *http, const hp_http_backend *backend);
+const hp_http_backend *hp_http_get_backend(const hp_http *http);
 
 void hp_http_set_state(hp_http *http, hp_service_state state);
 hp_service_state hp_http_get_state(const hp_http *http);

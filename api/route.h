@@ -7,7 +7,9 @@
 #define HP_ROUTE_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "api/http.h"
@@ -15,7 +17,22 @@
 /* A client's X-Request-Id is echoed when it is 1..HP_REQUEST_ID_MAX characters of [A-Za-z0-9._:@/+=-]
  * (what tracing systems use); anything else would let a client put arbitrary bytes in our logs. */
 #define HP_REQUEST_ID_MAX 128
-#define HP_REPLY_MAX_HEADERS 4
+#define HP_REPLY_MAX_HEADERS 8
+
+typedef struct hp_reply_header {
+    const char *name; /* a string literal */
+    char value[512];
+} hp_reply_header;
+
+typedef struct hp_reply {
+    unsigned status;
+    json_t *body;             /* owned by the reply; NULL sends no JSON body */
+    uint8_t *bytes;           /* or a binary body (malloc'd, owned by the reply) */
+    size_t bytes_len;
+    const char *content_type; /* for bytes: a literal such as "image/png" */
+    hp_reply_header headers[HP_REPLY_MAX_HEADERS];
+    unsigned header_count;
+} hp_reply;
 
 typedef struct hp_request {
     hp_http *http;
@@ -24,20 +41,20 @@ typedef struct hp_request {
     const char *path;            /* decoded, without the query string */
     char id[HP_REQUEST_ID_MAX + 1];
     struct timespec started;     /* CLOCK_MONOTONIC, when the headers were complete */
+    struct timespec body_done;   /* when the last byte of the body arrived */
     unsigned status;             /* once a response is queued; 0 before */
+
+    /* Routes that take a body get it whole, up to hp_http_params.max_body_bytes. */
+    uint8_t *body;
+    size_t body_len, body_cap;
+    bool body_too_large;
+
+    /* A handler that answers later (from another thread) calls hp_request_defer(); the connection is
+     * suspended until hp_request_complete() hands over the reply. */
+    bool deferred;
+    _Atomic bool reply_ready;
+    hp_reply deferred_reply;
 } hp_request;
-
-typedef struct hp_reply_header {
-    const char *name; /* a string literal */
-    char value[128];
-} hp_reply_header;
-
-typedef struct hp_reply {
-    unsigned status;
-    json_t *body;     /* owned by the reply; NULL sends no body */
-    hp_reply_header headers[HP_REPLY_MAX_HEADERS];
-    unsigned header_count;
-} hp_reply;
 
 typedef void (*hp_route_handler)(hp_request *request, hp_reply *reply);
 
@@ -50,6 +67,17 @@ void hp_reply_json(hp_reply *reply, unsigned status, json_t *body);
 void hp_reply_error(hp_reply *reply, unsigned status, const char *code, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* Sets status and a binary body (the reply takes data, which must be malloc'd). */
+void hp_reply_bytes(hp_reply *reply, unsigned status, const char *content_type, uint8_t *data, size_t len);
+
+/* Frees what a reply owns (a reply that was sent needs nothing). */
+void hp_reply_release(hp_reply *reply);
+
+/* Called by a handler that will answer later: the connection is suspended when the handler returns. */
+void hp_request_defer(hp_request *request);
+/* From any thread, once: hands the reply over (moving it) and resumes the connection. */
+void hp_request_complete(hp_request *request, hp_reply *reply);
+
 /* Adds a header (name must outlive the reply: a literal). Ignored past HP_REPLY_MAX_HEADERS. */
 void hp_reply_header_add(hp_reply *reply, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -59,5 +87,9 @@ void hp_reply_header_add(hp_reply *reply, const char *name, const char *fmt, ...
 /* health.c: GET /livez, GET /readyz. */
 void hp_route_livez(hp_request *request, hp_reply *reply);
 void hp_route_readyz(hp_request *request, hp_reply *reply);
+
+/* render.c: POST /v1/render, POST /v1/analyze. */
+void hp_route_render(hp_request *request, hp_reply *reply);
+void hp_route_analyze(hp_request *request, hp_reply *reply);
 
 #endif

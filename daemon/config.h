@@ -45,6 +45,19 @@ typedef struct hp_config {
     int http_threads;
     /* Seconds a shutdown waits for HTTP requests in flight before closing them, 0..3600, default 30. */
     double shutdown_timeout_s;
+    /* Frames waiting for the GPU at most; more are answered 429, 1..4096, default 16. */
+    int queue_depth;
+    /* Seconds a frame may wait in the queue before it is answered 504, 0.1..3600, default 60. */
+    double request_timeout_s;
+    /* Largest request body in MiB (413 above it, judged from Content-Length), 1..65536, default 2048. */
+    int max_body_mb;
+    /* Largest frame side and pixel count accepted (413 above them, judged from the image header). */
+    int max_width, max_height;
+    double max_megapixels;
+    /* Threads that encode finished frames; 0: one per core. 0..256, default 0. */
+    int encode_threads;
+    /* Bearer token for every route but /livez and /readyz; "" disables authentication. Default "". */
+    char *auth_token;
 
     /* The config file read, or NULL when none was given. */
     char *config_file;

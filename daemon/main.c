@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "daemon/config.h"
 #include "daemon/notify.h"
+#include "daemon/worker.h"
 #include "pipeline/frame_graph.h"
 #include "pipeline/gpu.h"
 
@@ -69,6 +70,11 @@ static bool stop_requested(void)
     sigpending(&pending);
     return g_stop_signal || sigismember(&pending, SIGTERM) || sigismember(&pending, SIGINT);
 }
+
+/* The HTTP backend: the worker behind function pointers (api/ knows no thread or device). */
+static bool submit_job(void *ctx, struct hp_job *job) { return hp_worker_submit(ctx, job); }
+static unsigned queue_depth(void *ctx) { return hp_worker_queue_depth(ctx); }
+static unsigned queue_capacity(void *ctx) { return hp_worker_queue_capacity(ctx); }
 
 static double ms_since(const struct timespec *t0)
 {
@@ -132,6 +138,7 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
     hp_http *http = NULL;
     hp_gpu *gpu = NULL;
     hp_frame_graph *graph = NULL;
+    hp_worker *worker = NULL;
     int exit_code = EXIT_CLEAN;
     const char *cache_path = config->pipeline_cache[0] ? config->pipeline_cache : NULL;
 
@@ -139,6 +146,8 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
     http_params.listen = config->listen;
     http_params.threads = (unsigned)config->http_threads;
     http_params.drain_timeout_s = config->shutdown_timeout_s;
+    http_params.max_body_bytes = (uint64_t)config->max_body_mb << 20;
+    http_params.auth_token = config->auth_token;
     if ((code = hp_http_create(&http_params, &http, &err)) != HP_OK)
         goto startup_failed;
     hp_info("http: listening on %s with %d thread(s); /readyz is 503 until the pipelines are warm",
@@ -159,6 +168,21 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
         clock_gettime(CLOCK_MONOTONIC, &t0);
         if ((code = hp_frame_graph_create(gpu, &graph, &err)) != HP_OK)
             goto startup_failed;
+        hp_worker_config wc = {.queue_depth = (unsigned)config->queue_depth,
+                               .finish_threads = (unsigned)config->encode_threads};
+        if ((code = hp_worker_create(graph, &wc, &worker, &err)) != HP_OK)
+            goto startup_failed;
+        hp_http_backend backend = {
+            .ctx = worker,
+            .submit = submit_job,
+            .queue_depth = queue_depth,
+            .queue_capacity = queue_capacity,
+            .request_timeout_s = config->request_timeout_s,
+            .max_width = (uint32_t)config->max_width,
+            .max_height = (uint32_t)config->max_height,
+            .max_pixels = (uint64_t)(config->max_megapixels * 1e6),
+        };
+        hp_http_set_backend(http, &backend);
         const hp_gpu_info *info = hp_gpu_get_info(gpu);
         hp_debug("pipelines warm in %.0f ms", ms_since(&t0));
         hp_http_set_state(http, HP_SERVICE_READY);
@@ -183,7 +207,9 @@ startup_failed:
     exit_code = EXIT_STARTUP_FAILED;
 
 shutdown:
+    /* HTTP first: its drain waits for the requests in flight, whose jobs the worker is still running. */
     hp_http_destroy(&http);
+    hp_worker_destroy(&worker);
     /* Only after a warm-up: a cache saved before it holds no pipelines and would replace a good file. */
     if (gpu && graph && cache_path)
         save_pipeline_cache(gpu, cache_path);

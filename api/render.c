@@ -1,0 +1,502 @@
+/* POST /v1/render and POST /v1/analyze: the product's front door.
+ *
+ * Input: multipart/form-data with a `frame` part (required), an optional `depth` part and an optional
+ * `params` part (JSON, docs/PARAMETERS.md); or the frame as the raw body with the parameters as query
+ * keys. The format is found from the bytes (api/image.h), never from names or content types.
+ *
+ * On an HTTP thread: parse, probe the header (limits judged before decoding), decode, hand a job to the
+ * daemon's queue (429 when full) and suspend the connection. On a finishing thread (daemon/worker.c):
+ * encode, build the response, resume. Nothing here knows the GPU. */
+#include <jansson.h>
+#include <math.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api/encode.h"
+#include "api/image.h"
+#include "api/params_json.h"
+#include "api/route.h"
+#include "common/log.h"
+#include "daemon/worker.h"
+
+/* --- Multipart ------------------------------------------------------------------------------------- */
+
+typedef struct part {
+    uint8_t *data;
+    size_t len, cap;
+    bool present;
+} part;
+
+typedef struct form {
+    part frame, depth, params;
+    char unknown[64]; /* the first part name that is none of those */
+    bool oom;
+} form;
+
+static enum MHD_Result on_form_part(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename,
+                                    const char *content_type, const char *transfer_encoding, const char *data,
+                                    uint64_t off, size_t size)
+{
+    (void)kind, (void)filename, (void)content_type, (void)transfer_encoding, (void)off;
+    form *f = cls;
+    part *p = !strcmp(key, "frame") ? &f->frame : !strcmp(key, "depth") ? &f->depth
+                                                 : !strcmp(key, "params") ? &f->params : NULL;
+    if (!p) {
+        if (!f->unknown[0])
+            snprintf(f->unknown, sizeof(f->unknown), "%s", key);
+        return MHD_YES;
+    }
+    p->present = true;
+    if (p->len + size > p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 1 << 16;
+        while (cap < p->len + size)
+            cap *= 2;
+        uint8_t *grown = realloc(p->data, cap + 1);
+        if (!grown) {
+            f->oom = true;
+            return MHD_NO;
+        }
+        p->data = grown;
+        p->cap = cap;
+    }
+    memcpy(p->data + p->len, data, size);
+    p->len += size;
+    p->data[p->len] = 0; /* the params part is parsed as text */
+    return MHD_YES;
+}
+
+static void form_free(form *f)
+{
+    free(f->frame.data);
+    free(f->depth.data);
+    free(f->params.data);
+}
+
+/* --- Query parameters ---------------------------------------------------------------------------- */
+
+typedef struct query_text {
+    char *buf;
+    size_t len, cap;
+    bool oom;
+} query_text;
+
+static bool reserve(query_text *q, size_t more)
+{
+    if (q->len + more + 1 <= q->cap)
+        return true;
+    size_t cap = q->cap ? q->cap * 2 : 256;
+    while (cap < q->len + more + 1)
+        cap *= 2;
+    char *grown = realloc(q->buf, cap);
+    if (!grown) {
+        q->oom = true;
+        return false;
+    }
+    q->buf = grown;
+    q->cap = cap;
+    return true;
+}
+
+static void append_raw(query_text *q, char c)
+{
+    if (reserve(q, 1)) {
+        q->buf[q->len++] = c;
+        q->buf[q->len] = 0;
+    }
+}
+
+static void append_escaped(query_text *q, const char *s)
+{
+    for (; *s && !q->oom; s++) {
+        unsigned char c = (unsigned char)*s;
+        bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                     c == '_' || c == '-';
+        if (plain) {
+            append_raw(q, (char)c);
+        } else if (reserve(q, 3)) {
+            snprintf(q->buf + q->len, 4, "%%%02X", c);
+            q->len += 3;
+        }
+    }
+}
+
+/* libmicrohttpd hands the query already split and decoded; api/params_json.c wants the text, so it is
+ * re-encoded (one place parses query parameters, with its duplicate and escape rules). */
+static enum MHD_Result on_query_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    query_text *q = cls;
+    if (q->len)
+        append_raw(q, '&');
+    append_escaped(q, key);
+    if (value) {
+        append_raw(q, '=');
+        append_escaped(q, value);
+    }
+    return MHD_YES;
+}
+
+/* --- Responses ----------------------------------------------------------------------------------- */
+
+/* RFC 4648 base64 for the JSON form of the response. jansson has none, and twenty lines do not justify
+ * linking GLib or OpenSSL for it. */
+static char *base64(const uint8_t *in, size_t len)
+{
+    static const char table[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *out = malloc(4 * ((len + 2) / 3) + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < len ? (uint32_t)in[i + 1] << 8 : 0) | (i + 2 < len ? in[i + 2] : 0);
+        out[o++] = table[(v >> 18) & 63];
+        out[o++] = table[(v >> 12) & 63];
+        out[o++] = i + 1 < len ? table[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < len ? table[v & 63] : '=';
+    }
+    out[o] = 0;
+    return out;
+}
+
+typedef struct render_ctx {
+    hp_request *req;
+    bool analyze;
+    bool want_json;
+    bool alpha;
+    hp_image_format input_format;
+    double recv_ms, decode_ms;
+} render_ctx;
+
+static json_t *stats_json(const hp_lum_stats *s, bool histogram)
+{
+    json_t *o = json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:f}", "pixels", (json_int_t)s->pixels, "finite_pixels",
+                          (json_int_t)s->finite_pixels, "nonfinite_pixels", (json_int_t)s->nonfinite_pixels,
+                          "log_average", s->log_average, "mean", s->mean, "min", s->min, "max", s->max);
+    if (histogram) {
+        json_t *h = json_array();
+        for (int i = 0; i < 256; i++)
+            json_array_append_new(h, json_integer(s->histogram[i]));
+        json_object_set_new(o, "histogram", json_pack("{s:f, s:f, s:o}", "min_log2", s->hist_min_log2, "max_log2",
+                                                      s->hist_max_log2, "counts", h));
+    }
+    return o;
+}
+
+/* The percentile luminance as the exposure stage defines it: the lower edge of the first bin whose
+ * cumulative count reaches p * total (shaders/exposure.comp). */
+static double percentile(const hp_lum_stats *s, double p)
+{
+    double total = 0, c = 0;
+    for (int i = 0; i < 256; i++)
+        total += s->histogram[i];
+    int k = 255;
+    for (int i = 0; i < 256; i++) {
+        c += s->histogram[i];
+        if (c >= p * total) {
+            k = i;
+            break;
+        }
+    }
+    return exp2(s->hist_min_log2 + (double)((k ? k : 1) - 1) * (s->hist_max_log2 - s->hist_min_log2) / 254.0);
+}
+
+static void add_timing(char *buf, size_t size, size_t *n, const char *name, double ms)
+{
+    int w = snprintf(buf + *n, size - *n, "%s%s;dur=%.3f", *n ? ", " : "", name, ms);
+    if (w > 0 && (size_t)w < size - *n)
+        *n += (size_t)w;
+}
+
+static void job_error_reply(hp_job *job, hp_reply *reply)
+{
+    if (job->expired)
+        hp_reply_error(reply, 504, "deadline_exceeded", NULL, "%s", job->err.message);
+    else if (job->code == HP_ERR_DEVICE_LOST)
+        hp_reply_error(reply, 503, "device_lost", NULL, "%s", job->err.message);
+    else if (job->code == HP_ERR_TOO_LARGE)
+        hp_reply_error(reply, 413, "too_large", NULL, "%s", job->err.message);
+    else if (job->code == HP_ERR_INVALID_ARGUMENT)
+        hp_reply_error(reply, 400, "invalid_parameter", job->err.field[0] ? job->err.field : NULL, "%s",
+                       job->err.message);
+    else
+        hp_reply_error(reply, 500, "internal_error", NULL, "%s: %s", hp_code_name(job->code), job->err.message);
+}
+
+/* On a finishing thread: encode (render) or describe (analyze), answer, free the job. */
+static void finish_job(hp_job *job)
+{
+    render_ctx *ctx = job->user;
+    hp_reply reply = {0};
+    if (job->code != HP_OK) {
+        job_error_reply(job, &reply);
+        hp_request_complete(ctx->req, &reply);
+        free(job->pixels);
+        free(job->image);
+        free(job);
+        free(ctx);
+        return;
+    }
+    const hp_frame_result *r = &job->result;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    hp_encoded enc = {0};
+    hp_err err = {0};
+    hp_code code = HP_OK;
+    if (!ctx->analyze) {
+        const hp_params *p = &job->params.params;
+        code = hp_encode(job->image, r->width, r->height, p->output.bit_depth, ctx->alpha,
+                         hp_output_encoding_for_gamma(p->gamma.mode), &p->output, &enc, &err);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double encode_ms = hp_ms_between(&t0, &t1);
+
+    char timing[512];
+    size_t n = 0;
+    add_timing(timing, sizeof(timing), &n, "recv", ctx->recv_ms);
+    add_timing(timing, sizeof(timing), &n, "decode", ctx->decode_ms);
+    add_timing(timing, sizeof(timing), &n, "queue", hp_ms_between(&job->queued_at, &job->started_at));
+    for (uint32_t i = 0; i < r->timing_count; i++)
+        if (!ctx->analyze || strcmp(r->timings[i].name, "tonemap") != 0)
+            add_timing(timing, sizeof(timing), &n, r->timings[i].name, r->timings[i].ms);
+    if (!ctx->analyze)
+        add_timing(timing, sizeof(timing), &n, "encode", encode_ms);
+    add_timing(timing, sizeof(timing), &n, "total", hp_ms_between(&ctx->req->started, &t1));
+
+    if (code != HP_OK) {
+        hp_reply_error(&reply, code == HP_ERR_TOO_LARGE ? 413 : 500, code == HP_ERR_TOO_LARGE ? "too_large" : "encode_failed",
+                       "output.format", "%s", err.message);
+    } else if (ctx->analyze || ctx->want_json) {
+        json_t *timings = json_object();
+        json_object_set_new(timings, "recv", json_real(ctx->recv_ms));
+        json_object_set_new(timings, "decode", json_real(ctx->decode_ms));
+        json_object_set_new(timings, "queue", json_real(hp_ms_between(&job->queued_at, &job->started_at)));
+        for (uint32_t i = 0; i < r->timing_count; i++)
+            json_object_set_new(timings, r->timings[i].name, json_real(r->timings[i].ms));
+        if (!ctx->analyze)
+            json_object_set_new(timings, "encode", json_real(encode_ms));
+        json_object_set_new(timings, "total", json_real(hp_ms_between(&ctx->req->started, &t1)));
+        json_t *body = json_pack("{s:s, s:i, s:i, s:o, s:o}", "input_format", hp_image_format_name(ctx->input_format),
+                                 "width", (int)r->width, "height", (int)r->height, "stats",
+                                 stats_json(&r->stats, ctx->analyze), "timings_ms", timings);
+        if (ctx->analyze) {
+            /* What a client needs to hold one exposure for a whole shot: pass the sequence's log-average
+             * as exposure.adaptation with exposure.mode = fixed (docs/API.md). */
+            json_object_set_new(body, "percentiles", json_pack("{s:f, s:f, s:f}", "p01", percentile(&r->stats, 0.01),
+                                                               "p50", percentile(&r->stats, 0.5), "p99",
+                                                               percentile(&r->stats, 0.99)));
+        } else {
+            char *b64 = base64(enc.data, enc.size);
+            json_object_set_new(body, "image", json_pack("{s:s, s:I, s:s}", "mime", enc.mime, "bytes",
+                                                         (json_int_t)enc.size, "base64", b64 ? b64 : ""));
+            free(b64);
+            json_object_set_new(body, "exposure", json_pack("{s:f, s:f, s:f, s:f}", "scale", r->tone.scale, "key",
+                                                            r->tone.key, "adaptation", r->tone.adaptation, "white",
+                                                            r->tone.white));
+            json_object_set_new(body, "params", hp_params_to_json(&job->params.params));
+        }
+        hp_reply_json(&reply, 200, body);
+        hp_reply_header_add(&reply, "Server-Timing", "%s", timing);
+    } else {
+        hp_reply_bytes(&reply, 200, enc.mime, enc.data, enc.size);
+        enc.data = NULL;
+        hp_reply_header_add(&reply, "Server-Timing", "%s", timing);
+        hp_reply_header_add(&reply, "X-Luminance-Stats",
+                            "finite=%llu; nonfinite=%llu; log_average=%.6g; mean=%.6g; min=%.6g; max=%.6g",
+                            (unsigned long long)r->stats.finite_pixels, (unsigned long long)r->stats.nonfinite_pixels,
+                            r->stats.log_average, r->stats.mean, r->stats.min, r->stats.max);
+        hp_reply_header_add(&reply, "X-Exposure", "scale=%.6g; key=%.4g; adaptation=%.6g", r->tone.scale, r->tone.key,
+                            r->tone.adaptation);
+    }
+    hp_encoded_free(&enc);
+    hp_request_complete(ctx->req, &reply);
+    free(job->image);
+    free(job);
+    free(ctx);
+}
+
+/* --- The handler --------------------------------------------------------------------------------- */
+
+static unsigned status_for_decode(hp_code code, const char **word)
+{
+    switch (code) {
+    case HP_ERR_UNSUPPORTED_FORMAT: *word = "unsupported_format"; return 415;
+    case HP_ERR_TOO_LARGE: *word = "too_large"; return 413;
+    case HP_ERR_UNUSABLE: *word = "unusable_image"; return 422;
+    case HP_ERR_OUT_OF_MEMORY: *word = "out_of_memory"; return 503;
+    default: *word = "malformed_image"; return 400;
+    }
+}
+
+static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
+{
+    const hp_http_backend *be = hp_http_get_backend(req->http);
+    hp_service_state state = hp_http_get_state(req->http);
+    if (state != HP_SERVICE_READY || !be->submit) {
+        hp_reply_error(reply, 503, "not_ready", NULL, "%s: this server takes no frames now",
+                       hp_service_state_name(state));
+        if (state == HP_SERVICE_STARTING)
+            hp_reply_header_add(reply, "Retry-After", "1");
+        return;
+    }
+    struct MHD_Connection *c = req->connection;
+    const char *ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+
+    form f = {0};
+    const uint8_t *frame = req->body;
+    size_t frame_len = req->body_len;
+    hp_frame_params fp;
+    hp_frame_params_defaults(&fp);
+    fp.analyze_only = analyze;
+    hp_err err = {0};
+    render_ctx *ctx = NULL;
+    hp_job *job = NULL;
+
+    if (ctype && strncasecmp(ctype, "multipart/form-data", 19) == 0) {
+        struct MHD_PostProcessor *pp = MHD_create_post_processor(c, 65536, on_form_part, &f);
+        if (!pp || MHD_post_process(pp, (const char *)req->body, req->body_len) != MHD_YES) {
+            if (pp)
+                MHD_destroy_post_processor(pp);
+            hp_reply_error(reply, f.oom ? 503 : 400, f.oom ? "out_of_memory" : "malformed_multipart", NULL,
+                           "the multipart/form-data body cannot be parsed");
+            goto done;
+        }
+        MHD_destroy_post_processor(pp);
+        if (f.unknown[0]) {
+            hp_reply_error(reply, 400, "unknown_part", f.unknown,
+                           "unknown form part \"%s\"; the parts are frame, depth and params", f.unknown);
+            goto done;
+        }
+        if (!f.frame.present || f.frame.len == 0) {
+            hp_reply_error(reply, 400, "missing_frame", "frame", "the form has no \"frame\" part with the image");
+            goto done;
+        }
+        frame = f.frame.data;
+        frame_len = f.frame.len;
+        if (f.params.present) {
+            json_error_t jerr;
+            json_t *obj = json_loadb((const char *)f.params.data, f.params.len, 0, &jerr);
+            if (!obj || !json_is_object(obj)) {
+                hp_reply_error(reply, 400, "malformed_params", "params",
+                               "the params part is not a JSON object: %s (line %d, column %d)",
+                               obj ? "not an object" : jerr.text, jerr.line, jerr.column);
+                json_decref(obj);
+                goto done;
+            }
+            hp_code pc = hp_params_from_json(obj, &fp.params, &err);
+            json_decref(obj);
+            if (pc != HP_OK) {
+                hp_reply_error(reply, 400, "invalid_parameter", err.field[0] ? err.field : NULL, "%s", err.message);
+                goto done;
+            }
+        }
+    } else if (frame_len == 0) {
+        hp_reply_error(reply, 400, "missing_frame", "frame", "the body is empty: send the frame as the body, or "
+                       "as the \"frame\" part of a multipart/form-data body");
+        goto done;
+    }
+    /* Query parameters apply in both forms, after the params part. */
+    {
+        query_text q = {0};
+        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_query_arg, &q);
+        if (q.oom) {
+            free(q.buf);
+            hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory reading the query");
+            goto done;
+        }
+        hp_code pc = q.len ? hp_params_from_query(q.buf, &fp.params, &err) : HP_OK;
+        free(q.buf);
+        if (pc != HP_OK) {
+            hp_reply_error(reply, 400, "invalid_parameter", err.field[0] ? err.field : NULL, "%s", err.message);
+            goto done;
+        }
+    }
+
+    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+    opt.max_width = be->max_width ? be->max_width : opt.max_width;
+    opt.max_height = be->max_height ? be->max_height : opt.max_height;
+    opt.max_pixels = be->max_pixels ? be->max_pixels : opt.max_pixels;
+    hp_image_info info;
+    hp_code dc = hp_image_probe(frame, frame_len, &opt, &info, &err);
+    if (dc == HP_OK && f.depth.present) {
+        /* Depth of field comes with issue 5; a depth part is checked now so that a mismatch says so. */
+        hp_image_info dinfo;
+        hp_err derr = {0};
+        if (hp_image_probe(f.depth.data, f.depth.len, &opt, &dinfo, &derr) != HP_OK) {
+            const char *word = NULL;
+            unsigned status = status_for_decode(derr.code, &word);
+            hp_reply_error(reply, status, word, "depth", "depth: %s", derr.message);
+            goto done;
+        }
+        if (dinfo.width != info.width || dinfo.height != info.height) {
+            hp_reply_error(reply, 422, "depth_size_differs", "depth", "the depth image is %ux%u, the frame %ux%u",
+                           dinfo.width, dinfo.height, info.width, info.height);
+            goto done;
+        }
+    }
+    if (dc != HP_OK) {
+        const char *word = NULL;
+        unsigned status = status_for_decode(dc, &word);
+        hp_reply_error(reply, status, word, "frame", "%s", err.message);
+        goto done;
+    }
+
+    ctx = calloc(1, sizeof(*ctx));
+    job = calloc(1, sizeof(*job));
+    size_t bytes = (size_t)info.width * info.height * 16;
+    void *pixels = ctx && job ? malloc(bytes) : NULL;
+    if (!pixels) {
+        hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory for a %ux%u frame", info.width, info.height);
+        goto done;
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    dc = hp_image_decode(frame, frame_len, &opt, &info, pixels, HP_LAYOUT_RGBA32F, NULL, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (dc != HP_OK) {
+        free(pixels);
+        const char *word = NULL;
+        unsigned status = status_for_decode(dc, &word);
+        hp_reply_error(reply, status, word, "frame", "%s", err.message);
+        goto done;
+    }
+    ctx->req = req;
+    ctx->analyze = analyze;
+    ctx->want_json = accept && strstr(accept, "application/json");
+    ctx->alpha = info.has_alpha;
+    ctx->input_format = info.format;
+    ctx->recv_ms = hp_ms_between(&req->started, &req->body_done);
+    ctx->decode_ms = hp_ms_between(&t0, &t1);
+    job->desc = (hp_frame_desc){.width = info.width, .height = info.height, .format = HP_PIXEL_RGBA32F};
+    job->pixels = pixels;
+    job->params = fp;
+    job->finish = finish_job;
+    job->user = ctx;
+    clock_gettime(CLOCK_MONOTONIC, &job->deadline);
+    double timeout = be->request_timeout_s > 0 ? be->request_timeout_s : 60.0;
+    job->deadline.tv_sec += (time_t)timeout;
+    job->deadline.tv_nsec += (long)((timeout - floor(timeout)) * 1e9);
+    if (job->deadline.tv_nsec >= 1000000000L)
+        job->deadline.tv_sec++, job->deadline.tv_nsec -= 1000000000L;
+    if (!be->submit(be->ctx, job)) {
+        free(job->pixels);
+        hp_reply_error(reply, 429, "queue_full", NULL, "the queue is full (%u frames waiting); retry shortly",
+                       be->queue_depth ? be->queue_depth(be->ctx) : 0);
+        hp_reply_header_add(reply, "Retry-After", "1");
+        goto done;
+    }
+    /* The job is the worker's now; the reply comes from finish_job. */
+    hp_request_defer(req);
+    job = NULL;
+    ctx = NULL;
+done:
+    free(job);
+    free(ctx);
+    form_free(&f);
+}
+
+void hp_route_render(hp_request *request, hp_reply *reply) { render_or_analyze(request, reply, false); }
+void hp_route_analyze(hp_request *request, hp_reply *reply) { render_or_analyze(request, reply, true); }

@@ -1,0 +1,242 @@
+/* The job queue, the GPU thread and the finishing pool (daemon/worker.h). */
+#include "daemon/worker.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+/* A FIFO of jobs with a capacity; both queues below are one of these. */
+typedef struct job_fifo {
+    hp_job **items;
+    unsigned capacity, head, count;
+} job_fifo;
+
+static bool fifo_push(job_fifo *f, hp_job *job)
+{
+    if (f->count == f->capacity)
+        return false;
+    f->items[(f->head + f->count) % f->capacity] = job;
+    f->count++;
+    return true;
+}
+
+static hp_job *fifo_pop(job_fifo *f)
+{
+    if (f->count == 0)
+        return NULL;
+    hp_job *job = f->items[f->head];
+    f->head = (f->head + 1) % f->capacity;
+    f->count--;
+    return job;
+}
+
+struct hp_worker {
+    hp_frame_graph *graph;
+    pthread_mutex_t lock;
+    pthread_cond_t gpu_wake, pool_wake;
+    job_fifo waiting;  /* for the GPU */
+    job_fifo finished; /* for the pool */
+    bool stopping;
+    unsigned in_flight; /* on the GPU now (0 or 1) */
+    pthread_t gpu_thread;
+    bool gpu_started;
+    pthread_t *pool;
+    unsigned pool_size, pool_started;
+};
+
+static bool past(const struct timespec *deadline)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec > deadline->tv_sec || (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
+}
+
+static void hand_to_pool(hp_worker *w, hp_job *job)
+{
+    clock_gettime(CLOCK_MONOTONIC, &job->gpu_done_at);
+    pthread_mutex_lock(&w->lock);
+    /* The pool's queue holds every job that can exist (waiting capacity + 1 on the GPU): never full. */
+    fifo_push(&w->finished, job);
+    pthread_cond_signal(&w->pool_wake);
+    pthread_mutex_unlock(&w->lock);
+}
+
+static void run_job(hp_worker *w, hp_job *job)
+{
+    clock_gettime(CLOCK_MONOTONIC, &job->started_at);
+    if (atomic_load(&job->cancelled)) {
+        job->code = hp_fail(&job->err, HP_ERR_INVALID_ARGUMENT, "the client went away before the frame ran");
+        return;
+    }
+    if (past(&job->deadline)) {
+        job->expired = true;
+        job->code = hp_fail(&job->err, HP_ERR_INTERNAL, "the request's deadline passed while it waited in the "
+                            "queue (%.0f ms)", hp_ms_between(&job->queued_at, &job->started_at));
+        return;
+    }
+    void *staging;
+    job->code = hp_frame_graph_begin(w->graph, &job->desc, &staging, &job->err);
+    if (job->code != HP_OK)
+        return;
+    size_t bytes = (size_t)job->desc.width * job->desc.height * hp_pixel_format_size(job->desc.format);
+    memcpy(staging, job->pixels, bytes);
+    free(job->pixels);
+    job->pixels = NULL;
+    job->code = hp_frame_graph_run(w->graph, &job->params, &job->result, &job->err);
+    if (job->code != HP_OK || !job->result.pixels)
+        return;
+    /* The read-back memory is the next frame's: the image leaves with the job. */
+    job->image_size = (size_t)job->result.width * job->result.height * job->result.pixel_size;
+    job->image = malloc(job->image_size);
+    if (!job->image) {
+        job->code = hp_fail(&job->err, HP_ERR_OUT_OF_MEMORY, "out of host memory for the %zu-byte image",
+                            job->image_size);
+        return;
+    }
+    memcpy(job->image, job->result.pixels, job->image_size);
+    job->result.pixels = job->image;
+}
+
+static void *gpu_main(void *arg)
+{
+    hp_worker *w = arg;
+    pthread_mutex_lock(&w->lock);
+    for (;;) {
+        hp_job *job = fifo_pop(&w->waiting);
+        if (!job) {
+            if (w->stopping)
+                break;
+            pthread_cond_wait(&w->gpu_wake, &w->lock);
+            continue;
+        }
+        w->in_flight = 1;
+        pthread_mutex_unlock(&w->lock);
+        run_job(w, job);
+        if (job->code == HP_ERR_DEVICE_LOST)
+            hp_error("gpu: device lost: %s", job->err.message);
+        hand_to_pool(w, job);
+        pthread_mutex_lock(&w->lock);
+        w->in_flight = 0;
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+static void *pool_main(void *arg)
+{
+    hp_worker *w = arg;
+    pthread_mutex_lock(&w->lock);
+    for (;;) {
+        hp_job *job = fifo_pop(&w->finished);
+        if (!job) {
+            /* Stop only when the GPU thread is gone and nothing is left to finish. */
+            if (w->stopping && !w->gpu_started)
+                break;
+            pthread_cond_wait(&w->pool_wake, &w->lock);
+            continue;
+        }
+        pthread_mutex_unlock(&w->lock);
+        clock_gettime(CLOCK_MONOTONIC, &job->finish_at);
+        job->finish(job);
+        pthread_mutex_lock(&w->lock);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+hp_code hp_worker_create(hp_frame_graph *graph, const hp_worker_config *config, hp_worker **out, hp_err *err)
+{
+    *out = NULL;
+    hp_worker *w = calloc(1, sizeof(*w));
+    if (!w)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    w->graph = graph;
+    unsigned depth = config && config->queue_depth ? config->queue_depth : 16;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    w->pool_size = config && config->finish_threads ? config->finish_threads : (unsigned)(cores > 0 ? cores : 1);
+    w->waiting.capacity = depth;
+    w->finished.capacity = depth + 1;
+    w->waiting.items = calloc(depth, sizeof(hp_job *));
+    w->finished.items = calloc(depth + 1, sizeof(hp_job *));
+    w->pool = calloc(w->pool_size, sizeof(pthread_t));
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->gpu_wake, NULL);
+    pthread_cond_init(&w->pool_wake, NULL);
+    if (!w->waiting.items || !w->finished.items || !w->pool) {
+        hp_worker_destroy(&w);
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    if (pthread_create(&w->gpu_thread, NULL, gpu_main, w) != 0) {
+        hp_worker_destroy(&w);
+        return hp_fail(err, HP_ERR_INTERNAL, "cannot start the GPU thread");
+    }
+    w->gpu_started = true;
+    for (; w->pool_started < w->pool_size; w->pool_started++) {
+        if (pthread_create(&w->pool[w->pool_started], NULL, pool_main, w) != 0) {
+            hp_worker_destroy(&w);
+            return hp_fail(err, HP_ERR_INTERNAL, "cannot start the finishing threads");
+        }
+    }
+    hp_info("worker: queue of %u, %u finishing thread(s), 1 frame in flight", depth, w->pool_size);
+    *out = w;
+    return HP_OK;
+}
+
+void hp_worker_destroy(hp_worker **pw)
+{
+    hp_worker *w = *pw;
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->stopping = true;
+    pthread_cond_broadcast(&w->gpu_wake);
+    pthread_mutex_unlock(&w->lock);
+    if (w->gpu_started)
+        pthread_join(w->gpu_thread, NULL);
+    pthread_mutex_lock(&w->lock);
+    w->gpu_started = false;
+    pthread_cond_broadcast(&w->pool_wake);
+    pthread_mutex_unlock(&w->lock);
+    for (unsigned i = 0; i < w->pool_started; i++)
+        pthread_join(w->pool[i], NULL);
+    pthread_cond_destroy(&w->gpu_wake);
+    pthread_cond_destroy(&w->pool_wake);
+    pthread_mutex_destroy(&w->lock);
+    free(w->waiting.items);
+    free(w->finished.items);
+    free(w->pool);
+    free(w);
+    *pw = NULL;
+}
+
+bool hp_worker_submit(hp_worker *w, hp_job *job)
+{
+    clock_gettime(CLOCK_MONOTONIC, &job->queued_at);
+    pthread_mutex_lock(&w->lock);
+    bool ok = !w->stopping && fifo_push(&w->waiting, job);
+    if (ok)
+        pthread_cond_signal(&w->gpu_wake);
+    pthread_mutex_unlock(&w->lock);
+    return ok;
+}
+
+unsigned hp_worker_queue_depth(hp_worker *w)
+{
+    pthread_mutex_lock(&w->lock);
+    unsigned n = w->waiting.count;
+    pthread_mutex_unlock(&w->lock);
+    return n;
+}
+
+unsigned hp_worker_in_flight(hp_worker *w)
+{
+    pthread_mutex_lock(&w->lock);
+    unsigned n = w->in_flight;
+    pthread_mutex_unlock(&w->lock);
+    return n;
+}
+
+unsigned hp_worker_queue_capacity(hp_worker *w) { return w->waiting.capacity; }

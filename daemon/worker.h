@@ -1,0 +1,68 @@
+/* The job queue and the threads that drain it: one GPU thread that owns the frame graph (the only
+ * thread that touches Vulkan after start-up), and a pool of CPU threads that finish jobs (encoding).
+ *
+ *   HTTP thread:  decode -> hp_worker_submit()            (refused when the queue is full: 429)
+ *   GPU thread:   copy into staging -> run every stage -> copy the image out -> hand to the pool
+ *   pool thread:  job->finish(job): encode and answer
+ *
+ * A job past its deadline, or cancelled by its client going away, is dropped where it is found and
+ * finished with the reason, never run. Frames in flight on the GPU: one at a time for now (issue 6
+ * overlaps upload, compute and download across frames). */
+#ifndef HP_WORKER_H
+#define HP_WORKER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "pipeline/frame_graph.h"
+
+typedef struct hp_job hp_job;
+
+struct hp_job {
+    /* Input, set by the submitter. pixels is malloc'd, tightly packed desc.format rows; the worker frees
+     * it once copied to the GPU. */
+    hp_frame_desc desc;
+    void *pixels;
+    hp_frame_params params;
+    struct timespec deadline;    /* CLOCK_MONOTONIC; a job not started by then is dropped (504) */
+    _Atomic bool cancelled;      /* the client went away: drop it */
+    /* Called on a pool thread when the job is done (run, failed or dropped); owns the job from then on. */
+    void (*finish)(hp_job *job);
+    void *user;
+
+    /* Output, set by the worker. */
+    hp_code code;                /* HP_OK, or why not: see err */
+    hp_err err;
+    bool expired;                /* dropped past its deadline */
+    hp_frame_result result;      /* statistics, tone state, GPU timings (result.pixels: see image) */
+    void *image;                 /* malloc'd copy of the output image; NULL when analyze_only or failed */
+    size_t image_size;
+    struct timespec queued_at, started_at, gpu_done_at, finish_at;
+};
+
+typedef struct hp_worker_config {
+    unsigned queue_depth;   /* jobs waiting for the GPU at most; beyond it submit refuses, default 16 */
+    unsigned finish_threads; /* pool threads for finishing (encoding), default the number of cores */
+} hp_worker_config;
+
+typedef struct hp_worker hp_worker;
+
+/* Takes over graph (the worker's GPU thread drives it from now on; the caller keeps ownership and
+ * destroys it after hp_worker_destroy). */
+hp_code hp_worker_create(hp_frame_graph *graph, const hp_worker_config *config, hp_worker **out, hp_err *err);
+/* Finishes every queued job (those past their deadline are dropped), stops the threads, frees. */
+void hp_worker_destroy(hp_worker **worker);
+
+/* Queues a job. Returns false when the queue is full (the caller answers 429) or the worker is
+ * stopping; the job is then still the caller's. */
+bool hp_worker_submit(hp_worker *worker, hp_job *job);
+
+/* Jobs waiting and the GPU's current state, for /v1/gpu and /metrics. */
+unsigned hp_worker_queue_depth(hp_worker *worker);
+unsigned hp_worker_in_flight(hp_worker *worker);
+unsigned hp_worker_queue_capacity(hp_worker *worker);
+
+#endif
