@@ -1,0 +1,93 @@
+/* The CPU reference of the whole pipeline on one image file, for end-to-end tests and for checking a
+ * suspicious frame by hand: decodes the file as the daemon does, runs the reduction and the tone stages
+ * in double precision (pipeline/cpu_*.c) with the request's parameters, and writes the quantized image
+ * as raw RGBA rows (8-bit bytes, or 16-bit little-endian) plus the statistics as JSON on stdout.
+ *
+ * Usage: cpu_render FRAME [PARAMS_JSON [OUT.rgba]] */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "api/image.h"
+#include "api/params_json.h"
+#include "pipeline/cpu_reference.h"
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: cpu_render FRAME [PARAMS_JSON [OUT.rgba]]\n");
+        return 2;
+    }
+    FILE *f = fopen(argv[1], "rb");
+    if (!f) {
+        fprintf(stderr, "cpu_render: cannot open %s\n", argv[1]);
+        return 1;
+    }
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *bytes = malloc((size_t)len);
+    if (!bytes || fread(bytes, 1, (size_t)len, f) != (size_t)len) {
+        fprintf(stderr, "cpu_render: cannot read %s\n", argv[1]);
+        return 1;
+    }
+    fclose(f);
+
+    hp_err err = {0};
+    hp_params p;
+    hp_params_defaults(&p);
+    if (argc > 2 && argv[2][0]) {
+        json_error_t jerr;
+        json_t *obj = json_loads(argv[2], 0, &jerr);
+        if (!obj || hp_params_from_json(obj, &p, &err) != HP_OK) {
+            fprintf(stderr, "cpu_render: params: %s\n", obj ? err.message : jerr.text);
+            return 2;
+        }
+        json_decref(obj);
+    }
+    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+    hp_image_info info;
+    if (hp_image_probe(bytes, (size_t)len, &opt, &info, &err) != HP_OK) {
+        fprintf(stderr, "cpu_render: %s\n", err.message);
+        return 1;
+    }
+    size_t n = (size_t)info.width * info.height;
+    float *rgba = malloc(n * 16);
+    if (!rgba || hp_image_decode(bytes, (size_t)len, &opt, &info, rgba, HP_LAYOUT_RGBA32F, NULL, &err) != HP_OK) {
+        fprintf(stderr, "cpu_render: %s\n", rgba ? err.message : "out of memory");
+        return 1;
+    }
+    hp_lum_stats st;
+    hp_cpu_reduce(rgba, HP_PIXEL_RGBA32F, n, p.analysis.histogram_min_log2, p.analysis.histogram_max_log2, &st);
+    hp_tone_state ts;
+    uint8_t *out = malloc(n * 8);
+    if (!out || hp_cpu_tone_frame(rgba, HP_PIXEL_RGBA32F, info.width, info.height, &st, &p, &ts, out) != HP_OK) {
+        fprintf(stderr, "cpu_render: out of memory\n");
+        return 1;
+    }
+    if (argc > 3) {
+        FILE *o = fopen(argv[3], "wb");
+        size_t bytes_out = n * (p.output.bit_depth == 16 ? 8 : 4);
+        if (!o || fwrite(out, 1, bytes_out, o) != bytes_out) {
+            fprintf(stderr, "cpu_render: cannot write %s\n", argv[3]);
+            return 1;
+        }
+        fclose(o);
+    }
+    json_t *hist = json_array();
+    for (int i = 0; i < 256; i++)
+        json_array_append_new(hist, json_integer(st.histogram[i]));
+    json_t *j = json_pack("{s:i, s:i, s:I, s:I, s:f, s:f, s:f, s:f, s:o, s:{s:f, s:f, s:f, s:f}}", "width",
+                          (int)info.width, "height", (int)info.height, "finite_pixels", (json_int_t)st.finite_pixels,
+                          "nonfinite_pixels", (json_int_t)st.nonfinite_pixels, "log_average", st.log_average, "mean",
+                          st.mean, "min", st.min, "max", st.max, "histogram", hist, "exposure", "scale", ts.scale,
+                          "key", ts.key, "adaptation", ts.adaptation, "white", ts.white);
+    char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    puts(text);
+    free(text);
+    json_decref(j);
+    free(out);
+    free(rgba);
+    free(bytes);
+    return 0;
+}
