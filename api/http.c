@@ -15,6 +15,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "api/metrics.h"
 #include "api/route.h"
 #include "common/log.h"
 
@@ -34,6 +35,8 @@ static const hp_route routes[] = {
     {"GET",    "/readyz",      hp_route_readyz,    false, true},
     {"POST",   "/v1/render",   hp_route_render,    true,  false},
     {"POST",   "/v1/analyze",  hp_route_analyze,   true,  false},
+    {"GET",    "/v1/gpu",      hp_route_gpu,       false, false},
+    {"GET",    "/metrics",     hp_route_metrics,   false, false},
 };
 
 #define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
@@ -524,6 +527,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     log_safe(req->path, path, sizeof(path));
     hp_info("http: id=%s %s %s %zu bytes %u %.2f ms%s", req->id, method, path, req->body_len, req->status,
             ms_since(&req->started), reason);
+    hp_metrics_request(req->path, req->status);
     free(req->body);
     hp_reply_release(&req->deferred_reply);
     free(req);

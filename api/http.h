@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "common/error.h"
+#include "pipeline/gpu.h"
 
 /* What /readyz reports. Set by the daemon, read by every request thread (an atomic). */
 typedef enum hp_service_state {
@@ -47,6 +48,15 @@ typedef struct hp_http_params {
     {.listen = "127.0.0.1:8080", .threads = 4, .idle_timeout_s = 60, .drain_timeout_s = 30.0, \
      .max_body_bytes = 1ull << 30, .auth_token = NULL}
 
+/* What GET /v1/gpu and /metrics report about the device and the queue. */
+typedef struct hp_gpu_report {
+    hp_gpu_info info;
+    hp_gpu_memory memory;
+    unsigned queue_depth, queue_capacity, in_flight;
+    uint64_t frame_graph_bytes; /* device memory the frame graph holds for the sizes it keeps */
+    uint32_t frame_sizes_kept;
+} hp_gpu_report;
+
 /* What the HTTP routes hand work to: the daemon's queue and GPU, behind function pointers so that api/
  * knows no thread or device. The job type is daemon/worker.h's. */
 struct hp_job;
@@ -55,6 +65,7 @@ typedef struct hp_http_backend {
     bool (*submit)(void *ctx, struct hp_job *job); /* false: queue full (429) or stopping (503) */
     unsigned (*queue_depth)(void *ctx);
     unsigned (*queue_capacity)(void *ctx);
+    void (*report)(void *ctx, hp_gpu_report *out);
     double request_timeout_s;   /* a job not started within this is dropped: 504 */
     uint32_t max_width, max_height;
     uint64_t max_pixels;

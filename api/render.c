@@ -17,6 +17,7 @@
 
 #include "api/encode.h"
 #include "api/image.h"
+#include "api/metrics.h"
 #include "api/params_json.h"
 #include "api/route.h"
 #include "common/log.h"
@@ -252,6 +253,16 @@ static void finish_job(hp_job *job)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double encode_ms = hp_ms_between(&t0, &t1);
+
+    hp_metrics_stage("recv", ctx->recv_ms);
+    hp_metrics_stage("decode", ctx->decode_ms);
+    hp_metrics_stage("queue", hp_ms_between(&job->queued_at, &job->started_at));
+    for (uint32_t i = 0; i < r->timing_count; i++)
+        hp_metrics_stage(r->timings[i].name, r->timings[i].ms);
+    if (!ctx->analyze)
+        hp_metrics_stage("encode", encode_ms);
+    hp_metrics_stage("total", hp_ms_between(&ctx->req->started, &t1));
+    hp_metrics_frame(ctx->req->body_len, (uint64_t)r->width * r->height);
 
     char timing[512];
     size_t n = 0;

@@ -88,6 +88,10 @@ void hp_reply_header_add(hp_reply *reply, const char *name, const char *fmt, ...
 void hp_route_livez(hp_request *request, hp_reply *reply);
 void hp_route_readyz(hp_request *request, hp_reply *reply);
 
+/* gpu_status.c: GET /v1/gpu, GET /metrics. */
+void hp_route_gpu(hp_request *request, hp_reply *reply);
+void hp_route_metrics(hp_request *request, hp_reply *reply);
+
 /* render.c: POST /v1/render, POST /v1/analyze. */
 void hp_route_render(hp_request *request, hp_reply *reply);
 void hp_route_analyze(hp_request *request, hp_reply *reply);

@@ -71,10 +71,26 @@ static bool stop_requested(void)
     return g_stop_signal || sigismember(&pending, SIGTERM) || sigismember(&pending, SIGINT);
 }
 
-/* The HTTP backend: the worker behind function pointers (api/ knows no thread or device). */
-static bool submit_job(void *ctx, struct hp_job *job) { return hp_worker_submit(ctx, job); }
-static unsigned queue_depth(void *ctx) { return hp_worker_queue_depth(ctx); }
-static unsigned queue_capacity(void *ctx) { return hp_worker_queue_capacity(ctx); }
+/* The HTTP backend: the worker and the device behind function pointers (api/ knows no thread or device). */
+typedef struct backend_ctx {
+    hp_worker *worker;
+    hp_gpu *gpu;
+} backend_ctx;
+
+static bool submit_job(void *ctx, struct hp_job *job) { return hp_worker_submit(((backend_ctx *)ctx)->worker, job); }
+static unsigned queue_depth(void *ctx) { return hp_worker_queue_depth(((backend_ctx *)ctx)->worker); }
+static unsigned queue_capacity(void *ctx) { return hp_worker_queue_capacity(((backend_ctx *)ctx)->worker); }
+
+static void report(void *ctx, hp_gpu_report *out)
+{
+    backend_ctx *b = ctx;
+    out->info = *hp_gpu_get_info(b->gpu);
+    hp_gpu_memory_report(b->gpu, &out->memory);
+    out->queue_depth = hp_worker_queue_depth(b->worker);
+    out->queue_capacity = hp_worker_queue_capacity(b->worker);
+    out->in_flight = hp_worker_in_flight(b->worker);
+    hp_worker_graph_usage(b->worker, &out->frame_sizes_kept, &out->frame_graph_bytes);
+}
 
 static double ms_since(const struct timespec *t0)
 {
@@ -139,6 +155,7 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
     hp_gpu *gpu = NULL;
     hp_frame_graph *graph = NULL;
     hp_worker *worker = NULL;
+    static backend_ctx bctx; /* outlives the HTTP server, which holds a pointer to it */
     int exit_code = EXIT_CLEAN;
     const char *cache_path = config->pipeline_cache[0] ? config->pipeline_cache : NULL;
 
@@ -172,11 +189,13 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
                                .finish_threads = (unsigned)config->encode_threads};
         if ((code = hp_worker_create(graph, &wc, &worker, &err)) != HP_OK)
             goto startup_failed;
+        bctx = (backend_ctx){.worker = worker, .gpu = gpu};
         hp_http_backend backend = {
-            .ctx = worker,
+            .ctx = &bctx,
             .submit = submit_job,
             .queue_depth = queue_depth,
             .queue_capacity = queue_capacity,
+            .report = report,
             .request_timeout_s = config->request_timeout_s,
             .max_width = (uint32_t)config->max_width,
             .max_height = (uint32_t)config->max_height,

@@ -45,6 +45,8 @@ struct hp_worker {
     bool gpu_started;
     pthread_t *pool;
     unsigned pool_size, pool_started;
+    _Atomic uint32_t graph_sizes;
+    _Atomic uint64_t graph_bytes;
 };
 
 static bool past(const struct timespec *deadline)
@@ -115,6 +117,8 @@ static void *gpu_main(void *arg)
         w->in_flight = 1;
         pthread_mutex_unlock(&w->lock);
         run_job(w, job);
+        atomic_store(&w->graph_sizes, hp_frame_graph_cached_sizes(w->graph));
+        atomic_store(&w->graph_bytes, hp_frame_graph_device_bytes(w->graph));
         if (job->code == HP_ERR_DEVICE_LOST)
             hp_error("gpu: device lost: %s", job->err.message);
         hand_to_pool(w, job);
@@ -240,3 +244,9 @@ unsigned hp_worker_in_flight(hp_worker *w)
 }
 
 unsigned hp_worker_queue_capacity(hp_worker *w) { return w->waiting.capacity; }
+
+void hp_worker_graph_usage(hp_worker *w, uint32_t *sizes, uint64_t *device_bytes)
+{
+    *sizes = atomic_load(&w->graph_sizes);
+    *device_bytes = atomic_load(&w->graph_bytes);
+}

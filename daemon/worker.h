@@ -64,5 +64,8 @@ bool hp_worker_submit(hp_worker *worker, hp_job *job);
 unsigned hp_worker_queue_depth(hp_worker *worker);
 unsigned hp_worker_in_flight(hp_worker *worker);
 unsigned hp_worker_queue_capacity(hp_worker *worker);
+/* The frame graph's kept sizes and their device memory, as of the last frame (the graph itself is the
+ * GPU thread's). */
+void hp_worker_graph_usage(hp_worker *worker, uint32_t *sizes, uint64_t *device_bytes);
 
 #endif

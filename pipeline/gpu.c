@@ -427,8 +427,17 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
         .pipelineExecutableInfo = VK_TRUE,
     };
-    const char *exts[1];
+    const char *exts[3];
     uint32_t ext_count = 0;
+    /* For /v1/gpu: memory budgets, and the PCI address that finds the same device in NVML. */
+    if (has_device_extension(gpu->physical, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME)) {
+        exts[ext_count++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+        gpu->has_memory_budget = true;
+    }
+    if (has_device_extension(gpu->physical, VK_EXT_PCI_BUS_INFO_EXTENSION_NAME)) {
+        exts[ext_count++] = VK_EXT_PCI_BUS_INFO_EXTENSION_NAME;
+        gpu->has_pci_bus_info = true;
+    }
     if (cfg->capture_statistics) {
         if (has_device_extension(gpu->physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
             exts[ext_count++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
@@ -552,6 +561,36 @@ void hp_gpu_destroy(hp_gpu **pgpu)
 }
 
 const hp_gpu_info *hp_gpu_get_info(const hp_gpu *gpu) { return &gpu->info; }
+
+void hp_gpu_memory_report(hp_gpu *gpu, hp_gpu_memory *out)
+{
+    memset(out, 0, sizeof(*out));
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT budget = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+    VkPhysicalDeviceMemoryProperties2 mp = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2,
+                                            .pNext = gpu->has_memory_budget ? &budget : NULL};
+    vkGetPhysicalDeviceMemoryProperties2(gpu->physical, &mp);
+    out->heap_count = mp.memoryProperties.memoryHeapCount;
+    out->has_budget = gpu->has_memory_budget;
+    for (uint32_t i = 0; i < out->heap_count; i++) {
+        out->heaps[i].size = mp.memoryProperties.memoryHeaps[i].size;
+        out->heaps[i].device_local = mp.memoryProperties.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT;
+        if (gpu->has_memory_budget) {
+            out->heaps[i].budget = budget.heapBudget[i];
+            out->heaps[i].usage = budget.heapUsage[i];
+        }
+    }
+    if (gpu->has_pci_bus_info) {
+        VkPhysicalDevicePCIBusInfoPropertiesEXT pci = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT};
+        VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &pci};
+        vkGetPhysicalDeviceProperties2(gpu->physical, &p2);
+        out->has_pci = true;
+        out->pci_domain = pci.pciDomain;
+        out->pci_bus = pci.pciBus;
+        out->pci_device = pci.pciDevice;
+        out->pci_function = pci.pciFunction;
+    }
+}
 VkDevice hp_gpu_device(const hp_gpu *gpu) { return gpu->device; }
 VkQueue hp_gpu_compute_queue(const hp_gpu *gpu) { return gpu->compute_queue; }
 uint32_t hp_gpu_compute_family(const hp_gpu *gpu) { return gpu->compute_family; }

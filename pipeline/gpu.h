@@ -73,6 +73,24 @@ typedef struct hp_gpu_info {
 
 typedef struct hp_gpu hp_gpu;
 
+/* Memory heaps, with the driver's budget and usage where VK_EXT_memory_budget is there; the PCI address
+ * where VK_EXT_pci_bus_info is (to match NVML's device). Safe from any thread. */
+#define HP_GPU_MAX_HEAPS VK_MAX_MEMORY_HEAPS
+typedef struct hp_gpu_memory {
+    uint32_t heap_count;
+    struct {
+        uint64_t size;
+        uint64_t budget; /* 0: unknown */
+        uint64_t usage;  /* by this process; 0: unknown */
+        bool device_local;
+    } heaps[HP_GPU_MAX_HEAPS];
+    bool has_budget;
+    bool has_pci;
+    uint32_t pci_domain, pci_bus, pci_device, pci_function;
+} hp_gpu_memory;
+
+void hp_gpu_memory_report(hp_gpu *gpu, hp_gpu_memory *out);
+
 hp_code hp_gpu_create(const hp_gpu_config *config, hp_gpu **out, hp_err *err);
 /* Waits for the device to go idle and destroys everything. Does not save the pipeline cache. */
 void hp_gpu_destroy(hp_gpu **gpu);

@@ -18,6 +18,8 @@ struct hp_gpu {
     uint8_t pipeline_cache_uuid[VK_UUID_SIZE];
     bool has_creation_feedback;
     bool capture_statistics; /* VK_KHR_pipeline_executable_properties enabled */
+    bool has_memory_budget;  /* VK_EXT_memory_budget enabled */
+    bool has_pci_bus_info;   /* VK_EXT_pci_bus_info enabled */
 
     VkDevice device;
     uint32_t compute_family;

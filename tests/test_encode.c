@@ -20,6 +20,7 @@
  * paths. Each must return HP_OK (a library may recover) or HP_ERR_OUT_OF_MEMORY with a message and an empty
  * result, and never crash. That nothing leaks on those paths is valgrind's to say:
  *     valgrind --error-exitcode=1 --leak-check=full build/tests/test_encode */
+#include <errno.h>
 #include <math.h>
 #include <spng.h>
 #include <stdatomic.h>
@@ -51,7 +52,10 @@ static bool alloc_should_fail(void)
     if (!atomic_load(&alloc_counting))
         return false;
     atomic_fetch_add(&alloc_count, 1);
-    return atomic_load(&alloc_countdown) > 0 && atomic_fetch_sub(&alloc_countdown, 1) == 1;
+    if (atomic_load(&alloc_countdown) <= 0 || atomic_fetch_sub(&alloc_countdown, 1) != 1)
+        return false;
+    errno = ENOMEM; /* as glibc's malloc does: pthread_create() asserts it when a TLS allocation fails */
+    return true;
 }
 
 void *malloc(size_t size)
@@ -670,6 +674,8 @@ static void test_allocation_failures(void)
                                                              : webp_compare(&e, &f, cases[i].alpha).decoded;
                 recovered += !finished;
                 wrong += !good;
+                if (!good)
+                    tap_diag("%s, allocation %ld failing: encoded, but the file does not decode", cases[i].name, k);
             } else {
                 failures++;
                 if (code != HP_ERR_OUT_OF_MEMORY || !is_empty(&e) || !err.message[0]) {

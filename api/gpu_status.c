@@ -1,0 +1,162 @@
+/* GET /v1/gpu and GET /metrics: how the device and the queue are doing.
+ *
+ * Utilization, temperature and power come from NVML when libnvidia-ml is on the host. It is loaded at
+ * run time with dlopen, so the daemon runs without it (the fields are then absent, never invented), and
+ * its few entry points are declared here: NVML's header is not in Debian main. */
+#include <dlfcn.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "api/metrics.h"
+#include "api/route.h"
+
+typedef int nvml_return;
+typedef struct nvml_device_st *nvml_device;
+typedef struct nvml_utilization {
+    unsigned int gpu;    /* percent of time a kernel ran */
+    unsigned int memory; /* percent of time memory was read or written */
+} nvml_utilization;
+
+static struct {
+    bool loaded;
+    nvml_return (*init)(void);
+    nvml_return (*by_pci)(const char *pci_bus_id, nvml_device *device);
+    nvml_return (*by_index)(unsigned int index, nvml_device *device);
+    nvml_return (*count)(unsigned int *count);
+    nvml_return (*utilization)(nvml_device device, nvml_utilization *u);
+    nvml_return (*temperature)(nvml_device device, int sensor, unsigned int *celsius);
+    nvml_return (*power)(nvml_device device, unsigned int *milliwatts);
+} nvml;
+static pthread_once_t nvml_once = PTHREAD_ONCE_INIT;
+
+static void nvml_load(void)
+{
+    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return;
+    nvml.init = (nvml_return(*)(void))dlsym(lib, "nvmlInit_v2");
+    nvml.by_pci = (nvml_return(*)(const char *, nvml_device *))dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
+    nvml.by_index = (nvml_return(*)(unsigned int, nvml_device *))dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
+    nvml.count = (nvml_return(*)(unsigned int *))dlsym(lib, "nvmlDeviceGetCount_v2");
+    nvml.utilization = (nvml_return(*)(nvml_device, nvml_utilization *))dlsym(lib, "nvmlDeviceGetUtilizationRates");
+    nvml.temperature = (nvml_return(*)(nvml_device, int, unsigned int *))dlsym(lib, "nvmlDeviceGetTemperature");
+    nvml.power = (nvml_return(*)(nvml_device, unsigned int *))dlsym(lib, "nvmlDeviceGetPowerUsage");
+    nvml.loaded = nvml.init && nvml.by_index && nvml.count && nvml.utilization && nvml.temperature && nvml.power &&
+                  nvml.init() == 0;
+}
+
+/* NVML's device for ours: by PCI address when Vulkan told it, else the only NVIDIA device. */
+static bool nvml_device_for(const hp_gpu_report *r, nvml_device *dev)
+{
+    pthread_once(&nvml_once, nvml_load);
+    if (!nvml.loaded || r->info.vendor_id != 0x10de)
+        return false;
+    if (r->memory.has_pci && nvml.by_pci) {
+        char id[32];
+        snprintf(id, sizeof(id), "%08x:%02x:%02x.%x", r->memory.pci_domain, r->memory.pci_bus, r->memory.pci_device,
+                 r->memory.pci_function);
+        return nvml.by_pci(id, dev) == 0;
+    }
+    unsigned int n = 0;
+    return nvml.count(&n) == 0 && n == 1 && nvml.by_index(0, dev) == 0;
+}
+
+static bool report(hp_request *req, hp_gpu_report *r)
+{
+    const hp_http_backend *be = hp_http_get_backend(req->http);
+    if (!be->report)
+        return false;
+    be->report(be->ctx, r);
+    return true;
+}
+
+void hp_route_gpu(hp_request *req, hp_reply *reply)
+{
+    hp_gpu_report r;
+    if (!report(req, &r)) {
+        hp_reply_error(reply, 503, "not_ready", NULL, "%s: the device is not up", hp_service_state_name(hp_http_get_state(req->http)));
+        return;
+    }
+    json_t *heaps = json_array();
+    for (uint32_t i = 0; i < r.memory.heap_count; i++) {
+        json_t *h = json_pack("{s:I, s:b}", "size_bytes", (json_int_t)r.memory.heaps[i].size, "device_local",
+                              r.memory.heaps[i].device_local);
+        if (r.memory.has_budget) {
+            json_object_set_new(h, "budget_bytes", json_integer((json_int_t)r.memory.heaps[i].budget));
+            json_object_set_new(h, "usage_bytes", json_integer((json_int_t)r.memory.heaps[i].usage));
+        }
+        json_array_append_new(heaps, h);
+    }
+    char vulkan[32];
+    snprintf(vulkan, sizeof(vulkan), "%u.%u.%u", VK_API_VERSION_MAJOR(r.info.api_version),
+             VK_API_VERSION_MINOR(r.info.api_version), VK_API_VERSION_PATCH(r.info.api_version));
+    json_t *body = json_pack(
+        "{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:o, s:{s:i, s:i, s:i}, s:{s:s, s:I}, s:{s:i, s:I}}", "state",
+        hp_service_state_name(hp_http_get_state(req->http)), "device", r.info.device_name, "vendor",
+        r.info.vendor_id == 0x10de ? "NVIDIA" : r.info.vendor_id == 0x1002 ? "AMD" : r.info.vendor_id == 0x8086 ? "Intel"
+                                                                            : r.info.vendor_id == 0x10005 ? "Mesa"
+                                                                                                           : "other",
+        "driver", r.info.driver_name, "driver_info", r.info.driver_info, "vendor_id", (int)r.info.vendor_id,
+        "device_id", (int)r.info.device_id, "memory_heaps", heaps, "queue", "depth", (int)r.queue_depth, "capacity",
+        (int)r.queue_capacity, "frames_in_flight", (int)r.in_flight, "pipeline_cache", "state",
+        hp_cache_state_name(r.info.cache_state), "bytes_loaded", (json_int_t)r.info.cache_bytes_loaded, "frame_graph",
+        "sizes_kept", (int)r.frame_sizes_kept, "device_bytes", (json_int_t)r.frame_graph_bytes);
+    json_object_set_new(body, "vulkan", json_string(vulkan));
+    json_object_set_new(body, "pipelines", json_pack("{s:i, s:i}", "created", (int)r.info.pipelines_created,
+                                                     "from_cache", (int)r.info.pipelines_from_cache));
+    nvml_device dev;
+    if (nvml_device_for(&r, &dev)) {
+        nvml_utilization u;
+        unsigned int celsius, mw;
+        json_t *n = json_object();
+        if (nvml.utilization(dev, &u) == 0) {
+            json_object_set_new(n, "utilization_percent", json_integer(u.gpu));
+            json_object_set_new(n, "memory_utilization_percent", json_integer(u.memory));
+        }
+        if (nvml.temperature(dev, 0 /* NVML_TEMPERATURE_GPU */, &celsius) == 0)
+            json_object_set_new(n, "temperature_celsius", json_integer(celsius));
+        if (nvml.power(dev, &mw) == 0)
+            json_object_set_new(n, "power_watts", json_real(mw / 1000.0));
+        json_object_set_new(body, "nvml", n);
+    }
+    hp_reply_json(reply, 200, body);
+}
+
+void hp_route_metrics(hp_request *req, hp_reply *reply)
+{
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int rc = hp_metrics_format(&buf, &len, &cap);
+    hp_gpu_report r;
+    if (rc == 0 && report(req, &r)) {
+        rc |= hp_metrics_printf(&buf, &len, &cap,
+                                "# HELP hdrpost_queue_depth Frames waiting for the GPU.\n# TYPE hdrpost_queue_depth gauge\n"
+                                "hdrpost_queue_depth %u\n"
+                                "# HELP hdrpost_queue_capacity Frames the queue holds before answering 429.\n"
+                                "# TYPE hdrpost_queue_capacity gauge\nhdrpost_queue_capacity %u\n"
+                                "# HELP hdrpost_frames_in_flight Frames on the GPU now.\n"
+                                "# TYPE hdrpost_frames_in_flight gauge\nhdrpost_frames_in_flight %u\n"
+                                "# HELP hdrpost_frame_graph_device_bytes Device memory kept for frame sizes seen.\n"
+                                "# TYPE hdrpost_frame_graph_device_bytes gauge\nhdrpost_frame_graph_device_bytes %llu\n",
+                                r.queue_depth, r.queue_capacity, r.in_flight, (unsigned long long)r.frame_graph_bytes);
+        if (r.memory.has_budget) {
+            rc |= hp_metrics_printf(&buf, &len, &cap,
+                                    "# HELP hdrpost_gpu_memory_bytes GPU memory heaps: budget and this process's usage.\n"
+                                    "# TYPE hdrpost_gpu_memory_bytes gauge\n");
+            for (uint32_t i = 0; i < r.memory.heap_count; i++)
+                rc |= hp_metrics_printf(&buf, &len, &cap,
+                                        "hdrpost_gpu_memory_bytes{heap=\"%u\",kind=\"budget\"} %llu\n"
+                                        "hdrpost_gpu_memory_bytes{heap=\"%u\",kind=\"usage\"} %llu\n",
+                                        i, (unsigned long long)r.memory.heaps[i].budget, i,
+                                        (unsigned long long)r.memory.heaps[i].usage);
+        }
+    }
+    if (rc != 0) {
+        free(buf);
+        hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory formatting the metrics");
+        return;
+    }
+    hp_reply_bytes(reply, 200, "text/plain; version=0.0.4; charset=utf-8", (uint8_t *)buf, len);
+}

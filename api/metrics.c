@@ -1,0 +1,140 @@
+/* Prometheus counters and histograms (api/metrics.h). One mutex: a scrape or a request's update takes
+ * it for microseconds, far below the cost of the frame it accounts for. */
+#include "api/metrics.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const known_routes[] = {"/v1/render", "/v1/analyze", "/v1/gpu", "/metrics", "/livez", "/readyz"};
+#define ROUTES (sizeof(known_routes) / sizeof(known_routes[0]) + 1) /* + "other" */
+
+static const char *const stages[] = {"recv", "decode", "queue", "upload", "reduce", "tonemap", "download",
+                                     "encode", "total"};
+#define STAGES (sizeof(stages) / sizeof(stages[0]))
+
+/* Seconds: 100 us to 10 s, the span from a GPU stage at 1080p to a 16K frame's encode. */
+static const double bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,     10};
+#define BUCKETS (sizeof(bounds) / sizeof(bounds[0]))
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+typedef struct request_row {
+    unsigned route;
+    unsigned status;
+    uint64_t count;
+} request_row;
+static request_row g_requests[ROUTES * 16];
+static size_t g_request_rows;
+static uint64_t g_stage_buckets[STAGES][BUCKETS + 1];
+static double g_stage_sum[STAGES];
+static uint64_t g_stage_count[STAGES];
+static uint64_t g_bytes_in, g_pixels, g_frames;
+
+void hp_metrics_request(const char *path, unsigned status)
+{
+    unsigned route = (unsigned)(ROUTES - 1);
+    for (unsigned i = 0; i < ROUTES - 1; i++)
+        if (path && strcmp(path, known_routes[i]) == 0)
+            route = i;
+    pthread_mutex_lock(&g_lock);
+    size_t i = 0;
+    while (i < g_request_rows && !(g_requests[i].route == route && g_requests[i].status == status))
+        i++;
+    if (i == g_request_rows && g_request_rows < sizeof(g_requests) / sizeof(g_requests[0]))
+        g_requests[g_request_rows++] = (request_row){route, status, 0};
+    if (i < g_request_rows)
+        g_requests[i].count++;
+    pthread_mutex_unlock(&g_lock);
+}
+
+void hp_metrics_stage(const char *stage, double ms)
+{
+    for (unsigned s = 0; s < STAGES; s++) {
+        if (strcmp(stage, stages[s]) != 0)
+            continue;
+        double sec = ms / 1000.0;
+        unsigned b = 0;
+        while (b < BUCKETS && sec > bounds[b])
+            b++;
+        pthread_mutex_lock(&g_lock);
+        g_stage_buckets[s][b]++;
+        g_stage_sum[s] += sec;
+        g_stage_count[s]++;
+        pthread_mutex_unlock(&g_lock);
+        return;
+    }
+}
+
+void hp_metrics_frame(uint64_t body_bytes, uint64_t pixels)
+{
+    pthread_mutex_lock(&g_lock);
+    g_bytes_in += body_bytes;
+    g_pixels += pixels;
+    g_frames++;
+    pthread_mutex_unlock(&g_lock);
+}
+
+int hp_metrics_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(*buf ? *buf + *len : NULL, *buf ? *cap - *len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return -1;
+        if (*buf && *len + (size_t)n < *cap) {
+            *len += (size_t)n;
+            return 0;
+        }
+        size_t want = (*cap ? *cap * 2 : 16384) + (size_t)n;
+        char *grown = realloc(*buf, want);
+        if (!grown)
+            return -1;
+        *buf = grown;
+        *cap = want;
+    }
+}
+
+int hp_metrics_format(char **buf, size_t *len, size_t *cap)
+{
+    int rc = 0;
+    pthread_mutex_lock(&g_lock);
+    rc |= hp_metrics_printf(buf, len, cap, "# HELP hdrpost_requests_total HTTP requests answered, by route and status.\n"
+                                           "# TYPE hdrpost_requests_total counter\n");
+    for (size_t i = 0; i < g_request_rows; i++)
+        rc |= hp_metrics_printf(buf, len, cap, "hdrpost_requests_total{route=\"%s\",status=\"%u\"} %llu\n",
+                                g_requests[i].route < ROUTES - 1 ? known_routes[g_requests[i].route] : "other",
+                                g_requests[i].status, (unsigned long long)g_requests[i].count);
+    rc |= hp_metrics_printf(buf, len, cap,
+                            "# HELP hdrpost_stage_duration_seconds Time of each phase of a frame (GPU stages from "
+                            "timestamp queries).\n# TYPE hdrpost_stage_duration_seconds histogram\n");
+    for (unsigned s = 0; s < STAGES; s++) {
+        uint64_t cumulative = 0;
+        for (unsigned b = 0; b < BUCKETS; b++) {
+            cumulative += g_stage_buckets[s][b];
+            rc |= hp_metrics_printf(buf, len, cap, "hdrpost_stage_duration_seconds_bucket{stage=\"%s\",le=\"%g\"} %llu\n",
+                                    stages[s], bounds[b], (unsigned long long)cumulative);
+        }
+        cumulative += g_stage_buckets[s][BUCKETS];
+        rc |= hp_metrics_printf(buf, len, cap,
+                                "hdrpost_stage_duration_seconds_bucket{stage=\"%s\",le=\"+Inf\"} %llu\n"
+                                "hdrpost_stage_duration_seconds_sum{stage=\"%s\"} %.9g\n"
+                                "hdrpost_stage_duration_seconds_count{stage=\"%s\"} %llu\n",
+                                stages[s], (unsigned long long)cumulative, stages[s], g_stage_sum[s], stages[s],
+                                (unsigned long long)g_stage_count[s]);
+    }
+    rc |= hp_metrics_printf(buf, len, cap,
+                            "# HELP hdrpost_frames_total Frames processed.\n# TYPE hdrpost_frames_total counter\n"
+                            "hdrpost_frames_total %llu\n"
+                            "# HELP hdrpost_body_bytes_total Request body bytes of processed frames.\n"
+                            "# TYPE hdrpost_body_bytes_total counter\nhdrpost_body_bytes_total %llu\n"
+                            "# HELP hdrpost_pixels_total Pixels of processed frames.\n"
+                            "# TYPE hdrpost_pixels_total counter\nhdrpost_pixels_total %llu\n",
+                            (unsigned long long)g_frames, (unsigned long long)g_bytes_in, (unsigned long long)g_pixels);
+    pthread_mutex_unlock(&g_lock);
+    return rc ? -1 : 0;
+}

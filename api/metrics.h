@@ -1,0 +1,23 @@
+/* Prometheus metrics (GET /metrics, text exposition format 0.0.4), all named hdrpost_*. Counters and
+ * histograms live here, updated by the request path from any thread; gauges (queue depth, frames in
+ * flight, GPU memory) are read from the backend when scraped. */
+#ifndef HP_METRICS_H
+#define HP_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One finished request: its route (path, or "other" for an unknown one) and status. */
+void hp_metrics_request(const char *path, unsigned status);
+/* One phase of a frame (DECISIONS.md 10 names), in milliseconds. */
+void hp_metrics_stage(const char *stage, double ms);
+/* A frame processed: the bytes of its body and its pixels. */
+void hp_metrics_frame(uint64_t body_bytes, uint64_t pixels);
+
+/* Appends the counters and histograms to *buf (malloc'd, grown as needed). Returns 0, or -1 when out of
+ * memory. */
+int hp_metrics_format(char **buf, size_t *len, size_t *cap);
+/* The same append, for gauge lines made elsewhere. */
+int hp_metrics_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+#endif
