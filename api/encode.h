@@ -47,7 +47,10 @@
  *
  * Errors: HP_ERR_INVALID_ARGUMENT, HP_ERR_TOO_LARGE, HP_ERR_OUT_OF_MEMORY, HP_ERR_INTERNAL (a library
  * refused something it should not have; the message names the library and its own error). On any failure
- * *result is {NULL, 0, NULL} and nothing is left allocated.
+ * *result is {NULL, 0, NULL} and nothing is left allocated. Every allocation failing in turn is tested
+ * (tests/test_encode.c). One hole is libwebp's: 1.2.4 (Debian 12) loses some allocation failures inside its
+ * lossless coder and reports success with a damaged file (lossless, or the alpha plane of lossy); newer
+ * libwebp reports them. Nothing here can see it short of decoding the result.
  *
  * Threading: reentrant; nothing is shared between calls. */
 #ifndef HP_ENCODE_H
