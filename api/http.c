@@ -54,6 +54,7 @@ struct hp_http {
 
     _Atomic unsigned long long id_counter; /* request ids when getrandom() fails */
     char *auth_token;                      /* NULL: no authentication */
+    bool tls;
     hp_http_backend backend;
 };
 
@@ -361,6 +362,27 @@ static const hp_route *route_find(const char *method, const char *path, bool *pa
     return NULL;
 }
 
+/* A PEM file's text, NUL-terminated; NULL with errno set on failure. PEM files are small: capped at 1 MiB. */
+static char *read_text_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *text = malloc((1 << 20) + 1);
+    size_t n = text ? fread(text, 1, 1 << 20, f) : 0;
+    bool ok = text && !ferror(f) && feof(f);
+    fclose(f);
+    if (!ok) {
+        free(text);
+        errno = EFBIG;
+        return NULL;
+    }
+    text[n] = '\0';
+    return text;
+}
+
+bool hp_http_is_tls(const hp_http *http) { return http->tls; }
+
 /* The bearer token, compared in constant time so its length and content cannot be learnt from timing. */
 static bool token_matches(hp_http *http, struct MHD_Connection *connection)
 {
@@ -599,13 +621,46 @@ hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
     unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
     if (la.family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    char *cert = NULL, *key = NULL;
+    bool tls = (params->tls_cert && *params->tls_cert) || (params->tls_key && *params->tls_key);
+    if (tls) {
+        if (!(params->tls_cert && *params->tls_cert) || !(params->tls_key && *params->tls_key)) {
+            close(fd);
+            code = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "TLS needs both tls_cert and tls_key");
+            goto fail;
+        }
+        if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+            close(fd);
+            code = hp_fail(err, HP_ERR_MISSING_FEATURE, "this libmicrohttpd was built without TLS (GnuTLS)");
+            goto fail;
+        }
+        cert = read_text_file(params->tls_cert);
+        key = read_text_file(params->tls_key);
+        if (!cert || !key) {
+            close(fd);
+            code = hp_fail(err, HP_ERR_IO, "cannot read %s: %s", !cert ? params->tls_cert : params->tls_key,
+                           strerror(errno));
+            free(cert);
+            free(key);
+            goto fail;
+        }
+        flags |= MHD_USE_TLS;
+    }
     http->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, http,
                                  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, http, /* first: catches start-up */
                                  MHD_OPTION_LISTEN_SOCKET, fd,
                                  MHD_OPTION_THREAD_POOL_SIZE, params->threads,
                                  MHD_OPTION_CONNECTION_TIMEOUT, params->idle_timeout_s,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, http,
+                                 tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,
+                                 MHD_OPTION_HTTPS_MEM_KEY, key,
                                  MHD_OPTION_END);
+    /* libmicrohttpd copies the PEM text into GnuTLS at start: ours can go (the key wiped first). */
+    if (key)
+        explicit_bzero(key, strlen(key));
+    free(cert);
+    free(key);
+    http->tls = tls;
     if (!http->mhd) {
         close(fd);
         code = hp_fail(err, HP_ERR_IO, "cannot start the HTTP server on %s (libmicrohttpd refused; see the "

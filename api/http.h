@@ -42,11 +42,13 @@ typedef struct hp_http_params {
     double drain_timeout_s;    /* hp_http_destroy() waits this long for requests in flight, default 30 */
     uint64_t max_body_bytes;   /* a larger body is refused with 413 (from Content-Length when sent) */
     const char *auth_token;    /* non-empty: every route but /livez and /readyz needs "Bearer <token>" */
+    const char *tls_cert;      /* PEM certificate chain file; with tls_key, HTTPS instead of HTTP */
+    const char *tls_key;       /* PEM private key file */
 } hp_http_params;
 
 #define HP_HTTP_PARAMS_DEFAULTS \
     {.listen = "127.0.0.1:8080", .threads = 4, .idle_timeout_s = 60, .drain_timeout_s = 30.0, \
-     .max_body_bytes = 1ull << 30, .auth_token = NULL}
+     .max_body_bytes = 1ull << 30, .auth_token = NULL, .tls_cert = NULL, .tls_key = NULL}
 
 /* What GET /v1/gpu and /metrics report about the device and the queue. */
 typedef struct hp_gpu_report {
@@ -76,6 +78,9 @@ typedef struct hp_http hp_http;
 /* Binds the address and starts answering, in state HP_SERVICE_STARTING. Fails with HP_ERR_INVALID_ARGUMENT
  * for a bad address and HP_ERR_IO when the address cannot be bound (in use, not local, privileged). */
 hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err);
+
+/* True when the server speaks HTTPS (tls_cert and tls_key were given). */
+bool hp_http_is_tls(const hp_http *http);
 
 /* The address actually bound, e.g. "127.0.0.1:8080" (the kernel's port when the listen port was 0). */
 const char *hp_http_address(const hp_http *http);

@@ -101,6 +101,10 @@ static const hp_setting settings[] = {
      .metavar = "TOKEN",
      .help = "Bearer token required on every route but /livez and /readyz; empty disables authentication. "
              "Prefer the environment variable or the config file to a flag, which other users can see."},
+    {.name = "tls_cert", .type = HP_SETTING_STRING, .offset = FIELD(tls_cert), .default_value = "",
+     .metavar = "PATH", .help = "PEM certificate (chain) file; with tls_key, the API speaks HTTPS."},
+    {.name = "tls_key", .type = HP_SETTING_STRING, .offset = FIELD(tls_key), .default_value = "",
+     .metavar = "PATH", .help = "PEM private key file for tls_cert."},
 };
 
 #define SETTING_COUNT ((int)(sizeof(settings) / sizeof(settings[0])))

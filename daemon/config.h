@@ -58,6 +58,8 @@ typedef struct hp_config {
     int encode_threads;
     /* Bearer token for every route but /livez and /readyz; "" disables authentication. Default "". */
     char *auth_token;
+    /* PEM certificate and key files: both given, the API speaks HTTPS. Default "" (plain HTTP). */
+    char *tls_cert, *tls_key;
 
     /* The config file read, or NULL when none was given. */
     char *config_file;

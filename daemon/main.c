@@ -165,10 +165,12 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
     http_params.drain_timeout_s = config->shutdown_timeout_s;
     http_params.max_body_bytes = (uint64_t)config->max_body_mb << 20;
     http_params.auth_token = config->auth_token;
+    http_params.tls_cert = config->tls_cert;
+    http_params.tls_key = config->tls_key;
     if ((code = hp_http_create(&http_params, &http, &err)) != HP_OK)
         goto startup_failed;
-    hp_info("http: listening on %s with %d thread(s); /readyz is 503 until the pipelines are warm",
-            hp_http_address(http), config->http_threads);
+    hp_info("http: listening on %s%s with %d thread(s); /readyz is 503 until the pipelines are warm",
+            hp_http_is_tls(http) ? "https://" : "", hp_http_address(http), config->http_threads);
 
     if (!stop_requested()) {
         hp_gpu_config gpu_config = HP_GPU_CONFIG_DEFAULTS;

@@ -390,7 +390,7 @@ def first_start(tmp, cache):
         point("without a sane X-Request-Id one is generated, different each time",
               all(i and re.fullmatch(r"[0-9a-f]{16}", i) for i in ids) and len(set(ids)) == len(ids), f"{ids}")
 
-        line = d.wait_line(r"render-farm\.job-42/frame:7 GET /livez 200 [\d.]+ ms", 5)
+        line = d.wait_line(r"render-farm\.job-42/frame:7 GET /livez \d+ bytes 200 [\d.]+ ms", 5)
         point("each request is logged with its id, method, path, status and time", line is not None, d.log())
 
         drain_ok, readyz_draining, detail = drain(d, port)
@@ -472,6 +472,57 @@ def corrupt_cache(tmp, cache):
         d.dump()
 
 
+def tls(tmp):
+    """HTTPS from tls_cert and tls_key: a self-signed certificate made with openssl."""
+    cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                           "-days", "2", "-subj", "/CN=127.0.0.1"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, timeout=60)
+    if not point("openssl made a test certificate", made.returncode == 0, made.stderr):
+        return
+    port = free_port()
+    d = Daemon("tls", [f"--listen={HOST}:{port}", "--pipeline_cache=", "--validation", f"--tls_cert={cert}",
+                       f"--tls_key={key}"] + device_args())
+    try:
+        import ssl
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        status = None
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline and d.proc.poll() is None:
+            try:
+                conn = http.client.HTTPSConnection(HOST, port, timeout=5, context=ctx)
+                conn.request("GET", "/readyz")
+                status = conn.getresponse().status
+                conn.close()
+                if status == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.05)
+        point("with tls_cert and tls_key the API answers over HTTPS", status == 200, d.log())
+        plain_ok = False
+        try:
+            request(port, "GET", "/readyz")
+        except (OSError, http.client.HTTPException):
+            plain_ok = True
+        point("plain HTTP to the HTTPS port gets no answer", plain_ok)
+        line = d.wait_line(r"listening on https://", 5)
+        point("the log says https://", line is not None, d.log())
+        d.stop()
+        point("tls: exit code 0 and no validation message", d.proc.returncode == 0 and not validation_lines(d), d.log())
+    finally:
+        d.kill()
+    bad = Daemon("tls-missing-key", [f"--listen={HOST}:{free_port()}", "--pipeline_cache=",
+                                     f"--tls_cert={cert}"] + device_args())
+    try:
+        code = bad.wait_exit(30)
+        point("tls_cert without tls_key fails start-up naming both", code == 1 and "tls_key" in bad.log(), bad.log())
+    finally:
+        bad.kill()
+
+
 def main():
     if not os.access(EXE, os.X_OK):
         print("not ok 1 - hdrpostd is built and executable: " + EXE)
@@ -485,6 +536,7 @@ def main():
             if first_start(tmp, cache):
                 second_start(tmp, cache)
                 corrupt_cache(tmp, cache)
+            tls(tmp)
         except Exception:
             point("the test harness ran to the end", False, traceback.format_exc())
     print(f"1..{_count}", flush=True)

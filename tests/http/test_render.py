@@ -1,0 +1,991 @@
+#!/usr/bin/env python3
+"""hdrpostd end to end: POST /v1/render and /v1/analyze over HTTP on 127.0.0.1, checked against the CPU
+reference (tools/cpu_render).
+
+Usage: test_render.py PATH/TO/hdrpostd PATH/TO/cpu_render. Prints TAP, one test point per behaviour.
+Every daemon runs with --validation and --pipeline_cache= (none); each must stop on SIGTERM with exit
+code 0 and no validation-layer message on its stderr. Settings that change (limits, the bearer token, a
+tiny queue, a short deadline) get daemons of their own. HDRPOST_TEST_DEVICE, when set, is passed as
+--device. Standard library only: the PNG decoder and the WebP header parser are below.
+"""
+
+import array
+import base64
+import http.client
+import json
+import math
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import zlib
+
+EXE = sys.argv[1] if len(sys.argv) > 1 else "hdrpostd"
+CPU_RENDER = sys.argv[2] if len(sys.argv) > 2 else "cpu_render"
+HOST = "127.0.0.1"
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+START_TIMEOUT_S = 60     # from the start to /readyz 200
+STOP_TIMEOUT_S = 60      # from SIGTERM to the exit
+REQUEST_TIMEOUT_S = 120  # one HTTP exchange, the whole way (a frame takes well under a second)
+CPU_TIMEOUT_S = 120      # one cpu_render run
+
+# The error code for a bad request parameter as api/render.c sends it. docs/PARAMETERS.md (generated from
+# pipeline/params.c) says `invalid_argument`; the two disagree (reported), and this is the code on the wire.
+PARAM_ERROR = "invalid_parameter"
+
+PHASES = ["recv", "decode", "queue", "upload", "reduce", "tonemap", "download", "encode", "total"]
+
+# --- TAP -------------------------------------------------------------------------------------------------
+
+_count = 0
+_failed = 0
+
+
+def point(name, ok, detail=""):
+    """One test point; detail goes out as TAP diagnostics when it fails."""
+    global _count, _failed
+    _count += 1
+    ok = bool(ok)
+    if not ok:
+        _failed += 1
+    print(f"{'ok' if ok else 'not ok'} {_count} - {name}", flush=True)
+    if not ok and detail:
+        for line in str(detail).splitlines()[-40:]:
+            print(f"# {line}", flush=True)
+    return ok
+
+
+# --- The daemon (after test_daemon.py) -------------------------------------------------------------------
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def clean_env():
+    """The test's environment without HDRPOST_* (an operator's settings must not leak into the daemon)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("HDRPOST_") and k != "NOTIFY_SOCKET"}
+
+
+def device_args():
+    dev = os.environ.get("HDRPOST_TEST_DEVICE")
+    return [f"--device={dev}"] if dev else []
+
+
+class Daemon:
+    """A child hdrpostd on a free loopback port whose stdout and stderr are read into lines by threads."""
+
+    def __init__(self, label, extra_args=()):
+        self.label = label
+        self.port = free_port()
+        self.lines = []
+        self.cond = threading.Condition()
+        args = [EXE, f"--listen={HOST}:{self.port}", "--validation", "--pipeline_cache=",
+                "--log_level=info"] + device_args() + list(extra_args)
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=clean_env(), text=True, errors="replace")
+        self.readers = [threading.Thread(target=self._read, args=(s,), daemon=True)
+                        for s in (self.proc.stderr, self.proc.stdout)]
+        for t in self.readers:
+            t.start()
+
+    def _read(self, stream):
+        for line in stream:
+            with self.cond:
+                self.lines.append(line.rstrip("\n"))
+                self.cond.notify_all()
+
+    def log(self):
+        with self.cond:
+            return "\n".join(self.lines)
+
+    def wait_line(self, pattern, timeout):
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for line in self.lines:
+                    if rx.search(line):
+                        return line
+                left = deadline - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None and not any(t.is_alive() for t in self.readers):
+                    return None
+                self.cond.wait(min(left, 0.2))
+
+    def wait_ready(self):
+        """Polls /readyz until 200 (bounded); True when it came."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                if request(self.port, "GET", "/readyz", timeout=5)[0] == 200:
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.05)
+        return False
+
+    def wait_exit(self, timeout):
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        for t in self.readers:
+            t.join(timeout=5)
+        return rc
+
+    def stop(self, timeout=STOP_TIMEOUT_S):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.wait_exit(timeout)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.wait_exit(10)
+
+    def dump(self):
+        """The daemon's log on stderr: meson test -v shows it beside the TAP."""
+        sys.stderr.write(f"----- hdrpostd log: {self.label} -----\n{self.log()}\n")
+        sys.stderr.flush()
+
+
+def validation_lines(daemon):
+    return [l for l in daemon.log().splitlines()
+            if re.search(r"vulkan validation|VUID-|Validation (Error|Warning)", l, re.I)]
+
+
+def start(label, extra_args=()):
+    """A daemon that is ready, or None after a failed test point."""
+    d = Daemon(label, extra_args)
+    if point(f"{label}: the daemon becomes ready (/readyz 200)", d.wait_ready(), d.log()):
+        return d
+    d.kill()
+    d.dump()
+    return None
+
+
+def stop(d):
+    """SIGTERM; the exit code must be 0 and the log free of validation-layer messages."""
+    rc = d.stop()
+    bad = validation_lines(d)
+    point(f"{d.label}: SIGTERM exits 0 with no validation-layer message", rc == 0 and not bad,
+          f"exit code {rc}\n" + "\n".join(bad or d.log().splitlines()[-20:]))
+    d.kill()
+    d.dump()
+
+
+# --- HTTP ------------------------------------------------------------------------------------------------
+
+
+def request(port, method, path, body=None, headers=None, timeout=REQUEST_TIMEOUT_S):
+    """(status, lower-cased headers, body) of one exchange on a fresh connection."""
+    conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
+    try:
+        if body is None and method in ("POST", "PUT"):
+            body = b""
+        conn.request(method, path, body=body, headers=headers or {})
+        resp = conn.getresponse()
+        data = resp.read()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
+    finally:
+        conn.close()
+
+
+def multipart(parts):
+    """parts: [(name, bytes, filename or None, content type)] -> (body, Content-Type)."""
+    boundary = "hdrpostd-test-" + os.urandom(12).hex()
+    out = []
+    for name, data, filename, ctype in parts:
+        disp = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
+        out.append(f"--{boundary}\r\nContent-Disposition: {disp}\r\nContent-Type: {ctype}\r\n\r\n".encode())
+        out.append(data)
+        out.append(b"\r\n")
+    out.append(f"--{boundary}--\r\n".encode())
+    return b"".join(out), f"multipart/form-data; boundary={boundary}"
+
+
+def frame_part(data, name="frame", filename="frame.exr"):
+    return (name, data, filename, "application/octet-stream")
+
+
+def params_part(params):
+    return ("params", json.dumps(params).encode(), None, "application/json")
+
+
+def json_body(body):
+    try:
+        return json.loads(body.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def is_error(status, body, want_status, code, field="any"):
+    """The one error shape {"error": {"code", "message", "field"}} with the status, code and (unless
+    field is "any") field wanted. Returns the error object or None."""
+    doc = json_body(body)
+    if status != want_status or not isinstance(doc, dict) or set(doc) != {"error"}:
+        return None
+    err = doc["error"]
+    if not isinstance(err, dict) or set(err) != {"code", "message", "field"}:
+        return None
+    if err["code"] != code or not isinstance(err["message"], str) or not err["message"]:
+        return None
+    if not (err["field"] is None or isinstance(err["field"], str)):
+        return None
+    if field != "any" and err["field"] != field:
+        return None
+    return err
+
+
+def raw_exchange(port, head, timeout=10):
+    """Sends head (bytes) on a raw socket and reads one response: (status, headers, body)."""
+    with socket.create_connection((HOST, port), timeout=timeout) as s:
+        s.sendall(head)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                raise OSError(f"connection closed after {data!r}")
+            data += chunk
+        top, body = data.split(b"\r\n\r\n", 1)
+        lines = top.decode("latin-1").split("\r\n")
+        headers = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:])}
+        while len(body) < int(headers.get("content-length", "0")):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+        return int(lines[0].split()[1]), headers, body
+
+
+def concurrently(fns, timeout=REQUEST_TIMEOUT_S + 30):
+    """Runs every fn at once (threads released together by a barrier); returns [(result, exception)]."""
+    barrier = threading.Barrier(len(fns))
+    results = [(None, TimeoutError("never finished"))] * len(fns)
+
+    def run(i):
+        try:
+            barrier.wait(timeout=30)
+            results[i] = (fns[i](), None)
+        except Exception as e:  # noqa: BLE001 - every failure is reported
+            results[i] = (None, e)
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(fns))]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout
+    for t in threads:
+        t.join(timeout=max(0.1, deadline - time.monotonic()))
+    return results
+
+
+# --- Images ----------------------------------------------------------------------------------------------
+
+
+def webp_size(data):
+    """(width, height) from a WebP's RIFF header and first chunk (VP8, VP8L or VP8X), or None."""
+    if len(data) < 30 or data[:4] != b"RIFF" or data[8:12] != b"WEBP":
+        return None
+    if struct.unpack("<I", data[4:8])[0] + 8 != len(data):
+        return None
+    fourcc, payload = data[12:16], data[20:]
+    if fourcc == b"VP8 ":
+        if payload[3:6] != b"\x9d\x01\x2a":
+            return None
+        w, h = struct.unpack("<HH", payload[6:10])
+        return w & 0x3FFF, h & 0x3FFF
+    if fourcc == b"VP8L":
+        if payload[0] != 0x2F:
+            return None
+        bits = struct.unpack("<I", payload[1:5])[0]
+        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+    if fourcc == b"VP8X":
+        w = int.from_bytes(payload[4:7], "little") + 1
+        h = int.from_bytes(payload[7:10], "little") + 1
+        return w, h
+    return None
+
+
+class PngError(Exception):
+    pass
+
+
+def png_decode(data):
+    """A non-interlaced RGB or RGBA PNG of 8 or 16 bits -> (width, height, channels, bit_depth, samples) with
+    samples a bytes (8-bit) or an array('H') (16-bit), row after row."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise PngError("no PNG signature")
+    pos, ihdr, idat = 8, None, []
+    while pos + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        chunk = data[pos + 8:pos + 8 + length]
+        crc = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])[0]
+        if zlib.crc32(kind + chunk) != crc:
+            raise PngError(f"bad CRC on chunk {kind!r}")
+        if kind == b"IHDR":
+            ihdr = struct.unpack(">IIBBBBB", chunk)
+        elif kind == b"IDAT":
+            idat.append(chunk)
+        elif kind == b"IEND":
+            break
+        pos += 12 + length
+    if not ihdr or not idat:
+        raise PngError("no IHDR or IDAT")
+    width, height, depth, ctype, _, _, interlace = ihdr
+    channels = {2: 3, 6: 4}.get(ctype)
+    if channels is None or depth not in (8, 16) or interlace != 0:
+        raise PngError(f"unsupported colour type {ctype}, depth {depth}, interlace {interlace}")
+    bpp = channels * depth // 8
+    stride = width * bpp
+    raw = zlib.decompress(b"".join(idat))
+    if len(raw) != height * (stride + 1):
+        raise PngError(f"{len(raw)} bytes of image data, expected {height * (stride + 1)}")
+    out = bytearray(height * stride)
+    prev = bytearray(stride)
+    for y in range(height):
+        ftype = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        if ftype == 0:
+            pass
+        elif ftype == 1:
+            for i in range(bpp, stride):
+                line[i] = (line[i] + line[i - bpp]) & 0xFF
+        elif ftype == 2:
+            line = bytearray((a + b) & 0xFF for a, b in zip(line, prev))
+        elif ftype == 3:
+            for i in range(stride):
+                left = line[i - bpp] if i >= bpp else 0
+                line[i] = (line[i] + ((left + prev[i]) >> 1)) & 0xFF
+        elif ftype == 4:
+            for i in range(stride):
+                a = line[i - bpp] if i >= bpp else 0
+                b = prev[i]
+                c = prev[i - bpp] if i >= bpp else 0
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                pred = a if pa <= pb and pa <= pc else b if pb <= pc else c
+                line[i] = (line[i] + pred) & 0xFF
+        else:
+            raise PngError(f"filter type {ftype} on row {y}")
+        out[y * stride:(y + 1) * stride] = line
+        prev = line
+    if depth == 16:
+        samples = array.array("H", bytes(out))
+        if sys.byteorder == "little":
+            samples.byteswap()  # PNG is big-endian
+        return width, height, channels, depth, samples
+    return width, height, channels, depth, bytes(out)
+
+
+def png_size(data):
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
+        return None
+    return struct.unpack(">II", data[16:24])
+
+
+def compare_png(png, ref, ref_width, ref_height, depth):
+    """Compares a PNG with cpu_render's RGBA (8-bit or 16-bit little-endian) image. Returns (size ok,
+    values compared, identical, off by more than 1, largest difference, detail)."""
+    w, h, ch, d, got = png_decode(png)
+    if (w, h, d) != (ref_width, ref_height, depth):
+        return False, 0, 0, 0, 0, f"PNG {w}x{h} {d}-bit, expected {ref_width}x{ref_height} {depth}-bit"
+    if depth == 16:
+        want = array.array("H", ref)
+        if sys.byteorder == "big":
+            want.byteswap()
+    else:
+        want = ref
+    if ch == 3:  # no alpha in the PNG: compare RGB
+        want = [v for i, v in enumerate(want) if i % 4 != 3]
+    n = len(got)
+    if len(want) != n:
+        return False, 0, 0, 0, 0, f"{len(want)} reference values against {n} decoded"
+    same = big = worst = 0
+    where = None
+    for i, (a, b) in enumerate(zip(got, want)):
+        if a == b:
+            same += 1
+            continue
+        diff = abs(a - b)
+        if diff > 1:
+            big += 1
+            if where is None:
+                where = (i // ch % w, i // ch // w, i % ch, a, b)
+        worst = max(worst, diff)
+    detail = (f"{w}x{h} {ch} channels {d}-bit: {same}/{n} identical ({100.0 * same / n:.4f}%), {big} off by more "
+              f"than 1, largest difference {worst}" + (f"; first big one at (x, y, channel, got, want) {where}"
+                                                        if where else ""))
+    return True, n, same, big, worst, detail
+
+
+def png_matches_8bit(png, ref, w, h):
+    """The 8-bit criterion: at least 99.9% of the values identical and none off by more than 1."""
+    try:
+        size_ok, n, same, big, _, detail = compare_png(png, ref, w, h, 8)
+    except PngError as e:
+        return False, f"PNG decode: {e}"
+    return size_ok and n > 0 and same >= 0.999 * n and big == 0, detail
+
+
+# --- The CPU reference -----------------------------------------------------------------------------------
+
+_cpu_cache = {}
+_cpu_lock = threading.Lock()
+
+
+def cpu(tmp, frame, params=None):
+    """cpu_render's (statistics JSON, image bytes) for a frame in tests/data and a params object."""
+    key = (frame, json.dumps(params, sort_keys=True) if params else "")
+    with _cpu_lock:
+        if key in _cpu_cache:
+            return _cpu_cache[key]
+        out = os.path.join(tmp, f"cpu-{len(_cpu_cache)}.rgba")
+        proc = subprocess.run([CPU_RENDER, os.path.join(DATA, frame), key[1], out], capture_output=True,
+                              timeout=CPU_TIMEOUT_S)
+        if proc.returncode != 0:
+            raise RuntimeError(f"cpu_render {frame} {key[1]!r} exited {proc.returncode}: {proc.stderr!r}")
+        with open(out, "rb") as f:
+            image = f.read()
+        _cpu_cache[key] = (json.loads(proc.stdout), image)
+        return _cpu_cache[key]
+
+
+def read_data(name):
+    with open(os.path.join(DATA, name), "rb") as f:
+        return f.read()
+
+
+def close(a, b, rel=1e-4):
+    a, b = float(a), float(b)
+    return math.isfinite(a) and math.isfinite(b) and abs(a - b) <= rel * max(abs(a), abs(b)) + 1e-30
+
+
+def percentile(hist, lo, hi, p):
+    """api/render.c's percentile (shaders/exposure.comp): the lower edge of the first bin whose cumulative
+    count reaches p * total."""
+    total = sum(hist)
+    k, c = 255, 0
+    for i, n in enumerate(hist):
+        c += n
+        if c >= p * total:
+            k = i
+            break
+    return 2.0 ** (lo + ((k if k else 1) - 1) * (hi - lo) / 254.0)
+
+
+# --- The tests -------------------------------------------------------------------------------------------
+
+
+def render_raw_exr(d, tmp):
+    """1: a raw EXR body -> the default WebP with timings, request id and statistics."""
+    ref, _ = cpu(tmp, "pmndrs_park.exr")
+    status, headers, body = request(d.port, "POST", "/v1/render", read_data("pmndrs_park.exr"),
+                                    {"X-Request-Id": "render-test.raw-exr:1"})
+    point("raw EXR: 200 image/webp, RIFF WEBP of 512x256",
+          status == 200 and headers.get("content-type") == "image/webp" and webp_size(body) == (512, 256),
+          f"{status} {headers} size {webp_size(body)} {body[:200]!r}")
+
+    timing = {}
+    for item in headers.get("server-timing", "").split(","):
+        m = re.fullmatch(r"\s*([a-z_]+);dur=(-?[0-9.]+(?:e[-+]?\d+)?)\s*", item)
+        if m:
+            timing[m.group(1)] = float(m.group(2))
+    point("raw EXR: Server-Timing names every phase with a numeric dur",
+          all(p in timing and timing[p] >= 0 for p in PHASES) and timing["total"] >= timing["decode"],
+          f"Server-Timing: {headers.get('server-timing')!r} parsed {timing}")
+    point("raw EXR: X-Request-Id echoes the client's", headers.get("x-request-id") == "render-test.raw-exr:1",
+          f"{headers}")
+
+    stats = {}
+    for item in headers.get("x-luminance-stats", "").split(";"):
+        if "=" in item:
+            k, v = item.split("=", 1)
+            stats[k.strip()] = v.strip()
+    try:
+        ok = (int(stats["finite"]) == ref["finite_pixels"] and int(stats["nonfinite"]) == ref["nonfinite_pixels"]
+              and all(close(stats[k], ref[k]) for k in ("log_average", "mean", "min", "max")))
+    except (KeyError, ValueError):
+        ok = False
+    point("raw EXR: X-Luminance-Stats counts exact, log_average/mean/min/max within 1e-4 of cpu_render", ok,
+          f"header {headers.get('x-luminance-stats')!r}\ncpu_render "
+          f"{ {k: ref[k] for k in ('finite_pixels', 'nonfinite_pixels', 'log_average', 'mean', 'min', 'max')} }")
+
+
+def render_png_8bit(d, tmp):
+    """2: raw HDR and PFM bodies with ?output.format=png against cpu_render's image."""
+    for name in ("pmndrs_park.hdr", "pmndrs_park.pfm"):
+        ref, image = cpu(tmp, name, {"output": {"format": "png"}})
+        status, headers, body = request(d.port, "POST", "/v1/render?output.format=png", read_data(name))
+        if status != 200 or headers.get("content-type") != "image/png":
+            point(f"raw {name} as 8-bit PNG equals cpu_render (99.9% identical, none off by more than 1)", False,
+                  f"{status} {headers} {body[:300]!r}")
+            continue
+        ok, detail = png_matches_8bit(body, image, ref["width"], ref["height"])
+        point(f"raw {name} as 8-bit PNG equals cpu_render (99.9% identical, none off by more than 1)", ok, detail)
+
+
+def render_png_16bit(d, tmp):
+    """3: a 16-bit PNG of the PFM."""
+    params = {"output": {"format": "png", "bit_depth": 16}}
+    ref, image = cpu(tmp, "pmndrs_park.pfm", params)
+    status, headers, body = request(d.port, "POST", "/v1/render?output.format=png&output.bit_depth=16",
+                                    read_data("pmndrs_park.pfm"))
+    name = "raw PFM as 16-bit PNG equals cpu_render (99% identical, at most 1 in a million off by more than 1)"
+    if status != 200 or headers.get("content-type") != "image/png":
+        point(name, False, f"{status} {headers} {body[:300]!r}")
+        return
+    try:
+        size_ok, n, same, big, _, detail = compare_png(body, image, ref["width"], ref["height"], 16)
+    except PngError as e:
+        point(name, False, f"PNG decode: {e}")
+        return
+    point(name, size_ok and n > 0 and same >= 0.99 * n and big * 1e6 <= n, detail)
+
+
+def render_multipart(d, tmp):
+    """4: multipart with a frame and a params part."""
+    params = {"tonemap": {"operator": "agx"}, "output": {"format": "png"}}
+    ref, image = cpu(tmp, "psychtoolbox_Desk.exr", params)
+    body, ctype = multipart([frame_part(read_data("psychtoolbox_Desk.exr")), params_part(params)])
+    status, headers, data = request(d.port, "POST", "/v1/render", body, {"Content-Type": ctype})
+    name = "multipart frame + params (Desk, RGBA half PIZ, agx, png) equals cpu_render"
+    if status != 200 or headers.get("content-type") != "image/png":
+        point(name, False, f"{status} {headers} {data[:300]!r}")
+        return
+    ok, detail = png_matches_8bit(data, image, ref["width"], ref["height"])
+    point(name, ok, detail)
+
+
+def render_depth(d):
+    """5: a depth part of the frame's size is taken; one of another size is refused naming depth."""
+    street = read_data("blender_street_960x540_singlelayer.exr")
+    body, ctype = multipart([frame_part(street), frame_part(street, "depth", "depth.exr")])
+    status, headers, data = request(d.port, "POST", "/v1/render", body, {"Content-Type": ctype})
+    point("multipart frame + depth of the same size (street EXR with Z): 200 WebP 960x540",
+          status == 200 and webp_size(data) == (960, 540), f"{status} {headers} {data[:300]!r}")
+
+    body, ctype = multipart([frame_part(street), frame_part(read_data("pmndrs_park.pfm"), "depth", "depth.pfm")])
+    status, headers, data = request(d.port, "POST", "/v1/render", body, {"Content-Type": ctype})
+    point("a depth part of another size is 422 with an error naming field depth",
+          is_error(status, data, 422, "depth_size_differs", "depth"), f"{status} {data[:300]!r}")
+
+
+def render_json(d, tmp):
+    """6: Accept: application/json."""
+    ref, _ = cpu(tmp, "pmndrs_park.exr")
+    status, headers, body = request(d.port, "POST", "/v1/render", read_data("pmndrs_park.exr"),
+                                    {"Accept": "application/json"})
+    doc = json_body(body) if status == 200 else None
+    detail = f"{status} {headers} {body[:600]!r}"
+    ok = (isinstance(doc, dict) and headers.get("content-type") == "application/json"
+          and doc.get("width") == 512 and doc.get("height") == 256 and isinstance(doc.get("image"), dict))
+    if ok:
+        img = doc["image"]
+        try:
+            raw = base64.b64decode(img.get("base64", ""), validate=True)
+        except ValueError:
+            raw = b""
+        ok = img.get("mime") == "image/webp" and img.get("bytes") == len(raw) and webp_size(raw) == (512, 256)
+    point("Accept: application/json: image.base64 decodes to a WebP of 512x256 (mime and bytes agree)", ok, detail)
+
+    timings = doc.get("timings_ms") if isinstance(doc, dict) else None
+    stats = doc.get("stats") if isinstance(doc, dict) else None
+    exposure = doc.get("exposure") if isinstance(doc, dict) else None
+    ok = (isinstance(timings, dict) and all(isinstance(timings.get(p), (int, float)) for p in PHASES)
+          and isinstance(stats, dict) and stats.get("finite_pixels") == ref["finite_pixels"]
+          and stats.get("nonfinite_pixels") == ref["nonfinite_pixels"]
+          and all(close(stats.get(k, "nan"), ref[k]) for k in ("log_average", "mean", "min", "max"))
+          and isinstance(exposure, dict)
+          and all(isinstance(exposure.get(k), (int, float)) for k in ("scale", "key", "adaptation", "white"))
+          and close(exposure["scale"], ref["exposure"]["scale"], 1e-3)
+          and close(exposure["key"], ref["exposure"]["key"], 1e-6))
+    point("JSON response: timings_ms has every phase, stats and exposure agree with cpu_render", ok,
+          f"timings {timings}\nstats {stats}\nexposure {exposure}\ncpu_render exposure {ref['exposure']}")
+
+    # The params echo, with parameters from the query: a PNG with Hable's curve.
+    params = {"tonemap": {"operator": "hable"}, "output": {"format": "png"}}
+    pref, pimage = cpu(tmp, "pmndrs_park.exr", params)
+    status, headers, body = request(d.port, "POST", "/v1/render?tonemap.operator=hable&output.format=png",
+                                    read_data("pmndrs_park.exr"), {"Accept": "application/json"})
+    doc = json_body(body) if status == 200 else None
+    echo = doc.get("params") if isinstance(doc, dict) else None
+    ok = (isinstance(echo, dict) and echo.get("tonemap", {}).get("operator") == "hable"
+          and echo.get("output", {}).get("format") == "png" and echo.get("output", {}).get("bit_depth") == 8
+          and echo.get("gamma", {}).get("mode") == "local"
+          and echo.get("tonemap", {}).get("hable", {}).get("white") == 11.2
+          and doc.get("image", {}).get("mime") == "image/png")
+    detail = f"{status} params {echo}"
+    if ok:
+        ok, detail = png_matches_8bit(base64.b64decode(doc["image"]["base64"]), pimage, pref["width"],
+                                      pref["height"])
+    point("JSON response: params echoes the effective parameters (every field) and the PNG equals cpu_render",
+          ok, detail)
+
+
+def analyze(d, tmp):
+    """7: POST /v1/analyze."""
+    ref, _ = cpu(tmp, "pmndrs_park.exr")
+    status, headers, body = request(d.port, "POST", "/v1/analyze", read_data("pmndrs_park.exr"))
+    doc = json_body(body) if status == 200 else None
+    stats = doc.get("stats") if isinstance(doc, dict) else None
+    hist = stats.get("histogram") if isinstance(stats, dict) else None
+    ok = (isinstance(hist, dict) and stats.get("finite_pixels") == ref["finite_pixels"]
+          and stats.get("nonfinite_pixels") == ref["nonfinite_pixels"]
+          and stats.get("pixels") == ref["width"] * ref["height"]
+          and hist.get("counts") == ref["histogram"]
+          and close(stats.get("log_average", "nan"), ref["log_average"])
+          and all(close(stats.get(k, "nan"), ref[k]) for k in ("mean", "min", "max")))
+    diff = None
+    if isinstance(hist, dict) and isinstance(hist.get("counts"), list):
+        diff = [(i, a, b) for i, (a, b) in enumerate(zip(hist["counts"], ref["histogram"])) if a != b][:10]
+    point("/v1/analyze (raw EXR): counts and every histogram bin equal cpu_render's, log_average within 1e-4",
+          ok, f"{status} {body[:300]!r}\nbins that differ (bin, daemon, cpu): {diff}")
+
+    pct = doc.get("percentiles") if isinstance(doc, dict) else None
+    want = None
+    ok = isinstance(pct, dict) and isinstance(hist, dict)
+    if ok:
+        lo, hi = hist.get("min_log2"), hist.get("max_log2")
+        want = {k: percentile(ref["histogram"], lo, hi, p) for k, p in (("p01", .01), ("p50", .5), ("p99", .99))}
+        ok = (lo == -16 and hi == 16 and all(isinstance(pct.get(k), (int, float)) and close(pct[k], want[k], 1e-9)
+                                             for k in want) and pct["p01"] <= pct["p50"] <= pct["p99"])
+    timings = doc.get("timings_ms") if isinstance(doc, dict) else None
+    ok = ok and isinstance(timings, dict) and "reduce" in timings and "encode" not in timings
+    point("/v1/analyze: percentiles p01 <= p50 <= p99 present and as the histogram gives them; timings_ms",
+          ok, f"percentiles {pct}, from cpu_render's histogram {want}, timings {timings}")
+
+
+def errors(d):
+    """8 (on the main daemon): bad parameters, bad forms, bad images, wrong method and path."""
+    exr = read_data("pmndrs_park.exr")
+
+    status, _, body = request(d.port, "POST", "/v1/render?tonemap.hable.whitee=3", exr)
+    err = is_error(status, body, 400, PARAM_ERROR, "tonemap.hable.whitee")
+    point("an unknown parameter is 400 with field naming the dotted key", err, f"{status} {body!r}")
+
+    form, ctype = multipart([frame_part(exr), params_part({"output": {"quality": "high"}})])
+    status, _, body = request(d.port, "POST", "/v1/render", form, {"Content-Type": ctype})
+    err = is_error(status, body, 400, PARAM_ERROR, "output.quality")
+    point("a parameter of the wrong type (params part) is 400 with field output.quality", err, f"{status} {body!r}")
+
+    status, _, body = request(d.port, "POST", "/v1/render?tonemap.white_point=-1", exr)
+    err = is_error(status, body, 400, PARAM_ERROR, "tonemap.white_point")
+    point("a parameter out of range is 400 naming the field and the range [0, 1e9]",
+          err and "[0, 1e9]" in err["message"], f"{status} {body!r}")
+
+    form2, ctype2 = multipart([frame_part(exr), ("params", b"{not json", None, "application/json")])
+    status2, _, body2 = request(d.port, "POST", "/v1/render", form2, {"Content-Type": ctype2})
+    point("a params part that is not JSON is 400 malformed_params naming params",
+          is_error(status2, body2, 400, "malformed_params", "params"), f"{status2} {body2!r}")
+
+    form, ctype = multipart([params_part({"output": {"format": "png"}})])
+    status, _, body = request(d.port, "POST", "/v1/render", form, {"Content-Type": ctype})
+    point("multipart without a frame part is 400 missing_frame",
+          is_error(status, body, 400, "missing_frame", "frame"), f"{status} {body!r}")
+
+    form, ctype = multipart([frame_part(exr), ("thumbnail", b"xyz", "t.png", "image/png")])
+    status, _, body = request(d.port, "POST", "/v1/render", form, {"Content-Type": ctype})
+    err = is_error(status, body, 400, "unknown_part", "thumbnail")
+    point("an unknown form part is 400 unknown_part naming it", err and "thumbnail" in err["message"],
+          f"{status} {body!r}")
+
+    status, _, body = request(d.port, "POST", "/v1/render", os.urandom(4096) + b"garbage, not an image" * 50,
+                              {"Content-Type": "application/octet-stream"})
+    point("garbage bytes are 415 unsupported_format", is_error(status, body, 415, "unsupported_format", "frame"),
+          f"{status} {body!r}")
+
+    status, _, body = request(d.port, "POST", "/v1/render", exr[:1000])
+    point("a truncated EXR (first 1000 bytes) is 400 malformed_image",
+          is_error(status, body, 400, "malformed_image", "frame"), f"{status} {body!r}")
+
+    status, headers, body = request(d.port, "GET", "/v1/render")
+    allow = [m.strip() for m in headers.get("allow", "").split(",")]
+    point("GET /v1/render is 405 method_not_allowed with Allow: POST",
+          is_error(status, body, 405, "method_not_allowed") and allow == ["POST"], f"{status} {headers} {body!r}")
+
+    status, _, body = request(d.port, "POST", "/v1/renderer", exr)
+    point("POST to an unknown path is 404 not_found", is_error(status, body, 404, "not_found"), f"{status} {body!r}")
+
+
+def limits(tmp):
+    """8 (a daemon with --max_body_mb=1 --max_width=256): 413 unread, 411, 413 for a wide frame."""
+    d = start("limits daemon (--max_body_mb=1 --max_width=256)", ["--max_body_mb=1", "--max_width=256"])
+    if not d:
+        return
+    try:
+        # Headers only, declaring 100 MiB: the answer must come without a byte of the body.
+        try:
+            status, headers, body = raw_exchange(d.port, b"POST /v1/render HTTP/1.1\r\nHost: t\r\n"
+                                                 b"Content-Type: application/octet-stream\r\n"
+                                                 b"Content-Length: 104857600\r\n\r\n")
+            detail = f"{status} {headers} {body!r}"
+        except OSError as e:
+            status, body, detail = None, b"", f"socket: {e}"
+        point("a Content-Length over --max_body_mb is 413 body_too_large before the body is sent",
+              is_error(status, body, 413, "body_too_large"), detail)
+
+        try:
+            status, headers, body = raw_exchange(d.port, b"POST /v1/render HTTP/1.1\r\nHost: t\r\n"
+                                                 b"Content-Type: application/octet-stream\r\n\r\n")
+            detail = f"{status} {headers} {body!r}"
+        except OSError as e:
+            status, body, detail = None, b"", f"socket: {e}"
+        point("a POST without Content-Length and not chunked is 411 length_required",
+              is_error(status, body, 411, "length_required"), detail)
+
+        status, _, body = request(d.port, "POST", "/v1/render", read_data("pmndrs_park.exr"))
+        err = is_error(status, body, 413, "too_large", "frame")
+        point("a frame wider than --max_width=256 is 413 too_large naming the width",
+              err and "width" in err["message"] and "512" in err["message"], f"{status} {body!r}")
+
+        status, _, body = request(d.port, "POST", "/v1/render", read_data("pmndrs_park.exr")[:100000])
+        point("a frame under the limits of size but wider than max_width is judged from its header (413)",
+              is_error(status, body, 413, "too_large", "frame"), f"{status} {body!r}")
+    finally:
+        stop(d)
+
+
+def auth():
+    """9: --auth_token."""
+    d = start("auth daemon (--auth_token=s3cret)", ["--auth_token=s3cret"])
+    if not d:
+        return
+    try:
+        exr = read_data("pmndrs_park.exr")
+        status, headers, body = request(d.port, "POST", "/v1/render", exr)
+        point("without Authorization /v1/render is 401 unauthorized with WWW-Authenticate: Bearer",
+              is_error(status, body, 401, "unauthorized") and headers.get("www-authenticate", "").startswith("Bearer"),
+              f"{status} {headers} {body!r}")
+        answers = [request(d.port, "POST", "/v1/render", exr, {"Authorization": a})
+                   for a in ("Bearer s3crex", "Bearer s3cret2", "Bearer s3cre", "Basic s3cret", "s3cret")]
+        point("a wrong token (or scheme) is 401 unauthorized",
+              all(is_error(s, b, 401, "unauthorized") for s, _, b in answers), f"{[(s, b) for s, _, b in answers]}")
+        status, headers, body = request(d.port, "POST", "/v1/render", exr, {"Authorization": "Bearer s3cret"})
+        point("the right token is 200 with the image", status == 200 and webp_size(body) == (512, 256),
+              f"{status} {headers} {body[:300]!r}")
+        status, headers, body = request(d.port, "POST", "/v1/analyze", exr)
+        point("/v1/analyze needs the token too", is_error(status, body, 401, "unauthorized"), f"{status} {body!r}")
+        live = request(d.port, "GET", "/livez")
+        ready = request(d.port, "GET", "/readyz")
+        point("/livez and /readyz answer 200 without a token", live[0] == 200 and ready[0] == 200,
+              f"livez {live[0]} {live[2]!r}, readyz {ready[0]} {ready[2]!r}")
+    finally:
+        stop(d)
+
+
+def parallel(d, tmp):
+    """10: 32 requests at once, mixed formats and operators, each answered with its own image."""
+    exr = read_data("pmndrs_park.exr")
+    variants = []
+    for op in ("reinhard_extended", "hable", "agx", "aces_hill"):
+        for fmt in ("webp", "png"):
+            variants.append((op, fmt))
+    # The serial answers first: the encoders and the dither are deterministic, so the parallel ones must
+    # be byte for byte the same.
+    serial = {}
+    for op, fmt in variants:
+        status, _, body = request(d.port, "POST", f"/v1/render?tonemap.operator={op}&output.format={fmt}", exr)
+        serial[(op, fmt)] = body if status == 200 else None
+
+    def one(i):
+        op, fmt = variants[i % len(variants)]
+        rid = f"parallel-{i}"
+        status, headers, body = request(d.port, "POST", f"/v1/render?tonemap.operator={op}&output.format={fmt}",
+                                        exr, {"X-Request-Id": rid})
+        return i, op, fmt, status, headers, body, rid
+
+    t0 = time.monotonic()
+    results = concurrently([lambda i=i: one(i) for i in range(32)])
+    elapsed = time.monotonic() - t0
+    problems = []
+    for k, (res, exc) in enumerate(results):
+        if exc is not None:
+            problems.append(f"request {k}: {type(exc).__name__}: {exc}")
+            continue
+        i, op, fmt, status, headers, body, rid = res
+        size = webp_size(body) if fmt == "webp" else png_size(body)
+        if status != 200 or size != (512, 256) or headers.get("content-type") != f"image/{fmt}":
+            problems.append(f"request {i} ({op}, {fmt}): {status} {headers.get('content-type')} size {size} "
+                            f"{body[:200]!r}")
+        elif headers.get("x-request-id") != rid:
+            problems.append(f"request {i}: X-Request-Id {headers.get('x-request-id')!r}, sent {rid!r}")
+        elif body != serial[(op, fmt)]:
+            problems.append(f"request {i} ({op}, {fmt}): image differs from the serial answer "
+                            f"({len(body)} bytes against {len(serial[(op, fmt)] or b'')})")
+    point(f"32 parallel requests (4 operators x webp/png) all 200, each its own request's image "
+          f"({elapsed:.1f} s)", not problems and all(v is not None for v in serial.values()), "\n".join(problems))
+
+    # A few of those images against the CPU reference: the PNGs of two operators.
+    details, ok = [], True
+    for op in ("hable", "agx"):
+        params = {"tonemap": {"operator": op}, "output": {"format": "png"}}
+        ref, image = cpu(tmp, "pmndrs_park.exr", params)
+        good, detail = png_matches_8bit(serial[(op, "png")] or b"", image, ref["width"], ref["height"])
+        ok = ok and good
+        details.append(f"{op}: {detail}")
+    point("the parallel PNGs (hable, agx) equal cpu_render", ok, "\n".join(details))
+
+
+def overload():
+    """11: --queue_depth=1 --encode_threads=1, 12 requests at once."""
+    d = start("overload daemon (--queue_depth=1 --encode_threads=1)", ["--queue_depth=1", "--encode_threads=1"])
+    if not d:
+        return
+    try:
+        exr = read_data("pmndrs_park.exr")
+        results = concurrently([lambda: request(d.port, "POST", "/v1/render", exr) for _ in range(12)])
+        problems, counts, retry_ok = [], {}, False
+        for k, (res, exc) in enumerate(results):
+            if exc is not None:
+                problems.append(f"request {k}: no answer: {type(exc).__name__}: {exc}")
+                continue
+            status, headers, body = res
+            counts[status] = counts.get(status, 0) + 1
+            if status == 200:
+                if webp_size(body) != (512, 256):
+                    problems.append(f"request {k}: 200 without a 512x256 WebP: {body[:100]!r}")
+            elif status == 429:
+                if is_error(status, body, 429, "queue_full") and headers.get("retry-after", "").isdigit():
+                    retry_ok = True
+                else:
+                    problems.append(f"request {k}: 429 without queue_full or Retry-After: {headers} {body!r}")
+            else:
+                problems.append(f"request {k}: {status} {body[:300]!r}")
+        point("overload: all 12 answered, each 200 or 429; some 429 queue_full with Retry-After, some 200",
+              not problems and retry_ok and counts.get(200, 0) >= 1, f"statuses {counts}\n" + "\n".join(problems))
+        status, _, body = request(d.port, "POST", "/v1/render", exr)
+        point("overload: the daemon still renders once the burst is over", status == 200, f"{status} {body[:200]!r}")
+    finally:
+        stop(d)
+
+
+def deadline():
+    """12: --request_timeout_s=0.1 (the setting's minimum), 8 requests at once."""
+    d = start("deadline daemon (--queue_depth=16 --request_timeout_s=0.1)",
+              ["--queue_depth=16", "--request_timeout_s=0.1"])
+    if not d:
+        return
+    try:
+        exr = read_data("pmndrs_park.exr")
+        results = concurrently([lambda: request(d.port, "POST", "/v1/render", exr) for _ in range(8)])
+        problems, counts = [], {}
+        for k, (res, exc) in enumerate(results):
+            if exc is not None:
+                problems.append(f"request {k}: no answer: {type(exc).__name__}: {exc}")
+                continue
+            status, headers, body = res
+            counts[status] = counts.get(status, 0) + 1
+            if status == 200:
+                if webp_size(body) != (512, 256):
+                    problems.append(f"request {k}: 200 without a 512x256 WebP: {body[:100]!r}")
+            elif not is_error(status, body, 504, "deadline_exceeded"):
+                problems.append(f"request {k}: {status} {body[:300]!r}")
+        point("deadline: all 8 answered; some 504 deadline_exceeded, the rest 200 with the image",
+              not problems and counts.get(504, 0) >= 1 and counts.get(200, 0) >= 1,
+              f"statuses {counts}\n" + "\n".join(problems))
+    finally:
+        stop(d)
+
+
+def drain(d):
+    """13: SIGTERM ~50 ms after 6 requests went out: every accepted request gets its image, exit 0."""
+    exr = read_data("pmndrs_park.exr")
+    want = request(d.port, "POST", "/v1/render?output.format=png", exr)[2]
+    sent = threading.Barrier(7)
+
+    def one(i):
+        conn = http.client.HTTPConnection(HOST, d.port, timeout=REQUEST_TIMEOUT_S)
+        try:
+            conn.request("POST", "/v1/render?output.format=png", body=exr, headers={"X-Request-Id": f"drain-{i}"})
+            try:
+                sent.wait(timeout=30)
+            except threading.BrokenBarrierError:
+                pass
+            resp = conn.getresponse()
+            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+        finally:
+            conn.close()
+
+    holder = {}
+
+    def fire():
+        holder["results"] = concurrently([lambda i=i: one(i) for i in range(6)])
+
+    t = threading.Thread(target=fire, daemon=True)
+    t.start()
+    try:
+        sent.wait(timeout=30)
+    except threading.BrokenBarrierError:
+        pass
+    time.sleep(0.05)
+    d.proc.send_signal(signal.SIGTERM)
+    t.join(timeout=REQUEST_TIMEOUT_S + 60)
+    rc = d.wait_exit(STOP_TIMEOUT_S)
+    problems, counts = [], {}
+    for k, (res, exc) in enumerate(holder.get("results", [(None, TimeoutError("no results"))] * 6)):
+        if exc is not None:
+            problems.append(f"request {k}: no answer: {type(exc).__name__}: {exc}")
+            continue
+        status, headers, body = res
+        counts[status] = counts.get(status, 0) + 1
+        if status == 200:
+            if body != want:
+                problems.append(f"request {k}: 200 but not the image ({len(body)} bytes against {len(want)})")
+        elif not (is_error(status, body, 503, "not_ready") and "draining" in body.decode("utf-8", "replace")):
+            problems.append(f"request {k}: {status} {headers} {body[:300]!r}")
+    point("drain: SIGTERM 50 ms after 6 requests: each answered (200 with its image, or 503 draining if it "
+          "had not been taken), at least one 200, exit 0",
+          not problems and counts.get(200, 0) >= 1 and rc == 0,
+          f"statuses {counts}, exit code {rc}\n" + "\n".join(problems) + "\n" + d.log()[-3000:])
+    return rc
+
+
+def main():
+    for exe in (EXE, CPU_RENDER):
+        if not os.access(exe, os.X_OK):
+            print(f"not ok 1 - {exe} is built and executable")
+            print("1..1")
+            return 1
+    t_start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="hdrpostd-render-test-") as tmp:
+        d = None
+        try:
+            # The main daemon's queue holds the 32 parallel frames (the default of 16 would answer some 429).
+            d = start("main daemon", ["--queue_depth=64"])
+            if d:
+                for test in (render_raw_exr, render_png_8bit, render_png_16bit, render_multipart, render_json,
+                             analyze, parallel):
+                    test(d, tmp)
+                render_depth(d)
+                errors(d)
+            limits(tmp)
+            auth()
+            overload()
+            deadline()
+            if d:
+                rc = drain(d)
+                bad = validation_lines(d)
+                point("main daemon: exit code 0 with no validation-layer message", rc == 0 and not bad,
+                      f"exit code {rc}\n" + "\n".join(bad))
+        except Exception:
+            point("the test harness ran to the end", False, traceback.format_exc())
+        finally:
+            if d:
+                d.kill()
+                d.dump()
+    print(f"# {time.monotonic() - t_start:.1f} s", flush=True)
+    print(f"1..{_count}", flush=True)
+    return 1 if _failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
