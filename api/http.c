@@ -547,8 +547,8 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     char method[64], path[512];
     log_safe(req->method, method, sizeof(method));
     log_safe(req->path, path, sizeof(path));
-    hp_info("http: id=%s %s %s %zu bytes %u %.2f ms%s", req->id, method, path, req->body_len, req->status,
-            ms_since(&req->started), reason);
+    hp_info("http: id=%s %s %s %zu bytes%s%s %u %.2f ms%s", req->id, method, path, req->body_len,
+            req->log_note[0] ? " " : "", req->log_note, req->status, ms_since(&req->started), reason);
     hp_metrics_request(req->path, req->status);
     free(req->body);
     hp_reply_release(&req->deferred_reply);

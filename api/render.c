@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <errno.h>
+#include <sys/socket.h>
 
 #include "api/encode.h"
 #include "api/image.h"
@@ -164,6 +166,7 @@ static char *base64(const uint8_t *in, size_t len)
 
 typedef struct render_ctx {
     hp_request *req;
+    int fd; /* the connection's socket, to see whether the client is still there */
     bool analyze;
     bool want_json;
     bool alpha;
@@ -213,7 +216,9 @@ static void add_timing(char *buf, size_t size, size_t *n, const char *name, doub
 
 static void job_error_reply(hp_job *job, hp_reply *reply)
 {
-    if (job->expired)
+    if (atomic_load(&job->cancelled)) /* nginx's 499: nobody reads it, but the log and metrics say why */
+        hp_reply_error(reply, 499, "client_closed_request", NULL, "%s", job->err.message);
+    else if (job->expired)
         hp_reply_error(reply, 504, "deadline_exceeded", NULL, "%s", job->err.message);
     else if (job->code == HP_ERR_DEVICE_LOST)
         hp_reply_error(reply, 503, "device_lost", NULL, "%s", job->err.message);
@@ -224,6 +229,19 @@ static void job_error_reply(hp_job *job, hp_reply *reply)
                        job->err.message);
     else
         hp_reply_error(reply, 500, "internal_error", NULL, "%s: %s", hp_code_name(job->code), job->err.message);
+}
+
+/* A suspended connection is not watched by libmicrohttpd, so a client that hangs up while its frame waits
+ * would be noticed only after the GPU had done the work. A peek at the socket tells: 0 bytes read from a
+ * readable socket means the peer closed it. */
+static bool client_gone(hp_job *job)
+{
+    render_ctx *ctx = job->user;
+    if (ctx->fd < 0)
+        return false;
+    char byte;
+    ssize_t n = recv(ctx->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 /* On a finishing thread: encode (render) or describe (analyze), answer, free the job. */
@@ -455,6 +473,8 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
         goto done;
     }
 
+    snprintf(req->log_note, sizeof(req->log_note), "%s %ux%u", hp_image_format_name(info.format), info.width,
+             info.height);
     ctx = calloc(1, sizeof(*ctx));
     job = calloc(1, sizeof(*job));
     size_t bytes = (size_t)info.width * info.height * 16;
@@ -485,7 +505,10 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     job->pixels = pixels;
     job->params = fp;
     job->finish = finish_job;
+    job->client_gone = client_gone;
     job->user = ctx;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    ctx->fd = ci ? ci->connect_fd : -1;
     clock_gettime(CLOCK_MONOTONIC, &job->deadline);
     double timeout = be->request_timeout_s > 0 ? be->request_timeout_s : 60.0;
     job->deadline.tv_sec += (time_t)timeout;

@@ -43,6 +43,7 @@ typedef struct hp_request {
     struct timespec started;     /* CLOCK_MONOTONIC, when the headers were complete */
     struct timespec body_done;   /* when the last byte of the body arrived */
     unsigned status;             /* once a response is queued; 0 before */
+    char log_note[48];           /* what the route adds to the request's log line ("exr 3840x2160") */
 
     /* Routes that take a body get it whole, up to hp_http_params.max_body_bytes. */
     uint8_t *body;

@@ -69,8 +69,11 @@ static void hand_to_pool(hp_worker *w, hp_job *job)
 static void run_job(hp_worker *w, hp_job *job)
 {
     clock_gettime(CLOCK_MONOTONIC, &job->started_at);
+    if (job->client_gone && job->client_gone(job))
+        atomic_store(&job->cancelled, true);
     if (atomic_load(&job->cancelled)) {
         job->code = hp_fail(&job->err, HP_ERR_INVALID_ARGUMENT, "the client went away before the frame ran");
+        hp_info("worker: dropped a queued frame whose client went away");
         return;
     }
     if (past(&job->deadline)) {

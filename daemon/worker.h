@@ -29,6 +29,8 @@ struct hp_job {
     hp_frame_params params;
     struct timespec deadline;    /* CLOCK_MONOTONIC; a job not started by then is dropped (504) */
     _Atomic bool cancelled;      /* the client went away: drop it */
+    /* Asked just before the job runs; true when its client has closed the connection (may be NULL). */
+    bool (*client_gone)(hp_job *job);
     /* Called on a pool thread when the job is done (run, failed or dropped); owns the job from then on. */
     void (*finish)(hp_job *job);
     void *user;
