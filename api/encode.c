@@ -8,6 +8,7 @@
 #include <webp/encode.h>
 
 #include "api/image.h"
+#include "common/log.h"
 
 _Static_assert(HP_ENCODE_MAX_SIDE == HP_IMAGE_MAX_SIDE, "the encoders take every frame the decoders give");
 _Static_assert(HP_ENCODE_WEBP_MAX_SIDE == WEBP_MAX_DIMENSION, "libwebp's own limit");
@@ -144,6 +145,9 @@ static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encod
         config.method = (int)out->effort;
     }
     config.thread_level = 1;
+    /* Eight token partitions instead of one: each holds at most 16 MiB (VP8, RFC 6386 9.5), which one
+     * partition of a 16k frame at high quality can pass; the cost is 21 bytes of partition sizes. */
+    config.partitions = 3;
     if (!WebPValidateConfig(&config))
         return hp_fail(err, HP_ERR_INTERNAL, "libwebp refused its configuration (quality %u, effort %u, lossless %d)",
                        out->quality, out->effort, (int)out->lossless);
@@ -168,6 +172,18 @@ static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encod
     picture.writer = webp_sink_write;
     picture.custom_ptr = &sink;
     int encoded = WebPEncode(&config, &picture);
+    if (!encoded && picture.error_code == VP8_ENC_ERROR_PARTITION0_OVERFLOW) {
+        /* VP8's first partition (the modes of every macroblock) holds at most 512 KiB: about 4 bits a macroblock
+         * on a 16k frame, too few for busy frames at high quality. libwebp's partition_limit gives up costly
+         * 4x4 intra modes until it fits (cwebp recommends it for large frames); 100 allows it all. */
+        hp_warn("webp: the modes of a %ux%u frame at quality %u overflow VP8's 512 KiB first partition; encoding "
+                "again with partition_limit 100 (fewer 4x4 intra modes)",
+                f->width, f->height, out->quality);
+        free(sink.data);
+        sink = (webp_sink){0};
+        config.partition_limit = 100;
+        encoded = WebPEncode(&config, &picture);
+    }
     WebPEncodingError code = picture.error_code;
     WebPPictureFree(&picture);
     if (!encoded) {

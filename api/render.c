@@ -363,7 +363,9 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
 {
     const hp_http_backend *be = hp_http_get_backend(req->http);
     hp_service_state state = hp_http_get_state(req->http);
-    if (state != HP_SERVICE_READY || !be->submit) {
+    /* A request whose body arrived before a SIGTERM is in flight: it is rendered, the worker runs until
+     * the HTTP drain is over. New connections are not accepted by then. */
+    if ((state != HP_SERVICE_READY && state != HP_SERVICE_DRAINING) || !be->submit) {
         hp_reply_error(reply, 503, "not_ready", NULL, "%s: this server takes no frames now",
                        hp_service_state_name(state));
         if (state == HP_SERVICE_STARTING)

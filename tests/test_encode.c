@@ -24,8 +24,10 @@
  * failed allocation is only counted: libwebp 1.2.4 (Debian 12) loses some allocation failures inside its
  * lossless coder (VP8LEncodeStream takes the worker's unset error code, VP8_ENC_OK, as success), so lossless
  * files and lossy alpha planes can come back damaged; newer libwebp sets picture->error_code on every path.
- * That nothing leaks on any of these paths is valgrind's to say:
- *     valgrind --error-exitcode=1 --leak-check=full build/tests/test_encode */
+ * That nothing leaks on any of these paths is valgrind's to say; tell it to leave this program's malloc alone
+ * (it would replace it, and no allocation would fail):
+ *     valgrind --soname-synonyms=somalloc=nouserintercepts --error-exitcode=1 --leak-check=full \
+ *         build/tests/test_encode */
 #include <errno.h>
 #include <math.h>
 #include <spng.h>
@@ -701,6 +703,9 @@ static void test_allocation_failures(void)
             }
             hp_encoded_free(&e);
         }
+        if (failures == 0)
+            tap_diag("no allocation failed: malloc is not this program's (valgrind without "
+                     "--soname-synonyms=somalloc=nouserintercepts, or a sanitizer)");
         tap_ok(finished && wrong == 0 && failures > 0,
                "%s: each allocation failing in turn gives out_of_memory with an empty result, or HP_OK%s "
                "(%ld out_of_memory, %ld HP_OK%s)",
