@@ -80,7 +80,8 @@ static int webp_sink_write(const uint8_t *data, size_t size, const WebPPicture *
     return 1;
 }
 
-static hp_code webp_failure(WebPEncodingError code, bool sink_out_of_memory, const frame *f, hp_err *err)
+static hp_code webp_failure(WebPEncodingError code, bool sink_out_of_memory, const frame *f, uint32_t out_quality,
+                            hp_err *err)
 {
     switch (code) {
     case VP8_ENC_ERROR_OUT_OF_MEMORY:
@@ -93,11 +94,16 @@ static hp_code webp_failure(WebPEncodingError code, bool sink_out_of_memory, con
                            f->width, f->height);
         break;
     case VP8_ENC_ERROR_PARTITION0_OVERFLOW:
+        return hp_fail_field(err, HP_ERR_TOO_LARGE, "output.format",
+                             "a %ux%u frame is too large or detailed for lossy WebP: its prediction modes overflow "
+                             "VP8's 512 KiB first partition even without 4x4 intra modes; use output.lossless or "
+                             "output.format png",
+                             f->width, f->height);
     case VP8_ENC_ERROR_PARTITION_OVERFLOW:
         return hp_fail_field(err, HP_ERR_TOO_LARGE, "output.quality",
-                             "a %ux%u frame at this quality overflows a lossy WebP partition (libwebp error %d); "
-                             "lower output.quality, or use output.lossless or output.format png",
-                             f->width, f->height, (int)code);
+                             "a %ux%u frame at quality %u overflows VP8's 16 MiB token partitions; lower "
+                             "output.quality, or use output.lossless or output.format png",
+                             f->width, f->height, out_quality);
     case VP8_ENC_ERROR_FILE_TOO_BIG:
         return hp_fail_field(err, HP_ERR_TOO_LARGE, "output.format",
                              "the WebP of a %ux%u frame would pass WebP's 4 GiB file limit; use output.format png",
@@ -173,22 +179,26 @@ static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encod
     picture.custom_ptr = &sink;
     int encoded = WebPEncode(&config, &picture);
     if (!encoded && picture.error_code == VP8_ENC_ERROR_PARTITION0_OVERFLOW) {
-        /* VP8's first partition (the modes of every macroblock) holds at most 512 KiB: about 4 bits a macroblock
-         * on a 16k frame, too few for busy frames at high quality. libwebp's partition_limit gives up costly
-         * 4x4 intra modes until it fits (cwebp recommends it for large frames); 100 allows it all. */
-        hp_warn("webp: the modes of a %ux%u frame at quality %u overflow VP8's 512 KiB first partition; encoding "
-                "again with partition_limit 100 (fewer 4x4 intra modes)",
-                f->width, f->height, out->quality);
+        /* VP8's first partition (every macroblock's prediction modes) holds at most 512 KiB (a 19-bit size,
+         * RFC 6386 9.1). Measured on the frames of tests/data at quality 90, method 2 spends about 4 bytes a
+         * macroblock on it, so frames past about 30 Mpx (8K UHD) overflow. libwebp's partition_limit 100
+         * gives up 4x4 intra modes (files about 5-13% larger at the same quality) and cuts that to under one
+         * byte, room for about 165 Mpx; it acts only from method 3, where modes are chosen by rate-distortion. */
+        hp_warn("webp: the prediction modes of a %ux%u frame overflow VP8's 512 KiB first partition at quality "
+                "%u, effort %u; encoding again without 4x4 intra modes (partition_limit 100, effort %u)",
+                f->width, f->height, out->quality, out->effort, out->effort < 3 ? 3 : out->effort);
         free(sink.data);
         sink = (webp_sink){0};
         config.partition_limit = 100;
+        if (config.method < 3)
+            config.method = 3;
         encoded = WebPEncode(&config, &picture);
     }
     WebPEncodingError code = picture.error_code;
     WebPPictureFree(&picture);
     if (!encoded) {
         free(sink.data);
-        return webp_failure(code, sink.out_of_memory, f, err);
+        return webp_failure(code, sink.out_of_memory, f, out->quality, err);
     }
     *result = (hp_encoded){.data = sink.data, .size = sink.size, .mime = "image/webp"};
     return HP_OK;

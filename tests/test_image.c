@@ -154,141 +154,11 @@ static size_t half_mismatches(const decoded *d)
 
 static bool same_float(float a, float b) { return memcmp(&a, &b, 4) == 0 || (isnan(a) && isnan(b)); }
 
-/* --- Writing EXR with the core library ----------------------------------------------------------- */
+/* --- Writing EXR with the core library (tools/exr_write.c) ------------------------------------------ */
 
-typedef struct sink {
-    uint8_t *data;
-    size_t len, cap;
-} sink;
-
-static int64_t sink_write(exr_const_context_t ctxt, void *userdata, const void *buffer, uint64_t sz, uint64_t offset,
-                          exr_stream_error_func_ptr_t error_cb)
-{
-    (void)ctxt;
-    (void)error_cb;
-    sink *s = userdata;
-    size_t end = (size_t)(offset + sz);
-    if (end > s->cap) {
-        size_t cap = s->cap ? s->cap : 4096;
-        while (cap < end)
-            cap *= 2;
-        uint8_t *grown = realloc(s->data, cap);
-        if (!grown)
-            return -1;
-        s->data = grown, s->cap = cap;
-    }
-    memcpy(s->data + offset, buffer, (size_t)sz);
-    if (end > s->len)
-        s->len = end;
-    return (int64_t)sz;
-}
-
-static size_t type_size(int type) { return type == EXR_PIXEL_HALF ? 2 : 4; }
-
-static bool define_part(exr_context_t ctx, const char *name, const test_exr_spec *spec, int *part)
-{
-    exr_storage_t storage = spec->tile > 0 ? EXR_STORAGE_TILED : EXR_STORAGE_SCANLINE;
-    if (exr_add_part(ctx, name, storage, part) != EXR_ERR_SUCCESS)
-        return false;
-    exr_attr_box2i_t display, data;
-    display.min.x = 0, display.min.y = 0, display.max.x = spec->display_w - 1, display.max.y = spec->display_h - 1;
-    data.min.x = spec->data_x, data.min.y = spec->data_y;
-    data.max.x = spec->data_x + spec->width - 1, data.max.y = spec->data_y + spec->height - 1;
-    exr_attr_v2f_t center;
-    center.x = 0.0f, center.y = 0.0f;
-    if (exr_initialize_required_attr(ctx, *part, &display, &data, 1.0f, &center, 1.0f,
-                                     spec->decreasing_y ? EXR_LINEORDER_DECREASING_Y : EXR_LINEORDER_INCREASING_Y,
-                                     (exr_compression_t)spec->compression) != EXR_ERR_SUCCESS)
-        return false;
-    if (spec->tile > 0 && exr_set_tile_descriptor(ctx, *part, (uint32_t)spec->tile, (uint32_t)spec->tile,
-                                                  EXR_TILE_ONE_LEVEL, EXR_TILE_ROUND_DOWN) != EXR_ERR_SUCCESS)
-        return false;
-    for (int c = 0; c < spec->channel_count; c++)
-        if (exr_add_channel(ctx, *part, spec->channels[c].name, (exr_pixel_type_t)spec->channels[c].type,
-                            EXR_PERCEPTUALLY_LOGARITHMIC, 1, 1) != EXR_ERR_SUCCESS)
-            return false;
-    return true;
-}
-
-/* Writes one chunk whose top-left pixel is (x0, y0) of the data window. */
-static bool write_chunk(exr_context_t ctx, int part, const test_exr_spec *spec, exr_encode_pipeline_t *enc,
-                        bool *initialized, const exr_chunk_info_t *ci, int x0, int y0)
-{
-    if ((*initialized ? exr_encoding_update(ctx, part, ci, enc) : exr_encoding_initialize(ctx, part, ci, enc)) !=
-        EXR_ERR_SUCCESS)
-        return false;
-    for (int i = 0; i < enc->channel_count; i++) {
-        exr_coding_channel_info_t *ch = &enc->channels[i];
-        const test_exr_channel *src = NULL;
-        for (int c = 0; c < spec->channel_count; c++)
-            if (strcmp(spec->channels[c].name, ch->channel_name) == 0)
-                src = &spec->channels[c];
-        if (!src)
-            return false;
-        size_t elem = type_size(src->type);
-        ch->encode_from_ptr = (const uint8_t *)src->data + ((size_t)y0 * spec->width + x0) * elem;
-        ch->user_pixel_stride = (int32_t)elem;
-        ch->user_line_stride = (int32_t)(elem * spec->width);
-        ch->user_data_type = (uint16_t)src->type;
-        ch->user_bytes_per_element = (int16_t)elem;
-    }
-    if (!*initialized && exr_encoding_choose_default_routines(ctx, part, enc) != EXR_ERR_SUCCESS)
-        return false;
-    *initialized = true;
-    return exr_encoding_run(ctx, part, enc) == EXR_ERR_SUCCESS;
-}
-
-static bool write_part_pixels(exr_context_t ctx, int part, const test_exr_spec *spec)
-{
-    exr_encode_pipeline_t enc = EXR_ENCODE_PIPELINE_INITIALIZER;
-    bool initialized = false, ok = true;
-    exr_chunk_info_t ci;
-    if (spec->tile > 0) {
-        int tx_count = (spec->width + spec->tile - 1) / spec->tile, ty_count = (spec->height + spec->tile - 1) / spec->tile;
-        for (int ty = 0; ty < ty_count && ok; ty++)
-            for (int tx = 0; tx < tx_count && ok; tx++)
-                ok = exr_write_tile_chunk_info(ctx, part, tx, ty, 0, 0, &ci) == EXR_ERR_SUCCESS &&
-                     write_chunk(ctx, part, spec, &enc, &initialized, &ci, tx * spec->tile, ty * spec->tile);
-    } else {
-        int32_t lines = 1;
-        ok = exr_get_scanlines_per_chunk(ctx, part, &lines) == EXR_ERR_SUCCESS;
-        int chunks = (spec->height + lines - 1) / lines;
-        for (int i = 0; i < chunks && ok; i++) {
-            ok = exr_write_scanline_chunk_info(ctx, part, spec->data_y + i * lines, &ci) == EXR_ERR_SUCCESS &&
-                 write_chunk(ctx, part, spec, &enc, &initialized, &ci, 0, i * lines);
-        }
-    }
-    if (initialized)
-        exr_encoding_destroy(ctx, &enc);
-    return ok;
-}
-
-/* A file of `count` parts (part names "p0", "p1"...) written with OpenEXR's C core. */
 static bool write_exr_parts(const test_exr_spec *specs, int count, blob *out)
 {
-    sink s = {0};
-    exr_context_initializer_t init = EXR_DEFAULT_CONTEXT_INITIALIZER;
-    init.user_data = &s;
-    init.write_fn = sink_write;
-    exr_context_t ctx = NULL;
-    bool ok = exr_start_write(&ctx, "test.exr", EXR_WRITE_FILE_DIRECTLY, &init) == EXR_ERR_SUCCESS;
-    for (int p = 0; p < count && ok; p++) {
-        char name[16];
-        int part;
-        snprintf(name, sizeof(name), "p%d", p);
-        ok = define_part(ctx, name, &specs[p], &part) && part == p;
-    }
-    ok = ok && exr_write_header(ctx) == EXR_ERR_SUCCESS;
-    for (int p = 0; p < count && ok; p++)
-        ok = write_part_pixels(ctx, p, &specs[p]);
-    if (ctx)
-        ok = exr_finish(&ctx) == EXR_ERR_SUCCESS && ok;
-    if (!ok) {
-        free(s.data);
-        return false;
-    }
-    *out = (blob){s.data, s.len};
-    return true;
+    return hp_exr_write_core(specs, count, &out->data, &out->len) == 1;
 }
 
 static bool write_exr(const test_exr_spec *spec, blob *out)
@@ -345,7 +215,7 @@ static void frame_add(frame *f, const char *name, int type, value_fn fn, int k)
     int c = f->count++;
     size_t n = (size_t)f->width * f->height;
     snprintf(f->names[c], sizeof(f->names[c]), "%s", name);
-    f->data[c] = malloc(n * type_size(type));
+    f->data[c] = malloc(n * hp_exr_type_size(type));
     f->expect[c] = malloc(n * 4);
     for (int y = 0; y < f->height; y++)
         for (int x = 0; x < f->width; x++) {
@@ -710,10 +580,10 @@ static void test_subsampled_depth(void)
         colour[i] = hp_float_to_half(0.5f);
     for (int i = 0; i < (W / 2) * (H / 2); i++)
         depth[i] = 3.0f;
-    sink s = {0};
+    hp_exr_sink s = {0};
     exr_context_initializer_t init = EXR_DEFAULT_CONTEXT_INITIALIZER;
     init.user_data = &s;
-    init.write_fn = sink_write;
+    init.write_fn = hp_exr_sink_write;
     exr_context_t ctx = NULL;
     int part = -1;
     bool ok = exr_start_write(&ctx, "test.exr", EXR_WRITE_FILE_DIRECTLY, &init) == EXR_ERR_SUCCESS &&
