@@ -19,6 +19,11 @@
  *             composite or edit later, and lossless promises the same pixels back).
  *   Both set thread_level = 1: libwebp may run worker threads of its own (the lossy analysis pass, the
  *   alpha plane beside the colour, competing lossless trials); the caller needs no thread for it.
+ *   Lossy uses eight token partitions (partitions = 3), so coefficients may fill 8 x 16 MiB. VP8 keeps every
+ *   macroblock's prediction modes in one first partition of at most 512 KiB; a frame that overflows it is
+ *   encoded once more without 4x4 intra modes (partition_limit 100, method at least 3; a warning is
+ *   logged), which fits frames up to roughly 165 Mpx of photographic detail. Past that (a detailed 16k
+ *   frame) lossy WebP is HP_ERR_TOO_LARGE suggesting lossless or png, after both attempts: minutes of CPU.
  *   8 bits only: bit_depth 16 is HP_ERR_INVALID_ARGUMENT naming output.bit_depth. A side over 16383
  *   (WEBP_MAX_DIMENSION) is HP_ERR_TOO_LARGE naming the limit and suggesting png. No colour chunk is
  *   written: WebP has no gAMA/sRGB chunk (only an ICC profile through the mux API), and viewers take

@@ -69,6 +69,7 @@ typedef struct hp_http_backend {
     unsigned (*queue_capacity)(void *ctx);
     void (*report)(void *ctx, hp_gpu_report *out);
     double request_timeout_s;   /* a job not started within this is dropped: 504 */
+    unsigned decode_threads;    /* threads one EXR frame's chunks are decoded on */
     uint32_t max_width, max_height;
     uint64_t max_pixels;
 } hp_http_backend;

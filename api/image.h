@@ -78,6 +78,10 @@ typedef struct hp_decode_options {
      * channel named *Depth.Z (Blender's ViewLayer.Depth.Z); else the first <layer>.Z of a layer with no X
      * or Y (a vector's Z, as Normal.Z, is not a depth). Depth must be in the colour's part. */
     const char *depth;
+    /* EXR: threads that decode one frame's chunks at once (the chunks are independent); 0 or 1: the
+     * calling thread alone. DWAA/DWAB parts are decoded on one thread (their decoder is the C++ library's
+     * on OpenEXR 3.1). */
+    uint32_t threads;
 } hp_decode_options;
 
 #define HP_IMAGE_MAX_SIDE 16384u

@@ -18,6 +18,7 @@
 #include <openexr.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -795,6 +796,24 @@ hp_code hp_exr_probe(const uint8_t *bytes, size_t len, const hp_decode_options *
     return code;
 }
 
+typedef struct chunk_range {
+    hp_exr_reader *reader;
+    uint32_t first, end;
+    const hp_image_dest *dest;
+    hp_depth_stats stats;
+    hp_err err;
+    hp_code code;
+} chunk_range;
+
+static void *decode_range(void *arg)
+{
+    chunk_range *r = arg;
+    r->code = hp_exr_decode_chunks(r->reader, r->first, r->end, r->dest, &r->stats, &r->err);
+    return NULL;
+}
+
+#define HP_EXR_MAX_THREADS 64
+
 hp_code hp_exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options *opt, const hp_image_info *info,
                       const hp_image_dest *dest, hp_depth_stats *stats, hp_err *err)
 {
@@ -803,7 +822,46 @@ hp_code hp_exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options 
     hp_code code = hp_exr_open(bytes, len, opt, &fresh, &r, err);
     if (code != HP_OK)
         return code;
-    code = hp_exr_decode_chunks(r, 0, r->chunk_count, dest, stats, err);
+    /* One frame's chunks over threads: each decompresses and converts its own range into its own rows.
+     * Ranges of at least 4 chunks, so that a small frame is not split for nothing. */
+    uint32_t threads = opt && opt->threads > 1 ? opt->threads : 1;
+    bool dwa = strncmp(fresh.compression, "dwa", 3) == 0;
+    if (dwa || threads > HP_EXR_MAX_THREADS)
+        threads = dwa ? 1 : HP_EXR_MAX_THREADS;
+    if (threads > r->chunk_count / 4)
+        threads = r->chunk_count / 4 > 1 ? r->chunk_count / 4 : 1;
+    if (threads <= 1) {
+        code = hp_exr_decode_chunks(r, 0, r->chunk_count, dest, stats, err);
+        hp_exr_close(&r);
+        return code;
+    }
+    chunk_range ranges[HP_EXR_MAX_THREADS];
+    pthread_t tids[HP_EXR_MAX_THREADS];
+    bool started[HP_EXR_MAX_THREADS] = {false};
+    for (uint32_t t = 0; t < threads; t++) {
+        ranges[t] = (chunk_range){.reader = r, .dest = dest,
+                                  .first = (uint32_t)((uint64_t)r->chunk_count * t / threads),
+                                  .end = (uint32_t)((uint64_t)r->chunk_count * (t + 1) / threads)};
+        if (t > 0)
+            started[t] = pthread_create(&tids[t], NULL, decode_range, &ranges[t]) == 0;
+    }
+    decode_range(&ranges[0]);
+    for (uint32_t t = 1; t < threads; t++) {
+        if (started[t])
+            pthread_join(tids[t], NULL);
+        else
+            decode_range(&ranges[t]); /* no thread to be had: this one does it */
+    }
+    code = HP_OK;
+    for (uint32_t t = 0; t < threads; t++) {
+        stats->background += ranges[t].stats.background;
+        stats->nonfinite += ranges[t].stats.nonfinite;
+        if (code == HP_OK && ranges[t].code != HP_OK) {
+            code = ranges[t].code;
+            if (err)
+                *err = ranges[t].err;
+        }
+    }
     hp_exr_close(&r);
     return code;
 }

@@ -450,6 +450,7 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     opt.max_width = be->max_width ? be->max_width : opt.max_width;
     opt.max_height = be->max_height ? be->max_height : opt.max_height;
     opt.max_pixels = be->max_pixels ? be->max_pixels : opt.max_pixels;
+    opt.threads = be->decode_threads;
     hp_image_info info;
     hp_code dc = hp_image_probe(frame, frame_len, &opt, &info, &err);
     if (dc == HP_OK && f.depth.present) {

@@ -97,6 +97,9 @@ static const hp_setting settings[] = {
      .help = "Most pixels in a frame, in millions (413 above it); the default is 16384 x 16384."},
     {.name = "encode_threads", .type = HP_SETTING_INT, .offset = FIELD(encode_threads), .default_value = "0",
      .min = 0, .max = 256, .metavar = "N", .help = "Threads that encode finished frames; 0: one per core."},
+    {.name = "decode_threads", .type = HP_SETTING_INT, .offset = FIELD(decode_threads), .default_value = "0",
+     .min = 0, .max = 64, .metavar = "N",
+     .help = "Threads one EXR frame's chunks are decoded on (they are independent); 0: one per core."},
     {.name = "auth_token", .type = HP_SETTING_STRING, .offset = FIELD(auth_token), .default_value = "",
      .metavar = "TOKEN",
      .help = "Bearer token required on every route but /livez and /readyz; empty disables authentication. "

@@ -56,6 +56,8 @@ typedef struct hp_config {
     double max_megapixels;
     /* Threads that encode finished frames; 0: one per core. 0..256, default 0. */
     int encode_threads;
+    /* Threads one EXR frame's chunks are decoded on; 0: one per core. 0..64, default 0. */
+    int decode_threads;
     /* Bearer token for every route but /livez and /readyz; "" disables authentication. Default "". */
     char *auth_token;
     /* PEM certificate and key files: both given, the API speaks HTTPS. Default "" (plain HTTP). */

@@ -199,6 +199,8 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
             .queue_capacity = queue_capacity,
             .report = report,
             .request_timeout_s = config->request_timeout_s,
+            .decode_threads = config->decode_threads > 0 ? (unsigned)config->decode_threads
+                                                         : (unsigned)sysconf(_SC_NPROCESSORS_ONLN),
             .max_width = (uint32_t)config->max_width,
             .max_height = (uint32_t)config->max_height,
             .max_pixels = (uint64_t)(config->max_megapixels * 1e6),

@@ -1283,6 +1283,40 @@ static void test_damage(void)
     blob_free(&park_pfm);
 }
 
+/* One frame's chunks decoded over threads (hp_decode_options.threads) give the same bytes as one thread:
+ * a ZIP frame (34 chunks of 16 lines) and a PIZ frame, every thread count from 2 to 9. */
+static void test_threaded_decode(void)
+{
+    static const char *const files[] = {"blender_street_960x540_singlelayer.exr", "psychtoolbox_Desk.exr"};
+    for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+        blob b = read_data(files[f]);
+        hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+        hp_image_info info;
+        hp_err err = {0};
+        bool ok = b.len && hp_image_probe(b.data, b.len, &opt, &info, &err) == HP_OK;
+        size_t bytes = ok ? (size_t)info.width * info.height * 16 : 0;
+        float *one = ok ? malloc(bytes) : NULL, *many = ok ? malloc(bytes) : NULL;
+        float *depth1 = ok ? malloc(bytes / 4) : NULL, *depthn = ok ? malloc(bytes / 4) : NULL;
+        ok = ok && one && many && depth1 && depthn &&
+             hp_image_decode(b.data, b.len, &opt, &info, one, HP_LAYOUT_RGBA32F, depth1, &err) == HP_OK;
+        int differing = 0;
+        for (uint32_t t = 2; ok && t <= 9; t++) {
+            opt.threads = t;
+            memset(many, 0xff, bytes);
+            ok = hp_image_decode(b.data, b.len, &opt, &info, many, HP_LAYOUT_RGBA32F, depthn, &err) == HP_OK;
+            differing += ok && (memcmp(one, many, bytes) != 0 ||
+                                (info.has_depth && memcmp(depth1, depthn, bytes / 4) != 0));
+        }
+        tap_ok(ok && differing == 0, "%s (%u chunks) decoded on 2..9 threads equals one thread (%d differ)%s%s",
+               files[f], ok ? info.chunk_count : 0, differing, ok ? "" : ": ", ok ? "" : err.message);
+        free(one);
+        free(many);
+        free(depth1);
+        free(depthn);
+        blob_free(&b);
+    }
+}
+
 int main(void)
 {
     blob probe = read_data("pmndrs_park.exr");
@@ -1294,6 +1328,7 @@ int main(void)
            "layouts: RGBA16F is 8 bytes a pixel, RGBA32F 16");
     test_park();
     test_real_exr();
+    test_threaded_decode();
     test_written_exr();
     test_layers();
     test_grey_and_refusals();
