@@ -151,8 +151,8 @@ static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encod
         config.method = (int)out->effort;
     }
     config.thread_level = 1;
-    /* Eight token partitions instead of one: each holds at most 16 MiB (VP8, RFC 6386 9.5), which one
-     * partition of a 16k frame at high quality can pass; the cost is 21 bytes of partition sizes. */
+    /* Eight token partitions instead of one: each holds at most 16 MiB (VP8, RFC 6386 9.5), and a photograph
+     * of 11000^2 at quality 90 already makes 28 MB. The cost is 21 bytes of partition sizes. */
     config.partitions = 3;
     if (!WebPValidateConfig(&config))
         return hp_fail(err, HP_ERR_INTERNAL, "libwebp refused its configuration (quality %u, effort %u, lossless %d)",
@@ -179,11 +179,11 @@ static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encod
     picture.custom_ptr = &sink;
     int encoded = WebPEncode(&config, &picture);
     if (!encoded && picture.error_code == VP8_ENC_ERROR_PARTITION0_OVERFLOW) {
-        /* VP8's first partition (every macroblock's prediction modes) holds at most 512 KiB (a 19-bit size,
-         * RFC 6386 9.1). Measured on the frames of tests/data at quality 90, method 2 spends about 4 bytes a
-         * macroblock on it, so frames past about 30 Mpx (8K UHD) overflow. libwebp's partition_limit 100
-         * gives up 4x4 intra modes (files about 5-13% larger at the same quality) and cuts that to under one
-         * byte, room for about 165 Mpx; it acts only from method 3, where modes are chosen by rate-distortion. */
+        /* VP8's first partition (every macroblock's prediction modes) holds at most 512 KiB (its size is a
+         * 19-bit field, RFC 6386 9.1). libwebp's partition_limit 100 gives up 4x4 intra modes to make room
+         * (it acts from method 3, where modes are chosen by rate-distortion; files grow a few percent).
+         * Measured on a detailed photograph tiled to size, quality 90, effort 2: 12000^2 fits at once,
+         * 13000^2 fits on this second attempt, 14000^2 does not fit at all. */
         hp_warn("webp: the prediction modes of a %ux%u frame overflow VP8's 512 KiB first partition at quality "
                 "%u, effort %u; encoding again without 4x4 intra modes (partition_limit 100, effort %u)",
                 f->width, f->height, out->quality, out->effort, out->effort < 3 ? 3 : out->effort);
