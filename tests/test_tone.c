@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/image.h"
+#include "common/file.h"
 #include "common/log.h"
 #include "hp_shared.h"
 #include "pipeline/cpu_reference.h"
@@ -469,27 +470,17 @@ int main(void)
         for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
             char path[512];
             snprintf(path, sizeof(path), "%s/%s", HP_TEST_DATA_DIR, files[f]);
-            FILE *fh = fopen(path, "rb");
-            uint8_t *bytes = NULL;
-            long len = 0;
-            if (fh && fseek(fh, 0, SEEK_END) == 0 && (len = ftell(fh)) > 0 && fseek(fh, 0, SEEK_SET) == 0) {
-                bytes = malloc((size_t)len);
-                if (bytes && fread(bytes, 1, (size_t)len, fh) != (size_t)len) {
-                    free(bytes);
-                    bytes = NULL;
-                }
-            }
-            if (fh)
-                fclose(fh);
+            size_t len = 0;
+            uint8_t *bytes = hp_read_file(path, &len);
             hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
             hp_image_info info;
             hp_err e = {0};
-            bool decoded = bytes && hp_image_probe(bytes, (size_t)len, &opt, &info, &e) == HP_OK;
+            bool decoded = bytes && hp_image_probe(bytes, len, &opt, &info, &e) == HP_OK;
             hp_pixel_format format = f % 2 ? HP_PIXEL_RGBA16F : HP_PIXEL_RGBA32F;
             size_t n = decoded ? (size_t)info.width * info.height : 0;
             void *frame = decoded ? malloc(n * hp_pixel_format_size(format)) : NULL;
             decoded = decoded && frame &&
-                      hp_image_decode(bytes, (size_t)len, &opt, &info, frame, (hp_pixel_layout)format, NULL, &e) == HP_OK;
+                      hp_image_decode(bytes, len, &opt, &info, frame, (hp_pixel_layout)format, NULL, &e) == HP_OK;
             if (!decoded) {
                 tap_ok(false, "decode %s: %s", files[f], e.message);
                 free(bytes);

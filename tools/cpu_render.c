@@ -10,6 +10,7 @@
 
 #include "api/image.h"
 #include "api/params_json.h"
+#include "common/file.h"
 #include "pipeline/cpu_reference.h"
 
 int main(int argc, char **argv)
@@ -18,20 +19,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: cpu_render FRAME [PARAMS_JSON [OUT.rgba]]\n");
         return 2;
     }
-    FILE *f = fopen(argv[1], "rb");
-    if (!f) {
-        fprintf(stderr, "cpu_render: cannot open %s\n", argv[1]);
-        return 1;
-    }
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *bytes = malloc((size_t)len);
-    if (!bytes || fread(bytes, 1, (size_t)len, f) != (size_t)len) {
+    size_t len;
+    uint8_t *bytes = hp_read_file(argv[1], &len);
+    if (!bytes) {
         fprintf(stderr, "cpu_render: cannot read %s\n", argv[1]);
         return 1;
     }
-    fclose(f);
 
     hp_err err = {0};
     hp_params p;
@@ -47,13 +40,13 @@ int main(int argc, char **argv)
     }
     hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
     hp_image_info info;
-    if (hp_image_probe(bytes, (size_t)len, &opt, &info, &err) != HP_OK) {
+    if (hp_image_probe(bytes, len, &opt, &info, &err) != HP_OK) {
         fprintf(stderr, "cpu_render: %s\n", err.message);
         return 1;
     }
     size_t n = (size_t)info.width * info.height;
     float *rgba = malloc(n * 16);
-    if (!rgba || hp_image_decode(bytes, (size_t)len, &opt, &info, rgba, HP_LAYOUT_RGBA32F, NULL, &err) != HP_OK) {
+    if (!rgba || hp_image_decode(bytes, len, &opt, &info, rgba, HP_LAYOUT_RGBA32F, NULL, &err) != HP_OK) {
         fprintf(stderr, "cpu_render: %s\n", rgba ? err.message : "out of memory");
         return 1;
     }

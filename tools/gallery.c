@@ -11,6 +11,7 @@
 
 #include "api/encode.h"
 #include "api/image.h"
+#include "common/file.h"
 #include "common/log.h"
 #include "pipeline/frame_graph.h"
 
@@ -58,24 +59,6 @@ static void draw_text(uint8_t *img, uint32_t stride_px, uint32_t x0, uint32_t y0
     }
 }
 
-static uint8_t *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *d = n > 0 ? malloc((size_t)n) : NULL;
-    if (d && fread(d, 1, (size_t)n, f) != (size_t)n) {
-        free(d);
-        d = NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return d;
-}
-
 typedef struct frame {
     const char *name;
     uint32_t w, h, cell_h;
@@ -96,7 +79,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nframes; i++) {
         const char *path = argv[i + 2];
         size_t len;
-        uint8_t *bytes = read_file(path, &len);
+        uint8_t *bytes = hp_read_file(path, &len);
         hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
         hp_image_info info;
         if (!bytes || hp_image_probe(bytes, len, &opt, &info, &err) != HP_OK) {

@@ -9,26 +9,9 @@
 #include <string.h>
 
 #include "api/image.h"
+#include "common/file.h"
 #include "pipeline/cpu_reference.h"
 #include "tools/exr_write.h"
-
-static uint8_t *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *d = n > 0 ? malloc((size_t)n) : NULL;
-    if (d && fread(d, 1, (size_t)n, f) != (size_t)n) {
-        free(d);
-        d = NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return d;
-}
 
 int main(int argc, char **argv)
 {
@@ -41,7 +24,7 @@ int main(int argc, char **argv)
     int compression = !strcmp(comp, "piz") ? EXR_COMPRESSION_PIZ : !strcmp(comp, "none") ? EXR_COMPRESSION_NONE
                                                                                             : EXR_COMPRESSION_ZIP;
     size_t len;
-    uint8_t *bytes = read_file(argv[1], &len);
+    uint8_t *bytes = hp_read_file(argv[1], &len);
     hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
     hp_image_info info;
     hp_err err = {0};
