@@ -177,3 +177,9 @@ hp_code hp_image_decode(const uint8_t *bytes, size_t len, const hp_decode_option
     }
     return hp_fail(err, HP_ERR_INTERNAL, "hp_image_decode: probe accepted an unknown format");
 }
+
+hp_code hp_image_check_limits_public(uint32_t width, uint32_t height, const hp_decode_options *opt, hp_err *err)
+{
+    hp_decode_options o = hp_image_options_resolve(opt);
+    return hp_image_check_limits("raw frame", width, height, &o, err);
+}

@@ -132,6 +132,10 @@ typedef struct hp_image_info {
     uint64_t depth_nonfinite;  /* NaN or infinite samples */
 } hp_image_info;
 
+/* The limits of opt (NULL: the defaults) for a frame of this size, as a probe checks them: HP_ERR_TOO_LARGE
+ * naming the dimension and the limit, or HP_OK. For frames that come without a header (raw samples). */
+hp_code hp_image_check_limits_public(uint32_t width, uint32_t height, const hp_decode_options *opt, hp_err *err);
+
 /* Reads the header of bytes[0, len): fills info, checks the limits of opt (NULL: the defaults) and
  * chooses the channels. Reads no pixel data. */
 hp_code hp_image_probe(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,

@@ -21,6 +21,7 @@
 #include "api/image.h"
 #include "api/metrics.h"
 #include "api/params_json.h"
+#include "pipeline/cpu_reference.h"
 #include "api/route.h"
 #include "common/log.h"
 #include "daemon/worker.h"
@@ -171,6 +172,7 @@ typedef struct render_ctx {
     bool want_json;
     bool alpha;
     hp_image_format input_format;
+    bool raw; /* raw samples, not a file */
     double recv_ms, decode_ms;
 } render_ctx;
 
@@ -307,7 +309,8 @@ static void finish_job(hp_job *job)
         if (!ctx->analyze)
             json_object_set_new(timings, "encode", json_real(encode_ms));
         json_object_set_new(timings, "total", json_real(hp_ms_between(&ctx->req->started, &t1)));
-        json_t *body = json_pack("{s:s, s:i, s:i, s:o, s:o}", "input_format", hp_image_format_name(ctx->input_format),
+        json_t *body = json_pack("{s:s, s:i, s:i, s:o, s:o}", "input_format",
+                                 ctx->raw ? "raw" : hp_image_format_name(ctx->input_format),
                                  "width", (int)r->width, "height", (int)r->height, "stats",
                                  stats_json(&r->stats, ctx->analyze), "timings_ms", timings);
         if (ctx->analyze) {
@@ -347,6 +350,30 @@ static void finish_job(hp_job *job)
 }
 
 /* --- The handler --------------------------------------------------------------------------------- */
+
+/* Raw little-endian samples (input.*) to the RGBA32F frame the pipeline takes: grey to R, G and B,
+ * alpha 1 where there is none. hp_half_to_float is the pipeline's exact conversion. */
+static void raw_to_rgba(const uint8_t *src, const hp_input_params *raw, float *dst)
+{
+    size_t n = (size_t)raw->width * raw->height;
+    bool half = raw->type == HP_INPUT_FLOAT16;
+    for (size_t i = 0; i < n; i++) {
+        float v[4] = {0, 0, 0, 1};
+        for (uint32_t c = 0; c < raw->channels; c++) {
+            size_t at = i * raw->channels + c;
+            if (half) {
+                uint16_t h;
+                memcpy(&h, src + 2 * at, 2);
+                v[c] = hp_half_to_float(h);
+            } else {
+                memcpy(&v[c], src + 4 * at, 4);
+            }
+        }
+        if (raw->channels == 1)
+            v[1] = v[2] = v[0];
+        memcpy(dst + 4 * i, v, sizeof(v));
+    }
+}
 
 static unsigned status_for_decode(hp_code code, const char **word)
 {
@@ -452,7 +479,27 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     opt.max_pixels = be->max_pixels ? be->max_pixels : opt.max_pixels;
     opt.threads = be->decode_threads;
     hp_image_info info;
-    hp_code dc = hp_image_probe(frame, frame_len, &opt, &info, &err);
+    const hp_input_params *raw = &fp.params.input;
+    hp_code dc;
+    if (raw->width) {
+        /* Raw samples: the parameters say what the bytes are; they must be exactly that many. */
+        memset(&info, 0, sizeof(info));
+        info.width = raw->width;
+        info.height = raw->height;
+        info.has_alpha = raw->channels == 4;
+        size_t sample = raw->type == HP_INPUT_FLOAT16 ? 2 : 4;
+        uint64_t want = (uint64_t)raw->width * raw->height * raw->channels * sample;
+        dc = hp_image_check_limits_public(raw->width, raw->height, &opt, &err);
+        if (dc == HP_OK && frame_len != want) {
+            hp_reply_error(reply, 400, "malformed_image", "frame",
+                           "a raw %ux%u frame of %u %s channels is %llu bytes; the body has %zu", raw->width,
+                           raw->height, raw->channels, raw->type == HP_INPUT_FLOAT16 ? "float16" : "float32",
+                           (unsigned long long)want, frame_len);
+            goto done;
+        }
+    } else {
+        dc = hp_image_probe(frame, frame_len, &opt, &info, &err);
+    }
     if (dc == HP_OK && f.depth.present) {
         /* Depth of field comes with issue 5; a depth part is checked now so that a mismatch says so. */
         hp_image_info dinfo;
@@ -476,8 +523,8 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
         goto done;
     }
 
-    snprintf(req->log_note, sizeof(req->log_note), "%s %ux%u", hp_image_format_name(info.format), info.width,
-             info.height);
+    snprintf(req->log_note, sizeof(req->log_note), "%s %ux%u", raw->width ? "raw" : hp_image_format_name(info.format),
+             info.width, info.height);
     ctx = calloc(1, sizeof(*ctx));
     job = calloc(1, sizeof(*job));
     size_t bytes = (size_t)info.width * info.height * 16;
@@ -488,7 +535,10 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    dc = hp_image_decode(frame, frame_len, &opt, &info, pixels, HP_LAYOUT_RGBA32F, NULL, &err);
+    if (raw->width)
+        raw_to_rgba(frame, raw, pixels);
+    else
+        dc = hp_image_decode(frame, frame_len, &opt, &info, pixels, HP_LAYOUT_RGBA32F, NULL, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (dc != HP_OK) {
         free(pixels);
@@ -502,6 +552,7 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     ctx->want_json = accept && strstr(accept, "application/json");
     ctx->alpha = info.has_alpha;
     ctx->input_format = info.format;
+    ctx->raw = raw->width != 0;
     ctx->recv_ms = hp_ms_between(&req->started, &req->body_done);
     ctx->decode_ms = hp_ms_between(&t0, &t1);
     job->desc = (hp_frame_desc){.width = info.width, .height = info.height, .format = HP_PIXEL_RGBA32F};

@@ -42,6 +42,8 @@ static const char *const gamma_modes[] = {"local", "local_luminance", "srgb", "l
 static const char *const output_formats[] = {"webp", "png", NULL};
 /* An integer with a choices list takes exactly those values. */
 static const char *const bit_depths[] = {"8", "16", NULL};
+static const char *const input_channels[] = {"1", "3", "4", NULL};
+static const char *const input_types[] = {"float32", "float16", NULL};
 
 _Static_assert(sizeof(tone_operators) / sizeof(tone_operators[0]) == HP_TONE_OPERATOR_COUNT + 1,
                "tone_operators must name every hp_tone_operator, in enum order");
@@ -54,6 +56,21 @@ _Static_assert(HP_EXPOSURE_FIXED == 2 && HP_GAMMA_LINEAR == 3 && HP_OUTPUT_PNG =
 #define UCHIMURA "operator `uchimura`"
 
 const hp_param_def hp_param_schema[] = {
+    /* --- input: raw samples instead of a file (api/render.c) --- */
+    {.name = "input.width", .type = HP_PARAM_INTEGER, .offset = U32_AT(input.width), .min = 0, .max = 16384,
+     .def = 0, .unit = "pixels",
+     .help = "Set for a body of raw samples instead of a file: the pixels per row. 0 (the default) means the "
+             "body is an OpenEXR, Radiance HDR or PFM file, recognised from its bytes."},
+    {.name = "input.height", .type = HP_PARAM_INTEGER, .offset = U32_AT(input.height), .min = 0, .max = 16384,
+     .def = 0, .unit = "pixels", .applies = "raw input (`input.width` > 0)",
+     .help = "Rows of a raw body, top to bottom. The body must hold exactly width x height x channels samples."},
+    {.name = "input.channels", .type = HP_PARAM_INTEGER, .offset = U32_AT(input.channels), .min = 1, .max = 4,
+     .def = 4, .choices = input_channels, .unit = "", .applies = "raw input",
+     .help = "Interleaved channels of a raw body: 1 (grey), 3 (R, G, B) or 4 (R, G, B, A)."},
+    {.name = "input.type", .type = HP_PARAM_ENUM, .offset = U32_AT(input.type), .def = HP_INPUT_FLOAT32,
+     .choices = input_types, .unit = "", .applies = "raw input",
+     .help = "Sample type of a raw body: IEEE `float32` or `float16`, little-endian."},
+
     /* --- analysis: the luminance reduction (A 1; D 2-4; pipeline/reduce.h) --- */
     {.name = "analysis.variant", .type = HP_PARAM_ENUM, .offset = U32_AT(analysis.variant),
      .def = HP_REDUCE_PARAM_SINGLE_PASS, .choices = analysis_variants, .unit = "",
@@ -614,6 +631,15 @@ void hp_lottes_constants(const hp_tonemap_params *t, double *b, double *c)
     *c = (pow(hdr, a * d) * pow(mi, a) - pow(hdr, a) * pow(mi, a * d) * mo) / denom;
 }
 
+static hp_code rule_raw_size(const hp_params *p, const char *field, hp_err *err)
+{
+    if ((p->input.width == 0) == (p->input.height == 0))
+        return HP_OK;
+    return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, field,
+                         "input.width (%u) and input.height (%u) go together: both for raw samples, neither for a file",
+                         p->input.width, p->input.height);
+}
+
 static hp_code rule_lottes_pole(const hp_params *p, const char *field, hp_err *err)
 {
     const hp_tonemap_params *t = &p->tonemap;
@@ -686,6 +712,7 @@ static const param_rule rules[] = {
      "shoulder.",
      rule_uchimura_linear},
     {"output.bit_depth", "`output.bit_depth` 16 only with `output.format` `png`.", rule_bit_depth},
+    {"input.height", "`input.width` and `input.height` are given together (both 0 for a file).", rule_raw_size},
 };
 
 hp_code hp_params_check(const hp_params *p, hp_err *err)

@@ -103,7 +103,21 @@ typedef struct hp_analysis_params {
     double histogram_max_log2;
 } hp_analysis_params;
 
+typedef enum hp_input_type {
+    HP_INPUT_FLOAT32 = 0,
+    HP_INPUT_FLOAT16 = 1,
+} hp_input_type;
+
+/* Raw samples instead of a file: a render farm that already holds the frame in memory sends it as is. */
+typedef struct hp_input_params {
+    uint32_t width;    /* pixels per row of a raw body; 0: the body is a file (OpenEXR, Radiance, PFM) */
+    uint32_t height;   /* rows of a raw body */
+    uint32_t channels; /* 1 (grey), 3 (RGB) or 4 (RGBA), interleaved, rows top to bottom */
+    uint32_t type;     /* hp_input_type: IEEE float32 or float16, little-endian */
+} hp_input_params;
+
 typedef struct hp_params {
+    hp_input_params input;
     hp_analysis_params analysis;
     hp_exposure_params exposure;
     hp_tonemap_params tonemap;

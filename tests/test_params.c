@@ -26,7 +26,7 @@ typedef struct spec {
     hp_param_type type;
     size_t offset;          /* the hp_params field it sets */
     const char *def;        /* as the docs write it: "0.18", "reinhard_extended", "true" */
-    const char *range;      /* numbers: "[a, b]", "(a, b]", "[a, b)", "(a, b)"; bit_depth: "8, 16" */
+    const char *range;      /* numbers: "[a, b]", "(a, b]", "[a, b)", "(a, b)"; lists: "8, 16" */
     const enum_choice *choices;
 } spec;
 
@@ -46,8 +46,13 @@ static const enum_choice operators[] = {
 static const enum_choice gamma_modes[] = {{"local", HP_GAMMA_LOCAL}, {"local_luminance", HP_GAMMA_LOCAL_LUMINANCE},
                                           {"srgb", HP_GAMMA_SRGB}, {"linear", HP_GAMMA_LINEAR}, {NULL, 0}};
 static const enum_choice formats[] = {{"webp", HP_OUTPUT_WEBP}, {"png", HP_OUTPUT_PNG}, {NULL, 0}};
+static const enum_choice input_types[] = {{"float32", HP_INPUT_FLOAT32}, {"float16", HP_INPUT_FLOAT16}, {NULL, 0}};
 
 static const spec specs[] = {
+    {"input.width", INT, F(input.width), "0", "[0, 16384]", NULL},
+    {"input.height", INT, F(input.height), "0", "[0, 16384]", NULL},
+    {"input.channels", INT, F(input.channels), "4", "1, 3, 4", NULL},
+    {"input.type", HP_PARAM_ENUM, F(input.type), "float32", NULL, input_types},
     {"analysis.variant", HP_PARAM_ENUM, F(analysis.variant), "single_pass", NULL, variants},
     {"analysis.histogram_min_log2", NUM, F(analysis.histogram_min_log2), "-16", "[-64, 63]", NULL},
     {"analysis.histogram_max_log2", NUM, F(analysis.histogram_max_log2), "16", "[-63, 64]", NULL},
@@ -403,7 +408,7 @@ static void test_bounds(void)
     for (size_t i = 0; i < SPEC_COUNT; i++) {
         const spec *s = &specs[i];
         const hp_param_def *def = hp_param_find(s->name);
-        if (!def || !s->range || s->range[0] == '8')
+        if (!def || !s->range || (s->range[0] != '[' && s->range[0] != '(')) /* lists: tested below */
             continue;
         interval r = parse_interval(s->range);
         bool integer = s->type == HP_PARAM_INTEGER;
@@ -445,6 +450,14 @@ static void test_bounds(void)
     hp_err err = {0};
     hp_param_set_number(&p, depth, 12, &err);
     tap_ok(strcmp(err.message, "output.bit_depth must be one of 8, 16, got 12") == 0, "bit_depth message: %s",
+           err.message);
+    const hp_param_def *channels = hp_param_find("input.channels");
+    tap_ok(accepts(channels, 1) && accepts(channels, 3) && accepts(channels, 4) && refuses(channels, 0) &&
+               refuses(channels, 2) && refuses(channels, 5) && refuses(channels, 3.5),
+           "input.channels takes 1, 3 and 4 and refuses 0, 2, 5, 3.5");
+    p = defaults();
+    hp_param_set_number(&p, channels, 2, &err);
+    tap_ok(strcmp(err.message, "input.channels must be one of 1, 3, 4, got 2") == 0, "channels message: %s",
            err.message);
 
     p = defaults();
@@ -519,6 +532,9 @@ static void test_rules(void)
     tap_ok(refused(check_json("{\"output\": {\"bit_depth\": 16}}", &err), &err, "output.bit_depth", "png", NULL) &&
                check_json("{\"output\": {\"bit_depth\": 16, \"format\": \"png\"}}", &err) == HP_OK,
            "output.bit_depth 16 only with output.format png");
+    tap_ok(refused(check_json("{\"input\": {\"width\": 10}}", &err), &err, "input.height", "go together", NULL) &&
+               check_json("{\"input\": {\"width\": 10, \"height\": 2}}", &err) == HP_OK,
+           "input.width and input.height go together");
     tap_ok(refused(check_json("{\"tonemap.lottes\": {\"mid_in\": 1, \"hdr_max\": 1}}", &err), &err,
                    "tonemap.lottes.mid_in", "tonemap.lottes.hdr_max", NULL) &&
                check_json("{\"tonemap.lottes\": {\"mid_in\": 1, \"hdr_max\": 1.5, \"mid_out\": 0.9}}", &err) == HP_OK,
@@ -795,7 +811,7 @@ static void test_to_json(void)
     hp_params p = defaults();
     json_t *j = hp_params_to_json(&p);
     json_t *hable = json_object_get(json_object_get(j, "tonemap"), "hable");
-    tap_ok(j && count_leaves(j) == hp_param_schema_count && json_object_size(j) == 5 &&
+    tap_ok(j && count_leaves(j) == hp_param_schema_count && json_object_size(j) == 6 &&
                json_real_value(json_object_get(hable, "white")) == 11.2 &&
                json_integer_value(json_object_get(json_object_get(j, "output"), "quality")) == 90 &&
                json_is_true(json_object_get(json_object_get(j, "output"), "dither")),

@@ -1031,6 +1031,36 @@ def guarded(fn, *args):
         return None
 
 
+def raw_input(d):
+    """Raw float32/float16 samples with input.width, input.height, input.channels, input.type."""
+    w, h = 64, 32
+    rgb = b"".join(struct.pack("<3f", x / w, y / h, 0.25) for y in range(h) for x in range(w))
+    q = f"?input.width={w}&input.height={h}&input.channels=3&output.format=png"
+    status, headers, body = request(d.port, "POST", "/v1/render" + q, body=rgb)
+    point("raw float32 RGB samples render to a PNG of their size", status == 200 and png_size(body) == (w, h),
+          f"{status} {body[:200]!r}")
+    grey = [((x + y) % 97) / 96.0 for y in range(h) for x in range(w)]
+    half = b"".join(struct.pack("<e", v) for v in grey)
+    values = [struct.unpack("<e", struct.pack("<e", v))[0] for v in grey]
+    q = f"?input.width={w}&input.height={h}&input.channels=1&input.type=float16"
+    status, _, body = request(d.port, "POST", "/v1/analyze" + q, body=half)
+    doc = json_body(body) or {}
+    st = doc.get("stats", {})
+    # Grey: Y = v * (0.2126390059 + 0.7151686788 + 0.0721923154) in fp32, within 1e-6 of v.
+    mean = sum(values) / len(values)
+    point("raw float16 grey samples analyze: counts exact, max and mean of the samples",
+          status == 200 and doc.get("input_format") == "raw" and st.get("finite_pixels") == w * h and
+          close(st.get("max", -1), max(values), 1e-5) and close(st.get("mean", -1), mean, 1e-4), f"{status} {doc}")
+    status, _, body = request(d.port, "POST", f"/v1/render?input.width={w + 1}&input.height={h}&input.channels=3",
+                              body=rgb)
+    err = is_error(status, body, 400, "malformed_image", "frame")
+    point("a raw body of the wrong size is refused naming the sizes", err is not None and "bytes" in err["message"],
+          f"{status} {body!r}")
+    status, _, body = request(d.port, "POST", f"/v1/render?input.width={w}", body=rgb)
+    point("input.width without input.height is refused naming input.height",
+          is_error(status, body, 400, PARAM_ERROR, "input.height") is not None, f"{status} {body!r}")
+
+
 def main():
     for exe in (EXE, CPU_RENDER):
         if not os.access(exe, os.X_OK):
@@ -1047,7 +1077,7 @@ def main():
                 for test in (render_raw_exr, render_png_8bit, render_png_16bit, render_multipart, render_json,
                              analyze, parallel):
                     guarded(test, d, tmp)
-                for test in (render_depth, errors, hang_up):
+                for test in (render_depth, errors, hang_up, raw_input):
                     guarded(test, d)
             guarded(limits, tmp)
             guarded(auth)
