@@ -385,8 +385,8 @@ uint32_t hp_frame_graph_cached_sizes(const hp_frame_graph *g)
 
 uint64_t hp_frame_graph_device_bytes(const hp_frame_graph *g)
 {
-    uint64_t bytes = g->stats.size + g->scratch.size;
+    uint64_t bytes = g->stats.size + g->scratch.size + g->tone_params.size + g->tone_state.size;
     for (int i = 0; i < SIZE_CACHE_SLOTS; i++)
-        bytes += g->slots[i].input.size;
+        bytes += g->slots[i].input.size + g->slots[i].output.size + g->slots[i].lan_a.size + g->slots[i].lan_b.size;
     return bytes;
 }
