@@ -222,13 +222,21 @@ void hp_reply_release(hp_reply *reply)
 
 void hp_request_defer(hp_request *req) { req->deferred = true; }
 
+/* A deferred request's reply can be ready before the HTTP thread has suspended the connection (a fast GPU
+ * finishes a frame while the handler is still returning). Resuming a connection that is not suspended
+ * loses the wake-up and leaves it suspended for ever; so whichever of the two comes second resumes it:
+ * the suspension (http.c, after the handler) or hp_request_complete. */
 void hp_request_complete(hp_request *req, hp_reply *reply)
 {
+    pthread_mutex_lock(&req->defer_lock);
     req->deferred_reply = *reply;
     memset(reply, 0, sizeof(*reply));
-    atomic_store(&req->reply_ready, true);
+    req->reply_ready = true;
+    bool suspended = req->suspended;
+    pthread_mutex_unlock(&req->defer_lock);
     /* Thread-safe in libmicrohttpd (it wakes the polling thread through its inter-thread channel). */
-    MHD_resume_connection(req->connection);
+    if (suspended)
+        MHD_resume_connection(req->connection);
 }
 
 void hp_reply_header_add(hp_reply *reply, const char *name, const char *fmt, ...)
@@ -412,6 +420,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
             return MHD_NO;
         req->http = http;
         req->connection = connection;
+        pthread_mutex_init(&req->defer_lock, NULL);
         req->method = method;
         req->path = url;
         clock_gettime(CLOCK_MONOTONIC, &req->started);
@@ -485,7 +494,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     }
     if (req->deferred) {
         /* Resumed: the reply is ready (hp_request_complete). */
-        if (!atomic_load(&req->reply_ready) || req->status != 0)
+        pthread_mutex_lock(&req->defer_lock);
+        bool ready = req->reply_ready;
+        pthread_mutex_unlock(&req->defer_lock);
+        if (!ready || req->status != 0)
             return MHD_YES;
         enum MHD_Result ret = send_reply(req, &req->deferred_reply);
         hp_reply_release(&req->deferred_reply);
@@ -509,7 +521,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         route->handler(req, &reply);
         if (req->deferred) {
             hp_reply_release(&reply);
+            pthread_mutex_lock(&req->defer_lock);
             MHD_suspend_connection(connection);
+            req->suspended = true;
+            bool ready = req->reply_ready;
+            pthread_mutex_unlock(&req->defer_lock);
+            if (ready) /* the reply came first: resume at once */
+                MHD_resume_connection(connection);
             return MHD_YES;
         }
     } else if (path_known) {
@@ -552,6 +570,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     hp_metrics_request(req->path, req->status);
     free(req->body);
     hp_reply_release(&req->deferred_reply);
+    pthread_mutex_destroy(&req->defer_lock);
     free(req);
     *req_cls = NULL;
 

@@ -7,6 +7,7 @@
 #define HP_ROUTE_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -53,7 +54,9 @@ typedef struct hp_request {
     /* A handler that answers later (from another thread) calls hp_request_defer(); the connection is
      * suspended until hp_request_complete() hands over the reply. */
     bool deferred;
-    _Atomic bool reply_ready;
+    pthread_mutex_t defer_lock; /* orders the suspension against hp_request_complete (http.c) */
+    bool suspended;             /* MHD_suspend_connection has been called */
+    bool reply_ready;
     hp_reply deferred_reply;
 } hp_request;
 
