@@ -220,23 +220,72 @@ void hp_reply_release(hp_reply *reply)
     reply->bytes = NULL;
 }
 
-void hp_request_defer(hp_request *req) { req->deferred = true; }
+struct hp_deferred {
+    pthread_mutex_t lock;
+    hp_request *req; /* NULL once the request is gone */
+    int refs;        /* the request's and the completer's */
+    bool suspended;  /* MHD_suspend_connection has been called */
+    bool reply_ready;
+};
+
+static void slot_unref(hp_deferred *d)
+{
+    pthread_mutex_lock(&d->lock);
+    int refs = --d->refs;
+    pthread_mutex_unlock(&d->lock);
+    if (refs == 0) {
+        pthread_mutex_destroy(&d->lock);
+        free(d);
+    }
+}
+
+hp_deferred *hp_request_defer(hp_request *req)
+{
+    hp_deferred *d = calloc(1, sizeof(*d));
+    if (!d)
+        return NULL;
+    pthread_mutex_init(&d->lock, NULL);
+    d->req = req;
+    d->refs = 2;
+    req->slot = d;
+    req->deferred = true;
+    return d;
+}
+
+void hp_request_undefer(hp_request *req)
+{
+    hp_deferred *d = req->slot;
+    if (!d)
+        return;
+    req->slot = NULL;
+    req->deferred = false;
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+}
 
 /* A deferred request's reply can be ready before the HTTP thread has suspended the connection (a fast GPU
  * finishes a frame while the handler is still returning). Resuming a connection that is not suspended
  * loses the wake-up and leaves it suspended for ever; so whichever of the two comes second resumes it:
- * the suspension (http.c, after the handler) or hp_request_complete. */
-void hp_request_complete(hp_request *req, hp_reply *reply)
+ * the suspension (after the handler, below) or this. */
+void hp_deferred_complete(hp_deferred *d, hp_reply *reply)
 {
-    pthread_mutex_lock(&req->defer_lock);
-    req->deferred_reply = *reply;
-    memset(reply, 0, sizeof(*reply));
-    req->reply_ready = true;
-    bool suspended = req->suspended;
-    pthread_mutex_unlock(&req->defer_lock);
-    /* Thread-safe in libmicrohttpd (it wakes the polling thread through its inter-thread channel). */
-    if (suspended)
+    pthread_mutex_lock(&d->lock);
+    hp_request *req = d->req;
+    bool resume = false;
+    if (req) {
+        req->deferred_reply = *reply;
+        memset(reply, 0, sizeof(*reply));
+        d->reply_ready = true;
+        resume = d->suspended;
+    }
+    pthread_mutex_unlock(&d->lock);
+    if (!req)
+        hp_reply_release(reply); /* the request is gone: nobody to answer */
+    /* A suspended connection cannot complete, so req is still there. Thread-safe in libmicrohttpd (it
+     * wakes the polling thread through its inter-thread channel). */
+    if (resume)
         MHD_resume_connection(req->connection);
+    slot_unref(d);
 }
 
 void hp_reply_header_add(hp_reply *reply, const char *name, const char *fmt, ...)
@@ -420,7 +469,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
             return MHD_NO;
         req->http = http;
         req->connection = connection;
-        pthread_mutex_init(&req->defer_lock, NULL);
         req->method = method;
         req->path = url;
         clock_gettime(CLOCK_MONOTONIC, &req->started);
@@ -493,10 +541,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         return MHD_YES;
     }
     if (req->deferred) {
-        /* Resumed: the reply is ready (hp_request_complete). */
-        pthread_mutex_lock(&req->defer_lock);
-        bool ready = req->reply_ready;
-        pthread_mutex_unlock(&req->defer_lock);
+        /* Resumed: the reply is ready (hp_deferred_complete). */
+        pthread_mutex_lock(&req->slot->lock);
+        bool ready = req->slot->reply_ready;
+        pthread_mutex_unlock(&req->slot->lock);
         if (!ready || req->status != 0)
             return MHD_YES;
         enum MHD_Result ret = send_reply(req, &req->deferred_reply);
@@ -521,11 +569,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         route->handler(req, &reply);
         if (req->deferred) {
             hp_reply_release(&reply);
-            pthread_mutex_lock(&req->defer_lock);
+            pthread_mutex_lock(&req->slot->lock);
             MHD_suspend_connection(connection);
-            req->suspended = true;
-            bool ready = req->reply_ready;
-            pthread_mutex_unlock(&req->defer_lock);
+            req->slot->suspended = true;
+            bool ready = req->slot->reply_ready;
+            pthread_mutex_unlock(&req->slot->lock);
             if (ready) /* the reply came first: resume at once */
                 MHD_resume_connection(connection);
             return MHD_YES;
@@ -568,9 +616,14 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     hp_info("http: id=%s %s %s %zu bytes%s%s %u %.2f ms%s", req->id, method, path, req->body_len,
             req->log_note[0] ? " " : "", req->log_note, req->status, ms_since(&req->started), reason);
     hp_metrics_request(req->path, req->status);
+    if (req->slot) {
+        pthread_mutex_lock(&req->slot->lock);
+        req->slot->req = NULL;
+        pthread_mutex_unlock(&req->slot->lock);
+        slot_unref(req->slot);
+    }
     free(req->body);
     hp_reply_release(&req->deferred_reply);
-    pthread_mutex_destroy(&req->defer_lock);
     free(req);
     *req_cls = NULL;
 

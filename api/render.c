@@ -166,7 +166,9 @@ static char *base64(const uint8_t *in, size_t len)
 }
 
 typedef struct render_ctx {
-    hp_request *req;
+    hp_deferred *slot;       /* answers the request (which may be gone by then) */
+    struct timespec started; /* when the request's headers arrived */
+    size_t body_len;
     int fd; /* the connection's socket, to see whether the client is still there */
     bool analyze;
     bool want_json;
@@ -253,7 +255,7 @@ static void finish_job(hp_job *job)
     hp_reply reply = {0};
     if (job->code != HP_OK) {
         job_error_reply(job, &reply);
-        hp_request_complete(ctx->req, &reply);
+        hp_deferred_complete(ctx->slot, &reply);
         free(job->pixels);
         free(job->image);
         free(job);
@@ -281,8 +283,8 @@ static void finish_job(hp_job *job)
         hp_metrics_stage(r->timings[i].name, r->timings[i].ms);
     if (!ctx->analyze)
         hp_metrics_stage("encode", encode_ms);
-    hp_metrics_stage("total", hp_ms_between(&ctx->req->started, &t1));
-    hp_metrics_frame(ctx->req->body_len, (uint64_t)r->width * r->height);
+    hp_metrics_stage("total", hp_ms_between(&ctx->started, &t1));
+    hp_metrics_frame(ctx->body_len, (uint64_t)r->width * r->height);
 
     char timing[512];
     size_t n = 0;
@@ -294,7 +296,7 @@ static void finish_job(hp_job *job)
             add_timing(timing, sizeof(timing), &n, r->timings[i].name, r->timings[i].ms);
     if (!ctx->analyze)
         add_timing(timing, sizeof(timing), &n, "encode", encode_ms);
-    add_timing(timing, sizeof(timing), &n, "total", hp_ms_between(&ctx->req->started, &t1));
+    add_timing(timing, sizeof(timing), &n, "total", hp_ms_between(&ctx->started, &t1));
 
     if (code != HP_OK) {
         hp_reply_error(&reply, code == HP_ERR_TOO_LARGE ? 413 : 500, code == HP_ERR_TOO_LARGE ? "too_large" : "encode_failed",
@@ -308,7 +310,7 @@ static void finish_job(hp_job *job)
             json_object_set_new(timings, r->timings[i].name, json_real(r->timings[i].ms));
         if (!ctx->analyze)
             json_object_set_new(timings, "encode", json_real(encode_ms));
-        json_object_set_new(timings, "total", json_real(hp_ms_between(&ctx->req->started, &t1)));
+        json_object_set_new(timings, "total", json_real(hp_ms_between(&ctx->started, &t1)));
         json_t *body = json_pack("{s:s, s:i, s:i, s:o, s:o}", "input_format",
                                  ctx->raw ? "raw" : hp_image_format_name(ctx->input_format),
                                  "width", (int)r->width, "height", (int)r->height, "stats",
@@ -343,7 +345,7 @@ static void finish_job(hp_job *job)
                             r->tone.adaptation);
     }
     hp_encoded_free(&enc);
-    hp_request_complete(ctx->req, &reply);
+    hp_deferred_complete(ctx->slot, &reply);
     free(job->image);
     free(job);
     free(ctx);
@@ -547,7 +549,8 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
         hp_reply_error(reply, status, word, "frame", "%s", err.message);
         goto done;
     }
-    ctx->req = req;
+    ctx->started = req->started;
+    ctx->body_len = req->body_len;
     ctx->analyze = analyze;
     ctx->want_json = accept && strstr(accept, "application/json");
     ctx->alpha = info.has_alpha;
@@ -569,7 +572,15 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     job->deadline.tv_nsec += (long)((timeout - floor(timeout)) * 1e9);
     if (job->deadline.tv_nsec >= 1000000000L)
         job->deadline.tv_sec++, job->deadline.tv_nsec -= 1000000000L;
+    /* Deferred before the hand-over: the frame may be finished before this handler returns. */
+    ctx->slot = hp_request_defer(req);
+    if (!ctx->slot) {
+        free(job->pixels);
+        hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory");
+        goto done;
+    }
     if (!be->submit(be->ctx, job)) {
+        hp_request_undefer(req);
         free(job->pixels);
         hp_reply_error(reply, 429, "queue_full", NULL, "the queue is full (%u frames waiting); retry shortly",
                        be->queue_depth ? be->queue_depth(be->ctx) : 0);
@@ -577,7 +588,6 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
         goto done;
     }
     /* The job is the worker's now; the reply comes from finish_job. */
-    hp_request_defer(req);
     job = NULL;
     ctx = NULL;
 done:

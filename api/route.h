@@ -7,7 +7,6 @@
 #define HP_ROUTE_H
 
 #include <jansson.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -52,11 +51,9 @@ typedef struct hp_request {
     bool body_too_large;
 
     /* A handler that answers later (from another thread) calls hp_request_defer(); the connection is
-     * suspended until hp_request_complete() hands over the reply. */
+     * suspended until hp_deferred_complete() hands over the reply. */
     bool deferred;
-    pthread_mutex_t defer_lock; /* orders the suspension against hp_request_complete (http.c) */
-    bool suspended;             /* MHD_suspend_connection has been called */
-    bool reply_ready;
+    struct hp_deferred *slot;
     hp_reply deferred_reply;
 } hp_request;
 
@@ -77,10 +74,17 @@ void hp_reply_bytes(hp_reply *reply, unsigned status, const char *content_type, 
 /* Frees what a reply owns (a reply that was sent needs nothing). */
 void hp_reply_release(hp_reply *reply);
 
-/* Called by a handler that will answer later: the connection is suspended when the handler returns. */
-void hp_request_defer(hp_request *request);
-/* From any thread, once: hands the reply over (moving it) and resumes the connection. */
-void hp_request_complete(hp_request *request, hp_reply *reply);
+/* A deferred request's link to whoever answers it later. It outlives the request: if the connection goes
+ * away first (a client gone at shutdown), the reply is dropped instead of written into freed memory. */
+typedef struct hp_deferred hp_deferred;
+
+/* Called by a handler that will answer later, before handing its work to another thread: the connection
+ * is suspended when the handler returns. NULL when out of memory (answer at once instead). */
+hp_deferred *hp_request_defer(hp_request *request);
+/* Takes a deferral back while the work was never handed over (the queue refused it). */
+void hp_request_undefer(hp_request *request);
+/* From any thread, once: hands the reply over (moving it), resumes the connection, releases the slot. */
+void hp_deferred_complete(hp_deferred *slot, hp_reply *reply);
 
 /* Adds a header (name must outlive the reply: a literal). Ignored past HP_REPLY_MAX_HEADERS. */
 void hp_reply_header_add(hp_reply *reply, const char *name, const char *fmt, ...)

@@ -37,6 +37,7 @@ struct hp_worker {
     hp_frame_graph *graph;
     pthread_mutex_t lock;
     pthread_cond_t gpu_wake, pool_wake;
+    pthread_cond_t pool_space; /* the finished queue has room again */
     job_fifo waiting;  /* for the GPU */
     job_fifo finished; /* for the pool */
     bool stopping;
@@ -60,8 +61,10 @@ static void hand_to_pool(hp_worker *w, hp_job *job)
 {
     clock_gettime(CLOCK_MONOTONIC, &job->gpu_done_at);
     pthread_mutex_lock(&w->lock);
-    /* The pool's queue holds every job that can exist (waiting capacity + 1 on the GPU): never full. */
-    fifo_push(&w->finished, job);
+    /* When encoding is slower than the GPU, the GPU thread waits here for room rather than losing a job:
+     * the queue in front of it then fills, and new frames are answered 429. */
+    while (!fifo_push(&w->finished, job))
+        pthread_cond_wait(&w->pool_space, &w->lock);
     pthread_cond_signal(&w->pool_wake);
     pthread_mutex_unlock(&w->lock);
 }
@@ -145,6 +148,7 @@ static void *pool_main(void *arg)
             pthread_cond_wait(&w->pool_wake, &w->lock);
             continue;
         }
+        pthread_cond_signal(&w->pool_space);
         pthread_mutex_unlock(&w->lock);
         clock_gettime(CLOCK_MONOTONIC, &job->finish_at);
         job->finish(job);
@@ -172,6 +176,7 @@ hp_code hp_worker_create(hp_frame_graph *graph, const hp_worker_config *config, 
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->gpu_wake, NULL);
     pthread_cond_init(&w->pool_wake, NULL);
+    pthread_cond_init(&w->pool_space, NULL);
     if (!w->waiting.items || !w->finished.items || !w->pool) {
         hp_worker_destroy(&w);
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -211,6 +216,7 @@ void hp_worker_destroy(hp_worker **pw)
         pthread_join(w->pool[i], NULL);
     pthread_cond_destroy(&w->gpu_wake);
     pthread_cond_destroy(&w->pool_wake);
+    pthread_cond_destroy(&w->pool_space);
     pthread_mutex_destroy(&w->lock);
     free(w->waiting.items);
     free(w->finished.items);
