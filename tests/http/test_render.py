@@ -47,84 +47,17 @@ PARAM_ERROR = "invalid_parameter"
 
 PHASES = ["recv", "decode", "queue", "upload", "reduce", "tonemap", "download", "encode", "total"]
 
-# --- TAP -------------------------------------------------------------------------------------------------
-
-_count = 0
-_failed = 0
+from harness import Child, device_args, free_port, json_body, point, validation_lines  # noqa: E402
+import harness  # noqa: E402
 
 
-def point(name, ok, detail=""):
-    """One test point; detail goes out as TAP diagnostics when it fails."""
-    global _count, _failed
-    _count += 1
-    ok = bool(ok)
-    if not ok:
-        _failed += 1
-    print(f"{'ok' if ok else 'not ok'} {_count} - {name}", flush=True)
-    if not ok and detail:
-        for line in str(detail).splitlines()[-40:]:
-            print(f"# {line}", flush=True)
-    return ok
-
-
-# --- The daemon (after test_daemon.py) -------------------------------------------------------------------
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def clean_env():
-    """The test's environment without HDRPOST_* (an operator's settings must not leak into the daemon)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("HDRPOST_") and k != "NOTIFY_SOCKET"}
-
-
-def device_args():
-    dev = os.environ.get("HDRPOST_TEST_DEVICE")
-    return [f"--device={dev}"] if dev else []
-
-
-class Daemon:
-    """A child hdrpostd on a free loopback port whose stdout and stderr are read into lines by threads."""
+class Daemon(Child):
+    """A child hdrpostd on a free loopback port, validation on, no pipeline cache, logging at info."""
 
     def __init__(self, label, extra_args=()):
-        self.label = label
         self.port = free_port()
-        self.lines = []
-        self.cond = threading.Condition()
-        args = [EXE, f"--listen={HOST}:{self.port}", "--validation", "--pipeline_cache=",
-                "--log_level=info"] + device_args() + list(extra_args)
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=clean_env(), text=True, errors="replace")
-        self.readers = [threading.Thread(target=self._read, args=(s,), daemon=True)
-                        for s in (self.proc.stderr, self.proc.stdout)]
-        for t in self.readers:
-            t.start()
-
-    def _read(self, stream):
-        for line in stream:
-            with self.cond:
-                self.lines.append(line.rstrip("\n"))
-                self.cond.notify_all()
-
-    def log(self):
-        with self.cond:
-            return "\n".join(self.lines)
-
-    def wait_line(self, pattern, timeout):
-        rx = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                for line in self.lines:
-                    if rx.search(line):
-                        return line
-                left = deadline - time.monotonic()
-                if left <= 0 or self.proc.poll() is not None and not any(t.is_alive() for t in self.readers):
-                    return None
-                self.cond.wait(min(left, 0.2))
+        super().__init__(label, [EXE, f"--listen={HOST}:{self.port}", "--validation", "--pipeline_cache=",
+                                 "--log_level=info"] + device_args() + list(extra_args))
 
     def wait_ready(self):
         """Polls /readyz until 200 (bounded); True when it came."""
@@ -137,35 +70,6 @@ class Daemon:
                 pass
             time.sleep(0.05)
         return False
-
-    def wait_exit(self, timeout):
-        try:
-            rc = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
-        for t in self.readers:
-            t.join(timeout=5)
-        return rc
-
-    def stop(self, timeout=STOP_TIMEOUT_S):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        return self.wait_exit(timeout)
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.wait_exit(10)
-
-    def dump(self):
-        """The daemon's log on stderr: meson test -v shows it beside the TAP."""
-        sys.stderr.write(f"----- hdrpostd log: {self.label} -----\n{self.log()}\n")
-        sys.stderr.flush()
-
-
-def validation_lines(daemon):
-    return [l for l in daemon.log().splitlines()
-            if re.search(r"vulkan validation|VUID-|Validation (Error|Warning)", l, re.I)]
 
 
 def start(label, extra_args=()):
@@ -192,17 +96,7 @@ def stop(d):
 
 
 def request(port, method, path, body=None, headers=None, timeout=REQUEST_TIMEOUT_S):
-    """(status, lower-cased headers, body) of one exchange on a fresh connection."""
-    conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
-    try:
-        if body is None and method in ("POST", "PUT"):
-            body = b""
-        conn.request(method, path, body=body, headers=headers or {})
-        resp = conn.getresponse()
-        data = resp.read()
-        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
-    finally:
-        conn.close()
+    return harness.request(port, method, path, body, headers, timeout)
 
 
 def multipart(parts):
@@ -224,13 +118,6 @@ def frame_part(data, name="frame", filename="frame.exr"):
 
 def params_part(params):
     return ("params", json.dumps(params).encode(), None, "application/json")
-
-
-def json_body(body):
-    try:
-        return json.loads(body.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        return None
 
 
 def is_error(status, body, want_status, code, field="any"):
@@ -1093,8 +980,8 @@ def main():
                 d.kill()
                 d.dump()
     print(f"# {time.monotonic() - t_start:.1f} s", flush=True)
-    print(f"1..{_count}", flush=True)
-    return 1 if _failed else 0
+    print(f"1..{harness.count()}", flush=True)
+    return 1 if harness.failed() else 0
 
 
 if __name__ == "__main__":
