@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "pipeline/dof.h"
 #include "pipeline/params.h"
 #include "pipeline/reduce.h"
 #include "pipeline/tone.h"
@@ -57,5 +58,24 @@ void hp_cpu_blur(const double *src, double *dst, uint32_t width, uint32_t height
 /* A whole frame, quantized as the GPU does (RGBA8, or RGBA16 when output.bit_depth is 16). */
 hp_code hp_cpu_tone_frame(const void *pixels, hp_pixel_format format, uint32_t width, uint32_t height,
                           const hp_lum_stats *stats, const hp_params *p, hp_tone_state *ts, void *out);
+
+/* --- Depth of field and bokeh (pipeline/cpu_dof.c) ------------------------------------------------ */
+
+typedef struct hp_cpu_dof_result {
+    uint32_t sprites_wanted; /* pixels that qualified as bokeh sprites */
+    uint32_t sprites_drawn;  /* at most the budget */
+} hp_cpu_dof_result;
+
+/* The n-gon radius of shaders/include/dof.glsl in double (algorithms.md 9.5's oracle). */
+double hp_cpu_ngon(double theta, double n);
+
+/* The whole DOF stage (pipeline/dof.h) in double: the frame, its depth (width * height floats in the
+ * file's units), the settings, the exposure scale (for the bokeh threshold) and the frame's largest
+ * luminance. out: width * height RGBA, scene-linear, what the tone pass then reads. Past the sprite
+ * budget the GPU keeps whichever pixels its atomics reached first; this keeps the first in raster order
+ * of 2 x 2 blocks, so images agree only within the budget. */
+hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t width, uint32_t height, const float *depth,
+                   const hp_dof_settings *s, double exposure_scale, double max_y, double *out,
+                   hp_cpu_dof_result *result);
 
 #endif

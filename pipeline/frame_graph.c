@@ -14,12 +14,13 @@
 
 /* Timestamps: one before the first stage and one after each (names: DECISIONS.md 10; "tonemap" covers
  * exposure, the optional adaptation blur and the tone pass). */
-enum { TS_START, TS_UPLOAD, TS_REDUCE, TS_TONEMAP, TS_DOWNLOAD, TS_COUNT };
-static const char *const stage_names[TS_COUNT] = {NULL, "upload", "reduce", "tonemap", "download"};
+enum { TS_START, TS_UPLOAD, TS_REDUCE, TS_EXPOSURE, TS_DOF_FIELDS, TS_BOKEH, TS_DOF_COMPOSITE, TS_TONEMAP,
+       TS_DOWNLOAD, TS_COUNT };
 
-/* The readback buffer: lum_stats, then tone_state. */
+/* The readback buffer: lum_stats, then tone_state, then the bokeh control words. */
 #define READBACK_STATE_OFFSET HP_STATS_SIZE
-#define READBACK_SIZE (HP_STATS_SIZE + HP_TONE_STATE_WORDS * 4)
+#define READBACK_SPRITES_OFFSET (HP_STATS_SIZE + HP_TONE_STATE_WORDS * 4)
+#define READBACK_SIZE (READBACK_SPRITES_OFFSET + HP_BOKEH_CTL_WORDS * 4)
 
 /* The GPU must finish a frame within this; past it the device is treated as hung. */
 #define FENCE_TIMEOUT_NS (60ull * 1000 * 1000 * 1000)
@@ -31,6 +32,10 @@ typedef struct size_slot {
     hp_buffer output;        /* device-local image, sized for the widest output (RGBA16) */
     hp_buffer output_host;   /* the image copied back */
     hp_buffer lan_a, lan_b;  /* local adaptation luminance, made on the first request with gamma.radius > 0 */
+    hp_buffer depth_staging; /* host-visible depth, made on the first frame of this size with one */
+    bool depth_staged;       /* hp_frame_graph_depth was called for the current frame */
+    hp_dof_frame dof;        /* depth of field's buffers, made on the first DOF frame of this size */
+    hp_buffer dof_host;      /* output_dof's read-back */
     uint64_t last_used;
 } size_slot;
 
@@ -38,6 +43,7 @@ struct hp_frame_graph {
     hp_gpu *gpu;
     hp_reduce *reduce;
     hp_tone *tone;
+    hp_dof *dof;
     hp_buffer tone_params; /* tone_params words, written per frame with vkCmdUpdateBuffer */
     hp_buffer tone_state;  /* written by the exposure stage */
 
@@ -53,6 +59,7 @@ struct hp_frame_graph {
 
     size_slot slots[SIZE_CACHE_SLOTS];
     size_slot *current; /* set by begin, used by run */
+    size_slot *last;    /* the slot of the last frame run */
     uint64_t clock;
 };
 
@@ -73,6 +80,9 @@ static void free_slot(hp_frame_graph *g, size_slot *s)
     hp_buffer_destroy(g->gpu, &s->output_host);
     hp_buffer_destroy(g->gpu, &s->lan_a);
     hp_buffer_destroy(g->gpu, &s->lan_b);
+    hp_buffer_destroy(g->gpu, &s->depth_staging);
+    hp_buffer_destroy(g->gpu, &s->dof_host);
+    hp_dof_frame_free(g->dof, &s->dof);
     memset(s, 0, sizeof(*s));
 }
 
@@ -94,6 +104,8 @@ hp_code hp_frame_graph_create(hp_gpu *gpu, hp_frame_graph **out, hp_err *err)
     hp_code rc = hp_reduce_create(gpu, NULL, &g->reduce, err);
     if (rc == HP_OK)
         rc = hp_tone_create(gpu, &g->tone, err);
+    if (rc == HP_OK)
+        rc = hp_dof_create(gpu, &g->dof, err);
     if (rc == HP_OK)
         rc = hp_buffer_create(gpu, HP_STATS_SIZE, HP_MEM_DEVICE, "lum_stats", &g->stats, err);
     if (rc == HP_OK)
@@ -170,6 +182,7 @@ void hp_frame_graph_destroy(hp_frame_graph **pg)
     hp_buffer_destroy(g->gpu, &g->tone_state);
     hp_reduce_destroy(&g->reduce);
     hp_tone_destroy(&g->tone);
+    hp_dof_destroy(&g->dof);
     free(g);
     *pg = NULL;
 }
@@ -198,6 +211,8 @@ hp_code hp_frame_graph_begin(hp_frame_graph *g, const hp_frame_desc *desc, void 
         if (victim->desc.width)
             hp_debug("frame graph: evicting buffers for %ux%u %s", victim->desc.width, victim->desc.height,
                      hp_pixel_format_name(victim->desc.format));
+        if (g->last == victim)
+            g->last = NULL;
         free_slot(g, victim);
         VkDeviceSize bytes = frame_bytes(desc);
         VkDeviceSize out_bytes = (VkDeviceSize)desc->width * desc->height * 8;
@@ -218,8 +233,25 @@ hp_code hp_frame_graph_begin(hp_frame_graph *g, const hp_frame_desc *desc, void 
         hit = victim;
     }
     hit->last_used = g->clock;
+    hit->depth_staged = false;
     g->current = hit;
     *pixels = hit->staging.mapped;
+    return HP_OK;
+}
+
+hp_code hp_frame_graph_depth(hp_frame_graph *g, float **depth, hp_err *err)
+{
+    size_slot *s = g->current;
+    if (!s)
+        return hp_fail(err, HP_ERR_INTERNAL, "hp_frame_graph_depth without hp_frame_graph_begin");
+    if (!s->depth_staging.buffer) {
+        VkDeviceSize bytes = (VkDeviceSize)s->desc.width * s->desc.height * sizeof(float);
+        hp_code rc = hp_buffer_create(g->gpu, bytes, HP_MEM_UPLOAD, "depth_staging", &s->depth_staging, err);
+        if (rc != HP_OK)
+            return rc;
+    }
+    s->depth_staged = true;
+    *depth = s->depth_staging.mapped;
     return HP_OK;
 }
 
@@ -247,6 +279,20 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
         return rc;
     const hp_params *p = &params->params;
     bool tone = !params->analyze_only;
+    bool dof = tone && params->dof;
+    const hp_dof_settings *ds = &params->dof_settings;
+    if (dof) {
+        if (!slot->depth_staged)
+            return hp_fail_field(err, HP_ERR_UNUSABLE, "depth",
+                                 "depth of field needs the frame's depth: a depth channel in the EXR or a depth part");
+        rc = hp_dof_frame_prepare(g->dof, &slot->dof, slot->desc.width, slot->desc.height, ds->method == HP_DOF_SAT,
+                                  ds->bokeh, err);
+        if (rc == HP_OK && params->output_dof && !slot->dof_host.buffer)
+            rc = hp_buffer_create(g->gpu, (VkDeviceSize)slot->desc.width * slot->desc.height * 16, HP_MEM_READBACK,
+                                  "dof_output_host", &slot->dof_host, err);
+        if (rc != HP_OK)
+            return rc;
+    }
     bool local = p->gamma.mode == HP_GAMMA_LOCAL || p->gamma.mode == HP_GAMMA_LOCAL_LUMINANCE;
     uint32_t radius = tone && local && !params->output_luminance ? p->gamma.radius : 0;
     if (radius > 0 && !slot->lan_a.buffer) {
@@ -258,11 +304,14 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
             return rc;
     }
     g->current = NULL;
+    g->last = slot;
     VkDevice dev = g->gpu->device;
     VkCommandBuffer cmd = g->cmd;
     uint64_t pixels = (uint64_t)slot->desc.width * slot->desc.height;
 
     hp_buffer_flush(g->gpu, &slot->staging);
+    if (dof)
+        hp_buffer_flush(g->gpu, &slot->depth_staging);
     vkResetCommandPool(dev, g->pool, 0);
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
@@ -279,6 +328,10 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
     vkCmdUpdateBuffer(cmd, g->tone_params.buffer, 0, sizeof(words), words); /* made visible with the upload */
     VkBufferCopy up = {.size = frame_bytes(&slot->desc)};
     vkCmdCopyBuffer(cmd, slot->staging.buffer, slot->input.buffer, 1, &up);
+    if (dof) {
+        VkBufferCopy dup = {.size = slot->depth_staging.size};
+        vkCmdCopyBuffer(cmd, slot->depth_staging.buffer, slot->dof.depth.buffer, 1, &dup);
+    }
     barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
@@ -297,12 +350,15 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
     hp_tone_output kind = params->output_luminance ? HP_TONE_OUT_LUMINANCE
                           : p->output.bit_depth == 16 ? HP_TONE_OUT_RGBA16
                                                       : HP_TONE_OUT_RGBA8;
+    hp_dof_io dio = {.pixels = slot->input.address, .format = slot->desc.format, .stats = g->stats.address,
+                     .state = g->tone_state.address, .frame = &slot->dof};
     if (tone) {
         barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
         hp_tone_io tio = {
-            .pixels = slot->input.address,
-            .format = slot->desc.format,
+            /* With depth of field the tone pass reads the DOF stage's RGBA32F output instead of the frame. */
+            .pixels = dof ? slot->dof.output.address : slot->input.address,
+            .format = dof ? HP_PIXEL_RGBA32F : slot->desc.format,
             .width = slot->desc.width,
             .height = slot->desc.height,
             .stats = g->stats.address,
@@ -314,7 +370,21 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
             .lan_a = slot->lan_a.address,
             .lan_b = slot->lan_b.address,
         };
-        hp_tone_record(g->tone, cmd, &tio);
+        hp_tone_record_exposure(g->tone, cmd, &tio);
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_EXPOSURE);
+        if (dof)
+            hp_dof_record_fields(g->dof, cmd, &dio, ds);
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_DOF_FIELDS);
+        if (dof)
+            hp_dof_record_bokeh(g->dof, cmd, &dio, ds);
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_BOKEH);
+        if (dof)
+            hp_dof_record_composite(g->dof, cmd, &dio, ds);
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_DOF_COMPOSITE);
+        hp_tone_record_map(g->tone, cmd, &tio);
+    } else {
+        for (uint32_t t = TS_EXPOSURE; t < TS_TONEMAP; t++)
+            vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, t);
     }
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_TONEMAP);
 
@@ -328,6 +398,14 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
         vkCmdCopyBuffer(cmd, g->tone_state.buffer, g->readback.buffer, 1, &state);
         VkBufferCopy image = {.size = pixels * out_pixel};
         vkCmdCopyBuffer(cmd, slot->output.buffer, slot->output_host.buffer, 1, &image);
+    }
+    if (dof) {
+        VkBufferCopy ctl = {.dstOffset = READBACK_SPRITES_OFFSET, .size = HP_BOKEH_CTL_WORDS * 4};
+        vkCmdCopyBuffer(cmd, hp_dof_sprites(g->dof)->buffer, g->readback.buffer, 1, &ctl);
+        if (params->output_dof) {
+            VkBufferCopy image = {.size = pixels * 16};
+            vkCmdCopyBuffer(cmd, slot->dof.output.buffer, slot->dof_host.buffer, 1, &image);
+        }
     }
     barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
             VK_ACCESS_HOST_READ_BIT);
@@ -365,11 +443,35 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
         out->pixels = slot->output_host.mapped;
         out->pixel_size = out_pixel;
     }
+    if (dof) {
+        uint32_t ctl[HP_BOKEH_CTL_WORDS];
+        memcpy(ctl, (const uint8_t *)g->readback.mapped + READBACK_SPRITES_OFFSET, sizeof(ctl));
+        out->dof_ran = true;
+        out->bokeh_wanted = ds->bokeh ? ctl[HP_BOKEH_CTL_WANTED] : 0;
+        out->bokeh_drawn = ds->bokeh ? ctl[HP_BOKEH_CTL_DISPATCH] : 0;
+        if (params->output_dof) {
+            hp_buffer_invalidate(g->gpu, &slot->dof_host);
+            out->pixels = slot->dof_host.mapped;
+            out->pixel_size = 16;
+        }
+    }
+    /* Stage times (DECISIONS.md 10). "tonemap" is the exposure stage and the tone pass; "dof" the
+     * fields and the composite, around "bokeh" (the splat), which runs between them. */
     double period_ms = g->gpu->info.timestamp_period_ns * 1e-6;
-    for (int i = 1; i < TS_COUNT; i++) {
-        out->timings[out->timing_count].name = stage_names[i];
-        out->timings[out->timing_count].ms = (double)(ts[i] - ts[i - 1]) * period_ms;
-        out->timing_count++;
+#define SPAN(a, b) ((double)(ts[b] - ts[a]) * period_ms)
+    const hp_stage_timing timings[] = {
+        {"upload", SPAN(TS_START, TS_UPLOAD)},
+        {"reduce", SPAN(TS_UPLOAD, TS_REDUCE)},
+        {"dof", SPAN(TS_EXPOSURE, TS_DOF_FIELDS) + SPAN(TS_BOKEH, TS_DOF_COMPOSITE)},
+        {"bokeh", SPAN(TS_DOF_FIELDS, TS_BOKEH)},
+        {"tonemap", SPAN(TS_REDUCE, TS_EXPOSURE) + SPAN(TS_DOF_COMPOSITE, TS_TONEMAP)},
+        {"download", SPAN(TS_TONEMAP, TS_DOWNLOAD)},
+    };
+#undef SPAN
+    for (size_t i = 0; i < sizeof(timings) / sizeof(timings[0]); i++) {
+        bool shown = strcmp(timings[i].name, "dof") ? strcmp(timings[i].name, "bokeh") ? true : dof && ds->bokeh : dof;
+        if (shown)
+            out->timings[out->timing_count++] = timings[i];
     }
     out->gpu_total_ms = (double)(ts[TS_COUNT - 1] - ts[TS_START]) * period_ms;
     return HP_OK;
@@ -387,6 +489,44 @@ uint64_t hp_frame_graph_device_bytes(const hp_frame_graph *g)
 {
     uint64_t bytes = g->stats.size + g->scratch.size + g->tone_params.size + g->tone_state.size;
     for (int i = 0; i < SIZE_CACHE_SLOTS; i++)
-        bytes += g->slots[i].input.size + g->slots[i].output.size + g->slots[i].lan_a.size + g->slots[i].lan_b.size;
+        bytes += g->slots[i].input.size + g->slots[i].output.size + g->slots[i].lan_a.size + g->slots[i].lan_b.size +
+                 hp_dof_frame_bytes(&g->slots[i].dof);
     return bytes;
+}
+
+const hp_dof_frame *hp_frame_graph_last_dof(const hp_frame_graph *g)
+{
+    return g->last && g->last->dof.output.buffer ? &g->last->dof : NULL;
+}
+
+hp_code hp_frame_graph_read_buffer(hp_frame_graph *g, const hp_buffer *src, void *dst, size_t size, hp_err *err)
+{
+    hp_buffer host;
+    hp_code rc = hp_buffer_create(g->gpu, size, HP_MEM_READBACK, "debug_readback", &host, err);
+    if (rc != HP_OK)
+        return rc;
+    VkDevice dev = g->gpu->device;
+    vkResetCommandPool(dev, g->pool, 0);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    vkBeginCommandBuffer(g->cmd, &bi);
+    VkBufferCopy region = {.size = size};
+    vkCmdCopyBuffer(g->cmd, src->buffer, host.buffer, 1, &region);
+    barrier(g->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+            VK_ACCESS_HOST_READ_BIT);
+    VkResult res = vkEndCommandBuffer(g->cmd);
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &g->cmd};
+    if (res == VK_SUCCESS)
+        res = vkQueueSubmit(g->gpu->compute_queue, 1, &si, g->fence);
+    if (res == VK_SUCCESS)
+        res = vkWaitForFences(dev, 1, &g->fence, VK_TRUE, FENCE_TIMEOUT_NS);
+    vkResetFences(dev, 1, &g->fence);
+    if (res == VK_SUCCESS) {
+        hp_buffer_invalidate(g->gpu, &host);
+        memcpy(dst, host.mapped, size);
+    } else {
+        rc = hp_vk_fail(err, res, "reading a buffer back");
+    }
+    hp_buffer_destroy(g->gpu, &host);
+    return rc;
 }

@@ -10,6 +10,7 @@
 #ifndef HP_FRAME_GRAPH_H
 #define HP_FRAME_GRAPH_H
 
+#include "pipeline/dof.h"
 #include "pipeline/gpu.h"
 #include "pipeline/params.h"
 #include "pipeline/reduce.h"
@@ -33,6 +34,9 @@ typedef struct hp_frame_params {
     hp_params params;      /* the request's parameters (pipeline/params.h) */
     bool analyze_only;     /* statistics only: no exposure, tone mapping or image (POST /v1/analyze) */
     bool output_luminance; /* diagnostics and tests: the image is the tone-mapped luminance as floats */
+    bool dof;              /* depth of field (and bokeh when dof_settings.bokeh): needs a staged depth */
+    hp_dof_settings dof_settings;
+    bool output_dof;       /* diagnostics and tests: the image is the DOF stage's output, RGBA32F */
 } hp_frame_params;
 
 /* Every parameter at its schema default. */
@@ -46,6 +50,9 @@ typedef struct hp_frame_result {
     const void *pixels;
     size_t pixel_size;     /* bytes per pixel: 4, 8 (or 4 for floats) */
     uint32_t width, height;
+    bool dof_ran;
+    uint32_t bokeh_wanted; /* pixels that qualified as sprites */
+    uint32_t bokeh_drawn;  /* sprites drawn: less than wanted when the budget cut them */
     hp_stage_timing timings[HP_MAX_STAGE_TIMINGS];
     uint32_t timing_count;
     double gpu_total_ms; /* first timestamp to last */
@@ -63,9 +70,19 @@ void hp_frame_graph_destroy(hp_frame_graph **graph);
  * for the caller to decode the frame straight into. */
 hp_code hp_frame_graph_begin(hp_frame_graph *graph, const hp_frame_desc *desc, void **pixels, hp_err *err);
 
+/* After hp_frame_graph_begin: the mapped staging memory for the frame's depth, width * height floats in
+ * the file's units (allocated the first time a frame of this size has one). A frame run with
+ * params->dof needs it. */
+hp_code hp_frame_graph_depth(hp_frame_graph *graph, float **depth, hp_err *err);
+
 /* Uploads the staged frame, runs every stage and reads the results back. Blocks until the GPU is done. */
 hp_code hp_frame_graph_run(hp_frame_graph *graph, const hp_frame_params *params, hp_frame_result *out,
                            hp_err *err);
+
+/* Tests and diagnostics: the DOF buffers of the last frame run (NULL before any DOF frame), and a copy
+ * of a device buffer's first `size` bytes to host memory (blocks; not for the request path). */
+const hp_dof_frame *hp_frame_graph_last_dof(const hp_frame_graph *graph);
+hp_code hp_frame_graph_read_buffer(hp_frame_graph *graph, const hp_buffer *src, void *dst, size_t size, hp_err *err);
 
 /* Frame sizes whose resources are currently kept, and the bytes of device memory they hold. */
 uint32_t hp_frame_graph_cached_sizes(const hp_frame_graph *graph);

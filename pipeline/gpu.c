@@ -218,6 +218,8 @@ static int device_type_rank(VkPhysicalDeviceType type)
     }
 }
 
+static bool has_device_extension(VkPhysicalDevice pd, const char *name);
+
 /* Returns NULL when the device has everything hdrpostd needs, else the first thing it lacks. */
 static const char *missing_requirement(VkPhysicalDevice pd, char *buf, size_t len)
 {
@@ -228,13 +230,23 @@ static const char *missing_requirement(VkPhysicalDevice pd, char *buf, size_t le
                  VK_API_VERSION_MINOR(props.apiVersion));
         return buf;
     }
-    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceShaderAtomicFloatFeaturesEXT fa = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+    bool has_atomic_float = has_device_extension(pd, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                            .pNext = has_atomic_float ? &fa : NULL};
     VkPhysicalDeviceFeatures2 f = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
     vkGetPhysicalDeviceFeatures2(pd, &f);
     if (!f12.bufferDeviceAddress)
         return "the bufferDeviceAddress feature";
     if (!f12.timelineSemaphore)
         return "the timelineSemaphore feature";
+    /* Depth of field: 64-bit integer summed-area tables (shaders/dof_sat.comp) and bokeh sprites added
+     * into the frame with float atomics (shaders/bokeh_splat.comp). */
+    if (!f.features.shaderInt64)
+        return "the shaderInt64 feature";
+    if (!fa.shaderBufferFloat32AtomicAdd)
+        return "VK_EXT_shader_atomic_float's shaderBufferFloat32AtomicAdd";
 
     VkPhysicalDeviceSubgroupProperties sub = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sub};
@@ -427,8 +439,14 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
         .pipelineExecutableInfo = VK_TRUE,
     };
-    const char *exts[3];
+    /* Checked by missing_requirement(). */
+    VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT,
+        .shaderBufferFloat32AtomicAdd = VK_TRUE,
+    };
+    const char *exts[4];
     uint32_t ext_count = 0;
+    exts[ext_count++] = VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME;
     /* For /v1/gpu: memory budgets, and the PCI address that finds the same device in NVML. */
     if (has_device_extension(gpu->physical, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME)) {
         exts[ext_count++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
@@ -441,14 +459,16 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
     if (cfg->capture_statistics) {
         if (has_device_extension(gpu->physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
             exts[ext_count++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
-            f12.pNext = &exec_props;
+            atomic_float.pNext = &exec_props;
             gpu->capture_statistics = true;
         } else {
             hp_warn("vulkan: pipeline statistics asked for, but the driver lacks %s",
                     VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
         }
     }
-    VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
+    f12.pNext = &atomic_float;
+    VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12,
+                                          .features = {.shaderInt64 = VK_TRUE}};
     VkDeviceCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .pNext = &features,
@@ -638,7 +658,8 @@ hp_code hp_buffer_create(hp_gpu *gpu, VkDeviceSize size, hp_mem_kind kind, const
 
     VkBufferUsageFlags usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     if (kind == HP_MEM_DEVICE)
-        usage |= VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
+        usage |= VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT |
+                 VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT; /* the bokeh splat is dispatched from a GPU count */
     VkBufferCreateInfo bi = {
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
         .size = size,

@@ -1,0 +1,268 @@
+/* Depth of field and bokeh in double precision: the CPU reference for shaders/dof_*.comp and bokeh_*.comp
+ * (pipeline/dof.h), pass by pass. Where the GPU's arithmetic chooses a pixel (a tap's position, a
+ * kernel's ring count) the same fp32 operations pick it here, since an index is not a value to be more
+ * precise about; every value is computed and summed in double. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hp_shared.h"
+#include "pipeline/cpu_reference.h"
+
+static double clamp01(double x) { return x < 0.0 ? 0.0 : x > 1.0 ? 1.0 : x; }
+static double smoothstep(double e0, double e1, double x)
+{
+    double t = clamp01((x - e0) / (e1 - e0));
+    return t * t * (3.0 - 2.0 * t);
+}
+
+double hp_cpu_ngon(double theta, double n)
+{
+    double sector = 2.0 * M_PI / n;
+    return cos(M_PI / n) / cos(theta - sector * floor((n * theta + M_PI) / (2.0 * M_PI)));
+}
+
+/* Coverage of pixel (px, py) by a sprite: shaders/bokeh_splat.comp coverage(). */
+static double sprite_coverage(int px, int py, double cx, double cy, double radius, const hp_dof_settings *s)
+{
+    double dx = px + 0.5 - cx, dy = (py + 0.5 - cy) / s->squeeze;
+    double a = s->rotation_deg * M_PI / 180.0, c = cos(a), sn = sin(a);
+    double rx = c * dx + sn * dy, ry = -sn * dx + c * dy;
+    double edge = radius;
+    if (s->blades >= 3)
+        edge *= hp_cpu_ngon(atan2(ry, rx), (double)s->blades);
+    return clamp01(edge - sqrt(rx * rx + ry * ry) + 0.5);
+}
+
+typedef struct sprite {
+    double x, y, coc, z, rgb[3];
+} sprite;
+
+hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint32_t H, const float *depth,
+                   const hp_dof_settings *s, double exposure_scale, double max_y, double *out,
+                   hp_cpu_dof_result *result)
+{
+    (void)max_y; /* the GPU's SAT needs it for its fixed point; the exact box mean here does not */
+    memset(result, 0, sizeof(*result));
+    uint32_t hw = (W + 1) / 2, hh = (H + 1) / 2;
+    uint32_t tw = (hw + HP_DOF_TILE - 1) / HP_DOF_TILE, th = (hh + HP_DOF_TILE - 1) / HP_DOF_TILE;
+    size_t n = (size_t)W * H, nh = (size_t)hw * hh;
+    double *sharp = calloc(n * 3, sizeof(double)), *coc = calloc(n, sizeof(double));
+    double *half = calloc(nh * 4, sizeof(double)), *tiles = calloc((size_t)tw * th * 2, sizeof(double));
+    double *dil = calloc((size_t)tw * th, sizeof(double));
+    double *near = calloc(nh * 4, sizeof(double)), *far = calloc(nh * 4, sizeof(double));
+    double *accum = calloc(n * 3, sizeof(double));
+    bool *excluded = calloc(n, sizeof(bool)), *is_sprite = calloc(n, sizeof(bool));
+    double *alpha = calloc(n, sizeof(double));
+    size_t sprite_cap = s->bokeh ? s->max_sprites : 0;
+    sprite *sprites = calloc(sprite_cap ? sprite_cap : 1, sizeof(sprite));
+    if (!sharp || !coc || !half || !tiles || !dil || !near || !far || !accum || !excluded || !is_sprite || !alpha ||
+        !sprites) {
+        free(sharp), free(coc), free(half), free(tiles), free(dil), free(near), free(far), free(accum);
+        free(excluded), free(is_sprite), free(alpha), free(sprites);
+        return HP_ERR_OUT_OF_MEMORY;
+    }
+
+    /* dof_setup.comp, in the same order of pixels (the order only matters past the sprite budget, where
+     * the GPU's choice is its atomics' and no test compares images). */
+    for (uint32_t hy = 0; hy < hh; hy++) {
+        for (uint32_t hx = 0; hx < hw; hx++) {
+            double sum[3] = {0, 0, 0}, nearc = 0.0, farc = 3.0e38;
+            uint32_t count = 0;
+            for (uint32_t j = 0; j < 2; j++) {
+                for (uint32_t i = 0; i < 2; i++) {
+                    uint32_t x = 2 * hx + i, y = 2 * hy + j;
+                    if (x >= W || y >= H)
+                        continue;
+                    size_t idx = (size_t)y * W + x;
+                    float c[4], yf;
+                    hp_cpu_load_pixel(pixels, format, idx, c);
+                    excluded[idx] = !hp_cpu_luminance(c, &yf);
+                    alpha[idx] = excluded[idx] ? 1.0 : c[3];
+                    for (int k = 0; k < 3; k++)
+                        sharp[3 * idx + k] = excluded[idx] || !(c[k] > 0.0f) ? 0.0 : c[k];
+                    double sc = hp_dof_coc(s, W, depth[idx]);
+                    coc[idx] = sc;
+                    count++;
+                    double lum = HP_LUMA_R * sharp[3 * idx] + HP_LUMA_G * sharp[3 * idx + 1] +
+                                 HP_LUMA_B * sharp[3 * idx + 2];
+                    if (s->bokeh && fabs(sc) >= s->bokeh_min_coc_px && lum * exposure_scale > s->bokeh_threshold) {
+                        if (result->sprites_wanted < sprite_cap) {
+                            sprite *sp = &sprites[result->sprites_wanted];
+                            sp->x = x + 0.5, sp->y = y + 0.5, sp->coc = sc;
+                            sp->z = depth[idx] < HP_DOF_DEPTH_BACKGROUND ? (double)depth[idx] * s->depth_scale : 3.0e38;
+                            memcpy(sp->rgb, &sharp[3 * idx], sizeof(sp->rgb));
+                            is_sprite[idx] = true;
+                            result->sprites_drawn++;
+                        }
+                        result->sprites_wanted++;
+                    }
+                    if (!is_sprite[idx])
+                        for (int k = 0; k < 3; k++)
+                            sum[k] += sharp[3 * idx + k];
+                    nearc = fmax(nearc, -sc);
+                    farc = fmin(farc, fmax(sc, 0.0));
+                }
+            }
+            double *hp = &half[4 * ((size_t)hy * hw + hx)];
+            for (int k = 0; k < 3; k++)
+                hp[k] = sum[k] / count;
+            hp[3] = nearc > 0.0 ? -nearc : farc;
+            double *t = &tiles[2 * ((size_t)(hy / HP_DOF_TILE) * tw + hx / HP_DOF_TILE)];
+            t[0] = fmax(t[0], nearc);
+            t[1] = fmax(t[1], nearc > 0.0 ? 0.0 : farc);
+        }
+    }
+
+    if (s->method == HP_DOF_SAT) {
+        /* dof_sat.comp: the box mean of each half pixel's CoC, exactly (summed directly). */
+        for (uint32_t hy = 0; hy < hh; hy++) {
+            for (uint32_t hx = 0; hx < hw; hx++) {
+                double sc = half[4 * ((size_t)hy * hw + hx) + 3];
+                int rb = (int)floorf(fminf(fabsf((float)sc), (float)s->max_coc_px) * 0.5f + 0.5f);
+                int x0 = (int)hx - rb < 0 ? 0 : (int)hx - rb, x1 = (int)hx + rb > (int)hw - 1 ? (int)hw - 1 : (int)hx + rb;
+                int y0 = (int)hy - rb < 0 ? 0 : (int)hy - rb, y1 = (int)hy + rb > (int)hh - 1 ? (int)hh - 1 : (int)hy + rb;
+                double acc[3] = {0, 0, 0};
+                for (int y = y0; y <= y1; y++)
+                    for (int x = x0; x <= x1; x++)
+                        for (int k = 0; k < 3; k++)
+                            acc[k] += half[4 * ((size_t)y * hw + x) + k];
+                double area = (double)(x1 - x0 + 1) * (y1 - y0 + 1);
+                double *f = &far[4 * ((size_t)hy * hw + hx)];
+                for (int k = 0; k < 3; k++)
+                    f[k] = acc[k] / area;
+                f[3] = 1.0;
+            }
+        }
+    } else {
+        /* dof_tiles.comp */
+        int r = (int)ceil(s->max_coc_px / (2.0 * HP_DOF_TILE));
+        for (int ty = 0; ty < (int)th; ty++) {
+            for (int tx = 0; tx < (int)tw; tx++) {
+                double m = 0.0;
+                for (int dy = -r; dy <= r; dy++)
+                    for (int dx = -r; dx <= r; dx++)
+                        if (ty + dy >= 0 && ty + dy < (int)th && tx + dx >= 0 && tx + dx < (int)tw)
+                            m = fmax(m, tiles[2 * ((size_t)(ty + dy) * tw + tx + dx)]);
+                dil[(size_t)ty * tw + tx] = m;
+            }
+        }
+        /* dof_gather.comp */
+        float taps[HP_DOF_TAPS][2];
+        hp_dof_tap_directions(taps);
+        for (uint32_t hy = 0; hy < hh; hy++) {
+            for (uint32_t hx = 0; hx < hw; hx++) {
+                size_t idx = (size_t)hy * hw + hx;
+                const double *centre = &half[4 * idx];
+                double *nf = &near[4 * idx], *ff = &far[4 * idx];
+                float R = fmaxf(fmaxf((float)centre[3], 0.0f), (float)dil[(hy / HP_DOF_TILE) * tw + hx / HP_DOF_TILE]) * 0.5f;
+                if (R < 0.5f) {
+                    nf[0] = nf[1] = nf[2] = nf[3] = 0.0;
+                    for (int m = 0; m < 4; m++)
+                        ff[m] = centre[3] > 0.0 ? (m < 3 ? centre[m] : 1.0) : 0.0;
+                    continue;
+                }
+                uint32_t K = (uint32_t)ceilf(R / (float)HP_DOF_RING_SPACING);
+                K = K < 1 ? 1 : K > HP_DOF_MAX_RINGS ? HP_DOF_MAX_RINGS : K;
+                float step = R / (float)K;
+                double tap_share = 0.25 * (double)step * step;
+                double fs[3] = {0, 0, 0}, ns[3] = {0, 0, 0}, fw = 0, nw = 0, cover = 0;
+                for (uint32_t k = 0; k <= K; k++) {
+                    uint32_t count = k == 0 ? 1 : 8 * k, base = k == 0 ? 0 : 1 + 4 * k * (k - 1);
+                    float rf = (float)k * step;
+                    for (uint32_t j = 0; j < count; j++) {
+                        float ox = rf * taps[base + j][0], oy = rf * taps[base + j][1];
+                        int qx = (int)hx + (int)floorf(ox + 0.5f), qy = (int)hy + (int)floorf(oy + 0.5f);
+                        qx = qx < 0 ? 0 : qx > (int)hw - 1 ? (int)hw - 1 : qx;
+                        qy = qy < 0 ? 0 : qy > (int)hh - 1 ? (int)hh - 1 : qy;
+                        const double *v = &half[4 * ((size_t)qy * hw + qx)];
+                        double c = fabs(v[3]) * 0.5;
+                        double reach = clamp01(c - rf + 1.0);
+                        double w = reach / fmax(c * c, 0.25);
+                        if (v[3] > 0.0) {
+                            for (int m = 0; m < 3; m++)
+                                fs[m] += w * v[m];
+                            fw += w;
+                        } else if (v[3] < 0.0) {
+                            for (int m = 0; m < 3; m++)
+                                ns[m] += w * v[m];
+                            nw += w;
+                            cover += reach * tap_share / fmax(c * c, 0.25);
+                        }
+                    }
+                }
+                double a = fmin(cover, 1.0);
+                for (int m = 0; m < 3; m++) {
+                    nf[m] = nw > 0.0 ? ns[m] / nw * a : 0.0;
+                    ff[m] = centre[3] > 0.0 ? fs[m] / fw : 0.0;
+                }
+                nf[3] = nw > 0.0 ? a : 0.0;
+                ff[3] = centre[3] > 0.0 ? 1.0 : 0.0;
+            }
+        }
+    }
+
+    /* bokeh_splat.comp */
+    for (uint32_t i = 0; i < result->sprites_drawn; i++) {
+        const sprite *sp = &sprites[i];
+        double radius = fabs(sp->coc), ry = radius * s->squeeze;
+        int x0 = (int)floor(sp->x - radius - 1.0), x1 = (int)floor(sp->x + radius + 1.0);
+        int y0 = (int)floor(sp->y - ry - 1.0), y1 = (int)floor(sp->y + ry + 1.0);
+        double total = 0.0;
+        for (int y = y0; y <= y1; y++)
+            for (int x = x0; x <= x1; x++)
+                total += sprite_coverage(x, y, sp->x, sp->y, radius, s);
+        if (!(total > 0.0))
+            continue;
+        for (int y = y0 < 0 ? 0 : y0; y <= y1 && y < (int)H; y++) {
+            for (int x = x0 < 0 ? 0 : x0; x <= x1 && x < (int)W; x++) {
+                double w = sprite_coverage(x, y, sp->x, sp->y, radius, s);
+                size_t idx = (size_t)y * W + x;
+                double tz = depth[idx] < HP_DOF_DEPTH_BACKGROUND ? (double)depth[idx] * s->depth_scale : 3.0e38;
+                if (tz < 0.95 * sp->z)
+                    w *= clamp01(fabs(coc[idx]) - 0.5);
+                for (int k = 0; k < 3; k++)
+                    accum[3 * idx + k] += sp->rgb[k] / total * w;
+            }
+        }
+    }
+
+    /* dof_composite.comp */
+    for (uint32_t y = 0; y < H; y++) {
+        for (uint32_t x = 0; x < W; x++) {
+            size_t idx = (size_t)y * W + x;
+            double sh[3];
+            for (int k = 0; k < 3; k++)
+                sh[k] = is_sprite[idx] ? 0.0 : sharp[3 * idx + k];
+            double ux = (x + 0.5) * 0.5 - 0.5, uy = (y + 0.5) * 0.5 - 0.5;
+            double fx0 = floor(ux), fy0 = floor(uy), fx = ux - fx0, fy = uy - fy0;
+            int ax = (int)fx0 < 0 ? 0 : (int)fx0 > (int)hw - 1 ? (int)hw - 1 : (int)fx0;
+            int cx = (int)fx0 + 1 > (int)hw - 1 ? (int)hw - 1 : (int)fx0 + 1 < 0 ? 0 : (int)fx0 + 1;
+            int ay = (int)fy0 < 0 ? 0 : (int)fy0 > (int)hh - 1 ? (int)hh - 1 : (int)fy0;
+            int cy = (int)fy0 + 1 > (int)hh - 1 ? (int)hh - 1 : (int)fy0 + 1 < 0 ? 0 : (int)fy0 + 1;
+            double fv[4], nv[4];
+            for (int k = 0; k < 4; k++) {
+                const double *fb = far, *nb = near;
+                double f00 = fb[4 * ((size_t)ay * hw + ax) + k], f10 = fb[4 * ((size_t)ay * hw + cx) + k];
+                double f01 = fb[4 * ((size_t)cy * hw + ax) + k], f11 = fb[4 * ((size_t)cy * hw + cx) + k];
+                fv[k] = (f00 + (f10 - f00) * fx) + ((f01 + (f11 - f01) * fx) - (f00 + (f10 - f00) * fx)) * fy;
+                double n00 = nb[4 * ((size_t)ay * hw + ax) + k], n10 = nb[4 * ((size_t)ay * hw + cx) + k];
+                double n01 = nb[4 * ((size_t)cy * hw + ax) + k], n11 = nb[4 * ((size_t)cy * hw + cx) + k];
+                nv[k] = (n00 + (n10 - n00) * fx) + ((n01 + (n11 - n01) * fx) - (n00 + (n10 - n00) * fx)) * fy;
+            }
+            double sc = coc[idx];
+            double blurred = s->method == HP_DOF_SAT ? fabs(sc) : sc;
+            double b[3];
+            double t = blurred > 0.0 && fv[3] > 0.0 ? smoothstep(0.5, 1.5, blurred) : 0.0;
+            for (int k = 0; k < 3; k++) {
+                b[k] = sh[k] + (fv[3] > 0.0 ? fv[k] / fv[3] - sh[k] : 0.0) * t;
+                double o = s->method == HP_DOF_SAT ? b[k] : b[k] * (1.0 - nv[3]) + nv[k];
+                out[4 * idx + k] = o + accum[3 * idx + k];
+            }
+            out[4 * idx + 3] = alpha[idx];
+        }
+    }
+    free(sharp), free(coc), free(half), free(tiles), free(dil), free(near), free(far), free(accum);
+    free(excluded), free(is_sprite), free(alpha), free(sprites);
+    return HP_OK;
+}

@@ -1,0 +1,386 @@
+/* Depth of field and bokeh: pipelines, per-size buffers and recording (pipeline/dof.h). */
+#include "pipeline/dof.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/gpu_internal.h"
+
+static const uint32_t spv_setup[] =
+#include "dof_setup.spv.inc"
+    ;
+static const uint32_t spv_tiles[] =
+#include "dof_tiles.spv.inc"
+    ;
+static const uint32_t spv_gather[] =
+#include "dof_gather.spv.inc"
+    ;
+static const uint32_t spv_composite[] =
+#include "dof_composite.spv.inc"
+    ;
+static const uint32_t spv_sat_rows[] =
+#include "dof_sat_rows.spv.inc"
+    ;
+static const uint32_t spv_sat_cols[] =
+#include "dof_sat_cols.spv.inc"
+    ;
+static const uint32_t spv_sat_query[] =
+#include "dof_sat_query.spv.inc"
+    ;
+static const uint32_t spv_bokeh_args[] =
+#include "bokeh_args.spv.inc"
+    ;
+static const uint32_t spv_bokeh_splat[] =
+#include "bokeh_splat.spv.inc"
+    ;
+
+/* Push constant layouts: the tables in the shaders. */
+struct setup_push {
+    VkDeviceAddress pixels, depth, coc, half_, mask, tiles, sprites, state;
+    uint32_t width, height, half_w, half_h;
+    float coc_k, focus_m, depth_scale, max_coc, bokeh_threshold, bokeh_min_coc;
+    uint32_t max_sprites, pad;
+};
+_Static_assert(sizeof(struct setup_push) == 112, "push constant layout drifted from dof_setup.comp");
+
+struct tiles_push {
+    VkDeviceAddress tiles, dilated;
+    uint32_t tiles_w, tiles_h, radius;
+};
+
+struct gather_push {
+    VkDeviceAddress half_, dilated, taps, near, far;
+    uint32_t half_w, half_h;
+};
+_Static_assert(sizeof(struct gather_push) == 48, "push constant layout drifted from dof_gather.comp");
+
+struct composite_push {
+    VkDeviceAddress pixels, coc, mask, near, far, accum, out;
+    uint32_t width, height, half_w, half_h;
+};
+_Static_assert(sizeof(struct composite_push) == 72, "push constant layout drifted from dof_composite.comp");
+
+struct sat_push {
+    VkDeviceAddress half_, table, stats, far;
+    uint32_t half_w, half_h;
+    float max_coc;
+};
+
+struct args_push {
+    VkDeviceAddress sprites;
+    uint32_t max_sprites;
+};
+
+struct splat_push {
+    VkDeviceAddress sprites, accum, depth, coc;
+    uint32_t width, height, blades;
+    float rotation, squeeze, depth_scale;
+};
+_Static_assert(sizeof(struct splat_push) == 56, "push constant layout drifted from bokeh_splat.comp");
+
+struct hp_dof {
+    hp_gpu *gpu;
+    hp_compute setup[2];          /* [hp_pixel_format] */
+    hp_compute composite[2][2][2]; /* [format][sat][bokeh] */
+    hp_compute tiles, gather, sat_rows, sat_cols, sat_query, bokeh_args, bokeh_splat;
+    hp_buffer taps;    /* HP_DOF_TAPS vec2 */
+    hp_buffer sprites; /* control words, then HP_BOKEH_MAX_SPRITES records */
+    bool initialised;  /* taps written, control words zeroed */
+};
+
+double hp_dof_coc_k(const hp_dof_settings *s, uint32_t width)
+{
+    double f = s->focal_length_mm * 1e-3, N = s->f_stop, S1 = s->focus_distance_m;
+    double c_inf = f * f / (N * (S1 - f)); /* diameter on the sensor, metres */
+    return 0.5 * c_inf / (s->sensor_width_mm * 1e-3) * (double)width;
+}
+
+double hp_dof_coc(const hp_dof_settings *s, uint32_t width, double depth)
+{
+    double k = hp_dof_coc_k(s, width), c;
+    if (!(depth < HP_DOF_DEPTH_BACKGROUND))
+        c = k;
+    else {
+        double z = depth * s->depth_scale;
+        c = z > 0.0 ? k * (1.0 - s->focus_distance_m / z) : 0.0;
+    }
+    return fmin(fmax(c, -s->max_coc_px), s->max_coc_px);
+}
+
+void hp_dof_tap_directions(float out[HP_DOF_TAPS][2])
+{
+    /* Centre, then ring k's 8k directions, every other ring turned by half a step so taps of
+     * neighbouring rings do not line up into spokes. */
+    out[0][0] = out[0][1] = 0.0f;
+    for (uint32_t k = 1; k <= HP_DOF_MAX_RINGS; k++) {
+        uint32_t base = 1 + 4 * k * (k - 1);
+        for (uint32_t j = 0; j < 8 * k; j++) {
+            double a = (2.0 * M_PI / (8.0 * k)) * ((double)j + (k % 2 ? 0.0 : 0.5));
+            out[base + j][0] = (float)cos(a);
+            out[base + j][1] = (float)sin(a);
+        }
+    }
+}
+
+static hp_code make(hp_gpu *gpu, const char *name, const uint32_t *spirv, size_t size, uint32_t push,
+                    const uint32_t *spec, uint32_t spec_count, hp_compute *out, hp_err *err)
+{
+    hp_compute_desc d = {.name = name, .spirv = spirv, .spirv_size = size, .push_constant_size = push,
+                         .spec_values = spec, .spec_count = spec_count};
+    return hp_compute_create(gpu, &d, out, err);
+}
+
+hp_code hp_dof_create(hp_gpu *gpu, hp_dof **out, hp_err *err)
+{
+    *out = NULL;
+    hp_dof *d = calloc(1, sizeof(*d));
+    if (!d)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    d->gpu = gpu;
+    hp_code rc = HP_OK;
+    static const char *const setup_names[2] = {"dof_setup_rgba16f", "dof_setup_rgba32f"};
+    for (uint32_t f = 0; f < 2 && rc == HP_OK; f++) {
+        const uint32_t spec[1] = {f == HP_PIXEL_RGBA16F};
+        rc = make(gpu, setup_names[f], spv_setup, sizeof(spv_setup), sizeof(struct setup_push), spec, 1, &d->setup[f],
+                  err);
+        for (uint32_t sat = 0; sat < 2 && rc == HP_OK; sat++) {
+            for (uint32_t bokeh = 0; bokeh < 2 && rc == HP_OK; bokeh++) {
+                char name[64];
+                snprintf(name, sizeof(name), "dof_composite_%s%s%s", hp_pixel_format_name((hp_pixel_format)f),
+                         sat ? "_sat" : "", bokeh ? "_bokeh" : "");
+                const uint32_t cspec[3] = {f == HP_PIXEL_RGBA16F, sat, bokeh};
+                rc = make(gpu, name, spv_composite, sizeof(spv_composite), sizeof(struct composite_push), cspec, 3,
+                          &d->composite[f][sat][bokeh], err);
+            }
+        }
+    }
+    if (rc == HP_OK)
+        rc = make(gpu, "dof_tiles", spv_tiles, sizeof(spv_tiles), sizeof(struct tiles_push), NULL, 0, &d->tiles, err);
+    if (rc == HP_OK)
+        rc = make(gpu, "dof_gather", spv_gather, sizeof(spv_gather), sizeof(struct gather_push), NULL, 0, &d->gather,
+                  err);
+    if (rc == HP_OK)
+        rc = make(gpu, "dof_sat_rows", spv_sat_rows, sizeof(spv_sat_rows), sizeof(struct sat_push), NULL, 0,
+                  &d->sat_rows, err);
+    if (rc == HP_OK)
+        rc = make(gpu, "dof_sat_cols", spv_sat_cols, sizeof(spv_sat_cols), sizeof(struct sat_push), NULL, 0,
+                  &d->sat_cols, err);
+    if (rc == HP_OK)
+        rc = make(gpu, "dof_sat_query", spv_sat_query, sizeof(spv_sat_query), sizeof(struct sat_push), NULL, 0,
+                  &d->sat_query, err);
+    if (rc == HP_OK)
+        rc = make(gpu, "bokeh_args", spv_bokeh_args, sizeof(spv_bokeh_args), sizeof(struct args_push), NULL, 0,
+                  &d->bokeh_args, err);
+    if (rc == HP_OK)
+        rc = make(gpu, "bokeh_splat", spv_bokeh_splat, sizeof(spv_bokeh_splat), sizeof(struct splat_push), NULL, 0,
+                  &d->bokeh_splat, err);
+    if (rc == HP_OK)
+        rc = hp_buffer_create(gpu, HP_DOF_TAPS * 2 * sizeof(float), HP_MEM_DEVICE, "dof_taps", &d->taps, err);
+    if (rc == HP_OK)
+        rc = hp_buffer_create(gpu, 4 * (HP_BOKEH_CTL_WORDS + (VkDeviceSize)HP_BOKEH_MAX_SPRITES * HP_BOKEH_SPRITE_WORDS),
+                              HP_MEM_DEVICE, "bokeh_sprites", &d->sprites, err);
+    if (rc != HP_OK) {
+        hp_dof_destroy(&d);
+        return rc;
+    }
+    *out = d;
+    return HP_OK;
+}
+
+void hp_dof_destroy(hp_dof **pd)
+{
+    hp_dof *d = *pd;
+    if (!d)
+        return;
+    for (int f = 0; f < 2; f++) {
+        hp_compute_destroy(d->gpu, &d->setup[f]);
+        for (int s = 0; s < 2; s++)
+            for (int b = 0; b < 2; b++)
+                hp_compute_destroy(d->gpu, &d->composite[f][s][b]);
+    }
+    hp_compute_destroy(d->gpu, &d->tiles);
+    hp_compute_destroy(d->gpu, &d->gather);
+    hp_compute_destroy(d->gpu, &d->sat_rows);
+    hp_compute_destroy(d->gpu, &d->sat_cols);
+    hp_compute_destroy(d->gpu, &d->sat_query);
+    hp_compute_destroy(d->gpu, &d->bokeh_args);
+    hp_compute_destroy(d->gpu, &d->bokeh_splat);
+    hp_buffer_destroy(d->gpu, &d->taps);
+    hp_buffer_destroy(d->gpu, &d->sprites);
+    free(d);
+    *pd = NULL;
+}
+
+const hp_buffer *hp_dof_sprites(const hp_dof *d) { return &d->sprites; }
+
+static uint32_t half_of(uint32_t n) { return (n + 1) / 2; }
+static uint32_t tiles_of(uint32_t half) { return (half + HP_DOF_TILE - 1) / HP_DOF_TILE; }
+
+void hp_dof_frame_free(hp_dof *d, hp_dof_frame *f)
+{
+    hp_buffer *all[] = {&f->depth, &f->coc, &f->half_, &f->mask, &f->tiles, &f->dilated,
+                        &f->near,  &f->far, &f->table, &f->accum, &f->output};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        hp_buffer_destroy(d->gpu, all[i]);
+    memset(f, 0, sizeof(*f));
+}
+
+uint64_t hp_dof_frame_bytes(const hp_dof_frame *f)
+{
+    const hp_buffer *all[] = {&f->depth, &f->coc, &f->half_, &f->mask, &f->tiles, &f->dilated,
+                              &f->near,  &f->far, &f->table, &f->accum, &f->output};
+    uint64_t n = 0;
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        n += all[i]->buffer ? all[i]->size : 0;
+    return n;
+}
+
+static hp_code ensure(hp_dof *d, hp_buffer *b, VkDeviceSize size, const char *name, hp_err *err)
+{
+    if (b->buffer)
+        return HP_OK;
+    return hp_buffer_create(d->gpu, size, HP_MEM_DEVICE, name, b, err);
+}
+
+hp_code hp_dof_frame_prepare(hp_dof *d, hp_dof_frame *f, uint32_t width, uint32_t height, bool sat, bool bokeh,
+                             hp_err *err)
+{
+    if (f->width != width || f->height != height) {
+        hp_dof_frame_free(d, f);
+        f->width = width;
+        f->height = height;
+    }
+    VkDeviceSize px = (VkDeviceSize)width * height;
+    VkDeviceSize half = (VkDeviceSize)half_of(width) * half_of(height);
+    VkDeviceSize tiles = (VkDeviceSize)tiles_of(half_of(width)) * tiles_of(half_of(height));
+    hp_code rc = ensure(d, &f->depth, px * 4, "dof_depth", err);
+    if (rc == HP_OK)
+        rc = ensure(d, &f->coc, px * 4, "dof_coc", err);
+    if (rc == HP_OK)
+        rc = ensure(d, &f->half_, half * 16, "dof_half", err);
+    if (rc == HP_OK)
+        rc = ensure(d, &f->mask, half * 4, "dof_mask", err);
+    if (rc == HP_OK)
+        rc = ensure(d, &f->tiles, tiles * 8, "dof_tiles", err);
+    if (rc == HP_OK)
+        rc = ensure(d, &f->dilated, tiles * 8, "dof_dilated", err);
+    if (rc == HP_OK)
+        rc = ensure(d, &f->near, half * 16, "dof_near", err);
+    if (rc == HP_OK)
+        rc = ensure(d, &f->far, half * 16, "dof_far", err);
+    if (rc == HP_OK)
+        rc = ensure(d, &f->output, px * 16, "dof_output", err);
+    if (rc == HP_OK && sat)
+        rc = ensure(d, &f->table, half * 24, "dof_sat_table", err);
+    if (rc == HP_OK && bokeh)
+        rc = ensure(d, &f->accum, px * 12, "bokeh_accum", err);
+    return rc;
+}
+
+static void barrier(VkCommandBuffer cmd, VkPipelineStageFlags dst_stage, VkAccessFlags dst)
+{
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                          .dstAccessMask = dst};
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, dst_stage, 0, 1,
+                         &mb, 0, NULL, 0, NULL);
+}
+
+static void compute_barrier(VkCommandBuffer cmd)
+{
+    barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+}
+
+static void run(VkCommandBuffer cmd, const hp_compute *c, const void *push, uint32_t size, uint32_t gx, uint32_t gy)
+{
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipeline);
+    vkCmdPushConstants(cmd, c->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, size, push);
+    vkCmdDispatch(cmd, gx, gy, 1);
+}
+
+void hp_dof_record_fields(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s)
+{
+    hp_dof_frame *f = io->frame;
+    bool first = !d->initialised;
+    if (first) {
+        float taps[HP_DOF_TAPS][2];
+        hp_dof_tap_directions(taps);
+        vkCmdUpdateBuffer(cmd, d->taps.buffer, 0, sizeof(taps), taps);
+        vkCmdFillBuffer(cmd, d->sprites.buffer, 0, 4 * HP_BOKEH_CTL_WORDS, 0);
+        d->initialised = true;
+    }
+    if (s->bokeh && !f->accum_cleared) {
+        vkCmdFillBuffer(cmd, f->accum.buffer, 0, VK_WHOLE_SIZE, 0);
+        f->accum_cleared = true;
+        first = true;
+    }
+    if (first)
+        compute_barrier(cmd);
+
+    uint32_t hw = half_of(f->width), hh = half_of(f->height);
+    uint32_t tw = tiles_of(hw), th = tiles_of(hh);
+    struct setup_push sp = {
+        .pixels = io->pixels, .depth = f->depth.address, .coc = f->coc.address, .half_ = f->half_.address,
+        .mask = f->mask.address, .tiles = f->tiles.address, .sprites = d->sprites.address, .state = io->state,
+        .width = f->width, .height = f->height, .half_w = hw, .half_h = hh,
+        .coc_k = (float)hp_dof_coc_k(s, f->width), .focus_m = (float)s->focus_distance_m,
+        .depth_scale = (float)s->depth_scale, .max_coc = (float)s->max_coc_px,
+        .bokeh_threshold = (float)s->bokeh_threshold, .bokeh_min_coc = (float)s->bokeh_min_coc_px,
+        .max_sprites = s->bokeh ? s->max_sprites : 0,
+    };
+    run(cmd, &d->setup[io->format], &sp, sizeof(sp), tw, th);
+    compute_barrier(cmd);
+
+    if (s->method == HP_DOF_SAT) {
+        struct sat_push q = {.half_ = f->half_.address, .table = f->table.address, .stats = io->stats,
+                             .far = f->far.address, .half_w = hw, .half_h = hh, .max_coc = (float)s->max_coc_px};
+        run(cmd, &d->sat_rows, &q, sizeof(q), hh, 1);
+        compute_barrier(cmd);
+        run(cmd, &d->sat_cols, &q, sizeof(q), (hw + HP_SAT_COL_X - 1) / HP_SAT_COL_X, 1);
+        compute_barrier(cmd);
+        run(cmd, &d->sat_query, &q, sizeof(q), (hw + 7) / 8, (hh + 7) / 8);
+    } else {
+        /* Tiles are 2 * HP_DOF_TILE frame pixels wide: enough of them to cover the largest CoC. */
+        uint32_t radius = (uint32_t)ceil(s->max_coc_px / (2.0 * HP_DOF_TILE));
+        struct tiles_push tp = {.tiles = f->tiles.address, .dilated = f->dilated.address, .tiles_w = tw,
+                                .tiles_h = th, .radius = radius};
+        run(cmd, &d->tiles, &tp, sizeof(tp), (tw + 7) / 8, (th + 7) / 8);
+        compute_barrier(cmd);
+        struct gather_push gp = {.half_ = f->half_.address, .dilated = f->dilated.address, .taps = d->taps.address,
+                                 .near = f->near.address, .far = f->far.address, .half_w = hw, .half_h = hh};
+        run(cmd, &d->gather, &gp, sizeof(gp), (hw + 7) / 8, (hh + 7) / 8);
+    }
+    compute_barrier(cmd);
+}
+
+void hp_dof_record_bokeh(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s)
+{
+    if (!s->bokeh)
+        return;
+    hp_dof_frame *f = io->frame;
+    struct args_push ap = {.sprites = d->sprites.address, .max_sprites = s->max_sprites};
+    run(cmd, &d->bokeh_args, &ap, sizeof(ap), 1, 1);
+    barrier(cmd, VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_ACCESS_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_SHADER_READ_BIT);
+    struct splat_push pp = {.sprites = d->sprites.address, .accum = f->accum.address, .depth = f->depth.address,
+                            .coc = f->coc.address, .width = f->width, .height = f->height, .blades = s->blades,
+                            .rotation = (float)(s->rotation_deg * M_PI / 180.0), .squeeze = (float)s->squeeze,
+                            .depth_scale = (float)s->depth_scale};
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->bokeh_splat.pipeline);
+    vkCmdPushConstants(cmd, d->bokeh_splat.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pp), &pp);
+    vkCmdDispatchIndirect(cmd, d->sprites.buffer, 4 * HP_BOKEH_CTL_DISPATCH);
+    compute_barrier(cmd);
+}
+
+void hp_dof_record_composite(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s)
+{
+    hp_dof_frame *f = io->frame;
+    bool sat = s->method == HP_DOF_SAT;
+    struct composite_push cp = {
+        .pixels = io->pixels, .coc = f->coc.address, .mask = f->mask.address, .near = f->near.address,
+        .far = f->far.address, .accum = s->bokeh ? f->accum.address : 0, .out = f->output.address,
+        .width = f->width, .height = f->height, .half_w = half_of(f->width), .half_h = half_of(f->height)};
+    run(cmd, &d->composite[io->format][sat][s->bokeh], &cp, sizeof(cp), (f->width + 31) / 32, (f->height + 7) / 8);
+    compute_barrier(cmd);
+}

@@ -1,0 +1,103 @@
+/* Depth of field and bokeh (issue 5; DECISIONS.md 1, 8, 9; algorithms.md 5-7). On the scene-linear frame
+ * after the luminance reduction and the exposure stage, before the tone pass, which then reads this
+ * stage's output instead of the frame. The frame is not multiplied by the exposure here: every blur is
+ * linear, so blurring the frame and then exposing it is the same as exposing it first; only the bokeh
+ * threshold needs the exposed value, and reads the exposure scale the exposure stage left on the GPU.
+ *
+ * Passes (shaders/):
+ *   dof_setup      CoC per pixel, bokeh sprites appended, half-resolution colour and CoC, tile maxima
+ *   bokeh_args     the splat pass's indirect dispatch from the sprite count (bokeh on)
+ *   dof_tiles      the near CoC dilated over the tile neighbourhood (gather)
+ *   dof_gather     near and far fields at half resolution (dof.method = gather, the default)
+ *   dof_sat        rows, columns, query: a box blur of each pixel's CoC (dof.method = sat)
+ *   bokeh_splat    one workgroup per sprite into an accumulation buffer (bokeh on)
+ *   dof_composite  far, then near by its coverage, plus bokeh, at full resolution, RGBA32F out
+ * pipeline/cpu_dof.c is the same in double precision. */
+#ifndef HP_DOF_H_PIPELINE
+#define HP_DOF_H_PIPELINE
+
+#include "hp_dof.h"
+#include "pipeline/gpu.h"
+#include "pipeline/params.h"
+#include "pipeline/reduce.h"
+
+typedef enum hp_dof_method {
+    HP_DOF_GATHER = 0,
+    HP_DOF_SAT = 1,
+} hp_dof_method;
+
+/* What the passes need, from the request's dof and bokeh parameters. */
+typedef struct hp_dof_settings {
+    hp_dof_method method;
+    double focal_length_mm;
+    double f_stop;
+    double focus_distance_m;
+    double sensor_width_mm;  /* spans the frame's width (DECISIONS.md 8) */
+    double depth_scale;      /* metres per depth unit */
+    double max_coc_px;       /* radius, frame pixels, <= HP_DOF_MAX_COC_PX */
+    bool bokeh;
+    double bokeh_threshold;  /* exposed luminance */
+    double bokeh_min_coc_px; /* radius */
+    uint32_t blades;         /* 0: a circle; else 3..16 */
+    double rotation_deg;
+    double squeeze;          /* anamorphic: sprites this many times taller than wide */
+    uint32_t max_sprites;    /* <= HP_BOKEH_MAX_SPRITES */
+} hp_dof_settings;
+
+/* The CoC radius in pixels of a frame `width` pixels wide at infinity: the k of dof.glsl's
+ * k (1 - S1 / z) (algorithms.md 5.1: c(inf) = f^2 / (N (S1 - f)), over the sensor width, halved). */
+double hp_dof_coc_k(const hp_dof_settings *s, uint32_t width);
+/* The signed CoC radius in pixels of a depth sample, in double: the CPU reference's dof_coc(). */
+double hp_dof_coc(const hp_dof_settings *s, uint32_t width, double depth);
+
+/* The unit directions of the gather's taps (hp_dof.h), in double and as the floats the GPU reads. */
+void hp_dof_tap_directions(float out[HP_DOF_TAPS][2]);
+
+/* Buffers for one frame size; made on the first DOF frame of that size, the SAT table and the bokeh
+ * accumulation on the first frame that needs them. */
+typedef struct hp_dof_frame {
+    uint32_t width, height;
+    hp_buffer depth;             /* frame-sized floats, uploaded by the caller */
+    hp_buffer coc;               /* frame-sized floats */
+    hp_buffer half_;             /* vec4 per half-resolution pixel */
+    hp_buffer mask;              /* uint per half-resolution pixel */
+    hp_buffer tiles, dilated;    /* vec2 per tile */
+    hp_buffer near, far;         /* vec4 per half-resolution pixel */
+    hp_buffer table;             /* 3 x uint64 per half-resolution pixel (sat) */
+    hp_buffer accum;             /* 3 floats per pixel (bokeh), kept at zero between frames */
+    hp_buffer output;            /* RGBA32F, the tone pass's input */
+    bool accum_cleared;
+} hp_dof_frame;
+
+typedef struct hp_dof hp_dof;
+
+hp_code hp_dof_create(hp_gpu *gpu, hp_dof **out, hp_err *err);
+void hp_dof_destroy(hp_dof **dof);
+
+/* Makes `frame` ready for a frame of this size with these needs (allocating only what is missing). */
+hp_code hp_dof_frame_prepare(hp_dof *dof, hp_dof_frame *frame, uint32_t width, uint32_t height, bool sat, bool bokeh,
+                             hp_err *err);
+void hp_dof_frame_free(hp_dof *dof, hp_dof_frame *frame);
+uint64_t hp_dof_frame_bytes(const hp_dof_frame *frame);
+
+typedef struct hp_dof_io {
+    VkDeviceAddress pixels; /* the frame */
+    hp_pixel_format format;
+    VkDeviceAddress stats;  /* lum_stats (the SAT's fixed point follows max_y) */
+    VkDeviceAddress state;  /* tone_state (the bokeh threshold is on exposed luminance) */
+    hp_dof_frame *frame;    /* prepared, depth uploaded */
+} hp_dof_io;
+
+/* The three parts, recorded in this order with the caller's timestamps between them; each ends with the
+ * barrier its successor needs. fields: setup, tiles, gather or the SAT. bokeh: the indirect arguments
+ * and the splat (nothing when bokeh is off). composite: into frame->output. The first call also
+ * records the one-time initialisation of the size-independent buffers. */
+void hp_dof_record_fields(hp_dof *dof, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s);
+void hp_dof_record_bokeh(hp_dof *dof, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s);
+void hp_dof_record_composite(hp_dof *dof, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s);
+
+/* The sprite control words (hp_dof.h), for copying back: the response says how many sprites were
+ * wanted and whether the budget cut them. */
+const hp_buffer *hp_dof_sprites(const hp_dof *dof);
+
+#endif

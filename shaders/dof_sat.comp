@@ -1,0 +1,168 @@
+#version 460
+// Depth of field, fast path (dof.method = "sat"): a summed-area table of the half-resolution colour and
+// a box of each pixel's CoC read from it with four lookups, constant time per pixel whatever the blur
+// (Crow 1984; Hensley et al. 2005; the seed talk's SAT depth of field; algorithms.md 7). Three modules
+// from this source (shaders/meson.build):
+//   HP_SAT_ROWS   one workgroup per row: each invocation sums a run of the row serially, the runs'
+//                 totals are scanned in shared memory (Hillis and Steele), and the runs are written
+//                 again with their offsets: the row's inclusive prefix sums.
+//   HP_SAT_COLS   the same down the columns, as segments: a workgroup takes HP_SAT_COL_X columns, each
+//                 column cut into HP_SAT_COL_SEGMENTS segments, one invocation each (the seed's "segment
+//                 sums, then offsets"), in place.
+//   HP_SAT_QUERY  per half-resolution pixel: the mean over the box of half-size round(|CoC| / 2),
+//                 clipped to the frame, from four lookups (algorithms.md 7's box sum).
+// Precision (algorithms.md 7 warns that an fp32 table of a 1080p frame loses most of a small box): the
+// sums are 64-bit integers in a fixed point chosen per frame from its largest luminance (hp_dof.h), so
+// every box sum is exact.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_buffer_reference_uvec2 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+
+#include "hp_shared.h"
+#include "hp_dof.h"
+
+#if defined(HP_SAT_ROWS)
+layout(local_size_x = HP_SAT_ROW_WG) in;
+#elif defined(HP_SAT_COLS)
+layout(local_size_x = HP_SAT_COL_X, local_size_y = HP_SAT_COL_SEGMENTS) in;
+#else
+layout(local_size_x = 8, local_size_y = 8) in;
+#endif
+
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer InVec4 { vec4 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer OutVec4 { vec4 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer Table { uint64_t v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Stats { uint counts[2]; float min_y, max_y; };
+
+layout(push_constant, std430) uniform Push {
+    uvec2 half_;  //  0  vec4: colour, signed CoC
+    uvec2 table;  //  8  3 x uint64 per half pixel
+    uvec2 stats;  // 16  lum_stats (max_y)
+    uvec2 far;    // 24  out (query): box mean, 1
+    uint half_w;  // 32
+    uint half_h;  // 36
+    float max_coc; // 40
+} pc;
+
+// The fixed point's fraction bits F, from the frame's largest luminance (hp_dof.h). frexp gives the
+// exponent exactly: bound < 2^e.
+int fixed_bits()
+{
+    float bound = float(HP_SAT_CHANNEL_BOUND) * Stats(pc.stats).max_y;
+    int e;
+    frexp(max(bound, 1e-30), e);
+    return clamp(HP_SAT_FIXED_BITS - e, 0, 100);
+}
+
+u64vec3 quantize(vec3 v, float scale)
+{
+    return u64vec3(v * scale); // exact: scale is a power of two, and conversion truncates
+}
+
+#if defined(HP_SAT_ROWS)
+
+shared u64vec3 s_scan[2][HP_SAT_ROW_WG];
+
+void main()
+{
+    uint y = gl_WorkGroupID.x;
+    uint t = gl_LocalInvocationIndex;
+    uint run = (pc.half_w + HP_SAT_ROW_WG - 1u) / HP_SAT_ROW_WG;
+    uint x0 = min(t * run, pc.half_w), x1 = min(x0 + run, pc.half_w);
+    float scale = exp2(float(fixed_bits()));
+    InVec4 src = InVec4(pc.half_);
+    uint row = y * pc.half_w;
+    u64vec3 total = u64vec3(0ul);
+    for (uint x = x0; x < x1; x++)
+        total += quantize(src.v[row + x].rgb, scale);
+    // Inclusive scan of the runs' totals, ping-ponging between two shared arrays.
+    uint from = 0u;
+    s_scan[0][t] = total;
+    barrier();
+    for (uint d = 1u; d < HP_SAT_ROW_WG; d <<= 1u) {
+        u64vec3 v = s_scan[from][t];
+        if (t >= d)
+            v += s_scan[from][t - d];
+        s_scan[1u - from][t] = v;
+        from = 1u - from;
+        barrier();
+    }
+    u64vec3 acc = s_scan[from][t] - total; // the runs before this one
+    Table table = Table(pc.table);
+    for (uint x = x0; x < x1; x++) {
+        acc += quantize(src.v[row + x].rgb, scale);
+        uint o = 3u * (row + x);
+        table.v[o] = acc.x;
+        table.v[o + 1u] = acc.y;
+        table.v[o + 2u] = acc.z;
+    }
+}
+
+#elif defined(HP_SAT_COLS)
+
+shared u64vec3 s_seg[HP_SAT_COL_SEGMENTS][HP_SAT_COL_X];
+
+void main()
+{
+    uint cx = gl_LocalInvocationID.x, sg = gl_LocalInvocationID.y;
+    uint x = gl_WorkGroupID.x * HP_SAT_COL_X + cx;
+    uint len = (pc.half_h + HP_SAT_COL_SEGMENTS - 1u) / HP_SAT_COL_SEGMENTS;
+    uint y0 = min(sg * len, pc.half_h), y1 = min(y0 + len, pc.half_h);
+    bool live = x < pc.half_w;
+    Table table = Table(pc.table);
+    u64vec3 total = u64vec3(0ul);
+    if (live) {
+        for (uint y = y0; y < y1; y++) {
+            uint o = 3u * (y * pc.half_w + x);
+            total += u64vec3(table.v[o], table.v[o + 1u], table.v[o + 2u]);
+        }
+    }
+    s_seg[sg][cx] = total;
+    barrier();
+    u64vec3 acc = u64vec3(0ul);
+    for (uint s = 0u; s < sg; s++)
+        acc += s_seg[s][cx];
+    if (live) {
+        for (uint y = y0; y < y1; y++) {
+            uint o = 3u * (y * pc.half_w + x);
+            acc += u64vec3(table.v[o], table.v[o + 1u], table.v[o + 2u]);
+            table.v[o] = acc.x;
+            table.v[o + 1u] = acc.y;
+            table.v[o + 2u] = acc.z;
+        }
+    }
+}
+
+#elif defined(HP_SAT_QUERY)
+
+u64vec3 at(Table table, int x, int y)
+{
+    if (x < 0 || y < 0)
+        return u64vec3(0ul);
+    uint o = 3u * (uint(y) * pc.half_w + uint(x));
+    return u64vec3(table.v[o], table.v[o + 1u], table.v[o + 2u]);
+}
+
+void main()
+{
+    uvec2 p = gl_GlobalInvocationID.xy;
+    if (p.x >= pc.half_w || p.y >= pc.half_h)
+        return;
+    uint idx = p.y * pc.half_w + p.x;
+    float s = InVec4(pc.half_).v[idx].a;
+    // Half-size in half-resolution pixels: the CoC radius halved, to the nearest pixel.
+    int rb = int(floor(min(abs(s), pc.max_coc) * 0.5 + 0.5));
+    int x0 = max(int(p.x) - rb, 0), x1 = min(int(p.x) + rb, int(pc.half_w) - 1);
+    int y0 = max(int(p.y) - rb, 0), y1 = min(int(p.y) + rb, int(pc.half_h) - 1);
+    Table table = Table(pc.table);
+    // Wrap-around arithmetic: the four terms may overflow on the way, the box sum cannot.
+    u64vec3 sum = at(table, x1, y1) - at(table, x0 - 1, y1) - at(table, x1, y0 - 1) + at(table, x0 - 1, y0 - 1);
+    float area = float((x1 - x0 + 1) * (y1 - y0 + 1));
+    float inv_scale = exp2(-float(fixed_bits()));
+    OutVec4(pc.far).v[idx] = vec4(vec3(sum) * inv_scale / area, 1.0); // every pixel is blurred by the SAT
+}
+
+#else
+#error "define HP_SAT_ROWS, HP_SAT_COLS or HP_SAT_QUERY"
+#endif
