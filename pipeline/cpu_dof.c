@@ -22,7 +22,7 @@ double hp_cpu_ngon(double theta, double n)
     return cos(M_PI / n) / cos(theta - sector * floor((n * theta + M_PI) / (2.0 * M_PI)));
 }
 
-/* Coverage of pixel (px, py) by a sprite: shaders/bokeh_splat.comp coverage(). */
+/* Coverage of half-resolution pixel (px, py) by a sprite: shaders/bokeh_splat.comp coverage(). */
 static double sprite_coverage(int px, int py, double cx, double cy, double radius, const hp_dof_settings *s)
 {
     double dx = px + 0.5 - cx, dy = (py + 0.5 - cy) / s->squeeze;
@@ -51,7 +51,7 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
     double *half = calloc(nh * 4, sizeof(double)), *tiles = calloc((size_t)tw * th * 2, sizeof(double));
     double *dil = calloc((size_t)tw * th, sizeof(double));
     double *near = calloc(nh * 4, sizeof(double)), *far = calloc(nh * 4, sizeof(double));
-    double *accum = calloc(n * 3, sizeof(double));
+    double *accum = calloc(nh * 3, sizeof(double));
     bool *excluded = calloc(n, sizeof(bool)), *is_sprite = calloc(n, sizeof(bool));
     double *alpha = calloc(n, sizeof(double));
     size_t sprite_cap = s->bokeh ? s->max_sprites : 0;
@@ -202,32 +202,32 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
         }
     }
 
-    /* bokeh_splat.comp */
+    /* bokeh_splat.comp, at half resolution */
     for (uint32_t i = 0; i < result->sprites_drawn; i++) {
         const sprite *sp = &sprites[i];
-        double radius = fabs(sp->coc), ry = radius * s->squeeze;
-        int x0 = (int)floor(sp->x - radius - 1.0), x1 = (int)floor(sp->x + radius + 1.0);
-        int y0 = (int)floor(sp->y - ry - 1.0), y1 = (int)floor(sp->y + ry + 1.0);
+        double cx = 0.5 * sp->x, cy = 0.5 * sp->y, radius = 0.5 * fabs(sp->coc), ry = radius * s->squeeze;
+        int x0 = (int)floor(cx - radius - 1.0), x1 = (int)floor(cx + radius + 1.0);
+        int y0 = (int)floor(cy - ry - 1.0), y1 = (int)floor(cy + ry + 1.0);
         double total = 0.0;
         for (int y = y0; y <= y1; y++)
             for (int x = x0; x <= x1; x++)
-                total += sprite_coverage(x, y, sp->x, sp->y, radius, s);
+                total += sprite_coverage(x, y, cx, cy, radius, s);
         if (!(total > 0.0))
             continue;
-        for (int y = y0 < 0 ? 0 : y0; y <= y1 && y < (int)H; y++) {
-            for (int x = x0 < 0 ? 0 : x0; x <= x1 && x < (int)W; x++) {
-                double w = sprite_coverage(x, y, sp->x, sp->y, radius, s);
-                size_t idx = (size_t)y * W + x;
-                double tz = depth[idx] < HP_DOF_DEPTH_BACKGROUND ? (double)depth[idx] * s->depth_scale : 3.0e38;
+        for (int y = y0 < 0 ? 0 : y0; y <= y1 && y < (int)hh; y++) {
+            for (int x = x0 < 0 ? 0 : x0; x <= x1 && x < (int)hw; x++) {
+                double w = sprite_coverage(x, y, cx, cy, radius, s);
+                size_t hidx = (size_t)y * hw + x, didx = (size_t)(2 * y) * W + 2 * x;
+                double tz = depth[didx] < HP_DOF_DEPTH_BACKGROUND ? (double)depth[didx] * s->depth_scale : 3.0e38;
                 if (tz < 0.95 * sp->z)
-                    w *= clamp01(fabs(coc[idx]) - 0.5);
+                    w *= clamp01(fabs(half[4 * hidx + 3]) - 0.5);
                 for (int k = 0; k < 3; k++)
-                    accum[3 * idx + k] += sp->rgb[k] / total * w;
+                    accum[3 * hidx + k] += sp->rgb[k] / total * w;
             }
         }
     }
 
-    /* dof_composite.comp */
+    /* shaders/include/dof_composite.glsl */
     for (uint32_t y = 0; y < H; y++) {
         for (uint32_t x = 0; x < W; x++) {
             size_t idx = (size_t)y * W + x;
@@ -240,7 +240,13 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
             int cx = (int)fx0 + 1 > (int)hw - 1 ? (int)hw - 1 : (int)fx0 + 1 < 0 ? 0 : (int)fx0 + 1;
             int ay = (int)fy0 < 0 ? 0 : (int)fy0 > (int)hh - 1 ? (int)hh - 1 : (int)fy0;
             int cy = (int)fy0 + 1 > (int)hh - 1 ? (int)hh - 1 : (int)fy0 + 1 < 0 ? 0 : (int)fy0 + 1;
-            double fv[4], nv[4];
+            double fv[4], nv[4], light[3];
+            for (int k = 0; k < 3; k++) {
+                const double *ab = accum;
+                double a00 = ab[3 * ((size_t)ay * hw + ax) + k], a10 = ab[3 * ((size_t)ay * hw + cx) + k];
+                double a01 = ab[3 * ((size_t)cy * hw + ax) + k], a11 = ab[3 * ((size_t)cy * hw + cx) + k];
+                light[k] = (a00 + (a10 - a00) * fx) + ((a01 + (a11 - a01) * fx) - (a00 + (a10 - a00) * fx)) * fy;
+            }
             for (int k = 0; k < 4; k++) {
                 const double *fb = far, *nb = near;
                 double f00 = fb[4 * ((size_t)ay * hw + ax) + k], f10 = fb[4 * ((size_t)ay * hw + cx) + k];
@@ -257,7 +263,7 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
             for (int k = 0; k < 3; k++) {
                 b[k] = sh[k] + (fv[3] > 0.0 ? fv[k] / fv[3] - sh[k] : 0.0) * t;
                 double o = s->method == HP_DOF_SAT ? b[k] : b[k] * (1.0 - nv[3]) + nv[k];
-                out[4 * idx + k] = o + accum[3 * idx + k];
+                out[4 * idx + k] = o + 0.25 * light[k];
             }
             out[4 * idx + 3] = alpha[idx];
         }

@@ -2,6 +2,7 @@
 #include "pipeline/dof.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,8 +42,9 @@ struct setup_push {
     uint32_t width, height, half_w, half_h;
     float coc_k, focus_m, depth_scale, max_coc, bokeh_threshold, bokeh_min_coc;
     uint32_t max_sprites, pad;
+    VkDeviceAddress accum;
 };
-_Static_assert(sizeof(struct setup_push) == 112, "push constant layout drifted from dof_setup.comp");
+_Static_assert(sizeof(struct setup_push) == 120, "push constant layout drifted from dof_setup.comp");
 
 struct tiles_push {
     VkDeviceAddress tiles, dilated;
@@ -57,9 +59,9 @@ _Static_assert(sizeof(struct gather_push) == 48, "push constant layout drifted f
 
 struct composite_push {
     VkDeviceAddress pixels, coc, mask, near, far, accum, out;
-    uint32_t width, height, half_w, half_h;
+    uint32_t width, height, half_w, half_h, sat;
 };
-_Static_assert(sizeof(struct composite_push) == 72, "push constant layout drifted from dof_composite.comp");
+_Static_assert(offsetof(struct composite_push, sat) == 72, "push constant layout drifted from dof_composite.comp");
 
 struct sat_push {
     VkDeviceAddress half_, table, stats, far;
@@ -73,16 +75,17 @@ struct args_push {
 };
 
 struct splat_push {
-    VkDeviceAddress sprites, accum, depth, coc;
-    uint32_t width, height, blades;
+    VkDeviceAddress sprites, accum, depth, half_;
+    uint32_t half_w, half_h, blades;
     float rotation, squeeze, depth_scale;
+    uint32_t frame_w;
 };
-_Static_assert(sizeof(struct splat_push) == 56, "push constant layout drifted from bokeh_splat.comp");
+_Static_assert(offsetof(struct splat_push, frame_w) == 56, "push constant layout drifted from bokeh_splat.comp");
 
 struct hp_dof {
     hp_gpu *gpu;
     hp_compute setup[2];          /* [hp_pixel_format] */
-    hp_compute composite[2][2][2]; /* [format][sat][bokeh] */
+    hp_compute composite[2];      /* [format]: output_dof only; the daemon's tone pass composites itself */
     hp_compute tiles, gather, sat_rows, sat_cols, sat_query, bokeh_args, bokeh_splat;
     hp_buffer taps;    /* HP_DOF_TAPS vec2 */
     hp_buffer sprites; /* control words, then HP_BOKEH_MAX_SPRITES records */
@@ -144,16 +147,10 @@ hp_code hp_dof_create(hp_gpu *gpu, hp_dof **out, hp_err *err)
         const uint32_t spec[1] = {f == HP_PIXEL_RGBA16F};
         rc = make(gpu, setup_names[f], spv_setup, sizeof(spv_setup), sizeof(struct setup_push), spec, 1, &d->setup[f],
                   err);
-        for (uint32_t sat = 0; sat < 2 && rc == HP_OK; sat++) {
-            for (uint32_t bokeh = 0; bokeh < 2 && rc == HP_OK; bokeh++) {
-                char name[64];
-                snprintf(name, sizeof(name), "dof_composite_%s%s%s", hp_pixel_format_name((hp_pixel_format)f),
-                         sat ? "_sat" : "", bokeh ? "_bokeh" : "");
-                const uint32_t cspec[3] = {f == HP_PIXEL_RGBA16F, sat, bokeh};
-                rc = make(gpu, name, spv_composite, sizeof(spv_composite), sizeof(struct composite_push), cspec, 3,
-                          &d->composite[f][sat][bokeh], err);
-            }
-        }
+        static const char *const composite_names[2] = {"dof_composite_rgba16f", "dof_composite_rgba32f"};
+        if (rc == HP_OK)
+            rc = make(gpu, composite_names[f], spv_composite, sizeof(spv_composite), sizeof(struct composite_push),
+                      spec, 1, &d->composite[f], err);
     }
     if (rc == HP_OK)
         rc = make(gpu, "dof_tiles", spv_tiles, sizeof(spv_tiles), sizeof(struct tiles_push), NULL, 0, &d->tiles, err);
@@ -195,9 +192,7 @@ void hp_dof_destroy(hp_dof **pd)
         return;
     for (int f = 0; f < 2; f++) {
         hp_compute_destroy(d->gpu, &d->setup[f]);
-        for (int s = 0; s < 2; s++)
-            for (int b = 0; b < 2; b++)
-                hp_compute_destroy(d->gpu, &d->composite[f][s][b]);
+        hp_compute_destroy(d->gpu, &d->composite[f]);
     }
     hp_compute_destroy(d->gpu, &d->tiles);
     hp_compute_destroy(d->gpu, &d->gather);
@@ -244,7 +239,7 @@ static hp_code ensure(hp_dof *d, hp_buffer *b, VkDeviceSize size, const char *na
 }
 
 hp_code hp_dof_frame_prepare(hp_dof *d, hp_dof_frame *f, uint32_t width, uint32_t height, bool sat, bool bokeh,
-                             hp_err *err)
+                             bool output, hp_err *err)
 {
     if (f->width != width || f->height != height) {
         hp_dof_frame_free(d, f);
@@ -269,12 +264,12 @@ hp_code hp_dof_frame_prepare(hp_dof *d, hp_dof_frame *f, uint32_t width, uint32_
         rc = ensure(d, &f->near, half * 16, "dof_near", err);
     if (rc == HP_OK)
         rc = ensure(d, &f->far, half * 16, "dof_far", err);
-    if (rc == HP_OK)
-        rc = ensure(d, &f->output, px * 16, "dof_output", err);
     if (rc == HP_OK && sat)
         rc = ensure(d, &f->table, half * 24, "dof_sat_table", err);
     if (rc == HP_OK && bokeh)
-        rc = ensure(d, &f->accum, px * 12, "bokeh_accum", err);
+        rc = ensure(d, &f->accum, half * 12, "bokeh_accum", err);
+    if (rc == HP_OK && output)
+        rc = ensure(d, &f->output, px * 16, "dof_output", err);
     return rc;
 }
 
@@ -310,11 +305,6 @@ void hp_dof_record_fields(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, c
         vkCmdFillBuffer(cmd, d->sprites.buffer, 0, 4 * HP_BOKEH_CTL_WORDS, 0);
         d->initialised = true;
     }
-    if (s->bokeh && !f->accum_cleared) {
-        vkCmdFillBuffer(cmd, f->accum.buffer, 0, VK_WHOLE_SIZE, 0);
-        f->accum_cleared = true;
-        first = true;
-    }
     if (first)
         compute_barrier(cmd);
 
@@ -327,7 +317,7 @@ void hp_dof_record_fields(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, c
         .coc_k = (float)hp_dof_coc_k(s, f->width), .focus_m = (float)s->focus_distance_m,
         .depth_scale = (float)s->depth_scale, .max_coc = (float)s->max_coc_px,
         .bokeh_threshold = (float)s->bokeh_threshold, .bokeh_min_coc = (float)s->bokeh_min_coc_px,
-        .max_sprites = s->bokeh ? s->max_sprites : 0,
+        .max_sprites = s->bokeh ? s->max_sprites : 0, .accum = s->bokeh ? f->accum.address : 0,
     };
     run(cmd, &d->setup[io->format], &sp, sizeof(sp), tw, th);
     compute_barrier(cmd);
@@ -364,9 +354,9 @@ void hp_dof_record_bokeh(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, co
     barrier(cmd, VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             VK_ACCESS_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_SHADER_READ_BIT);
     struct splat_push pp = {.sprites = d->sprites.address, .accum = f->accum.address, .depth = f->depth.address,
-                            .coc = f->coc.address, .width = f->width, .height = f->height, .blades = s->blades,
-                            .rotation = (float)(s->rotation_deg * M_PI / 180.0), .squeeze = (float)s->squeeze,
-                            .depth_scale = (float)s->depth_scale};
+                            .half_ = f->half_.address, .half_w = half_of(f->width), .half_h = half_of(f->height),
+                            .blades = s->blades, .rotation = (float)(s->rotation_deg * M_PI / 180.0),
+                            .squeeze = (float)s->squeeze, .depth_scale = (float)s->depth_scale, .frame_w = f->width};
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->bokeh_splat.pipeline);
     vkCmdPushConstants(cmd, d->bokeh_splat.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pp), &pp);
     vkCmdDispatchIndirect(cmd, d->sprites.buffer, 4 * HP_BOKEH_CTL_DISPATCH);
@@ -376,11 +366,11 @@ void hp_dof_record_bokeh(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, co
 void hp_dof_record_composite(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s)
 {
     hp_dof_frame *f = io->frame;
-    bool sat = s->method == HP_DOF_SAT;
     struct composite_push cp = {
         .pixels = io->pixels, .coc = f->coc.address, .mask = f->mask.address, .near = f->near.address,
         .far = f->far.address, .accum = s->bokeh ? f->accum.address : 0, .out = f->output.address,
-        .width = f->width, .height = f->height, .half_w = half_of(f->width), .half_h = half_of(f->height)};
-    run(cmd, &d->composite[io->format][sat][s->bokeh], &cp, sizeof(cp), (f->width + 31) / 32, (f->height + 7) / 8);
+        .width = f->width, .height = f->height, .half_w = half_of(f->width), .half_h = half_of(f->height),
+        .sat = s->method == HP_DOF_SAT};
+    run(cmd, &d->composite[io->format], &cp, sizeof(cp), (f->width + 31) / 32, (f->height + 7) / 8);
     compute_barrier(cmd);
 }

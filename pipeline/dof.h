@@ -3,6 +3,7 @@
  * stage's output instead of the frame. The frame is not multiplied by the exposure here: every blur is
  * linear, so blurring the frame and then exposing it is the same as exposing it first; only the bokeh
  * threshold needs the exposed value, and reads the exposure scale the exposure stage left on the GPU.
+ * The tone pass reads the frame, not a composited copy: it composites each pixel itself.
  *
  * Passes (shaders/):
  *   dof_setup      CoC per pixel, bokeh sprites appended, half-resolution colour and CoC, tile maxima
@@ -11,7 +12,8 @@
  *   dof_gather     near and far fields at half resolution (dof.method = gather, the default)
  *   dof_sat        rows, columns, query: a box blur of each pixel's CoC (dof.method = sat)
  *   bokeh_splat    one workgroup per sprite into an accumulation buffer (bokeh on)
- *   dof_composite  far, then near by its coverage, plus bokeh, at full resolution, RGBA32F out
+ *   composite      far, then near by its coverage, plus bokeh, at full resolution: inside the tone pass
+ *                  (shaders/include/dof_composite.glsl), or dof_composite.comp for an RGBA32F image
  * pipeline/cpu_dof.c is the same in double precision. */
 #ifndef HP_DOF_H_PIPELINE
 #define HP_DOF_H_PIPELINE
@@ -64,9 +66,8 @@ typedef struct hp_dof_frame {
     hp_buffer tiles, dilated;    /* vec2 per tile */
     hp_buffer near, far;         /* vec4 per half-resolution pixel */
     hp_buffer table;             /* 3 x uint64 per half-resolution pixel (sat) */
-    hp_buffer accum;             /* 3 floats per pixel (bokeh), kept at zero between frames */
-    hp_buffer output;            /* RGBA32F, the tone pass's input */
-    bool accum_cleared;
+    hp_buffer accum;             /* 3 floats per half-resolution pixel (bokeh), cleared by the setup pass */
+    hp_buffer output;            /* RGBA32F composite, made only for output_dof (tests, diagnostics) */
 } hp_dof_frame;
 
 typedef struct hp_dof hp_dof;
@@ -74,9 +75,10 @@ typedef struct hp_dof hp_dof;
 hp_code hp_dof_create(hp_gpu *gpu, hp_dof **out, hp_err *err);
 void hp_dof_destroy(hp_dof **dof);
 
-/* Makes `frame` ready for a frame of this size with these needs (allocating only what is missing). */
+/* Makes `frame` ready for a frame of this size with these needs (allocating only what is missing);
+ * output: the composite as an image of its own (hp_dof_record_composite). */
 hp_code hp_dof_frame_prepare(hp_dof *dof, hp_dof_frame *frame, uint32_t width, uint32_t height, bool sat, bool bokeh,
-                             hp_err *err);
+                             bool output, hp_err *err);
 void hp_dof_frame_free(hp_dof *dof, hp_dof_frame *frame);
 uint64_t hp_dof_frame_bytes(const hp_dof_frame *frame);
 
@@ -88,10 +90,11 @@ typedef struct hp_dof_io {
     hp_dof_frame *frame;    /* prepared, depth uploaded */
 } hp_dof_io;
 
-/* The three parts, recorded in this order with the caller's timestamps between them; each ends with the
- * barrier its successor needs. fields: setup, tiles, gather or the SAT. bokeh: the indirect arguments
- * and the splat (nothing when bokeh is off). composite: into frame->output. The first call also
- * records the one-time initialisation of the size-independent buffers. */
+/* Recorded in this order with the caller's timestamps between them; each ends with the barrier its
+ * successor needs. fields: setup, tiles, gather or the SAT. bokeh: the indirect arguments and the splat
+ * (nothing when bokeh is off). Then the tone pass composites each pixel as it reads it (hp_tone_io.dof),
+ * or, for tests and diagnostics, composite writes the composited frame to frame->output as RGBA32F. The
+ * first call also records the one-time initialisation of the size-independent buffers. */
 void hp_dof_record_fields(hp_dof *dof, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s);
 void hp_dof_record_bokeh(hp_dof *dof, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s);
 void hp_dof_record_composite(hp_dof *dof, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s);

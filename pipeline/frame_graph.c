@@ -286,7 +286,7 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
             return hp_fail_field(err, HP_ERR_UNUSABLE, "depth",
                                  "depth of field needs the frame's depth: a depth channel in the EXR or a depth part");
         rc = hp_dof_frame_prepare(g->dof, &slot->dof, slot->desc.width, slot->desc.height, ds->method == HP_DOF_SAT,
-                                  ds->bokeh, err);
+                                  ds->bokeh, params->output_dof, err);
         if (rc == HP_OK && params->output_dof && !slot->dof_host.buffer)
             rc = hp_buffer_create(g->gpu, (VkDeviceSize)slot->desc.width * slot->desc.height * 16, HP_MEM_READBACK,
                                   "dof_output_host", &slot->dof_host, err);
@@ -355,10 +355,15 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
     if (tone) {
         barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
+        /* With depth of field the tone pass composites each pixel from the DOF stage's fields as it reads
+         * the frame; output_dof instead writes the composite as an image and tone-maps that. */
+        bool fused = dof && !params->output_dof;
         hp_tone_io tio = {
-            /* With depth of field the tone pass reads the DOF stage's RGBA32F output instead of the frame. */
-            .pixels = dof ? slot->dof.output.address : slot->input.address,
-            .format = dof ? HP_PIXEL_RGBA32F : slot->desc.format,
+            .pixels = dof && !fused ? slot->dof.output.address : slot->input.address,
+            .format = dof && !fused ? HP_PIXEL_RGBA32F : slot->desc.format,
+            .dof = fused ? &slot->dof : NULL,
+            .dof_sat = ds->method == HP_DOF_SAT,
+            .dof_bokeh = ds->bokeh,
             .width = slot->desc.width,
             .height = slot->desc.height,
             .stats = g->stats.address,
@@ -378,7 +383,7 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
         if (dof)
             hp_dof_record_bokeh(g->dof, cmd, &dio, ds);
         vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_BOKEH);
-        if (dof)
+        if (dof && !fused)
             hp_dof_record_composite(g->dof, cmd, &dio, ds);
         vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_DOF_COMPOSITE);
         hp_tone_record_map(g->tone, cmd, &tio);
@@ -451,12 +456,12 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
         out->bokeh_drawn = ds->bokeh ? ctl[HP_BOKEH_CTL_DISPATCH] : 0;
         if (params->output_dof) {
             hp_buffer_invalidate(g->gpu, &slot->dof_host);
-            out->pixels = slot->dof_host.mapped;
-            out->pixel_size = 16;
+            out->dof_pixels = slot->dof_host.mapped;
         }
     }
-    /* Stage times (DECISIONS.md 10). "tonemap" is the exposure stage and the tone pass; "dof" the
-     * fields and the composite, around "bokeh" (the splat), which runs between them. */
+    /* Stage times (DECISIONS.md 10). "tonemap" is the exposure stage and the tone pass (which
+     * composites depth of field as it reads each pixel); "dof" the fields (and, with output_dof, the
+     * separate composite); "bokeh" the splat. */
     double period_ms = g->gpu->info.timestamp_period_ns * 1e-6;
 #define SPAN(a, b) ((double)(ts[b] - ts[a]) * period_ms)
     const hp_stage_timing timings[] = {
@@ -496,7 +501,7 @@ uint64_t hp_frame_graph_device_bytes(const hp_frame_graph *g)
 
 const hp_dof_frame *hp_frame_graph_last_dof(const hp_frame_graph *g)
 {
-    return g->last && g->last->dof.output.buffer ? &g->last->dof : NULL;
+    return g->last && g->last->dof.coc.buffer ? &g->last->dof : NULL;
 }
 
 hp_code hp_frame_graph_read_buffer(hp_frame_graph *g, const hp_buffer *src, void *dst, size_t size, hp_err *err)

@@ -36,7 +36,8 @@ typedef struct hp_frame_params {
     bool output_luminance; /* diagnostics and tests: the image is the tone-mapped luminance as floats */
     bool dof;              /* depth of field (and bokeh when dof_settings.bokeh): needs a staged depth */
     hp_dof_settings dof_settings;
-    bool output_dof;       /* diagnostics and tests: the image is the DOF stage's output, RGBA32F */
+    bool output_dof;       /* diagnostics and tests: also the composited frame, before tone mapping (the
+                            * composite then runs as a pass of its own instead of inside the tone pass) */
 } hp_frame_params;
 
 /* Every parameter at its schema default. */
@@ -51,6 +52,7 @@ typedef struct hp_frame_result {
     size_t pixel_size;     /* bytes per pixel: 4, 8 (or 4 for floats) */
     uint32_t width, height;
     bool dof_ran;
+    const float *dof_pixels; /* output_dof: the composited scene-linear frame, RGBA32F; else NULL */
     uint32_t bokeh_wanted; /* pixels that qualified as sprites */
     uint32_t bokeh_drawn;  /* sprites drawn: less than wanted when the budget cut them */
     hp_stage_timing timings[HP_MAX_STAGE_TIMINGS];

@@ -2,6 +2,8 @@
 #include "pipeline/tone.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,8 +24,10 @@ struct exposure_push {
 struct tonemap_push {
     VkDeviceAddress pixels, output, params, state, lan;
     uint32_t width, height;
+    VkDeviceAddress coc, mask, near, far, accum; /* depth of field, fused */
+    uint32_t half_w, half_h, sat;
 };
-_Static_assert(sizeof(struct tonemap_push) == 48, "push constant layout drifted from tonemap.comp");
+_Static_assert(offsetof(struct tonemap_push, sat) == 96, "push constant layout drifted from tonemap.comp");
 
 struct blur_push {
     VkDeviceAddress src, dst;
@@ -33,7 +37,7 @@ struct blur_push {
 struct hp_tone {
     hp_gpu *gpu;
     hp_compute exposure;
-    hp_compute tonemap[2][3]; /* [hp_pixel_format][hp_tone_output] */
+    hp_compute tonemap[2][3][2]; /* [hp_pixel_format][hp_tone_output][depth of field fused] */
     hp_compute blur;
 };
 
@@ -49,16 +53,19 @@ hp_code hp_tone_create(hp_gpu *gpu, hp_tone **out, hp_err *err)
     hp_compute_desc exposure = {.name = "exposure", .spirv = spv_exposure, .spirv_size = sizeof(spv_exposure),
                                 .push_constant_size = sizeof(struct exposure_push)};
     hp_code rc = hp_compute_create(gpu, &exposure, &t->exposure, err);
-    static const char *const names[2][3] = {
-        {"tonemap_rgba16f_luminance", "tonemap_rgba16f_rgba8", "tonemap_rgba16f_rgba16"},
-        {"tonemap_rgba32f_luminance", "tonemap_rgba32f_rgba8", "tonemap_rgba32f_rgba16"}};
+    static const char *const formats[2] = {"rgba16f", "rgba32f"};
+    static const char *const kinds[3] = {"luminance", "rgba8", "rgba16"};
     for (uint32_t f = 0; f < 2 && rc == HP_OK; f++) {
         for (uint32_t k = 0; k < 3 && rc == HP_OK; k++) {
-            const uint32_t spec[2] = {f == HP_PIXEL_RGBA16F ? 1u : 0u, k};
-            hp_compute_desc d = {.name = names[f][k], .spirv = spv_tonemap, .spirv_size = sizeof(spv_tonemap),
-                                 .push_constant_size = sizeof(struct tonemap_push), .spec_values = spec,
-                                 .spec_count = 2};
-            rc = hp_compute_create(gpu, &d, &t->tonemap[f][k], err);
+            for (uint32_t dof = 0; dof < 2 && rc == HP_OK; dof++) {
+                char name[64];
+                snprintf(name, sizeof(name), "tonemap_%s_%s%s", formats[f], kinds[k], dof ? "_dof" : "");
+                const uint32_t spec[3] = {f == HP_PIXEL_RGBA16F ? 1u : 0u, k, dof};
+                hp_compute_desc d = {.name = name, .spirv = spv_tonemap, .spirv_size = sizeof(spv_tonemap),
+                                     .push_constant_size = sizeof(struct tonemap_push), .spec_values = spec,
+                                     .spec_count = 3};
+                rc = hp_compute_create(gpu, &d, &t->tonemap[f][k][dof], err);
+            }
         }
     }
     if (rc == HP_OK) {
@@ -82,7 +89,8 @@ void hp_tone_destroy(hp_tone **pt)
     hp_compute_destroy(t->gpu, &t->exposure);
     for (int f = 0; f < 2; f++)
         for (int k = 0; k < 3; k++)
-            hp_compute_destroy(t->gpu, &t->tonemap[f][k]);
+            for (int d = 0; d < 2; d++)
+                hp_compute_destroy(t->gpu, &t->tonemap[f][k][d]);
     hp_compute_destroy(t->gpu, &t->blur);
     free(t);
     *pt = NULL;
@@ -158,9 +166,20 @@ void hp_tone_record_map(hp_tone *t, VkCommandBuffer cmd, const hp_tone_io *io)
 {
     struct tonemap_push tp = {.pixels = io->pixels, .params = io->params, .state = io->state,
                               .lan = io->lan_b, .width = io->width, .height = io->height};
+    uint32_t dof = io->dof != NULL;
+    if (dof) {
+        tp.coc = io->dof->coc.address;
+        tp.mask = io->dof->mask.address;
+        tp.near = io->dof->near.address;
+        tp.far = io->dof->far.address;
+        tp.accum = io->dof_bokeh ? io->dof->accum.address : 0;
+        tp.half_w = (io->width + 1) / 2;
+        tp.half_h = (io->height + 1) / 2;
+        tp.sat = io->dof_sat;
+    }
     if (io->gamma_radius > 0 && io->kind != HP_TONE_OUT_LUMINANCE) {
         /* L first, blurred horizontally into lan_b, vertically back into lan_a... then read from lan_a. */
-        const hp_compute *lum = &t->tonemap[io->format][HP_TONE_OUT_LUMINANCE];
+        const hp_compute *lum = &t->tonemap[io->format][HP_TONE_OUT_LUMINANCE][dof];
         tp.output = io->lan_a;
         vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, lum->pipeline);
         vkCmdPushConstants(cmd, lum->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(tp), &tp);
@@ -177,7 +196,7 @@ void hp_tone_record_map(hp_tone *t, VkCommandBuffer cmd, const hp_tone_io *io)
         }
         tp.lan = io->lan_a;
     }
-    const hp_compute *map = &t->tonemap[io->format][io->kind];
+    const hp_compute *map = &t->tonemap[io->format][io->kind][dof];
     tp.output = io->output;
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, map->pipeline);
     vkCmdPushConstants(cmd, map->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(tp), &tp);

@@ -5,6 +5,7 @@
 #define HP_TONE_H
 
 #include "hp_shared.h"
+#include "pipeline/dof.h"
 #include "pipeline/gpu.h"
 #include "pipeline/params.h"
 #include "pipeline/reduce.h"
@@ -47,6 +48,10 @@ typedef struct hp_tone_io {
     hp_tone_output kind;
     uint32_t gamma_radius;  /* > 0: lan_a and lan_b (width * height floats each) hold the local adaptation */
     VkDeviceAddress lan_a, lan_b;
+    /* Depth of field, fused: when dof is not NULL each pixel is first composited from its fields (the
+     * DOF stage's hp_dof_record_fields and _bokeh ran before). */
+    const hp_dof_frame *dof;
+    bool dof_sat, dof_bokeh;
 } hp_tone_io;
 
 typedef struct hp_tone hp_tone;

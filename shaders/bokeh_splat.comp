@@ -1,10 +1,13 @@
 #version 460
-// Bokeh: one workgroup per sprite (dispatched indirectly by bokeh_args.comp). The sprite is the aperture:
+// Bokeh: one workgroup per sprite (dispatched indirectly by bokeh_args.comp), drawn at half resolution:
+// a sprite is a blurred thing by definition, its edge is ramped over a pixel anyway, and a quarter of the
+// pixels is a quarter of the atomics and of the buffer the composite reads. The sprite is the aperture:
 // a regular polygon of dof blades (or a circle), rotated, optionally squeezed as an anamorphic lens
 // squeezes it (taller than wide), of the pixel's CoC radius (algorithms.md 6 step 4, CRYENGINE's NGon;
 // a one-pixel ramp at the edge against aliasing). Its light is divided by its area (step 3: here the
 // exact sum of the coverage weights over its footprint, so the energy that lands is the pixel's to the
-// rounding) and added into an accumulation buffer with float atomics (step 6). A sprite is hidden where a
+// rounding) and added into an accumulation buffer with float atomics (step 6), which the setup pass
+// cleared. A sprite is hidden where a
 // sharp pixel stands in front of it (step 5, Flax's depth test; a blurred foreground is composited over
 // it by its own near field instead). Light that falls outside the frame is lost, as it is from a lens.
 #extension GL_GOOGLE_include_directive : require
@@ -25,24 +28,26 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Sp
     float rec[];
 };
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer InF32 { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer InVec4 { vec4 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Accum { float v[]; };
 
 layout(push_constant, std430) uniform Push {
     uvec2 sprites;     //  0
-    uvec2 accum;       //  8
-    uvec2 depth;       // 16
-    uvec2 coc;         // 24
-    uint width;        // 32
-    uint height;       // 36
+    uvec2 accum;       //  8  3 floats per half-resolution pixel
+    uvec2 depth;       // 16  frame-sized
+    uvec2 half_;       // 24  vec4 per half pixel: colour, signed CoC
+    uint half_w;       // 32
+    uint half_h;       // 36
     uint blades;       // 40  0: a circle
     float rotation;    // 44  radians
     float squeeze;     // 48  vertical stretch, 1: none
     float depth_scale; // 52
+    uint frame_w;      // 56
 } pc;
 
 shared float s_sum[HP_BOKEH_SPLAT_WG];
 
-// Coverage of the frame pixel (px, py) by the sprite.
+// Coverage of the half-resolution pixel (px, py) by the sprite (centre and radius in half pixels).
 float coverage(int px, int py, vec2 centre, float radius, vec2 rot)
 {
     vec2 d = vec2(float(px) + 0.5, float(py) + 0.5) - centre;
@@ -58,8 +63,9 @@ void main()
 {
     Sprites sp = Sprites(pc.sprites);
     uint r0 = gl_WorkGroupID.x * HP_BOKEH_SPRITE_WORDS;
-    vec2 centre = vec2(sp.rec[r0], sp.rec[r0 + 1u]);
-    float radius = abs(sp.rec[r0 + 2u]);
+    // Frame pixel coordinate x is half-resolution coordinate x / 2.
+    vec2 centre = 0.5 * vec2(sp.rec[r0], sp.rec[r0 + 1u]);
+    float radius = 0.5 * abs(sp.rec[r0 + 2u]);
     float z = sp.rec[r0 + 3u];
     vec3 rgb = vec3(sp.rec[r0 + 4u], sp.rec[r0 + 5u], sp.rec[r0 + 6u]);
     vec2 rot = vec2(cos(pc.rotation), sin(pc.rotation));
@@ -89,17 +95,18 @@ void main()
     Accum acc = Accum(pc.accum);
     for (uint i = gl_LocalInvocationIndex; i < n; i += HP_BOKEH_SPLAT_WG) {
         int px = x0 + int(i % bw), py = y0 + int(i / bw);
-        if (px < 0 || py < 0 || px >= int(pc.width) || py >= int(pc.height))
+        if (px < 0 || py < 0 || px >= int(pc.half_w) || py >= int(pc.half_h))
             continue;
         float w = coverage(px, py, centre, radius, rot);
         if (w <= 0.0)
             continue;
-        uint idx = uint(py) * pc.width + uint(px);
-        float dz = InF32(pc.depth).v[idx];
+        uint idx = uint(py) * pc.half_w + uint(px);
+        // Hidden behind a sharp pixel in front (5% of the sprite's distance: depth buffers are noisy). The
+        // half pixel's depth is its top-left frame pixel's.
+        float dz = InF32(pc.depth).v[uint(2 * py) * pc.frame_w + uint(2 * px)];
         float tz = dz < float(HP_DOF_DEPTH_BACKGROUND) ? dz * pc.depth_scale : 3.0e38;
-        // Hidden behind a sharp pixel in front (5% of the sprite's distance: depth buffers are noisy).
         if (tz < 0.95 * z)
-            w *= clamp(abs(InF32(pc.coc).v[idx]) - 0.5, 0.0, 1.0);
+            w *= clamp(abs(InVec4(pc.half_).v[idx].a) - 0.5, 0.0, 1.0);
         atomicAdd(acc.v[3u * idx], light.r * w);
         atomicAdd(acc.v[3u * idx + 1u], light.g * w);
         atomicAdd(acc.v[3u * idx + 2u], light.b * w);

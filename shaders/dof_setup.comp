@@ -56,6 +56,7 @@ layout(push_constant, std430) uniform Push {
     float bokeh_min_coc;   // 100  pixels
     uint max_sprites;      // 104  0: bokeh off
     uint pad;              // 108
+    uvec2 accum;           // 112  bokeh: 3 floats per half pixel, cleared here for the splat
 } pc;
 
 shared uint s_tile[2];
@@ -125,6 +126,12 @@ void main()
         float hs = near > 0.0 ? -near : far;
         OutVec4(pc.half_).v[h.y * pc.half_w + h.x] = vec4(sum / float(n), hs);
         OutU32(pc.mask).v[h.y * pc.half_w + h.x] = mask;
+        if (pc.max_sprites > 0u) {
+            uint a = 3u * (h.y * pc.half_w + h.x);
+            OutF32(pc.accum).v[a] = 0.0;
+            OutF32(pc.accum).v[a + 1u] = 0.0;
+            OutF32(pc.accum).v[a + 2u] = 0.0;
+        }
         far = near > 0.0 ? 0.0 : far;
         // Non-negative floats order as their bit patterns: the tile maxima are integer atomics.
         atomicMax(s_tile[0], floatBitsToUint(near));

@@ -5,6 +5,9 @@
 // colour into [0, 1] without changing its luminance or hue, apply the display encoding (Kwon's dynamic
 // local gamma by default), dither and quantize. pipeline/cpu_tone.c is the same in double precision.
 //
+// With DOF on (pipeline/dof.h), each pixel is first composited from the depth-of-field stage's blurred
+// fields and bokeh (shaders/include/dof_composite.glsl): the composited frame is never written to memory.
+//
 // OUTPUT_KIND 0 writes the tone-mapped luminance L as a float instead: the input of the blur that makes
 // a local adaptation luminance when gamma.radius > 0 (then a second run reads it back as L_an).
 #extension GL_GOOGLE_include_directive : require
@@ -12,11 +15,15 @@
 #extension GL_EXT_buffer_reference_uvec2 : require
 
 #include "hp_shared.h"
+#include "hp_dof.h"
 #include "tone.glsl"
+#include "dof.glsl"
+#include "dof_composite.glsl"
 
 layout(local_size_x = 32, local_size_y = 8) in;
 layout(constant_id = 0) const bool INPUT_FP16 = false;
 layout(constant_id = 1) const uint OUTPUT_KIND = 1; // 0 luminance (float), 1 RGBA8, 2 RGBA16
+layout(constant_id = 2) const bool DOF = false;      // composite depth of field first
 
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer PixelsF32 { vec4 px[]; };
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer PixelsF16 { uvec2 px[]; };
@@ -33,6 +40,15 @@ layout(push_constant, std430) uniform Push {
     uvec2 lan;     // 32  blurred adaptation luminance (lan_from_buffer)
     uint width;    // 40
     uint height;   // 44
+    // Depth of field (DOF on): pipeline/dof.h hp_dof_frame's buffers.
+    uvec2 coc;     // 48
+    uvec2 mask;    // 56
+    uvec2 near;    // 64
+    uvec2 far;     // 72
+    uvec2 accum;   // 80  0 without bokeh
+    uint half_w;   // 88
+    uint half_h;   // 92
+    uint sat;      // 96
 } pc;
 
 void main()
@@ -50,6 +66,14 @@ void main()
         c = vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y));
     } else {
         c = PixelsF32(pc.pixels).px[idx];
+    }
+
+    if (DOF) {
+        bool dof_excluded;
+        vec3 sharp = dof_sanitize(c, dof_excluded);
+        DofInputs d = DofInputs(pc.coc, pc.mask, pc.near, pc.far, pc.accum, pc.width, pc.half_w, pc.half_h,
+                                pc.sat != 0u);
+        c = vec4(dof_composite(d, xy, sharp), dof_excluded ? 1.0 : c.a);
     }
 
     // DECISIONS.md 2: a NaN or infinite colour channel makes the pixel black.

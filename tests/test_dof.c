@@ -176,7 +176,7 @@ static void test_point(void)
         if (!tap_ok(ran, "point light (%s) runs%s%s", shape ? "circle" : "6 blades", ran ? "" : ": ",
                     ran ? "" : err.message))
             continue;
-        const float *out = res.pixels;
+        const float *out = res.dof_pixels;
         double energy[3] = {0, 0, 0};
         for (size_t i = 0; i < (size_t)w * h; i++)
             for (int k = 0; k < 3; k++)
@@ -275,7 +275,7 @@ static void test_two_planes(void)
     bool ran = run(w, h, rgba, depth, &fp, &res);
     if (tap_ok(ran, "two planes, blurred foreground: runs (near CoC %.1f px)%s%s", R, ran ? "" : ": ",
                ran ? "" : err.message)) {
-        const float *o = res.pixels;
+        const float *o = res.dof_pixels;
         uint32_t y = h / 2;
         /* Red reaching into the sharp background: falls monotonically, gone past the CoC. */
         bool monotonic = true;
@@ -308,7 +308,7 @@ static void test_two_planes(void)
     ran = run(w, h, rgba, depth, &fp, &res);
     if (tap_ok(ran, "two planes, blurred background: runs (far CoC %.1f px)%s%s", Rf, ran ? "" : ": ",
                ran ? "" : err.message)) {
-        const float *o = res.pixels;
+        const float *o = res.dof_pixels;
         double subject = 0, leak = 0, blurred = 0;
         for (uint32_t y = 0; y < h; y++) {
             for (uint32_t x = 0; x < w; x++) {
@@ -450,7 +450,7 @@ static void test_against_cpu(void)
         double worst = 0, mean = 0;
         size_t off = 0;
         for (size_t i = 0; ran && cpu && i < (size_t)w * h * 4; i++) {
-            double got = ((const float *)res.pixels)[i];
+            double got = res.dof_pixels[i];
             double e = fabs(got - want[i]) / fmax(fabs(want[i]), 0.05);
             worst = fmax(worst, e);
             mean += e;
@@ -459,6 +459,22 @@ static void test_against_cpu(void)
         mean /= (double)w * h * 4;
         /* Values agree to fp32 rounding except where a tap lands one pixel over (a position rounded from a
          * CoC computed in fp32 on one side and double on the other): allow 0.5% of values. */
+        /* The daemon's path composites inside the tone pass; output_dof runs the composite as a pass of its
+         * own and tone-maps its image: the two must make the same 8-bit image. */
+        size_t img_bytes = (size_t)w * h * 4, differ = 0;
+        uint8_t *unfused = malloc(img_bytes);
+        if (ran)
+            memcpy(unfused, res.pixels, img_bytes);
+        hp_frame_params fused = fp;
+        fused.output_dof = false;
+        hp_frame_result fres;
+        bool fran = ran && run(w, h, rgba, depth, &fused, &fres);
+        for (size_t i = 0; fran && i < img_bytes; i++)
+            differ += abs((int)unfused[i] - (int)((const uint8_t *)fres.pixels)[i]) > 0;
+        tap_ok(fran && differ == 0, "%ux%u %s: the tone pass with the composite fused in makes the same image as the "
+               "composite pass then the tone pass (%zu of %zu bytes differ)", w, h,
+               s.method == HP_DOF_SAT ? "sat" : "gather", differ, img_bytes);
+        free(unfused);
         tap_ok(ran && cpu && mean < 1e-3 && off <= (size_t)w * h * 4 / 200 && cr.sprites_wanted == res.bokeh_wanted,
                "%ux%u %s%s: GPU against the CPU reference: mean relative error %.2g, %zu of %u values off by more "
                "than 1e-3 (worst %.2g); sprites %u / %u",
@@ -489,7 +505,7 @@ static void test_budget(void)
     bool ran = run(w, h, rgba, depth, &fp, &res);
     double in = 0, out = 0;
     for (size_t i = 0; ran && i < (size_t)w * h; i++)
-        in += rgba[4 * i], out += ((const float *)res.pixels)[4 * i];
+        in += rgba[4 * i], out += res.dof_pixels[4 * i];
     tap_ok(ran && res.bokeh_wanted == 50 && res.bokeh_drawn == 5 && fabs(out / in - 1) < 0.05,
            "sprite budget 5 with 50 highlights: %u wanted, %u drawn, the rest blurred by the gather (energy %.3f of "
            "the input)",

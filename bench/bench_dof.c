@@ -1,0 +1,186 @@
+/* Benchmark of the whole GPU chain with depth of field and bokeh, for the GPU host (docs/BENCHMARKS.md):
+ * the daemon's own frame graph (pipeline/frame_graph.c) run frame after frame, with the per-stage GPU
+ * times it takes from timestamp queries: reduce, dof (setup, tiles, gather or SAT, composite), bokeh
+ * (indirect arguments and splat), tonemap (exposure and tone pass). The chain is everything from the
+ * uploaded frame to the quantized image: reduce + dof + bokeh + tonemap; upload and download are shown
+ * apart. Each run uploads its frame again, which also evicts the previous run's data from the L2.
+ *
+ * The frame: random colours in [0.02, 0.5] with one pixel in 2000 a highlight of 50 (bokeh material),
+ * depth a ramp from 0.7 m to 50 m across the width (a 50 mm f/1.4 focused at 3 m: most of the frame at
+ * the largest CoC, 32 px, on one side or the other: the gather's worst case).
+ *
+ * Usage: bench_dof [--runs N] [--quick] [--device D] */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench_common.h"
+#include "pipeline/frame_graph.h"
+
+typedef struct config {
+    const char *name;
+    bool dof, bokeh;
+    hp_dof_method method;
+} config;
+
+static const config configs[] = {
+    {"tone only", false, false, HP_DOF_GATHER},
+    {"gather", true, false, HP_DOF_GATHER},
+    {"gather + bokeh", true, true, HP_DOF_GATHER},
+    {"sat", true, false, HP_DOF_SAT},
+    {"sat + bokeh", true, true, HP_DOF_SAT},
+};
+#define CONFIGS (sizeof(configs) / sizeof(configs[0]))
+
+static const char *const stages[] = {"upload", "reduce", "dof", "bokeh", "tonemap", "download"};
+#define STAGES 6
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, uint32_t n)
+{
+    qsort(v, n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void fill(void *pixels, hp_pixel_format format, float *depth, uint32_t w, uint32_t h)
+{
+    uint64_t state = 12345;
+    for (size_t i = 0; i < (size_t)w * h; i++) {
+        float c[4];
+        for (int k = 0; k < 3; k++) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            c[k] = 0.02f + 0.48f * (float)((state >> 40) & 0xffffff) / 16777216.0f;
+        }
+        c[3] = 1;
+        if ((state >> 20) % 2000 == 0)
+            c[0] = c[1] = c[2] = 50;
+        if (format == HP_PIXEL_RGBA32F)
+            memcpy((float *)pixels + 4 * i, c, 16);
+        else
+            for (int k = 0; k < 4; k++)
+                ((uint16_t *)pixels)[4 * i + k] = hp_float_to_half(c[k]);
+        depth[i] = 0.7f + 49.3f * (float)(i % w) / (float)w;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    uint32_t runs = 50;
+    bool quick = false;
+    const char *device = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+            runs = (uint32_t)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--quick") == 0)
+            quick = true, runs = 3;
+        else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
+            device = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_dof [--runs N] [--quick] [--device D]\n");
+            return 2;
+        }
+    }
+    if (runs < 3)
+        runs = 3;
+    bench_init(device, 64);
+    printf("# bench_dof: %u runs per configuration, median GPU ms per stage (timestamp queries)\n\n", runs);
+    hp_frame_graph *graph;
+    CHECK(hp_frame_graph_create(bench_gpu, &graph, &bench_err) == HP_OK);
+
+    static const struct { uint32_t w, h; const char *name; } sizes[] = {
+        {1920, 1080, "1080p"}, {3840, 2160, "4K"}, {7680, 4320, "8K"}};
+    size_t size_count = quick ? 1 : 3;
+
+    bench_ceilings ceil;
+    bench_ceilings_begin(&ceil, quick ? 4 : 20, quick ? 0.2 : 2.0, 1024);
+    double copy_bw = bench_ceilings_end(&ceil);
+
+    printf("| size | input | configuration | upload | reduce | dof | bokeh | tonemap | download | chain ms | floor ms | "
+           "sprites |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t z = 0; z < size_count; z++) {
+        uint32_t w = sizes[z].w, h = sizes[z].h;
+        for (int f = 0; f < 2; f++) {
+            hp_pixel_format format = (hp_pixel_format)f;
+            if (z == 2 && format == HP_PIXEL_RGBA16F)
+                continue; /* 8K: the common render output only */
+            size_t bytes = (size_t)w * h * hp_pixel_format_size(format);
+            void *frame = malloc(bytes);
+            float *depth = malloc((size_t)w * h * 4);
+            CHECK(frame && depth);
+            fill(frame, format, depth, w, h);
+            hp_frame_desc desc = {.width = w, .height = h, .format = format};
+            /* The floor of the chain: the frame read once and the 8-bit image written once at the copy
+             * bandwidth (copy_bw counts bytes read plus written). */
+            double floor_ms = (double)(bytes + (size_t)w * h * 4) / copy_bw * 1e3;
+            for (size_t c = 0; c < CONFIGS; c++) {
+                hp_frame_params fp;
+                hp_frame_params_defaults(&fp);
+                fp.dof = configs[c].dof;
+                fp.dof_settings = (hp_dof_settings){
+                    .method = configs[c].method, .focal_length_mm = 50, .f_stop = 1.4, .focus_distance_m = 3,
+                    .sensor_width_mm = 36, .depth_scale = 1, .max_coc_px = 32, .bokeh = configs[c].bokeh,
+                    .bokeh_threshold = 4, .bokeh_min_coc_px = 2, .blades = 6, .rotation_deg = 0, .squeeze = 1,
+                    .max_sprites = 4096};
+                double *ms[STAGES];
+                for (int s = 0; s < STAGES; s++)
+                    ms[s] = calloc(runs, sizeof(double));
+                double *chain = calloc(runs, sizeof(double));
+                hp_frame_result res;
+                for (uint32_t r = 0; r < runs + 2; r++) { /* two warm-up frames: first-use allocations */
+                    void *staging;
+                    float *dstage;
+                    CHECK(hp_frame_graph_begin(graph, &desc, &staging, &bench_err) == HP_OK);
+                    if (r == 0) {
+                        memcpy(staging, frame, bytes);
+                        CHECK(hp_frame_graph_depth(graph, &dstage, &bench_err) == HP_OK);
+                        memcpy(dstage, depth, (size_t)w * h * 4);
+                    } else {
+                        CHECK(hp_frame_graph_depth(graph, &dstage, &bench_err) == HP_OK);
+                    }
+                    CHECK(hp_frame_graph_run(graph, &fp, &res, &bench_err) == HP_OK);
+                    if (r < 2)
+                        continue;
+                    double total = 0;
+                    for (uint32_t t = 0; t < res.timing_count; t++) {
+                        for (int s = 0; s < STAGES; s++) {
+                            if (strcmp(res.timings[t].name, stages[s]) == 0) {
+                                ms[s][r - 2] = res.timings[t].ms;
+                                if (s >= 1 && s <= 4)
+                                    total += res.timings[t].ms;
+                            }
+                        }
+                    }
+                    chain[r - 2] = total;
+                }
+                printf("| %s | %s | %s |", sizes[z].name, hp_pixel_format_name(format), configs[c].name);
+                for (int s = 0; s < STAGES; s++) {
+                    bool shown = (s != 2 || configs[c].dof) && (s != 3 || configs[c].bokeh);
+                    if (shown)
+                        printf(" %.4f |", median(ms[s], runs));
+                    else
+                        printf(" - |");
+                }
+                if (configs[c].bokeh)
+                    printf(" **%.4f** | %.4f | %u of %u |\n", median(chain, runs), floor_ms, res.bokeh_drawn,
+                           res.bokeh_wanted);
+                else
+                    printf(" **%.4f** | %.4f | - |\n", median(chain, runs), floor_ms);
+                for (int s = 0; s < STAGES; s++)
+                    free(ms[s]);
+                free(chain);
+            }
+            free(frame);
+            free(depth);
+        }
+    }
+    hp_frame_graph_destroy(&graph);
+    bench_shutdown();
+    return 0;
+}
