@@ -21,7 +21,9 @@
  * (malformed or truncated data: the message says what and where), HP_ERR_TOO_LARGE (over a limit of
  * hp_decode_options, found from the header alone), HP_ERR_UNUSABLE (a valid file this daemon cannot use:
  * no colour channels, a depth channel of another size, deep data, XYZE colour, a flipped orientation),
- * HP_ERR_OUT_OF_MEMORY.
+ * HP_ERR_OUT_OF_MEMORY. A failure caused by a name in hp_decode_options (a layer or channel the file does
+ * not have, or one that cannot serve) sets err->field to the option's name: "layer", "channel_r",
+ * "channel_g", "channel_b", "channel_a" or "depth"; every other failure leaves it empty.
  *
  * Threading: every function is reentrant; nothing is shared between calls. */
 #ifndef HP_IMAGE_H

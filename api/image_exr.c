@@ -167,6 +167,48 @@ static void list_channels(const exr_attr_chlist_t *cl, char *out, size_t size)
     }
 }
 
+/* The layers of every flat part, for the message that answers a layer the file does not have: the
+ * distinct prefixes of the channel names that have one ("ViewLayer.Combined" of "ViewLayer.Combined.R"),
+ * in the order they first appear, and whether there are plain channels (no dot) too. */
+static void list_layers(exr_context_t ctx, int part_count, char *out, size_t size, bool *plain)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    *plain = false;
+    for (int p = 0; p < part_count; p++) {
+        const exr_attr_chlist_t *cl;
+        if (exr_get_channels(ctx, p, &cl) != EXR_ERR_SUCCESS || !cl)
+            continue;
+        for (int i = 0; i < cl->num_channels; i++) {
+            const exr_attr_chlist_entry_t *e = &cl->entries[i];
+            int len = e->name.length;
+            while (len > 0 && e->name.str[len - 1] != '.')
+                len--;
+            if (len <= 1) { /* no dot, or only a leading one: a plain channel */
+                *plain = true;
+                continue;
+            }
+            len--; /* without the dot */
+            bool seen = false;
+            for (const char *at = out; *at && !seen;) { /* out is "a, b, c": compare whole items */
+                const char *end = strstr(at, ", ");
+                size_t item = end ? (size_t)(end - at) : strlen(at);
+                seen = item == (size_t)len && memcmp(at, e->name.str, (size_t)len) == 0;
+                at += item + (end ? 2 : 0);
+            }
+            if (seen)
+                continue;
+            int n = snprintf(out + used, size - used, "%s%.*s", used ? ", " : "", len, e->name.str);
+            if (n < 0 || (size_t)n >= size - used) {
+                if (size >= 4)
+                    memcpy(out + size - 4, "...", 4);
+                return;
+            }
+            used += (size_t)n;
+        }
+    }
+}
+
 typedef struct selection {
     int chan[SLOT_COUNT];
     char layer[HP_IMAGE_NAME_MAX];
@@ -297,14 +339,45 @@ void hp_exr_close(hp_exr_reader **reader)
     *reader = NULL;
 }
 
-/* Picks the part and its channels; fills the channel fields of info. */
+/* The option that chose a slot's channel ("channel_g", "layer", "depth"), or "" when the automatic
+ * choice did: a fault of a named channel is the request's, of an automatic one the file's. */
+static const char *slot_option(const hp_decode_options *opt, int slot)
+{
+    static const char *const names[SLOT_COUNT] = {"channel_r", "channel_g", "channel_b", "channel_a", "depth"};
+    const char *const values[SLOT_COUNT] = {opt->channel_r, opt->channel_g, opt->channel_b, opt->channel_a,
+                                            opt->depth};
+    if (has_text(values[slot]))
+        return names[slot];
+    if (slot != SLOT_Z && has_text(opt->layer))
+        return "layer";
+    return "";
+}
+
+/* Whether a flat part of the file has a channel of that name. */
+static bool in_some_part(const hp_exr_reader *r, int part_count, const char *name)
+{
+    for (int p = 0; p < part_count; p++) {
+        const exr_attr_chlist_t *cl;
+        if (exr_get_channels(r->ctx, p, &cl) == EXR_ERR_SUCCESS && cl && find_channel(cl, name) >= 0)
+            return true;
+    }
+    return false;
+}
+
+/* Picks the part and its channels; fills the channel fields of info. A failure that comes from a name in
+ * opt says which in err->field, as the option is called ("layer", "channel_g", "depth"), so that the API
+ * can name the request parameter. */
 static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, hp_image_info *info, hp_err *err)
 {
     bool any_rgb = has_text(opt->channel_r) || has_text(opt->channel_g) || has_text(opt->channel_b);
     bool explicit_rgb = has_text(opt->channel_r) && has_text(opt->channel_g) && has_text(opt->channel_b);
-    if (any_rgb && !explicit_rgb)
-        return hp_fail(err, HP_ERR_INVALID_ARGUMENT,
-                       "EXR channel names: give channel_r, channel_g and channel_b together (or a layer)");
+    if (any_rgb && !explicit_rgb) {
+        const char *missing = !has_text(opt->channel_r)   ? "channel_r"
+                              : !has_text(opt->channel_g) ? "channel_g"
+                                                          : "channel_b";
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, missing,
+                             "EXR channel names: give channel_r, channel_g and channel_b together (or a layer)");
+    }
     bool named = explicit_rgb || has_text(opt->layer);
     char layer[HP_IMAGE_NAME_MAX] = ""; /* "ViewLayer.Combined." is taken as "ViewLayer.Combined" */
     if (has_text(opt->layer)) {
@@ -347,12 +420,34 @@ static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, h
 
     if (!cl) {
         const char *parts = part_count > 1 ? " of part 0 (no part has the channels asked for)" : "";
-        if (explicit_rgb)
-            return hp_fail(err, HP_ERR_UNUSABLE, "EXR has no channels named %s, %s and %s; channels%s: %s",
-                           opt->channel_r, opt->channel_g, opt->channel_b, parts, info->channel_list);
-        if (has_text(opt->layer))
-            return hp_fail(err, HP_ERR_UNUSABLE, "EXR has no layer '%s' with R, G, B or Y channels; channels%s: %s",
-                           opt->layer, parts, info->channel_list);
+        if (explicit_rgb) {
+            static const char *const options[3] = {"channel_r", "channel_g", "channel_b"};
+            static const char *const colours[3] = {"red", "green", "blue"};
+            const char *names[3] = {opt->channel_r, opt->channel_g, opt->channel_b};
+            for (int c = 0; c < 3; c++)
+                if (!in_some_part(r, part_count, names[c]))
+                    return hp_fail_field(err, HP_ERR_UNUSABLE, options[c],
+                                         "EXR has no channel named '%s' (asked for as %s); channels%s: %s", names[c],
+                                         colours[c], parts, info->channel_list);
+            return hp_fail_field(err, HP_ERR_UNUSABLE, "channel_r",
+                                 "EXR has channels named %s, %s and %s, but not in one part: the colour is read "
+                                 "from one part; channels%s: %s",
+                                 opt->channel_r, opt->channel_g, opt->channel_b, parts, info->channel_list);
+        }
+        if (has_text(opt->layer)) {
+            /* The layers come first: they are what the caller can put in place of the name. */
+            char layers[HP_IMAGE_LIST_MAX];
+            bool plain;
+            list_layers(r->ctx, part_count, layers, sizeof(layers), &plain);
+            if (!layers[0])
+                return hp_fail_field(err, HP_ERR_UNUSABLE, "layer",
+                                     "EXR has no layer '%s': the file has no layers, only the plain channels %s",
+                                     opt->layer, info->channel_list);
+            return hp_fail_field(err, HP_ERR_UNUSABLE, "layer",
+                                 "EXR has no layer '%s' with R, G, B or Y channels; its layers: %s%s; channels%s: %s",
+                                 opt->layer, layers, plain ? " (and plain channels)" : "", parts,
+                                 info->channel_list);
+        }
         return hp_fail(err, HP_ERR_UNUSABLE, "EXR has no colour channels (R, G, B or Y, plain or in a layer); "
                                              "channels found: %s", info->channel_list[0] ? info->channel_list : "none");
     }
@@ -366,15 +461,17 @@ static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, h
     info->part = part;
 
     if (has_text(opt->channel_a) && (r->chan[SLOT_A] = find_channel(cl, opt->channel_a)) < 0)
-        return hp_fail(err, HP_ERR_UNUSABLE, "EXR has no alpha channel '%s' in part %d; channels: %s",
-                       opt->channel_a, part, info->channel_list);
+        return hp_fail_field(err, HP_ERR_UNUSABLE, "channel_a",
+                             "EXR has no alpha channel '%s' in part %d; channels: %s", opt->channel_a, part,
+                             info->channel_list);
     if (has_text(opt->depth) && r->chan[SLOT_Z] < 0)
-        return hp_fail(err, HP_ERR_UNUSABLE, "EXR has no depth channel '%s' in part %d; channels: %s", opt->depth,
-                       part, info->channel_list);
+        return hp_fail_field(err, HP_ERR_UNUSABLE, "depth", "EXR has no depth channel '%s' in part %d; channels: %s",
+                             opt->depth, part, info->channel_list);
     if (sel.grey && !explicit_rgb && find_in_layer(cl, sel.layer, "RY") >= 0 &&
         find_in_layer(cl, sel.layer, "BY") >= 0)
-        return hp_fail(err, HP_ERR_UNUSABLE, "EXR luminance-chroma image (Y, RY, BY) is not supported; write RGB; "
-                                             "channels: %s", info->channel_list);
+        return hp_fail_field(err, HP_ERR_UNUSABLE, has_text(opt->layer) ? "layer" : "",
+                             "EXR luminance-chroma image (Y, RY, BY) is not supported; write RGB; channels: %s",
+                             info->channel_list);
 
     for (int s = 0; s < SLOT_COUNT; s++) {
         r->copy_from[s] = -1;
@@ -382,17 +479,18 @@ static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, h
             continue;
         const exr_attr_chlist_entry_t *e = &cl->entries[r->chan[s]];
         if (e->x_sampling != 1 || e->y_sampling != 1)
-            return hp_fail(err, HP_ERR_UNUSABLE,
-                           s == SLOT_Z ? "EXR depth channel '%.*s' is subsampled (%d x %d), so its size differs "
-                                         "from the colour's"
-                                       : "EXR channel '%.*s' is subsampled (%d x %d); only full-resolution colour "
-                                         "is supported",
-                           e->name.length, e->name.str, e->x_sampling, e->y_sampling);
+            return hp_fail_field(err, HP_ERR_UNUSABLE, slot_option(opt, s),
+                                 s == SLOT_Z ? "EXR depth channel '%.*s' is subsampled (%d x %d), so its size differs "
+                                               "from the colour's"
+                                             : "EXR channel '%.*s' is subsampled (%d x %d); only full-resolution "
+                                               "colour is supported",
+                                 e->name.length, e->name.str, e->x_sampling, e->y_sampling);
         for (int t = 0; t < s; t++)
             if (r->chan[t] == r->chan[s]) {
                 if (s == SLOT_Z)
-                    return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR channel '%.*s' cannot be both colour and "
-                                                                 "depth", e->name.length, e->name.str);
+                    return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, slot_option(opt, SLOT_Z),
+                                         "EXR channel '%.*s' cannot be both colour and depth", e->name.length,
+                                         e->name.str);
                 if (r->copy_from[s] < 0)
                     r->copy_from[s] = t;
             }

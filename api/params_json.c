@@ -131,6 +131,7 @@ static void type_phrase(const hp_param_def *def, char *out, size_t size)
             n += (size_t)snprintf(out + n, size - n, "%s%s", i ? ", " : "", def->choices[i]);
         return;
     }
+    case HP_PARAM_STRING: snprintf(out, size, "a string"); return;
     }
     snprintf(out, size, "a value");
 }
@@ -167,8 +168,10 @@ static hp_code set_from_json(hp_params *p, const hp_param_def *def, const json_t
         return hp_param_set_bool(p, def, json_is_true(value), err);
     if (json_is_string(value)) {
         const char *s = json_string_value(value);
-        /* Choices are strings, and so is "auto"; a number in quotes is a type error, as JSON means it. */
-        if (def->type == HP_PARAM_ENUM || (def->type == HP_PARAM_NUMBER_OR_AUTO && strcmp(s, "auto") == 0)) {
+        /* Choices and names are strings, and so is "auto"; a number in quotes is a type error, as JSON
+         * means it. */
+        if (def->type == HP_PARAM_ENUM || def->type == HP_PARAM_STRING ||
+            (def->type == HP_PARAM_NUMBER_OR_AUTO && strcmp(s, "auto") == 0)) {
             if (strlen(s) != json_string_length(value))
                 return fail_type(def, "a string with a NUL character", err);
             return hp_param_set_string(p, def, s, err);
@@ -383,6 +386,12 @@ static json_t *value_json(const hp_params *p, const hp_param_def *def)
             if (i == u32)
                 return json_string(def->choices[i]);
         return json_null(); /* not a valid choice: hp_params_check would refuse it */
+    }
+    case HP_PARAM_STRING: {
+        /* The setters allow UTF-8 only; text put there in C and never checked is echoed as null rather
+         * than failing the whole echo (jansson refuses bytes that are not UTF-8). */
+        json_t *text = json_stringn(field, strnlen(field, HP_PARAM_STRING_MAX + 1));
+        return text ? text : json_null();
     }
     }
     return json_null();

@@ -176,7 +176,25 @@ typedef struct render_ctx {
     hp_image_format input_format;
     bool raw; /* raw samples, not a file */
     double recv_ms, decode_ms;
+    /* OpenEXR: what the decoder chose (hp_image_info), for the JSON answer: with several layers in a
+     * file, a client must be able to see which one it got. "" where there is none. */
+    int exr_part;
+    char exr_layer[HP_IMAGE_NAME_MAX];
+    char exr_channels[4][HP_IMAGE_NAME_MAX]; /* R, G, B, A */
+    char exr_depth[HP_IMAGE_NAME_MAX];
 } render_ctx;
+
+static json_t *name_or_null(const char *name) { return name[0] ? json_string(name) : json_null(); }
+
+/* {"part", "layer", "channels": {"r", "g", "b", "a"}, "depth"}: the layer is "" for plain channels or
+ * channels named one by one; a channel that is not there (alpha, depth) is null. */
+static json_t *exr_json(const render_ctx *ctx)
+{
+    return json_pack("{s:i, s:s, s:{s:o, s:o, s:o, s:o}, s:o}", "part", ctx->exr_part, "layer", ctx->exr_layer,
+                     "channels", "r", name_or_null(ctx->exr_channels[0]), "g", name_or_null(ctx->exr_channels[1]),
+                     "b", name_or_null(ctx->exr_channels[2]), "a", name_or_null(ctx->exr_channels[3]), "depth",
+                     name_or_null(ctx->exr_depth));
+}
 
 static json_t *stats_json(const hp_lum_stats *s, bool histogram)
 {
@@ -315,6 +333,8 @@ static void finish_job(hp_job *job)
                                  ctx->raw ? "raw" : hp_image_format_name(ctx->input_format),
                                  "width", (int)r->width, "height", (int)r->height, "stats",
                                  stats_json(&r->stats, ctx->analyze), "timings_ms", timings);
+        if (!ctx->raw && ctx->input_format == HP_IMAGE_EXR)
+            json_object_set_new(body, "exr", exr_json(ctx));
         if (ctx->analyze) {
             /* What a client needs to hold one exposure for a whole shot: pass the sequence's log-average
              * as exposure.adaptation with exposure.mode = fixed (docs/API.md). */
@@ -386,6 +406,40 @@ static unsigned status_for_decode(hp_code code, const char **word)
     case HP_ERR_OUT_OF_MEMORY: *word = "out_of_memory"; return 503;
     default: *word = "malformed_image"; return 400;
     }
+}
+
+/* A decoder's failure. One that a named layer or channel caused names the request parameter: image.h
+ * gives the option's name, which is the parameter's without "input.". A name that contradicts the
+ * request itself (one channel for colour and depth) is 400 like any bad parameter; a name the file does
+ * not have, or whose channel the file stores in a form this daemon cannot use, 422. Any other failure is
+ * the frame's. */
+static void reply_decode_error(hp_reply *reply, hp_code code, const hp_err *err)
+{
+    const char *word = NULL;
+    unsigned status = status_for_decode(code, &word);
+    if (!err->field[0]) {
+        hp_reply_error(reply, status, word, "frame", "%s", err->message);
+        return;
+    }
+    char field[sizeof(err->field) + 8];
+    snprintf(field, sizeof(field), "input.%s", err->field);
+    if (code == HP_ERR_INVALID_ARGUMENT)
+        status = 400, word = "invalid_parameter";
+    hp_reply_error(reply, status, word, field, "%s", err->message);
+}
+
+/* The first OpenEXR name the request sets (its parameter in *param), or NULL. */
+static const char *first_exr_name(const hp_input_params *in, const char **param)
+{
+    static const char *const params[] = {"input.layer",     "input.channel_r", "input.channel_g",
+                                         "input.channel_b", "input.channel_a", "input.depth"};
+    const char *const values[] = {in->layer, in->channel_r, in->channel_g, in->channel_b, in->channel_a, in->depth};
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
+        if (values[i][0]) {
+            *param = params[i];
+            return values[i];
+        }
+    return NULL;
 }
 
 static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
@@ -480,6 +534,15 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     opt.max_height = be->max_height ? be->max_height : opt.max_height;
     opt.max_pixels = be->max_pixels ? be->max_pixels : opt.max_pixels;
     opt.threads = be->decode_threads;
+    /* A depth part is a picture of its own, probed with the limits alone: the names choose the frame's
+     * channels ("" is automatic, as image.h reads it). */
+    hp_decode_options depth_opt = opt;
+    opt.layer = fp.params.input.layer;
+    opt.channel_r = fp.params.input.channel_r;
+    opt.channel_g = fp.params.input.channel_g;
+    opt.channel_b = fp.params.input.channel_b;
+    opt.channel_a = fp.params.input.channel_a;
+    opt.depth = fp.params.input.depth;
     hp_image_info info;
     const hp_input_params *raw = &fp.params.input;
     hp_code dc;
@@ -506,7 +569,7 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
         /* Depth of field comes with issue 5; a depth part is checked now so that a mismatch says so. */
         hp_image_info dinfo;
         hp_err derr = {0};
-        if (hp_image_probe(f.depth.data, f.depth.len, &opt, &dinfo, &derr) != HP_OK) {
+        if (hp_image_probe(f.depth.data, f.depth.len, &depth_opt, &dinfo, &derr) != HP_OK) {
             const char *word = NULL;
             unsigned status = status_for_decode(derr.code, &word);
             hp_reply_error(reply, status, word, "depth", "depth: %s", derr.message);
@@ -519,9 +582,19 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
         }
     }
     if (dc != HP_OK) {
-        const char *word = NULL;
-        unsigned status = status_for_decode(dc, &word);
-        hp_reply_error(reply, status, word, "frame", "%s", err.message);
+        reply_decode_error(reply, dc, &err);
+        goto done;
+    }
+    /* The decoders of the other formats ignore the names; a request that gives one expects a choice the
+     * file cannot offer, so it is told rather than answered with whatever the file holds. (Raw samples
+     * with a name are refused earlier, by the parameters' own rules.) */
+    const char *param = NULL, *name = first_exr_name(raw, &param);
+    if (!raw->width && info.format != HP_IMAGE_EXR && name) {
+        hp_reply_error(reply, 422, "unusable_image", param,
+                       "%s (\"%.100s\") names %s of an OpenEXR file, but the frame is %s: only OpenEXR files "
+                       "have layers and named channels; leave %s out for this frame",
+                       param, name, strcmp(param, "input.layer") == 0 ? "a layer" : "a channel",
+                       info.format == HP_IMAGE_RGBE ? "Radiance HDR" : "PFM", param);
         goto done;
     }
 
@@ -544,9 +617,7 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (dc != HP_OK) {
         free(pixels);
-        const char *word = NULL;
-        unsigned status = status_for_decode(dc, &word);
-        hp_reply_error(reply, status, word, "frame", "%s", err.message);
+        reply_decode_error(reply, dc, &err);
         goto done;
     }
     ctx->started = req->started;
@@ -556,6 +627,13 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     ctx->alpha = info.has_alpha;
     ctx->input_format = info.format;
     ctx->raw = raw->width != 0;
+    if (!ctx->raw && info.format == HP_IMAGE_EXR) {
+        ctx->exr_part = info.part;
+        snprintf(ctx->exr_layer, sizeof(ctx->exr_layer), "%s", info.layer);
+        for (int c = 0; c < 4; c++)
+            snprintf(ctx->exr_channels[c], sizeof(ctx->exr_channels[c]), "%s", info.channel_names[c]);
+        snprintf(ctx->exr_depth, sizeof(ctx->exr_depth), "%s", info.has_depth ? info.depth_channel : "");
+    }
     ctx->recv_ms = hp_ms_between(&req->started, &req->body_done);
     ctx->decode_ms = hp_ms_between(&t0, &t1);
     job->desc = (hp_frame_desc){.width = info.width, .height = info.height, .format = HP_PIXEL_RGBA32F};

@@ -10,6 +10,7 @@
 
 #include "api/http.h"
 #include "common/log.h"
+#include "daemon/worker.h"
 #include "pipeline/reduce.h"
 
 typedef enum hp_setting_type {
@@ -108,6 +109,11 @@ static const hp_setting settings[] = {
      .metavar = "PATH", .help = "PEM certificate (chain) file; with tls_key, the API speaks HTTPS."},
     {.name = "tls_key", .type = HP_SETTING_STRING, .offset = FIELD(tls_key), .default_value = "",
      .metavar = "PATH", .help = "PEM private key file for tls_cert."},
+    {.name = "test_gpu_delay_ms", .type = HP_SETTING_INT, .offset = FIELD(test_gpu_delay_ms), .default_value = "0",
+     .min = 0, .max = 60000, .metavar = "MS",
+     .help = "For tests only, never in production: the GPU thread sleeps this long before each frame it runs, "
+             "so that end-to-end tests of queueing, deadlines and draining see slow frames whatever the GPU. "
+             "0 is off."},
 };
 
 #define SETTING_COUNT ((int)(sizeof(settings) / sizeof(settings[0])))

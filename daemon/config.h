@@ -62,6 +62,9 @@ typedef struct hp_config {
     char *auth_token;
     /* PEM certificate and key files: both given, the API speaks HTTPS. Default "" (plain HTTP). */
     char *tls_cert, *tls_key;
+    /* For tests only: milliseconds the GPU thread sleeps before each frame it runs (daemon/worker.h), so
+     * that tests of queueing, deadlines and draining see slow frames on any GPU. 0..60000, default 0. */
+    int test_gpu_delay_ms;
 
     /* The config file read, or NULL when none was given. */
     char *config_file;

@@ -188,7 +188,8 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
         if ((code = hp_frame_graph_create(gpu, &graph, &err)) != HP_OK)
             goto startup_failed;
         hp_worker_config wc = {.queue_depth = (unsigned)config->queue_depth,
-                               .finish_threads = (unsigned)config->encode_threads};
+                               .finish_threads = (unsigned)config->encode_threads,
+                               .test_gpu_delay_ms = (unsigned)config->test_gpu_delay_ms};
         if ((code = hp_worker_create(graph, &wc, &worker, &err)) != HP_OK)
             goto startup_failed;
         bctx = (backend_ctx){.worker = worker, .gpu = gpu};

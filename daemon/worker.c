@@ -1,6 +1,7 @@
 /* The job queue, the GPU thread and the finishing pool (daemon/worker.h). */
 #include "daemon/worker.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,19 @@ struct hp_worker {
     unsigned pool_size, pool_started;
     _Atomic uint32_t graph_sizes;
     _Atomic uint64_t graph_bytes;
+    unsigned test_gpu_delay_ms; /* hp_worker_config */
 };
+
+/* The test delay: nanosleep resumed after a signal (SIGTERM during a drain must not cut it short, or the
+ * drain test would see fast frames). */
+static void test_gpu_delay(unsigned ms)
+{
+    if (ms == 0)
+        return;
+    struct timespec left = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&left, &left) != 0 && errno == EINTR) {
+    }
+}
 
 static bool past(const struct timespec *deadline)
 {
@@ -85,6 +98,7 @@ static void run_job(hp_worker *w, hp_job *job)
                             "queue (%.0f ms)", hp_ms_between(&job->queued_at, &job->started_at));
         return;
     }
+    test_gpu_delay(w->test_gpu_delay_ms);
     void *staging;
     job->code = hp_frame_graph_begin(w->graph, &job->desc, &staging, &job->err);
     if (job->code != HP_OK)
@@ -165,6 +179,7 @@ hp_code hp_worker_create(hp_frame_graph *graph, const hp_worker_config *config, 
     if (!w)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     w->graph = graph;
+    w->test_gpu_delay_ms = config ? config->test_gpu_delay_ms : 0;
     unsigned depth = config && config->queue_depth ? config->queue_depth : 16;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     w->pool_size = config && config->finish_threads ? config->finish_threads : (unsigned)(cores > 0 ? cores : 1);
@@ -193,6 +208,9 @@ hp_code hp_worker_create(hp_frame_graph *graph, const hp_worker_config *config, 
         }
     }
     hp_info("worker: queue of %u, %u finishing thread(s), 1 frame in flight", depth, w->pool_size);
+    if (w->test_gpu_delay_ms)
+        hp_warn("worker: test_gpu_delay_ms = %u: every frame waits that long before the GPU runs it (a setting "
+                "for tests only)", w->test_gpu_delay_ms);
     *out = w;
     return HP_OK;
 }

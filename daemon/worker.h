@@ -48,6 +48,10 @@ struct hp_job {
 typedef struct hp_worker_config {
     unsigned queue_depth;   /* jobs waiting for the GPU at most; beyond it submit refuses, default 16 */
     unsigned finish_threads; /* pool threads for finishing (encoding), default the number of cores */
+    /* For tests only (the test_gpu_delay_ms setting): the GPU thread sleeps this long before each frame
+     * it runs (after the frame's deadline and client were checked, as if the GPU took that much longer),
+     * so end-to-end tests of dropped, expired and drained frames hold on a GPU of any speed. 0: off. */
+    unsigned test_gpu_delay_ms;
 } hp_worker_config;
 
 typedef struct hp_worker hp_worker;

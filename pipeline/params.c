@@ -17,14 +17,16 @@
 /* --- How the table is written ---------------------------------------------------------------------- */
 
 /* Each offset also proves at compile time that the field has the storage its type implies: doubles for
- * numbers, bool, and four bytes for integers and enums (the setter stores both as uint32_t; params.h
+ * numbers, bool, four bytes for integers and enums (the setter stores both as uint32_t; params.h
  * keeps analysis.variant as uint32_t and the other enums as C enums, which GCC and Clang make four
- * bytes for these small non-negative values). A mismatch fails to compile rather than scribbling. */
+ * bytes for these small non-negative values), and char[HP_PARAM_STRING_MAX + 1] for strings. A mismatch
+ * fails to compile rather than scribbling. */
 #define P0 ((hp_params *)0)
 #define NUMBER_AT(f) (offsetof(hp_params, f) + 0 * sizeof(_Generic(P0->f, double: 1)))
 #define BOOL_AT(f) (offsetof(hp_params, f) + 0 * sizeof(_Generic(P0->f, bool: 1)))
 #define U32_AT(f) (offsetof(hp_params, f) + 0 * sizeof(_Generic(P0->f, uint32_t: 1)))
 #define ENUM_AT(f) (offsetof(hp_params, f) + 0 * sizeof(char[sizeof(P0->f) == sizeof(uint32_t) ? 1 : -1]))
+#define STRING_AT(f) (offsetof(hp_params, f) + 0 * sizeof(_Generic(&P0->f, char(*)[HP_PARAM_STRING_MAX + 1]: 1)))
 
 /* An exclusive upper bound: hp_param_def has min_exclusive but no max_exclusive, so (a, b) and [a, b)
  * store the largest double below b as an inclusive max. `v <= BELOW(b)` is exactly `v < b` for every
@@ -51,6 +53,7 @@ _Static_assert(HP_EXPOSURE_FIXED == 2 && HP_GAMMA_LINEAR == 3 && HP_OUTPUT_PNG =
                    HP_REDUCE_PARAM_TWO_PASS == 1 && HP_TONE_KHRONOS_NEUTRAL == 10,
                "the choices lists follow the enums' order");
 
+#define EXR_ONLY "OpenEXR files"
 #define HABLE "operator `hable`"
 #define LOTTES "operator `lottes`"
 #define UCHIMURA "operator `uchimura`"
@@ -70,6 +73,36 @@ const hp_param_def hp_param_schema[] = {
     {.name = "input.type", .type = HP_PARAM_ENUM, .offset = U32_AT(input.type), .def = HP_INPUT_FLOAT32,
      .choices = input_types, .unit = "", .applies = "raw input",
      .help = "Sample type of a raw body: IEEE `float32` or `float16`, little-endian."},
+    /* Channel names of a multi-layer OpenEXR (api/image.h, hp_decode_options): "" keeps the decoder's
+     * automatic choice, so the default request reads every file as before. A name the file lacks is a
+     * 422 from api/render.c, which only the file can tell. */
+    {.name = "input.layer", .type = HP_PARAM_STRING, .offset = STRING_AT(input.layer), .min = 0,
+     .max = HP_PARAM_STRING_MAX, .unit = "", .applies = EXR_ONLY,
+     .help = "The layer whose R, G, B (and A; or Y alone, as grey) become the colour, named by the prefix of "
+             "its channel names: `ViewLayer.Combined` takes Blender's ViewLayer.Combined.R, .G, .B and .A; a "
+             "layer in a later part of a multi-part file is found too. Empty: automatic, which takes plain R, "
+             "G, B, else the first layer named `*.Combined`, else the first layer with R, G and B, else Y as "
+             "grey."},
+    {.name = "input.channel_r", .type = HP_PARAM_STRING, .offset = STRING_AT(input.channel_r), .min = 0,
+     .max = HP_PARAM_STRING_MAX, .unit = "", .applies = EXR_ONLY,
+     .help = "The channel read as red, by its full name (`ViewLayer.Combined.R`), for colour that is not one "
+             "layer's R, G and B: given together with channel_g and channel_b, and instead of a layer. Empty: "
+             "from the layer."},
+    {.name = "input.channel_g", .type = HP_PARAM_STRING, .offset = STRING_AT(input.channel_g), .min = 0,
+     .max = HP_PARAM_STRING_MAX, .unit = "", .applies = EXR_ONLY,
+     .help = "The channel read as green, by its full name; see channel_r."},
+    {.name = "input.channel_b", .type = HP_PARAM_STRING, .offset = STRING_AT(input.channel_b), .min = 0,
+     .max = HP_PARAM_STRING_MAX, .unit = "", .applies = EXR_ONLY,
+     .help = "The channel read as blue, by its full name; see channel_r."},
+    {.name = "input.channel_a", .type = HP_PARAM_STRING, .offset = STRING_AT(input.channel_a), .min = 0,
+     .max = HP_PARAM_STRING_MAX, .unit = "", .applies = EXR_ONLY,
+     .help = "The channel read as alpha, by its full name, with a layer, with named channels or with the "
+             "automatic choice. Empty: the colour layer's A, or none (alpha 1)."},
+    {.name = "input.depth", .type = HP_PARAM_STRING, .offset = STRING_AT(input.depth), .min = 0,
+     .max = HP_PARAM_STRING_MAX, .unit = "", .applies = EXR_ONLY,
+     .help = "The depth channel, by its full name (`ViewLayer.Depth.Z`), in the colour's part. Empty: "
+             "automatic, which takes Z, else the colour layer's Z, else a channel named `*Depth.Z`, else the "
+             "first `<layer>.Z` of a layer that is not a vector."},
 
     /* --- analysis: the luminance reduction (A 1; D 2-4; pipeline/reduce.h) --- */
     {.name = "analysis.variant", .type = HP_PARAM_ENUM, .offset = U32_AT(analysis.variant),
@@ -295,7 +328,7 @@ static uint32_t get_u32(const hp_params *p, size_t offset)
  * (ENUM_AT proved both are four bytes), with no aliasing question. */
 static void put_u32(hp_params *p, size_t offset, uint32_t v) { memcpy(at(p, offset), &v, sizeof(v)); }
 
-/* The field's value as a number: enums as their index, bools as 0/1. */
+/* The field's value as a number: enums as their index, bools as 0/1; strings have none (NaN). */
 static double get_value(const hp_params *p, const hp_param_def *def)
 {
     switch (def->type) {
@@ -304,6 +337,7 @@ static double get_value(const hp_params *p, const hp_param_def *def)
     case HP_PARAM_INTEGER:
     case HP_PARAM_ENUM: return get_u32(p, def->offset);
     case HP_PARAM_BOOL: return *(const bool *)cat(p, def->offset);
+    case HP_PARAM_STRING: return NAN;
     }
     return NAN;
 }
@@ -373,6 +407,15 @@ static void range_text(const hp_param_def *def, char *out, size_t size)
     snprintf(out, size, "%c%s, %s%c", def->min_exclusive ? '(' : '[', lo, hi, max_exclusive ? ')' : ']');
 }
 
+/* A string parameter's length bounds: "at most 255 bytes", or "1 to 255 bytes" when it may not be empty. */
+static void string_length_text(const hp_param_def *def, char *out, size_t size)
+{
+    if (def->min > 0)
+        snprintf(out, size, "%.0f to %.0f bytes", def->min, def->max);
+    else
+        snprintf(out, size, "at most %.0f bytes", def->max);
+}
+
 /* What the parameter accepts, completing "<name> must be ...". */
 static void expectation(const hp_param_def *def, char *out, size_t size)
 {
@@ -389,6 +432,12 @@ static void expectation(const hp_param_def *def, char *out, size_t size)
         return;
     case HP_PARAM_BOOL: snprintf(out, size, "true or false"); return;
     case HP_PARAM_ENUM: snprintf(out, size, "one of %s", range); return;
+    case HP_PARAM_STRING: {
+        char length[64];
+        string_length_text(def, length, sizeof(length));
+        snprintf(out, size, "a string of %s without control characters", length);
+        return;
+    }
     }
     snprintf(out, size, "valid");
 }
@@ -414,6 +463,67 @@ static hp_code fail_got_number(const hp_param_def *def, double v, hp_err *err)
     char text[40];
     format_number(v, text, sizeof(text));
     return fail_expected(def, err, "%s", text);
+}
+
+/* --- Strings ------------------------------------------------------------------------------------------- */
+
+/* The code point of the well-formed UTF-8 sequence at s (n bytes left) and its length, or 0 when there
+ * is none: overlong forms, surrogates and values above U+10FFFF are not UTF-8 (RFC 3629, section 3). */
+static size_t utf8_sequence(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    size_t len;
+    if (s[0] < 0x80)
+        len = 1, *cp = s[0];
+    else if (s[0] >= 0xC2 && s[0] <= 0xDF)
+        len = 2, *cp = s[0] & 0x1Fu;
+    else if (s[0] >= 0xE0 && s[0] <= 0xEF)
+        len = 3, *cp = s[0] & 0x0Fu;
+    else if (s[0] >= 0xF0 && s[0] <= 0xF4)
+        len = 4, *cp = s[0] & 0x07u;
+    else
+        return 0;
+    if (n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        *cp = *cp << 6 | (s[i] & 0x3Fu);
+    }
+    if ((len == 3 && *cp < 0x800) || (len == 4 && *cp < 0x10000) || *cp > 0x10FFFF ||
+        (*cp >= 0xD800 && *cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+/* Whether len bytes of text are a value the string parameter takes. When not, got says what they are
+ * instead, completing "<name> must be ..., got <got>". The text is echoed in JSON and written into log
+ * lines and error messages, so it must be UTF-8 (jansson refuses anything else) and free of control
+ * characters (C0, DEL and C1), which no channel name needs and which would break a log line. */
+static bool string_allowed(const hp_param_def *def, const char *text, size_t len, char *got, size_t size)
+{
+    if ((double)len > def->max) {
+        snprintf(got, size, "%zu bytes", len);
+        return false;
+    }
+    if ((double)len < def->min) {
+        snprintf(got, size, "an empty string");
+        return false;
+    }
+    const unsigned char *u = (const unsigned char *)text;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        size_t step = utf8_sequence(u + i, len - i, &cp);
+        if (step == 0) {
+            snprintf(got, size, "a byte 0x%02X that is not UTF-8 text at byte %zu", u[i], i + 1);
+            return false;
+        }
+        if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)) {
+            snprintf(got, size, "the control character U+%04X at byte %zu", (unsigned)cp, i + 1);
+            return false;
+        }
+        i += step;
+    }
+    return true;
 }
 
 /* --- The schema's interface ---------------------------------------------------------------------------- */
@@ -447,6 +557,9 @@ void hp_params_defaults(hp_params *p)
         case HP_PARAM_INTEGER:
         case HP_PARAM_ENUM: put_u32(p, def->offset, (uint32_t)def->def); break;
         case HP_PARAM_BOOL: *(bool *)at(p, def->offset) = def->def != 0; break;
+        case HP_PARAM_STRING:
+            snprintf(at(p, def->offset), HP_PARAM_STRING_MAX + 1, "%s", def->def_text ? def->def_text : "");
+            break;
         }
     }
 }
@@ -472,14 +585,16 @@ static bool value_allowed(const hp_param_def *def, double v)
         return true;
     case HP_PARAM_ENUM: return v >= 0 && v < (double)choice_count(def->choices) && v == floor(v);
     case HP_PARAM_BOOL: return v == 0 || v == 1;
+    case HP_PARAM_STRING: return false; /* no number stands for a name */
     }
     return false;
 }
 
 hp_code hp_param_set_number(hp_params *p, const hp_param_def *def, double value, hp_err *err)
 {
-    /* A number never picks an enum choice or a boolean: the wire spells those by name. */
-    if (def->type == HP_PARAM_ENUM || def->type == HP_PARAM_BOOL || !value_allowed(def, value))
+    /* A number never picks an enum choice or a boolean, nor is it a string: the wire spells those as text. */
+    if (def->type == HP_PARAM_ENUM || def->type == HP_PARAM_BOOL || def->type == HP_PARAM_STRING ||
+        !value_allowed(def, value))
         return fail_got_number(def, value, err);
     switch (def->type) {
     case HP_PARAM_NUMBER_OR_AUTO:
@@ -548,6 +663,14 @@ hp_code hp_param_set_string(hp_params *p, const hp_param_def *def, const char *v
         if (strcmp(value, "true") == 0 || strcmp(value, "false") == 0)
             return hp_param_set_bool(p, def, value[0] == 't', err);
         return fail_expected(def, err, "%s", quoted);
+    case HP_PARAM_STRING: {
+        char got[120];
+        size_t len = strlen(value);
+        if (!string_allowed(def, value, len, got, sizeof(got)))
+            return fail_expected(def, err, "%s", got);
+        memcpy(at(p, def->offset), value, len + 1); /* len <= def->max <= HP_PARAM_STRING_MAX */
+        return HP_OK;
+    }
     case HP_PARAM_NUMBER_OR_AUTO:
         if (strcmp(value, "auto") == 0) {
             *(bool *)at(p, def->aux_offset) = true;
@@ -640,6 +763,71 @@ static hp_code rule_raw_size(const hp_params *p, const char *field, hp_err *err)
                          p->input.width, p->input.height);
 }
 
+/* The OpenEXR channel names, in schema order, for the rules below. */
+static const char *exr_name(const hp_params *p, int i, const char **field)
+{
+    static const char *const fields[] = {"input.layer",     "input.channel_r", "input.channel_g",
+                                         "input.channel_b", "input.channel_a", "input.depth"};
+    const hp_input_params *in = &p->input;
+    const char *const values[] = {in->layer, in->channel_r, in->channel_g, in->channel_b, in->channel_a, in->depth};
+    *field = fields[i];
+    return values[i];
+}
+
+#define EXR_NAME_COUNT 6
+
+/* The decoder takes red, green and blue by name only all three at once (api/image.h); one or two would
+ * leave it to guess the rest. */
+static hp_code rule_colour_channels(const hp_params *p, const char *field, hp_err *err)
+{
+    (void)field;
+    const char *rgb[3], *names[3];
+    int set = 0, given = -1, missing = -1;
+    for (int i = 0; i < 3; i++) {
+        rgb[i] = exr_name(p, 1 + i, &names[i]);
+        if (rgb[i][0])
+            set++, given = given < 0 ? i : given;
+        else
+            missing = missing < 0 ? i : missing;
+    }
+    if (set == 0 || set == 3)
+        return HP_OK;
+    return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, names[missing],
+                         "%s is missing beside %s (\"%.100s\"): input.channel_r, input.channel_g and "
+                         "input.channel_b name the colour together; to take one layer's R, G and B, give "
+                         "input.layer instead",
+                         names[missing], names[given], rgb[given]);
+}
+
+/* Named channels override a layer in the decoder, so a request with both would have its layer ignored
+ * without a word. */
+static hp_code rule_layer_or_channels(const hp_params *p, const char *field, hp_err *err)
+{
+    if (!p->input.layer[0] || !p->input.channel_r[0])
+        return HP_OK;
+    return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, field,
+                         "%s (\"%.100s\") and input.channel_r, input.channel_g and input.channel_b each choose the "
+                         "colour channels: give a layer or the three channels, not both",
+                         field, p->input.layer);
+}
+
+static hp_code rule_raw_names(const hp_params *p, const char *field, hp_err *err)
+{
+    (void)field;
+    if (p->input.width == 0)
+        return HP_OK;
+    for (int i = 0; i < EXR_NAME_COUNT; i++) {
+        const char *name;
+        const char *value = exr_name(p, i, &name);
+        if (value[0])
+            return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, name,
+                                 "%s (\"%.100s\") names a channel of an OpenEXR file, but the body is raw samples "
+                                 "(input.width %u), which have no names",
+                                 name, value, p->input.width);
+    }
+    return HP_OK;
+}
+
 static hp_code rule_lottes_pole(const hp_params *p, const char *field, hp_err *err)
 {
     const hp_tonemap_params *t = &p->tonemap;
@@ -713,6 +901,13 @@ static const param_rule rules[] = {
      rule_uchimura_linear},
     {"output.bit_depth", "`output.bit_depth` 16 only with `output.format` `png`.", rule_bit_depth},
     {"input.height", "`input.width` and `input.height` are given together (both 0 for a file).", rule_raw_size},
+    {"input.channel_r", "`input.channel_r`, `input.channel_g` and `input.channel_b` are given together or not at all.",
+     rule_colour_channels},
+    {"input.layer", "`input.layer` or the three `input.channel_r`, `_g`, `_b`, not both: each chooses the colour.",
+     rule_layer_or_channels},
+    {"input.layer", "The OpenEXR names (`input.layer`, `input.channel_*`, `input.depth`) only with a file, not with "
+                    "raw samples (`input.width` > 0).",
+     rule_raw_names},
 };
 
 hp_code hp_params_check(const hp_params *p, hp_err *err)
@@ -722,6 +917,16 @@ hp_code hp_params_check(const hp_params *p, hp_err *err)
         const hp_param_def *def = &hp_param_schema[i];
         if (def->type == HP_PARAM_BOOL)
             continue;
+        if (def->type == HP_PARAM_STRING) {
+            const char *text = cat(p, def->offset);
+            const char *end = memchr(text, '\0', HP_PARAM_STRING_MAX + 1);
+            char got[120];
+            if (!end)
+                return fail_expected(def, err, "%d bytes with no NUL to end them", HP_PARAM_STRING_MAX + 1);
+            if (!string_allowed(def, text, (size_t)(end - text), got, sizeof(got)))
+                return fail_expected(def, err, "%s", got);
+            continue;
+        }
         if (def->type == HP_PARAM_NUMBER_OR_AUTO && *(const bool *)cat(p, def->aux_offset))
             continue;
         double v = get_value(p, def);
@@ -747,6 +952,12 @@ typedef struct stage_doc {
 } stage_doc;
 
 static const stage_doc stages[] = {
+    {"input", "input: how the body is read",
+     "The body is an image file, recognised from its bytes (OpenEXR, Radiance HDR, PFM), unless `width` and "
+     "`height` describe raw samples. For OpenEXR the names below choose which layer or channels become the "
+     "colour and the depth; empty names keep the automatic choice. A name the file does not have is answered "
+     "422 with the layers or channels it does have, and so is a name given with a file of another format "
+     "(docs/API.md)."},
     {"analysis", "analysis: luminance statistics",
      "The reduction over the scene-linear frame that every later stage reads: log-average, mean, minimum, "
      "maximum and a 256-bin histogram of log2 luminance."},
@@ -770,6 +981,7 @@ static const char *type_text(const hp_param_def *def)
     case HP_PARAM_INTEGER: return "integer";
     case HP_PARAM_BOOL: return "boolean";
     case HP_PARAM_ENUM: return "string";
+    case HP_PARAM_STRING: return "string";
     }
     return "?";
 }
@@ -791,6 +1003,7 @@ static void default_text(const hp_param_def *def, char *out, size_t size)
         return;
     case HP_PARAM_BOOL: snprintf(out, size, "`%s`", def->def != 0 ? "true" : "false"); return;
     case HP_PARAM_ENUM: snprintf(out, size, "`\"%s\"`", def->choices[(size_t)def->def]); return;
+    case HP_PARAM_STRING: snprintf(out, size, "`\"%s\"`", def->def_text ? def->def_text : ""); return;
     }
 }
 
@@ -812,6 +1025,7 @@ static void allowed_text(const hp_param_def *def, char *out, size_t size)
         return;
     case HP_PARAM_INTEGER:
     case HP_PARAM_NUMBER: range_text(def, out, size); return;
+    case HP_PARAM_STRING: string_length_text(def, out, size); return;
     }
 }
 
@@ -852,14 +1066,16 @@ void hp_params_write_markdown(FILE *out)
             "```\n"
             "\n"
             "Values have the JSON types shown in the tables: numbers unquoted, booleans `true` or `false`, choices\n"
-            "as strings; in a query string they are written the same way without quotes (`exposure.key=auto`,\n"
-            "`output.dither=false`). Nothing is ignored silently: an unknown name, a value of the wrong type or\n"
-            "out of its range, NaN or infinity, an empty query value and a parameter given twice (in any\n"
-            "spelling) are each refused (HTTP 400) with the error code `invalid_parameter`, a message that names the\n"
-            "parameter and what it accepts, and the parameter's dotted name in the error's `field`. Every\n"
-            "parameter is checked, also when the chosen mode or operator does not read it, so that a valid\n"
-            "request stays valid when only the operator changes. The effective parameters are echoed in the\n"
-            "nested form, every field included.\n"
+            "and names as strings; in a query string they are written the same way without quotes\n"
+            "(`exposure.key=auto`, `output.dither=false`, `input.layer=ViewLayer.Combined`). A string holds UTF-8\n"
+            "text without control characters, up to the length shown; its default `\"\"` leaves the choice to\n"
+            "the daemon, and a query string, which cannot carry an empty value, leaves the key out instead.\n"
+            "Nothing is ignored silently: an unknown name, a value of the wrong type or out of its range, NaN or\n"
+            "infinity, an empty query value and a parameter given twice (in any spelling) are each refused\n"
+            "(HTTP 400) with the error code `invalid_parameter`, a message that names the parameter and what it\n"
+            "accepts, and the parameter's dotted name in the error's `field`. Every parameter is checked, also\n"
+            "when the chosen mode or operator does not read it, so that a valid request stays valid when only\n"
+            "the operator changes. The effective parameters are echoed in the nested form, every field included.\n"
             "\n"
             "Ranges: `[a, b]` includes both ends, `(a, b]` excludes a, `[a, b)` excludes b.\n");
 
@@ -920,6 +1136,19 @@ void hp_params_write_markdown(FILE *out)
             "\n"
             "```text\n"
             "?tonemap.operator=agx&gamma.mode=srgb&output.lossless=true\n"
+            "```\n"
+            "\n"
+            "From a multi-layer OpenEXR, a layer other than the one chosen by itself, and its depth:\n"
+            "\n"
+            "```text\n"
+            "?input.layer=ViewLayer.Shadow&input.depth=ViewLayer.Depth.Z\n"
+            "```\n"
+            "\n"
+            "Colour put together from channels of several layers, with the alpha of a mask:\n"
+            "\n"
+            "```json\n"
+            "{\"input\": {\"channel_r\": \"Beauty.R\", \"channel_g\": \"Beauty.G\", \"channel_b\": \"Fill.B\",\n"
+            "           \"channel_a\": \"Mask.Y\"}}\n"
             "```\n"
             "\n"
             "A value out of range, `{\"tonemap\": {\"white_point\": -1}}`, is refused with code\n"

@@ -108,12 +108,24 @@ typedef enum hp_input_type {
     HP_INPUT_FLOAT16 = 1,
 } hp_input_type;
 
-/* Raw samples instead of a file: a render farm that already holds the frame in memory sends it as is. */
+/* Longest text a string parameter holds, in bytes without the NUL: an OpenEXR channel name's limit
+ * (api/image.h, HP_IMAGE_NAME_MAX), which bounds every string parameter so far. */
+#define HP_PARAM_STRING_MAX 255
+
+/* How the frame arrives. Raw samples instead of a file: a render farm that already holds the frame in
+ * memory sends it as is. Channel names: which channels of a multi-layer OpenEXR file become the colour
+ * and the depth; "" leaves the choice to the decoder (api/image.h, hp_decode_options). */
 typedef struct hp_input_params {
     uint32_t width;    /* pixels per row of a raw body; 0: the body is a file (OpenEXR, Radiance, PFM) */
     uint32_t height;   /* rows of a raw body */
     uint32_t channels; /* 1 (grey), 3 (RGB) or 4 (RGBA), interleaved, rows top to bottom */
     uint32_t type;     /* hp_input_type: IEEE float32 or float16, little-endian */
+    char layer[HP_PARAM_STRING_MAX + 1];     /* EXR layer prefix ("ViewLayer.Combined"); "": automatic */
+    char channel_r[HP_PARAM_STRING_MAX + 1]; /* EXR channel names, r, g and b together; "": automatic */
+    char channel_g[HP_PARAM_STRING_MAX + 1];
+    char channel_b[HP_PARAM_STRING_MAX + 1];
+    char channel_a[HP_PARAM_STRING_MAX + 1]; /* "": the colour layer's A, or none */
+    char depth[HP_PARAM_STRING_MAX + 1];     /* EXR depth channel name; "": automatic */
 } hp_input_params;
 
 typedef struct hp_params {
@@ -133,6 +145,7 @@ typedef enum hp_param_type {
     HP_PARAM_INTEGER,        /* uint32_t */
     HP_PARAM_BOOL,           /* bool */
     HP_PARAM_ENUM,           /* an enum stored as int (or uint32_t), named by `choices` */
+    HP_PARAM_STRING,         /* char[HP_PARAM_STRING_MAX + 1], NUL-terminated UTF-8 without control characters */
 } hp_param_type;
 
 typedef struct hp_param_def {
@@ -140,9 +153,10 @@ typedef struct hp_param_def {
     hp_param_type type;
     size_t offset;         /* into hp_params */
     size_t aux_offset;     /* NUMBER_OR_AUTO: the bool set by "auto" */
-    double min, max;       /* inclusive bounds for numbers and integers */
+    double min, max;       /* inclusive bounds for numbers and integers; strings: length in bytes */
     bool min_exclusive;    /* (min, max] */
-    double def;            /* default (enums: the index into choices; bools 0/1) */
+    double def;            /* default (enums: the index into choices; bools 0/1; strings: unused) */
+    const char *def_text;  /* STRING: the default text; NULL is "" */
     bool def_auto;         /* NUMBER_OR_AUTO: the default is "auto" */
     const char *const *choices; /* ENUM: NULL-terminated names, in enum order */
     const char *unit;      /* shown in the docs: "stops", "pixels", "" */
@@ -162,7 +176,8 @@ const hp_param_def *hp_param_find(const char *name);
  * expected type or the allowed range). The JSON and query-string front ends both come through here. */
 hp_code hp_param_set_number(hp_params *p, const hp_param_def *def, double value, hp_err *err);
 hp_code hp_param_set_bool(hp_params *p, const hp_param_def *def, bool value, hp_err *err);
-/* Enum choices by name, "auto" for NUMBER_OR_AUTO, numbers and booleans from text (query strings). */
+/* Enum choices by name, "auto" for NUMBER_OR_AUTO, strings as they are (length and characters checked),
+ * numbers and booleans from text (query strings). */
 hp_code hp_param_set_string(hp_params *p, const hp_param_def *def, const char *value, hp_err *err);
 
 /* Checks the rules that span fields (low_percent < high_percent, 16-bit only for PNG...). */

@@ -33,6 +33,10 @@ typedef struct spec {
 #define F(f) offsetof(hp_params, f)
 #define NUM HP_PARAM_NUMBER
 #define INT HP_PARAM_INTEGER
+#define STR HP_PARAM_STRING
+
+/* The issue's string parameters hold an OpenEXR name, whose limit is 255 bytes. */
+#define SPEC_STRING_MAX 255
 
 static const enum_choice variants[] = {{"single_pass", HP_REDUCE_PARAM_SINGLE_PASS},
                                        {"two_pass", HP_REDUCE_PARAM_TWO_PASS}, {NULL, 0}};
@@ -53,6 +57,12 @@ static const spec specs[] = {
     {"input.height", INT, F(input.height), "0", "[0, 16384]", NULL},
     {"input.channels", INT, F(input.channels), "4", "1, 3, 4", NULL},
     {"input.type", HP_PARAM_ENUM, F(input.type), "float32", NULL, input_types},
+    {"input.layer", STR, F(input.layer), "", NULL, NULL},
+    {"input.channel_r", STR, F(input.channel_r), "", NULL, NULL},
+    {"input.channel_g", STR, F(input.channel_g), "", NULL, NULL},
+    {"input.channel_b", STR, F(input.channel_b), "", NULL, NULL},
+    {"input.channel_a", STR, F(input.channel_a), "", NULL, NULL},
+    {"input.depth", STR, F(input.depth), "", NULL, NULL},
     {"analysis.variant", HP_PARAM_ENUM, F(analysis.variant), "single_pass", NULL, variants},
     {"analysis.histogram_min_log2", NUM, F(analysis.histogram_min_log2), "-16", "[-64, 63]", NULL},
     {"analysis.histogram_max_log2", NUM, F(analysis.histogram_max_log2), "16", "[-63, 64]", NULL},
@@ -108,7 +118,8 @@ static hp_params defaults(void)
     return p;
 }
 
-/* A field's value as a number, read by the spec's own type: enums as int, bools 0/1. */
+/* A field's value as a number, read by the spec's own type: enums as int, bools 0/1; strings have none
+ * (NaN: see field_text). */
 static double field_value(const hp_params *p, hp_param_type type, size_t offset)
 {
     const char *at = (const char *)p + offset;
@@ -120,13 +131,25 @@ static double field_value(const hp_params *p, hp_param_type type, size_t offset)
     case HP_PARAM_INTEGER:
     case HP_PARAM_ENUM: memcpy(&u, at, sizeof(u)); return u;
     case HP_PARAM_BOOL: return *(const bool *)at;
+    case HP_PARAM_STRING: return NAN;
     }
     return NAN;
 }
 
+/* A string field's text. */
+static const char *field_text(const hp_params *p, size_t offset) { return (const char *)p + offset; }
+
 static double def_value(const hp_param_def *def, const hp_params *p)
 {
     return field_value(p, def->type, def->offset);
+}
+
+/* One parameter the same in a and b: strings by their text, the rest by value. */
+static bool same_value(const hp_param_def *def, const hp_params *a, const hp_params *b)
+{
+    if (def->type == HP_PARAM_STRING)
+        return strcmp(field_text(a, def->offset), field_text(b, def->offset)) == 0;
+    return def_value(def, a) == def_value(def, b);
 }
 
 /* Equal in every parameter (and the "auto" flag), whatever the padding holds. */
@@ -134,7 +157,7 @@ static bool params_equal(const hp_params *a, const hp_params *b, const char **di
 {
     for (size_t i = 0; i < hp_param_schema_count; i++) {
         const hp_param_def *def = &hp_param_schema[i];
-        bool same = def_value(def, a) == def_value(def, b);
+        bool same = same_value(def, a, b);
         if (def->type == HP_PARAM_NUMBER_OR_AUTO) {
             bool auto_a = *(const bool *)((const char *)a + def->aux_offset);
             bool auto_b = *(const bool *)((const char *)b + def->aux_offset);
@@ -244,7 +267,8 @@ static void test_schema(void)
     size_t n = 0;
     for (size_t i = 0; i < hp_param_schema_count && n + 2 <= 2 * SPEC_COUNT; i++) {
         const hp_param_def *def = &hp_param_schema[i];
-        size_t size = def->type == HP_PARAM_BOOL ? sizeof(bool)
+        size_t size = def->type == HP_PARAM_BOOL     ? sizeof(bool)
+                      : def->type == HP_PARAM_STRING ? HP_PARAM_STRING_MAX + 1
                       : def->type == HP_PARAM_NUMBER || def->type == HP_PARAM_NUMBER_OR_AUTO ? sizeof(double)
                                                                                               : sizeof(uint32_t);
         spans[n++] = (struct span){def->offset, size, def->name};
@@ -304,6 +328,13 @@ static void test_defaults(void)
         const hp_param_def *def = hp_param_find(s->name);
         if (!def)
             continue;
+        if (s->type == HP_PARAM_STRING) {
+            const char *got = field_text(&p, s->offset);
+            tap_ok(strcmp(got, s->def) == 0 && (def->def_text == NULL || strcmp(def->def_text, s->def) == 0),
+                   "default %s = \"%s\" (field \"%s\", table %s)", s->name, s->def, got,
+                   def->def_text ? def->def_text : "NULL, which is \"\"");
+            continue;
+        }
         double want;
         if (s->type == HP_PARAM_ENUM) {
             want = -1;
@@ -506,6 +537,183 @@ static void test_key_auto(void)
                refused(hp_param_set_string(&p, key, "AUTO", &err), &err, "exposure.key",
                        "a number in (0, 1] or \"auto\", got \"AUTO\"", NULL),
            "a quoted number or another word is not \"auto\"");
+}
+
+/* --- Strings: the OpenEXR names ------------------------------------------------------------------------ */
+
+static hp_code check_json(const char *text, hp_err *err);
+
+static void test_strings(void)
+{
+    static const char *const names[] = {"input.layer", "input.channel_r", "input.channel_g",
+                                        "input.channel_b", "input.channel_a", "input.depth"};
+    hp_err err = {0};
+    bool stated = true;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const hp_param_def *def = hp_param_find(names[i]);
+        stated = stated && def && def->type == HP_PARAM_STRING && def->min == 0 && def->max == SPEC_STRING_MAX &&
+                 HP_PARAM_STRING_MAX == SPEC_STRING_MAX;
+    }
+    tap_ok(stated, "the six names are strings of 0 to %d bytes (\"\" allowed: it means automatic)", SPEC_STRING_MAX);
+    bool fits = true;
+    for (size_t i = 0; i < hp_param_schema_count; i++)
+        if (hp_param_schema[i].type == HP_PARAM_STRING)
+            fits = fits && hp_param_schema[i].max <= HP_PARAM_STRING_MAX && hp_param_schema[i].min >= 0 &&
+                   (!hp_param_schema[i].def_text || strlen(hp_param_schema[i].def_text) <= hp_param_schema[i].max);
+    tap_ok(fits, "every string parameter's length bound and default fit its array of %d bytes", HP_PARAM_STRING_MAX + 1);
+
+    const hp_param_def *layer = hp_param_find("input.layer");
+    hp_params p = defaults();
+    tap_ok(from_json_text("{\"input\": {\"layer\": \"ViewLayer.Combined\", \"depth\": \"ViewLayer.Depth.Z\"}}", &p,
+                          &err) == HP_OK &&
+               strcmp(p.input.layer, "ViewLayer.Combined") == 0 && strcmp(p.input.depth, "ViewLayer.Depth.Z") == 0,
+           "a JSON string sets input.layer and input.depth");
+    hp_params dotted = defaults();
+    tap_ok(from_json_text("{\"input.layer\": \"ViewLayer.Combined\", \"input.depth\": \"ViewLayer.Depth.Z\"}",
+                          &dotted, &err) == HP_OK &&
+               params_equal(&dotted, &p, NULL),
+           "dotted keys set the same names");
+    p = defaults();
+    tap_ok(from_json_text("{\"input\": {\"channel_r\": \"Beauty.R\", \"channel_g\": \"Diffuse.G\", "
+                          "\"channel_b\": \"Beauty.B\", \"channel_a\": \"Mask.Y\"}}", &p, &err) == HP_OK &&
+               strcmp(p.input.channel_r, "Beauty.R") == 0 && strcmp(p.input.channel_g, "Diffuse.G") == 0 &&
+               strcmp(p.input.channel_b, "Beauty.B") == 0 && strcmp(p.input.channel_a, "Mask.Y") == 0,
+           "channel_r, _g, _b and _a take full channel names from JSON");
+
+    p = defaults();
+    tap_ok(hp_params_from_query("input.layer=Render+Layer.Combined&input.depth=Ebene%C3%A9.Z", &p, &err) == HP_OK &&
+               strcmp(p.input.layer, "Render Layer.Combined") == 0 && strcmp(p.input.depth, "Ebene\xC3\xA9.Z") == 0,
+           "query keys set names, percent-decoded ('+' a space, UTF-8 escapes)");
+    tap_ok(refused(hp_params_from_query("input.layer=", &p, &err), &err, "input.layer", "has an empty value",
+                   "a string", NULL),
+           "an empty query value is refused (leave the key out for the automatic choice)");
+    p = defaults();
+    p.input.layer[0] = 'x';
+    tap_ok(from_json_text("{\"input\": {\"layer\": \"\"}}", &p, &err) == HP_OK && p.input.layer[0] == '\0',
+           "a JSON \"\" sets the automatic choice back");
+    p = defaults();
+    tap_ok(hp_param_set_string(&p, layer, "auto", &err) == HP_OK && strcmp(p.input.layer, "auto") == 0,
+           "\"auto\" is a name like any other for a string parameter");
+
+    /* Length: 255 bytes is the most. */
+    char longest[SPEC_STRING_MAX + 2];
+    memset(longest, 'L', SPEC_STRING_MAX);
+    longest[SPEC_STRING_MAX] = '\0';
+    p = defaults();
+    tap_ok(hp_param_set_string(&p, layer, longest, &err) == HP_OK && strlen(p.input.layer) == SPEC_STRING_MAX,
+           "a name of %d bytes is taken whole", SPEC_STRING_MAX);
+    longest[SPEC_STRING_MAX] = 'L';
+    longest[SPEC_STRING_MAX + 1] = '\0';
+    hp_params before = defaults();
+    p = before;
+    hp_code code = hp_param_set_string(&p, layer, longest, &err);
+    tap_ok(code == HP_ERR_INVALID_ARGUMENT &&
+               strcmp(err.message, "input.layer must be a string of at most 255 bytes without control characters, "
+                                   "got 256 bytes") == 0 &&
+               strcmp(err.field, "input.layer") == 0 && params_equal(&p, &before, NULL),
+           "a name of %d bytes is refused, saying the limit and the length: %s", SPEC_STRING_MAX + 1, err.message);
+    char query[40 + 2 * SPEC_STRING_MAX];
+    snprintf(query, sizeof(query), "input.channel_a=%s%s", longest, longest);
+    tap_ok(refused(hp_params_from_query(query, &p, &err), &err, "input.channel_a", "at most 255 bytes", "got 512 bytes",
+                   NULL),
+           "a long query value is refused the same way");
+
+    /* Wrong JSON types. */
+    struct {
+        const char *json, *needle;
+    } wrong[] = {
+        {"{\"input\": {\"layer\": 5}}",
+         "input.layer must be a string of at most 255 bytes without control characters, got 5"},
+        {"{\"input\": {\"layer\": true}}", "got true"},
+        {"{\"input\": {\"layer\": null}}", "input.layer must be a string, got null"},
+        {"{\"input\": {\"layer\": [\"a\"]}}", "input.layer must be a string, got an array"},
+        {"{\"input\": {\"layer\": {\"name\": \"a\"}}}", "input.layer must be a string, got an object"},
+    };
+    for (size_t i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
+        p = defaults();
+        tap_ok(refused(from_json_text(wrong[i].json, &p, &err), &err, "input.layer", wrong[i].needle, NULL) &&
+                   params_equal(&p, &before, NULL),
+               "JSON %s is refused: %s", wrong[i].json, err.message);
+    }
+    /* The parser refuses \u0000 by default, so the string is made here as a server would never see it. */
+    json_t *with_nul = json_pack("{s:{s:o}}", "input", "layer", json_stringn("a\0b", 3));
+    p = defaults();
+    tap_ok(refused(hp_params_from_json(with_nul, &p, &err), &err, "input.layer",
+                   "input.layer must be a string, got a string with a NUL character", NULL) &&
+               params_equal(&p, &before, NULL),
+           "a JSON string with a NUL inside is refused, not cut at the NUL");
+    json_decref(with_nul);
+    tap_ok(refused(hp_param_set_number(&p, layer, 1, &err), &err, "input.layer", "got 1", NULL) &&
+               refused(hp_param_set_bool(&p, layer, false, &err), &err, "input.layer", "got false", NULL),
+           "numbers and booleans do not stand in for a name");
+
+    /* Control characters and bytes that are not UTF-8, from the query (JSON strings are UTF-8 already). */
+    struct {
+        const char *query, *needle;
+    } bad[] = {
+        {"input.layer=View%0ALayer", "got the control character U+000A at byte 5"},
+        {"input.layer=%09Layer", "got the control character U+0009 at byte 1"},
+        {"input.layer=Layer%1B%5B31m", "U+001B at byte 6"},
+        {"input.layer=Layer%7F", "U+007F at byte 6"},
+        {"input.layer=Layer%C2%85", "U+0085 at byte 6"},
+        {"input.layer=Layer%FF", "a byte 0xFF that is not UTF-8 text at byte 6"},
+        {"input.layer=%C0%AF", "not UTF-8"},     /* an overlong '/' */
+        {"input.layer=%ED%A0%80", "not UTF-8"},  /* a surrogate */
+        {"input.layer=%C3", "not UTF-8"},        /* cut short */
+        {"input.layer=%F4%90%80%80", "not UTF-8"}, /* above U+10FFFF */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        p = defaults();
+        tap_ok(refused(hp_params_from_query(bad[i].query, &p, &err), &err, "input.layer",
+                       "input.layer must be a string of at most 255 bytes without control characters", bad[i].needle,
+                       NULL),
+               "query %s refused (%s)", bad[i].query, bad[i].needle);
+    }
+    p = defaults();
+    tap_ok(refused(from_json_text("{\"input.depth\": \"Depth\\tZ\"}", &p, &err), &err, "input.depth",
+                   "control character U+0009", NULL),
+           "a control character in a JSON string is refused");
+    p = defaults();
+    tap_ok(hp_params_from_query("input.layer=%E2%82%AC%F0%9F%8E%A5.Combined", &p, &err) == HP_OK &&
+               strcmp(p.input.layer, "\xE2\x82\xAC\xF0\x9F\x8E\xA5.Combined") == 0,
+           "three- and four-byte UTF-8 is taken");
+
+    /* The rules between the names. */
+    tap_ok(refused(check_json("{\"input\": {\"channel_r\": \"A.R\"}}", &err), &err, "input.channel_g",
+                   "input.channel_g is missing beside input.channel_r", NULL) &&
+               refused(check_json("{\"input\": {\"channel_r\": \"A.R\", \"channel_g\": \"A.G\"}}", &err), &err,
+                       "input.channel_b", "missing", NULL) &&
+               refused(check_json("{\"input\": {\"channel_b\": \"A.B\"}}", &err), &err, "input.channel_r",
+                       "missing beside input.channel_b", NULL),
+           "channel_r, _g and _b go together; the error names the first one missing");
+    tap_ok(refused(check_json("{\"input\": {\"layer\": \"A\", \"channel_r\": \"A.R\", \"channel_g\": \"A.G\", "
+                              "\"channel_b\": \"A.B\"}}", &err), &err, "input.layer", "not both", NULL) &&
+               check_json("{\"input\": {\"layer\": \"A\", \"channel_a\": \"Mask.Y\", \"depth\": \"Z\"}}",
+                          &err) == HP_OK,
+           "a layer and named colour channels are refused together; a layer with alpha and depth is taken");
+    tap_ok(refused(check_json("{\"input\": {\"width\": 4, \"height\": 4, \"layer\": \"A\"}}", &err), &err,
+                   "input.layer", "raw samples", NULL) &&
+               refused(check_json("{\"input\": {\"width\": 4, \"height\": 4, \"depth\": \"Z\"}}", &err), &err,
+                       "input.depth", "raw samples", NULL),
+           "raw samples take no OpenEXR names");
+
+    /* A struct filled in C is held to the same rules. */
+    p = defaults();
+    memset(p.input.layer, 'a', sizeof(p.input.layer));
+    tap_ok(refused(hp_params_check(&p, &err), &err, "input.layer", "no NUL", NULL),
+           "hp_params_check refuses a name with no NUL in its array");
+    p = defaults();
+    strcpy(p.input.depth, "Z\r");
+    tap_ok(refused(hp_params_check(&p, &err), &err, "input.depth", "U+000D", NULL),
+           "hp_params_check refuses a control character put there in C");
+
+    p = defaults();
+    hp_params_from_query("input.layer=Render+Layer%C3%A9.Combined", &p, &err);
+    json_t *j = hp_params_to_json(&p);
+    json_t *echoed = json_object_get(json_object_get(j, "input"), "layer");
+    tap_ok(json_is_string(echoed) && strcmp(json_string_value(echoed), "Render Layer\xC3\xA9.Combined") == 0,
+           "the effective parameters echo the name as a JSON string");
+    json_decref(j);
 }
 
 /* --- Rules across fields ----------------------------------------------------------------------------- */
@@ -786,14 +994,39 @@ static size_t count_leaves(const json_t *obj)
     return n;
 }
 
-/* Every parameter moved off its default to another valid value. */
-static hp_params everything_changed(void)
+/* The ways the OpenEXR names can all move off "" and stay valid together: a layer, or three channels (not
+ * both), and none with raw samples (the rules). */
+typedef enum sample_names {
+    NAMES_NONE,     /* raw samples: input.width and height move, the names stay "" */
+    NAMES_CHANNELS, /* a file with named channels, alpha and depth */
+    NAMES_LAYER,    /* a file with a layer, alpha and depth */
+} sample_names;
+
+/* Every parameter moved off its default to another valid value, but for the names that this sample's
+ * kind of input cannot take (sample_names). */
+static hp_params everything_changed(sample_names names)
 {
     hp_params p = defaults();
     hp_err err = {0};
     for (size_t i = 0; i < hp_param_schema_count; i++) {
         const hp_param_def *def = &hp_param_schema[i];
+        if (names != NAMES_NONE && (def->offset == offsetof(hp_params, input.width) ||
+                                    def->offset == offsetof(hp_params, input.height)))
+            continue; /* a file, not raw samples */
         switch (def->type) {
+        case HP_PARAM_STRING: {
+            bool is_layer = def->offset == offsetof(hp_params, input.layer);
+            bool is_rgb = def->offset == offsetof(hp_params, input.channel_r) ||
+                          def->offset == offsetof(hp_params, input.channel_g) ||
+                          def->offset == offsetof(hp_params, input.channel_b);
+            if (names == NAMES_NONE || (names == NAMES_CHANNELS && is_layer) || (names == NAMES_LAYER && is_rgb))
+                break;
+            /* UTF-8 and a space, as Blender writes "Render Layer"; the name itself for uniqueness. */
+            char text[HP_PARAM_STRING_MAX + 1];
+            snprintf(text, sizeof(text), "Render Layer \xC3\xA9.%s", def->name);
+            hp_param_set_string(&p, def, text, &err);
+            break;
+        }
         case HP_PARAM_ENUM: hp_param_set_string(&p, def, def->choices[def->def == 0 ? 1 : 0], &err); break;
         case HP_PARAM_BOOL: hp_param_set_bool(&p, def, def->def == 0, &err); break;
         case HP_PARAM_INTEGER: hp_param_set_number(&p, def, def->def == def->max ? def->min : def->max, &err); break;
@@ -811,7 +1044,9 @@ static void test_to_json(void)
     hp_params p = defaults();
     json_t *j = hp_params_to_json(&p);
     json_t *hable = json_object_get(json_object_get(j, "tonemap"), "hable");
+    json_t *layer = json_object_get(json_object_get(j, "input"), "layer");
     tap_ok(j && count_leaves(j) == hp_param_schema_count && json_object_size(j) == 6 &&
+               json_is_string(layer) && strcmp(json_string_value(layer), "") == 0 &&
                json_real_value(json_object_get(hable, "white")) == 11.2 &&
                json_integer_value(json_object_get(json_object_get(j, "output"), "quality")) == 90 &&
                json_is_true(json_object_get(json_object_get(j, "output"), "dither")),
@@ -819,35 +1054,47 @@ static void test_to_json(void)
            j ? count_leaves(j) : 0);
     json_decref(j);
 
-    hp_err err = {0};
-    hp_params changed = everything_changed();
-    const char *differs = "";
-    if (hp_params_check(&changed, &err) != HP_OK)
-        tap_diag("%s", err.message);
-    tap_ok(err.message[0] == '\0', "the round-trip sample (every parameter half way to its maximum) is valid");
+    /* Three samples, because the rules let no request set every name at once (a layer or channels, and
+     * neither with raw samples); together they move every parameter. */
+    static const char *const sample_names_text[] = {"raw samples", "named channels", "a layer"};
+    bool moved_any[256] = {false};
+    for (int kind = NAMES_NONE; kind <= NAMES_LAYER; kind++) {
+        hp_err err = {0};
+        hp_params changed = everything_changed((sample_names)kind);
+        const char *differs = "";
+        if (hp_params_check(&changed, &err) != HP_OK)
+            tap_diag("%s", err.message);
+        tap_ok(err.message[0] == '\0',
+               "the round-trip sample with %s (every other parameter half way to its maximum) is valid",
+               sample_names_text[kind]);
+        for (size_t i = 0; i < hp_param_schema_count && i < 256; i++)
+            moved_any[i] = moved_any[i] || !same_value(&hp_param_schema[i], &changed, &p);
+
+        j = hp_params_to_json(&changed);
+        char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_t *again = text ? json_loads(text, JSON_REJECT_DUPLICATES, NULL) : NULL;
+        hp_params back = defaults();
+        hp_code code = again ? hp_params_from_json(again, &back, &err) : HP_ERR_INTERNAL;
+        differs = "";
+        if (code != HP_OK || !params_equal(&back, &changed, &differs))
+            tap_diag("%s %s", err.message, differs);
+        tap_ok(code == HP_OK && params_equal(&back, &changed, NULL),
+               "to_json -> text -> from_json restores every parameter exactly (sample with %s)",
+               sample_names_text[kind]);
+        free(text);
+        json_decref(again);
+        json_decref(j);
+    }
     size_t moved = 0;
-    for (size_t i = 0; i < hp_param_schema_count; i++)
-        moved += def_value(&hp_param_schema[i], &changed) != def_value(&hp_param_schema[i], &p);
-    tap_ok(moved == hp_param_schema_count, "the sample moves all %zu parameters off their defaults (%zu moved)",
+    for (size_t i = 0; i < hp_param_schema_count && i < 256; i++)
+        moved += moved_any[i];
+    tap_ok(moved == hp_param_schema_count, "the samples move all %zu parameters off their defaults (%zu moved)",
            hp_param_schema_count, moved);
 
-    j = hp_params_to_json(&changed);
-    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_t *again = text ? json_loads(text, JSON_REJECT_DUPLICATES, NULL) : NULL;
-    hp_params back = defaults();
-    hp_code code = again ? hp_params_from_json(again, &back, &err) : HP_ERR_INTERNAL;
-    differs = "";
-    if (code != HP_OK || !params_equal(&back, &changed, &differs))
-        tap_diag("%s %s", err.message, differs);
-    tap_ok(code == HP_OK && params_equal(&back, &changed, NULL),
-           "to_json -> text -> from_json restores every parameter exactly");
-    free(text);
-    json_decref(again);
-    json_decref(j);
-
-    hp_params start = everything_changed();
+    hp_err err = {0};
+    hp_params start = everything_changed(NAMES_LAYER);
     j = hp_params_to_json(&p);
-    code = hp_params_from_json(j, &start, &err);
+    hp_code code = hp_params_from_json(j, &start, &err);
     tap_ok(code == HP_OK && params_equal(&start, &p, NULL), "echoed defaults read back as the defaults");
     json_decref(j);
 }
@@ -932,6 +1179,7 @@ int main(int argc, char **argv)
     test_enums();
     test_bounds();
     test_key_auto();
+    test_strings();
     test_rules();
     test_json();
     test_query();

@@ -12,6 +12,13 @@ The images are compared with cpu_render's at the 8-bit level (99.9% of the value
 more than 1) or the 16-bit level (99% identical, at most one value in a million off by more than 1); the
 statistics within 1e-4 relative, the histogram bin for bin. request_timeout_s has a minimum of 0.1 s, so
 the deadline daemon uses that.
+
+Dropped, expired and drained frames need frames that take long on the GPU, which an H200 does not give:
+the daemons of those tests run with --test_gpu_delay_ms (the GPU thread sleeps that long before each
+frame it runs, after checking its deadline and its client), so they hold on any GPU.
+
+The multi-layer OpenEXR is written here (uncompressed scanlines, float channels): one layer holds the
+pixels of pmndrs_park.pfm exactly, so cpu_render on the PFM is the reference for that layer.
 """
 
 import array
@@ -40,6 +47,10 @@ START_TIMEOUT_S = 60     # from the start to /readyz 200
 STOP_TIMEOUT_S = 60      # from SIGTERM to the exit
 REQUEST_TIMEOUT_S = 120  # one HTTP exchange, the whole way (a frame takes well under a second)
 CPU_TIMEOUT_S = 120      # one cpu_render run
+# The GPU thread's sleep before each frame for the tests of dropped, expired and drained frames: long
+# against decoding a 512x256 frame (about 10 ms) and a hung-up client's 0.15 s, short enough that a
+# queue of six frames drains in a few seconds.
+SLOW_GPU_MS = 500
 
 # The error code for a bad request parameter: docs/API.md and api/render.c say invalid_parameter (the text
 # of docs/PARAMETERS.md, from pipeline/params.c, still says invalid_argument).
@@ -356,6 +367,61 @@ def read_data(name):
         return f.read()
 
 
+def pfm_rgb(name):
+    """(width, height, [R plane, G plane, B plane]) of a colour PFM in tests/data, each plane an array('f')
+    of rows top to bottom (PFM stores them bottom to top)."""
+    data = read_data(name)
+    tokens, pos = [], 0
+    while len(tokens) < 4:  # "PF", width, height, scale, each ended by one whitespace byte
+        end = pos
+        while data[end:end + 1] not in (b" ", b"\n", b"\r", b"\t"):
+            end += 1
+        if end > pos:
+            tokens.append(data[pos:end].decode("ascii"))
+        pos = end + 1
+    if tokens[0] != "PF":
+        raise ValueError(f"{name} is not a colour PFM")
+    w, h, scale = int(tokens[1]), int(tokens[2]), float(tokens[3])
+    samples = array.array("f", data[pos:pos + 12 * w * h])
+    if (scale < 0) != (sys.byteorder == "little"):
+        samples.byteswap()
+    planes = [array.array("f") for _ in range(3)]
+    for y in range(h - 1, -1, -1):
+        row = samples[3 * w * y:3 * w * (y + 1)]
+        for c in range(3):
+            planes[c].extend(row[c::3])
+    return w, h, planes
+
+
+def exr_write(width, height, channels):
+    """An OpenEXR file (scanlines, no compression, FLOAT channels): channels is {name: array('f') of
+    width * height values, rows top to bottom}. The format as openexr.com's "OpenEXR File Layout" gives it."""
+    def attr(name, kind, value):
+        return name.encode() + b"\0" + kind.encode() + b"\0" + struct.pack("<i", len(value)) + value
+
+    names = sorted(channels)  # the channel list is sorted by name
+    chlist = b"".join(n.encode() + b"\0" + struct.pack("<iB3xii", 2, 0, 1, 1) for n in names) + b"\0"
+    window = struct.pack("<4i", 0, 0, width - 1, height - 1)
+    header = (b"\x76\x2f\x31\x01" + struct.pack("<i", 2)
+              + attr("channels", "chlist", chlist) + attr("compression", "compression", b"\0")
+              + attr("dataWindow", "box2i", window) + attr("displayWindow", "box2i", window)
+              + attr("lineOrder", "lineOrder", b"\0") + attr("pixelAspectRatio", "float", struct.pack("<f", 1))
+              + attr("screenWindowCenter", "v2f", struct.pack("<2f", 0, 0))
+              + attr("screenWindowWidth", "float", struct.pack("<f", 1)) + b"\0")
+    line_bytes = 4 * width * len(names)
+    first = len(header) + 8 * height  # one chunk per scanline without compression
+    offsets = struct.pack(f"<{height}Q", *(first + y * (8 + line_bytes) for y in range(height)))
+    chunks = []
+    for y in range(height):
+        line = array.array("f")
+        for n in names:
+            line.extend(channels[n][y * width:(y + 1) * width])
+        if sys.byteorder == "big":
+            line.byteswap()
+        chunks.append(struct.pack("<ii", y, line_bytes) + line.tobytes())
+    return header + offsets + b"".join(chunks)
+
+
 def close(a, b, rel=1e-4):
     a, b = float(a), float(b)
     return math.isfinite(a) and math.isfinite(b) and abs(a - b) <= rel * max(abs(a), abs(b)) + 1e-30
@@ -571,6 +637,108 @@ def analyze(d, tmp):
           ok, f"percentiles {pct}, from cpu_render's histogram {want}, timings {timings}")
 
 
+def stats_match(stats, ref, histogram=False):
+    """The daemon's JSON statistics against cpu_render's: counts exact, values within 1e-4, and with
+    histogram every bin."""
+    if not isinstance(stats, dict):
+        return False
+    ok = (stats.get("finite_pixels") == ref["finite_pixels"] and stats.get("nonfinite_pixels") == ref["nonfinite_pixels"]
+          and all(close(stats.get(k, "nan"), ref[k]) for k in ("log_average", "mean", "min", "max")))
+    if histogram:
+        ok = ok and isinstance(stats.get("histogram"), dict) and stats["histogram"].get("counts") == ref["histogram"]
+    return ok
+
+
+def exr_layers(d, tmp):
+    """Channels chosen by name: input.layer, input.channel_r/g/b/a, input.depth on a multi-layer EXR."""
+    w, h, park = pfm_rgb("pmndrs_park.pfm")
+    # ViewLayer.Combined (what the decoder takes by itself) is the park at a quarter of its brightness;
+    # ViewLayer.Park holds the PFM's values exactly, so cpu_render on the PFM is its reference.
+    quarter = [array.array("f", (v * 0.25 for v in plane)) for plane in park]
+    depth = array.array("f", (1e10 if y < h // 4 else 1.0 + 10.0 * x / w for y in range(h) for x in range(w)))
+    exr = exr_write(w, h, {"ViewLayer.Combined.R": quarter[0], "ViewLayer.Combined.G": quarter[1],
+                           "ViewLayer.Combined.B": quarter[2], "ViewLayer.Park.R": park[0],
+                           "ViewLayer.Park.G": park[1], "ViewLayer.Park.B": park[2], "ViewLayer.Depth.Z": depth})
+    ref, image = cpu(tmp, "pmndrs_park.pfm", {"output": {"format": "png"}})
+    json_accept = {"Accept": "application/json"}
+
+    def render(query, headers=json_accept, body=exr, route="/v1/render"):
+        status, _, data = request(d.port, "POST", route + query, body, headers)
+        return status, data, json_body(data) if status == 200 else None
+
+    status, data, doc = render("?input.layer=ViewLayer.Park&output.format=png")
+    exr_doc = doc.get("exr") if isinstance(doc, dict) else None
+    ok = (isinstance(doc, dict) and stats_match(doc.get("stats"), ref)
+          and doc.get("params", {}).get("input", {}).get("layer") == "ViewLayer.Park")
+    detail = f"{status} {data[:400]!r}\ndaemon stats {doc.get('stats') if doc else None}\ncpu_render {ref}"
+    if ok:
+        ok, detail = png_matches_8bit(base64.b64decode(doc["image"]["base64"]), image, ref["width"], ref["height"])
+    point("multi-layer EXR, input.layer=ViewLayer.Park: statistics and PNG equal cpu_render on the layer's "
+          "pixels (pmndrs_park.pfm)", ok, detail)
+    want = {"part": 0, "layer": "ViewLayer.Park", "depth": "ViewLayer.Depth.Z",
+            "channels": {"r": "ViewLayer.Park.R", "g": "ViewLayer.Park.G", "b": "ViewLayer.Park.B", "a": None}}
+    point("the JSON answer says which layer, channels and depth were used", exr_doc == want,
+          f"exr {exr_doc}, expected {want}")
+
+    status, data, doc = render("?output.format=png")
+    exr_doc = doc.get("exr") if isinstance(doc, dict) else {}
+    stats = doc.get("stats", {}) if isinstance(doc, dict) else {}
+    point("without a name the decoder's own choice stands: ViewLayer.Combined (a quarter as bright)",
+          exr_doc.get("layer") == "ViewLayer.Combined" and close(stats.get("mean", "nan"), ref["mean"] * 0.25, 1e-4),
+          f"{status} exr {exr_doc} stats {stats}, a quarter of cpu_render's mean {ref['mean'] * 0.25}")
+
+    status, data, doc = render("?input.layer=ViewLayer.Park", route="/v1/analyze")
+    point("/v1/analyze?input.layer=ViewLayer.Park: every histogram bin equals cpu_render's",
+          isinstance(doc, dict) and stats_match(doc.get("stats"), ref, histogram=True)
+          and doc.get("exr", {}).get("layer") == "ViewLayer.Park", f"{status} {data[:400]!r}")
+
+    names = {"input": {"channel_r": "ViewLayer.Park.R", "channel_g": "ViewLayer.Park.G",
+                       "channel_b": "ViewLayer.Park.B", "depth": "ViewLayer.Depth.Z"}}
+    form, ctype = multipart([frame_part(exr), params_part(names)])
+    status, data, doc = render("", {"Content-Type": ctype, "Accept": "application/json"}, form)
+    exr_doc = doc.get("exr") if isinstance(doc, dict) else {}
+    point("channels named one by one (params part) give the layer's statistics; the answer names them",
+          isinstance(doc, dict) and stats_match(doc.get("stats"), ref) and exr_doc.get("layer") == ""
+          and exr_doc.get("channels", {}).get("g") == "ViewLayer.Park.G"
+          and exr_doc.get("depth") == "ViewLayer.Depth.Z", f"{status} {data[:600]!r}")
+
+    status, data, _ = render("?input.layer=ViewLayer.Diffuse")
+    err = is_error(status, data, 422, "unusable_image", "input.layer")
+    point("a layer the file does not have is 422 naming field input.layer and listing the file's layers",
+          err and all(n in err["message"] for n in ("ViewLayer.Diffuse", "ViewLayer.Combined", "ViewLayer.Park",
+                                                     "ViewLayer.Depth")), f"{status} {data!r}")
+
+    status, data, _ = render("?input.depth=ViewLayer.Depth.Y")
+    err = is_error(status, data, 422, "unusable_image", "input.depth")
+    point("a depth channel the file does not have is 422 naming field input.depth and listing the channels",
+          err and "ViewLayer.Depth.Y" in err["message"] and "ViewLayer.Depth.Z" in err["message"],
+          f"{status} {data!r}")
+
+    status, data, _ = render("?input.channel_r=ViewLayer.Park.R&input.channel_g=ViewLayer.Park.G"
+                             "&input.channel_b=ViewLayer.Park.X")
+    err = is_error(status, data, 422, "unusable_image", "input.channel_b")
+    point("a colour channel the file does not have is 422 naming the one missing (input.channel_b)",
+          err and "ViewLayer.Park.X" in err["message"], f"{status} {data!r}")
+
+    status, data, _ = render("?input.layer=ViewLayer.Park&input.depth=ViewLayer.Park.R")
+    point("a depth channel that is also the colour is 400 invalid_parameter naming input.depth",
+          is_error(status, data, 400, PARAM_ERROR, "input.depth"), f"{status} {data!r}")
+
+    status, data, _ = render("?input.channel_r=ViewLayer.Park.R")
+    point("input.channel_r alone is 400 invalid_parameter naming input.channel_g",
+          is_error(status, data, 400, PARAM_ERROR, "input.channel_g"), f"{status} {data!r}")
+
+    status, data, _ = render("?input.layer=ViewLayer.Park", body=read_data("pmndrs_park.pfm"))
+    err = is_error(status, data, 422, "unusable_image", "input.layer")
+    point("a layer named for a PFM frame is 422 naming input.layer (only OpenEXR files have layers)",
+          err and "OpenEXR" in err["message"], f"{status} {data!r}")
+
+    status, data, _ = render("?input.layer=View%0ALayer")
+    err = is_error(status, data, 400, PARAM_ERROR, "input.layer")
+    point("a control character in a name is 400 invalid_parameter naming input.layer",
+          err and "control character" in err["message"], f"{status} {data!r}")
+
+
 def errors(d):
     """8 (on the main daemon): bad parameters, bad forms, bad images, wrong method and path."""
     exr = read_data("pmndrs_park.exr")
@@ -758,7 +926,9 @@ def parallel(d, tmp):
 
 def hang_up(d):
     """Clients that hang up while their frame waits in the queue: the frame is dropped (logged 499), the
-    others are answered."""
+    others are answered. d runs with --test_gpu_delay_ms=SLOW_GPU_MS, so each keeper's frame holds the GPU
+    for SLOW_GPU_MS and a hanger's frame, queued behind at least one of them, is still waiting when its
+    client hangs up 0.15 s after sending it."""
     exr = read_data("pmndrs_park.exr")
 
     def keeper(i):
@@ -780,12 +950,20 @@ def hang_up(d):
         elif res[0] != 200 or webp_size(res[2]) != (512, 256):
             problems.append(f"keeper {k}: {res[0]} {res[2][:200]!r}")
     problems += [f"hanger {k}: {exc}" for k, (_, exc) in enumerate(results[4:]) if exc is not None]
-    dropped = d.wait_line(r"id=hang-drop-\d+ POST /v1/render .* 499 ", 30)
-    said = d.wait_line(r"dropped a queued frame whose client went away", 5)
-    point("a client that hangs up while its frame is queued has the frame dropped (499 in the log); the "
-          "others get their images", not problems and dropped and said,
-          "\n".join(problems) + f"\nlog line {dropped!r} / {said!r}\n"
-          + "\n".join(l for l in d.log().splitlines() if "hang-" in l or "dropped" in l))
+    # Every hanger's frame is dropped unrun: the worker says so once for each, and the request is logged
+    # 499, or with status 0 "(connection error)" when libmicrohttpd saw the closed socket before the
+    # answer. A frame that ran would be logged 200.
+    for i in range(4):
+        d.wait_line(rf"id=hang-drop-{i} POST /v1/render ", 30)
+    lines = d.log().splitlines()
+    gone = r" (499 |0 [0-9.]+ ms \(connection error\))"
+    dropped = {i for i in range(4) if any(re.search(rf"id=hang-drop-{i} POST /v1/render .*{gone}", l) for l in lines)}
+    said = sum("dropped a queued frame whose client went away" in l for l in lines)
+    point("clients that hang up while their frames are queued have the frames dropped (4 drops logged, "
+          "no hanger's frame run); the others get their images", not problems and dropped == {0, 1, 2, 3}
+          and said == 4,
+          "\n".join(problems) + f"\n499 for hangers {sorted(dropped)}, {said} drop line(s)\n"
+          + "\n".join(l for l in lines if "hang-" in l or "dropped" in l))
 
 
 def overload():
@@ -822,9 +1000,11 @@ def overload():
 
 
 def deadline():
-    """12: --request_timeout_s=0.1 (the setting's minimum), 8 requests at once."""
-    d = start("deadline daemon (--queue_depth=16 --request_timeout_s=0.1)",
-              ["--queue_depth=16", "--request_timeout_s=0.1"])
+    """12: --request_timeout_s=0.1 (the setting's minimum), 8 requests at once. Each frame holds the GPU for
+    SLOW_GPU_MS (--test_gpu_delay_ms), so a frame queued behind another waits past its 0.1 s; the first
+    one taken is run, because the delay comes after the deadline check."""
+    d = start(f"deadline daemon (--queue_depth=16 --request_timeout_s=0.1 --test_gpu_delay_ms={SLOW_GPU_MS})",
+              ["--queue_depth=16", "--request_timeout_s=0.1", f"--test_gpu_delay_ms={SLOW_GPU_MS}"])
     if not d:
         return
     try:
@@ -840,7 +1020,7 @@ def deadline():
             if status == 200:
                 if webp_size(body) != (512, 256):
                     problems.append(f"request {k}: 200 without a 512x256 WebP: {body[:100]!r}")
-            elif not is_error(status, body, 504, "deadline_exceeded"):
+            elif not ((err := is_error(status, body, 504, "deadline_exceeded")) and "deadline" in err["message"]):
                 problems.append(f"request {k}: {status} {body[:300]!r}")
         point("deadline: all 8 answered; some 504 deadline_exceeded, the rest 200 with the image",
               not problems and counts.get(504, 0) >= 1 and counts.get(200, 0) >= 1,
@@ -850,7 +1030,9 @@ def deadline():
 
 
 def drain(d):
-    """13: SIGTERM ~50 ms after 6 requests went out: every accepted request gets its image, exit 0."""
+    """13: SIGTERM 0.2 s after 6 requests went out: every accepted request gets its image, exit 0. d runs
+    with --test_gpu_delay_ms=SLOW_GPU_MS, so the six frames take at least 6 x SLOW_GPU_MS on the GPU and
+    those accepted before the signal are still queued or running when it comes."""
     exr = read_data("pmndrs_park.exr")
     want = request(d.port, "POST", "/v1/render?output.format=png", exr)[2]
     sent = threading.Barrier(7)
@@ -880,7 +1062,7 @@ def drain(d):
         sent.wait(timeout=30)
     except threading.BrokenBarrierError:
         pass
-    time.sleep(0.05)
+    time.sleep(0.2)  # the handlers have decoded and queued the frames; the first is on the GPU
     signalled = time.monotonic()
     d.proc.send_signal(signal.SIGTERM)
     t.join(timeout=REQUEST_TIMEOUT_S + 60)
@@ -901,12 +1083,30 @@ def drain(d):
     # A request whose handler had not run at the signal is refused 503 not_ready "draining" (api/render.c
     # takes no frames unless ready); one that was queued must be finished. At least one must have been
     # answered after the signal, or the drain was not exercised.
-    point("drain: SIGTERM 50 ms after 6 requests: each answered (200 with its image, or 503 draining if it "
+    point("drain: SIGTERM 0.2 s after 6 requests: each answered (200 with its image, or 503 draining if it "
           "had not been taken), at least one 200 after the signal, exit 0",
           not problems and after >= 1 and rc == 0,
           f"statuses {counts}, 200s after the signal {after}, exit code {rc}\n" + "\n".join(problems)
           + "\n" + d.log()[-3000:])
     return rc
+
+
+def slow_gpu():
+    """Hung-up clients and the drain on a daemon whose every frame holds the GPU for SLOW_GPU_MS."""
+    d = start(f"slow-GPU daemon (--test_gpu_delay_ms={SLOW_GPU_MS})", [f"--test_gpu_delay_ms={SLOW_GPU_MS}"])
+    if not d:
+        return
+    try:
+        warned = d.wait_line(rf"test_gpu_delay_ms = {SLOW_GPU_MS}\b", 5)
+        point("the slow-GPU daemon warns that the test delay is on", warned, d.log())
+        guarded(hang_up, d)
+        rc = guarded(drain, d)
+        bad = validation_lines(d)
+        point("slow-GPU daemon: exit code 0 after the drain with no validation-layer message", rc == 0 and not bad,
+              f"exit code {rc}\n" + "\n".join(bad))
+    finally:
+        d.kill()
+        d.dump()
 
 
 def guarded(fn, *args):
@@ -958,27 +1158,21 @@ def main():
     with tempfile.TemporaryDirectory(prefix="hdrpostd-render-test-") as tmp:
         # The main daemon's queue holds the 32 parallel frames (the default of 16 could answer some 429).
         d = guarded(start, "main daemon", ["--queue_depth=64"])
-        try:
-            if d:
+        if d:
+            try:
                 guarded(render_chunked, d)
                 for test in (render_raw_exr, render_png_8bit, render_png_16bit, render_multipart, render_json,
-                             analyze, parallel):
+                             analyze, parallel, exr_layers):
                     guarded(test, d, tmp)
-                for test in (render_depth, errors, hang_up, raw_input):
+                for test in (render_depth, errors, raw_input):
                     guarded(test, d)
-            guarded(limits, tmp)
-            guarded(auth)
-            guarded(overload)
-            guarded(deadline)
-            if d:
-                rc = guarded(drain, d)
-                bad = validation_lines(d)
-                point("main daemon: exit code 0 with no validation-layer message", rc == 0 and not bad,
-                      f"exit code {rc}\n" + "\n".join(bad))
-        finally:
-            if d:
-                d.kill()
-                d.dump()
+            finally:
+                stop(d)
+        guarded(limits, tmp)
+        guarded(auth)
+        guarded(overload)
+        guarded(deadline)
+        guarded(slow_gpu)
     print(f"# {time.monotonic() - t_start:.1f} s", flush=True)
     print(f"1..{harness.count()}", flush=True)
     return 1 if harness.failed() else 0
