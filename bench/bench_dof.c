@@ -49,6 +49,39 @@ static double median(double *v, uint32_t n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Per-pass times (frame graph detailed_timings), printed under their row. */
+static struct {
+    const char *name;
+    double *ms;
+} details[8];
+
+static void detail_add(const char *name, double ms, uint32_t run, uint32_t runs)
+{
+    for (int i = 0; i < 8; i++) {
+        if (!details[i].name) {
+            details[i].name = name;
+            details[i].ms = calloc(runs, sizeof(double));
+        }
+        if (details[i].name == name || strcmp(details[i].name, name) == 0) {
+            details[i].ms[run] = ms;
+            return;
+        }
+    }
+}
+
+static void detail_print(uint32_t runs)
+{
+    if (!details[0].name)
+        return;
+    printf("|  |  | passes: ");
+    for (int i = 0; i < 8 && details[i].name; i++) {
+        printf("%s %.4f%s", details[i].name, median(details[i].ms, runs), i < 7 && details[i + 1].name ? ", " : "");
+        free(details[i].ms);
+        details[i].name = NULL;
+    }
+    printf(" |  |  |  |  |  |  |  |  |  |\n");
+}
+
 static void fill(void *pixels, hp_pixel_format format, float *depth, uint32_t w, uint32_t h)
 {
     uint64_t state = 12345;
@@ -123,6 +156,7 @@ int main(int argc, char **argv)
                 hp_frame_params fp;
                 hp_frame_params_defaults(&fp);
                 fp.dof = configs[c].dof;
+                fp.detailed_timings = true;
                 fp.dof_settings = (hp_dof_settings){
                     .method = configs[c].method, .focal_length_mm = 50, .f_stop = 1.4, .focus_distance_m = 3,
                     .sensor_width_mm = 36, .depth_scale = 1, .max_coc_px = 32, .bokeh = configs[c].bokeh,
@@ -158,6 +192,9 @@ int main(int argc, char **argv)
                         }
                     }
                     chain[r - 2] = total;
+                    for (uint32_t t = 0; t < res.timing_count && r >= 2; t++)
+                        if (strchr(res.timings[t].name, '.'))
+                            detail_add(res.timings[t].name, res.timings[t].ms, r - 2, runs);
                 }
                 printf("| %s | %s | %s |", sizes[z].name, hp_pixel_format_name(format), configs[c].name);
                 for (int s = 0; s < STAGES; s++) {
@@ -172,6 +209,7 @@ int main(int argc, char **argv)
                            res.bokeh_wanted);
                 else
                     printf(" **%.4f** | %.4f | - |\n", median(chain, runs), floor_ms);
+                detail_print(runs);
                 for (int s = 0; s < STAGES; s++)
                     free(ms[s]);
                 free(chain);

@@ -287,6 +287,20 @@ static void compute_barrier(VkCommandBuffer cmd)
     barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 }
 
+const char *hp_dof_detail_name(uint32_t i, hp_dof_method method)
+{
+    static const char *const gather[] = {"dof.setup", "dof.tiles", "dof.gather", NULL, "bokeh.args", "bokeh.splat"};
+    static const char *const sat[] = {"dof.setup", "dof.sat_rows", "dof.sat_cols", "dof.sat_query", "bokeh.args",
+                                      "bokeh.splat"};
+    return i < HP_DOF_DETAIL_COUNT ? (method == HP_DOF_SAT ? sat : gather)[i] : NULL;
+}
+
+static void detail(VkCommandBuffer cmd, const hp_dof_io *io, uint32_t i)
+{
+    if (io->detail_pool)
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, io->detail_pool, io->detail_first + i);
+}
+
 static void run(VkCommandBuffer cmd, const hp_compute *c, const void *push, uint32_t size, uint32_t gx, uint32_t gy)
 {
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipeline);
@@ -321,15 +335,21 @@ void hp_dof_record_fields(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, c
     };
     run(cmd, &d->setup[io->format], &sp, sizeof(sp), tw, th);
     compute_barrier(cmd);
+    detail(cmd, io, HP_DOF_DETAIL_SETUP);
 
     if (s->method == HP_DOF_SAT) {
         struct sat_push q = {.half_ = f->half_.address, .table = f->table.address, .stats = io->stats,
                              .far = f->far.address, .half_w = hw, .half_h = hh, .max_coc = (float)s->max_coc_px};
         run(cmd, &d->sat_rows, &q, sizeof(q), hh, 1);
         compute_barrier(cmd);
+        detail(cmd, io, HP_DOF_DETAIL_TILES_OR_ROWS);
         run(cmd, &d->sat_cols, &q, sizeof(q), (hw + HP_SAT_COL_X - 1) / HP_SAT_COL_X, 1);
         compute_barrier(cmd);
+        detail(cmd, io, HP_DOF_DETAIL_GATHER_OR_COLS);
         run(cmd, &d->sat_query, &q, sizeof(q), (hw + 7) / 8, (hh + 7) / 8);
+        compute_barrier(cmd);
+        detail(cmd, io, HP_DOF_DETAIL_SAT_QUERY);
+        return;
     } else {
         /* Tiles are 2 * HP_DOF_TILE frame pixels wide: enough of them to cover the largest CoC. */
         uint32_t radius = (uint32_t)ceil(s->max_coc_px / (2.0 * HP_DOF_TILE));
@@ -337,11 +357,14 @@ void hp_dof_record_fields(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, c
                                 .tiles_h = th, .radius = radius};
         run(cmd, &d->tiles, &tp, sizeof(tp), (tw + 7) / 8, (th + 7) / 8);
         compute_barrier(cmd);
+        detail(cmd, io, HP_DOF_DETAIL_TILES_OR_ROWS);
         struct gather_push gp = {.half_ = f->half_.address, .dilated = f->dilated.address, .taps = d->taps.address,
                                  .near = f->near.address, .far = f->far.address, .half_w = hw, .half_h = hh};
         run(cmd, &d->gather, &gp, sizeof(gp), (hw + 7) / 8, (hh + 7) / 8);
+        compute_barrier(cmd);
+        detail(cmd, io, HP_DOF_DETAIL_GATHER_OR_COLS);
+        detail(cmd, io, HP_DOF_DETAIL_SAT_QUERY);
     }
-    compute_barrier(cmd);
 }
 
 void hp_dof_record_bokeh(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s)
@@ -353,6 +376,7 @@ void hp_dof_record_bokeh(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, co
     run(cmd, &d->bokeh_args, &ap, sizeof(ap), 1, 1);
     barrier(cmd, VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             VK_ACCESS_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_SHADER_READ_BIT);
+    detail(cmd, io, HP_DOF_DETAIL_ARGS);
     struct splat_push pp = {.sprites = d->sprites.address, .accum = f->accum.address, .depth = f->depth.address,
                             .half_ = f->half_.address, .half_w = half_of(f->width), .half_h = half_of(f->height),
                             .blades = s->blades, .rotation = (float)(s->rotation_deg * M_PI / 180.0),
@@ -361,6 +385,7 @@ void hp_dof_record_bokeh(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, co
     vkCmdPushConstants(cmd, d->bokeh_splat.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pp), &pp);
     vkCmdDispatchIndirect(cmd, d->sprites.buffer, 4 * HP_BOKEH_CTL_DISPATCH);
     compute_barrier(cmd);
+    detail(cmd, io, HP_DOF_DETAIL_SPLAT);
 }
 
 void hp_dof_record_composite(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s)

@@ -88,7 +88,15 @@ typedef struct hp_dof_io {
     VkDeviceAddress stats;  /* lum_stats (the SAT's fixed point follows max_y) */
     VkDeviceAddress state;  /* tone_state (the bokeh threshold is on exposed luminance) */
     hp_dof_frame *frame;    /* prepared, depth uploaded */
+    /* Benchmarks: when set, a timestamp after each pass (hp_dof_detail_names), from detail_first on. */
+    VkQueryPool detail_pool;
+    uint32_t detail_first;
 } hp_dof_io;
+
+/* The passes timed apart when hp_dof_io.detail_pool is set, in timestamp order: fields, then bokeh. */
+enum { HP_DOF_DETAIL_SETUP, HP_DOF_DETAIL_TILES_OR_ROWS, HP_DOF_DETAIL_GATHER_OR_COLS, HP_DOF_DETAIL_SAT_QUERY,
+       HP_DOF_DETAIL_ARGS, HP_DOF_DETAIL_SPLAT, HP_DOF_DETAIL_COUNT };
+const char *hp_dof_detail_name(uint32_t i, hp_dof_method method);
 
 /* Recorded in this order with the caller's timestamps between them; each ends with the barrier its
  * successor needs. fields: setup, tiles, gather or the SAT. bokeh: the indirect arguments and the splat

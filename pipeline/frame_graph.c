@@ -144,7 +144,7 @@ hp_code hp_frame_graph_create(hp_gpu *gpu, hp_frame_graph **out, hp_err *err)
         VkQueryPoolCreateInfo qi = {
             .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
             .queryType = VK_QUERY_TYPE_TIMESTAMP,
-            .queryCount = TS_COUNT,
+            .queryCount = TS_COUNT + HP_DOF_DETAIL_COUNT,
         };
         res = vkCreateQueryPool(dev, &qi, NULL, &g->queries);
     }
@@ -316,7 +316,7 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     vkBeginCommandBuffer(cmd, &bi);
-    vkCmdResetQueryPool(cmd, g->queries, 0, TS_COUNT);
+    vkCmdResetQueryPool(cmd, g->queries, 0, TS_COUNT + HP_DOF_DETAIL_COUNT);
     if (!g->scratch_ready) {
         hp_reduce_init_scratch(g->reduce, cmd, &g->scratch);
         g->scratch_ready = true;
@@ -350,8 +350,10 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
     hp_tone_output kind = params->output_luminance ? HP_TONE_OUT_LUMINANCE
                           : p->output.bit_depth == 16 ? HP_TONE_OUT_RGBA16
                                                       : HP_TONE_OUT_RGBA8;
+    bool detail = dof && params->detailed_timings;
     hp_dof_io dio = {.pixels = slot->input.address, .format = slot->desc.format, .stats = g->stats.address,
-                     .state = g->tone_state.address, .frame = &slot->dof};
+                     .state = g->tone_state.address, .frame = &slot->dof,
+                     .detail_pool = detail ? g->queries : VK_NULL_HANDLE, .detail_first = TS_COUNT};
     if (tone) {
         barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
@@ -431,8 +433,9 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
         return hp_vk_fail(err, res, "vkWaitForFences");
     vkResetFences(dev, 1, &g->fence);
 
-    uint64_t ts[TS_COUNT];
-    res = vkGetQueryPoolResults(dev, g->queries, 0, TS_COUNT, sizeof(ts), ts, sizeof(uint64_t),
+    uint64_t ts[TS_COUNT + HP_DOF_DETAIL_COUNT];
+    uint32_t ts_count = TS_COUNT + (detail ? (ds->bokeh ? HP_DOF_DETAIL_COUNT : HP_DOF_DETAIL_ARGS) : 0);
+    res = vkGetQueryPoolResults(dev, g->queries, 0, ts_count, sizeof(ts), ts, sizeof(uint64_t),
                                 VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
     if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "vkGetQueryPoolResults");
@@ -477,6 +480,18 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
         bool shown = strcmp(timings[i].name, "dof") ? strcmp(timings[i].name, "bokeh") ? true : dof && ds->bokeh : dof;
         if (shown)
             out->timings[out->timing_count++] = timings[i];
+    }
+    if (detail) {
+        uint64_t prev = ts[TS_EXPOSURE];
+        for (uint32_t i = 0; i < ts_count - TS_COUNT && out->timing_count < HP_MAX_STAGE_TIMINGS; i++) {
+            uint64_t t = ts[TS_COUNT + i];
+            if (i == HP_DOF_DETAIL_ARGS)
+                prev = ts[TS_DOF_FIELDS];
+            const char *name = hp_dof_detail_name(i, ds->method);
+            if (name)
+                out->timings[out->timing_count++] = (hp_stage_timing){name, (double)(t - prev) * period_ms};
+            prev = t;
+        }
     }
     out->gpu_total_ms = (double)(ts[TS_COUNT - 1] - ts[TS_START]) * period_ms;
     return HP_OK;

@@ -36,6 +36,7 @@ typedef struct hp_frame_params {
     bool output_luminance; /* diagnostics and tests: the image is the tone-mapped luminance as floats */
     bool dof;              /* depth of field (and bokeh when dof_settings.bokeh): needs a staged depth */
     hp_dof_settings dof_settings;
+    bool detailed_timings; /* benchmarks: every DOF and bokeh pass timed apart ("dof.gather", ...) */
     bool output_dof;       /* diagnostics and tests: also the composited frame, before tone mapping (the
                             * composite then runs as a pass of its own instead of inside the tone pass) */
 } hp_frame_params;
