@@ -196,6 +196,21 @@ static json_t *exr_json(const render_ctx *ctx)
                      name_or_null(ctx->exr_depth));
 }
 
+/* What depth of field did: the settings it resolved ("auto" focus and lens included) and the bokeh sprites,
+ * with whether the budget cut them (DECISIONS.md 9: the response says so). */
+static json_t *dof_json(const hp_frame_params *fp, const hp_frame_result *r)
+{
+    const hp_dof_settings *ds = &fp->dof_settings;
+    json_t *o = json_pack("{s:s, s:f, s:f, s:f, s:f}", "method", ds->method == HP_DOF_SAT ? "sat" : "gather",
+                          "focus_distance_m", ds->focus_distance_m, "focal_length_mm", ds->focal_length_mm, "f_stop",
+                          ds->f_stop, "coc_at_infinity_px", hp_dof_coc_k(ds, r->width));
+    if (ds->bokeh)
+        json_object_set_new(o, "bokeh", json_pack("{s:i, s:i, s:i, s:b}", "sprites", (int)r->bokeh_drawn, "wanted",
+                                                  (int)r->bokeh_wanted, "budget", (int)ds->max_sprites,
+                                                  "budget_reached", r->bokeh_wanted > ds->max_sprites));
+    return o;
+}
+
 static json_t *stats_json(const hp_lum_stats *s, bool histogram)
 {
     json_t *o = json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:f}", "pixels", (json_int_t)s->pixels, "finite_pixels",
@@ -246,6 +261,8 @@ static void job_error_reply(hp_job *job, hp_reply *reply)
         hp_reply_error(reply, 503, "device_lost", NULL, "%s", job->err.message);
     else if (job->code == HP_ERR_TOO_LARGE)
         hp_reply_error(reply, 413, "too_large", NULL, "%s", job->err.message);
+    else if (job->code == HP_ERR_UNUSABLE)
+        hp_reply_error(reply, 422, "unusable_image", job->err.field[0] ? job->err.field : NULL, "%s", job->err.message);
     else if (job->code == HP_ERR_INVALID_ARGUMENT)
         hp_reply_error(reply, 400, "invalid_parameter", job->err.field[0] ? job->err.field : NULL, "%s",
                        job->err.message);
@@ -275,6 +292,7 @@ static void finish_job(hp_job *job)
         job_error_reply(job, &reply);
         hp_deferred_complete(ctx->slot, &reply);
         free(job->pixels);
+        free(job->depth);
         free(job->image);
         free(job);
         free(ctx);
@@ -335,6 +353,8 @@ static void finish_job(hp_job *job)
                                  stats_json(&r->stats, ctx->analyze), "timings_ms", timings);
         if (!ctx->raw && ctx->input_format == HP_IMAGE_EXR)
             json_object_set_new(body, "exr", exr_json(ctx));
+        if (r->dof_ran)
+            json_object_set_new(body, "dof", dof_json(&job->params, r));
         if (ctx->analyze) {
             /* What a client needs to hold one exposure for a whole shot: pass the sequence's log-average
              * as exposure.adaptation with exposure.mode = fixed (docs/API.md). */
@@ -363,9 +383,19 @@ static void finish_job(hp_job *job)
                             r->stats.log_average, r->stats.mean, r->stats.min, r->stats.max);
         hp_reply_header_add(&reply, "X-Exposure", "scale=%.6g; key=%.4g; adaptation=%.6g", r->tone.scale, r->tone.key,
                             r->tone.adaptation);
+        if (r->dof_ran) {
+            const hp_dof_settings *ds = &job->params.dof_settings;
+            hp_reply_header_add(&reply, "X-Depth-Of-Field", "focus_m=%.4g; focal_mm=%.4g; f_stop=%.3g; coc_infinity_px=%.4g",
+                                ds->focus_distance_m, ds->focal_length_mm, ds->f_stop, hp_dof_coc_k(ds, r->width));
+            if (ds->bokeh)
+                hp_reply_header_add(&reply, "X-Bokeh", "sprites=%u; wanted=%u; budget=%u; budget_reached=%s",
+                                    r->bokeh_drawn, r->bokeh_wanted, ds->max_sprites,
+                                    r->bokeh_wanted > ds->max_sprites ? "true" : "false");
+        }
     }
     hp_encoded_free(&enc);
     hp_deferred_complete(ctx->slot, &reply);
+    free(job->depth);
     free(job->image);
     free(job);
     free(ctx);
@@ -395,6 +425,24 @@ static void raw_to_rgba(const uint8_t *src, const hp_input_params *raw, float *d
             v[1] = v[2] = v[0];
         memcpy(dst + 4 * i, v, sizeof(v));
     }
+}
+
+/* A depth part: a picture of the frame's size whose depth is its own depth channel when it has one (an
+ * OpenEXR with Z), else its first channel (a grey PFM, or an EXR whose R or Y holds the depth). */
+static hp_code decode_depth_part(const part *dp, const hp_decode_options *opt, hp_image_info *info, float *depth,
+                                 hp_err *err)
+{
+    size_t n = (size_t)info->width * info->height;
+    float *rgba = malloc(n * 16);
+    if (!rgba)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for the depth");
+    hp_code rc = hp_image_decode(dp->data, dp->len, opt, info, rgba, HP_LAYOUT_RGBA32F,
+                                 info->has_depth ? depth : NULL, err);
+    if (rc == HP_OK && !info->has_depth)
+        for (size_t i = 0; i < n; i++)
+            depth[i] = rgba[4 * i];
+    free(rgba);
+    return rc;
 }
 
 static unsigned status_for_decode(hp_code code, const char **word)
@@ -565,9 +613,9 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     } else {
         dc = hp_image_probe(frame, frame_len, &opt, &info, &err);
     }
+    hp_image_info dinfo = {0};
     if (dc == HP_OK && f.depth.present) {
-        /* Depth of field comes with issue 5; a depth part is checked now so that a mismatch says so. */
-        hp_image_info dinfo;
+        /* A depth part is checked before anything is decoded, so that a mismatch says so at once. */
         hp_err derr = {0};
         if (hp_image_probe(f.depth.data, f.depth.len, &depth_opt, &dinfo, &derr) != HP_OK) {
             const char *word = NULL;
@@ -598,13 +646,26 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
         goto done;
     }
 
+    /* Depth of field needs a depth: the EXR's own channel, or a depth part (which wins). */
+    bool want_dof = !analyze && fp.params.dof.enabled;
+    bool depth_in_frame = !raw->width && info.has_depth && !f.depth.present;
+    if (want_dof && !f.depth.present && !depth_in_frame) {
+        hp_reply_error(reply, 422, "depth_missing", "depth",
+                       "dof.enabled needs the frame's depth: a depth channel in an OpenEXR frame (Z, or one named by "
+                       "input.depth) or a `depth` part, and this %s frame comes with neither",
+                       raw->width ? "raw" : hp_image_format_name(info.format));
+        goto done;
+    }
+
     snprintf(req->log_note, sizeof(req->log_note), "%s %ux%u", raw->width ? "raw" : hp_image_format_name(info.format),
              info.width, info.height);
     ctx = calloc(1, sizeof(*ctx));
     job = calloc(1, sizeof(*job));
     size_t bytes = (size_t)info.width * info.height * 16;
     void *pixels = ctx && job ? malloc(bytes) : NULL;
-    if (!pixels) {
+    float *depth = pixels && want_dof ? malloc((size_t)info.width * info.height * sizeof(float)) : NULL;
+    if (!pixels || (want_dof && !depth)) {
+        free(pixels);
         hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory for a %ux%u frame", info.width, info.height);
         goto done;
     }
@@ -613,12 +674,29 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     if (raw->width)
         raw_to_rgba(frame, raw, pixels);
     else
-        dc = hp_image_decode(frame, frame_len, &opt, &info, pixels, HP_LAYOUT_RGBA32F, NULL, &err);
+        dc = hp_image_decode(frame, frame_len, &opt, &info, pixels, HP_LAYOUT_RGBA32F, depth_in_frame ? depth : NULL,
+                             &err);
+    if (dc == HP_OK && want_dof && f.depth.present) {
+        dc = decode_depth_part(&f.depth, &depth_opt, &dinfo, depth, &err);
+        if (dc != HP_OK) {
+            const char *word = NULL;
+            unsigned status = status_for_decode(dc, &word);
+            hp_reply_error(reply, status, word, "depth", "depth: %s", err.message);
+            free(pixels);
+            free(depth);
+            goto done;
+        }
+    }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (dc != HP_OK) {
         free(pixels);
+        free(depth);
         reply_decode_error(reply, dc, &err);
         goto done;
+    }
+    if (want_dof) {
+        fp.dof = true;
+        hp_dof_settings_from_params(&fp.params, depth, info.width, info.height, &fp.dof_settings);
     }
     ctx->started = req->started;
     ctx->body_len = req->body_len;
@@ -638,6 +716,7 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     ctx->decode_ms = hp_ms_between(&t0, &t1);
     job->desc = (hp_frame_desc){.width = info.width, .height = info.height, .format = HP_PIXEL_RGBA32F};
     job->pixels = pixels;
+    job->depth = depth;
     job->params = fp;
     job->finish = finish_job;
     job->client_gone = client_gone;
@@ -654,12 +733,14 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     ctx->slot = hp_request_defer(req);
     if (!ctx->slot) {
         free(job->pixels);
+        free(job->depth);
         hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory");
         goto done;
     }
     if (!be->submit(be->ctx, job)) {
         hp_request_undefer(req);
         free(job->pixels);
+        free(job->depth);
         hp_reply_error(reply, 429, "queue_full", NULL, "the queue is full (%u frames waiting); retry shortly",
                        be->queue_depth ? be->queue_depth(be->ctx) : 0);
         hp_reply_header_add(reply, "Retry-After", "1");

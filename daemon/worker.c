@@ -107,6 +107,15 @@ static void run_job(hp_worker *w, hp_job *job)
     memcpy(staging, job->pixels, bytes);
     free(job->pixels);
     job->pixels = NULL;
+    if (job->depth) {
+        float *depth;
+        job->code = hp_frame_graph_depth(w->graph, &depth, &job->err);
+        if (job->code != HP_OK)
+            return;
+        memcpy(depth, job->depth, (size_t)job->desc.width * job->desc.height * sizeof(float));
+        free(job->depth);
+        job->depth = NULL;
+    }
     job->code = hp_frame_graph_run(w->graph, &job->params, &job->result, &job->err);
     if (job->code != HP_OK || !job->result.pixels)
         return;

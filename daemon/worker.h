@@ -26,6 +26,8 @@ struct hp_job {
      * it once copied to the GPU. */
     hp_frame_desc desc;
     void *pixels;
+    float *depth;                /* malloc'd width * height floats for depth of field, or NULL; the worker
+                                  * frees it once copied */
     hp_frame_params params;
     struct timespec deadline;    /* CLOCK_MONOTONIC; a job not started by then is dropped (504) */
     _Atomic bool cancelled;      /* the client went away: drop it */

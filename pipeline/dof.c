@@ -92,6 +92,63 @@ struct hp_dof {
     bool initialised;  /* taps written, control words zeroed */
 };
 
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+double hp_dof_auto_focus(const float *depth, uint32_t w, uint32_t h, double depth_scale)
+{
+    uint32_t x0 = w * 9 / 20, x1 = (w * 11 + 19) / 20, y0 = h * 9 / 20, y1 = (h * 11 + 19) / 20;
+    size_t cap = (size_t)(x1 - x0) * (y1 - y0), n = 0;
+    float *v = malloc((cap ? cap : 1) * sizeof(float));
+    if (!v)
+        return 10.0;
+    for (uint32_t y = y0; y < y1; y++)
+        for (uint32_t x = x0; x < x1; x++) {
+            float d = depth[(size_t)y * w + x];
+            if (d > 0 && d < (float)HP_DOF_DEPTH_BACKGROUND)
+                v[n++] = d;
+        }
+    double focus = 10.0;
+    if (n) {
+        qsort(v, n, sizeof(float), cmp_float);
+        focus = (double)v[n / 2] * depth_scale;
+    }
+    free(v);
+    return focus;
+}
+
+void hp_dof_settings_from_params(const hp_params *p, const float *depth, uint32_t w, uint32_t h, hp_dof_settings *o)
+{
+    double f, N;
+    hp_dof_lens_values(p->dof.lens, &f, &N);
+    *o = (hp_dof_settings){
+        .method = p->dof.method == HP_DOF_SAT ? HP_DOF_SAT : HP_DOF_GATHER,
+        .focal_length_mm = p->dof.focal_length_auto ? f : p->dof.focal_length_mm,
+        .f_stop = p->dof.f_stop_auto ? N : p->dof.f_stop,
+        .focus_distance_m = p->dof.focus_distance_m,
+        .sensor_width_mm = p->dof.sensor_width_mm,
+        .depth_scale = p->dof.depth_scale,
+        .max_coc_px = p->dof.max_coc_px,
+        .bokeh = p->bokeh.enabled && p->bokeh.max_sprites > 0,
+        .bokeh_threshold = p->bokeh.threshold,
+        .bokeh_min_coc_px = p->bokeh.min_coc_px,
+        .blades = p->bokeh.blades,
+        .rotation_deg = p->bokeh.rotation_deg,
+        .squeeze = p->bokeh.squeeze,
+        .max_sprites = p->bokeh.max_sprites,
+    };
+    if (p->dof.focus_auto && depth)
+        o->focus_distance_m = hp_dof_auto_focus(depth, w, h, p->dof.depth_scale);
+    /* A lens cannot focus inside its focal length; an automatic focus on something that near (a depth
+     * channel in the wrong unit, say) focuses as near as it can instead of dividing by zero. */
+    double f_m = o->focal_length_mm * 1e-3;
+    if (o->focus_distance_m <= f_m * 1.001)
+        o->focus_distance_m = f_m * 1.001;
+}
+
 double hp_dof_coc_k(const hp_dof_settings *s, uint32_t width)
 {
     double f = s->focal_length_mm * 1e-3, N = s->f_stop, S1 = s->focus_distance_m;

@@ -46,6 +46,16 @@ typedef struct hp_dof_settings {
     uint32_t max_sprites;    /* <= HP_BOKEH_MAX_SPRITES */
 } hp_dof_settings;
 
+/* The settings a request's dof and bokeh parameters ask for. The lens gives what is "auto"; an automatic
+ * focus distance is read from the depth (hp_dof_auto_focus), so depth may be NULL only when the focus is
+ * given. */
+void hp_dof_settings_from_params(const hp_params *p, const float *depth, uint32_t width, uint32_t height,
+                                 hp_dof_settings *out);
+/* The distance an autofocus would pick: the median depth (times depth_scale) of the frame's middle tenth
+ * in each direction, the background (HP_DOF_DEPTH_BACKGROUND, NaN) and depths <= 0 left out; 10 m when
+ * nothing there has a depth. */
+double hp_dof_auto_focus(const float *depth, uint32_t width, uint32_t height, double depth_scale);
+
 /* The CoC radius in pixels of a frame `width` pixels wide at infinity: the k of dof.glsl's
  * k (1 - S1 / z) (algorithms.md 5.1: c(inf) = f^2 / (N (S1 - f)), over the sensor width, halved). */
 double hp_dof_coc_k(const hp_dof_settings *s, uint32_t width);

@@ -7,6 +7,8 @@
  * choices made where sources disagree from ../shared/reference/DECISIONS.md ("D 7"). */
 #include "pipeline/params.h"
 
+#include "hp_dof.h"
+
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -46,6 +48,18 @@ static const char *const output_formats[] = {"webp", "png", NULL};
 static const char *const bit_depths[] = {"8", "16", NULL};
 static const char *const input_channels[] = {"1", "3", "4", NULL};
 static const char *const input_types[] = {"float32", "float16", NULL};
+static const char *const dof_methods[] = {"gather", "sat", NULL};
+static const char *const dof_lenses[] = {"24mm_f2.8", "35mm_f1.4", "50mm_f1.4", "85mm_f1.4", "135mm_f2", NULL};
+static const char *const bokeh_blades[] = {"0", "5", "6", "7", "8", "9", NULL};
+
+_Static_assert(sizeof(dof_lenses) / sizeof(dof_lenses[0]) == HP_LENS_COUNT + 1, "dof_lenses names every lens");
+
+void hp_dof_lens_values(hp_dof_lens lens, double *focal_length_mm, double *f_stop)
+{
+    static const double values[HP_LENS_COUNT][2] = {{24, 2.8}, {35, 1.4}, {50, 1.4}, {85, 1.4}, {135, 2}};
+    *focal_length_mm = values[lens < HP_LENS_COUNT ? lens : HP_LENS_50MM_F1_4][0];
+    *f_stop = values[lens < HP_LENS_COUNT ? lens : HP_LENS_50MM_F1_4][1];
+}
 
 _Static_assert(sizeof(tone_operators) / sizeof(tone_operators[0]) == HP_TONE_OPERATOR_COUNT + 1,
                "tone_operators must name every hp_tone_operator, in enum order");
@@ -163,6 +177,80 @@ const hp_param_def hp_param_schema[] = {
      .min = -32, .max = 32, .def = 0, .unit = "stops",
      .help = "Exposure compensation after every mode, like a camera's: a further scale of "
              "2^compensation_ev."},
+
+    /* --- dof: the camera's depth of field (A 5; D 1, 8; pipeline/dof.h) --- */
+    {.name = "dof.enabled", .type = HP_PARAM_BOOL, .offset = BOOL_AT(dof.enabled), .def = 0, .unit = "",
+     .help = "Blur what is out of focus as a lens does, from the frame's depth (a depth channel of the EXR, "
+             "or a `depth` part). A request that asks for it without a depth is refused (422)."},
+    {.name = "dof.method", .type = HP_PARAM_ENUM, .offset = U32_AT(dof.method), .def = 0, .choices = dof_methods,
+     .unit = "", .applies = "dof.enabled",
+     /* Gather: near and far fields (A 5.2-5.5); SAT: Hensley et al. 2005, the seed talk's fast path (A 7). */
+     .help = "`gather` (quality) blurs the near and far fields apart with an aperture-shaped gather and "
+             "composites far first, then near by its coverage, so a blurred foreground spreads over a sharp "
+             "background and a sharp subject never bleeds into the background behind it. `sat` (fast) "
+             "averages a box of each pixel's CoC from a summed-area table: constant time per pixel, but no "
+             "near and far layers."},
+    {.name = "dof.lens", .type = HP_PARAM_ENUM, .offset = ENUM_AT(dof.lens), .def = HP_LENS_50MM_F1_4,
+     .choices = dof_lenses, .unit = "", .applies = "dof.enabled",
+     .help = "A lens by its focal length and widest aperture, which give focal_length_mm and f_stop where "
+             "those are `\"auto\"`: `24mm_f2.8` (wide, deep focus), `35mm_f1.4`, `50mm_f1.4` (the normal "
+             "fast prime), `85mm_f1.4` (the portrait lens: shallow focus, large bokeh), `135mm_f2`."},
+    {.name = "dof.focal_length_mm", .type = HP_PARAM_NUMBER_OR_AUTO, .offset = NUMBER_AT(dof.focal_length_mm),
+     .aux_offset = BOOL_AT(dof.focal_length_auto), .def_auto = true, .def = 50, .min = 1, .max = 2000,
+     .unit = "mm", .applies = "dof.enabled",
+     .help = "Focal length f of the thin lens; `\"auto\"` takes dof.lens's."},
+    {.name = "dof.f_stop", .type = HP_PARAM_NUMBER_OR_AUTO, .offset = NUMBER_AT(dof.f_stop),
+     .aux_offset = BOOL_AT(dof.f_stop_auto), .def_auto = true, .def = 1.4, .min = 0.5, .max = 128, .unit = "",
+     .applies = "dof.enabled",
+     .help = "The f-number N: the aperture's diameter is f / N, so a smaller N blurs more. `\"auto\"` "
+             "takes dof.lens's."},
+    {.name = "dof.focus_distance_m", .type = HP_PARAM_NUMBER_OR_AUTO, .offset = NUMBER_AT(dof.focus_distance_m),
+     .aux_offset = BOOL_AT(dof.focus_auto), .def_auto = true, .def = 3, .min = 0, .min_exclusive = true,
+     .max = 1e6, .unit = "m", .applies = "dof.enabled",
+     .help = "Distance S1 in focus, in metres; it must lie beyond the focal length. `\"auto\"` focuses on "
+             "the frame's centre: the median depth of its middle tenth, the background left out."},
+    {.name = "dof.sensor_width_mm", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(dof.sensor_width_mm), .min = 1,
+     .max = 100, .def = 36, .unit = "mm", .applies = "dof.enabled",
+     /* D 8: the sensor width maps to the image width (36 mm full frame). */
+     .help = "Width of the sensor, which the frame's width spans (36 for full frame, 24.9 for Super 35): "
+             "it converts the CoC on the sensor into pixels."},
+    {.name = "dof.depth_scale", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(dof.depth_scale), .min = 0,
+     .min_exclusive = true, .max = 1e6, .def = 1, .unit = "m per unit", .applies = "dof.enabled",
+     .help = "Metres per unit of the depth channel (0.01 for centimetres). Depths of 1e9 and more, "
+             "infinities and NaN are the background, at infinity; depths of 0 or below stay sharp."},
+    {.name = "dof.max_coc_px", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(dof.max_coc_px), .min = 1,
+     .max = HP_DOF_MAX_COC_PX, .def = 32, .unit = "pixels", .applies = "dof.enabled",
+     .help = "Largest radius of the circle of confusion, in pixels; blur beyond it is clamped (near and "
+             "far alike)."},
+
+    /* --- bokeh: scattered highlights (A 6; D 9) --- */
+    {.name = "bokeh.enabled", .type = HP_PARAM_BOOL, .offset = BOOL_AT(bokeh.enabled), .def = 1, .unit = "",
+     .applies = "dof.enabled",
+     .help = "Draw bright out-of-focus pixels as sprites in the shape of the aperture, their light spread "
+             "over the sprite, instead of gathering them with the rest: crisp discs and polygons where a "
+             "gather would smear."},
+    {.name = "bokeh.threshold", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(bokeh.threshold), .min = 0,
+     .max = 1e9, .def = 4, .unit = "exposed luminance", .applies = "bokeh.enabled",
+     .help = "Exposed luminance over which an out-of-focus pixel becomes a sprite (1 is the exposed white of "
+             "a Reinhard curve's shoulder; 4 keeps to lights and speculars)."},
+    {.name = "bokeh.min_coc_px", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(bokeh.min_coc_px), .min = 0.5,
+     .max = HP_DOF_MAX_COC_PX, .def = 2, .unit = "pixels", .applies = "bokeh.enabled",
+     .help = "CoC radius under which a bright pixel stays with the gather: too sharp for a sprite to show."},
+    {.name = "bokeh.blades", .type = HP_PARAM_INTEGER, .offset = U32_AT(bokeh.blades), .min = 0, .max = 9,
+     .def = 7, .choices = bokeh_blades, .unit = "", .applies = "bokeh.enabled",
+     .help = "Aperture blades: the sprites are regular polygons of that many sides; 0 is a circle (a wide "
+             "open lens)."},
+    {.name = "bokeh.rotation_deg", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(bokeh.rotation_deg), .min = 0,
+     .max = 360, .def = 0, .unit = "degrees", .applies = "bokeh.enabled",
+     .help = "Rotation of the aperture polygon."},
+    {.name = "bokeh.squeeze", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(bokeh.squeeze), .min = 1, .max = 2,
+     .def = 1, .unit = "", .applies = "bokeh.enabled",
+     .help = "Anamorphic squeeze: sprites this many times taller than wide (1.33 or 2 for anamorphic "
+             "lenses, 1 for spherical ones)."},
+    {.name = "bokeh.max_sprites", .type = HP_PARAM_INTEGER, .offset = U32_AT(bokeh.max_sprites), .min = 0,
+     .max = HP_BOKEH_MAX_SPRITES, .def = 16384, .unit = "sprites", .applies = "bokeh.enabled",
+     .help = "The sprite budget. Pixels past it are gathered like the rest; the response says when it was "
+             "reached (`X-Bokeh`, and `bokeh` in JSON)."},
 
     /* --- tonemap (A 3; D 6) --- */
     {.name = "tonemap.operator", .type = HP_PARAM_ENUM, .offset = ENUM_AT(tonemap.op),
@@ -727,6 +815,22 @@ static hp_code rule_bit_depth(const hp_params *p, const char *field, hp_err *err
                                                                                   : "?");
 }
 
+/* The thin lens images nothing at or inside its focal length (S1 - f in the denominator of A 5.1). */
+static hp_code rule_focus_beyond_focal(const hp_params *p, const char *field, hp_err *err)
+{
+    if (!p->dof.enabled || p->dof.focus_auto)
+        return HP_OK;
+    double f = p->dof.focal_length_mm, N;
+    if (p->dof.focal_length_auto)
+        hp_dof_lens_values(p->dof.lens, &f, &N);
+    if (p->dof.focus_distance_m > f * 1e-3)
+        return HP_OK;
+    return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, field,
+                         "%s %g m is not beyond the focal length (%g mm): a lens focuses only on things farther "
+                         "than its focal length",
+                         field, p->dof.focus_distance_m, f);
+}
+
 /* Lottes's b and c (A 3.7). The curve f(x) = x^a / (x^(a d) b + c) reaches both points only when
  * hdrMax > midIn (else the shared denominator (hdrMax^(ad) - midIn^(ad)) midOut is 0), and it stays
  * finite and rising from f(0) = 0 only when b > 0 and c >= 0; otherwise the denominator crosses 0 at
@@ -900,6 +1004,7 @@ static const param_rule rules[] = {
      "shoulder.",
      rule_uchimura_linear},
     {"output.bit_depth", "`output.bit_depth` 16 only with `output.format` `png`.", rule_bit_depth},
+    {"dof.focus_distance_m", "`dof.focus_distance_m` beyond the focal length (in metres).", rule_focus_beyond_focal},
     {"input.height", "`input.width` and `input.height` are given together (both 0 for a file).", rule_raw_size},
     {"input.channel_r", "`input.channel_r`, `input.channel_g` and `input.channel_b` are given together or not at all.",
      rule_colour_channels},
@@ -964,6 +1069,12 @@ static const stage_doc stages[] = {
     {"exposure", "exposure",
      "Scales the scene-linear frame before the tone curve: from the frame's statistics (`auto`, "
      "`histogram`) or from fixed values (`fixed`), then by `compensation_ev` in every mode."},
+    {"dof", "dof: depth of field",
+     "A thin-lens camera (Potmesil and Chakravarty 1981) on the exposed scene-linear frame, before the tone "
+     "curve, so highlights keep their energy: the circle of confusion of each pixel from its depth, "
+     "signed near and far."},
+    {"bokeh", "bokeh: scattered highlights",
+     "Bright out-of-focus pixels drawn as aperture-shaped sprites, their energy counted once."},
     {"tonemap", "tonemap: the tone curve",
      "Maps exposed luminance (or, for `aces_hill`, `agx` and `khronos_neutral`, the exposed RGB channels) "
      "into [0, 1]. Each operator reads only its own parameters."},

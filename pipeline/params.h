@@ -128,10 +128,53 @@ typedef struct hp_input_params {
     char depth[HP_PARAM_STRING_MAX + 1];     /* EXR depth channel name; "": automatic */
 } hp_input_params;
 
+/* Depth of field (DECISIONS.md 8; algorithms.md 5): the thin-lens camera that turns the frame's depth
+ * into circles of confusion. Lengths are those of the real camera; dof.lens names a lens people know and
+ * gives the focal length and f-stop wherever those are left "auto". */
+typedef enum hp_dof_lens {
+    HP_LENS_24MM_F2_8 = 0,
+    HP_LENS_35MM_F1_4,
+    HP_LENS_50MM_F1_4,
+    HP_LENS_85MM_F1_4,
+    HP_LENS_135MM_F2,
+    HP_LENS_COUNT
+} hp_dof_lens;
+
+/* The focal length (mm) and f-number of a named lens. */
+void hp_dof_lens_values(hp_dof_lens lens, double *focal_length_mm, double *f_stop);
+
+typedef struct hp_dof_params {
+    bool enabled;
+    uint32_t method;          /* pipeline/dof.h hp_dof_method: gather (0) or sat (1) */
+    hp_dof_lens lens;
+    double focal_length_mm;
+    bool focal_length_auto;   /* from the lens */
+    double f_stop;
+    bool f_stop_auto;         /* from the lens */
+    double focus_distance_m;
+    bool focus_auto;          /* the depth at the frame's centre */
+    double sensor_width_mm;   /* spans the frame's width */
+    double depth_scale;       /* metres per depth unit */
+    double max_coc_px;        /* largest CoC radius, pixels */
+} hp_dof_params;
+
+/* Scattered bokeh (DECISIONS.md 9; algorithms.md 6). */
+typedef struct hp_bokeh_params {
+    bool enabled;
+    uint32_t blades;      /* 0: a circle; 5 to 9 */
+    uint32_t max_sprites; /* the budget */
+    double threshold;     /* exposed luminance over which an out-of-focus pixel becomes a sprite */
+    double min_coc_px;    /* radius under which a pixel is too sharp to make one */
+    double rotation_deg;
+    double squeeze;       /* anamorphic: sprites this many times taller than wide */
+} hp_bokeh_params;
+
 typedef struct hp_params {
     hp_input_params input;
     hp_analysis_params analysis;
     hp_exposure_params exposure;
+    hp_dof_params dof;
+    hp_bokeh_params bokeh;
     hp_tonemap_params tonemap;
     hp_gamma_params gamma;
     hp_output_params output;

@@ -51,6 +51,10 @@ static const enum_choice gamma_modes[] = {{"local", HP_GAMMA_LOCAL}, {"local_lum
                                           {"srgb", HP_GAMMA_SRGB}, {"linear", HP_GAMMA_LINEAR}, {NULL, 0}};
 static const enum_choice formats[] = {{"webp", HP_OUTPUT_WEBP}, {"png", HP_OUTPUT_PNG}, {NULL, 0}};
 static const enum_choice input_types[] = {{"float32", HP_INPUT_FLOAT32}, {"float16", HP_INPUT_FLOAT16}, {NULL, 0}};
+static const enum_choice dof_methods[] = {{"gather", 0}, {"sat", 1}, {NULL, 0}};
+static const enum_choice dof_lenses[] = {{"24mm_f2.8", HP_LENS_24MM_F2_8}, {"35mm_f1.4", HP_LENS_35MM_F1_4},
+                                         {"50mm_f1.4", HP_LENS_50MM_F1_4}, {"85mm_f1.4", HP_LENS_85MM_F1_4},
+                                         {"135mm_f2", HP_LENS_135MM_F2},   {NULL, 0}};
 
 static const spec specs[] = {
     {"input.width", INT, F(input.width), "0", "[0, 16384]", NULL},
@@ -73,6 +77,22 @@ static const spec specs[] = {
     {"exposure.stops", NUM, F(exposure.stops), "0", "[-32, 32]", NULL},
     {"exposure.adaptation", NUM, F(exposure.adaptation), "0", "[0, 1e9]", NULL},
     {"exposure.compensation_ev", NUM, F(exposure.compensation_ev), "0", "[-32, 32]", NULL},
+    {"dof.enabled", HP_PARAM_BOOL, F(dof.enabled), "false", NULL, NULL},
+    {"dof.method", HP_PARAM_ENUM, F(dof.method), "gather", NULL, dof_methods},
+    {"dof.lens", HP_PARAM_ENUM, F(dof.lens), "50mm_f1.4", NULL, dof_lenses},
+    {"dof.focal_length_mm", HP_PARAM_NUMBER_OR_AUTO, F(dof.focal_length_mm), "auto", "[1, 2000]", NULL},
+    {"dof.f_stop", HP_PARAM_NUMBER_OR_AUTO, F(dof.f_stop), "auto", "[0.5, 128]", NULL},
+    {"dof.focus_distance_m", HP_PARAM_NUMBER_OR_AUTO, F(dof.focus_distance_m), "auto", "(0, 1000000]", NULL},
+    {"dof.sensor_width_mm", NUM, F(dof.sensor_width_mm), "36", "[1, 100]", NULL},
+    {"dof.depth_scale", NUM, F(dof.depth_scale), "1", "(0, 1000000]", NULL},
+    {"dof.max_coc_px", NUM, F(dof.max_coc_px), "32", "[1, 64]", NULL},
+    {"bokeh.enabled", HP_PARAM_BOOL, F(bokeh.enabled), "true", NULL, NULL},
+    {"bokeh.threshold", NUM, F(bokeh.threshold), "4", "[0, 1e9]", NULL},
+    {"bokeh.min_coc_px", NUM, F(bokeh.min_coc_px), "2", "[0.5, 64]", NULL},
+    {"bokeh.blades", INT, F(bokeh.blades), "7", "0, 5, 6, 7, 8, 9", NULL},
+    {"bokeh.rotation_deg", NUM, F(bokeh.rotation_deg), "0", "[0, 360]", NULL},
+    {"bokeh.squeeze", NUM, F(bokeh.squeeze), "1", "[1, 2]", NULL},
+    {"bokeh.max_sprites", INT, F(bokeh.max_sprites), "16384", "[0, 65535]", NULL},
     {"tonemap.operator", HP_PARAM_ENUM, F(tonemap.op), "reinhard_extended", NULL, operators},
     {"tonemap.white_point", NUM, F(tonemap.white_point), "0", "[0, 1e9]", NULL},
     {"tonemap.drago.bias", NUM, F(tonemap.drago_bias), "0.85", "(0, 1]", NULL},
@@ -273,7 +293,7 @@ static void test_schema(void)
                                                                                               : sizeof(uint32_t);
         spans[n++] = (struct span){def->offset, size, def->name};
         if (def->type == HP_PARAM_NUMBER_OR_AUTO)
-            spans[n++] = (struct span){def->aux_offset, sizeof(bool), "exposure.key (auto flag)"};
+            spans[n++] = (struct span){def->aux_offset, sizeof(bool), "an \"auto\" flag"};
     }
     for (size_t i = 1; i < n; i++) /* insertion sort by start */
         for (size_t j = i; j > 0 && spans[j - 1].start > spans[j].start; j--) {
@@ -333,6 +353,12 @@ static void test_defaults(void)
             tap_ok(strcmp(got, s->def) == 0 && (def->def_text == NULL || strcmp(def->def_text, s->def) == 0),
                    "default %s = \"%s\" (field \"%s\", table %s)", s->name, s->def, got,
                    def->def_text ? def->def_text : "NULL, which is \"\"");
+            continue;
+        }
+        if (s->type == HP_PARAM_NUMBER_OR_AUTO && strcmp(s->def, "auto") == 0) {
+            bool flag = *(const bool *)((const char *)&p + def->aux_offset);
+            tap_ok(s->type == HP_PARAM_NUMBER_OR_AUTO && def->def_auto && flag, "default %s = \"auto\" (flag %d)",
+                   s->name, flag);
             continue;
         }
         double want;
@@ -1045,7 +1071,7 @@ static void test_to_json(void)
     json_t *j = hp_params_to_json(&p);
     json_t *hable = json_object_get(json_object_get(j, "tonemap"), "hable");
     json_t *layer = json_object_get(json_object_get(j, "input"), "layer");
-    tap_ok(j && count_leaves(j) == hp_param_schema_count && json_object_size(j) == 6 &&
+    tap_ok(j && count_leaves(j) == hp_param_schema_count && json_object_size(j) == 8 &&
                json_is_string(layer) && strcmp(json_string_value(layer), "") == 0 &&
                json_real_value(json_object_get(hable, "white")) == 11.2 &&
                json_integer_value(json_object_get(json_object_get(j, "output"), "quality")) == 90 &&

@@ -552,6 +552,76 @@ def render_depth(d):
           is_error(status, data, 422, "depth_size_differs", "depth"), f"{status} {data[:300]!r}")
 
 
+def pfm_grey(width, height, value_at):
+    """A grey PFM (little-endian, rows stored bottom to top) whose sample at (x, y), y from the top, is
+    value_at(x, y)."""
+    rows = []
+    for y in range(height - 1, -1, -1):
+        rows.append(array.array("f", (value_at(x, y) for x in range(width))))
+    body = b"".join(r.tobytes() if sys.byteorder == "little" else _swapped(r) for r in rows)
+    return f"Pf\n{width} {height}\n-1.0\n".encode() + body
+
+
+def _swapped(a):
+    b = array.array("f", a)
+    b.byteswap()
+    return b.tobytes()
+
+
+def depth_of_field(d):
+    """Issue 5 end to end: DOF from the EXR's own depth and from a depth part, what the answer says about
+    it, the sprite budget, and the errors."""
+    street = read_data("blender_street_960x540_singlelayer.exr")
+    status, headers, data = request(d.port, "POST", "/v1/render?dof.enabled=true&dof.lens=85mm_f1.4", street)
+    timing = headers.get("server-timing", "")
+    dof_hdr, bokeh_hdr = headers.get("x-depth-of-field", ""), headers.get("x-bokeh", "")
+    point("DOF from the EXR's own Z (street, 85mm_f1.4, automatic focus): 200 WebP 960x540, Server-Timing "
+          "names dof and bokeh, X-Depth-Of-Field and X-Bokeh say what was done",
+          status == 200 and webp_size(data) == (960, 540) and "dof;dur=" in timing and "bokeh;dur=" in timing
+          and "focal_mm=85" in dof_hdr and "sprites=" in bokeh_hdr, f"{status} {timing} {dof_hdr} {bokeh_hdr}")
+
+    status, headers, data = request(d.port, "POST", "/v1/render?dof.enabled=true&bokeh.max_sprites=1", street,
+                                    {"Accept": "application/json"})
+    doc = json.loads(data) if status == 200 else {}
+    bokeh = doc.get("dof", {}).get("bokeh", {})
+    point("the JSON answer's dof object: method, resolved lens and focus, and a sprite budget of 1 reported as "
+          "reached",
+          status == 200 and doc["dof"]["method"] == "gather" and doc["dof"]["focal_length_mm"] == 50
+          and doc["dof"]["f_stop"] == 1.4 and doc["dof"]["focus_distance_m"] > 0 and bokeh.get("sprites") == 1
+          and bokeh.get("wanted", 0) > 1 and bokeh.get("budget_reached") is True, f"{status} {doc.get('dof')}")
+
+    # A depth part: the PFM frame with every depth at the focus distance is the frame without DOF, byte
+    # for byte (PNG is deterministic); a ramp of depths changes it.
+    park = read_data("pmndrs_park.pfm")
+    flat = pfm_grey(512, 256, lambda x, y: 3.0)
+    status, _, plain = request(d.port, "POST", "/v1/render?output.format=png", park)
+    body, ctype = multipart([frame_part(park, filename="park.pfm"), frame_part(flat, "depth", "depth.pfm"),
+                             params_part({"dof.enabled": True, "dof.focus_distance_m": 3, "output.format": "png"})])
+    status2, _, focused = request(d.port, "POST", "/v1/render", body, {"Content-Type": ctype})
+    point("a depth part with every depth at the focus distance: the PNG is byte-identical to the frame without "
+          "DOF", status == 200 and status2 == 200 and plain == focused, f"{status} {status2} {len(plain)} {len(focused)}")
+    ramp = pfm_grey(512, 256, lambda x, y: 0.5 + 20.0 * x / 512)
+    body, ctype = multipart([frame_part(park, filename="park.pfm"), frame_part(ramp, "depth", "depth.pfm"),
+                             params_part({"dof.enabled": True, "dof.focus_distance_m": 3, "output.format": "png",
+                                          "dof.method": "sat"})])
+    status, headers, blurred = request(d.port, "POST", "/v1/render", body, {"Content-Type": ctype})
+    point("a depth ramp as a depth part (sat method): 200 PNG 512x256 that differs from the sharp frame",
+          status == 200 and png_size(blurred) == (512, 256) and blurred != plain, f"{status} {blurred[:200]!r}")
+
+    status, _, data = request(d.port, "POST", "/v1/render?dof.enabled=true", park)
+    point("dof.enabled on a PFM with no depth part is 422 depth_missing naming field depth",
+          is_error(status, data, 422, "depth_missing", "depth"), f"{status} {data[:300]!r}")
+    status, _, data = request(d.port, "POST", "/v1/render?dof.enabled=true&dof.focus_distance_m=0.03", street)
+    point("a focus distance inside the focal length is 400 naming dof.focus_distance_m",
+          is_error(status, data, 400, "invalid_parameter", "dof.focus_distance_m"), f"{status} {data[:300]!r}")
+    status, _, data = request(d.port, "POST", "/v1/render?dof.enabled=true&bokeh.blades=4", street)
+    point("bokeh.blades 4 (not 0 or 5-9) is 400 naming bokeh.blades",
+          is_error(status, data, 400, "invalid_parameter", "bokeh.blades"), f"{status} {data[:300]!r}")
+    status, _, data = request(d.port, "POST", "/v1/analyze?dof.enabled=true", park)
+    point("/v1/analyze ignores dof (statistics are of the frame as it came): 200",
+          status == 200, f"{status} {data[:300]!r}")
+
+
 def render_json(d, tmp):
     """6: Accept: application/json."""
     ref, _ = cpu(tmp, "pmndrs_park.exr")
@@ -1164,7 +1234,7 @@ def main():
                 for test in (render_raw_exr, render_png_8bit, render_png_16bit, render_multipart, render_json,
                              analyze, parallel, exr_layers):
                     guarded(test, d, tmp)
-                for test in (render_depth, errors, raw_input):
+                for test in (render_depth, depth_of_field, errors, raw_input):
                     guarded(test, d)
             finally:
                 stop(d)
