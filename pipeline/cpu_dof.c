@@ -119,7 +119,7 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
         for (uint32_t hy = 0; hy < hh; hy++) {
             for (uint32_t hx = 0; hx < hw; hx++) {
                 double sc = half[4 * ((size_t)hy * hw + hx) + 3];
-                int rb = (int)floorf(fminf(fabsf((float)sc), (float)s->max_coc_px) * 0.5f + 0.5f);
+                int rb = (int)floorf(fminf(fabsf((float)sc), (float)s->max_coc_px) * (0.5f * (float)HP_SAT_BOX_SCALE) + 0.5f);
                 int x0 = (int)hx - rb < 0 ? 0 : (int)hx - rb, x1 = (int)hx + rb > (int)hw - 1 ? (int)hw - 1 : (int)hx + rb;
                 int y0 = (int)hy - rb < 0 ? 0 : (int)hy - rb, y1 = (int)hy + rb > (int)hh - 1 ? (int)hh - 1 : (int)hy + rb;
                 double acc[3] = {0, 0, 0};

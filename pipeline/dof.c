@@ -86,10 +86,11 @@ struct hp_dof {
     hp_gpu *gpu;
     hp_compute setup[2];          /* [hp_pixel_format] */
     hp_compute composite[2];      /* [format]: output_dof only; the daemon's tone pass composites itself */
-    hp_compute tiles, gather, sat_rows, sat_cols, sat_query, bokeh_args, bokeh_splat;
+    hp_compute tiles, gather[2], sat_rows, sat_cols, sat_query, bokeh_args, bokeh_splat;
     hp_buffer taps;    /* HP_DOF_TAPS vec2 */
     hp_buffer sprites; /* control words, then HP_BOKEH_MAX_SPRITES records */
     bool initialised;  /* taps written, control words zeroed */
+    uint32_t halo;     /* the shared-memory gather's border, half pixels (hp_dof.h) */
 };
 
 static int cmp_float(const void *a, const void *b)
@@ -211,9 +212,17 @@ hp_code hp_dof_create(hp_gpu *gpu, hp_dof **out, hp_err *err)
     }
     if (rc == HP_OK)
         rc = make(gpu, "dof_tiles", spv_tiles, sizeof(spv_tiles), sizeof(struct tiles_push), NULL, 0, &d->tiles, err);
-    if (rc == HP_OK)
-        rc = make(gpu, "dof_gather", spv_gather, sizeof(spv_gather), sizeof(struct gather_push), NULL, 0, &d->gather,
-                  err);
+    /* [0]: taps from memory, any max_coc_px; [1]: taps from a shared-memory copy with a border of
+     * d->halo half pixels, for max_coc_px up to twice that. */
+    d->halo = HP_DOF_GATHER_HALO_MAX;
+    while (d->halo > 8 && (size_t)(16 + 2 * d->halo) * (16 + 2 * d->halo) * 16 + HP_DOF_TAPS * 8 >
+                              gpu->info.max_shared_memory)
+        d->halo -= 4;
+    for (uint32_t v = 0; v < 2 && rc == HP_OK; v++) {
+        const uint32_t spec[1] = {v ? d->halo : 0};
+        rc = make(gpu, v ? "dof_gather_shared" : "dof_gather", spv_gather, sizeof(spv_gather),
+                  sizeof(struct gather_push), spec, 1, &d->gather[v], err);
+    }
     if (rc == HP_OK)
         rc = make(gpu, "dof_sat_rows", spv_sat_rows, sizeof(spv_sat_rows), sizeof(struct sat_push), NULL, 0,
                   &d->sat_rows, err);
@@ -252,7 +261,8 @@ void hp_dof_destroy(hp_dof **pd)
         hp_compute_destroy(d->gpu, &d->composite[f]);
     }
     hp_compute_destroy(d->gpu, &d->tiles);
-    hp_compute_destroy(d->gpu, &d->gather);
+    hp_compute_destroy(d->gpu, &d->gather[0]);
+    hp_compute_destroy(d->gpu, &d->gather[1]);
     hp_compute_destroy(d->gpu, &d->sat_rows);
     hp_compute_destroy(d->gpu, &d->sat_cols);
     hp_compute_destroy(d->gpu, &d->sat_query);
@@ -417,7 +427,8 @@ void hp_dof_record_fields(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, c
         detail(cmd, io, HP_DOF_DETAIL_TILES_OR_ROWS);
         struct gather_push gp = {.half_ = f->half_.address, .dilated = f->dilated.address, .taps = d->taps.address,
                                  .near = f->near.address, .far = f->far.address, .half_w = hw, .half_h = hh};
-        run(cmd, &d->gather, &gp, sizeof(gp), (hw + 7) / 8, (hh + 7) / 8);
+        bool shared = s->max_coc_px <= 2.0 * d->halo;
+        run(cmd, &d->gather[shared], &gp, sizeof(gp), (hw + 15) / 16, (hh + 15) / 16);
         compute_barrier(cmd);
         detail(cmd, io, HP_DOF_DETAIL_GATHER_OR_COLS);
         detail(cmd, io, HP_DOF_DETAIL_SAT_QUERY);

@@ -21,7 +21,17 @@
 
 #include "hp_dof.h"
 
-layout(local_size_x = 8, local_size_y = 8) in;
+// HALO > 0: the workgroup first copies its pixels and a border of HALO half pixels around them into
+// shared memory, and every tap reads from there (the kernel's radius, at most max_coc_px / 2, must not
+// exceed HALO). A tap then costs a shared-memory read instead of a trip through the L1, which is what
+// the gather spends its time on (docs/BENCHMARKS.md). HALO = 0 reads every tap from memory (for
+// max_coc_px beyond 2 HALO, whose border would not fit in shared memory).
+layout(constant_id = 0) const uint HALO = 0; // pipeline/dof.c sizes it to the device's shared memory
+layout(local_size_x = 16, local_size_y = 16) in;
+#define WG_SIDE 16u
+#define SIDE (WG_SIDE + 2u * HALO)
+shared vec4 s_half[HALO > 0u ? SIDE * SIDE : 1u];
+shared vec2 s_taps[HP_DOF_TAPS];
 
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer InVec4 { vec4 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer InVec2 { vec2 v[]; };
@@ -40,9 +50,20 @@ layout(push_constant, std430) uniform Push {
 void main()
 {
     uvec2 p = gl_GlobalInvocationID.xy;
+    InVec4 half_ = InVec4(pc.half_);
+    ivec2 last = ivec2(pc.half_w, pc.half_h) - 1;
+    ivec2 origin = ivec2(gl_WorkGroupID.xy * WG_SIDE) - int(HALO); // of the shared copy
+    for (uint i = gl_LocalInvocationIndex; i < HP_DOF_TAPS; i += WG_SIDE * WG_SIDE)
+        s_taps[i] = InVec2(pc.taps).v[i];
+    if (HALO > 0u) {
+        for (uint i = gl_LocalInvocationIndex; i < SIDE * SIDE; i += WG_SIDE * WG_SIDE) {
+            ivec2 q = clamp(origin + ivec2(i % SIDE, i / SIDE), ivec2(0), last);
+            s_half[i] = half_.v[uint(q.y) * pc.half_w + uint(q.x)];
+        }
+    }
+    barrier();
     if (p.x >= pc.half_w || p.y >= pc.half_h)
         return;
-    InVec4 half_ = InVec4(pc.half_);
     uint idx = p.y * pc.half_w + p.x;
     vec4 centre = half_.v[idx];
     uint tiles_w = (pc.half_w + HP_DOF_TILE - 1u) / HP_DOF_TILE;
@@ -56,34 +77,36 @@ void main()
     }
     uint K = clamp(uint(ceil(R / float(HP_DOF_RING_SPACING))), 1u, uint(HP_DOF_MAX_RINGS));
     float step_ = R / float(K);
-    // Each tap stands for pi/4 step^2 of area; divided by pi c^2 that is step^2 / (4 c^2).
-    float tap_share = 0.25 * step_ * step_;
     vec3 far_sum = vec3(0.0), near_sum = vec3(0.0);
-    float far_w = 0.0, near_w = 0.0, cover = 0.0;
-    ivec2 last = ivec2(pc.half_w, pc.half_h) - 1;
+    float far_w = 0.0, near_w = 0.0;
     for (uint k = 0u; k <= K; k++) {
         uint count = k == 0u ? 1u : 8u * k;
         uint base = k == 0u ? 0u : 1u + 4u * k * (k - 1u);
         precise float r = float(k) * step_;
         for (uint j = 0u; j < count; j++) {
-            vec2 dir = InVec2(pc.taps).v[base + j];
-            precise vec2 off = r * dir;
+            precise vec2 off = r * s_taps[base + j];
             ivec2 q = clamp(ivec2(p) + ivec2(floor(off + 0.5)), ivec2(0), last);
-            vec4 v = half_.v[uint(q.y) * pc.half_w + uint(q.x)];
+            vec4 v;
+            if (HALO > 0u) {
+                ivec2 l = q - origin;
+                v = s_half[uint(l.y) * SIDE + uint(l.x)];
+            } else {
+                v = half_.v[uint(q.y) * pc.half_w + uint(q.x)];
+            }
             float c = abs(v.a) * 0.5;
-            float reach = clamp(c - r + 1.0, 0.0, 1.0);
-            float w = reach / max(c * c, 0.25);
+            float w = clamp(c - r + 1.0, 0.0, 1.0) / max(c * c, 0.25);
             if (v.a > 0.0) {
                 far_sum += w * v.rgb;
                 far_w += w;
             } else if (v.a < 0.0) {
                 near_sum += w * v.rgb;
                 near_w += w;
-                cover += reach * tap_share / max(c * c, 0.25);
             }
         }
     }
-    float alpha = min(cover, 1.0);
+    // Each tap stands for pi/4 step^2 of area and a near tap spreads over pi c^2: its share of this
+    // pixel is reach * step^2 / (4 c^2), which is its weight w times step^2 / 4.
+    float alpha = min(near_w * 0.25 * step_ * step_, 1.0);
     OutVec4(pc.near).v[idx] = near_w > 0.0 ? vec4(near_sum / near_w * alpha, alpha) : vec4(0.0);
     OutVec4(pc.far).v[idx] = centre.a > 0.0 ? vec4(far_sum / far_w, 1.0) : vec4(0.0);
 }

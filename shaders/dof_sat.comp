@@ -9,7 +9,7 @@
 //   HP_SAT_COLS   the same down the columns, as segments: a workgroup takes HP_SAT_COL_X columns, each
 //                 column cut into HP_SAT_COL_SEGMENTS segments, one invocation each (the seed's "segment
 //                 sums, then offsets"), in place.
-//   HP_SAT_QUERY  per half-resolution pixel: the mean over the box of half-size round(|CoC| / 2),
+//   HP_SAT_QUERY  per half-resolution pixel: the mean over the box of the CoC disc's area,
 //                 clipped to the frame, from four lookups (algorithms.md 7's box sum).
 // Precision (algorithms.md 7 warns that an fp32 table of a 1080p frame loses most of a small box): the
 // sums are 64-bit integers in a fixed point chosen per frame from its largest luminance (hp_dof.h), so
@@ -151,8 +151,8 @@ void main()
         return;
     uint idx = p.y * pc.half_w + p.x;
     float s = InVec4(pc.half_).v[idx].a;
-    // Half-size in half-resolution pixels: the CoC radius halved, to the nearest pixel.
-    int rb = int(floor(min(abs(s), pc.max_coc) * 0.5 + 0.5));
+    // Half-size in half-resolution pixels: the box of the disc's area (hp_dof.h), to the nearest pixel.
+    int rb = int(floor(min(abs(s), pc.max_coc) * (0.5 * float(HP_SAT_BOX_SCALE)) + 0.5));
     int x0 = max(int(p.x) - rb, 0), x1 = min(int(p.x) + rb, int(pc.half_w) - 1);
     int y0 = max(int(p.y) - rb, 0), y1 = min(int(p.y) + rb, int(pc.half_h) - 1);
     Table table = Table(pc.table);

@@ -21,6 +21,10 @@
 #define HP_DOF_MAX_RINGS 5
 #define HP_DOF_TAPS 121
 #define HP_DOF_RING_SPACING 2.0
+/* The gather's shared-memory border, half pixels (shaders/dof_gather.comp): the largest of 16, 12, 8
+ * whose (16 + 2 HALO)^2 vec4 fit in the device's maxComputeSharedMemorySize (16: 36 KiB, which NVIDIA's
+ * 48 KiB hold; 12: 25 KiB, within lavapipe's 32 KiB). max_coc_px up to 2 HALO frame pixels uses it. */
+#define HP_DOF_GATHER_HALO_MAX 16
 
 /* Depth samples at or above this are the background, at infinity (Blender writes 1e10 for the sky;
  * api/image.h HP_IMAGE_DEPTH_BACKGROUND). NaN and +inf are background too. */
@@ -51,6 +55,9 @@
  * pixels of values below 2^HP_SAT_FIXED_BITS then sums below 2^62. Values within 2^-25 of the largest
  * keep every bit of their fp32 mantissa. */
 #define HP_SAT_FIXED_BITS 49
+/* A box of the same area as the CoC's disc: half-size sqrt(pi) / 2 times the radius, so a highlight
+ * spreads to the same brightness whichever path blurs it. */
+#define HP_SAT_BOX_SCALE 0.886226925
 #define HP_SAT_CHANNEL_BOUND 14.0
 #define HP_SAT_ROW_WG 256
 #define HP_SAT_COL_X 16
