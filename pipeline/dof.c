@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hp_dof_taps.h"
 #include "pipeline/gpu_internal.h"
 
 static const uint32_t spv_setup[] =
@@ -52,10 +53,10 @@ struct tiles_push {
 };
 
 struct gather_push {
-    VkDeviceAddress half_, dilated, taps, near, far;
+    VkDeviceAddress half_, dilated, near, far;
     uint32_t half_w, half_h;
 };
-_Static_assert(sizeof(struct gather_push) == 48, "push constant layout drifted from dof_gather.comp");
+_Static_assert(sizeof(struct gather_push) == 40, "push constant layout drifted from dof_gather.comp");
 
 struct composite_push {
     VkDeviceAddress pixels, coc, mask, near, far, accum, out;
@@ -86,11 +87,9 @@ struct hp_dof {
     hp_gpu *gpu;
     hp_compute setup[2];          /* [hp_pixel_format] */
     hp_compute composite[2];      /* [format]: output_dof only; the daemon's tone pass composites itself */
-    hp_compute tiles, gather[2], sat_rows, sat_cols, sat_query, bokeh_args, bokeh_splat;
-    hp_buffer taps;    /* HP_DOF_TAPS vec2 */
+    hp_compute tiles, gather, sat_rows, sat_cols, sat_query, bokeh_args, bokeh_splat;
     hp_buffer sprites; /* control words, then HP_BOKEH_MAX_SPRITES records */
-    bool initialised;  /* taps written, control words zeroed */
-    uint32_t halo;     /* the shared-memory gather's border, half pixels (hp_dof.h) */
+    bool initialised;  /* control words zeroed */
 };
 
 static int cmp_float(const void *a, const void *b)
@@ -171,17 +170,10 @@ double hp_dof_coc(const hp_dof_settings *s, uint32_t width, double depth)
 
 void hp_dof_tap_directions(float out[HP_DOF_TAPS][2])
 {
-    /* Centre, then ring k's 8k directions, every other ring turned by half a step so taps of
-     * neighbouring rings do not line up into spokes. */
-    out[0][0] = out[0][1] = 0.0f;
-    for (uint32_t k = 1; k <= HP_DOF_MAX_RINGS; k++) {
-        uint32_t base = 1 + 4 * k * (k - 1);
-        for (uint32_t j = 0; j < 8 * k; j++) {
-            double a = (2.0 * M_PI / (8.0 * k)) * ((double)j + (k % 2 ? 0.0 : 0.5));
-            out[base + j][0] = (float)cos(a);
-            out[base + j][1] = (float)sin(a);
-        }
-    }
+#define HP_DOF_TAP(x, y) {(float)(x), (float)(y)}
+    static const float table[HP_DOF_TAPS][2] = {HP_DOF_TAP_TABLE};
+#undef HP_DOF_TAP
+    memcpy(out, table, sizeof(table));
 }
 
 static hp_code make(hp_gpu *gpu, const char *name, const uint32_t *spirv, size_t size, uint32_t push,
@@ -212,17 +204,9 @@ hp_code hp_dof_create(hp_gpu *gpu, hp_dof **out, hp_err *err)
     }
     if (rc == HP_OK)
         rc = make(gpu, "dof_tiles", spv_tiles, sizeof(spv_tiles), sizeof(struct tiles_push), NULL, 0, &d->tiles, err);
-    /* [0]: taps from memory, any max_coc_px; [1]: taps from a shared-memory copy with a border of
-     * d->halo half pixels, for max_coc_px up to twice that. */
-    d->halo = HP_DOF_GATHER_HALO_MAX;
-    while (d->halo > 8 && (size_t)(16 + 2 * d->halo) * (16 + 2 * d->halo) * 16 + HP_DOF_TAPS * 8 >
-                              gpu->info.max_shared_memory)
-        d->halo -= 4;
-    for (uint32_t v = 0; v < 2 && rc == HP_OK; v++) {
-        const uint32_t spec[1] = {v ? d->halo : 0};
-        rc = make(gpu, v ? "dof_gather_shared" : "dof_gather", spv_gather, sizeof(spv_gather),
-                  sizeof(struct gather_push), spec, 1, &d->gather[v], err);
-    }
+    if (rc == HP_OK)
+        rc = make(gpu, "dof_gather", spv_gather, sizeof(spv_gather), sizeof(struct gather_push), NULL, 0, &d->gather,
+                  err);
     if (rc == HP_OK)
         rc = make(gpu, "dof_sat_rows", spv_sat_rows, sizeof(spv_sat_rows), sizeof(struct sat_push), NULL, 0,
                   &d->sat_rows, err);
@@ -238,8 +222,6 @@ hp_code hp_dof_create(hp_gpu *gpu, hp_dof **out, hp_err *err)
     if (rc == HP_OK)
         rc = make(gpu, "bokeh_splat", spv_bokeh_splat, sizeof(spv_bokeh_splat), sizeof(struct splat_push), NULL, 0,
                   &d->bokeh_splat, err);
-    if (rc == HP_OK)
-        rc = hp_buffer_create(gpu, HP_DOF_TAPS * 2 * sizeof(float), HP_MEM_DEVICE, "dof_taps", &d->taps, err);
     if (rc == HP_OK)
         rc = hp_buffer_create(gpu, 4 * (HP_BOKEH_CTL_WORDS + (VkDeviceSize)HP_BOKEH_MAX_SPRITES * HP_BOKEH_SPRITE_WORDS),
                               HP_MEM_DEVICE, "bokeh_sprites", &d->sprites, err);
@@ -261,14 +243,12 @@ void hp_dof_destroy(hp_dof **pd)
         hp_compute_destroy(d->gpu, &d->composite[f]);
     }
     hp_compute_destroy(d->gpu, &d->tiles);
-    hp_compute_destroy(d->gpu, &d->gather[0]);
-    hp_compute_destroy(d->gpu, &d->gather[1]);
+    hp_compute_destroy(d->gpu, &d->gather);
     hp_compute_destroy(d->gpu, &d->sat_rows);
     hp_compute_destroy(d->gpu, &d->sat_cols);
     hp_compute_destroy(d->gpu, &d->sat_query);
     hp_compute_destroy(d->gpu, &d->bokeh_args);
     hp_compute_destroy(d->gpu, &d->bokeh_splat);
-    hp_buffer_destroy(d->gpu, &d->taps);
     hp_buffer_destroy(d->gpu, &d->sprites);
     free(d);
     *pd = NULL;
@@ -380,9 +360,6 @@ void hp_dof_record_fields(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, c
     hp_dof_frame *f = io->frame;
     bool first = !d->initialised;
     if (first) {
-        float taps[HP_DOF_TAPS][2];
-        hp_dof_tap_directions(taps);
-        vkCmdUpdateBuffer(cmd, d->taps.buffer, 0, sizeof(taps), taps);
         vkCmdFillBuffer(cmd, d->sprites.buffer, 0, 4 * HP_BOKEH_CTL_WORDS, 0);
         d->initialised = true;
     }
@@ -425,10 +402,9 @@ void hp_dof_record_fields(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, c
         run(cmd, &d->tiles, &tp, sizeof(tp), (tw + 7) / 8, (th + 7) / 8);
         compute_barrier(cmd);
         detail(cmd, io, HP_DOF_DETAIL_TILES_OR_ROWS);
-        struct gather_push gp = {.half_ = f->half_.address, .dilated = f->dilated.address, .taps = d->taps.address,
-                                 .near = f->near.address, .far = f->far.address, .half_w = hw, .half_h = hh};
-        bool shared = s->max_coc_px <= 2.0 * d->halo;
-        run(cmd, &d->gather[shared], &gp, sizeof(gp), (hw + 15) / 16, (hh + 15) / 16);
+        struct gather_push gp = {.half_ = f->half_.address, .dilated = f->dilated.address, .near = f->near.address,
+                                 .far = f->far.address, .half_w = hw, .half_h = hh};
+        run(cmd, &d->gather, &gp, sizeof(gp), (hw + 7) / 8, (hh + 7) / 8);
         compute_barrier(cmd);
         detail(cmd, io, HP_DOF_DETAIL_GATHER_OR_COLS);
         detail(cmd, io, HP_DOF_DETAIL_SAT_QUERY);

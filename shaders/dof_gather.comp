@@ -20,18 +20,13 @@
 #extension GL_EXT_buffer_reference_uvec2 : require
 
 #include "hp_dof.h"
+#define HP_DOF_TAP(x, y) vec2(x, y)
+#include "hp_dof_taps.h"
 
-// HALO > 0: the workgroup first copies its pixels and a border of HALO half pixels around them into
-// shared memory, and every tap reads from there (the kernel's radius, at most max_coc_px / 2, must not
-// exceed HALO). A tap then costs a shared-memory read instead of a trip through the L1, which is what
-// the gather spends its time on (docs/BENCHMARKS.md). HALO = 0 reads every tap from memory (for
-// max_coc_px beyond 2 HALO, whose border would not fit in shared memory).
-layout(constant_id = 0) const uint HALO = 0; // pipeline/dof.c sizes it to the device's shared memory
-layout(local_size_x = 16, local_size_y = 16) in;
-#define WG_SIDE 16u
-#define SIDE (WG_SIDE + 2u * HALO)
-shared vec4 s_half[HALO > 0u ? SIDE * SIDE : 1u];
-shared vec2 s_taps[HP_DOF_TAPS];
+// A constant array: a uniform index reads it from the constant bank, with no load per tap.
+const vec2 TAPS[HP_DOF_TAPS] = vec2[](HP_DOF_TAP_TABLE);
+
+layout(local_size_x = 8, local_size_y = 8) in;
 
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer InVec4 { vec4 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer InVec2 { vec2 v[]; };
@@ -40,30 +35,45 @@ layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer O
 layout(push_constant, std430) uniform Push {
     uvec2 half_;   //  0  vec4: colour, signed CoC (frame pixels)
     uvec2 dilated; //  8  vec2 per tile: neighbourhood near max, own far max
-    uvec2 taps;    // 16  HP_DOF_TAPS unit directions (pipeline/dof.c)
-    uvec2 near;    // 24  out: premultiplied colour, coverage
-    uvec2 far;     // 32  out: colour and 1 for far pixels, 0 for the others
-    uint half_w;   // 40
-    uint half_h;   // 44
+    uvec2 near;    // 16  out: premultiplied colour, coverage
+    uvec2 far;     // 24  out: colour and 1 for far pixels, 0 for the others
+    uint half_w;   // 32
+    uint half_h;   // 36
 } pc;
+
+// The taps of ring 0 to K, ring k at radius k * step. Inlined twice, with edge clamps and without.
+void gather(InVec4 half_, ivec2 p, ivec2 last, uint K, float step_, bool clamped, inout vec3 far_sum,
+            inout float far_w, inout vec3 near_sum, inout float near_w)
+{
+    for (uint k = 0u; k <= K; k++) {
+        uint count = k == 0u ? 1u : 8u * k;
+        uint base = k == 0u ? 0u : 1u + 4u * k * (k - 1u);
+        precise float r = float(k) * step_;
+        for (uint j = 0u; j < count; j++) {
+            precise vec2 off = r * TAPS[base + j];
+            ivec2 q = p + ivec2(floor(off + 0.5));
+            if (clamped)
+                q = clamp(q, ivec2(0), last);
+            vec4 v = half_.v[uint(q.y) * pc.half_w + uint(q.x)];
+            float c = abs(v.a) * 0.5;
+            float w = clamp(c - r + 1.0, 0.0, 1.0) / max(c * c, 0.25);
+            if (v.a > 0.0) {
+                far_sum += w * v.rgb;
+                far_w += w;
+            } else if (v.a < 0.0) {
+                near_sum += w * v.rgb;
+                near_w += w;
+            }
+        }
+    }
+}
 
 void main()
 {
     uvec2 p = gl_GlobalInvocationID.xy;
-    InVec4 half_ = InVec4(pc.half_);
-    ivec2 last = ivec2(pc.half_w, pc.half_h) - 1;
-    ivec2 origin = ivec2(gl_WorkGroupID.xy * WG_SIDE) - int(HALO); // of the shared copy
-    for (uint i = gl_LocalInvocationIndex; i < HP_DOF_TAPS; i += WG_SIDE * WG_SIDE)
-        s_taps[i] = InVec2(pc.taps).v[i];
-    if (HALO > 0u) {
-        for (uint i = gl_LocalInvocationIndex; i < SIDE * SIDE; i += WG_SIDE * WG_SIDE) {
-            ivec2 q = clamp(origin + ivec2(i % SIDE, i / SIDE), ivec2(0), last);
-            s_half[i] = half_.v[uint(q.y) * pc.half_w + uint(q.x)];
-        }
-    }
-    barrier();
     if (p.x >= pc.half_w || p.y >= pc.half_h)
         return;
+    InVec4 half_ = InVec4(pc.half_);
     uint idx = p.y * pc.half_w + p.x;
     vec4 centre = half_.v[idx];
     uint tiles_w = (pc.half_w + HP_DOF_TILE - 1u) / HP_DOF_TILE;
@@ -79,31 +89,13 @@ void main()
     float step_ = R / float(K);
     vec3 far_sum = vec3(0.0), near_sum = vec3(0.0);
     float far_w = 0.0, near_w = 0.0;
-    for (uint k = 0u; k <= K; k++) {
-        uint count = k == 0u ? 1u : 8u * k;
-        uint base = k == 0u ? 0u : 1u + 4u * k * (k - 1u);
-        precise float r = float(k) * step_;
-        for (uint j = 0u; j < count; j++) {
-            precise vec2 off = r * s_taps[base + j];
-            ivec2 q = clamp(ivec2(p) + ivec2(floor(off + 0.5)), ivec2(0), last);
-            vec4 v;
-            if (HALO > 0u) {
-                ivec2 l = q - origin;
-                v = s_half[uint(l.y) * SIDE + uint(l.x)];
-            } else {
-                v = half_.v[uint(q.y) * pc.half_w + uint(q.x)];
-            }
-            float c = abs(v.a) * 0.5;
-            float w = clamp(c - r + 1.0, 0.0, 1.0) / max(c * c, 0.25);
-            if (v.a > 0.0) {
-                far_sum += w * v.rgb;
-                far_w += w;
-            } else if (v.a < 0.0) {
-                near_sum += w * v.rgb;
-                near_w += w;
-            }
-        }
-    }
+    // Away from the frame's edges no tap can leave it: the common case skips the clamps.
+    int reach = int(ceil(R)) + 1;
+    ivec2 ip = ivec2(p), last = ivec2(pc.half_w, pc.half_h) - 1;
+    if (all(greaterThanEqual(ip - reach, ivec2(0))) && all(lessThanEqual(ip + reach, last)))
+        gather(half_, ip, last, K, step_, false, far_sum, far_w, near_sum, near_w);
+    else
+        gather(half_, ip, last, K, step_, true, far_sum, far_w, near_sum, near_w);
     // Each tap stands for pi/4 step^2 of area and a near tap spreads over pi c^2: its share of this
     // pixel is reach * step^2 / (4 c^2), which is its weight w times step^2 / 4.
     float alpha = min(near_w * 0.25 * step_ * step_, 1.0);

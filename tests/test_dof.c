@@ -118,6 +118,19 @@ static void test_oracles(void)
             worst = fmax(worst, fabs(hp_cpu_ngon(deg[i] * M_PI / 180, blades[b]) - ngon[b][i]));
     tap_ok(worst < 1e-6, "n-gon radius reproduces algorithms.md 9.5 (worst error %.2g)", worst);
 
+    /* The gather's direction table (shaders/include/hp_dof_taps.h, generated) is cos and sin in double,
+     * rounded to float, exactly. */
+    float taps[HP_DOF_TAPS][2];
+    hp_dof_tap_directions(taps);
+    bool exact = taps[0][0] == 0 && taps[0][1] == 0;
+    for (uint32_t k = 1; k <= HP_DOF_MAX_RINGS; k++)
+        for (uint32_t j = 0; j < 8 * k; j++) {
+            double a = (2.0 * M_PI / (8.0 * k)) * ((double)j + (k % 2 ? 0.0 : 0.5));
+            uint32_t i = 1 + 4 * k * (k - 1) + j;
+            exact = exact && taps[i][0] == (float)cos(a) && taps[i][1] == (float)sin(a);
+        }
+    tap_ok(exact, "the gather's %d tap directions are cos and sin in double rounded to float", HP_DOF_TAPS);
+
     /* The GPU's CoC for the same depths: one row of a 1920-wide frame, depth per column. */
     uint32_t w = 1920, h = 2;
     float *rgba = alloc_frame(w, h, 0.1f, 0.1f, 0.1f);

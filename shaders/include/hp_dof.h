@@ -16,15 +16,11 @@
  * HP_DOF_MAX_RINGS chosen so rings are about two half-resolution pixels apart. Every tap then stands
  * for the same area, pi/4 * (R/K)^2 (ring k's annulus, 2 pi k (R/K)^2, over its 8k taps), which makes
  * the coverage sum of the near field a plain sum. 1 + 4 K (K + 1) taps: 121 for K = 5. The directions
- * are a table computed once on the host in double (pipeline/dof.c) so that the GPU and the CPU
- * reference pick the same pixels. */
+ * are one table (hp_dof_taps.h, written by tools/gen_dof_taps.py from cos and sin in double) that the
+ * shader and the CPU reference both read, so they pick the same pixels. */
 #define HP_DOF_MAX_RINGS 5
 #define HP_DOF_TAPS 121
 #define HP_DOF_RING_SPACING 2.0
-/* The gather's shared-memory border, half pixels (shaders/dof_gather.comp): the largest of 16, 12, 8
- * whose (16 + 2 HALO)^2 vec4 fit in the device's maxComputeSharedMemorySize (16: 36 KiB, which NVIDIA's
- * 48 KiB hold; 12: 25 KiB, within lavapipe's 32 KiB). max_coc_px up to 2 HALO frame pixels uses it. */
-#define HP_DOF_GATHER_HALO_MAX 16
 
 /* Depth samples at or above this are the background, at infinity (Blender writes 1e10 for the sky;
  * api/image.h HP_IMAGE_DEPTH_BACKGROUND). NaN and +inf are background too. */
