@@ -85,16 +85,26 @@ int main(int argc, char **argv)
     if (hp_gpu_create(&cfg, &gpu, &err) != HP_OK || hp_frame_graph_create(gpu, &graph, &err) != HP_OK)
         return fail("GPU");
 
-    hp_dof_settings s = {.method = HP_DOF_GATHER, .focal_length_mm = argc == 5 ? atof(argv[3]) : 85,
-                         .f_stop = argc == 5 ? atof(argv[4]) : 1.4, .sensor_width_mm = 36, .depth_scale = 1,
-                         .max_coc_px = 32, .bokeh = true, .bokeh_threshold = 3, .bokeh_min_coc_px = 2, .blades = 7,
-                         .rotation_deg = 0, .squeeze = 1, .max_sprites = 8192};
+    /* Every parameter at its default (docs/PARAMETERS.md), the 85 mm f/1.4 preset unless told otherwise. */
+    hp_params params;
+    hp_params_defaults(&params);
+    params.dof.enabled = true;
+    params.dof.lens = HP_LENS_85MM_F1_4;
+    if (argc == 5) {
+        params.dof.focal_length_auto = params.dof.f_stop_auto = false;
+        params.dof.focal_length_mm = atof(argv[3]);
+        params.dof.f_stop = atof(argv[4]);
+    }
+    params.dof.focus_auto = false;
+    hp_dof_settings s;
+    hp_dof_settings_from_params(&params, depth, w, h, &s);
     static const struct { const char *name; double percentile; } shots[] = {
         {"off", -1}, {"near", 0.10}, {"middle", 0.50}, {"far", 0.90}};
     uint8_t *near_image = NULL;
     for (size_t k = 0; k < sizeof(shots) / sizeof(shots[0]); k++) {
         hp_frame_params fp;
         hp_frame_params_defaults(&fp);
+        fp.params = params;
         fp.dof = shots[k].percentile >= 0;
         if (fp.dof)
             s.focus_distance_m = sorted[(size_t)(shots[k].percentile * (double)(n - 1))];

@@ -3,6 +3,7 @@
 // for tests and diagnostics). Back to full resolution, far first, then near by its coverage
 // (DECISIONS.md 8; CRYENGINE's composite, algorithms.md 5.2 step 5):
 //   B   = mix(sharp, far field, smoothstep(0.5, 1.5, CoC))   for far pixels (every pixel with the SAT)
+//   B   = mix(sharp, near colour, smoothstep(0.5, 1.5, -CoC))  for near pixels
 //   out = B * (1 - near coverage) + near field (premultiplied)
 //   out += bokeh (the sprites' light, accumulated at half resolution: a quarter per frame pixel)
 // The half-resolution fields are interpolated bilinearly. A pixel that became a sprite is black in the
@@ -63,6 +64,11 @@ vec3 dof_composite(DofInputs d, uvec2 xy, vec3 sharp)
     vec3 o = b;
     if (!d.sat) {
         vec4 near = dof_bilinear(d.near, u, d.half_w, d.half_h);
+        // A near pixel's own light is in the near field already, spread over its CoC: its sharp self must
+        // go, or a small near light would stay a sharp dot inside its own blur where the coverage is
+        // thin. What was behind it is not in the frame; the blurred foreground around it stands in.
+        if (s < 0.0 && near.a > 0.0)
+            b = mix(b, near.rgb / near.a, smoothstep(0.5, 1.5, -s));
         o = b * (1.0 - near.a) + near.rgb;
     }
     if (d.accum != uvec2(0u)) {
