@@ -51,14 +51,15 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
     double *half = calloc(nh * 4, sizeof(double)), *tiles = calloc((size_t)tw * th * 2, sizeof(double));
     double *dil = calloc((size_t)tw * th, sizeof(double));
     double *near = calloc(nh * 4, sizeof(double)), *far = calloc(nh * 4, sizeof(double));
+    double *qbuf = calloc((((size_t)hw + 1) / 2) * ((hh + 1) / 2) * 4, sizeof(double));
     double *accum = calloc(nh * 3, sizeof(double));
     bool *excluded = calloc(n, sizeof(bool)), *is_sprite = calloc(n, sizeof(bool));
     double *alpha = calloc(n, sizeof(double));
     size_t sprite_cap = s->bokeh ? s->max_sprites : 0;
     sprite *sprites = calloc(sprite_cap ? sprite_cap : 1, sizeof(sprite));
     if (!sharp || !coc || !half || !tiles || !dil || !near || !far || !accum || !excluded || !is_sprite || !alpha ||
-        !sprites) {
-        free(sharp), free(coc), free(half), free(tiles), free(dil), free(near), free(far), free(accum);
+        !sprites || !qbuf) {
+        free(sharp), free(coc), free(half), free(tiles), free(dil), free(near), free(far), free(accum), free(qbuf);
         free(excluded), free(is_sprite), free(alpha), free(sprites);
         return HP_ERR_OUT_OF_MEMORY;
     }
@@ -114,6 +115,31 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
         }
     }
 
+    /* The quarter resolution of dof_setup.comp: 2 x 2 half pixels by the same rule. */
+    uint32_t qw = (hw + 1) / 2, qh = (hh + 1) / 2;
+    for (uint32_t qy = 0; qy < qh; qy++) {
+        for (uint32_t qx = 0; qx < qw; qx++) {
+            double sum[3] = {0, 0, 0}, qn = 0.0, qf = 3.0e38, count = 0;
+            for (uint32_t j = 0; j < 2; j++) {
+                for (uint32_t i = 0; i < 2; i++) {
+                    uint32_t x = 2 * qx + i, y = 2 * qy + j;
+                    if (x >= hw || y >= hh)
+                        continue;
+                    const double *v = &half[4 * ((size_t)y * hw + x)];
+                    for (int k = 0; k < 3; k++)
+                        sum[k] += v[k];
+                    count++;
+                    qn = fmax(qn, -v[3]);
+                    qf = fmin(qf, fmax(v[3], 0.0));
+                }
+            }
+            double *q = &qbuf[4 * ((size_t)qy * qw + qx)];
+            for (int k = 0; k < 3; k++)
+                q[k] = sum[k] / count;
+            q[3] = qn > 0.0 ? -qn : qf;
+        }
+    }
+
     if (s->method == HP_DOF_SAT) {
         /* dof_sat.comp: the box mean of each half pixel's CoC, exactly (summed directly). */
         for (uint32_t hy = 0; hy < hh; hy++) {
@@ -162,21 +188,30 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
                         ff[m] = centre[3] > 0.0 ? (m < 3 ? centre[m] : 1.0) : 0.0;
                     continue;
                 }
-                uint32_t K = (uint32_t)ceilf(R / (float)HP_DOF_RING_SPACING);
-                K = K < 1 ? 1 : K > HP_DOF_MAX_RINGS ? HP_DOF_MAX_RINGS : K;
-                float step = R / (float)K;
+                bool quarter = R > (float)HP_DOF_QUARTER_ABOVE;
+                const double *src = quarter ? qbuf : half;
+                uint32_t sw = quarter ? qw : hw, sh = quarter ? qh : hh, max_rings = quarter ? HP_DOF_QUARTER_RINGS
+                                                                                          : HP_DOF_MAX_RINGS;
+                float Rs = quarter ? 0.5f * R : R;
+                double scale = quarter ? 0.25 : 0.5;
+                float px = quarter ? ((float)hx + 0.5f) * 0.5f - 0.5f : (float)hx;
+                float py = quarter ? ((float)hy + 0.5f) * 0.5f - 0.5f : (float)hy;
+                uint32_t K = (uint32_t)ceilf(Rs / (float)HP_DOF_RING_SPACING);
+                K = K < 1 ? 1 : K > max_rings ? max_rings : K;
+                float step = Rs / (float)K;
                 double tap_share = 0.25 * (double)step * step;
                 double fs[3] = {0, 0, 0}, ns[3] = {0, 0, 0}, fw = 0, nw = 0, cover = 0;
                 for (uint32_t k = 0; k <= K; k++) {
                     uint32_t count = k == 0 ? 1 : 8 * k, base = k == 0 ? 0 : 1 + 4 * k * (k - 1);
                     float rf = (float)k * step;
                     for (uint32_t j = 0; j < count; j++) {
-                        float ox = rf * taps[base + j][0], oy = rf * taps[base + j][1];
-                        int qx = (int)hx + (int)floorf(ox + 0.5f), qy = (int)hy + (int)floorf(oy + 0.5f);
-                        qx = qx < 0 ? 0 : qx > (int)hw - 1 ? (int)hw - 1 : qx;
-                        qy = qy < 0 ? 0 : qy > (int)hh - 1 ? (int)hh - 1 : qy;
-                        const double *v = &half[4 * ((size_t)qy * hw + qx)];
-                        double c = fabs(v[3]) * 0.5;
+                        /* The shader's floor(p + r * dir + 0.5) in fp32, in that order. */
+                        float ox = px + rf * taps[base + j][0], oy = py + rf * taps[base + j][1];
+                        int qx = (int)floorf(ox + 0.5f), qy = (int)floorf(oy + 0.5f);
+                        qx = qx < 0 ? 0 : qx > (int)sw - 1 ? (int)sw - 1 : qx;
+                        qy = qy < 0 ? 0 : qy > (int)sh - 1 ? (int)sh - 1 : qy;
+                        const double *v = &src[4 * ((size_t)qy * sw + qx)];
+                        double c = fabs(v[3]) * scale;
                         double reach = clamp01(c - rf + 1.0);
                         double w = reach / fmax(c * c, 0.25);
                         if (v[3] > 0.0) {
@@ -194,7 +229,7 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
                 double a = fmin(cover, 1.0);
                 for (int m = 0; m < 3; m++) {
                     nf[m] = nw > 0.0 ? ns[m] / nw * a : 0.0;
-                    ff[m] = centre[3] > 0.0 ? fs[m] / fw : 0.0;
+                    ff[m] = centre[3] > 0.0 ? (fw > 0.0 ? fs[m] / fw : centre[m]) : 0.0;
                 }
                 nf[3] = nw > 0.0 ? a : 0.0;
                 ff[3] = centre[3] > 0.0 ? 1.0 : 0.0;
@@ -271,7 +306,7 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
             out[4 * idx + 3] = alpha[idx];
         }
     }
-    free(sharp), free(coc), free(half), free(tiles), free(dil), free(near), free(far), free(accum);
+    free(sharp), free(coc), free(half), free(tiles), free(dil), free(near), free(far), free(accum), free(qbuf);
     free(excluded), free(is_sprite), free(alpha), free(sprites);
     return HP_OK;
 }

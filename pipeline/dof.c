@@ -43,9 +43,9 @@ struct setup_push {
     uint32_t width, height, half_w, half_h;
     float coc_k, focus_m, depth_scale, max_coc, bokeh_threshold, bokeh_min_coc;
     uint32_t max_sprites, pad;
-    VkDeviceAddress accum;
+    VkDeviceAddress accum, quarter;
 };
-_Static_assert(sizeof(struct setup_push) == 120, "push constant layout drifted from dof_setup.comp");
+_Static_assert(sizeof(struct setup_push) == 128, "push constant layout drifted from dof_setup.comp");
 
 struct tiles_push {
     VkDeviceAddress tiles, dilated;
@@ -53,10 +53,10 @@ struct tiles_push {
 };
 
 struct gather_push {
-    VkDeviceAddress half_, dilated, near, far;
+    VkDeviceAddress half_, dilated, near, far, quarter;
     uint32_t half_w, half_h;
 };
-_Static_assert(sizeof(struct gather_push) == 40, "push constant layout drifted from dof_gather.comp");
+_Static_assert(sizeof(struct gather_push) == 48, "push constant layout drifted from dof_gather.comp");
 
 struct composite_push {
     VkDeviceAddress pixels, coc, mask, near, far, accum, out;
@@ -261,7 +261,7 @@ static uint32_t tiles_of(uint32_t half) { return (half + HP_DOF_TILE - 1) / HP_D
 
 void hp_dof_frame_free(hp_dof *d, hp_dof_frame *f)
 {
-    hp_buffer *all[] = {&f->depth, &f->coc, &f->half_, &f->mask, &f->tiles, &f->dilated,
+    hp_buffer *all[] = {&f->depth, &f->coc, &f->half_, &f->mask, &f->quarter, &f->tiles, &f->dilated,
                         &f->near,  &f->far, &f->table, &f->accum, &f->output};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         hp_buffer_destroy(d->gpu, all[i]);
@@ -270,7 +270,7 @@ void hp_dof_frame_free(hp_dof *d, hp_dof_frame *f)
 
 uint64_t hp_dof_frame_bytes(const hp_dof_frame *f)
 {
-    const hp_buffer *all[] = {&f->depth, &f->coc, &f->half_, &f->mask, &f->tiles, &f->dilated,
+    const hp_buffer *all[] = {&f->depth, &f->coc, &f->half_, &f->mask, &f->quarter, &f->tiles, &f->dilated,
                               &f->near,  &f->far, &f->table, &f->accum, &f->output};
     uint64_t n = 0;
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
@@ -303,6 +303,9 @@ hp_code hp_dof_frame_prepare(hp_dof *d, hp_dof_frame *f, uint32_t width, uint32_
         rc = ensure(d, &f->half_, half * 16, "dof_half", err);
     if (rc == HP_OK)
         rc = ensure(d, &f->mask, half * 4, "dof_mask", err);
+    if (rc == HP_OK)
+        rc = ensure(d, &f->quarter, (VkDeviceSize)half_of(half_of(width)) * half_of(half_of(height)) * 16,
+                    "dof_quarter", err);
     if (rc == HP_OK)
         rc = ensure(d, &f->tiles, tiles * 8, "dof_tiles", err);
     if (rc == HP_OK)
@@ -376,6 +379,7 @@ void hp_dof_record_fields(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, c
         .depth_scale = (float)s->depth_scale, .max_coc = (float)s->max_coc_px,
         .bokeh_threshold = (float)s->bokeh_threshold, .bokeh_min_coc = (float)s->bokeh_min_coc_px,
         .max_sprites = s->bokeh ? s->max_sprites : 0, .accum = s->bokeh ? f->accum.address : 0,
+        .quarter = f->quarter.address,
     };
     run(cmd, &d->setup[io->format], &sp, sizeof(sp), tw, th);
     compute_barrier(cmd);
@@ -403,7 +407,7 @@ void hp_dof_record_fields(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, c
         compute_barrier(cmd);
         detail(cmd, io, HP_DOF_DETAIL_TILES_OR_ROWS);
         struct gather_push gp = {.half_ = f->half_.address, .dilated = f->dilated.address, .near = f->near.address,
-                                 .far = f->far.address, .half_w = hw, .half_h = hh};
+                                 .far = f->far.address, .quarter = f->quarter.address, .half_w = hw, .half_h = hh};
         run(cmd, &d->gather, &gp, sizeof(gp), (hw + 7) / 8, (hh + 7) / 8);
         compute_barrier(cmd);
         detail(cmd, io, HP_DOF_DETAIL_GATHER_OR_COLS);

@@ -73,6 +73,7 @@ typedef struct hp_dof_frame {
     hp_buffer coc;               /* frame-sized floats */
     hp_buffer half_;             /* vec4 per half-resolution pixel */
     hp_buffer mask;              /* uint per half-resolution pixel */
+    hp_buffer quarter;           /* vec4 per quarter-resolution pixel (large blurs) */
     hp_buffer tiles, dilated;    /* vec2 per tile */
     hp_buffer near, far;         /* vec4 per half-resolution pixel */
     hp_buffer table;             /* 3 x uint64 per half-resolution pixel (sat) */

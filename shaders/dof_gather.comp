@@ -37,32 +37,35 @@ layout(push_constant, std430) uniform Push {
     uvec2 dilated; //  8  vec2 per tile: neighbourhood near max, own far max
     uvec2 near;    // 16  out: premultiplied colour, coverage
     uvec2 far;     // 24  out: colour and 1 for far pixels, 0 for the others
-    uint half_w;   // 32
-    uint half_h;   // 36
+    uvec2 quarter; // 32  vec4 per quarter pixel (dof_setup.comp)
+    uint half_w;   // 40
+    uint half_h;   // 44
 } pc;
 
-// The taps of ring 0 to K, ring k at radius k * step. Inlined twice, with edge clamps and without.
-void gather(InVec4 half_, ivec2 p, ivec2 last, uint K, float step_, bool clamped, inout vec3 far_sum,
-            inout float far_w, inout vec3 near_sum, inout float near_w)
+// The taps of ring 0 to K, ring k at radius k * step, around p in the pixels of `src` (width w, last the
+// bottom-right pixel); `scale` turns a stored CoC (frame pixels) into those pixels. Inlined for each
+// resolution, with edge clamps and without.
+void gather(InVec4 src, uint w, vec2 p, ivec2 last, uint K, float step_, float scale, bool clamped,
+            inout vec3 far_sum, inout float far_w, inout vec3 near_sum, inout float near_w)
 {
     for (uint k = 0u; k <= K; k++) {
         uint count = k == 0u ? 1u : 8u * k;
         uint base = k == 0u ? 0u : 1u + 4u * k * (k - 1u);
         precise float r = float(k) * step_;
         for (uint j = 0u; j < count; j++) {
-            precise vec2 off = r * TAPS[base + j];
-            ivec2 q = p + ivec2(floor(off + 0.5));
+            precise vec2 off = p + r * TAPS[base + j];
+            ivec2 q = ivec2(floor(off + 0.5));
             if (clamped)
                 q = clamp(q, ivec2(0), last);
-            vec4 v = half_.v[uint(q.y) * pc.half_w + uint(q.x)];
-            float c = abs(v.a) * 0.5;
-            float w = clamp(c - r + 1.0, 0.0, 1.0) / max(c * c, 0.25);
+            vec4 v = src.v[uint(q.y) * w + uint(q.x)];
+            float c = abs(v.a) * scale;
+            float wt = clamp(c - r + 1.0, 0.0, 1.0) / max(c * c, 0.25);
             if (v.a > 0.0) {
-                far_sum += w * v.rgb;
-                far_w += w;
+                far_sum += wt * v.rgb;
+                far_w += wt;
             } else if (v.a < 0.0) {
-                near_sum += w * v.rgb;
-                near_w += w;
+                near_sum += wt * v.rgb;
+                near_w += wt;
             }
         }
     }
@@ -85,20 +88,39 @@ void main()
         OutVec4(pc.far).v[idx] = centre.a > 0.0 ? vec4(centre.rgb, 1.0) : vec4(0.0);
         return;
     }
-    uint K = clamp(uint(ceil(R / float(HP_DOF_RING_SPACING))), 1u, uint(HP_DOF_MAX_RINGS));
-    float step_ = R / float(K);
     vec3 far_sum = vec3(0.0), near_sum = vec3(0.0);
     float far_w = 0.0, near_w = 0.0;
-    // Away from the frame's edges no tap can leave it: the common case skips the clamps.
-    int reach = int(ceil(R)) + 1;
-    ivec2 ip = ivec2(p), last = ivec2(pc.half_w, pc.half_h) - 1;
-    if (all(greaterThanEqual(ip - reach, ivec2(0))) && all(lessThanEqual(ip + reach, last)))
-        gather(half_, ip, last, K, step_, false, far_sum, far_w, near_sum, near_w);
-    else
-        gather(half_, ip, last, K, step_, true, far_sum, far_w, near_sum, near_w);
+    uint K;
+    float step_;
+    if (R > float(HP_DOF_QUARTER_ABOVE)) {
+        // Quarter resolution (hp_dof.h): this half pixel's centre is at (p + 0.5) / 2 - 0.5 there.
+        float Rq = 0.5 * R;
+        K = clamp(uint(ceil(Rq / float(HP_DOF_RING_SPACING))), 1u, uint(HP_DOF_QUARTER_RINGS));
+        step_ = Rq / float(K);
+        uint qw = (pc.half_w + 1u) / 2u, qh = (pc.half_h + 1u) / 2u;
+        vec2 pq = (vec2(p) + 0.5) * 0.5 - 0.5;
+        ivec2 lastq = ivec2(qw, qh) - 1;
+        int reach = int(ceil(Rq)) + 1;
+        bool inside = all(greaterThanEqual(ivec2(pq) - reach, ivec2(0))) && all(lessThanEqual(ivec2(pq) + reach, lastq));
+        if (inside)
+            gather(InVec4(pc.quarter), qw, pq, lastq, K, step_, 0.25, false, far_sum, far_w, near_sum, near_w);
+        else
+            gather(InVec4(pc.quarter), qw, pq, lastq, K, step_, 0.25, true, far_sum, far_w, near_sum, near_w);
+    } else {
+        K = clamp(uint(ceil(R / float(HP_DOF_RING_SPACING))), 1u, uint(HP_DOF_MAX_RINGS));
+        step_ = R / float(K);
+        // Away from the frame's edges no tap can leave it: the common case skips the clamps.
+        int reach = int(ceil(R)) + 1;
+        ivec2 ip = ivec2(p), last = ivec2(pc.half_w, pc.half_h) - 1;
+        if (all(greaterThanEqual(ip - reach, ivec2(0))) && all(lessThanEqual(ip + reach, last)))
+            gather(half_, pc.half_w, vec2(p), last, K, step_, 0.5, false, far_sum, far_w, near_sum, near_w);
+        else
+            gather(half_, pc.half_w, vec2(p), last, K, step_, 0.5, true, far_sum, far_w, near_sum, near_w);
+    }
     // Each tap stands for pi/4 step^2 of area and a near tap spreads over pi c^2: its share of this
     // pixel is reach * step^2 / (4 c^2), which is its weight w times step^2 / 4.
     float alpha = min(near_w * 0.25 * step_ * step_, 1.0);
     OutVec4(pc.near).v[idx] = near_w > 0.0 ? vec4(near_sum / near_w * alpha, alpha) : vec4(0.0);
-    OutVec4(pc.far).v[idx] = centre.a > 0.0 ? vec4(far_sum / far_w, 1.0) : vec4(0.0);
+    // A far pixel whose quarter-resolution neighbourhood is all eroded away keeps its own colour.
+    OutVec4(pc.far).v[idx] = centre.a > 0.0 ? vec4(far_w > 0.0 ? far_sum / far_w : centre.rgb, 1.0) : vec4(0.0);
 }

@@ -57,9 +57,11 @@ layout(push_constant, std430) uniform Push {
     uint max_sprites;      // 104  0: bokeh off
     uint pad;              // 108
     uvec2 accum;           // 112  bokeh: 3 floats per half pixel, cleared here for the splat
+    uvec2 quarter;         // 120  out: vec4 per quarter pixel: colour, signed CoC (hp_dof.h)
 } pc;
 
 shared uint s_tile[2];
+shared vec4 s_half[HP_DOF_TILE * HP_DOF_TILE]; // for the quarter resolution; alpha 1e30: outside the frame
 
 void main()
 {
@@ -125,6 +127,7 @@ void main()
         // The block's colour is its energy over its pixel count: a sprite's pixel counts as black here.
         float hs = near > 0.0 ? -near : far;
         OutVec4(pc.half_).v[h.y * pc.half_w + h.x] = vec4(sum / float(n), hs);
+        s_half[gl_LocalInvocationIndex] = vec4(sum / float(n), hs);
         OutU32(pc.mask).v[h.y * pc.half_w + h.x] = mask;
         if (pc.max_sprites > 0u) {
             uint a = 3u * (h.y * pc.half_w + h.x);
@@ -137,7 +140,28 @@ void main()
         atomicMax(s_tile[0], floatBitsToUint(near));
         atomicMax(s_tile[1], floatBitsToUint(far));
     }
+    if (!live)
+        s_half[gl_LocalInvocationIndex] = vec4(0.0, 0.0, 0.0, 1e30);
     barrier();
+    // Quarter resolution: one invocation in four combines its 2 x 2 half pixels by the same rule.
+    uvec2 l = gl_LocalInvocationID.xy;
+    if (live && (l.x & 1u) == 0u && (l.y & 1u) == 0u) {
+        vec3 sum = vec3(0.0);
+        float qn = 0.0, qfar = 3.0e38, count = 0.0;
+        for (uint j = 0u; j < 2u; j++) {
+            for (uint i = 0u; i < 2u; i++) {
+                vec4 v = s_half[(l.y + j) * HP_DOF_TILE + l.x + i];
+                if (v.a > 1e29)
+                    continue;
+                sum += v.rgb;
+                count += 1.0;
+                qn = max(qn, -v.a);
+                qfar = min(qfar, max(v.a, 0.0));
+            }
+        }
+        uint quarter_w = (pc.half_w + 1u) / 2u;
+        OutVec4(pc.quarter).v[(h.y / 2u) * quarter_w + h.x / 2u] = vec4(sum / count, qn > 0.0 ? -qn : qfar);
+    }
     if (gl_LocalInvocationIndex == 0u) {
         uint tiles_w = (pc.half_w + HP_DOF_TILE - 1u) / HP_DOF_TILE;
         OutVec2(pc.tiles).v[gl_WorkGroupID.y * tiles_w + gl_WorkGroupID.x] =

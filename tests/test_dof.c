@@ -480,8 +480,10 @@ static void test_sat_vs_gather(void)
 
 static void test_against_cpu(void)
 {
-    static const struct { uint32_t w, h; int method; bool bokeh; } cases[] = {
-        {97, 61, HP_DOF_GATHER, true}, {160, 90, HP_DOF_GATHER, false}, {160, 90, HP_DOF_SAT, true}, {33, 17, HP_DOF_GATHER, true}};
+    /* max_coc 40: kernels past HP_DOF_QUARTER_ABOVE gather from quarter resolution. */
+    static const struct { uint32_t w, h; int method; bool bokeh; double max_coc; } cases[] = {
+        {97, 61, HP_DOF_GATHER, true, 12}, {160, 90, HP_DOF_GATHER, false, 12}, {160, 90, HP_DOF_SAT, true, 12},
+        {33, 17, HP_DOF_GATHER, true, 12}, {200, 120, HP_DOF_GATHER, true, 40}};
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         uint32_t w = cases[c].w, h = cases[c].h;
         float *rgba = malloc((size_t)w * h * 16), *depth = malloc((size_t)w * h * 4);
@@ -504,7 +506,7 @@ static void test_against_cpu(void)
         s.bokeh = cases[c].bokeh;
         s.focal_length_mm = 85;
         s.f_stop = 2;
-        s.max_coc_px = 12;
+        s.max_coc_px = cases[c].max_coc;
         s.blades = 7;
         s.rotation_deg = 10;
         s.squeeze = c == 0 ? 1.5 : 1;
@@ -544,9 +546,10 @@ static void test_against_cpu(void)
                s.method == HP_DOF_SAT ? "sat" : "gather", differ, img_bytes);
         free(unfused);
         tap_ok(ran && cpu && mean < 1e-3 && off <= (size_t)w * h * 4 / 200 && cr.sprites_wanted == res.bokeh_wanted,
-               "%ux%u %s%s: GPU against the CPU reference: mean relative error %.2g, %zu of %u values off by more "
-               "than 1e-3 (worst %.2g); sprites %u / %u",
-               w, h, s.method == HP_DOF_SAT ? "sat" : "gather", s.bokeh ? " + bokeh" : "", mean, off, w * h * 4, worst,
+               "%ux%u %s%s, max CoC %.0f: GPU against the CPU reference: mean relative error %.2g, %zu of %u values "
+               "off by more than 1e-3 (worst %.2g); sprites %u / %u",
+               w, h, s.method == HP_DOF_SAT ? "sat" : "gather", s.bokeh ? " + bokeh" : "", s.max_coc_px, mean, off,
+               w * h * 4, worst,
                res.bokeh_wanted, cr.sprites_wanted);
         free(rgba), free(depth), free(want);
     }

@@ -21,6 +21,14 @@
 #define HP_DOF_MAX_RINGS 5
 #define HP_DOF_TAPS 121
 #define HP_DOF_RING_SPACING 2.0
+/* Large blurs gather from quarter resolution: a pixel whose kernel radius is over
+ * HP_DOF_QUARTER_ABOVE half-resolution pixels (16 frame pixels) takes at most HP_DOF_QUARTER_RINGS rings
+ * (49 taps) of 2x2-averaged quarter-resolution pixels, which stand for the area between the taps instead
+ * of skipping it. The cost of a pixel is then bounded by 81 taps (4 rings at half resolution, radius 8)
+ * instead of growing with the blur. The quarter-resolution colour and CoC follow the half resolution's
+ * rule (near dilated, far eroded); the setup pass writes them. */
+#define HP_DOF_QUARTER_ABOVE 8.0
+#define HP_DOF_QUARTER_RINGS 3
 
 /* Depth samples at or above this are the background, at infinity (Blender writes 1e10 for the sky;
  * api/image.h HP_IMAGE_DEPTH_BACKGROUND). NaN and +inf are background too. */
