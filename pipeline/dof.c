@@ -317,7 +317,7 @@ hp_code hp_dof_frame_prepare(hp_dof *d, hp_dof_frame *f, uint32_t width, uint32_
     if (rc == HP_OK && sat)
         rc = ensure(d, &f->table, half * 24, "dof_sat_table", err);
     if (rc == HP_OK && bokeh)
-        rc = ensure(d, &f->accum, half * 12, "bokeh_accum", err);
+        rc = ensure(d, &f->accum, half * 16, "bokeh_accum", err);
     if (rc == HP_OK && output)
         rc = ensure(d, &f->output, px * 16, "dof_output", err);
     return rc;

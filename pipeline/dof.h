@@ -77,7 +77,7 @@ typedef struct hp_dof_frame {
     hp_buffer tiles, dilated;    /* vec2 per tile */
     hp_buffer near, far;         /* vec4 per half-resolution pixel */
     hp_buffer table;             /* 3 x uint64 per half-resolution pixel (sat) */
-    hp_buffer accum;             /* 3 floats per half-resolution pixel (bokeh), cleared by the setup pass */
+    hp_buffer accum;             /* RGB + unused per half-resolution pixel (bokeh), cleared by the setup pass */
     hp_buffer output;            /* RGBA32F composite, made only for output_dof (tests, diagnostics) */
 } hp_dof_frame;
 

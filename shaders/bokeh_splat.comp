@@ -33,7 +33,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer Accum { floa
 
 layout(push_constant, std430) uniform Push {
     uvec2 sprites;     //  0
-    uvec2 accum;       //  8  3 floats per half-resolution pixel
+    uvec2 accum;       //  8  4 floats (RGB, unused) per half-resolution pixel
     uvec2 depth;       // 16  frame-sized
     uvec2 half_;       // 24  vec4 per half pixel: colour, signed CoC
     uint half_w;       // 32
@@ -107,8 +107,8 @@ void main()
         float tz = dz < float(HP_DOF_DEPTH_BACKGROUND) ? dz * pc.depth_scale : 3.0e38;
         if (tz < 0.95 * z)
             w *= clamp(abs(InVec4(pc.half_).v[idx].a) - 0.5, 0.0, 1.0);
-        atomicAdd(acc.v[3u * idx], light.r * w);
-        atomicAdd(acc.v[3u * idx + 1u], light.g * w);
-        atomicAdd(acc.v[3u * idx + 2u], light.b * w);
+        atomicAdd(acc.v[4u * idx], light.r * w);
+        atomicAdd(acc.v[4u * idx + 1u], light.g * w);
+        atomicAdd(acc.v[4u * idx + 2u], light.b * w);
     }
 }

@@ -56,7 +56,7 @@ layout(push_constant, std430) uniform Push {
     float bokeh_min_coc;   // 100  pixels
     uint max_sprites;      // 104  0: bokeh off
     uint pad;              // 108
-    uvec2 accum;           // 112  bokeh: 3 floats per half pixel, cleared here for the splat
+    uvec2 accum;           // 112  bokeh: 4 floats per half pixel, cleared here for the splat
     uvec2 quarter;         // 120  out: vec4 per quarter pixel: colour, signed CoC (hp_dof.h)
 } pc;
 
@@ -130,10 +130,7 @@ void main()
         s_half[gl_LocalInvocationIndex] = vec4(sum / float(n), hs);
         OutU32(pc.mask).v[h.y * pc.half_w + h.x] = mask;
         if (pc.max_sprites > 0u) {
-            uint a = 3u * (h.y * pc.half_w + h.x);
-            OutF32(pc.accum).v[a] = 0.0;
-            OutF32(pc.accum).v[a + 1u] = 0.0;
-            OutF32(pc.accum).v[a + 2u] = 0.0;
+            OutVec4(pc.accum).v[h.y * pc.half_w + h.x] = vec4(0.0);
         }
         far = near > 0.0 ? 0.0 : far;
         // Non-negative floats order as their bit patterns: the tile maxima are integer atomics.

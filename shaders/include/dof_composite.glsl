@@ -14,7 +14,8 @@
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer DofF32 { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer DofU32 { uint v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer DofVec4 { vec4 v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 4) buffer DofAccum { float v[]; };
+// The bokeh light: RGB and an unused word per half pixel, so that one 16-byte load reads a texel.
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer DofAccum { vec4 v[]; };
 
 struct DofInputs {
     uvec2 coc, mask, near, far, accum; // pipeline/dof.h hp_dof_frame; accum 0 without bokeh
@@ -37,8 +38,7 @@ vec4 dof_bilinear(uvec2 address, vec2 u, uint half_w, uint half_h)
 
 vec3 dof_accum_at(DofAccum acc, ivec2 h, uint half_w)
 {
-    uint i = 3u * (uint(h.y) * half_w + uint(h.x));
-    return vec3(acc.v[i], acc.v[i + 1u], acc.v[i + 2u]);
+    return acc.v[uint(h.y) * half_w + uint(h.x)].rgb;
 }
 
 // `sharp` is the pixel as dof_sanitize() returns it.
