@@ -60,9 +60,10 @@ _Static_assert(sizeof(struct gather_push) == 48, "push constant layout drifted f
 
 struct composite_push {
     VkDeviceAddress pixels, coc, mask, near, far, accum, out;
-    uint32_t width, height, half_w, half_h, sat;
+    uint32_t width, height, half_w, half_h, sat, pad;
+    VkDeviceAddress dilated;
 };
-_Static_assert(offsetof(struct composite_push, sat) == 72, "push constant layout drifted from dof_composite.comp");
+_Static_assert(offsetof(struct composite_push, dilated) == 80, "push constant layout drifted from dof_composite.comp");
 
 struct sat_push {
     VkDeviceAddress half_, table, stats, far;
@@ -443,7 +444,7 @@ void hp_dof_record_composite(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io
         .pixels = io->pixels, .coc = f->coc.address, .mask = f->mask.address, .near = f->near.address,
         .far = f->far.address, .accum = s->bokeh ? f->accum.address : 0, .out = f->output.address,
         .width = f->width, .height = f->height, .half_w = half_of(f->width), .half_h = half_of(f->height),
-        .sat = s->method == HP_DOF_SAT};
+        .sat = s->method == HP_DOF_SAT, .dilated = f->dilated.address};
     run(cmd, &d->composite[io->format], &cp, sizeof(cp), (f->width + 31) / 32, (f->height + 7) / 8);
     compute_barrier(cmd);
 }

@@ -28,29 +28,46 @@ struct reduce_push {
     uint32_t group_count;
     float hist_min_log2;
     float hist_max_log2;
-    float hist_scale;
-    float hist_settle;
+    float hist_a;
+    float hist_b;
+    float hist_near;
 };
-_Static_assert(sizeof(struct reduce_push) == 48, "push constant layout drifted from reduce.comp");
+_Static_assert(sizeof(struct reduce_push) == 56, "push constant layout drifted from reduce.comp");
 _Static_assert(offsetof(struct reduce_push, pixel_count) == 24, "push constant layout drifted");
-_Static_assert(offsetof(struct reduce_push, hist_settle) == 44, "push constant layout drifted");
+_Static_assert(offsetof(struct reduce_push, hist_a) == 40, "push constant layout drifted");
+_Static_assert(offsetof(struct reduce_push, hist_near) == 48, "push constant layout drifted");
 
-/* How far, in bins, the shader's log2 guess u = t * 254 + 1 can be from the exact value, so that every
- * pixel whose guess lies closer than this to a bin edge is settled against the exact fp32 edges. Sources
- * of error, in log2 units: log2 itself (Vulkan spec, "Precision and Operation of SPIR-V Instructions":
- * absolute 2^-21 inside [0.5, 2], 3 ulp outside), the float roundings of min, of (x - min) * scale and of
- * t * 254 + 1, and the rounding of each edge to a float (half an ulp, 1.5 * 2^-24 in log2 units). Four
- * times that, plus 1e-4: about 6e-4 bins at the default range. A narrow range makes the band wide; past
- * half a bin every pixel is settled, which is exact and merely slower. */
-static float settle_band(double min_log2, double max_log2)
+/* Error bound of the shader's log2 guess for the bin guess `mode` (reduce.comp, guess_log2), in log2
+ * units, for |log2 Y| <= l. Mode 0, the log2 instruction: the Vulkan spec ("Precision and Operation of
+ * SPIR-V Instructions") allows absolute 2^-21 inside [0.5, 2] and 3 ulp outside. Mode 1, the polynomial:
+ * the fit's 1.26e-5, about 2e-6 for the float coefficients and the five roundings of Horner's scheme in
+ * [1, 2), and half an ulp for adding the exponent. */
+static double guess_log2_error(uint32_t mode, double l)
+{
+    if (mode == 1)
+        return 1.26e-5 + 2e-6 + l * 0x1p-24;
+    return fmax(0x1p-21, 3.0 * l * 0x1p-23);
+}
+
+/* The shader's bin position w = clamp(log2(Y) * a + b, 0, 255), with a = 254 / range and b = 0.5 - min * a,
+ * puts bin k at w in [k - 0.5, k + 0.5) (hp_shared.h). It is rounded to the nearest integer for the guess;
+ * a pixel whose w lies closer than the guess's error to a half-integer is settled against the exact fp32
+ * edges instead. This returns the threshold on |w - round(w)| above which the shader settles. Error terms,
+ * in bins: the log2 guess times a; the float roundings of a and b (2^-24 relative each), of the product
+ * and of the sum (the multiply-add may round twice); the rounding of each edge to a float (half an ulp,
+ * 2^-24 / ln 2 in log2 units). Twice their sum, plus 2^-20: about 1.8e-4 bins at the default range, so
+ * about 4 pixels in 10^4 are settled. A narrow range makes the band wide; past half a bin every pixel
+ * is settled, which is exact and merely slower. */
+static float near_threshold(double min_log2, double max_log2, uint32_t mode)
 {
     double range = max_log2 - min_log2;
-    double r = fmax(fabs(min_log2), fabs(max_log2)) + 1.0;
-    double log2_err = fmax(0x1p-21, 3.0 * 0x1p-23 * r);
-    double per_log2 = 254.0 / range;
-    double err = per_log2 * (log2_err + (fabs(min_log2) + 3.0 * range + 1.5) * 0x1p-24) + 510.0 * 0x1p-24;
-    double band = 4.0 * err + 1e-4;
-    return band >= 0.5 ? 1.0f : (float)band;
+    double a = 254.0 / range;
+    double b = 0.5 - min_log2 * a;
+    double l = fmax(fabs(min_log2), fabs(max_log2)) + 1.0; /* |log2 Y| of a pixel near an edge */
+    double err = a * guess_log2_error(mode, l) + (2.0 * a * l + fabs(b) + 255.0) * 0x1p-24 +
+                 a * 0x1p-24 / 0.6931471805599453;
+    double band = 2.0 * err + 0x1p-20;
+    return band >= 0.5 ? -1.0f : (float)(0.5 - band);
 }
 
 /* Pixel counts fit the shader's 32-bit indices with room: 16384^2 = 2^28 pixels, and the grid-stride
@@ -116,17 +133,38 @@ void hp_reduce_hist_edges(double min_log2, double max_log2, float edges[256])
         edges[k] = (float)exp2(min_log2 + (k - 1) * (max_log2 - min_log2) / 254.0);
 }
 
+static uint32_t format_fetches(const hp_reduce_config *cfg, bool fp16)
+{
+    return fp16 && cfg->fetches_fp16 ? cfg->fetches_fp16 : cfg->fetches;
+}
+
+/* Shared memory of the largest of the three modules for a workgroup size (shaders/reduce.comp): the
+ * histogram and edges of the first pass, the Harris tree of the two-pass partial (one float per thread
+ * and statistic), the float-pair tree and per-subgroup slots of the combine. */
+static uint32_t shared_bytes(uint32_t workgroup_size, uint32_t subgroup_size)
+{
+    uint32_t subgroups = (workgroup_size + subgroup_size - 1) / subgroup_size;
+    uint32_t combine_threads = workgroup_size < 256 ? workgroup_size : (subgroup_size > 256 ? subgroup_size : 256);
+    uint32_t first_pass = (HP_HIST_BINS + 2) * 4 + HP_HIST_BINS * 4;
+    uint32_t combine = combine_threads * 16 + 3 * subgroups * 4;
+    uint32_t single = first_pass + combine + 2 * subgroups * 4 + 4;
+    uint32_t partial = first_pass + 4 * workgroup_size * 4;
+    return single > partial ? single : partial;
+}
+
 static hp_code create_pipeline(hp_reduce *r, const char *name, const uint32_t *spirv, size_t size, bool fp16,
                                hp_compute *out, hp_err *err)
 {
-    const uint32_t spec[4] = {r->config.workgroup_size, r->config.fetches, fp16 ? 1u : 0u, r->config.diag_skip};
+    const uint32_t spec[8] = {r->config.workgroup_size, format_fetches(&r->config, fp16), fp16 ? 1u : 0u,
+                              r->config.diag_skip,      r->config.prefetch ? 1u : 0u,    r->config.bin_guess,
+                              r->config.split ? 1u : 0u, hp_gpu_get_info(r->gpu)->subgroup_size};
     hp_compute_desc desc = {
         .name = name,
         .spirv = spirv,
         .spirv_size = size,
         .push_constant_size = sizeof(struct reduce_push),
         .spec_values = spec,
-        .spec_count = 4,
+        .spec_count = 8,
     };
     return hp_compute_create(r->gpu, &desc, out, err);
 }
@@ -139,26 +177,42 @@ hp_code hp_reduce_create(hp_gpu *gpu, const hp_reduce_config *config, hp_reduce 
     if (config) {
         cfg = *config;
     } else {
-        /* The default shape, narrowed to what the device allows (every device allows 256: gpu.c). */
-        while (cfg.workgroup_size > gi->max_workgroup_invocations)
+        /* The default shape, narrowed to what the device allows (every device allows 256 invocations:
+         * gpu.c; Vulkan guarantees 16 KiB of shared memory), with as many threads per SM. */
+        while (cfg.workgroup_size > 64 && (cfg.workgroup_size > gi->max_workgroup_invocations ||
+                                           shared_bytes(cfg.workgroup_size, gi->subgroup_size) > gi->max_shared_memory)) {
             cfg.workgroup_size /= 2;
+            cfg.groups_per_sm *= 2;
+        }
     }
     if (cfg.workgroup_size < 64 || cfg.workgroup_size > 1024 || (cfg.workgroup_size & (cfg.workgroup_size - 1)))
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "reduce workgroup_size %u is not a power of two in [64, 1024]",
                        cfg.workgroup_size);
+    if (shared_bytes(cfg.workgroup_size, gi->subgroup_size) > gi->max_shared_memory)
+        return hp_fail(err, HP_ERR_MISSING_FEATURE, "reduce workgroup_size %u needs %u bytes of shared memory, "
+                       "the device has %u", cfg.workgroup_size, shared_bytes(cfg.workgroup_size, gi->subgroup_size),
+                       gi->max_shared_memory);
     if (cfg.workgroup_size > gi->max_workgroup_invocations || cfg.workgroup_size < gi->subgroup_size)
         return hp_fail(err, HP_ERR_MISSING_FEATURE, "reduce workgroup_size %u does not fit this device "
                        "(subgroup %u, at most %u invocations)", cfg.workgroup_size, gi->subgroup_size,
                        gi->max_workgroup_invocations);
-    if (cfg.fetches < 1 || cfg.fetches > 16)
-        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "reduce fetches %u is outside [1, 16]", cfg.fetches);
+    if (cfg.fetches_fp16 == 0)
+        cfg.fetches_fp16 = cfg.fetches;
+    /* The shader flags a block's pixels in a 32-bit mask: at most 32 pixels per thread per block. */
+    if (cfg.fetches < 1 || cfg.fetches > 16 || cfg.fetches_fp16 < 1 || cfg.fetches_fp16 > 16)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "reduce fetches %u / %u (fp16) is outside [1, 16]", cfg.fetches,
+                       cfg.fetches_fp16);
+    if (cfg.bin_guess > 1)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "reduce bin_guess %u is not 0 or 1", cfg.bin_guess);
     if (cfg.max_groups > HP_REDUCE_MAX_GROUPS)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "reduce max_groups %u is outside [0, %u]", cfg.max_groups,
                        HP_REDUCE_MAX_GROUPS);
     if (cfg.max_groups == 0) {
-        /* A grid the size of what is resident at once: every workgroup runs in the first wave, none
-         * waits for a second, and the last workgroup combines as few partials as can keep the GPU full. */
-        uint64_t resident = (uint64_t)gi->sm_count * gi->warps_per_sm * 32 / cfg.workgroup_size;
+        /* A grid of a few workgroups per SM, all resident at once: every workgroup runs in the first
+         * wave, none waits for a second, and the last workgroup combines few partials. The number per
+         * SM is measured (docs/BENCHMARKS.md); without it, what full occupancy would keep resident. */
+        uint64_t resident = cfg.groups_per_sm ? (uint64_t)gi->sm_count * cfg.groups_per_sm
+                                              : (uint64_t)gi->sm_count * gi->warps_per_sm * 32 / cfg.workgroup_size;
         cfg.max_groups = resident >= 1 && resident <= HP_REDUCE_MAX_GROUPS ? (uint32_t)resident : HP_REDUCE_MAX_GROUPS;
     }
     hp_reduce *r = calloc(1, sizeof(*r));
@@ -218,8 +272,9 @@ VkDeviceSize hp_reduce_scratch_size(uint64_t pixels)
 
 static uint32_t group_count(const hp_reduce_config *cfg, uint64_t pixel_count, hp_pixel_format format)
 {
-    uint64_t items = format == HP_PIXEL_RGBA16F ? (pixel_count + 1) / 2 : pixel_count;
-    uint64_t per_group = (uint64_t)cfg->workgroup_size * cfg->fetches;
+    bool fp16 = format == HP_PIXEL_RGBA16F;
+    uint64_t items = fp16 ? (pixel_count + 1) / 2 : pixel_count;
+    uint64_t per_group = (uint64_t)cfg->workgroup_size * format_fetches(cfg, fp16);
     uint64_t groups = (items + per_group - 1) / per_group;
     if (groups < 1)
         groups = 1;
@@ -281,8 +336,9 @@ void hp_reduce_record(hp_reduce *r, VkCommandBuffer cmd, const hp_reduce_io *io,
         .group_count = groups,
         .hist_min_log2 = (float)params->hist_min_log2,
         .hist_max_log2 = (float)params->hist_max_log2,
-        .hist_scale = (float)(1.0 / (params->hist_max_log2 - params->hist_min_log2)),
-        .hist_settle = settle_band(params->hist_min_log2, params->hist_max_log2),
+        .hist_a = (float)(254.0 / (params->hist_max_log2 - params->hist_min_log2)),
+        .hist_b = (float)(0.5 - params->hist_min_log2 * 254.0 / (params->hist_max_log2 - params->hist_min_log2)),
+        .hist_near = near_threshold(params->hist_min_log2, params->hist_max_log2, r->config.bin_guess),
     };
     const hp_compute *first = params->variant == HP_REDUCE_TWO_PASS ? &r->partial[io->format] : &r->single[io->format];
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, first->pipeline);

@@ -61,18 +61,26 @@ void hp_reduce_hist_edges(double min_log2, double max_log2, float edges[256]);
 
 /* Launch shape, fixed when the pipelines are created (specialization constants). */
 typedef struct hp_reduce_config {
-    uint32_t workgroup_size; /* invocations per workgroup, a power of two in [64, 1024], default 256 */
-    uint32_t fetches;        /* 16-byte loads in flight per thread per iteration, [1, 16], default 4 */
-    uint32_t max_groups;     /* workgroups at most; more pixels loop (grid-stride), [0, 2048]. Default 0:
-                              * what the device keeps resident at once (SMs x warps per SM x 32 / workgroup
-                              * size) where the driver tells the SM count, else 2048 */
+    uint32_t workgroup_size; /* invocations per workgroup, a power of two in [64, 1024] */
+    uint32_t fetches;        /* 16-byte loads in flight per thread per block, RGBA32F input, [1, 16] */
+    uint32_t fetches_fp16;   /* the same for RGBA16F input (two pixels per load), [1, 16]; 0: `fetches` */
+    uint32_t max_groups;     /* workgroups at most; more pixels loop, [0, 2048]. 0: groups_per_sm x the SM
+                              * count where the driver tells it (VK_NV_shader_sm_builtins), else what the
+                              * device keeps resident at once at full occupancy, else 2048 */
+    uint32_t groups_per_sm;  /* see max_groups; 0: full occupancy (SMs x warps per SM x 32 / workgroup size) */
+    bool prefetch;           /* software-pipelined loads: the next block's loads in flight during this one's
+                              * arithmetic (shaders/reduce.comp) */
+    bool split;              /* each workgroup one contiguous range of the frame instead of grid-stride blocks */
+    uint32_t bin_guess;      /* histogram bin guess before the exact settling: 0 log2, 1 polynomial of the
+                              * mantissa bits (benchmarks compare them) */
     uint32_t diag_skip;      /* benchmarks only: leave parts out to see what they cost (1 histogram, 2 log
-                              * sum, 4 exact bin settling); the results are then wrong. Default 0 */
+                              * sum, 4 exact bin settling, 8 final combine); the results are then wrong. 0 */
 } hp_reduce_config;
 
-/* Measured on an H200 (docs/BENCHMARKS.md): 512 x 8 with a resident grid was fastest or within 3% of the
- * fastest at every size and format. */
-#define HP_REDUCE_CONFIG_DEFAULTS {.workgroup_size = 512, .fetches = 8, .max_groups = 0}
+/* Measured on an H200 (docs/BENCHMARKS.md, "Luminance reduction"). */
+#define HP_REDUCE_CONFIG_DEFAULTS                                                                       \
+    {.workgroup_size = 1024, .fetches = 4, .fetches_fp16 = 2, .max_groups = 0, .groups_per_sm = 1,       \
+     .prefetch = true, .split = false, .bin_guess = 0}
 
 typedef struct hp_reduce hp_reduce;
 

@@ -25,9 +25,10 @@ struct tonemap_push {
     VkDeviceAddress pixels, output, params, state, lan;
     uint32_t width, height;
     VkDeviceAddress coc, mask, near, far, accum; /* depth of field, fused */
-    uint32_t half_w, half_h, sat;
+    uint32_t half_w, half_h, sat, pad;
+    VkDeviceAddress dilated;
 };
-_Static_assert(offsetof(struct tonemap_push, sat) == 96, "push constant layout drifted from tonemap.comp");
+_Static_assert(offsetof(struct tonemap_push, dilated) == 104, "push constant layout drifted from tonemap.comp");
 
 struct blur_push {
     VkDeviceAddress src, dst;
@@ -176,6 +177,7 @@ void hp_tone_record_map(hp_tone *t, VkCommandBuffer cmd, const hp_tone_io *io)
         tp.half_w = (io->width + 1) / 2;
         tp.half_h = (io->height + 1) / 2;
         tp.sat = io->dof_sat;
+        tp.dilated = io->dof->dilated.address;
     }
     if (io->gamma_radius > 0 && io->kind != HP_TONE_OUT_LUMINANCE) {
         /* L first, blurred horizontally into lan_b, vertically back into lan_a... then read from lan_a. */

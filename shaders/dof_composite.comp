@@ -33,6 +33,8 @@ layout(push_constant, std430) uniform Push {
     uint half_w;   // 64
     uint half_h;   // 68
     uint sat;      // 72
+    uint pad;      // 76
+    uvec2 dilated; // 80
 } pc;
 
 void main()
@@ -50,7 +52,8 @@ void main()
     }
     bool excluded;
     vec3 sharp = dof_sanitize(c, excluded);
-    DofInputs d = DofInputs(pc.coc, pc.mask, pc.near, pc.far, pc.accum, pc.width, pc.half_w, pc.half_h, pc.sat != 0u);
+    DofInputs d = DofInputs(pc.coc, pc.mask, pc.near, pc.far, pc.accum, pc.dilated, pc.width, pc.half_w, pc.half_h,
+                            pc.sat != 0u);
     // An excluded pixel keeps the alpha the tone pass gives such a pixel.
     OutVec4(pc.out_).v[idx] = vec4(dof_composite(d, xy, sharp), excluded ? 1.0 : c.a);
 }

@@ -3,8 +3,11 @@
 // A blurred foreground spreads over whatever lies beside it, in focus or not, so a pixel's gather kernel
 // must reach as far as any near pixel within the largest near CoC could throw its light (the "tile max"
 // and "neighbourhood max" passes of Jimenez 2014, algorithms.md 5.3). The radius in tiles covers
-// dof.max_coc_px. The far CoC stays the tile's own: the far field gathers with each pixel's own radius
+// dof.max_coc_px. The far CoC is not dilated: the far field gathers with each pixel's own radius
 // (algorithms.md 5.2 step 3).
+// Two dilations: x over the radius the gather needs, y one tile further, which the composite reads to
+// skip the near field where it is certainly empty (a near field one half pixel into the next tile
+// comes from near pixels the wider radius sees).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference_uvec2 : require
@@ -29,16 +32,20 @@ void main()
         return;
     InVec2 tiles = InVec2(pc.tiles);
     int r = int(pc.radius);
-    float near = 0.0;
-    for (int dy = -r; dy <= r; dy++) {
+    float near = 0.0, wider = 0.0;
+    for (int dy = -r - 1; dy <= r + 1; dy++) {
         int y = int(t.y) + dy;
         if (y < 0 || y >= int(pc.tiles_h))
             continue;
-        for (int dx = -r; dx <= r; dx++) {
+        for (int dx = -r - 1; dx <= r + 1; dx++) {
             int x = int(t.x) + dx;
-            if (x >= 0 && x < int(pc.tiles_w))
-                near = max(near, tiles.v[uint(y) * pc.tiles_w + uint(x)].x);
+            if (x < 0 || x >= int(pc.tiles_w))
+                continue;
+            float n = tiles.v[uint(y) * pc.tiles_w + uint(x)].x;
+            wider = max(wider, n);
+            if (abs(dx) <= r && abs(dy) <= r)
+                near = max(near, n);
         }
     }
-    OutVec2(pc.dilated).v[t.y * pc.tiles_w + t.x] = vec2(near, tiles.v[t.y * pc.tiles_w + t.x].y);
+    OutVec2(pc.dilated).v[t.y * pc.tiles_w + t.x] = vec2(near, wider);
 }

@@ -14,6 +14,15 @@
 // width and one subgroup finishes with subgroupAdd/Min/Max, with no barrier.
 //
 // Every buffer is reached through a device address from the push constants (see pipeline/gpu.h).
+//
+// Performance notes (docs/BENCHMARKS.md, "Luminance reduction", has the measurements behind each):
+// - The per-pixel path is straight-line code: no branch per pixel. The rare pixels whose histogram bin
+//   needs the exact settling are only flagged there, and settled after the block (fixup_block).
+// - PREFETCH software-pipelines the loads: the next block's loads are in flight while the current block
+//   is computed, instead of every warp of a grid that starts together loading, waiting, then computing
+//   while the memory system idles. It pays where the arithmetic is heaviest per byte (RGBA16F, 8K: 4-6%).
+// - The grid is what the SMs keep resident (one 1024-wide workgroup per SM on an H200 by default), so no
+//   workgroup waits for a second wave, and the last one combines few partials.
 
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_buffer_reference : require
@@ -25,19 +34,36 @@
 #include "hp_shared.h"
 #include "float_pair.glsl"
 
-layout(local_size_x_id = 0) in;             // workgroup size, 256 by default (pipeline/reduce.c)
-layout(constant_id = 1) const uint FETCHES = 4;        // loads in flight per thread per iteration
+layout(local_size_x_id = 0) in;             // workgroup size (pipeline/reduce.c)
+layout(constant_id = 1) const uint FETCHES = 4;        // 16-byte loads in flight per thread per block
 layout(constant_id = 2) const bool INPUT_FP16 = false; // RGBA16F (two pixels per 16-byte load) or RGBA32F
 // Benchmark-only ablation (bench/bench_reduce.c shows where the time goes); 0 in the daemon, and the
 // specialised code carries no trace of it. 1: no histogram, 2: no log sum, 4: no exact bin settling,
 // 8: no final combine of the partials.
 layout(constant_id = 3) const uint DIAG_SKIP = 0;
+// Software pipelining of the loads (see the notes above).
+layout(constant_id = 4) const bool PREFETCH = true;
+// How the histogram bin is guessed before the exact settling: 0 log2 (one transcendental), 1 a degree-5
+// polynomial of the mantissa bits (no transcendental, more arithmetic). pipeline/reduce.c widens the
+// settling band by the polynomial's error.
+layout(constant_id = 5) const uint BIN_GUESS = 0;
+// Work split: false, grid-stride blocks; true, each workgroup one contiguous, equal range of the frame.
+layout(constant_id = 6) const bool SPLIT = false;
+// The device's subgroup size (fixed for SPIR-V before 1.6): sizes the per-subgroup arrays in shared
+// memory, so a 1024-wide workgroup stays within the 16 KiB of shared memory every device has for the
+// single dispatch (pipeline/reduce.c checks the device's limit for each module).
+layout(constant_id = 7) const uint SUBGROUP_SIZE = 32;
 
 #define WG gl_WorkGroupSize.x
+#define MAX_SUBGROUPS ((WG + SUBGROUP_SIZE - 1u) / SUBGROUP_SIZE)
+// Threads that load and sum the partials in the final combine: the grid is a few hundred workgroups
+// at most by default, and the float-pair tree needs a shared slot per thread.
+#define COMBINE_THREADS (WG < 256u ? WG : (SUBGROUP_SIZE > 256u ? SUBGROUP_SIZE : 256u))
+#define PIXELS_PER_ITEM (INPUT_FP16 ? 2u : 1u)
 
-layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer PixelsF32 { vec4 px[]; };
-// Two RGBA16F pixels per element; the frame's buffer is padded to 16 bytes so the last load is in bounds.
-layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer PixelsF16 { uvec4 px2[]; };
+// One 16-byte item: an RGBA32F pixel, or two RGBA16F pixels. The frame's buffer is padded to 16 bytes
+// so the last item is in bounds.
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Items { uvec4 v[]; };
 
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer LumStats {
     uint finite_count;
@@ -56,7 +82,7 @@ layout(buffer_reference, std430, buffer_reference_align = 16) buffer LumStats {
 };
 
 struct Partial {
-    float sum_log;
+    float sum_log2; // sum of log2(delta + Y): the one scaling by ln 2 happens in the final combine
     float sum_y;
     float min_y;
     float max_y;
@@ -87,12 +113,15 @@ layout(push_constant, std430) uniform Push {
     uint group_count;     // 28  partials to combine (two-pass final)
     float hist_min_log2;  // 32
     float hist_max_log2;  // 36
-    float hist_scale;     // 40  1 / (max - min)
-    float hist_settle;    // 44  half-width, in bins, of the band around an edge where the log2 guess
-                          //     may be wrong (pipeline/reduce.c derives it from the spec's log2 precision)
+    float hist_a;         // 40  w = log2(Y) * a + b is the bin position: bin k covers w in [k - 0.5, k + 0.5)
+    float hist_b;         // 44
+    float hist_near;      // 48  |w - round(w)| above this: within the guess's error of a bin edge, settle
+                          //     exactly (pipeline/reduce.c derives it from the spec's log2 precision)
 } pc;
 
 #define FLT_INF uintBitsToFloat(0x7f800000u)
+// ln 2: the log sums are kept in log2 units (one multiply per frame instead of one per pixel).
+#define LN2 0.6931471805599453
 
 // A 64-bit device address as (low, high) words, plus a byte offset, with the carry.
 uvec2 address_add(uvec2 address, uint offset)
@@ -104,146 +133,284 @@ uvec2 address_add(uvec2 address, uint offset)
 
 #if defined(HP_REDUCE_SINGLE_PASS) || defined(HP_REDUCE_TWO_PASS_PARTIAL)
 
-shared uint s_hist[HP_HIST_BINS];
+// Bins 0-255, then two that never reach the output: HIST_NONFINITE counts the excluded pixels (the
+// workgroup's non-finite count, without a per-pixel counter), HIST_PENDING takes the pixels left for the
+// exact settling, which count them again in their real bin.
+#define HIST_NONFINITE 256u
+#define HIST_PENDING 257u
+shared uint s_hist[HP_HIST_BINS + 2];
 shared float s_edges[HP_HIST_BINS];
 
-// Per-thread accumulators.
-vec2 t_sum_log = vec2(0.0);  // float pair
+// Per-thread accumulators: compensated sums (the rounding error of every addition gathered in .y,
+// Knuth's TwoSum; see float_pair.glsl), min and max.
+vec2 t_sum_log2 = vec2(0.0);
 vec2 t_sum_y = vec2(0.0);
 float t_min = FLT_INF;
-float t_max = -FLT_INF;
-uint t_nonfinite = 0u;
-// Histogram run: neighbouring pixels usually share a bin, so one shared atomic per run, not per pixel.
-uint t_run_bin = 0u;
+float t_max = 0.0; // every Y is >= +0 (negative channels count as 0)
+// Histogram run: consecutive pixels of a thread often share a bin on real frames (a constant sky gives
+// one run), so one shared atomic per run, not per pixel; same-address atomics within a warp serialise.
+// The first flush adds 0 to the pending bin.
+uint t_run_bin = HIST_PENDING;
 uint t_run_len = 0u;
 
+void acc_add(inout vec2 acc, float v)
+{
+    vec2 s = fp_two_sum(acc.x, v);
+    acc = vec2(s.x, acc.y + s.y);
+}
+
+// Branch-free: the flush is a predicated atomic.
 void hist_add(uint bin)
 {
-    if (bin == t_run_bin) {
-        t_run_len++;
-        return;
-    }
-    if (t_run_len != 0u)
+    if (bin != t_run_bin)
         atomicAdd(s_hist[t_run_bin], t_run_len);
+    t_run_len = bin == t_run_bin ? t_run_len + 1u : 1u;
     t_run_bin = bin;
-    t_run_len = 1u;
 }
 
-// The bin of Y: the highest k with edges[k] <= Y, bin 0 below edges[1] (hp_shared.h). The log2 guess
-// u is right unless it lies within pc.hist_settle of a whole number (about 0.1% of pixels at the default
-// range, and every pixel clamped to an end of the range); only those are settled against the exact
-// edges in shared memory. Y = 0 gives log2 = -inf, t = 0, bin 1, then 0 from the last line.
-uint hist_bin(float y, float edge1)
+// Y of a pixel, exactly as the CPU reference (hp_cpu_luminance): negative channels count as 0, and
+// precise keeps ((r*R + g*G) + b*B) with no fused multiply-add, so the fp32 bits are the same and min,
+// max and the bins compare exactly.
+float luminance(vec3 c)
 {
-    float t = clamp((log2(y) - pc.hist_min_log2) * pc.hist_scale, 0.0, 1.0);
-    float u = t * 254.0 + 1.0;
-    uint bin = min(uint(u), 255u);
-    float f = u - float(bin);
-    if ((DIAG_SKIP & 4u) == 0u && (f < pc.hist_settle || f > 1.0 - pc.hist_settle)) {
-        while (bin > 1u && y < s_edges[bin])
-            bin--;
-        while (bin < 255u && y >= s_edges[bin + 1u])
-            bin++;
-    }
-    return y < edge1 ? 0u : bin;
-}
-
-// One pixel. Adds its log and Y to the chunk sums (plain fp32 over a few pixels; the float pairs take
-// the chunk sums). Written without early returns: an excluded pixel is rare, and straight-line code
-// lets the compiler overlap the transcendental latencies of the pixels in flight.
-void add_pixel(vec4 c, float edge1, inout float chunk_log, inout float chunk_y)
-{
-    // DECISIONS.md 2: a NaN or infinite colour channel (exponent bits all ones) excludes the pixel;
-    // negative channels count as 0.
-    uvec3 exponent = floatBitsToUint(c.rgb) & 0x7f800000u;
-    bool excluded = any(equal(exponent, uvec3(0x7f800000u)));
     vec3 p = vec3(c.r > 0.0 ? c.r : 0.0, c.g > 0.0 ? c.g : 0.0, c.b > 0.0 ? c.b : 0.0);
-    // precise: evaluated as written, ((r*R + g*G) + b*B) with no fused multiply-add, so the CPU
-    // reference (compiled with -ffp-contract=off) gets the same fp32 bits and min/max compare exactly.
     precise float y = float(HP_LUMA_R) * p.r + float(HP_LUMA_G) * p.g + float(HP_LUMA_B) * p.b;
-    excluded = excluded || isinf(y); // finite channels near FLT_MAX can still overflow the sum
-    y = excluded ? 0.0 : y;
-    t_nonfinite += excluded ? 1u : 0u;
+    return y;
+}
+
+// log2(Y), as precise as the bin guess needs (the settling band covers the error, pipeline/reduce.c).
+float guess_log2(float y)
+{
+    if (BIN_GUESS == 0u)
+        return log2(y);
+    // log2(2^e * m) = e + log2(m), m in [1, 2): e from the exponent bits, log2(m) from a degree-5
+    // minimax polynomial in m - 1 (Remez fit, max error 1.26e-5). Exponent as a float without a
+    // conversion instruction: (e + 127) + 2^23 has those bits. Y = 0 gives -127: below every range.
+    uint b = floatBitsToUint(y);
+    precise float e = uintBitsToFloat((b >> 23) | 0x4b000000u) - (8388608.0 + 127.0);
+    float x = uintBitsToFloat((b & 0x007fffffu) | 0x3f800000u) - 1.0;
+    float p = 0.04487361029772811;
+    p = p * x - 0.19219563580645213;
+    p = p * x + 0.41363011973547226;
+    p = p * x - 0.7079926512683374;
+    p = p * x + 1.441684557041589;
+    p = p * x + 1.2538744565126084e-05;
+    return e + p;
+}
+
+// The guessed bin of Y, and whether Y lies within the guess's error of a bin edge. w in [0, 255] is the
+// position in bins: bin k holds w in [k - 0.5, k + 0.5) (hp_shared.h: bin = uint(t * 254 + 1), and w =
+// t * 254 + 0.5 with t unclamped; the clamp keeps Y below the range in bin 0 and above it in 255). The
+// rounding adds 2^23: a float at that magnitude has no fraction bits, so the sum is w rounded to the
+// nearest integer, and its low bits are that integer (no float-to-int conversion, which runs at a
+// quarter of the arithmetic rate). precise keeps the compiler from folding (w + 2^23) - 2^23 into w.
+uint guess_bin(float y, out bool near)
+{
+    float w = clamp(guess_log2(y) * pc.hist_a + pc.hist_b, 0.0, 255.0);
+    precise float r = w + 8388608.0;
+    precise float d = w - (r - 8388608.0); // in [-0.5, 0.5]
+    near = abs(d) > pc.hist_near;
+    return floatBitsToUint(r) - 0x4b000000u;
+}
+
+// The exact bin: the highest k with edges[k] <= Y (edges[0] = 0, so bin 0 below edges[1]). From a
+// guess that is already right or one off, one step of one loop; the loops make it exact from anywhere.
+uint settle_bin(float y, uint bin)
+{
+    while (bin > 0u && y < s_edges[bin])
+        bin--;
+    while (bin < 255u && y >= s_edges[bin + 1u])
+        bin++;
+    return bin;
+}
+
+// One pixel into the block sums; returns true when its bin is left for fixup_block. Straight-line code:
+// the excluded case is selects, not branches, so the compiler overlaps the pixels of a block.
+bool add_pixel(vec3 c, inout float chunk_log2, inout float chunk_y)
+{
+    // DECISIONS.md 2: a NaN or infinite channel (exponent bits all ones) excludes the pixel. Tested on
+    // the bits: a compiler may assume no NaN in float comparisons.
+    uvec3 exponent = floatBitsToUint(c) & 0x7f800000u;
+    bool excluded = any(equal(exponent, uvec3(0x7f800000u)));
+    float y = luminance(c);
+    // Finite channels near FLT_MAX can still overflow the sum (fp32 only: half channels are <= 65504).
+    if (!INPUT_FP16)
+        excluded = excluded || floatBitsToUint(y) >= 0x7f800000u;
+    float ys = excluded ? 0.0 : y;
+    chunk_y += ys;
+    t_min = min(t_min, excluded ? FLT_INF : ys);
+    t_max = max(t_max, ys);
     if ((DIAG_SKIP & 2u) == 0u)
-        chunk_log += excluded ? 0.0 : log(float(HP_LOG_AVG_DELTA) + y);
-    chunk_y += y;
-    t_min = excluded ? t_min : min(t_min, y);
-    t_max = max(t_max, y); // an excluded pixel adds 0, which only matters when no pixel counts
+        chunk_log2 += log2(excluded ? 1.0 : float(HP_LOG_AVG_DELTA) + ys);
+    bool near = false;
     if ((DIAG_SKIP & 1u) == 0u) {
-        uint bin = hist_bin(y, edge1);
-        if (!excluded)
-            hist_add(bin);
+        uint bin = guess_bin(ys, near);
+        near = near && !excluded && (DIAG_SKIP & 4u) == 0u;
+        hist_add(excluded ? HIST_NONFINITE : near ? HIST_PENDING : bin);
+    }
+    return near;
+}
+
+// Pixel h (0 or 1) of an item.
+vec3 item_pixel(uvec4 v, uint h)
+{
+    if (!INPUT_FP16)
+        return uintBitsToFloat(v.xyz);
+    return h == 0u ? vec3(unpackHalf2x16(v.x), unpackHalf2x16(v.y).x)
+                   : vec3(unpackHalf2x16(v.z), unpackHalf2x16(v.w).x);
+}
+
+// The block's items at base + k * WG + tid. One 64-bit address per block, so every load has a constant
+// offset from it; a guarded block (the frame's or the range's last) loads only items below `end`.
+void load_block(out uvec4 v[FETCHES], uint base, uint end, bool guarded)
+{
+    uint i0 = base + gl_LocalInvocationIndex;
+    Items p = Items(address_add(pc.pixels, i0 * 16u));
+    [[unroll]] for (uint k = 0u; k < FETCHES; k++) {
+        if (guarded)
+            v[k] = i0 + k * WG < end ? p.v[k * WG] : uvec4(0u);
+        else
+            v[k] = p.v[k * WG];
     }
 }
 
-// Every thread walks its share of the frame: FETCHES coalesced loads per iteration, issued before any
-// arithmetic so they are all in flight at once, then grid-stride to the next block.
+// The exact settling of the block's flagged pixels (about 2 in 10^4 at the default range: a few percent
+// of the warps, once per block).
+void fixup_block(uvec4 v[FETCHES], uint near)
+{
+    [[unroll]] for (uint k = 0u; k < FETCHES; k++) {
+        [[unroll]] for (uint h = 0u; h < PIXELS_PER_ITEM; h++) {
+            if ((near & (1u << (k * PIXELS_PER_ITEM + h))) != 0u) {
+                float y = luminance(item_pixel(v[k], h));
+                bool unused;
+                atomicAdd(s_hist[settle_bin(y, guess_bin(y, unused))], 1u);
+            }
+        }
+    }
+}
+
+void process_block(uvec4 v[FETCHES], uint base, uint end, bool guarded, inout float chunk_log2,
+                   inout float chunk_y)
+{
+    uint near = 0u;
+    [[unroll]] for (uint k = 0u; k < FETCHES; k++) {
+        [[unroll]] for (uint h = 0u; h < PIXELS_PER_ITEM; h++) {
+            uint i = base + k * WG + gl_LocalInvocationIndex;
+            bool valid = !guarded || (i < end && PIXELS_PER_ITEM * i + h < pc.pixel_count);
+            if (valid && add_pixel(item_pixel(v[k], h), chunk_log2, chunk_y))
+                near |= 1u << (k * PIXELS_PER_ITEM + h);
+        }
+    }
+    if (near != 0u)
+        fixup_block(v, near);
+}
+
+void add_chunk(float chunk_log2, float chunk_y)
+{
+    acc_add(t_sum_log2, chunk_log2);
+    acc_add(t_sum_y, chunk_y);
+}
+
+// Every thread walks its blocks: base, base + step, ... below end. Whole blocks (every pixel of every
+// item valid) run without bounds checks; what is left (at most one block per workgroup) runs guarded.
 void accumulate_frame()
 {
     uint tid = gl_LocalInvocationIndex;
-    for (uint i = tid; i < HP_HIST_BINS; i += WG) {
-        s_hist[i] = 0u;
-        s_edges[i] = ReduceEdges(address_add(pc.scratch, HP_SCRATCH_OFF_EDGES)).edges[i];
-    }
-    barrier();
-    float edge1 = s_edges[1];
-
     uint items = INPUT_FP16 ? (pc.pixel_count + 1u) / 2u : pc.pixel_count;
     uint block = WG * FETCHES;
-    uint stride = gl_NumWorkGroups.x * block;
-    for (uint base = gl_WorkGroupID.x * block; base < items; base += stride) {
-        float chunk_log = 0.0;
-        float chunk_y = 0.0;
-        if (INPUT_FP16) {
-            uvec4 v[FETCHES];
-            [[unroll]] for (uint k = 0u; k < FETCHES; k++) {
-                uint i = base + k * WG + tid;
-                v[k] = i < items ? PixelsF16(pc.pixels).px2[i] : uvec4(0u);
-            }
-            [[unroll]] for (uint k = 0u; k < FETCHES; k++) {
-                uint i = base + k * WG + tid;
-                if (i < items) {
-                    add_pixel(vec4(unpackHalf2x16(v[k].x), unpackHalf2x16(v[k].y)), edge1, chunk_log, chunk_y);
-                    if (2u * i + 1u < pc.pixel_count)
-                        add_pixel(vec4(unpackHalf2x16(v[k].z), unpackHalf2x16(v[k].w)), edge1, chunk_log, chunk_y);
-                }
-            }
-        } else {
-            vec4 v[FETCHES];
-            [[unroll]] for (uint k = 0u; k < FETCHES; k++) {
-                uint i = base + k * WG + tid;
-                v[k] = i < items ? PixelsF32(pc.pixels).px[i] : vec4(0.0);
-            }
-            [[unroll]] for (uint k = 0u; k < FETCHES; k++)
-                if (base + k * WG + tid < items)
-                    add_pixel(v[k], edge1, chunk_log, chunk_y);
-        }
-        t_sum_log = fp_add(t_sum_log, chunk_log);
-        t_sum_y = fp_add(t_sum_y, chunk_y);
+    uint base, end, step;
+    if (SPLIT) {
+        // Ranges in units of 32 items (512 bytes of fp32), as equal as that allows.
+        uint units = (items + 31u) / 32u;
+        uint groups = gl_NumWorkGroups.x, g = gl_WorkGroupID.x;
+        uint q = units / groups, r = units % groups;
+        base = (g * q + min(g, r)) * 32u;
+        end = min(base + (q + (g < r ? 1u : 0u)) * 32u, items);
+        step = block;
+    } else {
+        base = gl_WorkGroupID.x * block;
+        end = items;
+        step = gl_NumWorkGroups.x * block;
     }
-    if (t_run_len != 0u)
-        atomicAdd(s_hist[t_run_bin], t_run_len);
+    // Items whose every pixel exists (an odd RGBA16F frame's last item has one).
+    uint whole_end = min(end, INPUT_FP16 ? pc.pixel_count / 2u : pc.pixel_count);
 
-    // The workgroup's histogram goes to the accumulators with one atomic per non-empty bin. The
-    // memory barrier makes each thread's atomics complete before the workgroup reports its partial.
+    // The first block's loads go out before the shared-memory set-up and its barrier, which wait for
+    // an L2 round trip of their own (the edges).
+    uvec4 va[FETCHES], vb[FETCHES];
+    bool whole = base + block <= whole_end;
+    if (PREFETCH && whole)
+        load_block(va, base, end, false);
+    for (uint i = tid; i < HP_HIST_BINS + 2u; i += WG)
+        s_hist[i] = 0u;
+    for (uint i = tid; i < HP_HIST_BINS; i += WG)
+        s_edges[i] = ReduceEdges(address_add(pc.scratch, HP_SCRATCH_OFF_EDGES)).edges[i];
     barrier();
+
+    if (PREFETCH) {
+        // Two register sets in turn: the loads of one block are in flight while the other is computed.
+        if (whole) {
+            for (;;) {
+                float chunk_log2 = 0.0, chunk_y = 0.0;
+                uint next = base + step;
+                bool more = next + block <= whole_end;
+                if (more)
+                    load_block(vb, next, end, false);
+                process_block(va, base, end, false, chunk_log2, chunk_y);
+                base = next;
+                if (!more) {
+                    add_chunk(chunk_log2, chunk_y);
+                    break;
+                }
+                next = base + step;
+                more = next + block <= whole_end;
+                if (more)
+                    load_block(va, next, end, false);
+                process_block(vb, base, end, false, chunk_log2, chunk_y);
+                add_chunk(chunk_log2, chunk_y);
+                base = next;
+                if (!more)
+                    break;
+            }
+        }
+    } else {
+        for (; base + block <= whole_end; base += step) {
+            uvec4 v[FETCHES];
+            load_block(v, base, end, false);
+            float chunk_log2 = 0.0, chunk_y = 0.0;
+            process_block(v, base, end, false, chunk_log2, chunk_y);
+            add_chunk(chunk_log2, chunk_y);
+        }
+    }
+    for (; base < end; base += step) {
+        uvec4 v[FETCHES];
+        load_block(v, base, end, true);
+        float chunk_log2 = 0.0, chunk_y = 0.0;
+        process_block(v, base, end, true, chunk_log2, chunk_y);
+        add_chunk(chunk_log2, chunk_y);
+    }
+    atomicAdd(s_hist[t_run_bin], t_run_len);
+}
+
+// After a barrier: the workgroup's histogram to the accumulators, one atomic per non-empty bin.
+void flush_histogram()
+{
     ReduceScratch scratch = ReduceScratch(pc.scratch);
-    for (uint i = tid; i < HP_HIST_BINS; i += WG) {
+    for (uint i = gl_LocalInvocationIndex; i < HP_HIST_BINS; i += WG) {
         uint n = s_hist[i];
         if (n != 0u)
             atomicAdd(scratch.hist_accum[i], n);
     }
-    memoryBarrierBuffer();
 }
 
 #endif // first pass of either form
 
 #if defined(HP_REDUCE_SINGLE_PASS) || defined(HP_REDUCE_TWO_PASS_FINAL)
 
-shared vec4 s_pairs[gl_WorkGroupSize.x]; // (sum_log hi, lo, sum_y hi, lo)
-shared float s_min[gl_WorkGroupSize.x];
-shared float s_max[gl_WorkGroupSize.x];
-shared uint s_nonfinite[gl_WorkGroupSize.x];
+shared vec4 s_pairs[COMBINE_THREADS]; // (sum_log2 hi, lo, sum_y hi, lo)
+shared float s_min[MAX_SUBGROUPS];
+shared float s_max[MAX_SUBGROUPS];
+shared uint s_nonfinite[MAX_SUBGROUPS];
 
 // Combines `count` partials into the statistics. Sums as float pairs through a shared-memory tree
 // (subgroupAdd would round the pairs away); min, max and counts through subgroup operations.
@@ -254,34 +421,46 @@ void combine_partials(uint count)
     uint tid = gl_LocalInvocationIndex;
     ReduceScratch scratch = ReduceScratch(pc.scratch);
     LumStats stats = LumStats(pc.stats);
-    // The histogram moves to the stats and the accumulators are left at zero for the next frame.
-    for (uint i = tid; i < HP_HIST_BINS; i += WG)
-        stats.hist[i] = atomicExchange(scratch.hist_accum[i], 0u);
-    vec2 sum_log = vec2(0.0), sum_y = vec2(0.0);
-    float mn = FLT_INF, mx = -FLT_INF;
+    // The histogram moves to the stats and the accumulators are left at zero for the next frame. The
+    // exchanges go out first and their results are stored last, so their round trip overlaps the
+    // partials' loads instead of preceding them.
+    const uint BINS_PER_THREAD = (HP_HIST_BINS + WG - 1u) / WG;
+    uint hist[BINS_PER_THREAD];
+    [[unroll]] for (uint j = 0u; j < BINS_PER_THREAD; j++) {
+        uint i = tid + j * WG;
+        hist[j] = i < HP_HIST_BINS ? atomicExchange(scratch.hist_accum[i], 0u) : 0u;
+    }
+    vec2 sum_log2 = vec2(0.0), sum_y = vec2(0.0);
+    float mn = FLT_INF, mx = 0.0;
     uint nonfinite = 0u;
     // This runs on one workgroup while the rest of the GPU waits: four loads in flight per thread
     // before any arithmetic, so the tail costs a few L2 round trips, not one per partial.
-    for (uint base = tid; base < count; base += 4u * WG) {
-        vec4 pf[4]; // sum_log, sum_y, min_y, max_y
+    for (uint base = tid; tid < COMBINE_THREADS && base < count; base += 4u * COMBINE_THREADS) {
+        vec4 pf[4]; // sum_log2, sum_y, min_y, max_y
         uint pn[4];
         [[unroll]] for (uint k = 0u; k < 4u; k++) {
-            uint i = base + k * WG;
+            uint i = base + k * COMBINE_THREADS;
             bool live = i < count;
-            pf[k] = live ? vec4(scratch.partials[i].sum_log, scratch.partials[i].sum_y, scratch.partials[i].min_y,
+            pf[k] = live ? vec4(scratch.partials[i].sum_log2, scratch.partials[i].sum_y, scratch.partials[i].min_y,
                                 scratch.partials[i].max_y)
-                         : vec4(0.0, 0.0, FLT_INF, -FLT_INF);
+                         : vec4(0.0, 0.0, FLT_INF, 0.0);
             pn[k] = live ? scratch.partials[i].nonfinite : 0u;
         }
         [[unroll]] for (uint k = 0u; k < 4u; k++) {
-            sum_log = fp_add(sum_log, pf[k].x);
+            sum_log2 = fp_add(sum_log2, pf[k].x);
             sum_y = fp_add(sum_y, pf[k].y);
             mn = min(mn, pf[k].z);
             mx = max(mx, pf[k].w);
             nonfinite += pn[k];
         }
     }
-    s_pairs[tid] = vec4(sum_log, sum_y);
+    [[unroll]] for (uint j = 0u; j < BINS_PER_THREAD; j++) {
+        uint i = tid + j * WG;
+        if (i < HP_HIST_BINS)
+            stats.hist[i] = hist[j];
+    }
+    if (tid < COMBINE_THREADS)
+        s_pairs[tid] = vec4(sum_log2, sum_y);
     mn = subgroupMin(mn);
     mx = subgroupMax(mx);
     nonfinite = subgroupAdd(nonfinite);
@@ -291,34 +470,46 @@ void combine_partials(uint count)
         s_nonfinite[gl_SubgroupID] = nonfinite;
     }
     barrier();
-    for (uint s = WG / 2u; s > 0u; s >>= 1u) {
+    // The tree spans the threads that hold partials: the smallest power of two >= count (the grid is
+    // usually a few hundred workgroups, fewer than the threads here), so fewer levels and barriers.
+    uint top = count >= COMBINE_THREADS ? COMBINE_THREADS : 1u << findMSB(max(count, 1u) * 2u - 1u);
+    for (uint s = top / 2u; s > 0u; s >>= 1u) {
         if (tid < s) {
             vec4 a = s_pairs[tid], b = s_pairs[tid + s];
             s_pairs[tid] = vec4(fp_add(a.xy, b.xy), fp_add(a.zw, b.zw));
         }
         barrier();
     }
-    if (tid == 0u) {
-        for (uint i = 1u; i < gl_NumSubgroups; i++) {
+    if (gl_SubgroupID == 0u) {
+        // One subgroup over the per-subgroup values (more than one each on narrow subgroups).
+        mn = FLT_INF, mx = 0.0, nonfinite = 0u;
+        for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) {
             mn = min(mn, s_min[i]);
             mx = max(mx, s_max[i]);
             nonfinite += s_nonfinite[i];
         }
-        vec4 sums = s_pairs[0];
-        uint finite = pc.pixel_count - nonfinite;
-        float n = float(max(finite, 1u));
-        stats.finite_count = finite;
-        stats.nonfinite_count = nonfinite;
-        stats.min_y = finite > 0u ? mn : 0.0;
-        stats.max_y = finite > 0u ? mx : 0.0;
-        stats.sum_log_hi = sums.x;
-        stats.sum_log_lo = sums.y;
-        stats.sum_y_hi = sums.z;
-        stats.sum_y_lo = sums.w;
-        stats.log_average = finite > 0u ? exp((sums.x + sums.y) / n) : 0.0;
-        stats.mean_y = finite > 0u ? (sums.z + sums.w) / n : 0.0;
-        stats.hist_min_log2 = pc.hist_min_log2;
-        stats.hist_max_log2 = pc.hist_max_log2;
+        mn = subgroupMin(mn);
+        mx = subgroupMax(mx);
+        nonfinite = subgroupAdd(nonfinite);
+        if (subgroupElect()) {
+            vec4 sums = s_pairs[0];
+            // log2 units to ln: one rounding of 2^-24, far inside the 1e-4 of DECISIONS.md 3.
+            vec2 sum_ln = sums.xy * float(LN2);
+            uint finite = pc.pixel_count - nonfinite;
+            float n = float(max(finite, 1u));
+            stats.finite_count = finite;
+            stats.nonfinite_count = nonfinite;
+            stats.min_y = finite > 0u ? mn : 0.0;
+            stats.max_y = finite > 0u ? mx : 0.0;
+            stats.sum_log_hi = sum_ln.x;
+            stats.sum_log_lo = sum_ln.y;
+            stats.sum_y_hi = sums.z;
+            stats.sum_y_lo = sums.w;
+            stats.log_average = finite > 0u ? exp((sum_ln.x + sum_ln.y) / n) : 0.0;
+            stats.mean_y = finite > 0u ? (sums.z + sums.w) / n : 0.0;
+            stats.hist_min_log2 = pc.hist_min_log2;
+            stats.hist_max_log2 = pc.hist_max_log2;
+        }
     }
 }
 
@@ -326,42 +517,49 @@ void combine_partials(uint count)
 
 #if defined(HP_REDUCE_SINGLE_PASS)
 
-shared float s_sub_log[gl_WorkGroupSize.x];
-shared float s_sub_y[gl_WorkGroupSize.x];
+shared float s_sub_log2[MAX_SUBGROUPS];
+shared float s_sub_y[MAX_SUBGROUPS];
 shared bool s_is_last;
 
 void main()
 {
     accumulate_frame();
 
-    // Workgroup reduction: subgroup arithmetic, then one value per subgroup combined by thread 0
-    // (at most 32 subgroups even on lavapipe's 8-wide ones).
-    float sl = subgroupAdd(t_sum_log.x + t_sum_log.y);
+    // Workgroup reduction: subgroup arithmetic, then one subgroup over the per-subgroup values.
+    float sl = subgroupAdd(t_sum_log2.x + t_sum_log2.y);
     float sy = subgroupAdd(t_sum_y.x + t_sum_y.y);
     float mn = subgroupMin(t_min);
     float mx = subgroupMax(t_max);
-    uint nf = subgroupAdd(t_nonfinite);
     if (subgroupElect()) {
-        s_sub_log[gl_SubgroupID] = sl;
+        s_sub_log2[gl_SubgroupID] = sl;
         s_sub_y[gl_SubgroupID] = sy;
         s_min[gl_SubgroupID] = mn;
         s_max[gl_SubgroupID] = mx;
-        s_nonfinite[gl_SubgroupID] = nf;
     }
     barrier();
     ReduceScratch scratch = ReduceScratch(pc.scratch);
-    if (gl_LocalInvocationIndex == 0u) {
-        vec2 pl = vec2(sl, 0.0), py = vec2(sy, 0.0);
-        for (uint i = 1u; i < gl_NumSubgroups; i++) {
-            pl = fp_add(pl, s_sub_log[i]);
-            py = fp_add(py, s_sub_y[i]);
+    // The histogram's atomics and the partial's store go out together, and one memory barrier per
+    // thread makes both visible before the arrival counter says the partial is there (one L2 round
+    // trip less on the tail than a barrier after each).
+    flush_histogram();
+    if (gl_SubgroupID == 0u) {
+        sl = 0.0, sy = 0.0, mn = FLT_INF, mx = 0.0;
+        for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) {
+            sl += s_sub_log2[i];
+            sy += s_sub_y[i];
             mn = min(mn, s_min[i]);
             mx = max(mx, s_max[i]);
-            nf += s_nonfinite[i];
         }
-        scratch.partials[gl_WorkGroupID.x] = Partial(pl.x + pl.y, py.x + py.y, mn, mx, nf, 0u, 0u, 0u);
-        // Release: the partial is visible device-wide before the counter says it is there.
-        memoryBarrierBuffer();
+        sl = subgroupAdd(sl);
+        sy = subgroupAdd(sy);
+        mn = subgroupMin(mn);
+        mx = subgroupMax(mx);
+        if (subgroupElect())
+            scratch.partials[gl_WorkGroupID.x] = Partial(sl, sy, mn, mx, s_hist[HIST_NONFINITE], 0u, 0u, 0u);
+    }
+    memoryBarrierBuffer();
+    barrier();
+    if (gl_LocalInvocationIndex == 0u) {
         uint arrived = atomicAdd(scratch.arrival_counter, 1u);
         s_is_last = arrived == gl_NumWorkGroups.x - 1u;
     }
@@ -382,19 +580,19 @@ shared float s_log[gl_WorkGroupSize.x];
 shared float s_y[gl_WorkGroupSize.x];
 shared float s_mn[gl_WorkGroupSize.x];
 shared float s_mx[gl_WorkGroupSize.x];
-shared uint s_nf[gl_WorkGroupSize.x];
 
 void main()
 {
     accumulate_frame();
 
     uint tid = gl_LocalInvocationIndex;
-    s_log[tid] = t_sum_log.x + t_sum_log.y;
+    s_log[tid] = t_sum_log2.x + t_sum_log2.y;
     s_y[tid] = t_sum_y.x + t_sum_y.y;
     s_mn[tid] = t_min;
     s_mx[tid] = t_max;
-    s_nf[tid] = t_nonfinite;
     barrier();
+    // The second dispatch reads the accumulators after a pipeline barrier: no memory barrier here.
+    flush_histogram();
     // Sequential addressing: active threads are contiguous and read conflict-free (Harris, kernel 3).
     // The tree stops at subgroup width; the loop condition is uniform, so barrier() is legal in it.
     for (uint s = WG / 2u; s >= gl_SubgroupSize; s >>= 1u) {
@@ -403,7 +601,6 @@ void main()
             s_y[tid] += s_y[tid + s];
             s_mn[tid] = min(s_mn[tid], s_mn[tid + s]);
             s_mx[tid] = max(s_mx[tid], s_mx[tid + s]);
-            s_nf[tid] += s_nf[tid + s];
         }
         barrier();
     }
@@ -414,10 +611,10 @@ void main()
         float sl = subgroupAdd(live ? s_log[lane] : 0.0);
         float sy = subgroupAdd(live ? s_y[lane] : 0.0);
         float mn = subgroupMin(live ? s_mn[lane] : FLT_INF);
-        float mx = subgroupMax(live ? s_mx[lane] : -FLT_INF);
-        uint nf = subgroupAdd(live ? s_nf[lane] : 0u);
+        float mx = subgroupMax(live ? s_mx[lane] : 0.0);
         if (subgroupElect())
-            ReduceScratch(pc.scratch).partials[gl_WorkGroupID.x] = Partial(sl, sy, mn, mx, nf, 0u, 0u, 0u);
+            ReduceScratch(pc.scratch).partials[gl_WorkGroupID.x] =
+                Partial(sl, sy, mn, mx, s_hist[HIST_NONFINITE], 0u, 0u, 0u);
     }
 }
 

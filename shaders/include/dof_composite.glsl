@@ -14,11 +14,13 @@
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer DofF32 { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer DofU32 { uint v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer DofVec4 { vec4 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer DofVec2 { vec2 v[]; };
 // The bokeh light: RGB and an unused word per half pixel, so that one 16-byte load reads a texel.
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer DofAccum { vec4 v[]; };
 
 struct DofInputs {
     uvec2 coc, mask, near, far, accum; // pipeline/dof.h hp_dof_frame; accum 0 without bokeh
+    uvec2 dilated;                     // the tiles' dilated near CoC (dof_tiles.comp)
     uint width, half_w, half_h;
     bool sat;                          // dof.method = "sat": one blurred field, no near layer
 };
@@ -45,9 +47,11 @@ vec3 dof_accum_at(DofAccum acc, ivec2 h, uint half_w)
 vec3 dof_composite(DofInputs d, uvec2 xy, vec3 sharp)
 {
     uint idx = xy.y * d.width + xy.x;
-    uint mask = DofU32(d.mask).v[(xy.y / 2u) * d.half_w + xy.x / 2u];
-    if ((mask & (1u << (2u * (xy.y & 1u) + (xy.x & 1u)))) != 0u)
-        sharp = vec3(0.0);
+    if (d.accum != uvec2(0u)) { // only bokeh makes sprites
+        uint mask = DofU32(d.mask).v[(xy.y / 2u) * d.half_w + xy.x / 2u];
+        if ((mask & (1u << (2u * (xy.y & 1u) + (xy.x & 1u)))) != 0u)
+            sharp = vec3(0.0);
+    }
     float s = DofF32(d.coc).v[idx];
 
     // Frame pixel centre x + 0.5 is half-resolution coordinate (x + 0.5) / 2; texel centres sit at i + 0.5.
@@ -62,7 +66,11 @@ vec3 dof_composite(DofInputs d, uvec2 xy, vec3 sharp)
             b = mix(sharp, far.rgb / far.a, smoothstep(0.5, 1.5, blurred));
     }
     vec3 o = b;
-    if (!d.sat) {
+    // The near field is read only where some near pixel could reach: the rest of the frame skips four
+    // loads and gets the same result (a zero field changes nothing below).
+    uint tiles_w = (d.half_w + HP_DOF_TILE - 1u) / HP_DOF_TILE;
+    bool near_here = !d.sat && DofVec2(d.dilated).v[(xy.y / (2u * HP_DOF_TILE)) * tiles_w + xy.x / (2u * HP_DOF_TILE)].y > 0.0;
+    if (near_here) {
         vec4 near = dof_bilinear(d.near, u, d.half_w, d.half_h);
         // A near pixel's own light is in the near field already, spread over its CoC: its sharp self must
         // go, or a small near light would stay a sharp dot inside its own blur where the coverage is

@@ -57,7 +57,8 @@
  *     0  uint   arrival_counter   single dispatch: workgroups that finished; the last resets it to 0
  *    16  float  hist_edges[256]   edge[k], k = 1..255 (edge[0] unused); uploaded when the range changes
  *  1040  uint   hist_accum[256]   every workgroup's counts, by global atomics
- *  2064  Partial partials[]       one per workgroup: sum_log, sum_y, min_y, max_y, nonfinite, 3 x pad */
+ *  2064  Partial partials[]       one per workgroup: sum_log2 (log2 units; the combine scales by ln 2),
+ *                                 sum_y, min_y, max_y, nonfinite, 3 x pad */
 #define HP_SCRATCH_OFF_EDGES 16
 #define HP_SCRATCH_OFF_HIST 1040
 #define HP_SCRATCH_OFF_PARTIALS 2064
