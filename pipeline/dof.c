@@ -30,9 +30,6 @@ static const uint32_t spv_sat_cols[] =
 static const uint32_t spv_sat_query[] =
 #include "dof_sat_query.spv.inc"
     ;
-static const uint32_t spv_bokeh_args[] =
-#include "bokeh_args.spv.inc"
-    ;
 static const uint32_t spv_bokeh_splat[] =
 #include "bokeh_splat.spv.inc"
     ;
@@ -49,8 +46,10 @@ _Static_assert(sizeof(struct setup_push) == 128, "push constant layout drifted f
 
 struct tiles_push {
     VkDeviceAddress tiles, dilated;
-    uint32_t tiles_w, tiles_h, radius;
+    uint32_t tiles_w, tiles_h, radius, max_sprites;
+    VkDeviceAddress sprites;
 };
+_Static_assert(offsetof(struct tiles_push, sprites) == 32, "push constant layout drifted from dof_tiles.comp");
 
 struct gather_push {
     VkDeviceAddress half_, dilated, near, far, quarter;
@@ -69,12 +68,10 @@ struct sat_push {
     VkDeviceAddress half_, table, stats, far;
     uint32_t half_w, half_h;
     float max_coc;
-};
-
-struct args_push {
-    VkDeviceAddress sprites;
     uint32_t max_sprites;
+    VkDeviceAddress sprites;
 };
+_Static_assert(offsetof(struct sat_push, sprites) == 48, "push constant layout drifted from dof_sat.comp");
 
 struct splat_push {
     VkDeviceAddress sprites, accum, depth, half_;
@@ -88,7 +85,7 @@ struct hp_dof {
     hp_gpu *gpu;
     hp_compute setup[2];          /* [hp_pixel_format] */
     hp_compute composite[2];      /* [format]: output_dof only; the daemon's tone pass composites itself */
-    hp_compute tiles, gather, sat_rows, sat_cols, sat_query, bokeh_args, bokeh_splat;
+    hp_compute tiles, gather, sat_rows, sat_cols, sat_query, bokeh_splat;
     hp_buffer sprites; /* control words, then HP_BOKEH_MAX_SPRITES records */
     bool initialised;  /* control words zeroed */
 };
@@ -218,9 +215,6 @@ hp_code hp_dof_create(hp_gpu *gpu, hp_dof **out, hp_err *err)
         rc = make(gpu, "dof_sat_query", spv_sat_query, sizeof(spv_sat_query), sizeof(struct sat_push), NULL, 0,
                   &d->sat_query, err);
     if (rc == HP_OK)
-        rc = make(gpu, "bokeh_args", spv_bokeh_args, sizeof(spv_bokeh_args), sizeof(struct args_push), NULL, 0,
-                  &d->bokeh_args, err);
-    if (rc == HP_OK)
         rc = make(gpu, "bokeh_splat", spv_bokeh_splat, sizeof(spv_bokeh_splat), sizeof(struct splat_push), NULL, 0,
                   &d->bokeh_splat, err);
     if (rc == HP_OK)
@@ -248,7 +242,6 @@ void hp_dof_destroy(hp_dof **pd)
     hp_compute_destroy(d->gpu, &d->sat_rows);
     hp_compute_destroy(d->gpu, &d->sat_cols);
     hp_compute_destroy(d->gpu, &d->sat_query);
-    hp_compute_destroy(d->gpu, &d->bokeh_args);
     hp_compute_destroy(d->gpu, &d->bokeh_splat);
     hp_buffer_destroy(d->gpu, &d->sprites);
     free(d);
@@ -340,9 +333,8 @@ static void compute_barrier(VkCommandBuffer cmd)
 
 const char *hp_dof_detail_name(uint32_t i, hp_dof_method method)
 {
-    static const char *const gather[] = {"dof.setup", "dof.tiles", "dof.gather", NULL, "bokeh.args", "bokeh.splat"};
-    static const char *const sat[] = {"dof.setup", "dof.sat_rows", "dof.sat_cols", "dof.sat_query", "bokeh.args",
-                                      "bokeh.splat"};
+    static const char *const gather[] = {"dof.setup", "dof.tiles", "dof.gather", NULL, "bokeh.splat"};
+    static const char *const sat[] = {"dof.setup", "dof.sat_rows", "dof.sat_cols", "dof.sat_query", "bokeh.splat"};
     return i < HP_DOF_DETAIL_COUNT ? (method == HP_DOF_SAT ? sat : gather)[i] : NULL;
 }
 
@@ -388,7 +380,8 @@ void hp_dof_record_fields(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, c
 
     if (s->method == HP_DOF_SAT) {
         struct sat_push q = {.half_ = f->half_.address, .table = f->table.address, .stats = io->stats,
-                             .far = f->far.address, .half_w = hw, .half_h = hh, .max_coc = (float)s->max_coc_px};
+                             .far = f->far.address, .half_w = hw, .half_h = hh, .max_coc = (float)s->max_coc_px,
+                             .max_sprites = s->bokeh ? s->max_sprites : 0, .sprites = d->sprites.address};
         run(cmd, &d->sat_rows, &q, sizeof(q), hh, 1);
         compute_barrier(cmd);
         detail(cmd, io, HP_DOF_DETAIL_TILES_OR_ROWS);
@@ -403,7 +396,8 @@ void hp_dof_record_fields(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, c
         /* Tiles are 2 * HP_DOF_TILE frame pixels wide: enough of them to cover the largest CoC. */
         uint32_t radius = (uint32_t)ceil(s->max_coc_px / (2.0 * HP_DOF_TILE));
         struct tiles_push tp = {.tiles = f->tiles.address, .dilated = f->dilated.address, .tiles_w = tw,
-                                .tiles_h = th, .radius = radius};
+                                .tiles_h = th, .radius = radius, .max_sprites = s->bokeh ? s->max_sprites : 0,
+                                .sprites = d->sprites.address};
         run(cmd, &d->tiles, &tp, sizeof(tp), (tw + 7) / 8, (th + 7) / 8);
         compute_barrier(cmd);
         detail(cmd, io, HP_DOF_DETAIL_TILES_OR_ROWS);
@@ -421,11 +415,9 @@ void hp_dof_record_bokeh(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, co
     if (!s->bokeh)
         return;
     hp_dof_frame *f = io->frame;
-    struct args_push ap = {.sprites = d->sprites.address, .max_sprites = s->max_sprites};
-    run(cmd, &d->bokeh_args, &ap, sizeof(ap), 1, 1);
+    /* The fields' last pass wrote the indirect arguments (shaders/include/bokeh_args.glsl). */
     barrier(cmd, VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             VK_ACCESS_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_SHADER_READ_BIT);
-    detail(cmd, io, HP_DOF_DETAIL_ARGS);
     struct splat_push pp = {.sprites = d->sprites.address, .accum = f->accum.address, .depth = f->depth.address,
                             .half_ = f->half_.address, .half_w = half_of(f->width), .half_h = half_of(f->height),
                             .blades = s->blades, .rotation = (float)(s->rotation_deg * M_PI / 180.0),

@@ -7,8 +7,9 @@
  *
  * Passes (shaders/):
  *   dof_setup      CoC per pixel, bokeh sprites appended, half-resolution colour and CoC, tile maxima
- *   bokeh_args     the splat pass's indirect dispatch from the sprite count (bokeh on)
- *   dof_tiles      the near CoC dilated over the tile neighbourhood (gather)
+ *   dof_tiles      the near CoC dilated over the tile neighbourhood (gather); one invocation also
+ *                  writes the splat's indirect dispatch from the sprite count (bokeh_args.glsl; with
+ *                  the SAT, its rows pass does)
  *   dof_gather     near and far fields at half resolution (dof.method = gather, the default)
  *   dof_sat        rows, columns, query: a box blur of each pixel's CoC (dof.method = sat)
  *   bokeh_splat    one workgroup per sprite into an accumulation buffer (bokeh on)
@@ -106,12 +107,12 @@ typedef struct hp_dof_io {
 
 /* The passes timed apart when hp_dof_io.detail_pool is set, in timestamp order: fields, then bokeh. */
 enum { HP_DOF_DETAIL_SETUP, HP_DOF_DETAIL_TILES_OR_ROWS, HP_DOF_DETAIL_GATHER_OR_COLS, HP_DOF_DETAIL_SAT_QUERY,
-       HP_DOF_DETAIL_ARGS, HP_DOF_DETAIL_SPLAT, HP_DOF_DETAIL_COUNT };
+       HP_DOF_DETAIL_SPLAT, HP_DOF_DETAIL_COUNT };
 const char *hp_dof_detail_name(uint32_t i, hp_dof_method method);
 
 /* Recorded in this order with the caller's timestamps between them; each ends with the barrier its
- * successor needs. fields: setup, tiles, gather or the SAT. bokeh: the indirect arguments and the splat
- * (nothing when bokeh is off). Then the tone pass composites each pixel as it reads it (hp_tone_io.dof),
+ * successor needs. fields: setup, tiles, gather or the SAT (and the splat's indirect arguments). bokeh:
+ * the splat (nothing when bokeh is off). Then the tone pass composites each pixel as it reads it (hp_tone_io.dof),
  * or, for tests and diagnostics, composite writes the composited frame to frame->output as RGBA32F. The
  * first call also records the one-time initialisation of the size-independent buffers. */
 void hp_dof_record_fields(hp_dof *dof, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s);

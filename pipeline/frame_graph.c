@@ -434,7 +434,7 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
     vkResetFences(dev, 1, &g->fence);
 
     uint64_t ts[TS_COUNT + HP_DOF_DETAIL_COUNT];
-    uint32_t ts_count = TS_COUNT + (detail ? (ds->bokeh ? HP_DOF_DETAIL_COUNT : HP_DOF_DETAIL_ARGS) : 0);
+    uint32_t ts_count = TS_COUNT + (detail ? (ds->bokeh ? HP_DOF_DETAIL_COUNT : HP_DOF_DETAIL_SPLAT) : 0);
     res = vkGetQueryPoolResults(dev, g->queries, 0, ts_count, sizeof(ts), ts, sizeof(uint64_t),
                                 VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
     if (res != VK_SUCCESS)
@@ -485,7 +485,7 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
         uint64_t prev = ts[TS_EXPOSURE];
         for (uint32_t i = 0; i < ts_count - TS_COUNT && out->timing_count < HP_MAX_STAGE_TIMINGS; i++) {
             uint64_t t = ts[TS_COUNT + i];
-            if (i == HP_DOF_DETAIL_ARGS)
+            if (i == HP_DOF_DETAIL_SPLAT)
                 prev = ts[TS_DOF_FIELDS];
             const char *name = hp_dof_detail_name(i, ds->method);
             if (name)

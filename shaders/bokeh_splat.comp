@@ -1,5 +1,5 @@
 #version 460
-// Bokeh: one workgroup per sprite (dispatched indirectly by bokeh_args.comp), drawn at half resolution:
+// Bokeh: one workgroup per sprite (dispatched indirectly: shaders/include/bokeh_args.glsl), drawn at half resolution:
 // a sprite is a blurred thing by definition, its edge is ramped over a pixel anyway, and a quarter of the
 // pixels is a quarter of the atomics and of the buffer the composite reads. The sprite is the aperture:
 // a regular polygon of dof blades (or a circle), rotated, optionally squeezed as an anamorphic lens

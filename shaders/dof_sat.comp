@@ -21,6 +21,7 @@
 
 #include "hp_shared.h"
 #include "hp_dof.h"
+#include "bokeh_args.glsl"
 
 #if defined(HP_SAT_ROWS)
 layout(local_size_x = HP_SAT_ROW_WG) in;
@@ -43,6 +44,8 @@ layout(push_constant, std430) uniform Push {
     uint half_w;  // 32
     uint half_h;  // 36
     float max_coc; // 40
+    uint max_sprites; // 44  bokeh: the budget; 0 off (rows: sizes the splat, bokeh_args.glsl)
+    uvec2 sprites; // 48
 } pc;
 
 // The fixed point's fraction bits F, from the frame's largest luminance (hp_dof.h). frexp gives the
@@ -68,6 +71,8 @@ void main()
 {
     uint y = gl_WorkGroupID.x;
     uint t = gl_LocalInvocationIndex;
+    if (pc.max_sprites > 0u && y == 0u && t == 0u)
+        bokeh_args(pc.sprites, pc.max_sprites);
     uint run = (pc.half_w + HP_SAT_ROW_WG - 1u) / HP_SAT_ROW_WG;
     uint x0 = min(t * run, pc.half_w), x1 = min(x0 + run, pc.half_w);
     float scale = exp2(float(fixed_bits()));

@@ -12,6 +12,9 @@
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference_uvec2 : require
 
+#include "hp_dof.h"
+#include "bokeh_args.glsl"
+
 layout(local_size_x = 8, local_size_y = 8) in;
 
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer InVec2 { vec2 v[]; };
@@ -23,11 +26,15 @@ layout(push_constant, std430) uniform Push {
     uint tiles_w;  // 16
     uint tiles_h;  // 20
     uint radius;   // 24  tiles
+    uint max_sprites; // 28  bokeh: the budget; 0 off
+    uvec2 sprites; // 32  bokeh: the control words
 } pc;
 
 void main()
 {
     uvec2 t = gl_GlobalInvocationID.xy;
+    if (pc.max_sprites > 0u && t == uvec2(0u))
+        bokeh_args(pc.sprites, pc.max_sprites);
     if (t.x >= pc.tiles_w || t.y >= pc.tiles_h)
         return;
     InVec2 tiles = InVec2(pc.tiles);

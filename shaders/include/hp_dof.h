@@ -38,7 +38,7 @@
  *   word 0  counter   appended by the setup pass (atomicAdd); may exceed the budget: it counts every
  *                     pixel that qualified, so the response can say the budget was reached
  *   1..3    dispatch  VkDispatchIndirectCommand for the splat pass: (min(counter, budget), 1, 1)
- *   4       wanted    the counter, copied by bokeh_args.comp, which then resets the counter
+ *   4       wanted    the counter, copied by bokeh_args.glsl, which then resets the counter
  * A record is HP_BOKEH_SPRITE_WORDS floats: x, y (centre, frame pixels), signed CoC radius (pixels,
  * near < 0), depth (metres; 3e38 for the background), r, g, b (the pixel's scene-linear colour: its
  * whole energy), unused. */
