@@ -5,7 +5,9 @@
  * the median and the 10th/90th percentiles are reported. The GPU is first kept busy for two seconds so
  * that it reaches its working clocks. Between runs a 256 MiB
  * buffer is overwritten, outside the timestamps, so every run reads its frame from device memory and not
- * from a warm L2 (an H100's 50 MiB L2 holds a whole 1080p RGBA16F frame).
+ * from a warm L2 (an H100's 50 MiB L2 holds a whole 1080p RGBA16F frame). That write leaves the L2 full
+ * of dirty lines, written back while the timed kernel runs; the default is also timed after a flush that
+ * only reads (flush_mode), and the read floor is given after no flush, after the write and after the read.
  *
  * In the same run the device's copy bandwidth is measured before and after: vkCmdCopyBuffer of 1 GiB,
  * median of 20, counting bytes read plus bytes written (the DRAM traffic of a copy). A reduction only reads, so its
@@ -14,8 +16,9 @@
  * Every configuration's result is also checked against the CPU reference once (counts, min, max and
  * histogram exact, log-average 1e-4): a fast wrong answer is not a result.
  *
- * Usage: bench_reduce [--runs N] [--quick] [--device D]
- * --quick runs 1080p only with 10 runs (to check the program itself on lavapipe). */
+ * Usage: bench_reduce [--runs N] [--quick] [--sweep] [--device D]
+ * --quick runs 1080p only with 10 runs (to check the program itself on lavapipe); --sweep adds the launch
+ * shapes and code paths the default was chosen from. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,28 +35,89 @@ typedef struct frame {
     hp_buffer input;
     hp_lum_stats want;
     double read_ms; /* the read probe over this frame's bytes: the floor for a kernel that reads it once */
+    double read_fill_ms, read_clean_ms; /* the same after each flush (flush_mode) */
 } frame;
 
 typedef struct config {
     hp_reduce_config shape;
     hp_reduce *reduce;
+    bool clean_flush; /* evict the frame from L2 by reading the flush buffer instead of writing it */
 } config;
+
+/* How the frame is evicted from L2 before each timed run. FLUSH_FILL (the method of every table so far)
+ * writes a 256 MiB buffer: the L2 is then full of dirty lines, which the timed kernel's own reads evict
+ * and so write back to HBM while it runs. FLUSH_CLEAN reads the buffer instead (the read probe): the L2
+ * holds clean lines that are dropped for free. The difference is the cost of the write-back, which in the
+ * daemon would fall on whichever stage follows a write through L2 (the frame's upload). */
+typedef enum flush_mode { FLUSH_NONE, FLUSH_FILL, FLUSH_CLEAN } flush_mode;
+
+static void record_flush(flush_mode mode, const hp_buffer *flush, bench_ceilings *ceil, uint32_t i)
+{
+    if (mode == FLUSH_FILL) {
+        vkCmdFillBuffer(bench_cmd, flush->buffer, 0, VK_WHOLE_SIZE, i);
+    } else if (mode == FLUSH_CLEAN) {
+        probe_push push = {.src = flush->address, .dst = ceil->b.address, .count = (uint32_t)(flush->size / 16)};
+        vkCmdBindPipeline(bench_cmd, VK_PIPELINE_BIND_POINT_COMPUTE, ceil->probes[1].pipeline);
+        vkCmdPushConstants(bench_cmd, ceil->probes[1].layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+        vkCmdDispatch(bench_cmd, (uint32_t)(flush->size / 16 / 1024), 1, 1);
+    }
+    bench_barrier_all();
+}
+
+/* The read probe over a frame, each run after the given flush: the floor for a kernel that reads the
+ * frame once under the same conditions as the stage (best of two grids, median of `runs`). */
+static double read_floor_ms(bench_ceilings *ceil, const hp_buffer *frame, const hp_buffer *flush, flush_mode mode,
+                            uint32_t resident_groups, uint32_t runs)
+{
+    const uint32_t grids[] = {resident_groups, (uint32_t)((frame->size / 16 + 1023) / 1024)};
+    double best = 1e30;
+    double *ms = calloc(runs, sizeof(double));
+    for (int g = 0; g < 2; g++) {
+        probe_push push = {.src = frame->address, .dst = ceil->b.address, .count = (uint32_t)(frame->size / 16)};
+        bench_begin();
+        vkCmdResetQueryPool(bench_cmd, bench_queries, 0, 2 * runs);
+        for (uint32_t i = 0; i < runs; i++) {
+            record_flush(mode, flush, ceil, i);
+            vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i);
+            vkCmdBindPipeline(bench_cmd, VK_PIPELINE_BIND_POINT_COMPUTE, ceil->probes[1].pipeline);
+            vkCmdPushConstants(bench_cmd, ceil->probes[1].layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+            vkCmdDispatch(bench_cmd, grids[g], 1, 1);
+            vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i + 1);
+            bench_barrier_all();
+        }
+        bench_submit_and_wait();
+        bench_read_durations(runs, ms);
+        best = fmin(best, bench_summarize(ms, runs).median);
+    }
+    free(ms);
+    return best;
+}
+
+/* "512 x 4, 264, prefetch": workgroup size x 16-byte loads per block for this format, workgroups, loop. */
+static void shape_label(const hp_reduce_config *s, hp_pixel_format format, char *buf, size_t len)
+{
+    uint32_t fetches = format == HP_PIXEL_RGBA16F && s->fetches_fp16 ? s->fetches_fp16 : s->fetches;
+    snprintf(buf, len, "%u x %u, %u, %s%s%s", s->workgroup_size, fetches, s->max_groups,
+             s->prefetch ? "prefetch" : "no prefetch", s->split ? ", split" : "", s->bin_guess ? ", poly bins" : "");
+}
 
 int main(int argc, char **argv)
 {
     uint32_t runs = 100;
     uint32_t rounds = 5;
-    bool quick = false;
+    bool quick = false, sweep = false;
     const char *device = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
             runs = (uint32_t)atoi(argv[++i]);
         else if (strcmp(argv[i], "--quick") == 0)
             quick = true, runs = 10, rounds = 2;
+        else if (strcmp(argv[i], "--sweep") == 0)
+            sweep = true;
         else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
             device = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_reduce [--runs N] [--quick] [--device D]\n");
+            fprintf(stderr, "usage: bench_reduce [--runs N] [--quick] [--sweep] [--device D]\n");
             return 2;
         }
     }
@@ -104,24 +168,44 @@ int main(int argc, char **argv)
     CHECK(hp_buffer_create(bench_gpu, hp_reduce_scratch_size(0), HP_MEM_DEVICE, "bench_scratch", &scratch, &bench_err) == HP_OK);
     CHECK(hp_buffer_create(bench_gpu, HP_STATS_SIZE, HP_MEM_READBACK, "bench_readback", &readback, &bench_err) == HP_OK);
 
-    /* Launch shapes: the default first. "resident" grids hold exactly what the SMs keep resident at once,
-     * where the driver tells the SM count. */
+    /* The grid of the bandwidth probes: what full occupancy keeps resident in workgroups of 256. */
     uint32_t resident_256 = gi->sm_count && gi->warps_per_sm ? gi->sm_count * gi->warps_per_sm * 32 / 256 : 1024;
     if (resident_256 > HP_REDUCE_MAX_GROUPS)
         resident_256 = HP_REDUCE_MAX_GROUPS;
-    config configs[] = {
-        {.shape = HP_REDUCE_CONFIG_DEFAULTS},
-        {.shape = {.workgroup_size = 256, .fetches = 4, .max_groups = 2048}},
-        {.shape = {.workgroup_size = 256, .fetches = 8, .max_groups = 2048}},
-        {.shape = {.workgroup_size = 256, .fetches = 4, .max_groups = resident_256}},
-        {.shape = {.workgroup_size = 256, .fetches = 8, .max_groups = 0}},
-        /* Ablations of the default: where the time goes (results wrong by design: check says n/a). */
-        {.shape = {.workgroup_size = 512, .fetches = 8, .diag_skip = 1}},
-        {.shape = {.workgroup_size = 512, .fetches = 8, .diag_skip = 4}},
-        {.shape = {.workgroup_size = 512, .fetches = 8, .diag_skip = 8}},
-        {.shape = {.workgroup_size = 512, .fetches = 8, .diag_skip = 11}},
-    };
-    size_t config_count = quick ? 2 : sizeof(configs) / sizeof(configs[0]);
+
+    /* Launch shapes: the default first, then (with --sweep) the candidates it was chosen from, then the
+     * ablations of the default. groups_per_sm resolves against the SM count (hp_reduce_config). */
+    hp_reduce_config def = HP_REDUCE_CONFIG_DEFAULTS;
+    config configs[40];
+    size_t config_count = 0;
+    configs[config_count++] = (config){.shape = def};
+    if (sweep) {
+        static const hp_reduce_config candidates[] = {
+            /* prefetch (software-pipelined loads), grid of groups_per_sm x SMs */
+            {.workgroup_size = 512, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 2, .prefetch = true},
+            {.workgroup_size = 256, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 4, .prefetch = true},
+            {.workgroup_size = 1024, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 1, .prefetch = true},
+            /* no prefetch: the old loop shape with the new per-pixel code, fewer registers */
+            {.workgroup_size = 1024, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 1},
+            {.workgroup_size = 512, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 2},
+            {.workgroup_size = 512, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 3},
+            /* contiguous ranges; the polynomial bin guess */
+            {.workgroup_size = 1024, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 1, .prefetch = true, .split = true},
+            {.workgroup_size = 1024, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 1, .prefetch = true, .bin_guess = 1},
+        };
+        for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++)
+            configs[config_count++] = (config){.shape = candidates[i]};
+    }
+    /* The default again, each run after a flush that leaves no dirty lines in L2 (flush_mode). */
+    configs[config_count++] = (config){.shape = def, .clean_flush = true};
+    static const uint32_t ablations[] = {1, 2, 4, 8, 11};
+    for (size_t i = 0; i < sizeof(ablations) / sizeof(ablations[0]); i++) {
+        hp_reduce_config a = def;
+        a.diag_skip = ablations[i];
+        configs[config_count++] = (config){.shape = a};
+    }
+    if (quick)
+        config_count = 2;
     bench_begin();
     for (size_t c = 0; c < config_count; c++) {
         CHECK(hp_reduce_create(bench_gpu, &configs[c].shape, &configs[c].reduce, &bench_err) == HP_OK);
@@ -136,9 +220,10 @@ int main(int argc, char **argv)
                 char stats_text[1024];
                 hp_reduce_statistics(configs[c].reduce, (hp_pixel_format)f, (hp_reduce_variant)v, stats_text,
                                      sizeof(stats_text));
+                char label[128];
+                shape_label(&configs[c].shape, (hp_pixel_format)f, label, sizeof(label));
                 if (stats_text[0])
-                    printf("pipeline %u x %u %s %s (diag %u): %s\n", configs[c].shape.workgroup_size,
-                           configs[c].shape.fetches, hp_pixel_format_name((hp_pixel_format)f),
+                    printf("pipeline %s %s %s (diag %u): %s\n", label, hp_pixel_format_name((hp_pixel_format)f),
                            hp_reduce_variant_name((hp_reduce_variant)v), configs[c].shape.diag_skip, stats_text);
             }
         }
@@ -146,10 +231,13 @@ int main(int argc, char **argv)
 
     bench_ceilings ceil;
     bench_ceilings_begin(&ceil, quick ? 4 : 20, quick ? 0.2 : 2.0, resident_256);
-    for (size_t fr = 0; fr < frame_count; fr++)
+    for (size_t fr = 0; fr < frame_count; fr++) {
         frames[fr].read_ms = bench_read_floor_ms(&ceil, &frames[fr].input, resident_256);
+        frames[fr].read_fill_ms = read_floor_ms(&ceil, &frames[fr].input, &flush, FLUSH_FILL, resident_256, per_round);
+        frames[fr].read_clean_ms = read_floor_ms(&ceil, &frames[fr].input, &flush, FLUSH_CLEAN, resident_256, per_round);
+    }
 
-    printf("| size | format | variant | wg x fetches, groups | MB read | median ms | p10-p90 ms | GB/s | of copy bw | of read bw | read probe ms | check |\n");
+    printf("| size | format | variant | wg x fetches, groups, loop | MB read | median ms | p10-p90 ms | GB/s | of copy bw | of read bw | read floor ms: no flush / fill / clean | check |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     size_t cells = frame_count * config_count * 2;
     double *all = calloc(cells * runs, sizeof(double));
@@ -167,8 +255,7 @@ int main(int argc, char **argv)
                 bench_begin();
                 vkCmdResetQueryPool(bench_cmd, bench_queries, 0, 2 * per_round);
                 for (uint32_t i = 0; i < per_round; i++) {
-                    vkCmdFillBuffer(bench_cmd, flush.buffer, 0, VK_WHOLE_SIZE, i);
-                    bench_barrier_all();
+                    record_flush(configs[c].clean_flush ? FLUSH_CLEAN : FLUSH_FILL, &flush, &ceil, i);
                     vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i);
                     hp_reduce_record(configs[c].reduce, bench_cmd, &io, &params);
                     vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i + 1);
@@ -199,13 +286,16 @@ int main(int argc, char **argv)
             static const char *const ablation[16] = {
                 [1] = ", no histogram", [2] = ", no log sum", [3] = ", no histogram or log",
                 [4] = ", no bin settling", [8] = ", no final combine", [11] = ", no histogram, log or combine"};
-            printf("| %s | %s | %s | %u x %u, %u%s%s | %.1f | %.4f | %.4f-%.4f | %.0f | %.0f%% | %.0f%% | %.4f | %s |\n",
+            char label[128];
+            shape_label(&configs[c].shape, frames[fr].format, label, sizeof(label));
+            printf("| %s | %s | %s | %s%s%s%s | %.1f | %.4f | %.4f-%.4f | %.0f | %.0f%% | %.0f%% | %.4f / %.4f / %.4f | %s |\n",
                    frames[fr].name, hp_pixel_format_name(frames[fr].format),
-                   hp_reduce_variant_name((hp_reduce_variant)(cell % 2)), configs[c].shape.workgroup_size,
-                   configs[c].shape.fetches, configs[c].shape.max_groups, c == 0 ? " (default)" : "",
-                   ablation[configs[c].shape.diag_skip & 15] ? ablation[configs[c].shape.diag_skip & 15] : "", (double)bytes / 1e6, sm.median, sm.p10, sm.p90, gbs,
-                   100.0 * gbs * 1e9 / copy_bw, 100.0 * gbs * 1e9 / ceil.shader_read, frames[fr].read_ms,
-                   configs[c].shape.diag_skip ? "n/a" : checks[at] ? "ok" : "MISMATCH");
+                   hp_reduce_variant_name((hp_reduce_variant)(cell % 2)), label,
+                   c == 0 || configs[c].clean_flush ? " (default)" : "", configs[c].clean_flush ? ", clean flush" : "",
+                   ablation[configs[c].shape.diag_skip & 15] ? ablation[configs[c].shape.diag_skip & 15] : "",
+                   (double)bytes / 1e6, sm.median, sm.p10, sm.p90, gbs, 100.0 * gbs * 1e9 / copy_bw,
+                   100.0 * gbs * 1e9 / ceil.shader_read, frames[fr].read_ms, frames[fr].read_fill_ms,
+                   frames[fr].read_clean_ms, configs[c].shape.diag_skip ? "n/a" : checks[at] ? "ok" : "MISMATCH");
         }
     }
 

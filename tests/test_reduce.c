@@ -158,6 +158,228 @@ static bool run_frame(hp_frame_graph *graph, const hp_frame_desc *desc, data_kin
     return true;
 }
 
+/* --- Other launch shapes and code paths -------------------------------------------------------------
+ * The frame graph runs the default shape; these run the stage directly with the others the benchmark
+ * compares (shaders/reduce.comp: no prefetch, odd fetch counts, contiguous ranges, the polynomial bin
+ * guess, more partials than threads in the final combine), so every path is checked here too. */
+
+typedef struct direct_run {
+    hp_gpu *gpu;
+    VkCommandPool pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+} direct_run;
+
+static bool direct_init(direct_run *d, hp_gpu *gpu)
+{
+    d->gpu = gpu;
+    VkDevice dev = hp_gpu_device(gpu);
+    VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                  .queueFamilyIndex = hp_gpu_compute_family(gpu)};
+    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    if (vkCreateCommandPool(dev, &pi, NULL, &d->pool) != VK_SUCCESS || vkCreateFence(dev, &fi, NULL, &d->fence) != VK_SUCCESS)
+        return false;
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = d->pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+    return vkAllocateCommandBuffers(dev, &ai, &d->cmd) == VK_SUCCESS;
+}
+
+static void direct_destroy(direct_run *d)
+{
+    VkDevice dev = hp_gpu_device(d->gpu);
+    vkDestroyFence(dev, d->fence, NULL);
+    vkDestroyCommandPool(dev, d->pool, NULL);
+}
+
+static void direct_barrier(VkCommandBuffer cmd)
+{
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT};
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0, NULL,
+                         0, NULL);
+}
+
+/* Uploads `pixels`, runs the stage twice (the second run checks that the scratch buffer reset itself)
+ * and decodes the second run's stats. */
+static bool direct_reduce(direct_run *d, hp_reduce *reduce, const void *pixels, uint64_t count, hp_pixel_format format,
+                          const hp_reduce_params *rp, hp_lum_stats *out, hp_err *err)
+{
+    VkDeviceSize bytes = count * hp_pixel_format_size(format);
+    hp_buffer staging = {0}, input = {0}, stats = {0}, scratch = {0}, readback = {0};
+    bool ok = hp_buffer_create(d->gpu, bytes, HP_MEM_UPLOAD, "test_staging", &staging, err) == HP_OK &&
+              hp_buffer_create(d->gpu, (bytes + 15) & ~15ull, HP_MEM_DEVICE, "test_frame", &input, err) == HP_OK &&
+              hp_buffer_create(d->gpu, HP_STATS_SIZE, HP_MEM_DEVICE, "test_stats", &stats, err) == HP_OK &&
+              hp_buffer_create(d->gpu, hp_reduce_scratch_size(count), HP_MEM_DEVICE, "test_scratch", &scratch, err) ==
+                  HP_OK &&
+              hp_buffer_create(d->gpu, HP_STATS_SIZE, HP_MEM_READBACK, "test_readback", &readback, err) == HP_OK;
+    if (ok) {
+        memcpy(staging.mapped, pixels, bytes);
+        hp_buffer_flush(d->gpu, &staging);
+        VkDevice dev = hp_gpu_device(d->gpu);
+        VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                       .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+        ok = vkResetCommandPool(dev, d->pool, 0) == VK_SUCCESS && vkBeginCommandBuffer(d->cmd, &bi) == VK_SUCCESS;
+        if (ok) {
+            VkBufferCopy up = {.size = bytes};
+            vkCmdCopyBuffer(d->cmd, staging.buffer, input.buffer, 1, &up);
+            hp_reduce_init_scratch(reduce, d->cmd, &scratch);
+            direct_barrier(d->cmd);
+            hp_reduce_io io = {.pixels = input.address, .pixel_count = count, .format = format, .stats = &stats,
+                               .scratch = &scratch};
+            for (int run = 0; run < 2; run++) {
+                hp_reduce_record(reduce, d->cmd, &io, rp);
+                direct_barrier(d->cmd);
+            }
+            VkBufferCopy down = {.size = HP_STATS_SIZE};
+            vkCmdCopyBuffer(d->cmd, stats.buffer, readback.buffer, 1, &down);
+            direct_barrier(d->cmd);
+            VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
+                               .pCommandBuffers = &d->cmd};
+            ok = vkEndCommandBuffer(d->cmd) == VK_SUCCESS &&
+                 vkQueueSubmit(hp_gpu_compute_queue(d->gpu), 1, &si, d->fence) == VK_SUCCESS &&
+                 vkWaitForFences(dev, 1, &d->fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS &&
+                 vkResetFences(dev, 1, &d->fence) == VK_SUCCESS;
+            if (!ok)
+                snprintf(err->message, sizeof(err->message), "command buffer failed");
+        }
+        if (ok) {
+            hp_buffer_invalidate(d->gpu, &readback);
+            hp_reduce_decode_stats(readback.mapped, count, out);
+        }
+    }
+    hp_buffer_destroy(d->gpu, &staging);
+    hp_buffer_destroy(d->gpu, &input);
+    hp_buffer_destroy(d->gpu, &stats);
+    hp_buffer_destroy(d->gpu, &scratch);
+    hp_buffer_destroy(d->gpu, &readback);
+    return ok;
+}
+
+/* A frame with the pixels on either side of every edge of [lo, hi] (as the edge check in main). */
+static void fill_edge_pixels(float *rgba, double lo, double hi)
+{
+    float edges[256];
+    hp_reduce_hist_edges(lo, hi, edges);
+    for (int k = 1; k < 256; k++) {
+        float g = edges[k] / (float)HP_LUMA_G, y;
+        float p[4] = {0, g, 0, 1};
+        for (int step = 0; step < 64; step++) {
+            p[1] = g;
+            hp_cpu_luminance(p, &y);
+            if (y >= edges[k])
+                break;
+            g = nextafterf(g, INFINITY);
+        }
+        float g_hi = g;
+        for (int step = 0; step < 64; step++) {
+            p[1] = g;
+            hp_cpu_luminance(p, &y);
+            if (y < edges[k])
+                break;
+            g = nextafterf(g, 0.0f);
+        }
+        float below[4] = {0, g, 0, 1}, above[4] = {0, g_hi, 0, 1};
+        memcpy(rgba + (size_t)(2 * (k - 1)) * 4, below, 16);
+        memcpy(rgba + (size_t)(2 * (k - 1) + 1) * 4, above, 16);
+    }
+}
+
+static void check_other_shapes(hp_gpu *gpu)
+{
+    static const hp_reduce_config shapes[] = {
+        {.workgroup_size = 64, .fetches = 1, .fetches_fp16 = 1, .max_groups = 7},
+        {.workgroup_size = 128, .fetches = 3, .fetches_fp16 = 5, .max_groups = 3, .prefetch = true},
+        {.workgroup_size = 256, .fetches = 2, .fetches_fp16 = 16, .max_groups = 5, .prefetch = true, .split = true},
+        {.workgroup_size = 512, .fetches = 4, .fetches_fp16 = 4, .max_groups = 2, .prefetch = true, .bin_guess = 1},
+        {.workgroup_size = 64, .fetches = 1, .fetches_fp16 = 1, .max_groups = 2048, .prefetch = true},
+    };
+    direct_run d;
+    if (!direct_init(&d, gpu)) {
+        tap_ok(false, "command buffer for the launch shapes");
+        return;
+    }
+    /* The hostile frame at an odd size (an RGBA16F frame's last item holds one pixel), and the pixels
+     * around every edge of a range. */
+    const uint32_t w = 1021, h = 769;
+    uint64_t count = (uint64_t)w * h;
+    void *hostile[2];
+    hp_lum_stats want_hostile[2];
+    for (int f = 0; f < 2; f++) {
+        hostile[f] = malloc(count * hp_pixel_format_size((hp_pixel_format)f));
+        if (!hostile[f])
+            exit(tap_bail("out of memory"));
+        fill_frame(hostile[f], (hp_pixel_format)f, count, DATA_HOSTILE, 99);
+        hp_cpu_reduce(hostile[f], (hp_pixel_format)f, count, -16, 16, &want_hostile[f]);
+    }
+    float edge_frame[510 * 4];
+    fill_edge_pixels(edge_frame, -3, 2);
+    hp_lum_stats want_edges;
+    hp_cpu_reduce(edge_frame, HP_PIXEL_RGBA32F, 510, -3, 2, &want_edges);
+
+    for (size_t c = 0; c < sizeof(shapes) / sizeof(shapes[0]); c++) {
+        hp_err err = {0};
+        hp_reduce *reduce = NULL;
+        if (hp_reduce_create(gpu, &shapes[c], &reduce, &err) != HP_OK) {
+            tap_ok(false, "create launch shape %zu: %s", c, err.message);
+            continue;
+        }
+        const hp_reduce_config *sh = hp_reduce_get_config(reduce);
+        char name[128];
+        snprintf(name, sizeof(name), "%u x %u/%u, %u groups%s%s%s", sh->workgroup_size, sh->fetches, sh->fetches_fp16,
+                 sh->max_groups, sh->prefetch ? ", prefetch" : "", sh->split ? ", split" : "",
+                 sh->bin_guess ? ", polynomial bins" : "");
+        for (int v = 0; v < 2; v++) {
+            hp_reduce_params rp = HP_REDUCE_PARAMS_DEFAULTS;
+            rp.variant = (hp_reduce_variant)v;
+            for (int f = 0; f < 2; f++) {
+                hp_lum_stats got;
+                char why[640] = "";
+                bool ok = direct_reduce(&d, reduce, hostile[f], count, (hp_pixel_format)f, &rp, &got, &err);
+                ok = ok ? compare(&got, &want_hostile[f], why, sizeof(why)) : (snprintf(why, sizeof(why), "%s", err.message), false);
+                tap_ok(ok, "%s, %s: %ux%u %s hostile: %s", name, hp_reduce_variant_name(rp.variant), w, h,
+                       hp_pixel_format_name((hp_pixel_format)f), why);
+            }
+            rp.hist_min_log2 = -3, rp.hist_max_log2 = 2;
+            hp_lum_stats got;
+            char why[640] = "";
+            bool ok = direct_reduce(&d, reduce, edge_frame, 510, HP_PIXEL_RGBA32F, &rp, &got, &err);
+            ok = ok ? compare(&got, &want_edges, why, sizeof(why)) : (snprintf(why, sizeof(why), "%s", err.message), false);
+            tap_ok(ok, "%s, %s: pixels on either side of all 255 edges of [-3, 2]: %s", name,
+                   hp_reduce_variant_name(rp.variant), why);
+        }
+        hp_reduce_destroy(&reduce);
+    }
+    /* A range so narrow (a thousandth of a stop) that the guess's error bound passes half a bin: every
+     * pixel is settled exactly, some from a guess bins away. */
+    {
+        hp_err err = {0};
+        hp_reduce *reduce = NULL;
+        bool ok = hp_reduce_create(gpu, NULL, &reduce, &err) == HP_OK;
+        const uint32_t nw = 33, nh = 17;
+        float px[33 * 17 * 4];
+        for (uint32_t i = 0; i < nw * nh; i++) {
+            float v = 0.5f * (1.0f + (float)i * 0x1p-20f); /* log2 in [-1, -1 + 0.00077] */
+            float p[4] = {v, v, v, 1};
+            memcpy(px + 4 * i, p, 16);
+        }
+        hp_reduce_params rp = HP_REDUCE_PARAMS_DEFAULTS;
+        rp.hist_min_log2 = -1.0, rp.hist_max_log2 = -0.999;
+        hp_lum_stats want, got;
+        hp_cpu_reduce(px, HP_PIXEL_RGBA32F, nw * nh, rp.hist_min_log2, rp.hist_max_log2, &want);
+        char why[640] = "";
+        int occupied = 0;
+        for (int b = 0; b < 256; b++)
+            occupied += want.histogram[b] != 0;
+        ok = ok && direct_reduce(&d, reduce, px, nw * nh, HP_PIXEL_RGBA32F, &rp, &got, &err);
+        ok = ok ? compare(&got, &want, why, sizeof(why)) : (snprintf(why, sizeof(why), "%s", err.message), false);
+        tap_ok(ok && occupied > 100, "range [-1, -0.999] (%d bins occupied): every pixel settled exactly: %s", occupied, why);
+        hp_reduce_destroy(&reduce);
+    }
+    for (int f = 0; f < 2; f++)
+        free(hostile[f]);
+    direct_destroy(&d);
+}
+
 int main(void)
 {
     hp_log_set_level(HP_LOG_WARN);
@@ -343,6 +565,8 @@ int main(void)
         tap_ok(hp_frame_desc_check(&big, &e) == HP_ERR_TOO_LARGE && strstr(e.message, "16385"),
                "a frame over 16384 pixels wide is refused: %s", e.message);
     }
+
+    check_other_shapes(gpu);
 
     hp_frame_graph_destroy(&graph);
     hp_gpu_destroy(&gpu);
