@@ -9,6 +9,12 @@
 #include "hp_shared.h"
 #include "pipeline/cpu_reference.h"
 
+/* A field texel as dof_pack_field() stores it: exposed, clamped at 65504, rounded to half. */
+static double field_half(double v, double scale)
+{
+    return (double)hp_half_to_float(hp_float_to_half((float)fmin(v * scale, 65504.0)));
+}
+
 static double clamp01(double x) { return x < 0.0 ? 0.0 : x > 1.0 ? 1.0 : x; }
 static double smoothstep(double e0, double e1, double x)
 {
@@ -262,6 +268,15 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
         }
     }
 
+    /* The fields as the GPU stores them (dof_pack_field): exposed half floats. */
+    for (size_t i = 0; i < nh; i++) {
+        for (int k = 0; k < 4; k++) {
+            double sc = k < 3 ? exposure_scale : 1.0;
+            near[4 * i + k] = field_half(near[4 * i + k], sc);
+            far[4 * i + k] = field_half(far[4 * i + k], sc);
+        }
+    }
+
     /* shaders/include/dof_composite.glsl */
     for (uint32_t y = 0; y < H; y++) {
         for (uint32_t x = 0; x < W; x++) {
@@ -297,10 +312,11 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
             double t = blurred > 0.0 && fv[3] > 0.0 ? smoothstep(0.5, 1.5, blurred) : 0.0;
             double tn = s->method != HP_DOF_SAT && sc < 0.0 && nv[3] > 0.0 ? smoothstep(0.5, 1.5, -sc) : 0.0;
             for (int k = 0; k < 3; k++) {
-                b[k] = sh[k] + (fv[3] > 0.0 ? fv[k] / fv[3] - sh[k] : 0.0) * t;
+                b[k] = sh[k] + (fv[3] > 0.0 ? fv[k] / exposure_scale / fv[3] - sh[k] : 0.0) * t;
+                double nk = nv[k] / exposure_scale;
                 if (tn > 0.0)
-                    b[k] = b[k] + (nv[k] / nv[3] - b[k]) * tn;
-                double o = s->method == HP_DOF_SAT ? b[k] : b[k] * (1.0 - nv[3]) + nv[k];
+                    b[k] = b[k] + (nk / nv[3] - b[k]) * tn;
+                double o = s->method == HP_DOF_SAT ? b[k] : b[k] * (1.0 - nv[3]) + nk;
                 out[4 * idx + k] = o + 0.25 * light[k];
             }
             out[4 * idx + 3] = alpha[idx];

@@ -54,13 +54,14 @@ _Static_assert(offsetof(struct tiles_push, sprites) == 32, "push constant layout
 struct gather_push {
     VkDeviceAddress half_, dilated, near, far, quarter;
     uint32_t half_w, half_h;
+    VkDeviceAddress state;
 };
-_Static_assert(sizeof(struct gather_push) == 48, "push constant layout drifted from dof_gather.comp");
+_Static_assert(offsetof(struct gather_push, state) == 48, "push constant layout drifted from dof_gather.comp");
 
 struct composite_push {
     VkDeviceAddress pixels, coc, mask, near, far, accum, out;
     uint32_t width, height, half_w, half_h, sat, pad;
-    VkDeviceAddress dilated;
+    VkDeviceAddress dilated, state;
 };
 _Static_assert(offsetof(struct composite_push, dilated) == 80, "push constant layout drifted from dof_composite.comp");
 
@@ -69,9 +70,9 @@ struct sat_push {
     uint32_t half_w, half_h;
     float max_coc;
     uint32_t max_sprites;
-    VkDeviceAddress sprites;
+    VkDeviceAddress sprites, state;
 };
-_Static_assert(offsetof(struct sat_push, sprites) == 48, "push constant layout drifted from dof_sat.comp");
+_Static_assert(offsetof(struct sat_push, state) == 56, "push constant layout drifted from dof_sat.comp");
 
 struct splat_push {
     VkDeviceAddress sprites, accum, depth, half_;
@@ -305,9 +306,9 @@ hp_code hp_dof_frame_prepare(hp_dof *d, hp_dof_frame *f, uint32_t width, uint32_
     if (rc == HP_OK)
         rc = ensure(d, &f->dilated, tiles * 8, "dof_dilated", err);
     if (rc == HP_OK)
-        rc = ensure(d, &f->near, half * 16, "dof_near", err);
+        rc = ensure(d, &f->near, half * 8, "dof_near", err);
     if (rc == HP_OK)
-        rc = ensure(d, &f->far, half * 16, "dof_far", err);
+        rc = ensure(d, &f->far, half * 8, "dof_far", err);
     if (rc == HP_OK && sat)
         rc = ensure(d, &f->table, half * 24, "dof_sat_table", err);
     if (rc == HP_OK && bokeh)
@@ -381,7 +382,8 @@ void hp_dof_record_fields(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, c
     if (s->method == HP_DOF_SAT) {
         struct sat_push q = {.half_ = f->half_.address, .table = f->table.address, .stats = io->stats,
                              .far = f->far.address, .half_w = hw, .half_h = hh, .max_coc = (float)s->max_coc_px,
-                             .max_sprites = s->bokeh ? s->max_sprites : 0, .sprites = d->sprites.address};
+                             .max_sprites = s->bokeh ? s->max_sprites : 0, .sprites = d->sprites.address,
+                             .state = io->state};
         run(cmd, &d->sat_rows, &q, sizeof(q), hh, 1);
         compute_barrier(cmd);
         detail(cmd, io, HP_DOF_DETAIL_TILES_OR_ROWS);
@@ -402,7 +404,8 @@ void hp_dof_record_fields(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, c
         compute_barrier(cmd);
         detail(cmd, io, HP_DOF_DETAIL_TILES_OR_ROWS);
         struct gather_push gp = {.half_ = f->half_.address, .dilated = f->dilated.address, .near = f->near.address,
-                                 .far = f->far.address, .quarter = f->quarter.address, .half_w = hw, .half_h = hh};
+                                 .far = f->far.address, .quarter = f->quarter.address, .half_w = hw, .half_h = hh,
+                                 .state = io->state};
         run(cmd, &d->gather, &gp, sizeof(gp), (hw + 7) / 8, (hh + 7) / 8);
         compute_barrier(cmd);
         detail(cmd, io, HP_DOF_DETAIL_GATHER_OR_COLS);
@@ -436,7 +439,7 @@ void hp_dof_record_composite(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io
         .pixels = io->pixels, .coc = f->coc.address, .mask = f->mask.address, .near = f->near.address,
         .far = f->far.address, .accum = s->bokeh ? f->accum.address : 0, .out = f->output.address,
         .width = f->width, .height = f->height, .half_w = half_of(f->width), .half_h = half_of(f->height),
-        .sat = s->method == HP_DOF_SAT, .dilated = f->dilated.address};
+        .sat = s->method == HP_DOF_SAT, .dilated = f->dilated.address, .state = io->state};
     run(cmd, &d->composite[io->format], &cp, sizeof(cp), (f->width + 31) / 32, (f->height + 7) / 8);
     compute_barrier(cmd);
 }

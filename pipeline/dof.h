@@ -76,7 +76,7 @@ typedef struct hp_dof_frame {
     hp_buffer mask;              /* uint per half-resolution pixel */
     hp_buffer quarter;           /* vec4 per quarter-resolution pixel (large blurs) */
     hp_buffer tiles, dilated;    /* vec2 per tile */
-    hp_buffer near, far;         /* vec4 per half-resolution pixel */
+    hp_buffer near, far;         /* RGBA16F per half-resolution pixel, exposed (dof.glsl dof_pack_field) */
     hp_buffer table;             /* 3 x uint64 per half-resolution pixel (sat) */
     hp_buffer accum;             /* RGB + unused per half-resolution pixel (bokeh), cleared by the setup pass */
     hp_buffer output;            /* RGBA32F composite, made only for output_dof (tests, diagnostics) */

@@ -35,7 +35,10 @@ layout(push_constant, std430) uniform Push {
     uint sat;      // 72
     uint pad;      // 76
     uvec2 dilated; // 80
+    uvec2 state;   // 88  tone_state: word 0 is the exposure scale
 } pc;
+
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer ToneScale { float scale; };
 
 void main()
 {
@@ -52,8 +55,8 @@ void main()
     }
     bool excluded;
     vec3 sharp = dof_sanitize(c, excluded);
-    DofInputs d = DofInputs(pc.coc, pc.mask, pc.near, pc.far, pc.accum, pc.dilated, pc.width, pc.half_w, pc.half_h,
-                            pc.sat != 0u);
+    DofInputs d = DofInputs(pc.coc, pc.mask, pc.near, pc.far, pc.accum, pc.dilated,
+                            1.0 / ToneScale(pc.state).scale, pc.width, pc.half_w, pc.half_h, pc.sat != 0u);
     // An excluded pixel keeps the alpha the tone pass gives such a pixel.
     OutVec4(pc.out_).v[idx] = vec4(dof_composite(d, xy, sharp), excluded ? 1.0 : c.a);
 }

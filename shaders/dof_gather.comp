@@ -19,7 +19,9 @@
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference_uvec2 : require
 
+#include "hp_shared.h"
 #include "hp_dof.h"
+#include "dof.glsl"
 #define HP_DOF_TAP(x, y) vec2(x, y)
 #include "hp_dof_taps.h"
 
@@ -30,16 +32,18 @@ layout(local_size_x = 8, local_size_y = 8) in;
 
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer InVec4 { vec4 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer InVec2 { vec2 v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer OutVec4 { vec4 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer OutField { uvec2 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer ToneScale { float scale; };
 
 layout(push_constant, std430) uniform Push {
     uvec2 half_;   //  0  vec4: colour, signed CoC (frame pixels)
     uvec2 dilated; //  8  vec2 per tile: neighbourhood near max, own far max
-    uvec2 near;    // 16  out: premultiplied colour, coverage
-    uvec2 far;     // 24  out: colour and 1 for far pixels, 0 for the others
+    uvec2 near;    // 16  out: premultiplied colour, coverage (dof_pack_field)
+    uvec2 far;     // 24  out: colour and 1 for far pixels, 0 for the others (dof_pack_field)
     uvec2 quarter; // 32  vec4 per quarter pixel (dof_setup.comp)
     uint half_w;   // 40
     uint half_h;   // 44
+    uvec2 state;   // 48  tone_state: word 0 is the exposure scale
 } pc;
 
 // The taps of ring 0 to K, ring k at radius k * step, around p in the pixels of `src` (width w, last the
@@ -84,8 +88,9 @@ void main()
     // Half-resolution pixels from here on: CoCs are halved.
     float R = max(max(centre.a, 0.0), tile.x) * 0.5;
     if (R < 0.5) {
-        OutVec4(pc.near).v[idx] = vec4(0.0);
-        OutVec4(pc.far).v[idx] = centre.a > 0.0 ? vec4(centre.rgb, 1.0) : vec4(0.0);
+        float scale = ToneScale(pc.state).scale;
+        OutField(pc.near).v[idx] = uvec2(0u);
+        OutField(pc.far).v[idx] = dof_pack_field(centre.a > 0.0 ? vec4(centre.rgb, 1.0) : vec4(0.0), scale);
         return;
     }
     vec3 far_sum = vec3(0.0), near_sum = vec3(0.0);
@@ -120,7 +125,9 @@ void main()
     // Each tap stands for pi/4 step^2 of area and a near tap spreads over pi c^2: its share of this
     // pixel is reach * step^2 / (4 c^2), which is its weight w times step^2 / 4.
     float alpha = min(near_w * 0.25 * step_ * step_, 1.0);
-    OutVec4(pc.near).v[idx] = near_w > 0.0 ? vec4(near_sum / near_w * alpha, alpha) : vec4(0.0);
+    float scale = ToneScale(pc.state).scale;
+    OutField(pc.near).v[idx] = dof_pack_field(near_w > 0.0 ? vec4(near_sum / near_w * alpha, alpha) : vec4(0.0), scale);
     // A far pixel whose quarter-resolution neighbourhood is all eroded away keeps its own colour.
-    OutVec4(pc.far).v[idx] = centre.a > 0.0 ? vec4(far_w > 0.0 ? far_sum / far_w : centre.rgb, 1.0) : vec4(0.0);
+    OutField(pc.far).v[idx] =
+        dof_pack_field(centre.a > 0.0 ? vec4(far_w > 0.0 ? far_sum / far_w : centre.rgb, 1.0) : vec4(0.0), scale);
 }

@@ -22,6 +22,7 @@
 #include "hp_shared.h"
 #include "hp_dof.h"
 #include "bokeh_args.glsl"
+#include "dof.glsl"
 
 #if defined(HP_SAT_ROWS)
 layout(local_size_x = HP_SAT_ROW_WG) in;
@@ -33,6 +34,8 @@ layout(local_size_x = 8, local_size_y = 8) in;
 
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer InVec4 { vec4 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer OutVec4 { vec4 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer OutField { uvec2 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer ToneScale { float scale; };
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer Table { uint64_t v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Stats { uint counts[2]; float min_y, max_y; };
 
@@ -40,12 +43,13 @@ layout(push_constant, std430) uniform Push {
     uvec2 half_;  //  0  vec4: colour, signed CoC
     uvec2 table;  //  8  3 x uint64 per half pixel
     uvec2 stats;  // 16  lum_stats (max_y)
-    uvec2 far;    // 24  out (query): box mean, 1
+    uvec2 far;    // 24  out (query): box mean, 1 (dof_pack_field)
     uint half_w;  // 32
     uint half_h;  // 36
     float max_coc; // 40
     uint max_sprites; // 44  bokeh: the budget; 0 off (rows: sizes the splat, bokeh_args.glsl)
     uvec2 sprites; // 48
+    uvec2 state;   // 56  tone_state: word 0 is the exposure scale
 } pc;
 
 // The fixed point's fraction bits F, from the frame's largest luminance (hp_dof.h). frexp gives the
@@ -165,7 +169,8 @@ void main()
     u64vec3 sum = at(table, x1, y1) - at(table, x0 - 1, y1) - at(table, x1, y0 - 1) + at(table, x0 - 1, y0 - 1);
     float area = float((x1 - x0 + 1) * (y1 - y0 + 1));
     float inv_scale = exp2(-float(fixed_bits()));
-    OutVec4(pc.far).v[idx] = vec4(vec3(sum) * inv_scale / area, 1.0); // every pixel is blurred by the SAT
+    // Every pixel is blurred by the SAT: alpha 1.
+    OutField(pc.far).v[idx] = dof_pack_field(vec4(vec3(sum) * inv_scale / area, 1.0), ToneScale(pc.state).scale);
 }
 
 #else

@@ -37,6 +37,16 @@ float dof_coc(float depth, float k, float focus_m, float depth_scale, float max_
     return clamp(c, -max_coc, max_coc);
 }
 
+// The blurred fields are stored as RGBA16F (8 bytes a texel: half the traffic of the composite's
+// bilinear reads) of exposed values (times the exposure scale), which sit where half floats are precise:
+// the display range. Past 65504 (a light 2^16 times brighter than white after exposure) a value is
+// clamped rather than turned into infinity.
+uvec2 dof_pack_field(vec4 v, float scale)
+{
+    vec4 e = min(vec4(v.rgb * scale, v.a), vec4(65504.0));
+    return uvec2(packHalf2x16(e.rg), packHalf2x16(e.ba));
+}
+
 // The radius of a regular n-gon with circumradius 1 in direction theta (CRYENGINE's NGon, algorithms.md 6
 // step 4): 1 at the vertices, cos(pi/n) at the middle of the edges.
 float dof_ngon(float theta, float n)

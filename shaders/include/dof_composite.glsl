@@ -13,7 +13,7 @@
 
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer DofF32 { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer DofU32 { uint v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer DofVec4 { vec4 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer DofField { uvec2 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer DofVec2 { vec2 v[]; };
 // The bokeh light: RGB and an unused word per half pixel, so that one 16-byte load reads a texel.
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer DofAccum { vec4 v[]; };
@@ -21,20 +21,27 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Do
 struct DofInputs {
     uvec2 coc, mask, near, far, accum; // pipeline/dof.h hp_dof_frame; accum 0 without bokeh
     uvec2 dilated;                     // the tiles' dilated near CoC (dof_tiles.comp)
+    float inv_scale;                   // 1 / the exposure scale: the fields are exposed (dof_pack_field)
     uint width, half_w, half_h;
     bool sat;                          // dof.method = "sat": one blurred field, no near layer
 };
 
+vec4 dof_field(DofField b, uint i)
+{
+    uvec2 v = b.v[i];
+    return vec4(unpackHalf2x16(v.x), unpackHalf2x16(v.y));
+}
+
 vec4 dof_bilinear(uvec2 address, vec2 u, uint half_w, uint half_h)
 {
-    DofVec4 b = DofVec4(address);
+    DofField b = DofField(address);
     vec2 i0 = floor(u);
     vec2 f = u - i0;
     ivec2 last = ivec2(half_w, half_h) - 1;
     ivec2 a = clamp(ivec2(i0), ivec2(0), last);
     ivec2 c = clamp(ivec2(i0) + 1, ivec2(0), last);
-    vec4 v00 = b.v[uint(a.y) * half_w + uint(a.x)], v10 = b.v[uint(a.y) * half_w + uint(c.x)];
-    vec4 v01 = b.v[uint(c.y) * half_w + uint(a.x)], v11 = b.v[uint(c.y) * half_w + uint(c.x)];
+    vec4 v00 = dof_field(b, uint(a.y) * half_w + uint(a.x)), v10 = dof_field(b, uint(a.y) * half_w + uint(c.x));
+    vec4 v01 = dof_field(b, uint(c.y) * half_w + uint(a.x)), v11 = dof_field(b, uint(c.y) * half_w + uint(c.x));
     return mix(mix(v00, v10, f.x), mix(v01, v11, f.x), f.y);
 }
 
@@ -63,7 +70,7 @@ vec3 dof_composite(DofInputs d, uvec2 xy, vec3 sharp)
         // only their colour (an eroded half pixel beside this one is in focus and has none).
         vec4 far = dof_bilinear(d.far, u, d.half_w, d.half_h);
         if (far.a > 0.0)
-            b = mix(sharp, far.rgb / far.a, smoothstep(0.5, 1.5, blurred));
+            b = mix(sharp, far.rgb * (d.inv_scale / far.a), smoothstep(0.5, 1.5, blurred));
     }
     vec3 o = b;
     // The near field is read only where some near pixel could reach: the rest of the frame skips four
@@ -72,6 +79,7 @@ vec3 dof_composite(DofInputs d, uvec2 xy, vec3 sharp)
     bool near_here = !d.sat && DofVec2(d.dilated).v[(xy.y / (2u * HP_DOF_TILE)) * tiles_w + xy.x / (2u * HP_DOF_TILE)].y > 0.0;
     if (near_here) {
         vec4 near = dof_bilinear(d.near, u, d.half_w, d.half_h);
+        near.rgb *= d.inv_scale;
         // A near pixel's own light is in the near field already, spread over its CoC: its sharp self must
         // go, or a small near light would stay a sharp dot inside its own blur where the coverage is
         // thin. What was behind it is not in the frame; the blurred foreground around it stands in.
