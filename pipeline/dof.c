@@ -352,16 +352,38 @@ static void run(VkCommandBuffer cmd, const hp_compute *c, const void *push, uint
     vkCmdDispatch(cmd, gx, gy, 1);
 }
 
-void hp_dof_record_fields(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s)
+/* The splat, dispatched from the count the setup pass made (the indirect arguments were written by the
+ * pass before: shaders/include/bokeh_args.glsl). */
+static void record_splat(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s)
 {
     hp_dof_frame *f = io->frame;
-    bool first = !d->initialised;
-    if (first) {
+    struct splat_push pp = {.sprites = d->sprites.address, .accum = f->accum.address, .depth = f->depth.address,
+                            .half_ = f->half_.address, .half_w = half_of(f->width), .half_h = half_of(f->height),
+                            .blades = s->blades, .rotation = (float)(s->rotation_deg * M_PI / 180.0),
+                            .squeeze = (float)s->squeeze, .depth_scale = (float)s->depth_scale, .frame_w = f->width};
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->bokeh_splat.pipeline);
+    vkCmdPushConstants(cmd, d->bokeh_splat.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pp), &pp);
+    vkCmdDispatchIndirect(cmd, d->sprites.buffer, 4 * HP_BOKEH_CTL_DISPATCH);
+}
+
+static void indirect_barrier(VkCommandBuffer cmd)
+{
+    barrier(cmd, VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_ACCESS_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+}
+
+void hp_dof_record(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s)
+{
+    hp_dof_frame *f = io->frame;
+    if (!d->initialised) {
         vkCmdFillBuffer(cmd, d->sprites.buffer, 0, 4 * HP_BOKEH_CTL_WORDS, 0);
         d->initialised = true;
-    }
-    if (first)
         compute_barrier(cmd);
+    }
+    /* The splat needs only the setup's sprites and half resolution, and writes only the bokeh light: it
+     * runs beside the gather (or the SAT's columns), with no barrier between them, so its atomics in the
+     * L2 overlap the gather's arithmetic. Timed pass by pass (detail_pool), it runs on its own instead. */
+    bool overlap = s->bokeh && !io->detail_pool;
 
     uint32_t hw = half_of(f->width), hh = half_of(f->height);
     uint32_t tw = tiles_of(hw), th = tiles_of(hh);
@@ -385,15 +407,16 @@ void hp_dof_record_fields(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, c
                              .max_sprites = s->bokeh ? s->max_sprites : 0, .sprites = d->sprites.address,
                              .state = io->state};
         run(cmd, &d->sat_rows, &q, sizeof(q), hh, 1);
-        compute_barrier(cmd);
+        indirect_barrier(cmd);
         detail(cmd, io, HP_DOF_DETAIL_TILES_OR_ROWS);
+        if (overlap)
+            record_splat(d, cmd, io, s);
         run(cmd, &d->sat_cols, &q, sizeof(q), (hw + HP_SAT_COL_X - 1) / HP_SAT_COL_X, 1);
         compute_barrier(cmd);
         detail(cmd, io, HP_DOF_DETAIL_GATHER_OR_COLS);
         run(cmd, &d->sat_query, &q, sizeof(q), (hw + 7) / 8, (hh + 7) / 8);
         compute_barrier(cmd);
         detail(cmd, io, HP_DOF_DETAIL_SAT_QUERY);
-        return;
     } else {
         /* Tiles are 2 * HP_DOF_TILE frame pixels wide: enough of them to cover the largest CoC. */
         uint32_t radius = (uint32_t)ceil(s->max_coc_px / (2.0 * HP_DOF_TILE));
@@ -401,35 +424,23 @@ void hp_dof_record_fields(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, c
                                 .tiles_h = th, .radius = radius, .max_sprites = s->bokeh ? s->max_sprites : 0,
                                 .sprites = d->sprites.address};
         run(cmd, &d->tiles, &tp, sizeof(tp), (tw + 7) / 8, (th + 7) / 8);
-        compute_barrier(cmd);
+        indirect_barrier(cmd);
         detail(cmd, io, HP_DOF_DETAIL_TILES_OR_ROWS);
         struct gather_push gp = {.half_ = f->half_.address, .dilated = f->dilated.address, .near = f->near.address,
                                  .far = f->far.address, .quarter = f->quarter.address, .half_w = hw, .half_h = hh,
                                  .state = io->state};
         run(cmd, &d->gather, &gp, sizeof(gp), (hw + 7) / 8, (hh + 7) / 8);
+        if (overlap)
+            record_splat(d, cmd, io, s);
         compute_barrier(cmd);
         detail(cmd, io, HP_DOF_DETAIL_GATHER_OR_COLS);
         detail(cmd, io, HP_DOF_DETAIL_SAT_QUERY);
     }
-}
-
-void hp_dof_record_bokeh(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s)
-{
-    if (!s->bokeh)
-        return;
-    hp_dof_frame *f = io->frame;
-    /* The fields' last pass wrote the indirect arguments (shaders/include/bokeh_args.glsl). */
-    barrier(cmd, VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-            VK_ACCESS_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_SHADER_READ_BIT);
-    struct splat_push pp = {.sprites = d->sprites.address, .accum = f->accum.address, .depth = f->depth.address,
-                            .half_ = f->half_.address, .half_w = half_of(f->width), .half_h = half_of(f->height),
-                            .blades = s->blades, .rotation = (float)(s->rotation_deg * M_PI / 180.0),
-                            .squeeze = (float)s->squeeze, .depth_scale = (float)s->depth_scale, .frame_w = f->width};
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->bokeh_splat.pipeline);
-    vkCmdPushConstants(cmd, d->bokeh_splat.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pp), &pp);
-    vkCmdDispatchIndirect(cmd, d->sprites.buffer, 4 * HP_BOKEH_CTL_DISPATCH);
-    compute_barrier(cmd);
-    detail(cmd, io, HP_DOF_DETAIL_SPLAT);
+    if (s->bokeh && !overlap) {
+        record_splat(d, cmd, io, s);
+        compute_barrier(cmd);
+        detail(cmd, io, HP_DOF_DETAIL_SPLAT);
+    }
 }
 
 void hp_dof_record_composite(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s)

@@ -110,13 +110,12 @@ enum { HP_DOF_DETAIL_SETUP, HP_DOF_DETAIL_TILES_OR_ROWS, HP_DOF_DETAIL_GATHER_OR
        HP_DOF_DETAIL_SPLAT, HP_DOF_DETAIL_COUNT };
 const char *hp_dof_detail_name(uint32_t i, hp_dof_method method);
 
-/* Recorded in this order with the caller's timestamps between them; each ends with the barrier its
- * successor needs. fields: setup, tiles, gather or the SAT (and the splat's indirect arguments). bokeh:
- * the splat (nothing when bokeh is off). Then the tone pass composites each pixel as it reads it (hp_tone_io.dof),
- * or, for tests and diagnostics, composite writes the composited frame to frame->output as RGBA32F. The
- * first call also records the one-time initialisation of the size-independent buffers. */
-void hp_dof_record_fields(hp_dof *dof, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s);
-void hp_dof_record_bokeh(hp_dof *dof, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s);
+/* Records the stage: setup, then tiles and the gather (or the SAT's rows, columns and query), and the
+ * bokeh splat beside them; ends with a barrier. Then the tone pass composites each pixel as it reads it
+ * (hp_tone_io.dof), or, for tests and diagnostics, hp_dof_record_composite writes the composited frame to
+ * frame->output as RGBA32F. The first call also records the one-time initialisation of the
+ * size-independent buffers. With io->detail_pool every pass is timed, the splat on its own. */
+void hp_dof_record(hp_dof *dof, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s);
 void hp_dof_record_composite(hp_dof *dof, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s);
 
 /* The sprite control words (hp_dof.h), for copying back: the response says how many sprites were

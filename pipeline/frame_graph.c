@@ -14,8 +14,7 @@
 
 /* Timestamps: one before the first stage and one after each (names: DECISIONS.md 10; "tonemap" covers
  * exposure, the optional adaptation blur and the tone pass). */
-enum { TS_START, TS_UPLOAD, TS_REDUCE, TS_EXPOSURE, TS_DOF_FIELDS, TS_BOKEH, TS_DOF_COMPOSITE, TS_TONEMAP,
-       TS_DOWNLOAD, TS_COUNT };
+enum { TS_START, TS_UPLOAD, TS_REDUCE, TS_EXPOSURE, TS_DOF, TS_TONEMAP, TS_DOWNLOAD, TS_COUNT };
 
 /* The readback buffer: lum_stats, then tone_state, then the bokeh control words. */
 #define READBACK_STATE_OFFSET HP_STATS_SIZE
@@ -380,14 +379,10 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
         hp_tone_record_exposure(g->tone, cmd, &tio);
         vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_EXPOSURE);
         if (dof)
-            hp_dof_record_fields(g->dof, cmd, &dio, ds);
-        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_DOF_FIELDS);
-        if (dof)
-            hp_dof_record_bokeh(g->dof, cmd, &dio, ds);
-        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_BOKEH);
+            hp_dof_record(g->dof, cmd, &dio, ds);
         if (dof && !fused)
             hp_dof_record_composite(g->dof, cmd, &dio, ds);
-        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_DOF_COMPOSITE);
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_DOF);
         hp_tone_record_map(g->tone, cmd, &tio);
     } else {
         for (uint32_t t = TS_EXPOSURE; t < TS_TONEMAP; t++)
@@ -463,30 +458,26 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
         }
     }
     /* Stage times (DECISIONS.md 10). "tonemap" is the exposure stage and the tone pass (which
-     * composites depth of field as it reads each pixel); "dof" the fields (and, with output_dof, the
-     * separate composite); "bokeh" the splat. */
+     * composites depth of field as it reads each pixel); "dof" the depth of field's passes, bokeh
+     * included: the splat runs beside the gather, so its time is not apart. With detailed_timings each
+     * pass is timed on its own ("dof.gather", "bokeh.splat", ...). */
     double period_ms = g->gpu->info.timestamp_period_ns * 1e-6;
 #define SPAN(a, b) ((double)(ts[b] - ts[a]) * period_ms)
     const hp_stage_timing timings[] = {
         {"upload", SPAN(TS_START, TS_UPLOAD)},
         {"reduce", SPAN(TS_UPLOAD, TS_REDUCE)},
-        {"dof", SPAN(TS_EXPOSURE, TS_DOF_FIELDS) + SPAN(TS_BOKEH, TS_DOF_COMPOSITE)},
-        {"bokeh", SPAN(TS_DOF_FIELDS, TS_BOKEH)},
-        {"tonemap", SPAN(TS_REDUCE, TS_EXPOSURE) + SPAN(TS_DOF_COMPOSITE, TS_TONEMAP)},
+        {"dof", SPAN(TS_EXPOSURE, TS_DOF)},
+        {"tonemap", SPAN(TS_REDUCE, TS_EXPOSURE) + SPAN(TS_DOF, TS_TONEMAP)},
         {"download", SPAN(TS_TONEMAP, TS_DOWNLOAD)},
     };
 #undef SPAN
-    for (size_t i = 0; i < sizeof(timings) / sizeof(timings[0]); i++) {
-        bool shown = strcmp(timings[i].name, "dof") ? strcmp(timings[i].name, "bokeh") ? true : dof && ds->bokeh : dof;
-        if (shown)
+    for (size_t i = 0; i < sizeof(timings) / sizeof(timings[0]); i++)
+        if (dof || strcmp(timings[i].name, "dof") != 0)
             out->timings[out->timing_count++] = timings[i];
-    }
     if (detail) {
         uint64_t prev = ts[TS_EXPOSURE];
         for (uint32_t i = 0; i < ts_count - TS_COUNT && out->timing_count < HP_MAX_STAGE_TIMINGS; i++) {
             uint64_t t = ts[TS_COUNT + i];
-            if (i == HP_DOF_DETAIL_SPLAT)
-                prev = ts[TS_DOF_FIELDS];
             const char *name = hp_dof_detail_name(i, ds->method);
             if (name)
                 out->timings[out->timing_count++] = (hp_stage_timing){name, (double)(t - prev) * period_ms};
