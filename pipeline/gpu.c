@@ -247,6 +247,8 @@ static const char *missing_requirement(VkPhysicalDevice pd, char *buf, size_t le
         return "the shaderInt64 feature";
     if (!fa.shaderBufferFloat32AtomicAdd)
         return "VK_EXT_shader_atomic_float's shaderBufferFloat32AtomicAdd";
+    if (!f12.shaderSubgroupExtendedTypes) /* the SAT's 64-bit subgroup sums */
+        return "the shaderSubgroupExtendedTypes feature";
 
     VkPhysicalDeviceSubgroupProperties sub = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sub};
@@ -434,6 +436,7 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
         .bufferDeviceAddress = VK_TRUE,
         .timelineSemaphore = VK_TRUE,
+        .shaderSubgroupExtendedTypes = VK_TRUE,
     };
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec_props = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,

@@ -3,9 +3,9 @@
 // a box of each pixel's CoC read from it with four lookups, constant time per pixel whatever the blur
 // (Crow 1984; Hensley et al. 2005; the seed talk's SAT depth of field; algorithms.md 7). Three modules
 // from this source (shaders/meson.build):
-//   HP_SAT_ROWS   one workgroup per row: each invocation sums a run of the row serially, the runs'
-//                 totals are scanned in shared memory (Hillis and Steele), and the runs are written
-//                 again with their offsets: the row's inclusive prefix sums.
+//   HP_SAT_ROWS   one workgroup per row, over it in chunks of its width: subgroup inclusive sums
+//                 (subgroupInclusiveAdd on 64-bit integers), the subgroups' totals through shared
+//                 memory, and the carry of the chunks before: the row's inclusive prefix sums.
 //   HP_SAT_COLS   the same down the columns, as segments: a workgroup takes HP_SAT_COL_X columns, each
 //                 column cut into HP_SAT_COL_SEGMENTS segments, one invocation each (the seed's "segment
 //                 sums, then offsets"), in place.
@@ -18,6 +18,9 @@
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference_uvec2 : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_shader_subgroup_extended_types_int64 : require
 
 #include "hp_shared.h"
 #include "hp_dof.h"
@@ -69,7 +72,10 @@ u64vec3 quantize(vec3 v, float scale)
 
 #if defined(HP_SAT_ROWS)
 
-shared u64vec3 s_scan[2][HP_SAT_ROW_WG];
+// The row in chunks of the workgroup's width, each element loaded by its own invocation (coalesced):
+// subgroup inclusive sums, then the subgroups' totals in shared memory, then the running carry of the
+// chunks before.
+shared u64vec3 s_sub[HP_SAT_ROW_WG]; // one per subgroup (up to one per invocation on any subgroup size)
 
 void main()
 {
@@ -77,34 +83,31 @@ void main()
     uint t = gl_LocalInvocationIndex;
     if (pc.max_sprites > 0u && y == 0u && t == 0u)
         bokeh_args(pc.sprites, pc.max_sprites);
-    uint run = (pc.half_w + HP_SAT_ROW_WG - 1u) / HP_SAT_ROW_WG;
-    uint x0 = min(t * run, pc.half_w), x1 = min(x0 + run, pc.half_w);
     float scale = exp2(float(fixed_bits()));
     InVec4 src = InVec4(pc.half_);
-    uint row = y * pc.half_w;
-    u64vec3 total = u64vec3(0ul);
-    for (uint x = x0; x < x1; x++)
-        total += quantize(src.v[row + x].rgb, scale);
-    // Inclusive scan of the runs' totals, ping-ponging between two shared arrays.
-    uint from = 0u;
-    s_scan[0][t] = total;
-    barrier();
-    for (uint d = 1u; d < HP_SAT_ROW_WG; d <<= 1u) {
-        u64vec3 v = s_scan[from][t];
-        if (t >= d)
-            v += s_scan[from][t - d];
-        s_scan[1u - from][t] = v;
-        from = 1u - from;
-        barrier();
-    }
-    u64vec3 acc = s_scan[from][t] - total; // the runs before this one
     Table table = Table(pc.table);
-    for (uint x = x0; x < x1; x++) {
-        acc += quantize(src.v[row + x].rgb, scale);
-        uint o = 3u * (row + x);
-        table.v[o] = acc.x;
-        table.v[o + 1u] = acc.y;
-        table.v[o + 2u] = acc.z;
+    uint row = y * pc.half_w;
+    u64vec3 carry = u64vec3(0ul);
+    for (uint base = 0u; base < pc.half_w; base += HP_SAT_ROW_WG) {
+        uint x = base + t;
+        u64vec3 v = x < pc.half_w ? quantize(src.v[row + x].rgb, scale) : u64vec3(0ul);
+        u64vec3 incl = subgroupInclusiveAdd(v);
+        if (gl_SubgroupInvocationID == gl_SubgroupSize - 1u)
+            s_sub[gl_SubgroupID] = incl;
+        barrier();
+        if (t == 0u)
+            for (uint i = 1u; i < gl_NumSubgroups; i++)
+                s_sub[i] += s_sub[i - 1u];
+        barrier();
+        u64vec3 sum = incl + carry + (gl_SubgroupID > 0u ? s_sub[gl_SubgroupID - 1u] : u64vec3(0ul));
+        if (x < pc.half_w) {
+            uint o = 3u * (row + x);
+            table.v[o] = sum.x;
+            table.v[o + 1u] = sum.y;
+            table.v[o + 2u] = sum.z;
+        }
+        carry += s_sub[gl_NumSubgroups - 1u];
+        barrier();
     }
 }
 

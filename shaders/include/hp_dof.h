@@ -64,7 +64,7 @@
 #define HP_SAT_BOX_SCALE 0.886226925
 #define HP_SAT_CHANNEL_BOUND 14.0
 #define HP_SAT_ROW_WG 256
-#define HP_SAT_COL_X 16
+#define HP_SAT_COL_X 32
 #define HP_SAT_COL_SEGMENTS 16
 
 #endif
