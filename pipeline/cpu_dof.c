@@ -180,8 +180,9 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
             }
         }
         /* dof_gather.comp */
-        float taps[HP_DOF_TAPS][2];
+        float taps[HP_DOF_TAPS][2], aperture[HP_DOF_TAPS];
         hp_dof_tap_directions(taps);
+        double coverage = hp_dof_aperture(s, aperture);
         for (uint32_t hy = 0; hy < hh; hy++) {
             for (uint32_t hx = 0; hx < hw; hx++) {
                 size_t idx = (size_t)hy * hw + hx;
@@ -218,7 +219,7 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
                         qy = qy < 0 ? 0 : qy > (int)sh - 1 ? (int)sh - 1 : qy;
                         const double *v = &src[4 * ((size_t)qy * sw + qx)];
                         double c = fabs(v[3]) * scale;
-                        double reach = clamp01(c - rf + 1.0);
+                        double reach = clamp01(c * aperture[base + j] - rf + 1.0);
                         double w = reach / fmax(c * c, 0.25);
                         if (v[3] > 0.0) {
                             for (int m = 0; m < 3; m++)
@@ -228,7 +229,7 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
                             for (int m = 0; m < 3; m++)
                                 ns[m] += w * v[m];
                             nw += w;
-                            cover += reach * tap_share / fmax(c * c, 0.25);
+                            cover += reach * tap_share * coverage / fmax(c * c, 0.25);
                         }
                     }
                 }

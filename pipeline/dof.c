@@ -54,9 +54,10 @@ _Static_assert(offsetof(struct tiles_push, sprites) == 32, "push constant layout
 struct gather_push {
     VkDeviceAddress half_, dilated, near, far, quarter;
     uint32_t half_w, half_h;
-    VkDeviceAddress state;
+    VkDeviceAddress state, aperture;
+    float coverage;
 };
-_Static_assert(offsetof(struct gather_push, state) == 48, "push constant layout drifted from dof_gather.comp");
+_Static_assert(offsetof(struct gather_push, coverage) == 64, "push constant layout drifted from dof_gather.comp");
 
 struct composite_push {
     VkDeviceAddress pixels, coc, mask, near, far, accum, out;
@@ -88,6 +89,7 @@ struct hp_dof {
     hp_compute composite[2];      /* [format]: output_dof only; the daemon's tone pass composites itself */
     hp_compute tiles, gather, sat_rows, sat_cols, sat_query, bokeh_splat;
     hp_buffer sprites; /* control words, then HP_BOKEH_MAX_SPRITES records */
+    hp_buffer aperture; /* HP_DOF_TAPS floats: the gather's aperture, written per frame */
     bool initialised;  /* control words zeroed */
 };
 
@@ -167,6 +169,21 @@ double hp_dof_coc(const hp_dof_settings *s, uint32_t width, double depth)
     return fmin(fmax(c, -s->max_coc_px), s->max_coc_px);
 }
 
+double hp_dof_aperture(const hp_dof_settings *s, float out[HP_DOF_TAPS])
+{
+    float dir[HP_DOF_TAPS][2];
+    hp_dof_tap_directions(dir);
+    double rot = s->rotation_deg * M_PI / 180.0, n = (double)s->blades;
+    for (uint32_t i = 0; i < HP_DOF_TAPS; i++) {
+        /* The sprites' coverage() measures the angle after rotating the offset by -rotation: the same. */
+        double theta = atan2((double)dir[i][1], (double)dir[i][0]) - rot;
+        out[i] = s->blades >= 3 ? (float)(cos(M_PI / n) / cos(theta - (2.0 * M_PI / n) * floor((n * theta + M_PI) / (2.0 * M_PI))))
+                                : 1.0f;
+    }
+    /* A regular n-gon of circumradius 1 has area (n / 2) sin(2 pi / n). */
+    return s->blades >= 3 ? M_PI / (0.5 * n * sin(2.0 * M_PI / n)) : 1.0;
+}
+
 void hp_dof_tap_directions(float out[HP_DOF_TAPS][2])
 {
 #define HP_DOF_TAP(x, y) {(float)(x), (float)(y)}
@@ -219,6 +236,8 @@ hp_code hp_dof_create(hp_gpu *gpu, hp_dof **out, hp_err *err)
         rc = make(gpu, "bokeh_splat", spv_bokeh_splat, sizeof(spv_bokeh_splat), sizeof(struct splat_push), NULL, 0,
                   &d->bokeh_splat, err);
     if (rc == HP_OK)
+        rc = hp_buffer_create(gpu, HP_DOF_TAPS * sizeof(float), HP_MEM_DEVICE, "dof_aperture", &d->aperture, err);
+    if (rc == HP_OK)
         rc = hp_buffer_create(gpu, 4 * (HP_BOKEH_CTL_WORDS + (VkDeviceSize)HP_BOKEH_MAX_SPRITES * HP_BOKEH_SPRITE_WORDS),
                               HP_MEM_DEVICE, "bokeh_sprites", &d->sprites, err);
     if (rc != HP_OK) {
@@ -245,6 +264,7 @@ void hp_dof_destroy(hp_dof **pd)
     hp_compute_destroy(d->gpu, &d->sat_query);
     hp_compute_destroy(d->gpu, &d->bokeh_splat);
     hp_buffer_destroy(d->gpu, &d->sprites);
+    hp_buffer_destroy(d->gpu, &d->aperture);
     free(d);
     *pd = NULL;
 }
@@ -380,6 +400,10 @@ void hp_dof_record(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, const hp
         d->initialised = true;
         compute_barrier(cmd);
     }
+    float aperture[HP_DOF_TAPS];
+    double coverage = hp_dof_aperture(s, aperture);
+    if (s->method == HP_DOF_GATHER) /* read by the gather, after the setup's barrier */
+        vkCmdUpdateBuffer(cmd, d->aperture.buffer, 0, sizeof(aperture), aperture);
     /* The splat needs only the setup's sprites and half resolution, and writes only the bokeh light: it
      * runs beside the gather (or the SAT's columns), with no barrier between them, so its atomics in the
      * L2 overlap the gather's arithmetic. Timed pass by pass (detail_pool), it runs on its own instead. */
@@ -428,7 +452,7 @@ void hp_dof_record(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, const hp
         detail(cmd, io, HP_DOF_DETAIL_TILES_OR_ROWS);
         struct gather_push gp = {.half_ = f->half_.address, .dilated = f->dilated.address, .near = f->near.address,
                                  .far = f->far.address, .quarter = f->quarter.address, .half_w = hw, .half_h = hh,
-                                 .state = io->state};
+                                 .state = io->state, .aperture = d->aperture.address, .coverage = (float)coverage};
         run(cmd, &d->gather, &gp, sizeof(gp), (hw + 7) / 8, (hh + 7) / 8);
         if (overlap)
             record_splat(d, cmd, io, s);

@@ -63,6 +63,11 @@ double hp_dof_coc_k(const hp_dof_settings *s, uint32_t width);
 /* The signed CoC radius in pixels of a depth sample, in double: the CPU reference's dof_coc(). */
 double hp_dof_coc(const hp_dof_settings *s, uint32_t width, double depth);
 
+/* The gather's aperture: for each tap, the polygon's radius in its direction (bokeh.blades rotated by
+ * bokeh.rotation_deg; 1 for a circle), as the floats the GPU reads. Returns pi over the polygon's area
+ * at circumradius 1, which scales the near field's coverage (1 for a circle). */
+double hp_dof_aperture(const hp_dof_settings *s, float out[HP_DOF_TAPS]);
+
 /* The unit directions of the gather's taps (hp_dof.h), in double and as the floats the GPU reads. */
 void hp_dof_tap_directions(float out[HP_DOF_TAPS][2]);
 

@@ -238,8 +238,8 @@ const hp_param_def hp_param_schema[] = {
      .help = "CoC radius under which a bright pixel stays with the gather: too sharp for a sprite to show."},
     {.name = "bokeh.blades", .type = HP_PARAM_INTEGER, .offset = U32_AT(bokeh.blades), .min = 0, .max = 9,
      .def = 7, .choices = bokeh_blades, .unit = "", .applies = "bokeh.enabled",
-     .help = "Aperture blades: the sprites are regular polygons of that many sides; 0 is a circle (a wide "
-             "open lens)."},
+     .help = "Aperture blades: the sprites, and the gathered blur's kernel, are regular polygons of that many "
+             "sides; 0 is a circle (a wide open lens)."},
     {.name = "bokeh.rotation_deg", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(bokeh.rotation_deg), .min = 0,
      .max = 360, .def = 0, .unit = "degrees", .applies = "bokeh.enabled",
      .help = "Rotation of the aperture polygon."},

@@ -12,7 +12,8 @@
 //               normalised, with a coverage: the sum over the taps of (tap area) / (pi c^2), the share
 //               of this pixel that blurred foreground covers, the alpha Jimenez builds from 1 / (pi c^2).
 //               Stored premultiplied so the composite can interpolate it.
-// Weights fall off over one half-resolution pixel at the edge of a tap's disc (saturate(c - r + 1)).
+// Weights fall off over one pixel at the edge of a tap's aperture: saturate(c * NGon(theta) - r + 1), so
+// the kernel has the lens's shape (bokeh.blades, bokeh.rotation_deg) like the sprites.
 // Kernel radius: the pixel's own far CoC or its tile neighbourhood's largest near CoC, whichever is
 // larger; below half a pixel the pixel is its own far field and has no near field.
 #extension GL_GOOGLE_include_directive : require
@@ -34,6 +35,9 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer In
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer InVec2 { vec2 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer OutField { uvec2 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer ToneScale { float scale; };
+// The aperture: per tap, the polygon's radius in the tap's direction (NGon of bokeh.blades, rotated;
+// 1 for a circle), written by the host for each frame (pipeline/dof.c).
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Aperture { float a[HP_DOF_TAPS]; };
 
 layout(push_constant, std430) uniform Push {
     uvec2 half_;   //  0  vec4: colour, signed CoC (frame pixels)
@@ -44,6 +48,8 @@ layout(push_constant, std430) uniform Push {
     uint half_w;   // 40
     uint half_h;   // 44
     uvec2 state;   // 48  tone_state: word 0 is the exposure scale
+    uvec2 aperture; // 56  HP_DOF_TAPS floats
+    float coverage; // 64  pi over the aperture's area for a circumradius of 1 (1 for a circle)
 } pc;
 
 // The taps of ring 0 to K, ring k at radius k * step, around p in the pixels of `src` (width w, last the
@@ -63,7 +69,8 @@ void gather(InVec4 src, uint w, vec2 p, ivec2 last, uint K, float step_, float s
                 q = clamp(q, ivec2(0), last);
             vec4 v = src.v[uint(q.y) * w + uint(q.x)];
             float c = abs(v.a) * scale;
-            float wt = clamp(c - r + 1.0, 0.0, 1.0) / max(c * c, 0.25);
+            // The tap's blur reaches this pixel if the distance lies inside its aperture polygon.
+            float wt = clamp(c * Aperture(pc.aperture).a[base + j] - r + 1.0, 0.0, 1.0) / max(c * c, 0.25);
             if (v.a > 0.0) {
                 far_sum += wt * v.rgb;
                 far_w += wt;
@@ -122,9 +129,10 @@ void main()
         else
             gather(half_, pc.half_w, vec2(p), last, K, step_, 0.5, true, far_sum, far_w, near_sum, near_w);
     }
-    // Each tap stands for pi/4 step^2 of area and a near tap spreads over pi c^2: its share of this
-    // pixel is reach * step^2 / (4 c^2), which is its weight w times step^2 / 4.
-    float alpha = min(near_w * 0.25 * step_ * step_, 1.0);
+    // Each tap stands for pi/4 step^2 of area and a near tap spreads over its aperture, pi c^2 for a
+    // circle: its share of this pixel is reach * step^2 / (4 c^2), its weight w times step^2 / 4, times
+    // pi over the polygon's area for a polygonal aperture.
+    float alpha = min(near_w * 0.25 * step_ * step_ * pc.coverage, 1.0);
     float scale = ToneScale(pc.state).scale;
     OutField(pc.near).v[idx] = dof_pack_field(near_w > 0.0 ? vec4(near_sum / near_w * alpha, alpha) : vec4(0.0), scale);
     // A far pixel whose quarter-resolution neighbourhood is all eroded away keeps its own colour.

@@ -131,6 +131,23 @@ static void test_oracles(void)
         }
     tap_ok(exact, "the gather's %d tap directions are cos and sin in double rounded to float", HP_DOF_TAPS);
 
+    /* The gather's aperture: each tap's reach is scaled by the polygon's radius in its direction. */
+    hp_dof_settings hex = default_settings();
+    hex.blades = 6;
+    hex.rotation_deg = 30;
+    float ap[HP_DOF_TAPS];
+    double cover = hp_dof_aperture(&hex, ap);
+    worst = 0;
+    for (int i = 1; i < HP_DOF_TAPS; i++)
+        worst = fmax(worst, fabs(ap[i] - hp_cpu_ngon(atan2(taps[i][1], taps[i][0]) - M_PI / 6, 6)));
+    hex.blades = 0;
+    float round_ap[HP_DOF_TAPS];
+    double round_cover = hp_dof_aperture(&hex, round_ap);
+    tap_ok(worst < 1e-6 && fabs(cover - M_PI / (3 * sqrt(3.0) / 2)) < 1e-12 && round_cover == 1 && round_ap[7] == 1,
+           "the gather's aperture: a hexagon rotated 30 degrees is NGon(theta - 30, 6) per tap (worst %.2g) with "
+           "coverage pi / 2.598 = %.4f; a circle is 1",
+           worst, cover);
+
     /* The GPU's CoC for the same depths: one row of a 1920-wide frame, depth per column. */
     uint32_t w = 1920, h = 2;
     float *rgba = alloc_frame(w, h, 0.1f, 0.1f, 0.1f);
