@@ -175,8 +175,10 @@ double hp_dof_aperture(const hp_dof_settings *s, float out[HP_DOF_TAPS])
     hp_dof_tap_directions(dir);
     double rot = s->rotation_deg * M_PI / 180.0, n = (double)s->blades;
     for (uint32_t i = 0; i < HP_DOF_TAPS; i++) {
-        /* The sprites' coverage() measures the angle after rotating the offset by -rotation: the same. */
-        double theta = atan2((double)dir[i][1], (double)dir[i][0]) - rot;
+        /* A tap at offset d from the pixel reaches it when -d, the pixel seen from the tap, lies inside the
+         * tap's polygon: the direction is d's turned by half a turn (it matters for odd blade counts). The
+         * sprites' coverage() measures the angle after rotating by -rotation: the same convention. */
+        double theta = atan2(-(double)dir[i][1], -(double)dir[i][0]) - rot;
         out[i] = s->blades >= 3 ? (float)(cos(M_PI / n) / cos(theta - (2.0 * M_PI / n) * floor((n * theta + M_PI) / (2.0 * M_PI))))
                                 : 1.0f;
     }

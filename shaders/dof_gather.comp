@@ -38,6 +38,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Ton
 // The aperture: per tap, the polygon's radius in the tap's direction (NGon of bokeh.blades, rotated;
 // 1 for a circle), written by the host for each frame (pipeline/dof.c).
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Aperture { float a[HP_DOF_TAPS]; };
+shared float s_aperture[HP_DOF_TAPS]; // copied once per workgroup: a tap reads it without a memory load
 
 layout(push_constant, std430) uniform Push {
     uvec2 half_;   //  0  vec4: colour, signed CoC (frame pixels)
@@ -70,7 +71,7 @@ void gather(InVec4 src, uint w, vec2 p, ivec2 last, uint K, float step_, float s
             vec4 v = src.v[uint(q.y) * w + uint(q.x)];
             float c = abs(v.a) * scale;
             // The tap's blur reaches this pixel if the distance lies inside its aperture polygon.
-            float wt = clamp(c * Aperture(pc.aperture).a[base + j] - r + 1.0, 0.0, 1.0) / max(c * c, 0.25);
+            float wt = clamp(c * s_aperture[base + j] - r + 1.0, 0.0, 1.0) / max(c * c, 0.25);
             if (v.a > 0.0) {
                 far_sum += wt * v.rgb;
                 far_w += wt;
@@ -84,6 +85,9 @@ void gather(InVec4 src, uint w, vec2 p, ivec2 last, uint K, float step_, float s
 
 void main()
 {
+    for (uint i = gl_LocalInvocationIndex; i < HP_DOF_TAPS; i += 64u)
+        s_aperture[i] = Aperture(pc.aperture).a[i];
+    barrier();
     uvec2 p = gl_GlobalInvocationID.xy;
     if (p.x >= pc.half_w || p.y >= pc.half_h)
         return;

@@ -139,13 +139,13 @@ static void test_oracles(void)
     double cover = hp_dof_aperture(&hex, ap);
     worst = 0;
     for (int i = 1; i < HP_DOF_TAPS; i++)
-        worst = fmax(worst, fabs(ap[i] - hp_cpu_ngon(atan2(taps[i][1], taps[i][0]) - M_PI / 6, 6)));
+        worst = fmax(worst, fabs(ap[i] - hp_cpu_ngon(atan2(-taps[i][1], -taps[i][0]) - M_PI / 6, 6)));
     hex.blades = 0;
     float round_ap[HP_DOF_TAPS];
     double round_cover = hp_dof_aperture(&hex, round_ap);
     tap_ok(worst < 1e-6 && fabs(cover - M_PI / (3 * sqrt(3.0) / 2)) < 1e-12 && round_cover == 1 && round_ap[7] == 1,
-           "the gather's aperture: a hexagon rotated 30 degrees is NGon(theta - 30, 6) per tap (worst %.2g) with "
-           "coverage pi / 2.598 = %.4f; a circle is 1",
+           "the gather's aperture: a hexagon rotated 30 degrees is NGon(theta + 180 - 30, 6) per tap (the pixel "
+           "seen from the tap; worst %.2g) with coverage pi / 2.598 = %.4f; a circle is 1",
            worst, cover);
 
     /* The GPU's CoC for the same depths: one row of a 1920-wide frame, depth per column. */
