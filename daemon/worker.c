@@ -42,7 +42,7 @@ struct hp_worker {
     job_fifo waiting;  /* for the GPU */
     job_fifo finished; /* for the pool */
     bool stopping;
-    unsigned in_flight; /* on the GPU now (0 or 1) */
+    unsigned in_flight; /* on the GPU now (0 to HP_FRAMES_IN_FLIGHT) */
     pthread_t gpu_thread;
     bool gpu_started;
     pthread_t *pool;
@@ -82,7 +82,9 @@ static void hand_to_pool(hp_worker *w, hp_job *job)
     pthread_mutex_unlock(&w->lock);
 }
 
-static void run_job(hp_worker *w, hp_job *job)
+/* Checks the job and submits it to the GPU without waiting: true when it is in flight (*ticket), false
+ * when it is finished already (dropped, or failed: job->code says why). */
+static bool start_job(hp_worker *w, hp_job *job, uint32_t *ticket)
 {
     clock_gettime(CLOCK_MONOTONIC, &job->started_at);
     if (job->client_gone && job->client_gone(job))
@@ -90,19 +92,19 @@ static void run_job(hp_worker *w, hp_job *job)
     if (atomic_load(&job->cancelled)) {
         job->code = hp_fail(&job->err, HP_ERR_INVALID_ARGUMENT, "the client went away before the frame ran");
         hp_info("worker: dropped a queued frame whose client went away");
-        return;
+        return false;
     }
     if (past(&job->deadline)) {
         job->expired = true;
         job->code = hp_fail(&job->err, HP_ERR_INTERNAL, "the request's deadline passed while it waited in the "
                             "queue (%.0f ms)", hp_ms_between(&job->queued_at, &job->started_at));
-        return;
+        return false;
     }
     test_gpu_delay(w->test_gpu_delay_ms);
     void *staging;
     job->code = hp_frame_graph_begin(w->graph, &job->desc, &staging, &job->err);
     if (job->code != HP_OK)
-        return;
+        return false;
     size_t bytes = (size_t)job->desc.width * job->desc.height * hp_pixel_format_size(job->desc.format);
     memcpy(staging, job->pixels, bytes);
     free(job->pixels);
@@ -111,15 +113,21 @@ static void run_job(hp_worker *w, hp_job *job)
         float *depth;
         job->code = hp_frame_graph_depth(w->graph, &depth, &job->err);
         if (job->code != HP_OK)
-            return;
+            return false;
         memcpy(depth, job->depth, (size_t)job->desc.width * job->desc.height * sizeof(float));
         free(job->depth);
         job->depth = NULL;
     }
-    job->code = hp_frame_graph_run(w->graph, &job->params, &job->result, &job->err);
+    job->code = hp_frame_graph_submit(w->graph, &job->params, ticket, &job->err);
+    return job->code == HP_OK;
+}
+
+/* Waits for a job in flight and takes its image out of the read-back memory, which a later frame reuses. */
+static void finish_job(hp_worker *w, hp_job *job, uint32_t ticket)
+{
+    job->code = hp_frame_graph_wait(w->graph, ticket, &job->result, &job->err);
     if (job->code != HP_OK || !job->result.pixels)
         return;
-    /* The read-back memory is the next frame's: the image leaves with the job. */
     job->image_size = (size_t)job->result.width * job->result.height * job->result.pixel_size;
     job->image = malloc(job->image_size);
     if (!job->image) {
@@ -131,28 +139,60 @@ static void run_job(hp_worker *w, hp_job *job)
     job->result.pixels = job->image;
 }
 
+static void done(hp_worker *w, hp_job *job)
+{
+    atomic_store(&w->graph_sizes, hp_frame_graph_cached_sizes(w->graph));
+    atomic_store(&w->graph_bytes, hp_frame_graph_device_bytes(w->graph));
+    if (job->code == HP_ERR_DEVICE_LOST)
+        hp_error("gpu: device lost: %s", job->err.message);
+    hand_to_pool(w, job);
+}
+
+/* The GPU thread keeps two frames in flight (HP_FRAMES_IN_FLIGHT): it copies the next frame into its
+ * staging and submits it while the GPU runs the one before, then waits for that one and copies its image
+ * out while the GPU runs the next. With nothing more queued it finishes the frame in flight at once. */
 static void *gpu_main(void *arg)
 {
     hp_worker *w = arg;
+    hp_job *flying = NULL;
+    uint32_t flying_ticket = 0;
     pthread_mutex_lock(&w->lock);
     for (;;) {
         hp_job *job = fifo_pop(&w->waiting);
         if (!job) {
+            if (flying) {
+                pthread_mutex_unlock(&w->lock);
+                finish_job(w, flying, flying_ticket);
+                done(w, flying);
+                flying = NULL;
+                pthread_mutex_lock(&w->lock);
+                w->in_flight = 0;
+                continue;
+            }
             if (w->stopping)
                 break;
             pthread_cond_wait(&w->gpu_wake, &w->lock);
             continue;
         }
-        w->in_flight = 1;
         pthread_mutex_unlock(&w->lock);
-        run_job(w, job);
-        atomic_store(&w->graph_sizes, hp_frame_graph_cached_sizes(w->graph));
-        atomic_store(&w->graph_bytes, hp_frame_graph_device_bytes(w->graph));
-        if (job->code == HP_ERR_DEVICE_LOST)
-            hp_error("gpu: device lost: %s", job->err.message);
-        hand_to_pool(w, job);
+        uint32_t ticket;
+        bool submitted = start_job(w, job, &ticket);
         pthread_mutex_lock(&w->lock);
-        w->in_flight = 0;
+        w->in_flight = (flying ? 1u : 0u) + (submitted ? 1u : 0u);
+        pthread_mutex_unlock(&w->lock);
+        if (flying) {
+            finish_job(w, flying, flying_ticket);
+            done(w, flying);
+        }
+        if (submitted) {
+            flying = job;
+            flying_ticket = ticket;
+        } else {
+            flying = NULL;
+            done(w, job);
+        }
+        pthread_mutex_lock(&w->lock);
+        w->in_flight = flying ? 1u : 0u;
     }
     pthread_mutex_unlock(&w->lock);
     return NULL;
@@ -216,7 +256,8 @@ hp_code hp_worker_create(hp_frame_graph *graph, const hp_worker_config *config, 
             return hp_fail(err, HP_ERR_INTERNAL, "cannot start the finishing threads");
         }
     }
-    hp_info("worker: queue of %u, %u finishing thread(s), 1 frame in flight", depth, w->pool_size);
+    hp_info("worker: queue of %u, %u finishing thread(s), %d frames in flight", depth, w->pool_size,
+            HP_FRAMES_IN_FLIGHT);
     if (w->test_gpu_delay_ms)
         hp_warn("worker: test_gpu_delay_ms = %u: every frame waits that long before the GPU runs it (a setting "
                 "for tests only)", w->test_gpu_delay_ms);

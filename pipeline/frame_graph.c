@@ -24,19 +24,43 @@ enum { TS_START, TS_UPLOAD, TS_REDUCE, TS_EXPOSURE, TS_DOF, TS_TONEMAP, TS_DOWNL
 /* The GPU must finish a frame within this; past it the device is treated as hung. */
 #define FENCE_TIMEOUT_NS (60ull * 1000 * 1000 * 1000)
 
+/* The host side of a frame size, one per frame in flight: while the GPU runs one frame, the caller fills
+ * the other's staging and reads the one before's image. */
+typedef struct host_side {
+    hp_buffer staging;       /* host-visible: the caller decodes into it */
+    hp_buffer output_host;   /* the image copied back */
+    hp_buffer depth_staging; /* host-visible depth, made on the first frame of this size with one */
+    hp_buffer dof_host;      /* output_dof's read-back */
+} host_side;
+
+/* Device buffers are shared by the frames in flight: each frame's command buffer begins with a barrier
+ * on everything submitted before it, so the GPU runs frames one after the other (the overlap is of the
+ * host's copies with the GPU's work). */
 typedef struct size_slot {
     hp_frame_desc desc;      /* width 0: empty */
-    hp_buffer staging;       /* host-visible: the caller decodes into it */
     hp_buffer input;         /* device-local copy the stages read */
     hp_buffer output;        /* device-local image, sized for the widest output (RGBA16) */
-    hp_buffer output_host;   /* the image copied back */
     hp_buffer lan_a, lan_b;  /* local adaptation luminance, made on the first request with gamma.radius > 0 */
-    hp_buffer depth_staging; /* host-visible depth, made on the first frame of this size with one */
-    bool depth_staged;       /* hp_frame_graph_depth was called for the current frame */
     hp_dof_frame dof;        /* depth of field's buffers, made on the first DOF frame of this size */
-    hp_buffer dof_host;      /* output_dof's read-back */
+    host_side host[HP_FRAMES_IN_FLIGHT];
     uint64_t last_used;
 } size_slot;
+
+/* One frame in flight: its command buffer, fence, timestamps, statistics read-back, and what was asked. */
+typedef struct frame_ctx {
+    VkCommandPool pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    VkQueryPool queries;
+    hp_buffer readback; /* stats, tone state, bokeh control words */
+    size_slot *slot;    /* from begin to wait */
+    bool depth_staged;  /* hp_frame_graph_depth was called for this frame */
+    bool in_flight;     /* submitted, not yet waited for */
+    /* What the submitted frame does, for reading its results back. */
+    bool tone, dof, detail, output_dof, bokeh;
+    hp_dof_method method;
+    size_t out_pixel;
+} frame_ctx;
 
 struct hp_frame_graph {
     hp_gpu *gpu;
@@ -46,19 +70,16 @@ struct hp_frame_graph {
     hp_buffer tone_params; /* tone_params words, written per frame with vkCmdUpdateBuffer */
     hp_buffer tone_state;  /* written by the exposure stage */
 
-    /* Size-independent resources of the (single, for now) frame in flight. */
+    /* Size-independent device resources (shared by the frames in flight, which the GPU runs in turn). */
     hp_buffer stats;    /* lum_stats, device-local */
     hp_buffer scratch;  /* reduction scratch, device-local */
-    hp_buffer readback; /* stats copied back */
     bool scratch_ready; /* hp_reduce_init_scratch has run */
-    VkCommandPool pool;
-    VkCommandBuffer cmd;
-    VkFence fence;
-    VkQueryPool queries;
 
+    frame_ctx ctx[HP_FRAMES_IN_FLIGHT];
+    int preparing;      /* the context begin chose, until submit; -1: none */
+    uint32_t next_ctx;  /* round robin */
     size_slot slots[SIZE_CACHE_SLOTS];
-    size_slot *current; /* set by begin, used by run */
-    size_slot *last;    /* the slot of the last frame run */
+    size_slot *last;    /* the slot of the last frame submitted */
     uint64_t clock;
 };
 
@@ -73,14 +94,16 @@ hp_code hp_frame_desc_check(const hp_frame_desc *d, hp_err *err)
 
 static void free_slot(hp_frame_graph *g, size_slot *s)
 {
-    hp_buffer_destroy(g->gpu, &s->staging);
     hp_buffer_destroy(g->gpu, &s->input);
     hp_buffer_destroy(g->gpu, &s->output);
-    hp_buffer_destroy(g->gpu, &s->output_host);
     hp_buffer_destroy(g->gpu, &s->lan_a);
     hp_buffer_destroy(g->gpu, &s->lan_b);
-    hp_buffer_destroy(g->gpu, &s->depth_staging);
-    hp_buffer_destroy(g->gpu, &s->dof_host);
+    for (int i = 0; i < HP_FRAMES_IN_FLIGHT; i++) {
+        hp_buffer_destroy(g->gpu, &s->host[i].staging);
+        hp_buffer_destroy(g->gpu, &s->host[i].output_host);
+        hp_buffer_destroy(g->gpu, &s->host[i].depth_staging);
+        hp_buffer_destroy(g->gpu, &s->host[i].dof_host);
+    }
     hp_dof_frame_free(g->dof, &s->dof);
     memset(s, 0, sizeof(*s));
 }
@@ -91,6 +114,55 @@ void hp_frame_params_defaults(hp_frame_params *fp)
     hp_params_defaults(&fp->params);
 }
 
+static hp_code ctx_create(hp_frame_graph *g, frame_ctx *c, hp_err *err)
+{
+    VkDevice dev = g->gpu->device;
+    hp_code rc = hp_buffer_create(g->gpu, READBACK_SIZE, HP_MEM_READBACK, "stats_readback", &c->readback, err);
+    if (rc != HP_OK)
+        return rc;
+    VkCommandPoolCreateInfo pi = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
+        .queueFamilyIndex = g->gpu->compute_family,
+    };
+    VkResult res = vkCreateCommandPool(dev, &pi, NULL, &c->pool);
+    if (res == VK_SUCCESS) {
+        VkCommandBufferAllocateInfo ai = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+            .commandPool = c->pool,
+            .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+            .commandBufferCount = 1,
+        };
+        res = vkAllocateCommandBuffers(dev, &ai, &c->cmd);
+    }
+    if (res == VK_SUCCESS) {
+        VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        res = vkCreateFence(dev, &fi, NULL, &c->fence);
+    }
+    if (res == VK_SUCCESS) {
+        VkQueryPoolCreateInfo qi = {
+            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+            .queryType = VK_QUERY_TYPE_TIMESTAMP,
+            .queryCount = TS_COUNT + HP_DOF_DETAIL_COUNT,
+        };
+        res = vkCreateQueryPool(dev, &qi, NULL, &c->queries);
+    }
+    return res == VK_SUCCESS ? HP_OK : hp_vk_fail(err, res, "creating a frame's command buffer, fence and queries");
+}
+
+static void ctx_destroy(hp_frame_graph *g, frame_ctx *c)
+{
+    VkDevice dev = g->gpu->device;
+    if (c->queries)
+        vkDestroyQueryPool(dev, c->queries, NULL);
+    if (c->fence)
+        vkDestroyFence(dev, c->fence, NULL);
+    if (c->pool)
+        vkDestroyCommandPool(dev, c->pool, NULL);
+    hp_buffer_destroy(g->gpu, &c->readback);
+    memset(c, 0, sizeof(*c));
+}
+
 hp_code hp_frame_graph_create(hp_gpu *gpu, hp_frame_graph **out, hp_err *err)
 {
     *out = NULL;
@@ -98,7 +170,6 @@ hp_code hp_frame_graph_create(hp_gpu *gpu, hp_frame_graph **out, hp_err *err)
     if (!g)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     g->gpu = gpu;
-    VkDevice dev = gpu->device;
 
     hp_code rc = hp_reduce_create(gpu, NULL, &g->reduce, err);
     if (rc == HP_OK)
@@ -113,44 +184,14 @@ hp_code hp_frame_graph_create(hp_gpu *gpu, hp_frame_graph **out, hp_err *err)
         rc = hp_buffer_create(gpu, HP_TONE_PARAMS_WORDS * 4, HP_MEM_DEVICE, "tone_params", &g->tone_params, err);
     if (rc == HP_OK)
         rc = hp_buffer_create(gpu, HP_TONE_STATE_WORDS * 4, HP_MEM_DEVICE, "tone_state", &g->tone_state, err);
-    if (rc == HP_OK)
-        rc = hp_buffer_create(gpu, READBACK_SIZE, HP_MEM_READBACK, "stats_readback", &g->readback, err);
+    if (rc != HP_OK)
+        goto fail;
+    g->preparing = -1;
+    for (int i = 0; i < HP_FRAMES_IN_FLIGHT && rc == HP_OK; i++)
+        rc = ctx_create(g, &g->ctx[i], err);
     if (rc != HP_OK)
         goto fail;
 
-    VkCommandPoolCreateInfo pi = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-        .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
-        .queueFamilyIndex = gpu->compute_family,
-    };
-    VkResult res = vkCreateCommandPool(dev, &pi, NULL, &g->pool);
-    if (res != VK_SUCCESS) {
-        rc = hp_vk_fail(err, res, "vkCreateCommandPool");
-        goto fail;
-    }
-    VkCommandBufferAllocateInfo ai = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-        .commandPool = g->pool,
-        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-        .commandBufferCount = 1,
-    };
-    res = vkAllocateCommandBuffers(dev, &ai, &g->cmd);
-    if (res == VK_SUCCESS) {
-        VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-        res = vkCreateFence(dev, &fi, NULL, &g->fence);
-    }
-    if (res == VK_SUCCESS) {
-        VkQueryPoolCreateInfo qi = {
-            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
-            .queryType = VK_QUERY_TYPE_TIMESTAMP,
-            .queryCount = TS_COUNT + HP_DOF_DETAIL_COUNT,
-        };
-        res = vkCreateQueryPool(dev, &qi, NULL, &g->queries);
-    }
-    if (res != VK_SUCCESS) {
-        rc = hp_vk_fail(err, res, "creating the frame's command buffer, fence and queries");
-        goto fail;
-    }
     *out = g;
     return HP_OK;
 
@@ -168,15 +209,10 @@ void hp_frame_graph_destroy(hp_frame_graph **pg)
     vkDeviceWaitIdle(dev);
     for (int i = 0; i < SIZE_CACHE_SLOTS; i++)
         free_slot(g, &g->slots[i]);
-    if (g->queries)
-        vkDestroyQueryPool(dev, g->queries, NULL);
-    if (g->fence)
-        vkDestroyFence(dev, g->fence, NULL);
-    if (g->pool)
-        vkDestroyCommandPool(dev, g->pool, NULL);
+    for (int i = 0; i < HP_FRAMES_IN_FLIGHT; i++)
+        ctx_destroy(g, &g->ctx[i]);
     hp_buffer_destroy(g->gpu, &g->stats);
     hp_buffer_destroy(g->gpu, &g->scratch);
-    hp_buffer_destroy(g->gpu, &g->readback);
     hp_buffer_destroy(g->gpu, &g->tone_params);
     hp_buffer_destroy(g->gpu, &g->tone_state);
     hp_reduce_destroy(&g->reduce);
@@ -192,19 +228,32 @@ static VkDeviceSize frame_bytes(const hp_frame_desc *d)
     return (bytes + 15) & ~(VkDeviceSize)15; /* shaders load 16 bytes at a time */
 }
 
+static bool slot_in_flight(const hp_frame_graph *g, const size_slot *s)
+{
+    for (int i = 0; i < HP_FRAMES_IN_FLIGHT; i++)
+        if (g->ctx[i].in_flight && g->ctx[i].slot == s)
+            return true;
+    return false;
+}
+
 hp_code hp_frame_graph_begin(hp_frame_graph *g, const hp_frame_desc *desc, void **pixels, hp_err *err)
 {
     hp_code rc = hp_frame_desc_check(desc, err);
     if (rc != HP_OK)
         return rc;
+    uint32_t ci = g->next_ctx;
+    if (g->ctx[ci].in_flight)
+        return hp_fail(err, HP_ERR_INTERNAL, "%d frames are in flight: wait for one before beginning another",
+                       HP_FRAMES_IN_FLIGHT);
     g->clock++;
-    size_slot *hit = NULL, *victim = &g->slots[0];
+    size_slot *hit = NULL, *victim = NULL;
     for (int i = 0; i < SIZE_CACHE_SLOTS; i++) {
         size_slot *s = &g->slots[i];
         if (s->desc.width == desc->width && s->desc.height == desc->height && s->desc.format == desc->format)
             hit = s;
-        if (s->last_used < victim->last_used)
-            victim = s; /* empty slots have last_used 0 and go first */
+        /* Empty slots have last_used 0 and go first; a slot a frame in flight still uses cannot go. */
+        if (!slot_in_flight(g, s) && (!victim || s->last_used < victim->last_used))
+            victim = s;
     }
     if (!hit) {
         if (victim->desc.width)
@@ -215,13 +264,16 @@ hp_code hp_frame_graph_begin(hp_frame_graph *g, const hp_frame_desc *desc, void 
         free_slot(g, victim);
         VkDeviceSize bytes = frame_bytes(desc);
         VkDeviceSize out_bytes = (VkDeviceSize)desc->width * desc->height * 8;
-        rc = hp_buffer_create(g->gpu, bytes, HP_MEM_UPLOAD, "frame_staging", &victim->staging, err);
-        if (rc == HP_OK)
-            rc = hp_buffer_create(g->gpu, bytes, HP_MEM_DEVICE, "frame_input", &victim->input, err);
+        rc = hp_buffer_create(g->gpu, bytes, HP_MEM_DEVICE, "frame_input", &victim->input, err);
         if (rc == HP_OK)
             rc = hp_buffer_create(g->gpu, out_bytes, HP_MEM_DEVICE, "frame_output", &victim->output, err);
-        if (rc == HP_OK)
-            rc = hp_buffer_create(g->gpu, out_bytes, HP_MEM_READBACK, "frame_output_host", &victim->output_host, err);
+        /* Every frame in flight's host side at once: a repeated size then never allocates. */
+        for (int i = 0; i < HP_FRAMES_IN_FLIGHT && rc == HP_OK; i++) {
+            rc = hp_buffer_create(g->gpu, bytes, HP_MEM_UPLOAD, "frame_staging", &victim->host[i].staging, err);
+            if (rc == HP_OK)
+                rc = hp_buffer_create(g->gpu, out_bytes, HP_MEM_READBACK, "frame_output_host",
+                                      &victim->host[i].output_host, err);
+        }
         if (rc != HP_OK) {
             free_slot(g, victim);
             return rc;
@@ -232,25 +284,31 @@ hp_code hp_frame_graph_begin(hp_frame_graph *g, const hp_frame_desc *desc, void 
         hit = victim;
     }
     hit->last_used = g->clock;
-    hit->depth_staged = false;
-    g->current = hit;
-    *pixels = hit->staging.mapped;
+    frame_ctx *c = &g->ctx[ci];
+    c->slot = hit;
+    c->depth_staged = false;
+    g->preparing = (int)ci;
+    *pixels = hit->host[ci].staging.mapped;
     return HP_OK;
 }
 
 hp_code hp_frame_graph_depth(hp_frame_graph *g, float **depth, hp_err *err)
 {
-    size_slot *s = g->current;
-    if (!s)
+    if (g->preparing < 0)
         return hp_fail(err, HP_ERR_INTERNAL, "hp_frame_graph_depth without hp_frame_graph_begin");
-    if (!s->depth_staging.buffer) {
+    frame_ctx *c = &g->ctx[g->preparing];
+    size_slot *s = c->slot;
+    if (!s->host[g->preparing].depth_staging.buffer) {
         VkDeviceSize bytes = (VkDeviceSize)s->desc.width * s->desc.height * sizeof(float);
-        hp_code rc = hp_buffer_create(g->gpu, bytes, HP_MEM_UPLOAD, "depth_staging", &s->depth_staging, err);
+        hp_code rc = HP_OK;
+        for (int i = 0; i < HP_FRAMES_IN_FLIGHT && rc == HP_OK; i++)
+            if (!s->host[i].depth_staging.buffer)
+                rc = hp_buffer_create(g->gpu, bytes, HP_MEM_UPLOAD, "depth_staging", &s->host[i].depth_staging, err);
         if (rc != HP_OK)
             return rc;
     }
-    s->depth_staged = true;
-    *depth = s->depth_staging.mapped;
+    c->depth_staged = true;
+    *depth = s->host[g->preparing].depth_staging.mapped;
     return HP_OK;
 }
 
@@ -261,11 +319,16 @@ static void barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAcces
     vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_frame_result *out, hp_err *err)
+hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, uint32_t *ticket, hp_err *err)
 {
-    size_slot *slot = g->current;
-    if (!slot)
-        return hp_fail(err, HP_ERR_INTERNAL, "hp_frame_graph_run without hp_frame_graph_begin");
+    if (g->preparing < 0)
+        return hp_fail(err, HP_ERR_INTERNAL, "hp_frame_graph_submit without hp_frame_graph_begin");
+    uint32_t ci = (uint32_t)g->preparing;
+    frame_ctx *c = &g->ctx[ci];
+    size_slot *slot = c->slot;
+    host_side *host = &slot->host[ci];
+    /* Whatever happens below, this context is no longer being prepared: a failed frame is begun again. */
+    g->preparing = -1;
     hp_reduce_params reduce = {
         .variant = (hp_reduce_variant)params->params.analysis.variant,
         .hist_min_log2 = params->params.analysis.histogram_min_log2,
@@ -281,14 +344,15 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
     bool dof = tone && params->dof;
     const hp_dof_settings *ds = &params->dof_settings;
     if (dof) {
-        if (!slot->depth_staged)
+        if (!c->depth_staged)
             return hp_fail_field(err, HP_ERR_UNUSABLE, "depth",
                                  "depth of field needs the frame's depth: a depth channel in the EXR or a depth part");
         rc = hp_dof_frame_prepare(g->dof, &slot->dof, slot->desc.width, slot->desc.height, ds->method == HP_DOF_SAT,
                                   ds->bokeh, params->output_dof, err);
-        if (rc == HP_OK && params->output_dof && !slot->dof_host.buffer)
-            rc = hp_buffer_create(g->gpu, (VkDeviceSize)slot->desc.width * slot->desc.height * 16, HP_MEM_READBACK,
-                                  "dof_output_host", &slot->dof_host, err);
+        for (int i = 0; i < HP_FRAMES_IN_FLIGHT && rc == HP_OK && params->output_dof; i++)
+            if (!slot->host[i].dof_host.buffer)
+                rc = hp_buffer_create(g->gpu, (VkDeviceSize)slot->desc.width * slot->desc.height * 16,
+                                      HP_MEM_READBACK, "dof_output_host", &slot->host[i].dof_host, err);
         if (rc != HP_OK)
             return rc;
     }
@@ -302,39 +366,43 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
         if (rc != HP_OK)
             return rc;
     }
-    g->current = NULL;
     g->last = slot;
     VkDevice dev = g->gpu->device;
-    VkCommandBuffer cmd = g->cmd;
+    VkCommandBuffer cmd = c->cmd;
+    VkQueryPool queries = c->queries;
     uint64_t pixels = (uint64_t)slot->desc.width * slot->desc.height;
 
-    hp_buffer_flush(g->gpu, &slot->staging);
+    hp_buffer_flush(g->gpu, &host->staging);
     if (dof)
-        hp_buffer_flush(g->gpu, &slot->depth_staging);
-    vkResetCommandPool(dev, g->pool, 0);
+        hp_buffer_flush(g->gpu, &host->depth_staging);
+    vkResetCommandPool(dev, c->pool, 0);
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     vkBeginCommandBuffer(cmd, &bi);
-    vkCmdResetQueryPool(cmd, g->queries, 0, TS_COUNT + HP_DOF_DETAIL_COUNT);
+    /* After everything submitted before: the frame before this one may still be reading the shared
+     * device buffers this one writes (the GPU runs the frames in flight in turn). */
+    barrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+            VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
+    vkCmdResetQueryPool(cmd, queries, 0, TS_COUNT + HP_DOF_DETAIL_COUNT);
     if (!g->scratch_ready) {
         hp_reduce_init_scratch(g->reduce, cmd, &g->scratch);
         g->scratch_ready = true;
     }
-    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_START);
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_START);
 
     uint32_t words[HP_TONE_PARAMS_WORDS];
     hp_tone_pack_params(p, words);
     vkCmdUpdateBuffer(cmd, g->tone_params.buffer, 0, sizeof(words), words); /* made visible with the upload */
     VkBufferCopy up = {.size = frame_bytes(&slot->desc)};
-    vkCmdCopyBuffer(cmd, slot->staging.buffer, slot->input.buffer, 1, &up);
+    vkCmdCopyBuffer(cmd, host->staging.buffer, slot->input.buffer, 1, &up);
     if (dof) {
-        VkBufferCopy dup = {.size = slot->depth_staging.size};
-        vkCmdCopyBuffer(cmd, slot->depth_staging.buffer, slot->dof.depth.buffer, 1, &dup);
+        VkBufferCopy dup = {.size = host->depth_staging.size};
+        vkCmdCopyBuffer(cmd, host->depth_staging.buffer, slot->dof.depth.buffer, 1, &dup);
     }
     barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
-    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_UPLOAD);
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_UPLOAD);
 
     hp_reduce_io io = {
         .pixels = slot->input.address,
@@ -344,7 +412,7 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
         .scratch = &g->scratch,
     };
     hp_reduce_record(g->reduce, cmd, &io, &reduce);
-    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_REDUCE);
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_REDUCE);
 
     hp_tone_output kind = params->output_luminance ? HP_TONE_OUT_LUMINANCE
                           : p->output.bit_depth == 16 ? HP_TONE_OUT_RGBA16
@@ -352,7 +420,7 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
     bool detail = dof && params->detailed_timings;
     hp_dof_io dio = {.pixels = slot->input.address, .format = slot->desc.format, .stats = g->stats.address,
                      .state = g->tone_state.address, .frame = &slot->dof,
-                     .detail_pool = detail ? g->queries : VK_NULL_HANDLE, .detail_first = TS_COUNT};
+                     .detail_pool = detail ? queries : VK_NULL_HANDLE, .detail_first = TS_COUNT};
     if (tone) {
         barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
@@ -377,84 +445,109 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
             .lan_b = slot->lan_b.address,
         };
         hp_tone_record_exposure(g->tone, cmd, &tio);
-        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_EXPOSURE);
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_EXPOSURE);
         if (dof)
             hp_dof_record(g->dof, cmd, &dio, ds);
         if (dof && !fused)
             hp_dof_record_composite(g->dof, cmd, &dio, ds);
-        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_DOF);
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_DOF);
         hp_tone_record_map(g->tone, cmd, &tio);
     } else {
         for (uint32_t t = TS_EXPOSURE; t < TS_TONEMAP; t++)
-            vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, t);
+            vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, t);
     }
-    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_TONEMAP);
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_TONEMAP);
 
     barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_TRANSFER_READ_BIT);
     VkBufferCopy down = {.size = HP_STATS_SIZE};
-    vkCmdCopyBuffer(cmd, g->stats.buffer, g->readback.buffer, 1, &down);
+    vkCmdCopyBuffer(cmd, g->stats.buffer, c->readback.buffer, 1, &down);
     size_t out_pixel = hp_tone_output_pixel_size(kind);
     if (tone) {
         VkBufferCopy state = {.dstOffset = READBACK_STATE_OFFSET, .size = HP_TONE_STATE_WORDS * 4};
-        vkCmdCopyBuffer(cmd, g->tone_state.buffer, g->readback.buffer, 1, &state);
+        vkCmdCopyBuffer(cmd, g->tone_state.buffer, c->readback.buffer, 1, &state);
         VkBufferCopy image = {.size = pixels * out_pixel};
-        vkCmdCopyBuffer(cmd, slot->output.buffer, slot->output_host.buffer, 1, &image);
+        vkCmdCopyBuffer(cmd, slot->output.buffer, host->output_host.buffer, 1, &image);
     }
     if (dof) {
         VkBufferCopy ctl = {.dstOffset = READBACK_SPRITES_OFFSET, .size = HP_BOKEH_CTL_WORDS * 4};
-        vkCmdCopyBuffer(cmd, hp_dof_sprites(g->dof)->buffer, g->readback.buffer, 1, &ctl);
+        vkCmdCopyBuffer(cmd, hp_dof_sprites(g->dof)->buffer, c->readback.buffer, 1, &ctl);
         if (params->output_dof) {
             VkBufferCopy image = {.size = pixels * 16};
-            vkCmdCopyBuffer(cmd, slot->dof.output.buffer, slot->dof_host.buffer, 1, &image);
+            vkCmdCopyBuffer(cmd, slot->dof.output.buffer, host->dof_host.buffer, 1, &image);
         }
     }
     barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
             VK_ACCESS_HOST_READ_BIT);
-    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g->queries, TS_DOWNLOAD);
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_DOWNLOAD);
     VkResult res = vkEndCommandBuffer(cmd);
     if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "vkEndCommandBuffer");
 
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
-    res = vkQueueSubmit(g->gpu->compute_queue, 1, &si, g->fence);
+    res = vkQueueSubmit(g->gpu->compute_queue, 1, &si, c->fence);
     if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "vkQueueSubmit");
-    res = vkWaitForFences(dev, 1, &g->fence, VK_TRUE, FENCE_TIMEOUT_NS);
+    c->in_flight = true;
+    c->tone = tone;
+    c->dof = dof;
+    c->detail = detail;
+    c->output_dof = dof && params->output_dof;
+    c->bokeh = dof && ds->bokeh;
+    c->method = ds->method;
+    c->out_pixel = out_pixel;
+    g->next_ctx = (ci + 1) % HP_FRAMES_IN_FLIGHT;
+    *ticket = ci;
+    return HP_OK;
+}
+
+hp_code hp_frame_graph_wait(hp_frame_graph *g, uint32_t ticket, hp_frame_result *out, hp_err *err)
+{
+    if (ticket >= HP_FRAMES_IN_FLIGHT || !g->ctx[ticket].in_flight)
+        return hp_fail(err, HP_ERR_INTERNAL, "hp_frame_graph_wait for a frame that is not in flight");
+    frame_ctx *c = &g->ctx[ticket];
+    size_slot *slot = c->slot;
+    host_side *host = &slot->host[ticket];
+    VkDevice dev = g->gpu->device;
+    VkQueryPool queries = c->queries;
+    uint64_t pixels = (uint64_t)slot->desc.width * slot->desc.height;
+    bool tone = c->tone, dof = c->dof, detail = c->detail;
+    VkResult res = vkWaitForFences(dev, 1, &c->fence, VK_TRUE, FENCE_TIMEOUT_NS);
     if (res == VK_TIMEOUT)
         return hp_fail(err, HP_ERR_DEVICE_LOST, "the GPU did not finish the frame within %llu s",
                        (unsigned long long)(FENCE_TIMEOUT_NS / 1000000000ull));
     if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "vkWaitForFences");
-    vkResetFences(dev, 1, &g->fence);
+    vkResetFences(dev, 1, &c->fence);
+    c->in_flight = false;
 
     uint64_t ts[TS_COUNT + HP_DOF_DETAIL_COUNT];
-    uint32_t ts_count = TS_COUNT + (detail ? (ds->bokeh ? HP_DOF_DETAIL_COUNT : HP_DOF_DETAIL_SPLAT) : 0);
-    res = vkGetQueryPoolResults(dev, g->queries, 0, ts_count, sizeof(ts), ts, sizeof(uint64_t),
+    uint32_t ts_count = TS_COUNT + (detail ? (c->bokeh ? HP_DOF_DETAIL_COUNT : HP_DOF_DETAIL_SPLAT) : 0);
+    res = vkGetQueryPoolResults(dev, queries, 0, ts_count, sizeof(ts), ts, sizeof(uint64_t),
                                 VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
     if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "vkGetQueryPoolResults");
 
-    hp_buffer_invalidate(g->gpu, &g->readback);
+    hp_buffer_invalidate(g->gpu, &c->readback);
     memset(out, 0, sizeof(*out));
-    hp_reduce_decode_stats(g->readback.mapped, pixels, &out->stats);
+    hp_reduce_decode_stats(c->readback.mapped, pixels, &out->stats);
     out->width = slot->desc.width;
     out->height = slot->desc.height;
     if (tone) {
-        hp_tone_decode_state((const uint8_t *)g->readback.mapped + READBACK_STATE_OFFSET, &out->tone);
-        hp_buffer_invalidate(g->gpu, &slot->output_host);
-        out->pixels = slot->output_host.mapped;
-        out->pixel_size = out_pixel;
+        hp_tone_decode_state((const uint8_t *)c->readback.mapped + READBACK_STATE_OFFSET, &out->tone);
+        hp_buffer_invalidate(g->gpu, &host->output_host);
+        out->pixels = host->output_host.mapped;
+        out->pixel_size = c->out_pixel;
     }
     if (dof) {
         uint32_t ctl[HP_BOKEH_CTL_WORDS];
-        memcpy(ctl, (const uint8_t *)g->readback.mapped + READBACK_SPRITES_OFFSET, sizeof(ctl));
+        memcpy(ctl, (const uint8_t *)c->readback.mapped + READBACK_SPRITES_OFFSET, sizeof(ctl));
         out->dof_ran = true;
-        out->bokeh_wanted = ds->bokeh ? ctl[HP_BOKEH_CTL_WANTED] : 0;
-        out->bokeh_drawn = ds->bokeh ? ctl[HP_BOKEH_CTL_DISPATCH] : 0;
-        if (params->output_dof) {
-            hp_buffer_invalidate(g->gpu, &slot->dof_host);
-            out->dof_pixels = slot->dof_host.mapped;
+        out->bokeh_wanted = c->bokeh ? ctl[HP_BOKEH_CTL_WANTED] : 0;
+        out->bokeh_drawn = c->bokeh ? ctl[HP_BOKEH_CTL_DISPATCH] : 0;
+        if (c->output_dof) {
+            hp_buffer_invalidate(g->gpu, &host->dof_host);
+            out->dof_pixels = host->dof_host.mapped;
         }
     }
     /* Stage times (DECISIONS.md 10). "tonemap" is the exposure stage and the tone pass (which
@@ -478,7 +571,7 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
         uint64_t prev = ts[TS_EXPOSURE];
         for (uint32_t i = 0; i < ts_count - TS_COUNT && out->timing_count < HP_MAX_STAGE_TIMINGS; i++) {
             uint64_t t = ts[TS_COUNT + i];
-            const char *name = hp_dof_detail_name(i, ds->method);
+            const char *name = hp_dof_detail_name(i, c->method);
             if (name)
                 out->timings[out->timing_count++] = (hp_stage_timing){name, (double)(t - prev) * period_ms};
             prev = t;
@@ -486,6 +579,13 @@ hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_
     }
     out->gpu_total_ms = (double)(ts[TS_COUNT - 1] - ts[TS_START]) * period_ms;
     return HP_OK;
+}
+
+hp_code hp_frame_graph_run(hp_frame_graph *g, const hp_frame_params *params, hp_frame_result *out, hp_err *err)
+{
+    uint32_t ticket;
+    hp_code rc = hp_frame_graph_submit(g, params, &ticket, err);
+    return rc == HP_OK ? hp_frame_graph_wait(g, ticket, out, err) : rc;
 }
 
 uint32_t hp_frame_graph_cached_sizes(const hp_frame_graph *g)
@@ -512,26 +612,32 @@ const hp_dof_frame *hp_frame_graph_last_dof(const hp_frame_graph *g)
 
 hp_code hp_frame_graph_read_buffer(hp_frame_graph *g, const hp_buffer *src, void *dst, size_t size, hp_err *err)
 {
+    /* Its own command buffer and fence, after every frame in flight (tests and diagnostics only). */
+    frame_ctx tmp = {0};
     hp_buffer host;
-    hp_code rc = hp_buffer_create(g->gpu, size, HP_MEM_READBACK, "debug_readback", &host, err);
-    if (rc != HP_OK)
+    hp_code rc = ctx_create(g, &tmp, err);
+    if (rc == HP_OK)
+        rc = hp_buffer_create(g->gpu, size, HP_MEM_READBACK, "debug_readback", &host, err);
+    if (rc != HP_OK) {
+        ctx_destroy(g, &tmp);
         return rc;
+    }
     VkDevice dev = g->gpu->device;
-    vkResetCommandPool(dev, g->pool, 0);
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    vkBeginCommandBuffer(g->cmd, &bi);
+    vkBeginCommandBuffer(tmp.cmd, &bi);
+    barrier(tmp.cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_ACCESS_TRANSFER_READ_BIT);
     VkBufferCopy region = {.size = size};
-    vkCmdCopyBuffer(g->cmd, src->buffer, host.buffer, 1, &region);
-    barrier(g->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+    vkCmdCopyBuffer(tmp.cmd, src->buffer, host.buffer, 1, &region);
+    barrier(tmp.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
             VK_ACCESS_HOST_READ_BIT);
-    VkResult res = vkEndCommandBuffer(g->cmd);
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &g->cmd};
+    VkResult res = vkEndCommandBuffer(tmp.cmd);
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &tmp.cmd};
     if (res == VK_SUCCESS)
-        res = vkQueueSubmit(g->gpu->compute_queue, 1, &si, g->fence);
+        res = vkQueueSubmit(g->gpu->compute_queue, 1, &si, tmp.fence);
     if (res == VK_SUCCESS)
-        res = vkWaitForFences(dev, 1, &g->fence, VK_TRUE, FENCE_TIMEOUT_NS);
-    vkResetFences(dev, 1, &g->fence);
+        res = vkWaitForFences(dev, 1, &tmp.fence, VK_TRUE, FENCE_TIMEOUT_NS);
     if (res == VK_SUCCESS) {
         hp_buffer_invalidate(g->gpu, &host);
         memcpy(dst, host.mapped, size);
@@ -539,5 +645,6 @@ hp_code hp_frame_graph_read_buffer(hp_frame_graph *g, const hp_buffer *src, void
         rc = hp_vk_fail(err, res, "reading a buffer back");
     }
     hp_buffer_destroy(g->gpu, &host);
+    ctx_destroy(g, &tmp);
     return rc;
 }

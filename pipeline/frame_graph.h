@@ -6,6 +6,11 @@
  * render farm posting frames of one shot makes no Vulkan allocation per request. A small cache of sizes
  * is kept; the least recently used one is freed when it overflows.
  *
+ * Frames in flight: each of HP_FRAMES_IN_FLIGHT contexts has its command buffer, fence, timestamps and the
+ * host side of every size (staging, read-back); the device buffers are shared, and the GPU runs the
+ * frames in turn. What overlaps is the host's copies into one frame's staging and out of another's
+ * read-back with the GPU's work.
+ *
  * Threading: an hp_frame_graph is driven by one thread at a time (the daemon's GPU worker). */
 #ifndef HP_FRAME_GRAPH_H
 #define HP_FRAME_GRAPH_H
@@ -17,6 +22,10 @@
 #include "pipeline/tone.h"
 
 #define HP_MAX_STAGE_TIMINGS 16
+
+/* Frames that can be in flight at once: the caller fills one frame's staging and reads the one before's
+ * image while the GPU runs a third... (two: begin/submit the next before waiting for the last). */
+#define HP_FRAMES_IN_FLIGHT 2
 
 typedef struct hp_stage_timing {
     const char *name; /* DECISIONS.md 10: upload, reduce, ..., download */
@@ -70,7 +79,7 @@ void hp_frame_graph_destroy(hp_frame_graph **graph);
 
 /* Makes the resources for a frame of this size ready (allocating them only the first time) and returns
  * the mapped staging memory, width * height * hp_pixel_format_size() bytes of tightly packed RGBA rows,
- * for the caller to decode the frame straight into. */
+ * for the caller to decode the frame straight into. Fails when HP_FRAMES_IN_FLIGHT frames are in flight. */
 hp_code hp_frame_graph_begin(hp_frame_graph *graph, const hp_frame_desc *desc, void **pixels, hp_err *err);
 
 /* After hp_frame_graph_begin: the mapped staging memory for the frame's depth, width * height floats in
@@ -78,7 +87,14 @@ hp_code hp_frame_graph_begin(hp_frame_graph *graph, const hp_frame_desc *desc, v
  * params->dof needs it. */
 hp_code hp_frame_graph_depth(hp_frame_graph *graph, float **depth, hp_err *err);
 
-/* Uploads the staged frame, runs every stage and reads the results back. Blocks until the GPU is done. */
+/* Records and submits the begun frame (upload, every stage, read-back) without waiting; *ticket names it
+ * for hp_frame_graph_wait. Up to HP_FRAMES_IN_FLIGHT frames may be in flight: begin the next one while
+ * the GPU runs this one, then wait for this one. The GPU runs them in order. */
+hp_code hp_frame_graph_submit(hp_frame_graph *graph, const hp_frame_params *params, uint32_t *ticket, hp_err *err);
+/* Waits for a submitted frame and reads its results back; out->pixels stays valid until that frame's
+ * context is begun again (HP_FRAMES_IN_FLIGHT frames later). */
+hp_code hp_frame_graph_wait(hp_frame_graph *graph, uint32_t ticket, hp_frame_result *out, hp_err *err);
+/* Submit, then wait: one frame at a time. */
 hp_code hp_frame_graph_run(hp_frame_graph *graph, const hp_frame_params *params, hp_frame_result *out,
                            hp_err *err);
 

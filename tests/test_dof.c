@@ -617,6 +617,64 @@ static void test_budget(void)
     free(rgba), free(depth);
 }
 
+/* --- 8. Frames in flight ------------------------------------------------------------------------------ */
+
+static void test_in_flight(void)
+{
+    /* Two frames submitted back to back (one with depth of field, one without, different sizes of
+     * content) and waited for in order give the images each gives alone; a third begin while both are in
+     * flight is refused. */
+    uint32_t w = 96, h = 64;
+    float *a = alloc_frame(w, h, 0.2f, 0.3f, 0.4f), *b = alloc_frame(w, h, 2.0f, 0.5f, 0.1f);
+    float *depth = malloc((size_t)w * h * 4);
+    for (size_t i = 0; i < (size_t)w * h; i++) {
+        a[4 * i] = (float)(i % 7) * 0.1f;
+        depth[i] = (float)(0.6 + 0.1 * (double)(i % w));
+    }
+    hp_dof_settings s = default_settings();
+    s.bokeh = true;
+    hp_frame_params pa = frame_params(&s, true), pb = frame_params(&s, false);
+    hp_frame_result ra, rb;
+    size_t bytes = (size_t)w * h * 4;
+    uint8_t *alone_a = malloc(bytes), *alone_b = malloc(bytes);
+    bool ok = run(w, h, a, depth, &pa, &ra);
+    if (ok)
+        memcpy(alone_a, ra.pixels, bytes);
+    ok = ok && run(w, h, b, NULL, &pb, &rb);
+    if (ok)
+        memcpy(alone_b, rb.pixels, bytes);
+
+    hp_frame_desc desc = {.width = w, .height = h, .format = HP_PIXEL_RGBA32F};
+    void *staging;
+    float *dst;
+    uint32_t ta = 0, tb = 0;
+    ok = ok && hp_frame_graph_begin(graph, &desc, &staging, &err) == HP_OK;
+    if (ok) {
+        memcpy(staging, a, (size_t)w * h * 16);
+        ok = hp_frame_graph_depth(graph, &dst, &err) == HP_OK;
+    }
+    if (ok) {
+        memcpy(dst, depth, (size_t)w * h * 4);
+        ok = hp_frame_graph_submit(graph, &pa, &ta, &err) == HP_OK;
+    }
+    ok = ok && hp_frame_graph_begin(graph, &desc, &staging, &err) == HP_OK;
+    if (ok) {
+        memcpy(staging, b, (size_t)w * h * 16);
+        ok = hp_frame_graph_submit(graph, &pb, &tb, &err) == HP_OK;
+    }
+    hp_err third = {0};
+    bool refused = ok && hp_frame_graph_begin(graph, &desc, &staging, &third) != HP_OK;
+    ok = ok && hp_frame_graph_wait(graph, ta, &ra, &err) == HP_OK;
+    bool same_a = ok && memcmp(ra.pixels, alone_a, bytes) == 0 && ra.dof_ran;
+    ok = ok && hp_frame_graph_wait(graph, tb, &rb, &err) == HP_OK;
+    bool same_b = ok && memcmp(rb.pixels, alone_b, bytes) == 0 && !rb.dof_ran;
+    tap_ok(ok && same_a && same_b && refused && ta != tb,
+           "two frames in flight (one with depth of field, one without) give the images each gives alone; a "
+           "third begin is refused (%s)%s%s",
+           third.message, ok ? "" : ": ", ok ? "" : err.message);
+    free(a), free(b), free(depth), free(alone_a), free(alone_b);
+}
+
 int main(void)
 {
     hp_log_set_level(HP_LOG_WARN);
@@ -633,6 +691,7 @@ int main(void)
     test_two_planes();
     test_against_cpu();
     test_budget();
+    test_in_flight();
     test_sat_vs_gather();
     test_sat_exact();
     hp_frame_graph_destroy(&graph);
