@@ -117,6 +117,8 @@ typedef struct hp_image_info {
     bool grey;      /* one channel in the file, written to R, G and B */
     bool has_alpha; /* alpha comes from the file; otherwise it is written as 1 */
     bool has_depth; /* hp_image_decode() can fill a depth plane */
+    bool half_exact; /* EXR: every colour channel used (and alpha) is half, so RGBA16F holds the frame as
+                      * the file has it: half the bytes of RGBA32F to decode, copy and upload */
 
     /* EXR details, for logs and the client */
     int part;              /* the part decoded (0 unless a named layer lives in a later one) */

@@ -508,6 +508,10 @@ static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, h
     info->grey = r->copy_from[SLOT_G] >= 0 && r->copy_from[SLOT_B] >= 0;
     info->has_alpha = r->chan[SLOT_A] >= 0;
     info->has_depth = r->chan[SLOT_Z] >= 0;
+    info->half_exact = true;
+    for (int s = 0; s < 4; s++)
+        if (r->chan[s] >= 0 && r->type[s] != EXR_PIXEL_HALF)
+            info->half_exact = false;
     return HP_OK;
 }
 

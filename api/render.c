@@ -347,10 +347,10 @@ static void finish_job(hp_job *job)
         if (!ctx->analyze)
             json_object_set_new(timings, "encode", json_real(encode_ms));
         json_object_set_new(timings, "total", json_real(hp_ms_between(&ctx->started, &t1)));
-        json_t *body = json_pack("{s:s, s:i, s:i, s:o, s:o}", "input_format",
-                                 ctx->raw ? "raw" : hp_image_format_name(ctx->input_format),
-                                 "width", (int)r->width, "height", (int)r->height, "stats",
-                                 stats_json(&r->stats, ctx->analyze), "timings_ms", timings);
+        json_t *body = json_pack("{s:s, s:s, s:i, s:i, s:o, s:o}", "input_format",
+                                 ctx->raw ? "raw" : hp_image_format_name(ctx->input_format), "gpu_input",
+                                 hp_pixel_format_name(job->desc.format), "width", (int)r->width, "height",
+                                 (int)r->height, "stats", stats_json(&r->stats, ctx->analyze), "timings_ms", timings);
         if (!ctx->raw && ctx->input_format == HP_IMAGE_EXR)
             json_object_set_new(body, "exr", exr_json(ctx));
         if (r->dof_ran)
@@ -661,7 +661,10 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
              info.width, info.height);
     ctx = calloc(1, sizeof(*ctx));
     job = calloc(1, sizeof(*job));
-    size_t bytes = (size_t)info.width * info.height * 16;
+    /* A half EXR stays half (issue 6: "fp16 stays fp16"): the same values in half the bytes to write, copy
+     * into the staging and upload; the stages read RGBA16F as well as RGBA32F. */
+    bool half = !raw->width && info.half_exact;
+    size_t bytes = (size_t)info.width * info.height * (half ? 8 : 16);
     void *pixels = ctx && job ? malloc(bytes) : NULL;
     float *depth = pixels && want_dof ? malloc((size_t)info.width * info.height * sizeof(float)) : NULL;
     if (!pixels || (want_dof && !depth)) {
@@ -674,8 +677,8 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     if (raw->width)
         raw_to_rgba(frame, raw, pixels);
     else
-        dc = hp_image_decode(frame, frame_len, &opt, &info, pixels, HP_LAYOUT_RGBA32F, depth_in_frame ? depth : NULL,
-                             &err);
+        dc = hp_image_decode(frame, frame_len, &opt, &info, pixels, half ? HP_LAYOUT_RGBA16F : HP_LAYOUT_RGBA32F,
+                             depth_in_frame ? depth : NULL, &err);
     if (dc == HP_OK && want_dof && f.depth.present) {
         dc = decode_depth_part(&f.depth, &depth_opt, &dinfo, depth, &err);
         if (dc != HP_OK) {
@@ -714,7 +717,8 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     }
     ctx->recv_ms = hp_ms_between(&req->started, &req->body_done);
     ctx->decode_ms = hp_ms_between(&t0, &t1);
-    job->desc = (hp_frame_desc){.width = info.width, .height = info.height, .format = HP_PIXEL_RGBA32F};
+    job->desc = (hp_frame_desc){.width = info.width, .height = info.height,
+                                .format = half ? HP_PIXEL_RGBA16F : HP_PIXEL_RGBA32F};
     job->pixels = pixels;
     job->depth = depth;
     job->params = fp;

@@ -653,6 +653,13 @@ def render_json(d, tmp):
           and close(exposure["key"], ref["exposure"]["key"], 1e-6))
     point("JSON response: timings_ms has every phase, stats and exposure agree with cpu_render", ok,
           f"timings {timings}\nstats {stats}\nexposure {exposure}\ncpu_render exposure {ref['exposure']}")
+    # A half EXR stays half on its way to the GPU (the statistics above are still cpu_render's, from floats);
+    # a PFM's floats stay floats.
+    status2, _, body2 = request(d.port, "POST", "/v1/render", read_data("pmndrs_park.pfm"), {"Accept": "application/json"})
+    doc2 = json_body(body2) if status2 == 200 else {}
+    point("JSON response: gpu_input says rgba16f for a half EXR and rgba32f for a PFM",
+          isinstance(doc, dict) and doc.get("gpu_input") == "rgba16f" and doc2.get("gpu_input") == "rgba32f",
+          f"{doc.get('gpu_input') if isinstance(doc, dict) else None} {doc2.get('gpu_input')}")
 
     # The params echo, with parameters from the query: a PNG with Hable's curve.
     params = {"tonemap": {"operator": "hable"}, "output": {"format": "png"}}
