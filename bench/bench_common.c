@@ -176,6 +176,30 @@ void bench_warm_up(double seconds, hp_buffer *a, hp_buffer *b)
 }
 
 
+bool bench_parse_args(int argc, char **argv, const char *usage, uint32_t quick_runs, bench_args *a,
+                      const char *const *extra, bool *extra_set)
+{
+    for (int i = 1; i < argc; i++) {
+        bool known = false;
+        for (size_t e = 0; extra && extra[e]; e++)
+            if (strcmp(argv[i], extra[e]) == 0)
+                extra_set[e] = known = true;
+        if (known)
+            continue;
+        if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+            a->runs = (uint32_t)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--quick") == 0)
+            a->quick = true, a->runs = quick_runs;
+        else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
+            a->device = argv[++i];
+        else {
+            fprintf(stderr, "usage: %s\n", usage);
+            return false;
+        }
+    }
+    return true;
+}
+
 void bench_init(const char *device, uint32_t max_queries)
 {
     hp_log_set_level(HP_LOG_WARN);

@@ -45,6 +45,17 @@ typedef struct probe_push {
     uint32_t count;
 } probe_push;
 
+/* The options every benchmark takes: --runs N, --quick (a small run that checks the program itself,
+ * anywhere: quick_runs runs), --device D. Returns false, after the usage line, on an argument that is
+ * neither one of these nor one of `extra` (NULL-terminated flags without a value, set in extra_set). */
+typedef struct bench_args {
+    uint32_t runs;
+    bool quick;
+    const char *device;
+} bench_args;
+bool bench_parse_args(int argc, char **argv, const char *usage, uint32_t quick_runs, bench_args *a,
+                      const char *const *extra, bool *extra_set);
+
 /* Creates the device (with pipeline statistics where the driver gives them), a command buffer, a fence
  * and a pool of `max_queries` timestamps. */
 void bench_init(const char *device, uint32_t max_queries);

@@ -106,21 +106,12 @@ static void fill(void *pixels, hp_pixel_format format, float *depth, uint32_t w,
 
 int main(int argc, char **argv)
 {
-    uint32_t runs = 50;
-    bool quick = false;
-    const char *device = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
-            runs = (uint32_t)atoi(argv[++i]);
-        else if (strcmp(argv[i], "--quick") == 0)
-            quick = true, runs = 3;
-        else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
-            device = argv[++i];
-        else {
-            fprintf(stderr, "usage: bench_dof [--runs N] [--quick] [--device D]\n");
-            return 2;
-        }
-    }
+    bench_args args = {.runs = 50};
+    if (!bench_parse_args(argc, argv, "bench_dof [--runs N] [--quick] [--device D]", 3, &args, NULL, NULL))
+        return 2;
+    uint32_t runs = args.runs;
+    bool quick = args.quick;
+    const char *device = args.device;
     if (runs < 3)
         runs = 3;
     bench_init(device, 64);

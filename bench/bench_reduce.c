@@ -103,24 +103,16 @@ static void shape_label(const hp_reduce_config *s, hp_pixel_format format, char 
 
 int main(int argc, char **argv)
 {
-    uint32_t runs = 100;
-    uint32_t rounds = 5;
-    bool quick = false, sweep = false;
-    const char *device = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
-            runs = (uint32_t)atoi(argv[++i]);
-        else if (strcmp(argv[i], "--quick") == 0)
-            quick = true, runs = 10, rounds = 2;
-        else if (strcmp(argv[i], "--sweep") == 0)
-            sweep = true;
-        else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
-            device = argv[++i];
-        else {
-            fprintf(stderr, "usage: bench_reduce [--runs N] [--quick] [--sweep] [--device D]\n");
-            return 2;
-        }
-    }
+    bench_args args = {.runs = 100};
+    static const char *const extra[] = {"--sweep", NULL};
+    bool sweep = false;
+    if (!bench_parse_args(argc, argv, "bench_reduce [--runs N] [--quick] [--sweep] [--device D]", 10, &args, extra,
+                          &sweep))
+        return 2;
+    uint32_t runs = args.runs;
+    bool quick = args.quick;
+    const char *device = args.device;
+    uint32_t rounds = quick ? 2 : 5;
     if (runs < 10)
         runs = 10;
     /* Runs are spread over rounds, and the configurations interleaved within a round, so a drift of the

@@ -47,21 +47,12 @@ static const look looks[] = {
 
 int main(int argc, char **argv)
 {
-    uint32_t runs = 100;
-    bool quick = false;
-    const char *device = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
-            runs = (uint32_t)atoi(argv[++i]);
-        else if (strcmp(argv[i], "--quick") == 0)
-            quick = true, runs = 5;
-        else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
-            device = argv[++i];
-        else {
-            fprintf(stderr, "usage: bench_tone [--runs N] [--quick] [--device D]\n");
-            return 2;
-        }
-    }
+    bench_args args = {.runs = 100};
+    if (!bench_parse_args(argc, argv, "bench_tone [--runs N] [--quick] [--device D]", 5, &args, NULL, NULL))
+        return 2;
+    uint32_t runs = args.runs;
+    bool quick = args.quick;
+    const char *device = args.device;
     if (runs < 5)
         runs = 5;
     if (runs > 256)
