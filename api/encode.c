@@ -2,10 +2,13 @@
  * documented in encode.h; this file says why only where the code alone does not. */
 #include "api/encode.h"
 
+#include <pthread.h>
 #include <spng.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <webp/encode.h>
+#include <zlib.h>
 
 #include "api/image.h"
 #include "common/log.h"
@@ -377,6 +380,292 @@ done:
     return code;
 }
 
+
+/* --- PNG in strips, deflated in parallel (issue 6) ------------------------------------------------- */
+
+/* A large frame's PNG is filtered and deflated in horizontal strips on several threads, then joined into
+ * one valid zlib stream, as pigz does for gzip: every strip but the last ends with a sync flush (a byte
+ * boundary, an empty stored block), each later strip is primed with the 32 KiB of filtered data before it
+ * as its dictionary (so matches across the seam are not lost), and the Adler-32 of the whole is combined
+ * from the strips' (adler32_combine). libspng encodes on one thread and has no way to take a stream
+ * compressed elsewhere, so the chunks around it (IHDR, cHRM, gAMA, sRGB, tEXt, IDAT, IEND, each with its
+ * CRC-32) are written here, the same ones encode_png() asks libspng for. Filters are chosen per row as
+ * libspng and libpng choose them: the smallest sum of absolute values of the filtered bytes, taken as
+ * signed (effort 0: Sub alone). Measured on the H200 host (16 cores): a 4K frame's PNG in docs/BENCHMARKS.md. */
+
+#define STRIP_MIN_PIXELS (1024u * 1024u) /* below this one thread is fast enough */
+#define STRIP_WINDOW 32768u              /* deflate's window: the dictionary a strip is primed with */
+
+static unsigned png_strip_threads; /* 0: the online cores */
+
+void hp_encode_set_png_threads(unsigned threads) { png_strip_threads = threads; }
+
+typedef struct png_strip {
+    const frame *f;
+    const hp_output_params *out;
+    uint32_t y0, y1;        /* rows */
+    uint8_t *filtered;      /* (1 + row_bytes) per row: the filter byte, then the row */
+    uint8_t *prev_tail;     /* the filtered data before this strip, up to STRIP_WINDOW bytes (or NULL) */
+    size_t prev_tail_len;
+    bool last;
+    uint8_t *z;             /* the strip's raw deflate output */
+    size_t z_len;
+    uLong adler;            /* Adler-32 of its filtered data alone */
+    int zrc;                /* Z_OK, or why not */
+} png_strip;
+
+static uint8_t paeth(int a, int b, int c)
+{
+    int p = a + b - c, pa = abs(p - a), pb = abs(p - b), pc = abs(p - c);
+    return (uint8_t)(pa <= pb && pa <= pc ? a : pb <= pc ? b : c);
+}
+
+/* Filters row `cur` (the previous row `prev`, or NULL for the first) into dst[0] (type) and dst[1..]. */
+static void png_filter_row(const uint8_t *cur, const uint8_t *prev, size_t n, size_t bpp, bool sub_only,
+                           uint8_t *dst, uint8_t *trial)
+{
+    uint64_t best_sum = UINT64_MAX;
+    for (int type = sub_only ? 1 : 0; type <= (sub_only ? 1 : 4); type++) {
+        uint8_t *o = sub_only ? dst + 1 : trial;
+        uint64_t sum = 0;
+        for (size_t i = 0; i < n; i++) {
+            int a = i >= bpp ? cur[i - bpp] : 0, b = prev ? prev[i] : 0, c = prev && i >= bpp ? prev[i - bpp] : 0;
+            uint8_t pred = type == 0 ? 0 : type == 1 ? (uint8_t)a : type == 2 ? (uint8_t)b
+                         : type == 3 ? (uint8_t)((a + b) / 2) : paeth(a, b, c);
+            o[i] = (uint8_t)(cur[i] - pred);
+            sum += (uint64_t)abs((int8_t)o[i]);
+        }
+        if (sub_only) {
+            dst[0] = 1;
+            return;
+        }
+        if (sum < best_sum) {
+            best_sum = sum;
+            dst[0] = (uint8_t)type;
+            memcpy(dst + 1, trial, n);
+        }
+    }
+}
+
+/* Phase 1, one thread per strip: pack and filter its rows. */
+static void *png_strip_filter(void *arg)
+{
+    png_strip *st = arg;
+    const frame *f = st->f;
+    const size_t row_bytes = png_row_bytes(f), bpp = (f->alpha ? 4 : 3) * (f->bit_depth / 8);
+    uint8_t *rows = malloc(3 * row_bytes); /* the previous and the current packed row, a trial row */
+    st->zrc = Z_MEM_ERROR;
+    if (!rows)
+        return NULL;
+    uint8_t *prev = rows, *cur = rows + row_bytes, *trial = rows + 2 * row_bytes;
+    if (st->y0 > 0)
+        png_pack_row(f, st->y0 - 1, prev);
+    for (uint32_t y = st->y0; y < st->y1; y++) {
+        png_pack_row(f, y, cur);
+        png_filter_row(cur, y > 0 ? prev : NULL, row_bytes, bpp, st->out->effort == 0,
+                       st->filtered + (size_t)(y - st->y0) * (1 + row_bytes), trial);
+        uint8_t *t = prev;
+        prev = cur;
+        cur = t;
+    }
+    free(rows);
+    st->zrc = Z_OK;
+    return NULL;
+}
+
+/* Phase 2, once every strip is filtered: deflate its filtered rows, primed with the 32 KiB before them. */
+static void *png_strip_deflate(void *arg)
+{
+    png_strip *st = arg;
+    const size_t row_bytes = png_row_bytes(st->f);
+    size_t in_len = (size_t)(st->y1 - st->y0) * (1 + row_bytes);
+    st->adler = adler32(adler32(0L, Z_NULL, 0), st->filtered, (uInt)0);
+    for (size_t done = 0; done < in_len;) { /* adler32 takes uInt lengths */
+        uInt n = (uInt)(in_len - done > (1u << 30) ? (1u << 30) : in_len - done);
+        st->adler = adler32(st->adler, st->filtered + done, n);
+        done += n;
+    }
+    z_stream z = {0};
+    int rc = deflateInit2(&z, png_zlib_level[st->out->effort], Z_DEFLATED, -15, 8,
+                          st->out->effort == 0 ? Z_DEFAULT_STRATEGY : Z_FILTERED);
+    if (rc != Z_OK) {
+        st->zrc = rc;
+        return NULL;
+    }
+    if (st->prev_tail_len)
+        rc = deflateSetDictionary(&z, st->prev_tail, (uInt)st->prev_tail_len);
+    size_t cap = deflateBound(&z, in_len) + 16;
+    st->z = rc == Z_OK ? malloc(cap) : NULL;
+    if (!st->z) {
+        deflateEnd(&z);
+        st->zrc = rc == Z_OK ? Z_MEM_ERROR : rc;
+        return NULL;
+    }
+    z.next_out = st->z;
+    z.avail_out = (uInt)cap;
+    size_t fed = 0;
+    do {
+        uInt n = (uInt)(in_len - fed > (1u << 30) ? (1u << 30) : in_len - fed);
+        z.next_in = st->filtered + fed;
+        z.avail_in = n;
+        fed += n;
+        rc = deflate(&z, fed < in_len ? Z_NO_FLUSH : st->last ? Z_FINISH : Z_SYNC_FLUSH);
+    } while (rc == Z_OK && fed < in_len);
+    st->z_len = cap - z.avail_out;
+    deflateEnd(&z);
+    st->zrc = rc == (st->last ? Z_STREAM_END : Z_OK) ? Z_OK : (rc == Z_OK ? Z_BUF_ERROR : rc);
+    return NULL;
+}
+
+/* Appends one chunk (length, type, data, CRC-32 of type and data). */
+static void png_chunk(uint8_t **w, const char type[4], const uint8_t *data, size_t len)
+{
+    uint8_t *p = *w;
+    p[0] = (uint8_t)(len >> 24), p[1] = (uint8_t)(len >> 16), p[2] = (uint8_t)(len >> 8), p[3] = (uint8_t)len;
+    memcpy(p + 4, type, 4);
+    if (len)
+        memcpy(p + 8, data, len);
+    uLong crc = crc32(crc32(0L, Z_NULL, 0), p + 4, (uInt)(4 + len));
+    p += 8 + len;
+    p[0] = (uint8_t)(crc >> 24), p[1] = (uint8_t)(crc >> 16), p[2] = (uint8_t)(crc >> 8), p[3] = (uint8_t)crc;
+    *w = p + 4;
+}
+
+static void be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+/* Runs fn on every strip, a thread each; a strip whose thread cannot start runs on this one. */
+static void run_strips(void *(*fn)(void *), png_strip *strips, uint32_t n, pthread_t *tid, bool *started)
+{
+    for (uint32_t i = 0; i < n; i++)
+        started[i] = pthread_create(&tid[i], NULL, fn, &strips[i]) == 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (started[i])
+            pthread_join(tid[i], NULL);
+        else
+            fn(&strips[i]);
+    }
+}
+
+static hp_code encode_png_strips(const frame *f, const hp_output_params *out, hp_output_encoding encoding,
+                                 unsigned threads, hp_encoded *result, hp_err *err)
+{
+    const size_t row_bytes = png_row_bytes(f), stride = 1 + row_bytes;
+    uint32_t n = threads < f->height ? threads : f->height;
+    png_strip *strips = calloc(n, sizeof(*strips));
+    pthread_t *tid = calloc(n, sizeof(*tid));
+    bool *started = calloc(n, sizeof(*started));
+    uint8_t *filtered = malloc(stride * f->height);
+    uint8_t *png = NULL;
+    hp_code code = HP_OK;
+    if (!strips || !tid || !started || !filtered) {
+        code = hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for a %ux%u PNG in strips", f->width, f->height);
+        goto done;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        png_strip *st = &strips[i];
+        st->f = f;
+        st->out = out;
+        st->y0 = (uint32_t)((uint64_t)f->height * i / n);
+        st->y1 = (uint32_t)((uint64_t)f->height * (i + 1) / n);
+        st->filtered = filtered + (size_t)st->y0 * stride;
+        st->last = i + 1 == n;
+        size_t before = (size_t)st->y0 * stride;
+        st->prev_tail_len = before < STRIP_WINDOW ? before : STRIP_WINDOW;
+        st->prev_tail = st->filtered - st->prev_tail_len;
+    }
+    /* A strip's dictionary is the filtered data of the strip before it, another thread's: every strip is
+     * filtered before any is deflated. */
+    run_strips(png_strip_filter, strips, n, tid, started);
+    bool filtered_ok = true;
+    for (uint32_t i = 0; i < n; i++)
+        filtered_ok = filtered_ok && strips[i].zrc == Z_OK;
+    if (filtered_ok)
+        run_strips(png_strip_deflate, strips, n, tid, started);
+    for (uint32_t i = 0; i < n; i++) {
+        if (strips[i].zrc != Z_OK) {
+            code = strips[i].zrc == Z_MEM_ERROR
+                       ? hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory deflating a PNG strip")
+                       : hp_fail(err, HP_ERR_INTERNAL, "zlib failed deflating a PNG strip (error %d)", strips[i].zrc);
+            goto done;
+        }
+    }
+
+    /* The file: signature, IHDR, colour chunks, IDAT (zlib header, the strips, Adler-32), IEND. */
+    size_t z_total = 2 + 4;
+    for (uint32_t i = 0; i < n; i++)
+        z_total += strips[i].z_len;
+    const size_t idat_max = 1u << 30; /* PNG chunks hold up to 2^31 - 1 bytes */
+    size_t idat_chunks = (z_total + idat_max - 1) / idat_max;
+    char comment[] = "Comment\0" PNG_KWON_COMMENT;
+    size_t cap = 8 + (12 + 13) + (12 + 32) + (12 + 4) + (12 + 1) + (12 + sizeof(comment)) + 12 * idat_chunks + z_total + 12;
+    png = malloc(cap);
+    uint8_t *zbuf = png ? malloc(z_total) : NULL;
+    if (!png || !zbuf) {
+        free(zbuf);
+        code = hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte PNG", cap);
+        goto done;
+    }
+    /* zlib header (RFC 1950): deflate, 32 KiB window, the level hint (FLEVEL), FCHECK so that the 16-bit
+     * header is a multiple of 31. */
+    int level = png_zlib_level[out->effort];
+    uint8_t flevel = level <= 1 ? 0 : level <= 5 ? 1 : level == 6 ? 2 : 3;
+    uint16_t hdr = (uint16_t)(0x78 << 8 | flevel << 6);
+    hdr = (uint16_t)(hdr + (31 - hdr % 31) % 31);
+    uint8_t *zw = zbuf;
+    *zw++ = (uint8_t)(hdr >> 8), *zw++ = (uint8_t)hdr;
+    uLong adler = strips[0].adler;
+    for (uint32_t i = 0; i < n; i++) {
+        memcpy(zw, strips[i].z, strips[i].z_len);
+        zw += strips[i].z_len;
+        if (i > 0)
+            adler = adler32_combine(adler, strips[i].adler, (z_off_t)((strips[i].y1 - strips[i].y0) * stride));
+    }
+    be32(zw, (uint32_t)adler);
+
+    uint8_t *w = png;
+    static const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    memcpy(w, signature, 8);
+    w += 8;
+    uint8_t ihdr[13];
+    be32(ihdr, f->width);
+    be32(ihdr + 4, f->height);
+    ihdr[8] = (uint8_t)f->bit_depth, ihdr[9] = f->alpha ? 6 : 2, ihdr[10] = ihdr[11] = ihdr[12] = 0;
+    png_chunk(&w, "IHDR", ihdr, 13);
+    /* The chunks png_set_colour_chunks() sets through libspng (encode.h). */
+    static const uint32_t chrm[8] = {31270, 32900, 64000, 33000, 30000, 60000, 15000, 6000};
+    uint8_t c[32];
+    for (int k = 0; k < 8; k++)
+        be32(c + 4 * k, chrm[k]);
+    png_chunk(&w, "cHRM", c, 32);
+    be32(c, encoding == HP_ENCODING_LINEAR ? 100000 : 45455);
+    png_chunk(&w, "gAMA", c, 4);
+    if (encoding == HP_ENCODING_SRGB) {
+        c[0] = 0; /* perceptual rendering intent */
+        png_chunk(&w, "sRGB", c, 1);
+    }
+    if (encoding == HP_ENCODING_SRGB_LIKE)
+        png_chunk(&w, "tEXt", (const uint8_t *)comment, sizeof(comment) - 1);
+    for (size_t at = 0; at < z_total; at += idat_max)
+        png_chunk(&w, "IDAT", zbuf + at, z_total - at < idat_max ? z_total - at : idat_max);
+    png_chunk(&w, "IEND", NULL, 0);
+    free(zbuf);
+    *result = (hp_encoded){.data = png, .size = (size_t)(w - png), .mime = "image/png"};
+    png = NULL;
+
+done:
+    for (uint32_t i = 0; strips && i < n; i++)
+        free(strips[i].z);
+    free(png);
+    free(filtered);
+    free(started);
+    free(tid);
+    free(strips);
+    return code;
+}
+
 /* --- The entry point -------------------------------------------------------------------------------- */
 
 hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
@@ -418,6 +707,11 @@ hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t 
                        width, height, bit_depth);
     const frame f = {.pixels = pixels, .width = width, .height = height, .bit_depth = bit_depth, .alpha = alpha,
                      .src_row_bytes = src_row_bytes};
-    return out->format == HP_OUTPUT_WEBP ? encode_webp(&f, out, result, err)
-                                          : encode_png(&f, out, encoding, result, err);
+    if (out->format == HP_OUTPUT_WEBP)
+        return encode_webp(&f, out, result, err);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned threads = png_strip_threads ? png_strip_threads : (unsigned)(cores > 0 ? cores : 1);
+    if (threads > 1 && (uint64_t)width * height >= STRIP_MIN_PIXELS)
+        return encode_png_strips(&f, out, encoding, threads, result, err);
+    return encode_png(&f, out, encoding, result, err);
 }

@@ -98,6 +98,10 @@ static const hp_setting settings[] = {
      .help = "Most pixels in a frame, in millions (413 above it); the default is 16384 x 16384."},
     {.name = "encode_threads", .type = HP_SETTING_INT, .offset = FIELD(encode_threads), .default_value = "0",
      .min = 0, .max = 256, .metavar = "N", .help = "Threads that encode finished frames; 0: one per core."},
+    {.name = "png_threads", .type = HP_SETTING_INT, .offset = FIELD(png_threads), .default_value = "0",
+     .min = 0, .max = 256, .metavar = "N",
+     .help = "Threads one large PNG (1 Mpixel or more) is filtered and deflated on, in strips joined into one "
+             "stream; 0: one per core, 1: libspng on one thread."},
     {.name = "decode_threads", .type = HP_SETTING_INT, .offset = FIELD(decode_threads), .default_value = "0",
      .min = 0, .max = 64, .metavar = "N",
      .help = "Threads one EXR frame's chunks are decoded on (they are independent); 0: one per core."},

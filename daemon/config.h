@@ -58,6 +58,8 @@ typedef struct hp_config {
     int encode_threads;
     /* Threads one EXR frame's chunks are decoded on; 0: one per core. 0..64, default 0. */
     int decode_threads;
+    /* Threads one large PNG is deflated on (api/encode.h); 0: one per core. 0..256, default 0. */
+    int png_threads;
     /* Bearer token for every route but /livez and /readyz; "" disables authentication. Default "". */
     char *auth_token;
     /* PEM certificate and key files: both given, the API speaks HTTPS. Default "" (plain HTTP). */

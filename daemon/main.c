@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/encode.h"
 #include "api/http.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -187,6 +188,7 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
         clock_gettime(CLOCK_MONOTONIC, &t0);
         if ((code = hp_frame_graph_create(gpu, &graph, &err)) != HP_OK)
             goto startup_failed;
+        hp_encode_set_png_threads((unsigned)config->png_threads);
         hp_worker_config wc = {.queue_depth = (unsigned)config->queue_depth,
                                .finish_threads = (unsigned)config->encode_threads,
                                .test_gpu_delay_ms = (unsigned)config->test_gpu_delay_ms};

@@ -715,11 +715,82 @@ static void test_allocation_failures(void)
     }
 }
 
+/* --- PNG in strips (issue 6: one frame's PNG deflated on several threads) -------------------------- */
+
+static void test_png_strips(void)
+{
+    static const struct {
+        uint32_t width, height, bit_depth, effort, threads;
+        bool alpha;
+        hp_output_encoding encoding;
+    } cases[] = {
+        {1100, 1000, 8, 2, 4, false, HP_ENCODING_SRGB_LIKE}, {1100, 1000, 8, 0, 3, true, HP_ENCODING_SRGB},
+        {1024, 1024, 16, 6, 5, true, HP_ENCODING_LINEAR},     {16384, 64, 8, 2, 100, false, HP_ENCODING_SRGB},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        test_frame f = make_frame(cases[i].width, cases[i].height, cases[i].bit_depth, FRAME_PHOTO, 500 + i);
+        hp_output_params out = output(HP_OUTPUT_PNG, 90, false, cases[i].effort, cases[i].bit_depth);
+        hp_encoded one, strips;
+        hp_err err = {0};
+        hp_encode_set_png_threads(1);
+        hp_code c1 = encode(&f, cases[i].alpha, cases[i].encoding, &out, &one, &err);
+        hp_encode_set_png_threads(cases[i].threads);
+        hp_code c2 = encode(&f, cases[i].alpha, cases[i].encoding, &out, &strips, &err);
+        png_chunks k1, k2;
+        bool chunks = c1 == HP_OK && c2 == HP_OK && png_read_chunks(&one, &k1) && png_read_chunks(&strips, &k2) &&
+                      k1.srgb == k2.srgb && k1.gama == k2.gama && k1.gamma == k2.gamma && chrm_is_rec709(&k2) &&
+                      k1.text == k2.text && strcmp(k1.comment, k2.comment) == 0;
+        double ratio = c1 == HP_OK && c2 == HP_OK ? (double)strips.size / (double)one.size : 0;
+        tap_ok(c2 == HP_OK && png_matches(&strips, &f, cases[i].alpha) && chunks && ratio < 1.03,
+               "png %u-bit %s %ux%u effort %u in strips on %u threads: the same samples and chunks as libspng's "
+               "single-threaded file, %.1f%% of its size (%s)",
+               cases[i].bit_depth, cases[i].alpha ? "RGBA" : "RGB", f.width, f.height, cases[i].effort,
+               cases[i].threads, 100 * ratio, c2 == HP_OK ? "ok" : err.message);
+        hp_encoded_free(&one);
+        hp_encoded_free(&strips);
+        frame_free(&f);
+    }
+
+    /* Every allocation failing in turn, threads included (a thread that cannot start leaves its strip to
+     * the calling thread). */
+    test_frame f = make_frame(1024, 1024, 8, FRAME_SMOOTH_ALPHA, 77);
+    hp_output_params out = output(HP_OUTPUT_PNG, 90, false, 1, 8);
+    hp_encode_set_png_threads(2);
+    long failures = 0, recovered = 0, wrong = 0;
+    bool finished = false;
+    for (long k = 1; k < 10000 && !finished; k++) {
+        hp_encoded e;
+        hp_err err = {0};
+        atomic_store(&alloc_count, 0);
+        atomic_store(&alloc_countdown, k);
+        atomic_store(&alloc_counting, true);
+        hp_code code = encode(&f, true, HP_ENCODING_SRGB_LIKE, &out, &e, &err);
+        atomic_store(&alloc_counting, false);
+        finished = atomic_load(&alloc_countdown) > 0;
+        atomic_store(&alloc_countdown, 0);
+        if (code == HP_OK) {
+            recovered += !finished;
+            wrong += !png_matches(&e, &f, true);
+        } else {
+            failures++;
+            wrong += code != HP_ERR_OUT_OF_MEMORY || !is_empty(&e) || !err.message[0];
+        }
+        hp_encoded_free(&e);
+    }
+    tap_ok(finished && wrong == 0 && failures > 0,
+           "png in strips: each allocation failing in turn gives out_of_memory with an empty result, or HP_OK and "
+           "the same samples (%ld out_of_memory, %ld HP_OK)",
+           failures, recovered);
+    hp_encode_set_png_threads(0);
+    frame_free(&f);
+}
+
 int main(void)
 {
     test_png_round_trips();
     test_png_effort();
     test_png_chunks();
+    test_png_strips();
     test_webp_lossless();
     test_webp_lossy();
     test_limits();
