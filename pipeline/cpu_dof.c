@@ -313,8 +313,9 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
             double t = blurred > 0.0 && fv[3] > 0.0 ? smoothstep(0.5, 1.5, blurred) : 0.0;
             double tn = s->method != HP_DOF_SAT && sc < 0.0 && nv[3] > 0.0 ? smoothstep(0.5, 1.5, -sc) : 0.0;
             for (int k = 0; k < 3; k++) {
-                b[k] = sh[k] + (fv[3] > 0.0 ? fv[k] / exposure_scale / fv[3] - sh[k] : 0.0) * t;
-                double nk = nv[k] / exposure_scale;
+                double inv = exposure_scale > 0.0 ? 1.0 / exposure_scale : 0.0;
+                b[k] = sh[k] + (fv[3] > 0.0 ? fv[k] * inv / fv[3] - sh[k] : 0.0) * t;
+                double nk = nv[k] * inv;
                 if (tn > 0.0)
                     b[k] = b[k] + (nk / nv[3] - b[k]) * tn;
                 double o = s->method == HP_DOF_SAT ? b[k] : b[k] * (1.0 - nv[3]) + nk;

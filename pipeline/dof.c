@@ -90,7 +90,6 @@ struct hp_dof {
     hp_compute tiles, gather, sat_rows, sat_cols, sat_query, bokeh_splat;
     hp_buffer sprites; /* control words, then HP_BOKEH_MAX_SPRITES records */
     hp_buffer aperture; /* HP_DOF_TAPS floats: the gather's aperture, written per frame */
-    bool initialised;  /* control words zeroed */
 };
 
 static int cmp_float(const void *a, const void *b)
@@ -394,14 +393,16 @@ static void indirect_barrier(VkCommandBuffer cmd)
             VK_ACCESS_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 }
 
-void hp_dof_record(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s)
+void hp_dof_record(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *settings)
 {
     hp_dof_frame *f = io->frame;
-    if (!d->initialised) {
-        vkCmdFillBuffer(cmd, d->sprites.buffer, 0, 4 * HP_BOKEH_CTL_WORDS, 0);
-        d->initialised = true;
-        compute_barrier(cmd);
-    }
+    /* A budget of 0 is bokeh off: nothing would clear the light or size the splat. */
+    hp_dof_settings bs = *settings;
+    bs.bokeh = bs.bokeh && bs.max_sprites > 0;
+    const hp_dof_settings *s = &bs;
+    /* The control words every frame: eight words, and a submission that failed cannot leave them unset. */
+    vkCmdFillBuffer(cmd, d->sprites.buffer, 0, 4 * HP_BOKEH_CTL_WORDS, 0);
+    compute_barrier(cmd);
     float aperture[HP_DOF_TAPS];
     double coverage = hp_dof_aperture(s, aperture);
     if (s->method == HP_DOF_GATHER) /* read by the gather, after the setup's barrier */

@@ -343,12 +343,13 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     bool tone = !params->analyze_only;
     bool dof = tone && params->dof;
     const hp_dof_settings *ds = &params->dof_settings;
+    bool bokeh = ds->bokeh && ds->max_sprites > 0; /* a budget of 0 is bokeh off (pipeline/dof.c) */
     if (dof) {
         if (!c->depth_staged)
             return hp_fail_field(err, HP_ERR_UNUSABLE, "depth",
                                  "depth of field needs the frame's depth: a depth channel in the EXR or a depth part");
         rc = hp_dof_frame_prepare(g->dof, &slot->dof, slot->desc.width, slot->desc.height, ds->method == HP_DOF_SAT,
-                                  ds->bokeh, params->output_dof, err);
+                                  bokeh, params->output_dof, err);
         for (int i = 0; i < HP_FRAMES_IN_FLIGHT && rc == HP_OK && params->output_dof; i++)
             if (!slot->host[i].dof_host.buffer)
                 rc = hp_buffer_create(g->gpu, (VkDeviceSize)slot->desc.width * slot->desc.height * 16,
@@ -432,7 +433,7 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
             .format = dof && !fused ? HP_PIXEL_RGBA32F : slot->desc.format,
             .dof = fused ? &slot->dof : NULL,
             .dof_sat = ds->method == HP_DOF_SAT,
-            .dof_bokeh = ds->bokeh,
+            .dof_bokeh = bokeh,
             .width = slot->desc.width,
             .height = slot->desc.height,
             .stats = g->stats.address,
@@ -493,7 +494,7 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     c->dof = dof;
     c->detail = detail;
     c->output_dof = dof && params->output_dof;
-    c->bokeh = dof && ds->bokeh;
+    c->bokeh = dof && bokeh;
     c->method = ds->method;
     c->out_pixel = out_pixel;
     g->next_ctx = (ci + 1) % HP_FRAMES_IN_FLIGHT;

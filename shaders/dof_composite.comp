@@ -56,7 +56,8 @@ void main()
     bool excluded;
     vec3 sharp = dof_sanitize(c, excluded);
     DofInputs d = DofInputs(pc.coc, pc.mask, pc.near, pc.far, pc.accum, pc.dilated,
-                            1.0 / ToneScale(pc.state).scale, pc.width, pc.half_w, pc.half_h, pc.sat != 0u);
+                            ToneScale(pc.state).scale > 0.0 ? 1.0 / ToneScale(pc.state).scale : 0.0, pc.width,
+                            pc.half_w, pc.half_h, pc.sat != 0u);
     // An excluded pixel keeps the alpha the tone pass gives such a pixel.
     OutVec4(pc.out_).v[idx] = vec4(dof_composite(d, xy, sharp), excluded ? 1.0 : c.a);
 }

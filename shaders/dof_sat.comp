@@ -55,19 +55,28 @@ layout(push_constant, std430) uniform Push {
     uvec2 state;   // 56  tone_state: word 0 is the exposure scale
 } pc;
 
-// The fixed point's fraction bits F, from the frame's largest luminance (hp_dof.h). frexp gives the
-// exponent exactly: bound < 2^e.
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer TonePercentile { float w[8]; };
+
+// The fixed point's fraction bits F (hp_dof.h): from the frame's largest luminance, or from 2^16 times its
+// 99th percentile when that is smaller, so that one firefly a billion times brighter than the frame does
+// not take the precision of everything else; the few pixels above the bound are clipped to it (they are
+// the bokeh's, not the blur's). frexp gives the exponent exactly: bound < 2^e. F may be negative for
+// frames in the 1e14s.
 int fixed_bits()
 {
-    float bound = float(HP_SAT_CHANNEL_BOUND) * Stats(pc.stats).max_y;
+    float p99 = TonePercentile(pc.state).w[7];
+    float peak = Stats(pc.stats).max_y;
+    float bound = float(HP_SAT_CHANNEL_BOUND) * (p99 > 0.0 ? min(peak, 65536.0 * p99) : peak);
     int e;
     frexp(max(bound, 1e-30), e);
-    return clamp(HP_SAT_FIXED_BITS - e, 0, 100);
+    return clamp(HP_SAT_FIXED_BITS - e, -60, 100);
 }
 
 u64vec3 quantize(vec3 v, float scale)
 {
-    return u64vec3(v * scale); // exact: scale is a power of two, and conversion truncates
+    // Exact below the bound: scale is a power of two, and the conversion truncates. Above it, clipped to
+    // 2^HP_SAT_FIXED_BITS, which no box of the table can then overflow.
+    return u64vec3(min(v * scale, vec3(float(1ul << HP_SAT_FIXED_BITS))));
 }
 
 #if defined(HP_SAT_ROWS)

@@ -133,9 +133,11 @@ void main()
             OutVec4(pc.accum).v[h.y * pc.half_w + h.x] = vec4(0.0);
         }
         far = near > 0.0 ? 0.0 : far;
-        // Non-negative floats order as their bit patterns: the tile maxima are integer atomics.
-        atomicMax(s_tile[0], floatBitsToUint(near));
-        atomicMax(s_tile[1], floatBitsToUint(far));
+        // Non-negative floats order as their bit patterns: the tile maxima are integer atomics. A zero may
+        // be -0.0 (max(0.0, -s) for s = +0 may return either zero), whose bits would beat every positive
+        // float: zeros count as +0.
+        atomicMax(s_tile[0], near > 0.0 ? floatBitsToUint(near) : 0u);
+        atomicMax(s_tile[1], far > 0.0 ? floatBitsToUint(far) : 0u);
     }
     if (!live)
         s_half[gl_LocalInvocationIndex] = vec4(0.0, 0.0, 0.0, 1e30);

@@ -73,7 +73,7 @@ void main()
     if (DOF) {
         bool dof_excluded;
         vec3 sharp = dof_sanitize(c, dof_excluded);
-        DofInputs d = DofInputs(pc.coc, pc.mask, pc.near, pc.far, pc.accum, pc.dilated, 1.0 / ts.scale, pc.width,
+        DofInputs d = DofInputs(pc.coc, pc.mask, pc.near, pc.far, pc.accum, pc.dilated, ts.scale > 0.0 ? 1.0 / ts.scale : 0.0, pc.width,
                                 pc.half_w, pc.half_h, pc.sat != 0u);
         c = vec4(dof_composite(d, xy, sharp), dof_excluded ? 1.0 : c.a);
     }

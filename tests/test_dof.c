@@ -277,9 +277,11 @@ static void test_identity(void)
 
 /* --- 4. Two planes ---------------------------------------------------------------------------------- */
 
-static void test_two_planes(void)
+static void test_two_planes(uint32_t edge)
 {
-    uint32_t w = 256, h = 64, edge = 128;
+    /* edge 128 lies on a tile boundary (16 frame pixels); 120 does not, and the sharp side sits at exactly
+     * the focus distance (CoC +0), which once let a -0.0 win a tile's largest near CoC. */
+    uint32_t w = 256, h = 64;
     hp_dof_settings s = default_settings();
     s.max_coc_px = 32;
     /* (a) a blurred red foreground (1 m: CoC -16.1 px at 1920 wide, here scaled by width: use a wide
@@ -303,7 +305,8 @@ static void test_two_planes(void)
     fp.output_dof = true;
     hp_frame_result res;
     bool ran = run(w, h, rgba, depth, &fp, &res);
-    if (tap_ok(ran, "two planes, blurred foreground: runs (near CoC %.1f px)%s%s", R, ran ? "" : ": ",
+    if (tap_ok(ran, "two planes (edge at %u), blurred foreground: runs (near CoC %.1f px)%s%s", edge, R,
+               ran ? "" : ": ",
                ran ? "" : err.message)) {
         const float *o = res.dof_pixels;
         uint32_t y = h / 2;
@@ -336,7 +339,8 @@ static void test_two_planes(void)
             depth[(size_t)y * w + x] = x < edge ? 3.0f : 100.0f;
     double Rf = hp_dof_coc(&s, w, 100.0);
     ran = run(w, h, rgba, depth, &fp, &res);
-    if (tap_ok(ran, "two planes, blurred background: runs (far CoC %.1f px)%s%s", Rf, ran ? "" : ": ",
+    if (tap_ok(ran, "two planes (edge at %u), blurred background: runs (far CoC %.1f px)%s%s", edge, Rf,
+               ran ? "" : ": ",
                ran ? "" : err.message)) {
         const float *o = res.dof_pixels;
         double subject = 0, leak = 0, blurred = 0;
@@ -498,6 +502,34 @@ static void test_sat_vs_gather(void)
     free(out[0]), free(out[1]), free(out[2]), free(rgba), free(depth);
 }
 
+/* --- 5c. The SAT with a firefly ---------------------------------------------------------------------- */
+
+static void test_sat_firefly(void)
+{
+    /* One pixel a hundred trillion times brighter than the rest must not take the table's precision: the
+     * fixed point follows 2^16 times the 99th percentile, the firefly is clipped to it. */
+    uint32_t w = 64, h = 64;
+    float *rgba = alloc_frame(w, h, 0.3f, 0.5f, 0.2f), *depth = alloc_depth(w, h, 1e10f);
+    size_t c = (size_t)10 * w + 10;
+    rgba[4 * c] = rgba[4 * c + 1] = rgba[4 * c + 2] = 1e14f;
+    hp_dof_settings s = default_settings();
+    s.method = HP_DOF_SAT;
+    s.max_coc_px = 4;
+    s.focal_length_mm = 200;
+    hp_frame_params fp = frame_params(&s, true);
+    fp.output_dof = true;
+    hp_frame_result res;
+    bool ran = run(w, h, rgba, depth, &fp, &res);
+    double worst = 0;
+    for (uint32_t y = 24; ran && y < h; y++)
+        for (uint32_t x = 24; x < w; x++)
+            for (int k = 0; k < 3; k++)
+                worst = fmax(worst, fabs(res.dof_pixels[4 * ((size_t)y * w + x) + k] / rgba[4 * ((size_t)y * w + x) + k] - 1));
+    tap_ok(ran && worst < 1e-3, "SAT with a 1e14 firefly: the flat frame away from it keeps its colour (worst %.2g)%s%s",
+           worst, ran ? "" : ": ", ran ? "" : err.message);
+    free(rgba), free(depth);
+}
+
 /* --- 6. The whole chain against the CPU reference ---------------------------------------------------- */
 
 static void test_against_cpu(void)
@@ -520,6 +552,12 @@ static void test_against_cpu(void)
                     rgba[4 * i] = rgba[4 * i + 1] = rgba[4 * i + 2] = 40; /* highlights for bokeh */
                 /* A near plane, a sloped middle and a far plane. */
                 depth[i] = x < w / 4 ? 0.8f : x < w / 2 ? (float)(1.5 + 3.0 * y / h) : (y < h / 3 ? 1e10f : 30.0f);
+                /* Depths of 0 (in focus by definition) and exactly the focus distance (CoC +0). */
+                double u = rng_uniform();
+                if (u < 0.05)
+                    depth[i] = 0.0f;
+                else if (u < 0.10)
+                    depth[i] = 3.0f;
             }
         }
         rgba[4 * 5] = NAN; /* a hostile pixel: black, like the tone pass draws it */
@@ -688,11 +726,13 @@ int main(void)
     test_oracles();
     test_point();
     test_identity();
-    test_two_planes();
+    test_two_planes(128);
+    test_two_planes(120);
     test_against_cpu();
     test_budget();
     test_in_flight();
     test_sat_vs_gather();
+    test_sat_firefly();
     test_sat_exact();
     hp_frame_graph_destroy(&graph);
     hp_gpu_destroy(&gpu);

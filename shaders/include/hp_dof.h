@@ -55,9 +55,10 @@
  * colour in fixed point, so a box sum is exact whatever the table's size (wrap-around arithmetic would
  * even keep it exact past 2^64). Each channel is quantized as trunc(v * 2^F) with
  * F = HP_SAT_FIXED_BITS - e, where 2^e bounds the frame's largest channel (HP_SAT_CHANNEL_BOUND times
- * its largest luminance: Y >= 0.0722 B for non-negative channels). A box of (2 * 32 + 1)^2 < 2^13
- * pixels of values below 2^HP_SAT_FIXED_BITS then sums below 2^62. Values within 2^-25 of the largest
- * keep every bit of their fp32 mantissa. */
+ * its largest luminance: Y >= 0.0722 B for non-negative channels), or 2^16 times its 99th percentile
+ * when that is lower: a lone firefly does not take the others' precision, and is clipped to the bound
+ * (2^HP_SAT_FIXED_BITS). A box of (2 * 32 + 1)^2 < 2^13 pixels of values below 2^HP_SAT_FIXED_BITS then
+ * sums below 2^62. Values within 2^-25 of the bound keep every bit of their fp32 mantissa. */
 #define HP_SAT_FIXED_BITS 49
 /* A box of the same area as the CoC's disc: half-size sqrt(pi) / 2 times the radius, so a highlight
  * spreads to the same brightness whichever path blurs it. */
