@@ -272,6 +272,11 @@ void hp_dof_destroy(hp_dof **pd)
 
 const hp_buffer *hp_dof_sprites(const hp_dof *d) { return &d->sprites; }
 
+void hp_dof_record_reset(hp_dof *d, VkCommandBuffer cmd)
+{
+    vkCmdFillBuffer(cmd, d->sprites.buffer, 0, 4 * HP_BOKEH_CTL_WORDS, 0);
+}
+
 static uint32_t half_of(uint32_t n) { return (n + 1) / 2; }
 static uint32_t tiles_of(uint32_t half) { return (half + HP_DOF_TILE - 1) / HP_DOF_TILE; }
 
@@ -400,9 +405,6 @@ void hp_dof_record(hp_dof *d, VkCommandBuffer cmd, const hp_dof_io *io, const hp
     hp_dof_settings bs = *settings;
     bs.bokeh = bs.bokeh && bs.max_sprites > 0;
     const hp_dof_settings *s = &bs;
-    /* The control words every frame: eight words, and a submission that failed cannot leave them unset. */
-    vkCmdFillBuffer(cmd, d->sprites.buffer, 0, 4 * HP_BOKEH_CTL_WORDS, 0);
-    compute_barrier(cmd);
     float aperture[HP_DOF_TAPS];
     double coverage = hp_dof_aperture(s, aperture);
     if (s->method == HP_DOF_GATHER) /* read by the gather, after the setup's barrier */

@@ -118,9 +118,13 @@ const char *hp_dof_detail_name(uint32_t i, hp_dof_method method);
 /* Records the stage: setup, then tiles and the gather (or the SAT's rows, columns and query), and the
  * bokeh splat beside them; ends with a barrier. Then the tone pass composites each pixel as it reads it
  * (hp_tone_io.dof), or, for tests and diagnostics, hp_dof_record_composite writes the composited frame to
- * frame->output as RGBA32F. The first call also records the one-time initialisation of the
- * size-independent buffers. With io->detail_pool every pass is timed, the splat on its own. */
+ * frame->output as RGBA32F. hp_dof_record_reset must come first in the frame (below). With
+ * io->detail_pool every pass is timed, the splat on its own. */
 void hp_dof_record(hp_dof *dof, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s);
+/* Zeroes the sprite control words (a transfer command): recorded by the caller in every DOF frame before
+ * a barrier from transfers to compute that it has anyway (the frame graph's upload), so that the counter
+ * starts at 0 whatever became of earlier submissions, at the cost of no barrier of its own. */
+void hp_dof_record_reset(hp_dof *dof, VkCommandBuffer cmd);
 void hp_dof_record_composite(hp_dof *dof, VkCommandBuffer cmd, const hp_dof_io *io, const hp_dof_settings *s);
 
 /* The sprite control words (hp_dof.h), for copying back: the response says how many sprites were

@@ -394,6 +394,8 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     uint32_t words[HP_TONE_PARAMS_WORDS];
     hp_tone_pack_params(p, words);
     vkCmdUpdateBuffer(cmd, g->tone_params.buffer, 0, sizeof(words), words); /* made visible with the upload */
+    if (dof)
+        hp_dof_record_reset(g->dof, cmd); /* likewise */
     VkBufferCopy up = {.size = frame_bytes(&slot->desc)};
     vkCmdCopyBuffer(cmd, host->staging.buffer, slot->input.buffer, 1, &up);
     if (dof) {
