@@ -217,9 +217,6 @@ static void test_point(void)
                res.bokeh_drawn, rel * 100);
         /* Image y runs down; the polygon's vertices are at 30 + 60k degrees of atan2(dy, dx), its edges'
          * middles at 60k: along +y a vertex (radius R), along +x an edge (R cos 30). */
-        if (getenv("HP_TEST_PROFILE"))
-            for (uint32_t x = 50; x < 110; x++)
-                tap_diag("x %u: %g", x, out[4 * ((size_t)80 * w + x)]);
         double ex = extent(out, w, h, 80.5, 80.5, 1, 0), ey = extent(out, w, h, 80.5, 80.5, 0, 1);
         double diag_v = extent(out, w, h, 80.5, 80.5, cos(M_PI / 6), sin(M_PI / 6));
         double want_x = shape ? 20 : 20 * cos(M_PI / 6);
