@@ -23,6 +23,7 @@
 #include "api/params_json.h"
 #include "pipeline/cpu_reference.h"
 #include "api/route.h"
+#include "common/bigbuf.h"
 #include "common/log.h"
 #include "daemon/worker.h"
 
@@ -291,9 +292,9 @@ static void finish_job(hp_job *job)
     if (job->code != HP_OK) {
         job_error_reply(job, &reply);
         hp_deferred_complete(ctx->slot, &reply);
-        free(job->pixels);
-        free(job->depth);
-        free(job->image);
+        hp_bigbuf_put(job->pixels);
+        hp_bigbuf_put(job->depth);
+        hp_bigbuf_put(job->image);
         free(job);
         free(ctx);
         return;
@@ -395,8 +396,8 @@ static void finish_job(hp_job *job)
     }
     hp_encoded_free(&enc);
     hp_deferred_complete(ctx->slot, &reply);
-    free(job->depth);
-    free(job->image);
+    hp_bigbuf_put(job->depth);
+    hp_bigbuf_put(job->image);
     free(job);
     free(ctx);
 }
@@ -433,7 +434,7 @@ static hp_code decode_depth_part(const part *dp, const hp_decode_options *opt, h
                                  hp_err *err)
 {
     size_t n = (size_t)info->width * info->height;
-    float *rgba = malloc(n * 16);
+    float *rgba = hp_bigbuf_get(n * 16);
     if (!rgba)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for the depth");
     hp_code rc = hp_image_decode(dp->data, dp->len, opt, info, rgba, HP_LAYOUT_RGBA32F,
@@ -441,7 +442,7 @@ static hp_code decode_depth_part(const part *dp, const hp_decode_options *opt, h
     if (rc == HP_OK && !info->has_depth)
         for (size_t i = 0; i < n; i++)
             depth[i] = rgba[4 * i];
-    free(rgba);
+    hp_bigbuf_put(rgba);
     return rc;
 }
 
@@ -665,10 +666,10 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
      * into the staging and upload; the stages read RGBA16F as well as RGBA32F. */
     bool half = !raw->width && info.half_exact;
     size_t bytes = (size_t)info.width * info.height * (half ? 8 : 16);
-    void *pixels = ctx && job ? malloc(bytes) : NULL;
-    float *depth = pixels && want_dof ? malloc((size_t)info.width * info.height * sizeof(float)) : NULL;
+    void *pixels = ctx && job ? hp_bigbuf_get(bytes) : NULL;
+    float *depth = pixels && want_dof ? hp_bigbuf_get((size_t)info.width * info.height * sizeof(float)) : NULL;
     if (!pixels || (want_dof && !depth)) {
-        free(pixels);
+        hp_bigbuf_put(pixels);
         hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory for a %ux%u frame", info.width, info.height);
         goto done;
     }
@@ -685,15 +686,15 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
             const char *word = NULL;
             unsigned status = status_for_decode(dc, &word);
             hp_reply_error(reply, status, word, "depth", "depth: %s", err.message);
-            free(pixels);
-            free(depth);
+            hp_bigbuf_put(pixels);
+            hp_bigbuf_put(depth);
             goto done;
         }
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (dc != HP_OK) {
-        free(pixels);
-        free(depth);
+        hp_bigbuf_put(pixels);
+        hp_bigbuf_put(depth);
         reply_decode_error(reply, dc, &err);
         goto done;
     }
@@ -736,15 +737,15 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     /* Deferred before the hand-over: the frame may be finished before this handler returns. */
     ctx->slot = hp_request_defer(req);
     if (!ctx->slot) {
-        free(job->pixels);
-        free(job->depth);
+        hp_bigbuf_put(job->pixels);
+        hp_bigbuf_put(job->depth);
         hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory");
         goto done;
     }
     if (!be->submit(be->ctx, job)) {
         hp_request_undefer(req);
-        free(job->pixels);
-        free(job->depth);
+        hp_bigbuf_put(job->pixels);
+        hp_bigbuf_put(job->depth);
         hp_reply_error(reply, 429, "queue_full", NULL, "the queue is full (%u frames waiting); retry shortly",
                        be->queue_depth ? be->queue_depth(be->ctx) : 0);
         hp_reply_header_add(reply, "Retry-After", "1");

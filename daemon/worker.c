@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/bigbuf.h"
 #include "common/log.h"
 
 /* A FIFO of jobs with a capacity; both queues below are one of these. */
@@ -107,7 +108,7 @@ static bool start_job(hp_worker *w, hp_job *job, uint32_t *ticket)
         return false;
     size_t bytes = (size_t)job->desc.width * job->desc.height * hp_pixel_format_size(job->desc.format);
     memcpy(staging, job->pixels, bytes);
-    free(job->pixels);
+    hp_bigbuf_put(job->pixels);
     job->pixels = NULL;
     if (job->depth) {
         float *depth;
@@ -115,7 +116,7 @@ static bool start_job(hp_worker *w, hp_job *job, uint32_t *ticket)
         if (job->code != HP_OK)
             return false;
         memcpy(depth, job->depth, (size_t)job->desc.width * job->desc.height * sizeof(float));
-        free(job->depth);
+        hp_bigbuf_put(job->depth);
         job->depth = NULL;
     }
     job->code = hp_frame_graph_submit(w->graph, &job->params, ticket, &job->err);
@@ -129,7 +130,7 @@ static void finish_job(hp_worker *w, hp_job *job, uint32_t ticket)
     if (job->code != HP_OK || !job->result.pixels)
         return;
     job->image_size = (size_t)job->result.width * job->result.height * job->result.pixel_size;
-    job->image = malloc(job->image_size);
+    job->image = hp_bigbuf_get(job->image_size);
     if (!job->image) {
         job->code = hp_fail(&job->err, HP_ERR_OUT_OF_MEMORY, "out of host memory for the %zu-byte image",
                             job->image_size);

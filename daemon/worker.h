@@ -22,12 +22,12 @@
 typedef struct hp_job hp_job;
 
 struct hp_job {
-    /* Input, set by the submitter. pixels is malloc'd, tightly packed desc.format rows; the worker frees
-     * it once copied to the GPU. */
+    /* Input, set by the submitter. pixels is from hp_bigbuf_get (common/bigbuf.h), tightly packed
+     * desc.format rows; the worker puts it back once copied to the GPU. */
     hp_frame_desc desc;
     void *pixels;
-    float *depth;                /* malloc'd width * height floats for depth of field, or NULL; the worker
-                                  * frees it once copied */
+    float *depth;                /* width * height floats for depth of field (hp_bigbuf_get), or NULL; the
+                                  * worker puts it back once copied */
     hp_frame_params params;
     struct timespec deadline;    /* CLOCK_MONOTONIC; a job not started by then is dropped (504) */
     _Atomic bool cancelled;      /* the client went away: drop it */
@@ -42,7 +42,7 @@ struct hp_job {
     hp_err err;
     bool expired;                /* dropped past its deadline */
     hp_frame_result result;      /* statistics, tone state, GPU timings (result.pixels: see image) */
-    void *image;                 /* malloc'd copy of the output image; NULL when analyze_only or failed */
+    void *image;                 /* copy of the output image (hp_bigbuf_get); NULL when analyze_only or failed */
     size_t image_size;
     struct timespec queued_at, started_at, gpu_done_at, finish_at;
 };
