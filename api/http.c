@@ -17,6 +17,7 @@
 
 #include "api/metrics.h"
 #include "api/route.h"
+#include "common/bigbuf.h"
 #include "common/log.h"
 
 /* --- Routes ------------------------------------------------------------------------------------------ */
@@ -516,7 +517,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
             return MHD_YES; /* discarded */
         if (req->body_len + n > http->params.max_body_bytes) {
             req->body_too_large = true; /* chunked bodies are only judged as they arrive */
-            free(req->body);
+            hp_bigbuf_put(req->body);
             req->body = NULL;
             req->body_len = req->body_cap = 0;
             return MHD_YES;
@@ -530,9 +531,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                 cap = want;
             while (cap < req->body_len + n)
                 cap *= 2;
-            uint8_t *grown = realloc(req->body, cap);
+            /* A frame-sized body comes from the pool of warm buffers (common/bigbuf.h): a fresh mapping
+             * of 28 MB would be paged in again for every request. */
+            uint8_t *grown = hp_bigbuf_get(cap);
             if (!grown)
                 return MHD_NO;
+            if (req->body_len)
+                memcpy(grown, req->body, req->body_len);
+            hp_bigbuf_put(req->body);
             req->body = grown;
             req->body_cap = cap;
         }
@@ -622,7 +628,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
         pthread_mutex_unlock(&req->slot->lock);
         slot_unref(req->slot);
     }
-    free(req->body);
+    hp_bigbuf_put(req->body);
     hp_reply_release(&req->deferred_reply);
     free(req);
     *req_cls = NULL;

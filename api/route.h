@@ -45,7 +45,8 @@ typedef struct hp_request {
     unsigned status;             /* once a response is queued; 0 before */
     char log_note[48];           /* what the route adds to the request's log line ("exr 3840x2160") */
 
-    /* Routes that take a body get it whole, up to hp_http_params.max_body_bytes. */
+    /* Routes that take a body get it whole, up to hp_http_params.max_body_bytes (in common/bigbuf.h's
+     * memory, which the server puts back when the request ends). */
     uint8_t *body;
     size_t body_len, body_cap;
     bool body_too_large;
