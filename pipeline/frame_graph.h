@@ -23,8 +23,8 @@
 
 #define HP_MAX_STAGE_TIMINGS 16
 
-/* Frames that can be in flight at once: the caller fills one frame's staging and reads the one before's
- * image while the GPU runs a third... (two: begin/submit the next before waiting for the last). */
+/* Frames that can be in flight at once: with two, the caller begins and submits the next frame while the
+ * GPU still runs the one before, then waits for that one and reads its image while the GPU runs the next. */
 #define HP_FRAMES_IN_FLIGHT 2
 
 typedef struct hp_stage_timing {
