@@ -13,6 +13,7 @@
 #include "hp_shared.h"
 #include "pipeline/cpu_reference.h"
 #include "pipeline/frame_graph.h"
+#include "gpu_test.h"
 #include "tap.h"
 
 /* --- Deterministic data --------------------------------------------------------------------------- */
@@ -382,17 +383,12 @@ static void check_other_shapes(hp_gpu *gpu)
 
 int main(void)
 {
-    hp_log_set_level(HP_LOG_WARN);
-    hp_gpu_config cfg = HP_GPU_CONFIG_DEFAULTS;
-    cfg.validation = true;
-    cfg.device = getenv("HDRPOST_TEST_DEVICE");
     hp_err err = {0};
     hp_gpu *gpu = NULL;
-    if (hp_gpu_create(&cfg, &gpu, &err) != HP_OK)
-        return tap_bail("create the Vulkan device: %s", err.message);
     hp_frame_graph *graph = NULL;
-    if (hp_frame_graph_create(gpu, &graph, &err) != HP_OK)
-        return tap_bail("create the pipelines: %s", err.message);
+    int bail = gpu_test_open(&gpu, &graph, &err);
+    if (bail)
+        return bail;
     tap_diag("device: %s", hp_gpu_get_info(gpu)->device_name);
 
     /* Half conversion used to build fp16 frames: exact round trip of every half. */

@@ -13,6 +13,7 @@
 #include "hp_shared.h"
 #include "pipeline/cpu_reference.h"
 #include "pipeline/frame_graph.h"
+#include "gpu_test.h"
 #include "tap.h"
 
 static hp_gpu *gpu;
@@ -178,14 +179,9 @@ static diff_count compare_images(const void *gpu_px, const void *cpu_px, size_t 
 
 int main(void)
 {
-    hp_log_set_level(HP_LOG_WARN);
-    hp_gpu_config cfg = HP_GPU_CONFIG_DEFAULTS;
-    cfg.validation = true;
-    cfg.device = getenv("HDRPOST_TEST_DEVICE");
-    if (hp_gpu_create(&cfg, &gpu, &err) != HP_OK)
-        return tap_bail("create the Vulkan device: %s", err.message);
-    if (hp_frame_graph_create(gpu, &graph, &err) != HP_OK)
-        return tap_bail("create the pipelines: %s", err.message);
+    int bail = gpu_test_open(&gpu, &graph, &err);
+    if (bail)
+        return bail;
 
     /* 1. CPU curves against algorithms.md 9.1 within 1e-5 relative. */
     for (size_t o = 0; o < sizeof(curve_oracles) / sizeof(curve_oracles[0]); o++) {
@@ -589,7 +585,6 @@ int main(void)
 
     hp_frame_graph_destroy(&graph);
     hp_gpu_destroy(&gpu);
-    tap_ok(hp_gpu_validation_messages() == 0, "validation layer reported nothing (%u messages)",
-           hp_gpu_validation_messages());
+    gpu_test_validation_clean();
     return tap_done();
 }
