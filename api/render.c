@@ -37,6 +37,7 @@ typedef struct part {
 
 typedef struct form {
     part frame, depth, params;
+    size_t body_len; /* the whole form's size: bounds a part's, and sizes a frame part at once */
     char unknown[64]; /* the first part name that is none of those */
     bool oom;
 } form;
@@ -56,14 +57,21 @@ static enum MHD_Result on_form_part(void *cls, enum MHD_ValueKind kind, const ch
     }
     p->present = true;
     if (p->len + size > p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 1 << 16;
+        /* An image part is sized for the whole form at once (no doubling copies of a 28 MB frame), from the
+         * pool of warm buffers (common/bigbuf.h); params starts small. */
+        size_t cap = p->cap ? p->cap * 2 : p == &f->params ? (size_t)1 << 16 : f->body_len;
+        if (cap < ((size_t)1 << 16))
+            cap = (size_t)1 << 16;
         while (cap < p->len + size)
             cap *= 2;
-        uint8_t *grown = realloc(p->data, cap + 1);
+        uint8_t *grown = hp_bigbuf_get(cap + 1);
         if (!grown) {
             f->oom = true;
             return MHD_NO;
         }
+        if (p->len)
+            memcpy(grown, p->data, p->len);
+        hp_bigbuf_put(p->data);
         p->data = grown;
         p->cap = cap;
     }
@@ -75,9 +83,9 @@ static enum MHD_Result on_form_part(void *cls, enum MHD_ValueKind kind, const ch
 
 static void form_free(form *f)
 {
-    free(f->frame.data);
-    free(f->depth.data);
-    free(f->params.data);
+    hp_bigbuf_put(f->frame.data);
+    hp_bigbuf_put(f->depth.data);
+    hp_bigbuf_put(f->params.data);
 }
 
 /* --- Query parameters ---------------------------------------------------------------------------- */
@@ -508,7 +516,7 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     const char *ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
     const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
 
-    form f = {0};
+    form f = {.body_len = req->body_len};
     const uint8_t *frame = req->body;
     size_t frame_len = req->body_len;
     hp_frame_params fp;
