@@ -110,14 +110,7 @@ void bench_fill_frame(void *dst, hp_pixel_format format, uint64_t count)
             p[c] = (float)exp(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2) * 2.5 - 1.4);
         }
         p[3] = 1.0f;
-        if (format == HP_PIXEL_RGBA16F) {
-            uint16_t h[4];
-            for (int c = 0; c < 4; c++)
-                h[c] = hp_float_to_half(p[c]);
-            memcpy((uint8_t *)dst + i * 8, h, 8);
-        } else {
-            memcpy((uint8_t *)dst + i * 16, p, 16);
-        }
+        hp_cpu_store_pixel(dst, format, i, p);
     }
 }
 

@@ -95,11 +95,7 @@ static void fill(void *pixels, hp_pixel_format format, float *depth, uint32_t w,
         c[3] = 1;
         if ((state >> 20) % 2000 == 0)
             c[0] = c[1] = c[2] = 50;
-        if (format == HP_PIXEL_RGBA32F)
-            memcpy((float *)pixels + 4 * i, c, 16);
-        else
-            for (int k = 0; k < 4; k++)
-                ((uint16_t *)pixels)[4 * i + k] = hp_float_to_half(c[k]);
+        hp_cpu_store_pixel(pixels, format, i, c);
         depth[i] = 0.7f + 49.3f * (float)(i % w) / (float)w;
     }
 }

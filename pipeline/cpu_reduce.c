@@ -76,6 +76,18 @@ void hp_cpu_load_pixel(const void *pixels, hp_pixel_format format, uint64_t i, f
     }
 }
 
+void hp_cpu_store_pixel(void *pixels, hp_pixel_format format, uint64_t i, const float rgba[4])
+{
+    if (format == HP_PIXEL_RGBA16F) {
+        uint16_t h[4];
+        for (int c = 0; c < 4; c++)
+            h[c] = hp_float_to_half(rgba[c]);
+        memcpy((uint8_t *)pixels + i * 8, h, 8);
+    } else {
+        memcpy((uint8_t *)pixels + i * 16, rgba, 16);
+    }
+}
+
 /* The highest k in 1..255 with edges[k] <= y, or 0 when y < edges[1]. */
 static unsigned hist_bin(const float edges[256], float y)
 {

@@ -25,6 +25,8 @@ bool hp_cpu_luminance(const float rgba[4], float *y);
 
 /* Reads pixel i of a tightly packed RGBA frame as floats. */
 void hp_cpu_load_pixel(const void *pixels, hp_pixel_format format, uint64_t i, float rgba[4]);
+/* Writes pixel i of a tightly packed RGBA frame (halves rounded to nearest even). */
+void hp_cpu_store_pixel(void *pixels, hp_pixel_format format, uint64_t i, const float rgba[4]);
 
 /* The whole reduction (DECISIONS.md 2-4): sums in double, min/max over the fp32 Y, and the histogram by
  * binary search over the fp32 edges of hp_reduce_hist_edges(). */

@@ -83,14 +83,7 @@ static void fill_frame(void *dst, hp_pixel_format format, uint64_t count, data_k
     for (uint64_t i = 0; i < count; i++) {
         float p[4];
         make_pixel(kind, p);
-        if (format == HP_PIXEL_RGBA16F) {
-            uint16_t h[4];
-            for (int c = 0; c < 4; c++)
-                h[c] = hp_float_to_half(p[c]);
-            memcpy((uint8_t *)dst + i * 8, h, 8);
-        } else {
-            memcpy((uint8_t *)dst + i * 16, p, 16);
-        }
+        hp_cpu_store_pixel(dst, format, i, p);
     }
 }
 

@@ -156,3 +156,22 @@ def json_body(body):
         return json.loads(body.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         return None
+
+
+def read_response(sock):
+    """Status, lower-cased headers and body of one HTTP/1.1 response read from a raw socket."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise OSError(f"connection closed after {data!r}")
+        data += chunk
+    head, body = data.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:])}
+    while len(body) < int(headers.get("content-length", "0")):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return int(lines[0].split()[1]), headers, body

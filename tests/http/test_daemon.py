@@ -162,25 +162,6 @@ def address_in_use():
             d.kill()
 
 
-def read_response(sock):
-    """Status, lower-cased headers and body of one HTTP/1.1 response read from a raw socket."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(4096)
-        if not chunk:
-            raise OSError(f"connection closed after {data!r}")
-        data += chunk
-    head, body = data.split(b"\r\n\r\n", 1)
-    lines = head.decode("latin-1").split("\r\n")
-    headers = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:])}
-    while len(body) < int(headers.get("content-length", "0")):
-        chunk = sock.recv(4096)
-        if not chunk:
-            break
-        body += chunk
-    return int(lines[0].split()[1]), headers, body
-
-
 def drain(d, port):
     """SIGTERM while a POST's body is half sent: the daemon must wait for it and answer it (the drain),
     and meanwhile answer /readyz 503 on a connection kept alive from before. Returns (request answered and
@@ -190,13 +171,13 @@ def drain(d, port):
     slow = socket.create_connection((HOST, port), timeout=10)
     try:
         idle.sendall(b"GET /livez HTTP/1.1\r\nHost: t\r\n\r\n")
-        detail.append(f"kept-alive warm-up: {read_response(idle)[0]}")
+        detail.append(f"kept-alive warm-up: {harness.read_response(idle)[0]}")
         slow.sendall(b"POST /readyz HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n12345")
         time.sleep(0.3)  # the daemon has the headers and half the body: the request is in flight
         d.proc.send_signal(signal.SIGTERM)
         seen = d.wait_line(r"received SIGTERM", 10) is not None
         idle.sendall(b"GET /readyz HTTP/1.1\r\nHost: t\r\n\r\n")
-        status, headers, body = read_response(idle)
+        status, headers, body = harness.read_response(idle)
         doc = json_body(body)
         readyz_ok = (seen and status == 503 and is_error_body(doc, "not_ready")
                      and doc["error"]["message"].startswith("draining")
@@ -206,7 +187,7 @@ def drain(d, port):
         waited = d.proc.poll() is None
         detail.append(f"still running while the body is pending: {waited}")
         slow.sendall(b"67890")
-        status, headers, body = read_response(slow)
+        status, headers, body = harness.read_response(slow)
         detail.append(f"in-flight POST: {status} {headers} {body!r}")
         rc = d.wait_exit(STOP_TIMEOUT_S)
         detail.append(f"exit code {rc}")

@@ -153,21 +153,7 @@ def raw_exchange(port, head, timeout=10):
     """Sends head (bytes) on a raw socket and reads one response: (status, headers, body)."""
     with socket.create_connection((HOST, port), timeout=timeout) as s:
         s.sendall(head)
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = s.recv(65536)
-            if not chunk:
-                raise OSError(f"connection closed after {data!r}")
-            data += chunk
-        top, body = data.split(b"\r\n\r\n", 1)
-        lines = top.decode("latin-1").split("\r\n")
-        headers = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:])}
-        while len(body) < int(headers.get("content-length", "0")):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            body += chunk
-        return int(lines[0].split()[1]), headers, body
+        return harness.read_response(s)
 
 
 def concurrently(fns, timeout=REQUEST_TIMEOUT_S + 30):
