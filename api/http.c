@@ -20,6 +20,12 @@
 #include "common/bigbuf.h"
 #include "common/log.h"
 
+/* Each connection's memory in libmicrohttpd: the headers, and the read buffer a body arrives through,
+ * which grows into what the headers leave. The library's default of 32 KiB reads a 28 MB frame in
+ * about 16 KiB pieces, a system call and a call of on_request each; 1 MiB reads it in large ones.
+ * (Idle connections hold only what they used.) */
+#define HP_HTTP_CONNECTION_MEMORY (1u << 20)
+
 /* --- Routes ------------------------------------------------------------------------------------------ */
 
 typedef struct hp_route {
@@ -729,6 +735,7 @@ hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
                                  MHD_OPTION_LISTEN_SOCKET, fd,
                                  MHD_OPTION_THREAD_POOL_SIZE, params->threads,
                                  MHD_OPTION_CONNECTION_TIMEOUT, params->idle_timeout_s,
+                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HP_HTTP_CONNECTION_MEMORY,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, http,
                                  tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,
                                  MHD_OPTION_HTTPS_MEM_KEY, key,

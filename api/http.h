@@ -68,6 +68,8 @@ typedef struct hp_http_backend {
     unsigned (*queue_depth)(void *ctx);
     unsigned (*queue_capacity)(void *ctx);
     void (*report)(void *ctx, hp_gpu_report *out);
+    /* Mapped GPU host memory that frames are decoded into (pipeline/host_pool.h); NULL: ordinary memory. */
+    struct hp_host_pool *host_pool;
     double request_timeout_s;   /* a job not started within this is dropped: 504 */
     unsigned decode_threads;    /* threads one EXR frame's chunks are decoded on */
     uint32_t max_width, max_height;

@@ -300,9 +300,7 @@ static void finish_job(hp_job *job)
     if (job->code != HP_OK) {
         job_error_reply(job, &reply);
         hp_deferred_complete(ctx->slot, &reply);
-        hp_bigbuf_put(job->pixels);
-        hp_bigbuf_put(job->depth);
-        hp_bigbuf_put(job->image);
+        hp_job_release(job);
         free(job);
         free(ctx);
         return;
@@ -315,9 +313,10 @@ static void finish_job(hp_job *job)
     hp_code code = HP_OK;
     if (!ctx->analyze) {
         const hp_params *p = &job->params.params;
-        code = hp_encode(job->image, r->width, r->height, p->output.bit_depth, ctx->alpha,
+        code = hp_encode(job->image.ptr, r->width, r->height, p->output.bit_depth, ctx->alpha,
                          hp_output_encoding_for_gamma(p->gamma.mode), &p->output, &enc, &err);
     }
+    hp_job_release(job); /* the image's memory back to the pool for the next frame at once */
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double encode_ms = hp_ms_between(&t0, &t1);
 
@@ -404,8 +403,6 @@ static void finish_job(hp_job *job)
     }
     hp_encoded_free(&enc);
     hp_deferred_complete(ctx->slot, &reply);
-    hp_bigbuf_put(job->depth);
-    hp_bigbuf_put(job->image);
     free(job);
     free(ctx);
 }
@@ -674,13 +671,19 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
      * into the staging and upload; the stages read RGBA16F as well as RGBA32F. */
     bool half = !raw->width && info.half_exact;
     size_t bytes = (size_t)info.width * info.height * (half ? 8 : 16);
-    void *pixels = ctx && job ? hp_bigbuf_get(bytes) : NULL;
-    float *depth = pixels && want_dof ? hp_bigbuf_get((size_t)info.width * info.height * sizeof(float)) : NULL;
-    if (!pixels || (want_dof && !depth)) {
-        hp_bigbuf_put(pixels);
+    /* Decoded straight into memory the GPU uploads from (pipeline/host_pool.h): no copy on the host. */
+    hp_host_mem pixels_mem = {0}, depth_mem = {0};
+    bool have = ctx && job && hp_host_mem_get(be->host_pool, HP_MEM_UPLOAD, bytes, &pixels_mem);
+    if (have && want_dof)
+        have = hp_host_mem_get(be->host_pool, HP_MEM_UPLOAD, (size_t)info.width * info.height * sizeof(float),
+                               &depth_mem);
+    if (!have) {
+        hp_host_mem_put(&pixels_mem);
         hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory for a %ux%u frame", info.width, info.height);
         goto done;
     }
+    void *pixels = pixels_mem.ptr;
+    float *depth = depth_mem.ptr;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (raw->width)
@@ -694,15 +697,15 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
             const char *word = NULL;
             unsigned status = status_for_decode(dc, &word);
             hp_reply_error(reply, status, word, "depth", "depth: %s", err.message);
-            hp_bigbuf_put(pixels);
-            hp_bigbuf_put(depth);
+            hp_host_mem_put(&pixels_mem);
+            hp_host_mem_put(&depth_mem);
             goto done;
         }
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (dc != HP_OK) {
-        hp_bigbuf_put(pixels);
-        hp_bigbuf_put(depth);
+        hp_host_mem_put(&pixels_mem);
+        hp_host_mem_put(&depth_mem);
         reply_decode_error(reply, dc, &err);
         goto done;
     }
@@ -728,8 +731,8 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     ctx->decode_ms = hp_ms_between(&t0, &t1);
     job->desc = (hp_frame_desc){.width = info.width, .height = info.height,
                                 .format = half ? HP_PIXEL_RGBA16F : HP_PIXEL_RGBA32F};
-    job->pixels = pixels;
-    job->depth = depth;
+    job->pixels = pixels_mem;
+    job->depth = depth_mem;
     job->params = fp;
     job->finish = finish_job;
     job->client_gone = client_gone;
@@ -745,15 +748,13 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     /* Deferred before the hand-over: the frame may be finished before this handler returns. */
     ctx->slot = hp_request_defer(req);
     if (!ctx->slot) {
-        hp_bigbuf_put(job->pixels);
-        hp_bigbuf_put(job->depth);
+        hp_job_release(job);
         hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory");
         goto done;
     }
     if (!be->submit(be->ctx, job)) {
         hp_request_undefer(req);
-        hp_bigbuf_put(job->pixels);
-        hp_bigbuf_put(job->depth);
+        hp_job_release(job);
         hp_reply_error(reply, 429, "queue_full", NULL, "the queue is full (%u frames waiting); retry shortly",
                        be->queue_depth ? be->queue_depth(be->ctx) : 0);
         hp_reply_header_add(reply, "Retry-After", "1");

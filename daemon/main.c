@@ -26,10 +26,15 @@
 #include "daemon/worker.h"
 #include "pipeline/frame_graph.h"
 #include "pipeline/gpu.h"
+#include "pipeline/host_pool.h"
 
 #ifndef HP_VERSION
 #define HP_VERSION "unknown"
 #endif
+
+/* Mapped host memory kept between requests for frames and images (pipeline/host_pool.h): a few 4K frames
+ * in flight and queued with their images, as common/bigbuf.h keeps for ordinary memory. */
+#define HOST_POOL_KEEP_BYTES ((size_t)1 << 30)
 
 enum {
     EXIT_CLEAN = 0,
@@ -156,6 +161,7 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
     hp_gpu *gpu = NULL;
     hp_frame_graph *graph = NULL;
     hp_worker *worker = NULL;
+    hp_host_pool *host_pool = NULL;
     static backend_ctx bctx; /* outlives the HTTP server, which holds a pointer to it */
     int exit_code = EXIT_CLEAN;
     const char *cache_path = config->pipeline_cache[0] ? config->pipeline_cache : NULL;
@@ -189,9 +195,12 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
         if ((code = hp_frame_graph_create(gpu, &graph, &err)) != HP_OK)
             goto startup_failed;
         hp_encode_set_png_threads((unsigned)config->png_threads);
+        if ((code = hp_host_pool_create(gpu, HOST_POOL_KEEP_BYTES, &host_pool, &err)) != HP_OK)
+            goto startup_failed;
         hp_worker_config wc = {.queue_depth = (unsigned)config->queue_depth,
                                .finish_threads = (unsigned)config->encode_threads,
-                               .test_gpu_delay_ms = (unsigned)config->test_gpu_delay_ms};
+                               .test_gpu_delay_ms = (unsigned)config->test_gpu_delay_ms,
+                               .host_pool = host_pool};
         if ((code = hp_worker_create(graph, &wc, &worker, &err)) != HP_OK)
             goto startup_failed;
         bctx = (backend_ctx){.worker = worker, .gpu = gpu};
@@ -201,6 +210,7 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
             .queue_depth = queue_depth,
             .queue_capacity = queue_capacity,
             .report = report,
+            .host_pool = host_pool,
             .request_timeout_s = config->request_timeout_s,
             .decode_threads = config->decode_threads > 0 ? (unsigned)config->decode_threads
                                                          : (unsigned)sysconf(_SC_NPROCESSORS_ONLN),
@@ -236,6 +246,7 @@ shutdown:
     /* HTTP first: its drain waits for the requests in flight, whose jobs the worker is still running. */
     hp_http_destroy(&http);
     hp_worker_destroy(&worker);
+    hp_host_pool_destroy(&host_pool); /* every job is done: every block is back */
     /* Only after a warm-up: a cache saved before it holds no pipelines and would replace a good file. */
     if (gpu && graph && cache_path)
         save_pipeline_cache(gpu, cache_path);

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/bigbuf.h"
 #include "common/log.h"
 
 /* A FIFO of jobs with a capacity; both queues below are one of these. */
@@ -51,6 +50,7 @@ struct hp_worker {
     _Atomic uint32_t graph_sizes;
     _Atomic uint64_t graph_bytes;
     unsigned test_gpu_delay_ms; /* hp_worker_config */
+    hp_host_pool *host_pool;    /* hp_worker_config */
 };
 
 /* The test delay: nanosleep resumed after a signal (SIGTERM during a drain must not cut it short, or the
@@ -102,22 +102,31 @@ static bool start_job(hp_worker *w, hp_job *job, uint32_t *ticket)
         return false;
     }
     test_gpu_delay(w->test_gpu_delay_ms);
+    /* The image's memory before the frame is begun: the GPU reads it back straight into a block of the
+     * pool, which the encoder then reads (no pool, or none to be had: the graph's own, and a copy). */
+    size_t pixels = (size_t)job->desc.width * job->desc.height;
+    if (!job->params.analyze_only && w->host_pool)
+        hp_host_mem_get(w->host_pool, HP_MEM_READBACK, pixels * 8, &job->image);
+    hp_frame_host own = {
+        .pixels = job->pixels.block ? &job->pixels.block->buf : NULL,
+        .depth = job->depth.block ? &job->depth.block->buf : NULL,
+        .image = job->image.block ? &job->image.block->buf : NULL,
+    };
     void *staging;
-    job->code = hp_frame_graph_begin(w->graph, &job->desc, &staging, &job->err);
+    job->code = hp_frame_graph_begin_with(w->graph, &job->desc, &own, &staging, &job->err);
     if (job->code != HP_OK)
         return false;
-    size_t bytes = (size_t)job->desc.width * job->desc.height * hp_pixel_format_size(job->desc.format);
-    memcpy(staging, job->pixels, bytes);
-    hp_bigbuf_put(job->pixels);
-    job->pixels = NULL;
-    if (job->depth) {
+    if (!own.pixels) {
+        memcpy(staging, job->pixels.ptr, pixels * hp_pixel_format_size(job->desc.format));
+        hp_host_mem_put(&job->pixels);
+    }
+    if (job->depth.ptr && !own.depth) {
         float *depth;
         job->code = hp_frame_graph_depth(w->graph, &depth, &job->err);
         if (job->code != HP_OK)
             return false;
-        memcpy(depth, job->depth, (size_t)job->desc.width * job->desc.height * sizeof(float));
-        hp_bigbuf_put(job->depth);
-        job->depth = NULL;
+        memcpy(depth, job->depth.ptr, pixels * sizeof(float));
+        hp_host_mem_put(&job->depth);
     }
     job->code = hp_frame_graph_submit(w->graph, &job->params, ticket, &job->err);
     return job->code == HP_OK;
@@ -127,17 +136,28 @@ static bool start_job(hp_worker *w, hp_job *job, uint32_t *ticket)
 static void finish_job(hp_worker *w, hp_job *job, uint32_t ticket)
 {
     job->code = hp_frame_graph_wait(w->graph, ticket, &job->result, &job->err);
+    /* The GPU is done with the frame's memory. */
+    hp_host_mem_put(&job->pixels);
+    hp_host_mem_put(&job->depth);
     if (job->code != HP_OK || !job->result.pixels)
         return;
     job->image_size = (size_t)job->result.width * job->result.height * job->result.pixel_size;
-    job->image = hp_bigbuf_get(job->image_size);
-    if (!job->image) {
+    if (job->image.block)
+        return; /* result.pixels is in it already */
+    if (!hp_host_mem_get(NULL, HP_MEM_READBACK, job->image_size, &job->image)) {
         job->code = hp_fail(&job->err, HP_ERR_OUT_OF_MEMORY, "out of host memory for the %zu-byte image",
                             job->image_size);
         return;
     }
-    memcpy(job->image, job->result.pixels, job->image_size);
-    job->result.pixels = job->image;
+    memcpy(job->image.ptr, job->result.pixels, job->image_size);
+    job->result.pixels = job->image.ptr;
+}
+
+void hp_job_release(hp_job *job)
+{
+    hp_host_mem_put(&job->pixels);
+    hp_host_mem_put(&job->depth);
+    hp_host_mem_put(&job->image);
 }
 
 static void done(hp_worker *w, hp_job *job)
@@ -230,6 +250,7 @@ hp_code hp_worker_create(hp_frame_graph *graph, const hp_worker_config *config, 
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     w->graph = graph;
     w->test_gpu_delay_ms = config ? config->test_gpu_delay_ms : 0;
+    w->host_pool = config ? config->host_pool : NULL;
     unsigned depth = config && config->queue_depth ? config->queue_depth : 16;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     w->pool_size = config && config->finish_threads ? config->finish_threads : (unsigned)(cores > 0 ? cores : 1);

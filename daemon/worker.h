@@ -1,13 +1,15 @@
 /* The job queue and the threads that drain it: one GPU thread that owns the frame graph (the only
- * thread that touches Vulkan after start-up), and a pool of CPU threads that finish jobs (encoding).
+ * thread that records and submits work after start-up; the HTTP threads only take mapped memory from the
+ * host pool), and a pool of CPU threads that finish jobs (encoding).
  *
  *   HTTP thread:  decode -> hp_worker_submit()            (refused when the queue is full: 429)
- *   GPU thread:   copy into staging -> run every stage -> copy the image out -> hand to the pool
+ *   GPU thread:   submit (upload, every stage, read-back) -> wait -> hand to the pool
  *   pool thread:  job->finish(job): encode and answer
  *
  * A job past its deadline, or cancelled by its client going away, is dropped where it is found and
- * finished with the reason, never run. Frames in flight on the GPU: one at a time for now (issue 6
- * overlaps upload, compute and download across frames). */
+ * finished with the reason, never run. Frames in flight on the GPU: HP_FRAMES_IN_FLIGHT; with a host
+ * pool the GPU uploads straight from the memory the frame was decoded into and reads the image back into
+ * memory the encoder reads, so the GPU thread copies nothing. */
 #ifndef HP_WORKER_H
 #define HP_WORKER_H
 
@@ -18,16 +20,17 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "pipeline/frame_graph.h"
+#include "pipeline/host_pool.h"
 
 typedef struct hp_job hp_job;
 
 struct hp_job {
-    /* Input, set by the submitter. pixels is from hp_bigbuf_get (common/bigbuf.h), tightly packed
-     * desc.format rows; the worker puts it back once copied to the GPU. */
+    /* Input, set by the submitter. pixels (hp_host_mem_get, HP_MEM_UPLOAD): tightly packed desc.format
+     * rows; a block of the worker's host pool is uploaded from directly, anything else copied into the
+     * frame graph's staging. The worker gives both back once the GPU has them. */
     hp_frame_desc desc;
-    void *pixels;
-    float *depth;                /* width * height floats for depth of field (hp_bigbuf_get), or NULL; the
-                                  * worker puts it back once copied */
+    hp_host_mem pixels;
+    hp_host_mem depth;           /* width * height floats for depth of field, or empty */
     hp_frame_params params;
     struct timespec deadline;    /* CLOCK_MONOTONIC; a job not started by then is dropped (504) */
     _Atomic bool cancelled;      /* the client went away: drop it */
@@ -42,10 +45,15 @@ struct hp_job {
     hp_err err;
     bool expired;                /* dropped past its deadline */
     hp_frame_result result;      /* statistics, tone state, GPU timings (result.pixels: see image) */
-    void *image;                 /* copy of the output image (hp_bigbuf_get); NULL when analyze_only or failed */
+    hp_host_mem image;           /* the output image (result.pixels points into it): the read-back block
+                                  * itself, or a copy; empty when analyze_only or failed. The finisher gives
+                                  * it back (hp_job_release) */
     size_t image_size;
     struct timespec queued_at, started_at, gpu_done_at, finish_at;
 };
+
+/* Gives back whatever memory the job still holds (frame, depth, image); safe to call more than once. */
+void hp_job_release(hp_job *job);
 
 typedef struct hp_worker_config {
     unsigned queue_depth;   /* jobs waiting for the GPU at most; beyond it submit refuses, default 16 */
@@ -54,6 +62,9 @@ typedef struct hp_worker_config {
      * it runs (after the frame's deadline and client were checked, as if the GPU took that much longer),
      * so end-to-end tests of dropped, expired and drained frames hold on a GPU of any speed. 0: off. */
     unsigned test_gpu_delay_ms;
+    /* Where the images are read back into (the same pool the submitters take frames from), or NULL
+     * for the frame graph's own read-back memory and a copy. */
+    hp_host_pool *host_pool;
 } hp_worker_config;
 
 typedef struct hp_worker hp_worker;

@@ -25,7 +25,8 @@ enum { TS_START, TS_UPLOAD, TS_REDUCE, TS_EXPOSURE, TS_DOF, TS_TONEMAP, TS_DOWNL
 #define FENCE_TIMEOUT_NS (60ull * 1000 * 1000 * 1000)
 
 /* The host side of a frame size, one per frame in flight: while the GPU runs one frame, the caller fills
- * the other's staging and reads the one before's image. */
+ * the other's staging and reads the one before's image. Made on the first frame that uses them: a caller
+ * that brings its own host memory (hp_frame_graph_begin_with) never needs them. */
 typedef struct host_side {
     hp_buffer staging;       /* host-visible: the caller decodes into it */
     hp_buffer output_host;   /* the image copied back */
@@ -54,7 +55,10 @@ typedef struct frame_ctx {
     VkQueryPool queries;
     hp_buffer readback; /* stats, tone state, bokeh control words */
     size_slot *slot;    /* from begin to wait */
-    bool depth_staged;  /* hp_frame_graph_depth was called for this frame */
+    /* Where this frame's upload copies from and its image goes: the slot's host side, or the caller's
+     * (hp_frame_graph_begin_with). */
+    const hp_buffer *src_pixels, *src_depth, *dst_image;
+    bool depth_staged;  /* the frame has a depth: hp_frame_graph_depth, or the caller's */
     bool in_flight;     /* submitted, not yet waited for */
     /* What the submitted frame does, for reading its results back. */
     bool tone, dof, detail, output_dof, bokeh;
@@ -238,6 +242,12 @@ static bool slot_in_flight(const hp_frame_graph *g, const size_slot *s)
 
 hp_code hp_frame_graph_begin(hp_frame_graph *g, const hp_frame_desc *desc, void **pixels, hp_err *err)
 {
+    return hp_frame_graph_begin_with(g, desc, &(hp_frame_host){0}, pixels, err);
+}
+
+hp_code hp_frame_graph_begin_with(hp_frame_graph *g, const hp_frame_desc *desc, const hp_frame_host *own,
+                                  void **pixels, hp_err *err)
+{
     hp_code rc = hp_frame_desc_check(desc, err);
     if (rc != HP_OK)
         return rc;
@@ -267,13 +277,6 @@ hp_code hp_frame_graph_begin(hp_frame_graph *g, const hp_frame_desc *desc, void 
         rc = hp_buffer_create(g->gpu, bytes, HP_MEM_DEVICE, "frame_input", &victim->input, err);
         if (rc == HP_OK)
             rc = hp_buffer_create(g->gpu, out_bytes, HP_MEM_DEVICE, "frame_output", &victim->output, err);
-        /* Every frame in flight's host side at once: a repeated size then never allocates. */
-        for (int i = 0; i < HP_FRAMES_IN_FLIGHT && rc == HP_OK; i++) {
-            rc = hp_buffer_create(g->gpu, bytes, HP_MEM_UPLOAD, "frame_staging", &victim->host[i].staging, err);
-            if (rc == HP_OK)
-                rc = hp_buffer_create(g->gpu, out_bytes, HP_MEM_READBACK, "frame_output_host",
-                                      &victim->host[i].output_host, err);
-        }
         if (rc != HP_OK) {
             free_slot(g, victim);
             return rc;
@@ -284,11 +287,31 @@ hp_code hp_frame_graph_begin(hp_frame_graph *g, const hp_frame_desc *desc, void 
         hit = victim;
     }
     hit->last_used = g->clock;
+    /* The host side this frame needs, for every frame in flight at once: a repeated size then never
+     * allocates. */
+    VkDeviceSize bytes = frame_bytes(desc), out_bytes = (VkDeviceSize)desc->width * desc->height * 8;
+    for (int i = 0; i < HP_FRAMES_IN_FLIGHT && rc == HP_OK; i++) {
+        host_side *h = &hit->host[i];
+        if (!own->pixels && !h->staging.buffer)
+            rc = hp_buffer_create(g->gpu, bytes, HP_MEM_UPLOAD, "frame_staging", &h->staging, err);
+        if (rc == HP_OK && !own->image && !h->output_host.buffer)
+            rc = hp_buffer_create(g->gpu, out_bytes, HP_MEM_READBACK, "frame_output_host", &h->output_host, err);
+    }
+    if (rc == HP_OK && ((own->pixels && own->pixels->size < bytes) || (own->image && own->image->size < out_bytes) ||
+                        (own->depth && own->depth->size < (VkDeviceSize)desc->width * desc->height * sizeof(float))))
+        rc = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "host memory given for a %ux%u frame is too small", desc->width,
+                     desc->height);
+    if (rc != HP_OK)
+        return rc;
     frame_ctx *c = &g->ctx[ci];
     c->slot = hit;
-    c->depth_staged = false;
+    c->src_pixels = own->pixels ? own->pixels : &hit->host[ci].staging;
+    c->src_depth = own->depth;
+    c->dst_image = own->image ? own->image : &hit->host[ci].output_host;
+    c->depth_staged = own->depth != NULL;
     g->preparing = (int)ci;
-    *pixels = hit->host[ci].staging.mapped;
+    if (pixels)
+        *pixels = own->pixels ? NULL : hit->host[ci].staging.mapped;
     return HP_OK;
 }
 
@@ -308,6 +331,7 @@ hp_code hp_frame_graph_depth(hp_frame_graph *g, float **depth, hp_err *err)
             return rc;
     }
     c->depth_staged = true;
+    c->src_depth = &s->host[g->preparing].depth_staging;
     *depth = s->host[g->preparing].depth_staging.mapped;
     return HP_OK;
 }
@@ -373,9 +397,9 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     VkQueryPool queries = c->queries;
     uint64_t pixels = (uint64_t)slot->desc.width * slot->desc.height;
 
-    hp_buffer_flush(g->gpu, &host->staging);
+    hp_buffer_flush(g->gpu, c->src_pixels);
     if (dof)
-        hp_buffer_flush(g->gpu, &host->depth_staging);
+        hp_buffer_flush(g->gpu, c->src_depth);
     vkResetCommandPool(dev, c->pool, 0);
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
@@ -397,10 +421,10 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     if (dof)
         hp_dof_record_reset(g->dof, cmd); /* likewise */
     VkBufferCopy up = {.size = frame_bytes(&slot->desc)};
-    vkCmdCopyBuffer(cmd, host->staging.buffer, slot->input.buffer, 1, &up);
+    vkCmdCopyBuffer(cmd, c->src_pixels->buffer, slot->input.buffer, 1, &up);
     if (dof) {
-        VkBufferCopy dup = {.size = host->depth_staging.size};
-        vkCmdCopyBuffer(cmd, host->depth_staging.buffer, slot->dof.depth.buffer, 1, &dup);
+        VkBufferCopy dup = {.size = pixels * sizeof(float)};
+        vkCmdCopyBuffer(cmd, c->src_depth->buffer, slot->dof.depth.buffer, 1, &dup);
     }
     barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
@@ -470,7 +494,7 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
         VkBufferCopy state = {.dstOffset = READBACK_STATE_OFFSET, .size = HP_TONE_STATE_WORDS * 4};
         vkCmdCopyBuffer(cmd, g->tone_state.buffer, c->readback.buffer, 1, &state);
         VkBufferCopy image = {.size = pixels * out_pixel};
-        vkCmdCopyBuffer(cmd, slot->output.buffer, host->output_host.buffer, 1, &image);
+        vkCmdCopyBuffer(cmd, slot->output.buffer, c->dst_image->buffer, 1, &image);
     }
     if (dof) {
         VkBufferCopy ctl = {.dstOffset = READBACK_SPRITES_OFFSET, .size = HP_BOKEH_CTL_WORDS * 4};
@@ -538,8 +562,8 @@ hp_code hp_frame_graph_wait(hp_frame_graph *g, uint32_t ticket, hp_frame_result 
     out->height = slot->desc.height;
     if (tone) {
         hp_tone_decode_state((const uint8_t *)c->readback.mapped + READBACK_STATE_OFFSET, &out->tone);
-        hp_buffer_invalidate(g->gpu, &host->output_host);
-        out->pixels = host->output_host.mapped;
+        hp_buffer_invalidate(g->gpu, c->dst_image);
+        out->pixels = c->dst_image->mapped;
         out->pixel_size = c->out_pixel;
     }
     if (dof) {

@@ -82,6 +82,21 @@ void hp_frame_graph_destroy(hp_frame_graph **graph);
  * for the caller to decode the frame straight into. Fails when HP_FRAMES_IN_FLIGHT frames are in flight. */
 hp_code hp_frame_graph_begin(hp_frame_graph *graph, const hp_frame_desc *desc, void **pixels, hp_err *err);
 
+/* The caller's own host memory for a frame (pipeline/host_pool.h), each NULL for the graph's: pixels
+ * (HP_MEM_UPLOAD, the frame as hp_frame_graph_begin describes it) and depth (width * height floats) to
+ * upload from, image (HP_MEM_READBACK, width * height * 8 bytes) to read the image back into. The GPU
+ * copies straight from and into them, so no host copy is made; they must stay untouched until the
+ * frame's hp_frame_graph_wait has returned. */
+typedef struct hp_frame_host {
+    const hp_buffer *pixels, *depth, *image;
+} hp_frame_host;
+
+/* hp_frame_graph_begin with some or all of the host memory the caller's. *pixels (may be NULL when
+ * own->pixels is given) is the graph's staging, or NULL when own->pixels is used. A depth given here
+ * stands for hp_frame_graph_depth. */
+hp_code hp_frame_graph_begin_with(hp_frame_graph *graph, const hp_frame_desc *desc, const hp_frame_host *own,
+                                  void **pixels, hp_err *err);
+
 /* After hp_frame_graph_begin: the mapped staging memory for the frame's depth, width * height floats in
  * the file's units (allocated the first time a frame of this size has one). A frame run with
  * params->dof needs it. */
@@ -92,7 +107,8 @@ hp_code hp_frame_graph_depth(hp_frame_graph *graph, float **depth, hp_err *err);
  * the GPU runs this one, then wait for this one. The GPU runs them in order. */
 hp_code hp_frame_graph_submit(hp_frame_graph *graph, const hp_frame_params *params, uint32_t *ticket, hp_err *err);
 /* Waits for a submitted frame and reads its results back; out->pixels stays valid until that frame's
- * context is begun again (HP_FRAMES_IN_FLIGHT frames later). */
+ * context is begun again (HP_FRAMES_IN_FLIGHT frames later), or, in the caller's image memory
+ * (hp_frame_host), for as long as the caller keeps it. */
 hp_code hp_frame_graph_wait(hp_frame_graph *graph, uint32_t ticket, hp_frame_result *out, hp_err *err);
 /* Submit, then wait: one frame at a time. */
 hp_code hp_frame_graph_run(hp_frame_graph *graph, const hp_frame_params *params, hp_frame_result *out,

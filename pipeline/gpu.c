@@ -730,7 +730,8 @@ hp_code hp_buffer_create(hp_gpu *gpu, VkDeviceSize size, hp_mem_kind kind, const
         return hp_vk_fail(err, res, "vkBindBufferMemory");
     }
     out->size = size;
-    gpu->info.buffers_created++;
+    /* Atomic: the host pool (host_pool.h) creates buffers from the HTTP threads too. */
+    __atomic_add_fetch(&gpu->info.buffers_created, 1, __ATOMIC_RELAXED);
 
     VkMemoryPropertyFlags mf = gpu->memory_props.memoryTypes[type].propertyFlags;
     if (mf & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT && kind != HP_MEM_DEVICE) {

@@ -1,0 +1,146 @@
+/* The pool of pipeline/host_pool.h. */
+#include "pipeline/host_pool.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "common/bigbuf.h"
+#include "common/log.h"
+
+struct hp_host_pool {
+    hp_gpu *gpu;
+    pthread_mutex_t lock;
+    hp_host_block *kept; /* most recently given back first */
+    size_t kept_bytes, keep_limit;
+    unsigned out;        /* handed out, not yet back */
+};
+
+hp_code hp_host_pool_create(hp_gpu *gpu, size_t keep_bytes, hp_host_pool **out, hp_err *err)
+{
+    hp_host_pool *p = calloc(1, sizeof(*p));
+    if (!p)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    p->gpu = gpu;
+    p->keep_limit = keep_bytes;
+    pthread_mutex_init(&p->lock, NULL);
+    *out = p;
+    return HP_OK;
+}
+
+void hp_host_pool_destroy(hp_host_pool **pp)
+{
+    hp_host_pool *p = *pp;
+    if (!p)
+        return;
+    if (p->out)
+        hp_error("host pool: %u block(s) still out at destruction (leaked)", p->out);
+    for (hp_host_block *b = p->kept, *next; b; b = next) {
+        next = b->next;
+        hp_buffer_destroy(p->gpu, &b->buf);
+        free(b);
+    }
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+    *pp = NULL;
+}
+
+hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes, hp_err *err)
+{
+    pthread_mutex_lock(&p->lock);
+    hp_host_block **best = NULL;
+    for (hp_host_block **at = &p->kept; *at; at = &(*at)->next) {
+        size_t size = (size_t)(*at)->buf.size;
+        if ((*at)->kind == kind && size >= bytes && size / 2 <= bytes && (!best || size < (size_t)(*best)->buf.size))
+            best = at;
+    }
+    hp_host_block *b = NULL;
+    if (best) {
+        b = *best;
+        *best = b->next;
+        p->kept_bytes -= (size_t)b->buf.size;
+    }
+    p->out++;
+    pthread_mutex_unlock(&p->lock);
+    if (b) {
+        b->next = NULL;
+        return b;
+    }
+    /* A new one, outside the lock: pinning tens of megabytes takes milliseconds. Vulkan lets any thread
+     * create buffers and memory (only the objects themselves are externally synchronized). */
+    b = calloc(1, sizeof(*b));
+    hp_code rc = b ? hp_buffer_create(p->gpu, bytes, kind, kind == HP_MEM_UPLOAD ? "request_frame" : "request_image",
+                                      &b->buf, err)
+                   : hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (rc == HP_OK && !b->buf.mapped)
+        rc = hp_fail(err, HP_ERR_MISSING_FEATURE, "the device gave host memory that cannot be mapped");
+    if (rc != HP_OK) {
+        if (b)
+            hp_buffer_destroy(p->gpu, &b->buf);
+        free(b);
+        pthread_mutex_lock(&p->lock);
+        p->out--;
+        pthread_mutex_unlock(&p->lock);
+        return NULL;
+    }
+    b->kind = kind;
+    b->pool = p;
+    return b;
+}
+
+void hp_host_pool_put(hp_host_block *b)
+{
+    if (!b)
+        return;
+    hp_host_pool *p = b->pool;
+    pthread_mutex_lock(&p->lock);
+    p->out--;
+    bool keep = p->kept_bytes + (size_t)b->buf.size <= p->keep_limit;
+    if (keep) {
+        b->next = p->kept;
+        p->kept = b;
+        p->kept_bytes += (size_t)b->buf.size;
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (!keep) {
+        hp_buffer_destroy(p->gpu, &b->buf);
+        free(b);
+    }
+}
+
+void hp_host_pool_usage(hp_host_pool *p, unsigned *out_blocks, size_t *kept_bytes)
+{
+    pthread_mutex_lock(&p->lock);
+    if (out_blocks)
+        *out_blocks = p->out;
+    if (kept_bytes)
+        *kept_bytes = p->kept_bytes;
+    pthread_mutex_unlock(&p->lock);
+}
+
+bool hp_host_mem_get(hp_host_pool *pool, hp_mem_kind kind, size_t bytes, hp_host_mem *out)
+{
+    out->block = NULL;
+    out->ptr = NULL;
+    if (pool) {
+        hp_err err = {0};
+        out->block = hp_host_pool_get(pool, kind, bytes, &err);
+        if (out->block) {
+            out->ptr = out->block->buf.mapped;
+            return true;
+        }
+        /* Pinned memory can run out before ordinary memory does: the frame still runs, one copy slower. */
+        hp_warn("host pool: %s; this frame goes through ordinary memory", err.message);
+    }
+    out->ptr = hp_bigbuf_get(bytes);
+    return out->ptr != NULL;
+}
+
+void hp_host_mem_put(hp_host_mem *m)
+{
+    if (m->block)
+        hp_host_pool_put(m->block);
+    else
+        hp_bigbuf_put(m->ptr);
+    m->block = NULL;
+    m->ptr = NULL;
+}

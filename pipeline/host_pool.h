@@ -1,0 +1,59 @@
+/* Mapped GPU host memory that a request's frame is decoded into and its image read back into, taken and
+ * given back by any thread.
+ *
+ * Why: the frame graph's own staging belongs to the GPU thread, so a frame decoded on an HTTP thread had
+ * to be decoded into ordinary memory and copied again into the staging on the GPU thread (66 MB for a 4K
+ * half frame), and the image copied out of the read-back memory before the encoders could have it: about
+ * 20 ms of a 4K request went to those two copies (docs/BENCHMARKS.md, issue 4). With a block from this
+ * pool the decoder writes where the GPU copies from (hp_frame_graph_begin_with), and the encoder reads
+ * where the GPU wrote.
+ *
+ * Blocks are Vulkan buffers with their memory mapped for good: HP_MEM_UPLOAD (write-combined where the
+ * device has it: write them in order, never read them) and HP_MEM_READBACK (cached). Like
+ * common/bigbuf.h, a given-back block is kept, up to a total, for the next request of a size it fits (no
+ * more than twice the size asked): a render farm sends one size over and over, and pinned memory is slow
+ * to allocate. A block must go back before the pool is destroyed. Thread-safe. */
+#ifndef HP_HOST_POOL_H
+#define HP_HOST_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "pipeline/gpu.h"
+
+typedef struct hp_host_pool hp_host_pool;
+
+typedef struct hp_host_block {
+    hp_buffer buf;          /* buf.mapped: buf.size bytes */
+    hp_mem_kind kind;
+    hp_host_pool *pool;     /* where it goes back */
+    struct hp_host_block *next; /* while kept */
+} hp_host_block;
+
+/* keep_bytes: blocks kept for reuse at most (0: none). */
+hp_code hp_host_pool_create(hp_gpu *gpu, size_t keep_bytes, hp_host_pool **out, hp_err *err);
+/* Frees the kept blocks; every block handed out must be back. */
+void hp_host_pool_destroy(hp_host_pool **pool);
+
+/* A block of at least bytes (kind HP_MEM_UPLOAD or HP_MEM_READBACK), kept or new. NULL and *err when
+ * the device cannot give that much host memory. */
+hp_host_block *hp_host_pool_get(hp_host_pool *pool, hp_mem_kind kind, size_t bytes, hp_err *err);
+void hp_host_pool_put(hp_host_block *block);
+
+/* Blocks out now and bytes kept, for tests and /metrics. */
+void hp_host_pool_usage(hp_host_pool *pool, unsigned *out_blocks, size_t *kept_bytes);
+
+/* Memory for a job's frame, depth or image: a block of the pool when there is a pool and it can give
+ * one, else a warm buffer of common/bigbuf.h (the GPU thread then copies it through the frame graph's own
+ * staging). ptr is the memory either way. */
+typedef struct hp_host_mem {
+    void *ptr;
+    hp_host_block *block; /* NULL: ptr is from hp_bigbuf_get */
+} hp_host_mem;
+
+/* false when neither can be had (out of memory). pool may be NULL. */
+bool hp_host_mem_get(hp_host_pool *pool, hp_mem_kind kind, size_t bytes, hp_host_mem *out);
+/* Gives it back to wherever it came from; *mem is emptied. An empty one is ignored. */
+void hp_host_mem_put(hp_host_mem *mem);
+
+#endif

@@ -1,0 +1,304 @@
+/* The host pool (pipeline/host_pool.h) and frames run from the caller's host memory
+ * (hp_frame_graph_begin_with): blocks reused by size and kind, given back from many threads at once, the
+ * fallback to ordinary memory, and frames uploaded from and read back into pool blocks byte-identical to
+ * frames through the graph's own staging, depth of field and two frames in flight included. */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/bigbuf.h"
+#include "gpu_test.h"
+#include "pipeline/dof.h"
+#include "pipeline/host_pool.h"
+
+static hp_gpu *gpu;
+static hp_frame_graph *graph;
+static hp_err err;
+
+static uint32_t created(void) { return hp_gpu_get_info(gpu)->buffers_created; }
+
+static void test_reuse(void)
+{
+    hp_host_pool *pool = NULL;
+    tap_ok(hp_host_pool_create(gpu, 64u << 20, &pool, &err) == HP_OK, "pool created");
+    hp_host_block *a = hp_host_pool_get(pool, HP_MEM_UPLOAD, 1u << 20, &err);
+    tap_ok(a && a->buf.mapped && a->buf.size >= (1u << 20) && a->kind == HP_MEM_UPLOAD, "an upload block is mapped");
+    memset(a->buf.mapped, 0x5a, 1u << 20);
+    hp_host_pool_put(a);
+    uint32_t before = created();
+    hp_host_block *b = hp_host_pool_get(pool, HP_MEM_UPLOAD, 700u << 10, &err);
+    tap_ok(b == a && created() == before, "a block given back is handed out again for a size it fits, nothing created");
+    hp_host_block *c = hp_host_pool_get(pool, HP_MEM_READBACK, 1u << 20, &err);
+    tap_ok(c && c != a && created() == before + 1, "a read-back block is never an upload block");
+    hp_host_pool_put(b);
+    hp_host_block *d = hp_host_pool_get(pool, HP_MEM_UPLOAD, 300u << 10, &err);
+    tap_ok(d && d != a, "a kept block over twice the size asked is left for a larger request");
+    unsigned out;
+    size_t kept;
+    hp_host_pool_usage(pool, &out, &kept);
+    tap_ok(out == 2 && kept == a->buf.size, "usage: %u out (2), %zu bytes kept", out, kept);
+    hp_host_pool_put(c);
+    hp_host_pool_put(d);
+    hp_host_pool_destroy(&pool);
+    tap_ok(pool == NULL, "pool destroyed with its kept blocks");
+
+    tap_ok(hp_host_pool_create(gpu, 0, &pool, &err) == HP_OK, "pool that keeps nothing");
+    a = hp_host_pool_get(pool, HP_MEM_UPLOAD, 4096, &err);
+    hp_host_pool_put(a);
+    hp_host_pool_usage(pool, &out, &kept);
+    tap_ok(out == 0 && kept == 0, "with a limit of 0 a block given back is freed");
+    hp_host_pool_destroy(&pool);
+
+    hp_host_mem m;
+    tap_ok(hp_host_mem_get(NULL, HP_MEM_UPLOAD, 5u << 20, &m) && m.ptr && !m.block,
+           "without a pool, memory comes from the warm buffers");
+    memset(m.ptr, 1, 5u << 20);
+    hp_host_mem_put(&m);
+    tap_ok(!m.ptr && !m.block && hp_bigbuf_kept() >= (5u << 20), "and goes back to them");
+}
+
+typedef struct worker_arg {
+    hp_host_pool *pool;
+    unsigned seed;
+    bool ok;
+} worker_arg;
+
+static void *churn(void *p)
+{
+    worker_arg *a = p;
+    a->ok = true;
+    for (int i = 0; i < 40; i++) {
+        size_t size = (size_t)(1 + (a->seed + (unsigned)i * 7) % 3) << 18;
+        hp_mem_kind kind = (i & 1) ? HP_MEM_UPLOAD : HP_MEM_READBACK;
+        hp_host_mem m;
+        hp_host_pool *pool = a->pool;
+        if (!hp_host_mem_get(pool, kind, size, &m) || !m.block) {
+            a->ok = false;
+            break;
+        }
+        /* Every byte this thread's own: another thread holding the same block at once would show. */
+        uint8_t tag = (uint8_t)(a->seed * 41 + (unsigned)i);
+        memset(m.ptr, tag, size);
+        for (size_t k = 0; k < size; k += 4093)
+            a->ok = a->ok && ((uint8_t *)m.ptr)[k] == tag;
+        hp_host_mem_put(&m);
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    hp_host_pool *pool = NULL;
+    hp_host_pool_create(gpu, 8u << 20, &pool, &err);
+    enum { N = 8 };
+    pthread_t t[N];
+    worker_arg args[N];
+    for (unsigned i = 0; i < N; i++) {
+        args[i] = (worker_arg){.pool = pool, .seed = i};
+        pthread_create(&t[i], NULL, churn, &args[i]);
+    }
+    bool ok = true;
+    for (unsigned i = 0; i < N; i++) {
+        pthread_join(t[i], NULL);
+        ok = ok && args[i].ok;
+    }
+    unsigned out;
+    size_t kept;
+    hp_host_pool_usage(pool, &out, &kept);
+    tap_ok(ok && out == 0 && kept <= (8u << 20),
+           "8 threads taking and giving back 320 blocks: none shared, all back (%u out), %zu bytes kept", out, kept);
+    hp_host_pool_destroy(&pool);
+}
+
+/* --- Frames from the caller's memory -------------------------------------------------------------------- */
+
+enum { W = 67, H = 41 };
+
+static uint64_t rng = 12345;
+static double uniform(void)
+{
+    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (double)((z ^ (z >> 31)) >> 11) * 0x1p-53;
+}
+
+static float frame[W * H * 4], depth[W * H];
+
+/* Depth of field and bokeh on, with a fixed focus: the same lens for every frame here. */
+static hp_frame_params params_for(const float *z)
+{
+    hp_frame_params fp;
+    hp_frame_params_defaults(&fp);
+    fp.params.dof.enabled = true;
+    fp.params.bokeh.enabled = true;
+    fp.params.dof.focus_auto = false;
+    fp.params.dof.focus_distance_m = 3;
+    fp.dof = true;
+    hp_dof_settings_from_params(&fp.params, z, W, H, &fp.dof_settings);
+    return fp;
+}
+
+static hp_frame_params params(void) { return params_for(depth); }
+
+/* One frame through the graph's own staging. */
+static bool run_staged_frame(const float *rgba, const float *z, uint8_t *image, hp_lum_stats *stats)
+{
+    hp_frame_desc desc = {.width = W, .height = H, .format = HP_PIXEL_RGBA32F};
+    hp_frame_params fp = params_for(z);
+    void *staging;
+    float *dst;
+    hp_frame_result r;
+    if (hp_frame_graph_begin(graph, &desc, &staging, &err) != HP_OK)
+        return false;
+    memcpy(staging, rgba, sizeof(frame));
+    if (hp_frame_graph_depth(graph, &dst, &err) != HP_OK)
+        return false;
+    memcpy(dst, z, sizeof(depth));
+    if (hp_frame_graph_run(graph, &fp, &r, &err) != HP_OK || !r.pixels)
+        return false;
+    memcpy(image, r.pixels, (size_t)W * H * 4);
+    *stats = r.stats;
+    return true;
+}
+
+/* The reference: the test's frame through the staging. */
+static bool run_staged(uint8_t *image, hp_lum_stats *stats) { return run_staged_frame(frame, depth, image, stats); }
+
+/* Another frame through every context's staging, so that what they hold is not the frame a run from the
+ * caller's memory must produce (a graph that read its own staging instead would fail). */
+static void poison(void)
+{
+    static float other[W * H * 4], other_depth[W * H];
+    static uint8_t image[W * H * 4];
+    for (size_t i = 0; i < (size_t)W * H * 4; i++)
+        other[i] = 0.01f * (float)(i % 13);
+    for (size_t i = 0; i < (size_t)W * H; i++)
+        other_depth[i] = 1.5f;
+    hp_lum_stats s;
+    for (int i = 0; i < HP_FRAMES_IN_FLIGHT; i++)
+        run_staged_frame(other, other_depth, image, &s);
+}
+
+/* Begins a frame with the caller's memory for what `use` says (bit 0 pixels, 1 depth, 2 image). */
+static bool begin_own(hp_host_pool *pool, unsigned use, hp_host_mem mem[3])
+{
+    hp_frame_desc desc = {.width = W, .height = H, .format = HP_PIXEL_RGBA32F};
+    memset(mem, 0, 3 * sizeof(*mem));
+    const hp_buffer *bufs[3] = {NULL, NULL, NULL};
+    static const hp_mem_kind kinds[3] = {HP_MEM_UPLOAD, HP_MEM_UPLOAD, HP_MEM_READBACK};
+    static const size_t sizes[3] = {sizeof(frame), sizeof(depth), (size_t)W * H * 8};
+    for (int i = 0; i < 3; i++) {
+        if (!(use & (1u << i)))
+            continue;
+        if (!hp_host_mem_get(pool, kinds[i], sizes[i], &mem[i]) || !mem[i].block)
+            return false;
+        bufs[i] = &mem[i].block->buf;
+    }
+    if (mem[0].ptr)
+        memcpy(mem[0].ptr, frame, sizeof(frame));
+    if (mem[1].ptr)
+        memcpy(mem[1].ptr, depth, sizeof(depth));
+    hp_frame_host own = {.pixels = bufs[0], .depth = bufs[1], .image = bufs[2]};
+    void *staging;
+    if (hp_frame_graph_begin_with(graph, &desc, &own, &staging, &err) != HP_OK)
+        return false;
+    if (!(use & 1)) {
+        if (!staging)
+            return false;
+        memcpy(staging, frame, sizeof(frame));
+    } else if (staging) {
+        return false; /* the graph's staging is not for a frame that brings its own */
+    }
+    if (!(use & 2)) {
+        float *dst;
+        if (hp_frame_graph_depth(graph, &dst, &err) != HP_OK)
+            return false;
+        memcpy(dst, depth, sizeof(depth));
+    }
+    return true;
+}
+
+static void put_all(hp_host_mem mem[3])
+{
+    for (int i = 0; i < 3; i++)
+        hp_host_mem_put(&mem[i]);
+}
+
+static void test_frames(void)
+{
+    for (size_t i = 0; i < (size_t)W * H; i++) {
+        for (int c = 0; c < 3; c++)
+            frame[4 * i + c] = (float)exp(uniform() * 8 - 4);
+        frame[4 * i + 3] = 1;
+        if (i % 97 == 0) /* a few lights for the bokeh */
+            frame[4 * i] = frame[4 * i + 1] = frame[4 * i + 2] = 400;
+        depth[i] = (float)(0.5 + 20 * uniform());
+    }
+    static uint8_t want[W * H * 4];
+    hp_lum_stats want_stats;
+    bool ok = run_staged(want, &want_stats);
+    tap_ok(ok, "reference frame through the graph's staging%s%s", ok ? "" : ": ", ok ? "" : err.message);
+
+    hp_host_pool *pool = NULL;
+    hp_host_pool_create(gpu, 64u << 20, &pool, &err);
+    for (unsigned use = 1; use < 8; use++) {
+        hp_host_mem mem[3];
+        hp_frame_params fp = params();
+        hp_frame_result r;
+        poison();
+        ok = begin_own(pool, use, mem) && hp_frame_graph_run(graph, &fp, &r, &err) == HP_OK && r.pixels;
+        bool same = ok && memcmp(r.pixels, want, sizeof(want)) == 0 &&
+                    memcmp(&r.stats, &want_stats, sizeof(want_stats)) == 0;
+        bool where = ok && (!(use & 4) || r.pixels == mem[2].ptr);
+        tap_ok(same && where, "DOF frame with the caller's %s%s%s: image and statistics identical to the staged "
+               "frame%s", use & 1 ? "pixels " : "", use & 2 ? "depth " : "", use & 4 ? "image (read in place)" : "",
+               ok ? "" : err.message);
+        put_all(mem);
+    }
+
+    /* Two frames in flight, each from its own blocks, waited in order. */
+    poison();
+    hp_host_mem a[3], b[3];
+    hp_frame_params fp = params();
+    uint32_t ta, tb;
+    hp_frame_result ra, rb;
+    ok = begin_own(pool, 7, a) && hp_frame_graph_submit(graph, &fp, &ta, &err) == HP_OK && begin_own(pool, 7, b) &&
+         hp_frame_graph_submit(graph, &fp, &tb, &err) == HP_OK && hp_frame_graph_wait(graph, ta, &ra, &err) == HP_OK &&
+         hp_frame_graph_wait(graph, tb, &rb, &err) == HP_OK;
+    tap_ok(ok && a[2].block != b[2].block && memcmp(ra.pixels, want, sizeof(want)) == 0 &&
+               memcmp(rb.pixels, want, sizeof(want)) == 0,
+           "two frames in flight from separate blocks: both identical to the staged frame");
+    put_all(a);
+    put_all(b);
+
+    /* A block too small is refused, and the graph goes on. */
+    hp_host_block *small = hp_host_pool_get(pool, HP_MEM_UPLOAD, 1024, &err);
+    hp_frame_desc desc = {.width = W, .height = H, .format = HP_PIXEL_RGBA32F};
+    hp_frame_host own = {.pixels = &small->buf};
+    hp_err e2 = {0};
+    bool refused = hp_frame_graph_begin_with(graph, &desc, &own, NULL, &e2) == HP_ERR_INVALID_ARGUMENT;
+    hp_host_pool_put(small);
+    static uint8_t again[W * H * 4];
+    hp_lum_stats again_stats;
+    tap_ok(refused && strstr(e2.message, "too small") && run_staged(again, &again_stats) &&
+               memcmp(again, want, sizeof(want)) == 0,
+           "a block too small for the frame is refused (\"%s\"), and the next frame runs", e2.message);
+    hp_host_pool_destroy(&pool);
+}
+
+int main(void)
+{
+    int bail = gpu_test_open(&gpu, &graph, &err);
+    if (bail)
+        return bail;
+    test_reuse();
+    test_threads();
+    test_frames();
+    hp_frame_graph_destroy(&graph);
+    hp_gpu_destroy(&gpu);
+    gpu_test_validation_clean();
+    return tap_done();
+}
