@@ -32,18 +32,19 @@ typedef struct hp_route {
     const char *method; /* GET routes also answer HEAD (RFC 9110 9.3.2); libmicrohttpd drops the body */
     const char *path;   /* exact match */
     hp_route_handler handler;
+    void (*body_begins)(hp_request *request); /* optional: the body's buffer is ready, nothing arrived yet */
     bool takes_body;    /* the body is collected (up to max_body_bytes) before the handler runs */
     bool open;          /* answered without the bearer token (health checks) */
 } hp_route;
 
 static const hp_route routes[] = {
-    /* method  path            handler             body   open */
-    {"GET",    "/livez",       hp_route_livez,     false, true},
-    {"GET",    "/readyz",      hp_route_readyz,    false, true},
-    {"POST",   "/v1/render",   hp_route_render,    true,  false},
-    {"POST",   "/v1/analyze",  hp_route_analyze,   true,  false},
-    {"GET",    "/v1/gpu",      hp_route_gpu,       false, false},
-    {"GET",    "/metrics",     hp_route_metrics,   false, false},
+    /* method  path            handler             body begins               body   open */
+    {"GET",    "/livez",       hp_route_livez,     NULL,                     false, true},
+    {"GET",    "/readyz",      hp_route_readyz,    NULL,                     false, true},
+    {"POST",   "/v1/render",   hp_route_render,    hp_route_render_begins,   true,  false},
+    {"POST",   "/v1/analyze",  hp_route_analyze,   hp_route_analyze_begins,  true,  false},
+    {"GET",    "/v1/gpu",      hp_route_gpu,       NULL,                     false, false},
+    {"GET",    "/metrics",     hp_route_metrics,   NULL,                     false, false},
 };
 
 #define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
@@ -509,6 +510,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                 hp_reply_release(&early);
                 return ret;
             }
+            /* A declared length: the buffer now, whole, and the route told (it may read the body as it
+             * arrives). Only for a ready server and an authorised client: no work for anyone else. */
+            size_t want = len ? (size_t)strtoull(len, NULL, 10) : 0;
+            if (want > 0 && r->body_begins && hp_http_get_state(http) == HP_SERVICE_READY &&
+                (r->open || !http->auth_token || token_matches(http, connection)) &&
+                (req->body = hp_bigbuf_get(want)) != NULL) {
+                req->body_cap = want;
+                req->arriving = true;
+                hp_arrival_init(&req->arrival);
+                r->body_begins(req);
+            }
         }
         return MHD_YES;
     }
@@ -550,6 +562,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         }
         memcpy(req->body + req->body_len, upload_data, n);
         req->body_len += n;
+        if (req->arriving)
+            hp_arrival_add(&req->arrival, req->body_len);
         return MHD_YES;
     }
     if (req->deferred) {
@@ -566,6 +580,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     if (req->status != 0)
         return MHD_YES;
     clock_gettime(CLOCK_MONOTONIC, &req->body_done);
+    if (req->arriving)
+        hp_arrival_end(&req->arrival);
 
     hp_reply reply = {0};
     bool path_known;
@@ -633,6 +649,12 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
         req->slot->req = NULL;
         pthread_mutex_unlock(&req->slot->lock);
         slot_unref(req->slot);
+    }
+    if (req->arriving) {
+        hp_arrival_end(&req->arrival); /* a body cut off: an early reader stops waiting */
+        if (req->early_drop)
+            req->early_drop(req);
+        hp_arrival_destroy(&req->arrival);
     }
     hp_bigbuf_put(req->body);
     hp_reply_release(&req->deferred_reply);

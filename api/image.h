@@ -84,6 +84,10 @@ typedef struct hp_decode_options {
      * calling thread alone. DWAA/DWAB parts are decoded on one thread (their decoder is the C++ library's
      * on OpenEXR 3.1). */
     uint32_t threads;
+    /* Bytes that may still be arriving (common/arrival.h): the OpenEXR reader waits for each range it
+     * reads, so a frame can be decoded while it is received. NULL: every byte is there. Other formats
+     * need every byte there. */
+    struct hp_arrival *arrival;
 } hp_decode_options;
 
 #define HP_IMAGE_MAX_SIDE 16384u

@@ -7,12 +7,21 @@
  *
  * Chunks are independent: hp_exr_decode_chunks() decodes any range of them with its own decode pipeline
  * and scratch, so ranges can be spread over threads that share one reader (the library allows concurrent
- * reads of one context; our read function is a memcpy). Each chunk goes through a scratch of its own
- * size (a few hundred KiB) into the caller's frame: no full-frame copy is ever made.
+ * reads of one context; our read function is a memcpy). Each chunk is converted from its decompressed
+ * bytes (a few hundred KiB) into the caller's frame: no full-frame copy is ever made.
  *
  * Multi-part files: part 0 is used unless a named layer or channel is only found in a later part (the
  * simple rule: parts are searched in order, nothing is merged across parts). Depth must come from the
- * part that holds the colour. Tiled parts: level 0 only; deep parts are refused. */
+ * part that holds the colour. Tiled parts: level 0 only; deep parts are refused.
+ *
+ * Two things the library would do are ours instead, for speed (a 4K half RGBA ZIP frame took ~500 ms on
+ * one core, half of it in zlib): ZIP and ZIPS chunks are inflated with libdeflate (inflate_zip_chunk), and
+ * the library's unpack into a scratch followed by our conversion is one pass from the decompressed chunk
+ * to the frame (convert_chunk), for every compression. Parts with subsampled channels, and big-endian
+ * hosts, keep the library's unpack into a scratch and finish_chunk(). HP_EXR_GENERIC_DECODE=1 in the
+ * environment forces the library's own path for everything (zlib, its unpack, finish_chunk): the tests
+ * compare the two, and it is the way back should a file ever decode differently. */
+#include <libdeflate.h>
 #include <limits.h>
 #include <math.h>
 #include <openexr.h>
@@ -21,8 +30,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "api/image_internal.h"
+#include "common/arrival.h"
+#include "common/log.h"
 #include "pipeline/cpu_reference.h"
 #ifdef HP_EXR_DWA_CXX
 #include "api/image_exr_dwa.h"
@@ -43,6 +57,7 @@ struct hp_exr_reader {
     struct {
         const uint8_t *bytes;
         size_t len;
+        hp_arrival *arrival; /* hp_decode_options.arrival: bytes may still be arriving */
     } stream;
     int part;
     int chan[SLOT_COUNT];       /* index in the part's channel list, -1 absent */
@@ -57,6 +72,11 @@ struct hp_exr_reader {
     uint32_t tiles_x, tiles_y;
     uint32_t chunk_count;
     uint32_t chunk_w, chunk_h;  /* the largest chunk, for the scratch */
+    exr_compression_t compression;
+    bool library_decode;        /* HP_EXR_GENERIC_DECODE: the library's zlib and unpack, then finish_chunk() */
+    bool direct;                /* convert_chunk() reads the decompressed chunk (see choose_channels) */
+    uint32_t pixel_bytes;       /* of every channel of the part together: a decompressed line is width times this */
+    uint32_t slot_offset[SLOT_COUNT]; /* bytes of the channels before each slot's, per pixel of a line */
 };
 
 /* --- Library plumbing ------------------------------------------------------------------------------ */
@@ -82,6 +102,9 @@ static int64_t exr_stream_read(exr_const_context_t ctxt, void *userdata, void *b
     uint64_t n = r->stream.len - offset;
     if (n > sz)
         n = sz;
+    /* A body still arriving: wait for these bytes; cut off before them, it is a short read. */
+    if (r->stream.arrival && !hp_arrival_wait(r->stream.arrival, (size_t)(offset + n)))
+        return -1;
     if (n > (uint64_t)INT64_MAX)
         n = (uint64_t)INT64_MAX;
     memcpy(buffer, r->stream.bytes + offset, (size_t)n);
@@ -115,6 +138,13 @@ static const char *compression_name(exr_compression_t c)
                                         "dwab"};
     return (unsigned)c < sizeof(names) / sizeof(names[0]) ? names[c] : "unknown";
 }
+
+/* convert_chunk() reads values as they lie in the decompressed chunk, in EXR's byte order. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HOST_IS_LITTLE_ENDIAN true
+#else
+#define HOST_IS_LITTLE_ENDIAN false
+#endif
 
 /* --- Channel choice -------------------------------------------------------------------------------- */
 
@@ -512,6 +542,26 @@ static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, h
     for (int s = 0; s < 4; s++)
         if (r->chan[s] >= 0 && r->type[s] != EXR_PIXEL_HALF)
             info->half_exact = false;
+
+    /* A decompressed chunk holds, line after line, each channel of the part in list order (width values
+     * of its type, little-endian): what the library's unpack reads. Where a channel is subsampled a line
+     * may lack it, so those parts keep the library's unpack, which knows the rule. */
+    uint64_t pixel_bytes = 0;
+    bool direct = !r->library_decode && HOST_IS_LITTLE_ENDIAN;
+    for (int i = 0; i < cl->num_channels; i++) {
+        const exr_attr_chlist_entry_t *e = &cl->entries[i];
+        for (int s = 0; s < SLOT_COUNT; s++)
+            if (r->chan[s] == i)
+                r->slot_offset[s] = (uint32_t)pixel_bytes;
+        direct = direct && e->x_sampling == 1 && e->y_sampling == 1;
+        pixel_bytes += e->pixel_type == EXR_PIXEL_HALF ? 2 : 4;
+        if (pixel_bytes > UINT32_MAX) {
+            direct = false;
+            break;
+        }
+    }
+    r->direct = direct;
+    r->pixel_bytes = direct ? (uint32_t)pixel_bytes : 0;
     return HP_OK;
 }
 
@@ -523,6 +573,9 @@ hp_code hp_exr_open(const uint8_t *bytes, size_t len, const hp_decode_options *o
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR: out of memory for the reader");
     r->stream.bytes = bytes;
     r->stream.len = len;
+    r->stream.arrival = opt ? opt->arrival : NULL;
+    const char *library_decode = getenv("HP_EXR_GENERIC_DECODE");
+    r->library_decode = library_decode && library_decode[0] && strcmp(library_decode, "0") != 0;
 
     exr_context_initializer_t init = EXR_DEFAULT_CONTEXT_INITIALIZER;
     init.error_handler_fn = exr_error_handler;
@@ -589,6 +642,7 @@ hp_code hp_exr_open(const uint8_t *bytes, size_t len, const hp_decode_options *o
         goto fail;
     }
     snprintf(info->compression, sizeof(info->compression), "%s", compression_name(compression));
+    r->compression = compression;
     r->tiled = storage == EXR_STORAGE_TILED;
     info->tiled = r->tiled;
 #ifdef HP_EXR_DWA_CXX
@@ -770,11 +824,244 @@ static void finish_chunk(const hp_exr_reader *r, const hp_image_dest *dest, cons
 static hp_code chunk_fail(const hp_exr_reader *r, uint32_t index, chunk_rect c, exr_result_t rv, const char *step,
                           hp_err *err)
 {
+    /* OpenEXR 3.1's decompressors answer some corrupt data with EXR_ERR_OUT_OF_MEMORY (a PIZ chunk with 64 KiB
+     * zeroed does). Every buffer of a chunk is sized from the header, within EXR_MAX_CHUNK_UNPACKED, so a
+     * failure while decompressing is taken as a bad file (400), not as the server out of memory (503). */
+    if (rv == EXR_ERR_OUT_OF_MEMORY && strcmp(step, "decoding") == 0)
+        rv = EXR_ERR_CORRUPT_CHUNK;
     if (r->tiled)
         return exr_fail(err, rv, "%s tile %u (%u, %u) at pixel (%d, %d)", step, index, index % r->tiles_x,
                         index / r->tiles_x, r->data_window.min.x + (int32_t)c.x, r->data_window.min.y + (int32_t)c.y);
     return exr_fail(err, rv, "%s chunk %u (scanlines %d-%d)", step, index, r->data_window.min.y + (int32_t)c.y,
                     r->data_window.min.y + (int32_t)(c.y + c.h) - 1);
+}
+
+/* --- Straight from the decompressed chunk ------------------------------------------------------------ */
+
+/* One slot's values of one line into every fourth element of the frame's row, converted as slot_half()
+ * and slot_float() do. */
+static void line_to_half(uint16_t *o, const uint8_t *in, uint16_t type, uint32_t w)
+{
+    if (type == EXR_PIXEL_HALF) {
+        for (uint32_t x = 0; x < w; x++)
+            memcpy(o + 4 * (size_t)x, in + 2 * (size_t)x, 2);
+    } else {
+        for (uint32_t x = 0; x < w; x++)
+            o[4 * (size_t)x] = hp_float_to_half(slot_float(in + 4 * (size_t)x, type));
+    }
+}
+
+static void line_to_float(float *o, const uint8_t *in, uint16_t type, uint32_t w)
+{
+    if (type == EXR_PIXEL_HALF) {
+        for (uint32_t x = 0; x < w; x++) {
+            uint16_t h;
+            memcpy(&h, in + 2 * (size_t)x, 2);
+            o[4 * (size_t)x] = hp_half_to_float(h);
+        }
+    } else if (type == EXR_PIXEL_FLOAT) {
+        for (uint32_t x = 0; x < w; x++)
+            memcpy(o + 4 * (size_t)x, in + 4 * (size_t)x, 4);
+    } else {
+        for (uint32_t x = 0; x < w; x++)
+            o[4 * (size_t)x] = slot_float(in + 4 * (size_t)x, type);
+    }
+}
+
+/* The common frame: four lines of halves to RGBA16F pixels, alpha 1.0 where a is NULL. */
+static void interleave_halves(uint16_t *o, const uint8_t *r, const uint8_t *g, const uint8_t *b, const uint8_t *a,
+                              uint32_t w)
+{
+    uint32_t x = 0;
+#ifdef __SSE2__
+    const __m128i one = _mm_set1_epi16(0x3c00);
+    for (; x + 8 <= w; x += 8) {
+        __m128i vr = _mm_loadu_si128((const __m128i *)(r + 2 * (size_t)x));
+        __m128i vg = _mm_loadu_si128((const __m128i *)(g + 2 * (size_t)x));
+        __m128i vb = _mm_loadu_si128((const __m128i *)(b + 2 * (size_t)x));
+        __m128i va = a ? _mm_loadu_si128((const __m128i *)(a + 2 * (size_t)x)) : one;
+        __m128i rg_lo = _mm_unpacklo_epi16(vr, vg), rg_hi = _mm_unpackhi_epi16(vr, vg);
+        __m128i ba_lo = _mm_unpacklo_epi16(vb, va), ba_hi = _mm_unpackhi_epi16(vb, va);
+        __m128i *px = (__m128i *)(o + 4 * (size_t)x);
+        _mm_storeu_si128(px + 0, _mm_unpacklo_epi32(rg_lo, ba_lo));
+        _mm_storeu_si128(px + 1, _mm_unpackhi_epi32(rg_lo, ba_lo));
+        _mm_storeu_si128(px + 2, _mm_unpacklo_epi32(rg_hi, ba_hi));
+        _mm_storeu_si128(px + 3, _mm_unpackhi_epi32(rg_hi, ba_hi));
+    }
+#endif
+    for (; x < w; x++) {
+        uint16_t px[4] = {0, 0, 0, 0x3c00};
+        memcpy(&px[0], r + 2 * (size_t)x, 2);
+        memcpy(&px[1], g + 2 * (size_t)x, 2);
+        memcpy(&px[2], b + 2 * (size_t)x, 2);
+        if (a)
+            memcpy(&px[3], a + 2 * (size_t)x, 2);
+        memcpy(o + 4 * (size_t)x, px, 8);
+    }
+}
+
+/* The decompressed chunk (its layout in choose_channels) to the frame, with finish_chunk()'s results:
+ * the file's half bits kept, grey repeated (the slots of one channel read the same bytes), alpha 1 where
+ * the file has none, depth and its counts. */
+static void convert_chunk(const hp_exr_reader *r, const hp_image_dest *dest, const uint8_t *chunk, chunk_rect c,
+                          hp_depth_stats *stats)
+{
+    bool has_alpha = r->chan[SLOT_A] >= 0;
+    bool all_half = r->type[SLOT_R] == EXR_PIXEL_HALF && r->type[SLOT_G] == EXR_PIXEL_HALF &&
+                    r->type[SLOT_B] == EXR_PIXEL_HALF && (!has_alpha || r->type[SLOT_A] == EXR_PIXEL_HALF);
+    for (uint32_t y = 0; y < c.h; y++) {
+        const uint8_t *line = chunk + (size_t)y * c.w * r->pixel_bytes;
+        const uint8_t *in[SLOT_COUNT];
+        for (int s = 0; s < SLOT_COUNT; s++)
+            in[s] = r->chan[s] >= 0 ? line + (size_t)c.w * r->slot_offset[s] : NULL;
+        size_t out = (size_t)(c.y + y) * r->width + c.x;
+        if (dest->layout == HP_LAYOUT_RGBA16F && all_half) {
+            interleave_halves((uint16_t *)dest->rgba + out * 4, in[SLOT_R], in[SLOT_G], in[SLOT_B], in[SLOT_A], c.w);
+        } else if (dest->layout == HP_LAYOUT_RGBA16F) {
+            uint16_t *o = (uint16_t *)dest->rgba + out * 4;
+            for (int s = 0; s < 3 + has_alpha; s++)
+                line_to_half(o + s, in[s], r->type[s], c.w);
+            for (uint32_t x = 0; x < c.w && !has_alpha; x++)
+                o[4 * (size_t)x + 3] = 0x3c00; /* 1.0 */
+        } else {
+            float *o = (float *)dest->rgba + out * 4;
+            for (int s = 0; s < 3 + has_alpha; s++)
+                line_to_float(o + s, in[s], r->type[s], c.w);
+            for (uint32_t x = 0; x < c.w && !has_alpha; x++)
+                o[4 * (size_t)x + 3] = 1.0f;
+        }
+        if (dest->depth && in[SLOT_Z]) {
+            float *zo = dest->depth + out;
+            size_t step = r->type[SLOT_Z] == EXR_PIXEL_HALF ? 2 : 4;
+            for (uint32_t x = 0; x < c.w; x++) {
+                float z = slot_float(in[SLOT_Z] + step * x, r->type[SLOT_Z]);
+                zo[x] = z;
+                stats->background += z >= HP_IMAGE_DEPTH_BACKGROUND;
+                stats->nonfinite += !isfinite(z);
+            }
+        }
+    }
+}
+
+/* --- ZIP through libdeflate ------------------------------------------------------------------------ */
+
+/* OpenEXR 3.1 inflates ZIP and ZIPS chunks with zlib's uncompress(), which with its checksum was half
+ * the time of a frame; OpenEXR 3.2 moved to libdeflate for this speed (its ImfZip and internal_zip.c),
+ * but Debian 12 ships 3.1.5. So the pipeline's decompress_fn is ours: libdeflate inflates into a buffer
+ * of the range's, and EXR's ZIP transform is undone from there into dec->unpacked_buffer, where the
+ * library's own ZIP path would have put the chunk. One per range (one per thread): a libdeflate
+ * decompressor is not to be shared. */
+typedef struct zip_inflater {
+    struct libdeflate_decompressor *decompressor;
+    uint8_t *inflated;
+    size_t inflated_size;
+    char failure[160]; /* why the last chunk was refused; the library reports only that it failed */
+} zip_inflater;
+
+/* EXR's ZIP predictor undone in place: from the second byte on, t[i] = t[i-1] + t[i] - 128 (modulo 256;
+ * OpenEXR's ImfZip.cpp, internal_zip.c). A running sum, so each 16 bytes are summed within the vector by
+ * four shift-adds (a Hillis-Steele scan) and the previous vector's last byte is added to all. */
+static void zip_undo_predictor(uint8_t *t, size_t n)
+{
+    if (n < 2)
+        return;
+    size_t i = 1;
+    uint8_t prev = t[0];
+#ifdef __SSE2__
+    const __m128i bias = _mm_set1_epi8((char)-128);
+    __m128i carry = _mm_set1_epi8((char)prev);
+    for (; i + 16 <= n; i += 16) {
+        __m128i d = _mm_add_epi8(_mm_loadu_si128((const __m128i *)(t + i)), bias);
+        d = _mm_add_epi8(d, _mm_slli_si128(d, 1));
+        d = _mm_add_epi8(d, _mm_slli_si128(d, 2));
+        d = _mm_add_epi8(d, _mm_slli_si128(d, 4));
+        d = _mm_add_epi8(d, _mm_slli_si128(d, 8));
+        d = _mm_add_epi8(d, carry);
+        _mm_storeu_si128((__m128i *)(t + i), d);
+        __m128i last = _mm_shufflehi_epi16(_mm_unpackhi_epi8(d, d), 0xff); /* byte 15 in words 4-7 */
+        carry = _mm_unpackhi_epi64(last, last);
+    }
+    prev = (uint8_t)_mm_cvtsi128_si32(carry);
+#endif
+    for (; i < n; i++)
+        t[i] = prev = (uint8_t)(prev + t[i] - 128);
+}
+
+/* EXR's ZIP byte split undone: the first (n + 1) / 2 bytes are the even ones of the chunk, the rest the
+ * odd ones (so the two bytes of each half land in separate runs before deflate). */
+static void zip_interleave(uint8_t *out, const uint8_t *t, size_t n)
+{
+    const uint8_t *even = t, *odd = t + (n + 1) / 2;
+    size_t pairs = n / 2, k = 0;
+#ifdef __SSE2__
+    for (; k + 16 <= pairs; k += 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(even + k)), b = _mm_loadu_si128((const __m128i *)(odd + k));
+        _mm_storeu_si128((__m128i *)(out + 2 * k), _mm_unpacklo_epi8(a, b));
+        _mm_storeu_si128((__m128i *)(out + 2 * k + 16), _mm_unpackhi_epi8(a, b));
+    }
+#endif
+    for (; k < pairs; k++) {
+        out[2 * k] = even[k];
+        out[2 * k + 1] = odd[k];
+    }
+    if (n % 2)
+        out[n - 1] = even[pairs];
+}
+
+static const char *libdeflate_result_text(enum libdeflate_result res)
+{
+    switch (res) {
+    case LIBDEFLATE_BAD_DATA:
+        return "it is not a valid zlib stream (bad data or checksum)";
+    case LIBDEFLATE_SHORT_OUTPUT:
+        return "it inflates to fewer bytes";
+    case LIBDEFLATE_INSUFFICIENT_SPACE:
+        return "it inflates to more bytes";
+    default:
+        return "libdeflate failed";
+    }
+}
+
+/* The pipeline's decompress_fn for ZIP and ZIPS (exr_decode_pipeline_t): dec->packed_buffer (packed_size
+ * bytes, as read) to dec->unpacked_buffer (unpacked_size bytes, allocated by the library). A chunk whose
+ * packed size equals its unpacked size was stored uncompressed (deflate did not make it smaller), and the
+ * library then points unpacked_buffer at packed_buffer. */
+static exr_result_t inflate_zip_chunk(exr_decode_pipeline_t *dec)
+{
+    zip_inflater *z = dec->decoding_user_data;
+    uint64_t packed = dec->chunk.packed_size, unpacked = dec->chunk.unpacked_size;
+    z->failure[0] = '\0';
+    if (!dec->packed_buffer || !dec->unpacked_buffer)
+        return EXR_ERR_INVALID_ARGUMENT;
+    if (packed == unpacked) {
+        if (dec->unpacked_buffer != dec->packed_buffer)
+            memcpy(dec->unpacked_buffer, dec->packed_buffer, (size_t)packed);
+        return EXR_ERR_SUCCESS;
+    }
+    /* unpacked is at most EXR_MAX_CHUNK_UNPACKED (hp_exr_open), and the library has allocated as much */
+    if (z->inflated_size < unpacked) {
+        free(z->inflated);
+        z->inflated_size = 0;
+        if (!(z->inflated = malloc((size_t)unpacked))) {
+            snprintf(z->failure, sizeof(z->failure), "out of memory for %llu inflated bytes",
+                     (unsigned long long)unpacked);
+            return EXR_ERR_OUT_OF_MEMORY;
+        }
+        z->inflated_size = (size_t)unpacked;
+    }
+    /* With no actual size asked for, libdeflate fails unless the stream fills exactly unpacked bytes:
+     * any other size is a damaged chunk. */
+    enum libdeflate_result res =
+        libdeflate_zlib_decompress(z->decompressor, dec->packed_buffer, (size_t)packed, z->inflated, (size_t)unpacked,
+                                   NULL);
+    if (res != LIBDEFLATE_SUCCESS) {
+        snprintf(z->failure, sizeof(z->failure), "ZIP data of %llu bytes does not inflate to %llu: %s",
+                 (unsigned long long)packed, (unsigned long long)unpacked, libdeflate_result_text(res));
+        return EXR_ERR_CORRUPT_CHUNK;
+    }
+    zip_undo_predictor(z->inflated, (size_t)unpacked);
+    zip_interleave(dec->unpacked_buffer, z->inflated, (size_t)unpacked);
+    return EXR_ERR_SUCCESS;
 }
 
 #ifdef HP_EXR_DWA_CXX
@@ -806,6 +1093,9 @@ static hp_code decode_chunks_dwa(hp_exr_reader *r, uint32_t first, uint32_t end,
         .slot_count = slot_count,
     };
     hp_exr_dwa *dwa = NULL;
+    /* The C++ library reads the memory itself: every byte must be there. */
+    if (r->stream.arrival && !hp_arrival_wait(r->stream.arrival, r->stream.len))
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended before its last byte");
     hp_code code = hp_exr_dwa_open(r->stream.bytes, r->stream.len, r->part, &expect, &dwa, err);
     for (uint32_t i = first; i < end && code == HP_OK; i++) {
         chunk_rect c = rect_of_chunk(r, i);
@@ -840,6 +1130,12 @@ hp_code hp_exr_decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, con
     }
 #endif
 
+    zip_inflater inflater = {0};
+    bool zip = !r->library_decode && (r->compression == EXR_COMPRESSION_ZIP || r->compression == EXR_COMPRESSION_ZIPS);
+    if (zip && !(inflater.decompressor = libdeflate_alloc_decompressor())) {
+        free(scratch);
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR: out of memory for a ZIP decompressor");
+    }
     exr_decode_pipeline_t dec = EXR_DECODE_PIPELINE_INITIALIZER;
     bool initialized = false;
     hp_code code = HP_OK;
@@ -861,6 +1157,20 @@ hp_code hp_exr_decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, con
                            i, ci.width, ci.height, c.w, c.h);
             break;
         }
+        /* Uncompressed data of another size than the pixels' would leave the library's unpacked buffer
+         * unwritten (it decompresses nothing for NONE). */
+        if (r->compression == EXR_COMPRESSION_NONE && ci.packed_size != ci.unpacked_size) {
+            code = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR chunk %u: %llu bytes of uncompressed data for %llu "
+                           "bytes of pixels", i, (unsigned long long)ci.packed_size,
+                           (unsigned long long)ci.unpacked_size);
+            break;
+        }
+        if (r->direct && ci.unpacked_size != (uint64_t)c.w * c.h * r->pixel_bytes) {
+            code = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR chunk %u: %llu bytes unpacked, its %ux%u pixels of "
+                           "%u bytes need %llu", i, (unsigned long long)ci.unpacked_size, c.w, c.h, r->pixel_bytes,
+                           (unsigned long long)c.w * c.h * r->pixel_bytes);
+            break;
+        }
 
         rv = initialized ? exr_decoding_update(r->ctx, r->part, &ci, &dec)
                          : exr_decoding_initialize(r->ctx, r->part, &ci, &dec);
@@ -871,18 +1181,38 @@ hp_code hp_exr_decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, con
         aim_channels(r, &dec, want_depth, scratch, c);
         if (!initialized) {
             initialized = true;
+            /* The library's read (and its decompression for all but ZIP) stay; the scratch it was aimed at
+             * only made it choose them, and it is not written when convert_chunk() does the unpacking. */
             if ((rv = exr_decoding_choose_default_routines(r->ctx, r->part, &dec)) != EXR_ERR_SUCCESS) {
                 code = chunk_fail(r, i, c, rv, "preparing", err);
                 break;
             }
+            if (zip) {
+                dec.decompress_fn = inflate_zip_chunk;
+                dec.decoding_user_data = &inflater;
+            }
+            if (r->direct)
+                dec.unpack_and_convert_fn = NULL;
         }
         if ((rv = exr_decoding_run(r->ctx, r->part, &dec)) != EXR_ERR_SUCCESS) {
+            if (inflater.failure[0]) /* more to the point than the library's "unable to decompress" */
+                snprintf(exr_last_message, sizeof(exr_last_message), "%s", inflater.failure);
             code = chunk_fail(r, i, c, rv, "decoding", err);
             break;
         }
-        finish_chunk(r, dest, scratch, c, stats);
+        if (r->direct && !dec.unpacked_buffer) {
+            code = chunk_fail(r, i, c, EXR_ERR_CORRUPT_CHUNK, "decoding", err);
+            break;
+        }
+        if (r->direct)
+            convert_chunk(r, dest, dec.unpacked_buffer, c, stats);
+        else
+            finish_chunk(r, dest, scratch, c, stats);
     }
     exr_decoding_destroy(r->ctx, &dec);
+    if (inflater.decompressor)
+        libdeflate_free_decompressor(inflater.decompressor);
+    free(inflater.inflated);
     free(scratch);
     return code;
 }
@@ -924,6 +1254,9 @@ hp_code hp_exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options 
     hp_code code = hp_exr_open(bytes, len, opt, &fresh, &r, err);
     if (code != HP_OK)
         return code;
+    if (!r->direct && !r->dwa_cxx)
+        hp_debug("EXR part %d: converted through the library's unpack and a scratch (%s)", r->part,
+                 r->library_decode ? "HP_EXR_GENERIC_DECODE is set" : "a subsampled channel, or a big-endian host");
     /* One frame's chunks over threads: each decompresses and converts its own range into its own rows.
      * Ranges of at least 4 chunks, so that a small frame is not split for nothing. */
     uint32_t threads = opt && opt->threads > 1 ? opt->threads : 1;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 #include <errno.h>
+#include <pthread.h>
 #include <sys/socket.h>
 
 #include "api/encode.h"
@@ -185,6 +186,7 @@ typedef struct render_ctx {
     hp_image_format input_format;
     bool raw; /* raw samples, not a file */
     double recv_ms, decode_ms;
+    bool early;              /* decoded while it arrived (decode_ms is then the tail after the last byte) */
     /* OpenEXR: what the decoder chose (hp_image_info), for the JSON answer: with several layers in a
      * file, a client must be able to see which one it got. "" where there is none. */
     int exr_part;
@@ -361,6 +363,7 @@ static void finish_job(hp_job *job)
                                  (int)r->height, "stats", stats_json(&r->stats, ctx->analyze), "timings_ms", timings);
         if (!ctx->raw && ctx->input_format == HP_IMAGE_EXR)
             json_object_set_new(body, "exr", exr_json(ctx));
+        json_object_set_new(body, "decoded_while_receiving", json_boolean(ctx->early));
         if (r->dof_ran)
             json_object_set_new(body, "dof", dof_json(&job->params, r));
         if (ctx->analyze) {
@@ -496,6 +499,159 @@ static const char *first_exr_name(const hp_input_params *in, const char **param)
     return NULL;
 }
 
+/* --- Early decoding ---------------------------------------------------------------------------------
+ *
+ * A frame sent as the raw body (parameters in the query) is decoded while it arrives: the route's
+ * body_begins starts a thread that parses the query, reads the OpenEXR header and decodes each chunk as
+ * soon as its bytes are in (common/arrival.h makes the reader wait), into the mapped memory the GPU
+ * uploads from. By the time the last byte is in, all but a chunk or two is decoded. The handler then
+ * takes the result instead of decoding; anything the early decoder could not do (another format, a
+ * multipart body, bad parameters or a bad file) is left to the ordinary path, which answers with the
+ * error, so the rules and messages stay in one place. */
+
+/* Bodies too small to gain from the overlap are decoded after they are in (a thread start is tens of
+ * microseconds; a 64 KiB EXR takes longer than that to decode). */
+#define EARLY_MIN_BYTES ((size_t)64 << 10)
+
+typedef struct early_decode {
+    pthread_t thread;
+    bool joined;
+    hp_request *req;         /* its body and arrival stay until the request's early_drop has joined */
+    const hp_http_backend *be;
+    bool analyze;
+    char *query;             /* the query text, collected on the request's thread */
+    /* The outcome: code HP_OK when the frame is decoded into pixels (and depth) from the probe's info. */
+    hp_code code;
+    hp_image_info info;
+    bool half, want_dof;
+    hp_host_mem pixels, depth;
+    struct timespec decoded; /* when it finished */
+} early_decode;
+
+static bool collect_query(struct MHD_Connection *c, char **text)
+{
+    query_text q = {0};
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_query_arg, &q);
+    if (q.oom) {
+        free(q.buf);
+        return false;
+    }
+    *text = q.buf;
+    return true;
+}
+
+/* The decoder's options for a request: the server's limits and threads, the parameters' channel names.
+ * depth_opt, for a depth part, takes the limits alone. */
+static void decode_options(const hp_http_backend *be, const hp_params *p, hp_decode_options *opt,
+                           hp_decode_options *depth_opt)
+{
+    hp_decode_options o = HP_DECODE_OPTIONS_DEFAULTS;
+    o.max_width = be->max_width ? be->max_width : o.max_width;
+    o.max_height = be->max_height ? be->max_height : o.max_height;
+    o.max_pixels = be->max_pixels ? be->max_pixels : o.max_pixels;
+    o.threads = be->decode_threads;
+    if (depth_opt)
+        *depth_opt = o;
+    o.layer = p->input.layer;
+    o.channel_r = p->input.channel_r;
+    o.channel_g = p->input.channel_g;
+    o.channel_b = p->input.channel_b;
+    o.channel_a = p->input.channel_a;
+    o.depth = p->input.depth;
+    *opt = o;
+}
+
+static void *early_main(void *arg)
+{
+    early_decode *e = arg;
+    hp_request *req = e->req;
+    hp_err err = {0};
+    e->code = HP_ERR_INVALID_ARGUMENT; /* not done: the handler takes the ordinary path */
+    hp_params params;
+    hp_params_defaults(&params);
+    if (e->query && e->query[0] && hp_params_from_query(e->query, &params, &err) != HP_OK)
+        return NULL;
+    if (params.input.width) /* raw samples: nothing to decode */
+        return NULL;
+    if (!hp_arrival_wait(&req->arrival, 4) || hp_image_detect(req->body, 4) != HP_IMAGE_EXR)
+        return NULL;
+    hp_decode_options opt;
+    decode_options(e->be, &params, &opt, NULL);
+    opt.arrival = &req->arrival;
+    if (hp_image_probe(req->body, req->body_cap, &opt, &e->info, &err) != HP_OK)
+        return NULL;
+    e->want_dof = !e->analyze && params.dof.enabled;
+    if (e->want_dof && !e->info.has_depth)
+        return NULL; /* the handler says depth_missing */
+    e->half = e->info.half_exact;
+    size_t n = (size_t)e->info.width * e->info.height;
+    if (!hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * (e->half ? 8 : 16), &e->pixels) ||
+        (e->want_dof && !hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * sizeof(float), &e->depth)))
+        return NULL;
+    e->code = hp_image_decode(req->body, req->body_cap, &opt, &e->info, e->pixels.ptr,
+                              e->half ? HP_LAYOUT_RGBA16F : HP_LAYOUT_RGBA32F, e->want_dof ? e->depth.ptr : NULL,
+                              &err);
+    clock_gettime(CLOCK_MONOTONIC, &e->decoded);
+    return NULL;
+}
+
+static void early_free(early_decode *e)
+{
+    if (!e)
+        return;
+    if (!e->joined)
+        pthread_join(e->thread, NULL);
+    hp_host_mem_put(&e->pixels);
+    hp_host_mem_put(&e->depth);
+    free(e->query);
+    free(e);
+}
+
+static void early_drop(hp_request *req)
+{
+    early_free(req->early);
+    req->early = NULL;
+}
+
+/* The handler's side: waits for the early decoder (the whole body is in, so it is finishing or done) and
+ * takes it over from the request. NULL when there was none. */
+static early_decode *early_take(hp_request *req)
+{
+    early_decode *e = req->early;
+    if (!e)
+        return NULL;
+    pthread_join(e->thread, NULL);
+    e->joined = true;
+    req->early = NULL;
+    req->early_drop = NULL;
+    return e;
+}
+
+static void begins(hp_request *req, bool analyze)
+{
+    const char *ctype = MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    const hp_http_backend *be = hp_http_get_backend(req->http);
+    if (req->body_cap < EARLY_MIN_BYTES || !be || !be->submit ||
+        (ctype && strncasecmp(ctype, "multipart/form-data", 19) == 0))
+        return;
+    early_decode *e = calloc(1, sizeof(*e));
+    if (!e)
+        return;
+    e->req = req;
+    e->be = be;
+    e->analyze = analyze;
+    if (!collect_query(req->connection, &e->query) || pthread_create(&e->thread, NULL, early_main, e) != 0) {
+        free(e->query);
+        free(e);
+        return; /* the ordinary path will do */
+    }
+    req->early = e;
+    req->early_drop = early_drop;
+}
+
+void hp_route_render_begins(hp_request *req) { begins(req, false); }
+void hp_route_analyze_begins(hp_request *req) { begins(req, true); }
+
 static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
 {
     const hp_http_backend *be = hp_http_get_backend(req->http);
@@ -522,6 +678,7 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     hp_err err = {0};
     render_ctx *ctx = NULL;
     hp_job *job = NULL;
+    early_decode *early = early_take(req);
 
     if (ctype && strncasecmp(ctype, "multipart/form-data", 19) == 0) {
         struct MHD_PostProcessor *pp = MHD_create_post_processor(c, 65536, on_form_part, &f);
@@ -568,39 +725,32 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     }
     /* Query parameters apply in both forms, after the params part. */
     {
-        query_text q = {0};
-        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_query_arg, &q);
-        if (q.oom) {
-            free(q.buf);
+        char *query = NULL;
+        if (!collect_query(c, &query)) {
             hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory reading the query");
             goto done;
         }
-        hp_code pc = q.len ? hp_params_from_query(q.buf, &fp.params, &err) : HP_OK;
-        free(q.buf);
+        hp_code pc = query && query[0] ? hp_params_from_query(query, &fp.params, &err) : HP_OK;
+        free(query);
         if (pc != HP_OK) {
             hp_reply_error(reply, 400, "invalid_parameter", err.field[0] ? err.field : NULL, "%s", err.message);
             goto done;
         }
     }
 
-    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
-    opt.max_width = be->max_width ? be->max_width : opt.max_width;
-    opt.max_height = be->max_height ? be->max_height : opt.max_height;
-    opt.max_pixels = be->max_pixels ? be->max_pixels : opt.max_pixels;
-    opt.threads = be->decode_threads;
     /* A depth part is a picture of its own, probed with the limits alone: the names choose the frame's
      * channels ("" is automatic, as image.h reads it). */
-    hp_decode_options depth_opt = opt;
-    opt.layer = fp.params.input.layer;
-    opt.channel_r = fp.params.input.channel_r;
-    opt.channel_g = fp.params.input.channel_g;
-    opt.channel_b = fp.params.input.channel_b;
-    opt.channel_a = fp.params.input.channel_a;
-    opt.depth = fp.params.input.depth;
+    hp_decode_options opt, depth_opt;
+    decode_options(be, &fp.params, &opt, &depth_opt);
     hp_image_info info;
     const hp_input_params *raw = &fp.params.input;
     hp_code dc;
-    if (raw->width) {
+    /* The early decoder parsed the same query and read the same bytes: its probe is this probe. */
+    bool use_early = early && early->code == HP_OK && frame == req->body && !raw->width;
+    if (use_early) {
+        info = early->info;
+        dc = HP_OK;
+    } else if (raw->width) {
         /* Raw samples: the parameters say what the bytes are; they must be exactly that many. */
         memset(&info, 0, sizeof(info));
         info.width = raw->width;
@@ -673,12 +823,19 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     size_t bytes = (size_t)info.width * info.height * (half ? 8 : 16);
     /* Decoded straight into memory the GPU uploads from (pipeline/host_pool.h): no copy on the host. */
     hp_host_mem pixels_mem = {0}, depth_mem = {0};
-    bool have = ctx && job && hp_host_mem_get(be->host_pool, HP_MEM_UPLOAD, bytes, &pixels_mem);
-    if (have && want_dof)
+    use_early = use_early && early->half == half && early->want_dof == want_dof && depth_in_frame == want_dof;
+    if (use_early) { /* the frame is decoded already: its memory is the job's now */
+        pixels_mem = early->pixels;
+        depth_mem = early->depth;
+        early->pixels = early->depth = (hp_host_mem){0};
+    }
+    bool have = ctx && job && (pixels_mem.ptr || hp_host_mem_get(be->host_pool, HP_MEM_UPLOAD, bytes, &pixels_mem));
+    if (have && want_dof && !depth_mem.ptr)
         have = hp_host_mem_get(be->host_pool, HP_MEM_UPLOAD, (size_t)info.width * info.height * sizeof(float),
                                &depth_mem);
     if (!have) {
         hp_host_mem_put(&pixels_mem);
+        hp_host_mem_put(&depth_mem);
         hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory for a %ux%u frame", info.width, info.height);
         goto done;
     }
@@ -686,7 +843,9 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     float *depth = depth_mem.ptr;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (raw->width)
+    if (use_early)
+        t0 = t1 = early->decoded; /* below: only what was left after the last byte counts */
+    else if (raw->width)
         raw_to_rgba(frame, raw, pixels);
     else
         dc = hp_image_decode(frame, frame_len, &opt, &info, pixels, half ? HP_LAYOUT_RGBA16F : HP_LAYOUT_RGBA32F,
@@ -728,7 +887,10 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
         snprintf(ctx->exr_depth, sizeof(ctx->exr_depth), "%s", info.has_depth ? info.depth_channel : "");
     }
     ctx->recv_ms = hp_ms_between(&req->started, &req->body_done);
-    ctx->decode_ms = hp_ms_between(&t0, &t1);
+    /* decode: the time the request waited for its decoding after the body was in. Decoded early, that is
+     * only the tail after the last byte, often none. */
+    ctx->early = use_early;
+    ctx->decode_ms = use_early ? fmax(0.0, hp_ms_between(&req->body_done, &early->decoded)) : hp_ms_between(&t0, &t1);
     job->desc = (hp_frame_desc){.width = info.width, .height = info.height,
                                 .format = half ? HP_PIXEL_RGBA16F : HP_PIXEL_RGBA32F};
     job->pixels = pixels_mem;
@@ -764,6 +926,7 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     job = NULL;
     ctx = NULL;
 done:
+    early_free(early);
     free(job);
     free(ctx);
     form_free(&f);

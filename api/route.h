@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "api/http.h"
+#include "common/arrival.h"
 
 /* A client's X-Request-Id is echoed when it is 1..HP_REQUEST_ID_MAX characters of [A-Za-z0-9._:@/+=-]
  * (what tracing systems use); anything else would let a client put arbitrary bytes in our logs. */
@@ -50,6 +51,14 @@ typedef struct hp_request {
     uint8_t *body;
     size_t body_len, body_cap;
     bool body_too_large;
+    /* A body with a Content-Length is sized once when its headers come, and its arrival told as it comes
+     * in (common/arrival.h), so that a route's body_begins can start reading it early. */
+    bool arriving;
+    hp_arrival arrival;
+    /* What body_begins started (render.c's early decoding): dropped with the request unless the handler
+     * took it. The drop runs after the arrival has ended, so that nothing waits on it any more. */
+    void *early;
+    void (*early_drop)(struct hp_request *request);
 
     /* A handler that answers later (from another thread) calls hp_request_defer(); the connection is
      * suspended until hp_deferred_complete() hands over the reply. */
@@ -101,8 +110,12 @@ void hp_route_readyz(hp_request *request, hp_reply *reply);
 void hp_route_gpu(hp_request *request, hp_reply *reply);
 void hp_route_metrics(hp_request *request, hp_reply *reply);
 
-/* render.c: POST /v1/render, POST /v1/analyze. */
+/* render.c: POST /v1/render, POST /v1/analyze. The body_begins hooks run on the request's first call,
+ * once the body's buffer exists and before any of it has arrived (authorised requests only), and may
+ * start decoding it while it arrives. */
 void hp_route_render(hp_request *request, hp_reply *reply);
 void hp_route_analyze(hp_request *request, hp_reply *reply);
+void hp_route_render_begins(hp_request *request);
+void hp_route_analyze_begins(hp_request *request);
 
 #endif

@@ -18,7 +18,7 @@ packages=(
   gcc libc6-dev pkg-config meson ninja-build glslc python3
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers
   libmicrohttpd-dev libjansson-dev zlib1g-dev libopenexr-dev g++
-  libwebp-dev libspng-dev openssl
+  libwebp-dev libspng-dev libdeflate-dev openssl
 )
 missing=()
 for p in "${packages[@]}"; do

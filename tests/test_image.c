@@ -3,7 +3,10 @@
  * Real frames (tests/data): the park HDRI three ways agrees with itself, and the other frames decode with
  * the properties their README states. EXR frames this test writes with OpenEXR's own writers cover every
  * compression, tiles, half/float/uint channels, an offset data window, Blender's layer names, grey, multi-
- * part files and the refusals. Damaged input (truncated, bytes flipped in headers and bodies) must fail
+ * part files and the refusals. The EXR decoder's fast paths (ZIP through libdeflate, each chunk converted
+ * straight from its decompressed bytes) must give the bytes of the library's own path, which
+ * HP_EXR_GENERIC_DECODE=1 selects, for every compression, channel type, channel choice and odd size.
+ * Damaged input (truncated, bytes flipped in headers and bodies, ZIP chunks that inflate wrong) must fail
  * with a message and never crash; run it under valgrind too:
  *     valgrind --error-exitcode=1 --leak-check=full build/tests/test_image
  *
@@ -19,6 +22,7 @@
  *     largest |channel|. park .hdr vs .exr: RGBE keeps 8-bit mantissas (decoded at the interval centre),
  *     so within 2^-8 + 2^-20 of the pixel's largest channel, for pixels with no negative channel (RGBE
  *     cannot hold negatives). */
+#include <libdeflate.h>
 #include <math.h>
 #include <openexr.h>
 #include <pthread.h>
@@ -1283,6 +1287,453 @@ static void test_damage(void)
     blob_free(&park_pfm);
 }
 
+/* --- Fast paths against the library's own (api/image_exr.c) --------------------------------------- */
+
+/* The decoder converts straight from each decompressed chunk and inflates ZIP with libdeflate;
+ * HP_EXR_GENERIC_DECODE=1 makes it use the library's zlib and unpack instead. Both must give the same
+ * bytes for every compression, channel type, layout and size. */
+static void use_library_decode(bool on)
+{
+    if (on)
+        setenv("HP_EXR_GENERIC_DECODE", "1", 1);
+    else
+        unsetenv("HP_EXR_GENERIC_DECODE");
+}
+
+/* Mostly smooth values (so that the compressors have something to do), and every seventh sample random
+ * bits: NaNs with payloads, infinities, subnormals, -0, huge uints. */
+static void frame_add_bits(frame *f, const char *name, int type, int k)
+{
+    int c = f->count++;
+    size_t n = (size_t)f->width * f->height;
+    snprintf(f->names[c], sizeof(f->names[c]), "%s", name);
+    f->data[c] = malloc(n * hp_exr_type_size(type));
+    f->expect[c] = malloc(n * 4);
+    for (int y = 0; y < f->height; y++)
+        for (int x = 0; x < f->width; x++) {
+            size_t i = (size_t)y * f->width + x;
+            bool noise = rng_next() % 7 == 0;
+            uint32_t bits = (uint32_t)rng_next();
+            float v = smooth(x, y, k, true);
+            if (type == EXR_PIXEL_HALF) {
+                uint16_t h = noise ? (uint16_t)bits : hp_float_to_half(v);
+                ((uint16_t *)f->data[c])[i] = h;
+                f->expect[c][i] = hp_half_to_float(h);
+            } else if (type == EXR_PIXEL_UINT) {
+                uint32_t u = noise ? bits : (uint32_t)(v * 1000.0f);
+                ((uint32_t *)f->data[c])[i] = u;
+                f->expect[c][i] = (float)u;
+            } else {
+                if (noise)
+                    memcpy(&v, &bits, 4);
+                ((float *)f->data[c])[i] = v;
+                f->expect[c][i] = v;
+            }
+        }
+    f->channels[c] = (test_exr_channel){f->names[c], type, f->data[c]};
+}
+
+typedef enum agreement { DIFFERENT, SAME_PIXELS, SAME_REFUSAL } agreement;
+
+/* Decoded with both paths (RGBA32F with depth, then RGBA16F): the same bytes and depth counts, or the same
+ * refusal; why says what differs. */
+static agreement same_both_ways(const blob *b, const hp_decode_options *opt, char *why, size_t len)
+{
+    decoded fast, lib;
+    hp_code fast_code = decode_both(b, opt, &fast);
+    use_library_decode(true);
+    hp_code lib_code = decode_both(b, opt, &lib);
+    use_library_decode(false);
+    bool ok = fast_code == HP_OK && lib_code == HP_OK;
+    agreement same = DIFFERENT;
+    if (!ok) {
+        if (fast_code == lib_code && strcmp(fast.err.message, lib.err.message) == 0)
+            same = SAME_REFUSAL;
+        snprintf(why, len, "fast: %.200s; library: %.200s", fast_code ? fast.err.message : "ok",
+                 lib_code ? lib.err.message : "ok");
+    } else {
+        size_t px = (size_t)fast.info.width * fast.info.height, rgba32 = 0, rgba16 = 0, depth = 0;
+        for (size_t i = 0; i < px * 4; i++) {
+            rgba32 += memcmp(&fast.rgba[i], &lib.rgba[i], 4) != 0;
+            rgba16 += fast.half[i] != lib.half[i];
+        }
+        for (size_t i = 0; fast.info.has_depth && i < px; i++)
+            depth += memcmp(&fast.depth[i], &lib.depth[i], 4) != 0;
+        bool counts = fast.info.depth_background == lib.info.depth_background &&
+                      fast.info.depth_nonfinite == lib.info.depth_nonfinite;
+        same = rgba32 == 0 && rgba16 == 0 && depth == 0 && counts ? SAME_PIXELS : DIFFERENT;
+        snprintf(why, len, "%zu RGBA32F, %zu RGBA16F, %zu depth values differ; depth counts %llu/%llu %s %llu/%llu",
+                 rgba32, rgba16, depth, (unsigned long long)fast.info.depth_background,
+                 (unsigned long long)fast.info.depth_nonfinite, counts ? "=" : "!=",
+                 (unsigned long long)lib.info.depth_background, (unsigned long long)lib.info.depth_nonfinite);
+    }
+    decoded_free(&fast);
+    decoded_free(&lib);
+    return same;
+}
+
+typedef struct channel_def {
+    const char *name;
+    int type;
+} channel_def;
+
+typedef struct channel_set {
+    const char *what;
+    channel_def channels[8];
+} channel_set;
+
+/* Unused channels between the used ones ("N.X", "a.extra"), so each used channel lies at an offset in
+ * the line; the writer stores them in name order (A, B, G, N.X, R, Y, Z, a.extra). */
+static const channel_set channel_sets[] = {
+    {"R,G,B,A half + N.X", {{"R", EXR_PIXEL_HALF}, {"G", EXR_PIXEL_HALF}, {"B", EXR_PIXEL_HALF},
+                            {"A", EXR_PIXEL_HALF}, {"N.X", EXR_PIXEL_HALF}}},
+    {"R,G,B half", {{"R", EXR_PIXEL_HALF}, {"G", EXR_PIXEL_HALF}, {"B", EXR_PIXEL_HALF}}},
+    {"R,G,B float + Z float", {{"R", EXR_PIXEL_FLOAT}, {"G", EXR_PIXEL_FLOAT}, {"B", EXR_PIXEL_FLOAT},
+                               {"Z", EXR_PIXEL_FLOAT}}},
+    {"R,G,B,A uint + Z half", {{"R", EXR_PIXEL_UINT}, {"G", EXR_PIXEL_UINT}, {"B", EXR_PIXEL_UINT},
+                               {"A", EXR_PIXEL_UINT}, {"Z", EXR_PIXEL_HALF}}},
+    {"grey Y half + A half", {{"Y", EXR_PIXEL_HALF}, {"A", EXR_PIXEL_HALF}}},
+    {"grey Y float + Z uint", {{"Y", EXR_PIXEL_FLOAT}, {"Z", EXR_PIXEL_UINT}}},
+    {"R half, G float, B uint, A float, N.X float, Z float, a.extra half",
+     {{"R", EXR_PIXEL_HALF}, {"G", EXR_PIXEL_FLOAT}, {"B", EXR_PIXEL_UINT}, {"A", EXR_PIXEL_FLOAT},
+      {"N.X", EXR_PIXEL_FLOAT}, {"Z", EXR_PIXEL_FLOAT}, {"a.extra", EXR_PIXEL_HALF}}},
+};
+enum { MIXED_SET = 6 };
+
+/* Sizes that leave partial chunks and tiles: one column, one row, one pixel, tiles that do not divide. */
+static const struct geometry {
+    int width, height, tile;
+} geometries[] = {{70, 45, 0}, {1, 37, 0}, {33, 1, 0}, {1, 1, 0}, {70, 45, 16}, {13, 9, 7}, {1, 37, 5}};
+
+static void make_set_frame(frame *f, const channel_set *set, int width, int height)
+{
+    memset(f, 0, sizeof(*f));
+    f->width = width, f->height = height;
+    for (int c = 0; c < 8 && set->channels[c].name; c++)
+        frame_add_bits(f, set->channels[c].name, set->channels[c].type, c);
+}
+
+/* Every compression the core decodes x channel sets x sizes, and the channel options on the mixed set:
+ * the fast path gives the library's bytes. OpenEXR 3.1.5 writes small B44 chunks (a 1-pixel column, a
+ * 6x2 edge tile) larger than their pixels, padded to its 4x4 blocks, and then refuses to read them back:
+ * at the small sizes both paths may refuse B44 alike; 70x45 must decode. */
+static void test_fast_path_matches_library(void)
+{
+    hp_decode_options swapped = HP_DECODE_OPTIONS_DEFAULTS, grey = HP_DECODE_OPTIONS_DEFAULTS;
+    swapped.channel_r = "B", swapped.channel_g = "R", swapped.channel_b = "G", swapped.channel_a = "N.X";
+    swapped.depth = "a.extra";
+    grey.channel_r = grey.channel_g = grey.channel_b = "a.extra", grey.channel_a = "G";
+    const struct {
+        const char *what;
+        const hp_decode_options *opt;
+    } variants[] = {{"channel_r=B, g=R, b=G, a=N.X, depth=a.extra", &swapped},
+                    {"grey channel_r=g=b=a.extra, a=G", &grey}};
+    enum { SETS = sizeof(channel_sets) / sizeof(channel_sets[0]), GEOMETRIES = sizeof(geometries) / sizeof(geometries[0]) };
+    for (int comp = EXR_COMPRESSION_NONE; comp < EXR_COMPRESSION_DWAA; comp++) {
+        for (int v = 0; v < SETS + 2; v++) {
+            int set = v < SETS ? v : MIXED_SET;
+            const hp_decode_options *opt = v < SETS ? NULL : variants[v - SETS].opt;
+            const char *what = v < SETS ? channel_sets[set].what : variants[v - SETS].what;
+            rng_state = 1000 + (uint64_t)comp * 100 + (uint64_t)v;
+            char why[600] = "";
+            int failed = 0, refused = 0;
+            bool b44 = comp == EXR_COMPRESSION_B44 || comp == EXR_COMPRESSION_B44A;
+            for (int g = 0; g < GEOMETRIES; g++) {
+                frame f;
+                make_set_frame(&f, &channel_sets[set], geometries[g].width, geometries[g].height);
+                test_exr_spec spec = frame_spec(&f, comp, geometries[g].tile);
+                blob b = {0};
+                char this_why[480];
+                bool ok = write_exr(&spec, &b);
+                if (!ok)
+                    snprintf(this_why, sizeof(this_why), "not written");
+                else {
+                    agreement same = same_both_ways(&b, opt, this_why, sizeof(this_why));
+                    refused += same == SAME_REFUSAL;
+                    ok = same == SAME_PIXELS || (same == SAME_REFUSAL && b44 && geometries[g].width != 70);
+                }
+                if (!ok && !failed++)
+                    snprintf(why, sizeof(why), " (first at %dx%d%s: %s)", geometries[g].width, geometries[g].height,
+                             geometries[g].tile ? " tiled" : "", this_why);
+                blob_free(&b);
+                frame_free(&f);
+            }
+            tap_ok(failed == 0, "EXR %s, %s: the fast path gives the library's bytes at %d sizes (%d refused "
+                   "alike)%s", compression_names[comp], what, GEOMETRIES - refused, refused, why);
+        }
+    }
+}
+
+/* The file as the library sees it, for the chunk information of part 0. */
+static int64_t blob_read(exr_const_context_t ctxt, void *userdata, void *buffer, uint64_t sz, uint64_t offset,
+                         exr_stream_error_func_ptr_t error_cb)
+{
+    (void)ctxt;
+    (void)error_cb;
+    const blob *b = userdata;
+    if (offset >= b->len)
+        return 0;
+    size_t n = b->len - (size_t)offset < sz ? b->len - (size_t)offset : (size_t)sz;
+    memcpy(buffer, b->data + offset, n);
+    return (int64_t)n;
+}
+
+static int64_t blob_size(exr_const_context_t ctxt, void *userdata)
+{
+    (void)ctxt;
+    return (int64_t)((const blob *)userdata)->len;
+}
+
+/* Scanline chunk `index` of part 0 (its data_offset, packed_size, unpacked_size); *count gets the number
+ * of chunks. */
+static bool scanline_chunk(const blob *b, int index, exr_chunk_info_t *ci, int *count)
+{
+    exr_context_initializer_t init = EXR_DEFAULT_CONTEXT_INITIALIZER;
+    init.user_data = (void *)b;
+    init.read_fn = blob_read;
+    init.size_fn = blob_size;
+    exr_context_t ctx = NULL;
+    exr_attr_box2i_t dw;
+    int32_t lines = 0;
+    bool ok = exr_start_read(&ctx, "test.exr", &init) == EXR_ERR_SUCCESS &&
+              exr_get_chunk_count(ctx, 0, count) == EXR_ERR_SUCCESS &&
+              exr_get_data_window(ctx, 0, &dw) == EXR_ERR_SUCCESS &&
+              exr_get_scanlines_per_chunk(ctx, 0, &lines) == EXR_ERR_SUCCESS && index < *count &&
+              exr_read_scanline_chunk_info(ctx, 0, dw.min.y + index * lines, ci) == EXR_ERR_SUCCESS;
+    if (ctx)
+        exr_finish(&ctx);
+    return ok;
+}
+
+/* The lossless compressions keep half bits exactly, NaN payloads included, in RGBA16F; ZIP chunks too
+ * random to deflate are stored as they are (packed size = unpacked size) and read as such. */
+static void test_fast_path_half_bits(void)
+{
+    static const char *const rgba[4] = {"R", "G", "B", "A"};
+    static const int lossless[] = {EXR_COMPRESSION_NONE, EXR_COMPRESSION_RLE, EXR_COMPRESSION_ZIPS,
+                                   EXR_COMPRESSION_ZIP, EXR_COMPRESSION_PIZ, EXR_COMPRESSION_PXR24};
+    for (size_t i = 0; i < sizeof(lossless) / sizeof(lossless[0]); i++) {
+        rng_state = 77 + i;
+        frame f;
+        make_set_frame(&f, &channel_sets[0], 70, 45);
+        test_exr_spec spec = frame_spec(&f, lossless[i], 0);
+        blob b = {0};
+        decoded d = {0};
+        size_t bad = 0;
+        hp_code code = write_exr(&spec, &b) ? decode_both(&b, NULL, &d) : HP_ERR_INTERNAL;
+        for (int s = 0; code == HP_OK && s < 4; s++) {
+            const uint16_t *written = f.data[frame_find(&f, rgba[s])];
+            for (size_t p = 0; p < (size_t)70 * 45; p++)
+                bad += d.half[p * 4 + s] != written[p];
+        }
+        tap_ok(code == HP_OK && bad == 0, "EXR %s: RGBA16F holds the file's half bits exactly (%zu differ)%s%s",
+               compression_names[lossless[i]], bad, code ? ": " : "", code ? d.err.message : "");
+        decoded_free(&d);
+        blob_free(&b);
+        frame_free(&f);
+    }
+
+    /* every sample random: deflate cannot shrink the chunks */
+    frame f = {.width = 64, .height = 40};
+    rng_state = 5;
+    for (int c = 0; c < 3; c++) {
+        int k = f.count++;
+        snprintf(f.names[k], sizeof(f.names[k]), "%s", rgba[c]);
+        f.data[k] = malloc((size_t)64 * 40 * 2);
+        for (size_t p = 0; p < (size_t)64 * 40; p++)
+            ((uint16_t *)f.data[k])[p] = (uint16_t)rng_next();
+        f.channels[k] = (test_exr_channel){f.names[k], EXR_PIXEL_HALF, f.data[k]};
+    }
+    test_exr_spec spec = frame_spec(&f, EXR_COMPRESSION_ZIP, 0);
+    blob b = {0};
+    if (write_exr(&spec, &b)) {
+        int raw = 0, count = 0;
+        exr_chunk_info_t ci;
+        for (int i = 0; scanline_chunk(&b, i, &ci, &count); i++)
+            raw += ci.packed_size == ci.unpacked_size;
+        decoded d;
+        hp_code code = decode_both(&b, NULL, &d);
+        size_t bad = 0;
+        for (int s = 0; code == HP_OK && s < 3; s++)
+            for (size_t p = 0; p < (size_t)64 * 40; p++)
+                bad += d.half[p * 4 + s] != ((const uint16_t *)f.data[s])[p];
+        tap_ok(code == HP_OK && raw > 0 && bad == 0,
+               "EXR ZIP of random halves: %d of %d chunks stored uncompressed, decoded bit for bit (%zu differ)%s%s",
+               raw, count, bad, code ? ": " : "", code ? d.err.message : "");
+        decoded_free(&d);
+        blob_free(&b);
+    }
+    frame_free(&f);
+}
+
+/* A zlib stream of n zero bytes, made with libdeflate (which the decoder links): *len gets its size. */
+static uint8_t *zlib_of_zeros(size_t n, size_t *len)
+{
+    struct libdeflate_compressor *c = libdeflate_alloc_compressor(6);
+    uint8_t *zeros = calloc(1, n), *out = malloc(n + 64);
+    *len = c && zeros && out ? libdeflate_zlib_compress(c, zeros, n, out, n + 64) : 0;
+    if (c)
+        libdeflate_free_compressor(c);
+    free(zeros);
+    return out;
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Decodes a damaged copy: the error must name the chunk and say what is wrong, and nothing may crash. */
+static void expect_chunk_refused(const blob *damaged, const char *what, const char *chunk, const char *reason)
+{
+    hp_code code;
+    bool survived = survives(damaged->data, damaged->len, NULL, &code);
+    hp_image_info info;
+    hp_err err = {0};
+    float *rgba = NULL;
+    if (hp_image_probe(damaged->data, damaged->len, NULL, &info, &err) == HP_OK &&
+        (rgba = malloc((size_t)info.width * info.height * 16)))
+        code = hp_image_decode(damaged->data, damaged->len, NULL, &info, rgba, HP_LAYOUT_RGBA32F, NULL, &err);
+    free(rgba);
+    tap_ok(survived && code == HP_ERR_INVALID_ARGUMENT && contains(err.message, chunk) &&
+               contains(err.message, reason),
+           "%s: %s naming %s and '%s' (%s)", what, hp_code_name(code), chunk, reason, err.message);
+}
+
+/* ZIP chunks that do not inflate, or inflate to another size than their pixels', are refused by name. */
+static void test_zip_damage(void)
+{
+    frame f;
+    make_frame(&f, FRAME_RGBA_HALF); /* 70x45: ZIP chunks of 16 lines, ZIPS of one */
+    static const int comps[] = {EXR_COMPRESSION_ZIP, EXR_COMPRESSION_ZIPS};
+    for (size_t i = 0; i < 2; i++) {
+        test_exr_spec spec = frame_spec(&f, comps[i], 0);
+        blob b = {0};
+        exr_chunk_info_t ci;
+        int count = 0;
+        bool ok = write_exr(&spec, &b) && scanline_chunk(&b, 1, &ci, &count) && ci.packed_size < ci.unpacked_size &&
+                  ci.packed_size > 64;
+        if (!tap_ok(ok, "EXR %s written for damage: chunk 1 of %d deflated (%llu of %llu bytes)",
+                    compression_names[comps[i]], count, ok ? (unsigned long long)ci.packed_size : 0ull,
+                    ok ? (unsigned long long)ci.unpacked_size : 0ull)) {
+            blob_free(&b);
+            continue;
+        }
+        char what[96], chunk[48];
+        snprintf(chunk, sizeof(chunk), "chunk 1 (scanlines %d-", comps[i] == EXR_COMPRESSION_ZIP ? 13 : -2);
+        const char *name = compression_names[comps[i]];
+        size_t at = (size_t)ci.data_offset, size = (size_t)ci.packed_size;
+
+        blob d = blob_of(b.data, b.len);
+        for (size_t k = size / 2; k < size / 2 + 8; k++)
+            d.data[at + k] ^= 0x5a;
+        snprintf(what, sizeof(what), "EXR %s with bytes flipped in chunk 1's deflate data", name);
+        expect_chunk_refused(&d, what, chunk, "does not inflate");
+        blob_free(&d);
+
+        d = blob_of(b.data, b.len);
+        d.data[at + size - 1] ^= 0x01; /* the Adler-32's last byte */
+        snprintf(what, sizeof(what), "EXR %s with chunk 1's checksum altered", name);
+        expect_chunk_refused(&d, what, chunk, "checksum");
+        blob_free(&d);
+
+        d = blob_of(b.data, b.len);
+        put_le32(d.data + at - 4, (uint32_t)(size / 2)); /* the chunk's own size field: the stream cut short */
+        snprintf(what, sizeof(what), "EXR %s with chunk 1 cut to half its deflate data", name);
+        expect_chunk_refused(&d, what, chunk, "does not inflate");
+        blob_free(&d);
+
+        /* valid zlib streams of the wrong size: 40 bytes, and one byte more than the chunk's pixels */
+        const size_t sizes[2] = {40, (size_t)ci.unpacked_size + 1};
+        const char *const reasons[2] = {"fewer bytes", "more bytes"};
+        for (int k = 0; k < 2; k++) {
+            size_t len = 0;
+            uint8_t *stream = zlib_of_zeros(sizes[k], &len);
+            d = blob_of(b.data, b.len);
+            if (len && len <= size) {
+                memcpy(d.data + at, stream, len);
+                put_le32(d.data + at - 4, (uint32_t)len);
+            }
+            snprintf(what, sizeof(what), "EXR %s with chunk 1 a zlib stream of %zu bytes", name, sizes[k]);
+            expect_chunk_refused(&d, what, chunk, reasons[k]);
+            blob_free(&d);
+            free(stream);
+        }
+        blob_free(&b);
+    }
+    frame_free(&f);
+}
+
+/* A part with a subsampled channel that is not used keeps the library's unpack (which knows which lines
+ * hold it) and decodes as written. */
+static void test_subsampled_unused_channel(void)
+{
+    enum { W = 8, H = 6 };
+    uint16_t colour[3][W * H], chroma[(W / 2) * (H / 2)];
+    for (int c = 0; c < 3; c++)
+        for (int i = 0; i < W * H; i++)
+            colour[c][i] = hp_float_to_half(0.25f * (float)(c + 1) + 0.01f * (float)i);
+    for (int i = 0; i < (W / 2) * (H / 2); i++)
+        chroma[i] = hp_float_to_half(-1.0f - (float)i);
+    hp_exr_sink s = {0};
+    exr_context_initializer_t init = EXR_DEFAULT_CONTEXT_INITIALIZER;
+    init.user_data = &s;
+    init.write_fn = hp_exr_sink_write;
+    exr_context_t ctx = NULL;
+    int part = -1;
+    bool ok = exr_start_write(&ctx, "test.exr", EXR_WRITE_FILE_DIRECTLY, &init) == EXR_ERR_SUCCESS &&
+              exr_add_part(ctx, "p0", EXR_STORAGE_SCANLINE, &part) == EXR_ERR_SUCCESS &&
+              exr_initialize_required_attr_simple(ctx, part, W, H, EXR_COMPRESSION_ZIP) == EXR_ERR_SUCCESS;
+    const char *names[4] = {"B", "C", "G", "R"}; /* C, between B and G, is 2x2-subsampled */
+    for (int c = 0; c < 4 && ok; c++)
+        ok = exr_add_channel(ctx, part, names[c], EXR_PIXEL_HALF, EXR_PERCEPTUALLY_LOGARITHMIC, c == 1 ? 2 : 1,
+                             c == 1 ? 2 : 1) == EXR_ERR_SUCCESS;
+    ok = ok && exr_write_header(ctx) == EXR_ERR_SUCCESS;
+    exr_encode_pipeline_t enc = EXR_ENCODE_PIPELINE_INITIALIZER;
+    bool initialized = false;
+    int32_t lines = 1;
+    ok = ok && exr_get_scanlines_per_chunk(ctx, part, &lines) == EXR_ERR_SUCCESS;
+    for (int y = 0; y < H && ok; y += lines) {
+        exr_chunk_info_t ci;
+        ok = exr_write_scanline_chunk_info(ctx, part, y, &ci) == EXR_ERR_SUCCESS &&
+             (initialized ? exr_encoding_update(ctx, part, &ci, &enc)
+                          : exr_encoding_initialize(ctx, part, &ci, &enc)) == EXR_ERR_SUCCESS;
+        for (int c = 0; c < enc.channel_count && ok; c++) {
+            exr_coding_channel_info_t *ch = &enc.channels[c];
+            bool sub = strcmp(ch->channel_name, "C") == 0;
+            int plane = strcmp(ch->channel_name, "R") == 0 ? 0 : strcmp(ch->channel_name, "G") == 0 ? 1 : 2;
+            ch->encode_from_ptr = sub ? (const uint8_t *)(chroma + (y / 2) * (W / 2))
+                                      : (const uint8_t *)(colour[plane] + y * W);
+            ch->user_pixel_stride = 2;
+            ch->user_line_stride = 2 * (sub ? W / 2 : W);
+            ch->user_data_type = EXR_PIXEL_HALF;
+            ch->user_bytes_per_element = 2;
+        }
+        if (ok && !initialized)
+            ok = exr_encoding_choose_default_routines(ctx, part, &enc) == EXR_ERR_SUCCESS;
+        initialized = initialized || ok;
+        ok = ok && exr_encoding_run(ctx, part, &enc) == EXR_ERR_SUCCESS;
+    }
+    if (initialized)
+        exr_encoding_destroy(ctx, &enc);
+    if (ctx)
+        ok = exr_finish(&ctx) == EXR_ERR_SUCCESS && ok;
+    blob b = {s.data, s.len};
+    if (tap_ok(ok, "EXR with R, G, B and a 2x2-subsampled C written")) {
+        decoded d;
+        hp_code code = decode_both(&b, NULL, &d);
+        size_t bad = 0;
+        for (int c = 0; code == HP_OK && c < 3; c++)
+            for (int i = 0; i < W * H; i++)
+                bad += d.half[i * 4 + c] != colour[c][i] || d.half[i * 4 + 3] != 0x3c00;
+        tap_ok(code == HP_OK && bad == 0, "a subsampled channel beside the colour: R, G, B decode as written "
+               "(%zu differ)%s%s", bad, code ? ": " : "", code ? d.err.message : "");
+        decoded_free(&d);
+    }
+    blob_free(&b);
+}
+
 /* One frame's chunks decoded over threads (hp_decode_options.threads) give the same bytes as one thread:
  * a ZIP frame (34 chunks of 16 lines) and a PIZ frame, every thread count from 2 to 9. */
 static void test_threaded_decode(void)
@@ -1324,6 +1775,7 @@ int main(void)
         return tap_bail("test data not found in %s", HP_TEST_DATA);
     blob_free(&probe);
 
+    use_library_decode(false); /* the fast paths are under test, whatever the environment says */
     tap_ok(hp_pixel_layout_size(HP_LAYOUT_RGBA16F) == 8 && hp_pixel_layout_size(HP_LAYOUT_RGBA32F) == 16,
            "layouts: RGBA16F is 8 bytes a pixel, RGBA32F 16");
     test_park();
@@ -1340,5 +1792,9 @@ int main(void)
     test_rgbe();
     test_pfm();
     test_damage();
+    test_fast_path_matches_library();
+    test_fast_path_half_bits();
+    test_zip_damage();
+    test_subsampled_unused_channel();
     return tap_done();
 }
