@@ -26,6 +26,7 @@
 #include <math.h>
 #include <openexr.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -1111,9 +1112,22 @@ static hp_code decode_chunks_dwa(hp_exr_reader *r, uint32_t first, uint32_t end,
 }
 #endif
 
+/* Chunks [first, end) in order; or, with next, the chunks a shared counter hands out until end (several
+ * threads on one frame: each takes the lowest chunk nobody has). *failed_at: the chunk that failed. */
+static hp_code decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, _Atomic uint32_t *next,
+                             const hp_image_dest *dest, hp_depth_stats *stats, uint32_t *failed_at, hp_err *err);
+
 hp_code hp_exr_decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, const hp_image_dest *dest,
                              hp_depth_stats *stats, hp_err *err)
 {
+    uint32_t failed_at;
+    return decode_chunks(r, first, end, NULL, dest, stats, &failed_at, err);
+}
+
+static hp_code decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, _Atomic uint32_t *next,
+                             const hp_image_dest *dest, hp_depth_stats *stats, uint32_t *failed_at, hp_err *err)
+{
+    *failed_at = first; /* a failure before any chunk (memory) counts as the first's */
     if (first > end || end > r->chunk_count || dest->width != r->width || dest->height != r->height)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR: chunks %u-%u of %u, or a %ux%u destination for %ux%u",
                        first, end, r->chunk_count, dest->width, dest->height, r->width, r->height);
@@ -1123,7 +1137,7 @@ hp_code hp_exr_decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, con
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR: out of memory for a %ux%u chunk", r->chunk_w, r->chunk_h);
     bool want_depth = dest->depth && r->chan[SLOT_Z] >= 0;
 #ifdef HP_EXR_DWA_CXX
-    if (r->dwa_cxx) {
+    if (r->dwa_cxx) { /* one thread (hp_exr_decode): no counter */
         hp_code dwa_code = decode_chunks_dwa(r, first, end, dest, scratch, want_depth, stats, err);
         free(scratch);
         return dwa_code;
@@ -1139,7 +1153,8 @@ hp_code hp_exr_decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, con
     exr_decode_pipeline_t dec = EXR_DECODE_PIPELINE_INITIALIZER;
     bool initialized = false;
     hp_code code = HP_OK;
-    for (uint32_t i = first; i < end; i++) {
+    for (uint32_t i = next ? atomic_fetch_add(next, 1) : first; i < end; i = next ? atomic_fetch_add(next, 1) : i + 1) {
+        *failed_at = i;
         chunk_rect c = rect_of_chunk(r, i);
         exr_chunk_info_t ci;
         exr_result_t rv;
@@ -1209,6 +1224,8 @@ hp_code hp_exr_decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, con
         else
             finish_chunk(r, dest, scratch, c, stats);
     }
+    if (code != HP_OK && next)
+        atomic_store(next, end); /* the others take no more: the frame is lost */
     exr_decoding_destroy(r->ctx, &dec);
     if (inflater.decompressor)
         libdeflate_free_decompressor(inflater.decompressor);
@@ -1228,19 +1245,20 @@ hp_code hp_exr_probe(const uint8_t *bytes, size_t len, const hp_decode_options *
     return code;
 }
 
-typedef struct chunk_range {
+typedef struct chunk_worker {
     hp_exr_reader *reader;
-    uint32_t first, end;
+    _Atomic uint32_t *next;
     const hp_image_dest *dest;
     hp_depth_stats stats;
+    uint32_t failed_at;
     hp_err err;
     hp_code code;
-} chunk_range;
+} chunk_worker;
 
-static void *decode_range(void *arg)
+static void *decode_worker(void *arg)
 {
-    chunk_range *r = arg;
-    r->code = hp_exr_decode_chunks(r->reader, r->first, r->end, r->dest, &r->stats, &r->err);
+    chunk_worker *w = arg;
+    w->code = decode_chunks(w->reader, 0, w->reader->chunk_count, w->next, w->dest, &w->stats, &w->failed_at, &w->err);
     return NULL;
 }
 
@@ -1257,8 +1275,11 @@ hp_code hp_exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options 
     if (!r->direct && !r->dwa_cxx)
         hp_debug("EXR part %d: converted through the library's unpack and a scratch (%s)", r->part,
                  r->library_decode ? "HP_EXR_GENERIC_DECODE is set" : "a subsampled channel, or a big-endian host");
-    /* One frame's chunks over threads: each decompresses and converts its own range into its own rows.
-     * Ranges of at least 4 chunks, so that a small frame is not split for nothing. */
+    /* One frame's chunks over threads: each takes the next chunk nobody has taken (a shared counter), and
+     * decompresses and converts it into its own rows. In file order, not in fixed ranges: a frame that is
+     * still arriving (hp_decode_options.arrival) is then decoded as it comes, every thread on the newest
+     * chunks, instead of the last range's thread starting its whole range after the last byte. At least 4
+     * chunks a thread, so that a small frame is not split for nothing. */
     uint32_t threads = opt && opt->threads > 1 ? opt->threads : 1;
     bool dwa = strncmp(fresh.compression, "dwa", 3) == 0;
     if (dwa || threads > HP_EXR_MAX_THREADS)
@@ -1270,31 +1291,33 @@ hp_code hp_exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options 
         hp_exr_close(&r);
         return code;
     }
-    chunk_range ranges[HP_EXR_MAX_THREADS];
+    _Atomic uint32_t next = 0;
+    chunk_worker workers[HP_EXR_MAX_THREADS];
     pthread_t tids[HP_EXR_MAX_THREADS];
     bool started[HP_EXR_MAX_THREADS] = {false};
     for (uint32_t t = 0; t < threads; t++) {
-        ranges[t] = (chunk_range){.reader = r, .dest = dest,
-                                  .first = (uint32_t)((uint64_t)r->chunk_count * t / threads),
-                                  .end = (uint32_t)((uint64_t)r->chunk_count * (t + 1) / threads)};
-        if (t > 0)
-            started[t] = pthread_create(&tids[t], NULL, decode_range, &ranges[t]) == 0;
+        workers[t] = (chunk_worker){.reader = r, .next = &next, .dest = dest};
+        if (t > 0) /* a thread that cannot be had is simply one fewer taking chunks */
+            started[t] = pthread_create(&tids[t], NULL, decode_worker, &workers[t]) == 0;
     }
-    decode_range(&ranges[0]);
-    for (uint32_t t = 1; t < threads; t++) {
+    decode_worker(&workers[0]);
+    started[0] = true;
+    for (uint32_t t = 1; t < threads; t++)
         if (started[t])
             pthread_join(tids[t], NULL);
-        else
-            decode_range(&ranges[t]); /* no thread to be had: this one does it */
-    }
+    /* Of several failures, the first chunk's in the file: the same error whichever thread met it. */
     code = HP_OK;
+    uint32_t first_failed = UINT32_MAX;
     for (uint32_t t = 0; t < threads; t++) {
-        stats->background += ranges[t].stats.background;
-        stats->nonfinite += ranges[t].stats.nonfinite;
-        if (code == HP_OK && ranges[t].code != HP_OK) {
-            code = ranges[t].code;
+        if (!started[t])
+            continue;
+        stats->background += workers[t].stats.background;
+        stats->nonfinite += workers[t].stats.nonfinite;
+        if (workers[t].code != HP_OK && workers[t].failed_at < first_failed) {
+            first_failed = workers[t].failed_at;
+            code = workers[t].code;
             if (err)
-                *err = ranges[t].err;
+                *err = workers[t].err;
         }
     }
     hp_exr_close(&r);
