@@ -123,6 +123,12 @@ static hp_code webp_failure(WebPEncodingError code, bool sink_out_of_memory, con
                    f->height, (int)code);
 }
 
+/* effort 0..6 -> the lossy method. Up to the default effort 2 it is method 0: on a 4K frame at quality 90
+ * cwebp's encode took 0.33-0.36 s at method 0, 0.42-0.50 at 1, 0.45-0.63 at 2 (development machine), for
+ * files 1.219, 1.198 and 1.183 MB of the same PSNR (46.3, 46.3, 46.2 dB): 3% for half again the time,
+ * which a service answering in a few hundred milliseconds does not pay by default. */
+static const int webp_method[7] = {0, 0, 0, 1, 2, 4, 6};
+
 /* effort 0..6 -> WebPConfigLosslessPreset level 0..9, round(1.5 * effort): 0, 2, 3, 5, 6, 8, 9. */
 static int webp_lossless_level(uint32_t effort)
 {
@@ -151,7 +157,7 @@ static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encod
         config.exact = 1;
     } else {
         config.quality = (float)out->quality;
-        config.method = (int)out->effort;
+        config.method = webp_method[out->effort];
     }
     config.thread_level = 1;
     /* Eight token partitions instead of one: each holds at most 16 MiB (VP8, RFC 6386 9.5), and a photograph

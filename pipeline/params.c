@@ -380,8 +380,9 @@ const hp_param_def hp_param_schema[] = {
      .help = "Encode WebP losslessly, ignoring quality. PNG is always lossless."},
     {.name = "output.effort", .type = HP_PARAM_INTEGER, .offset = U32_AT(output.effort), .min = 0, .max = 6,
      .def = 2, .unit = "",
-     .help = "Encoder effort from 0 (fastest) to 6 (smallest file): the WebP method, or for PNG the zlib "
-             "level 1, 1, 2, 4, 6, 8, 9 (0 also filters rows with Sub alone)."},
+     .help = "Encoder effort from 0 (fastest) to 6 (smallest file): the lossy WebP method 0, 0, 0, 1, 2, 4, 6 "
+             "(lossless: the preset level round(1.5 effort)), or the PNG zlib level 1, 1, 2, 4, 6, 8, 9 (0 also "
+             "filters rows with Sub alone)."},
     {.name = "output.bit_depth", .type = HP_PARAM_INTEGER, .offset = U32_AT(output.bit_depth), .min = 8,
      .max = 16, .def = 8, .choices = bit_depths, .unit = "bits",
      .help = "Bits per channel of the encoded image; 16 only with format png."},
