@@ -31,11 +31,11 @@ def throughput_plot(result, peers, label, path):
         points.sort()
         ax.plot([c for c, _ in points], [f for _, f in points], marker="o",
                 label=f"hdrpostd, {frame.upper()} EXR -> {output.upper()}")
-    for tool in (peers or {}).get("tools", []):
-        fps = tool.get("fps_parallel")
-        if fps:
-            ax.axhline(fps, linestyle="--", linewidth=1,
-                       label=f"{tool['name']} ({tool.get('processes', '?')} processes) -> PNG")
+    shades = iter(["black", "dimgray", "darkgray"])
+    for tool in (peers or {}).get("tools", []):  # cpu_tools.py --json: one process per core
+        if tool.get("status") == "ok" and tool.get("fps"):
+            ax.axhline(tool["fps"], linestyle="--", linewidth=1, color=next(shades, "gray"),
+                       label=f"{tool['tool']}, {peers.get('procs', '?')} processes -> PNG")
     ax.set_xscale("log", base=2)
     clients = sorted({row["clients"] for row in result["throughput"]})
     ax.set_xticks(clients)
