@@ -11,7 +11,6 @@
 #include <zlib.h>
 
 #include "api/image.h"
-#include "common/bigbuf.h"
 #include "common/log.h"
 
 _Static_assert(HP_ENCODE_MAX_SIDE == HP_IMAGE_MAX_SIDE, "the encoders take every frame the decoders give");
@@ -124,115 +123,6 @@ static hp_code webp_failure(WebPEncodingError code, bool sink_out_of_memory, con
                    f->height, (int)code);
 }
 
-/* --- WebP's colour conversion on every core ------------------------------------------------------------
- *
- * Lossy WebP codes YUV 4:2:0. libwebp's WebPPictureImportRGBA converts on one thread, 80 ms of a 4K
- * frame's 600 on the development machine, before its encoder (which cannot split a frame) runs on one
- * thread too; so the conversion is done here on all cores, into the planes of a picture libwebp allocates.
- * The formulas are libwebp's own (src/dsp/yuv.h: VP8RGBToY, VP8RGBToU/V on the sum of a 2x2 block, 16-bit
- * fixed point, BT.601 studio swing). What differs: libwebp averages the 2x2 block's chroma in linear light
- * (its gamma table); here the block's sum is taken as it is, as most converters do (a few levels of
- * chroma at sharp colour edges; the tests' PSNR bounds hold). Edges of odd sizes repeat the last
- * column or row, as libwebp does. */
-
-typedef struct yuv_job {
-    const frame *f;
-    WebPPicture *pic;
-    uint32_t y0, y1; /* luma rows, even y0 */
-    bool translucent; /* out: a pixel with alpha < 255 in these rows */
-} yuv_job;
-
-enum { YUV_FIX = 16, YUV_HALF = 1 << (YUV_FIX - 1) };
-
-static uint8_t clip_uv(int uv, int rounding)
-{
-    uv = (uv + rounding + (128 << (YUV_FIX + 2))) >> (YUV_FIX + 2);
-    return (uint8_t)((uv & ~0xff) == 0 ? uv : uv < 0 ? 0 : 255);
-}
-
-static void *yuv_rows(void *arg)
-{
-    yuv_job *j = arg;
-    const frame *f = j->f;
-    WebPPicture *pic = j->pic;
-    const uint32_t w = f->width, h = f->height;
-    bool translucent = false;
-    for (uint32_t y = j->y0; y < j->y1; y += 2) {
-        const uint8_t *r0 = f->pixels + (size_t)y * f->src_row_bytes;
-        const uint8_t *r1 = y + 1 < h ? r0 + f->src_row_bytes : r0;
-        uint8_t *y0 = pic->y + (size_t)y * (size_t)pic->y_stride;
-        uint8_t *y1 = y + 1 < h ? y0 + pic->y_stride : NULL;
-        uint8_t *u = pic->u + (size_t)(y / 2) * (size_t)pic->uv_stride, *v = pic->v + (size_t)(y / 2) * (size_t)pic->uv_stride;
-        for (uint32_t x = 0; x < w; x++) {
-            y0[x] = (uint8_t)((16839 * r0[4 * x] + 33059 * r0[4 * x + 1] + 6420 * r0[4 * x + 2] + (16 << YUV_FIX) +
-                               YUV_HALF) >> YUV_FIX);
-            if (y1)
-                y1[x] = (uint8_t)((16839 * r1[4 * x] + 33059 * r1[4 * x + 1] + 6420 * r1[4 * x + 2] +
-                                   (16 << YUV_FIX) + YUV_HALF) >> YUV_FIX);
-        }
-        for (uint32_t x = 0; x < w; x += 2) {
-            uint32_t x1 = x + 1 < w ? x + 1 : x;
-            int r = r0[4 * x] + r0[4 * x1] + r1[4 * x] + r1[4 * x1];
-            int g = r0[4 * x + 1] + r0[4 * x1 + 1] + r1[4 * x + 1] + r1[4 * x1 + 1];
-            int b = r0[4 * x + 2] + r0[4 * x1 + 2] + r1[4 * x + 2] + r1[4 * x1 + 2];
-            u[x / 2] = clip_uv(-9719 * r - 19081 * g + 28800 * b, YUV_HALF << 2);
-            v[x / 2] = clip_uv(28800 * r - 24116 * g - 4684 * b, YUV_HALF << 2);
-        }
-        if (pic->a) {
-            for (uint32_t k = 0; k < 2 && y + k < h; k++) {
-                const uint8_t *src = k ? r1 : r0;
-                uint8_t *a = pic->a + (size_t)(y + k) * (size_t)pic->a_stride;
-                for (uint32_t x = 0; x < w; x++) {
-                    a[x] = src[4 * x + 3];
-                    translucent |= a[x] != 255;
-                }
-            }
-        }
-    }
-    j->translucent = translucent;
-    return NULL;
-}
-
-/* Fills picture (width and height set) with the frame as YUV 4:2:0 (and alpha, kept only when some pixel
- * is not opaque, as libwebp's import does), on up to `threads` threads. false: out of memory. */
-static bool import_yuv(const frame *f, WebPPicture *pic, unsigned threads)
-{
-    pic->use_argb = 0;
-    pic->colorspace = f->alpha ? WEBP_YUV420A : WEBP_YUV420;
-    if (!WebPPictureAlloc(pic))
-        return false;
-    uint32_t pairs = (f->height + 1) / 2, n = threads < pairs ? threads : pairs;
-    if (n > 64)
-        n = 64;
-    yuv_job jobs[64];
-    pthread_t tid[64];
-    bool started[64];
-    for (uint32_t i = 0; i < n; i++) {
-        jobs[i] = (yuv_job){.f = f, .pic = pic, .y0 = 2 * (uint32_t)((uint64_t)pairs * i / n),
-                            .y1 = 2 * (uint32_t)((uint64_t)pairs * (i + 1) / n)};
-        if (jobs[i].y1 > f->height)
-            jobs[i].y1 = f->height;
-        started[i] = i > 0 && pthread_create(&tid[i], NULL, yuv_rows, &jobs[i]) == 0;
-    }
-    yuv_rows(&jobs[0]);
-    bool translucent = jobs[0].translucent;
-    for (uint32_t i = 1; i < n; i++) {
-        if (started[i])
-            pthread_join(tid[i], NULL);
-        else
-            yuv_rows(&jobs[i]); /* no thread to be had: this one does it */
-        translucent |= jobs[i].translucent;
-    }
-    if (pic->a && !translucent) { /* opaque: no alpha plane, as WebPPictureImportRGBA decides */
-        pic->colorspace = WEBP_YUV420;
-        pic->a = NULL;
-        pic->a_stride = 0;
-    }
-    return true;
-}
-
-static unsigned encode_threads(void);
-
 /* effort 0..6 -> the lossy method. Up to the default effort 2 it is method 0: on a 4K frame at quality 90
  * cwebp's encode took 0.33-0.36 s at method 0, 0.42-0.50 at 1, 0.45-0.63 at 2 (development machine), for
  * files 1.219, 1.198 and 1.183 MB of the same PSNR (46.3, 46.3, 46.2 dB): 3% for half again the time,
@@ -268,13 +158,6 @@ static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encod
     } else {
         config.quality = (float)out->quality;
         config.method = webp_method[out->effort];
-        if (out->effort <= 2) {
-            /* The fast efforts also code one segment without spatial noise shaping: a quarter less time
-             * again for a file 5% larger (4K, quality 90, development machine: 290-390 against 413-434 ms,
-             * 1.277 against 1.219 MB; cwebp put the PSNR at 46.0 against 46.2 dB). */
-            config.segments = 1;
-            config.sns_strength = 0;
-        }
     }
     config.thread_level = 1;
     /* Eight token partitions instead of one: each holds at most 16 MiB (VP8, RFC 6386 9.5), and a photograph
@@ -289,12 +172,11 @@ static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encod
         return hp_fail(err, HP_ERR_INTERNAL, "libwebp: WebPPictureInit failed (header and library versions differ)");
     picture.width = (int)f->width;
     picture.height = (int)f->height;
-    /* Lossless codes ARGB, imported by libwebp; lossy codes YUV 4:2:0, converted here on every core. */
+    /* Lossless codes ARGB; lossy codes YUV 4:2:0, converted straight from the rows at import. */
     picture.use_argb = config.lossless;
     int stride = (int)f->src_row_bytes;
-    int imported = config.lossless ? (f->alpha ? WebPPictureImportRGBA(&picture, f->pixels, stride)
-                                               : WebPPictureImportRGBX(&picture, f->pixels, stride))
-                                   : import_yuv(f, &picture, encode_threads());
+    int imported = f->alpha ? WebPPictureImportRGBA(&picture, f->pixels, stride)
+                            : WebPPictureImportRGBX(&picture, f->pixels, stride);
     if (!imported) {
         WebPPictureFree(&picture);
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "libwebp could not allocate its picture of a %ux%u frame",
@@ -527,13 +409,6 @@ static unsigned png_strip_threads; /* 0: the online cores */
 
 void hp_encode_set_png_threads(unsigned threads) { png_strip_threads = threads; }
 
-/* The threads one frame's encode may spread over (PNG strips, WebP's colour conversion). */
-static unsigned encode_threads(void)
-{
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    return png_strip_threads ? png_strip_threads : (unsigned)(cores > 0 ? cores : 1);
-}
-
 typedef struct png_strip {
     const frame *f;
     const hp_output_params *out;
@@ -545,7 +420,6 @@ typedef struct png_strip {
     uint8_t *z;             /* the strip's raw deflate output */
     size_t z_len;
     uLong adler;            /* Adler-32 of its filtered data alone */
-    uLong crc;              /* CRC-32 of its deflate output alone, for the IDAT chunk's (crc32_combine) */
     int zrc;                /* Z_OK, or why not */
 } png_strip;
 
@@ -691,7 +565,6 @@ static void *png_strip_deflate(void *arg)
     } while (rc == Z_OK && fed < in_len);
     st->z_len = cap - z.avail_out;
     deflateEnd(&z);
-    st->crc = crc32(crc32(0L, Z_NULL, 0), st->z, (uInt)st->z_len);
     st->zrc = rc == (st->last ? Z_STREAM_END : Z_OK) ? Z_OK : (rc == Z_OK ? Z_BUF_ERROR : rc);
     return NULL;
 }
@@ -736,8 +609,7 @@ static hp_code encode_png_strips(const frame *f, const hp_output_params *out, hp
     png_strip *strips = calloc(n, sizeof(*strips));
     pthread_t *tid = calloc(n, sizeof(*tid));
     bool *started = calloc(n, sizeof(*started));
-    /* 33 MB for a 4K frame: warm from the pool (common/bigbuf.h) rather than paged in afresh each time */
-    uint8_t *filtered = hp_bigbuf_get(stride * f->height);
+    uint8_t *filtered = malloc(stride * f->height);
     uint8_t *png = NULL;
     hp_code code = HP_OK;
     if (!strips || !tid || !started || !filtered) {
@@ -782,7 +654,9 @@ static hp_code encode_png_strips(const frame *f, const hp_output_params *out, hp
     char comment[] = "Comment\0" PNG_KWON_COMMENT;
     size_t cap = 8 + (12 + 13) + (12 + 32) + (12 + 4) + (12 + 1) + (12 + sizeof(comment)) + 12 * idat_chunks + z_total + 12;
     png = malloc(cap);
-    if (!png) {
+    uint8_t *zbuf = png ? malloc(z_total) : NULL;
+    if (!png || !zbuf) {
+        free(zbuf);
         code = hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte PNG", cap);
         goto done;
     }
@@ -792,9 +666,16 @@ static hp_code encode_png_strips(const frame *f, const hp_output_params *out, hp
     uint8_t flevel = level <= 1 ? 0 : level <= 5 ? 1 : level == 6 ? 2 : 3;
     uint16_t hdr = (uint16_t)(0x78 << 8 | flevel << 6);
     hdr = (uint16_t)(hdr + (31 - hdr % 31) % 31);
+    uint8_t *zw = zbuf;
+    *zw++ = (uint8_t)(hdr >> 8), *zw++ = (uint8_t)hdr;
     uLong adler = strips[0].adler;
-    for (uint32_t i = 1; i < n; i++)
-        adler = adler32_combine(adler, strips[i].adler, (z_off_t)((strips[i].y1 - strips[i].y0) * stride));
+    for (uint32_t i = 0; i < n; i++) {
+        memcpy(zw, strips[i].z, strips[i].z_len);
+        zw += strips[i].z_len;
+        if (i > 0)
+            adler = adler32_combine(adler, strips[i].adler, (z_off_t)((strips[i].y1 - strips[i].y0) * stride));
+    }
+    be32(zw, (uint32_t)adler);
 
     uint8_t *w = png;
     static const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
@@ -819,42 +700,10 @@ static hp_code encode_png_strips(const frame *f, const hp_output_params *out, hp
     }
     if (encoding == HP_ENCODING_SRGB_LIKE)
         png_chunk(&w, "tEXt", (const uint8_t *)comment, sizeof(comment) - 1);
-    if (idat_chunks == 1) {
-        /* One IDAT, written in place: the strips copied once, and its CRC combined from theirs
-         * (crc32_combine), not computed again over the whole on this one thread. */
-        be32(w, (uint32_t)z_total);
-        memcpy(w + 4, "IDAT", 4);
-        w[8] = (uint8_t)(hdr >> 8), w[9] = (uint8_t)hdr;
-        uLong crc = crc32(crc32(0L, Z_NULL, 0), w + 4, 6);
-        w += 10;
-        for (uint32_t i = 0; i < n; i++) {
-            memcpy(w, strips[i].z, strips[i].z_len);
-            w += strips[i].z_len;
-            crc = crc32_combine(crc, strips[i].crc, (z_off_t)strips[i].z_len);
-        }
-        be32(w, (uint32_t)adler);
-        crc = crc32(crc, w, 4);
-        be32(w + 4, (uint32_t)crc);
-        w += 8;
-    } else {
-        /* Over 1 GiB of data: the stream is cut into several IDAT chunks, each with its own CRC. */
-        uint8_t *zbuf = malloc(z_total);
-        if (!zbuf) {
-            code = hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte PNG", cap);
-            goto done;
-        }
-        uint8_t *zw = zbuf;
-        *zw++ = (uint8_t)(hdr >> 8), *zw++ = (uint8_t)hdr;
-        for (uint32_t i = 0; i < n; i++) {
-            memcpy(zw, strips[i].z, strips[i].z_len);
-            zw += strips[i].z_len;
-        }
-        be32(zw, (uint32_t)adler);
-        for (size_t at = 0; at < z_total; at += idat_max)
-            png_chunk(&w, "IDAT", zbuf + at, z_total - at < idat_max ? z_total - at : idat_max);
-        free(zbuf);
-    }
+    for (size_t at = 0; at < z_total; at += idat_max)
+        png_chunk(&w, "IDAT", zbuf + at, z_total - at < idat_max ? z_total - at : idat_max);
     png_chunk(&w, "IEND", NULL, 0);
+    free(zbuf);
     *result = (hp_encoded){.data = png, .size = (size_t)(w - png), .mime = "image/png"};
     png = NULL;
 
@@ -862,7 +711,7 @@ done:
     for (uint32_t i = 0; strips && i < n; i++)
         free(strips[i].z);
     free(png);
-    hp_bigbuf_put(filtered);
+    free(filtered);
     free(started);
     free(tid);
     free(strips);
@@ -912,7 +761,8 @@ hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t 
                      .src_row_bytes = src_row_bytes};
     if (out->format == HP_OUTPUT_WEBP)
         return encode_webp(&f, out, result, err);
-    unsigned threads = encode_threads();
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned threads = png_strip_threads ? png_strip_threads : (unsigned)(cores > 0 ? cores : 1);
     if (threads > 1 && (uint64_t)width * height >= STRIP_MIN_PIXELS)
         return encode_png_strips(&f, out, encoding, threads, result, err);
     return encode_png(&f, out, encoding, result, err);
