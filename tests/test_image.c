@@ -573,6 +573,67 @@ static void test_grey_and_refusals(void)
     frame_free(&z);
 }
 
+/* A one-part scanline EXR written by hand, for what the frame writer cannot make (it writes every channel
+ * at full resolution): channels names[i] of types[i] sampled every sampling[i] pixels both ways, each
+ * chunk's channels pointed at their data by aim(channel, first line of the chunk, user). */
+typedef void (*hand_aim)(exr_coding_channel_info_t *ch, int y, void *user);
+
+static bool write_by_hand(hp_exr_sink *s, int w, int h, exr_compression_t compression, int count,
+                          const char *const *names, const exr_pixel_type_t *types, const int *sampling, hand_aim aim,
+                          void *user)
+{
+    exr_context_initializer_t init = EXR_DEFAULT_CONTEXT_INITIALIZER;
+    init.user_data = s;
+    init.write_fn = hp_exr_sink_write;
+    exr_context_t ctx = NULL;
+    int part = -1;
+    bool ok = exr_start_write(&ctx, "test.exr", EXR_WRITE_FILE_DIRECTLY, &init) == EXR_ERR_SUCCESS &&
+              exr_add_part(ctx, "p0", EXR_STORAGE_SCANLINE, &part) == EXR_ERR_SUCCESS &&
+              exr_initialize_required_attr_simple(ctx, part, w, h, compression) == EXR_ERR_SUCCESS;
+    for (int c = 0; c < count && ok; c++)
+        ok = exr_add_channel(ctx, part, names[c], types[c], EXR_PERCEPTUALLY_LOGARITHMIC, sampling[c],
+                             sampling[c]) == EXR_ERR_SUCCESS;
+    ok = ok && exr_write_header(ctx) == EXR_ERR_SUCCESS;
+    exr_encode_pipeline_t enc = EXR_ENCODE_PIPELINE_INITIALIZER;
+    bool initialized = false;
+    int32_t lines = 1;
+    ok = ok && exr_get_scanlines_per_chunk(ctx, part, &lines) == EXR_ERR_SUCCESS;
+    for (int y = 0; y < h && ok; y += lines) {
+        exr_chunk_info_t ci;
+        ok = exr_write_scanline_chunk_info(ctx, part, y, &ci) == EXR_ERR_SUCCESS &&
+             (initialized ? exr_encoding_update(ctx, part, &ci, &enc)
+                          : exr_encoding_initialize(ctx, part, &ci, &enc)) == EXR_ERR_SUCCESS;
+        for (int c = 0; c < enc.channel_count && ok; c++)
+            aim(&enc.channels[c], y, user);
+        if (ok && !initialized)
+            ok = exr_encoding_choose_default_routines(ctx, part, &enc) == EXR_ERR_SUCCESS;
+        initialized = initialized || ok;
+        ok = ok && exr_encoding_run(ctx, part, &enc) == EXR_ERR_SUCCESS;
+    }
+    if (initialized)
+        exr_encoding_destroy(ctx, &enc);
+    if (ctx)
+        ok = exr_finish(&ctx) == EXR_ERR_SUCCESS && ok;
+    return ok;
+}
+
+typedef struct depth_planes {
+    const uint16_t *colour; /* grey, every colour channel */
+    const float *depth;     /* a quarter of the pixels */
+    int w;
+} depth_planes;
+
+static void aim_depth_planes(exr_coding_channel_info_t *ch, int y, void *user)
+{
+    const depth_planes *p = user;
+    bool z = strcmp(ch->channel_name, "Z") == 0;
+    ch->encode_from_ptr = z ? (const uint8_t *)(p->depth + (y / 2) * (p->w / 2)) : (const uint8_t *)(p->colour + y * p->w);
+    ch->user_pixel_stride = z ? 4 : 2;
+    ch->user_line_stride = z ? 4 * (p->w / 2) : 2 * p->w;
+    ch->user_data_type = z ? EXR_PIXEL_FLOAT : EXR_PIXEL_HALF;
+    ch->user_bytes_per_element = z ? 4 : 2;
+}
+
 /* A depth channel at a quarter of the colour's resolution: written by hand (the frame writer does full
  * resolution only). */
 static void test_subsampled_depth(void)
@@ -585,44 +646,11 @@ static void test_subsampled_depth(void)
     for (int i = 0; i < (W / 2) * (H / 2); i++)
         depth[i] = 3.0f;
     hp_exr_sink s = {0};
-    exr_context_initializer_t init = EXR_DEFAULT_CONTEXT_INITIALIZER;
-    init.user_data = &s;
-    init.write_fn = hp_exr_sink_write;
-    exr_context_t ctx = NULL;
-    int part = -1;
-    bool ok = exr_start_write(&ctx, "test.exr", EXR_WRITE_FILE_DIRECTLY, &init) == EXR_ERR_SUCCESS &&
-              exr_add_part(ctx, "p0", EXR_STORAGE_SCANLINE, &part) == EXR_ERR_SUCCESS &&
-              exr_initialize_required_attr_simple(ctx, part, W, H, EXR_COMPRESSION_NONE) == EXR_ERR_SUCCESS;
-    const char *names[4] = {"B", "G", "R", "Z"};
-    for (int c = 0; c < 4 && ok; c++)
-        ok = exr_add_channel(ctx, part, names[c], c < 3 ? EXR_PIXEL_HALF : EXR_PIXEL_FLOAT,
-                             EXR_PERCEPTUALLY_LOGARITHMIC, c < 3 ? 1 : 2, c < 3 ? 1 : 2) == EXR_ERR_SUCCESS;
-    ok = ok && exr_write_header(ctx) == EXR_ERR_SUCCESS;
-    exr_encode_pipeline_t enc = EXR_ENCODE_PIPELINE_INITIALIZER;
-    bool initialized = false;
-    for (int y = 0; y < H && ok; y++) {
-        exr_chunk_info_t ci;
-        ok = exr_write_scanline_chunk_info(ctx, part, y, &ci) == EXR_ERR_SUCCESS &&
-             (initialized ? exr_encoding_update(ctx, part, &ci, &enc)
-                          : exr_encoding_initialize(ctx, part, &ci, &enc)) == EXR_ERR_SUCCESS;
-        for (int c = 0; c < enc.channel_count && ok; c++) {
-            exr_coding_channel_info_t *ch = &enc.channels[c];
-            bool z = strcmp(ch->channel_name, "Z") == 0;
-            ch->encode_from_ptr = z ? (const uint8_t *)(depth + (y / 2) * (W / 2)) : (const uint8_t *)(colour + y * W);
-            ch->user_pixel_stride = z ? 4 : 2;
-            ch->user_line_stride = z ? 4 * (W / 2) : 2 * W;
-            ch->user_data_type = z ? EXR_PIXEL_FLOAT : EXR_PIXEL_HALF;
-            ch->user_bytes_per_element = z ? 4 : 2;
-        }
-        if (ok && !initialized)
-            ok = exr_encoding_choose_default_routines(ctx, part, &enc) == EXR_ERR_SUCCESS;
-        initialized = initialized || ok;
-        ok = ok && exr_encoding_run(ctx, part, &enc) == EXR_ERR_SUCCESS;
-    }
-    if (initialized)
-        exr_encoding_destroy(ctx, &enc);
-    if (ctx)
-        ok = exr_finish(&ctx) == EXR_ERR_SUCCESS && ok;
+    static const char *const names[4] = {"B", "G", "R", "Z"};
+    static const exr_pixel_type_t types[4] = {EXR_PIXEL_HALF, EXR_PIXEL_HALF, EXR_PIXEL_HALF, EXR_PIXEL_FLOAT};
+    static const int sampling[4] = {1, 1, 1, 2};
+    depth_planes planes = {.colour = colour, .depth = depth, .w = W};
+    bool ok = write_by_hand(&s, W, H, EXR_COMPRESSION_NONE, 4, names, types, sampling, aim_depth_planes, &planes);
     blob b = {s.data, s.len};
     if (tap_ok(ok, "EXR with a 2x2-subsampled Z written")) {
         hp_image_info info;
@@ -1665,6 +1693,26 @@ static void test_zip_damage(void)
     frame_free(&f);
 }
 
+typedef struct chroma_planes {
+    const uint16_t *colour[3]; /* R, G, B */
+    const uint16_t *chroma;    /* C: a quarter of the pixels */
+    int w;
+} chroma_planes;
+
+/* A ZIP chunk is 16 lines: y is its first, and the line stride carries the rest. */
+static void aim_chroma_planes(exr_coding_channel_info_t *ch, int y, void *user)
+{
+    const chroma_planes *p = user;
+    bool sub = strcmp(ch->channel_name, "C") == 0;
+    int plane = strcmp(ch->channel_name, "R") == 0 ? 0 : strcmp(ch->channel_name, "G") == 0 ? 1 : 2;
+    ch->encode_from_ptr = sub ? (const uint8_t *)(p->chroma + (y / 2) * (p->w / 2))
+                              : (const uint8_t *)(p->colour[plane] + y * p->w);
+    ch->user_pixel_stride = 2;
+    ch->user_line_stride = 2 * (sub ? p->w / 2 : p->w);
+    ch->user_data_type = EXR_PIXEL_HALF;
+    ch->user_bytes_per_element = 2;
+}
+
 /* A part with a subsampled channel that is not used keeps the library's unpack (which knows which lines
  * hold it) and decodes as written. */
 static void test_subsampled_unused_channel(void)
@@ -1677,48 +1725,11 @@ static void test_subsampled_unused_channel(void)
     for (int i = 0; i < (W / 2) * (H / 2); i++)
         chroma[i] = hp_float_to_half(-1.0f - (float)i);
     hp_exr_sink s = {0};
-    exr_context_initializer_t init = EXR_DEFAULT_CONTEXT_INITIALIZER;
-    init.user_data = &s;
-    init.write_fn = hp_exr_sink_write;
-    exr_context_t ctx = NULL;
-    int part = -1;
-    bool ok = exr_start_write(&ctx, "test.exr", EXR_WRITE_FILE_DIRECTLY, &init) == EXR_ERR_SUCCESS &&
-              exr_add_part(ctx, "p0", EXR_STORAGE_SCANLINE, &part) == EXR_ERR_SUCCESS &&
-              exr_initialize_required_attr_simple(ctx, part, W, H, EXR_COMPRESSION_ZIP) == EXR_ERR_SUCCESS;
-    const char *names[4] = {"B", "C", "G", "R"}; /* C, between B and G, is 2x2-subsampled */
-    for (int c = 0; c < 4 && ok; c++)
-        ok = exr_add_channel(ctx, part, names[c], EXR_PIXEL_HALF, EXR_PERCEPTUALLY_LOGARITHMIC, c == 1 ? 2 : 1,
-                             c == 1 ? 2 : 1) == EXR_ERR_SUCCESS;
-    ok = ok && exr_write_header(ctx) == EXR_ERR_SUCCESS;
-    exr_encode_pipeline_t enc = EXR_ENCODE_PIPELINE_INITIALIZER;
-    bool initialized = false;
-    int32_t lines = 1;
-    ok = ok && exr_get_scanlines_per_chunk(ctx, part, &lines) == EXR_ERR_SUCCESS;
-    for (int y = 0; y < H && ok; y += lines) {
-        exr_chunk_info_t ci;
-        ok = exr_write_scanline_chunk_info(ctx, part, y, &ci) == EXR_ERR_SUCCESS &&
-             (initialized ? exr_encoding_update(ctx, part, &ci, &enc)
-                          : exr_encoding_initialize(ctx, part, &ci, &enc)) == EXR_ERR_SUCCESS;
-        for (int c = 0; c < enc.channel_count && ok; c++) {
-            exr_coding_channel_info_t *ch = &enc.channels[c];
-            bool sub = strcmp(ch->channel_name, "C") == 0;
-            int plane = strcmp(ch->channel_name, "R") == 0 ? 0 : strcmp(ch->channel_name, "G") == 0 ? 1 : 2;
-            ch->encode_from_ptr = sub ? (const uint8_t *)(chroma + (y / 2) * (W / 2))
-                                      : (const uint8_t *)(colour[plane] + y * W);
-            ch->user_pixel_stride = 2;
-            ch->user_line_stride = 2 * (sub ? W / 2 : W);
-            ch->user_data_type = EXR_PIXEL_HALF;
-            ch->user_bytes_per_element = 2;
-        }
-        if (ok && !initialized)
-            ok = exr_encoding_choose_default_routines(ctx, part, &enc) == EXR_ERR_SUCCESS;
-        initialized = initialized || ok;
-        ok = ok && exr_encoding_run(ctx, part, &enc) == EXR_ERR_SUCCESS;
-    }
-    if (initialized)
-        exr_encoding_destroy(ctx, &enc);
-    if (ctx)
-        ok = exr_finish(&ctx) == EXR_ERR_SUCCESS && ok;
+    static const char *const names[4] = {"B", "C", "G", "R"}; /* C, between B and G, is 2x2-subsampled */
+    static const exr_pixel_type_t types[4] = {EXR_PIXEL_HALF, EXR_PIXEL_HALF, EXR_PIXEL_HALF, EXR_PIXEL_HALF};
+    static const int sampling[4] = {1, 2, 1, 1};
+    chroma_planes planes = {.colour = {colour[0], colour[1], colour[2]}, .chroma = chroma, .w = W};
+    bool ok = write_by_hand(&s, W, H, EXR_COMPRESSION_ZIP, 4, names, types, sampling, aim_chroma_planes, &planes);
     blob b = {s.data, s.len};
     if (tap_ok(ok, "EXR with R, G, B and a 2x2-subsampled C written")) {
         decoded d;
