@@ -214,13 +214,20 @@ static float value_depth(int x, int y, int k)
     return y < 4 ? 1e10f : 0.5f + 0.37f * (float)x + 0.11f * (float)y; /* the top rows are sky */
 }
 
-static void frame_add(frame *f, const char *name, int type, value_fn fn, int k)
+/* A new channel's name and buffers (its samples, and the floats the decoder must give for them). */
+static int frame_channel(frame *f, const char *name, int type)
 {
     int c = f->count++;
     size_t n = (size_t)f->width * f->height;
     snprintf(f->names[c], sizeof(f->names[c]), "%s", name);
     f->data[c] = malloc(n * hp_exr_type_size(type));
     f->expect[c] = malloc(n * 4);
+    return c;
+}
+
+static void frame_add(frame *f, const char *name, int type, value_fn fn, int k)
+{
+    int c = frame_channel(f, name, type);
     for (int y = 0; y < f->height; y++)
         for (int x = 0; x < f->width; x++) {
             size_t i = (size_t)y * f->width + x;
@@ -1332,11 +1339,7 @@ static void use_library_decode(bool on)
  * bits: NaNs with payloads, infinities, subnormals, -0, huge uints. */
 static void frame_add_bits(frame *f, const char *name, int type, int k)
 {
-    int c = f->count++;
-    size_t n = (size_t)f->width * f->height;
-    snprintf(f->names[c], sizeof(f->names[c]), "%s", name);
-    f->data[c] = malloc(n * hp_exr_type_size(type));
-    f->expect[c] = malloc(n * 4);
+    int c = frame_channel(f, name, type);
     for (int y = 0; y < f->height; y++)
         for (int x = 0; x < f->width; x++) {
             size_t i = (size_t)y * f->width + x;
