@@ -104,6 +104,8 @@ void hp_route_gpu(hp_request *req, hp_reply *reply)
         hp_cache_state_name(r.info.cache_state), "bytes_loaded", (json_int_t)r.info.cache_bytes_loaded, "frame_graph",
         "sizes_kept", (int)r.frame_sizes_kept, "device_bytes", (json_int_t)r.frame_graph_bytes);
     json_object_set_new(body, "vulkan", json_string(vulkan));
+    json_object_set_new(body, "host_memory", json_pack("{s:i, s:I}", "blocks_in_use", (int)r.host_blocks_out,
+                                                       "kept_bytes", (json_int_t)r.host_kept_bytes));
     json_object_set_new(body, "pipelines", json_pack("{s:i, s:i}", "created", (int)r.info.pipelines_created,
                                                      "from_cache", (int)r.info.pipelines_from_cache));
     nvml_device dev;
@@ -139,8 +141,13 @@ void hp_route_metrics(hp_request *req, hp_reply *reply)
                                 "# HELP hdrpost_frames_in_flight Frames on the GPU now.\n"
                                 "# TYPE hdrpost_frames_in_flight gauge\nhdrpost_frames_in_flight %u\n"
                                 "# HELP hdrpost_frame_graph_device_bytes Device memory kept for frame sizes seen.\n"
-                                "# TYPE hdrpost_frame_graph_device_bytes gauge\nhdrpost_frame_graph_device_bytes %llu\n",
-                                r.queue_depth, r.queue_capacity, r.in_flight, (unsigned long long)r.frame_graph_bytes);
+                                "# TYPE hdrpost_frame_graph_device_bytes gauge\nhdrpost_frame_graph_device_bytes %llu\n"
+                                "# HELP hdrpost_host_memory_blocks Mapped host memory blocks holding a request's frame "
+                                "or image now.\n# TYPE hdrpost_host_memory_blocks gauge\nhdrpost_host_memory_blocks %u\n"
+                                "# HELP hdrpost_host_memory_kept_bytes Mapped host memory kept warm for the next "
+                                "frames.\n# TYPE hdrpost_host_memory_kept_bytes gauge\nhdrpost_host_memory_kept_bytes %llu\n",
+                                r.queue_depth, r.queue_capacity, r.in_flight, (unsigned long long)r.frame_graph_bytes,
+                                r.host_blocks_out, (unsigned long long)r.host_kept_bytes);
         if (r.memory.has_budget) {
             rc |= hp_metrics_printf(&buf, &len, &cap,
                                     "# HELP hdrpost_gpu_memory_bytes GPU memory heaps: budget and this process's usage.\n"

@@ -57,6 +57,10 @@ typedef struct hp_gpu_report {
     unsigned queue_depth, queue_capacity, in_flight;
     uint64_t frame_graph_bytes; /* device memory the frame graph holds for the sizes it keeps */
     uint32_t frame_sizes_kept;
+    /* Mapped host memory for frames and images (pipeline/host_pool.h): blocks with requests now, and
+     * bytes kept warm for the next ones. */
+    uint32_t host_blocks_out;
+    uint64_t host_kept_bytes;
 } hp_gpu_report;
 
 /* What the HTTP routes hand work to: the daemon's queue and GPU, behind function pointers so that api/

@@ -81,6 +81,7 @@ static bool stop_requested(void)
 typedef struct backend_ctx {
     hp_worker *worker;
     hp_gpu *gpu;
+    hp_host_pool *host_pool;
 } backend_ctx;
 
 static bool submit_job(void *ctx, struct hp_job *job) { return hp_worker_submit(((backend_ctx *)ctx)->worker, job); }
@@ -96,6 +97,12 @@ static void report(void *ctx, hp_gpu_report *out)
     out->queue_capacity = hp_worker_queue_capacity(b->worker);
     out->in_flight = hp_worker_in_flight(b->worker);
     hp_worker_graph_usage(b->worker, &out->frame_sizes_kept, &out->frame_graph_bytes);
+    unsigned blocks = 0;
+    size_t kept = 0;
+    if (b->host_pool)
+        hp_host_pool_usage(b->host_pool, &blocks, &kept);
+    out->host_blocks_out = blocks;
+    out->host_kept_bytes = kept;
 }
 
 static double ms_since(const struct timespec *t0)
@@ -203,7 +210,7 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
                                .host_pool = host_pool};
         if ((code = hp_worker_create(graph, &wc, &worker, &err)) != HP_OK)
             goto startup_failed;
-        bctx = (backend_ctx){.worker = worker, .gpu = gpu};
+        bctx = (backend_ctx){.worker = worker, .gpu = gpu, .host_pool = host_pool};
         hp_http_backend backend = {
             .ctx = &bctx,
             .submit = submit_job,

@@ -779,6 +779,77 @@ def early_decoding(d, tmp):
           f"log: {line!r}; next: {status} {body[:200]!r}")
 
 
+def metrics_values(port):
+    """GET /metrics parsed: {name or name{labels}: value}, and the response."""
+    status, headers, body = request(port, "GET", "/metrics")
+    values = {}
+    for line in body.decode("utf-8", "replace").splitlines():
+        if line and not line.startswith("#"):
+            key, _, value = line.rpartition(" ")
+            try:
+                values[key] = float(value)
+            except ValueError:
+                values[key] = None
+    return status, headers, values
+
+
+def status_routes(d):
+    """GET /v1/gpu and GET /metrics on the main daemon (--queue_depth=64), after it has rendered frames:
+    the device and memory as /v1/gpu says them, and /metrics counting exactly the requests made here."""
+    status, headers, body = request(d.port, "GET", "/v1/gpu")
+    doc = json_body(body) if status == 200 else None
+    ok = isinstance(doc, dict)
+    heaps = doc.get("memory_heaps") if ok else None
+    queue = doc.get("queue") if ok else None
+    graph = doc.get("frame_graph") if ok else None
+    host = doc.get("host_memory") if ok else None
+    ok = (ok and doc.get("state") == "ready" and isinstance(doc.get("device"), str) and doc["device"]
+          and isinstance(heaps, list) and heaps and all(h.get("size_bytes", 0) > 0 for h in heaps)
+          and isinstance(queue, dict) and queue.get("capacity") == 64 and queue.get("depth") == 0
+          and queue.get("frames_in_flight") == 0
+          and doc.get("pipelines", {}).get("created", 0) > 0
+          and doc.get("pipeline_cache", {}).get("state") in ("none", "loaded", "created", "ignored", "disabled")
+          and isinstance(graph, dict) and graph.get("sizes_kept", 0) >= 1 and graph.get("device_bytes", 0) > 0
+          and isinstance(host, dict) and host.get("blocks_in_use") == 0 and host.get("kept_bytes", 0) > 0
+          and headers.get("content-type", "").startswith("application/json"))
+    point("GET /v1/gpu: ready, the device, its heaps, an idle queue of 64, warm pipelines, the kept frame "
+          "sizes, no host block in use and some kept warm", ok, f"{status} {body[:1500]!r}")
+
+    status, headers, before = metrics_values(d.port)
+    exr = read_data("pmndrs_park.exr")
+    answers = [request(d.port, "POST", "/v1/render", exr)[0] for _ in range(2)]
+    answers.append(request(d.port, "POST", "/v1/render?tonemap.operator=nope", exr)[0])
+    ok200 = 'hdrpost_requests_total{route="/v1/render",status="200"}'
+    ok400 = 'hdrpost_requests_total{route="/v1/render",status="400"}'
+    after = {}
+
+    def delta(key):
+        return (after.get(key) or 0) - (before.get(key) or 0)
+
+    # A request is counted when libmicrohttpd says it is complete, just after the client has its answer.
+    deadline = time.monotonic() + 5
+    while True:
+        _, _, after = metrics_values(d.port)
+        if (delta(ok200) >= 2 and delta(ok400) >= 1) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    total = 'hdrpost_stage_duration_seconds_count{stage="total"}'
+    buckets = sorted(((float(k.split('le="')[1].rstrip('"}').replace("+Inf", "inf")), v) for k, v in after.items()
+                      if k.startswith('hdrpost_stage_duration_seconds_bucket{stage="total"')), key=lambda b: b[0])
+    cumulative = all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:]))
+    point("GET /metrics: Prometheus text; two frames and one bad request move requests_total by exactly 2 "
+          "(200) and 1 (400), the total-stage histogram by 2, its buckets cumulative up to +Inf = count",
+          status == 200 and headers.get("content-type", "").startswith("text/plain; version=0.0.4")
+          and answers == [200, 200, 400] and delta(ok200) == 2 and delta(ok400) == 1 and delta(total) == 2
+          and buckets and buckets[-1][0] == float("inf") and buckets[-1][1] == after.get(total) and cumulative
+          and delta("hdrpost_frames_total") == 2 and delta("hdrpost_pixels_total") == 2 * 512 * 256
+          and after.get("hdrpost_queue_capacity") == 64 and after.get("hdrpost_host_memory_blocks") == 0
+          and "hdrpost_host_memory_kept_bytes" in after and "hdrpost_frame_graph_device_bytes" in after,
+          f"{status} {headers.get('content-type')} answers {answers}; deltas 200 {delta(ok200)} 400 {delta(ok400)} "
+          f"count {delta(total)} frames {delta('hdrpost_frames_total')} pixels {delta('hdrpost_pixels_total')}; "
+          f"buckets {buckets}")
+
+
 def stats_match(stats, ref, histogram=False):
     """The daemon's JSON statistics against cpu_render's: counts exact, values within 1e-4, and with
     histogram every bin."""
@@ -1005,6 +1076,11 @@ def auth():
               f"{status} {headers} {body[:300]!r}")
         status, headers, body = request(d.port, "POST", "/v1/analyze", exr)
         point("/v1/analyze needs the token too", is_error(status, body, 401, "unauthorized"), f"{status} {body!r}")
+        bare = [request(d.port, "GET", path)[0] for path in ("/v1/gpu", "/metrics")]
+        keyed = [request(d.port, "GET", path, None, {"Authorization": "Bearer s3cret"})[0]
+                 for path in ("/v1/gpu", "/metrics")]
+        point("/v1/gpu and /metrics are 401 without the token and 200 with it", bare == [401, 401] and keyed == [200, 200],
+              f"without {bare}, with {keyed}")
         live = request(d.port, "GET", "/livez")
         ready = request(d.port, "GET", "/readyz")
         point("/livez and /readyz answer 200 without a token", live[0] == 200 and ready[0] == 200,
@@ -1306,7 +1382,7 @@ def main():
                 for test in (render_raw_exr, render_png_8bit, render_png_16bit, render_multipart, render_json,
                              analyze, early_decoding, parallel, exr_layers):
                     guarded(test, d, tmp)
-                for test in (render_depth, depth_of_field, errors, raw_input):
+                for test in (render_depth, depth_of_field, errors, raw_input, status_routes):
                     guarded(test, d)
             finally:
                 stop(d)
