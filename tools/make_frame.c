@@ -1,9 +1,11 @@
 /* Makes a large benchmark frame from a small real one (a real 4K render is too large to keep in the
  * repository, shared/data/README.md): decodes FRAME, scales it up by an integer factor with bilinear
- * interpolation, and writes an RGB(A) half-float OpenEXR with the given compression.
+ * interpolation, and writes an RGB(A) half-float OpenEXR with the given compression, in scanlines or in
+ * 64x64 tiles. The HTTP tests also use it (factor 1) for one frame in every compression the C core writes.
  *
- * Usage: make_frame IN OUT.exr FACTOR [zip|piz|none] */
+ * Usage: make_frame IN OUT.exr FACTOR [none|rle|zips|zip|piz|pxr24|b44|b44a] [tiled] */
 #include <openexr.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,14 +17,18 @@
 
 int main(int argc, char **argv)
 {
-    if (argc < 4) {
-        fprintf(stderr, "usage: make_frame IN OUT.exr FACTOR [zip|piz|none]\n");
+    static const char *const names[] = {"none", "rle", "zips", "zip", "piz", "pxr24", "b44", "b44a"};
+    const char *comp = argc > 4 ? argv[4] : "zip";
+    int compression = -1;
+    for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
+        if (!strcmp(comp, names[i]))
+            compression = i; /* exr_compression_t's order */
+    bool tiled = argc > 5 && !strcmp(argv[5], "tiled");
+    if (argc < 4 || compression < 0 || (argc > 5 && !tiled)) {
+        fprintf(stderr, "usage: make_frame IN OUT.exr FACTOR [none|rle|zips|zip|piz|pxr24|b44|b44a] [tiled]\n");
         return 2;
     }
     int factor = atoi(argv[3]);
-    const char *comp = argc > 4 ? argv[4] : "zip";
-    int compression = !strcmp(comp, "piz") ? EXR_COMPRESSION_PIZ : !strcmp(comp, "none") ? EXR_COMPRESSION_NONE
-                                                                                            : EXR_COMPRESSION_ZIP;
     size_t len;
     uint8_t *bytes = hp_read_file(argv[1], &len);
     hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
@@ -67,7 +73,7 @@ int main(int argc, char **argv)
                                   {"G", EXR_PIXEL_HALF, planes + (size_t)1 * w * h},
                                   {"R", EXR_PIXEL_HALF, planes}};
     hp_exr_spec spec = {.width = w, .height = h, .display_w = w, .display_h = h, .compression = compression,
-                        .channels = channels, .channel_count = info.has_alpha ? 4 : 3};
+                        .tile = tiled ? 64 : 0, .channels = channels, .channel_count = info.has_alpha ? 4 : 3};
     if (!info.has_alpha)
         spec.channels = channels + 1;
     uint8_t *out;
@@ -82,7 +88,8 @@ int main(int argc, char **argv)
         return 1;
     }
     fclose(f);
-    printf("make_frame: %s, %dx%d, half %s, %zu bytes\n", argv[2], w, h, comp, out_len);
+    printf("make_frame: %s, %dx%d, half %s%s, %zu bytes\n", argv[2], w, h, comp, tiled ? ", 64x64 tiles" : "",
+           out_len);
     free(out);
     free(planes);
     free(src);

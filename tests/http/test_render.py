@@ -41,6 +41,7 @@ import zlib
 
 EXE = sys.argv[1] if len(sys.argv) > 1 else "hdrpostd"
 CPU_RENDER = sys.argv[2] if len(sys.argv) > 2 else "cpu_render"
+MAKE_FRAME = sys.argv[3] if len(sys.argv) > 3 else "make_frame"
 HOST = "127.0.0.1"
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
 START_TIMEOUT_S = 60     # from the start to /readyz 200
@@ -850,6 +851,35 @@ def status_routes(d):
           f"buckets {buckets}")
 
 
+def compressions(d, tmp):
+    """Every compression OpenEXR's C core writes, and a tiled file, over HTTP: the park frame rewritten by
+    tools/make_frame (half RGB), posted raw to /v1/analyze; the statistics against cpu_render on the same
+    file, and those of the lossless compressions equal to the uncompressed file's."""
+    park = os.path.join(DATA, "pmndrs_park.exr")
+    cases = [(c, False) for c in ("none", "rle", "zips", "zip", "piz", "pxr24", "b44", "b44a")] + [("zip", True)]
+    lossless = {"none", "rle", "zips", "zip", "piz", "pxr24"}  # pxr24 is lossless on half channels
+    problems, hist = [], {}
+    for comp, tiled in cases:
+        label = comp + (" tiled" if tiled else "")
+        path = os.path.join(tmp, f"park-{comp}{'-tiled' if tiled else ''}.exr")
+        subprocess.run([MAKE_FRAME, park, path, "1", comp] + (["tiled"] if tiled else []), check=True,
+                       stdout=subprocess.DEVNULL, timeout=CPU_TIMEOUT_S)
+        ref, _ = cpu(tmp, path)
+        with open(path, "rb") as f:
+            status, _, body = request(d.port, "POST", "/v1/analyze", f.read())
+        doc = json_body(body) if status == 200 else None
+        stats = doc.get("stats") if isinstance(doc, dict) else None
+        if not stats_match(stats, ref, histogram=True):
+            problems.append(f"{label}: {status} {body[:300]!r} against cpu_render {ref.get('log_average')}")
+            continue
+        hist[label] = stats["histogram"]["counts"]
+    same = all(hist.get(c) == hist.get("none") for c in lossless | {"zip tiled"})
+    point("every compression the C core writes (none, rle, zips, zip, piz, pxr24, b44, b44a) and a tiled ZIP "
+          "file over HTTP: statistics equal cpu_render's on each file, the lossless ones' histograms the "
+          "uncompressed file's", not problems and same and len(hist) == len(cases),
+          "\n".join(problems) + f"\nlossless histograms equal: {same}")
+
+
 def stats_match(stats, ref, histogram=False):
     """The daemon's JSON statistics against cpu_render's: counts exact, values within 1e-4, and with
     histogram every bin."""
@@ -1384,6 +1414,7 @@ def main():
                     guarded(test, d, tmp)
                 for test in (render_depth, depth_of_field, errors, raw_input, status_routes):
                     guarded(test, d)
+                guarded(compressions, d, tmp)
             finally:
                 stop(d)
         guarded(limits, tmp)
