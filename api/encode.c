@@ -6,6 +6,7 @@
 #include <spng.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <webp/encode.h>
 #include <zlib.h>
@@ -420,6 +421,8 @@ typedef struct png_strip {
     uint8_t *z;             /* the strip's raw deflate output */
     size_t z_len;
     uLong adler;            /* Adler-32 of its filtered data alone */
+    void *(*phase)(void *); /* what run_strips runs on it now */
+    double cpu_ms;          /* CPU time its threads spent, for hp_encoded.cpu_ms */
     int zrc;                /* Z_OK, or why not */
 } png_strip;
 
@@ -589,15 +592,34 @@ static void be32(uint8_t *p, uint32_t v)
 }
 
 /* Runs fn on every strip, a thread each; a strip whose thread cannot start runs on this one. */
+/* The CPU time of the calling thread, ms. */
+static double thread_cpu_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static void *strip_timed(void *arg)
+{
+    png_strip *st = arg;
+    double c0 = thread_cpu_ms();
+    st->phase(st);
+    st->cpu_ms += thread_cpu_ms() - c0;
+    return NULL;
+}
+
 static void run_strips(void *(*fn)(void *), png_strip *strips, uint32_t n, pthread_t *tid, bool *started)
 {
-    for (uint32_t i = 0; i < n; i++)
-        started[i] = pthread_create(&tid[i], NULL, fn, &strips[i]) == 0;
+    for (uint32_t i = 0; i < n; i++) {
+        strips[i].phase = fn;
+        started[i] = pthread_create(&tid[i], NULL, strip_timed, &strips[i]) == 0;
+    }
     for (uint32_t i = 0; i < n; i++) {
         if (started[i])
             pthread_join(tid[i], NULL);
         else
-            fn(&strips[i]);
+            strip_timed(&strips[i]);
     }
 }
 
@@ -705,6 +727,8 @@ static hp_code encode_png_strips(const frame *f, const hp_output_params *out, hp
     png_chunk(&w, "IEND", NULL, 0);
     free(zbuf);
     *result = (hp_encoded){.data = png, .size = (size_t)(w - png), .mime = "image/png"};
+    for (uint32_t i = 0; i < n; i++)
+        result->cpu_ms += strips[i].cpu_ms;
     png = NULL;
 
 done:
@@ -759,11 +783,14 @@ hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t 
                        width, height, bit_depth);
     const frame f = {.pixels = pixels, .width = width, .height = height, .bit_depth = bit_depth, .alpha = alpha,
                      .src_row_bytes = src_row_bytes};
-    if (out->format == HP_OUTPUT_WEBP)
-        return encode_webp(&f, out, result, err);
+    double c0 = thread_cpu_ms();
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned threads = png_strip_threads ? png_strip_threads : (unsigned)(cores > 0 ? cores : 1);
-    if (threads > 1 && (uint64_t)width * height >= STRIP_MIN_PIXELS)
-        return encode_png_strips(&f, out, encoding, threads, result, err);
-    return encode_png(&f, out, encoding, result, err);
+    hp_code code = out->format == HP_OUTPUT_WEBP ? encode_webp(&f, out, result, err)
+                   : threads > 1 && (uint64_t)width * height >= STRIP_MIN_PIXELS
+                       ? encode_png_strips(&f, out, encoding, threads, result, err)
+                       : encode_png(&f, out, encoding, result, err);
+    if (code == HP_OK)
+        result->cpu_ms += thread_cpu_ms() - c0;
+    return code;
 }

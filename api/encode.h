@@ -95,6 +95,8 @@ typedef struct hp_encoded {
     uint8_t *data;
     size_t size;      /* bytes */
     const char *mime;
+    double cpu_ms;    /* CPU time spent encoding it, on every thread of ours (the calling thread and the PNG
+                       * strips' threads; libwebp's own helper thread is not counted) */
 } hp_encoded;
 
 /* Encodes width x height pixels (layout above) in the format of out (format, quality, lossless, effort,
@@ -103,7 +105,7 @@ typedef struct hp_encoded {
 hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
                   hp_output_encoding encoding, const hp_output_params *out, hp_encoded *result, hp_err *err);
 
-/* Frees result->data and sets *result to {NULL, 0, NULL}; NULL and an already freed result are fine. */
+/* Frees result->data and empties *result; NULL and an already freed result are fine. */
 void hp_encoded_free(hp_encoded *result);
 
 /* PNG frames of STRIP_MIN_PIXELS (1 Mpixel) or more are filtered and deflated in horizontal strips on this

@@ -28,7 +28,7 @@ import threading
 import time
 
 HOST = "127.0.0.1"
-PHASES = ["recv", "decode", "queue", "upload", "reduce", "tonemap", "download", "encode", "total"]
+PHASES = ["recv", "decode", "queue", "upload", "reduce", "tonemap", "download", "encode", "encode_cpu", "total"]
 
 
 def free_port():

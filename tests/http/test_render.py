@@ -444,8 +444,9 @@ def render_raw_exr(d, tmp):
         m = re.fullmatch(r"\s*([a-z_]+);dur=(-?[0-9.]+(?:e[-+]?\d+)?)\s*", item)
         if m:
             timing[m.group(1)] = float(m.group(2))
-    point("raw EXR: Server-Timing names every phase with a numeric dur",
-          all(p in timing and timing[p] >= 0 for p in PHASES) and timing["total"] >= timing["decode"],
+    point("raw EXR: Server-Timing names every phase with a numeric dur, and the encoder's CPU time",
+          all(p in timing and timing[p] >= 0 for p in PHASES) and timing["total"] >= timing["decode"]
+          and timing.get("encode_cpu", 0) > 0,
           f"Server-Timing: {headers.get('server-timing')!r} parsed {timing}")
     point("raw EXR: X-Request-Id echoes the client's", headers.get("x-request-id") == "render-test.raw-exr:1",
           f"{headers}")
