@@ -33,6 +33,7 @@
 
 #include "api/image.h"
 #include "api/image_internal.h"
+#include "common/arrival.h"
 #include "pipeline/cpu_reference.h"
 #include "tap.h"
 #include "test_image_exr.h"
@@ -1782,6 +1783,72 @@ static void test_threaded_decode(void)
     }
 }
 
+/* A body still arriving (common/arrival.h): a thread hands the bytes over in pieces with pauses while
+ * the decoder, on 4 threads taking chunks in file order, waits for each range it reads. */
+typedef struct feeder {
+    hp_arrival *arrival;
+    size_t len, stop_at; /* bytes to hand over; stop_at < len: the body is cut off there */
+} feeder;
+
+static void *feed(void *arg)
+{
+    feeder *f = arg;
+    size_t piece = f->len / 23 + 1;
+    for (size_t at = 0; at < f->stop_at;) {
+        at = at + piece < f->stop_at ? at + piece : f->stop_at;
+        hp_arrival_add(f->arrival, at);
+        struct timespec pause = {0, 2000000}; /* 2 ms: the decoder catches up and waits again */
+        nanosleep(&pause, NULL);
+    }
+    hp_arrival_end(f->arrival);
+    return NULL;
+}
+
+static bool decode_arriving(const blob *b, size_t stop_at, float *out, hp_err *err)
+{
+    hp_arrival arrival;
+    hp_arrival_init(&arrival);
+    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+    opt.threads = 4;
+    opt.arrival = &arrival;
+    feeder f = {.arrival = &arrival, .len = b->len, .stop_at = stop_at};
+    pthread_t tid;
+    bool started = pthread_create(&tid, NULL, feed, &f) == 0;
+    hp_image_info info;
+    bool ok = started && hp_image_probe(b->data, b->len, &opt, &info, err) == HP_OK &&
+              hp_image_decode(b->data, b->len, &opt, &info, out, HP_LAYOUT_RGBA32F, NULL, err) == HP_OK;
+    if (started)
+        pthread_join(tid, NULL);
+    hp_arrival_destroy(&arrival);
+    return ok;
+}
+
+static void test_arriving_decode(void)
+{
+    static const char *const files[] = {"blender_street_960x540_singlelayer.exr", "psychtoolbox_Desk.exr"};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        blob b = read_data(files[i]);
+        hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+        hp_image_info info;
+        hp_err err = {0};
+        bool ok = b.len && hp_image_probe(b.data, b.len, &opt, &info, &err) == HP_OK;
+        size_t bytes = ok ? (size_t)info.width * info.height * 16 : 0;
+        float *whole = ok ? malloc(bytes) : NULL, *arriving = ok ? malloc(bytes) : NULL;
+        ok = ok && whole && arriving &&
+             hp_image_decode(b.data, b.len, &opt, &info, whole, HP_LAYOUT_RGBA32F, NULL, &err) == HP_OK;
+        if (ok)
+            memset(arriving, 0xff, bytes);
+        bool same = ok && decode_arriving(&b, b.len, arriving, &err) && memcmp(whole, arriving, bytes) == 0;
+        tap_ok(same, "%s arriving in 23 pieces, decoded as it comes on 4 threads: the frame decoded whole%s%s", files[i], same ? "" : ": ", same ? "" : err.message);
+        hp_err cut = {0};
+        bool refused = ok && !decode_arriving(&b, b.len * 2 / 3, arriving, &cut) && cut.message[0];
+        tap_ok(refused, "%s cut off at two thirds while decoding: an error, not a hang (%s)", files[i], cut.message);
+        free(whole);
+        free(arriving);
+        blob_free(&b);
+    }
+}
+
 int main(void)
 {
     blob probe = read_data("pmndrs_park.exr");
@@ -1795,6 +1862,7 @@ int main(void)
     test_park();
     test_real_exr();
     test_threaded_decode();
+    test_arriving_decode();
     test_written_exr();
     test_layers();
     test_grey_and_refusals();
