@@ -462,6 +462,20 @@ static bool token_matches(hp_http *http, struct MHD_Connection *connection)
     return diff == 0;
 }
 
+/* Ends a body's arrival: a reader still waiting gives up, and what the route started early is dropped
+ * (joined), so that the buffer can be freed or regrown. */
+static void stop_arriving(hp_request *req)
+{
+    if (!req->arriving)
+        return;
+    hp_arrival_end(&req->arrival);
+    if (req->early_drop)
+        req->early_drop(req);
+    req->early_drop = NULL;
+    hp_arrival_destroy(&req->arrival);
+    req->arriving = false;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls)
@@ -513,7 +527,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
             /* A declared length: the buffer now, whole, and the route told (it may read the body as it
              * arrives). Only for a ready server and an authorised client: no work for anyone else. */
             size_t want = len ? (size_t)strtoull(len, NULL, 10) : 0;
-            if (want > 0 && r->body_begins && hp_http_get_state(http) == HP_SERVICE_READY &&
+            /* Not with Transfer-Encoding as well: libmicrohttpd then reads chunks past the declared length,
+             * and the buffer an early reader holds would be regrown under it. */
+            if (want > 0 && !te && r->body_begins && hp_http_get_state(http) == HP_SERVICE_READY &&
                 (r->open || !http->auth_token || token_matches(http, connection)) &&
                 (req->body = hp_bigbuf_get(want)) != NULL) {
                 req->body_cap = want;
@@ -533,6 +549,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         *upload_data_size = 0;
         if (!r || !r->takes_body || req->status != 0 || req->body_too_large)
             return MHD_YES; /* discarded */
+        /* More than the declared length (it should not happen: see the first call): whoever reads the body
+         * as it arrives stops before the buffer is regrown or freed. */
+        if (req->arriving && req->body_len + n > req->body_cap)
+            stop_arriving(req);
         if (req->body_len + n > http->params.max_body_bytes) {
             req->body_too_large = true; /* chunked bodies are only judged as they arrive */
             hp_bigbuf_put(req->body);
@@ -650,12 +670,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
         pthread_mutex_unlock(&req->slot->lock);
         slot_unref(req->slot);
     }
-    if (req->arriving) {
-        hp_arrival_end(&req->arrival); /* a body cut off: an early reader stops waiting */
-        if (req->early_drop)
-            req->early_drop(req);
-        hp_arrival_destroy(&req->arrival);
-    }
+    stop_arriving(req); /* a body cut off: an early reader stops waiting, and is dropped */
     hp_bigbuf_put(req->body);
     hp_reply_release(&req->deferred_reply);
     free(req);

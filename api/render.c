@@ -514,6 +514,10 @@ static const char *first_exr_name(const hp_input_params *in, const char **param)
  * multipart body, bad parameters or a bad file) is left to the ordinary path, which answers with the
  * error, so the rules and messages stay in one place. */
 
+/* Early decodes at once, at most the queue's capacity: each holds a frame's worth of pinned memory from
+ * its header on, and more frames than the queue takes would be answered 429 anyway. */
+static _Atomic unsigned early_active;
+
 /* Bodies too small to gain from the overlap are decoded after they are in (a thread start is tens of
  * microseconds; a 64 KiB EXR takes longer than that to decode). */
 #define EARLY_MIN_BYTES ((size_t)64 << 10)
@@ -612,6 +616,7 @@ static void early_free(early_decode *e)
 {
     if (!e)
         return;
+    atomic_fetch_sub(&early_active, 1);
     if (!e->joined)
         pthread_join(e->thread, NULL);
     hp_host_mem_put(&e->pixels);
@@ -647,15 +652,25 @@ static void begins(hp_request *req, bool analyze)
     if (req->body_cap < EARLY_MIN_BYTES || !be || !be->submit ||
         (ctype && strncasecmp(ctype, "multipart/form-data", 19) == 0))
         return;
-    early_decode *e = calloc(1, sizeof(*e));
-    if (!e)
+    unsigned cap = be->queue_capacity ? be->queue_capacity(be->ctx) : 16;
+    if (be->queue_depth && be->queue_depth(be->ctx) >= cap)
+        return; /* a full queue: the frame will likely be answered 429; no memory for it now */
+    if (atomic_fetch_add(&early_active, 1) >= cap) {
+        atomic_fetch_sub(&early_active, 1);
         return;
+    }
+    early_decode *e = calloc(1, sizeof(*e));
+    if (!e) {
+        atomic_fetch_sub(&early_active, 1);
+        return;
+    }
     e->req = req;
     e->be = be;
     e->analyze = analyze;
     if (!collect_query(req->connection, &e->query) || pthread_create(&e->thread, NULL, early_main, e) != 0) {
         free(e->query);
         free(e);
+        atomic_fetch_sub(&early_active, 1);
         return; /* the ordinary path will do */
     }
     req->early = e;
@@ -836,7 +851,9 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     size_t bytes = (size_t)info.width * info.height * (half ? 8 : 16);
     /* Decoded straight into memory the GPU uploads from (pipeline/host_pool.h): no copy on the host. */
     hp_host_mem pixels_mem = {0}, depth_mem = {0};
-    use_early = use_early && early->half == half && early->want_dof == want_dof && depth_in_frame == want_dof;
+    /* The early decoder read the depth exactly when depth of field wants the frame's own (a depth part
+     * never comes with a raw body). */
+    use_early = use_early && early->half == half && early->want_dof == want_dof && (!want_dof || depth_in_frame);
     if (use_early) { /* the frame is decoded already: its memory is the job's now */
         pixels_mem = early->pixels;
         depth_mem = early->depth;

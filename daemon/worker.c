@@ -105,8 +105,11 @@ static bool start_job(hp_worker *w, hp_job *job, uint32_t *ticket)
     /* The image's memory before the frame is begun: the GPU reads it back straight into a block of the
      * pool, which the encoder then reads (no pool, or none to be had: the graph's own, and a copy). */
     size_t pixels = (size_t)job->desc.width * job->desc.height;
-    if (!job->params.analyze_only && w->host_pool)
+    if (!job->params.analyze_only && w->host_pool) {
         hp_host_mem_get(w->host_pool, HP_MEM_READBACK, pixels * 8, &job->image);
+        if (!job->image.block) /* no pinned block: the graph's own read-back, copied out after the frame */
+            hp_host_mem_put(&job->image);
+    }
     hp_frame_host own = {
         .pixels = job->pixels.block ? &job->pixels.block->buf : NULL,
         .depth = job->depth.block ? &job->depth.block->buf : NULL,
@@ -136,6 +139,13 @@ static bool start_job(hp_worker *w, hp_job *job, uint32_t *ticket)
 static void finish_job(hp_worker *w, hp_job *job, uint32_t ticket)
 {
     job->code = hp_frame_graph_wait(w->graph, ticket, &job->result, &job->err);
+    if (job->code == HP_ERR_DEVICE_LOST) {
+        /* The GPU may still copy from and into the frame's blocks (a frame past its fence's timeout): they
+         * are never given back, so that no later request is handed memory a hung copy can still touch. */
+        hp_error("worker: the frame's host memory is abandoned with the device (%s)", job->err.message);
+        job->pixels = job->depth = job->image = (hp_host_mem){0};
+        return;
+    }
     /* The GPU is done with the frame's memory. */
     hp_host_mem_put(&job->pixels);
     hp_host_mem_put(&job->depth);

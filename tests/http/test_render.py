@@ -768,6 +768,30 @@ def early_decoding(d, tmp):
           400 <= s_raw < 500 and s_raw == s_form and e_raw.get("error") == e_form.get("error"),
           f"raw {s_raw} {b_raw[:300]!r}\nform {s_form} {b_form[:300]!r}")
 
+    # A frame with a depth channel, depth of field off: decoded early all the same (its depth unread).
+    street = read_data("blender_street_960x540_singlelayer.exr")
+    status, _, body = request(d.port, "POST", "/v1/render", street, {"Accept": "application/json"})
+    doc = json_body(body) if status == 200 else None
+    point("an EXR with a depth channel and depth of field off is decoded while it arrives too",
+          isinstance(doc, dict) and doc.get("decoded_while_receiving") is True, f"{status} {body[:300]!r}")
+
+    # Content-Length and chunked at once, the chunks longer than the length: libmicrohttpd reads the
+    # chunks; nothing reads the body early (its buffer would be regrown under the reader).
+    with socket.create_connection((HOST, d.port), timeout=60) as s:
+        s.sendall(f"POST /v1/analyze HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: {len(desk) // 2}\r\n"
+                  f"Transfer-Encoding: chunked\r\n\r\n".encode())
+        data = desk + bytes(100000)
+        for i in range(0, len(data), 65536):
+            piece = data[i:i + 65536]
+            s.sendall(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+        s.sendall(b"0\r\n\r\n")
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    status, _, body = request(d.port, "GET", "/livez")
+    point("Content-Length with chunked chunks past it: answered, and the server goes on",
+          answer.startswith(b"HTTP/1.1 ") and status == 200, f"{answer[:200]!r}; livez {status}")
+
     # Half the body, then the client hangs up: the decoder waiting for the rest gives up, the server goes on.
     with socket.create_connection((HOST, d.port), timeout=10) as s:
         s.sendall(f"POST /v1/render HTTP/1.1\r\nHost: t\r\nX-Request-Id: early-hangup\r\n"
