@@ -14,7 +14,7 @@
 
 typedef struct hp_arrival {
     pthread_mutex_t lock;
-    pthread_cond_t more;
+    struct hp_arrival_waiter *waiters; /* readers waiting, each woken only when its bytes are in */
     size_t arrived; /* bytes [0, arrived) are in */
     bool ended;     /* no more will come: the whole body, or the request was cut off */
 } hp_arrival;
