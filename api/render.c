@@ -592,7 +592,8 @@ static void *early_main(void *arg)
      * side on the 16-core GPU host (docs/BENCHMARKS.md): 16 threads received a 4K frame in 16.4-17.5 ms
      * p50, 15 in 13.1-13.4, 14 in 8.3-9.8 (the decoding left after the last byte 1.8 -> 3.4 ms), 12 in
      * 9.0-10.1 with 5.4-5.8 left. Two more threads that joined only after the last byte slowed the
-     * receive again (8.6 -> 13.6 ms: every piece that arrives wakes every waiting thread). */
+     * receive again (8.6 -> 13.6 ms: then every arriving piece woke every waiting thread, which led to
+     * common/arrival.c waking each reader only for its own bytes). */
     if (opt.threads > 4)
         opt.threads -= 2;
     if (hp_image_probe(req->body, req->body_cap, &opt, &e->info, &err) != HP_OK)
