@@ -106,9 +106,11 @@ static bool start_job(hp_worker *w, hp_job *job, uint32_t *ticket)
      * pool, which the encoder then reads (no pool, or none to be had: the graph's own, and a copy). */
     size_t pixels = (size_t)job->desc.width * job->desc.height;
     if (!job->params.analyze_only && w->host_pool) {
-        hp_host_mem_get(w->host_pool, HP_MEM_READBACK, pixels * 8, &job->image);
-        if (!job->image.block) /* no pinned block: the graph's own read-back, copied out after the frame */
-            hp_host_mem_put(&job->image);
+        /* A pinned block or nothing: without one the graph's own read-back is used, and copied out after
+         * the frame (an ordinary buffer here would only be given back unused). */
+        hp_err ignored = {0};
+        job->image.block = hp_host_pool_get(w->host_pool, HP_MEM_READBACK, pixels * 8, &ignored);
+        job->image.ptr = job->image.block ? job->image.block->buf.mapped : NULL;
     }
     hp_frame_host own = {
         .pixels = job->pixels.block ? &job->pixels.block->buf : NULL,
