@@ -11,6 +11,7 @@
 #include <webp/encode.h>
 #include <zlib.h>
 
+#include "api/deflate_runs.h"
 #include "api/image.h"
 #include "common/log.h"
 
@@ -216,11 +217,14 @@ static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encod
 
 /* --- PNG -------------------------------------------------------------------------------------------- */
 
-/* effort 0..6 -> zlib level. The default effort 2 is level 2, zlib's fastest matching but one: from
- * level 4 zlib switches to lazy matching, which took a 4K frame's PNG 1.7 times as long for a file 11%
- * smaller (13.5 MB against 12.0 on the Blender street frame at 4K, development machine); a render
- * service answering in tens of milliseconds takes the speed. Effort 0 is also Sub-only filtering. */
+/* effort 0..6 -> how the rows are deflated. Efforts 0 to 2, the default 2 among them, use the run-length
+ * coder (deflate_runs.h): on the 4K Blender street frame it wrote 11.3 MB where zlib's level 2 wrote 13.5
+ * MB and level 4 (lazy matching) 12.0 MB, in a fraction of the time (docs/BENCHMARKS.md). From effort 3
+ * zlib searches for matches, levels 4, 6, 8, 9: slower, and smaller on frames with repeated structure
+ * (flat graphics, text). Effort 0 is also Sub-only filtering; efforts 0 and 1 take zlib's level 1 where
+ * libspng encodes (small frames at efforts 3 and up only: see hp_encode). */
 static const int png_zlib_level[7] = {1, 1, 2, 4, 6, 8, 9};
+#define PNG_RUNS_MAX_EFFORT 2u
 
 /* libspng reports a failed allocation under several codes: SPNG_EMEM, SPNG_EZLIB_INIT when deflateInit2
  * fails, SPNG_EBADSTATE on a later call. Its allocator (zlib's included) is ours, so a failure is known
@@ -278,9 +282,14 @@ static void png_pack_row(const frame *f, uint32_t y, uint8_t *dst)
 {
     const uint8_t *src = f->pixels + (size_t)y * f->src_row_bytes;
     const uint32_t channels = f->alpha ? 4 : 3;
-    if (f->bit_depth == 8) {
-        for (uint32_t x = 0; x < f->width; x++, src += 4, dst += channels)
-            memcpy(dst, src, channels);
+    if (f->bit_depth == 8 && channels == 4) {
+        memcpy(dst, src, (size_t)f->width * 4);
+        return;
+    }
+    if (f->bit_depth == 8) { /* four bytes a pixel, each store overlapping the next pixel's; the last apart */
+        for (uint32_t x = 0; x + 1 < f->width; x++, src += 4, dst += 3)
+            memcpy(dst, src, 4);
+        memcpy(dst, src, 3);
         return;
     }
     for (uint32_t x = 0; x < f->width; x++, src += 8) {
@@ -433,72 +442,74 @@ static inline uint8_t paeth(int a, int b, int c)
     return (uint8_t)(pa <= pb && pa <= pc ? a : bc);
 }
 
-/* One filter type over a row into o[0..n), returning the sum of the filtered bytes' magnitudes taken as
- * signed (the heuristic of libpng and libspng). prev is the row above (zeros for the first). One loop per
- * type with the first pixel apart (no left neighbour) keeps the per-byte work straight-line, which the
- * compiler vectorises: a loop that chose the type and the neighbours per byte spent a third of a 4K PNG's
- * encode here. */
-static uint64_t png_filter_type(int type, const uint8_t *cur, const uint8_t *prev, size_t n, size_t bpp, uint8_t *o)
+/* One filter type over a row into o[0..n). prev is the row above (zeros for the first). One loop per type
+ * with the first pixel apart (no left neighbour) keeps the per-byte work straight-line, which the compiler
+ * vectorises (this library is built at -O3: meson.build says why). */
+static void png_filter_type(int type, const uint8_t *restrict cur, const uint8_t *restrict prev, size_t n, size_t bpp,
+                            uint8_t *restrict o)
 {
-    uint64_t sum = 0;
     size_t first = bpp < n ? bpp : n;
-#define EMIT(i, pred)                                                                                              \
-    do {                                                                                                           \
-        uint8_t v_ = (uint8_t)(cur[i] - (pred));                                                                   \
-        o[i] = v_;                                                                                                 \
-        sum += (uint64_t)abs((int8_t)v_);                                                                          \
-    } while (0)
     switch (type) {
     case 0:
-        for (size_t i = 0; i < n; i++)
-            EMIT(i, 0);
+        memcpy(o, cur, n);
         break;
     case 1:
-        for (size_t i = 0; i < first; i++)
-            EMIT(i, 0);
+        memcpy(o, cur, first);
         for (size_t i = bpp; i < n; i++)
-            EMIT(i, cur[i - bpp]);
+            o[i] = (uint8_t)(cur[i] - cur[i - bpp]);
         break;
     case 2:
         for (size_t i = 0; i < n; i++)
-            EMIT(i, prev[i]);
+            o[i] = (uint8_t)(cur[i] - prev[i]);
         break;
     case 3:
         for (size_t i = 0; i < first; i++)
-            EMIT(i, prev[i] >> 1);
+            o[i] = (uint8_t)(cur[i] - (prev[i] >> 1));
         for (size_t i = bpp; i < n; i++)
-            EMIT(i, (cur[i - bpp] + prev[i]) >> 1);
+            o[i] = (uint8_t)(cur[i] - ((cur[i - bpp] + prev[i]) >> 1));
         break;
     default: /* Paeth; with no left neighbour it predicts the byte above */
         for (size_t i = 0; i < first; i++)
-            EMIT(i, prev[i]);
+            o[i] = (uint8_t)(cur[i] - prev[i]);
         for (size_t i = bpp; i < n; i++)
-            EMIT(i, paeth(cur[i - bpp], prev[i], prev[i - bpp]));
+            o[i] = (uint8_t)(cur[i] - paeth(cur[i - bpp], prev[i], prev[i - bpp]));
         break;
     }
-#undef EMIT
-    return sum;
+}
+
+/* The type whose filtered row has the smallest sum of magnitudes, the bytes taken as signed (the heuristic
+ * of libpng and libspng; the first type wins a tie). All five sums in one pass that writes nothing: trying
+ * each type into a scratch row and copying the best spent twice as long. Sums fit 32 bits: a row is at most
+ * 128 KiB of bytes of magnitude at most 128. */
+static int png_filter_choose(const uint8_t *restrict cur, const uint8_t *restrict prev, size_t n, size_t bpp)
+{
+    uint32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0;
+    size_t first = bpp < n ? bpp : n;
+#define MAG(v) ((uint32_t)abs((int8_t)(uint8_t)(v)))
+    for (size_t i = 0; i < first; i++) {
+        s0 += MAG(cur[i]), s1 += MAG(cur[i]), s2 += MAG(cur[i] - prev[i]);
+        s3 += MAG(cur[i] - (prev[i] >> 1)), s4 += MAG(cur[i] - prev[i]);
+    }
+    for (size_t i = bpp; i < n; i++) {
+        int x = cur[i], a = cur[i - bpp], b = prev[i], c = prev[i - bpp];
+        s0 += MAG(x), s1 += MAG(x - a), s2 += MAG(x - b), s3 += MAG(x - ((a + b) >> 1)), s4 += MAG(x - paeth(a, b, c));
+    }
+#undef MAG
+    uint32_t sums[5] = {s0, s1, s2, s3, s4}, best = s0;
+    int type = 0;
+    for (int t = 1; t < 5; t++)
+        if (sums[t] < best)
+            best = sums[t], type = t;
+    return type;
 }
 
 /* Filters row `cur` (the row above `prev`: zeros for the first) into dst[0] (type) and dst[1..]. */
 static void png_filter_row(const uint8_t *cur, const uint8_t *prev, size_t n, size_t bpp, bool sub_only,
-                           uint8_t *dst, uint8_t *trial)
+                           uint8_t *dst)
 {
-    if (sub_only) {
-        dst[0] = 1;
-        png_filter_type(1, cur, prev, n, bpp, dst + 1);
-        return;
-    }
-    uint64_t best_sum = png_filter_type(0, cur, prev, n, bpp, dst + 1);
-    dst[0] = 0;
-    for (int type = 1; type <= 4; type++) {
-        uint64_t sum = png_filter_type(type, cur, prev, n, bpp, trial);
-        if (sum < best_sum) {
-            best_sum = sum;
-            dst[0] = (uint8_t)type;
-            memcpy(dst + 1, trial, n);
-        }
-    }
+    int type = sub_only ? 1 : png_filter_choose(cur, prev, n, bpp);
+    dst[0] = (uint8_t)type;
+    png_filter_type(type, cur, prev, n, bpp, dst + 1);
 }
 
 /* Phase 1, one thread per strip: pack and filter its rows. */
@@ -507,18 +518,18 @@ static void *png_strip_filter(void *arg)
     png_strip *st = arg;
     const frame *f = st->f;
     const size_t row_bytes = png_row_bytes(f), bpp = (f->alpha ? 4 : 3) * (f->bit_depth / 8);
-    /* the previous and the current packed row, a trial row; the previous is zeros above the first row */
-    uint8_t *rows = calloc(3, row_bytes);
+    /* the previous and the current packed row; the previous is zeros above the first row */
+    uint8_t *rows = calloc(2, row_bytes);
     st->zrc = Z_MEM_ERROR;
     if (!rows)
         return NULL;
-    uint8_t *prev = rows, *cur = rows + row_bytes, *trial = rows + 2 * row_bytes;
+    uint8_t *prev = rows, *cur = rows + row_bytes;
     if (st->y0 > 0)
         png_pack_row(f, st->y0 - 1, prev);
     for (uint32_t y = st->y0; y < st->y1; y++) {
         png_pack_row(f, y, cur);
         png_filter_row(cur, prev, row_bytes, bpp, st->out->effort == 0,
-                       st->filtered + (size_t)(y - st->y0) * (1 + row_bytes), trial);
+                       st->filtered + (size_t)(y - st->y0) * (1 + row_bytes));
         uint8_t *t = prev;
         prev = cur;
         cur = t;
@@ -540,9 +551,14 @@ static void *png_strip_deflate(void *arg)
         st->adler = adler32(st->adler, st->filtered + done, n);
         done += n;
     }
+    if (st->out->effort <= PNG_RUNS_MAX_EFFORT) {
+        st->z = malloc(hp_deflate_runs_bound(in_len));
+        st->zrc = st->z && hp_deflate_runs(st->filtered, in_len, st->last, st->z, &st->z_len) ? Z_OK : Z_MEM_ERROR;
+        return NULL;
+    }
     z_stream z = {0};
     int rc = deflateInit2(&z, png_zlib_level[st->out->effort], Z_DEFLATED, -15, 8,
-                          st->out->effort == 0 ? Z_DEFAULT_STRATEGY : Z_FILTERED);
+                          Z_FILTERED);
     if (rc != Z_OK) {
         st->zrc = rc;
         return NULL;
@@ -611,6 +627,11 @@ static void *strip_timed(void *arg)
 
 static void run_strips(void *(*fn)(void *), png_strip *strips, uint32_t n, pthread_t *tid, bool *started)
 {
+    if (n == 1) {
+        strips[0].phase = fn;
+        strip_timed(&strips[0]);
+        return;
+    }
     for (uint32_t i = 0; i < n; i++) {
         strips[i].phase = fn;
         started[i] = pthread_create(&tid[i], NULL, strip_timed, &strips[i]) == 0;
@@ -684,7 +705,7 @@ static hp_code encode_png_strips(const frame *f, const hp_output_params *out, hp
     }
     /* zlib header (RFC 1950): deflate, 32 KiB window, the level hint (FLEVEL), FCHECK so that the 16-bit
      * header is a multiple of 31. */
-    int level = png_zlib_level[out->effort];
+    int level = out->effort <= PNG_RUNS_MAX_EFFORT ? 1 : png_zlib_level[out->effort];
     uint8_t flevel = level <= 1 ? 0 : level <= 5 ? 1 : level == 6 ? 2 : 3;
     uint16_t hdr = (uint16_t)(0x78 << 8 | flevel << 6);
     hdr = (uint16_t)(hdr + (31 - hdr % 31) % 31);
@@ -786,9 +807,12 @@ hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t 
     double c0 = thread_cpu_ms();
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned threads = png_strip_threads ? png_strip_threads : (unsigned)(cores > 0 ? cores : 1);
+    /* The run-length coder is used at the fast efforts whatever the size (one strip below
+     * STRIP_MIN_PIXELS); zlib's efforts go through libspng on one thread below it. */
+    bool small = (uint64_t)width * height < STRIP_MIN_PIXELS;
     hp_code code = out->format == HP_OUTPUT_WEBP ? encode_webp(&f, out, result, err)
-                   : threads > 1 && (uint64_t)width * height >= STRIP_MIN_PIXELS
-                       ? encode_png_strips(&f, out, encoding, threads, result, err)
+                   : out->effort <= PNG_RUNS_MAX_EFFORT || (threads > 1 && !small)
+                       ? encode_png_strips(&f, out, encoding, small ? 1 : threads, result, err)
                        : encode_png(&f, out, encoding, result, err);
     if (code == HP_OK)
         result->cpu_ms += thread_cpu_ms() - c0;

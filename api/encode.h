@@ -31,12 +31,16 @@
  *   written: WebP has no gAMA/sRGB chunk (only an ICC profile through the mux API), and viewers take
  *   WebP as sRGB, so `encoding` is ignored for WebP.
  *
- * PNG (libspng), 8 or 16 bits, colour type 2 (RGB) or 6 (RGBA), not interlaced:
- *   zlib level from output.effort 0..6 -> 1, 2, 4, 5, 6, 8, 9 (1 + round(4/3 effort)).
- *   Filters: libspng's adaptive choice (all five per row, minimum sum of absolute differences) from effort 1
- *   up. Effort 0 uses SUB alone: one filter per row instead of five trials. Measured at zlib level 1 on the
- *   four frames of tests/data tone-mapped to 8 bits: SUB took about half the time of adaptive and its files
- *   were 1% smaller to 9% larger; NONE, faster still, was 11% to 26% larger than SUB.
+ * PNG, 8 or 16 bits, colour type 2 (RGB) or 6 (RGBA), not interlaced:
+ *   Deflate by output.effort: 0..2 (the default 2 among them) the run-length coder of deflate_runs.h
+ *   (literals and runs of the previous byte, a Huffman code per 64 KiB: on filtered rows of rendered frames
+ *   it is smaller than zlib's fast levels, whose match search finds little, and several times faster);
+ *   3..6 zlib levels 4, 6, 8, 9 (lazy matching: slower, smaller on flat graphics and text).
+ *   Filters: the adaptive choice of libpng and libspng (all five per row, minimum sum of absolute
+ *   differences) from effort 1 up. Effort 0 uses SUB alone: one filter per row instead of five trials.
+ *   Measured at zlib level 1 on the four frames of tests/data tone-mapped to 8 bits: SUB took about half the
+ *   time of adaptive and its files were 1% smaller to 9% larger; NONE, faster still, was 11% to 26% larger
+ *   than SUB.
  *   Colour chunks from `encoding` (primaries are always Rec.709/sRGB, D65: the pipeline's RGB):
  *     HP_ENCODING_SRGB       sRGB (perceptual intent), plus gAMA 1/2.2 (45455) and cHRM as the PNG spec
  *                            (11.3.3.5) recommends for decoders that do not read sRGB.
@@ -44,12 +48,12 @@
  *     HP_ENCODING_SRGB_LIKE  gAMA 1/2.2 (45455) and cHRM, and a tEXt "Comment" saying the samples carry
  *                            Kwon's dynamic local gamma (an exponent per pixel, near 1/2.2): no chunk can
  *                            describe a per-pixel curve, so gAMA gives its nearest global approximation.
- *   Rows are converted one at a time (alpha dropped, 16-bit samples swapped to big-endian) into a one-row
- *   buffer and fed to libspng progressively, so a 16384 x 16384 frame needs no second full-size copy.
- *   Frames of 1 Mpixel or more are encoded in strips on several threads instead (hp_encode_set_png_threads):
- *   the same filters, chunks and samples, one zlib stream joined from the strips' (within 0.2% of
- *   libspng's size in the tests); this path keeps the filtered frame in memory (one byte per row more
- *   than the PNG's raw samples).
+ *   Frames of 1 Mpixel or more, and every frame at efforts 0..2, are filtered and deflated here
+ *   (encode.c), in horizontal strips on several threads (hp_encode_set_png_threads; one strip below 1
+ *   Mpixel) joined into one zlib stream; this path keeps the filtered frame in memory (one byte per row
+ *   more than the PNG's raw samples). Smaller frames at efforts 3..6 go through libspng: rows converted one
+ *   at a time (alpha dropped, 16-bit samples swapped to big-endian) and fed progressively. Both write the
+ *   same chunks and samples.
  *
  * Limits: width and height 1 .. HP_ENCODE_MAX_SIDE (16384, the daemon's frame limit) for PNG, 1 .. 16383
  * for WebP; 0 is HP_ERR_INVALID_ARGUMENT, more is HP_ERR_TOO_LARGE. Options outside the schema's ranges
@@ -110,7 +114,8 @@ void hp_encoded_free(hp_encoded *result);
 
 /* PNG frames of STRIP_MIN_PIXELS (1 Mpixel) or more are filtered and deflated in horizontal strips on this
  * many threads at once and joined into one zlib stream (encode.c); 0, the default, is the number of online
- * cores, 1 keeps libspng's single-threaded encoder. Process-wide; the daemon sets it from its settings. */
+ * cores; 1 encodes on the calling thread (libspng's encoder at efforts 3..6). Process-wide; the daemon sets
+ * it from its settings. */
 void hp_encode_set_png_threads(unsigned threads);
 
 #endif

@@ -381,8 +381,9 @@ const hp_param_def hp_param_schema[] = {
     {.name = "output.effort", .type = HP_PARAM_INTEGER, .offset = U32_AT(output.effort), .min = 0, .max = 6,
      .def = 2, .unit = "",
      .help = "Encoder effort from 0 (fastest) to 6 (smallest file): the lossy WebP method 0, 0, 0, 1, 2, 4, 6 "
-             "(lossless: the preset level round(1.5 effort)), or the PNG zlib level 1, 1, 2, 4, 6, 8, 9 (0 also "
-             "filters rows with Sub alone)."},
+             "(lossless: the preset level round(1.5 effort)); for PNG, 0 to 2 a fast run-length deflate (0 also "
+             "filters rows with Sub alone), 3 to 6 zlib's levels 4, 6, 8, 9: slower, smaller on flat graphics "
+             "and text."},
     {.name = "output.bit_depth", .type = HP_PARAM_INTEGER, .offset = U32_AT(output.bit_depth), .min = 8,
      .max = 16, .def = 8, .choices = bit_depths, .unit = "bits",
      .help = "Bits per channel of the encoded image; 16 only with format png."},
