@@ -46,6 +46,7 @@ typedef struct frame {
     uint32_t bit_depth;   /* 8 or 16 */
     bool alpha;           /* write A, or RGB only */
     size_t src_row_bytes; /* width * 4 samples * bit_depth / 8 */
+    const hp_yuv420 *yuv; /* lossy WebP from these planes instead of pixels (hp_encode_webp_yuv420) */
 } frame;
 
 /* --- WebP ------------------------------------------------------------------------------------------- */
@@ -180,11 +181,21 @@ static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encod
         return hp_fail(err, HP_ERR_INTERNAL, "libwebp: WebPPictureInit failed (header and library versions differ)");
     picture.width = (int)f->width;
     picture.height = (int)f->height;
-    /* Lossless codes ARGB; lossy codes YUV 4:2:0, converted straight from the rows at import. */
+    /* Lossless codes ARGB; lossy codes YUV 4:2:0, converted straight from the rows at import, or given
+     * (the picture then views the caller's planes: WebPPictureFree() leaves them alone; without `exact`
+     * libwebp may flatten colour under fully transparent alpha in place, and the caller's planes allow it). */
     picture.use_argb = config.lossless;
-    int stride = (int)f->src_row_bytes;
-    int imported = f->alpha ? WebPPictureImportRGBA(&picture, f->pixels, stride)
+    int imported = 1;
+    if (f->yuv) {
+        picture.colorspace = f->yuv->a ? WEBP_YUV420A : WEBP_YUV420;
+        picture.y = (uint8_t *)f->yuv->y, picture.u = (uint8_t *)f->yuv->u, picture.v = (uint8_t *)f->yuv->v;
+        picture.y_stride = (int)f->yuv->y_stride, picture.uv_stride = (int)f->yuv->uv_stride;
+        picture.a = (uint8_t *)f->yuv->a, picture.a_stride = f->yuv->a ? (int)f->yuv->y_stride : 0;
+    } else {
+        int stride = (int)f->src_row_bytes;
+        imported = f->alpha ? WebPPictureImportRGBA(&picture, f->pixels, stride)
                             : WebPPictureImportRGBX(&picture, f->pixels, stride);
+    }
     if (!imported) {
         WebPPictureFree(&picture);
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "libwebp could not allocate its picture of a %ux%u frame",
@@ -769,7 +780,36 @@ done:
     return code;
 }
 
-/* --- The entry point -------------------------------------------------------------------------------- */
+/* --- The entry points ------------------------------------------------------------------------------- */
+
+hp_code hp_encode_webp_yuv420(const hp_yuv420 *planes, uint32_t width, uint32_t height, const hp_output_params *out,
+                              hp_encoded *result, hp_err *err)
+{
+    if (result)
+        *result = (hp_encoded){0};
+    if (!planes || !planes->y || !planes->u || !planes->v || !out || !result)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "hp_encode_webp_yuv420: planes, out and result must not be NULL");
+    if (out->format != HP_OUTPUT_WEBP || out->lossless || out->bit_depth != 8)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.format",
+                             "YUV 4:2:0 planes encode only as lossy 8-bit WebP");
+    if (out->quality > 100)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.quality", "output.quality %u is over 100",
+                             out->quality);
+    if (out->effort > 6)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.effort", "output.effort %u is over 6",
+                             out->effort);
+    if (width == 0 || height == 0)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "cannot encode an empty %ux%u frame", width, height);
+    if (planes->y_stride < width || planes->uv_stride < (width + 1) / 2)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "YUV strides %u and %u are too small for a width of %u",
+                       planes->y_stride, planes->uv_stride, width);
+    const frame f = {.width = width, .height = height, .bit_depth = 8, .alpha = planes->a != NULL, .yuv = planes};
+    double c0 = thread_cpu_ms();
+    hp_code code = encode_webp(&f, out, result, err);
+    if (code == HP_OK)
+        result->cpu_ms += thread_cpu_ms() - c0;
+    return code;
+}
 
 hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
                   hp_output_encoding encoding, const hp_output_params *out, hp_encoded *result, hp_err *err)

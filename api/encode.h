@@ -109,6 +109,21 @@ typedef struct hp_encoded {
 hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
                   hp_output_encoding encoding, const hp_output_params *out, hp_encoded *result, hp_err *err);
 
+/* The planes of an 8-bit Y'CbCr 4:2:0 frame (ITU-R BT.601 studio range, as VP8 takes it): U and V at half
+ * the width and height, rounded up. a: an alpha plane with y_stride, or NULL. */
+typedef struct hp_yuv420 {
+    const uint8_t *y, *u, *v, *a;
+    uint32_t y_stride, uv_stride; /* bytes */
+} hp_yuv420;
+
+/* Lossy WebP from planes converted elsewhere (the GPU's tone pass: pipeline/tone.h HP_TONE_OUT_YUV420), so
+ * that libwebp's conversion from RGB, one core's work, is skipped. out: format webp, lossless false, bit
+ * depth 8; quality and effort as hp_encode(). Errors, result and threading as hp_encode(). libwebp may
+ * flatten the colour under fully transparent alpha in the planes themselves (it does so when `exact` is
+ * off, as here): they are not const to it. */
+hp_code hp_encode_webp_yuv420(const hp_yuv420 *planes, uint32_t width, uint32_t height, const hp_output_params *out,
+                              hp_encoded *result, hp_err *err);
+
 /* Frees result->data and empties *result; NULL and an already freed result are fine. */
 void hp_encoded_free(hp_encoded *result);
 

@@ -315,8 +315,17 @@ static void finish_job(hp_job *job)
     hp_code code = HP_OK;
     if (!ctx->analyze) {
         const hp_params *p = &job->params.params;
-        code = hp_encode(job->image.ptr, r->width, r->height, p->output.bit_depth, ctx->alpha,
-                         hp_output_encoding_for_gamma(p->gamma.mode), &p->output, &enc, &err);
+        if (r->yuv420) {
+            const uint8_t *base = job->image.ptr;
+            uint32_t w = r->width, h = r->height;
+            hp_yuv420 planes = {.y = base, .u = base + HP_YUV_OFF_U(w, h), .v = base + HP_YUV_OFF_V(w, h),
+                                .a = job->params.yuv_alpha ? base + HP_YUV_OFF_A(w, h) : NULL,
+                                .y_stride = HP_YUV_Y_STRIDE(w), .uv_stride = HP_YUV_Y_STRIDE(w) / 2};
+            code = hp_encode_webp_yuv420(&planes, w, h, &p->output, &enc, &err);
+        } else {
+            code = hp_encode(job->image.ptr, r->width, r->height, p->output.bit_depth, ctx->alpha,
+                             hp_output_encoding_for_gamma(p->gamma.mode), &p->output, &enc, &err);
+        }
     }
     hp_job_release(job); /* the image's memory back to the pool for the next frame at once */
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -927,6 +936,11 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     job->pixels = pixels_mem;
     job->depth = depth_mem;
     job->params = fp;
+    /* Lossy WebP is coded as Y'CbCr 4:2:0: converted on the GPU in the tone pass and read back at 1.5 bytes
+     * a pixel (2.5 with alpha) instead of 4, and libwebp skips its own conversion, one core's work. */
+    job->params.yuv420 = !analyze && fp.params.output.format == HP_OUTPUT_WEBP && !fp.params.output.lossless &&
+                         fp.params.output.bit_depth == 8;
+    job->params.yuv_alpha = job->params.yuv420 && info.has_alpha;
     job->finish = finish_job;
     job->client_gone = client_gone;
     job->user = ctx;

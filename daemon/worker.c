@@ -109,7 +109,8 @@ static bool start_job(hp_worker *w, hp_job *job, uint32_t *ticket)
         /* A pinned block or nothing: without one the graph's own read-back is used, and copied out after
          * the frame (an ordinary buffer here would only be given back unused). */
         hp_err ignored = {0};
-        job->image.block = hp_host_pool_get(w->host_pool, HP_MEM_READBACK, pixels * 8, &ignored);
+        job->image.block = hp_host_pool_get(w->host_pool, HP_MEM_READBACK,
+                                            hp_tone_output_max_bytes(job->desc.width, job->desc.height), &ignored);
         job->image.ptr = job->image.block ? job->image.block->buf.mapped : NULL;
     }
     hp_frame_host own = {
@@ -153,7 +154,7 @@ static void finish_job(hp_worker *w, hp_job *job, uint32_t ticket)
     hp_host_mem_put(&job->depth);
     if (job->code != HP_OK || !job->result.pixels)
         return;
-    job->image_size = (size_t)job->result.width * job->result.height * job->result.pixel_size;
+    job->image_size = job->result.image_bytes;
     if (job->image.block)
         return; /* result.pixels is in it already */
     if (!hp_host_mem_get(NULL, HP_MEM_READBACK, job->image_size, &job->image)) {

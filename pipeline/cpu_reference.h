@@ -60,6 +60,12 @@ void hp_cpu_blur(const double *src, double *dst, uint32_t width, uint32_t height
 /* A whole frame, quantized as the GPU does (RGBA8, or RGBA16 when output.bit_depth is 16). */
 hp_code hp_cpu_tone_frame(const void *pixels, hp_pixel_format format, uint32_t width, uint32_t height,
                           const hp_lum_stats *stats, const hp_params *p, hp_tone_state *ts, void *out);
+/* A whole frame as the tone pass's Y'CbCr 4:2:0 planes (hp_shared.h HP_YUV_*: BT.601 studio range, Y'
+ * dithered as the RGB output, Cb and Cr from each 2 x 2 block's mean R'G'B'), padding included; out holds
+ * HP_YUV_BYTES(width, height, alpha). */
+hp_code hp_cpu_tone_frame_yuv420(const void *pixels, hp_pixel_format format, uint32_t width, uint32_t height,
+                                 const hp_lum_stats *stats, const hp_params *p, bool alpha, hp_tone_state *ts,
+                                 uint8_t *out);
 
 /* --- Depth of field and bokeh (pipeline/cpu_dof.c) ------------------------------------------------ */
 

@@ -364,31 +364,44 @@ void hp_cpu_blur(const double *src, double *dst, uint32_t width, uint32_t height
     }
 }
 
+/* The blurred adaptation luminance of every pixel (gamma.radius > 0 with a local gamma mode), or NULL
+ * in *lan when the pixel's own luminance is used. */
+static hp_code local_adaptation(const void *pixels, hp_pixel_format format, uint32_t width, uint32_t height,
+                                const hp_params *p, const hp_tone_state *ts, double **lan_out)
+{
+    *lan_out = NULL;
+    size_t n = (size_t)width * height;
+    bool local = p->gamma.mode == HP_GAMMA_LOCAL || p->gamma.mode == HP_GAMMA_LOCAL_LUMINANCE;
+    if (!local || p->gamma.radius == 0)
+        return HP_OK;
+    double *lan = malloc(n * sizeof(double));
+    double *tmp = malloc(n * sizeof(double));
+    if (!lan || !tmp) {
+        free(lan);
+        free(tmp);
+        return HP_ERR_OUT_OF_MEMORY;
+    }
+    for (size_t i = 0; i < n; i++) {
+        float rgba[4];
+        double o[4];
+        hp_cpu_load_pixel(pixels, format, i, rgba);
+        hp_cpu_tone_pixel(rgba, ts, p, -1.0, o, &lan[i]);
+    }
+    hp_cpu_blur(lan, tmp, width, height, p->gamma.radius, false);
+    hp_cpu_blur(tmp, lan, width, height, p->gamma.radius, true);
+    free(tmp);
+    *lan_out = lan;
+    return HP_OK;
+}
+
 hp_code hp_cpu_tone_frame(const void *pixels, hp_pixel_format format, uint32_t width, uint32_t height,
                           const hp_lum_stats *stats, const hp_params *p, hp_tone_state *ts, void *out)
 {
     hp_cpu_exposure(stats, p, ts);
-    size_t n = (size_t)width * height;
-    double *lan = NULL;
-    bool local = p->gamma.mode == HP_GAMMA_LOCAL || p->gamma.mode == HP_GAMMA_LOCAL_LUMINANCE;
-    if (local && p->gamma.radius > 0) {
-        lan = malloc(n * sizeof(double));
-        double *tmp = malloc(n * sizeof(double));
-        if (!lan || !tmp) {
-            free(lan);
-            free(tmp);
-            return HP_ERR_OUT_OF_MEMORY;
-        }
-        for (size_t i = 0; i < n; i++) {
-            float rgba[4];
-            double o[4];
-            hp_cpu_load_pixel(pixels, format, i, rgba);
-            hp_cpu_tone_pixel(rgba, ts, p, -1.0, o, &lan[i]);
-        }
-        hp_cpu_blur(lan, tmp, width, height, p->gamma.radius, false);
-        hp_cpu_blur(tmp, lan, width, height, p->gamma.radius, true);
-        free(tmp);
-    }
+    double *lan;
+    hp_code rc = local_adaptation(pixels, format, width, height, p, ts, &lan);
+    if (rc != HP_OK)
+        return rc;
     bool sixteen = p->output.bit_depth == 16;
     double levels = sixteen ? 65535.0 : 255.0;
     for (uint32_t y = 0; y < height; y++) {
@@ -414,6 +427,62 @@ hp_code hp_cpu_tone_frame(const void *pixels, hp_pixel_format format, uint32_t w
             }
         }
     }
+    free(lan);
+    return HP_OK;
+}
+
+static uint8_t quantize8(double v) { return (uint8_t)fmin(fmax(floor(v + 0.5), 0.0), 255.0); }
+
+hp_code hp_cpu_tone_frame_yuv420(const void *pixels, hp_pixel_format format, uint32_t width, uint32_t height,
+                                 const hp_lum_stats *stats, const hp_params *p, bool alpha, hp_tone_state *ts,
+                                 uint8_t *out)
+{
+    hp_cpu_exposure(stats, p, ts);
+    double *lan;
+    hp_code rc = local_adaptation(pixels, format, width, height, p, ts, &lan);
+    if (rc != HP_OK)
+        return rc;
+    size_t n = (size_t)width * height;
+    double *enc = malloc(n * 4 * sizeof(double)); /* display-encoded R'G'B' and alpha of every pixel */
+    if (!enc) {
+        free(lan);
+        return HP_ERR_OUT_OF_MEMORY;
+    }
+    for (size_t i = 0; i < n; i++) {
+        float rgba[4];
+        hp_cpu_load_pixel(pixels, format, i, rgba);
+        hp_cpu_tone_pixel(rgba, ts, p, lan ? lan[i] : -1.0, enc + 4 * i, NULL);
+    }
+    const uint32_t stride = HP_YUV_Y_STRIDE(width), rows = HP_YUV_Y_ROWS(height);
+    /* Every sample of the planes, padding included: past the frame the last column and row repeat. */
+    for (uint32_t y = 0; y < rows; y++) {
+        for (uint32_t x = 0; x < stride; x++) {
+            uint32_t cx = x < width ? x : width - 1, cy = y < height ? y : height - 1;
+            const double *o = enc + 4 * ((size_t)cy * width + cx);
+            double noise = p->output.dither ? (double)hp_dither_noise(cx, cy) : 0.0;
+            out[(size_t)y * stride + x] =
+                quantize8(16.0 + HP_BT601_YR * o[0] + HP_BT601_YG * o[1] + HP_BT601_YB * o[2] + noise);
+            if (alpha)
+                out[HP_YUV_OFF_A(width, height) + (size_t)y * stride + x] = (uint8_t)floor(o[3] * 255.0 + 0.5);
+        }
+    }
+    for (uint32_t y = 0; y < rows / 2; y++) {
+        for (uint32_t x = 0; x < stride / 2; x++) {
+            double m[3] = {0, 0, 0};
+            for (uint32_t k = 0; k < 4; k++) {
+                uint32_t px = 2 * x + (k & 1), py = 2 * y + (k >> 1);
+                const double *o = enc + 4 * ((size_t)(py < height ? py : height - 1) * width + (px < width ? px : width - 1));
+                for (int c = 0; c < 3; c++)
+                    m[c] += 0.25 * o[c];
+            }
+            size_t at = (size_t)y * (stride / 2) + x;
+            out[HP_YUV_OFF_U(width, height) + at] =
+                quantize8(128.0 + HP_BT601_UR * m[0] + HP_BT601_UG * m[1] + HP_BT601_UB * m[2]);
+            out[HP_YUV_OFF_V(width, height) + at] =
+                quantize8(128.0 + HP_BT601_VR * m[0] + HP_BT601_VG * m[1] + HP_BT601_VB * m[2]);
+        }
+    }
+    free(enc);
     free(lan);
     return HP_OK;
 }

@@ -64,6 +64,8 @@ typedef struct frame_ctx {
     bool tone, dof, detail, output_dof, bokeh;
     hp_dof_method method;
     size_t out_pixel;
+    size_t out_bytes;
+    hp_tone_output out_kind;
 } frame_ctx;
 
 struct hp_frame_graph {
@@ -273,7 +275,7 @@ hp_code hp_frame_graph_begin_with(hp_frame_graph *g, const hp_frame_desc *desc, 
             g->last = NULL;
         free_slot(g, victim);
         VkDeviceSize bytes = frame_bytes(desc);
-        VkDeviceSize out_bytes = (VkDeviceSize)desc->width * desc->height * 8;
+        VkDeviceSize out_bytes = hp_tone_output_max_bytes(desc->width, desc->height);
         rc = hp_buffer_create(g->gpu, bytes, HP_MEM_DEVICE, "frame_input", &victim->input, err);
         if (rc == HP_OK)
             rc = hp_buffer_create(g->gpu, out_bytes, HP_MEM_DEVICE, "frame_output", &victim->output, err);
@@ -289,7 +291,7 @@ hp_code hp_frame_graph_begin_with(hp_frame_graph *g, const hp_frame_desc *desc, 
     hit->last_used = g->clock;
     /* The host side this frame needs, for every frame in flight at once: a repeated size then never
      * allocates. */
-    VkDeviceSize bytes = frame_bytes(desc), out_bytes = (VkDeviceSize)desc->width * desc->height * 8;
+    VkDeviceSize bytes = frame_bytes(desc), out_bytes = hp_tone_output_max_bytes(desc->width, desc->height);
     for (int i = 0; i < HP_FRAMES_IN_FLIGHT && rc == HP_OK; i++) {
         host_side *h = &hit->host[i];
         if (!own->pixels && !h->staging.buffer)
@@ -443,6 +445,7 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
 
     hp_tone_output kind = params->output_luminance ? HP_TONE_OUT_LUMINANCE
                           : p->output.bit_depth == 16 ? HP_TONE_OUT_RGBA16
+                          : params->yuv420            ? HP_TONE_OUT_YUV420
                                                       : HP_TONE_OUT_RGBA8;
     bool detail = dof && params->detailed_timings;
     hp_dof_io dio = {.pixels = slot->input.address, .format = slot->desc.format, .stats = g->stats.address,
@@ -467,6 +470,7 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
             .state = g->tone_state.address,
             .output = slot->output.address,
             .kind = kind,
+            .yuv_alpha = params->yuv_alpha,
             .gamma_radius = radius,
             .lan_a = slot->lan_a.address,
             .lan_b = slot->lan_b.address,
@@ -489,11 +493,12 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
             VK_ACCESS_TRANSFER_READ_BIT);
     VkBufferCopy down = {.size = HP_STATS_SIZE};
     vkCmdCopyBuffer(cmd, g->stats.buffer, c->readback.buffer, 1, &down);
-    size_t out_pixel = hp_tone_output_pixel_size(kind);
+    size_t out_pixel = kind == HP_TONE_OUT_YUV420 ? 0 : hp_tone_output_pixel_size(kind);
+    size_t out_bytes = hp_tone_output_bytes(kind, slot->desc.width, slot->desc.height, params->yuv_alpha);
     if (tone) {
         VkBufferCopy state = {.dstOffset = READBACK_STATE_OFFSET, .size = HP_TONE_STATE_WORDS * 4};
         vkCmdCopyBuffer(cmd, g->tone_state.buffer, c->readback.buffer, 1, &state);
-        VkBufferCopy image = {.size = pixels * out_pixel};
+        VkBufferCopy image = {.size = out_bytes};
         vkCmdCopyBuffer(cmd, slot->output.buffer, c->dst_image->buffer, 1, &image);
     }
     if (dof) {
@@ -523,6 +528,8 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     c->bokeh = dof && bokeh;
     c->method = ds->method;
     c->out_pixel = out_pixel;
+    c->out_bytes = out_bytes;
+    c->out_kind = kind;
     g->next_ctx = (ci + 1) % HP_FRAMES_IN_FLIGHT;
     *ticket = ci;
     return HP_OK;
@@ -565,6 +572,8 @@ hp_code hp_frame_graph_wait(hp_frame_graph *g, uint32_t ticket, hp_frame_result 
         hp_buffer_invalidate(g->gpu, c->dst_image);
         out->pixels = c->dst_image->mapped;
         out->pixel_size = c->out_pixel;
+        out->image_bytes = c->out_bytes;
+        out->yuv420 = c->out_kind == HP_TONE_OUT_YUV420;
     }
     if (dof) {
         uint32_t ctl[HP_BOKEH_CTL_WORDS];

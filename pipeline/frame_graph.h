@@ -48,6 +48,9 @@ typedef struct hp_frame_params {
     bool detailed_timings; /* benchmarks: every DOF and bokeh pass timed apart ("dof.gather", ...) */
     bool output_dof;       /* diagnostics and tests: also the composited frame, before tone mapping (the
                             * composite then runs as a pass of its own instead of inside the tone pass) */
+    bool yuv420;           /* an 8-bit image as Y'CbCr 4:2:0 planes (hp_shared.h: HP_YUV_*) instead of RGBA8:
+                            * what lossy WebP encodes, converted on the GPU and read back at 1.5 bytes a pixel */
+    bool yuv_alpha;        /* with yuv420: an alpha plane too */
 } hp_frame_params;
 
 /* Every parameter at its schema default. */
@@ -57,9 +60,12 @@ typedef struct hp_frame_result {
     hp_lum_stats stats;
     hp_tone_state tone;    /* zero when analyze_only */
     /* The image, tightly packed rows, valid until the next hp_frame_graph_begin: RGBA8, RGBA16 (host
-     * byte order) or, with output_luminance, one float per pixel. NULL when analyze_only. */
+     * byte order), with output_luminance one float per pixel, or with yuv420 the planes. NULL when
+     * analyze_only. */
     const void *pixels;
-    size_t pixel_size;     /* bytes per pixel: 4, 8 (or 4 for floats) */
+    size_t pixel_size;     /* bytes per pixel: 4, 8 (or 4 for floats); 0 for yuv420 */
+    size_t image_bytes;    /* bytes of the image */
+    bool yuv420;           /* pixels are the Y'CbCr 4:2:0 planes */
     uint32_t width, height;
     bool dof_ran;
     const float *dof_pixels; /* output_dof: the composited scene-linear frame, RGBA32F; else NULL */

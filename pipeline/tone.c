@@ -25,7 +25,7 @@ struct tonemap_push {
     VkDeviceAddress pixels, output, params, state, lan;
     uint32_t width, height;
     VkDeviceAddress coc, mask, near, far, accum; /* depth of field, fused */
-    uint32_t half_w, half_h, sat, pad;
+    uint32_t half_w, half_h, sat, flags;
     VkDeviceAddress dilated;
 };
 _Static_assert(offsetof(struct tonemap_push, dilated) == 104, "push constant layout drifted from tonemap.comp");
@@ -38,11 +38,24 @@ struct blur_push {
 struct hp_tone {
     hp_gpu *gpu;
     hp_compute exposure;
-    hp_compute tonemap[2][3][2]; /* [hp_pixel_format][hp_tone_output][depth of field fused] */
+    hp_compute tonemap[2][4][2]; /* [hp_pixel_format][hp_tone_output][depth of field fused] */
     hp_compute blur;
 };
 
 size_t hp_tone_output_pixel_size(hp_tone_output kind) { return kind == HP_TONE_OUT_RGBA16 ? 8 : 4; }
+
+size_t hp_tone_output_bytes(hp_tone_output kind, uint32_t width, uint32_t height, bool alpha)
+{
+    if (kind == HP_TONE_OUT_YUV420)
+        return (size_t)HP_YUV_BYTES(width, height, alpha);
+    return (size_t)width * height * hp_tone_output_pixel_size(kind);
+}
+
+size_t hp_tone_output_max_bytes(uint32_t width, uint32_t height)
+{
+    size_t rgba16 = (size_t)width * height * 8, yuv = hp_tone_output_bytes(HP_TONE_OUT_YUV420, width, height, true);
+    return rgba16 > yuv ? rgba16 : yuv;
+}
 
 hp_code hp_tone_create(hp_gpu *gpu, hp_tone **out, hp_err *err)
 {
@@ -55,9 +68,9 @@ hp_code hp_tone_create(hp_gpu *gpu, hp_tone **out, hp_err *err)
                                 .push_constant_size = sizeof(struct exposure_push)};
     hp_code rc = hp_compute_create(gpu, &exposure, &t->exposure, err);
     static const char *const formats[2] = {"rgba16f", "rgba32f"};
-    static const char *const kinds[3] = {"luminance", "rgba8", "rgba16"};
+    static const char *const kinds[4] = {"luminance", "rgba8", "rgba16", "yuv420"};
     for (uint32_t f = 0; f < 2 && rc == HP_OK; f++) {
-        for (uint32_t k = 0; k < 3 && rc == HP_OK; k++) {
+        for (uint32_t k = 0; k < 4 && rc == HP_OK; k++) {
             for (uint32_t dof = 0; dof < 2 && rc == HP_OK; dof++) {
                 char name[64];
                 snprintf(name, sizeof(name), "tonemap_%s_%s%s", formats[f], kinds[k], dof ? "_dof" : "");
@@ -89,7 +102,7 @@ void hp_tone_destroy(hp_tone **pt)
         return;
     hp_compute_destroy(t->gpu, &t->exposure);
     for (int f = 0; f < 2; f++)
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             for (int d = 0; d < 2; d++)
                 hp_compute_destroy(t->gpu, &t->tonemap[f][k][d]);
     hp_compute_destroy(t->gpu, &t->blur);
@@ -200,7 +213,11 @@ void hp_tone_record_map(hp_tone *t, VkCommandBuffer cmd, const hp_tone_io *io)
     }
     const hp_compute *map = &t->tonemap[io->format][io->kind][dof];
     tp.output = io->output;
+    tp.flags = io->kind == HP_TONE_OUT_YUV420 && io->yuv_alpha ? HP_TONE_FLAG_ALPHA : 0;
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, map->pipeline);
     vkCmdPushConstants(cmd, map->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(tp), &tp);
-    dispatch_image(cmd, io->width, io->height);
+    if (io->kind == HP_TONE_OUT_YUV420) /* an invocation per 8 x 2 block */
+        dispatch_image(cmd, (io->width + 7) / 8, (io->height + 1) / 2);
+    else
+        dispatch_image(cmd, io->width, io->height);
 }

@@ -33,9 +33,15 @@ typedef enum hp_tone_output {
     HP_TONE_OUT_LUMINANCE = 0, /* float per pixel: the tone-mapped luminance (diagnostics, blur input) */
     HP_TONE_OUT_RGBA8 = 1,
     HP_TONE_OUT_RGBA16 = 2,
+    HP_TONE_OUT_YUV420 = 3,    /* Y'CbCr 4:2:0 planes for libwebp, 8 bits (hp_shared.h: HP_YUV_*) */
 } hp_tone_output;
 
+/* Bytes per pixel of the per-pixel kinds (not YUV420). */
 size_t hp_tone_output_pixel_size(hp_tone_output kind);
+/* Bytes of a width x height output of this kind (alpha: the YUV420 alpha plane). */
+size_t hp_tone_output_bytes(hp_tone_output kind, uint32_t width, uint32_t height, bool alpha);
+/* The most any kind takes: what an output buffer for this size is allocated with. */
+size_t hp_tone_output_max_bytes(uint32_t width, uint32_t height);
 
 typedef struct hp_tone_io {
     VkDeviceAddress pixels; /* the frame (as for the reduction) */
@@ -44,8 +50,9 @@ typedef struct hp_tone_io {
     VkDeviceAddress stats;  /* lum_stats from the reduction */
     VkDeviceAddress params; /* tone_params, HP_TONE_PARAMS_WORDS words, already written */
     VkDeviceAddress state;  /* tone_state, HP_TONE_STATE_WORDS words */
-    VkDeviceAddress output; /* width * height * hp_tone_output_pixel_size(kind) bytes */
+    VkDeviceAddress output; /* hp_tone_output_bytes(kind, width, height, yuv_alpha) bytes */
     hp_tone_output kind;
+    bool yuv_alpha;         /* YUV420: write the alpha plane too */
     uint32_t gamma_radius;  /* > 0: lan_a and lan_b (width * height floats each) hold the local adaptation */
     VkDeviceAddress lan_a, lan_b;
     /* Depth of field, fused: when dof is not NULL each pixel is first composited from its fields (the

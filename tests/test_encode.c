@@ -7,6 +7,9 @@
  *   WebP lossy at quality 90 on a smooth synthetic frame: PSNR over R, G, B >= 38 dB (measured 44.4 dB to
  *     45.8 dB over efforts 0..6 with libwebp 1.2.4; the bound leaves room for other versions), alpha
  *     bit-exact (alpha_quality 100 codes the alpha plane losslessly). Every effort stays above the bound.
+ *   WebP from Y'CbCr 4:2:0 planes (hp_encode_webp_yuv420, the daemon's lossy path), converted here by
+ *     BT.601 in double, odd size and padded strides: the same PSNR bound and alpha bit-exact; printed
+ *     beside libwebp's own conversion of the same frame (44.19 against 44.08 dB with libwebp 1.2.4).
  *   Odd sizes (1x1, 1x7, 7x1, 33x17) in lossy WebP: decodable at the right size, PSNR >= 24 dB. The smooth
  *     pattern squeezed into 7 pixels changes colour by up to a third of the range from pixel to pixel, and
  *     4:2:0 averages chroma over pixel pairs (1x7 measured 25.7 dB, the others 31 dB and up).
@@ -310,6 +313,47 @@ static webp_check webp_compare(const hp_encoded *e, const test_frame *f, bool al
     double mse = sq / ((double)f->width * f->height * 3);
     r.psnr = mse > 0 ? 10.0 * log10(255.0 * 255.0 / mse) : INFINITY;
     return r;
+}
+
+/* A test frame as BT.601 studio-range planes, in double (the reference the tone pass is tested against
+ * in tests/test_tone.c), with strides wider than needed (pad bytes) to show they are honoured. */
+typedef struct test_planes {
+    uint8_t *mem;
+    hp_yuv420 p;
+} test_planes;
+
+static uint8_t q8(double v) { return (uint8_t)fmin(fmax(floor(v + 0.5), 0.0), 255.0); }
+
+static test_planes make_planes(const test_frame *f, bool alpha, uint32_t pad)
+{
+    uint32_t w = f->width, h = f->height, cw = (w + 1) / 2, ch = (h + 1) / 2;
+    test_planes t = {0};
+    t.p.y_stride = w + pad;
+    t.p.uv_stride = cw + pad;
+    size_t ysize = (size_t)t.p.y_stride * h, csize = (size_t)t.p.uv_stride * ch;
+    t.mem = calloc(1, 2 * ysize + 2 * csize);
+    uint8_t *y = t.mem, *u = y + ysize, *v = u + csize, *a = v + csize;
+    for (uint32_t r = 0; r < h; r++)
+        for (uint32_t x = 0; x < w; x++) {
+            double R = frame_sample(f, x, r, 0) / 255.0, G = frame_sample(f, x, r, 1) / 255.0;
+            double B = frame_sample(f, x, r, 2) / 255.0;
+            y[(size_t)r * t.p.y_stride + x] = q8(16.0 + 65.481 * R + 128.553 * G + 24.966 * B);
+            a[(size_t)r * t.p.y_stride + x] = (uint8_t)frame_sample(f, x, r, 3);
+        }
+    for (uint32_t r = 0; r < ch; r++)
+        for (uint32_t x = 0; x < cw; x++) {
+            double m[3] = {0, 0, 0};
+            for (uint32_t k = 0; k < 4; k++) {
+                uint32_t px = 2 * x + (k & 1), py = 2 * r + (k >> 1);
+                px = px < w ? px : w - 1, py = py < h ? py : h - 1;
+                for (uint32_t c = 0; c < 3; c++)
+                    m[c] += frame_sample(f, px, py, c) / (4.0 * 255.0);
+            }
+            u[(size_t)r * t.p.uv_stride + x] = q8(128.0 - 37.797 * m[0] - 74.203 * m[1] + 112.0 * m[2]);
+            v[(size_t)r * t.p.uv_stride + x] = q8(128.0 + 112.0 * m[0] - 93.786 * m[1] - 18.214 * m[2]);
+        }
+    t.p.y = y, t.p.u = u, t.p.v = v, t.p.a = alpha ? a : NULL;
+    return t;
 }
 
 /* --- PNG ---------------------------------------------------------------------------------------------- */
@@ -658,6 +702,7 @@ static void test_allocation_failures(void)
         bool lossless, alpha;
         uint32_t bit_depth, effort;
         hp_output_encoding encoding;
+        bool yuv; /* hp_encode_webp_yuv420 from planes */
     } cases[] = {
         {"png 8-bit RGB with tEXt", HP_OUTPUT_PNG, false, false, 8, 2, HP_ENCODING_SRGB_LIKE},
         {"png 8-bit RGBA effort 0", HP_OUTPUT_PNG, false, true, 8, 0, HP_ENCODING_SRGB},
@@ -665,6 +710,7 @@ static void test_allocation_failures(void)
         {"webp lossy RGBA", HP_OUTPUT_WEBP, false, true, 8, 4, HP_ENCODING_SRGB_LIKE},
         {"webp lossy RGB effort 0", HP_OUTPUT_WEBP, false, false, 8, 0, HP_ENCODING_SRGB_LIKE},
         {"webp lossless RGBA", HP_OUTPUT_WEBP, true, true, 8, 2, HP_ENCODING_SRGB_LIKE},
+        {"webp from YUV planes with alpha", HP_OUTPUT_WEBP, false, true, 8, 2, HP_ENCODING_SRGB_LIKE, true},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         /* 96 x 80: large enough for every code path (two macroblock rows, a lossless transform), small
@@ -672,6 +718,7 @@ static void test_allocation_failures(void)
         test_frame f = make_frame(96, 80, cases[i].bit_depth, FRAME_SMOOTH_ALPHA, 41);
         hp_output_params out = output(cases[i].format, 80, cases[i].lossless, cases[i].effort, cases[i].bit_depth);
         const bool png = cases[i].format == HP_OUTPUT_PNG;
+        test_planes planes = cases[i].yuv ? make_planes(&f, cases[i].alpha, 0) : (test_planes){0};
         long failures = 0, recovered = 0, wrong = 0, damaged = 0;
         bool finished = false;
         for (long k = 1; k < 100000 && !finished; k++) {
@@ -680,7 +727,8 @@ static void test_allocation_failures(void)
             atomic_store(&alloc_count, 0);
             atomic_store(&alloc_countdown, k);
             atomic_store(&alloc_counting, true);
-            hp_code code = encode(&f, cases[i].alpha, cases[i].encoding, &out, &e, &err);
+            hp_code code = cases[i].yuv ? hp_encode_webp_yuv420(&planes.p, f.width, f.height, &out, &e, &err)
+                                        : encode(&f, cases[i].alpha, cases[i].encoding, &out, &e, &err);
             atomic_store(&alloc_counting, false);
             /* The k-th allocation was never reached: this encode ran with nothing failing. */
             finished = atomic_load(&alloc_countdown) > 0;
@@ -711,8 +759,63 @@ static void test_allocation_failures(void)
                "(%ld out_of_memory, %ld HP_OK%s)",
                cases[i].name, png ? " and the same samples" : "", failures, recovered,
                damaged ? ", of them damaged by libwebp's lost errors: see the diagnostics" : "");
+        free(planes.mem);
         frame_free(&f);
     }
+}
+
+/* --- WebP from Y'CbCr 4:2:0 planes (hp_encode_webp_yuv420: what the daemon's GPU makes) ---------------- */
+
+static void test_webp_yuv420(void)
+{
+    /* Odd sizes, padded strides, with and without alpha; the RGB path of the same frame beside it. */
+    for (int alpha = 0; alpha <= 1; alpha++) {
+        test_frame f = make_frame(257, 193, 8, alpha ? FRAME_SMOOTH_ALPHA : FRAME_SMOOTH, 17);
+        test_planes t = make_planes(&f, alpha, 11);
+        hp_output_params out = output(HP_OUTPUT_WEBP, 90, false, 2, 8);
+        hp_encoded e, rgb;
+        hp_err err = {0};
+        hp_code code = hp_encode_webp_yuv420(&t.p, f.width, f.height, &out, &e, &err);
+        webp_check r = code == HP_OK ? webp_compare(&e, &f, alpha) : (webp_check){0};
+        hp_code rc = encode(&f, alpha, HP_ENCODING_SRGB_LIKE, &out, &rgb, NULL);
+        webp_check rr = rc == HP_OK ? webp_compare(&rgb, &f, alpha) : (webp_check){0};
+        tap_ok(code == HP_OK && r.decoded && r.psnr >= LOSSY_PSNR_MIN && r.alpha_exact && r.has_alpha == alpha &&
+                   e.cpu_ms > 0,
+               "webp from YUV 4:2:0 planes, q90 %s 257x193 smooth, strides padded: PSNR %.2f dB >= %.0f (libwebp's "
+               "own conversion: %.2f dB), alpha %s, %zu bytes (%s)",
+               alpha ? "RGBA" : "RGB", r.psnr, LOSSY_PSNR_MIN, rr.psnr, alpha ? "exact" : "absent", e.size,
+               code == HP_OK ? "ok" : err.message);
+        hp_encoded_free(&e);
+        hp_encoded_free(&rgb);
+        free(t.mem);
+        frame_free(&f);
+    }
+
+    test_frame f = make_frame(8, 8, 8, FRAME_SMOOTH, 3);
+    test_planes t = make_planes(&f, false, 0);
+    hp_encoded e;
+    hp_err err = {0};
+    hp_output_params lossless = output(HP_OUTPUT_WEBP, 90, true, 2, 8), png = output(HP_OUTPUT_PNG, 90, false, 2, 8);
+    hp_output_params ok = output(HP_OUTPUT_WEBP, 90, false, 2, 8);
+    hp_code code = hp_encode_webp_yuv420(&t.p, 8, 8, &lossless, &e, &err);
+    tap_ok(code == HP_ERR_INVALID_ARGUMENT && is_empty(&e) && strcmp(err.field, "output.format") == 0,
+           "webp from planes refuses lossless: %s (%s)", hp_code_name(code), err.message);
+    code = hp_encode_webp_yuv420(&t.p, 8, 8, &png, &e, &err);
+    tap_ok(code == HP_ERR_INVALID_ARGUMENT && is_empty(&e), "webp from planes refuses format png: %s (%s)",
+           hp_code_name(code), err.message);
+    hp_yuv420 narrow = t.p;
+    narrow.uv_stride = 3;
+    code = hp_encode_webp_yuv420(&narrow, 8, 8, &ok, &e, &err);
+    tap_ok(code == HP_ERR_INVALID_ARGUMENT && is_empty(&e) && strstr(err.message, "stride"),
+           "webp from planes refuses a chroma stride under half the width: %s (%s)", hp_code_name(code), err.message);
+    code = hp_encode_webp_yuv420(&t.p, 0, 8, &ok, &e, &err);
+    tap_ok(code == HP_ERR_INVALID_ARGUMENT && is_empty(&e), "webp from planes refuses a 0x8 frame: %s (%s)",
+           hp_code_name(code), err.message);
+    code = hp_encode_webp_yuv420(&t.p, 16384, 8, &ok, &e, &err);
+    tap_ok(code != HP_OK && is_empty(&e), "webp from planes refuses a frame wider than its strides: %s (%s)",
+           hp_code_name(code), err.message);
+    free(t.mem);
+    frame_free(&f);
 }
 
 /* --- PNG in strips (issue 6: one frame's PNG deflated on several threads) -------------------------- */
@@ -793,6 +896,7 @@ int main(void)
     test_png_strips();
     test_webp_lossless();
     test_webp_lossy();
+    test_webp_yuv420();
     test_limits();
     test_allocation_failures();
     return tap_done();
