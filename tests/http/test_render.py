@@ -42,6 +42,7 @@ import zlib
 EXE = sys.argv[1] if len(sys.argv) > 1 else "hdrpostd"
 CPU_RENDER = sys.argv[2] if len(sys.argv) > 2 else "cpu_render"
 MAKE_FRAME = sys.argv[3] if len(sys.argv) > 3 else "make_frame"
+WEBP_TO_RGBA = sys.argv[4] if len(sys.argv) > 4 else "webp_to_rgba"
 HOST = "127.0.0.1"
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
 START_TIMEOUT_S = 60     # from the start to /readyz 200
@@ -326,6 +327,32 @@ def png_matches_8bit(png, ref, w, h):
     return size_ok and n > 0 and same >= 0.999 * n and big == 0, detail
 
 
+def webp_psnr(tmp, webp, ref, w, h):
+    """A lossy WebP against cpu_render's RGBA8 image: (decoded at w x h, PSNR over R, G, B in dB, alpha
+    exact, detail). Decoded by tools/webp_to_rgba (libwebp)."""
+    src, dst = os.path.join(tmp, "check.webp"), os.path.join(tmp, "check.rgba")
+    with open(src, "wb") as f:
+        f.write(webp)
+    proc = subprocess.run([WEBP_TO_RGBA, src, dst], capture_output=True, timeout=60)
+    if proc.returncode != 0:
+        return False, 0.0, False, f"webp_to_rgba: {proc.stderr!r}"
+    gw, gh, _ = (int(v) for v in proc.stdout.split())
+    with open(dst, "rb") as f:
+        got = f.read()
+    if (gw, gh) != (w, h) or len(got) != len(ref):
+        return False, 0.0, False, f"decoded {gw}x{gh}, expected {w}x{h}"
+    sq = 0
+    alpha_exact = True
+    for i in range(0, len(got), 4):
+        for c in range(3):
+            d = got[i + c] - ref[i + c]
+            sq += d * d
+        alpha_exact = alpha_exact and got[i + 3] == ref[i + 3]
+    mse = sq / (w * h * 3)
+    psnr = 10 * math.log10(255 * 255 / mse) if mse else float("inf")
+    return True, psnr, alpha_exact, f"{w}x{h}: PSNR {psnr:.2f} dB over RGB, alpha {'exact' if alpha_exact else 'differs'}"
+
+
 # --- The CPU reference -----------------------------------------------------------------------------------
 
 _cpu_cache = {}
@@ -438,6 +465,15 @@ def render_raw_exr(d, tmp):
     point("raw EXR: 200 image/webp, RIFF WEBP of 512x256",
           status == 200 and headers.get("content-type") == "image/webp" and webp_size(body) == (512, 256),
           f"{status} {headers} size {webp_size(body)} {body[:200]!r}")
+    # The daemon's lossy WebP is coded from Y'CbCr 4:2:0 planes the GPU made: decoded again, it must be
+    # cpu_render's image within lossy coding (measured 37.45 dB at the default quality 88 with libwebp
+    # 1.2.4; the bound leaves room for other versions; with U and V swapped it measured 15.0 dB) and its
+    # alpha exact (libwebp codes alpha losslessly).
+    _, ref_image = cpu(tmp, "pmndrs_park.exr")
+    ok, psnr, alpha_exact, detail = (webp_psnr(tmp, body, ref_image, 512, 256) if status == 200
+                                     else (False, 0.0, False, f"{status}"))
+    point("raw EXR: the default WebP decodes to cpu_render's image, PSNR >= 33 dB, alpha exact",
+          ok and psnr >= 33.0 and alpha_exact, detail)
 
     timing = {}
     for item in headers.get("server-timing", "").split(","):
