@@ -88,6 +88,10 @@ typedef struct hp_decode_options {
      * reads, so a frame can be decoded while it is received. NULL: every byte is there. Other formats
      * need every byte there. */
     struct hp_arrival *arrival;
+    /* Told which rows are final as the chunks of a scanline EXR are decoded (common/rows_ready.h:
+     * hp_rows_ready_layout and _piece; the caller starts and finishes it), so that they can be uploaded
+     * while the rest decodes. NULL: nobody asks. */
+    struct hp_rows_ready *rows;
 } hp_decode_options;
 
 #define HP_IMAGE_MAX_SIDE 16384u

@@ -37,6 +37,7 @@
 
 #include "api/image_internal.h"
 #include "common/arrival.h"
+#include "common/rows_ready.h"
 #include "common/log.h"
 #include "pipeline/cpu_reference.h"
 #ifdef HP_EXR_DWA_CXX
@@ -75,6 +76,7 @@ struct hp_exr_reader {
     uint32_t chunk_w, chunk_h;  /* the largest chunk, for the scratch */
     exr_compression_t compression;
     bool library_decode;        /* HP_EXR_GENERIC_DECODE: the library's zlib and unpack, then finish_chunk() */
+    struct hp_rows_ready *rows; /* hp_decode_options.rows: told as each scanline chunk's rows are final */
     bool direct;                /* convert_chunk() reads the decompressed chunk (see choose_channels) */
     uint32_t pixel_bytes;       /* of every channel of the part together: a decompressed line is width times this */
     uint32_t slot_offset[SLOT_COUNT]; /* bytes of the channels before each slot's, per pixel of a line */
@@ -575,6 +577,7 @@ hp_code hp_exr_open(const uint8_t *bytes, size_t len, const hp_decode_options *o
     r->stream.bytes = bytes;
     r->stream.len = len;
     r->stream.arrival = opt ? opt->arrival : NULL;
+    r->rows = opt ? opt->rows : NULL;
     const char *library_decode = getenv("HP_EXR_GENERIC_DECODE");
     r->library_decode = library_decode && library_decode[0] && strcmp(library_decode, "0") != 0;
 
@@ -1106,6 +1109,8 @@ static hp_code decode_chunks_dwa(hp_exr_reader *r, uint32_t first, uint32_t end,
                                (int32_t)c.w, (int32_t)c.h, err);
         if (code == HP_OK)
             finish_chunk(r, dest, scratch, c, stats);
+        if (code == HP_OK && r->rows && !r->tiled)
+            hp_rows_ready_piece(r->rows, i);
     }
     hp_exr_dwa_close(&dwa);
     return code;
@@ -1223,6 +1228,8 @@ static hp_code decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, _At
             convert_chunk(r, dest, dec.unpacked_buffer, c, stats);
         else
             finish_chunk(r, dest, scratch, c, stats);
+        if (r->rows && !r->tiled)
+            hp_rows_ready_piece(r->rows, i);
     }
     if (code != HP_OK && next)
         atomic_store(next, end); /* the others take no more: the frame is lost */
@@ -1280,6 +1287,8 @@ hp_code hp_exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options 
      * still arriving (hp_decode_options.arrival) is then decoded as it comes, every thread on the newest
      * chunks, instead of the last range's thread starting its whole range after the last byte. At least 4
      * chunks a thread, so that a small frame is not split for nothing. */
+    if (r->rows && !r->tiled) /* chunk i is rows [i * lines, (i + 1) * lines) of the frame */
+        hp_rows_ready_layout(r->rows, r->height, (uint32_t)r->lines_per_chunk);
     uint32_t threads = opt && opt->threads > 1 ? opt->threads : 1;
     bool dwa = strncmp(fresh.compression, "dwa", 3) == 0;
     if (dwa || threads > HP_EXR_MAX_THREADS)

@@ -26,6 +26,7 @@
 #include "api/route.h"
 #include "common/bigbuf.h"
 #include "common/log.h"
+#include "common/rows_ready.h"
 #include "daemon/worker.h"
 
 /* --- Multipart ------------------------------------------------------------------------------------- */
@@ -187,6 +188,8 @@ typedef struct render_ctx {
     bool raw; /* raw samples, not a file */
     double recv_ms, decode_ms;
     bool early;              /* decoded while it arrived (decode_ms is then the tail after the last byte) */
+    struct early_decode *pending; /* still decoding when the job was submitted: settled by finish_job */
+    struct timespec body_done;    /* the last byte */
     /* OpenEXR: what the decoder chose (hp_image_info), for the JSON answer: with several layers in a
      * file, a client must be able to see which one it got. "" where there is none. */
     int exr_part;
@@ -295,12 +298,19 @@ static bool client_gone(hp_job *job)
 }
 
 /* On a finishing thread: encode (render) or describe (analyze), answer, free the job. */
+static void pending_settle(render_ctx *ctx);
+static void reply_decode_error(hp_reply *reply, hp_code code, const hp_err *err);
+
 static void finish_job(hp_job *job)
 {
     render_ctx *ctx = job->user;
     hp_reply reply = {0};
+    pending_settle(ctx); /* before any of the frame's memory is let go: its decoder may still write */
     if (job->code != HP_OK) {
-        job_error_reply(job, &reply);
+        if (job->decode_failed) /* answered as the handler answers a decoding failure */
+            reply_decode_error(&reply, job->code, &job->err);
+        else
+            job_error_reply(job, &reply);
         hp_deferred_complete(ctx->slot, &reply);
         hp_job_release(job);
         free(job);
@@ -544,6 +554,10 @@ typedef struct early_decode {
     bool half, want_dof;
     hp_host_mem pixels, depth;
     struct timespec decoded; /* when it finished */
+    /* How far it is (common/rows_ready.h): the handler waits only for it to begin decoding, then hands
+     * the frame to the GPU thread, which uploads the rows as they become final. */
+    hp_rows_ready rows;
+    bool pending;            /* taken while still decoding: not joined yet */
 } early_decode;
 
 static bool collect_query(struct MHD_Connection *c, char **text)
@@ -579,20 +593,30 @@ static void decode_options(const hp_http_backend *be, const hp_params *p, hp_dec
     *opt = o;
 }
 
+static bool early_run(early_decode *e);
+
 static void *early_main(void *arg)
 {
     early_decode *e = arg;
+    if (!early_run(e))
+        hp_rows_ready_abandon(&e->rows); /* it gave up before decoding: the handler takes the ordinary path */
+    return NULL;
+}
+
+/* Probes and decodes; false when it gave up before decoding (rows then never started). */
+static bool early_run(early_decode *e)
+{
     hp_request *req = e->req;
     hp_err err = {0};
     e->code = HP_ERR_INVALID_ARGUMENT; /* not done: the handler takes the ordinary path */
     hp_params params;
     hp_params_defaults(&params);
     if (e->query && e->query[0] && hp_params_from_query(e->query, &params, &err) != HP_OK)
-        return NULL;
+        return false;
     if (params.input.width) /* raw samples: nothing to decode */
-        return NULL;
+        return false;
     if (!hp_arrival_wait(&req->arrival, 4) || hp_image_detect(req->body, 4) != HP_IMAGE_EXR)
-        return NULL;
+        return false;
     hp_decode_options opt;
     decode_options(e->be, &params, &opt, NULL);
     opt.arrival = &req->arrival;
@@ -606,20 +630,27 @@ static void *early_main(void *arg)
     if (opt.threads > 4)
         opt.threads -= 2;
     if (hp_image_probe(req->body, req->body_cap, &opt, &e->info, &err) != HP_OK)
-        return NULL;
+        return false;
     e->want_dof = !e->analyze && params.dof.enabled;
     if (e->want_dof && !e->info.has_depth)
-        return NULL; /* the handler says depth_missing */
+        return false; /* the handler says depth_missing */
     e->half = e->info.half_exact;
     size_t n = (size_t)e->info.width * e->info.height;
     if (!hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * (e->half ? 8 : 16), &e->pixels) ||
         (e->want_dof && !hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * sizeof(float), &e->depth)))
-        return NULL;
-    e->code = hp_image_decode(req->body, req->body_cap, &opt, &e->info, e->pixels.ptr,
-                              e->half ? HP_LAYOUT_RGBA16F : HP_LAYOUT_RGBA32F, e->want_dof ? e->depth.ptr : NULL,
-                              &err);
+        return false;
+    opt.rows = &e->rows;
+    /* From the start on the handler may take e->pixels and e->depth over (while this writes them). */
+    void *pixels = e->pixels.ptr;
+    float *depth = e->want_dof ? e->depth.ptr : NULL;
+    hp_image_info info = e->info;
+    hp_rows_ready_start(&e->rows);
+    hp_code code = hp_image_decode(req->body, req->body_cap, &opt, &info, pixels,
+                                   e->half ? HP_LAYOUT_RGBA16F : HP_LAYOUT_RGBA32F, depth, &err);
+    e->code = code;
     clock_gettime(CLOCK_MONOTONIC, &e->decoded);
-    return NULL;
+    hp_rows_ready_finish(&e->rows, code, &err);
+    return true;
 }
 
 static void early_free(early_decode *e)
@@ -631,8 +662,29 @@ static void early_free(early_decode *e)
         pthread_join(e->thread, NULL);
     hp_host_mem_put(&e->pixels);
     hp_host_mem_put(&e->depth);
+    hp_rows_ready_destroy(&e->rows);
     free(e->query);
     free(e);
+}
+
+/* Joins the early decoder if it still runs: before the memory it writes is let go. */
+static void early_settle(early_decode *e)
+{
+    if (e && !e->joined) {
+        pthread_join(e->thread, NULL);
+        e->joined = true;
+    }
+}
+
+static void pending_settle(render_ctx *ctx)
+{
+    early_decode *e = ctx->pending;
+    if (!e)
+        return;
+    early_settle(e);
+    ctx->decode_ms = fmax(0.0, hp_ms_between(&ctx->body_done, &e->decoded));
+    early_free(e);
+    ctx->pending = NULL;
 }
 
 static void early_drop(hp_request *req)
@@ -648,8 +700,14 @@ static early_decode *early_take(hp_request *req)
     early_decode *e = req->early;
     if (!e)
         return NULL;
-    pthread_join(e->thread, NULL);
-    e->joined = true;
+    /* Still decoding (its last chunks: the whole body is in): taken as it is, its rows uploaded as they
+     * become final (daemon/worker.h, job->rows). Given up or done: joined, as before. */
+    if (hp_rows_ready_wait_start(&e->rows) == HP_ROWS_DECODING && !hp_rows_ready_result(&e->rows, NULL, NULL)) {
+        e->pending = true;
+    } else {
+        pthread_join(e->thread, NULL);
+        e->joined = true;
+    }
     req->early = NULL;
     req->early_drop = NULL;
     return e;
@@ -677,7 +735,9 @@ static void begins(hp_request *req, bool analyze)
     e->req = req;
     e->be = be;
     e->analyze = analyze;
+    hp_rows_ready_init(&e->rows);
     if (!collect_query(req->connection, &e->query) || pthread_create(&e->thread, NULL, early_main, e) != 0) {
+        hp_rows_ready_destroy(&e->rows);
         free(e->query);
         free(e);
         atomic_fetch_sub(&early_active, 1);
@@ -784,7 +844,7 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     const hp_input_params *raw = &fp.params.input;
     hp_code dc;
     /* The early decoder parsed the same query and read the same bytes: its probe is this probe. */
-    bool use_early = early && early->code == HP_OK && frame == req->body && !raw->width;
+    bool use_early = early && (early->pending || early->code == HP_OK) && frame == req->body && !raw->width;
     if (use_early) {
         info = early->info;
         dc = HP_OK;
@@ -864,6 +924,12 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     /* The early decoder read the depth exactly when depth of field wants the frame's own (a depth part
      * never comes with a raw body). */
     use_early = use_early && early->half == half && early->want_dof == want_dof && (!want_dof || depth_in_frame);
+    if (use_early && early->pending && want_dof) {
+        /* Depth of field reads the depth here (the automatic focus): the decoding must be over. */
+        early_settle(early);
+        early->pending = false;
+        use_early = early->code == HP_OK; /* a failure: the ordinary path decodes again and says why */
+    }
     if (use_early) { /* the frame is decoded already: its memory is the job's now */
         pixels_mem = early->pixels;
         depth_mem = early->depth;
@@ -874,6 +940,7 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
         have = hp_host_mem_get(be->host_pool, HP_MEM_UPLOAD, (size_t)info.width * info.height * sizeof(float),
                                &depth_mem);
     if (!have) {
+        early_settle(use_early ? early : NULL);
         hp_host_mem_put(&pixels_mem);
         hp_host_mem_put(&depth_mem);
         hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory for a %ux%u frame", info.width, info.height);
@@ -883,7 +950,9 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     float *depth = depth_mem.ptr;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (use_early)
+    if (use_early && early->pending)
+        t1 = t0; /* still decoding: the GPU thread waits for it, and finish_job counts the time */
+    else if (use_early)
         t0 = t1 = early->decoded; /* below: only what was left after the last byte counts */
     else if (raw->width)
         raw_to_rgba(frame, raw, pixels);
@@ -930,6 +999,7 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     /* decode: the time the request waited for its decoding after the body was in. Decoded early, that is
      * only the tail after the last byte, often none. */
     ctx->early = use_early;
+    ctx->body_done = req->body_done;
     ctx->decode_ms = use_early ? fmax(0.0, hp_ms_between(&req->body_done, &early->decoded)) : hp_ms_between(&t0, &t1);
     job->desc = (hp_frame_desc){.width = info.width, .height = info.height,
                                 .format = half ? HP_PIXEL_RGBA16F : HP_PIXEL_RGBA32F};
@@ -943,6 +1013,7 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     job->params.yuv_alpha = job->params.yuv420 && info.has_alpha;
     job->finish = finish_job;
     job->client_gone = client_gone;
+    job->rows = use_early && early->pending ? &early->rows : NULL;
     job->user = ctx;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     ctx->fd = ci ? ci->connect_fd : -1;
@@ -955,12 +1026,23 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     /* Deferred before the hand-over: the frame may be finished before this handler returns. */
     ctx->slot = hp_request_defer(req);
     if (!ctx->slot) {
+        early_settle(early);
         hp_job_release(job);
         hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory");
         goto done;
     }
+    if (job->rows) { /* the decoder is finish_job's to settle from here on */
+        hp_debug("render: %ux%u handed to the GPU thread while its last rows decode", info.width, info.height);
+        ctx->pending = early;
+        early = NULL;
+    }
     if (!be->submit(be->ctx, job)) {
         hp_request_undefer(req);
+        if (ctx->pending) {
+            early = ctx->pending;
+            ctx->pending = NULL;
+        }
+        early_settle(early);
         hp_job_release(job);
         hp_reply_error(reply, 429, "queue_full", NULL, "the queue is full (%u frames waiting); retry shortly",
                        be->queue_depth ? be->queue_depth(be->ctx) : 0);

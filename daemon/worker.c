@@ -83,6 +83,36 @@ static void hand_to_pool(hp_worker *w, hp_job *job)
     pthread_mutex_unlock(&w->lock);
 }
 
+/* A frame still decoding (job->rows): its final rows are uploaded in parts as they come when the GPU
+ * reads them from the job's own memory (upload_parts), then this waits for the end. False when the
+ * decoding failed: the job then carries the decoder's code and message. */
+static bool wait_decoded(hp_worker *w, hp_job *job, bool upload_parts)
+{
+    const uint32_t height = job->desc.height;
+    const size_t row_bytes = (size_t)job->desc.width * hp_pixel_format_size(job->desc.format);
+    /* Parts of an eighth of the frame or more: each is a submission, and they are at most
+     * HP_FRAME_UPLOAD_PARTS. */
+    const uint32_t step = height / HP_FRAME_UPLOAD_PARTS + 1;
+    uint32_t uploaded = 0;
+    for (bool finished = false; !finished;) {
+        uint32_t ready = hp_rows_ready_wait(job->rows, uploaded + step, &finished);
+        ready = ready < height ? ready : height;
+        if (upload_parts && !finished && ready > uploaded) {
+            hp_err ignored = {0}; /* a part that cannot be submitted goes with the frame's own upload */
+            upload_parts = hp_frame_graph_upload_part(w->graph, (size_t)ready * row_bytes, &ignored) == HP_OK;
+            uploaded = ready;
+        }
+    }
+    hp_code code = HP_OK;
+    if (!hp_rows_ready_result(job->rows, &code, &job->err))
+        code = hp_fail(&job->err, HP_ERR_INTERNAL, "the frame's decoder stopped without finishing");
+    if (code == HP_OK)
+        return true;
+    job->code = code;
+    job->decode_failed = true;
+    return false;
+}
+
 /* Checks the job and submits it to the GPU without waiting: true when it is in flight (*ticket), false
  * when it is finished already (dropped, or failed: job->code says why). */
 static bool start_job(hp_worker *w, hp_job *job, uint32_t *ticket)
@@ -121,6 +151,8 @@ static bool start_job(hp_worker *w, hp_job *job, uint32_t *ticket)
     void *staging;
     job->code = hp_frame_graph_begin_with(w->graph, &job->desc, &own, &staging, &job->err);
     if (job->code != HP_OK)
+        return false;
+    if (job->rows && !wait_decoded(w, job, own.pixels != NULL))
         return false;
     if (!own.pixels) {
         memcpy(staging, job->pixels.ptr, pixels * hp_pixel_format_size(job->desc.format));
@@ -209,6 +241,13 @@ static void *gpu_main(void *arg)
             continue;
         }
         pthread_mutex_unlock(&w->lock);
+        if (flying && job->rows && !hp_rows_ready_result(job->rows, NULL, NULL)) {
+            /* The next frame is still decoding, and this thread will wait for it: the frame in flight is
+             * finished first, so that its image goes to the encoder without that wait. */
+            finish_job(w, flying, flying_ticket);
+            done(w, flying);
+            flying = NULL;
+        }
         uint32_t ticket;
         bool submitted = start_job(w, job, &ticket);
         pthread_mutex_lock(&w->lock);

@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/rows_ready.h"
 #include "pipeline/frame_graph.h"
 #include "pipeline/host_pool.h"
 
@@ -36,6 +37,11 @@ struct hp_job {
     _Atomic bool cancelled;      /* the client went away: drop it */
     /* Asked just before the job runs; true when its client has closed the connection (may be NULL). */
     bool (*client_gone)(hp_job *job);
+    /* A frame still being decoded into pixels when the job was submitted, or NULL (common/rows_ready.h):
+     * the GPU thread uploads its rows as they become final and runs the frame once decoding has finished.
+     * A decoding failure fails the job with decode_failed set and the decoder's code and message. The
+     * submitter keeps the decoder alive, and must have it finished before it lets go of pixels. */
+    hp_rows_ready *rows;
     /* Called on a pool thread when the job is done (run, failed or dropped); owns the job from then on. */
     void (*finish)(hp_job *job);
     void *user;
@@ -44,6 +50,7 @@ struct hp_job {
     hp_code code;                /* HP_OK, or why not: see err */
     hp_err err;
     bool expired;                /* dropped past its deadline */
+    bool decode_failed;          /* rows: the decoding failed (code and err are the decoder's) */
     hp_frame_result result;      /* statistics, tone state, GPU timings (result.pixels: see image) */
     hp_host_mem image;           /* the output image (result.pixels points into it): the read-back block
                                   * itself, or a copy; empty when analyze_only or failed. The finisher gives

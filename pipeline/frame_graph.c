@@ -51,6 +51,13 @@ typedef struct size_slot {
 typedef struct frame_ctx {
     VkCommandPool pool;
     VkCommandBuffer cmd;
+    /* Parts of the upload submitted before the frame (hp_frame_graph_upload_part), from a pool of their
+     * own: the frame's pool is reset at submit, while parts may still be running. */
+    VkCommandPool part_pool;
+    VkCommandBuffer part_cmd[HP_FRAME_UPLOAD_PARTS];
+    uint32_t parts;        /* submitted for the frame being prepared */
+    VkDeviceSize uploaded; /* bytes of the frame they copy, from its start */
+    bool parts_unfenced;   /* parts were submitted and no frame after them: nothing waits for them */
     VkFence fence;
     VkQueryPool queries;
     hp_buffer readback; /* stats, tone state, bokeh control words */
@@ -141,6 +148,17 @@ static hp_code ctx_create(hp_frame_graph *g, frame_ctx *c, hp_err *err)
         };
         res = vkAllocateCommandBuffers(dev, &ai, &c->cmd);
     }
+    if (res == VK_SUCCESS)
+        res = vkCreateCommandPool(dev, &pi, NULL, &c->part_pool);
+    if (res == VK_SUCCESS) {
+        VkCommandBufferAllocateInfo ai = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+            .commandPool = c->part_pool,
+            .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+            .commandBufferCount = HP_FRAME_UPLOAD_PARTS,
+        };
+        res = vkAllocateCommandBuffers(dev, &ai, c->part_cmd);
+    }
     if (res == VK_SUCCESS) {
         VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
         res = vkCreateFence(dev, &fi, NULL, &c->fence);
@@ -165,6 +183,8 @@ static void ctx_destroy(hp_frame_graph *g, frame_ctx *c)
         vkDestroyFence(dev, c->fence, NULL);
     if (c->pool)
         vkDestroyCommandPool(dev, c->pool, NULL);
+    if (c->part_pool)
+        vkDestroyCommandPool(dev, c->part_pool, NULL);
     hp_buffer_destroy(g->gpu, &c->readback);
     memset(c, 0, sizeof(*c));
 }
@@ -306,6 +326,13 @@ hp_code hp_frame_graph_begin_with(hp_frame_graph *g, const hp_frame_desc *desc, 
     if (rc != HP_OK)
         return rc;
     frame_ctx *c = &g->ctx[ci];
+    if (c->parts_unfenced) /* a frame that failed after parts of its upload: let them finish (rare) */
+        vkQueueWaitIdle(g->gpu->compute_queue);
+    if (c->parts) /* its last frame, and with it these parts, is done: waited for, or idle just now */
+        vkResetCommandPool(g->gpu->device, c->part_pool, 0);
+    c->parts = 0;
+    c->uploaded = 0;
+    c->parts_unfenced = false;
     c->slot = hit;
     c->src_pixels = own->pixels ? own->pixels : &hit->host[ci].staging;
     c->src_depth = own->depth;
@@ -343,6 +370,38 @@ static void barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAcces
 {
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = src, .dstAccessMask = dst};
     vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+hp_code hp_frame_graph_upload_part(hp_frame_graph *g, size_t upto, hp_err *err)
+{
+    if (g->preparing < 0)
+        return hp_fail(err, HP_ERR_INTERNAL, "hp_frame_graph_upload_part without hp_frame_graph_begin");
+    frame_ctx *c = &g->ctx[g->preparing];
+    VkDeviceSize total = frame_bytes(&c->slot->desc), end = upto < total ? upto : total;
+    if (end <= c->uploaded || c->parts == HP_FRAME_UPLOAD_PARTS)
+        return HP_OK; /* nothing new, or the rest goes with the frame */
+    hp_buffer_flush(g->gpu, c->src_pixels);
+    VkCommandBuffer cmd = c->part_cmd[c->parts];
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    VkResult res = vkBeginCommandBuffer(cmd, &bi);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "vkBeginCommandBuffer (upload part)");
+    /* The frame before, if of the same size, may still read the device buffer this part writes. */
+    barrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_ACCESS_TRANSFER_WRITE_BIT);
+    VkBufferCopy part = {.srcOffset = c->uploaded, .dstOffset = c->uploaded, .size = end - c->uploaded};
+    vkCmdCopyBuffer(cmd, c->src_pixels->buffer, c->slot->input.buffer, 1, &part);
+    res = vkEndCommandBuffer(cmd);
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
+    if (res == VK_SUCCESS)
+        res = vkQueueSubmit(g->gpu->compute_queue, 1, &si, VK_NULL_HANDLE);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "submitting a part of the upload");
+    c->parts++;
+    c->uploaded = end;
+    c->parts_unfenced = true;
+    return HP_OK;
 }
 
 hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, uint32_t *ticket, hp_err *err)
@@ -422,8 +481,13 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     vkCmdUpdateBuffer(cmd, g->tone_params.buffer, 0, sizeof(words), words); /* made visible with the upload */
     if (dof)
         hp_dof_record_reset(g->dof, cmd); /* likewise */
-    VkBufferCopy up = {.size = frame_bytes(&slot->desc)};
-    vkCmdCopyBuffer(cmd, c->src_pixels->buffer, slot->input.buffer, 1, &up);
+    /* What parts submitted before did not copy (hp_frame_graph_upload_part): the barrier above orders
+     * this frame after them. */
+    VkDeviceSize total = frame_bytes(&slot->desc);
+    if (c->uploaded < total) {
+        VkBufferCopy up = {.srcOffset = c->uploaded, .dstOffset = c->uploaded, .size = total - c->uploaded};
+        vkCmdCopyBuffer(cmd, c->src_pixels->buffer, slot->input.buffer, 1, &up);
+    }
     if (dof) {
         VkBufferCopy dup = {.size = pixels * sizeof(float)};
         vkCmdCopyBuffer(cmd, c->src_depth->buffer, slot->dof.depth.buffer, 1, &dup);
@@ -520,6 +584,7 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     res = vkQueueSubmit(g->gpu->compute_queue, 1, &si, c->fence);
     if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "vkQueueSubmit");
+    c->parts_unfenced = false; /* this frame's fence now stands for them */
     c->in_flight = true;
     c->tone = tone;
     c->dof = dof;

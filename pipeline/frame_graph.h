@@ -108,6 +108,16 @@ hp_code hp_frame_graph_begin_with(hp_frame_graph *graph, const hp_frame_desc *de
  * params->dof needs it. */
 hp_code hp_frame_graph_depth(hp_frame_graph *graph, float **depth, hp_err *err);
 
+/* The most parts of one frame's upload hp_frame_graph_upload_part submits (later calls leave the rest to
+ * hp_frame_graph_submit). */
+#define HP_FRAME_UPLOAD_PARTS 8
+
+/* After begin, before submit: uploads the frame's bytes from where the last part ended up to `upto` (of
+ * width * height * hp_pixel_format_size() bytes, rows in order) now, while the caller still writes the
+ * rest, so that the frame's own upload copies only what is left. The bytes up to `upto` must be final.
+ * Returns at once (nothing waits for the copy but the frame after it). */
+hp_code hp_frame_graph_upload_part(hp_frame_graph *graph, size_t upto, hp_err *err);
+
 /* Records and submits the begun frame (upload, every stage, read-back) without waiting; *ticket names it
  * for hp_frame_graph_wait. Up to HP_FRAMES_IN_FLIGHT frames may be in flight: begin the next one while
  * the GPU runs this one, then wait for this one. The GPU runs them in order. */

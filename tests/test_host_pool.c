@@ -274,6 +274,54 @@ static void test_frames(void)
     put_all(a);
     put_all(b);
 
+    /* The upload in parts (hp_frame_graph_upload_part), as the daemon does while a frame's last rows
+     * decode: the rows written in stages, each stage's bytes uploaded before the next is written, then
+     * the frame. Parts of odd sizes (not whole rows), 3 and then more than HP_FRAME_UPLOAD_PARTS (the
+     * rest then goes with the frame); and a frame whose submit fails after its parts, before a good one.
+     * Each must give the staged frame's image and statistics. */
+    static const unsigned part_counts[] = {1, 3, HP_FRAME_UPLOAD_PARTS + 4};
+    for (size_t k = 0; k < sizeof(part_counts) / sizeof(part_counts[0]); k++) {
+        unsigned n = part_counts[k];
+        poison();
+        hp_host_mem m[3];
+        hp_frame_result r;
+        fp = params();
+        ok = begin_own(pool, 7, m);
+        size_t total = sizeof(frame);
+        memset(m[0].ptr, 0xff, total); /* NaN until written: a part copied too early or missed shows */
+        size_t done = 0;
+        for (unsigned i = 1; ok && i <= n; i++) {
+            size_t upto = total * i / (n + 1) + 3; /* not a row or pixel boundary */
+            memcpy((uint8_t *)m[0].ptr + done, (const uint8_t *)frame + done, upto - done);
+            ok = hp_frame_graph_upload_part(graph, upto, &err) == HP_OK;
+            done = upto;
+        }
+        if (ok)
+            memcpy((uint8_t *)m[0].ptr + done, (const uint8_t *)frame + done, total - done);
+        ok = ok && hp_frame_graph_run(graph, &fp, &r, &err) == HP_OK && r.pixels;
+        tap_ok(ok && memcmp(r.pixels, want, sizeof(want)) == 0 && memcmp(&r.stats, &want_stats, sizeof(want_stats)) == 0,
+               "frame uploaded in %u part%s before the rest: image and statistics identical to the staged frame%s%s",
+               n, n == 1 ? "" : "s", ok ? "" : ": ", ok ? "" : err.message);
+        put_all(m);
+    }
+    {
+        hp_host_mem m[3];
+        hp_frame_params bad = params();
+        bad.params.analysis.histogram_min_log2 = 40; /* over the maximum: the submit refuses it */
+        uint32_t ticket;
+        hp_err e3 = {0};
+        bool parted = begin_own(pool, 7, m) && hp_frame_graph_upload_part(graph, sizeof(frame) / 2, &e3) == HP_OK;
+        bool refused = parted && hp_frame_graph_submit(graph, &bad, &ticket, &e3) != HP_OK;
+        put_all(m);
+        hp_frame_result r;
+        fp = params();
+        ok = begin_own(pool, 7, m) && hp_frame_graph_upload_part(graph, sizeof(frame) / 3, &err) == HP_OK &&
+             hp_frame_graph_run(graph, &fp, &r, &err) == HP_OK && r.pixels && memcmp(r.pixels, want, sizeof(want)) == 0;
+        tap_ok(parted && refused && ok, "a frame refused at submit after a part of its upload (\"%s\"); the next, "
+               "begun on the same context, is the staged frame", e3.message);
+        put_all(m);
+    }
+
     /* A block too small is refused, and the graph goes on. */
     hp_host_block *small = hp_host_pool_get(pool, HP_MEM_UPLOAD, 1024, &err);
     hp_frame_desc desc = {.width = W, .height = H, .format = HP_PIXEL_RGBA32F};

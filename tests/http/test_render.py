@@ -804,6 +804,19 @@ def early_decoding(d, tmp):
           400 <= s_raw < 500 and s_raw == s_form and e_raw.get("error") == e_form.get("error"),
           f"raw {s_raw} {b_raw[:300]!r}\nform {s_form} {b_form[:300]!r}")
 
+    # The last chunks damaged and the body sent at once: the handler takes the frame while its decoding
+    # still runs (the GPU thread waits for the rest), the decoding fails after that, and the answer must
+    # still be the one the same bytes get in a form.
+    bad = desk[:len(desk) - 48 * 1024] + bytes(range(256)) * 128 + desk[len(desk) - 16 * 1024:]
+    s_raw, _, b_raw = request(d.port, "POST", "/v1/render", bad)
+    form, ctype = multipart([frame_part(bad)])
+    s_form, _, b_form = request(d.port, "POST", "/v1/render", form, {"Content-Type": ctype})
+    e_raw, e_form = json_body(b_raw) or {}, json_body(b_form) or {}
+    point("an EXR whose last chunks are damaged, failing after it was handed on, gets the error it gets in a "
+          "form (4xx, same code and message)",
+          400 <= s_raw < 500 and s_raw == s_form and e_raw.get("error") == e_form.get("error"),
+          f"raw {s_raw} {b_raw[:300]!r}\nform {s_form} {b_form[:300]!r}")
+
     # A frame with a depth channel, depth of field off: decoded early all the same (its depth unread).
     street = read_data("blender_street_960x540_singlelayer.exr")
     status, _, body = request(d.port, "POST", "/v1/render", street, {"Accept": "application/json"})
