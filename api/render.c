@@ -924,8 +924,13 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     /* The early decoder read the depth exactly when depth of field wants the frame's own (a depth part
      * never comes with a raw body). */
     use_early = use_early && early->half == half && early->want_dof == want_dof && (!want_dof || depth_in_frame);
-    if (use_early && early->pending && want_dof) {
-        /* Depth of field reads the depth here (the automatic focus): the decoding must be over. */
+    /* Handed on while its last rows decode only to an idle GPU thread: with frames waiting, a frame still
+     * decoding at the head of the queue would hold back frames behind it that are ready, so under load
+     * the handler waits for the decoding as before (16 clients, side by side with the code before the
+     * hand-over: within the noise, docs/BENCHMARKS.md). Depth of field reads the depth here (the automatic
+     * focus): for it the decoding must be over too. */
+    bool queue_busy = be->queue_depth && be->queue_depth(be->ctx) > 0;
+    if (use_early && early->pending && (want_dof || queue_busy)) {
         early_settle(early);
         early->pending = false;
         use_early = early->code == HP_OK; /* a failure: the ordinary path decodes again and says why */
