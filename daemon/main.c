@@ -239,9 +239,11 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
     while (!g_stop_signal)
         sigsuspend(wait_mask);
 
+    /* The state before the line that says so: whoever reads the log and then asks /readyz (the drain test
+     * does) must find it draining (a CI run once got 200 in between). */
+    hp_http_set_state(http, HP_SERVICE_DRAINING);
     hp_info("received SIG%s: draining (finishing requests in flight, up to %g s)", sigabbrev_np(g_stop_signal),
             config->shutdown_timeout_s);
-    hp_http_set_state(http, HP_SERVICE_DRAINING);
     notify("STOPPING=1");
     goto shutdown;
 
