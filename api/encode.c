@@ -782,6 +782,19 @@ done:
 
 /* --- The entry points ------------------------------------------------------------------------------- */
 
+/* Quality and effort within the schema's ranges (hp_params_check() has refused others already; the
+ * encoders are also called directly). */
+static hp_code check_ranges(const hp_output_params *out, hp_err *err)
+{
+    if (out->quality > 100)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.quality", "output.quality %u is over 100",
+                             out->quality);
+    if (out->effort > 6)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.effort", "output.effort %u is over 6",
+                             out->effort);
+    return HP_OK;
+}
+
 hp_code hp_encode_webp_yuv420(const hp_yuv420 *planes, uint32_t width, uint32_t height, const hp_output_params *out,
                               hp_encoded *result, hp_err *err)
 {
@@ -792,12 +805,9 @@ hp_code hp_encode_webp_yuv420(const hp_yuv420 *planes, uint32_t width, uint32_t 
     if (out->format != HP_OUTPUT_WEBP || out->lossless || out->bit_depth != 8)
         return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.format",
                              "YUV 4:2:0 planes encode only as lossy 8-bit WebP");
-    if (out->quality > 100)
-        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.quality", "output.quality %u is over 100",
-                             out->quality);
-    if (out->effort > 6)
-        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.effort", "output.effort %u is over 6",
-                             out->effort);
+    hp_code range = check_ranges(out, err);
+    if (range != HP_OK)
+        return range;
     if (width == 0 || height == 0)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "cannot encode an empty %ux%u frame", width, height);
     if (planes->y_stride < width || planes->uv_stride < (width + 1) / 2)
@@ -828,12 +838,9 @@ hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t 
         return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.bit_depth",
                              "output.bit_depth is %u but the frame was quantized to %u bits", out->bit_depth,
                              bit_depth);
-    if (out->quality > 100)
-        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.quality", "output.quality %u is over 100",
-                             out->quality);
-    if (out->effort > 6)
-        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.effort", "output.effort %u is over 6",
-                             out->effort);
+    hp_code range = check_ranges(out, err);
+    if (range != HP_OK)
+        return range;
     if (encoding != HP_ENCODING_SRGB_LIKE && encoding != HP_ENCODING_SRGB && encoding != HP_ENCODING_LINEAR)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "hp_encode: output encoding %d is not an hp_output_encoding",
                        (int)encoding);

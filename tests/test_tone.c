@@ -177,6 +177,29 @@ static diff_count compare_images(const void *gpu_px, const void *cpu_px, size_t 
     return d;
 }
 
+/* A frame of tests/data decoded as the daemon decodes it, into a malloc'd buffer in `layout`; NULL (and a
+ * message in e) when it cannot be. */
+static void *decode_test_file(const char *name, hp_pixel_layout layout, hp_image_info *info, hp_err *e)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", HP_TEST_DATA_DIR, name);
+    size_t len = 0;
+    uint8_t *bytes = hp_read_file(path, &len);
+    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+    bool decoded = bytes && hp_image_probe(bytes, len, &opt, info, e) == HP_OK;
+    size_t n = decoded ? (size_t)info->width * info->height : 0;
+    void *frame = decoded ? malloc(n * hp_pixel_layout_size(layout)) : NULL;
+    decoded = decoded && frame && hp_image_decode(bytes, len, &opt, info, frame, layout, NULL, e) == HP_OK;
+    free(bytes);
+    if (!decoded) {
+        if (!e->message[0])
+            snprintf(e->message, sizeof(e->message), "cannot read %.400s", path);
+        free(frame);
+        return NULL;
+    }
+    return frame;
+}
+
 int main(void)
 {
     int bail = gpu_test_open(&gpu, &graph, &err);
@@ -464,25 +487,15 @@ int main(void)
         static const char *const files[] = {"pmndrs_park.exr", "pmndrs_park.hdr", "pmndrs_park.pfm",
                                              "psychtoolbox_Desk.exr", "blender_street_960x540_singlelayer.exr"};
         for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
-            char path[512];
-            snprintf(path, sizeof(path), "%s/%s", HP_TEST_DATA_DIR, files[f]);
-            size_t len = 0;
-            uint8_t *bytes = hp_read_file(path, &len);
-            hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
             hp_image_info info;
             hp_err e = {0};
-            bool decoded = bytes && hp_image_probe(bytes, len, &opt, &info, &e) == HP_OK;
             hp_pixel_format format = f % 2 ? HP_PIXEL_RGBA16F : HP_PIXEL_RGBA32F;
-            size_t n = decoded ? (size_t)info.width * info.height : 0;
-            void *frame = decoded ? malloc(n * hp_pixel_format_size(format)) : NULL;
-            decoded = decoded && frame &&
-                      hp_image_decode(bytes, len, &opt, &info, frame, (hp_pixel_layout)format, NULL, &e) == HP_OK;
-            if (!decoded) {
+            void *frame = decode_test_file(files[f], (hp_pixel_layout)format, &info, &e);
+            if (!frame) {
                 tap_ok(false, "decode %s: %s", files[f], e.message);
-                free(bytes);
-                free(frame);
                 continue;
             }
+            size_t n = (size_t)info.width * info.height;
             uint8_t *cpu = malloc(n * 8);
             int worst_op = -1;
             double worst_identical = 1.0;
@@ -518,7 +531,6 @@ int main(void)
                    all_ran ? "" : ": ", all_ran ? "" : err.message);
             free(cpu);
             free(frame);
-            free(bytes);
         }
     }
 
@@ -580,18 +592,11 @@ int main(void)
             free(frame);
         }
 
-        char path[512];
-        snprintf(path, sizeof(path), "%s/blender_street_960x540_singlelayer.exr", HP_TEST_DATA_DIR);
-        size_t len = 0;
-        uint8_t *bytes = hp_read_file(path, &len);
-        hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
         hp_image_info info;
         hp_err e = {0};
-        bool decoded = bytes && hp_image_probe(bytes, len, &opt, &info, &e) == HP_OK;
+        uint16_t *frame = decode_test_file("blender_street_960x540_singlelayer.exr", HP_LAYOUT_RGBA16F, &info, &e);
+        bool decoded = frame != NULL;
         size_t n = decoded ? (size_t)info.width * info.height : 0;
-        uint16_t *frame = decoded ? malloc(n * 8) : NULL;
-        decoded = decoded && frame &&
-                  hp_image_decode(bytes, len, &opt, &info, frame, HP_LAYOUT_RGBA16F, NULL, &e) == HP_OK;
         if (tap_ok(decoded, "decode the Blender street frame for the YUV output%s%s", decoded ? "" : ": ",
                    decoded ? "" : e.message)) {
             hp_frame_params fp;
@@ -621,7 +626,6 @@ int main(void)
             free(cpu);
         }
         free(frame);
-        free(bytes);
     }
 
     /* 7. Hostile pixels: NaN, infinities and negatives give a finite image with those pixels black. */
