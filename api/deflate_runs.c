@@ -254,14 +254,18 @@ static void compress_block(const coder *c, bits *out, const uint8_t *src, size_t
     }
     freq[256] = 1;
 
-    uint8_t lens[LITLEN_CODES + DIST_CODES];
+    uint8_t lens[LITLEN_CODES];
     huffman_lengths(freq, LITLEN_CODES, 15, lens);
     unsigned hlit = LITLEN_CODES;
     while (hlit > 257 && !lens[hlit - 1])
         hlit--;
-    lens[hlit] = lens[hlit + 1] = 1; /* distances 1 and 2, one bit each: a complete code */
+    /* The lengths as sent: the literal/length code's hlit, then the distance code's, distances 1 and 2 at
+     * one bit each (a complete code). Apart from lens, whose codes must not count them. */
+    uint8_t sent[LITLEN_CODES + DIST_CODES];
+    memcpy(sent, lens, hlit);
+    sent[hlit] = sent[hlit + 1] = 1;
     uint8_t csym[LITLEN_CODES + DIST_CODES], cextra[LITLEN_CODES + DIST_CODES];
-    unsigned ncl = rle_lengths(lens, hlit + DIST_CODES, csym, cextra);
+    unsigned ncl = rle_lengths(sent, hlit + DIST_CODES, csym, cextra);
     uint32_t cfreq[CLEN_CODES] = {0};
     for (unsigned k = 0; k < ncl; k++)
         cfreq[csym[k]]++;

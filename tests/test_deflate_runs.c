@@ -117,6 +117,74 @@ int main(void)
     round_trip("runs of every length 1..300", buf, n, true);
     round_trip("runs of every length 1..300", buf, n, false);
 
+    /* Runs whose longest length code is 284 (227-257 bytes) and none of 258: the literal/length code then
+     * ends at symbol 284, right before the distance code's lengths in the header (a bug once counted
+     * those in the literal/length code). Then every other top length code, 257..285, alone. */
+    for (unsigned top = 256; top <= 258; top++) {
+        n = 0;
+        for (unsigned k = 0; k < 400; k++) {
+            buf[n++] = (uint8_t)(k * 7 + 1);
+            unsigned r = 227 + k % (top - 227 + 1);
+            memset(buf + n, (int)(k & 3), r);
+            n += r;
+        }
+        char what[96];
+        snprintf(what, sizeof(what), "runs of 227..%u bytes between literals", top);
+        round_trip(what, buf, n, true);
+    }
+    for (unsigned lc = 0; lc < 29; lc++) {
+        static const uint16_t base[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
+                                          31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
+        n = 0;
+        for (unsigned k = 0; k < 300 && n + 300 < big; k++) {
+            buf[n++] = (uint8_t)(k * 13 + 5);
+            unsigned r = base[lc] + 1 < 4 ? 4 : base[lc] + 1; /* a run of this length code alone */
+            memset(buf + n, (int)(k & 1), r);
+            n += r;
+        }
+        bool ok = true;
+        size_t bound = hp_deflate_runs_bound(n), zl = 0;
+        uint8_t *z = malloc(bound), *back = malloc(n);
+        bool ended = false;
+        size_t used = 0;
+        ok = hp_deflate_runs(buf, n, true, z, &zl) && inflate_raw(z, zl, back, n, &ended, &used) == (long)n &&
+             memcmp(back, buf, n) == 0 && ended;
+        free(z);
+        free(back);
+        if (!ok || lc == 28)
+            tap_ok(ok, "every length code as the block's only one (%u of 29 round trips; the first failure at "
+                   "code %u)", ok ? 29 : lc, 257 + lc);
+        if (!ok)
+            break;
+    }
+
+    /* Random blocks: random alphabets, run lengths drawn from random ranges, random sizes. */
+    {
+        unsigned failures = 0, streams = 300;
+        for (unsigned k = 0; k < streams; k++) {
+            size_t len = 1 + rnd() % 150000;
+            unsigned alphabet = 1 + rnd() % 256, lo = 1 + rnd() % 258, hi = lo + rnd() % (300 - lo);
+            for (size_t i = 0; i < len;) {
+                uint8_t b = (uint8_t)(rnd() % alphabet);
+                size_t r = rnd() % 3 ? 1 : lo + rnd() % (hi - lo + 1);
+                for (size_t j = 0; j < r && i < len; j++)
+                    buf[i++] = b;
+            }
+            size_t bound = hp_deflate_runs_bound(len), zl = 0, used = 0;
+            uint8_t *z = malloc(bound), *back = malloc(len);
+            bool ended = false;
+            bool final = rnd() % 2;
+            bool ok = hp_deflate_runs(buf, len, final, z, &zl) && zl <= bound &&
+                      inflate_raw(z, zl, back, len, &ended, &used) == (long)len && memcmp(back, buf, len) == 0 &&
+                      ended == final && used == zl;
+            failures += !ok;
+            free(z);
+            free(back);
+        }
+        tap_ok(failures == 0, "%u random streams (alphabets, run lengths, sizes, final or not) inflate back: %u "
+               "failures", streams, failures);
+    }
+
     memset(buf, 0, 200000);
     round_trip("200000 zeros (runs across the 65535-byte block boundary)", buf, 200000, true);
     memset(buf, 0x55, 65535);
