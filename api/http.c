@@ -59,6 +59,7 @@ struct hp_http {
     pthread_mutex_t lock;
     pthread_cond_t idle; /* signalled when in_flight drops to 0 */
     unsigned in_flight;
+    struct hp_deferred *deferred; /* every deferred reply not yet freed, for a drain that times out */
 
     _Atomic unsigned long long id_counter; /* request ids when getrandom() fails */
     char *auth_token;                      /* NULL: no authentication */
@@ -234,7 +235,23 @@ struct hp_deferred {
     int refs;        /* the request's and the completer's */
     bool suspended;  /* MHD_suspend_connection has been called */
     bool reply_ready;
+    bool forced;     /* answered by a drain that timed out: the completer's reply is dropped */
+    hp_http *http;
+    struct hp_deferred *prev, *next; /* in http->deferred, under http->lock */
 };
+
+static void slot_unlink(hp_deferred *d)
+{
+    hp_http *http = d->http;
+    pthread_mutex_lock(&http->lock);
+    if (d->prev)
+        d->prev->next = d->next;
+    else
+        http->deferred = d->next;
+    if (d->next)
+        d->next->prev = d->prev;
+    pthread_mutex_unlock(&http->lock);
+}
 
 static void slot_unref(hp_deferred *d)
 {
@@ -242,6 +259,7 @@ static void slot_unref(hp_deferred *d)
     int refs = --d->refs;
     pthread_mutex_unlock(&d->lock);
     if (refs == 0) {
+        slot_unlink(d);
         pthread_mutex_destroy(&d->lock);
         free(d);
     }
@@ -255,6 +273,13 @@ hp_deferred *hp_request_defer(hp_request *req)
     pthread_mutex_init(&d->lock, NULL);
     d->req = req;
     d->refs = 2;
+    d->http = req->http;
+    pthread_mutex_lock(&d->http->lock);
+    d->next = d->http->deferred;
+    if (d->next)
+        d->next->prev = d;
+    d->http->deferred = d;
+    pthread_mutex_unlock(&d->http->lock);
     req->slot = d;
     req->deferred = true;
     return d;
@@ -267,28 +292,61 @@ void hp_request_undefer(hp_request *req)
         return;
     req->slot = NULL;
     req->deferred = false;
+    slot_unlink(d);
     pthread_mutex_destroy(&d->lock);
     free(d);
 }
 
-/* A deferred request's reply can be ready before the HTTP thread has suspended the connection (a fast GPU
- * finishes a frame while the handler is still returning). Resuming a connection that is not suspended
- * loses the wake-up and leaves it suspended for ever; so whichever of the two comes second resumes it:
- * the suspension (after the handler, below) or this. */
+/* A drain that timed out: every request still waiting for its deferred reply is answered 503 now, and
+ * its connection resumed, so that libmicrohttpd can stop (it aborts the process when stopped with a
+ * connection suspended). The completer's reply, when it comes, is dropped. */
+static unsigned force_deferred(hp_http *http)
+{
+    unsigned forced = 0, n = 0, cap = 0;
+    struct MHD_Connection **resume = NULL;
+    pthread_mutex_lock(&http->lock);
+    for (hp_deferred *d = http->deferred; d; d = d->next)
+        cap++;
+    resume = cap ? calloc(cap, sizeof(*resume)) : NULL;
+    for (hp_deferred *d = http->deferred; d; d = d->next) {
+        pthread_mutex_lock(&d->lock);
+        hp_request *req = d->req;
+        if (req && !d->reply_ready) {
+            hp_reply_error(&req->deferred_reply, 503, "not_ready", NULL,
+                           "draining: shutting down, and this request did not finish within the drain timeout "
+                           "(%g s)", http->params.drain_timeout_s);
+            d->reply_ready = d->forced = true;
+            forced++;
+            /* A suspended connection is not processed, so it stays until resumed below. One not yet
+             * suspended sees reply_ready when its handler returns and resumes itself. */
+            if (d->suspended && resume)
+                resume[n++] = req->connection;
+        }
+        pthread_mutex_unlock(&d->lock);
+    }
+    pthread_mutex_unlock(&http->lock);
+    /* Outside the lock: completing a resumed connection takes it (slot_unlink). */
+    for (unsigned i = 0; i < n; i++)
+        MHD_resume_connection(resume[i]);
+    free(resume);
+    return forced;
+}
+
 void hp_deferred_complete(hp_deferred *d, hp_reply *reply)
 {
     pthread_mutex_lock(&d->lock);
     hp_request *req = d->req;
     bool resume = false;
-    if (req) {
+    bool taken = req && !d->forced;
+    if (taken) {
         req->deferred_reply = *reply;
         memset(reply, 0, sizeof(*reply));
         d->reply_ready = true;
         resume = d->suspended;
     }
     pthread_mutex_unlock(&d->lock);
-    if (!req)
-        hp_reply_release(reply); /* the request is gone: nobody to answer */
+    if (!taken)
+        hp_reply_release(reply); /* the request is gone, or was answered by the drain: nobody to answer */
     /* A suspended connection cannot complete, so req is still there. Thread-safe in libmicrohttpd (it
      * wakes the polling thread through its inter-thread channel). */
     if (resume)
@@ -834,8 +892,19 @@ void hp_http_destroy(hp_http **p)
             break;
     unsigned left = http->in_flight;
     pthread_mutex_unlock(&http->lock);
-    if (left)
-        hp_warn("http: %u request(s) still in flight after %g s; closing them", left, http->params.drain_timeout_s);
+    if (left) {
+        unsigned forced = force_deferred(http);
+        hp_warn("http: %u request(s) still in flight after %g s; %u waiting for a frame answered 503, the rest "
+                "closed", left, http->params.drain_timeout_s, forced);
+        /* The answered ones complete on the polling threads: a moment for them before the stop. */
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += 2;
+        pthread_mutex_lock(&http->lock);
+        while (forced && http->in_flight > 0)
+            if (pthread_cond_timedwait(&http->idle, &http->lock, &deadline) == ETIMEDOUT)
+                break;
+        pthread_mutex_unlock(&http->lock);
+    }
 
     MHD_stop_daemon(http->mhd);
     pthread_cond_destroy(&http->idle);

@@ -558,6 +558,10 @@ typedef struct early_decode {
      * the frame to the GPU thread, which uploads the rows as they become final. */
     hp_rows_ready rows;
     bool pending;            /* taken while still decoding: not joined yet */
+    /* Handed on while decoding, it has two owners: the request, whose body and arrival it reads until it
+     * has finished (the request's completion waits for that), and the job, whose frame it writes. Each
+     * lets go with early_release; the last frees it. 1 otherwise. */
+    _Atomic int refs;
 } early_decode;
 
 static bool collect_query(struct MHD_Connection *c, char **text)
@@ -676,15 +680,40 @@ static void early_settle(early_decode *e)
     }
 }
 
+static void early_release(early_decode *e)
+{
+    if (atomic_fetch_sub(&e->refs, 1) == 1)
+        early_free(e);
+}
+
+/* Until the decoder has finished: it then no longer reads the body nor writes the frame. */
+static void early_wait_finished(early_decode *e)
+{
+    bool finished;
+    hp_rows_ready_wait(&e->rows, UINT32_MAX, &finished);
+}
+
+/* The job's share of a decoder handed on while decoding (finish_job, before the frame's memory goes). */
 static void pending_settle(render_ctx *ctx)
 {
     early_decode *e = ctx->pending;
     if (!e)
         return;
-    early_settle(e);
+    early_wait_finished(e);
     ctx->decode_ms = fmax(0.0, hp_ms_between(&ctx->body_done, &e->decoded));
-    early_free(e);
     ctx->pending = NULL;
+    early_release(e);
+}
+
+/* The request's share, at its completion: its body and arrival are freed right after this. */
+static void early_drop_shared(hp_request *req)
+{
+    early_decode *e = req->early;
+    req->early = NULL;
+    if (e) {
+        early_wait_finished(e);
+        early_release(e);
+    }
 }
 
 static void early_drop(hp_request *req)
@@ -735,6 +764,7 @@ static void begins(hp_request *req, bool analyze)
     e->req = req;
     e->be = be;
     e->analyze = analyze;
+    atomic_init(&e->refs, 1);
     hp_rows_ready_init(&e->rows);
     if (!collect_query(req->connection, &e->query) || pthread_create(&e->thread, NULL, early_main, e) != 0) {
         hp_rows_ready_destroy(&e->rows);
@@ -1005,7 +1035,9 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
      * only the tail after the last byte, often none. */
     ctx->early = use_early;
     ctx->body_done = req->body_done;
-    ctx->decode_ms = use_early ? fmax(0.0, hp_ms_between(&req->body_done, &early->decoded)) : hp_ms_between(&t0, &t1);
+    ctx->decode_ms = !use_early        ? hp_ms_between(&t0, &t1)
+                     : early->pending ? 0.0 /* still decoding: pending_settle counts it */
+                                      : fmax(0.0, hp_ms_between(&req->body_done, &early->decoded));
     job->desc = (hp_frame_desc){.width = info.width, .height = info.height,
                                 .format = half ? HP_PIXEL_RGBA16F : HP_PIXEL_RGBA32F};
     job->pixels = pixels_mem;
@@ -1036,18 +1068,21 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
         hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory");
         goto done;
     }
-    if (job->rows) { /* the decoder is finish_job's to settle from here on */
+    if (job->rows) { /* shared from here on: the request's completion and finish_job each let go of it */
         hp_debug("render: %ux%u handed to the GPU thread while its last rows decode", info.width, info.height);
+        atomic_store(&early->refs, 2);
+        req->early = early;
+        req->early_drop = early_drop_shared;
         ctx->pending = early;
         early = NULL;
     }
     if (!be->submit(be->ctx, job)) {
         hp_request_undefer(req);
-        if (ctx->pending) {
-            early = ctx->pending;
+        if (ctx->pending) { /* the job's share: it will never run */
+            early_wait_finished(ctx->pending);
+            early_release(ctx->pending);
             ctx->pending = NULL;
         }
-        early_settle(early);
         hp_job_release(job);
         hp_reply_error(reply, 429, "queue_full", NULL, "the queue is full (%u frames waiting); retry shortly",
                        be->queue_depth ? be->queue_depth(be->ctx) : 0);

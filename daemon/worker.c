@@ -95,7 +95,8 @@ static bool wait_decoded(hp_worker *w, hp_job *job, bool upload_parts)
     const uint32_t step = height / HP_FRAME_UPLOAD_PARTS + 1;
     uint32_t uploaded = 0;
     for (bool finished = false; !finished;) {
-        uint32_t ready = hp_rows_ready_wait(job->rows, uploaded + step, &finished);
+        /* Without parts (not the pool's memory, or a part refused) only the end is waited for. */
+        uint32_t ready = hp_rows_ready_wait(job->rows, upload_parts ? uploaded + step : UINT32_MAX, &finished);
         ready = ready < height ? ready : height;
         if (upload_parts && !finished && ready > uploaded) {
             hp_err ignored = {0}; /* a part that cannot be submitted goes with the frame's own upload */
@@ -152,8 +153,10 @@ static bool start_job(hp_worker *w, hp_job *job, uint32_t *ticket)
     job->code = hp_frame_graph_begin_with(w->graph, &job->desc, &own, &staging, &job->err);
     if (job->code != HP_OK)
         return false;
-    if (job->rows && !wait_decoded(w, job, own.pixels != NULL))
+    if (job->rows && !wait_decoded(w, job, own.pixels != NULL)) {
+        hp_frame_graph_abandon(w->graph); /* parts of its upload may still read the frame's memory */
         return false;
+    }
     if (!own.pixels) {
         memcpy(staging, job->pixels.ptr, pixels * hp_pixel_format_size(job->desc.format));
         hp_host_mem_put(&job->pixels);
@@ -161,12 +164,16 @@ static bool start_job(hp_worker *w, hp_job *job, uint32_t *ticket)
     if (job->depth.ptr && !own.depth) {
         float *depth;
         job->code = hp_frame_graph_depth(w->graph, &depth, &job->err);
-        if (job->code != HP_OK)
+        if (job->code != HP_OK) {
+            hp_frame_graph_abandon(w->graph);
             return false;
+        }
         memcpy(depth, job->depth.ptr, pixels * sizeof(float));
         hp_host_mem_put(&job->depth);
     }
     job->code = hp_frame_graph_submit(w->graph, &job->params, ticket, &job->err);
+    if (job->code != HP_OK)
+        hp_frame_graph_abandon(w->graph);
     return job->code == HP_OK;
 }
 

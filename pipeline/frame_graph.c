@@ -404,6 +404,18 @@ hp_code hp_frame_graph_upload_part(hp_frame_graph *g, size_t upto, hp_err *err)
     return HP_OK;
 }
 
+void hp_frame_graph_abandon(hp_frame_graph *g)
+{
+    bool unfenced = false;
+    for (int i = 0; i < HP_FRAMES_IN_FLIGHT; i++)
+        unfenced = unfenced || g->ctx[i].parts_unfenced;
+    if (!unfenced)
+        return;
+    vkQueueWaitIdle(g->gpu->compute_queue); /* rare: a frame that failed after parts of its upload */
+    for (int i = 0; i < HP_FRAMES_IN_FLIGHT; i++)
+        g->ctx[i].parts_unfenced = false;
+}
+
 hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, uint32_t *ticket, hp_err *err)
 {
     if (g->preparing < 0)

@@ -118,6 +118,11 @@ hp_code hp_frame_graph_depth(hp_frame_graph *graph, float **depth, hp_err *err);
  * Returns at once (nothing waits for the copy but the frame after it). */
 hp_code hp_frame_graph_upload_part(hp_frame_graph *graph, size_t upto, hp_err *err);
 
+/* A frame begun and given up (its submit failed, or the caller's did not come): waits for parts of its
+ * upload still running, so that the caller may let go of the memory they read. Nothing to do, and no
+ * wait, when no part is outstanding. */
+void hp_frame_graph_abandon(hp_frame_graph *graph);
+
 /* Records and submits the begun frame (upload, every stage, read-back) without waiting; *ticket names it
  * for hp_frame_graph_wait. Up to HP_FRAMES_IN_FLIGHT frames may be in flight: begin the next one while
  * the GPU runs this one, then wait for this one. The GPU runs them in order. */

@@ -1433,6 +1433,39 @@ def slow_gpu():
         d.dump()
 
 
+def drain_timeout():
+    """14: a drain that times out: SIGTERM while a frame holds the GPU for 3 s, with --shutdown_timeout_s=0.3.
+    The client waiting for it gets 503 not_ready saying the drain timed out, and the daemon exits 0
+    (libmicrohttpd aborts the process if it is stopped with that connection still suspended: it did)."""
+    d = start("drain-timeout daemon (--shutdown_timeout_s=0.3 --test_gpu_delay_ms=3000)",
+              ["--shutdown_timeout_s=0.3", "--test_gpu_delay_ms=3000"])
+    if not d:
+        return
+    try:
+        exr = read_data("pmndrs_park.exr")
+        holder = {}
+
+        def one():
+            holder["answer"] = request(d.port, "POST", "/v1/render", exr)
+
+        t = threading.Thread(target=one, daemon=True)
+        t.start()
+        time.sleep(0.8)  # the frame is on the GPU thread, in its 3 s delay
+        d.proc.send_signal(signal.SIGTERM)
+        t.join(timeout=30)
+        rc = d.wait_exit(STOP_TIMEOUT_S)
+        status, _, body = holder.get("answer", (None, None, b""))
+        text = body.decode("utf-8", "replace") if body else ""
+        bad = validation_lines(d)
+        point("a drain that times out answers the frame still running 503 not_ready (drain timeout) and exits 0 "
+              "with no validation-layer message",
+              is_error(status, body, 503, "not_ready") and "drain timeout" in text and rc == 0 and not bad,
+              f"{status} {body[:300]!r}, exit code {rc}\n" + "\n".join(bad) + "\n" + d.log()[-2000:])
+    finally:
+        d.kill()
+        d.dump()
+
+
 def guarded(fn, *args):
     """Runs one group of test points; an exception fails a point of its own and the next group still runs."""
     try:
@@ -1498,6 +1531,7 @@ def main():
         guarded(overload)
         guarded(deadline)
         guarded(slow_gpu)
+        guarded(drain_timeout)
     print(f"# {time.monotonic() - t_start:.1f} s", flush=True)
     print(f"1..{harness.count()}", flush=True)
     return 1 if harness.failed() else 0
