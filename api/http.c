@@ -59,7 +59,8 @@ struct hp_http {
     pthread_mutex_t lock;
     pthread_cond_t idle; /* signalled when in_flight drops to 0 */
     unsigned in_flight;
-    struct hp_deferred *deferred; /* every deferred reply not yet freed, for a drain that times out */
+    struct hp_deferred *deferred; /* deferred replies not yet freed (under deferred_lock), for a drain
+                                   * that times out */
 
     _Atomic unsigned long long id_counter; /* request ids when getrandom() fails */
     char *auth_token;                      /* NULL: no authentication */
@@ -236,21 +237,27 @@ struct hp_deferred {
     bool suspended;  /* MHD_suspend_connection has been called */
     bool reply_ready;
     bool forced;     /* answered by a drain that timed out: the completer's reply is dropped */
-    hp_http *http;
-    struct hp_deferred *prev, *next; /* in http->deferred, under http->lock */
+    hp_http *http;   /* whose list it is in, or NULL (under deferred_lock, as the links) */
+    struct hp_deferred *prev, *next;
 };
+
+/* The lists of deferred replies (hp_http.deferred) and each one's links, under one lock of the process's:
+ * a reply can be completed by a worker after its server is gone (hp_http_destroy detaches them). */
+static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void slot_unlink(hp_deferred *d)
 {
-    hp_http *http = d->http;
-    pthread_mutex_lock(&http->lock);
-    if (d->prev)
-        d->prev->next = d->next;
-    else
-        http->deferred = d->next;
-    if (d->next)
-        d->next->prev = d->prev;
-    pthread_mutex_unlock(&http->lock);
+    pthread_mutex_lock(&deferred_lock);
+    if (d->http) {
+        if (d->prev)
+            d->prev->next = d->next;
+        else
+            d->http->deferred = d->next;
+        if (d->next)
+            d->next->prev = d->prev;
+        d->http = NULL;
+    }
+    pthread_mutex_unlock(&deferred_lock);
 }
 
 static void slot_unref(hp_deferred *d)
@@ -273,13 +280,13 @@ hp_deferred *hp_request_defer(hp_request *req)
     pthread_mutex_init(&d->lock, NULL);
     d->req = req;
     d->refs = 2;
+    pthread_mutex_lock(&deferred_lock);
     d->http = req->http;
-    pthread_mutex_lock(&d->http->lock);
     d->next = d->http->deferred;
     if (d->next)
         d->next->prev = d;
     d->http->deferred = d;
-    pthread_mutex_unlock(&d->http->lock);
+    pthread_mutex_unlock(&deferred_lock);
     req->slot = d;
     req->deferred = true;
     return d;
@@ -304,7 +311,7 @@ static unsigned force_deferred(hp_http *http)
 {
     unsigned forced = 0, n = 0, cap = 0;
     struct MHD_Connection **resume = NULL;
-    pthread_mutex_lock(&http->lock);
+    pthread_mutex_lock(&deferred_lock);
     for (hp_deferred *d = http->deferred; d; d = d->next)
         cap++;
     resume = cap ? calloc(cap, sizeof(*resume)) : NULL;
@@ -324,7 +331,7 @@ static unsigned force_deferred(hp_http *http)
         }
         pthread_mutex_unlock(&d->lock);
     }
-    pthread_mutex_unlock(&http->lock);
+    pthread_mutex_unlock(&deferred_lock);
     /* Outside the lock: completing a resumed connection takes it (slot_unlink). */
     for (unsigned i = 0; i < n; i++)
         MHD_resume_connection(resume[i]);
@@ -907,6 +914,15 @@ void hp_http_destroy(hp_http **p)
     }
 
     MHD_stop_daemon(http->mhd);
+    /* Replies still to come (frames the worker finishes after this) no longer belong to a server. */
+    pthread_mutex_lock(&deferred_lock);
+    for (hp_deferred *d = http->deferred, *next; d; d = next) {
+        next = d->next;
+        d->http = NULL;
+        d->prev = d->next = NULL;
+    }
+    http->deferred = NULL;
+    pthread_mutex_unlock(&deferred_lock);
     pthread_cond_destroy(&http->idle);
     pthread_mutex_destroy(&http->lock);
     free(http->auth_token);
