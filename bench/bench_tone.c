@@ -27,6 +27,7 @@ enum { TS_START, TS_REDUCE, TS_EXPOSURE, TS_TONE, TS_COUNT };
 typedef struct look {
     const char *name;
     void (*apply)(hp_params *p);
+    bool yuv; /* the tone pass writes Y'CbCr 4:2:0 planes, as the daemon does for lossy WebP */
 } look;
 
 static void look_default(hp_params *p) { (void)p; }
@@ -40,6 +41,7 @@ static void look_16bit(hp_params *p)
 
 static const look looks[] = {
     {"default (reinhard_extended, local gamma, 8-bit, dither)", look_default},
+    {"default, as Y'CbCr 4:2:0 (what the daemon's default WebP reads back)", look_default, true},
     {"agx", look_agx},
     {"gamma.radius 8", look_radius},
     {"16-bit output", look_16bit},
@@ -126,7 +128,10 @@ int main(int argc, char **argv)
                 hp_reduce_params rp = HP_REDUCE_PARAMS_DEFAULTS;
                 hp_reduce_io rio = {.pixels = input.address, .pixel_count = count, .format = format,
                                     .stats = &stats, .scratch = &scratch};
-                hp_tone_output kind = p.output.bit_depth == 16 ? HP_TONE_OUT_RGBA16 : HP_TONE_OUT_RGBA8;
+                hp_tone_output kind = p.output.bit_depth == 16 ? HP_TONE_OUT_RGBA16
+                                      : looks[l].yuv            ? HP_TONE_OUT_YUV420
+                                                                : HP_TONE_OUT_RGBA8;
+                size_t out_bytes = hp_tone_output_bytes(kind, w, h, false);
                 hp_tone_io tio = {.pixels = input.address, .format = format, .width = w, .height = h,
                                   .stats = stats.address, .params = params_buf.address, .state = state.address,
                                   .output = output.address, .kind = kind, .gamma_radius = p.gamma.radius,
@@ -154,7 +159,7 @@ int main(int argc, char **argv)
                         vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, q + 3);
                         bench_barrier_all();
                     }
-                    VkBufferCopy down = {.size = count * hp_tone_output_pixel_size(kind)};
+                    VkBufferCopy down = {.size = out_bytes};
                     vkCmdCopyBuffer(bench_cmd, output.buffer, output_host.buffer, 1, &down);
                     bench_barrier_all();
                     bench_submit_and_wait();
@@ -173,7 +178,7 @@ int main(int argc, char **argv)
                 r->format = hp_pixel_format_name(format);
                 r->look = looks[l].name;
                 r->in_mb = (double)in_bytes / 1e6;
-                r->out_mb = (double)(count * hp_tone_output_pixel_size(kind)) / 1e6;
+                r->out_mb = (double)out_bytes / 1e6;
                 memcpy(ms, stage_ms[TS_REDUCE], runs * sizeof(double));
                 r->reduce = bench_summarize(ms, runs).median;
                 memcpy(ms, stage_ms[TS_EXPOSURE], runs * sizeof(double));
@@ -188,9 +193,12 @@ int main(int argc, char **argv)
                     hp_cpu_reduce(staging.mapped, format, count, -16, 16, &cs);
                     hp_tone_state ts_cpu;
                     uint8_t *cpu = malloc(count * 8);
-                    hp_cpu_tone_frame(staging.mapped, format, w, h, &cs, &p, &ts_cpu, cpu);
+                    if (kind == HP_TONE_OUT_YUV420)
+                        hp_cpu_tone_frame_yuv420(staging.mapped, format, w, h, &cs, &p, false, &ts_cpu, cpu);
+                    else
+                        hp_cpu_tone_frame(staging.mapped, format, w, h, &cs, &p, &ts_cpu, cpu);
                     hp_buffer_invalidate(bench_gpu, &output_host);
-                    size_t values = count * 4, same = 0, worse = 0;
+                    size_t values = kind == HP_TONE_OUT_YUV420 ? out_bytes : count * 4, same = 0, worse = 0;
                     for (size_t i = 0; i < values; i++) {
                         int a = kind == HP_TONE_OUT_RGBA16 ? ((uint16_t *)output_host.mapped)[i] : ((uint8_t *)output_host.mapped)[i];
                         int b = kind == HP_TONE_OUT_RGBA16 ? ((uint16_t *)cpu)[i] : cpu[i];

@@ -216,8 +216,8 @@ void hp_tone_record_map(hp_tone *t, VkCommandBuffer cmd, const hp_tone_io *io)
     tp.flags = io->kind == HP_TONE_OUT_YUV420 && io->yuv_alpha ? HP_TONE_FLAG_ALPHA : 0;
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, map->pipeline);
     vkCmdPushConstants(cmd, map->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(tp), &tp);
-    if (io->kind == HP_TONE_OUT_YUV420) /* an invocation per 8 x 2 block */
-        dispatch_image(cmd, (io->width + 7) / 8, (io->height + 1) / 2);
+    if (io->kind == HP_TONE_OUT_YUV420) /* an invocation per 2 x 2 block, a workgroup per 64 x 16 */
+        dispatch_image(cmd, (io->width + 1) / 2, (io->height + 1) / 2);
     else
         dispatch_image(cmd, io->width, io->height);
 }

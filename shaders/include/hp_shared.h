@@ -195,9 +195,9 @@
 
 /* --- YUV 4:2:0 output (the tone pass's OUTPUT_KIND 3, for libwebp's lossy encoder) ------------------ *
  * Planes in this order, 8 bits a sample: Y (y_stride x y_rows), U and V (y_stride / 2 x y_rows / 2), then
- * with HP_TONE_FLAG_ALPHA an alpha plane laid out as Y. Each shader invocation writes an 8 x 2 block of
- * pixels as whole 32- and 64-bit words, so the stride is the width rounded up to 8 and the rows to 2; the
- * samples past the frame repeat its last column and row. Y'CbCr from the display-encoded R'G'B' in [0, 1]
+ * with HP_TONE_FLAG_ALPHA an alpha plane laid out as Y. The shader stores whole 32-bit words, 4 samples
+ * of Cb or Cr, so the stride is the width rounded up to 8 and the rows to 2; the samples past the frame
+ * repeat its last column and row. Y'CbCr from the display-encoded R'G'B' in [0, 1]
  * by ITU-R BT.601's studio-range matrix (VP8, RFC 6386 section 2, uses BT.601's YCrCb): Y' in [16, 235],
  * Cb and Cr in [16, 240] around 128; Cb and Cr from the mean R'G'B' of each 2 x 2 block. */
 #define HP_YUV_Y_STRIDE(w) ((((w) + 7u) / 8u) * 8u)
