@@ -325,15 +325,18 @@ static void finish_job(hp_job *job)
     hp_code code = HP_OK;
     if (!ctx->analyze) {
         const hp_params *p = &job->params.params;
+        /* output.alpha: by default an alpha the tone pass found opaque everywhere is left out. */
+        bool alpha = ctx->alpha && (p->output.alpha == HP_ALPHA_KEEP ||
+                                    (p->output.alpha == HP_ALPHA_AUTO && r->tone.translucent));
         if (r->yuv420) {
             const uint8_t *base = job->image.ptr;
             uint32_t w = r->width, h = r->height;
             hp_yuv420 planes = {.y = base, .u = base + HP_YUV_OFF_U(w, h), .v = base + HP_YUV_OFF_V(w, h),
-                                .a = job->params.yuv_alpha ? base + HP_YUV_OFF_A(w, h) : NULL,
+                                .a = job->params.yuv_alpha && alpha ? base + HP_YUV_OFF_A(w, h) : NULL,
                                 .y_stride = HP_YUV_Y_STRIDE(w), .uv_stride = HP_YUV_Y_STRIDE(w) / 2};
             code = hp_encode_webp_yuv420(&planes, w, h, &p->output, &enc, &err);
         } else {
-            code = hp_encode(job->image.ptr, r->width, r->height, p->output.bit_depth, ctx->alpha,
+            code = hp_encode(job->image.ptr, r->width, r->height, p->output.bit_depth, alpha,
                              hp_output_encoding_for_gamma(p->gamma.mode), &p->output, &enc, &err);
         }
     }
@@ -1047,7 +1050,7 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
      * a pixel (2.5 with alpha) instead of 4, and libwebp skips its own conversion, one core's work. */
     job->params.yuv420 = !analyze && fp.params.output.format == HP_OUTPUT_WEBP && !fp.params.output.lossless &&
                          fp.params.output.bit_depth == 8;
-    job->params.yuv_alpha = job->params.yuv420 && info.has_alpha;
+    job->params.yuv_alpha = job->params.yuv420 && info.has_alpha && fp.params.output.alpha != HP_ALPHA_DROP;
     job->finish = finish_job;
     job->client_gone = client_gone;
     job->rows = use_early && early->pending ? &early->rows : NULL;

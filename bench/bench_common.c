@@ -114,6 +114,16 @@ void bench_fill_frame(void *dst, hp_pixel_format format, uint64_t count)
     }
 }
 
+void bench_set_alpha(void *frame, hp_pixel_format format, uint64_t count, float alpha)
+{
+    for (uint64_t i = 0; i < count; i++) {
+        float p[4];
+        hp_cpu_load_pixel(frame, format, i, p);
+        p[3] = alpha;
+        hp_cpu_store_pixel(frame, format, i, p);
+    }
+}
+
 bool bench_stats_match(const hp_lum_stats *g, const hp_lum_stats *c)
 {
     return g->finite_pixels == c->finite_pixels && g->nonfinite_pixels == c->nonfinite_pixels && g->min == c->min &&

@@ -73,6 +73,8 @@ void bench_read_durations(uint32_t runs, double *ms);
 summary bench_summarize(double *ms, uint32_t n);
 /* A deterministic log-normal RGBA frame: about 12 stops either side of 0.25. */
 void bench_fill_frame(void *dst, hp_pixel_format format, uint64_t count);
+/* Every pixel's alpha set to `alpha` (the tone benchmark's translucent look). */
+void bench_set_alpha(void *frame, hp_pixel_format format, uint64_t count, float alpha);
 bool bench_stats_match(const hp_lum_stats *g, const hp_lum_stats *c);
 
 /* Ceilings measured in the same run as the stages: vkCmdCopyBuffer of 1 GiB (before and after the

@@ -404,6 +404,7 @@ hp_code hp_cpu_tone_frame(const void *pixels, hp_pixel_format format, uint32_t w
         return rc;
     bool sixteen = p->output.bit_depth == 16;
     double levels = sixteen ? 65535.0 : 255.0;
+    ts->translucent = false;
     for (uint32_t y = 0; y < height; y++) {
         for (uint32_t x = 0; x < width; x++) {
             size_t i = (size_t)y * width + x;
@@ -416,6 +417,7 @@ hp_code hp_cpu_tone_frame(const void *pixels, hp_pixel_format format, uint32_t w
             for (int c = 0; c < 3; c++)
                 q[c] = (uint32_t)fmin(fmax(floor(o[c] * levels + 0.5 + noise), 0.0), levels);
             q[3] = (uint32_t)floor(o[3] * levels + 0.5);
+            ts->translucent = ts->translucent || q[3] < (uint32_t)levels;
             if (sixteen) {
                 uint16_t *d = (uint16_t *)out + 4 * i;
                 for (int c = 0; c < 4; c++)
@@ -448,10 +450,12 @@ hp_code hp_cpu_tone_frame_yuv420(const void *pixels, hp_pixel_format format, uin
         free(lan);
         return HP_ERR_OUT_OF_MEMORY;
     }
+    ts->translucent = false;
     for (size_t i = 0; i < n; i++) {
         float rgba[4];
         hp_cpu_load_pixel(pixels, format, i, rgba);
         hp_cpu_tone_pixel(rgba, ts, p, lan ? lan[i] : -1.0, enc + 4 * i, NULL);
+        ts->translucent = ts->translucent || floor(enc[4 * i + 3] * 255.0 + 0.5) < 255.0;
     }
     const uint32_t stride = HP_YUV_Y_STRIDE(width), rows = HP_YUV_Y_ROWS(height);
     /* Every sample of the planes, padding included: past the frame the last column and row repeat. */

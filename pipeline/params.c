@@ -44,6 +44,7 @@ static const char *const tone_operators[] = {"linear", "reinhard", "reinhard_ext
                                              "aces_hill", "agx", "khronos_neutral", NULL};
 static const char *const gamma_modes[] = {"local", "local_luminance", "srgb", "linear", NULL};
 static const char *const output_formats[] = {"webp", "png", NULL};
+static const char *const output_alphas[] = {"auto", "keep", "drop", NULL};
 /* An integer with a choices list takes exactly those values. */
 static const char *const bit_depths[] = {"8", "16", NULL};
 static const char *const input_channels[] = {"1", "3", "4", NULL};
@@ -389,6 +390,15 @@ const hp_param_def hp_param_schema[] = {
     {.name = "output.bit_depth", .type = HP_PARAM_INTEGER, .offset = U32_AT(output.bit_depth), .min = 8,
      .max = 16, .def = 8, .choices = bit_depths, .unit = "bits",
      .help = "Bits per channel of the encoded image; 16 only with format png."},
+    /* An alpha at 1 everywhere (a beauty render's) looks the same left out: PNG then has a quarter less to
+     * filter and deflate, and libwebp skips its scan and clean-up of the plane (it never stores an opaque
+     * alpha anyway). The tone pass finds out for free (tone_state's translucent word). */
+    {.name = "output.alpha", .type = HP_PARAM_ENUM, .offset = ENUM_AT(output.alpha), .def = HP_ALPHA_AUTO,
+     .choices = output_alphas, .unit = "",
+     .help = "Whether the image carries the frame's alpha: `auto` when the frame has alpha and some of it is "
+             "below 1 after quantization (an alpha opaque everywhere is left out: PNG is then RGB); `keep` "
+             "whenever the frame has alpha (PNG RGBA; lossy and lossless WebP never store an opaque alpha); "
+             "`drop` never (the colour is written as it is, not composited)."},
     {.name = "output.dither", .type = HP_PARAM_BOOL, .offset = BOOL_AT(output.dither), .def = 1, .unit = "",
      .help = "Add triangular noise of one quantization step before rounding, so that smooth gradients do "
              "not band."},

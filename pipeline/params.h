@@ -83,12 +83,20 @@ typedef enum hp_output_format {
     HP_OUTPUT_PNG = 1,
 } hp_output_format;
 
+/* Whether the encoded image carries the frame's alpha. */
+typedef enum hp_output_alpha {
+    HP_ALPHA_AUTO = 0, /* when the frame has alpha and some of it is below 1 after quantization */
+    HP_ALPHA_KEEP = 1, /* whenever the frame has alpha */
+    HP_ALPHA_DROP = 2, /* never */
+} hp_output_alpha;
+
 typedef struct hp_output_params {
     hp_output_format format;
     uint32_t quality;   /* WebP lossy quality, 0..100 */
     bool lossless;      /* WebP lossless */
     uint32_t effort;    /* WebP method / PNG compression effort, 0 (fastest) .. 6 */
     uint32_t bit_depth; /* 8, or 16 (PNG only) */
+    hp_output_alpha alpha;
     bool dither;        /* triangular noise of one step before rounding, so gradients do not band */
 } hp_output_params;
 

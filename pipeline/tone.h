@@ -21,6 +21,7 @@ typedef struct hp_tone_state {
     double p01, p99;            /* 1st and 99th percentile luminance (lower bin edges), frame units */
     double hist_mean;           /* percentile-clipped histogram mean, frame units */
     double drago_norm, drago_inv_lwa, drago_inv_lsmax, drago_bias_exp; /* Drago's normalisers */
+    bool translucent;           /* some alpha the tone pass wrote is below the maximum (255 or 65535) */
 } hp_tone_state;
 
 void hp_tone_decode_state(const void *state_buffer, hp_tone_state *out);

@@ -149,4 +149,5 @@ void main()
     ts.drago_inv_lsmax = 1.0 / lsmax;
     ts.drago_norm = tp.drago_display_max * 0.01 / log(1.0 + lsmax) * log(10.0);
     ts.drago_bias_exp = log(tp.drago_bias) / log(0.5);
+    ts.translucent = 0u; // the tone pass raises it (tonemap.comp)
 }

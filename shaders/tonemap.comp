@@ -15,6 +15,8 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference_uvec2 : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 
 #include "hp_shared.h"
 #include "hp_dof.h"
@@ -129,6 +131,34 @@ vec3 display_encode(Toned t, uint idx, ToneParams tp)
     return t.tm;
 }
 
+// Whether any alpha this pass writes is below the output's maximum (tone_state's translucent word, which
+// the exposure stage zeroes): the host then leaves out an alpha that is opaque everywhere, which libwebp
+// would otherwise scan and clean (17% of a 4K encode's time) and PNG would filter and deflate. A
+// subgroup's answer goes through shared memory, so a workgroup makes at most one global atomic, and only
+// when it has found a translucent pixel: a frame translucent everywhere costs a few tens of thousands of
+// atomics on one word at 4K, an opaque one none. Called by every invocation, after which the caller
+// meets a barrier (its own, or flag_translucent_end's).
+shared uint s_translucent[gl_WorkGroupSize.x * gl_WorkGroupSize.y]; // a word per subgroup (any size)
+
+void flag_translucent_begin(bool translucent)
+{
+    uint any = subgroupOr(translucent ? 1u : 0u);
+    if (subgroupElect())
+        s_translucent[gl_SubgroupID] = any;
+}
+
+// After a barrier that follows flag_translucent_begin in every invocation.
+void flag_translucent_end(ToneState ts)
+{
+    if (gl_LocalInvocationIndex != 0u)
+        return;
+    uint any = 0u;
+    for (uint k = 0u; k < gl_NumSubgroups; k++)
+        any |= s_translucent[k];
+    if (any != 0u)
+        atomicOr(ts.translucent, 1u);
+}
+
 // OUTPUT_KIND 3: Y'CbCr 4:2:0 planes (hp_shared.h). An invocation tone-maps a 2 x 2 block (its Cb and Cr
 // are that block's mean), so a workgroup covers 64 x 16 pixels; the bytes meet in shared memory and
 // leave as whole words, a row's worth of a plane per store. Past the frame the last column and row
@@ -145,6 +175,7 @@ void yuv_block(ToneParams tp, ToneState ts)
     uint x0 = wg0.x + 2u * lid.x, y0 = wg0.y + 2u * lid.y;
     const vec3 ky = vec3(HP_BT601_YR, HP_BT601_YG, HP_BT601_YB);
     vec3 sum = vec3(0.0);
+    bool translucent = false;
     for (uint j = 0u; j < 2u; j++) {
         for (uint i = 0u; i < 2u; i++) {
             uvec2 xy = uvec2(min(x0 + i, pc.width - 1u), min(y0 + j, pc.height - 1u));
@@ -154,6 +185,7 @@ void yuv_block(ToneParams tp, ToneState ts)
             uint at = (2u * lid.y + j) * 64u + 2u * lid.x + i;
             s_y[at] = uint(clamp(floor(16.0 + dot(ky, v) + 0.5 + noise), 0.0, 255.0));
             s_a[at] = uint(floor(t.alpha * 255.0 + 0.5));
+            translucent = translucent || s_a[at] < 255u;
             sum += v;
         }
     }
@@ -161,7 +193,9 @@ void yuv_block(ToneParams tp, ToneState ts)
     uint c = lid.y * 32u + lid.x;
     s_u[c] = uint(clamp(floor(128.0 + dot(vec3(HP_BT601_UR, HP_BT601_UG, HP_BT601_UB), m) + 0.5), 0.0, 255.0));
     s_v[c] = uint(clamp(floor(128.0 + dot(vec3(HP_BT601_VR, HP_BT601_VG, HP_BT601_VB), m) + 0.5), 0.0, 255.0));
+    flag_translucent_begin(translucent);
     barrier();
+    flag_translucent_end(ts);
 
     uint k = gl_LocalInvocationIndex; // 256: a word of each of 16 rows x 16 words of Y (and alpha)
     uint stride = HP_YUV_Y_STRIDE(pc.width), rows = HP_YUV_Y_ROWS(pc.height);
@@ -196,25 +230,33 @@ void main()
         return;
     }
     uvec2 xy = gl_GlobalInvocationID.xy;
-    if (xy.x >= pc.width || xy.y >= pc.height)
-        return;
+    bool inside = xy.x < pc.width && xy.y < pc.height;
     uint idx = xy.y * pc.width + xy.x;
-    Toned t = tone_pixel(xy, tp, ts);
-
     if (OUTPUT_KIND == 0u) {
-        OutF32(pc.output_).v[idx] = t.lum;
+        if (inside)
+            OutF32(pc.output_).v[idx] = tone_pixel(xy, tp, ts).lum;
         return;
     }
 
-    vec3 v = display_encode(t, idx, tp);
-    float noise = tp.dither != 0u ? dither_noise(xy.x, xy.y) : 0.0;
-    if (OUTPUT_KIND == 1u) {
-        uvec3 q = uvec3(clamp(floor(v * 255.0 + 0.5 + noise), 0.0, 255.0));
-        uint a = uint(floor(t.alpha * 255.0 + 0.5));
-        OutU32(pc.output_).v[idx] = q.r | (q.g << 8) | (q.b << 16) | (a << 24);
-    } else {
-        uvec3 q = uvec3(clamp(floor(v * 65535.0 + 0.5 + noise), 0.0, 65535.0));
-        uint a = uint(floor(t.alpha * 65535.0 + 0.5));
-        OutU64(pc.output_).v[idx] = uvec2(q.r | (q.g << 16), q.b | (a << 16));
+    // No early return past the frame's edge: every invocation meets the barrier below.
+    bool translucent = false;
+    if (inside) {
+        Toned t = tone_pixel(xy, tp, ts);
+        vec3 v = display_encode(t, idx, tp);
+        float noise = tp.dither != 0u ? dither_noise(xy.x, xy.y) : 0.0;
+        if (OUTPUT_KIND == 1u) {
+            uvec3 q = uvec3(clamp(floor(v * 255.0 + 0.5 + noise), 0.0, 255.0));
+            uint a = uint(floor(t.alpha * 255.0 + 0.5));
+            OutU32(pc.output_).v[idx] = q.r | (q.g << 8) | (q.b << 16) | (a << 24);
+            translucent = a < 255u;
+        } else {
+            uvec3 q = uvec3(clamp(floor(v * 65535.0 + 0.5 + noise), 0.0, 65535.0));
+            uint a = uint(floor(t.alpha * 65535.0 + 0.5));
+            OutU64(pc.output_).v[idx] = uvec2(q.r | (q.g << 16), q.b | (a << 16));
+            translucent = a < 65535u;
+        }
     }
+    flag_translucent_begin(translucent);
+    barrier();
+    flag_translucent_end(ts);
 }

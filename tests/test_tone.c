@@ -628,6 +628,74 @@ int main(void)
         free(frame);
     }
 
+    /* 6d. tone_state's translucent word: the tone pass says whether any alpha it wrote is below the output's
+     * maximum (the host then leaves an opaque alpha out of the encoded image). Against the CPU reference,
+     * which decides from its own quantized output, and against what each case was built to give. Frames
+     * of 67x45 (partial workgroups at the right and bottom edges). The cases run in turn on one frame graph,
+     * each translucent one before an opaque one, so a word left set by the frame before fails. */
+    {
+        enum { ALL_ONE, LAST_HALF, FIRST_254_4, ALL_254_6, NAN_ALPHA, RANDOM };
+        static const char *const patterns[] = {"alpha 1 everywhere", "the last pixel's alpha 0.5",
+                                               "the first pixel's alpha 254.4/255", "alpha 254.6/255 everywhere",
+                                               "NaN alpha and a NaN pixel", "random alpha"};
+        static const struct {
+            int pattern;
+            int kind; /* 0 RGBA8, 1 RGBA16, 2 Y'CbCr with an alpha plane, 3 Y'CbCr without */
+            uint32_t radius;
+            bool want;
+        } cases[] = {
+            {RANDOM, 0, 0, true},       {ALL_ONE, 0, 0, false},     {LAST_HALF, 0, 0, true},
+            {ALL_254_6, 0, 0, false},   {FIRST_254_4, 0, 5, true},  {NAN_ALPHA, 0, 5, false},
+            {ALL_254_6, 1, 0, true},    {ALL_ONE, 1, 0, false},     {FIRST_254_4, 1, 0, true},
+            {NAN_ALPHA, 1, 0, false},   {RANDOM, 2, 0, true},       {ALL_ONE, 2, 0, false},
+            {LAST_HALF, 2, 0, true},    {ALL_254_6, 2, 0, false},   {FIRST_254_4, 2, 0, true},
+            {NAN_ALPHA, 2, 0, false},   {LAST_HALF, 3, 0, true},    {ALL_ONE, 3, 0, false},
+        };
+        static const char *const kinds[] = {"RGBA8", "RGBA16", "Y'CbCr + alpha plane", "Y'CbCr"};
+        const uint32_t w = 67, h = 45;
+        for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+            float *frame = make_frame(w, h, false, 91 + k);
+            size_t n = (size_t)w * h;
+            for (size_t i = 0; cases[k].pattern != RANDOM && i < n; i++)
+                frame[4 * i + 3] = cases[k].pattern == ALL_254_6 ? 254.6f / 255.0f : 1.0f;
+            if (cases[k].pattern == LAST_HALF)
+                frame[4 * (n - 1) + 3] = 0.5f;
+            if (cases[k].pattern == FIRST_254_4)
+                frame[3] = 254.4f / 255.0f;
+            if (cases[k].pattern == NAN_ALPHA) {
+                for (size_t i = 0; i < n; i += 7)
+                    frame[4 * i + 3] = NAN;
+                frame[4 * 10] = NAN; /* an excluded pixel: written with alpha 1 */
+                frame[4 * 10 + 3] = 0.25f;
+            }
+            hp_frame_params fp;
+            hp_frame_params_defaults(&fp);
+            fp.params.gamma.radius = cases[k].radius;
+            if (cases[k].kind == 1)
+                fp.params.output.bit_depth = 16, fp.params.output.format = HP_OUTPUT_PNG;
+            fp.yuv420 = cases[k].kind >= 2;
+            fp.yuv_alpha = cases[k].kind == 2;
+            hp_frame_result res;
+            bool ran = gpu_run(&(hp_frame_desc){.width = w, .height = h, .format = HP_PIXEL_RGBA32F}, frame, &fp, &res);
+            hp_lum_stats cs;
+            hp_cpu_reduce(frame, HP_PIXEL_RGBA32F, n, fp.params.analysis.histogram_min_log2,
+                          fp.params.analysis.histogram_max_log2, &cs);
+            hp_tone_state ts;
+            void *cpu = malloc(HP_YUV_BYTES(w, h, true) > n * 8 ? HP_YUV_BYTES(w, h, true) : n * 8);
+            if (fp.yuv420)
+                hp_cpu_tone_frame_yuv420(frame, HP_PIXEL_RGBA32F, w, h, &cs, &fp.params, fp.yuv_alpha, &ts, cpu);
+            else
+                hp_cpu_tone_frame(frame, HP_PIXEL_RGBA32F, w, h, &cs, &fp.params, &ts, cpu);
+            tap_ok(ran && res.tone.translucent == cases[k].want && ts.translucent == cases[k].want,
+                   "translucent word, %s, %s%s: GPU %d, CPU reference %d, built to be %d%s%s", kinds[cases[k].kind],
+                   patterns[cases[k].pattern], cases[k].radius ? " (gamma radius 5)" : "",
+                   ran ? (int)res.tone.translucent : -1, (int)ts.translucent, (int)cases[k].want, ran ? "" : ": ",
+                   ran ? "" : err.message);
+            free(cpu);
+            free(frame);
+        }
+    }
+
     /* 7. Hostile pixels: NaN, infinities and negatives give a finite image with those pixels black. */
     {
         float px[6 * 4] = {NAN, 1, 1, 1, INFINITY, 0.5f, 0.5f, 1, 1, -INFINITY, 1, 1,

@@ -189,7 +189,9 @@
  *         uch_p, uch_a, uch_m, uch_l, uch_c, uch_b, uch_l0, uch_s0, uch_s1, uch_c2, uch_cp, pad
  * tone_state (written by the exposure stage, read by the tone stage and copied back):
  *   float scale, key, adaptation, white, exposed_max, exposed_log_average, p01, p99, hist_mean,
- *         drago_norm, drago_inv_lwa, drago_inv_lsmax, drago_bias_exp, pad x 3 */
+ *         drago_norm, drago_inv_lwa, drago_inv_lsmax, drago_bias_exp;
+ *   uint  translucent (0 from the exposure stage; the tone pass makes it 1 when any alpha it writes is
+ *         below the output's maximum, so an opaque alpha need not be encoded); pad x 2 */
 #define HP_TONE_PARAMS_WORDS 48
 #define HP_TONE_STATE_WORDS 16
 

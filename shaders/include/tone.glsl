@@ -37,7 +37,8 @@ layout(buffer_reference, std430, buffer_reference_align = 16) buffer ToneState {
     float drago_inv_lwa;
     float drago_inv_lsmax;
     float drago_bias_exp;
-    float pad[3];
+    uint translucent; // 1 when some output alpha is below its maximum (the tone pass sets it)
+    float pad[2];
 };
 
 // Operators, in hp_tone_operator order (pipeline/params.h).

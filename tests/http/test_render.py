@@ -562,6 +562,74 @@ def render_multipart(d, tmp):
     point(name, ok, detail)
 
 
+def alpha_output(d, tmp):
+    """4b: output.alpha. By default an alpha the tone pass found opaque everywhere is left out (PNG RGB), a
+    translucent one is kept (PNG RGBA, WebP with alpha); keep and drop override. Every image against
+    cpu_render's (its RGBA, compared over the channels the PNG has), the alpha included where written."""
+    w, h = 40, 24
+    # Smooth colour (lossy WebP keeps it close), every value different (a float-double rounding edge then
+    # costs one value, not a column of them).
+    colour = {
+        "R": array.array("f", [0.1 + 0.7 * (x + 0.31 * y) / (w + 0.31 * h) for y in range(h) for x in range(w)]),
+        "G": array.array("f", [0.1 + 0.7 * (y + 0.23 * x) / (h + 0.23 * w) for y in range(h) for x in range(w)]),
+        "B": array.array("f", [0.2 + 0.5 * x * y / (w * h) for y in range(h) for x in range(w)]),
+    }
+    frames = {
+        "opaque": dict(colour, A=array.array("f", [1.0] * (w * h))),
+        # alpha from 0 up in steps of 13/255 across the left half, each 0.3 of a step from a rounding edge;
+        # 1 on the right
+        "translucent": dict(colour, A=array.array("f", [min(1.0, (13 * x + 0.3) / 255) for y in range(h)
+                                                        for x in range(w)])),
+    }
+    paths = {}
+    for name, channels in frames.items():
+        paths[name] = os.path.join(tmp, f"alpha-{name}.exr")
+        with open(paths[name], "wb") as f:
+            f.write(exr_write(w, h, channels))
+
+    cases = [  # frame, output.alpha (None: the default), bit depth, channels the PNG must have
+        ("opaque", None, 8, 3), ("opaque", "keep", 8, 4), ("opaque", None, 16, 3),
+        ("translucent", None, 8, 4), ("translucent", "drop", 8, 3), ("translucent", "keep", 16, 4),
+    ]
+    for frame, mode, depth, want_ch in cases:
+        params = {"output": {"format": "png", "bit_depth": depth}}
+        if mode:
+            params["output"]["alpha"] = mode
+        name = f"{frame} alpha, output.alpha {mode or 'default'}, {depth}-bit PNG: {want_ch} channels, equals cpu_render"
+        ref, image = cpu(tmp, paths[frame], params)
+        with open(paths[frame], "rb") as f:
+            body, ctype = multipart([frame_part(f.read()), params_part(params)])
+        status, headers, data = request(d.port, "POST", "/v1/render", body, {"Content-Type": ctype})
+        if status != 200 or headers.get("content-type") != "image/png":
+            point(name, False, f"{status} {headers} {data[:300]!r}")
+            continue
+        try:
+            ch = png_decode(data)[2]
+            size_ok, n, same, big, _, detail = compare_png(data, image, w, h, depth)
+        except PngError as e:
+            point(name, False, f"PNG decode: {e}")
+            continue
+        good = same >= 0.999 * n and big == 0 if depth == 8 else same >= 0.99 * n and big * 1e6 <= n
+        point(name, ch == want_ch and size_ok and n > 0 and good, f"{ch} channels; {detail}")
+
+    for frame, want_alpha in (("opaque", 0), ("translucent", 1)):
+        name = f"{frame} alpha, default WebP: alpha {'stored' if want_alpha else 'left out'}, alpha exact"
+        ref, image = cpu(tmp, paths[frame])
+        with open(paths[frame], "rb") as f:
+            status, headers, data = request(d.port, "POST", "/v1/render", f.read())
+        if status != 200 or headers.get("content-type") != "image/webp":
+            point(name, False, f"{status} {headers} {data[:300]!r}")
+            continue
+        src, dst = os.path.join(tmp, "alpha.webp"), os.path.join(tmp, "alpha.rgba")
+        with open(src, "wb") as f:
+            f.write(data)
+        proc = subprocess.run([WEBP_TO_RGBA, src, dst], capture_output=True, timeout=60)
+        has_alpha = int(proc.stdout.split()[2]) if proc.returncode == 0 else -1
+        ok, psnr, alpha_exact, detail = webp_psnr(tmp, data, image, w, h)
+        point(name, has_alpha == want_alpha and ok and alpha_exact and psnr >= 30.0,
+              f"has_alpha {has_alpha}; {detail}")
+
+
 def render_depth(d):
     """5: a depth part of the frame's size is taken; one of another size is refused naming depth."""
     street = read_data("blender_street_960x540_singlelayer.exr")
@@ -1518,8 +1586,8 @@ def main():
         if d:
             try:
                 guarded(render_chunked, d)
-                for test in (render_raw_exr, render_png_8bit, render_png_16bit, render_multipart, render_json,
-                             analyze, early_decoding, parallel, exr_layers):
+                for test in (render_raw_exr, render_png_8bit, render_png_16bit, render_multipart, alpha_output,
+                             render_json, analyze, early_decoding, parallel, exr_layers):
                     guarded(test, d, tmp)
                 for test in (render_depth, depth_of_field, errors, raw_input, status_routes):
                     guarded(test, d)
