@@ -126,11 +126,14 @@ static hp_code webp_failure(WebPEncodingError code, bool sink_out_of_memory, con
                    f->height, (int)code);
 }
 
-/* The default quality 88 (pipeline/params.c) comes from these fast methods: libwebp's FastMBAnalyze (methods
- * 0 and 1) sends a macroblock to 4x4 intra prediction when the spread of its sixteen 4x4 means is under a
- * threshold of 8 + 9 * quality / 100 in integers, 15 up to quality 88 and 16 from 89; 4x4 blocks cost a
- * mode search each. On the 4K Blender street frame (development machine, libwebp 1.2.4, encode alone):
- * quality 88 took 308 ms for 1.186 MB at 39.05 dB PSNR, 90 took 422 ms for 1.219 MB at 39.51 dB.
+/* The default quality is libwebp's own, 75 (pipeline/params.c). libwebp encodes a frame on one core, and on
+ * the H200 host its encode of the 4K Blender street frame (libwebp 1.2.4, method 0, four rounds) took
+ * 211-309 ms at quality 88, 180-250 at 80 and 161-226 at 75, for 1.186, 0.832 and 0.707 MB at 39.05, 37.03
+ * and 35.93 dB PSNR: only 75 kept a request within the 250 ms issue 6 asks of the default WebP. Between 78
+ * and 88 libwebp's FastMBAnalyze (methods 0 and 1) sends the same macroblocks to 4x4 intra prediction (the
+ * spread of a block's sixteen 4x4 means under 8 + 9 * quality / 100 in integers: 15), from 89 more (4x4
+ * blocks cost a mode search each: 90 took 1.4 times as long as 88); below that the time goes with the
+ * number of coefficients coded.
  *
  * effort 0..6 -> the lossy method. Up to the default effort 2 it is method 0: on a 4K frame at quality 90
  * cwebp's encode took 0.33-0.36 s at method 0, 0.42-0.50 at 1, 0.45-0.63 at 2 (development machine), for

@@ -132,30 +132,15 @@ vec3 display_encode(Toned t, uint idx, ToneParams tp)
 }
 
 // Whether any alpha this pass writes is below the output's maximum (tone_state's translucent word, which
-// the exposure stage zeroes): the host then leaves out an alpha that is opaque everywhere, which libwebp
-// would otherwise scan and clean (17% of a 4K encode's time) and PNG would filter and deflate. A
-// subgroup's answer goes through shared memory, so a workgroup makes at most one global atomic, and only
-// when it has found a translucent pixel: a frame translucent everywhere costs a few tens of thousands of
-// atomics on one word at 4K, an opaque one none. Called by every invocation, after which the caller
-// meets a barrier (its own, or flag_translucent_end's).
-shared uint s_translucent[gl_WorkGroupSize.x * gl_WorkGroupSize.y]; // a word per subgroup (any size)
-
-void flag_translucent_begin(bool translucent)
+// the exposure stage zeroes): the host then leaves out an alpha that is opaque everywhere, which PNG would
+// filter and deflate and libwebp would scan and clean. An opaque frame costs a subgroup OR and nothing
+// else (a workgroup barrier to gather the subgroups' answers cost the RGBA8 pass 7-8% on the H200). A
+// translucent subgroup reads the word first and makes its atomic only while it still reads 0: the line
+// shares tone_state with the values every invocation reads, so most subgroups after the first atomics see
+// the 1 and skip theirs (an extra atomic from a stale read only repeats the OR).
+void flag_translucent(ToneState ts, bool translucent)
 {
-    uint any = subgroupOr(translucent ? 1u : 0u);
-    if (subgroupElect())
-        s_translucent[gl_SubgroupID] = any;
-}
-
-// After a barrier that follows flag_translucent_begin in every invocation.
-void flag_translucent_end(ToneState ts)
-{
-    if (gl_LocalInvocationIndex != 0u)
-        return;
-    uint any = 0u;
-    for (uint k = 0u; k < gl_NumSubgroups; k++)
-        any |= s_translucent[k];
-    if (any != 0u)
+    if (subgroupOr(translucent ? 1u : 0u) != 0u && subgroupElect() && ts.translucent == 0u)
         atomicOr(ts.translucent, 1u);
 }
 
@@ -193,9 +178,8 @@ void yuv_block(ToneParams tp, ToneState ts)
     uint c = lid.y * 32u + lid.x;
     s_u[c] = uint(clamp(floor(128.0 + dot(vec3(HP_BT601_UR, HP_BT601_UG, HP_BT601_UB), m) + 0.5), 0.0, 255.0));
     s_v[c] = uint(clamp(floor(128.0 + dot(vec3(HP_BT601_VR, HP_BT601_VG, HP_BT601_VB), m) + 0.5), 0.0, 255.0));
-    flag_translucent_begin(translucent);
+    flag_translucent(ts, translucent);
     barrier();
-    flag_translucent_end(ts);
 
     uint k = gl_LocalInvocationIndex; // 256: a word of each of 16 rows x 16 words of Y (and alpha)
     uint stride = HP_YUV_Y_STRIDE(pc.width), rows = HP_YUV_Y_ROWS(pc.height);
@@ -238,7 +222,6 @@ void main()
         return;
     }
 
-    // No early return past the frame's edge: every invocation meets the barrier below.
     bool translucent = false;
     if (inside) {
         Toned t = tone_pixel(xy, tp, ts);
@@ -256,7 +239,5 @@ void main()
             translucent = a < 65535u;
         }
     }
-    flag_translucent_begin(translucent);
-    barrier();
-    flag_translucent_end(ts);
+    flag_translucent(ts, translucent);
 }

@@ -121,7 +121,7 @@ static const spec specs[] = {
     {"gamma.mode", HP_PARAM_ENUM, F(gamma.mode), "local", NULL, gamma_modes},
     {"gamma.radius", INT, F(gamma.radius), "0", "[0, 64]", NULL},
     {"output.format", HP_PARAM_ENUM, F(output.format), "webp", NULL, formats},
-    {"output.quality", INT, F(output.quality), "88", "[0, 100]", NULL},
+    {"output.quality", INT, F(output.quality), "75", "[0, 100]", NULL},
     {"output.lossless", HP_PARAM_BOOL, F(output.lossless), "false", NULL, NULL},
     {"output.effort", INT, F(output.effort), "2", "[0, 6]", NULL},
     {"output.bit_depth", INT, F(output.bit_depth), "8", "8, 16", NULL},
@@ -1076,7 +1076,7 @@ static void test_to_json(void)
     tap_ok(j && count_leaves(j) == hp_param_schema_count && json_object_size(j) == 8 &&
                json_is_string(layer) && strcmp(json_string_value(layer), "") == 0 &&
                json_real_value(json_object_get(hable, "white")) == 11.2 &&
-               json_integer_value(json_object_get(json_object_get(j, "output"), "quality")) == 88 &&
+               json_integer_value(json_object_get(json_object_get(j, "output"), "quality")) == 75 &&
                json_is_true(json_object_get(json_object_get(j, "output"), "dither")),
            "to_json writes every parameter, nested by stage, with JSON types (%zu values)",
            j ? count_leaves(j) : 0);
