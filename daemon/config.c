@@ -49,6 +49,40 @@ static bool check_listen(const char *value, char *why, size_t why_size)
     return false;
 }
 
+/* "auto", "none" or WIDTHxHEIGHT within the largest frame (hp_config_warm_size parses it). */
+static bool check_warm_frame(const char *value, char *why, size_t why_size)
+{
+    uint32_t w, h;
+    if (hp_config_warm_size(value, true, &w, &h))
+        return true;
+    snprintf(why, why_size, "auto, none, or WIDTHxHEIGHT with each side 1 to 16384");
+    return false;
+}
+
+bool hp_config_warm_size(const char *value, bool on_gpu, uint32_t *width, uint32_t *height)
+{
+    *width = *height = 0;
+    if (strcmp(value, "none") == 0)
+        return true;
+    if (strcmp(value, "auto") == 0) {
+        if (on_gpu)
+            *width = 3840, *height = 2160;
+        return true;
+    }
+    char *end;
+    errno = 0;
+    unsigned long w = strtoul(value, &end, 10);
+    if (end == value || (*end != 'x' && *end != 'X') || !isdigit((unsigned char)value[0]))
+        return false;
+    const char *hs = end + 1;
+    unsigned long h = strtoul(hs, &end, 10);
+    if (end == hs || *end != '\0' || !isdigit((unsigned char)hs[0]) || errno || w < 1 || h < 1 || w > 16384 ||
+        h > 16384)
+        return false;
+    *width = (uint32_t)w, *height = (uint32_t)h;
+    return true;
+}
+
 static const char *const log_level_choices[] = {"error", "warn", "info", "debug", NULL};
 static const char *const reduce_variant_choices[] = {"single_pass", "two_pass", NULL};
 
@@ -113,6 +147,12 @@ static const hp_setting settings[] = {
      .metavar = "PATH", .help = "PEM certificate (chain) file; with tls_key, the API speaks HTTPS."},
     {.name = "tls_key", .type = HP_SETTING_STRING, .offset = FIELD(tls_key), .default_value = "",
      .metavar = "PATH", .help = "PEM private key file for tls_cert."},
+    {.name = "warm_frame", .type = HP_SETTING_STRING, .offset = FIELD(warm_frame), .default_value = "auto",
+     .check = check_warm_frame, .metavar = "WxH",
+     .help = "Frame size made ready before /readyz says 200, so the first request of that size is as fast as "
+             "the rest: two frames of it run through the GPU and their host and device memory is kept. "
+             "auto: 3840x2160 on a GPU, none on a CPU device (a 4K frame takes seconds there); none; or "
+             "WIDTHxHEIGHT."},
     {.name = "test_gpu_delay_ms", .type = HP_SETTING_INT, .offset = FIELD(test_gpu_delay_ms), .default_value = "0",
      .min = 0, .max = 60000, .metavar = "MS",
      .help = "For tests only, never in production: the GPU thread sleeps this long before each frame it runs, "

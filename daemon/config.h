@@ -9,6 +9,7 @@
 #define HP_CONFIG_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "common/error.h"
@@ -64,6 +65,9 @@ typedef struct hp_config {
     char *auth_token;
     /* PEM certificate and key files: both given, the API speaks HTTPS. Default "" (plain HTTP). */
     char *tls_cert, *tls_key;
+    /* The frame size warmed before the daemon reports ready: "auto" (3840x2160 on a GPU, none on a CPU
+     * device), "none", or WIDTHxHEIGHT. Default "auto". */
+    char *warm_frame;
     /* For tests only: milliseconds the GPU thread sleeps before each frame it runs (daemon/worker.h), so
      * that tests of queueing, deadlines and draining see slow frames on any GPU. 0..60000, default 0. */
     int test_gpu_delay_ms;
@@ -93,5 +97,9 @@ void hp_config_print_help(FILE *out, const char *program);
 void hp_config_log(const hp_config *config);
 
 void hp_config_free(hp_config *config);
+
+/* The warm_frame setting as a size: false when value is malformed; 0 x 0 for none (and for auto when
+ * on_gpu is false). */
+bool hp_config_warm_size(const char *value, bool on_gpu, uint32_t *width, uint32_t *height);
 
 #endif

@@ -121,6 +121,9 @@ def config_errors(tmp):
          [r"log_level", r"error, warn, info, debug"]),
         ("bad environment value exits 2 naming the variable", [], {"HDRPOST_SHUTDOWN_TIMEOUT_S": "soon"},
          [r"HDRPOST_SHUTDOWN_TIMEOUT_S", r"shutdown_timeout_s"]),
+        ("bad --warm_frame exits 2 naming the setting and what is allowed", ["--warm_frame=4096"], {},
+         [r"warm_frame", r"4096", r"WIDTHxHEIGHT"]),
+        ("--warm_frame past 16384 a side exits 2", ["--warm_frame=16385x8"], {}, [r"warm_frame", r"16385x8"]),
         ("unknown key in the config file exits 2 naming file and line", ["--config", conf], {},
          [re.escape(conf), r"line 3", r"not_a_setting"]),
     ]
@@ -394,6 +397,38 @@ def tls(tmp):
         bad.kill()
 
 
+def warm_frame(tmp):
+    """--warm_frame=WxH: two frames of the size go through the GPU before /readyz says 200, so the frame
+    graph already holds the size and the host pool its blocks when the first request comes."""
+    for value, want_sizes in (("96x64", 1), ("none", 0)):
+        port = free_port()
+        d = Daemon(f"warm_frame {value}", [f"--listen={HOST}:{port}", "--validation", "--pipeline_cache=",
+                                           f"--warm_frame={value}"] + device_args())
+        try:
+            samples, answered = wait_until_ready(d, port)
+            ready = answered is not None and bool(samples) and samples[-1][1] == 200
+            line = d.wait_line(r"warm-up: 96x64 frames ready in \d+ ms", 1) if want_sizes else None
+            status, _, body = request(port, "GET", "/v1/gpu") if ready else (0, {}, b"")
+            doc = json_body(body) if status == 200 else {}
+            sizes = doc.get("frame_graph", {}).get("sizes_kept")
+            kept = doc.get("host_memory", {}).get("kept_bytes", 0)
+            if want_sizes:
+                point("--warm_frame=96x64: ready after the warm-up, the frame graph holds the size and the host "
+                      "pool the frames' memory before any request",
+                      ready and line is not None and sizes == 1 and kept >= 2 * 96 * 64 * 8,
+                      f"ready {ready}, log line {line!r}, /v1/gpu {status} {doc}\n{d.log()}")
+            else:
+                point("--warm_frame=none: nothing warmed, no size kept",
+                      ready and sizes == 0 and "warm-up" not in d.log(), f"/v1/gpu {status} {doc}\n{d.log()}")
+            rc = d.stop(signal.SIGTERM)
+            bad = validation_lines(d)
+            point(f"--warm_frame={value}: SIGTERM exits 0, no validation-layer message", rc == 0 and not bad,
+                  f"exit code {rc}\n" + "\n".join(bad))
+        finally:
+            d.kill()
+            d.dump()
+
+
 def main():
     if not os.access(EXE, os.X_OK):
         print("not ok 1 - hdrpostd is built and executable: " + EXE)
@@ -408,6 +443,7 @@ def main():
                 second_start(tmp, cache)
                 corrupt_cache(tmp, cache)
             tls(tmp)
+            warm_frame(tmp)
         except Exception:
             point("the test harness ran to the end", False, traceback.format_exc())
     print(f"1..{harness.count()}", flush=True)
