@@ -323,11 +323,12 @@ static void finish_job(hp_job *job)
     hp_encoded enc = {0};
     hp_err err = {0};
     hp_code code = HP_OK;
+    bool alpha = false; /* the image carries alpha */
     if (!ctx->analyze) {
         const hp_params *p = &job->params.params;
         /* output.alpha: by default an alpha the tone pass found opaque everywhere is left out. */
-        bool alpha = ctx->alpha && (p->output.alpha == HP_ALPHA_KEEP ||
-                                    (p->output.alpha == HP_ALPHA_AUTO && r->tone.translucent));
+        alpha = ctx->alpha && (p->output.alpha == HP_ALPHA_KEEP ||
+                               (p->output.alpha == HP_ALPHA_AUTO && r->tone.translucent));
         if (r->yuv420) {
             const uint8_t *base = job->image.ptr;
             uint32_t w = r->width, h = r->height;
@@ -401,8 +402,11 @@ static void finish_job(hp_job *job)
                                                                percentile(&r->stats, 0.99)));
         } else {
             char *b64 = base64(enc.data, enc.size);
-            json_object_set_new(body, "image", json_pack("{s:s, s:I, s:s}", "mime", enc.mime, "bytes",
-                                                         (json_int_t)enc.size, "base64", b64 ? b64 : ""));
+            /* alpha: whether the encoder was given the alpha (output.alpha); lossy and lossless WebP leave an
+             * opaque one out by themselves even when given it. */
+            json_object_set_new(body, "image", json_pack("{s:s, s:I, s:b, s:s}", "mime", enc.mime, "bytes",
+                                                         (json_int_t)enc.size, "alpha", alpha, "base64",
+                                                         b64 ? b64 : ""));
             free(b64);
             json_object_set_new(body, "exposure", json_pack("{s:f, s:f, s:f, s:f}", "scale", r->tone.scale, "key",
                                                             r->tone.key, "adaptation", r->tone.adaptation, "white",

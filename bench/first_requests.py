@@ -4,7 +4,7 @@ that the later ones do not (issue 6: "first request no slower than the tenth"). 
 the totals of the first ten; this prints every Server-Timing phase of each, since the totals move with
 libwebp's encode by more than the first request's own costs.
 
-  first_requests.py HDRPOSTD FRAME.exr [N] [DEVICE] [--format webp|png] [-- DAEMON_ARGS...]
+  first_requests.py HDRPOSTD FRAME.exr [N] [DEVICE] [--format webp|png]
 
 Starts the daemon as bench_http.py does (a fresh pipeline cache directory), posts FRAME N times (default
 10) from one client and prints one line per request."""

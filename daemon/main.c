@@ -147,14 +147,16 @@ static int make_parent_dirs(const char *path)
 }
 
 /* --- Warm-up (the warm_frame setting) ----------------------------------------------------------------- *
- * The first request of a frame size used to take 30-70 ms longer than the tenth on the GPU host: its
- * body's pages faulted in as they were written, its decoded frame and image took fresh mapped blocks of
- * the host pool, and the frame graph made the size's device buffers. Two black RGBA16F frames of the size
- * go through the GPU at once (one read back as Y'CbCr, the default lossy WebP's, one as RGBA8, PNG's),
- * so both frames in flight get their memory and the pools keep it; and two body buffers are written once
- * and kept (common/bigbuf.h hands a kept buffer to a request asking between half its size and all of
- * it): width * height * 4 bytes for compressed half-float EXRs (2 to 4 bytes a pixel: ZIP and PIZ renders
- * are about 3.4), width * height * 8 plus 1 MiB for uncompressed ones. */
+ * The first request of a frame size took 30-35 ms longer than the rest on the GPU host: its body's pages
+ * faulted in as they were written, its decoded frame and image took fresh mapped blocks of the host pool,
+ * and the frame graph made the size's device buffers. Two black RGBA16F frames of the size (what a
+ * half-float EXR decodes to: render farms' usual; a float32 frame of the size still makes its own
+ * buffers) are prepared, then queued together, so the GPU thread holds both at once (one read back as
+ * Y'CbCr, the default lossy WebP's, one as RGBA8, PNG's) and the pool keeps two frames' and two images'
+ * blocks for the two frames in flight; and two body buffers are written once and kept (common/bigbuf.h
+ * hands a kept buffer to a request asking between half its size and all of it): width * height * 4 bytes
+ * for compressed half-float EXRs (2 to 4 bytes a pixel: ZIP and PIZ renders are about 3.4), width *
+ * height * 8 plus 1 MiB for uncompressed ones. */
 
 typedef struct warm_wait {
     pthread_mutex_t lock;
@@ -164,17 +166,33 @@ typedef struct warm_wait {
     hp_err err;
 } warm_wait;
 
+static void warm_failed(warm_wait *w, hp_code code, const hp_err *err)
+{
+    pthread_mutex_lock(&w->lock);
+    if (w->code == HP_OK) {
+        w->code = code;
+        w->err = *err;
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
 static void warm_finish(hp_job *job)
 {
     warm_wait *w = job->user;
     hp_job_release(job);
+    if (job->code != HP_OK)
+        warm_failed(w, job->code, &job->err);
     pthread_mutex_lock(&w->lock);
-    if (job->code != HP_OK && w->code == HP_OK) {
-        w->code = job->code;
-        w->err = job->err;
-    }
     w->done++;
     pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+static void warm_wait_for(warm_wait *w, unsigned done)
+{
+    pthread_mutex_lock(&w->lock);
+    while (w->done < done)
+        pthread_cond_wait(&w->cond, &w->lock);
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -193,36 +211,38 @@ static void warm_up(hp_worker *worker, hp_host_pool *pool, uint32_t width, uint3
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     size_t bytes = (size_t)width * height * hp_pixel_format_size(HP_PIXEL_RGBA16F);
-    hp_job jobs[2];
+    enum { FRAMES = 2 };
+    hp_job jobs[FRAMES];
     warm_wait w = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-    unsigned submitted = 0;
-    for (unsigned k = 0; k < 2; k++) {
-        hp_job *job = &jobs[k];
+    unsigned prepared = 0, submitted = 0;
+    for (; prepared < FRAMES; prepared++) {
+        hp_job *job = &jobs[prepared];
         *job = (hp_job){.desc = {.width = width, .height = height, .format = HP_PIXEL_RGBA16F},
                         .finish = warm_finish, .user = &w};
         if (!hp_host_mem_get(pool, HP_MEM_UPLOAD, bytes, &job->pixels)) {
-            w.code = HP_ERR_OUT_OF_MEMORY;
-            snprintf(w.err.message, sizeof(w.err.message), "no host memory for a %ux%u frame", width, height);
+            hp_err e = {0};
+            snprintf(e.message, sizeof(e.message), "no host memory for a %ux%u frame", width, height);
+            warm_failed(&w, HP_ERR_OUT_OF_MEMORY, &e);
             break;
         }
         memset(job->pixels.ptr, 0, bytes);
         hp_frame_params_defaults(&job->params);
-        job->params.yuv420 = k == 0;
+        job->params.yuv420 = prepared == 0;
         clock_gettime(CLOCK_MONOTONIC, &job->deadline);
         job->deadline.tv_sec += 3600;
-        if (!hp_worker_submit(worker, job)) {
-            hp_job_release(job);
-            break;
-        }
-        submitted++;
     }
-    pthread_mutex_lock(&w.lock);
-    while (w.done < submitted)
-        pthread_cond_wait(&w.cond, &w.lock);
-    pthread_mutex_unlock(&w.lock);
+    for (; submitted < prepared; submitted++) {
+        /* A queue of one (queue_depth 1) takes the second frame once the first has left it. */
+        if (!hp_worker_submit(worker, &jobs[submitted]) &&
+            (submitted == 0 || (warm_wait_for(&w, submitted), !hp_worker_submit(worker, &jobs[submitted]))))
+            break;
+    }
+    for (unsigned k = submitted; k < prepared; k++)
+        hp_job_release(&jobs[k]);
+    warm_wait_for(&w, submitted);
     warm_body_buffer((size_t)width * height * 4);
     warm_body_buffer(bytes + ((size_t)1 << 20));
-    if (w.code != HP_OK || submitted < 2)
+    if (w.code != HP_OK || submitted < FRAMES)
         hp_warn("warm-up of %ux%u frames incomplete (%s): the first request of that size may be slower", width,
                 height, w.code != HP_OK ? w.err.message : "the queue refused a frame");
     else
@@ -314,8 +334,15 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
         uint32_t warm_w, warm_h;
         if (hp_config_warm_size(config->warm_frame, info->device_type != VK_PHYSICAL_DEVICE_TYPE_CPU, &warm_w,
                                 &warm_h) &&
-            warm_w > 0 && !stop_requested())
-            warm_up(worker, host_pool, warm_w, warm_h);
+            warm_w > 0 && !stop_requested()) {
+            if (warm_w > backend.max_width || warm_h > backend.max_height ||
+                (uint64_t)warm_w * warm_h > backend.max_pixels)
+                hp_info("warm-up of %ux%u frames skipped: the size limits (max_width, max_height, max_megapixels) "
+                        "refuse frames of that size",
+                        warm_w, warm_h);
+            else
+                warm_up(worker, host_pool, warm_w, warm_h);
+        }
         hp_debug("pipelines warm in %.0f ms", ms_since(&t0));
         hp_http_set_state(http, HP_SERVICE_READY);
         hp_info("ready in %.0f ms: device \"%s\", pipeline cache %s, %u pipeline(s), %u from cache",

@@ -150,11 +150,13 @@ void hp_tone_decode_state(const void *buf, hp_tone_state *o)
                          .translucent = translucent != 0};
 }
 
+/* Writes before reads and writes after: the tone pass also writes tone_state's translucent word, which
+ * the exposure stage has just zeroed (a write after a write). */
 static void barrier(VkCommandBuffer cmd)
 {
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                           .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
-                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT};
+                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
     vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb,
                          0, NULL, 0, NULL);
 }

@@ -132,7 +132,12 @@ vec3 display_encode(Toned t, uint idx, ToneParams tp)
 // Whether any alpha this pass writes is below the output's maximum (tone_state's translucent word, which
 // the exposure stage zeroes): the host then leaves out an alpha that is opaque everywhere, which PNG would
 // filter and deflate and libwebp would scan and clean. A translucent invocation reads the word and makes
-// its atomic only while it reads 0; an opaque one does nothing more than the comparison. Measured on the
+// its atomic only while it reads 0; an opaque one does nothing more than the comparison. The read is a
+// plain load racing with other invocations' atomics, which Vulkan's memory model leaves undefined; the
+// word holds only the exposure stage's 0 (made visible by the barrier between the dispatches) and this
+// dispatch's 1, so the load returns one of them, and a stale 0 only repeats the OR. An atomic load
+// (relaxed) instead goes to L2 every time: 23% on a 4K frame translucent everywhere, against 1.5% for
+// this (bench_tone, H200, `docs/bench-raw/2026-11-22-h200-tone-translucent-atomicload.txt`). Measured on the
 // H200 (bench_tone, against the pass without the word): this form within 0.5% on opaque frames and 1-4%
 // on frames translucent everywhere; a subgroup OR with one atomic per subgroup cost 1-2% on opaque frames,
 // and gathering the subgroups' answers through shared memory behind a workgroup barrier 3-8%.

@@ -612,22 +612,28 @@ def alpha_output(d, tmp):
         good = same >= 0.999 * n and big == 0 if depth == 8 else same >= 0.99 * n and big * 1e6 <= n
         point(name, ch == want_ch and size_ok and n > 0 and good, f"{ch} channels; {detail}")
 
+    # WebP leaves an opaque alpha out by itself (libwebp), so the file alone cannot show the decision: the
+    # JSON answer's image.alpha says whether the encoder was given the alpha.
     for frame, want_alpha in (("opaque", 0), ("translucent", 1)):
-        name = f"{frame} alpha, default WebP: alpha {'stored' if want_alpha else 'left out'}, alpha exact"
+        name = (f"{frame} alpha, default WebP: image.alpha {bool(want_alpha)}, alpha "
+                f"{'stored' if want_alpha else 'left out'}, alpha exact")
         ref, image = cpu(tmp, paths[frame])
         with open(paths[frame], "rb") as f:
-            status, headers, data = request(d.port, "POST", "/v1/render", f.read())
-        if status != 200 or headers.get("content-type") != "image/webp":
-            point(name, False, f"{status} {headers} {data[:300]!r}")
+            status, headers, body = request(d.port, "POST", "/v1/render", f.read(), {"Accept": "application/json"})
+        doc = json_body(body) if status == 200 else None
+        img = doc.get("image", {}) if isinstance(doc, dict) else {}
+        if img.get("mime") != "image/webp":
+            point(name, False, f"{status} {headers} {body[:300]!r}")
             continue
+        data = base64.b64decode(img.get("base64", ""))
         src, dst = os.path.join(tmp, "alpha.webp"), os.path.join(tmp, "alpha.rgba")
         with open(src, "wb") as f:
             f.write(data)
         proc = subprocess.run([WEBP_TO_RGBA, src, dst], capture_output=True, timeout=60)
         has_alpha = int(proc.stdout.split()[2]) if proc.returncode == 0 else -1
         ok, psnr, alpha_exact, detail = webp_psnr(tmp, data, image, w, h)
-        point(name, has_alpha == want_alpha and ok and alpha_exact and psnr >= 30.0,
-              f"has_alpha {has_alpha}; {detail}")
+        point(name, img.get("alpha") is bool(want_alpha) and has_alpha == want_alpha and ok and alpha_exact
+              and psnr >= 30.0, f"image.alpha {img.get('alpha')}, has_alpha {has_alpha}; {detail}")
 
 
 def render_depth(d):
