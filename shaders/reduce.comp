@@ -30,6 +30,7 @@
 #extension GL_EXT_buffer_reference_uvec2 : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 
 #include "hp_shared.h"
 #include "float_pair.glsl"
@@ -56,9 +57,6 @@ layout(constant_id = 7) const uint SUBGROUP_SIZE = 32;
 
 #define WG gl_WorkGroupSize.x
 #define MAX_SUBGROUPS ((WG + SUBGROUP_SIZE - 1u) / SUBGROUP_SIZE)
-// Threads that load and sum the partials in the final combine: the grid is a few hundred workgroups
-// at most by default, and the float-pair tree needs a shared slot per thread.
-#define COMBINE_THREADS (WG < 256u ? WG : (SUBGROUP_SIZE > 256u ? SUBGROUP_SIZE : 256u))
 #define PIXELS_PER_ITEM (INPUT_FP16 ? 2u : 1u)
 
 // One 16-byte item: an RGBA32F pixel, or two RGBA16F pixels. The frame's buffer is padded to 16 bytes
@@ -407,13 +405,24 @@ void flush_histogram()
 
 #if defined(HP_REDUCE_SINGLE_PASS) || defined(HP_REDUCE_TWO_PASS_FINAL)
 
-shared vec4 s_pairs[COMBINE_THREADS]; // (sum_log2 hi, lo, sum_y hi, lo)
 shared float s_min[MAX_SUBGROUPS];
 shared float s_max[MAX_SUBGROUPS];
-shared uint s_nonfinite[MAX_SUBGROUPS];
 
-// Combines `count` partials into the statistics. Sums as float pairs through a shared-memory tree
-// (subgroupAdd would round the pairs away); min, max and counts through subgroup operations.
+// The bins this thread exchanged, into the stats (an array sized by a specialization constant cannot be
+// passed to a function, hence a macro).
+#define STORE_BINS()                                                                                      \
+    [[unroll]] for (uint j = 0u; j < BINS_PER_THREAD; j++) {                                              \
+        uint i = tid + j * WG;                                                                            \
+        if (i < HP_HIST_BINS)                                                                             \
+            stats.hist[i] = hist[j];                                                                      \
+    }
+
+// Combines `count` partials into the statistics, with no barrier: this runs on one workgroup while the
+// rest of the GPU waits. Every thread moves a bin of the histogram to the stats (the accumulators are
+// left at zero for the next frame); the first subgroup sums the partials, several loads in flight per
+// lane before any arithmetic, the float pairs through shuffles (subgroupAdd would round the pairs away),
+// min, max and counts through subgroup operations. (A shared-memory tree over 256 threads before it
+// took eight barriers of the whole workgroup.)
 void combine_partials(uint count)
 {
     if ((DIAG_SKIP & 8u) != 0u)
@@ -421,25 +430,26 @@ void combine_partials(uint count)
     uint tid = gl_LocalInvocationIndex;
     ReduceScratch scratch = ReduceScratch(pc.scratch);
     LumStats stats = LumStats(pc.stats);
-    // The histogram moves to the stats and the accumulators are left at zero for the next frame. The
-    // exchanges go out first and their results are stored last, so their round trip overlaps the
-    // partials' loads instead of preceding them.
     const uint BINS_PER_THREAD = (HP_HIST_BINS + WG - 1u) / WG;
     uint hist[BINS_PER_THREAD];
     [[unroll]] for (uint j = 0u; j < BINS_PER_THREAD; j++) {
         uint i = tid + j * WG;
         hist[j] = i < HP_HIST_BINS ? atomicExchange(scratch.hist_accum[i], 0u) : 0u;
     }
+    if (gl_SubgroupID != 0u) {
+        STORE_BINS();
+        return;
+    }
+
+    uint lane = gl_SubgroupInvocationID;
     vec2 sum_log2 = vec2(0.0), sum_y = vec2(0.0);
     float mn = FLT_INF, mx = 0.0;
     uint nonfinite = 0u;
-    // This runs on one workgroup while the rest of the GPU waits: four loads in flight per thread
-    // before any arithmetic, so the tail costs a few L2 round trips, not one per partial.
-    for (uint base = tid; tid < COMBINE_THREADS && base < count; base += 4u * COMBINE_THREADS) {
+    for (uint base = lane; base < count; base += 4u * gl_SubgroupSize) {
         vec4 pf[4]; // sum_log2, sum_y, min_y, max_y
         uint pn[4];
         [[unroll]] for (uint k = 0u; k < 4u; k++) {
-            uint i = base + k * COMBINE_THREADS;
+            uint i = base + k * gl_SubgroupSize;
             bool live = i < count;
             pf[k] = live ? vec4(scratch.partials[i].sum_log2, scratch.partials[i].sum_y, scratch.partials[i].min_y,
                                 scratch.partials[i].max_y)
@@ -454,62 +464,32 @@ void combine_partials(uint count)
             nonfinite += pn[k];
         }
     }
-    [[unroll]] for (uint j = 0u; j < BINS_PER_THREAD; j++) {
-        uint i = tid + j * WG;
-        if (i < HP_HIST_BINS)
-            stats.hist[i] = hist[j];
+    STORE_BINS(); // after the partials' loads went out, so the exchanges' round trip overlaps them
+    // A butterfly: every lane ends with the sum of all (gl_SubgroupSize is a power of two).
+    for (uint offset = gl_SubgroupSize / 2u; offset > 0u; offset >>= 1u) {
+        sum_log2 = fp_add(sum_log2, subgroupShuffleXor(sum_log2, offset));
+        sum_y = fp_add(sum_y, subgroupShuffleXor(sum_y, offset));
     }
-    if (tid < COMBINE_THREADS)
-        s_pairs[tid] = vec4(sum_log2, sum_y);
     mn = subgroupMin(mn);
     mx = subgroupMax(mx);
     nonfinite = subgroupAdd(nonfinite);
     if (subgroupElect()) {
-        s_min[gl_SubgroupID] = mn;
-        s_max[gl_SubgroupID] = mx;
-        s_nonfinite[gl_SubgroupID] = nonfinite;
-    }
-    barrier();
-    // The tree spans the threads that hold partials: the smallest power of two >= count (the grid is
-    // usually a few hundred workgroups, fewer than the threads here), so fewer levels and barriers.
-    uint top = count >= COMBINE_THREADS ? COMBINE_THREADS : 1u << findMSB(max(count, 1u) * 2u - 1u);
-    for (uint s = top / 2u; s > 0u; s >>= 1u) {
-        if (tid < s) {
-            vec4 a = s_pairs[tid], b = s_pairs[tid + s];
-            s_pairs[tid] = vec4(fp_add(a.xy, b.xy), fp_add(a.zw, b.zw));
-        }
-        barrier();
-    }
-    if (gl_SubgroupID == 0u) {
-        // One subgroup over the per-subgroup values (more than one each on narrow subgroups).
-        mn = FLT_INF, mx = 0.0, nonfinite = 0u;
-        for (uint i = gl_SubgroupInvocationID; i < gl_NumSubgroups; i += gl_SubgroupSize) {
-            mn = min(mn, s_min[i]);
-            mx = max(mx, s_max[i]);
-            nonfinite += s_nonfinite[i];
-        }
-        mn = subgroupMin(mn);
-        mx = subgroupMax(mx);
-        nonfinite = subgroupAdd(nonfinite);
-        if (subgroupElect()) {
-            vec4 sums = s_pairs[0];
-            // log2 units to ln: one rounding of 2^-24, far inside the 1e-4 of DECISIONS.md 3.
-            vec2 sum_ln = sums.xy * float(LN2);
-            uint finite = pc.pixel_count - nonfinite;
-            float n = float(max(finite, 1u));
-            stats.finite_count = finite;
-            stats.nonfinite_count = nonfinite;
-            stats.min_y = finite > 0u ? mn : 0.0;
-            stats.max_y = finite > 0u ? mx : 0.0;
-            stats.sum_log_hi = sum_ln.x;
-            stats.sum_log_lo = sum_ln.y;
-            stats.sum_y_hi = sums.z;
-            stats.sum_y_lo = sums.w;
-            stats.log_average = finite > 0u ? exp((sum_ln.x + sum_ln.y) / n) : 0.0;
-            stats.mean_y = finite > 0u ? (sums.z + sums.w) / n : 0.0;
-            stats.hist_min_log2 = pc.hist_min_log2;
-            stats.hist_max_log2 = pc.hist_max_log2;
-        }
+        // log2 units to ln: one rounding of 2^-24, far inside the 1e-4 of DECISIONS.md 3.
+        vec2 sum_ln = sum_log2 * float(LN2);
+        uint finite = pc.pixel_count - nonfinite;
+        float n = float(max(finite, 1u));
+        stats.finite_count = finite;
+        stats.nonfinite_count = nonfinite;
+        stats.min_y = finite > 0u ? mn : 0.0;
+        stats.max_y = finite > 0u ? mx : 0.0;
+        stats.sum_log_hi = sum_ln.x;
+        stats.sum_log_lo = sum_ln.y;
+        stats.sum_y_hi = sum_y.x;
+        stats.sum_y_lo = sum_y.y;
+        stats.log_average = finite > 0u ? exp((sum_ln.x + sum_ln.y) / n) : 0.0;
+        stats.mean_y = finite > 0u ? (sum_y.x + sum_y.y) / n : 0.0;
+        stats.hist_min_log2 = pc.hist_min_log2;
+        stats.hist_max_log2 = pc.hist_max_log2;
     }
 }
 
