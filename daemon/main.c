@@ -232,9 +232,13 @@ static void warm_up(hp_worker *worker, hp_host_pool *pool, uint32_t width, uint3
         job->deadline.tv_sec += 3600;
     }
     for (; submitted < prepared; submitted++) {
+        if (hp_worker_submit(worker, &jobs[submitted]))
+            continue;
+        if (submitted == 0)
+            break;
         /* A queue of one (queue_depth 1) takes the second frame once the first has left it. */
-        if (!hp_worker_submit(worker, &jobs[submitted]) &&
-            (submitted == 0 || (warm_wait_for(&w, submitted), !hp_worker_submit(worker, &jobs[submitted]))))
+        warm_wait_for(&w, submitted);
+        if (!hp_worker_submit(worker, &jobs[submitted]))
             break;
     }
     for (unsigned k = submitted; k < prepared; k++)
