@@ -209,6 +209,7 @@ void bench_init(const char *device, uint32_t max_queries)
     hp_gpu_config cfg = HP_GPU_CONFIG_DEFAULTS;
     cfg.device = device;
     cfg.capture_statistics = true;
+    cfg.shader_clock = true; /* bench_reduce --timeline */
     CHECK(hp_gpu_create(&cfg, &bench_gpu, &bench_err) == HP_OK);
     bench_dev = hp_gpu_device(bench_gpu);
     VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,

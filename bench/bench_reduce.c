@@ -16,9 +16,11 @@
  * Every configuration's result is also checked against the CPU reference once (counts, min, max and
  * histogram exact, log-average 1e-4): a fast wrong answer is not a result.
  *
- * Usage: bench_reduce [--runs N] [--quick] [--sweep] [--device D]
+ * Usage: bench_reduce [--runs N] [--quick] [--sweep] [--timeline] [--device D]
  * --quick runs 1080p only with 10 runs (to check the program itself on lavapipe); --sweep adds the launch
- * shapes and code paths the default was chosen from. */
+ * shapes and code paths the default was chosen from. --timeline instead runs the default with each
+ * workgroup writing when it reached each phase (shader clocks), and prints where the time between the
+ * first workgroup's start and the last one's end goes. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -101,14 +103,183 @@ static void shape_label(const hp_reduce_config *s, hp_pixel_format format, char 
              s->prefetch ? "prefetch" : "no prefetch", s->split ? ", split" : "", s->bin_guess ? ", poly bins" : "");
 }
 
+/* The phases of shaders/reduce.comp's timeline (HP_REDUCE_TIMELINE): the workgroup's first instruction,
+ * its shared-memory set-up done, its first invocation's blocks done, every invocation's blocks done and
+ * the workgroup's sums in shared memory, the partial and histogram out, the arrival counted, and (the
+ * last workgroup only) the final combine done. */
+enum {
+    TL_START, TL_SETUP, TL_LOOP0, TL_LOOP, TL_FLUSHED, TL_ARRIVED, TL_COMBINED,
+    TL_PARTIALS_IN, TL_HIST_IN, TL_SUMMED, TL_LAST_BEGINS, TL_POINTS
+};
+static const char *const tl_names[TL_POINTS] = {
+    "start", "set-up", "loop, inv. 0", "loop, all", "partial out", "arrived", "combined (end)",
+    "combine: partials in", "combine: histogram in", "combine: summed", "combine: begins"};
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_of(double *v, size_t n)
+{
+    qsort(v, n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* --timeline: `runs` runs of the default single dispatch per frame, each after the flush, with every
+ * workgroup's phase times read back. Per run, each phase's time across the workgroups (earliest, median,
+ * latest) from the earliest workgroup's start, in us of the device clock; the table gives the median of
+ * each over the runs, beside the timestamp queries' duration of the dispatch. The SM clock gives the
+ * per-workgroup durations in cycles (the device clock's resolution is the driver's). */
+static void run_timeline(frame *frames, size_t frame_count, uint32_t runs, const hp_buffer *flush,
+                         bench_ceilings *ceil, flush_mode mode)
+{
+    hp_reduce_config shape = HP_REDUCE_CONFIG_DEFAULTS;
+    shape.timeline = true;
+    hp_reduce *reduce;
+    CHECK(hp_reduce_create(bench_gpu, &shape, &reduce, &bench_err) == HP_OK);
+    uint32_t groups = hp_reduce_get_config(reduce)->max_groups;
+    const VkDeviceSize slice = (VkDeviceSize)HP_REDUCE_MAX_GROUPS * HP_REDUCE_TIMELINE_POINTS * 16;
+    hp_buffer stats, scratch, readback;
+    CHECK(hp_buffer_create(bench_gpu, HP_STATS_SIZE, HP_MEM_DEVICE, "tl_stats", &stats, &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, HP_SCRATCH_OFF_TIMELINE + slice, HP_MEM_DEVICE, "tl_scratch", &scratch,
+                           &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, slice * runs, HP_MEM_READBACK, "tl_readback", &readback, &bench_err) == HP_OK);
+    bench_begin();
+    hp_reduce_init_scratch(reduce, bench_cmd, &scratch);
+    bench_submit_and_wait();
+
+    printf("\n## Timeline of the default single dispatch (%s flush), us from the first workgroup's start: "
+           "earliest / median / latest workgroup, median of %u runs\n\n",
+           mode == FLUSH_CLEAN ? "clean" : "write", runs);
+    double *dur = calloc(runs, sizeof(double));
+    double *span = calloc(runs, sizeof(double));
+    double *stat = calloc((size_t)runs * TL_POINTS * 3, sizeof(double)); /* [k][e/m/l][run] */
+    double *loop_cycles = calloc((size_t)runs * 2, sizeof(double));
+    double *ghz = calloc(runs, sizeof(double));
+    double *tmp = calloc(groups, sizeof(double));
+    /* Printed transposed: a row per phase, in time order, a column per frame. */
+    enum { TL_ROWS = TL_POINTS + 4, TL_CELL = 40 };
+    static const int tl_order[TL_POINTS] = {TL_START, TL_SETUP, TL_LOOP0, TL_LOOP, TL_FLUSHED, TL_ARRIVED,
+                                            TL_LAST_BEGINS, TL_PARTIALS_IN, TL_HIST_IN, TL_SUMMED, TL_COMBINED};
+    char *cells = calloc(frame_count * TL_ROWS, TL_CELL);
+    for (size_t fr = 0; fr < frame_count; fr++) {
+        uint64_t count = (uint64_t)frames[fr].w * frames[fr].h;
+        hp_reduce_io io = {.pixels = frames[fr].input.address, .pixel_count = count, .format = frames[fr].format,
+                           .stats = &stats, .scratch = &scratch};
+        hp_reduce_params params = HP_REDUCE_PARAMS_DEFAULTS;
+        bench_begin();
+        vkCmdResetQueryPool(bench_cmd, bench_queries, 0, 2 * runs);
+        for (uint32_t i = 0; i < runs; i++) {
+            vkCmdFillBuffer(bench_cmd, scratch.buffer, HP_SCRATCH_OFF_TIMELINE, slice, 0);
+            record_flush(mode, flush, ceil, i);
+            vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i);
+            hp_reduce_record(reduce, bench_cmd, &io, &params);
+            vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i + 1);
+            bench_barrier_all();
+            VkBufferCopy down = {.srcOffset = HP_SCRATCH_OFF_TIMELINE, .dstOffset = slice * i, .size = slice};
+            vkCmdCopyBuffer(bench_cmd, scratch.buffer, readback.buffer, 1, &down);
+            bench_barrier_all();
+        }
+        bench_submit_and_wait();
+        bench_read_durations(runs, dur);
+        hp_buffer_invalidate(bench_gpu, &readback);
+        for (uint32_t i = 0; i < runs; i++) {
+            const uint32_t *w = (const uint32_t *)((const char *)readback.mapped + slice * i);
+            /* (device clock lo, hi, SM clock lo, hi) per point and workgroup */
+#define TL_DEV(g, k) ((uint64_t)w[((g) * HP_REDUCE_TIMELINE_POINTS + (k)) * 4] | \
+                      (uint64_t)w[((g) * HP_REDUCE_TIMELINE_POINTS + (k)) * 4 + 1] << 32)
+#define TL_SM(g, k) ((uint64_t)w[((g) * HP_REDUCE_TIMELINE_POINTS + (k)) * 4 + 2] | \
+                     (uint64_t)w[((g) * HP_REDUCE_TIMELINE_POINTS + (k)) * 4 + 3] << 32)
+            uint64_t t0 = UINT64_MAX, t_end = 0;
+            for (uint32_t g = 0; g < groups; g++)
+                if (TL_DEV(g, TL_START) < t0)
+                    t0 = TL_DEV(g, TL_START);
+            for (int k = 0; k < TL_POINTS; k++) {
+                uint32_t n = 0;
+                for (uint32_t g = 0; g < groups; g++) {
+                    uint64_t t = TL_DEV(g, k);
+                    if (t == 0) /* the combine: the last workgroup only */
+                        continue;
+                    tmp[n++] = (double)(t - t0) * 1e-3;
+                    if (t > t_end)
+                        t_end = t;
+                }
+                double *e = stat + ((size_t)k * 3) * runs;
+                if (n == 0) {
+                    e[i] = e[runs + i] = e[2 * runs + i] = NAN;
+                    continue;
+                }
+                qsort(tmp, n, sizeof(double), cmp_double);
+                e[i] = tmp[0];
+                e[runs + i] = tmp[n / 2];
+                e[2 * runs + i] = tmp[n - 1];
+            }
+            span[i] = (double)(t_end - t0) * 1e-3;
+            double cyc_sum = 0, ns_sum = 0, cmax = 0;
+            for (uint32_t g = 0; g < groups; g++) {
+                tmp[g] = (double)(TL_SM(g, TL_LOOP0) - TL_SM(g, TL_SETUP));
+                cmax = fmax(cmax, tmp[g]);
+                cyc_sum += (double)(TL_SM(g, TL_ARRIVED) - TL_SM(g, TL_START));
+                ns_sum += (double)(TL_DEV(g, TL_ARRIVED) - TL_DEV(g, TL_START));
+            }
+            loop_cycles[i] = median_of(tmp, groups);
+            loop_cycles[runs + i] = cmax;
+            ghz[i] = ns_sum > 0 ? cyc_sum / ns_sum : NAN;
+#undef TL_DEV
+#undef TL_SM
+        }
+        char *col = cells + fr * TL_ROWS * TL_CELL;
+        snprintf(col, TL_CELL, "%.1f", median_of(dur, runs) * 1e3);
+        snprintf(col + TL_CELL, TL_CELL, "%.1f", median_of(span, runs));
+        for (int r = 0; r < TL_POINTS; r++) {
+            double *e = stat + ((size_t)tl_order[r] * 3) * runs;
+            snprintf(col + (2 + r) * TL_CELL, TL_CELL, "%.1f / %.1f / %.1f", median_of(e, runs),
+                     median_of(e + runs, runs), median_of(e + 2 * runs, runs));
+        }
+        snprintf(col + (TL_ROWS - 2) * TL_CELL, TL_CELL, "%.0f / %.0f", median_of(loop_cycles, runs),
+                 median_of(loop_cycles + runs, runs));
+        snprintf(col + (TL_ROWS - 1) * TL_CELL, TL_CELL, "%.2f", median_of(ghz, runs));
+    }
+    printf("| us |");
+    for (size_t fr = 0; fr < frame_count; fr++)
+        printf(" %s %s |", frames[fr].name, hp_pixel_format_name(frames[fr].format));
+    printf("\n|---|");
+    for (size_t fr = 0; fr < frame_count; fr++)
+        printf("---|");
+    printf("\n");
+    for (int r = 0; r < TL_ROWS; r++) {
+        const char *name = r == 0 ? "dispatch (timestamp queries)" : r == 1 ? "first start to last end"
+                           : r == TL_ROWS - 2 ? "blocks, SM cycles: median / max" : r == TL_ROWS - 1 ? "SM clock GHz"
+                           : tl_names[tl_order[r - 2]];
+        printf("| %s |", name);
+        for (size_t fr = 0; fr < frame_count; fr++)
+            printf(" %s |", cells + (fr * TL_ROWS + r) * TL_CELL);
+        printf("\n");
+    }
+    free(cells);
+    free(dur);
+    free(span);
+    free(stat);
+    free(loop_cycles);
+    free(ghz);
+    free(tmp);
+    hp_reduce_destroy(&reduce);
+    hp_buffer_destroy(bench_gpu, &stats);
+    hp_buffer_destroy(bench_gpu, &scratch);
+    hp_buffer_destroy(bench_gpu, &readback);
+}
+
 int main(int argc, char **argv)
 {
     bench_args args = {.runs = 100};
-    static const char *const extra[] = {"--sweep", NULL};
-    bool sweep = false;
-    if (!bench_parse_args(argc, argv, "bench_reduce [--runs N] [--quick] [--sweep] [--device D]", 10, &args, extra,
-                          &sweep))
+    static const char *const extra[] = {"--sweep", "--timeline", NULL};
+    bool flags[2] = {false, false};
+    if (!bench_parse_args(argc, argv, "bench_reduce [--runs N] [--quick] [--sweep] [--timeline] [--device D]", 10,
+                          &args, extra, flags))
         return 2;
+    bool sweep = flags[0], timeline = flags[1];
     uint32_t runs = args.runs;
     bool quick = args.quick;
     const char *device = args.device;
@@ -119,7 +290,7 @@ int main(int argc, char **argv)
      * clocks during the benchmark spreads over every configuration instead of favouring the later ones. */
     uint32_t per_round = (runs + rounds - 1) / rounds;
     runs = per_round * rounds;
-    bench_init(device, 2 * per_round);
+    bench_init(device, 2 * (timeline ? runs : per_round));
     const hp_gpu_info *gi = hp_gpu_get_info(bench_gpu);
     printf("# bench_reduce: %u runs per configuration in %u interleaved rounds (median, p10-p90)\n\n", runs,
            rounds);
@@ -223,6 +394,12 @@ int main(int argc, char **argv)
 
     bench_ceilings ceil;
     bench_ceilings_begin(&ceil, quick ? 4 : 20, quick ? 0.2 : 2.0, resident_256);
+    if (timeline) {
+        run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_CLEAN);
+        run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_FILL);
+        printf("\ncopy ceiling in this run: %.0f GB/s\n", bench_ceilings_end(&ceil) / 1e9);
+        goto cleanup;
+    }
     for (size_t fr = 0; fr < frame_count; fr++) {
         frames[fr].read_ms = bench_read_floor_ms(&ceil, &frames[fr].input, resident_256);
         frames[fr].read_fill_ms = read_floor_ms(&ceil, &frames[fr].input, &flush, FLUSH_FILL, resident_256, per_round);
@@ -294,6 +471,7 @@ int main(int argc, char **argv)
     free(ms);
     free(all);
     free(checks);
+cleanup:
     for (size_t c = 0; c < config_count; c++)
         hp_reduce_destroy(&configs[c].reduce);
     for (size_t fr = 0; fr < frame_count; fr++)

@@ -449,7 +449,12 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT,
         .shaderBufferFloat32AtomicAdd = VK_TRUE,
     };
-    const char *exts[4];
+    VkPhysicalDeviceShaderClockFeaturesKHR clock = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR,
+        .shaderSubgroupClock = VK_TRUE,
+        .shaderDeviceClock = VK_TRUE,
+    };
+    const char *exts[5];
     uint32_t ext_count = 0;
     exts[ext_count++] = VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME;
     /* For /v1/gpu: memory budgets, and the PCI address that finds the same device in NVML. */
@@ -469,6 +474,21 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
         } else {
             hp_warn("vulkan: pipeline statistics asked for, but the driver lacks %s",
                     VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+        }
+    }
+    if (cfg->shader_clock) {
+        VkPhysicalDeviceShaderClockFeaturesKHR have = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR};
+        VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &have};
+        if (has_device_extension(gpu->physical, VK_KHR_SHADER_CLOCK_EXTENSION_NAME))
+            vkGetPhysicalDeviceFeatures2(gpu->physical, &f2);
+        if (have.shaderSubgroupClock && have.shaderDeviceClock) {
+            exts[ext_count++] = VK_KHR_SHADER_CLOCK_EXTENSION_NAME;
+            clock.pNext = atomic_float.pNext;
+            atomic_float.pNext = &clock;
+            gpu->info.has_shader_clock = true;
+        } else {
+            hp_warn("vulkan: shader clocks asked for, but the driver lacks %s with both clocks",
+                    VK_KHR_SHADER_CLOCK_EXTENSION_NAME);
         }
     }
     f12.pNext = &atomic_float;

@@ -33,10 +33,14 @@ typedef struct hp_gpu_config {
      * VK_KHR_pipeline_executable_properties, where supported (0 off, 1 on), default 0. Benchmarks print
      * them with hp_compute_statistics(). */
     bool capture_statistics;
+    /* Enable VK_KHR_shader_clock (subgroup and device clocks) where supported, default 0: the reduction
+     * benchmark's timeline of its workgroups (bench_reduce --timeline). hp_gpu_info.has_shader_clock
+     * says whether it is on. */
+    bool shader_clock;
 } hp_gpu_config;
 
 #define HP_GPU_CONFIG_DEFAULTS \
-    {.device = NULL, .pipeline_cache_path = NULL, .validation = false, .capture_statistics = false}
+    {.device = NULL, .pipeline_cache_path = NULL, .validation = false, .capture_statistics = false, .shader_clock = false}
 
 /* What happened to the pipeline cache file at start-up; reported by /v1/gpu and checked by tests. */
 typedef enum hp_cache_state {
@@ -64,6 +68,7 @@ typedef struct hp_gpu_info {
     uint32_t sm_count;               /* streaming multiprocessors (VK_NV_shader_sm_builtins); 0: unknown */
     uint32_t warps_per_sm;           /* resident warps per SM, likewise; 0: unknown */
     bool has_transfer_queue;         /* a queue family with transfer but not compute/graphics */
+    bool has_shader_clock;           /* VK_KHR_shader_clock enabled (hp_gpu_config.shader_clock) */
     hp_cache_state cache_state;
     size_t cache_bytes_loaded;       /* bytes of cache data handed to the driver at start-up */
     uint32_t pipelines_created;

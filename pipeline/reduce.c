@@ -18,6 +18,10 @@ static const uint32_t spv_partial[] =
 static const uint32_t spv_final[] =
 #include "reduce_final.spv.inc"
     ;
+/* The single dispatch with its workgroups' timeline (benchmarks only: hp_reduce_config.timeline). */
+static const uint32_t spv_timeline[] =
+#include "reduce_timeline.spv.inc"
+    ;
 
 /* Push constants; layout table in shaders/reduce.comp. */
 struct reduce_push {
@@ -204,6 +208,8 @@ hp_code hp_reduce_create(hp_gpu *gpu, const hp_reduce_config *config, hp_reduce 
                        cfg.fetches_fp16);
     if (cfg.bin_guess > 1)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "reduce bin_guess %u is not 0 or 1", cfg.bin_guess);
+    if (cfg.timeline && !gi->has_shader_clock)
+        return hp_fail(err, HP_ERR_MISSING_FEATURE, "reduce timeline needs VK_KHR_shader_clock (hp_gpu_config.shader_clock)");
     if (cfg.max_groups > HP_REDUCE_MAX_GROUPS)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "reduce max_groups %u is outside [0, %u]", cfg.max_groups,
                        HP_REDUCE_MAX_GROUPS);
@@ -222,11 +228,13 @@ hp_code hp_reduce_create(hp_gpu *gpu, const hp_reduce_config *config, hp_reduce 
     r->config = cfg;
     r->edges_min = r->edges_max = NAN;
 
-    hp_code rc = create_pipeline(r, "reduce_single_rgba16f", spv_single, sizeof(spv_single), true,
-                                 &r->single[HP_PIXEL_RGBA16F], err);
+    const uint32_t *single = cfg.timeline ? spv_timeline : spv_single;
+    size_t single_size = cfg.timeline ? sizeof(spv_timeline) : sizeof(spv_single);
+    hp_code rc = create_pipeline(r, "reduce_single_rgba16f", single, single_size, true, &r->single[HP_PIXEL_RGBA16F],
+                                 err);
     if (rc == HP_OK)
-        rc = create_pipeline(r, "reduce_single_rgba32f", spv_single, sizeof(spv_single), false,
-                             &r->single[HP_PIXEL_RGBA32F], err);
+        rc = create_pipeline(r, "reduce_single_rgba32f", single, single_size, false, &r->single[HP_PIXEL_RGBA32F],
+                             err);
     if (rc == HP_OK)
         rc = create_pipeline(r, "reduce_partial_rgba16f", spv_partial, sizeof(spv_partial), true,
                              &r->partial[HP_PIXEL_RGBA16F], err);

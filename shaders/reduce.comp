@@ -7,6 +7,8 @@
 //   HP_REDUCE_TWO_PASS_PARTIAL   the seed's first pass: a shared-memory tree with sequential addressing
 //                                (Harris 2007, kernel 3) with several fetches per thread (kernel 4/7).
 //   HP_REDUCE_TWO_PASS_FINAL     the seed's second pass: one workgroup over the partials.
+// With HP_REDUCE_TIMELINE as well, the single dispatch also writes when each workgroup reached each of
+// its phases (benchmark only: bench_reduce --timeline; the daemon's modules have none of it).
 //
 // Harris's "unrolled last warp" (kernel 5) relies on a warp running in lockstep with volatile shared
 // memory; neither Vulkan's memory model nor GPUs with independent thread scheduling (Volta and later)
@@ -34,6 +36,11 @@
 
 #include "hp_shared.h"
 #include "float_pair.glsl"
+
+#ifdef HP_REDUCE_TIMELINE
+#extension GL_EXT_shader_realtime_clock : require
+#extension GL_ARB_shader_clock : require
+#endif
 
 layout(local_size_x_id = 0) in;             // workgroup size (pipeline/reduce.c)
 layout(constant_id = 1) const uint FETCHES = 4;        // 16-byte loads in flight per thread per block
@@ -128,6 +135,25 @@ uvec2 address_add(uvec2 address, uint offset)
     uint low = uaddCarry(address.x, offset, carry);
     return uvec2(low, address.y + carry);
 }
+
+#ifdef HP_REDUCE_TIMELINE
+// Point k of this workgroup's timeline, taken by its first invocation: the device clock (nanoseconds,
+// common to all SMs) and the SM's own clock (cycles). HP_REDUCE_TIMELINE_POINTS x 16 bytes per workgroup
+// after the partials (hp_shared.h).
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer Timeline { uvec4 t[]; };
+void timeline_point(uint k)
+{
+    if (gl_LocalInvocationIndex == 0u) {
+        uvec2 device_clock = clockRealtime2x32EXT();
+        uvec2 sm_clock = clock2x32ARB();
+        Timeline(address_add(pc.scratch, HP_SCRATCH_OFF_TIMELINE))
+            .t[gl_WorkGroupID.x * HP_REDUCE_TIMELINE_POINTS + k] = uvec4(device_clock, sm_clock);
+    }
+}
+#define TIMELINE(k) timeline_point(k)
+#else
+#define TIMELINE(k)
+#endif
 
 #if defined(HP_REDUCE_SINGLE_PASS) || defined(HP_REDUCE_TWO_PASS_PARTIAL)
 
@@ -344,6 +370,7 @@ void accumulate_frame()
     for (uint i = tid; i < HP_HIST_BINS; i += WG)
         s_edges[i] = ReduceEdges(address_add(pc.scratch, HP_SCRATCH_OFF_EDGES)).edges[i];
     barrier();
+    TIMELINE(1);
 
     if (PREFETCH) {
         // Two register sets in turn: the loads of one block are in flight while the other is computed.
@@ -388,6 +415,7 @@ void accumulate_frame()
         add_chunk(chunk_log2, chunk_y);
     }
     atomicAdd(s_hist[t_run_bin], t_run_len);
+    TIMELINE(2);
 }
 
 // After a barrier: the workgroup's histogram to the accumulators, one atomic per non-empty bin.
@@ -464,7 +492,15 @@ void combine_partials(uint count)
             nonfinite += pn[k];
         }
     }
+#ifdef HP_REDUCE_TIMELINE
+    if (sum_log2.x != -1.0) // after the partials arrived
+        TIMELINE(7);
+#endif
     STORE_BINS(); // after the partials' loads went out, so the exchanges' round trip overlaps them
+#ifdef HP_REDUCE_TIMELINE
+    if (hist[0] != 0xffffffffu) // after the histogram's exchanges returned
+        TIMELINE(8);
+#endif
     // A butterfly: every lane ends with the sum of all (gl_SubgroupSize is a power of two).
     for (uint offset = gl_SubgroupSize / 2u; offset > 0u; offset >>= 1u) {
         sum_log2 = fp_add(sum_log2, subgroupShuffleXor(sum_log2, offset));
@@ -473,6 +509,7 @@ void combine_partials(uint count)
     mn = subgroupMin(mn);
     mx = subgroupMax(mx);
     nonfinite = subgroupAdd(nonfinite);
+    TIMELINE(9);
     if (subgroupElect()) {
         // log2 units to ln: one rounding of 2^-24, far inside the 1e-4 of DECISIONS.md 3.
         vec2 sum_ln = sum_log2 * float(LN2);
@@ -503,6 +540,7 @@ shared bool s_is_last;
 
 void main()
 {
+    TIMELINE(0);
     accumulate_frame();
 
     // Workgroup reduction: subgroup arithmetic, then one subgroup over the per-subgroup values.
@@ -517,6 +555,7 @@ void main()
         s_max[gl_SubgroupID] = mx;
     }
     barrier();
+    TIMELINE(3);
     ReduceScratch scratch = ReduceScratch(pc.scratch);
     // The histogram's atomics and the partial's store go out together, and one memory barrier per
     // thread makes both visible before the arrival counter says the partial is there (one L2 round
@@ -539,19 +578,23 @@ void main()
     }
     memoryBarrierBuffer();
     barrier();
+    TIMELINE(4);
     if (gl_LocalInvocationIndex == 0u) {
         uint arrived = atomicAdd(scratch.arrival_counter, 1u);
         s_is_last = arrived == gl_NumWorkGroups.x - 1u;
     }
     barrier();
+    TIMELINE(5);
     if (!s_is_last)
         return;
 
     // The last workgroup: every other partial is written. Reset the counter for the next frame.
     memoryBarrierBuffer();
+    TIMELINE(10);
     combine_partials(gl_NumWorkGroups.x);
     if (gl_LocalInvocationIndex == 0u)
         scratch.arrival_counter = 0u;
+    TIMELINE(6);
 }
 
 #elif defined(HP_REDUCE_TWO_PASS_PARTIAL)

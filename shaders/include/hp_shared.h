@@ -63,6 +63,10 @@
 #define HP_SCRATCH_OFF_HIST 1040
 #define HP_SCRATCH_OFF_PARTIALS 2064
 #define HP_SCRATCH_PARTIAL_SIZE 32
+/* Benchmark only (bench_reduce --timeline): after the largest grid's partials, each workgroup's phase
+ * times, HP_REDUCE_TIMELINE_POINTS x (device clock, SM clock), 16 bytes each (shaders/reduce.comp). */
+#define HP_SCRATCH_OFF_TIMELINE (HP_SCRATCH_OFF_PARTIALS + HP_REDUCE_MAX_GROUPS * HP_SCRATCH_PARTIAL_SIZE)
+#define HP_REDUCE_TIMELINE_POINTS 12
 
 /* --- Colour (algorithms.md 2.1, DECISIONS.md 5) -------------------------------------------------------
  * Linear Rec.709/sRGB primaries, D65 white. XYZ = M * RGB; rows given, full precision, so round trips
