@@ -133,9 +133,8 @@ static double median_of(double *v, size_t n)
  * each over the runs, beside the timestamp queries' duration of the dispatch. The SM clock gives the
  * per-workgroup durations in cycles (the device clock's resolution is the driver's). */
 static void run_timeline(frame *frames, size_t frame_count, uint32_t runs, const hp_buffer *flush,
-                         bench_ceilings *ceil, flush_mode mode)
+                         bench_ceilings *ceil, flush_mode mode, hp_reduce_config shape, const char *label)
 {
-    hp_reduce_config shape = HP_REDUCE_CONFIG_DEFAULTS;
     shape.timeline = true;
     hp_reduce *reduce;
     CHECK(hp_reduce_create(bench_gpu, &shape, &reduce, &bench_err) == HP_OK);
@@ -150,9 +149,9 @@ static void run_timeline(frame *frames, size_t frame_count, uint32_t runs, const
     hp_reduce_init_scratch(reduce, bench_cmd, &scratch);
     bench_submit_and_wait();
 
-    printf("\n## Timeline of the default single dispatch (%s flush), us from the first workgroup's start: "
+    printf("\n## Timeline of the single dispatch, %s (%s flush), us from the first workgroup's start: "
            "earliest / median / latest workgroup, median of %u runs\n\n",
-           mode == FLUSH_CLEAN ? "clean" : "write", runs);
+           label, mode == FLUSH_CLEAN ? "clean" : "write", runs);
     double *dur = calloc(runs, sizeof(double));
     double *span = calloc(runs, sizeof(double));
     double *stat = calloc((size_t)runs * TL_POINTS * 3, sizeof(double)); /* [k][e/m/l][run] */
@@ -395,8 +394,17 @@ int main(int argc, char **argv)
     bench_ceilings ceil;
     bench_ceilings_begin(&ceil, quick ? 4 : 20, quick ? 0.2 : 2.0, resident_256);
     if (timeline) {
-        run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_CLEAN);
-        run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_FILL);
+        hp_reduce_config shape = HP_REDUCE_CONFIG_DEFAULTS;
+        run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_CLEAN, shape, "default");
+        run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_FILL, shape, "default");
+        if (sweep) {
+            /* Where the loop's time goes: more bytes per block; no histogram. */
+            shape.fetches_fp16 = 4;
+            run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_CLEAN, shape, "4 loads per block for RGBA16F");
+            shape = (hp_reduce_config)HP_REDUCE_CONFIG_DEFAULTS;
+            shape.diag_skip = 1;
+            run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_CLEAN, shape, "no histogram (wrong results)");
+        }
         printf("\ncopy ceiling in this run: %.0f GB/s\n", bench_ceilings_end(&ceil) / 1e9);
         goto cleanup;
     }

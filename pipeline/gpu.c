@@ -258,8 +258,6 @@ static const char *missing_requirement(VkPhysicalDevice pd, char *buf, size_t le
     VkSubgroupFeatureFlags need = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
     if ((sub.supportedOperations & need) != need)
         return "subgroup arithmetic (VK_SUBGROUP_FEATURE_ARITHMETIC_BIT)";
-    if (!(sub.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT)) /* the reduction's final combine */
-        return "subgroup shuffles (VK_SUBGROUP_FEATURE_SHUFFLE_BIT)";
     if (props.limits.maxComputeWorkGroupInvocations < 256 || props.limits.maxComputeWorkGroupSize[0] < 256)
         return "256 invocations per workgroup";
     if (props.limits.maxComputeSharedMemorySize < 16384)

@@ -143,15 +143,13 @@ static uint32_t format_fetches(const hp_reduce_config *cfg, bool fp16)
 }
 
 /* Shared memory of the largest of the three modules for a workgroup size (shaders/reduce.comp): the
- * histogram and edges of the first pass, the Harris tree of the two-pass partial (one float per thread
- * and statistic), the float-pair tree and per-subgroup slots of the combine. */
+ * histogram of the first pass, the Harris tree of the two-pass partial (one float per thread and
+ * statistic), the per-subgroup slots and the last-workgroup flag of the single dispatch. */
 static uint32_t shared_bytes(uint32_t workgroup_size, uint32_t subgroup_size)
 {
     uint32_t subgroups = (workgroup_size + subgroup_size - 1) / subgroup_size;
-    uint32_t combine_threads = workgroup_size < 256 ? workgroup_size : (subgroup_size > 256 ? subgroup_size : 256);
-    uint32_t first_pass = (HP_HIST_BINS + 2) * 4 + HP_HIST_BINS * 4;
-    uint32_t combine = combine_threads * 16 + 3 * subgroups * 4;
-    uint32_t single = first_pass + combine + 2 * subgroups * 4 + 4;
+    uint32_t first_pass = (HP_HIST_BINS + 2) * 4;
+    uint32_t single = first_pass + 4 * subgroups * 4 + 4;
     uint32_t partial = first_pass + 4 * workgroup_size * 4;
     return single > partial ? single : partial;
 }

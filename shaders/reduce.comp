@@ -23,6 +23,9 @@
 // - PREFETCH software-pipelines the loads: the next block's loads are in flight while the current block
 //   is computed, instead of every warp of a grid that starts together loading, waiting, then computing
 //   while the memory system idles. It pays where the arithmetic is heaviest per byte (RGBA16F, 8K: 4-6%).
+// - The end is built for latency, measured with bench_reduce --timeline: the workgroups' release and
+//   the last one's acquire are one-way fences, and the final combine is one round trip to L2 with no
+//   barrier.
 // - The grid is what the SMs keep resident (one 1024-wide workgroup per SM on an H200 by default), so no
 //   workgroup waits for a second wave, and the last one combines few partials.
 
@@ -32,7 +35,7 @@
 #extension GL_EXT_buffer_reference_uvec2 : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_memory_scope_semantics : require
 
 #include "hp_shared.h"
 #include "float_pair.glsl"
@@ -163,7 +166,6 @@ void timeline_point(uint k)
 #define HIST_NONFINITE 256u
 #define HIST_PENDING 257u
 shared uint s_hist[HP_HIST_BINS + 2];
-shared float s_edges[HP_HIST_BINS];
 
 // Per-thread accumulators: compensated sums (the rounding error of every addition gathered in .y,
 // Knuth's TwoSum; see float_pair.glsl), min and max.
@@ -239,11 +241,16 @@ uint guess_bin(float y, out bool near)
 
 // The exact bin: the highest k with edges[k] <= Y (edges[0] = 0, so bin 0 below edges[1]). From a
 // guess that is already right or one off, one step of one loop; the loops make it exact from anywhere.
+// The edges are read from the scratch buffer (L1-cached after the first miss), not copied to shared
+// memory first: that copy's barrier waited on an HBM round trip behind the first blocks' loads, and
+// held every workgroup 1.4 us at its start (bench_reduce --timeline on an H200), for a table that only
+// the rare pixels near a bin edge read.
 uint settle_bin(float y, uint bin)
 {
-    while (bin > 0u && y < s_edges[bin])
+    ReduceEdges edges = ReduceEdges(address_add(pc.scratch, HP_SCRATCH_OFF_EDGES));
+    while (bin > 0u && y < edges.edges[bin])
         bin--;
-    while (bin < 255u && y >= s_edges[bin + 1u])
+    while (bin < 255u && y >= edges.edges[bin + 1u])
         bin++;
     return bin;
 }
@@ -359,16 +366,13 @@ void accumulate_frame()
     // Items whose every pixel exists (an odd RGBA16F frame's last item has one).
     uint whole_end = min(end, INPUT_FP16 ? pc.pixel_count / 2u : pc.pixel_count);
 
-    // The first block's loads go out before the shared-memory set-up and its barrier, which wait for
-    // an L2 round trip of their own (the edges).
+    // The first block's loads go out before the shared-memory set-up and its barrier.
     uvec4 va[FETCHES], vb[FETCHES];
     bool whole = base + block <= whole_end;
     if (PREFETCH && whole)
         load_block(va, base, end, false);
     for (uint i = tid; i < HP_HIST_BINS + 2u; i += WG)
         s_hist[i] = 0u;
-    for (uint i = tid; i < HP_HIST_BINS; i += WG)
-        s_edges[i] = ReduceEdges(address_add(pc.scratch, HP_SCRATCH_OFF_EDGES)).edges[i];
     barrier();
     TIMELINE(1);
 
@@ -433,24 +437,17 @@ void flush_histogram()
 
 #if defined(HP_REDUCE_SINGLE_PASS) || defined(HP_REDUCE_TWO_PASS_FINAL)
 
-shared float s_min[MAX_SUBGROUPS];
-shared float s_max[MAX_SUBGROUPS];
-
-// The bins this thread exchanged, into the stats (an array sized by a specialization constant cannot be
-// passed to a function, hence a macro).
-#define STORE_BINS()                                                                                      \
-    [[unroll]] for (uint j = 0u; j < BINS_PER_THREAD; j++) {                                              \
-        uint i = tid + j * WG;                                                                            \
-        if (i < HP_HIST_BINS)                                                                             \
-            stats.hist[i] = hist[j];                                                                      \
-    }
-
-// Combines `count` partials into the statistics, with no barrier: this runs on one workgroup while the
-// rest of the GPU waits. Every thread moves a bin of the histogram to the stats (the accumulators are
-// left at zero for the next frame); the first subgroup sums the partials, several loads in flight per
-// lane before any arithmetic, the float pairs through shuffles (subgroupAdd would round the pairs away),
-// min, max and counts through subgroup operations. (A shared-memory tree over 256 threads before it
-// took eight barriers of the whole workgroup.)
+// Combines `count` partials into the statistics; this runs on one workgroup while the rest of the GPU
+// waits, so it is built for latency: one round trip to L2 and no barrier. Every thread moves a bin of
+// the histogram to the stats (the accumulators are left at zero for the next frame); the first
+// subgroup loads the partials, up to PARTIALS_PER_LANE each, all before any arithmetic, adds them
+// into float pairs (TwoSum, float_pair.glsl), then adds the lanes' pairs with subgroup arithmetic: a
+// tree of 5 float additions (DECISIONS.md 3, "combined pairwise"). With the workgroups' own trees
+// (11 roundings), the mean of ln(delta + Y) is off by at most 16 * 2^-24 of the mean of |ln(delta + Y)|,
+// which is at most 88.7 for any float: a relative error of the log-average under 1e-4 on any frame.
+// On an H200 (docs/BENCHMARKS.md) a float-pair butterfly through shuffles took 0.5 us more, and a pass
+// of the whole workgroup with a barrier waited on the histogram's exchanges, another 0.6 us.
+#define PARTIALS_PER_LANE 8u
 void combine_partials(uint count)
 {
     if ((DIAG_SKIP & 8u) != 0u)
@@ -464,55 +461,54 @@ void combine_partials(uint count)
         uint i = tid + j * WG;
         hist[j] = i < HP_HIST_BINS ? atomicExchange(scratch.hist_accum[i], 0u) : 0u;
     }
-    if (gl_SubgroupID != 0u) {
-        STORE_BINS();
-        return;
-    }
-
-    uint lane = gl_SubgroupInvocationID;
-    vec2 sum_log2 = vec2(0.0), sum_y = vec2(0.0);
+    vec2 sl = vec2(0.0), sy = vec2(0.0);
     float mn = FLT_INF, mx = 0.0;
     uint nonfinite = 0u;
-    for (uint base = lane; base < count; base += 4u * gl_SubgroupSize) {
-        vec4 pf[4]; // sum_log2, sum_y, min_y, max_y
-        uint pn[4];
-        [[unroll]] for (uint k = 0u; k < 4u; k++) {
-            uint i = base + k * gl_SubgroupSize;
-            bool live = i < count;
-            pf[k] = live ? vec4(scratch.partials[i].sum_log2, scratch.partials[i].sum_y, scratch.partials[i].min_y,
-                                scratch.partials[i].max_y)
-                         : vec4(0.0, 0.0, FLT_INF, 0.0);
-            pn[k] = live ? scratch.partials[i].nonfinite : 0u;
-        }
-        [[unroll]] for (uint k = 0u; k < 4u; k++) {
-            sum_log2 = fp_add(sum_log2, pf[k].x);
-            sum_y = fp_add(sum_y, pf[k].y);
-            mn = min(mn, pf[k].z);
-            mx = max(mx, pf[k].w);
-            nonfinite += pn[k];
+    if (gl_SubgroupID == 0u) {
+        for (uint base = gl_SubgroupInvocationID; base < count; base += PARTIALS_PER_LANE * gl_SubgroupSize) {
+            vec4 pf[PARTIALS_PER_LANE]; // sum_log2, sum_y, min_y, max_y
+            uint pn[PARTIALS_PER_LANE];
+            [[unroll]] for (uint k = 0u; k < PARTIALS_PER_LANE; k++) {
+                uint i = base + k * gl_SubgroupSize;
+                bool live = i < count;
+                pf[k] = live ? vec4(scratch.partials[i].sum_log2, scratch.partials[i].sum_y,
+                                    scratch.partials[i].min_y, scratch.partials[i].max_y)
+                             : vec4(0.0, 0.0, FLT_INF, 0.0);
+                pn[k] = live ? scratch.partials[i].nonfinite : 0u;
+            }
+            [[unroll]] for (uint k = 0u; k < PARTIALS_PER_LANE; k++) {
+                sl = fp_add(sl, pf[k].x);
+                sy = fp_add(sy, pf[k].y);
+                mn = min(mn, pf[k].z);
+                mx = max(mx, pf[k].w);
+                nonfinite += pn[k];
+            }
         }
     }
 #ifdef HP_REDUCE_TIMELINE
-    if (sum_log2.x != -1.0) // after the partials arrived
+    if (sl.x != -1.0) // after the partials arrived
         TIMELINE(7);
 #endif
-    STORE_BINS(); // after the partials' loads went out, so the exchanges' round trip overlaps them
+    [[unroll]] for (uint j = 0u; j < BINS_PER_THREAD; j++) {
+        uint i = tid + j * WG;
+        if (i < HP_HIST_BINS)
+            stats.hist[i] = hist[j];
+    }
 #ifdef HP_REDUCE_TIMELINE
     if (hist[0] != 0xffffffffu) // after the histogram's exchanges returned
         TIMELINE(8);
 #endif
-    // A butterfly: every lane ends with the sum of all (gl_SubgroupSize is a power of two).
-    for (uint offset = gl_SubgroupSize / 2u; offset > 0u; offset >>= 1u) {
-        sum_log2 = fp_add(sum_log2, subgroupShuffleXor(sum_log2, offset));
-        sum_y = fp_add(sum_y, subgroupShuffleXor(sum_y, offset));
-    }
+    if (gl_SubgroupID != 0u)
+        return;
+    sl = subgroupAdd(sl);
+    sy = subgroupAdd(sy);
     mn = subgroupMin(mn);
     mx = subgroupMax(mx);
     nonfinite = subgroupAdd(nonfinite);
     TIMELINE(9);
     if (subgroupElect()) {
         // log2 units to ln: one rounding of 2^-24, far inside the 1e-4 of DECISIONS.md 3.
-        vec2 sum_ln = sum_log2 * float(LN2);
+        vec2 sum_ln = sl * float(LN2);
         uint finite = pc.pixel_count - nonfinite;
         float n = float(max(finite, 1u));
         stats.finite_count = finite;
@@ -521,10 +517,10 @@ void combine_partials(uint count)
         stats.max_y = finite > 0u ? mx : 0.0;
         stats.sum_log_hi = sum_ln.x;
         stats.sum_log_lo = sum_ln.y;
-        stats.sum_y_hi = sum_y.x;
-        stats.sum_y_lo = sum_y.y;
+        stats.sum_y_hi = sy.x;
+        stats.sum_y_lo = sy.y;
         stats.log_average = finite > 0u ? exp((sum_ln.x + sum_ln.y) / n) : 0.0;
-        stats.mean_y = finite > 0u ? (sum_y.x + sum_y.y) / n : 0.0;
+        stats.mean_y = finite > 0u ? (sy.x + sy.y) / n : 0.0;
         stats.hist_min_log2 = pc.hist_min_log2;
         stats.hist_max_log2 = pc.hist_max_log2;
     }
@@ -534,8 +530,11 @@ void combine_partials(uint count)
 
 #if defined(HP_REDUCE_SINGLE_PASS)
 
+// Per-subgroup values of the workgroup's sums.
 shared float s_sub_log2[MAX_SUBGROUPS];
 shared float s_sub_y[MAX_SUBGROUPS];
+shared float s_min[MAX_SUBGROUPS];
+shared float s_max[MAX_SUBGROUPS];
 shared bool s_is_last;
 
 void main()
@@ -576,7 +575,8 @@ void main()
         if (subgroupElect())
             scratch.partials[gl_WorkGroupID.x] = Partial(sl, sy, mn, mx, s_hist[HIST_NONFINITE], 0u, 0u, 0u);
     }
-    memoryBarrierBuffer();
+    // Release: this thread's histogram atomics and partial are visible before the counter says so.
+    memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsRelease);
     barrier();
     TIMELINE(4);
     if (gl_LocalInvocationIndex == 0u) {
@@ -588,8 +588,10 @@ void main()
     if (!s_is_last)
         return;
 
-    // The last workgroup: every other partial is written. Reset the counter for the next frame.
-    memoryBarrierBuffer();
+    // The last workgroup: every other partial is written. Acquire (the other workgroups' releases
+    // happen before the counter's value it saw); a full memoryBarrierBuffer() here cost 0.5 us on an
+    // H200. Reset the counter for the next frame.
+    memoryBarrier(gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
     TIMELINE(10);
     combine_partials(gl_NumWorkGroups.x);
     if (gl_LocalInvocationIndex == 0u)

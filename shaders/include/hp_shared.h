@@ -37,8 +37,9 @@
  *     4  uint   nonfinite_count   pixels with a NaN or infinite channel (excluded, drawn black)
  *     8  float  min_y             over finite pixels; 0 when there are none
  *    12  float  max_y
- *    16  float  sum_log_hi        sum of ln(delta + Y) as an unevaluated float pair (hi + lo):
- *    20  float  sum_log_lo          about 48 bits, enough for 1e-4 on a 16384^2 frame (DECISIONS 3)
+ *    16  float  sum_log_hi        sum of ln(delta + Y) as an unevaluated float pair (hi + lo), lo the
+ *    20  float  sum_log_lo          final combine's compensation; under 1e-4 of the log-average on any
+ *                                   frame (DECISIONS 3; the bound: shaders/reduce.comp, combine_partials)
  *    24  float  sum_y_hi          sum of Y, likewise
  *    28  float  sum_y_lo
  *    32  float  log_average       exp(sum_log / finite_count), fp32, for later GPU stages
