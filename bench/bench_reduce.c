@@ -99,9 +99,8 @@ static double read_floor_ms(bench_ceilings *ceil, const hp_buffer *frame, const 
 static void shape_label(const hp_reduce_config *s, hp_pixel_format format, char *buf, size_t len)
 {
     uint32_t fetches = format == HP_PIXEL_RGBA16F && s->fetches_fp16 ? s->fetches_fp16 : s->fetches;
-    snprintf(buf, len, "%u x %u, %u, %s%s%s%s", s->workgroup_size, fetches, s->max_groups,
-             s->prefetch ? "prefetch" : "no prefetch", s->split ? ", split" : "", s->bin_guess ? ", poly bins" : "",
-             s->static_tail ? ", static tail" : "");
+    snprintf(buf, len, "%u x %u, %u, %s%s%s", s->workgroup_size, fetches, s->max_groups,
+             s->prefetch ? "prefetch" : "no prefetch", s->split ? ", split" : "", s->bin_guess ? ", poly bins" : "");
 }
 
 /* The phases of shaders/reduce.comp's timeline (HP_REDUCE_TIMELINE): the workgroup's first instruction,
@@ -352,9 +351,6 @@ int main(int argc, char **argv)
             {.workgroup_size = 1024, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 1},
             {.workgroup_size = 512, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 2},
             {.workgroup_size = 512, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 3},
-            /* the default with each block of the last round given to a fixed workgroup */
-            {.workgroup_size = 1024, .fetches = 4, .fetches_fp16 = 2, .groups_per_sm = 1, .prefetch = true,
-             .static_tail = true},
             /* contiguous ranges; the polynomial bin guess */
             {.workgroup_size = 1024, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 1, .prefetch = true, .split = true},
             {.workgroup_size = 1024, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 1, .prefetch = true, .bin_guess = 1},
@@ -402,10 +398,7 @@ int main(int argc, char **argv)
         run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_CLEAN, shape, "default");
         run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_FILL, shape, "default");
         if (sweep) {
-            /* The static tail; where the loop's time goes: more bytes per block; no histogram. */
-            shape.static_tail = true;
-            run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_CLEAN, shape, "static tail");
-            shape.static_tail = false;
+            /* Where the loop's time goes: more bytes per block; no histogram. */
             shape.fetches_fp16 = 4;
             run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_CLEAN, shape, "4 loads per block for RGBA16F");
             shape = (hp_reduce_config)HP_REDUCE_CONFIG_DEFAULTS;

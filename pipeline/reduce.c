@@ -157,17 +157,16 @@ static uint32_t shared_bytes(uint32_t workgroup_size, uint32_t subgroup_size)
 static hp_code create_pipeline(hp_reduce *r, const char *name, const uint32_t *spirv, size_t size, bool fp16,
                                hp_compute *out, hp_err *err)
 {
-    const uint32_t spec[9] = {r->config.workgroup_size, format_fetches(&r->config, fp16), fp16 ? 1u : 0u,
+    const uint32_t spec[8] = {r->config.workgroup_size, format_fetches(&r->config, fp16), fp16 ? 1u : 0u,
                               r->config.diag_skip,      r->config.prefetch ? 1u : 0u,    r->config.bin_guess,
-                              r->config.split ? 1u : 0u, hp_gpu_get_info(r->gpu)->subgroup_size,
-                              r->config.static_tail ? 0u : 1u};
+                              r->config.split ? 1u : 0u, hp_gpu_get_info(r->gpu)->subgroup_size};
     hp_compute_desc desc = {
         .name = name,
         .spirv = spirv,
         .spirv_size = size,
         .push_constant_size = sizeof(struct reduce_push),
         .spec_values = spec,
-        .spec_count = 9,
+        .spec_count = 8,
     };
     return hp_compute_create(r->gpu, &desc, out, err);
 }

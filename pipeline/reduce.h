@@ -71,8 +71,6 @@ typedef struct hp_reduce_config {
     bool prefetch;           /* software-pipelined loads: the next block's loads in flight during this one's
                               * arithmetic (shaders/reduce.comp) */
     bool split;              /* each workgroup one contiguous range of the frame instead of grid-stride blocks */
-    bool static_tail;        /* the grid-stride blocks after the last whole round each to a fixed workgroup
-                              * instead of to the first workgroups that ask (shaders/reduce.comp) */
     uint32_t bin_guess;      /* histogram bin guess before the exact settling: 0 log2, 1 polynomial of the
                               * mantissa bits (benchmarks compare them) */
     uint32_t diag_skip;      /* benchmarks only: leave parts out to see what they cost (1 histogram, 2 log

@@ -59,9 +59,6 @@ layout(constant_id = 4) const bool PREFETCH = true;
 layout(constant_id = 5) const uint BIN_GUESS = 0;
 // Work split: false, grid-stride blocks; true, each workgroup one contiguous, equal range of the frame.
 layout(constant_id = 6) const bool SPLIT = false;
-// The grid-stride blocks after the last whole round, handed out through a counter to the workgroups
-// that reach them first (true), or each to a fixed workgroup (false). See accumulate_frame().
-layout(constant_id = 8) const bool DYNAMIC_TAIL = true;
 // The device's subgroup size (fixed for SPIR-V before 1.6): sizes the per-subgroup arrays in shared
 // memory, so a 1024-wide workgroup stays within the 16 KiB of shared memory every device has for the
 // single dispatch (pipeline/reduce.c checks the device's limit for each module).
@@ -103,8 +100,7 @@ struct Partial {
 // coherent: the last workgroup reads partials that other workgroups wrote in this same dispatch.
 layout(buffer_reference, std430, buffer_reference_align = 16) coherent buffer ReduceScratch {
     uint arrival_counter;
-    uint tail_counter; // blocks of the dynamic tail handed out (accumulate_frame)
-    uint pad[2];
+    uint pad[3];
     float edges[HP_HIST_BINS];
     uint hist_accum[HP_HIST_BINS];
     Partial partials[];
@@ -175,7 +171,6 @@ void timeline_point(uint k)
 #define HIST_NONFINITE 256u
 #define HIST_PENDING 257u
 shared uint s_hist[HP_HIST_BINS + 2];
-shared uint s_grab; // the dynamic tail's block, from invocation 0 to the workgroup
 
 // Per-thread accumulators: compensated sums (the rounding error of every addition gathered in .y,
 // Knuth's TwoSum; see float_pair.glsl), min and max.
@@ -352,36 +347,8 @@ void add_chunk(float chunk_log2, float chunk_y)
     acc_add(t_sum_y, chunk_y);
 }
 
-// Invocation 0 asks for a block of the dynamic tail; the answer is only read (hand_out) after a block's
-// work, so the atomic's round trip overlaps it.
-uint t_grab = 0u;
-void grab()
-{
-    if (gl_LocalInvocationIndex == 0u)
-        t_grab = atomicAdd(ReduceScratch(pc.scratch).tail_counter, 1u);
-}
-
-// The block invocation 0 was handed, to every invocation. Uniform; the second barrier keeps invocation
-// 0 from overwriting s_grab before everyone read it.
-uint hand_out()
-{
-    if (gl_LocalInvocationIndex == 0u)
-        s_grab = t_grab;
-    barrier();
-    uint t = s_grab;
-    barrier();
-    return t;
-}
-
 // Every thread walks its blocks: base, base + step, ... below end. Whole blocks (every pixel of every
-// item valid) run without bounds checks, the rest guarded.
-//
-// Grid-stride: workgroup g takes blocks g, g + G, g + 2G... for every whole round of G blocks. With
-// DYNAMIC_TAIL the blocks after the last whole round (a fraction of a round, and the frame's partial
-// block) go to whichever workgroups ask first, through a counter in the scratch buffer: each asks while
-// it works on its last block, so the first to get there take them. Before it, workgroup g < (blocks mod
-// G) did one more block than the rest, and the stage ended a block's time (1.2 us at 4K on an H200)
-// after most workgroups had finished; SMs that read slower fell further behind as well.
+// item valid) run without bounds checks; what is left (at most one block per workgroup) runs guarded.
 void accumulate_frame()
 {
     uint tid = gl_LocalInvocationIndex;
@@ -403,17 +370,12 @@ void accumulate_frame()
     }
     // Items whose every pixel exists (an odd RGBA16F frame's last item has one).
     uint whole_end = min(end, INPUT_FP16 ? pc.pixel_count / 2u : pc.pixel_count);
-    const bool dynamic = DYNAMIC_TAIL && !SPLIT;
-    // The statically assigned blocks end here: whole rounds only when the tail is dynamic.
-    uint static_end = dynamic ? whole_end / step * step : whole_end;
 
     // The first block's loads go out before the shared-memory set-up and its barrier.
     uvec4 va[FETCHES], vb[FETCHES];
-    bool whole = base + block <= static_end;
+    bool whole = base + block <= whole_end;
     if (PREFETCH && whole)
         load_block(va, base, end, false);
-    if (dynamic && !whole)
-        grab();
     for (uint i = tid; i < HP_HIST_BINS + 2u; i += WG)
         s_hist[i] = 0u;
     barrier();
@@ -425,11 +387,9 @@ void accumulate_frame()
             for (;;) {
                 float chunk_log2 = 0.0, chunk_y = 0.0;
                 uint next = base + step;
-                bool more = next + block <= static_end;
+                bool more = next + block <= whole_end;
                 if (more)
                     load_block(vb, next, end, false);
-                else if (dynamic)
-                    grab();
                 process_block(va, base, end, false, chunk_log2, chunk_y);
                 base = next;
                 if (!more) {
@@ -437,11 +397,9 @@ void accumulate_frame()
                     break;
                 }
                 next = base + step;
-                more = next + block <= static_end;
+                more = next + block <= whole_end;
                 if (more)
                     load_block(va, next, end, false);
-                else if (dynamic)
-                    grab();
                 process_block(vb, base, end, false, chunk_log2, chunk_y);
                 add_chunk(chunk_log2, chunk_y);
                 base = next;
@@ -450,9 +408,7 @@ void accumulate_frame()
             }
         }
     } else {
-        for (; base + block <= static_end; base += step) {
-            if (dynamic && base + step + block > static_end)
-                grab();
+        for (; base + block <= whole_end; base += step) {
             uvec4 v[FETCHES];
             load_block(v, base, end, false);
             float chunk_log2 = 0.0, chunk_y = 0.0;
@@ -460,30 +416,12 @@ void accumulate_frame()
             add_chunk(chunk_log2, chunk_y);
         }
     }
-    if (dynamic) {
-        uint first = static_end / block, blocks = (end + block - 1u) / block;
-        for (uint t = hand_out(); first + t < blocks; t = hand_out()) {
-            grab(); // the next one, during this block's work
-            uint b = (first + t) * block;
-            uvec4 v[FETCHES];
-            float chunk_log2 = 0.0, chunk_y = 0.0;
-            if (b + block <= whole_end) {
-                load_block(v, b, end, false);
-                process_block(v, b, end, false, chunk_log2, chunk_y);
-            } else {
-                load_block(v, b, end, true);
-                process_block(v, b, end, true, chunk_log2, chunk_y);
-            }
-            add_chunk(chunk_log2, chunk_y);
-        }
-    } else {
-        for (; base < end; base += step) {
-            uvec4 v[FETCHES];
-            load_block(v, base, end, true);
-            float chunk_log2 = 0.0, chunk_y = 0.0;
-            process_block(v, base, end, true, chunk_log2, chunk_y);
-            add_chunk(chunk_log2, chunk_y);
-        }
+    for (; base < end; base += step) {
+        uvec4 v[FETCHES];
+        load_block(v, base, end, true);
+        float chunk_log2 = 0.0, chunk_y = 0.0;
+        process_block(v, base, end, true, chunk_log2, chunk_y);
+        add_chunk(chunk_log2, chunk_y);
     }
     atomicAdd(s_hist[t_run_bin], t_run_len);
     TIMELINE(2);
@@ -661,13 +599,11 @@ void main()
     if (!s_is_last)
         return;
 
-    // The last workgroup: every other partial is written. Reset the counters for the next frame.
+    // The last workgroup: every other partial is written. Reset the counter for the next frame.
     TIMELINE(10);
     combine_partials(gl_NumWorkGroups.x);
-    if (gl_LocalInvocationIndex == 0u) {
+    if (gl_LocalInvocationIndex == 0u)
         scratch.arrival_counter = 0u;
-        scratch.tail_counter = 0u;
-    }
     TIMELINE(6);
 }
 
@@ -720,9 +656,6 @@ void main()
 void main()
 {
     combine_partials(pc.group_count);
-    // The first pass's dynamic tail is over (a pipeline barrier lies between the dispatches).
-    if (gl_LocalInvocationIndex == 0u)
-        ReduceScratch(pc.scratch).tail_counter = 0u;
 }
 
 #else

@@ -282,9 +282,7 @@ static void check_other_shapes(hp_gpu *gpu)
 {
     static const hp_reduce_config shapes[] = {
         {.workgroup_size = 64, .fetches = 1, .fetches_fp16 = 1, .max_groups = 7},
-        {.workgroup_size = 64, .fetches = 1, .fetches_fp16 = 1, .max_groups = 7, .static_tail = true},
         {.workgroup_size = 128, .fetches = 3, .fetches_fp16 = 5, .max_groups = 3, .prefetch = true},
-        {.workgroup_size = 128, .fetches = 3, .fetches_fp16 = 5, .max_groups = 3, .prefetch = true, .static_tail = true},
         {.workgroup_size = 256, .fetches = 2, .fetches_fp16 = 16, .max_groups = 5, .prefetch = true, .split = true},
         {.workgroup_size = 512, .fetches = 4, .fetches_fp16 = 4, .max_groups = 2, .prefetch = true, .bin_guess = 1},
         {.workgroup_size = 64, .fetches = 1, .fetches_fp16 = 1, .max_groups = 2048, .prefetch = true},
@@ -321,9 +319,9 @@ static void check_other_shapes(hp_gpu *gpu)
         }
         const hp_reduce_config *sh = hp_reduce_get_config(reduce);
         char name[128];
-        snprintf(name, sizeof(name), "%u x %u/%u, %u groups%s%s%s%s", sh->workgroup_size, sh->fetches,
-                 sh->fetches_fp16, sh->max_groups, sh->prefetch ? ", prefetch" : "", sh->split ? ", split" : "",
-                 sh->bin_guess ? ", polynomial bins" : "", sh->static_tail ? ", static tail" : "");
+        snprintf(name, sizeof(name), "%u x %u/%u, %u groups%s%s%s", sh->workgroup_size, sh->fetches, sh->fetches_fp16,
+                 sh->max_groups, sh->prefetch ? ", prefetch" : "", sh->split ? ", split" : "",
+                 sh->bin_guess ? ", polynomial bins" : "");
         for (int v = 0; v < 2; v++) {
             hp_reduce_params rp = HP_REDUCE_PARAMS_DEFAULTS;
             rp.variant = (hp_reduce_variant)v;

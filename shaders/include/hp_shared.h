@@ -56,7 +56,6 @@
  * second dispatch) moves the counts to lum_stats and leaves zeros, so a frame needs no clearing commands
  * (and no pipeline bubble for them) before its dispatch. hp_reduce_init_scratch() zeroes them once.
  *     0  uint   arrival_counter   single dispatch: workgroups that finished; the last resets it to 0
- *     4  uint   tail_counter      blocks of the dynamic tail handed out; reset by whoever combines
  *    16  float  hist_edges[256]   edge[k], k = 1..255 (edge[0] unused); uploaded when the range changes
  *  1040  uint   hist_accum[256]   every workgroup's counts, by global atomics
  *  2064  Partial partials[]       one per workgroup: sum_log2 (log2 units; the combine scales by ln 2),
