@@ -67,6 +67,12 @@ void bench_read_durations(uint32_t runs, double *ms)
 }
 
 
+double bench_median(double *v, size_t n)
+{
+    qsort(v, n, sizeof(double), bench_cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 summary bench_summarize(double *ms, uint32_t n)
 {
     qsort(ms, n, sizeof(double), bench_cmp_double);

@@ -69,6 +69,8 @@ void bench_barrier_all(void);
 void bench_read_timestamps(uint32_t n, uint64_t *ts);
 /* Milliseconds between timestamp pairs (2i, 2i + 1) for i < runs. */
 void bench_read_durations(uint32_t runs, double *ms);
+/* Sorts v and takes its median (the mean of the middle two for even n). */
+double bench_median(double *v, size_t n);
 /* Sorts ms and takes the median and the 10th and 90th percentiles. */
 summary bench_summarize(double *ms, uint32_t n);
 /* A deterministic log-normal RGBA frame: about 12 stops either side of 0.25. */

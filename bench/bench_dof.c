@@ -38,18 +38,6 @@ static const config configs[] = {
 static const char *const stages[] = {"upload", "reduce", "dof", "tonemap", "download"};
 #define STAGES 5
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, uint32_t n)
-{
-    qsort(v, n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Per-pass times (frame graph detailed_timings), printed under their row. */
 static struct {
     const char *name;
@@ -76,7 +64,7 @@ static void detail_print(uint32_t runs)
         return;
     printf("|  |  | passes: ");
     for (int i = 0; i < 8 && details[i].name; i++) {
-        printf("%s %.4f%s", details[i].name, median(details[i].ms, runs), i < 7 && details[i + 1].name ? ", " : "");
+        printf("%s %.4f%s", details[i].name, bench_median(details[i].ms, runs), i < 7 && details[i + 1].name ? ", " : "");
         free(details[i].ms);
         details[i].name = NULL;
     }
@@ -198,15 +186,15 @@ int main(int argc, char **argv)
                 for (int s = 0; s < STAGES; s++) {
                     bool shown = s != 2 || configs[c].dof;
                     if (shown)
-                        printf(" %.4f |", median(ms[s], runs));
+                        printf(" %.4f |", bench_median(ms[s], runs));
                     else
                         printf(" - |");
                 }
                 if (configs[c].bokeh)
-                    printf(" **%.4f** | %.4f | %u of %u |\n", median(chain, runs), floor_ms, res.bokeh_drawn,
+                    printf(" **%.4f** | %.4f | %u of %u |\n", bench_median(chain, runs), floor_ms, res.bokeh_drawn,
                            res.bokeh_wanted);
                 else
-                    printf(" **%.4f** | %.4f | - |\n", median(chain, runs), floor_ms);
+                    printf(" **%.4f** | %.4f | - |\n", bench_median(chain, runs), floor_ms);
                 detail_print(runs);
                 for (int s = 0; s < STAGES; s++)
                     free(ms[s]);

@@ -115,18 +115,6 @@ static const char *const tl_names[TL_POINTS] = {
     "start", "set-up", "loop, inv. 0", "loop, all", "partial out", "arrived", "combined (end)",
     "combine: partials in", "combine: histogram in", "combine: summed", "combine: begins"};
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median_of(double *v, size_t n)
-{
-    qsort(v, n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* --timeline: `runs` runs of the default single dispatch per frame, each after the flush, with every
  * workgroup's phase times read back. Per run, each phase's time across the workgroups (earliest, median,
  * latest) from the earliest workgroup's start, in us of the device clock; the table gives the median of
@@ -210,9 +198,8 @@ static void run_timeline(frame *frames, size_t frame_count, uint32_t runs, const
                     e[i] = e[runs + i] = e[2 * runs + i] = NAN;
                     continue;
                 }
-                qsort(tmp, n, sizeof(double), cmp_double);
+                e[runs + i] = bench_median(tmp, n); /* sorted after it */
                 e[i] = tmp[0];
-                e[runs + i] = tmp[n / 2];
                 e[2 * runs + i] = tmp[n - 1];
             }
             span[i] = (double)(t_end - t0) * 1e-3;
@@ -223,23 +210,23 @@ static void run_timeline(frame *frames, size_t frame_count, uint32_t runs, const
                 cyc_sum += (double)(TL_SM(g, TL_ARRIVED) - TL_SM(g, TL_START));
                 ns_sum += (double)(TL_DEV(g, TL_ARRIVED) - TL_DEV(g, TL_START));
             }
-            loop_cycles[i] = median_of(tmp, groups);
+            loop_cycles[i] = bench_median(tmp, groups);
             loop_cycles[runs + i] = cmax;
             ghz[i] = ns_sum > 0 ? cyc_sum / ns_sum : NAN;
 #undef TL_DEV
 #undef TL_SM
         }
         char *col = cells + fr * TL_ROWS * TL_CELL;
-        snprintf(col, TL_CELL, "%.1f", median_of(dur, runs) * 1e3);
-        snprintf(col + TL_CELL, TL_CELL, "%.1f", median_of(span, runs));
+        snprintf(col, TL_CELL, "%.1f", bench_median(dur, runs) * 1e3);
+        snprintf(col + TL_CELL, TL_CELL, "%.1f", bench_median(span, runs));
         for (int r = 0; r < TL_POINTS; r++) {
             double *e = stat + ((size_t)tl_order[r] * 3) * runs;
-            snprintf(col + (2 + r) * TL_CELL, TL_CELL, "%.1f / %.1f / %.1f", median_of(e, runs),
-                     median_of(e + runs, runs), median_of(e + 2 * runs, runs));
+            snprintf(col + (2 + r) * TL_CELL, TL_CELL, "%.1f / %.1f / %.1f", bench_median(e, runs),
+                     bench_median(e + runs, runs), bench_median(e + 2 * runs, runs));
         }
-        snprintf(col + (TL_ROWS - 2) * TL_CELL, TL_CELL, "%.0f / %.0f", median_of(loop_cycles, runs),
-                 median_of(loop_cycles + runs, runs));
-        snprintf(col + (TL_ROWS - 1) * TL_CELL, TL_CELL, "%.2f", median_of(ghz, runs));
+        snprintf(col + (TL_ROWS - 2) * TL_CELL, TL_CELL, "%.0f / %.0f", bench_median(loop_cycles, runs),
+                 bench_median(loop_cycles + runs, runs));
+        snprintf(col + (TL_ROWS - 1) * TL_CELL, TL_CELL, "%.2f", bench_median(ghz, runs));
     }
     printf("| us |");
     for (size_t fr = 0; fr < frame_count; fr++)
