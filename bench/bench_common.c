@@ -209,13 +209,15 @@ bool bench_parse_args(int argc, char **argv, const char *usage, uint32_t quick_r
     return true;
 }
 
-void bench_init(const char *device, uint32_t max_queries)
+void bench_init(const char *device, uint32_t max_queries) { bench_init_with(device, max_queries, false); }
+
+void bench_init_with(const char *device, uint32_t max_queries, bool shader_clock)
 {
     hp_log_set_level(HP_LOG_WARN);
     hp_gpu_config cfg = HP_GPU_CONFIG_DEFAULTS;
     cfg.device = device;
     cfg.capture_statistics = true;
-    cfg.shader_clock = true; /* bench_reduce --timeline */
+    cfg.shader_clock = shader_clock;
     CHECK(hp_gpu_create(&cfg, &bench_gpu, &bench_err) == HP_OK);
     bench_dev = hp_gpu_device(bench_gpu);
     VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,

@@ -59,6 +59,8 @@ bool bench_parse_args(int argc, char **argv, const char *usage, uint32_t quick_r
 /* Creates the device (with pipeline statistics where the driver gives them), a command buffer, a fence
  * and a pool of `max_queries` timestamps. */
 void bench_init(const char *device, uint32_t max_queries);
+/* The same, with VK_KHR_shader_clock enabled where the driver has it (bench_reduce --timeline). */
+void bench_init_with(const char *device, uint32_t max_queries, bool shader_clock);
 void bench_shutdown(void);
 
 void bench_begin(void);
@@ -69,7 +71,8 @@ void bench_barrier_all(void);
 void bench_read_timestamps(uint32_t n, uint64_t *ts);
 /* Milliseconds between timestamp pairs (2i, 2i + 1) for i < runs. */
 void bench_read_durations(uint32_t runs, double *ms);
-/* Sorts v and takes its median (the mean of the middle two for even n). */
+/* Sorts v and takes its median (the mean of the middle two for even n; bench_summarize's median is the
+ * upper of the two, as its tables always were). */
 double bench_median(double *v, size_t n);
 /* Sorts ms and takes the median and the 10th and 90th percentiles. */
 summary bench_summarize(double *ms, uint32_t n);

@@ -64,7 +64,8 @@ static void detail_print(uint32_t runs)
         return;
     printf("|  |  | passes: ");
     for (int i = 0; i < 8 && details[i].name; i++) {
-        printf("%s %.4f%s", details[i].name, bench_median(details[i].ms, runs), i < 7 && details[i + 1].name ? ", " : "");
+        printf("%s %.4f%s", details[i].name, bench_median(details[i].ms, runs),
+               i < 7 && details[i + 1].name ? ", " : "");
         free(details[i].ms);
         details[i].name = NULL;
     }

@@ -111,6 +111,7 @@ enum {
     TL_START, TL_SETUP, TL_LOOP0, TL_LOOP, TL_FLUSHED, TL_ARRIVED, TL_COMBINED,
     TL_PARTIALS_IN, TL_HIST_IN, TL_SUMMED, TL_LAST_BEGINS, TL_POINTS
 };
+_Static_assert(TL_POINTS <= HP_REDUCE_TIMELINE_POINTS, "the shader's timeline slots");
 static const char *const tl_names[TL_POINTS] = {
     "start", "set-up", "loop, inv. 0", "loop, all", "partial out", "arrived", "combined (end)",
     "combine: partials in", "combine: histogram in", "combine: summed", "combine: begins"};
@@ -119,20 +120,24 @@ static const char *const tl_names[TL_POINTS] = {
  * workgroup's phase times read back. Per run, each phase's time across the workgroups (earliest, median,
  * latest) from the earliest workgroup's start, in us of the device clock; the table gives the median of
  * each over the runs, beside the timestamp queries' duration of the dispatch. The SM clock gives the
- * per-workgroup durations in cycles (the device clock's resolution is the driver's). */
+ * per-workgroup durations in cycles. The device clock's unit and resolution are the driver's (nanoseconds
+ * on NVIDIA, its %globaltimer): the span printed beside the timestamp queries' duration shows whether the
+ * unit holds. The clock reads wait for the values they are placed after (see reduce.comp), which moves
+ * the last workgroup's histogram stores after its partial loads: its combine phases are indicative. */
 static void run_timeline(frame *frames, size_t frame_count, uint32_t runs, const hp_buffer *flush,
                          bench_ceilings *ceil, flush_mode mode, hp_reduce_config shape, const char *label)
 {
     shape.timeline = true;
     hp_reduce *reduce;
     CHECK(hp_reduce_create(bench_gpu, &shape, &reduce, &bench_err) == HP_OK);
-    uint32_t groups = hp_reduce_get_config(reduce)->max_groups;
     const VkDeviceSize slice = (VkDeviceSize)HP_REDUCE_MAX_GROUPS * HP_REDUCE_TIMELINE_POINTS * 16;
-    hp_buffer stats, scratch, readback;
+    hp_buffer stats, scratch, readback, stats_back;
     CHECK(hp_buffer_create(bench_gpu, HP_STATS_SIZE, HP_MEM_DEVICE, "tl_stats", &stats, &bench_err) == HP_OK);
     CHECK(hp_buffer_create(bench_gpu, HP_SCRATCH_OFF_TIMELINE + slice, HP_MEM_DEVICE, "tl_scratch", &scratch,
                            &bench_err) == HP_OK);
     CHECK(hp_buffer_create(bench_gpu, slice * runs, HP_MEM_READBACK, "tl_readback", &readback, &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, HP_STATS_SIZE, HP_MEM_READBACK, "tl_stats_back", &stats_back, &bench_err) ==
+          HP_OK);
     bench_begin();
     hp_reduce_init_scratch(reduce, bench_cmd, &scratch);
     bench_submit_and_wait();
@@ -145,31 +150,43 @@ static void run_timeline(frame *frames, size_t frame_count, uint32_t runs, const
     double *stat = calloc((size_t)runs * TL_POINTS * 3, sizeof(double)); /* [k][e/m/l][run] */
     double *loop_cycles = calloc((size_t)runs * 2, sizeof(double));
     double *ghz = calloc(runs, sizeof(double));
-    double *tmp = calloc(groups, sizeof(double));
+    double *tmp = calloc(HP_REDUCE_MAX_GROUPS, sizeof(double));
     /* Printed transposed: a row per phase, in time order, a column per frame. */
     enum { TL_ROWS = TL_POINTS + 4, TL_CELL = 40 };
     static const int tl_order[TL_POINTS] = {TL_START, TL_SETUP, TL_LOOP0, TL_LOOP, TL_FLUSHED, TL_ARRIVED,
                                             TL_LAST_BEGINS, TL_PARTIALS_IN, TL_HIST_IN, TL_SUMMED, TL_COMBINED};
     char *cells = calloc(frame_count * TL_ROWS, TL_CELL);
+    bool all_ok = true;
     for (size_t fr = 0; fr < frame_count; fr++) {
         uint64_t count = (uint64_t)frames[fr].w * frames[fr].h;
+        uint32_t groups = hp_reduce_group_count(reduce, count, frames[fr].format); /* those dispatched */
+        VkDeviceSize used = (VkDeviceSize)groups * HP_REDUCE_TIMELINE_POINTS * 16;
         hp_reduce_io io = {.pixels = frames[fr].input.address, .pixel_count = count, .format = frames[fr].format,
                            .stats = &stats, .scratch = &scratch};
         hp_reduce_params params = HP_REDUCE_PARAMS_DEFAULTS;
         bench_begin();
         vkCmdResetQueryPool(bench_cmd, bench_queries, 0, 2 * runs);
         for (uint32_t i = 0; i < runs; i++) {
-            vkCmdFillBuffer(bench_cmd, scratch.buffer, HP_SCRATCH_OFF_TIMELINE, slice, 0);
+            vkCmdFillBuffer(bench_cmd, scratch.buffer, HP_SCRATCH_OFF_TIMELINE, used, 0);
             record_flush(mode, flush, ceil, i);
             vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i);
             hp_reduce_record(reduce, bench_cmd, &io, &params);
             vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i + 1);
             bench_barrier_all();
-            VkBufferCopy down = {.srcOffset = HP_SCRATCH_OFF_TIMELINE, .dstOffset = slice * i, .size = slice};
+            VkBufferCopy down = {.srcOffset = HP_SCRATCH_OFF_TIMELINE, .dstOffset = slice * i, .size = used};
             vkCmdCopyBuffer(bench_cmd, scratch.buffer, readback.buffer, 1, &down);
             bench_barrier_all();
         }
+        VkBufferCopy down = {.size = HP_STATS_SIZE};
+        vkCmdCopyBuffer(bench_cmd, stats.buffer, stats_back.buffer, 1, &down);
+        bench_barrier_all();
         bench_submit_and_wait();
+        /* A fast wrong answer is not a result: the last run against the CPU reference. */
+        hp_buffer_invalidate(bench_gpu, &stats_back);
+        hp_lum_stats got;
+        hp_reduce_decode_stats(stats_back.mapped, count, &got);
+        bool ok = shape.diag_skip != 0 || bench_stats_match(&got, &frames[fr].want);
+        all_ok = all_ok && ok;
         bench_read_durations(runs, dur);
         hp_buffer_invalidate(bench_gpu, &readback);
         for (uint32_t i = 0; i < runs; i++) {
@@ -227,6 +244,9 @@ static void run_timeline(frame *frames, size_t frame_count, uint32_t runs, const
         snprintf(col + (TL_ROWS - 2) * TL_CELL, TL_CELL, "%.0f / %.0f", bench_median(loop_cycles, runs),
                  bench_median(loop_cycles + runs, runs));
         snprintf(col + (TL_ROWS - 1) * TL_CELL, TL_CELL, "%.2f", bench_median(ghz, runs));
+        if (!ok)
+            printf("MISMATCH: %s %s against the CPU reference\n", frames[fr].name,
+                   hp_pixel_format_name(frames[fr].format));
     }
     printf("| us |");
     for (size_t fr = 0; fr < frame_count; fr++)
@@ -255,6 +275,9 @@ static void run_timeline(frame *frames, size_t frame_count, uint32_t runs, const
     hp_buffer_destroy(bench_gpu, &stats);
     hp_buffer_destroy(bench_gpu, &scratch);
     hp_buffer_destroy(bench_gpu, &readback);
+    hp_buffer_destroy(bench_gpu, &stats_back);
+    if (shape.diag_skip == 0)
+        printf("\ncheck against the CPU reference: %s\n", all_ok ? "ok" : "MISMATCH");
 }
 
 int main(int argc, char **argv)
@@ -276,10 +299,13 @@ int main(int argc, char **argv)
      * clocks during the benchmark spreads over every configuration instead of favouring the later ones. */
     uint32_t per_round = (runs + rounds - 1) / rounds;
     runs = per_round * rounds;
-    bench_init(device, 2 * (timeline ? runs : per_round));
+    bench_init_with(device, 2 * (timeline ? runs : per_round), timeline);
     const hp_gpu_info *gi = hp_gpu_get_info(bench_gpu);
-    printf("# bench_reduce: %u runs per configuration in %u interleaved rounds (median, p10-p90)\n\n", runs,
-           rounds);
+    if (timeline)
+        printf("# bench_reduce --timeline: %u runs per configuration, one after another\n\n", runs);
+    else
+        printf("# bench_reduce: %u runs per configuration in %u interleaved rounds (median, p10-p90)\n\n", runs,
+               rounds);
 
     /* Frames first: building an 8K frame on the CPU takes seconds, during which the GPU would idle. */
     static const struct { uint32_t w, h; const char *name; } sizes[] = {
@@ -355,6 +381,8 @@ int main(int argc, char **argv)
     }
     if (quick)
         config_count = 2;
+    if (timeline) /* it makes its own */
+        config_count = 0;
     bench_begin();
     for (size_t c = 0; c < config_count; c++) {
         CHECK(hp_reduce_create(bench_gpu, &configs[c].shape, &configs[c].reduce, &bench_err) == HP_OK);
@@ -393,80 +421,84 @@ int main(int argc, char **argv)
             run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_CLEAN, shape, "no histogram (wrong results)");
         }
         printf("\ncopy ceiling in this run: %.0f GB/s\n", bench_ceilings_end(&ceil) / 1e9);
-        goto cleanup;
-    }
-    for (size_t fr = 0; fr < frame_count; fr++) {
-        frames[fr].read_ms = bench_read_floor_ms(&ceil, &frames[fr].input, resident_256);
-        frames[fr].read_fill_ms = read_floor_ms(&ceil, &frames[fr].input, &flush, FLUSH_FILL, resident_256, per_round);
-        frames[fr].read_clean_ms = read_floor_ms(&ceil, &frames[fr].input, &flush, FLUSH_CLEAN, resident_256, per_round);
-    }
+    } else {
+        for (size_t fr = 0; fr < frame_count; fr++) {
+            frames[fr].read_ms = bench_read_floor_ms(&ceil, &frames[fr].input, resident_256);
+            frames[fr].read_fill_ms =
+                read_floor_ms(&ceil, &frames[fr].input, &flush, FLUSH_FILL, resident_256, per_round);
+            frames[fr].read_clean_ms =
+                read_floor_ms(&ceil, &frames[fr].input, &flush, FLUSH_CLEAN, resident_256, per_round);
+        }
 
-    printf("| size | format | variant | wg x fetches, groups, loop | MB read | median ms | p10-p90 ms | GB/s | of copy bw | of read bw | read floor ms: no flush / fill / clean | check |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    size_t cells = frame_count * config_count * 2;
-    double *all = calloc(cells * runs, sizeof(double));
-    bool *checks = calloc(cells, sizeof(bool));
-    double *ms = calloc(per_round, sizeof(double));
-    for (size_t fr = 0; fr < frame_count; fr++) {
-        for (uint32_t round = 0; round < rounds; round++) {
-            for (size_t cell = 0; cell < config_count * 2; cell++) {
-                size_t c = cell / 2;
-                hp_reduce_params params = HP_REDUCE_PARAMS_DEFAULTS;
-                params.variant = (hp_reduce_variant)(cell % 2);
-                uint64_t count = (uint64_t)frames[fr].w * frames[fr].h;
-                hp_reduce_io io = {.pixels = frames[fr].input.address, .pixel_count = count,
-                                   .format = frames[fr].format, .stats = &stats, .scratch = &scratch};
-                bench_begin();
-                vkCmdResetQueryPool(bench_cmd, bench_queries, 0, 2 * per_round);
-                for (uint32_t i = 0; i < per_round; i++) {
-                    record_flush(configs[c].clean_flush ? FLUSH_CLEAN : FLUSH_FILL, &flush, &ceil, i);
-                    vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i);
-                    hp_reduce_record(configs[c].reduce, bench_cmd, &io, &params);
-                    vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i + 1);
+        printf("| size | format | variant | wg x fetches, groups, loop | MB read | median ms | p10-p90 ms | GB/s | "
+               "of copy bw | of read bw | read floor ms: no flush / fill / clean | check |\n");
+        printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        size_t cells = frame_count * config_count * 2;
+        double *all = calloc(cells * runs, sizeof(double));
+        bool *checks = calloc(cells, sizeof(bool));
+        double *ms = calloc(per_round, sizeof(double));
+        for (size_t fr = 0; fr < frame_count; fr++) {
+            for (uint32_t round = 0; round < rounds; round++) {
+                for (size_t cell = 0; cell < config_count * 2; cell++) {
+                    size_t c = cell / 2;
+                    hp_reduce_params params = HP_REDUCE_PARAMS_DEFAULTS;
+                    params.variant = (hp_reduce_variant)(cell % 2);
+                    uint64_t count = (uint64_t)frames[fr].w * frames[fr].h;
+                    hp_reduce_io io = {.pixels = frames[fr].input.address, .pixel_count = count,
+                                       .format = frames[fr].format, .stats = &stats, .scratch = &scratch};
+                    bench_begin();
+                    vkCmdResetQueryPool(bench_cmd, bench_queries, 0, 2 * per_round);
+                    for (uint32_t i = 0; i < per_round; i++) {
+                        record_flush(configs[c].clean_flush ? FLUSH_CLEAN : FLUSH_FILL, &flush, &ceil, i);
+                        vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i);
+                        hp_reduce_record(configs[c].reduce, bench_cmd, &io, &params);
+                        vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i + 1);
+                        bench_barrier_all();
+                    }
+                    VkBufferCopy down = {.size = HP_STATS_SIZE};
+                    vkCmdCopyBuffer(bench_cmd, stats.buffer, readback.buffer, 1, &down);
                     bench_barrier_all();
+                    bench_submit_and_wait();
+                    bench_read_durations(per_round, ms);
+                    size_t at = fr * config_count * 2 + cell;
+                    memcpy(all + at * runs + round * per_round, ms, per_round * sizeof(double));
+                    hp_buffer_invalidate(bench_gpu, &readback);
+                    hp_lum_stats got;
+                    hp_reduce_decode_stats(readback.mapped, count, &got);
+                    checks[at] = (round == 0 || checks[at]) && bench_stats_match(&got, &frames[fr].want);
                 }
-                VkBufferCopy down = {.size = HP_STATS_SIZE};
-                vkCmdCopyBuffer(bench_cmd, stats.buffer, readback.buffer, 1, &down);
-                bench_barrier_all();
-                bench_submit_and_wait();
-                bench_read_durations(per_round, ms);
-                size_t at = fr * config_count * 2 + cell;
-                memcpy(all + at * runs + round * per_round, ms, per_round * sizeof(double));
-                hp_buffer_invalidate(bench_gpu, &readback);
-                hp_lum_stats got;
-                hp_reduce_decode_stats(readback.mapped, count, &got);
-                checks[at] = (round == 0 || checks[at]) && bench_stats_match(&got, &frames[fr].want);
             }
         }
-    }
-    double copy_bw = bench_ceilings_end(&ceil);
+        double copy_bw = bench_ceilings_end(&ceil);
 
-    for (size_t fr = 0; fr < frame_count; fr++) {
-        VkDeviceSize bytes = (VkDeviceSize)frames[fr].w * frames[fr].h * hp_pixel_format_size(frames[fr].format);
-        for (size_t cell = 0; cell < config_count * 2; cell++) {
-            size_t c = cell / 2, at = fr * config_count * 2 + cell;
-            summary sm = bench_summarize(all + at * runs, runs);
-            double gbs = (double)bytes / (sm.median * 1e-3) / 1e9;
-            static const char *const ablation[16] = {
-                [1] = ", no histogram", [2] = ", no log sum", [3] = ", no histogram or log",
-                [4] = ", no bin settling", [8] = ", no final combine", [11] = ", no histogram, log or combine"};
-            char label[128];
-            shape_label(&configs[c].shape, frames[fr].format, label, sizeof(label));
-            printf("| %s | %s | %s | %s%s%s%s | %.1f | %.4f | %.4f-%.4f | %.0f | %.0f%% | %.0f%% | %.4f / %.4f / %.4f | %s |\n",
-                   frames[fr].name, hp_pixel_format_name(frames[fr].format),
-                   hp_reduce_variant_name((hp_reduce_variant)(cell % 2)), label,
-                   c == 0 || configs[c].clean_flush ? " (default)" : "", configs[c].clean_flush ? ", clean flush" : "",
-                   ablation[configs[c].shape.diag_skip & 15] ? ablation[configs[c].shape.diag_skip & 15] : "",
-                   (double)bytes / 1e6, sm.median, sm.p10, sm.p90, gbs, 100.0 * gbs * 1e9 / copy_bw,
-                   100.0 * gbs * 1e9 / ceil.shader_read, frames[fr].read_ms, frames[fr].read_fill_ms,
-                   frames[fr].read_clean_ms, configs[c].shape.diag_skip ? "n/a" : checks[at] ? "ok" : "MISMATCH");
+        for (size_t fr = 0; fr < frame_count; fr++) {
+            VkDeviceSize bytes = (VkDeviceSize)frames[fr].w * frames[fr].h * hp_pixel_format_size(frames[fr].format);
+            for (size_t cell = 0; cell < config_count * 2; cell++) {
+                size_t c = cell / 2, at = fr * config_count * 2 + cell;
+                summary sm = bench_summarize(all + at * runs, runs);
+                double gbs = (double)bytes / (sm.median * 1e-3) / 1e9;
+                static const char *const ablation[16] = {
+                    [1] = ", no histogram", [2] = ", no log sum", [3] = ", no histogram or log",
+                    [4] = ", no bin settling", [8] = ", no final combine", [11] = ", no histogram, log or combine"};
+                char label[128];
+                shape_label(&configs[c].shape, frames[fr].format, label, sizeof(label));
+                printf("| %s | %s | %s | %s%s%s%s | %.1f | %.4f | %.4f-%.4f | %.0f | %.0f%% | %.0f%% | "
+                       "%.4f / %.4f / %.4f | %s |\n",
+                       frames[fr].name, hp_pixel_format_name(frames[fr].format),
+                       hp_reduce_variant_name((hp_reduce_variant)(cell % 2)), label,
+                       c == 0 || configs[c].clean_flush ? " (default)" : "",
+                       configs[c].clean_flush ? ", clean flush" : "",
+                       ablation[configs[c].shape.diag_skip & 15] ? ablation[configs[c].shape.diag_skip & 15] : "",
+                       (double)bytes / 1e6, sm.median, sm.p10, sm.p90, gbs, 100.0 * gbs * 1e9 / copy_bw,
+                       100.0 * gbs * 1e9 / ceil.shader_read, frames[fr].read_ms, frames[fr].read_fill_ms,
+                       frames[fr].read_clean_ms, configs[c].shape.diag_skip ? "n/a" : checks[at] ? "ok" : "MISMATCH");
+            }
         }
-    }
 
-    free(ms);
-    free(all);
-    free(checks);
-cleanup:
+        free(ms);
+        free(all);
+        free(checks);
+    }
     for (size_t c = 0; c < config_count; c++)
         hp_reduce_destroy(&configs[c].reduce);
     for (size_t fr = 0; fr < frame_count; fr++)

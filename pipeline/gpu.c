@@ -452,7 +452,7 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
         .shaderSubgroupClock = VK_TRUE,
         .shaderDeviceClock = VK_TRUE,
     };
-    const char *exts[5];
+    const char *exts[8]; /* every optional one below fits */
     uint32_t ext_count = 0;
     exts[ext_count++] = VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME;
     /* For /v1/gpu: memory budgets, and the PCI address that finds the same device in NVML. */
@@ -475,7 +475,8 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
         }
     }
     if (cfg->shader_clock) {
-        VkPhysicalDeviceShaderClockFeaturesKHR have = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR};
+        VkPhysicalDeviceShaderClockFeaturesKHR have = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR};
         VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &have};
         if (has_device_extension(gpu->physical, VK_KHR_SHADER_CLOCK_EXTENSION_NAME))
             vkGetPhysicalDeviceFeatures2(gpu->physical, &f2);

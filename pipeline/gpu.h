@@ -39,8 +39,9 @@ typedef struct hp_gpu_config {
     bool shader_clock;
 } hp_gpu_config;
 
-#define HP_GPU_CONFIG_DEFAULTS \
-    {.device = NULL, .pipeline_cache_path = NULL, .validation = false, .capture_statistics = false, .shader_clock = false}
+#define HP_GPU_CONFIG_DEFAULTS                                                                           \
+    {.device = NULL, .pipeline_cache_path = NULL, .validation = false, .capture_statistics = false,      \
+     .shader_clock = false}
 
 /* What happened to the pipeline cache file at start-up; reported by /v1/gpu and checked by tests. */
 typedef enum hp_cache_state {

@@ -207,7 +207,8 @@ hp_code hp_reduce_create(hp_gpu *gpu, const hp_reduce_config *config, hp_reduce 
     if (cfg.bin_guess > 1)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "reduce bin_guess %u is not 0 or 1", cfg.bin_guess);
     if (cfg.timeline && !gi->has_shader_clock)
-        return hp_fail(err, HP_ERR_MISSING_FEATURE, "reduce timeline needs VK_KHR_shader_clock (hp_gpu_config.shader_clock)");
+        return hp_fail(err, HP_ERR_MISSING_FEATURE,
+                       "reduce timeline needs VK_KHR_shader_clock (hp_gpu_config.shader_clock)");
     if (cfg.max_groups > HP_REDUCE_MAX_GROUPS)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "reduce max_groups %u is outside [0, %u]", cfg.max_groups,
                        HP_REDUCE_MAX_GROUPS);
@@ -228,11 +229,11 @@ hp_code hp_reduce_create(hp_gpu *gpu, const hp_reduce_config *config, hp_reduce 
 
     const uint32_t *single = cfg.timeline ? spv_timeline : spv_single;
     size_t single_size = cfg.timeline ? sizeof(spv_timeline) : sizeof(spv_single);
-    hp_code rc = create_pipeline(r, "reduce_single_rgba16f", single, single_size, true, &r->single[HP_PIXEL_RGBA16F],
-                                 err);
+    hp_code rc = create_pipeline(r, cfg.timeline ? "reduce_timeline_rgba16f" : "reduce_single_rgba16f", single,
+                                 single_size, true, &r->single[HP_PIXEL_RGBA16F], err);
     if (rc == HP_OK)
-        rc = create_pipeline(r, "reduce_single_rgba32f", single, single_size, false, &r->single[HP_PIXEL_RGBA32F],
-                             err);
+        rc = create_pipeline(r, cfg.timeline ? "reduce_timeline_rgba32f" : "reduce_single_rgba32f", single,
+                             single_size, false, &r->single[HP_PIXEL_RGBA32F], err);
     if (rc == HP_OK)
         rc = create_pipeline(r, "reduce_partial_rgba16f", spv_partial, sizeof(spv_partial), true,
                              &r->partial[HP_PIXEL_RGBA16F], err);
@@ -285,6 +286,11 @@ static uint32_t group_count(const hp_reduce_config *cfg, uint64_t pixel_count, h
     if (groups < 1)
         groups = 1;
     return groups > cfg->max_groups ? cfg->max_groups : (uint32_t)groups;
+}
+
+uint32_t hp_reduce_group_count(const hp_reduce *r, uint64_t pixel_count, hp_pixel_format format)
+{
+    return group_count(&r->config, pixel_count, format);
 }
 
 static void barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src,

@@ -96,6 +96,9 @@ const hp_reduce_config *hp_reduce_get_config(const hp_reduce *reduce);
 void hp_reduce_statistics(hp_reduce *reduce, hp_pixel_format format, hp_reduce_variant variant, char *buf,
                           size_t len);
 
+/* Workgroups the first pass dispatches for a frame (partials written; timeline entries). */
+uint32_t hp_reduce_group_count(const hp_reduce *reduce, uint64_t pixel_count, hp_pixel_format format);
+
 /* Bytes of scratch (arrival counter, edges, partials) a frame of this many pixels needs. */
 VkDeviceSize hp_reduce_scratch_size(uint64_t pixels);
 

@@ -24,7 +24,7 @@
 //   is computed, instead of every warp of a grid that starts together loading, waiting, then computing
 //   while the memory system idles. It pays where the arithmetic is heaviest per byte (RGBA16F, 8K: 4-6%).
 // - The end is built for latency, measured with bench_reduce --timeline: release and acquire ride on
-//   the arrival counter's atomic, and the final combine is one round trip to L2 with no barrier.
+//   the arrival counter's atomic, and the final combine loads its partials in one round, no barrier.
 // - The grid is what the SMs keep resident (one 1024-wide workgroup per SM on an H200 by default), so no
 //   workgroup waits for a second wave, and the last one combines few partials.
 
@@ -106,7 +106,9 @@ layout(buffer_reference, std430, buffer_reference_align = 16) coherent buffer Re
     Partial partials[];
 };
 
-// The partials as two 16-byte words each, for the final combine's loads (one vector load per word).
+// The partials as two 16-byte words each, for the final combine's loads (the first word as one vector
+// load). coherent, as ReduceScratch: the arrival's ordering (main) relies on it; a cached load could
+// see a stale line.
 layout(buffer_reference, std430, buffer_reference_align = 16) coherent buffer PartialWords {
     vec4 f;  // sum_log2, sum_y, min_y, max_y
     uvec4 n; // nonfinite, pad
@@ -443,15 +445,24 @@ void flush_histogram()
 #if defined(HP_REDUCE_SINGLE_PASS) || defined(HP_REDUCE_TWO_PASS_FINAL)
 
 // Combines `count` partials into the statistics; this runs on one workgroup while the rest of the GPU
-// waits, so it is built for latency: one round trip to L2 and no barrier. Every thread moves a bin of
-// the histogram to the stats (the accumulators are left at zero for the next frame); the first
-// subgroup loads the partials, up to PARTIALS_PER_LANE each, all before any arithmetic, adds them
-// into float pairs (TwoSum, float_pair.glsl), then adds the lanes' pairs with subgroup arithmetic: a
-// tree of 5 float additions (DECISIONS.md 3, "combined pairwise"). With the workgroups' own trees
-// (11 roundings), the mean of ln(delta + Y) is off by at most 16 * 2^-24 of the mean of |ln(delta + Y)|,
-// which is at most 88.7 for any float: a relative error of the log-average under 1e-4 on any frame.
-// On an H200 (docs/BENCHMARKS.md) a float-pair butterfly through shuffles took 0.5 us more, and a pass
-// of the whole workgroup with a barrier waited on the histogram's exchanges, another 0.6 us.
+// waits, so it is built for latency, with no barrier. Every thread moves a bin of the histogram to the
+// stats (the accumulators are left at zero for the next frame); the first subgroup loads the partials,
+// PARTIALS_PER_LANE per lane per round, all of a round before any arithmetic (one round for up to 8 x
+// the subgroup size: 256 on a 32-wide subgroup, 132 partials by default on an H200), adds each lane's
+// into a float pair (TwoSum, float_pair.glsl), then the lanes' hi and lo parts in plain fp32 with
+// subgroupAdd, whose order the implementation chooses (DECISIONS.md 3: "combined pairwise").
+//
+// Error of the log sum. Every term passes through d roundings of at most u = 2^-24 on a device that
+// rounds to nearest (those we run on; Vulkan allows a faithful rounding unless a module asks), so
+// the mean of ln(delta + Y) is off by at most d * u * mean |ln(delta + Y)|, and the log-average by
+// that relatively. At the default shape on a 32-wide subgroup, d is about 30: 7 in the chunk sums of
+// two blocks, up to 6 in the log2 instruction (3 ulp), 11 in the workgroup's sums, 5 here, 1 in the
+// scaling by ln 2. With d = 30 that is under 1e-4 while mean |ln(delta + Y)| < 55: every RGBA16F frame
+// (|ln| <= 11.5), and RGBA32F frames unless their luminances average beyond 10^23. Smaller subgroups
+// and more fetches per block add roundings. Measured: 1e-9 to 1e-8 on the tests' frames.
+//
+// On an H200 (docs/BENCHMARKS.md) a float-pair butterfly through shuffles here took 0.5 us more, and a
+// pass of the whole workgroup with a barrier waited on the histogram's exchanges, another 0.6 us.
 #define PARTIALS_PER_LANE 8u
 void combine_partials(uint count)
 {
@@ -476,7 +487,8 @@ void combine_partials(uint count)
             [[unroll]] for (uint k = 0u; k < PARTIALS_PER_LANE; k++) {
                 uint i = base + k * gl_SubgroupSize;
                 bool live = i < count;
-                PartialWords w = PartialWords(address_add(pc.scratch, HP_SCRATCH_OFF_PARTIALS + i * HP_SCRATCH_PARTIAL_SIZE));
+                uint offset = HP_SCRATCH_OFF_PARTIALS + i * HP_SCRATCH_PARTIAL_SIZE;
+                PartialWords w = PartialWords(address_add(pc.scratch, offset));
                 pf[k] = live ? w.f : vec4(0.0, 0.0, FLT_INF, 0.0);
                 pn[k] = live ? w.n.x : 0u;
             }
@@ -560,9 +572,7 @@ void main()
     barrier();
     TIMELINE(3);
     ReduceScratch scratch = ReduceScratch(pc.scratch);
-    // The histogram's atomics and the partial's store go out together, and one memory barrier per
-    // thread makes both visible before the arrival counter says the partial is there (one L2 round
-    // trip less on the tail than a barrier after each).
+    // The histogram's atomics and the partial's store go out together; the arrival below orders both.
     flush_histogram();
     if (gl_SubgroupID == 0u) {
         sl = 0.0, sy = 0.0, mn = FLT_INF, mx = 0.0;
@@ -581,7 +591,9 @@ void main()
     }
     // Release and acquire ride on the arrival counter's atomic (thread 0), with the workgroup barriers
     // around it ordering the other invocations' writes before it and their reads after it (the Vulkan
-    // memory model's happens-before is transitive; the partials are coherent, the histogram atomics).
+    // memory model's happens-before is transitive). The partials' store and loads are coherent
+    // (availability and visibility at device scope with each access) and the histogram's updates are
+    // atomics (likewise), so the barriers only have to order them, and workgroup scope suffices.
     // With fences in every invocation instead (memoryBarrierBuffer() before and after), the last
     // workgroup started its combine 0.6 us after its arrival on an H200; now 0.2 us, and the stage is
     // 3% faster at 4K RGBA16F (docs/BENCHMARKS.md).

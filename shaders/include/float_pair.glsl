@@ -34,11 +34,5 @@ vec2 fp_add(vec2 a, float b)
     return fp_fast_two_sum(s.x, lo);
 }
 
-vec2 fp_add(vec2 a, vec2 b)
-{
-    vec2 s = fp_two_sum(a.x, b.x);
-    precise float lo = s.y + (a.y + b.y);
-    return fp_fast_two_sum(s.x, lo);
-}
 
 #endif

@@ -38,8 +38,8 @@
  *     8  float  min_y             over finite pixels; 0 when there are none
  *    12  float  max_y
  *    16  float  sum_log_hi        sum of ln(delta + Y) as an unevaluated float pair (hi + lo), lo the
- *    20  float  sum_log_lo          final combine's compensation; under 1e-4 of the log-average on any
- *                                   frame (DECISIONS 3; the bound: shaders/reduce.comp, combine_partials)
+ *    20  float  sum_log_lo          final combine's compensation; under 1e-4 of the log-average for any
+ *                                   RGBA16F frame (DECISIONS 3; the bound: reduce.comp, combine_partials)
  *    24  float  sum_y_hi          sum of Y, likewise
  *    28  float  sum_y_lo
  *    32  float  log_average       exp(sum_log / finite_count), fp32, for later GPU stages
@@ -67,7 +67,7 @@
 /* Benchmark only (bench_reduce --timeline): after the largest grid's partials, each workgroup's phase
  * times, HP_REDUCE_TIMELINE_POINTS x (device clock, SM clock), 16 bytes each (shaders/reduce.comp). */
 #define HP_SCRATCH_OFF_TIMELINE (HP_SCRATCH_OFF_PARTIALS + HP_REDUCE_MAX_GROUPS * HP_SCRATCH_PARTIAL_SIZE)
-#define HP_REDUCE_TIMELINE_POINTS 12
+#define HP_REDUCE_TIMELINE_POINTS 11
 
 /* --- Colour (algorithms.md 2.1, DECISIONS.md 5) -------------------------------------------------------
  * Linear Rec.709/sRGB primaries, D65 white. XYZ = M * RGB; rows given, full precision, so round trips
