@@ -147,8 +147,8 @@ uvec2 address_add(uvec2 address, uint offset)
 }
 
 #ifdef HP_REDUCE_TIMELINE
-// Point k of this workgroup's timeline, taken by its first invocation: the device clock (nanoseconds,
-// common to all SMs) and the SM's own clock (cycles). HP_REDUCE_TIMELINE_POINTS x 16 bytes per workgroup
+// Point k of this workgroup's timeline, taken by its first invocation: the device clock (common to all
+// SMs; nanoseconds on NVIDIA, the unit is the driver's) and the SM's own clock (cycles). HP_REDUCE_TIMELINE_POINTS x 16 bytes per workgroup
 // after the partials (hp_shared.h).
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Timeline { uvec4 t[]; };
 void timeline_point(uint k)
