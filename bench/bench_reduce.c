@@ -364,6 +364,11 @@ int main(int argc, char **argv)
             {.workgroup_size = 1024, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 1},
             {.workgroup_size = 512, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 2},
             {.workgroup_size = 512, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 3},
+            /* no prefetch at 32 registers: two 1024-wide workgroups per SM fit, 2048 threads as the read
+             * probe has */
+            {.workgroup_size = 1024, .fetches = 4, .fetches_fp16 = 2, .groups_per_sm = 2},
+            {.workgroup_size = 1024, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 2},
+            {.workgroup_size = 512, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 4},
             /* contiguous ranges; the polynomial bin guess */
             {.workgroup_size = 1024, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 1, .prefetch = true, .split = true},
             {.workgroup_size = 1024, .fetches = 4, .fetches_fp16 = 4, .groups_per_sm = 1, .prefetch = true, .bin_guess = 1},
