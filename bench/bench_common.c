@@ -2,6 +2,7 @@
 #include "bench/bench_common.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -218,6 +219,8 @@ void bench_init_with(const char *device, uint32_t max_queries, bool shader_clock
     cfg.device = device;
     cfg.capture_statistics = true;
     cfg.shader_clock = shader_clock;
+    /* tests/bench_smoke.py runs a benchmark as a test: with the validation layer, as every test. */
+    cfg.validation = getenv("HDRPOST_BENCH_VALIDATION") != NULL;
     CHECK(hp_gpu_create(&cfg, &bench_gpu, &bench_err) == HP_OK);
     bench_dev = hp_gpu_device(bench_gpu);
     VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
@@ -243,12 +246,16 @@ void bench_init_with(const char *device, uint32_t max_queries, bool shader_clock
            VK_API_VERSION_PATCH(gi->api_version), gi->subgroup_size, gi->sm_count, date);
 }
 
-void bench_shutdown(void)
+int bench_shutdown(void)
 {
     vkDestroyQueryPool(bench_dev, bench_queries, NULL);
     vkDestroyFence(bench_dev, bench_fence, NULL);
     vkDestroyCommandPool(bench_dev, bench_pool, NULL);
     hp_gpu_destroy(&bench_gpu);
+    uint32_t messages = hp_gpu_validation_messages();
+    if (messages)
+        printf("validation layer: %u messages\n", messages);
+    return messages ? 1 : 0;
 }
 
 void bench_ceilings_begin(bench_ceilings *c, uint32_t runs, double warm_seconds, uint32_t resident_groups)
@@ -266,7 +273,7 @@ void bench_ceilings_begin(bench_ceilings *c, uint32_t runs, double warm_seconds,
     }
     bench_warm_up(warm_seconds, &c->a, &c->b);
     c->cmd_copy_before = bench_measure_copy_bandwidth(runs, &c->a, &c->b, &c->cmd_before);
-    const uint32_t groups[] = {resident_groups, 2048, (uint32_t)(c->a.size / 16 / 1024)};
+    const uint32_t groups[] = {resident_groups, 2048, bench_grid(c->a.size / 16 / 1024)};
     summary ps;
     for (int i = 0; i < 3; i++) {
         double cp = bench_measure_shader_bandwidth(&c->probes[0], true, &c->a, &c->b, groups[i], runs, &ps);

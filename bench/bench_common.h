@@ -61,7 +61,8 @@ bool bench_parse_args(int argc, char **argv, const char *usage, uint32_t quick_r
 void bench_init(const char *device, uint32_t max_queries);
 /* The same, with VK_KHR_shader_clock enabled where the driver has it (bench_reduce --timeline). */
 void bench_init_with(const char *device, uint32_t max_queries, bool shader_clock);
-void bench_shutdown(void);
+/* Destroys what bench_init made; 1 when the validation layer (HDRPOST_BENCH_VALIDATION) reported anything. */
+int bench_shutdown(void);
 
 void bench_begin(void);
 void bench_submit_and_wait(void);
@@ -71,6 +72,10 @@ void bench_barrier_all(void);
 void bench_read_timestamps(uint32_t n, uint64_t *ts);
 /* Milliseconds between timestamp pairs (2i, 2i + 1) for i < runs. */
 void bench_read_durations(uint32_t runs, double *ms);
+/* A 1-D grid of n workgroups, at most 65535: the limit every device allows (maxComputeWorkGroupCount);
+ * the probes and flushes are grid-stride, so fewer groups cover the same bytes. */
+static inline uint32_t bench_grid(uint64_t n) { return n > 65535 ? 65535u : (uint32_t)n; }
+
 /* Sorts v and takes its median (the mean of the middle two for even n; bench_summarize's median is the
  * upper of the two, as its tables always were). */
 double bench_median(double *v, size_t n);

@@ -206,6 +206,5 @@ int main(int argc, char **argv)
         }
     }
     hp_frame_graph_destroy(&graph);
-    bench_shutdown();
-    return 0;
+    return bench_shutdown();
 }

@@ -61,7 +61,7 @@ static void record_flush(flush_mode mode, const hp_buffer *flush, bench_ceilings
         probe_push push = {.src = flush->address, .dst = ceil->b.address, .count = (uint32_t)(flush->size / 16)};
         vkCmdBindPipeline(bench_cmd, VK_PIPELINE_BIND_POINT_COMPUTE, ceil->probes[1].pipeline);
         vkCmdPushConstants(bench_cmd, ceil->probes[1].layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
-        vkCmdDispatch(bench_cmd, (uint32_t)(flush->size / 16 / 1024), 1, 1);
+        vkCmdDispatch(bench_cmd, bench_grid(flush->size / 16 / 1024), 1, 1);
     }
     bench_barrier_all();
 }
@@ -71,7 +71,7 @@ static void record_flush(flush_mode mode, const hp_buffer *flush, bench_ceilings
 static double read_floor_ms(bench_ceilings *ceil, const hp_buffer *frame, const hp_buffer *flush, flush_mode mode,
                             uint32_t resident_groups, uint32_t runs)
 {
-    const uint32_t grids[] = {resident_groups, (uint32_t)((frame->size / 16 + 1023) / 1024)};
+    const uint32_t grids[] = {resident_groups, bench_grid((frame->size / 16 + 1023) / 1024)};
     double best = 1e30;
     double *ms = calloc(runs, sizeof(double));
     for (int g = 0; g < 2; g++) {
@@ -124,7 +124,7 @@ static const char *const tl_names[TL_POINTS] = {
  * on NVIDIA, its %globaltimer): the span printed beside the timestamp queries' duration shows whether the
  * unit holds. The clock reads wait for the values they are placed after (see reduce.comp), which moves
  * the last workgroup's histogram stores after its partial loads: its combine phases are indicative. */
-static void run_timeline(frame *frames, size_t frame_count, uint32_t runs, const hp_buffer *flush,
+static bool run_timeline(frame *frames, size_t frame_count, uint32_t runs, const hp_buffer *flush,
                          bench_ceilings *ceil, flush_mode mode, hp_reduce_config shape, const char *label)
 {
     shape.timeline = true;
@@ -156,7 +156,7 @@ static void run_timeline(frame *frames, size_t frame_count, uint32_t runs, const
     static const int tl_order[TL_POINTS] = {TL_START, TL_SETUP, TL_LOOP0, TL_LOOP, TL_FLUSHED, TL_ARRIVED,
                                             TL_LAST_BEGINS, TL_PARTIALS_IN, TL_HIST_IN, TL_SUMMED, TL_COMBINED};
     char *cells = calloc(frame_count * TL_ROWS, TL_CELL);
-    bool all_ok = true;
+    bool all_ok = true, timeline_ok = true;
     for (size_t fr = 0; fr < frame_count; fr++) {
         uint64_t count = (uint64_t)frames[fr].w * frames[fr].h;
         uint32_t groups = hp_reduce_group_count(reduce, count, frames[fr].format); /* those dispatched */
@@ -196,19 +196,32 @@ static void run_timeline(frame *frames, size_t frame_count, uint32_t runs, const
                       (uint64_t)w[((g) * HP_REDUCE_TIMELINE_POINTS + (k)) * 4 + 1] << 32)
 #define TL_SM(g, k) ((uint64_t)w[((g) * HP_REDUCE_TIMELINE_POINTS + (k)) * 4 + 2] | \
                      (uint64_t)w[((g) * HP_REDUCE_TIMELINE_POINTS + (k)) * 4 + 3] << 32)
-            uint64_t t0 = UINT64_MAX, t_end = 0;
+            /* Device-clock times in ns from workgroup 0's start, in 32-bit differences: lavapipe's clock
+             * wraps at 32 bits, and a dispatch is far shorter than the 2 s that allows. */
+            uint32_t ref = (uint32_t)TL_DEV(0, TL_START);
+#define TL_AT(g, k) ((double)(int32_t)((uint32_t)TL_DEV(g, k) - ref))
+            double t0 = INFINITY, t_end = -INFINITY;
             for (uint32_t g = 0; g < groups; g++)
-                if (TL_DEV(g, TL_START) < t0)
-                    t0 = TL_DEV(g, TL_START);
+                t0 = fmin(t0, TL_AT(g, TL_START));
+            /* Every dispatched workgroup wrote its phases, in program order, and one combined. */
+            uint32_t combined = 0;
+            for (uint32_t g = 0; g < groups; g++) {
+                static const int order[] = {TL_START, TL_SETUP, TL_LOOP0, TL_LOOP, TL_FLUSHED, TL_ARRIVED};
+                bool in_order = TL_DEV(g, TL_START) != 0;
+                for (size_t k = 1; k < sizeof(order) / sizeof(order[0]); k++)
+                    in_order = in_order && TL_AT(g, order[k]) >= TL_AT(g, order[k - 1]);
+                timeline_ok = timeline_ok && in_order;
+                combined += TL_DEV(g, TL_COMBINED) != 0;
+            }
+            timeline_ok = timeline_ok && combined == 1u;
             for (int k = 0; k < TL_POINTS; k++) {
                 uint32_t n = 0;
                 for (uint32_t g = 0; g < groups; g++) {
-                    uint64_t t = TL_DEV(g, k);
-                    if (t == 0) /* the combine: the last workgroup only */
+                    if (TL_DEV(g, k) == 0) /* the combine: the last workgroup only */
                         continue;
-                    tmp[n++] = (double)(t - t0) * 1e-3;
-                    if (t > t_end)
-                        t_end = t;
+                    double t = TL_AT(g, k) - t0;
+                    tmp[n++] = t * 1e-3;
+                    t_end = fmax(t_end, t);
                 }
                 double *e = stat + ((size_t)k * 3) * runs;
                 if (n == 0) {
@@ -219,17 +232,18 @@ static void run_timeline(frame *frames, size_t frame_count, uint32_t runs, const
                 e[i] = tmp[0];
                 e[2 * runs + i] = tmp[n - 1];
             }
-            span[i] = (double)(t_end - t0) * 1e-3;
+            span[i] = t_end * 1e-3;
             double cyc_sum = 0, ns_sum = 0, cmax = 0;
             for (uint32_t g = 0; g < groups; g++) {
                 tmp[g] = (double)(TL_SM(g, TL_LOOP0) - TL_SM(g, TL_SETUP));
                 cmax = fmax(cmax, tmp[g]);
                 cyc_sum += (double)(TL_SM(g, TL_ARRIVED) - TL_SM(g, TL_START));
-                ns_sum += (double)(TL_DEV(g, TL_ARRIVED) - TL_DEV(g, TL_START));
+                ns_sum += TL_AT(g, TL_ARRIVED) - TL_AT(g, TL_START);
             }
             loop_cycles[i] = bench_median(tmp, groups);
             loop_cycles[runs + i] = cmax;
             ghz[i] = ns_sum > 0 ? cyc_sum / ns_sum : NAN;
+#undef TL_AT
 #undef TL_DEV
 #undef TL_SM
         }
@@ -278,6 +292,9 @@ static void run_timeline(frame *frames, size_t frame_count, uint32_t runs, const
     hp_buffer_destroy(bench_gpu, &stats_back);
     if (shape.diag_skip == 0)
         printf("\ncheck against the CPU reference: %s\n", all_ok ? "ok" : "MISMATCH");
+    printf("check of the timeline (every workgroup's phases in order, one combine): %s\n",
+           timeline_ok ? "ok" : "INVALID");
+    return all_ok && timeline_ok;
 }
 
 int main(int argc, char **argv)
@@ -289,6 +306,7 @@ int main(int argc, char **argv)
                           &args, extra, flags))
         return 2;
     bool sweep = flags[0], timeline = flags[1];
+    bool ok = true; /* every result checked against the CPU reference (and the timeline's own check) */
     uint32_t runs = args.runs;
     bool quick = args.quick;
     const char *device = args.device;
@@ -415,15 +433,17 @@ int main(int argc, char **argv)
     bench_ceilings_begin(&ceil, quick ? 4 : 20, quick ? 0.2 : 2.0, resident_256);
     if (timeline) {
         hp_reduce_config shape = HP_REDUCE_CONFIG_DEFAULTS;
-        run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_CLEAN, shape, "default");
-        run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_FILL, shape, "default");
+        ok = run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_CLEAN, shape, "default") && ok;
+        ok = run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_FILL, shape, "default") && ok;
         if (sweep) {
             /* Where the loop's time goes: more bytes per block; no histogram. */
             shape.fetches_fp16 = 4;
-            run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_CLEAN, shape, "4 loads per block for RGBA16F");
+            ok = run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_CLEAN, shape,
+                              "4 loads per block for RGBA16F") && ok;
             shape = (hp_reduce_config)HP_REDUCE_CONFIG_DEFAULTS;
             shape.diag_skip = 1;
-            run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_CLEAN, shape, "no histogram (wrong results)");
+            ok = run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_CLEAN, shape,
+                              "no histogram (wrong results)") && ok;
         }
         printf("\ncopy ceiling in this run: %.0f GB/s\n", bench_ceilings_end(&ceil) / 1e9);
     } else {
@@ -497,6 +517,7 @@ int main(int argc, char **argv)
                        (double)bytes / 1e6, sm.median, sm.p10, sm.p90, gbs, 100.0 * gbs * 1e9 / copy_bw,
                        100.0 * gbs * 1e9 / ceil.shader_read, frames[fr].read_ms, frames[fr].read_fill_ms,
                        frames[fr].read_clean_ms, configs[c].shape.diag_skip ? "n/a" : checks[at] ? "ok" : "MISMATCH");
+                ok = ok && (configs[c].shape.diag_skip || checks[at]);
             }
         }
 
@@ -512,6 +533,5 @@ int main(int argc, char **argv)
     hp_buffer_destroy(bench_gpu, &stats);
     hp_buffer_destroy(bench_gpu, &scratch);
     hp_buffer_destroy(bench_gpu, &readback);
-    bench_shutdown();
-    return 0;
+    return bench_shutdown() || !ok ? 1 : 0;
 }

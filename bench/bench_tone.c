@@ -261,6 +261,5 @@ int main(int argc, char **argv)
     hp_buffer_destroy(bench_gpu, &flush);
     hp_tone_destroy(&tone);
     hp_reduce_destroy(&reduce);
-    bench_shutdown();
-    return 0;
+    return bench_shutdown();
 }
