@@ -53,6 +53,7 @@ static const look looks[] = {
 
 int main(int argc, char **argv)
 {
+    bool all_pass = true; /* every checked image against the CPU reference: the exit status */
     bench_args args = {.runs = 100};
     if (!bench_parse_args(argc, argv, "bench_tone [--runs N] [--quick] [--device D]", 5, &args, NULL, NULL))
         return 2;
@@ -227,6 +228,7 @@ int main(int argc, char **argv)
                     bool sixteen = kind == HP_TONE_OUT_RGBA16;
                     bool pass = (double)same / (double)values >= (sixteen ? 0.99 : 0.999) &&
                                 (double)worse <= (sixteen ? (double)values * 1e-6 : 0.0);
+                    all_pass = all_pass && pass;
                     snprintf(r->check, sizeof(r->check), "%s (%.3f%% same, %zu off by more than 1)",
                              pass ? "ok" : "MISMATCH",
                              100.0 * (double)same / (double)values, worse);
@@ -261,5 +263,5 @@ int main(int argc, char **argv)
     hp_buffer_destroy(bench_gpu, &flush);
     hp_tone_destroy(&tone);
     hp_reduce_destroy(&reduce);
-    return bench_shutdown();
+    return bench_shutdown() || !all_pass ? 1 : 0;
 }
