@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 
+VkDeviceSize bench_ceiling_bytes = 1ull << 30;
 hp_err bench_err;
 hp_gpu *bench_gpu;
 VkDevice bench_dev;
@@ -80,7 +81,7 @@ summary bench_summarize(double *ms, uint32_t n)
     return (summary){ms[n / 2], ms[n / 10], ms[(n * 9) / 10]};
 }
 
-/* Copy bandwidth: a 1 GiB buffer to another, bytes read + written per second. */
+/* Copy bandwidth: a bench_ceiling_bytes buffer to another, bytes read + written per second. */
 static double bench_measure_copy_bandwidth(uint32_t runs, const hp_buffer *a, const hp_buffer *b, summary *s)
 {
     const VkDeviceSize bytes = a->size;
@@ -262,8 +263,10 @@ void bench_ceilings_begin(bench_ceilings *c, uint32_t runs, double warm_seconds,
 {
     memset(c, 0, sizeof(*c));
     c->runs = runs;
-    CHECK(hp_buffer_create(bench_gpu, 1ull << 30, HP_MEM_DEVICE, "bench_copy_src", &c->a, &bench_err) == HP_OK);
-    CHECK(hp_buffer_create(bench_gpu, 1ull << 30, HP_MEM_DEVICE, "bench_copy_dst", &c->b, &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, bench_ceiling_bytes, HP_MEM_DEVICE, "bench_copy_src", &c->a, &bench_err) ==
+          HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, bench_ceiling_bytes, HP_MEM_DEVICE, "bench_copy_dst", &c->b, &bench_err) ==
+          HP_OK);
     for (int m = 0; m < 2; m++) {
         const uint32_t spec[3] = {256, (uint32_t)m, 4};
         hp_compute_desc desc = {.name = m ? "bench_read" : "bench_copy", .spirv = bench_spv_bandwidth,
@@ -302,10 +305,10 @@ double bench_ceilings_end(bench_ceilings *c)
 {
     c->cmd_copy_after = bench_measure_copy_bandwidth(c->runs, &c->a, &c->b, &c->cmd_after);
     double copy_bw = fmax(fmax(c->cmd_copy_before, c->cmd_copy_after), c->shader_copy);
-    printf("\ncopy bandwidth, 1 GiB, bytes read + written: vkCmdCopyBuffer %.1f GB/s before and %.1f GB/s after "
+    printf("\ncopy bandwidth, %.0f MiB, bytes read + written: vkCmdCopyBuffer %.1f GB/s before and %.1f GB/s after "
            "(median %.3f / %.3f ms); shader copy %.1f GB/s. Ceiling used: %.1f GB/s. Read ceiling (shader read "
-           "of 1 GiB): %.1f GB/s.\n",
-           c->cmd_copy_before / 1e9, c->cmd_copy_after / 1e9, c->cmd_before.median, c->cmd_after.median,
+           "of the same): %.1f GB/s.\n",
+           (double)bench_ceiling_bytes / (1 << 20), c->cmd_copy_before / 1e9, c->cmd_copy_after / 1e9, c->cmd_before.median, c->cmd_after.median,
            c->shader_copy / 1e9, copy_bw / 1e9, c->shader_read / 1e9);
     hp_compute_destroy(bench_gpu, &c->probes[0]);
     hp_compute_destroy(bench_gpu, &c->probes[1]);

@@ -16,11 +16,13 @@
  * Every configuration's result is also checked against the CPU reference once (counts, min, max and
  * histogram exact, log-average 1e-4): a fast wrong answer is not a result.
  *
- * Usage: bench_reduce [--runs N] [--quick] [--sweep] [--timeline] [--device D]
- * --quick runs 1080p only with 10 runs (to check the program itself on lavapipe); --sweep adds the launch
- * shapes and code paths the default was chosen from. --timeline instead runs the default with each
- * workgroup writing when it reached each phase (shader clocks), and prints where the time between the
- * first workgroup's start and the last one's end goes. */
+ * Usage: bench_reduce [--runs N] [--quick] [--smoke] [--sweep] [--timeline] [--device D]
+ * --quick runs 1080p only with 10 runs (to check the program itself on lavapipe); --smoke is --quick with
+ * small ceiling and flush buffers (tests/bench_smoke.py). --sweep adds the launch shapes and code paths
+ * the default was chosen from. --timeline instead runs the default with each workgroup writing when it
+ * reached each phase (shader clocks), and prints where the time between the first workgroup's start and
+ * the last one's end goes. The exit status is 1 when a result misses the CPU reference (or the
+ * validation layer, on with HDRPOST_BENCH_VALIDATION, reported anything). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -300,15 +302,17 @@ static bool run_timeline(frame *frames, size_t frame_count, uint32_t runs, const
 int main(int argc, char **argv)
 {
     bench_args args = {.runs = 100};
-    static const char *const extra[] = {"--sweep", "--timeline", NULL};
-    bool flags[2] = {false, false};
-    if (!bench_parse_args(argc, argv, "bench_reduce [--runs N] [--quick] [--sweep] [--timeline] [--device D]", 10,
+    static const char *const extra[] = {"--sweep", "--timeline", "--smoke", NULL};
+    bool flags[3] = {false, false, false};
+    if (!bench_parse_args(argc, argv, "bench_reduce [--runs N] [--quick] [--smoke] [--sweep] [--timeline] [--device D]", 10,
                           &args, extra, flags))
         return 2;
-    bool sweep = flags[0], timeline = flags[1];
+    bool sweep = flags[0], timeline = flags[1], smoke = flags[2];
     bool ok = true; /* every result checked against the CPU reference (and the timeline's own check) */
-    uint32_t runs = args.runs;
-    bool quick = args.quick;
+    uint32_t runs = smoke ? 10 : args.runs;
+    bool quick = args.quick || smoke;
+    if (smoke)
+        bench_ceiling_bytes = 64ull << 20;
     const char *device = args.device;
     uint32_t rounds = quick ? 2 : 5;
     if (runs < 10)
@@ -355,7 +359,8 @@ int main(int argc, char **argv)
     }
 
     hp_buffer flush; /* overwritten between runs: evicts the frame from L2 */
-    CHECK(hp_buffer_create(bench_gpu, 256ull << 20, HP_MEM_DEVICE, "bench_l2_flush", &flush, &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, smoke ? 16ull << 20 : 256ull << 20, HP_MEM_DEVICE, "bench_l2_flush", &flush,
+                           &bench_err) == HP_OK);
     hp_buffer stats, scratch, readback;
     CHECK(hp_buffer_create(bench_gpu, HP_STATS_SIZE, HP_MEM_DEVICE, "bench_stats", &stats, &bench_err) == HP_OK);
     CHECK(hp_buffer_create(bench_gpu, hp_reduce_scratch_size(0), HP_MEM_DEVICE, "bench_scratch", &scratch, &bench_err) == HP_OK);

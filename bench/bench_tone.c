@@ -11,7 +11,9 @@
  * runs evicts the L2), and each configuration's image is checked against the CPU reference at 1080p
  * (99.9% of 8-bit values identical, none off by more than one).
  *
- * Usage: bench_tone [--runs N] [--quick] [--device D] */
+ * Usage: bench_tone [--runs N] [--quick] [--smoke] [--device D]
+ * --smoke: one 320x180 frame per format, 5 runs, the images checked; the exit status says whether every
+ * check passed (tests/bench_smoke.py runs it where the tests run). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,10 +57,15 @@ int main(int argc, char **argv)
 {
     bool all_pass = true; /* every checked image against the CPU reference: the exit status */
     bench_args args = {.runs = 100};
-    if (!bench_parse_args(argc, argv, "bench_tone [--runs N] [--quick] [--device D]", 5, &args, NULL, NULL))
+    static const char *const extra[] = {"--smoke", NULL};
+    bool smoke = false;
+    if (!bench_parse_args(argc, argv, "bench_tone [--runs N] [--quick] [--smoke] [--device D]", 5, &args, extra,
+                          &smoke))
         return 2;
-    uint32_t runs = args.runs;
-    bool quick = args.quick;
+    uint32_t runs = smoke ? 5 : args.runs;
+    bool quick = args.quick || smoke;
+    if (smoke)
+        bench_ceiling_bytes = 64ull << 20;
     const char *device = args.device;
     if (runs < 5)
         runs = 5;
@@ -81,7 +88,8 @@ int main(int argc, char **argv)
                            &bench_err) == HP_OK);
     CHECK(hp_buffer_create(bench_gpu, HP_TONE_STATE_WORDS * 4, HP_MEM_DEVICE, "bench_tone_state", &state,
                            &bench_err) == HP_OK);
-    CHECK(hp_buffer_create(bench_gpu, 256ull << 20, HP_MEM_DEVICE, "bench_l2_flush", &flush, &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, smoke ? 16ull << 20 : 256ull << 20, HP_MEM_DEVICE, "bench_l2_flush", &flush,
+                           &bench_err) == HP_OK);
     bench_begin();
     hp_reduce_init_scratch(reduce, bench_cmd, &scratch);
     bench_submit_and_wait();
@@ -89,9 +97,11 @@ int main(int argc, char **argv)
     bench_ceilings ceil;
     bench_ceilings_begin(&ceil, quick ? 4 : 20, quick ? 0.2 : 2.0, resident);
 
-    static const struct { uint32_t w, h; const char *name; } sizes[] = {
-        {1920, 1080, "1080p"}, {3840, 2160, "4K"}, {7680, 4320, "8K"}};
-    size_t size_count = quick ? 1 : 3;
+    typedef struct frame_size { uint32_t w, h; const char *name; } frame_size;
+    static const frame_size full_sizes[] = {{1920, 1080, "1080p"}, {3840, 2160, "4K"}, {7680, 4320, "8K"}};
+    static const frame_size smoke_sizes[] = {{320, 180, "320x180"}};
+    const frame_size *sizes = smoke ? smoke_sizes : full_sizes;
+    size_t size_count = smoke || quick ? 1 : 3;
     size_t look_count = sizeof(looks) / sizeof(looks[0]);
     typedef struct row {
         const char *size, *format, *look;
