@@ -10,7 +10,8 @@
  * depth a ramp from 0.7 m to 50 m across the width (a 50 mm f/1.4 focused at 3 m: most of the frame at
  * the largest CoC, 32 px, on one side or the other: the gather's worst case).
  *
- * Usage: bench_dof [--runs N] [--quick] [--device D] */
+ * Usage: bench_dof [--runs N] [--quick] [--smoke] [--device D]
+ * --smoke: one 320x180 frame per input, 3 runs, small ceiling buffers (tests/bench_smoke.py). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -92,10 +93,15 @@ static void fill(void *pixels, hp_pixel_format format, float *depth, uint32_t w,
 int main(int argc, char **argv)
 {
     bench_args args = {.runs = 50};
-    if (!bench_parse_args(argc, argv, "bench_dof [--runs N] [--quick] [--device D]", 3, &args, NULL, NULL))
+    static const char *const extra[] = {"--smoke", NULL};
+    bool smoke = false;
+    if (!bench_parse_args(argc, argv, "bench_dof [--runs N] [--quick] [--smoke] [--device D]", 3, &args, extra,
+                          &smoke))
         return 2;
-    uint32_t runs = args.runs;
-    bool quick = args.quick;
+    uint32_t runs = smoke ? 3 : args.runs;
+    bool quick = args.quick || smoke;
+    if (smoke)
+        bench_ceiling_bytes = 64ull << 20;
     const char *device = args.device;
     if (runs < 3)
         runs = 3;
@@ -104,8 +110,10 @@ int main(int argc, char **argv)
     hp_frame_graph *graph;
     CHECK(hp_frame_graph_create(bench_gpu, &graph, &bench_err) == HP_OK);
 
-    static const struct { uint32_t w, h; const char *name; } sizes[] = {
-        {1920, 1080, "1080p"}, {3840, 2160, "4K"}, {7680, 4320, "8K"}};
+    typedef struct frame_size { uint32_t w, h; const char *name; } frame_size;
+    static const frame_size full_sizes[] = {{1920, 1080, "1080p"}, {3840, 2160, "4K"}, {7680, 4320, "8K"}};
+    static const frame_size smoke_sizes[] = {{320, 180, "320x180"}};
+    const frame_size *sizes = smoke ? smoke_sizes : full_sizes;
     size_t size_count = quick ? 1 : 3;
 
     bench_ceilings ceil;

@@ -4,9 +4,10 @@ unseen: their results against the CPU reference, bench_reduce's timeline, and th
 a benchmark turns on when HDRPOST_BENCH_VALIDATION is set. Times are printed as diagnostics only, never
 judged here (performance is measured on the GPU host, docs/BENCHMARKS.md).
 
-Usage: bench_smoke.py BENCH_REDUCE BENCH_TONE"""
+Usage: bench_smoke.py BENCH_REDUCE BENCH_TONE BENCH_DOF"""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -24,7 +25,7 @@ def run(args):
 
 
 def main():
-    bench_reduce, bench_tone = sys.argv[1], sys.argv[2]
+    bench_reduce, bench_tone, bench_dof = sys.argv[1], sys.argv[2], sys.argv[3]
 
     rc, out, lines = run([bench_reduce, "--smoke", "--timeline"])
     harness.point("bench_reduce --smoke --timeline exits 0", rc == 0, out)
@@ -48,6 +49,18 @@ def main():
                   len(rows) >= 2 and len(checked) == len(rows), "\n".join(rows) or out)
     validation = [l for l in lines if "validation" in l.lower()]
     harness.point("bench_tone: validation layer reported nothing", not validation, "\n".join(validation))
+
+    rc, out, lines = run([bench_dof, "--smoke"])
+    harness.point("bench_dof --smoke exits 0", rc == 0, out)
+    rows = [l for l in lines if l.startswith("| 320x180 |")]
+    harness.point("bench_dof: every configuration ran on both inputs (5 x 2 rows)", len(rows) == 10,
+                  "\n".join(rows) or out)
+    sprites = [re.search(r"\| (\d+) of (\d+) \|$", l) for l in rows if "bokeh" in l]
+    harness.point("bench_dof: the bokeh configurations drew every sprite they found",
+                  len(sprites) == 4 and all(m and m.group(1) == m.group(2) and int(m.group(1)) > 0 for m in sprites),
+                  "\n".join(l for l in rows if "bokeh" in l) or out)
+    validation = [l for l in lines if "validation" in l.lower()]
+    harness.point("bench_dof: validation layer reported nothing", not validation, "\n".join(validation))
 
     print(f"1..{harness.count()}")
     return 0
