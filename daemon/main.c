@@ -176,10 +176,12 @@ static void warm_failed(warm_wait *w, hp_code code, const hp_err *err)
     pthread_mutex_unlock(&w->lock);
 }
 
+/* The job's host blocks are released by warm_up once every warm frame has finished: a block released
+ * here could be taken again by the next frame's image, and the pool would keep one image block, not the
+ * two that two frames in flight need (it did, on a loaded machine). */
 static void warm_finish(hp_job *job)
 {
     warm_wait *w = job->user;
-    hp_job_release(job);
     if (job->code != HP_OK)
         warm_failed(w, job->code, &job->err);
     pthread_mutex_lock(&w->lock);
@@ -241,9 +243,9 @@ static void warm_up(hp_worker *worker, hp_host_pool *pool, uint32_t width, uint3
         if (!hp_worker_submit(worker, &jobs[submitted]))
             break;
     }
-    for (unsigned k = submitted; k < prepared; k++)
-        hp_job_release(&jobs[k]);
     warm_wait_for(&w, submitted);
+    for (unsigned k = 0; k < prepared; k++)
+        hp_job_release(&jobs[k]);
     warm_body_buffer((size_t)width * height * 4);
     warm_body_buffer(bytes + ((size_t)1 << 20));
     if (w.code != HP_OK || submitted < FRAMES)
