@@ -401,12 +401,16 @@ int main(int argc, char **argv)
     }
     /* The default again, each run after a flush that leaves no dirty lines in L2 (flush_mode). */
     configs[config_count++] = (config){.shape = def, .clean_flush = true};
-    static const uint32_t ablations[] = {1, 2, 4, 8, 11};
+    static const uint32_t ablations[] = {1, 2, 4, 8, 11, 16};
     for (size_t i = 0; i < sizeof(ablations) / sizeof(ablations[0]); i++) {
         hp_reduce_config a = def;
         a.diag_skip = ablations[i];
         configs[config_count++] = (config){.shape = a};
     }
+    /* The bound of both variants (their first pass and its workgroup's end, nothing after), clean flush. */
+    hp_reduce_config bound = def;
+    bound.diag_skip = 16;
+    configs[config_count++] = (config){.shape = bound, .clean_flush = true};
     if (quick)
         config_count = 2;
     if (timeline) /* it makes its own */
@@ -507,18 +511,19 @@ int main(int argc, char **argv)
                 size_t c = cell / 2, at = fr * config_count * 2 + cell;
                 summary sm = bench_summarize(all + at * runs, runs);
                 double gbs = (double)bytes / (sm.median * 1e-3) / 1e9;
-                static const char *const ablation[16] = {
+                static const char *const ablation[32] = {
                     [1] = ", no histogram", [2] = ", no log sum", [3] = ", no histogram or log",
-                    [4] = ", no bin settling", [8] = ", no final combine", [11] = ", no histogram, log or combine"};
+                    [4] = ", no bin settling", [8] = ", no final combine", [11] = ", no histogram, log or combine",
+                    [16] = ", no arrival or combine"};
                 char label[128];
                 shape_label(&configs[c].shape, frames[fr].format, label, sizeof(label));
                 printf("| %s | %s | %s | %s%s%s%s | %.1f | %.4f | %.4f-%.4f | %.0f | %.0f%% | %.0f%% | "
                        "%.4f / %.4f / %.4f | %s |\n",
                        frames[fr].name, hp_pixel_format_name(frames[fr].format),
                        hp_reduce_variant_name((hp_reduce_variant)(cell % 2)), label,
-                       c == 0 || configs[c].clean_flush ? " (default)" : "",
+                       c == 0 || (configs[c].clean_flush && !configs[c].shape.diag_skip) ? " (default)" : "",
                        configs[c].clean_flush ? ", clean flush" : "",
-                       ablation[configs[c].shape.diag_skip & 15] ? ablation[configs[c].shape.diag_skip & 15] : "",
+                       ablation[configs[c].shape.diag_skip & 31] ? ablation[configs[c].shape.diag_skip & 31] : "",
                        (double)bytes / 1e6, sm.median, sm.p10, sm.p90, gbs, 100.0 * gbs * 1e9 / copy_bw,
                        100.0 * gbs * 1e9 / ceil.shader_read, frames[fr].read_ms, frames[fr].read_fill_ms,
                        frames[fr].read_clean_ms, configs[c].shape.diag_skip ? "n/a" : checks[at] ? "ok" : "MISMATCH");

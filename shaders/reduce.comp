@@ -49,7 +49,8 @@ layout(constant_id = 1) const uint FETCHES = 4;        // 16-byte loads in fligh
 layout(constant_id = 2) const bool INPUT_FP16 = false; // RGBA16F (two pixels per 16-byte load) or RGBA32F
 // Benchmark-only ablation (bench/bench_reduce.c shows where the time goes); 0 in the daemon, and the
 // specialised code carries no trace of it. 1: no histogram, 2: no log sum, 4: no exact bin settling,
-// 8: no final combine of the partials.
+// 8: no final combine of the partials, 16: neither the arrival nor the combine (the single dispatch's
+// workgroups end after their partials; the two-pass form's second dispatch does nothing).
 layout(constant_id = 3) const uint DIAG_SKIP = 0;
 // Software pipelining of the loads (see the notes above).
 layout(constant_id = 4) const bool PREFETCH = true;
@@ -466,7 +467,7 @@ void flush_histogram()
 #define PARTIALS_PER_LANE 8u
 void combine_partials(uint count)
 {
-    if ((DIAG_SKIP & 8u) != 0u)
+    if ((DIAG_SKIP & 24u) != 0u)
         return;
     uint tid = gl_LocalInvocationIndex;
     ReduceScratch scratch = ReduceScratch(pc.scratch);
@@ -589,6 +590,8 @@ void main()
         if (subgroupElect())
             scratch.partials[gl_WorkGroupID.x] = Partial(sl, sy, mn, mx, s_hist[HIST_NONFINITE], 0u, 0u, 0u);
     }
+    if ((DIAG_SKIP & 16u) != 0u)
+        return;
     // Release and acquire ride on the arrival counter's atomic (thread 0), with the workgroup barriers
     // around it ordering the other invocations' writes before it and their reads after it (the Vulkan
     // memory model's happens-before is transitive). The partials' store and loads are coherent
