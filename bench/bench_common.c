@@ -259,6 +259,14 @@ int bench_shutdown(void)
     return messages ? 1 : 0;
 }
 
+void bench_probe_create(hp_compute *out, const char *name, bool copy, uint32_t workgroup_size, uint32_t fetches)
+{
+    const uint32_t spec[3] = {workgroup_size, copy ? 0u : 1u, fetches};
+    hp_compute_desc desc = {.name = name, .spirv = bench_spv_bandwidth, .spirv_size = sizeof(bench_spv_bandwidth),
+                            .push_constant_size = sizeof(probe_push), .spec_values = spec, .spec_count = 3};
+    CHECK(hp_compute_create(bench_gpu, &desc, out, &bench_err) == HP_OK);
+}
+
 void bench_ceilings_begin(bench_ceilings *c, uint32_t runs, double warm_seconds, uint32_t resident_groups)
 {
     memset(c, 0, sizeof(*c));
@@ -267,13 +275,8 @@ void bench_ceilings_begin(bench_ceilings *c, uint32_t runs, double warm_seconds,
           HP_OK);
     CHECK(hp_buffer_create(bench_gpu, bench_ceiling_bytes, HP_MEM_DEVICE, "bench_copy_dst", &c->b, &bench_err) ==
           HP_OK);
-    for (int m = 0; m < 2; m++) {
-        const uint32_t spec[3] = {256, (uint32_t)m, 4};
-        hp_compute_desc desc = {.name = m ? "bench_read" : "bench_copy", .spirv = bench_spv_bandwidth,
-                                .spirv_size = sizeof(bench_spv_bandwidth), .push_constant_size = sizeof(probe_push),
-                                .spec_values = spec, .spec_count = 3};
-        CHECK(hp_compute_create(bench_gpu, &desc, &c->probes[m], &bench_err) == HP_OK);
-    }
+    bench_probe_create(&c->probes[0], "bench_copy", true, 256, 4);
+    bench_probe_create(&c->probes[1], "bench_read", false, 256, 4);
     bench_warm_up(warm_seconds, &c->a, &c->b);
     c->cmd_copy_before = bench_measure_copy_bandwidth(runs, &c->a, &c->b, &c->cmd_before);
     const uint32_t groups[] = {resident_groups, 2048, bench_grid(c->a.size / 16 / 1024)};

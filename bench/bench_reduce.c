@@ -40,6 +40,7 @@ typedef struct frame {
     hp_lum_stats want;
     double read_ms; /* the read probe over this frame's bytes: the floor for a kernel that reads it once */
     double read_fill_ms, read_clean_ms; /* the same after each flush (flush_mode) */
+    double read_shape_ms[2]; /* the read probe in the default's launch shape, x1 and x2 its loads, clean flush */
 } frame;
 
 typedef struct config {
@@ -68,6 +69,30 @@ static void record_flush(flush_mode mode, const hp_buffer *flush, bench_ceilings
     bench_barrier_all();
 }
 
+/* Median time of the read probe `probe` with `groups` workgroups over a frame, each run after the flush. */
+static double probe_ms(bench_ceilings *ceil, const hp_compute *probe, uint32_t groups, const hp_buffer *frame,
+                       const hp_buffer *flush, flush_mode mode, uint32_t runs)
+{
+    double *ms = calloc(runs, sizeof(double));
+    probe_push push = {.src = frame->address, .dst = ceil->b.address, .count = (uint32_t)(frame->size / 16)};
+    bench_begin();
+    vkCmdResetQueryPool(bench_cmd, bench_queries, 0, 2 * runs);
+    for (uint32_t i = 0; i < runs; i++) {
+        record_flush(mode, flush, ceil, i);
+        vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i);
+        vkCmdBindPipeline(bench_cmd, VK_PIPELINE_BIND_POINT_COMPUTE, probe->pipeline);
+        vkCmdPushConstants(bench_cmd, probe->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+        vkCmdDispatch(bench_cmd, groups, 1, 1);
+        vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i + 1);
+        bench_barrier_all();
+    }
+    bench_submit_and_wait();
+    bench_read_durations(runs, ms);
+    double median = bench_summarize(ms, runs).median;
+    free(ms);
+    return median;
+}
+
 /* The read probe over a frame, each run after the given flush: the floor for a kernel that reads the
  * frame once under the same conditions as the stage (best of two grids, median of `runs`). */
 static double read_floor_ms(bench_ceilings *ceil, const hp_buffer *frame, const hp_buffer *flush, flush_mode mode,
@@ -75,25 +100,8 @@ static double read_floor_ms(bench_ceilings *ceil, const hp_buffer *frame, const 
 {
     const uint32_t grids[] = {resident_groups, bench_grid((frame->size / 16 + 1023) / 1024)};
     double best = 1e30;
-    double *ms = calloc(runs, sizeof(double));
-    for (int g = 0; g < 2; g++) {
-        probe_push push = {.src = frame->address, .dst = ceil->b.address, .count = (uint32_t)(frame->size / 16)};
-        bench_begin();
-        vkCmdResetQueryPool(bench_cmd, bench_queries, 0, 2 * runs);
-        for (uint32_t i = 0; i < runs; i++) {
-            record_flush(mode, flush, ceil, i);
-            vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i);
-            vkCmdBindPipeline(bench_cmd, VK_PIPELINE_BIND_POINT_COMPUTE, ceil->probes[1].pipeline);
-            vkCmdPushConstants(bench_cmd, ceil->probes[1].layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
-            vkCmdDispatch(bench_cmd, grids[g], 1, 1);
-            vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i + 1);
-            bench_barrier_all();
-        }
-        bench_submit_and_wait();
-        bench_read_durations(runs, ms);
-        best = fmin(best, bench_summarize(ms, runs).median);
-    }
-    free(ms);
+    for (int g = 0; g < 2; g++)
+        best = fmin(best, probe_ms(ceil, &ceil->probes[1], grids[g], frame, flush, mode, runs));
     return best;
 }
 
@@ -463,6 +471,27 @@ int main(int argc, char **argv)
             frames[fr].read_clean_ms =
                 read_floor_ms(&ceil, &frames[fr].input, &flush, FLUSH_CLEAN, resident_256, per_round);
         }
+        /* The read probe again, in the default's launch shape (its workgroup size and grid, its loads per
+         * block, and twice that: the bytes the prefetch keeps in flight): how much of the stage's distance
+         * from the floor is the shape itself, before any arithmetic, histogram or end. */
+        const hp_reduce_config *d = &configs[0].shape;
+        for (int f = 0; f < 2; f++) {
+            uint32_t fetches = f == HP_PIXEL_RGBA16F && d->fetches_fp16 ? d->fetches_fp16 : d->fetches;
+            hp_compute probes[2];
+            bench_probe_create(&probes[0], "bench_read_shape", false, d->workgroup_size, fetches);
+            bench_probe_create(&probes[1], "bench_read_shape_x2", false, d->workgroup_size, 2 * fetches);
+            for (size_t fr = 0; fr < frame_count; fr++) {
+                if (frames[fr].format != (hp_pixel_format)f)
+                    continue;
+                uint32_t groups = hp_reduce_group_count(configs[0].reduce, (uint64_t)frames[fr].w * frames[fr].h,
+                                                        frames[fr].format);
+                for (int p = 0; p < 2; p++)
+                    frames[fr].read_shape_ms[p] = probe_ms(&ceil, &probes[p], groups, &frames[fr].input, &flush,
+                                                           FLUSH_CLEAN, per_round);
+            }
+            hp_compute_destroy(bench_gpu, &probes[0]);
+            hp_compute_destroy(bench_gpu, &probes[1]);
+        }
 
         printf("| size | format | variant | wg x fetches, groups, loop | MB read | median ms | p10-p90 ms | GB/s | "
                "of copy bw | of read bw | read floor ms: no flush / fill / clean | check |\n");
@@ -529,6 +558,17 @@ int main(int argc, char **argv)
                        frames[fr].read_clean_ms, configs[c].shape.diag_skip ? "n/a" : checks[at] ? "ok" : "MISMATCH");
                 ok = ok && (configs[c].shape.diag_skip || checks[at]);
             }
+        }
+        printf("\nThe read probe (no arithmetic) after the clean flush: in its best grid of 256 x 4 loads, and in "
+               "the default's workgroup size and grid with its loads per block and twice that (the prefetch's):\n\n"
+               "| size | format | best grid, ms | default's shape, ms | of copy bw | twice the loads, ms | of copy bw |\n"
+               "|---|---|---|---|---|---|---|\n");
+        for (size_t fr = 0; fr < frame_count; fr++) {
+            double bytes = (double)frames[fr].w * frames[fr].h * hp_pixel_format_size(frames[fr].format);
+            printf("| %s | %s | %.4f | %.4f | %.0f%% | %.4f | %.0f%% |\n", frames[fr].name,
+                   hp_pixel_format_name(frames[fr].format), frames[fr].read_clean_ms, frames[fr].read_shape_ms[0],
+                   100.0 * bytes / (frames[fr].read_shape_ms[0] * 1e-3) / copy_bw, frames[fr].read_shape_ms[1],
+                   100.0 * bytes / (frames[fr].read_shape_ms[1] * 1e-3) / copy_bw);
         }
 
         free(ms);
