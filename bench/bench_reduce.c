@@ -16,12 +16,13 @@
  * Every configuration's result is also checked against the CPU reference once (counts, min, max and
  * histogram exact, log-average 1e-4): a fast wrong answer is not a result.
  *
- * Usage: bench_reduce [--runs N] [--quick] [--smoke] [--sweep] [--timeline] [--device D]
+ * Usage: bench_reduce [--runs N] [--quick] [--smoke] [--sweep] [--timeline] [--after-upload] [--device D]
  * --quick runs 1080p only with 10 runs (to check the program itself on lavapipe); --smoke is --quick with
  * small ceiling and flush buffers (tests/bench_smoke.py). --sweep adds the launch shapes and code paths
  * the default was chosen from. --timeline instead runs the default with each workgroup writing when it
  * reached each phase (shader clocks), and prints where the time between the first workgroup's start and
- * the last one's end goes. The exit status is 1 when a result misses the CPU reference (or the
+ * the last one's end goes. --after-upload instead times the default right after the frame's upload from
+ * host memory (the daemon's order), with the upload front to back and back to front. The exit status is 1 when a result misses the CPU reference (or the
  * validation layer, on with HDRPOST_BENCH_VALIDATION, reported anything). */
 #include <math.h>
 #include <stdint.h>
@@ -41,6 +42,7 @@ typedef struct frame {
     double read_ms; /* the read probe over this frame's bytes: the floor for a kernel that reads it once */
     double read_fill_ms, read_clean_ms; /* the same after each flush (flush_mode) */
     double read_shape_ms[2]; /* the read probe in the default's launch shape, x1 and x2 its loads, clean flush */
+    hp_buffer staging;       /* --after-upload: the frame in host memory, uploaded before every run */
 } frame;
 
 typedef struct config {
@@ -307,15 +309,86 @@ static bool run_timeline(frame *frames, size_t frame_count, uint32_t runs, const
     return all_ok && timeline_ok;
 }
 
+/* --after-upload: the default single dispatch right after its frame was copied from host memory, as in
+ * the daemon (the upload's last part goes in the frame's own command buffer, hp_frame_graph). The upload
+ * writes through L2, so part of the frame is still there, dirty, when the reduction starts; which part
+ * depends on the order of the upload. Each run uploads the whole frame, front to back in one copy or in
+ * 16 parts from the last to the first (barriers between them), then times the reduction alone. No flush:
+ * the upload sets the L2's state. Checked against the CPU reference like every other mode. */
+static bool run_after_upload(frame *frames, size_t frame_count, uint32_t runs, uint32_t per_round, hp_reduce *reduce,
+                             const hp_buffer *stats, const hp_buffer *scratch, const hp_buffer *readback)
+{
+    enum { PARTS = 16 };
+    bool ok = true;
+    double *all = calloc(runs, sizeof(double));
+    printf("The default right after its frame's upload from host memory (no other flush), median of %u runs:\n\n"
+           "| size | format | MB read | upload front to back, ms | upload back to front, ms | check |\n"
+           "|---|---|---|---|---|---|\n",
+           runs);
+    for (size_t fr = 0; fr < frame_count; fr++) {
+        uint64_t count = (uint64_t)frames[fr].w * frames[fr].h;
+        VkDeviceSize bytes = count * hp_pixel_format_size(frames[fr].format);
+        double median[2];
+        bool match = true;
+        for (int order = 0; order < 2; order++) {
+            for (uint32_t done = 0; done < runs; done += per_round) {
+                hp_reduce_params params = HP_REDUCE_PARAMS_DEFAULTS;
+                hp_reduce_io io = {.pixels = frames[fr].input.address, .pixel_count = count,
+                                   .format = frames[fr].format, .stats = stats, .scratch = scratch};
+                bench_begin();
+                vkCmdResetQueryPool(bench_cmd, bench_queries, 0, 2 * per_round);
+                for (uint32_t i = 0; i < per_round; i++) {
+                    if (order == 0) {
+                        VkBufferCopy all_of_it = {.size = bytes};
+                        vkCmdCopyBuffer(bench_cmd, frames[fr].staging.buffer, frames[fr].input.buffer, 1, &all_of_it);
+                    } else {
+                        VkDeviceSize part = (bytes / PARTS + 15) & ~(VkDeviceSize)15;
+                        for (int k = PARTS - 1; k >= 0; k--) {
+                            VkDeviceSize at = (VkDeviceSize)k * part;
+                            if (at >= bytes)
+                                continue;
+                            VkBufferCopy region = {.srcOffset = at, .dstOffset = at,
+                                                   .size = at + part > bytes ? bytes - at : part};
+                            vkCmdCopyBuffer(bench_cmd, frames[fr].staging.buffer, frames[fr].input.buffer, 1,
+                                            &region);
+                            bench_barrier_all();
+                        }
+                    }
+                    bench_barrier_all();
+                    vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i);
+                    hp_reduce_record(reduce, bench_cmd, &io, &params);
+                    vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i + 1);
+                    bench_barrier_all();
+                }
+                VkBufferCopy down = {.size = HP_STATS_SIZE};
+                vkCmdCopyBuffer(bench_cmd, stats->buffer, readback->buffer, 1, &down);
+                bench_barrier_all();
+                bench_submit_and_wait();
+                bench_read_durations(per_round, all + done);
+                hp_buffer_invalidate(bench_gpu, readback);
+                hp_lum_stats got;
+                hp_reduce_decode_stats(readback->mapped, count, &got);
+                match = match && bench_stats_match(&got, &frames[fr].want);
+            }
+            median[order] = bench_summarize(all, runs).median;
+        }
+        printf("| %s | %s | %.1f | %.4f | %.4f | %s |\n", frames[fr].name, hp_pixel_format_name(frames[fr].format),
+               (double)bytes / 1e6, median[0], median[1], match ? "ok" : "MISMATCH");
+        ok = ok && match;
+    }
+    free(all);
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
     bench_args args = {.runs = 100};
-    static const char *const extra[] = {"--sweep", "--timeline", "--smoke", NULL};
-    bool flags[3] = {false, false, false};
-    if (!bench_parse_args(argc, argv, "bench_reduce [--runs N] [--quick] [--smoke] [--sweep] [--timeline] [--device D]", 10,
+    static const char *const extra[] = {"--sweep", "--timeline", "--smoke", "--after-upload", NULL};
+    bool flags[4] = {false, false, false, false};
+    if (!bench_parse_args(argc, argv, "bench_reduce [--runs N] [--quick] [--smoke] [--sweep] [--timeline] [--after-upload] [--device D]", 10,
                           &args, extra, flags))
         return 2;
-    bool sweep = flags[0], timeline = flags[1], smoke = flags[2];
+    bool sweep = flags[0], timeline = flags[1], smoke = flags[2], after_upload = flags[3];
     bool ok = true; /* every result checked against the CPU reference (and the timeline's own check) */
     uint32_t runs = smoke ? 10 : args.runs;
     bool quick = args.quick || smoke;
@@ -341,7 +414,7 @@ int main(int argc, char **argv)
     static const struct { uint32_t w, h; const char *name; } sizes[] = {
         {1920, 1080, "1080p"}, {3840, 2160, "4K"}, {7680, 4320, "8K"}};
     size_t size_count = quick ? 1 : 3;
-    frame frames[6];
+    frame frames[6] = {0};
     size_t frame_count = 0;
     for (size_t z = 0; z < size_count; z++) {
         for (int f = 0; f < 2; f++) {
@@ -362,7 +435,10 @@ int main(int argc, char **argv)
             vkCmdCopyBuffer(bench_cmd, staging.buffer, fr->input.buffer, 1, &region);
             bench_barrier_all();
             bench_submit_and_wait();
-            hp_buffer_destroy(bench_gpu, &staging);
+            if (after_upload)
+                fr->staging = staging;
+            else
+                hp_buffer_destroy(bench_gpu, &staging);
         }
     }
 
@@ -423,6 +499,8 @@ int main(int argc, char **argv)
         config_count = 2;
     if (timeline) /* it makes its own */
         config_count = 0;
+    if (after_upload) /* the default only */
+        config_count = 1;
     bench_begin();
     for (size_t c = 0; c < config_count; c++) {
         CHECK(hp_reduce_create(bench_gpu, &configs[c].shape, &configs[c].reduce, &bench_err) == HP_OK);
@@ -448,7 +526,11 @@ int main(int argc, char **argv)
 
     bench_ceilings ceil;
     bench_ceilings_begin(&ceil, quick ? 4 : 20, quick ? 0.2 : 2.0, resident_256);
-    if (timeline) {
+    if (after_upload) {
+        ok = run_after_upload(frames, frame_count, runs, per_round, configs[0].reduce, &stats, &scratch, &readback) &&
+             ok;
+        printf("\ncopy ceiling in this run: %.0f GB/s\n", bench_ceilings_end(&ceil) / 1e9);
+    } else if (timeline) {
         hp_reduce_config shape = HP_REDUCE_CONFIG_DEFAULTS;
         ok = run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_CLEAN, shape, "default") && ok;
         ok = run_timeline(frames, frame_count, runs, &flush, &ceil, FLUSH_FILL, shape, "default") && ok;
@@ -577,8 +659,10 @@ int main(int argc, char **argv)
     }
     for (size_t c = 0; c < config_count; c++)
         hp_reduce_destroy(&configs[c].reduce);
-    for (size_t fr = 0; fr < frame_count; fr++)
+    for (size_t fr = 0; fr < frame_count; fr++) {
         hp_buffer_destroy(bench_gpu, &frames[fr].input);
+        hp_buffer_destroy(bench_gpu, &frames[fr].staging);
+    }
     hp_buffer_destroy(bench_gpu, &flush);
     hp_buffer_destroy(bench_gpu, &stats);
     hp_buffer_destroy(bench_gpu, &scratch);

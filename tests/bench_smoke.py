@@ -1,6 +1,7 @@
 """The benchmark programs run on the GPU host, not in CI; this runs their --smoke modes (small buffers,
 few runs) once on whatever device the tests use (lavapipe in CI), so the benchmarks' own code cannot rot
-unseen: their results against the CPU reference, bench_reduce's timeline, and the validation layer, which
+unseen: their results against the CPU reference (bench_reduce's table, timeline and --after-upload modes,
+bench_tone, bench_dof), the timeline's consistency, and the validation layer, which
 a benchmark turns on when HDRPOST_BENCH_VALIDATION is set. Times are printed as diagnostics only, never
 judged here (performance is measured on the GPU host, docs/BENCHMARKS.md).
 
@@ -40,6 +41,26 @@ def main():
     for l in lines:
         if l.startswith("| dispatch") or l.startswith("| first start"):
             print(f"# {l}")
+
+    rc, out, lines = run([bench_reduce, "--smoke"])
+    harness.point("bench_reduce --smoke (the table) exits 0", rc == 0, out)
+    rows = [l for l in lines if l.startswith("| 1080p |") and "prefetch" in l]
+    harness.point("bench_reduce: every configuration's statistics match the CPU reference (2 formats x 2 variants"
+                  " x 2 flushes)", len(rows) == 8 and all(l.endswith("| ok |") for l in rows), "\n".join(rows) or out)
+    shape = [l for l in lines if re.match(r"\| 1080p \| rgba(16|32)f \| [0-9.]+ \| [0-9.]+ \| \d+% \|", l)]
+    harness.point("bench_reduce: the read probe ran in the default's launch shape for both formats", len(shape) == 2,
+                  "\n".join(shape) or out)
+    validation = [l for l in lines if "validation" in l.lower()]
+    harness.point("bench_reduce (the table): validation layer reported nothing", not validation, "\n".join(validation))
+
+    rc, out, lines = run([bench_reduce, "--smoke", "--after-upload"])
+    harness.point("bench_reduce --smoke --after-upload exits 0", rc == 0, out)
+    rows = [l for l in lines if l.startswith("| 1080p |")]
+    harness.point("bench_reduce --after-upload: both formats' statistics match the CPU reference after either upload",
+                  len(rows) == 2 and all(l.endswith("| ok |") for l in rows), "\n".join(rows) or out)
+    validation = [l for l in lines if "validation" in l.lower()]
+    harness.point("bench_reduce --after-upload: validation layer reported nothing", not validation,
+                  "\n".join(validation))
 
     rc, out, lines = run([bench_tone, "--smoke"])
     harness.point("bench_tone --smoke exits 0", rc == 0, out)
