@@ -153,8 +153,14 @@ void flag_translucent(ToneState ts, bool translucent)
 // repeat (the padding of the planes). Y' is dithered as the RGB output would be; Cb and Cr, means of
 // four pixels, are not. (An invocation per 8 x 2 block, whole words without shared memory, took 1.3-1.5
 // times as long as the RGBA8 pass: fewer invocations, each reading with a stride.)
-shared uint s_y[16 * 64], s_a[16 * 64]; // a byte per entry
-shared uint s_u[8 * 32], s_v[8 * 32];
+// Sized by the specialization: every other output kind gets one-word arrays, because a driver may keep
+// what a module declares whether or not the specialised code reads it. With the 10 KiB declared at full
+// size for every kind, the RGBA8 pass took 0.087 ms instead of 0.062 on a 4K RGBA16F frame on the H200
+// (docs/BENCHMARKS.md, "A regression, found and fixed in session 7").
+const uint YUV_PIXELS = OUTPUT_KIND == 3u ? 16u * 64u : 1u;
+const uint YUV_CHROMA = OUTPUT_KIND == 3u ? 8u * 32u : 1u;
+shared uint s_y[YUV_PIXELS], s_a[YUV_PIXELS]; // a byte per entry
+shared uint s_u[YUV_CHROMA], s_v[YUV_CHROMA];
 
 void yuv_block(ToneParams tp, ToneState ts)
 {
