@@ -144,19 +144,24 @@ static const uint32_t bench_spv_bandwidth[] =
     ;
 
 
+void bench_record_probe(const hp_compute *probe, const hp_buffer *src, const hp_buffer *dst, uint32_t groups)
+{
+    probe_push push = {.src = src->address, .dst = dst->address, .count = (uint32_t)(src->size / 16)};
+    vkCmdBindPipeline(bench_cmd, VK_PIPELINE_BIND_POINT_COMPUTE, probe->pipeline);
+    vkCmdPushConstants(bench_cmd, probe->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+    vkCmdDispatch(bench_cmd, groups, 1, 1);
+}
+
 /* Shader bandwidth: MODE 0 copies src to dst, MODE 1 only reads src (shaders/bench_bandwidth.comp).
  * Returns bytes moved per second: read + written for a copy, read for a read. */
 static double bench_measure_shader_bandwidth(const hp_compute *probe, bool copy, const hp_buffer *src, const hp_buffer *dst,
                                        uint32_t groups, uint32_t runs, summary *s)
 {
-    probe_push push = {.src = src->address, .dst = dst->address, .count = (uint32_t)(src->size / 16)};
     bench_begin();
     vkCmdResetQueryPool(bench_cmd, bench_queries, 0, 2 * runs);
     for (uint32_t i = 0; i < runs; i++) {
         vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i);
-        vkCmdBindPipeline(bench_cmd, VK_PIPELINE_BIND_POINT_COMPUTE, probe->pipeline);
-        vkCmdPushConstants(bench_cmd, probe->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
-        vkCmdDispatch(bench_cmd, groups, 1, 1);
+        bench_record_probe(probe, src, dst, groups);
         vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i + 1);
         bench_barrier_all();
     }

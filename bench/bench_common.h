@@ -104,6 +104,8 @@ extern VkDeviceSize bench_ceiling_bytes;
 /* A bandwidth probe (shaders/bench_bandwidth.comp): copy, or read only; grid-stride blocks of
  * workgroup_size x fetches 16-byte loads. */
 void bench_probe_create(hp_compute *out, const char *name, bool copy, uint32_t workgroup_size, uint32_t fetches);
+/* Records the probe over all of src (a copy writes dst; a read writes dst only if its sum is impossible). */
+void bench_record_probe(const hp_compute *probe, const hp_buffer *src, const hp_buffer *dst, uint32_t groups);
 /* Allocates, warms the GPU up for `warm_seconds`, measures the "before" figures and prints the probes. */
 void bench_ceilings_begin(bench_ceilings *c, uint32_t runs, double warm_seconds, uint32_t resident_groups);
 /* Measures the "after" copy, prints the summary line, frees. Returns the copy ceiling: the best copy. */

@@ -63,10 +63,7 @@ static void record_flush(flush_mode mode, const hp_buffer *flush, bench_ceilings
     if (mode == FLUSH_FILL) {
         vkCmdFillBuffer(bench_cmd, flush->buffer, 0, VK_WHOLE_SIZE, i);
     } else if (mode == FLUSH_CLEAN) {
-        probe_push push = {.src = flush->address, .dst = ceil->b.address, .count = (uint32_t)(flush->size / 16)};
-        vkCmdBindPipeline(bench_cmd, VK_PIPELINE_BIND_POINT_COMPUTE, ceil->probes[1].pipeline);
-        vkCmdPushConstants(bench_cmd, ceil->probes[1].layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
-        vkCmdDispatch(bench_cmd, bench_grid(flush->size / 16 / 1024), 1, 1);
+        bench_record_probe(&ceil->probes[1], flush, &ceil->b, bench_grid(flush->size / 16 / 1024));
     }
     bench_barrier_all();
 }
@@ -76,15 +73,12 @@ static double probe_ms(bench_ceilings *ceil, const hp_compute *probe, uint32_t g
                        const hp_buffer *flush, flush_mode mode, uint32_t runs)
 {
     double *ms = calloc(runs, sizeof(double));
-    probe_push push = {.src = frame->address, .dst = ceil->b.address, .count = (uint32_t)(frame->size / 16)};
     bench_begin();
     vkCmdResetQueryPool(bench_cmd, bench_queries, 0, 2 * runs);
     for (uint32_t i = 0; i < runs; i++) {
         record_flush(mode, flush, ceil, i);
         vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i);
-        vkCmdBindPipeline(bench_cmd, VK_PIPELINE_BIND_POINT_COMPUTE, probe->pipeline);
-        vkCmdPushConstants(bench_cmd, probe->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
-        vkCmdDispatch(bench_cmd, groups, 1, 1);
+        bench_record_probe(probe, frame, &ceil->b, groups);
         vkCmdWriteTimestamp(bench_cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, bench_queries, 2 * i + 1);
         bench_barrier_all();
     }
