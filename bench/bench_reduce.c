@@ -22,8 +22,9 @@
  * the default was chosen from. --timeline instead runs the default with each workgroup writing when it
  * reached each phase (shader clocks), and prints where the time between the first workgroup's start and
  * the last one's end goes. --after-upload instead times the default right after the frame's upload from
- * host memory (the daemon's order), with the upload front to back and back to front. The exit status is 1 when a result misses the CPU reference (or the
- * validation layer, on with HDRPOST_BENCH_VALIDATION, reported anything). */
+ * host memory (the daemon's order), with the upload front to back and back to front. The exit status is 1
+ * when a result misses the CPU reference (or the validation layer, on with HDRPOST_BENCH_VALIDATION,
+ * reported anything). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -336,7 +337,7 @@ static bool run_after_upload(frame *frames, size_t frame_count, uint32_t runs, u
                         VkBufferCopy all_of_it = {.size = bytes};
                         vkCmdCopyBuffer(bench_cmd, frames[fr].staging.buffer, frames[fr].input.buffer, 1, &all_of_it);
                     } else {
-                        VkDeviceSize part = (bytes / PARTS + 15) & ~(VkDeviceSize)15;
+                        VkDeviceSize part = ((bytes + PARTS - 1) / PARTS + 15) & ~(VkDeviceSize)15;
                         for (int k = PARTS - 1; k >= 0; k--) {
                             VkDeviceSize at = (VkDeviceSize)k * part;
                             if (at >= bytes)
@@ -379,10 +380,16 @@ int main(int argc, char **argv)
     bench_args args = {.runs = 100};
     static const char *const extra[] = {"--sweep", "--timeline", "--smoke", "--after-upload", NULL};
     bool flags[4] = {false, false, false, false};
-    if (!bench_parse_args(argc, argv, "bench_reduce [--runs N] [--quick] [--smoke] [--sweep] [--timeline] [--after-upload] [--device D]", 10,
-                          &args, extra, flags))
+    static const char usage[] =
+        "bench_reduce [--runs N] [--quick] [--smoke] [--sweep] [--timeline] [--after-upload] [--device D]";
+    if (!bench_parse_args(argc, argv, usage, 10, &args, extra, flags))
         return 2;
     bool sweep = flags[0], timeline = flags[1], smoke = flags[2], after_upload = flags[3];
+    if (after_upload && (sweep || timeline)) {
+        fprintf(stderr, "bench_reduce: --after-upload runs the default alone, not with --sweep or --timeline\n"
+                        "usage: %s\n", usage);
+        return 2;
+    }
     bool ok = true; /* every result checked against the CPU reference (and the timeline's own check) */
     uint32_t runs = smoke ? 10 : args.runs;
     bool quick = args.quick || smoke;
@@ -596,6 +603,11 @@ int main(int argc, char **argv)
                     }
                     VkBufferCopy down = {.size = HP_STATS_SIZE};
                     vkCmdCopyBuffer(bench_cmd, stats.buffer, readback.buffer, 1, &down);
+                    /* Without the final combine nothing takes the histogram's accumulators back to zero, and
+                     * the next configuration's first run would count them: zero them here, outside the
+                     * timestamps (not hp_reduce_init_scratch, which also rewrites the edges). */
+                    if (configs[c].shape.diag_skip & 24u)
+                        vkCmdFillBuffer(bench_cmd, scratch.buffer, HP_SCRATCH_OFF_HIST, HP_HIST_BINS * 4, 0);
                     bench_barrier_all();
                     bench_submit_and_wait();
                     bench_read_durations(per_round, ms);
@@ -637,7 +649,8 @@ int main(int argc, char **argv)
         }
         printf("\nThe read probe (no arithmetic) after the clean flush: in its best grid of 256 x 4 loads, and in "
                "the default's workgroup size and grid with its loads per block and twice that (the prefetch's):\n\n"
-               "| size | format | best grid, ms | default's shape, ms | of copy bw | twice the loads, ms | of copy bw |\n"
+               "| size | format | best grid, ms | default's shape, ms | of copy bw | twice the loads, ms | "
+               "of copy bw |\n"
                "|---|---|---|---|---|---|---|\n");
         for (size_t fr = 0; fr < frame_count; fr++) {
             double bytes = (double)frames[fr].w * frames[fr].h * hp_pixel_format_size(frames[fr].format);

@@ -90,6 +90,17 @@ int main(int argc, char **argv)
                            &bench_err) == HP_OK);
     CHECK(hp_buffer_create(bench_gpu, smoke ? 16ull << 20 : 256ull << 20, HP_MEM_DEVICE, "bench_l2_flush", &flush,
                            &bench_err) == HP_OK);
+    /* The tone passes' driver statistics (registers, shared memory): a pipeline that keeps shared memory
+     * it never uses runs slower (docs/BENCHMARKS.md, the regression of session 7). */
+    static const char *const kinds[4] = {"luminance", "rgba8", "rgba16", "yuv420"};
+    for (int f = 0; f < 2; f++) {
+        for (int k = 0; k < 4; k++) {
+            char text[1024];
+            hp_tone_statistics(tone, (hp_pixel_format)f, (hp_tone_output)k, false, text, sizeof(text));
+            if (text[0])
+                printf("pipeline tonemap %s -> %s: %s\n", hp_pixel_format_name((hp_pixel_format)f), kinds[k], text);
+        }
+    }
     bench_begin();
     hp_reduce_init_scratch(reduce, bench_cmd, &scratch);
     bench_submit_and_wait();

@@ -95,6 +95,12 @@ hp_code hp_tone_create(hp_gpu *gpu, hp_tone **out, hp_err *err)
     return HP_OK;
 }
 
+void hp_tone_statistics(const hp_tone *tone, hp_pixel_format format, hp_tone_output kind, bool dof, char *buf,
+                        size_t len)
+{
+    hp_compute_statistics(tone->gpu, &tone->tonemap[format][kind][dof], buf, len);
+}
+
 void hp_tone_destroy(hp_tone **pt)
 {
     hp_tone *t = *pt;

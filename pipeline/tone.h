@@ -66,6 +66,9 @@ typedef struct hp_tone hp_tone;
 
 hp_code hp_tone_create(hp_gpu *gpu, hp_tone **out, hp_err *err);
 void hp_tone_destroy(hp_tone **tone);
+/* Driver statistics of a tone pass pipeline (see hp_compute_statistics): benchmarks print them. */
+void hp_tone_statistics(const hp_tone *tone, hp_pixel_format format, hp_tone_output kind, bool dof, char *buf,
+                        size_t len);
 
 /* Records exposure, then (radius > 0) luminance + blur, then the tone pass, with the barriers between
  * them. The caller makes stats and params visible before, and the output visible after. */

@@ -1,9 +1,9 @@
 """The benchmark programs run on the GPU host, not in CI; this runs their --smoke modes (small buffers,
 few runs) once on whatever device the tests use (lavapipe in CI), so the benchmarks' own code cannot rot
 unseen: their results against the CPU reference (bench_reduce's table, timeline and --after-upload modes,
-bench_tone, bench_dof), the timeline's consistency, and the validation layer, which
-a benchmark turns on when HDRPOST_BENCH_VALIDATION is set. Times are printed as diagnostics only, never
-judged here (performance is measured on the GPU host, docs/BENCHMARKS.md).
+bench_tone, bench_dof), the timeline's consistency, and the validation layer, which a benchmark turns on
+when HDRPOST_BENCH_VALIDATION is set. Times are printed as diagnostics only, never judged here
+(performance is measured on the GPU host, docs/BENCHMARKS.md).
 
 Usage: bench_smoke.py BENCH_REDUCE BENCH_TONE BENCH_DOF"""
 
