@@ -492,7 +492,8 @@ int main(int argc, char **argv)
         a.diag_skip = ablations[i];
         configs[config_count++] = (config){.shape = a};
     }
-    /* The bound of both variants (their first pass and its workgroup's end, nothing after), clean flush. */
+    /* The stage without its serial end (the single dispatch's arrival and final combine, the two-pass form's
+     * combine), clean flush: what a cheaper end could reach at most. */
     hp_reduce_config bound = def;
     bound.diag_skip = 16;
     configs[config_count++] = (config){.shape = bound, .clean_flush = true};

@@ -75,7 +75,7 @@ typedef struct hp_reduce_config {
                               * mantissa bits (benchmarks compare them) */
     uint32_t diag_skip;      /* benchmarks only: leave parts out to see what they cost (1 histogram, 2 log
                               * sum, 4 exact bin settling, 8 final combine, 16 the arrival and the final
-                              * combine: what both variants share); the results are then wrong. 0 */
+                              * combine: the stage without its serial end); the results are then wrong. 0 */
     bool timeline;           /* benchmarks only: the single dispatch also writes each workgroup's phase times
                               * after the partials (HP_SCRATCH_OFF_TIMELINE; the scratch buffer must be
                               * that much larger). Needs hp_gpu_info.has_shader_clock. false */
