@@ -2,20 +2,22 @@
 # The two set-up commands of the README, for a fresh Debian 12 machine, as root:
 #   deploy/debian.sh start   install what is needed, build, and start hdrpostd (lavapipe when no GPU)
 #   deploy/debian.sh test    install what is needed, build, and run every test suite
+#   deploy/debian.sh build   install what is needed and build, nothing else (deploy/Dockerfile)
 # Any extra arguments after 'start' go to hdrpostd (e.g. --listen=0.0.0.0:8080).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode=${1:-}
 case "$mode" in
-  start|test) shift ;;
-  *) echo "usage: $0 start [hdrpostd flags...] | test" >&2; exit 2 ;;
+  start|test|build) shift ;;
+  *) echo "usage: $0 start [hdrpostd flags...] | test | build" >&2; exit 2 ;;
 esac
 
 # Build tools, the libraries hdrpostd links, Mesa's lavapipe (a Vulkan device on the CPU, used when
-# there is no GPU) and the Khronos validation layer (on in every test).
+# there is no GPU), the Khronos validation layer (on in every test) and PyYAML (the deployment's test reads
+# the Kubernetes manifest).
 packages=(
-  gcc libc6-dev pkg-config meson ninja-build glslc python3
+  gcc libc6-dev pkg-config meson ninja-build glslc python3 python3-yaml
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers
   libmicrohttpd-dev libjansson-dev zlib1g-dev libopenexr-dev g++
   libwebp-dev libspng-dev libdeflate-dev openssl
@@ -39,6 +41,9 @@ ninja -C build
 
 if [ "$mode" = start ]; then
   exec build/daemon/hdrpostd "$@"
+fi
+if [ "$mode" = build ]; then
+  exit 0
 fi
 
 # Every suite; the last line counts every check of every suite (tests speak TAP).

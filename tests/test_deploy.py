@@ -1,0 +1,225 @@
+"""The deployment files against the daemon they deploy: deploy/Dockerfile, deploy/runtime-packages.sh and
+deploy/kubernetes/hdrpostd.yaml. No container engine or cluster runs in CI, so what can drift is checked
+here: every setting the manifest and the image give exists in hdrpostd's own table (--help), the probes
+name the daemon's health routes on the port it listens on, the image runs the binary it copies with the
+packages its libraries come from, and the daemon started with the manifest's settings becomes ready,
+answers the probes and drains on SIGTERM within the pod's grace period.
+
+Usage: test_deploy.py HDRPOSTD SOURCE_ROOT"""
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "http"))
+import harness  # noqa: E402
+from harness import point  # noqa: E402
+
+
+def dockerfile_stages(path):
+    """[(stage name or None, [(instruction, argument)])], continuation lines joined, comments dropped."""
+    stages, logical = [], ""
+    for raw in open(path, encoding="utf-8"):
+        line = raw.rstrip("\n")
+        if not logical and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        if line.endswith("\\"):
+            logical += line[:-1] + " "
+            continue
+        logical += line
+        word, _, arg = logical.strip().partition(" ")
+        logical = ""
+        word = word.upper()
+        if word == "FROM":
+            m = re.search(r"\bAS\s+(\S+)", arg, re.I)
+            stages.append((m.group(1) if m else None, []))
+        stages[-1][1].append((word, arg.strip()))
+    return stages
+
+
+def env_of(instructions):
+    """ENV KEY=VALUE ... (the form the Dockerfile uses) as a dict."""
+    env = {}
+    for word, arg in instructions:
+        if word == "ENV":
+            for item in shlex.split(arg):
+                key, _, value = item.partition("=")
+                env[key] = value
+    return env
+
+
+def poll_ready(daemon, port, path, budget):
+    """As the startup probe does: GET path until it answers 200, within budget seconds. True if it did."""
+    deadline = time.monotonic() + budget
+    while time.monotonic() < deadline and daemon.proc.poll() is None:
+        try:
+            if harness.request(port, "GET", path, timeout=2)[0] == 200:
+                return True
+        except OSError:
+            pass
+        time.sleep(0.2)
+    return False
+
+
+def main():
+    hdrpostd, root = sys.argv[1], sys.argv[2]
+    deploy = os.path.join(root, "deploy")
+    help_text = subprocess.run([hdrpostd, "--help"], capture_output=True, text=True).stdout
+    known_env = set(re.findall(r"env (HDRPOST_[A-Z0-9_]+)", help_text))
+    point("hdrpostd --help lists the environment variables of its settings", len(known_env) >= 20,
+          help_text[-2000:])
+
+    # --- The runtime packages --------------------------------------------------------------------------
+    done = subprocess.run([os.path.join(deploy, "runtime-packages.sh"), hdrpostd], capture_output=True,
+                          text=True)
+    packages = done.stdout.split()
+    point("runtime-packages.sh names a package for every library hdrpostd links", done.returncode == 0,
+          done.stderr)
+    needed = {"libvulkan1", "libmicrohttpd12", "libjansson4", "libwebp7", "libspng0", "libdeflate0",
+              "libc6"}
+    point("among them the Vulkan loader and the libraries of the HTTP, JSON, EXR and image codecs",
+          needed <= set(packages) and any(p.startswith("libopenexr") for p in packages),
+          f"missing {sorted(needed - set(packages))} in {packages}")
+    status = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${Status}\n", *packages],
+                            capture_output=True, text=True).stdout
+    installed = {l.split()[0] for l in status.splitlines() if l.endswith("install ok installed")}
+    point("each of them is an installed Debian package (what the image's apt-get installs by name)",
+          packages and installed == set(packages), f"not installed: {sorted(set(packages) - installed)}")
+
+    # --- The Dockerfile -----------------------------------------------------------------------------------
+    stages = dockerfile_stages(os.path.join(deploy, "Dockerfile"))
+    build = next((ins for name, ins in stages if name == "build"), [])
+    runtime = stages[-1][1] if stages else []
+    build_runs = " ".join(arg for word, arg in build if word == "RUN")
+    point("the build stage builds with deploy/debian.sh (the README's packages) and lists the runtime "
+          "packages of the binary it built",
+          "deploy/debian.sh build" in build_runs
+          and "deploy/runtime-packages.sh build/daemon/hdrpostd" in build_runs, build_runs)
+    copies = [arg.split() for word, arg in runtime if word == "COPY"]
+    entry = [arg for word, arg in runtime if word == "ENTRYPOINT"]
+    binary_copied = any(c[0] == "--from=build" and c[1] == "/src/build/daemon/hdrpostd" for c in copies)
+    entry_path = re.findall(r'"([^"]+)"', entry[0])[0] if entry else None
+    point("the runtime stage's entry point is the binary it copies from the build",
+          binary_copied and entry_path and any(c[-1] == entry_path for c in copies), f"{copies} {entry}")
+    runtime_runs = " ".join(arg for word, arg in runtime if word == "RUN")
+    point("the runtime stage installs the listed packages and Mesa's Vulkan drivers (lavapipe, no GPU)",
+          "$(cat /tmp/runtime-packages)" in runtime_runs and "mesa-vulkan-drivers" in runtime_runs,
+          runtime_runs)
+    image_env = env_of(runtime)
+    caps = image_env.get("NVIDIA_DRIVER_CAPABILITIES", "").split(",")
+    point("the image asks the NVIDIA container toolkit for the Vulkan ICD (graphics) and NVML (utility)",
+          "graphics" in caps and "utility" in caps, str(image_env))
+    unknown = sorted(k for k in image_env if k.startswith("HDRPOST_") and k not in known_env)
+    point("every HDRPOST_ variable the image sets is a setting of hdrpostd", not unknown, str(unknown))
+    user = [arg for word, arg in runtime if word == "USER"]
+    point("the image runs as a numeric user that is not root",
+          len(user) == 1 and re.fullmatch(r"[1-9][0-9]*(:[0-9]+)?", user[0]) is not None, str(user))
+    exposed = [arg for word, arg in runtime if word == "EXPOSE"]
+    listen_port = image_env.get("HDRPOST_LISTEN", "").rpartition(":")[2]
+    point("the image exposes the port its HDRPOST_LISTEN binds on every address",
+          exposed == [listen_port] and image_env.get("HDRPOST_LISTEN", "").startswith("0.0.0.0:"),
+          f"EXPOSE {exposed}, HDRPOST_LISTEN {image_env.get('HDRPOST_LISTEN')}")
+
+    # --- The Kubernetes manifest --------------------------------------------------------------------------
+    docs = list(yaml.safe_load_all(open(os.path.join(deploy, "kubernetes", "hdrpostd.yaml"), encoding="utf-8")))
+    kinds = {d["kind"]: d for d in docs if d}
+    point("the manifest has a Deployment, a Service and a PodDisruptionBudget",
+          {"Deployment", "Service", "PodDisruptionBudget"} <= set(kinds), str(list(kinds)))
+    dep = kinds.get("Deployment", {})
+    spec = dep.get("spec", {})
+    pod = spec.get("template", {}).get("spec", {})
+    containers = pod.get("containers", [{}])
+    c = containers[0]
+    labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
+    selectors = [spec.get("selector", {}).get("matchLabels", {}),
+                 kinds.get("Service", {}).get("spec", {}).get("selector", {}),
+                 kinds.get("PodDisruptionBudget", {}).get("spec", {}).get("selector", {}).get("matchLabels", {})]
+    point("the Deployment's, the Service's and the budget's selectors all match the pods' labels",
+          labels and all(s and all(labels.get(k) == v for k, v in s.items()) for s in selectors),
+          f"labels {labels}, selectors {selectors}")
+    env = {e["name"]: e for e in c.get("env", [])}
+    unknown = sorted(k for k in env if k.startswith("HDRPOST_") and k not in known_env)
+    point("every HDRPOST_ variable the pod sets is a setting of hdrpostd", not unknown, str(unknown))
+    values = {k: str(e["value"]) for k, e in env.items() if "value" in e}
+    ports = {p.get("name"): p.get("containerPort") for p in c.get("ports", [])}
+    listen = values.get("HDRPOST_LISTEN", "")
+    point("the container port is the one HDRPOST_LISTEN binds, on every address",
+          listen.startswith("0.0.0.0:") and ports.get("http") == int(listen.rpartition(":")[2] or 0),
+          f"ports {ports}, HDRPOST_LISTEN {listen}")
+    probes = {name: c.get(name, {}).get("httpGet", {}) for name in ("startupProbe", "readinessProbe",
+                                                                    "livenessProbe")}
+    point("startup and readiness probes ask /readyz, liveness /livez, on that port",
+          probes["startupProbe"].get("path") == "/readyz" and probes["readinessProbe"].get("path") == "/readyz"
+          and probes["livenessProbe"].get("path") == "/livez"
+          and all(p.get("port") in ("http", ports.get("http")) for p in probes.values()), str(probes))
+    svc_ports = kinds.get("Service", {}).get("spec", {}).get("ports", [])
+    point("the Service sends to the container's port",
+          svc_ports and all(p.get("targetPort") in ("http", ports.get("http")) for p in svc_ports), str(svc_ports))
+    annotations = spec.get("template", {}).get("metadata", {}).get("annotations", {})
+    point("Prometheus is pointed at /metrics on the container's port",
+          annotations.get("prometheus.io/path") == "/metrics"
+          and annotations.get("prometheus.io/port") == str(ports.get("http")), str(annotations))
+    gpus = c.get("resources", {}).get("limits", {}).get("nvidia.com/gpu")
+    point("each replica asks for one GPU (the daemon drives one device)", gpus == 1, str(c.get("resources")))
+    caps = values.get("NVIDIA_DRIVER_CAPABILITIES", "").split(",")
+    point("the pod asks for the Vulkan ICD and NVML too (an env in the pod spec replaces the image's)",
+          "graphics" in caps and "utility" in caps, str(caps))
+    security = pod.get("securityContext", {})
+    image_uid = int(user[0].split(":")[0]) if user else None
+    point("the pod runs as the image's user, not root",
+          security.get("runAsNonRoot") is True and security.get("runAsUser") == image_uid, str(security))
+    grace = pod.get("terminationGracePeriodSeconds", 30)
+    pre_stop = c.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
+    pause = float(pre_stop[1]) if len(pre_stop) == 2 and pre_stop[0] == "sleep" else 0.0
+    drain = float(values.get("HDRPOST_SHUTDOWN_TIMEOUT_S", "30"))
+    point("the grace period covers the preStop pause and the drain's timeout",
+          grace > pause + drain, f"grace {grace}, preStop {pre_stop}, drain {drain}")
+    mounts = {m["mountPath"] for m in c.get("volumeMounts", [])}
+    cache = values.get("HDRPOST_PIPELINE_CACHE", "")
+    point("the pipeline cache is written into a mounted volume",
+          cache and os.path.dirname(cache) in mounts, f"cache {cache}, mounts {mounts}")
+
+    # --- The daemon with the pod's settings ------------------------------------------------------------------
+    # The values as the pod gives them, but on a free loopback port and with the cache in a temporary
+    # directory (the test does not own port 8080 or /var/cache). The probes' budgets come from the manifest.
+    port = harness.free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        run_env = {k: v for k, v in values.items() if k.startswith("HDRPOST_")}
+        run_env["HDRPOST_LISTEN"] = f"{harness.HOST}:{port}"
+        run_env["HDRPOST_PIPELINE_CACHE"] = os.path.join(tmp, os.path.basename(cache))
+        startup = c.get("startupProbe", {})
+        budget = startup.get("periodSeconds", 10) * startup.get("failureThreshold", 3)
+        d = harness.Child("pod settings", [hdrpostd, *harness.device_args()], env=run_env)
+        try:
+            ready = poll_ready(d, port, startup.get("httpGet", {}).get("path", "/readyz"), budget)
+            status = {}
+            for name, probe in probes.items():
+                try:
+                    status[name] = harness.request(port, "GET", probe.get("path", "/"))[0]
+                except OSError as e:
+                    status[name] = str(e)
+            point("with the pod's settings the daemon is ready within the startup probe's budget and every "
+                  "probe answers 200", ready and all(s == 200 for s in status.values()),
+                  f"{status}\n{d.log()}")
+            code, _, body = harness.request(port, "GET", "/metrics")
+            point("the scraped path answers Prometheus text with hdrpost_ metrics",
+                  code == 200 and b"hdrpost_" in body, f"{code} {body[:300]!r}")
+            rc = d.stop(timeout=grace)
+            point("SIGTERM: the daemon exits 0 within the pod's grace period", rc == 0, f"exit {rc}\n{d.log()}")
+            point("and saves the pipeline cache into the volume's path",
+                  os.path.exists(run_env["HDRPOST_PIPELINE_CACHE"]), d.log())
+        finally:
+            d.kill()
+
+    print(f"1..{harness.count()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
