@@ -1,11 +1,15 @@
-/* Health endpoints for a supervisor or load balancer. /livez says the process answers (restart it if
- * not); /readyz says it should get work (take it out of rotation if not): 503 until every pipeline is
- * warm, while draining, and after the device is lost. */
+/* Health endpoints for a supervisor or load balancer. /livez says the process is worth keeping (restart it
+ * if not): 503 only after the device is lost, which nothing short of a new process recovers from here.
+ * /readyz says it should get work (take it out of rotation if not): 503 until every pipeline is warm,
+ * while draining, and after the device is lost. */
 #include "api/route.h"
 
 void hp_route_livez(hp_request *request, hp_reply *reply)
 {
-    (void)request;
+    if (hp_http_get_state(request->http) == HP_SERVICE_DEVICE_LOST) {
+        hp_reply_error(reply, 503, "device_lost", NULL, "the GPU was lost: restart the process for a new device");
+        return;
+    }
     hp_reply_json(reply, 200, json_pack("{s:s}", "status", "alive"));
 }
 

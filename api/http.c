@@ -83,6 +83,11 @@ const char *hp_service_state_name(hp_service_state state)
 }
 
 void hp_http_set_state(hp_http *http, hp_service_state state) { atomic_store(&http->state, (int)state); }
+bool hp_http_advance_state(hp_http *http, hp_service_state from, hp_service_state to)
+{
+    int expected = (int)from;
+    return atomic_compare_exchange_strong(&http->state, &expected, (int)to);
+}
 hp_service_state hp_http_get_state(const hp_http *http)
 {
     return (hp_service_state)atomic_load(&http->state);

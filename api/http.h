@@ -97,6 +97,8 @@ void hp_http_set_backend(hp_http *http, const hp_http_backend *backend);
 const hp_http_backend *hp_http_get_backend(const hp_http *http);
 
 void hp_http_set_state(hp_http *http, hp_service_state state);
+/* Sets the state to `to` only if it is `from` (atomically); returns whether it did. */
+bool hp_http_advance_state(hp_http *http, hp_service_state from, hp_service_state to);
 hp_service_state hp_http_get_state(const hp_http *http);
 
 /* Stops accepting connections, waits up to drain_timeout_s for the requests in flight to be answered, then

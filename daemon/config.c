@@ -158,6 +158,11 @@ static const hp_setting settings[] = {
      .help = "For tests only, never in production: the GPU thread sleeps this long before each frame it runs, "
              "so that end-to-end tests of queueing, deadlines and draining see slow frames whatever the GPU. "
              "0 is off."},
+    {.name = "test_lose_device_after", .type = HP_SETTING_INT, .offset = FIELD(test_lose_device_after),
+     .default_value = "0", .min = 0, .max = 1000000, .metavar = "N",
+     .help = "For tests only, never in production: the Nth frame the GPU finishes is reported as a lost device "
+             "(as a frame past its fence's timeout is), so that tests see what the daemon does then on any GPU. "
+             "0 is off."},
 };
 
 #define SETTING_COUNT ((int)(sizeof(settings) / sizeof(settings[0])))

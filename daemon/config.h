@@ -71,6 +71,7 @@ typedef struct hp_config {
     /* For tests only: milliseconds the GPU thread sleeps before each frame it runs (daemon/worker.h), so
      * that tests of queueing, deadlines and draining see slow frames on any GPU. 0..60000, default 0. */
     int test_gpu_delay_ms;
+    int test_lose_device_after;
 
     /* The config file read, or NULL when none was given. */
     char *config_file;

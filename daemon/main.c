@@ -85,6 +85,10 @@ typedef struct backend_ctx {
     hp_host_pool *host_pool;
 } backend_ctx;
 
+/* The worker's GPU thread found the device lost. Nothing runs on it again and this daemon does not make a
+ * new one: out of rotation (/readyz 503) and /livez 503, so that a supervisor restarts the process. */
+static void on_device_lost(void *ctx) { hp_http_set_state(ctx, HP_SERVICE_DEVICE_LOST); }
+
 static bool submit_job(void *ctx, struct hp_job *job) { return hp_worker_submit(((backend_ctx *)ctx)->worker, job); }
 static unsigned queue_depth(void *ctx) { return hp_worker_queue_depth(((backend_ctx *)ctx)->worker); }
 static unsigned queue_capacity(void *ctx) { return hp_worker_queue_capacity(((backend_ctx *)ctx)->worker); }
@@ -317,6 +321,9 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
         hp_worker_config wc = {.queue_depth = (unsigned)config->queue_depth,
                                .finish_threads = (unsigned)config->encode_threads,
                                .test_gpu_delay_ms = (unsigned)config->test_gpu_delay_ms,
+                               .test_lose_device_after = (unsigned)config->test_lose_device_after,
+                               .on_device_lost = on_device_lost,
+                               .on_device_lost_ctx = http,
                                .host_pool = host_pool};
         if ((code = hp_worker_create(graph, &wc, &worker, &err)) != HP_OK)
             goto startup_failed;
@@ -350,11 +357,15 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
                 warm_up(worker, host_pool, warm_w, warm_h);
         }
         hp_debug("pipelines warm in %.0f ms", ms_since(&t0));
-        hp_http_set_state(http, HP_SERVICE_READY);
-        hp_info("ready in %.0f ms: device \"%s\", pipeline cache %s, %u pipeline(s), %u from cache",
-                ms_since(&started), info->device_name, hp_cache_state_name(info->cache_state),
-                info->pipelines_created, info->pipelines_from_cache);
-        notify("READY=1");
+        /* Not over a device lost during the warm-up (on_device_lost): that state stays. */
+        if (hp_http_advance_state(http, HP_SERVICE_STARTING, HP_SERVICE_READY)) {
+            hp_info("ready in %.0f ms: device \"%s\", pipeline cache %s, %u pipeline(s), %u from cache",
+                    ms_since(&started), info->device_name, hp_cache_state_name(info->cache_state),
+                    info->pipelines_created, info->pipelines_from_cache);
+            notify("READY=1");
+        } else {
+            hp_error("not ready: the device was lost while warming up");
+        }
     }
 
     /* Sleep until a stop signal; one already pending (sent during start-up) returns at once. */

@@ -50,6 +50,11 @@ struct hp_worker {
     _Atomic uint32_t graph_sizes;
     _Atomic uint64_t graph_bytes;
     unsigned test_gpu_delay_ms; /* hp_worker_config */
+    unsigned test_lose_device_after;               /* hp_worker_config */
+    unsigned frames_finished;                      /* GPU thread only: for test_lose_device_after */
+    void (*on_device_lost)(void *ctx);             /* hp_worker_config */
+    void *on_device_lost_ctx;
+    bool device_lost;                              /* GPU thread only: on_device_lost was called */
     hp_host_pool *host_pool;    /* hp_worker_config */
 };
 
@@ -191,6 +196,13 @@ static void finish_job(hp_worker *w, hp_job *job, uint32_t ticket)
     /* The GPU is done with the frame's memory. */
     hp_host_mem_put(&job->pixels);
     hp_host_mem_put(&job->depth);
+    if (job->code == HP_OK && w->test_lose_device_after && ++w->frames_finished == w->test_lose_device_after) {
+        /* The test's lost device: the frame did finish, so its memory went back above (a real loss keeps
+         * it, see above); the rest is what a real loss does. */
+        job->code = hp_fail(&job->err, HP_ERR_DEVICE_LOST, "test_lose_device_after = %u: this frame is reported "
+                            "as a lost device", w->test_lose_device_after);
+        return;
+    }
     if (job->code != HP_OK || !job->result.pixels)
         return;
     job->image_size = job->result.image_bytes;
@@ -216,8 +228,12 @@ static void done(hp_worker *w, hp_job *job)
 {
     atomic_store(&w->graph_sizes, hp_frame_graph_cached_sizes(w->graph));
     atomic_store(&w->graph_bytes, hp_frame_graph_device_bytes(w->graph));
-    if (job->code == HP_ERR_DEVICE_LOST)
+    if (job->code == HP_ERR_DEVICE_LOST) {
         hp_error("gpu: device lost: %s", job->err.message);
+        if (!w->device_lost && w->on_device_lost)
+            w->on_device_lost(w->on_device_lost_ctx);
+        w->device_lost = true;
+    }
     hand_to_pool(w, job);
 }
 
@@ -309,6 +325,9 @@ hp_code hp_worker_create(hp_frame_graph *graph, const hp_worker_config *config, 
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     w->graph = graph;
     w->test_gpu_delay_ms = config ? config->test_gpu_delay_ms : 0;
+    w->test_lose_device_after = config ? config->test_lose_device_after : 0;
+    w->on_device_lost = config ? config->on_device_lost : NULL;
+    w->on_device_lost_ctx = config ? config->on_device_lost_ctx : NULL;
     w->host_pool = config ? config->host_pool : NULL;
     unsigned depth = config && config->queue_depth ? config->queue_depth : 16;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -339,6 +358,9 @@ hp_code hp_worker_create(hp_frame_graph *graph, const hp_worker_config *config, 
     }
     hp_info("worker: queue of %u, %u finishing thread(s), %d frames in flight", depth, w->pool_size,
             HP_FRAMES_IN_FLIGHT);
+    if (w->test_lose_device_after)
+        hp_warn("worker: test_lose_device_after = %u: that frame will be reported as a lost device (a setting for "
+                "tests only)", w->test_lose_device_after);
     if (w->test_gpu_delay_ms)
         hp_warn("worker: test_gpu_delay_ms = %u: every frame waits that long before the GPU runs it (a setting "
                 "for tests only)", w->test_gpu_delay_ms);

@@ -69,6 +69,13 @@ typedef struct hp_worker_config {
      * it runs (after the frame's deadline and client were checked, as if the GPU took that much longer),
      * so end-to-end tests of dropped, expired and drained frames hold on a GPU of any speed. 0: off. */
     unsigned test_gpu_delay_ms;
+    /* For tests only (the test_lose_device_after setting): the Nth frame the GPU finishes is reported as a
+     * lost device, as a frame past its fence's timeout is. 0: off. */
+    unsigned test_lose_device_after;
+    /* Called once, on the GPU thread, when a frame reports the device lost: nothing will run on it again
+     * (the daemon takes itself out of rotation and asks to be restarted). NULL: nobody is told. */
+    void (*on_device_lost)(void *ctx);
+    void *on_device_lost_ctx;
     /* Where the images are read back into (the same pool the submitters take frames from), or NULL
      * for the frame graph's own read-back memory and a copy. */
     hp_host_pool *host_pool;

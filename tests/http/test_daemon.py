@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -436,6 +437,42 @@ def warm_frame(tmp):
             d.dump()
 
 
+def device_lost(tmp):
+    """A lost device (simulated by --test_lose_device_after=1: the first frame the GPU finishes is reported
+    as a frame past its fence's timeout is): that frame is answered 503 device_lost, then the daemon is out
+    of rotation (/readyz 503) and asks to be restarted (/livez 503), takes no frame, and still exits on
+    SIGTERM. What a supervisor or Kubernetes needs to replace it (docs/DEPLOY.md)."""
+    port = free_port()
+    d = Daemon("device lost", [f"--listen={HOST}:{port}", "--validation", "--pipeline_cache=", "--warm_frame=none",
+                               "--test_lose_device_after=1"] + device_args())
+    # A 2 x 2 grey PFM (little-endian: scale -1), posted as the raw body.
+    pfm = b"PF\n2 2\n-1.0\n" + struct.pack("<12f", *([0.18] * 12))
+    try:
+        samples, answered = wait_until_ready(d, port)
+        ready = answered is not None and bool(samples) and samples[-1][1] == 200
+        status, _, body = harness.request(port, "POST", "/v1/render?output.format=png", pfm) if ready else (0, {}, b"")
+        point("a frame the device is lost on is answered 503 device_lost",
+              status == 503 and is_error_body(json_body(body), "device_lost"), f"{status} {body[:300]!r}\n{d.log()}")
+        ready_status, ready_headers, ready_body = request(port, "GET", "/readyz")
+        live_status, _, live_body = request(port, "GET", "/livez")
+        point("then /readyz is 503 (out of rotation, with Retry-After) and /livez 503 device_lost (restart it)",
+              ready_status == 503 and "device lost" in ready_body.decode("utf-8", "replace")
+              and "retry-after" in ready_headers
+              and live_status == 503 and is_error_body(json_body(live_body), "device_lost"),
+              f"readyz {ready_status} {ready_body!r}, livez {live_status} {live_body!r}")
+        status, _, body = harness.request(port, "POST", "/v1/render?output.format=png", pfm)
+        point("and a new frame is refused 503 not_ready, naming the state",
+              status == 503 and is_error_body(json_body(body), "not_ready") and b"device_lost" in body,
+              f"{status} {body[:300]!r}")
+        rc = d.stop(signal.SIGTERM)
+        bad = validation_lines(d)
+        point("device lost: SIGTERM still exits 0, no validation-layer message", rc == 0 and not bad,
+              f"exit code {rc}\n" + "\n".join(bad) + "\n" + d.log())
+    finally:
+        d.kill()
+        d.dump()
+
+
 def main():
     if not os.access(EXE, os.X_OK):
         print("not ok 1 - hdrpostd is built and executable: " + EXE)
@@ -451,6 +488,7 @@ def main():
                 corrupt_cache(tmp, cache)
             tls(tmp)
             warm_frame(tmp)
+            device_lost(tmp)
         except Exception:
             point("the test harness ran to the end", False, traceback.format_exc())
     print(f"1..{harness.count()}", flush=True)
