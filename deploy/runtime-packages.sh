@@ -19,6 +19,11 @@ owner() { # the package owning a library path, trying the names a merged /usr gi
   return 1
 }
 
+if ldd "$binary" | grep -q "not found"; then
+  echo "runtime-packages: $binary links libraries this machine lacks:" >&2
+  ldd "$binary" | grep "not found" >&2
+  exit 1
+fi
 libs=$(ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// {print $3}')
 [ -n "$libs" ] || { echo "runtime-packages: ldd found no shared library in $binary" >&2; exit 1; }
 for lib in $libs; do

@@ -10,9 +10,11 @@ Usage: test_deploy.py HDRPOSTD SOURCE_ROOT"""
 import os
 import re
 import shlex
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import yaml
@@ -108,9 +110,14 @@ def main():
     point("the runtime stage's entry point is the binary it copies from the build",
           binary_copied and entry_path and any(c[-1] == entry_path for c in copies), f"{copies} {entry}")
     runtime_runs = " ".join(arg for word, arg in runtime if word == "RUN")
-    point("the runtime stage installs the listed packages and Mesa's Vulkan drivers (lavapipe, no GPU)",
-          "$(cat /tmp/runtime-packages)" in runtime_runs and "mesa-vulkan-drivers" in runtime_runs,
-          runtime_runs)
+    list_copied = any(c[0] == "--from=build" and c[1] == "/runtime-packages" and c[2] == "/tmp/runtime-packages"
+                      for c in copies)
+    point("the runtime stage copies the package list, refuses an empty one, and installs it with Mesa's Vulkan "
+          "drivers (lavapipe, no GPU) and what NVIDIA's mounted driver loads (GLVND, Xext)",
+          list_copied and "test -s /tmp/runtime-packages" in runtime_runs
+          and "$(cat /tmp/runtime-packages)" in runtime_runs
+          and all(p in runtime_runs.split() for p in ("mesa-vulkan-drivers", "libglvnd0", "libegl1", "libxext6")),
+          f"{copies}\n{runtime_runs}")
     image_env = env_of(runtime)
     caps = image_env.get("NVIDIA_DRIVER_CAPABILITIES", "").split(",")
     point("the image asks the NVIDIA container toolkit for the Vulkan ICD (graphics) and NVML (utility)",
@@ -120,6 +127,14 @@ def main():
     user = [arg for word, arg in runtime if word == "USER"]
     point("the image runs as a numeric user that is not root",
           len(user) == 1 and re.fullmatch(r"[1-9][0-9]*(:[0-9]+)?", user[0]) is not None, str(user))
+    made_uid = re.findall(r"useradd [^&]*--uid (\d+)", runtime_runs)
+    made_gid = re.findall(r"groupadd [^&]*--gid (\d+)", runtime_runs)
+    home = re.findall(r"install -d -o (\d+) -g (\d+) [^&]*?(/\S+)", runtime_runs)
+    uid, _, gid = user[0].partition(":") if user else ("", "", "")
+    point("USER is the user and group the image makes, who own its home (the pipeline cache's directory)",
+          made_uid == [uid] and made_gid == [gid] and home and home[0][:2] == (uid, gid)
+          and os.path.dirname(image_env.get("HDRPOST_PIPELINE_CACHE", "")) == home[0][2],
+          f"USER {user}, useradd {made_uid}, groupadd {made_gid}, home {home}, env {image_env}")
     exposed = [arg for word, arg in runtime if word == "EXPOSE"]
     listen_port = image_env.get("HDRPOST_LISTEN", "").rpartition(":")[2]
     point("the image exposes the port its HDRPOST_LISTEN binds on every address",
@@ -175,27 +190,43 @@ def main():
     point("the pod runs as the image's user, not root",
           security.get("runAsNonRoot") is True and security.get("runAsUser") == image_uid, str(security))
     grace = pod.get("terminationGracePeriodSeconds", 30)
-    pre_stop = c.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
-    pause = float(pre_stop[1]) if len(pre_stop) == 2 and pre_stop[0] == "sleep" else 0.0
+    pre_stop = c.get("lifecycle", {}).get("preStop", {})
+    command = pre_stop.get("exec", {}).get("command", [])
+    # Only a pause this test can read: anything else in preStop fails the point rather than count as 0 s.
+    pause = (float(command[1]) if set(pre_stop) == {"exec"} and len(command) == 2 and command[0] == "sleep"
+             and re.fullmatch(r"[0-9.]+", command[1]) else None if pre_stop else 0.0)
     drain = float(values.get("HDRPOST_SHUTDOWN_TIMEOUT_S", "30"))
     point("the grace period covers the preStop pause and the drain's timeout",
-          grace > pause + drain, f"grace {grace}, preStop {pre_stop}, drain {drain}")
+          pause is not None and grace > pause + drain, f"grace {grace}, preStop {pre_stop}, drain {drain}")
+    device = values.get("HDRPOST_DEVICE", "")
+    point("the pod names its GPU (HDRPOST_DEVICE), so that a driver that did not load fails the start-up instead "
+          "of leaving the daemon on the image's CPU device", device != "" and not device.isdigit()
+          and device.lower() not in ("llvmpipe", "lavapipe", "cpu"), repr(device))
+    sc = c.get("securityContext", {})
     mounts = {m["mountPath"] for m in c.get("volumeMounts", [])}
+    point("the container cannot gain privileges, has no capabilities and a read-only root file system, with "
+          "/tmp on a volume", sc.get("allowPrivilegeEscalation") is False
+          and sc.get("capabilities", {}).get("drop") == ["ALL"] and sc.get("readOnlyRootFilesystem") is True
+          and "/tmp" in mounts, f"{sc} {mounts}")
     cache = values.get("HDRPOST_PIPELINE_CACHE", "")
     point("the pipeline cache is written into a mounted volume",
           cache and os.path.dirname(cache) in mounts, f"cache {cache}, mounts {mounts}")
 
     # --- The daemon with the pod's settings ------------------------------------------------------------------
-    # The values as the pod gives them, but on a free loopback port and with the cache in a temporary
-    # directory (the test does not own port 8080 or /var/cache). The probes' budgets come from the manifest.
+    # The values as the pod gives them, but on a free loopback port, with the cache in a temporary directory
+    # (the test does not own port 8080 or /var/cache), on the test's device (HDRPOST_DEVICE names the pod's
+    # GPU), and with every frame held 2 s on the GPU thread (the test-only HDRPOST_TEST_GPU_DELAY_MS), so
+    # that a frame is still in flight when SIGTERM comes. The probes' budgets come from the manifest.
     port = harness.free_port()
     with tempfile.TemporaryDirectory() as tmp:
         run_env = {k: v for k, v in values.items() if k.startswith("HDRPOST_")}
         run_env["HDRPOST_LISTEN"] = f"{harness.HOST}:{port}"
         run_env["HDRPOST_PIPELINE_CACHE"] = os.path.join(tmp, os.path.basename(cache))
+        run_env["HDRPOST_DEVICE"] = os.environ.get("HDRPOST_TEST_DEVICE", "")
+        run_env["HDRPOST_TEST_GPU_DELAY_MS"] = "2000"
         startup = c.get("startupProbe", {})
         budget = startup.get("periodSeconds", 10) * startup.get("failureThreshold", 3)
-        d = harness.Child("pod settings", [hdrpostd, *harness.device_args()], env=run_env)
+        d = harness.Child("pod settings", [hdrpostd], env=run_env)
         try:
             ready = poll_ready(d, port, startup.get("httpGet", {}).get("path", "/readyz"), budget)
             status = {}
@@ -210,8 +241,29 @@ def main():
             code, _, body = harness.request(port, "GET", "/metrics")
             point("the scraped path answers Prometheus text with hdrpost_ metrics",
                   code == 200 and b"hdrpost_" in body, f"{code} {body[:300]!r}")
+            # A 2 x 2 grey PFM posted as the raw body, in flight (held on the GPU thread) when SIGTERM comes.
+            pfm = b"PF\n2 2\n-1.0\n" + struct.pack("<12f", *([0.18] * 12))
+            answer = {}
+
+            def post():
+                try:
+                    answer["status"] = harness.request(port, "POST", "/v1/render?output.format=png", pfm,
+                                                       timeout=grace)[0]
+                except OSError as e:
+                    answer["status"] = str(e)
+
+            poster = threading.Thread(target=post)
+            poster.start()
+            in_flight = d.wait_line(r"POST /v1/render|test_gpu_delay", 5) is not None
+            time.sleep(0.5)
+            t0 = time.monotonic()
             rc = d.stop(timeout=grace)
-            point("SIGTERM: the daemon exits 0 within the pod's grace period", rc == 0, f"exit {rc}\n{d.log()}")
+            took = time.monotonic() - t0
+            poster.join(timeout=grace)
+            point("SIGTERM with a frame in flight: the frame is answered 200 and the daemon exits 0 within the "
+                  "grace period less the preStop pause",
+                  answer.get("status") == 200 and rc == 0 and took < grace - (pause or 0.0),
+                  f"answer {answer}, in flight {in_flight}, exit {rc} after {took:.1f} s\n{d.log()}")
             point("and saves the pipeline cache into the volume's path",
                   os.path.exists(run_env["HDRPOST_PIPELINE_CACHE"]), d.log())
         finally:
