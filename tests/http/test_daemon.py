@@ -228,7 +228,7 @@ def first_start(tmp, cache):
         if not point('/readyz turns 200 {"status":"ready"} once warm', ready,
                      f"last samples {[(s[1], s[3]) for s in samples[-3:]]}\n{d.log()}"):
             return False
-        line = d.wait_line(r"ready in \d+ ms", 5)
+        line = d.wait_line(r"ready in \d+ ms: device", 5)  # not the warm-up's "frames ready in"
         point("the log says 'ready in N ms' with the device and cache state 'absent'",
               line is not None and "absent" in line and "device" in line, line or d.log())
         point("systemd gets READY=1 on an abstract NOTIFY_SOCKET", notify.wait_for("READY=1", 5),
@@ -310,7 +310,7 @@ def second_start(tmp, cache):
               and "config: reduce_variant = single_pass (default)" in log, log)
         if not point("a second start becomes ready", ready, log):
             return
-        line = d.wait_line(r"ready in \d+ ms", 5)
+        line = d.wait_line(r"ready in \d+ ms: device", 5)  # not the warm-up's "frames ready in"
         point("a second start reads the saved cache (cache state 'loaded')",
               line is not None and "loaded" in line, line or d.log())
         rc = d.stop(signal.SIGINT)
