@@ -49,6 +49,12 @@ static const hp_route routes[] = {
 
 #define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
 
+/* Answered without the bearer token: the health checks, and /metrics when the daemon says so. */
+static bool route_open(const hp_http_params *params, const hp_route *route)
+{
+    return route->open || (params->metrics_open && route->handler == hp_route_metrics);
+}
+
 struct hp_http {
     struct MHD_Daemon *mhd;
     hp_http_params params;
@@ -600,7 +606,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
             /* Not with Transfer-Encoding as well: libmicrohttpd then reads chunks past the declared length,
              * and the buffer an early reader holds would be regrown under it. */
             if (want > 0 && !te && r->body_begins && hp_http_get_state(http) == HP_SERVICE_READY &&
-                (r->open || !http->auth_token || token_matches(http, connection)) &&
+                (route_open(&http->params, r) || !http->auth_token || token_matches(http, connection)) &&
                 (req->body = hp_bigbuf_get(want)) != NULL) {
                 req->body_cap = want;
                 req->arriving = true;
@@ -677,7 +683,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     bool path_known;
     char allow[128];
     const hp_route *route = route_find(method, url, &path_known, allow, sizeof(allow));
-    if (route && !route->open && http->auth_token && !token_matches(http, connection)) {
+    if (route && !route_open(&http->params, route) && http->auth_token && !token_matches(http, connection)) {
         hp_reply_error(&reply, 401, "unauthorized", NULL, "this server needs \"Authorization: Bearer <token>\"");
         hp_reply_header_add(&reply, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     } else if (route && route->takes_body && req->body_too_large) {

@@ -42,6 +42,7 @@ typedef struct hp_http_params {
     double drain_timeout_s;    /* hp_http_destroy() waits this long for requests in flight, default 30 */
     uint64_t max_body_bytes;   /* a larger body is refused with 413 (from Content-Length when sent) */
     const char *auth_token;    /* non-empty: every route but /livez and /readyz needs "Bearer <token>" */
+    bool metrics_open;         /* /metrics answered without the token as well */
     const char *tls_cert;      /* PEM certificate chain file; with tls_key, HTTPS instead of HTTP */
     const char *tls_key;       /* PEM private key file */
 } hp_http_params;

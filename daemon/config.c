@@ -143,6 +143,10 @@ static const hp_setting settings[] = {
      .metavar = "TOKEN",
      .help = "Bearer token required on every route but /livez and /readyz; empty disables authentication. "
              "Prefer the environment variable or the config file to a flag, which other users can see."},
+    {.name = "metrics_open", .type = HP_SETTING_BOOL, .offset = FIELD(metrics_open), .default_value = "false",
+     .help = "Answer GET /metrics without the auth token, for a Prometheus that cannot send one (scraping by "
+             "pod annotations); every other route still needs it. The metrics are counts, times and memory "
+             "sizes, no frame data."},
     {.name = "tls_cert", .type = HP_SETTING_STRING, .offset = FIELD(tls_cert), .default_value = "",
      .metavar = "PATH", .help = "PEM certificate (chain) file; with tls_key, the API speaks HTTPS."},
     {.name = "tls_key", .type = HP_SETTING_STRING, .offset = FIELD(tls_key), .default_value = "",

@@ -36,6 +36,7 @@ typedef struct hp_config {
     char *pipeline_cache;
     /* Vulkan validation layer on, its messages logged (0 off, 1 on), default 0. */
     bool validation;
+    bool metrics_open;
     /* An hp_log_level (error, warn, info, debug), default HP_LOG_INFO. Stored as int: the table writes
      * enum settings through an int pointer, and gcc gives these enums an unsigned type. */
     int log_level;

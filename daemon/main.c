@@ -293,6 +293,7 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
     http_params.drain_timeout_s = config->shutdown_timeout_s;
     http_params.max_body_bytes = (uint64_t)config->max_body_mb << 20;
     http_params.auth_token = config->auth_token;
+    http_params.metrics_open = config->metrics_open;
     http_params.tls_cert = config->tls_cert;
     http_params.tls_key = config->tls_key;
     if ((code = hp_http_create(&http_params, &http, &err)) != HP_OK)

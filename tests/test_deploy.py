@@ -224,6 +224,11 @@ def main():
         run_env["HDRPOST_PIPELINE_CACHE"] = os.path.join(tmp, os.path.basename(cache))
         run_env["HDRPOST_DEVICE"] = os.environ.get("HDRPOST_TEST_DEVICE", "")
         run_env["HDRPOST_TEST_GPU_DELAY_MS"] = "2000"
+        # As if the optional Secret exists: the probes and the scrape must still answer without the token.
+        token = "deploy-test-token"
+        if "HDRPOST_AUTH_TOKEN" in env:
+            run_env["HDRPOST_AUTH_TOKEN"] = token
+        auth = {"Authorization": f"Bearer {token}"}
         startup = c.get("startupProbe", {})
         budget = startup.get("periodSeconds", 10) * startup.get("failureThreshold", 3)
         d = harness.Child("pod settings", [hdrpostd], env=run_env)
@@ -238,9 +243,13 @@ def main():
             point("with the pod's settings the daemon is ready within the startup probe's budget and every "
                   "probe answers 200", ready and all(s == 200 for s in status.values()),
                   f"{status}\n{d.log()}")
-            code, _, body = harness.request(port, "GET", "/metrics")
-            point("the scraped path answers Prometheus text with hdrpost_ metrics",
-                  code == 200 and b"hdrpost_" in body, f"{code} {body[:300]!r}")
+            path = annotations.get("prometheus.io/path", "/metrics")
+            code, _, body = harness.request(port, "GET", path)
+            gpu = harness.request(port, "GET", "/v1/gpu")[0]
+            point("with the pod's token set, the annotated path still answers Prometheus text without it (what "
+                  "annotation scraping needs), and /v1/gpu does not",
+                  code == 200 and b"hdrpost_" in body and gpu == (401 if "HDRPOST_AUTH_TOKEN" in run_env else 200),
+                  f"{path}: {code} {body[:300]!r}; /v1/gpu {gpu}")
             # A 2 x 2 grey PFM posted as the raw body, in flight (held on the GPU thread) when SIGTERM comes.
             pfm = b"PF\n2 2\n-1.0\n" + struct.pack("<12f", *([0.18] * 12))
             answer = {}
@@ -248,7 +257,7 @@ def main():
             def post():
                 try:
                     answer["status"] = harness.request(port, "POST", "/v1/render?output.format=png", pfm,
-                                                       timeout=grace)[0]
+                                                       auth, timeout=grace)[0]
                 except OSError as e:
                     answer["status"] = str(e)
 

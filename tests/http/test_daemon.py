@@ -437,6 +437,28 @@ def warm_frame(tmp):
             d.dump()
 
 
+def metrics_open(tmp):
+    """--metrics_open with --auth_token: /metrics answers without the token (a Prometheus scraping by pod
+    annotations cannot send one), every other route but the health checks still needs it."""
+    port = free_port()
+    d = Daemon("metrics_open", [f"--listen={HOST}:{port}", "--pipeline_cache=", "--warm_frame=none",
+                                "--auth_token=s3cret", "--metrics_open"] + device_args())
+    try:
+        samples, answered = wait_until_ready(d, port)
+        ready = answered is not None and bool(samples) and samples[-1][1] == 200
+        metrics = request(port, "GET", "/metrics") if ready else (0, {}, b"")
+        gpu = request(port, "GET", "/v1/gpu") if ready else (0, {}, b"")
+        keyed = request(port, "GET", "/v1/gpu", {"Authorization": "Bearer s3cret"}) if ready else (0, {}, b"")
+        point("--metrics_open: /metrics is 200 without the token, /v1/gpu still 401 without it and 200 with it",
+              metrics[0] == 200 and b"hdrpost_" in metrics[2] and is_error_body(json_body(gpu[2]), "unauthorized")
+              and gpu[0] == 401 and keyed[0] == 200, f"metrics {metrics[0]}, gpu {gpu[0]} {gpu[2]!r}, keyed {keyed[0]}")
+        rc = d.stop(signal.SIGTERM)
+        point("--metrics_open: SIGTERM exits 0", rc == 0, f"exit code {rc}\n{d.log()}")
+    finally:
+        d.kill()
+        d.dump()
+
+
 def device_lost(tmp):
     """A lost device (simulated by --test_lose_device_after=1: the first frame the GPU finishes is reported
     as a frame past its fence's timeout is): that frame is answered 503 device_lost, then the daemon is out
@@ -489,6 +511,7 @@ def main():
             tls(tmp)
             warm_frame(tmp)
             device_lost(tmp)
+            metrics_open(tmp)
         except Exception:
             point("the test harness ran to the end", False, traceback.format_exc())
     print(f"1..{harness.count()}", flush=True)
