@@ -13,6 +13,7 @@
 
 #include "api/deflate_runs.h"
 #include "api/image.h"
+#include "common/cpus.h"
 #include "common/log.h"
 
 _Static_assert(HP_ENCODE_MAX_SIDE == HP_IMAGE_MAX_SIDE, "the encoders take every frame the decoders give");
@@ -861,8 +862,7 @@ hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t 
     const frame f = {.pixels = pixels, .width = width, .height = height, .bit_depth = bit_depth, .alpha = alpha,
                      .src_row_bytes = src_row_bytes};
     double c0 = thread_cpu_ms();
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned threads = png_strip_threads ? png_strip_threads : (unsigned)(cores > 0 ? cores : 1);
+    unsigned threads = png_strip_threads ? png_strip_threads : hp_usable_cpus();
     /* The run-length coder is used at the fast efforts whatever the size (one strip below
      * STRIP_MIN_PIXELS); zlib's efforts go through libspng on one thread below it. */
     bool small = (uint64_t)width * height < STRIP_MIN_PIXELS;

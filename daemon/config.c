@@ -131,14 +131,17 @@ static const hp_setting settings[] = {
      .default_value = "268.435456", .min = 0.000001, .max = 268.435456, .metavar = "MEGAPIXELS",
      .help = "Most pixels in a frame, in millions (413 above it); the default is 16384 x 16384."},
     {.name = "encode_threads", .type = HP_SETTING_INT, .offset = FIELD(encode_threads), .default_value = "0",
-     .min = 0, .max = 256, .metavar = "N", .help = "Threads that encode finished frames; 0: one per core."},
+     .min = 0, .max = 256, .metavar = "N",
+     .help = "Threads that encode finished frames; 0: one per usable CPU (the affinity mask, capped by the "
+             "cgroup's CPU quota: a container's, not the node's)."},
     {.name = "png_threads", .type = HP_SETTING_INT, .offset = FIELD(png_threads), .default_value = "0",
      .min = 0, .max = 256, .metavar = "N",
      .help = "Threads one large PNG (1 Mpixel or more) is filtered and deflated on, in strips joined into one "
-             "stream; 0: one per core, 1: libspng on one thread."},
+             "stream; 0: one per usable CPU (as encode_threads), 1: libspng on one thread."},
     {.name = "decode_threads", .type = HP_SETTING_INT, .offset = FIELD(decode_threads), .default_value = "0",
      .min = 0, .max = 64, .metavar = "N",
-     .help = "Threads one EXR frame's chunks are decoded on (they are independent); 0: one per core."},
+     .help = "Threads one EXR frame's chunks are decoded on (they are independent); 0: one per usable CPU (as "
+             "encode_threads)."},
     {.name = "auth_token", .type = HP_SETTING_STRING, .offset = FIELD(auth_token), .default_value = "",
      .metavar = "TOKEN",
      .help = "Bearer token required on every route but /livez and /readyz; empty disables authentication. "

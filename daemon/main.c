@@ -20,6 +20,7 @@
 #include "api/encode.h"
 #include "api/http.h"
 #include "common/bigbuf.h"
+#include "common/cpus.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "daemon/config.h"
@@ -338,7 +339,7 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
             .host_pool = host_pool,
             .request_timeout_s = config->request_timeout_s,
             .decode_threads = config->decode_threads > 0 ? (unsigned)config->decode_threads
-                                                         : (unsigned)sysconf(_SC_NPROCESSORS_ONLN),
+                                                         : hp_usable_cpus(),
             .max_width = (uint32_t)config->max_width,
             .max_height = (uint32_t)config->max_height,
             .max_pixels = (uint64_t)(config->max_megapixels * 1e6),

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cpus.h"
 #include "common/log.h"
 
 /* A FIFO of jobs with a capacity; both queues below are one of these. */
@@ -330,8 +331,7 @@ hp_code hp_worker_create(hp_frame_graph *graph, const hp_worker_config *config, 
     w->on_device_lost_ctx = config ? config->on_device_lost_ctx : NULL;
     w->host_pool = config ? config->host_pool : NULL;
     unsigned depth = config && config->queue_depth ? config->queue_depth : 16;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    w->pool_size = config && config->finish_threads ? config->finish_threads : (unsigned)(cores > 0 ? cores : 1);
+    w->pool_size = config && config->finish_threads ? config->finish_threads : hp_usable_cpus();
     w->waiting.capacity = depth;
     w->finished.capacity = depth + 1;
     w->waiting.items = calloc(depth, sizeof(hp_job *));
