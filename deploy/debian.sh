@@ -3,14 +3,15 @@
 #   deploy/debian.sh start   install what is needed, build, and start hdrpostd (lavapipe when no GPU)
 #   deploy/debian.sh test    install what is needed, build, and run every test suite
 #   deploy/debian.sh build   install what is needed and build, nothing else (deploy/Dockerfile)
+#   deploy/debian.sh deps    install what is needed, nothing else (deploy/Dockerfile's cached layer)
 # Any extra arguments after 'start' go to hdrpostd (e.g. --listen=0.0.0.0:8080).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode=${1:-}
 case "$mode" in
-  start|test|build) shift ;;
-  *) echo "usage: $0 start [hdrpostd flags...] | test | build" >&2; exit 2 ;;
+  start|test|build|deps) shift ;;
+  *) echo "usage: $0 start [hdrpostd flags...] | test | build | deps" >&2; exit 2 ;;
 esac
 
 # Build tools, the libraries hdrpostd links, Mesa's lavapipe (a Vulkan device on the CPU, used when
@@ -31,6 +32,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if [ "$mode" = deps ]; then
+  exit 0
 fi
 
 # CI builds with warnings as errors; so does everyone else.
