@@ -436,7 +436,11 @@ done:
 #define STRIP_MIN_PIXELS (1024u * 1024u) /* below this one thread is fast enough */
 #define STRIP_WINDOW 32768u              /* deflate's window: the dictionary a strip is primed with */
 
-static unsigned png_strip_threads; /* 0: the online cores */
+static unsigned png_strip_threads; /* 0: one per usable CPU (common/cpus.h), counted once */
+static pthread_once_t usable_cpus_once = PTHREAD_ONCE_INIT;
+static unsigned usable_cpus;
+
+static void count_usable_cpus(void) { usable_cpus = hp_usable_cpus(); }
 
 void hp_encode_set_png_threads(unsigned threads) { png_strip_threads = threads; }
 
@@ -862,7 +866,8 @@ hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t 
     const frame f = {.pixels = pixels, .width = width, .height = height, .bit_depth = bit_depth, .alpha = alpha,
                      .src_row_bytes = src_row_bytes};
     double c0 = thread_cpu_ms();
-    unsigned threads = png_strip_threads ? png_strip_threads : hp_usable_cpus();
+    pthread_once(&usable_cpus_once, count_usable_cpus);
+    unsigned threads = png_strip_threads ? png_strip_threads : usable_cpus;
     /* The run-length coder is used at the fast efforts whatever the size (one strip below
      * STRIP_MIN_PIXELS); zlib's efforts go through libspng on one thread below it. */
     bool small = (uint64_t)width * height < STRIP_MIN_PIXELS;

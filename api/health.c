@@ -28,8 +28,8 @@ void hp_route_readyz(hp_request *request, hp_reply *reply)
         hp_reply_error(reply, 503, "not_ready", NULL, "draining: shutting down, finishing requests in flight");
         return;
     case HP_SERVICE_DEVICE_LOST:
+        /* No Retry-After: this process does not get its device back (/livez asks for a restart). */
         hp_reply_error(reply, 503, "not_ready", NULL, "device lost: the GPU stopped responding");
-        hp_reply_header_add(reply, "Retry-After", "5");
         return;
     }
 }

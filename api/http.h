@@ -18,7 +18,7 @@ typedef enum hp_service_state {
     HP_SERVICE_STARTING = 0, /* HTTP up, GPU being chosen and pipelines warming: /readyz 503 */
     HP_SERVICE_READY,        /* every pipeline warm: /readyz 200 */
     HP_SERVICE_DRAINING,     /* stop requested: requests in flight finish, /readyz 503 */
-    HP_SERVICE_DEVICE_LOST,  /* the GPU was lost: /readyz 503 until it is recreated */
+    HP_SERVICE_DEVICE_LOST,  /* the GPU was lost: /readyz and /livez 503 for the rest of the process */
 } hp_service_state;
 
 const char *hp_service_state_name(hp_service_state state);

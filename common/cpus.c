@@ -1,10 +1,9 @@
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
-#endif
 #include "common/cpus.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +13,8 @@ unsigned hp_cpus_from_cfs(int64_t quota_us, int64_t period_us)
 {
     if (quota_us <= 0 || period_us <= 0)
         return 0;
-    int64_t cpus = (quota_us + period_us - 1) / period_us;
+    /* Rounded up without quota + period - 1, which could overflow. */
+    int64_t cpus = quota_us / period_us + (quota_us % period_us != 0);
     return cpus > 0 && cpus < 1 << 20 ? (unsigned)cpus : 0;
 }
 
@@ -31,65 +31,103 @@ unsigned hp_cpus_from_cpu_max(const char *line)
     return hp_cpus_from_cfs(q, period);
 }
 
-/* The first line of a small file, or false. */
-static int read_line(const char *path, char *buf, size_t len)
+/* The first line of a small file. */
+static bool read_line(const char *path, char *buf, size_t len)
 {
     FILE *f = fopen(path, "r");
     if (!f)
-        return 0;
-    int ok = fgets(buf, (int)len, f) != NULL;
+        return false;
+    bool ok = fgets(buf, (int)len, f) != NULL;
     fclose(f);
     return ok;
 }
 
-/* cgroup v1's quota under a cpu controller directory, or 0. */
-static unsigned cfs_cpus(const char *dir)
+/* The smaller of two counts where 0 means no limit. */
+static unsigned tighter(unsigned a, unsigned b) { return a == 0 ? b : b == 0 ? a : a < b ? a : b; }
+
+/* dir/file into out; false when it does not fit (then nothing is read). */
+static bool join(char *out, size_t len, const char *dir, const char *file)
 {
-    char path[600], quota[64], period[64];
-    snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir);
-    if (!read_line(path, quota, sizeof(quota)))
-        return 0;
-    snprintf(path, sizeof(path), "%s/cpu.cfs_period_us", dir);
-    if (!read_line(path, period, sizeof(period)))
-        return 0;
-    return hp_cpus_from_cfs(strtoll(quota, NULL, 10), strtoll(period, NULL, 10));
+    int n = snprintf(out, len, "%s/%s", dir, file);
+    return n >= 0 && (size_t)n < len;
 }
 
-/* The quota of this process's own cgroup. Inside a container the cgroup namespace makes it the root of
- * /sys/fs/cgroup; outside one (a host, CI) the process's cgroup paths from /proc/self/cgroup are read. */
-static unsigned cgroup_cpus(void)
+/* A cgroup directory's own limit: v2's cpu.max, or v1's cfs quota and period. 0: none there. */
+static unsigned dir_cpus(const char *dir, bool v2)
 {
-    char line[512], path[600];
-    if (read_line("/sys/fs/cgroup/cpu.max", line, sizeof(line)))
-        return hp_cpus_from_cpu_max(line);
-    unsigned cpus = cfs_cpus("/sys/fs/cgroup/cpu");
-    FILE *f = fopen("/proc/self/cgroup", "r");
-    while (!cpus && f && fgets(line, sizeof(line), f)) {
+    char path[PATH_MAX + 32], line[128], period[64];
+    if (v2)
+        return join(path, sizeof(path), dir, "cpu.max") && read_line(path, line, sizeof(line))
+                   ? hp_cpus_from_cpu_max(line)
+                   : 0;
+    if (!join(path, sizeof(path), dir, "cpu.cfs_quota_us") || !read_line(path, line, sizeof(line)))
+        return 0;
+    if (!join(path, sizeof(path), dir, "cpu.cfs_period_us") || !read_line(path, period, sizeof(period)))
+        return 0;
+    return hp_cpus_from_cfs(strtoll(line, NULL, 10), strtoll(period, NULL, 10));
+}
+
+/* The tightest limit from base + cgroup up to base: a parent's quota (a systemd slice's CPUQuota=, a
+ * Kubernetes pod's over its containers) binds its children too. */
+static unsigned walk_up(const char *base, const char *cgroup, bool v2)
+{
+    char dir[PATH_MAX];
+    int n = snprintf(dir, sizeof(dir), "%s%s", base, strcmp(cgroup, "/") == 0 ? "" : cgroup);
+    if (n < 0 || (size_t)n >= sizeof(dir))
+        return 0;
+    size_t floor = strlen(base);
+    unsigned cpus = 0;
+    for (;;) {
+        cpus = tighter(cpus, dir_cpus(dir, v2));
+        char *slash = strrchr(dir, '/');
+        if (!slash || (size_t)(slash - dir) < floor)
+            break;
+        *slash = '\0';
+    }
+    return cpus;
+}
+
+/* Whether a v1 controller list ("cpu", "cpu,cpuacct", "cpuacct,cpu") names the cpu controller. */
+static bool has_cpu(const char *controllers)
+{
+    size_t len = strlen(controllers);
+    for (const char *p = controllers; p < controllers + len;) {
+        size_t word = strcspn(p, ",");
+        if (word == 3 && strncmp(p, "cpu", 3) == 0)
+            return true;
+        p += word + 1;
+    }
+    return false;
+}
+
+unsigned hp_cpus_from_cgroup(const char *fs_root, const char *proc_cgroup)
+{
+    FILE *f = fopen(proc_cgroup, "r");
+    if (!f)
+        return 0;
+    unsigned cpus = 0;
+    char *line = NULL, base[PATH_MAX];
+    size_t cap = 0;
+    while (getline(&line, &cap, f) > 0) {
         line[strcspn(line, "\n")] = '\0';
-        /* "ID:CONTROLLERS:PATH"; v2 has ID 0 and no controllers. */
-        char *controllers = strchr(line, ':'), *cg = controllers ? strchr(controllers + 1, ':') : NULL;
-        if (!cg)
+        /* "ID:CONTROLLERS:PATH": v2 has ID 0 and no controllers; v1 names its controllers. */
+        char *controllers = strchr(line, ':'), *cgroup = controllers ? strchr(controllers + 1, ':') : NULL;
+        if (!cgroup)
             continue;
-        *cg++ = '\0';
-        controllers++;
+        *controllers++ = '\0';
+        *cgroup++ = '\0';
         if (strcmp(line, "0") == 0 && *controllers == '\0') {
-            char max[128];
-            snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max", cg);
-            if (read_line(path, max, sizeof(max)))
-                cpus = hp_cpus_from_cpu_max(max);
-        } else if (strcmp(controllers, "cpu") == 0 || strstr(controllers, "cpu,") == controllers ||
-                   strstr(controllers, ",cpu,") || (strlen(controllers) > 4 &&
-                                                    strcmp(controllers + strlen(controllers) - 4, ",cpu") == 0)) {
-            snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s", controllers, cg);
-            cpus = cfs_cpus(path);
-            if (!cpus) {
-                snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu%s", cg);
-                cpus = cfs_cpus(path);
-            }
+            cpus = tighter(cpus, walk_up(fs_root, cgroup, true));
+        } else if (has_cpu(controllers)) {
+            /* The hierarchy is mounted under its controller list, with "cpu" usually a link to it. */
+            unsigned here = join(base, sizeof(base), fs_root, controllers) ? walk_up(base, cgroup, false) : 0;
+            if (here == 0 && join(base, sizeof(base), fs_root, "cpu"))
+                here = walk_up(base, cgroup, false);
+            cpus = tighter(cpus, here);
         }
     }
-    if (f)
-        fclose(f);
+    free(line);
+    fclose(f);
     return cpus;
 }
 
@@ -100,8 +138,7 @@ unsigned hp_usable_cpus(void)
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0 && (unsigned)CPU_COUNT(&set) < cpus)
         cpus = (unsigned)CPU_COUNT(&set);
-    unsigned quota = cgroup_cpus();
-    if (quota > 0 && quota < cpus)
-        cpus = quota;
+    /* Inside a container the cgroup namespace shows the container's own cgroup as "/", at the root. */
+    cpus = tighter(cpus, hp_cpus_from_cgroup("/sys/fs/cgroup", "/proc/self/cgroup"));
     return cpus > 0 ? cpus : 1;
 }

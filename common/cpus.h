@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-/* At least 1. Read once per call: cheap (a system call and two small files); callers keep the result. */
+/* At least 1. Reads the affinity mask and a few small files at each call: callers keep the result. */
 unsigned hp_usable_cpus(void);
 
 /* The CPUs a cgroup v2 "cpu.max" line grants ("QUOTA PERIOD", or "max PERIOD" for no limit), rounded up;
@@ -20,5 +20,11 @@ unsigned hp_cpus_from_cpu_max(const char *line);
 
 /* The same from cgroup v1's cpu.cfs_quota_us and cpu.cfs_period_us (quota -1: no limit). */
 unsigned hp_cpus_from_cfs(int64_t quota_us, int64_t period_us);
+
+/* The tightest CPU quota over the cgroups a /proc/PID/cgroup file lists, read under fs_root (normally
+ * /sys/fs/cgroup): for cgroup v2 each cpu.max from the process's cgroup up to the root, for v1 each cfs
+ * quota in the cpu hierarchy likewise. 0: no quota anywhere. hp_usable_cpus() reads /proc/self/cgroup;
+ * tests give fixture trees. */
+unsigned hp_cpus_from_cgroup(const char *fs_root, const char *proc_cgroup);
 
 #endif

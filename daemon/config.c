@@ -144,8 +144,9 @@ static const hp_setting settings[] = {
              "encode_threads)."},
     {.name = "auth_token", .type = HP_SETTING_STRING, .offset = FIELD(auth_token), .default_value = "",
      .metavar = "TOKEN",
-     .help = "Bearer token required on every route but /livez and /readyz; empty disables authentication. "
-             "Prefer the environment variable or the config file to a flag, which other users can see."},
+     .help = "Bearer token required on every route but /livez and /readyz (and /metrics with metrics_open); "
+             "empty disables authentication. Prefer the environment variable or the config file to a flag, which "
+             "other users can see."},
     {.name = "metrics_open", .type = HP_SETTING_BOOL, .offset = FIELD(metrics_open), .default_value = "false",
      .help = "Answer GET /metrics without the auth token, for a Prometheus that cannot send one (scraping by "
              "pod annotations); every other route still needs it. The metrics are counts, times and memory "
@@ -167,9 +168,9 @@ static const hp_setting settings[] = {
              "0 is off."},
     {.name = "test_lose_device_after", .type = HP_SETTING_INT, .offset = FIELD(test_lose_device_after),
      .default_value = "0", .min = 0, .max = 1000000, .metavar = "N",
-     .help = "For tests only, never in production: the Nth frame the GPU finishes is reported as a lost device "
-             "(as a frame past its fence's timeout is), so that tests see what the daemon does then on any GPU. "
-             "0 is off."},
+     .help = "For tests only, never in production: the Nth frame the GPU finishes (warm-up frames count) is "
+             "reported as a lost device (as a frame past its fence's timeout is), so that tests see what the daemon "
+             "does then on any GPU. 0 is off."},
 };
 
 #define SETTING_COUNT ((int)(sizeof(settings) / sizeof(settings[0])))

@@ -36,6 +36,7 @@ typedef struct hp_config {
     char *pipeline_cache;
     /* Vulkan validation layer on, its messages logged (0 off, 1 on), default 0. */
     bool validation;
+    /* GET /metrics answered without the auth token (api/http.h), default false. */
     bool metrics_open;
     /* An hp_log_level (error, warn, info, debug), default HP_LOG_INFO. Stored as int: the table writes
      * enum settings through an int pointer, and gcc gives these enums an unsigned type. */
@@ -72,6 +73,7 @@ typedef struct hp_config {
     /* For tests only: milliseconds the GPU thread sleeps before each frame it runs (daemon/worker.h), so
      * that tests of queueing, deadlines and draining see slow frames on any GPU. 0..60000, default 0. */
     int test_gpu_delay_ms;
+    /* For tests only: the Nth frame the GPU finishes is reported as a lost device (daemon/worker.h). 0: off. */
     int test_lose_device_after;
 
     /* The config file read, or NULL when none was given. */

@@ -88,7 +88,12 @@ typedef struct backend_ctx {
 
 /* The worker's GPU thread found the device lost. Nothing runs on it again and this daemon does not make a
  * new one: out of rotation (/readyz 503) and /livez 503, so that a supervisor restarts the process. */
-static void on_device_lost(void *ctx) { hp_http_set_state(ctx, HP_SERVICE_DEVICE_LOST); }
+static void on_device_lost(void *ctx)
+{
+    /* Not over a drain: it is 503 already, and its replies close their connections. */
+    if (!hp_http_advance_state(ctx, HP_SERVICE_READY, HP_SERVICE_DEVICE_LOST))
+        hp_http_advance_state(ctx, HP_SERVICE_STARTING, HP_SERVICE_DEVICE_LOST);
+}
 
 static bool submit_job(void *ctx, struct hp_job *job) { return hp_worker_submit(((backend_ctx *)ctx)->worker, job); }
 static unsigned queue_depth(void *ctx) { return hp_worker_queue_depth(((backend_ctx *)ctx)->worker); }
@@ -324,11 +329,10 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
                                .finish_threads = (unsigned)config->encode_threads,
                                .test_gpu_delay_ms = (unsigned)config->test_gpu_delay_ms,
                                .test_lose_device_after = (unsigned)config->test_lose_device_after,
-                               .on_device_lost = on_device_lost,
-                               .on_device_lost_ctx = http,
                                .host_pool = host_pool};
         if ((code = hp_worker_create(graph, &wc, &worker, &err)) != HP_OK)
             goto startup_failed;
+        hp_worker_set_on_device_lost(worker, on_device_lost, http);
         bctx = (backend_ctx){.worker = worker, .gpu = gpu, .host_pool = host_pool};
         hp_http_backend backend = {
             .ctx = &bctx,
@@ -366,7 +370,7 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
                     info->pipelines_created, info->pipelines_from_cache);
             notify("READY=1");
         } else {
-            hp_error("not ready: the device was lost while warming up");
+            hp_error("not ready after the warm-up: %s", hp_service_state_name(hp_http_get_state(http)));
         }
     }
 
@@ -387,7 +391,10 @@ startup_failed:
     exit_code = EXIT_STARTUP_FAILED;
 
 shutdown:
-    /* HTTP first: its drain waits for the requests in flight, whose jobs the worker is still running. */
+    /* HTTP first: its drain waits for the requests in flight, whose jobs the worker is still running. The
+     * worker may still finish frames after it (and find the device lost): it is told of nobody any more. */
+    if (worker)
+        hp_worker_set_on_device_lost(worker, NULL, NULL);
     hp_http_destroy(&http);
     hp_worker_destroy(&worker);
     hp_host_pool_destroy(&host_pool); /* every job is done: every block is back */

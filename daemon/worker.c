@@ -51,11 +51,11 @@ struct hp_worker {
     _Atomic uint32_t graph_sizes;
     _Atomic uint64_t graph_bytes;
     unsigned test_gpu_delay_ms; /* hp_worker_config */
-    unsigned test_lose_device_after;               /* hp_worker_config */
-    unsigned frames_finished;                      /* GPU thread only: for test_lose_device_after */
-    void (*on_device_lost)(void *ctx);             /* hp_worker_config */
+    unsigned test_lose_device_after; /* hp_worker_config */
+    unsigned frames_finished;   /* GPU thread only: for test_lose_device_after */
+    bool device_lost;           /* GPU thread only: a frame reported it; no frame runs after */
+    void (*on_device_lost)(void *ctx); /* under lock: hp_worker_set_on_device_lost */
     void *on_device_lost_ctx;
-    bool device_lost;                              /* GPU thread only: on_device_lost was called */
     hp_host_pool *host_pool;    /* hp_worker_config */
 };
 
@@ -130,6 +130,10 @@ static bool start_job(hp_worker *w, hp_job *job, uint32_t *ticket)
     if (atomic_load(&job->cancelled)) {
         job->code = hp_fail(&job->err, HP_ERR_INVALID_ARGUMENT, "the client went away before the frame ran");
         hp_info("worker: dropped a queued frame whose client went away");
+        return false;
+    }
+    if (w->device_lost) {
+        job->code = hp_fail(&job->err, HP_ERR_DEVICE_LOST, "the GPU was lost before this frame ran");
         return false;
     }
     if (past(&job->deadline)) {
@@ -229,11 +233,13 @@ static void done(hp_worker *w, hp_job *job)
 {
     atomic_store(&w->graph_sizes, hp_frame_graph_cached_sizes(w->graph));
     atomic_store(&w->graph_bytes, hp_frame_graph_device_bytes(w->graph));
-    if (job->code == HP_ERR_DEVICE_LOST) {
+    if (job->code == HP_ERR_DEVICE_LOST && !w->device_lost) {
         hp_error("gpu: device lost: %s", job->err.message);
-        if (!w->device_lost && w->on_device_lost)
-            w->on_device_lost(w->on_device_lost_ctx);
         w->device_lost = true;
+        pthread_mutex_lock(&w->lock);
+        if (w->on_device_lost)
+            w->on_device_lost(w->on_device_lost_ctx);
+        pthread_mutex_unlock(&w->lock);
     }
     hand_to_pool(w, job);
 }
@@ -327,8 +333,6 @@ hp_code hp_worker_create(hp_frame_graph *graph, const hp_worker_config *config, 
     w->graph = graph;
     w->test_gpu_delay_ms = config ? config->test_gpu_delay_ms : 0;
     w->test_lose_device_after = config ? config->test_lose_device_after : 0;
-    w->on_device_lost = config ? config->on_device_lost : NULL;
-    w->on_device_lost_ctx = config ? config->on_device_lost_ctx : NULL;
     w->host_pool = config ? config->host_pool : NULL;
     unsigned depth = config && config->queue_depth ? config->queue_depth : 16;
     w->pool_size = config && config->finish_threads ? config->finish_threads : hp_usable_cpus();
@@ -394,6 +398,14 @@ void hp_worker_destroy(hp_worker **pw)
     free(w->pool);
     free(w);
     *pw = NULL;
+}
+
+void hp_worker_set_on_device_lost(hp_worker *w, void (*fn)(void *ctx), void *ctx)
+{
+    pthread_mutex_lock(&w->lock);
+    w->on_device_lost = fn;
+    w->on_device_lost_ctx = ctx;
+    pthread_mutex_unlock(&w->lock);
 }
 
 bool hp_worker_submit(hp_worker *w, hp_job *job)

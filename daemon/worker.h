@@ -72,10 +72,6 @@ typedef struct hp_worker_config {
     /* For tests only (the test_lose_device_after setting): the Nth frame the GPU finishes is reported as a
      * lost device, as a frame past its fence's timeout is. 0: off. */
     unsigned test_lose_device_after;
-    /* Called once, on the GPU thread, when a frame reports the device lost: nothing will run on it again
-     * (the daemon takes itself out of rotation and asks to be restarted). NULL: nobody is told. */
-    void (*on_device_lost)(void *ctx);
-    void *on_device_lost_ctx;
     /* Where the images are read back into (the same pool the submitters take frames from), or NULL
      * for the frame graph's own read-back memory and a copy. */
     hp_host_pool *host_pool;
@@ -88,6 +84,12 @@ typedef struct hp_worker hp_worker;
 hp_code hp_worker_create(hp_frame_graph *graph, const hp_worker_config *config, hp_worker **out, hp_err *err);
 /* Finishes every queued job (those past their deadline are dropped), stops the threads, frees. */
 void hp_worker_destroy(hp_worker **worker);
+
+/* Who is told, once, on the GPU thread, when a frame reports the device lost: no frame runs on it again
+ * (queued ones are answered device_lost at once) and the daemon takes itself out of rotation. Set and
+ * cleared under the worker's lock, so that the caller can clear it (NULL) before ctx goes away while frames
+ * still finish, as they do after the HTTP server is destroyed. */
+void hp_worker_set_on_device_lost(hp_worker *worker, void (*fn)(void *ctx), void *ctx);
 
 /* Queues a job. Returns false when the queue is full (the caller answers 429) or the worker is
  * stopping; the job is then still the caller's. */

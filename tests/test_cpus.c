@@ -1,11 +1,50 @@
 /* common/cpus.h: the CPUs "one per core" pools are sized by. The cgroup quota lines parse as the kernel
- * writes them; the affinity mask bounds the count (a pod pinned to some CPUs of a larger node). */
+ * writes them; the quota is found in fixture cgroup trees (v2 nested, a parent's limit, v1, hybrid, a
+ * container's namespace, a long path); the affinity mask bounds the count (a pod pinned to some CPUs). */
+#include <errno.h>
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/cpus.h"
 #include "tap.h"
+
+static char root[256];
+
+/* root/rel (its directories made) with the given content. */
+static void put(const char *rel, const char *content)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", root, rel);
+    for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')) != NULL; p++) {
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            tap_diag("mkdir %s: %s", path, strerror(errno));
+        *p = '/';
+    }
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(content, f);
+        fclose(f);
+    }
+}
+
+/* hp_cpus_from_cgroup over the fixture tree, with this /proc/self/cgroup content. */
+static unsigned quota_of(const char *tree, const char *proc)
+{
+    char fs[512], proc_path[512];
+    snprintf(fs, sizeof(fs), "%s/%s", root, tree);
+    snprintf(proc_path, sizeof(proc_path), "%s/%s.cgroup", root, tree);
+    FILE *f = fopen(proc_path, "w");
+    if (!f)
+        return 9999;
+    fputs(proc, f);
+    fclose(f);
+    return hp_cpus_from_cgroup(fs, proc_path);
+}
 
 int main(void)
 {
@@ -27,14 +66,64 @@ int main(void)
                hp_cpus_from_cfs(250000, 100000) == 3 && hp_cpus_from_cfs(100000, 0) == 0,
            "cgroup v1 quota and period: -1 is no limit, 2.5 CPUs round up to 3");
 
+    snprintf(root, sizeof(root), "/tmp/hdrpostd-test-cpus-%d", (int)getpid());
+    mkdir(root, 0755);
+    /* v2, nested: the leaf's quota. */
+    put("a/x/y/cpu.max", "300000 100000\n");
+    put("a/x/cpu.max", "max 100000\n");
+    tap_ok(quota_of("a", "0::/x/y\n") == 3, "cgroup v2: the process's own cpu.max, 3 CPUs");
+    /* v2, the parent limits (a systemd slice's CPUQuota=, a pod over its container): the tighter wins. */
+    put("b/slice/cpu.max", "200000 100000\n");
+    put("b/slice/svc/cpu.max", "max 100000\n");
+    tap_ok(quota_of("b", "0::/slice/svc\n") == 2, "cgroup v2: a parent's quota binds a child without one");
+    put("b2/slice/cpu.max", "800000 100000\n");
+    put("b2/slice/svc/cpu.max", "250000 100000\n");
+    tap_ok(quota_of("b2", "0::/slice/svc\n") == 3, "cgroup v2: the child's tighter quota wins over the parent's");
+    /* v2 without any limit. */
+    put("c/s/cpu.max", "max 100000\n");
+    tap_ok(quota_of("c", "0::/s\n") == 0, "cgroup v2: no quota anywhere is no limit");
+    /* A container's cgroup namespace: its cgroup is "/" at the root. */
+    put("d/cpu.max", "100000 100000\n");
+    tap_ok(quota_of("d", "0::/\n") == 1, "cgroup v2 in a container: the root's cpu.max");
+    /* v1, the cpu controller mounted with cpuacct, named hierarchies ignored. */
+    put("e/cpu,cpuacct/kubepods/pod1/c1/cpu.cfs_quota_us", "150000\n");
+    put("e/cpu,cpuacct/kubepods/pod1/c1/cpu.cfs_period_us", "100000\n");
+    tap_ok(quota_of("e", "12:name=systemd:/kubepods/pod1/c1\n5:cpu,cpuacct:/kubepods/pod1/c1\n"
+                         "3:memory:/kubepods/pod1/c1\n") == 2,
+           "cgroup v1: cpu,cpuacct's cfs quota, 1.5 CPUs round up to 2");
+    put("f/cpu/x/cpu.cfs_quota_us", "-1\n");
+    put("f/cpu/x/cpu.cfs_period_us", "100000\n");
+    tap_ok(quota_of("f", "4:cpuacct,cpu:/x\n") == 0, "cgroup v1: quota -1 is no limit (through the cpu link)");
+    /* Hybrid: v2's line with no limit, v1's cpu with one. */
+    put("g/cpu/job/cpu.cfs_quota_us", "400000\n");
+    put("g/cpu/job/cpu.cfs_period_us", "100000\n");
+    tap_ok(quota_of("g", "0::/job\n2:cpu:/job\n") == 4, "hybrid v1 and v2: v1's quota is found");
+    /* A path longer than any fixed line buffer. */
+    char longpath[700] = "", rel[800], proc[800];
+    for (int i = 0; i < 60; i++)
+        strcat(longpath, "/directory");
+    snprintf(rel, sizeof(rel), "h%s/cpu.max", longpath);
+    put(rel, "500000 100000\n");
+    snprintf(proc, sizeof(proc), "0::%s\n", longpath);
+    tap_ok(quota_of("h", proc) == 5, "a cgroup path of %zu characters", strlen(longpath));
+    tap_ok(hp_cpus_from_cgroup(root, "/nonexistent/cgroup") == 0, "no /proc/self/cgroup: no limit");
+    char rm[300];
+    snprintf(rm, sizeof(rm), "rm -rf %s", root);
+    if (system(rm) != 0)
+        tap_diag("could not remove %s", root);
+
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned all = hp_usable_cpus();
     tap_ok(all >= 1 && (online < 1 || all <= (unsigned)online), "usable CPUs %u, between 1 and the %ld online",
            all, online);
+    unsigned quota = hp_cpus_from_cgroup("/sys/fs/cgroup", "/proc/self/cgroup");
 
     /* Pinned to one CPU of the current mask, then to two (where there are two), then back. */
     cpu_set_t saved, one;
     tap_ok(sched_getaffinity(0, sizeof(saved), &saved) == 0, "the affinity mask is readable");
+    tap_ok(all == (unsigned)CPU_COUNT(&saved) || (quota > 0 && all == quota && quota < (unsigned)CPU_COUNT(&saved)),
+           "usable CPUs = the mask's %d, or this process's cgroup quota (%u) where it is smaller",
+           CPU_COUNT(&saved), quota);
     int first = -1, second = -1;
     for (int c = 0; c < CPU_SETSIZE && second < 0; c++)
         if (CPU_ISSET(c, &saved)) {

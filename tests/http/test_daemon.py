@@ -477,9 +477,10 @@ def device_lost(tmp):
               status == 503 and is_error_body(json_body(body), "device_lost"), f"{status} {body[:300]!r}\n{d.log()}")
         ready_status, ready_headers, ready_body = request(port, "GET", "/readyz")
         live_status, _, live_body = request(port, "GET", "/livez")
-        point("then /readyz is 503 (out of rotation, with Retry-After) and /livez 503 device_lost (restart it)",
+        point("then /readyz is 503 (out of rotation, no Retry-After: it does not come back) and /livez 503 "
+              "device_lost (restart it)",
               ready_status == 503 and "device lost" in ready_body.decode("utf-8", "replace")
-              and "retry-after" in ready_headers
+              and "retry-after" not in ready_headers
               and live_status == 503 and is_error_body(json_body(live_body), "device_lost"),
               f"readyz {ready_status} {ready_body!r}, livez {live_status} {live_body!r}")
         status, _, body = harness.request(port, "POST", "/v1/render?output.format=png", pfm)
@@ -490,6 +491,88 @@ def device_lost(tmp):
         bad = validation_lines(d)
         point("device lost: SIGTERM still exits 0, no validation-layer message", rc == 0 and not bad,
               f"exit code {rc}\n" + "\n".join(bad) + "\n" + d.log())
+    finally:
+        d.kill()
+        d.dump()
+
+    # Frames queued behind the one the device is lost on are not run: answered device_lost at once. Each frame
+    # waits 1 s on the GPU thread; three are sent 0.2 s apart, so the third is still queued when the first
+    # reports the loss (the second may already be on the GPU: two frames are in flight).
+    port = free_port()
+    d = Daemon("device lost, queued frames", [f"--listen={HOST}:{port}", "--pipeline_cache=", "--warm_frame=none",
+                                             "--test_lose_device_after=1", "--test_gpu_delay_ms=1000"]
+               + device_args())
+    try:
+        samples, answered = wait_until_ready(d, port)
+        answers = [None] * 3
+
+        def post(i):
+            try:
+                answers[i] = harness.request(port, "POST", "/v1/render?output.format=png", pfm, timeout=30)
+            except OSError as e:
+                answers[i] = (str(e), {}, b"")
+
+        threads = []
+        for i in range(3):
+            threads.append(threading.Thread(target=post, args=(i,)))
+            threads[-1].start()
+            time.sleep(0.2)
+        for t in threads:
+            t.join(timeout=40)
+        codes = [(a[0], (json_body(a[2]) or {}).get("error", {}).get("code")) if a else None for a in answers]
+        point("the frames queued behind the lost one are answered 503 device_lost without running",
+              codes[0] == (503, "device_lost") and codes[2] == (503, "device_lost")
+              and b"before this frame ran" in answers[2][2], f"{d.log()}\n{codes} {answers[2]}")
+        rc = d.stop(signal.SIGTERM)
+        point("queued frames after the loss: SIGTERM exits 0", rc == 0, f"exit code {rc}")
+    finally:
+        d.kill()
+        d.dump()
+
+    # Lost after the HTTP server is gone: a frame still on the GPU thread when a short drain ends reports the
+    # loss after hp_http_destroy. The worker must tell nobody then (in an AddressSanitizer build, telling the
+    # freed server was a use after free).
+    port = free_port()
+    d = Daemon("device lost after the drain", [f"--listen={HOST}:{port}", "--pipeline_cache=", "--warm_frame=none",
+                                               "--test_lose_device_after=1", "--test_gpu_delay_ms=2000",
+                                               "--shutdown_timeout_s=0.3"] + device_args())
+    try:
+        samples, answered = wait_until_ready(d, port)
+        answer = {}
+
+        def post_one():
+            try:
+                answer["status"] = harness.request(port, "POST", "/v1/render?output.format=png", pfm, timeout=30)[0]
+            except OSError as e:
+                answer["status"] = str(e)
+
+        t = threading.Thread(target=post_one)
+        t.start()
+        time.sleep(0.5)
+        rc = d.stop(signal.SIGTERM)
+        t.join(timeout=30)
+        lost = d.wait_line(r"device lost: test_lose_device_after", 1)
+        point("a loss reported after the HTTP drain ended: the daemon still exits 0 (no use of the freed server)",
+              rc == 0 and lost is not None and "AddressSanitizer" not in d.log(),
+              f"exit code {rc}, answer {answer}\n{d.log()}")
+    finally:
+        d.kill()
+        d.dump()
+
+    # Lost during the warm-up: never ready, /livez 503, and the log says why.
+    port = free_port()
+    d = Daemon("device lost in the warm-up", [f"--listen={HOST}:{port}", "--pipeline_cache=", "--warm_frame=16x16",
+                                              "--test_lose_device_after=1"] + device_args())
+    try:
+        line = d.wait_line(r"not ready after the warm-up: device_lost", START_TIMEOUT_S + READY_TIMEOUT_S)
+        ready_status = request(port, "GET", "/readyz")[0] if line else 0
+        live_status, _, live_body = request(port, "GET", "/livez") if line else (0, {}, b"")
+        point("a device lost during the warm-up: the log says so, /readyz stays 503 and /livez is 503 device_lost",
+              line is not None and ready_status == 503 and live_status == 503
+              and is_error_body(json_body(live_body), "device_lost"),
+              f"line {line!r}, readyz {ready_status}, livez {live_status} {live_body!r}\n{d.log()}")
+        rc = d.stop(signal.SIGTERM)
+        point("lost in the warm-up: SIGTERM exits 0", rc == 0, f"exit code {rc}")
     finally:
         d.kill()
         d.dump()
