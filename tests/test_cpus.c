@@ -68,36 +68,44 @@ int main(void)
 
     snprintf(root, sizeof(root), "/tmp/hdrpostd-test-cpus-%d", (int)getpid());
     mkdir(root, 0755);
-    /* v2, nested: the leaf's quota. */
-    put("a/x/y/cpu.max", "300000 100000\n");
-    put("a/x/cpu.max", "max 100000\n");
-    tap_ok(quota_of("a", "0::/x/y\n") == 3, "cgroup v2: the process's own cpu.max, 3 CPUs");
-    /* v2, the parent limits (a systemd slice's CPUQuota=, a pod over its container): the tighter wins. */
-    put("b/slice/cpu.max", "200000 100000\n");
-    put("b/slice/svc/cpu.max", "max 100000\n");
-    tap_ok(quota_of("b", "0::/slice/svc\n") == 2, "cgroup v2: a parent's quota binds a child without one");
-    put("b2/slice/cpu.max", "800000 100000\n");
-    put("b2/slice/svc/cpu.max", "250000 100000\n");
-    tap_ok(quota_of("b2", "0::/slice/svc\n") == 3, "cgroup v2: the child's tighter quota wins over the parent's");
-    /* v2 without any limit. */
-    put("c/s/cpu.max", "max 100000\n");
-    tap_ok(quota_of("c", "0::/s\n") == 0, "cgroup v2: no quota anywhere is no limit");
-    /* A container's cgroup namespace: its cgroup is "/" at the root. */
-    put("d/cpu.max", "100000 100000\n");
-    tap_ok(quota_of("d", "0::/\n") == 1, "cgroup v2 in a container: the root's cpu.max");
-    /* v1, the cpu controller mounted with cpuacct, named hierarchies ignored. */
-    put("e/cpu,cpuacct/kubepods/pod1/c1/cpu.cfs_quota_us", "150000\n");
-    put("e/cpu,cpuacct/kubepods/pod1/c1/cpu.cfs_period_us", "100000\n");
-    tap_ok(quota_of("e", "12:name=systemd:/kubepods/pod1/c1\n5:cpu,cpuacct:/kubepods/pod1/c1\n"
-                         "3:memory:/kubepods/pod1/c1\n") == 2,
-           "cgroup v1: cpu,cpuacct's cfs quota, 1.5 CPUs round up to 2");
-    put("f/cpu/x/cpu.cfs_quota_us", "-1\n");
-    put("f/cpu/x/cpu.cfs_period_us", "100000\n");
-    tap_ok(quota_of("f", "4:cpuacct,cpu:/x\n") == 0, "cgroup v1: quota -1 is no limit (through the cpu link)");
-    /* Hybrid: v2's line with no limit, v1's cpu with one. */
-    put("g/cpu/job/cpu.cfs_quota_us", "400000\n");
-    put("g/cpu/job/cpu.cfs_period_us", "100000\n");
-    tap_ok(quota_of("g", "0::/job\n2:cpu:/job\n") == 4, "hybrid v1 and v2: v1's quota is found");
+    /* Fixture trees, each under its own directory, with the /proc/self/cgroup a process in it would read. */
+    static const struct {
+        const char *tree;
+        struct { const char *path, *content; } files[2];
+        const char *proc;
+        unsigned want;
+        const char *what;
+    } trees[] = {
+        {"a", {{"x/y/cpu.max", "300000 100000\n"}, {"x/cpu.max", "max 100000\n"}}, "0::/x/y\n", 3,
+         "cgroup v2: the process's own cpu.max, 3 CPUs"},
+        /* A systemd slice's CPUQuota=, a pod over its container: the tighter wins. */
+        {"b", {{"slice/cpu.max", "200000 100000\n"}, {"slice/svc/cpu.max", "max 100000\n"}}, "0::/slice/svc\n", 2,
+         "cgroup v2: a parent's quota binds a child without one"},
+        {"b2", {{"slice/cpu.max", "800000 100000\n"}, {"slice/svc/cpu.max", "250000 100000\n"}},
+         "0::/slice/svc\n", 3, "cgroup v2: the child's tighter quota wins over the parent's"},
+        {"c", {{"s/cpu.max", "max 100000\n"}}, "0::/s\n", 0, "cgroup v2: no quota anywhere is no limit"},
+        /* A container's cgroup namespace: its cgroup is "/" at the root. */
+        {"d", {{"cpu.max", "100000 100000\n"}}, "0::/\n", 1, "cgroup v2 in a container: the root's cpu.max"},
+        /* The cpu controller mounted with cpuacct; named hierarchies and other controllers ignored. */
+        {"e", {{"cpu,cpuacct/kubepods/pod1/c1/cpu.cfs_quota_us", "150000\n"},
+               {"cpu,cpuacct/kubepods/pod1/c1/cpu.cfs_period_us", "100000\n"}},
+         "12:name=systemd:/kubepods/pod1/c1\n5:cpu,cpuacct:/kubepods/pod1/c1\n3:memory:/kubepods/pod1/c1\n", 2,
+         "cgroup v1: cpu,cpuacct's cfs quota, 1.5 CPUs round up to 2"},
+        {"f", {{"cpu/x/cpu.cfs_quota_us", "-1\n"}, {"cpu/x/cpu.cfs_period_us", "100000\n"}}, "4:cpuacct,cpu:/x\n", 0,
+         "cgroup v1: quota -1 is no limit (through the cpu link)"},
+        /* Hybrid: v2's line with no limit, v1's cpu with one. */
+        {"g", {{"cpu/job/cpu.cfs_quota_us", "400000\n"}, {"cpu/job/cpu.cfs_period_us", "100000\n"}},
+         "0::/job\n2:cpu:/job\n", 4, "hybrid v1 and v2: v1's quota is found"},
+    };
+    for (size_t t = 0; t < sizeof(trees) / sizeof(trees[0]); t++) {
+        for (size_t i = 0; i < 2 && trees[t].files[i].path; i++) {
+            char rel[300];
+            snprintf(rel, sizeof(rel), "%s/%s", trees[t].tree, trees[t].files[i].path);
+            put(rel, trees[t].files[i].content);
+        }
+        unsigned got = quota_of(trees[t].tree, trees[t].proc);
+        tap_ok(got == trees[t].want, "%s (%u)", trees[t].what, got);
+    }
     /* A path longer than any fixed line buffer. */
     char longpath[700] = "", rel[800], proc[800];
     for (int i = 0; i < 60; i++)
