@@ -41,14 +41,18 @@ typedef struct form {
     part frame, depth, params;
     size_t body_len; /* the whole form's size: bounds a part's, and sizes a frame part at once */
     char unknown[64]; /* the first part name that is none of those */
+    char repeated[16]; /* the first of them sent twice */
     bool oom;
 } form;
 
+/* libmicrohttpd calls this once per piece of a part, with off the piece's offset in its part: off 0 starts
+ * a part, and a part of 0 bytes is that one call with size 0 (so no buffer is made for it). A name sent
+ * twice is refused rather than concatenated: an image split over two parts is not one a client meant. */
 static enum MHD_Result on_form_part(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename,
                                     const char *content_type, const char *transfer_encoding, const char *data,
                                     uint64_t off, size_t size)
 {
-    (void)kind, (void)filename, (void)content_type, (void)transfer_encoding, (void)off;
+    (void)kind, (void)filename, (void)content_type, (void)transfer_encoding;
     form *f = cls;
     part *p = !strcmp(key, "frame") ? &f->frame : !strcmp(key, "depth") ? &f->depth
                                                  : !strcmp(key, "params") ? &f->params : NULL;
@@ -57,7 +61,14 @@ static enum MHD_Result on_form_part(void *cls, enum MHD_ValueKind kind, const ch
             snprintf(f->unknown, sizeof(f->unknown), "%s", key);
         return MHD_YES;
     }
+    if (off == 0 && p->present) {
+        if (!f->repeated[0])
+            snprintf(f->repeated, sizeof(f->repeated), "%s", key);
+        return MHD_YES;
+    }
     p->present = true;
+    if (size == 0)
+        return MHD_YES;
     if (p->len + size > p->cap) {
         /* An image part is sized for the whole form at once (no doubling copies of a 28 MB frame), from the
          * pool of warm buffers (common/bigbuf.h); params starts small. */
@@ -830,8 +841,22 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
                            "unknown form part \"%s\"; the parts are frame, depth and params", f.unknown);
             goto done;
         }
+        if (f.repeated[0]) {
+            hp_reply_error(reply, 400, "duplicate_part", f.repeated,
+                           "the form has more than one \"%s\" part; send each of frame, depth and params once",
+                           f.repeated);
+            goto done;
+        }
         if (!f.frame.present || f.frame.len == 0) {
-            hp_reply_error(reply, 400, "missing_frame", "frame", "the form has no \"frame\" part with the image");
+            hp_reply_error(reply, 400, "missing_frame", "frame", f.frame.present ? "the form's \"frame\" part is empty"
+                           : "the form has no \"frame\" part with the image");
+            goto done;
+        }
+        /* An empty params or depth part is a mistake (an empty file attached), not a request for defaults. */
+        const char *empty = f.params.present && !f.params.len ? "params" : f.depth.present && !f.depth.len ? "depth" : NULL;
+        if (empty) {
+            hp_reply_error(reply, 400, "empty_part", empty, "the form's \"%s\" part is empty; leave it out, or "
+                           "send %s", empty, !strcmp(empty, "params") ? "a JSON object" : "the depth image");
             goto done;
         }
         frame = f.frame.data;

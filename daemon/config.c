@@ -1,7 +1,9 @@
 #include "daemon/config.h"
 
 #include <ctype.h>
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -38,6 +40,9 @@ typedef struct hp_setting {
     bool (*check)(const char *value, char *why, size_t why_size);
     const char *metavar;         /* for --help: --name=METAVAR */
     const char *help;
+    /* A secret (the bearer token): its value never reaches the log, whose lines are read by more people
+     * than the process's environment is (log shippers, support bundles); only whether it is set. */
+    bool secret;
 } hp_setting;
 
 static bool check_listen(const char *value, char *why, size_t why_size)
@@ -146,7 +151,11 @@ static const hp_setting settings[] = {
      .metavar = "TOKEN",
      .help = "Bearer token required on every route but /livez and /readyz (and /metrics with metrics_open); "
              "empty disables authentication. Prefer the environment variable or the config file to a flag, which "
-             "other users can see."},
+             "other users can see. Logged as (set), never its value.",
+     .secret = true},
+    {.name = "allow_no_auth", .type = HP_SETTING_BOOL, .offset = FIELD(allow_no_auth), .default_value = "false",
+     .help = "Listen on an address other than loopback without an auth token. Without it the daemon refuses to "
+             "start that way: anyone who reaches the port could then post frames (docs/SECURITY.md)."},
     {.name = "metrics_open", .type = HP_SETTING_BOOL, .offset = FIELD(metrics_open), .default_value = "false",
      .help = "Answer GET /metrics without the auth token, for a Prometheus that cannot send one (scraping by "
              "pod annotations); every other route still needs it. The metrics are counts, times and memory "
@@ -447,6 +456,31 @@ static hp_config_result scan_flags(int argc, char **argv, flag_value *flags, int
 
 /* --- Public ------------------------------------------------------------------------------------------ */
 
+/* An address other than loopback (127.0.0.0/8, ::1) reaches other machines. */
+static bool listen_is_loopback(const char *listen)
+{
+    hp_listen_addr la;
+    hp_err err = {0};
+    if (hp_listen_addr_parse(listen, &la, &err) != HP_OK)
+        return false;
+    if (la.family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)&la.addr)->sin_addr.s_addr) >> 24) == 127;
+    return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)&la.addr)->sin6_addr);
+}
+
+/* Settings that are fine alone and dangerous together: the API open to the network with no token, which
+ * lets anyone who reaches the port use the GPU. Allowed only when said in plain sight (allow_no_auth). */
+static hp_code check_exposure(const hp_config *config, hp_err *err)
+{
+    if (config->auth_token[0] || config->allow_no_auth || listen_is_loopback(config->listen))
+        return HP_OK;
+    return hp_fail(err, HP_ERR_INVALID_ARGUMENT,
+                   "listen = %s is not a loopback address and no auth_token is set: anyone who can reach the port "
+                   "could post frames. Set auth_token (HDRPOST_AUTH_TOKEN), or allow_no_auth = true "
+                   "(HDRPOST_ALLOW_NO_AUTH) when something in front (a proxy, a network policy) guards the port",
+                   config->listen);
+}
+
 hp_config_result hp_config_load(hp_config *config, int argc, char **argv, hp_err *err)
 {
     memset(config, 0, sizeof(*config));
@@ -489,6 +523,8 @@ hp_config_result hp_config_load(hp_config *config, int argc, char **argv, hp_err
         if (apply(config, flags[i].setting, flags[i].value, HP_CONFIG_FROM_FLAG, where, err) != HP_OK)
             goto done;
     }
+    if (check_exposure(config, err) != HP_OK)
+        goto done;
     result = HP_CONFIG_RUN;
 
 done:
@@ -575,7 +611,10 @@ void hp_config_log(const hp_config *config)
         const char *from = source_names[config->source[i]];
         switch (s->type) {
         case HP_SETTING_STRING:
-            hp_info("config: %s = \"%s\" (%s)", s->name, *(char *const *)f, from);
+            if (s->secret)
+                hp_info("config: %s = %s (%s)", s->name, **(char *const *)f ? "(set)" : "(not set)", from);
+            else
+                hp_info("config: %s = \"%s\" (%s)", s->name, *(char *const *)f, from);
             break;
         case HP_SETTING_INT:
             hp_info("config: %s = %d (%s)", s->name, *(const int *)f, from);

@@ -65,6 +65,8 @@ typedef struct hp_config {
     int png_threads;
     /* Bearer token for every route but /livez and /readyz; "" disables authentication. Default "". */
     char *auth_token;
+    /* Listening on a non-loopback address without auth_token is refused unless this is set. Default false. */
+    bool allow_no_auth;
     /* PEM certificate and key files: both given, the API speaks HTTPS. Default "" (plain HTTP). */
     char *tls_cert, *tls_key;
     /* The frame size warmed before the daemon reports ready: "auto" (3840x2160 on a GPU, none on a CPU
