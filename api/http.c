@@ -15,16 +15,22 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "api/http_guard.h"
 #include "api/metrics.h"
 #include "api/route.h"
 #include "common/bigbuf.h"
+#include "common/budget.h"
+#include "common/ratelimit.h"
 #include "common/log.h"
 
 /* Each connection's memory in libmicrohttpd: the headers, and the read buffer a body arrives through,
- * which grows into what the headers leave. The library's default of 32 KiB reads a 28 MB frame in
- * about 16 KiB pieces, a system call and a call of on_request each; 1 MiB reads it in large ones.
- * (Idle connections hold only what they used.) */
-#define HP_HTTP_CONNECTION_MEMORY (1u << 20)
+ * which grows into what the headers leave. It is also the largest header block a client can make the
+ * server hold (libmicrohttpd answers 431 past it): at 1 MiB, 500 connections with 900 KB of unfinished
+ * headers held 440 MB. 64 KiB bounds that to 32 MiB at max_connections' default, and still reads a body
+ * in pieces of tens of KiB: a 28 MB body over loopback took 7.2 ms (64 KiB) against 7.9 ms (1 MiB),
+ * median of 12, on the 2-core development machine (a bare libmicrohttpd server; the library's default
+ * 32 KiB took 8.5 ms). */
+#define HP_HTTP_CONNECTION_MEMORY (64u << 10)
 
 /* --- Routes ------------------------------------------------------------------------------------------ */
 
@@ -57,8 +63,12 @@ static bool route_open(const hp_http_params *params, const hp_route *route)
 
 struct hp_http {
     struct MHD_Daemon *mhd;
+    struct MHD_Daemon *probe_mhd; /* the probe listener's, or NULL */
+    hp_guard *guard;              /* both daemons' connections */
+    hp_budget *budget;            /* bytes held by requests in flight (the daemon's; may be NULL) */
     hp_http_params params;
     char address[INET6_ADDRSTRLEN + 8];
+    char probe_address[INET6_ADDRSTRLEN + 8];
     _Atomic int state; /* hp_service_state */
 
     /* Requests between their first callback and their completion, for the drain at shutdown. */
@@ -99,6 +109,7 @@ hp_service_state hp_http_get_state(const hp_http *http)
     return (hp_service_state)atomic_load(&http->state);
 }
 const char *hp_http_address(const hp_http *http) { return http->address; }
+const char *hp_http_probe_address(const hp_http *http) { return http->probe_mhd ? http->probe_address : NULL; }
 
 /* --- Listen address ---------------------------------------------------------------------------------- */
 
@@ -552,6 +563,177 @@ static void stop_arriving(hp_request *req)
     req->arriving = false;
 }
 
+bool hp_budget_refused(hp_http *http, uint64_t bytes, const char *what, hp_reply *reply)
+{
+    hp_budget *b = http->budget;
+    if (hp_budget_take(b, bytes))
+        return false;
+    double mib = 1.0 / (1 << 20);
+    if (bytes > b->limit) {
+        hp_reply_error(reply, 413, "too_large", NULL, "%s needs %.1f MiB, more than the %.1f MiB that all requests "
+                       "in flight may hold (max_inflight_mb)", what, (double)bytes * mib, (double)b->limit * mib);
+    } else {
+        hp_reply_error(reply, 503, "memory_full", NULL, "%s needs %.1f MiB and requests in flight hold %.1f of the "
+                       "%.1f MiB they may (max_inflight_mb); retry shortly", what, (double)bytes * mib,
+                       (double)hp_budget_used(b) * mib, (double)b->limit * mib);
+        hp_reply_header_add(reply, "Retry-After", "1");
+    }
+    return true;
+}
+
+struct hp_budget *hp_http_budget(hp_http *http) { return http->budget; }
+
+/* The route for a request; on the probe listener only the health checks exist there. */
+static const hp_route *request_route(const hp_request *req, bool *path_known, char *allow, size_t allow_size)
+{
+    const hp_route *r = route_find(req->method, req->path, path_known, allow, allow_size);
+    if (req->probe && !(r && r->open && !r->takes_body)) {
+        *path_known = false;
+        return NULL;
+    }
+    return r;
+}
+
+/* First call: the headers are complete. The request object lives until on_completed. */
+static hp_request *request_begin(hp_http *http, struct MHD_Connection *connection, const char *method,
+                                 const char *url)
+{
+    hp_request *req = calloc(1, sizeof(*req));
+    if (!req)
+        return NULL;
+    req->http = http;
+    req->connection = connection;
+    req->method = method;
+    req->path = url;
+    const union MHD_ConnectionInfo *di = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_DAEMON);
+    req->probe = di && http->probe_mhd && di->daemon == http->probe_mhd;
+    clock_gettime(CLOCK_MONOTONIC, &req->started);
+    const char *client_id = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "X-Request-Id");
+    if (client_id && request_id_is_sane(client_id))
+        snprintf(req->id, sizeof(req->id), "%s", client_id);
+    else
+        request_id_make(http, req->id, sizeof(req->id));
+    pthread_mutex_lock(&http->lock);
+    http->in_flight++;
+    pthread_mutex_unlock(&http->lock);
+    return req;
+}
+
+typedef struct header_counts {
+    unsigned host, content_length, transfer_encoding;
+} header_counts;
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind, (void)value;
+    header_counts *n = cls;
+    n->host += strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0;
+    n->content_length += strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0;
+    n->transfer_encoding += strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0;
+    return MHD_YES;
+}
+
+/* Framing that libmicrohttpd accepts and a proxy in front may read otherwise (RFC 9112 6.3: more than one
+ * Content-Length, or one beside Transfer-Encoding, is how requests are smuggled past a proxy), a missing or
+ * repeated Host (RFC 9112 3.2: 400), and a %00 in the URL. Answered 400, and the connection closed: what
+ * follows on it cannot be trusted to be a request. */
+static bool header_problem(hp_request *req, const char *version, hp_reply *reply)
+{
+    header_counts n = {0};
+    MHD_get_connection_values(req->connection, MHD_HEADER_KIND, count_header, &n);
+    if (hp_guard_nul_in_url(req->connection))
+        hp_reply_error(reply, 400, "bad_url", NULL, "the path or query holds an encoded NUL (%%00)");
+    else if (n.content_length > 1)
+        hp_reply_error(reply, 400, "bad_framing", NULL, "the request has %u Content-Length headers; send one",
+                       n.content_length);
+    else if (n.content_length && n.transfer_encoding)
+        hp_reply_error(reply, 400, "bad_framing", NULL,
+                       "the request has both Content-Length and Transfer-Encoding; send one of them");
+    else if (n.host > 1)
+        hp_reply_error(reply, 400, "bad_host", NULL, "the request has %u Host headers; send one", n.host);
+    else if (!n.host && version && strcmp(version, MHD_HTTP_VERSION_1_0) != 0)
+        hp_reply_error(reply, 400, "bad_host", NULL, "an %s request needs a Host header", version);
+    else
+        return false;
+    hp_reply_header_add(reply, MHD_HTTP_HEADER_CONNECTION, "close");
+    return true;
+}
+
+/* Refuses a body before any of it is read (issue: a full queue answered only after the frame was decoded
+ * halved the frames served under overload): 411 without a length, 413 over max_body_mb or the whole
+ * budget, 401 without the token, 503 while not ready or when the budget is full, 429 with the queue full.
+ * Otherwise the declared length is taken from the budget. */
+static bool body_refused(hp_http *http, hp_request *req, const hp_route *r, hp_reply *reply)
+{
+    struct MHD_Connection *c = req->connection;
+    const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    const char *ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    uint64_t want = len ? strtoull(len, NULL, 10) : 0;
+    /* A form's frame part is copied out of the body (render.c): twice the bytes while it is read. */
+    uint64_t charge = ctype && strncasecmp(ctype, "multipart/form-data", 19) == 0 ? 2 * want : want;
+    const hp_http_backend *be = &http->backend;
+    hp_service_state state = hp_http_get_state(http);
+    if (!len && !(te && strcasestr(te, "chunked"))) {
+        hp_reply_error(reply, 411, "length_required", NULL,
+                       "%s needs a body with a Content-Length (or chunked transfer encoding)", req->path);
+    } else if (want > http->params.max_body_bytes) {
+        hp_reply_error(reply, 413, "body_too_large", NULL, "the body is %s bytes; this server accepts at most %llu "
+                       "(max_body_mb)", len, (unsigned long long)http->params.max_body_bytes);
+    } else if (!route_open(&http->params, r) && http->auth_token && !token_matches(http, c)) {
+        hp_reply_error(reply, 401, "unauthorized", NULL, "this server needs \"Authorization: Bearer <token>\"");
+        hp_reply_header_add(reply, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    } else if (state != HP_SERVICE_READY && state != HP_SERVICE_DRAINING) {
+        hp_reply_error(reply, 503, "not_ready", NULL, "%s: this server takes no frames now",
+                       hp_service_state_name(state));
+        if (state == HP_SERVICE_STARTING)
+            hp_reply_header_add(reply, "Retry-After", "1");
+    } else if (be->queue_depth && be->queue_capacity && be->queue_depth(be->ctx) >= be->queue_capacity(be->ctx)) {
+        hp_reply_error(reply, 429, "queue_full", NULL, "the queue is full (%u frames waiting); retry shortly",
+                       be->queue_depth(be->ctx));
+        hp_reply_header_add(reply, "Retry-After", "1");
+    } else if (!hp_budget_refused(http, charge, "the body", reply)) {
+        req->budget_bytes = charge;
+        return false;
+    }
+    return true;
+}
+
+/* Reserves a declared length's buffer at once and tells the route (it may read the body as it arrives).
+ * Not with Transfer-Encoding as well: libmicrohttpd then reads chunks past the declared length, and the
+ * buffer an early reader holds would be regrown under it. */
+static void body_reserve(hp_request *req, const hp_route *r)
+{
+    struct MHD_Connection *c = req->connection;
+    const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    size_t want = len ? (size_t)strtoull(len, NULL, 10) : 0;
+    if (want > 0 && !te && r->body_begins && (req->body = hp_bigbuf_get(want)) != NULL) {
+        req->body_cap = want;
+        req->arriving = true;
+        hp_arrival_init(&req->arrival);
+        r->body_begins(req);
+    }
+}
+
+static enum MHD_Result on_headers(hp_http *http, hp_request *req, const char *version)
+{
+    bool known;
+    char allow[128];
+    const hp_route *r = request_route(req, &known, allow, sizeof(allow));
+    hp_reply early = {0};
+    bool refused = header_problem(req, version, &early) || (r && r->takes_body && body_refused(http, req, r, &early));
+    hp_guard_headers_in(req->connection, r && r->takes_body && !refused);
+    if (refused) {
+        enum MHD_Result ret = send_reply(req, &early);
+        hp_reply_release(&early);
+        return ret;
+    }
+    if (r && r->takes_body)
+        body_reserve(req, r);
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls)
@@ -562,68 +744,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     (void)upload_data;
 
     if (!req) {
-        /* First call: headers complete. The request object lives until on_completed. */
-        if (!(req = calloc(1, sizeof(*req))))
+        if (!(req = request_begin(http, connection, method, url)))
             return MHD_NO;
-        req->http = http;
-        req->connection = connection;
-        req->method = method;
-        req->path = url;
-        clock_gettime(CLOCK_MONOTONIC, &req->started);
-        const char *client_id = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "X-Request-Id");
-        if (client_id && request_id_is_sane(client_id))
-            snprintf(req->id, sizeof(req->id), "%s", client_id);
-        else
-            request_id_make(http, req->id, sizeof(req->id));
-        pthread_mutex_lock(&http->lock);
-        http->in_flight++;
-        pthread_mutex_unlock(&http->lock);
         *req_cls = req;
-
-        /* Judge the body by its declared length before reading any of it (413, 411). */
-        bool known;
-        char allow_first[128];
-        const hp_route *r = route_find(method, url, &known, allow_first, sizeof(allow_first));
-        if (r && r->takes_body) {
-            const char *len = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-            const char *te = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
-            hp_reply early = {0};
-            if (!len && !(te && strcasestr(te, "chunked")))
-                hp_reply_error(&early, 411, "length_required", NULL,
-                               "%s needs a body with a Content-Length (or chunked transfer encoding)", url);
-            else if (len && strtoull(len, NULL, 10) > http->params.max_body_bytes)
-                hp_reply_error(&early, 413, "body_too_large", NULL,
-                               "the body is %s bytes; this server accepts at most %llu (max_body_mb)", len,
-                               (unsigned long long)http->params.max_body_bytes);
-            if (early.status) {
-                enum MHD_Result ret = send_reply(req, &early);
-                hp_reply_release(&early);
-                return ret;
-            }
-            /* A declared length: the buffer now, whole, and the route told (it may read the body as it
-             * arrives). Only for a ready server and an authorised client: no work for anyone else. */
-            size_t want = len ? (size_t)strtoull(len, NULL, 10) : 0;
-            /* Not with Transfer-Encoding as well: libmicrohttpd then reads chunks past the declared length,
-             * and the buffer an early reader holds would be regrown under it. */
-            if (want > 0 && !te && r->body_begins && hp_http_get_state(http) == HP_SERVICE_READY &&
-                (route_open(&http->params, r) || !http->auth_token || token_matches(http, connection)) &&
-                (req->body = hp_bigbuf_get(want)) != NULL) {
-                req->body_cap = want;
-                req->arriving = true;
-                hp_arrival_init(&req->arrival);
-                r->body_begins(req);
-            }
-        }
-        return MHD_YES;
+        return on_headers(http, req, version);
     }
 
     if (*upload_data_size != 0) {
         bool known;
         char allow_body[128];
-        const hp_route *r = route_find(method, url, &known, allow_body, sizeof(allow_body));
+        const hp_route *r = request_route(req, &known, allow_body, sizeof(allow_body));
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (!r || !r->takes_body || req->status != 0 || req->body_too_large)
+        hp_guard_body_bytes(connection, n);
+        if (!r || !r->takes_body || req->status != 0 || req->body_too_large || req->budget_full)
             return MHD_YES; /* discarded */
         /* More than the declared length (it should not happen: see the first call): whoever reads the body
          * as it arrives stops before the buffer is regrown or freed. */
@@ -645,6 +779,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                 cap = want;
             while (cap < req->body_len + n)
                 cap *= 2;
+            /* A chunked body's growth is taken from the budget as it comes (a declared one was at its
+             * headers). */
+            if (cap > req->budget_bytes) {
+                if (!hp_budget_take(http->budget, cap - req->budget_bytes)) {
+                    req->budget_full = true;
+                    hp_bigbuf_put(req->body);
+                    req->body = NULL;
+                    req->body_len = req->body_cap = 0;
+                    return MHD_YES;
+                }
+                req->budget_bytes = cap;
+            }
             /* A frame-sized body comes from the pool of warm buffers (common/bigbuf.h): a fresh mapping
              * of 28 MB would be paged in again for every request. */
             uint8_t *grown = hp_bigbuf_get(cap);
@@ -675,6 +821,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     }
     if (req->status != 0)
         return MHD_YES;
+    hp_guard_body_in(connection);
     clock_gettime(CLOCK_MONOTONIC, &req->body_done);
     if (req->arriving)
         hp_arrival_end(&req->arrival);
@@ -682,10 +829,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     hp_reply reply = {0};
     bool path_known;
     char allow[128];
-    const hp_route *route = route_find(method, url, &path_known, allow, sizeof(allow));
+    const hp_route *route = request_route(req, &path_known, allow, sizeof(allow));
     if (route && !route_open(&http->params, route) && http->auth_token && !token_matches(http, connection)) {
         hp_reply_error(&reply, 401, "unauthorized", NULL, "this server needs \"Authorization: Bearer <token>\"");
         hp_reply_header_add(&reply, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    } else if (route && route->takes_body && req->budget_full) {
+        hp_reply_error(&reply, 503, "memory_full", NULL, "the body outgrew what requests in flight may hold now "
+                       "(max_inflight_mb); retry shortly");
+        hp_reply_header_add(&reply, "Retry-After", "1");
     } else if (route && route->takes_body && req->body_too_large) {
         hp_reply_error(&reply, 413, "body_too_large", NULL, "the body is over %llu bytes (max_body_mb)",
                        (unsigned long long)http->params.max_body_bytes);
@@ -719,7 +870,6 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
 {
     hp_http *http = cls;
     hp_request *req = *req_cls;
-    (void)connection;
     if (!req)
         return;
 
@@ -748,6 +898,8 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     }
     stop_arriving(req); /* a body cut off: an early reader stops waiting, and is dropped */
     hp_bigbuf_put(req->body);
+    hp_budget_give(http->budget, req->budget_bytes);
+    hp_guard_request_done(connection);
     hp_reply_release(&req->deferred_reply);
     free(req);
     *req_cls = NULL;
@@ -758,19 +910,156 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     pthread_mutex_unlock(&http->lock);
 }
 
-/* libmicrohttpd's messages (MHD_USE_ERROR_LOG) go to our log, without their trailing newline. */
+/* libmicrohttpd's messages (MHD_USE_ERROR_LOG) go to our log, without their trailing newline. Most are
+ * about one client's connection (dropped, malformed, over a limit), which any client can cause as often as
+ * it likes: at most 20 lines in 10 s, the rest counted (hdrpost_log_lines_suppressed_total) and summed up
+ * in one line. Connections refused at a limit or for their framing are counted by reason as well. */
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
+    static hp_ratelimit limit = HP_RATELIMIT_INIT(10.0, 20);
     char line[1024];
     vsnprintf(line, sizeof(line), fmt, ap);
     size_t n = strlen(line);
     while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
         line[--n] = '\0';
-    hp_warn("http: libmicrohttpd: %s", line);
+    if (strstr(line, "connection limit") || strstr(line, "per-IP"))
+        hp_metrics_connection_closed("limit");
+    else if (strstr(line, "Error processing request") || strstr(line, "Failed to parse"))
+        hp_metrics_connection_closed("protocol");
+    uint64_t left_out = 0;
+    bool allowed = hp_ratelimit_allow(&limit, &left_out);
+    if (left_out)
+        hp_warn("http: libmicrohttpd: %llu more message(s) left out of the log in 10 s (rate limit)",
+                (unsigned long long)left_out);
+    if (allowed)
+        hp_warn("http: libmicrohttpd: %s", line);
+    else
+        hp_metrics_log_suppressed(1);
 }
 
 /* --- Lifetime ---------------------------------------------------------------------------------------- */
+
+/* Parses and binds an address; address gets what was bound (the kernel's port for port 0). */
+static hp_code bind_listener(const char *text, int *fd, int *family, char *address, size_t address_size,
+                             hp_err *err)
+{
+    hp_listen_addr la;
+    hp_code code = hp_listen_addr_parse(text, &la, err);
+    if (code != HP_OK || (code = open_listen_socket(&la, text, fd, err)) != HP_OK)
+        return code;
+    struct sockaddr_storage bound;
+    socklen_t bound_len = sizeof(bound);
+    if (getsockname(*fd, (struct sockaddr *)&bound, &bound_len) != 0)
+        bound = la.addr;
+    format_address(&bound, address, address_size);
+    *family = la.family;
+    return HP_OK;
+}
+
+/* The PEM texts of tls_cert and tls_key; both NULL for plain HTTP. */
+static hp_code load_tls(const hp_http_params *params, char **cert, char **key, hp_err *err)
+{
+    *cert = *key = NULL;
+    bool has_cert = params->tls_cert && *params->tls_cert, has_key = params->tls_key && *params->tls_key;
+    if (!has_cert && !has_key)
+        return HP_OK;
+    if (!has_cert || !has_key)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "TLS needs both tls_cert and tls_key");
+    if (!MHD_is_feature_supported(MHD_FEATURE_TLS))
+        return hp_fail(err, HP_ERR_MISSING_FEATURE, "this libmicrohttpd was built without TLS (GnuTLS)");
+    *cert = read_text_file(params->tls_cert);
+    *key = read_text_file(params->tls_key);
+    if (*cert && *key)
+        return HP_OK;
+    hp_code code = hp_fail(err, HP_ERR_IO, "cannot read %s: %s", !*cert ? params->tls_cert : params->tls_key,
+                           strerror(errno));
+    free(*cert);
+    free(*key);
+    *cert = *key = NULL;
+    return code;
+}
+
+/* One libmicrohttpd daemon on a bound socket, with the connection limits and the guard; threads 0: its one
+ * internal thread, no pool. */
+static struct MHD_Daemon *start_mhd(hp_http *http, int fd, int family, unsigned threads, unsigned limit,
+                                    unsigned per_ip, const char *cert, const char *key)
+{
+    /* MHD_USE_ITC: MHD_quiesce_daemon() needs it to wake the polling threads. */
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
+    if (family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    if (cert)
+        flags |= MHD_USE_TLS;
+    return MHD_start_daemon(flags, 0, NULL, NULL, on_request, http,
+                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, http, /* first: catches start-up */
+                            MHD_OPTION_LISTEN_SOCKET, fd,
+                            MHD_OPTION_THREAD_POOL_SIZE, threads,
+                            MHD_OPTION_CONNECTION_TIMEOUT, http->params.idle_timeout_s,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HP_HTTP_CONNECTION_MEMORY,
+                            MHD_OPTION_CONNECTION_LIMIT, limit,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
+                            MHD_OPTION_NOTIFY_CONNECTION, hp_guard_on_connection, http->guard,
+                            MHD_OPTION_UNESCAPE_CALLBACK, hp_guard_unescape, http->guard,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, http,
+                            cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,
+                            MHD_OPTION_HTTPS_MEM_KEY, key,
+                            MHD_OPTION_END);
+}
+
+/* The probe listener: /livez and /readyz on an address of their own, plain HTTP, one thread, a few
+ * connections: a kubelet's probes still answer while the API's connections are all taken. */
+#define HP_PROBE_CONNECTIONS 32
+
+static hp_code start_probe(hp_http *http, const char *listen, hp_err *err)
+{
+    int fd = -1, family = 0;
+    hp_code code = bind_listener(listen, &fd, &family, http->probe_address, sizeof(http->probe_address), err);
+    if (code != HP_OK)
+        return code;
+    http->probe_mhd = start_mhd(http, fd, family, 0, HP_PROBE_CONNECTIONS, 0, NULL, NULL);
+    if (http->probe_mhd)
+        return HP_OK;
+    close(fd);
+    return hp_fail(err, HP_ERR_IO, "cannot start the probe listener on %s (libmicrohttpd refused; see the "
+                   "messages above)", http->probe_address);
+}
+
+static hp_http *http_new(const hp_http_params *params)
+{
+    hp_http *http = calloc(1, sizeof(*http));
+    if (!http)
+        return NULL;
+    http->params = *params;
+    http->params.listen = http->params.probe_listen = NULL; /* not kept: the caller's strings */
+    http->params.auth_token = NULL;
+    if (!http->params.max_body_bytes)
+        http->params.max_body_bytes = 1ull << 30;
+    if (params->auth_token && *params->auth_token && !(http->auth_token = strdup(params->auth_token))) {
+        free(http);
+        return NULL;
+    }
+    http->budget = params->budget;
+    atomic_init(&http->state, HP_SERVICE_STARTING);
+    pthread_mutex_init(&http->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&http->idle, &attr);
+    pthread_condattr_destroy(&attr);
+    return http;
+}
+
+static void http_free(hp_http *http)
+{
+    if (http->probe_mhd)
+        MHD_stop_daemon(http->probe_mhd);
+    hp_guard_destroy(&http->guard);
+    pthread_cond_destroy(&http->idle);
+    pthread_mutex_destroy(&http->lock);
+    free(http->auth_token);
+    free(http);
+}
 
 hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
 {
@@ -779,101 +1068,45 @@ hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "no listen address");
     if (params->threads < 1 || params->threads > 256)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "http threads %u is outside 1..256", params->threads);
-
-    hp_listen_addr la;
-    hp_code code = hp_listen_addr_parse(params->listen, &la, err);
-    if (code != HP_OK)
-        return code;
-
-    hp_http *http = calloc(1, sizeof(*http));
+    hp_http *http = http_new(params);
     if (!http)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory creating the HTTP server");
-    http->params = *params;
-    http->params.listen = NULL; /* not kept: the caller's string */
-    http->params.auth_token = NULL;
-    if (!http->params.max_body_bytes)
-        http->params.max_body_bytes = 1ull << 30;
-    if (params->auth_token && *params->auth_token && !(http->auth_token = strdup(params->auth_token))) {
-        free(http);
-        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory creating the HTTP server");
-    }
-    atomic_init(&http->state, HP_SERVICE_STARTING);
-    pthread_mutex_init(&http->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&http->idle, &attr);
-    pthread_condattr_destroy(&attr);
-
-    int fd = -1;
-    if ((code = open_listen_socket(&la, params->listen, &fd, err)) != HP_OK)
-        goto fail;
-    struct sockaddr_storage bound;
-    socklen_t bound_len = sizeof(bound);
-    if (getsockname(fd, (struct sockaddr *)&bound, &bound_len) != 0)
-        bound = la.addr;
-    format_address(&bound, http->address, sizeof(http->address));
-
-    /* MHD_USE_ITC: MHD_quiesce_daemon() needs it to wake the polling threads. */
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
-    if (la.family == AF_INET6)
-        flags |= MHD_USE_IPv6;
+    hp_guard_params gp = {.header_timeout_s = params->header_timeout_s, .min_body_rate = params->min_body_rate,
+                          .body_grace_s = params->body_grace_s};
+    int fd = -1, family = 0;
     char *cert = NULL, *key = NULL;
-    bool tls = (params->tls_cert && *params->tls_cert) || (params->tls_key && *params->tls_key);
-    if (tls) {
-        if (!(params->tls_cert && *params->tls_cert) || !(params->tls_key && *params->tls_key)) {
-            close(fd);
-            code = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "TLS needs both tls_cert and tls_key");
-            goto fail;
-        }
-        if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
-            close(fd);
-            code = hp_fail(err, HP_ERR_MISSING_FEATURE, "this libmicrohttpd was built without TLS (GnuTLS)");
-            goto fail;
-        }
-        cert = read_text_file(params->tls_cert);
-        key = read_text_file(params->tls_key);
-        if (!cert || !key) {
-            close(fd);
-            code = hp_fail(err, HP_ERR_IO, "cannot read %s: %s", !cert ? params->tls_cert : params->tls_key,
-                           strerror(errno));
-            free(cert);
-            free(key);
-            goto fail;
-        }
-        flags |= MHD_USE_TLS;
+    hp_code code = hp_guard_create(&gp, &http->guard, err);
+    if (code == HP_OK)
+        code = bind_listener(params->listen, &fd, &family, http->address, sizeof(http->address), err);
+    if (code == HP_OK && (code = load_tls(params, &cert, &key, err)) != HP_OK)
+        close(fd);
+    if (code != HP_OK) {
+        http_free(http);
+        return code;
     }
-    http->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, http,
-                                 MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, http, /* first: catches start-up */
-                                 MHD_OPTION_LISTEN_SOCKET, fd,
-                                 MHD_OPTION_THREAD_POOL_SIZE, params->threads,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, params->idle_timeout_s,
-                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HP_HTTP_CONNECTION_MEMORY,
-                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, http,
-                                 tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,
-                                 MHD_OPTION_HTTPS_MEM_KEY, key,
-                                 MHD_OPTION_END);
+    http->mhd = start_mhd(http, fd, family, params->threads, params->max_connections,
+                          params->max_connections_per_ip, cert, key);
     /* libmicrohttpd copies the PEM text into GnuTLS at start: ours can go (the key wiped first). */
     if (key)
         explicit_bzero(key, strlen(key));
     free(cert);
     free(key);
-    http->tls = tls;
+    http->tls = cert != NULL;
     if (!http->mhd) {
         close(fd);
         code = hp_fail(err, HP_ERR_IO, "cannot start the HTTP server on %s (libmicrohttpd refused; see the "
                        "messages above)", http->address);
-        goto fail;
+    } else if (params->probe_listen && *params->probe_listen) {
+        code = start_probe(http, params->probe_listen, err);
+    }
+    if (code != HP_OK) {
+        if (http->mhd)
+            MHD_stop_daemon(http->mhd);
+        http_free(http);
+        return code;
     }
     *out = http;
     return HP_OK;
-
-fail:
-    pthread_cond_destroy(&http->idle);
-    pthread_mutex_destroy(&http->lock);
-    free(http->auth_token);
-    free(http);
-    return code;
 }
 
 void hp_http_destroy(hp_http **p)
@@ -934,8 +1167,5 @@ void hp_http_destroy(hp_http **p)
     }
     http->deferred = NULL;
     pthread_mutex_unlock(&deferred_lock);
-    pthread_cond_destroy(&http->idle);
-    pthread_mutex_destroy(&http->lock);
-    free(http->auth_token);
-    free(http);
+    http_free(http); /* the probe listener answered /readyz 503 through the drain; it stops here */
 }

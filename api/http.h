@@ -45,11 +45,28 @@ typedef struct hp_http_params {
     bool metrics_open;         /* /metrics answered without the token as well */
     const char *tls_cert;      /* PEM certificate chain file; with tls_key, HTTPS instead of HTTP */
     const char *tls_key;       /* PEM private key file */
+    /* Connections (docs/SECURITY.md): at most max_connections at once, max_connections_per_ip from one
+     * address (0: no per-address limit); a request's headers within header_timeout_s of the connection's
+     * start or its previous request's end; a body at min_body_rate bytes/s or more after its first
+     * body_grace_s. 0 turns a deadline off. */
+    unsigned max_connections;
+    unsigned max_connections_per_ip;
+    double header_timeout_s;
+    uint64_t min_body_rate;
+    double body_grace_s;
+    /* A second address answering /livez and /readyz alone (a kubelet's probes), with connections of its
+     * own: they answer while the API's limit is full. NULL or "": none. */
+    const char *probe_listen;
+    /* The bytes that requests in flight may hold (bodies, decoded frames, images): common/budget.h. It must
+     * outlive the server (a frame finished after the drain gives its bytes back). NULL: no limit. */
+    struct hp_budget *budget;
 } hp_http_params;
 
 #define HP_HTTP_PARAMS_DEFAULTS \
     {.listen = "127.0.0.1:8080", .threads = 4, .idle_timeout_s = 60, .drain_timeout_s = 30.0, \
-     .max_body_bytes = 1ull << 30, .auth_token = NULL, .tls_cert = NULL, .tls_key = NULL}
+     .max_body_bytes = 1ull << 30, .auth_token = NULL, .tls_cert = NULL, .tls_key = NULL, \
+     .max_connections = 512, .max_connections_per_ip = 64, .header_timeout_s = 30.0, \
+     .min_body_rate = 64u << 10, .body_grace_s = 10.0, .probe_listen = NULL, .budget = NULL}
 
 /* What GET /v1/gpu and /metrics report about the device and the queue. */
 typedef struct hp_gpu_report {
@@ -92,6 +109,12 @@ bool hp_http_is_tls(const hp_http *http);
 
 /* The address actually bound, e.g. "127.0.0.1:8080" (the kernel's port when the listen port was 0). */
 const char *hp_http_address(const hp_http *http);
+
+/* The address of the probe listener, or NULL when there is none. */
+const char *hp_http_probe_address(const hp_http *http);
+
+/* The memory budget of requests in flight (common/budget.h); the routes take a frame's bytes from it. */
+struct hp_budget *hp_http_budget(hp_http *http);
 
 /* Set once, before the state becomes ready. */
 void hp_http_set_backend(hp_http *http, const hp_http_backend *backend);

@@ -20,6 +20,9 @@ static const double bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0
                                 0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,     10};
 #define BUCKETS (sizeof(bounds) / sizeof(bounds[0]))
 
+static const char *const close_reasons[] = {"header_timeout", "slow_body", "limit", "protocol"};
+#define CLOSE_REASONS (sizeof(close_reasons) / sizeof(close_reasons[0]))
+
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 typedef struct request_row {
     unsigned route;
@@ -32,6 +35,24 @@ static uint64_t g_stage_buckets[STAGES][BUCKETS + 1];
 static double g_stage_sum[STAGES];
 static uint64_t g_stage_count[STAGES];
 static uint64_t g_bytes_in, g_pixels, g_frames;
+static uint64_t g_closed[CLOSE_REASONS], g_log_suppressed;
+
+void hp_metrics_connection_closed(const char *reason)
+{
+    for (unsigned i = 0; i < CLOSE_REASONS; i++)
+        if (strcmp(reason, close_reasons[i]) == 0) {
+            pthread_mutex_lock(&g_lock);
+            g_closed[i]++;
+            pthread_mutex_unlock(&g_lock);
+        }
+}
+
+void hp_metrics_log_suppressed(uint64_t lines)
+{
+    pthread_mutex_lock(&g_lock);
+    g_log_suppressed += lines;
+    pthread_mutex_unlock(&g_lock);
+}
 
 void hp_metrics_request(const char *path, unsigned status)
 {
@@ -135,6 +156,16 @@ int hp_metrics_format(char **buf, size_t *len, size_t *cap)
                             "# HELP hdrpost_pixels_total Pixels of processed frames.\n"
                             "# TYPE hdrpost_pixels_total counter\nhdrpost_pixels_total %llu\n",
                             (unsigned long long)g_frames, (unsigned long long)g_bytes_in, (unsigned long long)g_pixels);
+    rc |= hp_metrics_printf(buf, len, cap,
+                            "# HELP hdrpost_connections_closed_total Connections closed before their request was in, "
+                            "by reason.\n# TYPE hdrpost_connections_closed_total counter\n");
+    for (unsigned i = 0; i < CLOSE_REASONS; i++)
+        rc |= hp_metrics_printf(buf, len, cap, "hdrpost_connections_closed_total{reason=\"%s\"} %llu\n",
+                                close_reasons[i], (unsigned long long)g_closed[i]);
+    rc |= hp_metrics_printf(buf, len, cap,
+                            "# HELP hdrpost_log_lines_suppressed_total Repeated warnings left out of the log by its "
+                            "rate limit.\n# TYPE hdrpost_log_lines_suppressed_total counter\n"
+                            "hdrpost_log_lines_suppressed_total %llu\n", (unsigned long long)g_log_suppressed);
     pthread_mutex_unlock(&g_lock);
     return rc ? -1 : 0;
 }

@@ -14,6 +14,13 @@ void hp_metrics_stage(const char *stage, double ms);
 /* A frame processed: the bytes of its body and its pixels. */
 void hp_metrics_frame(uint64_t body_bytes, uint64_t pixels);
 
+/* A connection the server closed before its request was in: "header_timeout", "slow_body" (the connection
+ * guard, api/http_guard.h), "limit" (over max_connections or max_connections_per_ip), "protocol"
+ * (libmicrohttpd refused its framing). */
+void hp_metrics_connection_closed(const char *reason);
+/* Log lines left out by a rate limit (common/ratelimit.h), added up. */
+void hp_metrics_log_suppressed(uint64_t lines);
+
 /* Appends the counters and histograms to *buf (malloc'd, grown as needed). Returns 0, or -1 when out of
  * memory. */
 int hp_metrics_format(char **buf, size_t *len, size_t *cap);

@@ -25,6 +25,7 @@
 #include "pipeline/cpu_reference.h"
 #include "api/route.h"
 #include "common/bigbuf.h"
+#include "common/budget.h"
 #include "common/log.h"
 #include "common/rows_ready.h"
 #include "daemon/worker.h"
@@ -189,6 +190,8 @@ static char *base64(const uint8_t *in, size_t len)
 
 typedef struct render_ctx {
     hp_deferred *slot;       /* answers the request (which may be gone by then) */
+    hp_budget *budget;       /* the daemon's memory budget (it outlives the server), and what the frame holds */
+    uint64_t charged;
     struct timespec started; /* when the request's headers arrived */
     size_t body_len;
     int fd; /* the connection's socket, to see whether the client is still there */
@@ -308,6 +311,14 @@ static bool client_gone(hp_job *job)
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
+static void ctx_free(render_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    hp_budget_give(ctx->budget, ctx->charged);
+    free(ctx);
+}
+
 /* On a finishing thread: encode (render) or describe (analyze), answer, free the job. */
 static void pending_settle(render_ctx *ctx);
 static void reply_decode_error(hp_reply *reply, hp_code code, const hp_err *err);
@@ -325,7 +336,7 @@ static void finish_job(hp_job *job)
         hp_deferred_complete(ctx->slot, &reply);
         hp_job_release(job);
         free(job);
-        free(ctx);
+        ctx_free(ctx);
         return;
     }
     const hp_frame_result *r = &job->result;
@@ -449,7 +460,7 @@ static void finish_job(hp_job *job)
     hp_encoded_free(&enc);
     hp_deferred_complete(ctx->slot, &reply);
     free(job);
-    free(ctx);
+    ctx_free(ctx);
 }
 
 /* --- The handler --------------------------------------------------------------------------------- */
@@ -576,6 +587,8 @@ typedef struct early_decode {
      * the frame to the GPU thread, which uploads the rows as they become final. */
     hp_rows_ready rows;
     bool pending;            /* taken while still decoding: not joined yet */
+    hp_budget *budget;       /* its frame's bytes are taken from it before they are allocated */
+    uint64_t charged;
     /* Handed on while decoding, it has two owners: the request, whose body and arrival it reads until it
      * has finished (the request's completion waits for that), and the job, whose frame it writes. Each
      * lets go with early_release; the last frees it. 1 otherwise. */
@@ -658,6 +671,12 @@ static bool early_run(early_decode *e)
         return false; /* the handler says depth_missing */
     e->half = e->info.half_exact;
     size_t n = (size_t)e->info.width * e->info.height;
+    /* Only what the budget admits (a header alone, 8.5 KB of a 16384x16384 frame, made every connection
+     * reserve 2 GiB); the ordinary path answers the request that does not fit. */
+    uint64_t want = (uint64_t)n * (e->half ? 8 : 16) + (e->want_dof ? (uint64_t)n * sizeof(float) : 0);
+    if (!hp_budget_take(e->budget, want))
+        return false;
+    e->charged = want;
     if (!hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * (e->half ? 8 : 16), &e->pixels) ||
         (e->want_dof && !hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * sizeof(float), &e->depth)))
         return false;
@@ -684,6 +703,7 @@ static void early_free(early_decode *e)
         pthread_join(e->thread, NULL);
     hp_host_mem_put(&e->pixels);
     hp_host_mem_put(&e->depth);
+    hp_budget_give(e->budget, e->charged);
     hp_rows_ready_destroy(&e->rows);
     free(e->query);
     free(e);
@@ -781,6 +801,7 @@ static void begins(hp_request *req, bool analyze)
     }
     e->req = req;
     e->be = be;
+    e->budget = hp_http_budget(req->http);
     e->analyze = analyze;
     atomic_init(&e->refs, 1);
     hp_rows_ready_init(&e->rows);
@@ -797,6 +818,40 @@ static void begins(hp_request *req, bool analyze)
 
 void hp_route_render_begins(hp_request *req) { begins(req, false); }
 void hp_route_analyze_begins(hp_request *req) { begins(req, true); }
+
+/* The memory a frame holds from its decoding to its answer: its pixels as the GPU takes them, its depth, a
+ * depth part's scratch while it decodes, and the image read back for the encoder. */
+static uint64_t frame_bytes(const hp_image_info *info, bool half, bool want_dof, bool depth_part, const hp_params *p)
+{
+    uint64_t n = (uint64_t)info->width * info->height;
+    uint64_t bytes = n * (half ? 8 : 16);
+    if (want_dof)
+        bytes += n * sizeof(float) + (depth_part ? n * 16 : 0);
+    return bytes + n * (p->output.bit_depth == 16 ? 8 : 4);
+}
+
+/* Takes the frame's bytes from the budget before they are allocated (docs/SECURITY.md): what an early
+ * decoder took for the same frame is the request's now, the rest is taken here. False: the reply says why
+ * (503 memory_full, or 413 for a frame larger than the whole budget). */
+static bool take_frame_budget(hp_request *req, render_ctx *ctx, early_decode *early, const hp_image_info *info,
+                              uint64_t need, hp_reply *reply)
+{
+    if (!ctx)
+        return true; /* out of memory: the caller answers that */
+    ctx->budget = hp_http_budget(req->http);
+    if (early) {
+        ctx->charged = early->charged;
+        early->charged = 0;
+    }
+    if (need <= ctx->charged)
+        return true;
+    char what[64];
+    snprintf(what, sizeof(what), "a %ux%u frame", info->width, info->height);
+    if (hp_budget_refused(req->http, need - ctx->charged, what, reply))
+        return false;
+    ctx->charged = need;
+    return true;
+}
 
 static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
 {
@@ -1002,6 +1057,13 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
         depth_mem = early->depth;
         early->pixels = early->depth = (hp_host_mem){0};
     }
+    uint64_t need = frame_bytes(&info, half, want_dof, f.depth.present, &fp.params);
+    if (!take_frame_budget(req, ctx, use_early ? early : NULL, &info, need, reply)) {
+        early_settle(use_early ? early : NULL);
+        hp_host_mem_put(&pixels_mem);
+        hp_host_mem_put(&depth_mem);
+        goto done;
+    }
     bool have = ctx && job && (pixels_mem.ptr || hp_host_mem_get(be->host_pool, HP_MEM_UPLOAD, bytes, &pixels_mem));
     if (have && want_dof && !depth_mem.ptr)
         have = hp_host_mem_get(be->host_pool, HP_MEM_UPLOAD, (size_t)info.width * info.height * sizeof(float),
@@ -1127,7 +1189,7 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
 done:
     early_free(early);
     free(job);
-    free(ctx);
+    ctx_free(ctx);
     form_free(&f);
 }
 

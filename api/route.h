@@ -60,12 +60,22 @@ typedef struct hp_request {
     void *early;
     void (*early_drop)(struct hp_request *request);
 
+    /* Bytes of the memory budget (common/budget.h) the body holds, given back when the request ends. */
+    uint64_t budget_bytes;
+    bool budget_full;            /* a chunked body outgrew the budget: discarded, answered 503 */
+    bool probe;                  /* on the probe listener: the health routes alone */
+
     /* A handler that answers later (from another thread) calls hp_request_defer(); the connection is
      * suspended until hp_deferred_complete() hands over the reply. */
     bool deferred;
     struct hp_deferred *slot;
     hp_reply deferred_reply;
 } hp_request;
+
+/* Takes bytes from the budget of requests in flight (common/budget.h), or fills reply and returns true: 413
+ * too_large when they exceed the whole budget, 503 memory_full with Retry-After when it is full now. what
+ * names them for the message ("the body", "a 8192x8192 frame"). */
+bool hp_budget_refused(hp_http *http, uint64_t bytes, const char *what, hp_reply *reply);
 
 typedef void (*hp_route_handler)(hp_request *request, hp_reply *reply);
 

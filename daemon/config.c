@@ -54,6 +54,12 @@ static bool check_listen(const char *value, char *why, size_t why_size)
     return false;
 }
 
+/* The probe listener: an address as for listen, or "" for none. */
+static bool check_probe_listen(const char *value, char *why, size_t why_size)
+{
+    return !*value || check_listen(value, why, why_size);
+}
+
 /* "auto", "none" or WIDTHxHEIGHT within the largest frame (hp_config_warm_size parses it). */
 static bool check_warm_frame(const char *value, char *why, size_t why_size)
 {
@@ -160,6 +166,32 @@ static const hp_setting settings[] = {
      .help = "Answer GET /metrics without the auth token, for a Prometheus that cannot send one (scraping by "
              "pod annotations); every other route still needs it. The metrics are counts, times and memory "
              "sizes, no frame data."},
+    {.name = "probe_listen", .type = HP_SETTING_STRING, .offset = FIELD(probe_listen), .default_value = "",
+     .check = check_probe_listen, .metavar = "HOST:PORT",
+     .help = "A second address answering /livez and /readyz alone, over plain HTTP and with connections of its "
+             "own, so that health probes answer while the API's connections are all taken (max_connections); "
+             "empty: none."},
+    {.name = "max_connections", .type = HP_SETTING_INT, .offset = FIELD(max_connections), .default_value = "512",
+     .min = 1, .max = 100000, .metavar = "N",
+     .help = "Connections open at once on the API's address; more are closed as they come (keep it under the "
+             "open-file limit)."},
+    {.name = "max_connections_per_ip", .type = HP_SETTING_INT, .offset = FIELD(max_connections_per_ip),
+     .default_value = "64", .min = 0, .max = 100000, .metavar = "N",
+     .help = "Connections open at once from one client address; 0: no limit (behind a proxy every client has "
+             "the proxy's address)."},
+    {.name = "header_timeout_s", .type = HP_SETTING_DOUBLE, .offset = FIELD(header_timeout_s),
+     .default_value = "30", .min = 0, .max = 3600, .metavar = "SECONDS",
+     .help = "A request's headers must be in within this of the connection's start or its previous request's "
+             "end, or the connection is closed (a client trickling bytes holds it otherwise); 0: no limit."},
+    {.name = "min_body_rate_kbs", .type = HP_SETTING_INT, .offset = FIELD(min_body_rate_kbs),
+     .default_value = "64", .min = 0, .max = 1000000, .metavar = "KIB_PER_S",
+     .help = "After the first 10 s of a body, the slowest average rate it may arrive at, in KiB/s; a slower "
+             "one is closed. 0: no limit."},
+    {.name = "max_inflight_mb", .type = HP_SETTING_INT, .offset = FIELD(max_inflight_mb), .default_value = "0",
+     .min = 0, .max = 16777216, .metavar = "MIB",
+     .help = "Memory that requests in flight may hold at once (bodies, decoded frames, images), in MiB, taken "
+             "before it is allocated; a request that does not fit is answered 503 with Retry-After, one larger "
+             "than all of it 413. 0: half the cgroup memory limit, or of physical memory without one."},
     {.name = "tls_cert", .type = HP_SETTING_STRING, .offset = FIELD(tls_cert), .default_value = "",
      .metavar = "PATH", .help = "PEM certificate (chain) file; with tls_key, the API speaks HTTPS."},
     {.name = "tls_key", .type = HP_SETTING_STRING, .offset = FIELD(tls_key), .default_value = "",

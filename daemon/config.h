@@ -65,6 +65,13 @@ typedef struct hp_config {
     int png_threads;
     /* Bearer token for every route but /livez and /readyz; "" disables authentication. Default "". */
     char *auth_token;
+    /* The probe listener's address ("" none), the connection limits and deadlines (api/http.h), and the
+     * memory budget of requests in flight in MiB (0: half the memory limit; common/budget.h). */
+    char *probe_listen;
+    int max_connections, max_connections_per_ip;
+    double header_timeout_s;
+    int min_body_rate_kbs;
+    int max_inflight_mb;
     /* Listening on a non-loopback address without auth_token is refused unless this is set. Default false. */
     bool allow_no_auth;
     /* PEM certificate and key files: both given, the API speaks HTTPS. Default "" (plain HTTP). */

@@ -20,6 +20,7 @@
 #include "api/encode.h"
 #include "api/http.h"
 #include "common/bigbuf.h"
+#include "common/budget.h"
 #include "common/cpus.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -278,6 +279,15 @@ static void save_pipeline_cache(hp_gpu *gpu, const char *path)
         hp_warn("pipeline cache %s not saved: %s: %s", path, hp_code_name(err.code), err.message);
 }
 
+/* max_inflight_mb, or half of what the process may use (its cgroup's memory limit, else the machine's):
+ * the other half is the driver's, the warm pools' and the encoders'. */
+static uint64_t inflight_budget(const hp_config *config)
+{
+    if (config->max_inflight_mb)
+        return (uint64_t)config->max_inflight_mb << 20;
+    return hp_memory_limit() / 2;
+}
+
 static int run(const hp_config *config, const sigset_t *wait_mask)
 {
     struct timespec started;
@@ -302,8 +312,21 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
     http_params.metrics_open = config->metrics_open;
     http_params.tls_cert = config->tls_cert;
     http_params.tls_key = config->tls_key;
+    http_params.probe_listen = config->probe_listen;
+    http_params.max_connections = (unsigned)config->max_connections;
+    http_params.max_connections_per_ip = (unsigned)config->max_connections_per_ip;
+    http_params.header_timeout_s = config->header_timeout_s;
+    http_params.min_body_rate = (uint64_t)config->min_body_rate_kbs << 10;
+    static hp_budget budget; /* outlives the HTTP server: a frame finishing after its drain gives back to it */
+    hp_budget_init(&budget, inflight_budget(config));
+    http_params.budget = &budget;
     if ((code = hp_http_create(&http_params, &http, &err)) != HP_OK)
         goto startup_failed;
+    if (hp_http_probe_address(http))
+        hp_info("http: probes (/livez, /readyz) also on %s", hp_http_probe_address(http));
+    hp_info("http: requests in flight may hold %.0f MiB (max_inflight_mb%s)",
+            (double)budget.limit / (1 << 20), config->max_inflight_mb ? "" : ": half the memory "
+            "limit");
     hp_info("http: listening on %s%s with %d thread(s); /readyz is 503 until the pipelines are warm",
             hp_http_is_tls(http) ? "https://" : "", hp_http_address(http), config->http_threads);
 

@@ -898,22 +898,30 @@ def early_decoding(d, tmp):
     point("an EXR with a depth channel and depth of field off is decoded while it arrives too",
           isinstance(doc, dict) and doc.get("decoded_while_receiving") is True, f"{status} {body[:300]!r}")
 
-    # Content-Length and chunked at once, the chunks longer than the length: libmicrohttpd reads the
-    # chunks; nothing reads the body early (its buffer would be regrown under the reader).
+    # Content-Length and chunked at once, the chunks longer than the length: refused from the headers
+    # (docs/SECURITY.md: the framing a proxy may read otherwise), the connection closed; nothing reads the
+    # body early.
     with socket.create_connection((HOST, d.port), timeout=60) as s:
         s.sendall(f"POST /v1/analyze HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: {len(desk) // 2}\r\n"
                   f"Transfer-Encoding: chunked\r\n\r\n".encode())
         data = desk + bytes(100000)
-        for i in range(0, len(data), 65536):
-            piece = data[i:i + 65536]
-            s.sendall(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
-        s.sendall(b"0\r\n\r\n")
+        try:
+            for i in range(0, len(data), 65536):
+                piece = data[i:i + 65536]
+                s.sendall(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+            s.sendall(b"0\r\n\r\n")
+        except OSError:
+            pass  # the server answered and closed before the body was in
         answer = b""
-        while chunk := s.recv(65536):
-            answer += chunk
+        try:
+            while chunk := s.recv(65536):
+                answer += chunk
+        except OSError:
+            pass
     status, _, body = request(d.port, "GET", "/livez")
-    point("Content-Length with chunked chunks past it: answered, and the server goes on",
-          answer.startswith(b"HTTP/1.1 ") and status == 200, f"{answer[:200]!r}; livez {status}")
+    point("Content-Length with chunked chunks past it: refused 400 bad_framing, and the server goes on",
+          answer.startswith(b"HTTP/1.1 400 ") and b"bad_framing" in answer and status == 200,
+          f"{answer[:200]!r}; livez {status}")
 
     # Half the body, then the client hangs up: the decoder waiting for the rest gives up, the server goes on.
     with socket.create_connection((HOST, d.port), timeout=10) as s:

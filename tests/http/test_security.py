@@ -11,6 +11,7 @@ import json
 import os
 import re
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -236,6 +237,356 @@ def refuse_open_listen():
     d.kill()
 
 
+# --- 4. Connections: limits, deadlines, header size, the probe listener --------------------------------------
+
+
+def metric(port, name):
+    """The value of one exposition line (name with its labels), or None."""
+    try:
+        _, _, body = harness.request(port, "GET", "/metrics", headers=AUTH, timeout=10)
+    except OSError:
+        return None
+    for line in body.decode("utf-8", "replace").splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return None
+
+
+def closed_within(sock, seconds):
+    """Seconds until the server closed the connection (reads EOF or an error), or None if it stayed open."""
+    t0 = time.monotonic()
+    sock.settimeout(0.2)
+    while time.monotonic() - t0 < seconds:
+        try:
+            if sock.recv(65536) == b"":
+                return time.monotonic() - t0
+        except socket.timeout:
+            continue
+        except OSError:
+            return time.monotonic() - t0
+    return None
+
+
+def header_size(d):
+    for kib, ok in ((8, True), (48, True), (200, False), (900, False)):
+        head = (f"GET /livez HTTP/1.1\r\nHost: a\r\nConnection: close\r\nX-Pad: {'a' * (kib << 10)}\r\n\r\n").encode()
+        try:
+            reply = raw_exchange(d.port, head)
+        except OSError as e:
+            reply = str(e).encode()
+        status = status_of(reply)
+        want = "answered 200" if ok else "refused (431 or closed)"
+        point(f"4. a request with {kib} KiB of headers is {want}", status == 200 if ok else status != 200,
+              reply[:200])
+    point("4. the daemon lives after the oversized headers", d.alive())
+
+
+def trickle(d):
+    before = metric(d.port, 'hdrpost_connections_closed_total{reason="header_timeout"}') or 0
+    s = socket.create_connection((HOST, d.port), timeout=5)
+    t0 = time.monotonic()
+    closed = None
+    try:
+        for ch in b"GET /livez HTTP/1.1\r\nHost: a\r\n":  # one byte every 0.25 s, never the blank line
+            s.sendall(bytes([ch]))
+            time.sleep(0.25)
+            if time.monotonic() - t0 > 8:
+                break
+    except OSError:
+        closed = time.monotonic() - t0
+    if closed is None:
+        left = closed_within(s, 6)
+        closed = None if left is None else time.monotonic() - t0
+    s.close()
+    after = metric(d.port, 'hdrpost_connections_closed_total{reason="header_timeout"}') or 0
+    point("4. a client trickling its headers a byte at a time is closed at header_timeout_s (2 s)",
+          closed is not None and 1.5 < closed < 5, f"closed after {closed}")
+    point("4. ... and counted in hdrpost_connections_closed_total{reason=\"header_timeout\"}", after >= before + 1,
+          f"{before} -> {after}")
+    # A kept-alive connection idle past the deadline is closed too, a busy one is not.
+    s = socket.create_connection((HOST, d.port), timeout=5)
+    s.sendall(b"GET /livez HTTP/1.1\r\nHost: a\r\n\r\n")
+    first = s.recv(65536)
+    gone = closed_within(s, 5)
+    s.close()
+    point("4. a kept-alive connection idle past header_timeout_s is closed after its answer",
+          status_of(first) == 200 and gone is not None and gone < 4, f"{first[:60]!r} closed after {gone}")
+
+
+def slow_body(d):
+    before = metric(d.port, 'hdrpost_connections_closed_total{reason="slow_body"}') or 0
+    s = socket.create_connection((HOST, d.port), timeout=5)
+    s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " + TOKEN.encode() +
+              b"\r\nContent-Length: 10000000\r\n\r\n")
+    t0 = time.monotonic()
+    closed = None
+    try:
+        while time.monotonic() - t0 < 20:
+            s.sendall(b"\0" * 1024)  # 4 KiB/s: far under min_body_rate_kbs (64)
+            time.sleep(0.25)
+    except OSError:
+        closed = time.monotonic() - t0
+    s.close()
+    after = metric(d.port, 'hdrpost_connections_closed_total{reason="slow_body"}') or 0
+    point("4. a body arriving at 4 KiB/s is closed once its 10 s grace is over (min_body_rate_kbs 64)",
+          closed is not None and 9 < closed < 14, f"closed after {closed}")
+    point("4. ... counted as slow_body", after >= before + 1, f"{before} -> {after}")
+
+
+def connection_limit(d, limit):
+    idle = []
+    try:
+        for _ in range(limit + 5):
+            idle.append(socket.create_connection((HOST, d.port), timeout=5))
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        try:
+            probe = harness.request(d.probe_port, "GET", "/livez", timeout=3)[0]
+        except OSError as e:
+            probe = str(e)
+        took = time.monotonic() - t0
+        point(f"4. with all {limit} API connections taken, /livez answers 200 on the probe listener at once",
+              probe == 200 and took < 1.0, f"{probe} in {took:.2f} s")
+        try:
+            ready = harness.request(d.probe_port, "GET", "/readyz", timeout=3)[0]
+            gpu = harness.request(d.probe_port, "GET", "/v1/gpu", headers=AUTH, timeout=3)[0]
+        except OSError as e:
+            ready = gpu = str(e)
+        point("4. the probe listener answers /readyz and nothing else (/v1/gpu 404)", ready == 200 and gpu == 404,
+              f"readyz {ready}, gpu {gpu}")
+        s = socket.create_connection((HOST, d.port), timeout=1)
+        s.sendall(b"GET /livez HTTP/1.1\r\nHost: a\r\n\r\n")
+        try:
+            waited = s.recv(100)
+        except OSError:
+            waited = b""
+        s.close()
+        point("4. ... while the API's address takes no new request (the limit holds)", waited == b"", waited[:80])
+    finally:
+        for s in idle:
+            s.close()
+    time.sleep(0.5)
+    point("4. the API answers again once the idle connections are gone", d.alive())
+
+
+def per_ip_limit(port, per_ip):
+    """per_ip + 1 connections from 127.0.0.1, each with a request: per_ip answered, one closed unanswered
+    (which one depends on the order the server accepts them in)."""
+    time.sleep(1.0)  # the readiness polls' connections closed on the server's side too
+    conns = [socket.create_connection((HOST, port), timeout=5) for _ in range(per_ip + 1)]
+    answers = []
+    for s in conns:
+        try:
+            s.sendall(b"GET /livez HTTP/1.1\r\nHost: a\r\n\r\n")
+            s.settimeout(3)
+            answers.append(status_of(s.recv(65536)))
+        except OSError:
+            answers.append(None)
+    point(f"4. of {per_ip + 1} connections from one address, max_connections_per_ip ({per_ip}) are answered and "
+          "one is closed", answers.count(200) == per_ip and answers.count(None) == 1, str(answers))
+    for s in conns:
+        s.close()
+    time.sleep(0.3)
+    try:
+        st = harness.request(port, "GET", "/livez", timeout=3)[0]
+    except OSError as e:
+        st = str(e)
+    point("4. ... and a new one is taken once they close", st == 200, str(st))
+
+
+# --- 5, 6. Memory: the budget, decompression bombs, early reservation ---------------------------------------
+
+
+def rgbe_bomb():
+    """98 bytes that old-style run-length coding stretches to 8192x8192 (Radiance's repeat markers: each
+    (1, 1, 1, n) repeats the last pixel n << shift times, shift growing by 8 over consecutive markers)."""
+    head = b"#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 8192 +X 8192\n"
+    return head + bytes([128, 64, 32, 129]) + bytes([1, 1, 1, 255]) * 3 + bytes([128, 64, 32, 129]) * 8
+
+
+def exr_header_16k():
+    """An OpenEXR header of a 16384x16384 ZIP frame (RGB half) with its offset table: about 8.3 KB."""
+    def attr(name, kind, value):
+        return name.encode() + b"\0" + kind.encode() + b"\0" + struct.pack("<i", len(value)) + value
+    chlist = b"".join(c + b"\0" + struct.pack("<iB3xii", 1, 0, 1, 1) for c in (b"B", b"G", b"R")) + b"\0"
+    box = struct.pack("<iiii", 0, 0, 16383, 16383)
+    head = b"\x76\x2f\x31\x01" + struct.pack("<i", 2)
+    head += attr("channels", "chlist", chlist) + attr("compression", "compression", b"\x03")
+    head += attr("dataWindow", "box2i", box) + attr("displayWindow", "box2i", box)
+    head += attr("lineOrder", "lineOrder", b"\0") + attr("pixelAspectRatio", "float", struct.pack("<f", 1))
+    head += attr("screenWindowCenter", "v2f", struct.pack("<ff", 0, 0))
+    head += attr("screenWindowWidth", "float", struct.pack("<f", 1)) + b"\0"
+    chunks = 16384 // 16
+    start = len(head) + 8 * chunks
+    return head + b"".join(struct.pack("<Q", start + i * 100) for i in range(chunks))
+
+
+def vm_size_kb(d):
+    with open(f"/proc/{d.proc.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1])
+    return 0
+
+
+def bombs(d):
+    bomb = rgbe_bomb()
+    t0 = time.monotonic()
+    s, _, b = post(d.port, "/v1/render", bomb)
+    took = time.monotonic() - t0
+    point(f"5. a {len(bomb)}-byte Radiance file that decodes to 8192x8192 is refused 413 before decoding",
+          error_of(s, b, 413, "too_large") and took < 2, f"{s} {b[:300]!r} in {took:.2f} s")
+    head = exr_header_16k()
+    before = vm_size_kb(d)
+    socks = []
+    for _ in range(8):
+        c = socket.create_connection((HOST, d.port), timeout=10)
+        c.sendall(b"POST /v1/render HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " + TOKEN.encode() +
+                  b"\r\nContent-Length: 1000000\r\n\r\n" + head)
+        socks.append(c)
+    time.sleep(1.0)
+    grown = (vm_size_kb(d) - before) >> 10
+    point(f"6. 8 connections that sent an {len(head)}-byte header of a 16384x16384 frame (Content-Length 1 MB) "
+          "reserve no frame: the address space grew by less than 1 GiB", grown < 1024, f"{grown} MiB")
+    replies = []
+    for c in socks:
+        try:
+            c.sendall(b"\0" * (1000000 - len(head)))
+            replies.append(status_of(c.recv(65536)))
+        except OSError as e:
+            replies.append(str(e))
+        c.close()
+    point("6. ... and each is answered 413 once its body is in", all(r == 413 for r in replies), str(replies))
+    point("5. the daemon lives", d.alive())
+
+
+def budget(tmp):
+    """A budget of 10 MiB, frames held 1.5 s on the GPU thread: each 512x256 PFM request holds its body (1.5 MB)
+    and its frame (2.6 MB), so two fit and the third is answered 503 memory_full at once."""
+    d = start("budget", ["--max_inflight_mb=10", "--test_gpu_delay_ms=1500", "--queue_depth=8"],
+              {"HDRPOST_AUTH_TOKEN": TOKEN})
+    if not d:
+        return
+    try:
+        pfm = frame_bytes("pmndrs_park.pfm")
+        results = [None] * 4
+
+        def one(i):
+            try:
+                results[i] = post(d.port, "/v1/render", pfm, timeout=60)
+            except OSError as e:
+                results[i] = (None, {}, str(e).encode())
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+            time.sleep(0.3)
+        for t in threads:
+            t.join()
+        codes = sorted(r[0] for r in results)
+        refused = [r for r in results if r[0] == 503]
+        point("5. with a 10 MiB budget, two 4 MB frames in flight are served and the others refused 503",
+              codes.count(200) >= 2 and refused and all(error_of(r[0], r[2], 503, "memory_full") for r in refused),
+              str([(r[0], r[2][:160]) for r in results]))
+        point("5. ... with Retry-After", refused and all(r[1].get("retry-after") == "1" for r in refused),
+              str([r[1] for r in refused]))
+        s, _, b = post(d.port, "/v1/render", pfm, timeout=60)
+        point("5. the budget is given back: a frame after them is served", s == 200, f"{s} {b[:200]!r}")
+        reply = raw_exchange(d.port, b"POST /v1/render HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " +
+                             TOKEN.encode() + b"\r\nContent-Length: 12582912\r\n\r\n")
+        point("5. a body larger than the whole budget is refused 413 too_large from its headers",
+              status_of(reply) == 413 and b"too_large" in reply and b"max_inflight_mb" in reply, reply[:300])
+    finally:
+        stop(d)
+
+
+# --- 7. Admission before the body ----------------------------------------------------------------------------
+
+
+def queue_full_first(tmp):
+    d = start("admission", ["--queue_depth=1", "--test_gpu_delay_ms=3000"], {"HDRPOST_AUTH_TOKEN": TOKEN})
+    if not d:
+        return
+    try:
+        pfm = frame_bytes("pmndrs_park.pfm")
+        threads = [threading.Thread(target=lambda: post(d.port, "/v1/render", pfm, timeout=60)) for _ in range(3)]
+        for t in threads:  # two in flight on the GPU thread, one waiting: the queue is full
+            t.start()
+            time.sleep(0.4)
+        s = socket.create_connection((HOST, d.port), timeout=5)
+        t0 = time.monotonic()
+        s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " + TOKEN.encode() +
+                  b"\r\nContent-Length: 10000000\r\n\r\n")  # no body at all
+        try:
+            reply = s.recv(65536)
+        except OSError as e:
+            reply = str(e).encode()
+        took = time.monotonic() - t0
+        s.close()
+        point("7. with the queue full, a frame is answered 429 from its headers, before any of its body",
+              status_of(reply) == 429 and b"queue_full" in reply and b"Retry-After: 1" in reply and took < 1.5,
+              f"{reply[:300]!r} in {took:.2f} s")
+        for t in threads:
+            t.join()
+        s = socket.create_connection((HOST, d.port), timeout=5)
+        s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: a\r\nContent-Length: 10000000\r\n\r\n")
+        reply = s.recv(65536)
+        s.close()
+        point("7. without the token, a frame is answered 401 before its body", status_of(reply) == 401, reply[:200])
+    finally:
+        stop(d)
+
+
+# --- 9, 10. Framing, Host, NUL ----------------------------------------------------------------------------------
+
+
+def framing(d):
+    smuggled = (b"POST /v1/analyze HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 60\r\n\r\n"
+                b"helloGET /livez HTTP/1.1\r\nHost: a\r\n\r\n")
+    reply = raw_exchange(d.port, smuggled)
+    point("9. two Content-Length headers: 400 bad_framing, the connection closed, the bytes after never answered",
+          status_of(reply) == 400 and b"bad_framing" in reply and reply.count(b"HTTP/1.1 ") == 1, reply[:400])
+    both = (b"POST /v1/analyze HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"0\r\n\r\nGET /livez HTTP/1.1\r\nHost: a\r\n\r\n")
+    reply = raw_exchange(d.port, both)
+    point("9. Content-Length with Transfer-Encoding: 400 bad_framing and closed",
+          status_of(reply) == 400 and b"bad_framing" in reply and reply.count(b"HTTP/1.1 ") == 1, reply[:400])
+    reply = raw_exchange(d.port, b"GET /livez HTTP/1.1\r\n\r\n")
+    point("10. HTTP/1.1 without Host: 400 bad_host", status_of(reply) == 400 and b"bad_host" in reply, reply[:300])
+    reply = raw_exchange(d.port, b"GET /livez HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
+    point("10. two Host headers: 400 bad_host", status_of(reply) == 400 and b"bad_host" in reply, reply[:300])
+    reply = raw_exchange(d.port, b"GET /livez HTTP/1.0\r\n\r\n")
+    point("10. HTTP/1.0 without Host is still answered", status_of(reply) == 200, reply[:300])
+    for path in (b"/livez%00", b"/livez%00.json", b"/v1/render?exposure.mode=auto%00"):
+        reply = raw_exchange(d.port, b"GET " + path + b" HTTP/1.1\r\nHost: a\r\n\r\n")
+        point(f"10. GET {path.decode()}: 400 bad_url (a decoded NUL)", status_of(reply) == 400 and b"bad_url" in reply,
+              reply[:300])
+    reply = raw_exchange(d.port, b"GET /livez%2500 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+    point("10. GET /livez%2500 (a literal '%00') is a path like any other: 404", status_of(reply) == 404, reply[:300])
+    point("10. the daemon lives", d.alive())
+
+
+# --- 11. The log under a flood of dropped connections --------------------------------------------------------
+
+
+def log_flood(d):
+    before = len(d.log().splitlines())
+    for _ in range(300):
+        s = socket.create_connection((HOST, d.port), timeout=5)
+        s.sendall(b"GET /livez HTTP/1.1\r\nHost: a\r\nX-Half: ")
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # a reset, as a crash would
+        s.close()
+    time.sleep(0.5)
+    d.alive()
+    lines = d.log().splitlines()[before:]
+    warns = [l for l in lines if " warn " in l]
+    suppressed = metric(d.port, "hdrpost_log_lines_suppressed_total") or 0
+    point("11. 300 connections dropped mid-headers write at most 25 warnings", len(warns) <= 25,
+          f"{len(warns)} warnings:\n" + "\n".join(warns[:30]))
+    point("11. ... and the lines left out are counted in hdrpost_log_lines_suppressed_total",
+          suppressed >= 50, f"{suppressed} suppressed, {len(warns)} written")
+
+
 def main():
     if not os.access(EXE, os.X_OK):
         print("not ok 1 - hdrpostd is built and executable: " + EXE)
@@ -250,8 +601,31 @@ def main():
                 try:
                     empty_parts(d)
                     repeated_parts(d)
+                    framing(d)
+                    bombs(d)
+                    log_flood(d)
                 finally:
                     stop(d)
+            probe_port = free_port()
+            d = start("limits", ["--max_connections=40", "--max_connections_per_ip=0", "--header_timeout_s=2",
+                                 f"--probe_listen={HOST}:{probe_port}"], {"HDRPOST_AUTH_TOKEN": TOKEN})
+            if d:
+                d.probe_port = probe_port
+                try:
+                    header_size(d)
+                    trickle(d)
+                    slow_body(d)
+                    connection_limit(d, 40)
+                finally:
+                    stop(d)
+            d = start("per-ip limit", ["--max_connections_per_ip=5"], {"HDRPOST_AUTH_TOKEN": TOKEN})
+            if d:
+                try:
+                    per_ip_limit(d.port, 5)
+                finally:
+                    stop(d)
+            budget(tmp)
+            queue_full_first(tmp)
         except Exception:
             point("the test harness ran to the end", False, traceback.format_exc())
     print(f"1..{harness.count()}", flush=True)
