@@ -135,11 +135,26 @@ def main():
           made_uid == [uid] and made_gid == [gid] and home and home[0][:2] == (uid, gid)
           and os.path.dirname(image_env.get("HDRPOST_PIPELINE_CACHE", "")) == home[0][2],
           f"USER {user}, useradd {made_uid}, groupadd {made_gid}, home {home}, env {image_env}")
-    exposed = [arg for word, arg in runtime if word == "EXPOSE"]
+    exposed = " ".join(arg for word, arg in runtime if word == "EXPOSE").split()
     listen_port = image_env.get("HDRPOST_LISTEN", "").rpartition(":")[2]
-    point("the image exposes the port its HDRPOST_LISTEN binds on every address",
-          exposed == [listen_port] and image_env.get("HDRPOST_LISTEN", "").startswith("0.0.0.0:"),
-          f"EXPOSE {exposed}, HDRPOST_LISTEN {image_env.get('HDRPOST_LISTEN')}")
+    probe_port = image_env.get("HDRPOST_PROBE_LISTEN", "").rpartition(":")[2]
+    point("the image exposes the ports its HDRPOST_LISTEN and HDRPOST_PROBE_LISTEN bind on every address",
+          sorted(exposed) == sorted([listen_port, probe_port])
+          and image_env.get("HDRPOST_LISTEN", "").startswith("0.0.0.0:")
+          and image_env.get("HDRPOST_PROBE_LISTEN", "").startswith("0.0.0.0:"),
+          f"EXPOSE {exposed}, env {image_env}")
+    # The image's own settings alone (no token): listening on every address, the daemon must refuse to start
+    # and say what to set (docs/SECURITY.md).
+    alone = {k: v for k, v in image_env.items() if k.startswith("HDRPOST_")}
+    alone["HDRPOST_LISTEN"] = "0.0.0.0:0"
+    alone["HDRPOST_PROBE_LISTEN"] = ""
+    alone["HDRPOST_PIPELINE_CACHE"] = ""
+    refused = harness.Child("image settings alone", [hdrpostd], env=alone)
+    rc = refused.wait_exit(30)
+    refused.kill()
+    point("run with the image's settings and no token, the daemon refuses to start (exit 2) and names "
+          "HDRPOST_AUTH_TOKEN and HDRPOST_ALLOW_NO_AUTH", rc == 2 and "HDRPOST_AUTH_TOKEN" in refused.log()
+          and "HDRPOST_ALLOW_NO_AUTH" in refused.log(), f"exit {rc}\n{refused.log()}")
 
     # --- The Kubernetes manifest --------------------------------------------------------------------------
     docs = list(yaml.safe_load_all(open(os.path.join(deploy, "kubernetes", "hdrpostd.yaml"), encoding="utf-8")))
@@ -169,10 +184,19 @@ def main():
           f"ports {ports}, HDRPOST_LISTEN {listen}")
     probes = {name: c.get(name, {}).get("httpGet", {}) for name in ("startupProbe", "readinessProbe",
                                                                     "livenessProbe")}
-    point("startup and readiness probes ask /readyz, liveness /livez, on that port",
+    probe_listen = values.get("HDRPOST_PROBE_LISTEN", "")
+    point("the probes port is the one HDRPOST_PROBE_LISTEN binds, on every address",
+          probe_listen.startswith("0.0.0.0:") and ports.get("probes") == int(probe_listen.rpartition(":")[2] or 0),
+          f"ports {ports}, HDRPOST_PROBE_LISTEN {probe_listen}")
+    point("startup and readiness probes ask /readyz, liveness /livez, on the probe listener (they answer while "
+          "the API's connections are all taken)",
           probes["startupProbe"].get("path") == "/readyz" and probes["readinessProbe"].get("path") == "/readyz"
           and probes["livenessProbe"].get("path") == "/livez"
-          and all(p.get("port") in ("http", ports.get("http")) for p in probes.values()), str(probes))
+          and all(p.get("port") in ("probes", ports.get("probes")) for p in probes.values()), str(probes))
+    token_env = env.get("HDRPOST_AUTH_TOKEN", {}).get("valueFrom", {}).get("secretKeyRef", {})
+    point("the pods listen on every address with a token from a required Secret (or say allow_no_auth plainly)",
+          (token_env.get("name") and not token_env.get("optional", False))
+          or values.get("HDRPOST_ALLOW_NO_AUTH") == "true", str(env.get("HDRPOST_AUTH_TOKEN")))
     svc_ports = kinds.get("Service", {}).get("spec", {}).get("ports", [])
     point("the Service sends to the container's port",
           svc_ports and all(p.get("targetPort") in ("http", ports.get("http")) for p in svc_ports), str(svc_ports))
@@ -221,10 +245,12 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         run_env = {k: v for k, v in values.items() if k.startswith("HDRPOST_")}
         run_env["HDRPOST_LISTEN"] = f"{harness.HOST}:{port}"
+        probe_port = harness.free_port()
+        run_env["HDRPOST_PROBE_LISTEN"] = f"{harness.HOST}:{probe_port}"
         run_env["HDRPOST_PIPELINE_CACHE"] = os.path.join(tmp, os.path.basename(cache))
         run_env["HDRPOST_DEVICE"] = os.environ.get("HDRPOST_TEST_DEVICE", "")
         run_env["HDRPOST_TEST_GPU_DELAY_MS"] = "2000"
-        # As if the optional Secret exists: the probes and the scrape must still answer without the token.
+        # The Secret's token: the probes and the scrape must still answer without it.
         token = "deploy-test-token"
         if "HDRPOST_AUTH_TOKEN" in env:
             run_env["HDRPOST_AUTH_TOKEN"] = token
@@ -233,11 +259,11 @@ def main():
         budget = startup.get("periodSeconds", 10) * startup.get("failureThreshold", 3)
         d = harness.Child("pod settings", [hdrpostd], env=run_env)
         try:
-            ready = poll_ready(d, port, startup.get("httpGet", {}).get("path", "/readyz"), budget)
+            ready = poll_ready(d, probe_port, startup.get("httpGet", {}).get("path", "/readyz"), budget)
             status = {}
             for name, probe in probes.items():
                 try:
-                    status[name] = harness.request(port, "GET", probe.get("path", "/"))[0]
+                    status[name] = harness.request(probe_port, "GET", probe.get("path", "/"))[0]
                 except OSError as e:
                     status[name] = str(e)
             point("with the pod's settings the daemon is ready within the startup probe's budget and every "
