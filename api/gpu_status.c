@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "api/metrics.h"
+#include "common/budget.h"
 #include "api/route.h"
 
 typedef int nvml_return;
@@ -160,6 +161,15 @@ void hp_route_metrics(hp_request *req, hp_reply *reply)
                                         (unsigned long long)r.memory.heaps[i].usage);
         }
     }
+    const hp_budget *budget = hp_http_budget(req->http);
+    if (rc == 0 && budget)
+        rc |= hp_metrics_printf(&buf, &len, &cap,
+                                "# HELP hdrpost_inflight_bytes Memory held by requests in flight (bodies, frames, "
+                                "images), admitted against max_inflight_mb.\n# TYPE hdrpost_inflight_bytes gauge\n"
+                                "hdrpost_inflight_bytes %llu\n"
+                                "# HELP hdrpost_inflight_limit_bytes max_inflight_mb in bytes.\n"
+                                "# TYPE hdrpost_inflight_limit_bytes gauge\nhdrpost_inflight_limit_bytes %llu\n",
+                                (unsigned long long)hp_budget_used(budget), (unsigned long long)budget->limit);
     if (rc != 0) {
         free(buf);
         hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory formatting the metrics");

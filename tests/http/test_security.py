@@ -492,6 +492,10 @@ def budget(tmp):
               str([r[1] for r in refused]))
         s, _, b = post(d.port, "/v1/render", pfm, timeout=60)
         point("5. the budget is given back: a frame after them is served", s == 200, f"{s} {b[:200]!r}")
+        time.sleep(0.3)
+        held, limit = metric(d.port, "hdrpost_inflight_bytes"), metric(d.port, "hdrpost_inflight_limit_bytes")
+        point("5. once every frame is answered, /metrics shows nothing held of the 10 MiB budget",
+              held == 0 and limit == 10 << 20, f"held {held}, limit {limit}")
         reply = raw_exchange(d.port, b"POST /v1/render HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " +
                              TOKEN.encode() + b"\r\nContent-Length: 12582912\r\n\r\n")
         point("5. a body larger than the whole budget is refused 413 too_large from its headers",
