@@ -18,8 +18,9 @@
  * each length and offset is checked before it is used, and a damaged file is an error, never a crash.
  *
  * Errors: HP_ERR_UNSUPPORTED_FORMAT (magic bytes of no format above), HP_ERR_INVALID_ARGUMENT
- * (malformed or truncated data: the message says what and where), HP_ERR_TOO_LARGE (over a limit of
- * hp_decode_options, found from the header alone), HP_ERR_UNUSABLE (a valid file this daemon cannot use:
+ * (malformed or truncated data, an EXR attribute sized past the end of the file: the message says what and
+ * where), HP_ERR_TOO_LARGE (over a limit of hp_decode_options, or more pixels than the bytes given can hold
+ * in the format's densest coding, a decompression bomb: found from the header alone), HP_ERR_UNUSABLE (a valid file this daemon cannot use:
  * no colour channels, a depth channel of another size, deep data, XYZE colour, a flipped orientation),
  * HP_ERR_OUT_OF_MEMORY. A failure caused by a name in hp_decode_options (a layer or channel the file does
  * not have, or one that cannot serve) sets err->field to the option's name: "layer", "channel_r",

@@ -568,6 +568,214 @@ static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, h
     return HP_OK;
 }
 
+/* --- Attribute sizes ------------------------------------------------------------------------------- */
+
+/* Every attribute's declared size against the bytes that follow it (issue 21, item 8), before anything
+ * reads the header again: OpenEXR 3.1's C++ library, which decodes DWAA/DWAB here (image_exr_dwa.h),
+ * trusts the size, and a 2,247-byte file whose `type` string declared 1.9 GB made its
+ * TypedAttribute<std::string>::readValueFrom allocate and zero 1.9 GB before the read failed. The C core
+ * is safe from it: exr_start_read (3.1.5) finds such a string "Invalid size" and allocates nothing, but
+ * unless EXR_CONTEXT_FLAG_STRICT_HEADER is set it only reports that and reads on as though the value were
+ * empty, so its success proves nothing about the bytes the C++ library will read. Hence this walk, over
+ * the layout of openexr.com's "OpenEXR File Layout": magic and version (8 bytes), then per part a list of
+ * attributes (name\0 type\0 int32 size, then size bytes) ended by an empty name; a multi-part file ends its
+ * list of headers with one more empty name. Inside a value, two types carry sizes of their own that the
+ * C++ library allocates from: a stringvector's strings (int32 length, bytes; 3.1.5 checks these itself)
+ * and a preview's width and height (then 4 bytes a pixel). Other types allocate no more than their size. */
+
+#define EXR_VERSION_MULTIPART 0x1000 /* the version field's flag bits (openexr.com, "Version Field") */
+#define EXR_NAME_MAX 255             /* an attribute or type name, long-name files included */
+
+typedef struct header_walk {
+    const uint8_t *bytes;
+    size_t len, ready; /* bytes [0, ready) are known to be there */
+    hp_arrival *arrival;
+    int part;
+} header_walk;
+
+/* Bytes [0, end) are there, waiting for them when the body is still arriving (a block at a time, as the
+ * library reads). */
+static bool walk_has(header_walk *w, size_t end)
+{
+    if (end <= w->ready)
+        return true;
+    if (end > w->len)
+        return false;
+    size_t ahead = w->len - end < 4096 ? w->len : end + 4096;
+    if (!w->arrival || hp_arrival_wait(w->arrival, ahead))
+        w->ready = w->arrival ? ahead : w->len;
+    else if (hp_arrival_wait(w->arrival, end))
+        w->ready = end;
+    return end <= w->ready;
+}
+
+static hp_code walk_name(header_walk *w, size_t *pos, char *name, const char *what, hp_err *err)
+{
+    for (size_t n = 0; n <= EXR_NAME_MAX; n++) {
+        if (!walk_has(w, *pos + n + 1))
+            return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR header of part %d ends in an attribute's %s at byte %zu",
+                           w->part, what, *pos);
+        name[n] = (char)w->bytes[*pos + n];
+        if (name[n] == '\0') {
+            *pos += n + 1;
+            return HP_OK;
+        }
+    }
+    return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR header of part %d: an attribute's %s at byte %zu is longer "
+                   "than %d bytes", w->part, what, *pos, EXR_NAME_MAX);
+}
+
+static uint32_t load_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* The sizes inside a stringvector or preview value [at, at + size), all of which are there. */
+static hp_code walk_value(const header_walk *w, const char *name, const char *type, size_t at, uint32_t size,
+                          hp_err *err)
+{
+    const uint8_t *v = w->bytes + at;
+    if (strcmp(type, "stringvector") == 0) {
+        for (uint32_t off = 0; off < size;) {
+            uint32_t n = size - off >= 4 ? load_le32(v + off) : UINT32_MAX;
+            if (n > INT32_MAX || n > size - off - 4)
+                return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR header of part %d: attribute '%s' (stringvector) "
+                               "has a string of %d bytes at byte %zu, past the attribute's %u bytes", w->part, name,
+                               (int32_t)n, at + off, size);
+            off += 4 + n;
+        }
+    } else if (strcmp(type, "preview") == 0) {
+        uint32_t pw = size >= 8 ? load_le32(v) : 0, ph = size >= 8 ? load_le32(v + 4) : 0;
+        if (size < 8 || (uint64_t)pw * ph > (size - 8) / 4)
+            return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR header of part %d: attribute '%s' (preview) declares "
+                           "%ux%u pixels in %u bytes", w->part, name, pw, ph, size);
+    }
+    return HP_OK;
+}
+
+/* One part's attributes from *pos, through the empty name that ends them. */
+static hp_code walk_header(header_walk *w, size_t *pos, hp_err *err)
+{
+    char name[EXR_NAME_MAX + 1], type[EXR_NAME_MAX + 1];
+    for (;;) {
+        hp_code code = walk_name(w, pos, name, "name", err);
+        if (code != HP_OK || name[0] == '\0')
+            return code;
+        if ((code = walk_name(w, pos, type, "type", err)) != HP_OK)
+            return code;
+        if (!walk_has(w, *pos + 4))
+            return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR header of part %d ends in the size of attribute '%s' "
+                           "at byte %zu", w->part, name, *pos);
+        int32_t size = (int32_t)load_le32(w->bytes + *pos);
+        *pos += 4;
+        size_t left = w->len - *pos;
+        if (size < 0 || (uint64_t)size > left)
+            return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR header of part %d: attribute '%s' (%s) declares %d "
+                           "bytes at byte %zu, but only %zu bytes of the file follow", w->part, name, type, size,
+                           *pos - 4, left);
+        if (!walk_has(w, *pos + (size_t)size))
+            return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended in attribute '%s'", name);
+        if ((code = walk_value(w, name, type, *pos, (uint32_t)size, err)) != HP_OK)
+            return code;
+        *pos += (size_t)size;
+    }
+}
+
+static hp_code check_attribute_sizes(const hp_exr_reader *r, hp_err *err)
+{
+    header_walk w = {.bytes = r->stream.bytes, .len = r->stream.len, .arrival = r->stream.arrival};
+    if (!walk_has(&w, 8))
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR: no version field");
+    bool multipart = load_le32(w.bytes + 4) & EXR_VERSION_MULTIPART;
+    size_t pos = 8;
+    for (;; w.part++) {
+        hp_code code = walk_header(&w, &pos, err);
+        if (code != HP_OK || !multipart)
+            return code;
+        if (!walk_has(&w, pos + 1))
+            return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR: the list of headers has no end (byte %zu)", pos);
+        if (w.bytes[pos] == '\0')
+            return HP_OK;
+    }
+}
+
+/* --- Decompression bombs --------------------------------------------------------------------------- */
+
+/* Issue 21, item 5: a frame may not decode to more than its body can hold. For each compression, the most
+ * bytes of a channel's decompressed samples that one byte of a chunk can hold, from its coding:
+ *   NONE   1: every sample is stored.
+ *   RLE    64: a run is a count byte and a value for at most 128 equal bytes (OpenEXR's internal_rle.c,
+ *          ImfRle.cpp: MAX_RUN_LENGTH 127, the count being run length - 1).
+ *   ZIPS, ZIP  1032: zlib's limit ("zlib Technical Details", zlib.net): a match of RFC 1951's longest
+ *          length, 258 bytes, costs at least 2 bits (a 1-bit length code and a 1-bit distance code).
+ *   PIZ    4080/9 = 453.3: its Huffman stage (internal_huf.c, ImfHuf.cpp) codes 16-bit values, at least
+ *          1 bit each, and repeats the previous value at most 255 times for a run code of at least 1 bit
+ *          and an 8-bit count: 255 * 16 bits for 9. The wavelet and the value table before it keep the
+ *          count of 16-bit values (a float is two).
+ *   PXR24  zlib's 1032, on floats cut to 24 bits: 1376 for a float, 1032 for half and uint.
+ *   B44    a 4x4 block of halves is 14 bytes (ImfB44Compressor.cpp): 32/14; B44A 3 for a flat block: 32/3.
+ *          Float and uint channels are stored as they are: 1.
+ *   DWAA, DWAB  64 * 1032 = 66048, its most compressible path: RLE (128 bytes from 2) then zlib, which a
+ *          chunk may choose for any channel (ImfDwaCompressor.cpp). Its DCT path is no better: an 8x8 block
+ *          of 64 samples (2 or 4 bytes each) is at least a DC value and an AC end-of-block of 2 bytes each,
+ *          both through zlib (or the AC through PIZ's Huffman coder). Constant frames written by OpenEXR 3.1
+ *          measured 12947:1 (3840x2160 RGBA half, DWAB) and 27474:1 (16384x256 RGB float, DWAB), so
+ *          zlib's 1032 alone would refuse real files.
+ * Each chunk also costs its 8-byte entry in the offset table and a leader of 8 bytes at least (y and the
+ * size; a tile has 20). The file must have as many bytes as all that for the part's chunks of level 0:
+ * this counts every byte of the file (header, other parts, other levels) as pixel data, so it only ever
+ * errs towards accepting. 0 means no bound is known (a compression of a later OpenEXR). */
+static double max_expansion(exr_compression_t compression, exr_pixel_type_t type, const char **rule)
+{
+    switch (compression) {
+    case EXR_COMPRESSION_NONE: *rule = "uncompressed, every sample stored"; return 1;
+    case EXR_COMPRESSION_RLE: *rule = "OpenEXR RLE, at most 128 bytes from 2"; return 64;
+    case EXR_COMPRESSION_ZIPS:
+    case EXR_COMPRESSION_ZIP: *rule = "zlib, at most 1032:1"; return 1032;
+    case EXR_COMPRESSION_PIZ: *rule = "PIZ Huffman runs, at most 255 16-bit values in 9 bits"; return 4080.0 / 9;
+    case EXR_COMPRESSION_PXR24:
+        *rule = "zlib's 1032:1 on 24-bit floats";
+        return type == EXR_PIXEL_FLOAT ? 1032.0 * 4 / 3 : 1032;
+    case EXR_COMPRESSION_B44:
+        *rule = "14 bytes for a 4x4 block of halves";
+        return type == EXR_PIXEL_HALF ? 32.0 / 14 : 1;
+    case EXR_COMPRESSION_B44A:
+        *rule = "3 bytes for a flat 4x4 block of halves";
+        return type == EXR_PIXEL_HALF ? 32.0 / 3 : 1;
+    case EXR_COMPRESSION_DWAA:
+    case EXR_COMPRESSION_DWAB: *rule = "DWA's RLE then zlib, at most 66048:1"; return 64.0 * 1032;
+    default: *rule = ""; return 0;
+    }
+}
+
+#define EXR_CHUNK_OVERHEAD 16 /* bytes of a chunk outside its data: offset table entry, y and size */
+
+static hp_code check_body_justifies(const hp_exr_reader *r, const exr_attr_chlist_t *cl, size_t len, hp_err *err)
+{
+    const char *rule = "";
+    double raw = 0, least = 0; /* bytes a pixel: decompressed, and compressed at the very least */
+    for (int i = 0; i < cl->num_channels; i++) {
+        const exr_attr_chlist_entry_t *e = &cl->entries[i];
+        double ratio = max_expansion(r->compression, e->pixel_type, &rule);
+        if (ratio <= 0)
+            return HP_OK;
+        /* a subsampled channel has a sample every x_sampling pixels of every y_sampling-th line */
+        double xs = e->x_sampling > 1 ? e->x_sampling : 1, ys = e->y_sampling > 1 ? e->y_sampling : 1;
+        double bytes = (e->pixel_type == EXR_PIXEL_HALF ? 2 : 4) / (xs * ys);
+        raw += bytes;
+        least += bytes / ratio;
+    }
+    double pixels = (double)r->width * r->height, overhead = (double)r->chunk_count * EXR_CHUNK_OVERHEAD;
+    if (least <= 0 || overhead + pixels * least <= (double)len)
+        return HP_OK;
+    return hp_fail(err, HP_ERR_TOO_LARGE,
+                   "EXR: the %zu-byte file declares %ux%u pixels of %g bytes (part %d, %s); its compression cannot "
+                   "justify that many: at its best (%s), with %d bytes for each of its %u chunks, they need at least "
+                   "%.0f bytes",
+                   len, r->width, r->height, raw, r->part, compression_name(r->compression), rule, EXR_CHUNK_OVERHEAD,
+                   r->chunk_count, overhead + pixels * least);
+}
+
 hp_code hp_exr_open(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
                     hp_exr_reader **out, hp_err *err)
 {
@@ -596,6 +804,9 @@ hp_code hp_exr_open(const uint8_t *bytes, size_t len, const hp_decode_options *o
         code = exr_fail(err, rv, "header (%zu bytes)", len);
         goto fail;
     }
+    exr_last_message[0] = '\0'; /* what the library reported and read past, as an attribute's bad size */
+    if ((code = check_attribute_sizes(r, err)) != HP_OK)
+        goto fail;
 
     info->format = HP_IMAGE_EXR;
     if ((rv = exr_get_count(r->ctx, &info->part_count)) != EXR_ERR_SUCCESS || info->part_count < 1) {
@@ -701,6 +912,13 @@ hp_code hp_exr_open(const uint8_t *bytes, size_t len, const hp_decode_options *o
                        (unsigned long long)EXR_MAX_CHUNK_PIXELS);
         goto fail;
     }
+    const exr_attr_chlist_t *cl;
+    if ((rv = exr_get_channels(r->ctx, r->part, &cl)) != EXR_ERR_SUCCESS || !cl) {
+        code = exr_fail(err, rv, "channels of part %d", r->part);
+        goto fail;
+    }
+    if ((code = check_body_justifies(r, cl, len, err)) != HP_OK)
+        goto fail;
     *out = r;
     return HP_OK;
 

@@ -5,7 +5,11 @@
  * decompressor, but only behind the public C++ classes. So for a DWA part only, each chunk is read with
  * Imf::InputPart (scanlines) or Imf::TiledInputPart (tiles) into the same scratch the core path uses, and
  * image_exr.c converts it to the frame as for every other compression. Built only when the installed
- * OpenEXR is older than 3.2 (api/meson.build), where the C core gained DWA: delete then. */
+ * OpenEXR is older than 3.2 (api/meson.build), where the C core gained DWA: delete then.
+ *
+ * The C++ library trusts the sizes in the header: it allocates what an attribute declares before reading
+ * it. hp_exr_open (image_exr.c) has checked every attribute's size against the file before any file
+ * reaches it, and has refused frames with more pixels than their bytes can hold. */
 #ifndef HP_IMAGE_EXR_DWA_H
 #define HP_IMAGE_EXR_DWA_H
 

@@ -22,6 +22,7 @@
 #define RGBE_MAX_HEADER (64 * 1024) /* bytes before the resolution line */
 #define RGBE_MIN_RLE_WIDTH 8        /* Radiance's MINELEN and MAXELEN: new-style RLE only for widths */
 #define RGBE_MAX_RLE_WIDTH 0x7fff   /* in [8, 32767], as its length is 15 bits */
+#define RGBE_MAX_RUN 127            /* new-style RLE: a run's count byte is 128 + n, n in [1, 127] */
 
 typedef struct rgbe_header {
     uint32_t width, height;
@@ -69,6 +70,31 @@ static bool parse_count(const char **s, uint32_t *out)
     *out = v;
     *s = p;
     return true;
+}
+
+/* Decompression bombs (issue 21, item 5): a 98 KB file of old-style runs declared 8192 x 8192 pixels and
+ * decoded to 2.3 GB. The densest coding a Radiance writer uses is new-style RLE (Radiance's fwritecolrs in
+ * src/common/color.c): each of the 4 components of a scanline is coded apart, and a run is 2 bytes (128 + n,
+ * then the value) for at most RGBE_MAX_RUN = 127 values, so a pixel takes at least 4 * 2 / 127 bytes, and a
+ * scanline 4 more for its mark; flat pixels take 4. So no file in these codings holds more than 127 / 8 =
+ * 15.875 pixels per byte of scanline data. Old-style runs (1,1,1,n, each further one adding n << 8 more:
+ * oldreadcolrs) have no such limit: 12 bytes repeat a pixel 16 million times. Radiance writes old-style
+ * scanlines only for widths outside [8, 32767] (fwritecolrs), and a row of under 8 pixels holds at most
+ * 7 / 4 pixels a byte anyway. A file that needs more than 127 / 8 pixels a byte is refused before anything is
+ * allocated for it: the format cannot justify that many. */
+static hp_code check_body_justifies(uint32_t width, uint32_t height, size_t len, size_t data_offset, hp_err *err)
+{
+    uint64_t data = len - data_offset;
+    uint64_t justified = data > UINT64_MAX / RGBE_MAX_RUN ? UINT64_MAX : data * RGBE_MAX_RUN / 8;
+    uint64_t pixels = (uint64_t)width * height;
+    if (pixels <= justified)
+        return HP_OK;
+    return hp_fail(err, HP_ERR_TOO_LARGE,
+                   "Radiance HDR: the %zu-byte file declares %ux%u = %llu pixels in %llu bytes of scanlines; at most "
+                   "%d/8 = %.3f pixels per byte (%llu here) can be justified by its run-length coding (a run of at "
+                   "most %d values in 2 bytes, per component); old-style runs that pack more are refused",
+                   len, width, height, (unsigned long long)pixels, (unsigned long long)data, RGBE_MAX_RUN,
+                   RGBE_MAX_RUN / 8.0, (unsigned long long)justified, RGBE_MAX_RUN);
 }
 
 static hp_code parse_header(const uint8_t *bytes, size_t len, const hp_decode_options *opt, rgbe_header *hdr,
@@ -147,6 +173,8 @@ static hp_code parse_header(const uint8_t *bytes, size_t len, const hp_decode_op
     if (n1 == 0 || n2 == 0)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "Radiance HDR image is empty (%u x %u)", n2, n1);
     if ((code = hp_image_check_limits("Radiance HDR", n2, n1, opt, err)) != HP_OK)
+        return code;
+    if ((code = check_body_justifies(n2, n1, len, pos, err)) != HP_OK)
         return code;
     hdr->height = n1, hdr->width = n2;
     hdr->data_offset = pos;

@@ -7,7 +7,9 @@
  * straight from its decompressed bytes) must give the bytes of the library's own path, which
  * HP_EXR_GENERIC_DECODE=1 selects, for every compression, channel type, channel choice and odd size.
  * Damaged input (truncated, bytes flipped in headers and bodies, ZIP chunks that inflate wrong) must fail
- * with a message and never crash; run it under valgrind too:
+ * with a message and never crash. Decompression bombs (more pixels than the body can hold in the format's
+ * densest coding) and EXR attributes sized past the end of the file are refused from the header, while
+ * constant frames, the most compressible there are, still pass. Run it under valgrind too:
  *     valgrind --error-exitcode=1 --leak-check=full build/tests/test_image
  *
  * Tolerances, stated once:
@@ -30,6 +32,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "api/image.h"
 #include "api/image_internal.h"
@@ -1849,6 +1854,216 @@ static void test_arriving_decode(void)
     }
 }
 
+/* --- Decompression bombs and attribute sizes (issue 21, items 5 and 8) ----------------------------- */
+
+/* The value of attribute name (of type) in an EXR header: its 4-byte size field, or NULL. */
+static uint8_t *exr_attr_size(const blob *b, const char *name, const char *type)
+{
+    char key[128];
+    int n = snprintf(key, sizeof(key), "%s%c%s", name, '\0', type) + 1; /* both NULs */
+    uint8_t *at = memmem(b->data, b->len, key, (size_t)n);
+    return at && at + n + 4 <= b->data + b->len ? at + n : NULL;
+}
+
+/* An old-style-RLE Radiance file is refused from its header when it declares more pixels than its bytes
+ * can hold in the format's densest honest coding (127/8 pixels a byte); a new-style file at that density
+ * still decodes. */
+static void test_rgbe_bomb(void)
+{
+    /* The issue's file: 8192 rows of one pixel and two runs (255 + (31 << 8) = 8191 more) in 12 bytes. */
+    static const char header[] = "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 8192 +X 8192\n";
+    size_t h = sizeof(header) - 1, rows = 8192;
+    blob bomb = {malloc(h + rows * 12), h + rows * 12};
+    memcpy(bomb.data, header, h);
+    static const uint8_t row[12] = {100, 50, 25, 130, 1, 1, 1, 0xff, 1, 1, 1, 0x1f};
+    for (size_t y = 0; y < rows; y++)
+        memcpy(bomb.data + h + y * 12, row, 12);
+    hp_image_info info;
+    hp_err err = {0};
+    hp_code code = hp_image_probe(bomb.data, bomb.len, NULL, &info, &err);
+    tap_ok(code == HP_ERR_TOO_LARGE && contains(err.message, "98355-byte") && contains(err.message, "8192x8192") &&
+               contains(err.message, "15.875"),
+           "RGBE old-style-RLE bomb (98 KB declaring 8192x8192): HP_ERR_TOO_LARGE from the probe (%s)", err.message);
+    if (code == HP_ERR_TOO_LARGE) { /* a destination of one pixel: a decode that began would write past it */
+        float one[4];
+        code = hp_image_decode(bomb.data, bomb.len, NULL, &info, one, HP_LAYOUT_RGBA32F, NULL, &err);
+        tap_ok(code == HP_ERR_TOO_LARGE, "RGBE bomb: the decode refuses it too, before writing a pixel");
+    } else {
+        tap_ok(false, "RGBE bomb: the decode refuses it too (not tried: the probe accepted it)");
+    }
+    blob_free(&bomb);
+
+    /* New-style RLE at its densest: 1016 = 8 * 127 wide, every component 8 runs of 127 (68 bytes a row,
+     * 14.9 pixels a byte). */
+    enum { W = 1016, H = 64 };
+    uint8_t line[4 + 4 * 8 * 2];
+    size_t n = 0;
+    line[n++] = 2, line[n++] = 2, line[n++] = W >> 8, line[n++] = W & 0xff;
+    static const uint8_t colour[4] = {200, 100, 50, 129};
+    for (int comp = 0; comp < 4; comp++)
+        for (int run = 0; run < 8; run++)
+            line[n++] = 128 + 127, line[n++] = colour[comp];
+    uint8_t *body = malloc(H * n);
+    for (int y = 0; y < H; y++)
+        memcpy(body + (size_t)y * n, line, n);
+    blob dense = rgbe_file("#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 64 +X 1016\n", body, H * n);
+    free(body);
+    decoded d;
+    code = decode_rgbe(&dense, &d);
+    bool ok = code == HP_OK && d.info.width == W && d.info.height == H;
+    for (size_t i = 0; ok && i < (size_t)W * H; i++)
+        ok = d.rgba[i * 4] == rgbe_value(200, 129) && d.rgba[i * 4 + 2] == rgbe_value(50, 129);
+    tap_ok(ok, "RGBE new-style RLE at its densest (runs of 127, %zu bytes for 1016x64) decodes%s%s", dense.len,
+           code ? ": " : "", code ? d.err.message : "");
+    decoded_free(&d);
+    blob_free(&dense);
+}
+
+/* A constant frame: every channel the same plane of value v. */
+static bool write_constant_exr(int width, int height, int type, int channels, int compression, float v, blob *out)
+{
+    static const char *const names[] = {"R", "G", "B", "A"};
+    size_t n = (size_t)width * height, size = hp_exr_type_size(type);
+    uint8_t *plane = malloc(n * size);
+    uint16_t h = hp_float_to_half(v);
+    for (size_t i = 0; i < n; i++)
+        memcpy(plane + i * size, type == EXR_PIXEL_HALF ? (const void *)&h : (const void *)&v, size);
+    test_exr_channel ch[4];
+    for (int c = 0; c < channels; c++)
+        ch[c] = (test_exr_channel){names[c], type, plane};
+    test_exr_spec spec = {.width = width, .height = height, .display_w = width, .display_h = height,
+                          .compression = compression, .channels = ch, .channel_count = channels};
+    bool ok = write_exr(&spec, out);
+    free(plane);
+    return ok;
+}
+
+/* An EXR declaring more pixels than its compression can fit in its bytes is refused from the header;
+ * constant frames, the most compressible there are, pass in every compression. */
+static void test_exr_bomb(void)
+{
+    blob b = {0};
+    if (write_constant_exr(16, 16, EXR_PIXEL_HALF, 3, EXR_COMPRESSION_ZIP, 0.5f, &b)) {
+        /* the same header declaring 16384x16384 (2^28 pixels, within the default limits) */
+        uint8_t *windows[2] = {exr_attr_size(&b, "dataWindow", "box2i"), exr_attr_size(&b, "displayWindow", "box2i")};
+        for (int i = 0; i < 2; i++) {
+            if (!windows[i])
+                continue;
+            put_le32(windows[i] + 4 + 8, 16383);
+            put_le32(windows[i] + 4 + 12, 16383);
+        }
+        hp_image_info info;
+        hp_err err = {0};
+        hp_code code = hp_image_probe(b.data, b.len, NULL, &info, &err);
+        tap_ok(windows[0] && windows[1] && code == HP_ERR_TOO_LARGE && contains(err.message, "16384x16384") &&
+                   contains(err.message, "zlib"),
+               "EXR ZIP of %zu bytes declaring 16384x16384: HP_ERR_TOO_LARGE from the header (%s)", b.len,
+               err.message);
+        blob_free(&b);
+    }
+
+    /* A 4K constant RGBA half ZIP frame (937:1) decodes. */
+    if (write_constant_exr(3840, 2160, EXR_PIXEL_HALF, 4, EXR_COMPRESSION_ZIP, 0.75f, &b)) {
+        hp_image_info info;
+        hp_err err = {0};
+        uint16_t *px = malloc((size_t)3840 * 2160 * 8);
+        hp_code code = hp_image_probe(b.data, b.len, NULL, &info, &err);
+        if (code == HP_OK)
+            code = hp_image_decode(b.data, b.len, NULL, &info, px, HP_LAYOUT_RGBA16F, NULL, &err);
+        tap_ok(code == HP_OK && px[0] == hp_float_to_half(0.75f) && px[(size_t)3840 * 2160 * 4 - 2] == px[0],
+               "EXR constant 4K RGBA half ZIP frame (%zu bytes, %.0f:1) decodes%s%s", b.len,
+               3840.0 * 2160 * 8 / (double)b.len, code ? ": " : "", code ? err.message : "");
+        free(px);
+        blob_free(&b);
+    }
+    /* Every compression at its best: 16384 wide, RGB float (PXR24 and DWA go past zlib's 1032:1 here). */
+    for (int c = EXR_COMPRESSION_NONE; c <= EXR_COMPRESSION_DWAB; c++) {
+        if (!write_constant_exr(16384, 256, EXR_PIXEL_FLOAT, 3, c, 0.5f, &b))
+            continue;
+        hp_image_info info;
+        hp_err err = {0};
+        hp_code code = hp_image_probe(b.data, b.len, NULL, &info, &err);
+        tap_ok(code == HP_OK, "EXR constant 16384x256 RGB float %s frame (%.0f:1) passes the probe%s%s",
+               compression_names[c], 16384.0 * 256 * 12 / (double)b.len, code ? ": " : "", code ? err.message : "");
+        blob_free(&b);
+    }
+}
+
+#ifdef HP_EXR_DWA_CXX
+int test_write_exr_cxx_attr(const test_exr_spec *spec, const char *name, const char *value, int as_vector,
+                            uint8_t **out, size_t *len);
+
+/* The virtual memory in use now (kB), from /proc/self/status; 0 when unknown. */
+static long vm_size_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = 0;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmSize: %ld kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+/* The probe and decode of b in a child process whose address space may grow by 1 GiB at most: the
+ * hp_code it ended with, or -1 when it crashed. */
+static int decode_in_1gib(const blob *b)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit cap = {.rlim_cur = (rlim_t)(vm_size_kb() + (1 << 20)) * 1024};
+        cap.rlim_max = cap.rlim_cur;
+        decoded d;
+        int code = setrlimit(RLIMIT_AS, &cap) == 0 ? (int)decode_both(b, NULL, &d) : 100;
+        _exit(code);
+    }
+    int status;
+    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* An attribute whose size runs past the end of the file is refused before the C++ library (DWAA/DWAB on
+ * OpenEXR 3.1) reads the header: it would allocate and zero the size it declares, here 1.9 GB. */
+static void test_attribute_sizes(void)
+{
+    frame f;
+    make_frame(&f, FRAME_RGBA_HALF);
+    static const struct {
+        int compression, as_vector;
+        const char *name, *type;
+    } cases[] = {
+        {EXR_COMPRESSION_DWAA, 0, "type", "string"},      /* the issue's file */
+        {EXR_COMPRESSION_DWAB, 1, "notes", "stringvector"}, /* the size of one of its strings */
+        {EXR_COMPRESSION_ZIP, 0, "comments", "string"},   /* the C core alone reads on past it */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        test_exr_spec spec = frame_spec(&f, cases[i].compression, 0);
+        blob b = {0};
+        if (!test_write_exr_cxx_attr(&spec, cases[i].name, "hello", cases[i].as_vector, &b.data, &b.len))
+            continue;
+        uint8_t *size = exr_attr_size(&b, cases[i].name, cases[i].type);
+        if (size) /* the attribute's size, or its first string's */
+            put_le32(size + (cases[i].as_vector ? 4 : 0), 1900000000u);
+        decoded d;
+        hp_code code = decode_both(&b, NULL, &d);
+        tap_ok(size && code == HP_ERR_INVALID_ARGUMENT && contains(d.err.message, cases[i].name) &&
+                   contains(d.err.message, "1900000000"),
+               "EXR %s with a %s attribute declaring 1.9 GB: HP_ERR_INVALID_ARGUMENT naming it (%s)",
+               compression_names[cases[i].compression], cases[i].type, d.err.message);
+        decoded_free(&d);
+        if (i == 0) {
+            int child = decode_in_1gib(&b);
+            tap_ok(child == HP_ERR_INVALID_ARGUMENT, "... the same with the address space capped at 1 GiB more "
+                   "than in use: refused, no allocation of the declared size (%s)",
+                   child < 0 ? "crashed" : hp_code_name((hp_code)child));
+        }
+        blob_free(&b);
+    }
+    frame_free(&f);
+}
+#endif
+
 int main(void)
 {
     blob probe = read_data("pmndrs_park.exr");
@@ -1878,5 +2093,10 @@ int main(void)
     test_fast_path_half_bits();
     test_zip_damage();
     test_subsampled_unused_channel();
+    test_rgbe_bomb();
+    test_exr_bomb();
+#ifdef HP_EXR_DWA_CXX
+    test_attribute_sizes();
+#endif
     return tap_done();
 }

@@ -8,6 +8,8 @@
 #include <ImfHeader.h>
 #include <ImfIO.h>
 #include <ImfOutputFile.h>
+#include <ImfStringAttribute.h>
+#include <ImfStringVectorAttribute.h>
 #include <ImfTiledOutputFile.h>
 #include <Iex.h>
 
@@ -42,7 +44,18 @@ size_t type_size(int t) { return t == 1 ? 2 : 4; }
 
 } // namespace
 
+// With one more attribute in the header: a string, or (as_vector) a stringvector of that one string; no
+// attribute when name is NULL. For tests/test_image.c's damaged attribute sizes (declared there).
+extern "C" int test_write_exr_cxx_attr(const test_exr_spec *spec, const char *name, const char *value, int as_vector,
+                                       uint8_t **out, size_t *len);
+
 extern "C" int test_write_exr_cxx(const test_exr_spec *spec, uint8_t **out, size_t *len)
+{
+    return test_write_exr_cxx_attr(spec, nullptr, nullptr, 0, out, len);
+}
+
+extern "C" int test_write_exr_cxx_attr(const test_exr_spec *spec, const char *name, const char *value, int as_vector,
+                                       uint8_t **out, size_t *len)
 {
     try {
         const int w = spec->width, h = spec->height;
@@ -52,6 +65,10 @@ extern "C" int test_write_exr_cxx(const test_exr_spec *spec, uint8_t **out, size
                                        IMATH_NAMESPACE::V2i(spec->display_w - 1, spec->display_h - 1));
         Imf::Header header(display, data);
         header.compression() = static_cast<Imf::Compression>(spec->compression);
+        if (name && as_vector)
+            header.insert(name, Imf::StringVectorAttribute(Imf::StringVector(1, value)));
+        else if (name)
+            header.insert(name, Imf::StringAttribute(value));
         Imf::FrameBuffer fb;
         for (int c = 0; c < spec->channel_count; c++) {
             const test_exr_channel &ch = spec->channels[c];
@@ -77,7 +94,7 @@ extern "C" int test_write_exr_cxx(const test_exr_spec *spec, uint8_t **out, size
         std::memcpy(*out, stream.data.data(), *len);
         return 1;
     } catch (const std::exception &e) {
-        std::fprintf(stderr, "test_write_exr_cxx: %s\n", e.what());
+        std::fprintf(stderr, "test_write_exr_cxx_attr: %s\n", e.what());
         return 0;
     }
 }
