@@ -541,6 +541,39 @@ def queue_full_first(tmp):
         stop(d)
 
 
+# --- 8. An EXR attribute that declares more than the file holds ---------------------------------------------
+
+
+def exr_with_attribute(exr, name, kind, declared, tail=b"\0" * 64):
+    """The single-part EXR with one more attribute at the end of its header whose size field says
+    `declared` bytes, followed by `tail` and the rest of the file (the chunks then sit at other offsets:
+    the header is refused before any chunk is read)."""
+    pos = 8
+    while exr[pos] != 0:  # name\0 type\0 size value, until the empty name that ends the header
+        end_name = exr.index(b"\0", pos)
+        end_type = exr.index(b"\0", end_name + 1)
+        size = struct.unpack_from("<i", exr, end_type + 1)[0]
+        pos = end_type + 5 + size
+    extra = name.encode() + b"\0" + kind.encode() + b"\0" + struct.pack("<i", declared) + tail
+    return exr[:pos] + extra + exr[pos:]
+
+
+def exr_attribute_bomb(d):
+    exr = frame_bytes()  # pmndrs_park.exr: DWAB, which OpenEXR 3.1 reads through its C++ library
+    bomb = exr_with_attribute(exr, "type", "string", 1900000000)
+    before = vm_size_kb(d)
+    t0 = time.monotonic()
+    s, _, b = post(d.port, "/v1/render", bomb)
+    took = time.monotonic() - t0
+    grown = (vm_size_kb(d) - before) >> 10
+    err = error_of(s, b, 400, "malformed_image", "frame")
+    point(f"8. a DWAB EXR whose `type` attribute declares 1.9 GB is refused 400 naming the attribute, in "
+          f"{took:.2f} s, without the allocation", err and "type" in err.get("message", "") and took < 2
+          and grown < 1024, f"{s} {b[:300]!r}; address space +{grown} MiB")
+    s, _, b = post(d.port, "/v1/analyze", exr)
+    point("8. the same file without it is answered 200", s == 200, f"{s} {b[:200]!r}")
+
+
 # --- 9, 10. Framing, Host, NUL ----------------------------------------------------------------------------------
 
 
@@ -607,6 +640,7 @@ def main():
                     repeated_parts(d)
                     framing(d)
                     bombs(d)
+                    exr_attribute_bomb(d)
                     log_flood(d)
                 finally:
                     stop(d)
