@@ -43,6 +43,7 @@ typedef struct form {
     size_t body_len; /* the whole form's size: bounds a part's, and sizes a frame part at once */
     char unknown[64]; /* the first part name that is none of those */
     char repeated[16]; /* the first of them sent twice */
+    bool unnamed;      /* a part without a name */
     bool oom;
 } form;
 
@@ -55,6 +56,12 @@ static enum MHD_Result on_form_part(void *cls, enum MHD_ValueKind kind, const ch
 {
     (void)kind, (void)filename, (void)content_type, (void)transfer_encoding;
     form *f = cls;
+    /* A part whose Content-Disposition has no name comes with key NULL (found by tests/fuzz/fuzz_form: it
+     * was passed to strcmp). */
+    if (!key) {
+        f->unnamed = true;
+        return MHD_YES;
+    }
     part *p = !strcmp(key, "frame") ? &f->frame : !strcmp(key, "depth") ? &f->depth
                                                  : !strcmp(key, "params") ? &f->params : NULL;
     if (!p) {
@@ -894,6 +901,11 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
         if (f.unknown[0]) {
             hp_reply_error(reply, 400, "unknown_part", f.unknown,
                            "unknown form part \"%s\"; the parts are frame, depth and params", f.unknown);
+            goto done;
+        }
+        if (f.unnamed) {
+            hp_reply_error(reply, 400, "unknown_part", NULL, "a form part has no name; the parts are frame, depth "
+                           "and params (Content-Disposition: form-data; name=\"frame\")");
             goto done;
         }
         if (f.repeated[0]) {

@@ -23,6 +23,10 @@ packages=(
   libmicrohttpd-dev libjansson-dev zlib1g-dev libopenexr-dev g++
   libwebp-dev libspng-dev libdeflate-dev openssl
 )
+# The tests also build the fuzz targets (tests/fuzz) with clang's libFuzzer, AddressSanitizer and UBSan.
+if [ "$mode" = test ]; then
+  packages+=(clang libclang-rt-14-dev libfuzzer-14-dev)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -54,5 +58,16 @@ fi
 # Every suite; the last line counts every check of every suite (tests speak TAP).
 status=0
 meson test -C build --print-errorlogs || status=$?
-python3 tests/summarize.py build/meson-logs/testlog.json || status=1
+
+# Then each fuzz target for a bounded time (HDRPOST_FUZZ_SECONDS, default 45 s each), built with clang,
+# libFuzzer, AddressSanitizer and UBSan in a build of its own: a crash, a leak or a sanitizer report fails.
+if [ ! -f build-fuzz/build.ninja ]; then
+  CC=clang CXX=clang++ meson setup build-fuzz --buildtype=debugoptimized -Dwerror=true -Dfuzz=true \
+    -Db_sanitize=address,undefined -Db_lundef=false
+fi
+fuzz_targets=(tests/fuzz/fuzz_params tests/fuzz/fuzz_form)
+ninja -C build-fuzz "${fuzz_targets[@]}"
+HDRPOST_FUZZ_SECONDS=${HDRPOST_FUZZ_SECONDS:-45} meson test -C build-fuzz --no-rebuild --suite fuzz --print-errorlogs \
+  || status=$?
+python3 tests/summarize.py build/meson-logs/testlog.json build-fuzz/meson-logs/testlog.json || status=1
 exit $status

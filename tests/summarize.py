@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Counts every check of every suite from meson's testlog.json and prints 'N passed, N failed'.
+"""Counts every check of every suite from meson's testlog.json files (the build's, the fuzz build's) and
+prints 'N passed, N failed'.
 
 Each test program speaks TAP, so a check is one 'ok'/'not ok' line. A program that failed without
 reporting a failed check (a crash, a timeout, a bad plan) adds one failure of its own, so nothing that
@@ -11,7 +12,17 @@ import sys
 TAP = re.compile(r"^(not )?ok\b")
 
 
-def main(path):
+def main(paths):
+    passed = failed = 0
+    for path in paths:
+        p, f = count(path)
+        passed += p
+        failed += f
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+def count(path):
     passed = failed = 0
     with open(path, encoding="utf-8") as log:
         for line in log:
@@ -33,9 +44,8 @@ def main(path):
                 print(f"{test.get('name')}: {test.get('result')} without a failed check (crash or timeout?)")
             passed += ok
             failed += bad
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return passed, failed
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "build/meson-logs/testlog.json"))
+    sys.exit(main(sys.argv[1:] or ["build/meson-logs/testlog.json"]))
