@@ -64,7 +64,8 @@ static bool route_open(const hp_http_params *params, const hp_route *route)
 struct hp_http {
     struct MHD_Daemon *mhd;
     struct MHD_Daemon *probe_mhd; /* the probe listener's, or NULL */
-    hp_guard *guard;              /* both daemons' connections */
+    hp_guard *guard;              /* the API's connections */
+    hp_guard *probe_guard;        /* the probe listener's */
     hp_budget *budget;            /* bytes held by requests in flight (the daemon's; may be NULL) */
     hp_http_params params;
     char address[INET6_ADDRSTRLEN + 8];
@@ -563,15 +564,16 @@ static void stop_arriving(hp_request *req)
     req->arriving = false;
 }
 
-bool hp_budget_refused(hp_http *http, uint64_t bytes, const char *what, hp_reply *reply)
+bool hp_budget_refused(hp_http *http, uint64_t bytes, uint64_t held, const char *what, hp_reply *reply)
 {
     hp_budget *b = http->budget;
     if (hp_budget_take(b, bytes))
         return false;
     double mib = 1.0 / (1 << 20);
-    if (bytes > b->limit) {
-        hp_reply_error(reply, 413, "too_large", NULL, "%s needs %.1f MiB, more than the %.1f MiB that all requests "
-                       "in flight may hold (max_inflight_mb)", what, (double)bytes * mib, (double)b->limit * mib);
+    if (bytes + held > b->limit) { /* retrying can never help */
+        hp_reply_error(reply, 413, "too_large", NULL, "%s needs %.1f MiB, and with what this request holds already "
+                       "(%.1f MiB) that is more than the %.1f MiB all requests in flight may hold (max_inflight_mb)",
+                       what, (double)bytes * mib, (double)held * mib, (double)b->limit * mib);
     } else {
         hp_reply_error(reply, 503, "memory_full", NULL, "%s needs %.1f MiB and requests in flight hold %.1f of the "
                        "%.1f MiB they may (max_inflight_mb); retry shortly", what, (double)bytes * mib,
@@ -588,7 +590,8 @@ static const hp_route *request_route(const hp_request *req, bool *path_known, ch
 {
     const hp_route *r = route_find(req->method, req->path, path_known, allow, allow_size);
     if (req->probe && !(r && r->open && !r->takes_body)) {
-        *path_known = false;
+        /* /livez and /readyz are known there (405 for another method), nothing else is */
+        *path_known = *path_known && (!strcmp(req->path, "/livez") || !strcmp(req->path, "/readyz"));
         return NULL;
     }
     return r;
@@ -659,28 +662,38 @@ static bool header_problem(hp_request *req, const char *version, hp_reply *reply
     return true;
 }
 
-/* Refuses a body before any of it is read (issue: a full queue answered only after the frame was decoded
- * halved the frames served under overload): 411 without a length, 413 over max_body_mb or the whole
- * budget, 401 without the token, 503 while not ready or when the budget is full, 429 with the queue full.
- * Otherwise the declared length is taken from the budget. */
-static bool body_refused(hp_http *http, hp_request *req, const hp_route *r, hp_reply *reply)
+/* A body this server will not read at all: 411 without a length, 413 over max_body_mb. Answered at once
+ * (the connection then closes: reading gigabytes to refuse them helps nobody). */
+static bool body_unreadable(hp_http *http, hp_request *req, hp_reply *reply)
 {
     struct MHD_Connection *c = req->connection;
     const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
-    const char *ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-    uint64_t want = len ? strtoull(len, NULL, 10) : 0;
-    /* A form's frame part is copied out of the body (render.c): twice the bytes while it is read. */
-    uint64_t charge = ctype && strncasecmp(ctype, "multipart/form-data", 19) == 0 ? 2 * want : want;
-    const hp_http_backend *be = &http->backend;
-    hp_service_state state = hp_http_get_state(http);
-    if (!len && !(te && strcasestr(te, "chunked"))) {
+    if (!len && !(te && strcasestr(te, "chunked")))
         hp_reply_error(reply, 411, "length_required", NULL,
                        "%s needs a body with a Content-Length (or chunked transfer encoding)", req->path);
-    } else if (want > http->params.max_body_bytes) {
+    else if (len && strtoull(len, NULL, 10) > http->params.max_body_bytes)
         hp_reply_error(reply, 413, "body_too_large", NULL, "the body is %s bytes; this server accepts at most %llu "
                        "(max_body_mb)", len, (unsigned long long)http->params.max_body_bytes);
-    } else if (!route_open(&http->params, r) && http->auth_token && !token_matches(http, c)) {
+    else
+        return false;
+    return true;
+}
+
+/* Admission from the headers, before any of the body is stored or decoded (under overload, a full queue
+ * answered only after the frame was decoded halved the frames served): 401 without the token, 503 while
+ * not ready, 429 with the queue full, 503 or 413 when the memory budget cannot take the body. Otherwise the
+ * body's bytes are taken from the budget: twice its length for a form, whose frame part is copied. */
+static bool body_inadmissible(hp_http *http, hp_request *req, const hp_route *r, hp_reply *reply)
+{
+    struct MHD_Connection *c = req->connection;
+    const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    req->body_factor = ctype && strncasecmp(ctype, "multipart/form-data", 19) == 0 ? 2 : 1;
+    uint64_t charge = (len ? strtoull(len, NULL, 10) : 0) * req->body_factor;
+    const hp_http_backend *be = &http->backend;
+    hp_service_state state = hp_http_get_state(http);
+    if (!route_open(&http->params, r) && http->auth_token && !token_matches(http, c)) {
         hp_reply_error(reply, 401, "unauthorized", NULL, "this server needs \"Authorization: Bearer <token>\"");
         hp_reply_header_add(reply, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     } else if (state != HP_SERVICE_READY && state != HP_SERVICE_DRAINING) {
@@ -692,11 +705,28 @@ static bool body_refused(hp_http *http, hp_request *req, const hp_route *r, hp_r
         hp_reply_error(reply, 429, "queue_full", NULL, "the queue is full (%u frames waiting); retry shortly",
                        be->queue_depth(be->ctx));
         hp_reply_header_add(reply, "Retry-After", "1");
-    } else if (!hp_budget_refused(http, charge, "the body", reply)) {
+    } else if (!hp_budget_refused(http, charge, 0, "the body", reply)) {
         req->budget_bytes = charge;
         return false;
     }
     return true;
+}
+
+/* Whether the client waits for "100 Continue" before it sends its body (RFC 9110 10.1.1): it can then be
+ * answered from the headers. A client that sends its body at once is answered once the body is in
+ * (discarded as it arrives): many (Python's http.client, urllib) write the whole body before they read,
+ * and see only a broken pipe if the answer comes first and the connection closes under them. */
+static bool expects_continue(struct MHD_Connection *c)
+{
+    const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+    return expect && strcasecmp(expect, "100-continue") == 0;
+}
+
+static bool body_declared(struct MHD_Connection *c)
+{
+    const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
+           (len && strtoull(len, NULL, 10) > 0);
 }
 
 /* Reserves a declared length's buffer at once and tells the route (it may read the body as it arrives).
@@ -716,112 +746,128 @@ static void body_reserve(hp_request *req, const hp_route *r)
     }
 }
 
+static enum MHD_Result send_now(hp_request *req, hp_reply *reply)
+{
+    enum MHD_Result ret = send_reply(req, reply);
+    hp_reply_release(reply);
+    return ret;
+}
+
 static enum MHD_Result on_headers(hp_http *http, hp_request *req, const char *version)
 {
     bool known;
     char allow[128];
     const hp_route *r = request_route(req, &known, allow, sizeof(allow));
     hp_reply early = {0};
-    bool refused = header_problem(req, version, &early) || (r && r->takes_body && body_refused(http, req, r, &early));
-    hp_guard_headers_in(req->connection, r && r->takes_body && !refused);
-    if (refused) {
-        enum MHD_Result ret = send_reply(req, &early);
-        hp_reply_release(&early);
-        return ret;
+    /* Any body is timed as it arrives, read or discarded, on every route (the guard). */
+    hp_guard_headers_in(req->connection, body_declared(req->connection));
+    if (header_problem(req, version, &early) || (r && r->takes_body && body_unreadable(http, req, &early)))
+        return send_now(req, &early);
+    if (!r || !r->takes_body)
+        return MHD_YES;
+    if (body_inadmissible(http, req, r, &early)) {
+        if (expects_continue(req->connection) || !body_declared(req->connection))
+            return send_now(req, &early);
+        req->refusal = early; /* answered once the body, discarded, is in */
+        return MHD_YES;
     }
-    if (r && r->takes_body)
-        body_reserve(req, r);
+    body_reserve(req, r);
     return MHD_YES;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
-                                  const char *method, const char *version, const char *upload_data,
-                                  size_t *upload_data_size, void **req_cls)
+/* Drops the body read so far: too large, or over the budget; the rest is discarded as it arrives. */
+static void body_drop(hp_request *req)
 {
-    hp_http *http = cls;
-    hp_request *req = *req_cls;
-    (void)version;
-    (void)upload_data;
+    hp_bigbuf_put(req->body);
+    req->body = NULL;
+    req->body_len = req->body_cap = 0;
+}
 
-    if (!req) {
-        if (!(req = request_begin(http, connection, method, url)))
-            return MHD_NO;
-        *req_cls = req;
-        return on_headers(http, req, version);
+/* Room for `need` bytes of body: the declared length sizes the buffer once, a chunked body grows it by
+ * doubling, each growth taken from the budget as it comes (a declared length was at its headers). A
+ * frame-sized body comes from the pool of warm buffers (common/bigbuf.h): a fresh mapping of 28 MB would be
+ * paged in again for every request. False when out of memory. */
+static bool body_grow(hp_http *http, hp_request *req, size_t need)
+{
+    const char *len = MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    size_t want = len ? (size_t)strtoull(len, NULL, 10) : 0;
+    size_t cap = req->body_cap ? req->body_cap * 2 : 1 << 20;
+    if (want > cap)
+        cap = want;
+    while (cap < need)
+        cap *= 2;
+    uint64_t charge = (uint64_t)cap * req->body_factor;
+    if (charge > req->budget_bytes) {
+        if (!hp_budget_take(http->budget, charge - req->budget_bytes)) {
+            req->budget_full = true;
+            body_drop(req);
+            return true;
+        }
+        req->budget_bytes = charge;
     }
+    uint8_t *grown = hp_bigbuf_get(cap);
+    if (!grown)
+        return false;
+    if (req->body_len)
+        memcpy(grown, req->body, req->body_len);
+    hp_bigbuf_put(req->body);
+    req->body = grown;
+    req->body_cap = cap;
+    return true;
+}
 
-    if (*upload_data_size != 0) {
-        bool known;
-        char allow_body[128];
-        const hp_route *r = request_route(req, &known, allow_body, sizeof(allow_body));
-        size_t n = *upload_data_size;
-        *upload_data_size = 0;
-        hp_guard_body_bytes(connection, n);
-        if (!r || !r->takes_body || req->status != 0 || req->body_too_large || req->budget_full)
-            return MHD_YES; /* discarded */
-        /* More than the declared length (it should not happen: see the first call): whoever reads the body
-         * as it arrives stops before the buffer is regrown or freed. */
-        if (req->arriving && req->body_len + n > req->body_cap)
-            stop_arriving(req);
-        if (req->body_len + n > http->params.max_body_bytes) {
-            req->body_too_large = true; /* chunked bodies are only judged as they arrive */
-            hp_bigbuf_put(req->body);
-            req->body = NULL;
-            req->body_len = req->body_cap = 0;
-            return MHD_YES;
-        }
-        if (req->body_len + n > req->body_cap) {
-            /* The declared length sizes the buffer once; chunked bodies grow it by doubling. */
-            const char *len = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-            size_t want = len ? (size_t)strtoull(len, NULL, 10) : 0;
-            size_t cap = req->body_cap ? req->body_cap * 2 : 1 << 20;
-            if (want > cap)
-                cap = want;
-            while (cap < req->body_len + n)
-                cap *= 2;
-            /* A chunked body's growth is taken from the budget as it comes (a declared one was at its
-             * headers). */
-            if (cap > req->budget_bytes) {
-                if (!hp_budget_take(http->budget, cap - req->budget_bytes)) {
-                    req->budget_full = true;
-                    hp_bigbuf_put(req->body);
-                    req->body = NULL;
-                    req->body_len = req->body_cap = 0;
-                    return MHD_YES;
-                }
-                req->budget_bytes = cap;
-            }
-            /* A frame-sized body comes from the pool of warm buffers (common/bigbuf.h): a fresh mapping
-             * of 28 MB would be paged in again for every request. */
-            uint8_t *grown = hp_bigbuf_get(cap);
-            if (!grown)
-                return MHD_NO;
-            if (req->body_len)
-                memcpy(grown, req->body, req->body_len);
-            hp_bigbuf_put(req->body);
-            req->body = grown;
-            req->body_cap = cap;
-        }
-        memcpy(req->body + req->body_len, upload_data, n);
-        req->body_len += n;
-        if (req->arriving)
-            hp_arrival_add(&req->arrival, req->body_len);
+/* A piece of a request's body: stored for a route that takes one and an admitted request, else dropped
+ * (timed by the guard either way). */
+static enum MHD_Result on_body_piece(hp_http *http, hp_request *req, const char *data, size_t n)
+{
+    bool known;
+    char allow[128];
+    const hp_route *r = request_route(req, &known, allow, sizeof(allow));
+    hp_guard_body_bytes(req->connection, n);
+    if (!r || !r->takes_body || req->status != 0 || req->body_too_large || req->budget_full || req->refusal.status)
+        return MHD_YES; /* discarded */
+    /* More than the declared length (it should not happen: see the first call): whoever reads the body as it
+     * arrives stops before the buffer is regrown or freed. */
+    if (req->arriving && req->body_len + n > req->body_cap)
+        stop_arriving(req);
+    if (req->body_len + n > http->params.max_body_bytes) {
+        req->body_too_large = true; /* chunked bodies are only judged as they arrive */
+        body_drop(req);
         return MHD_YES;
     }
-    if (req->deferred) {
-        /* Resumed: the reply is ready (hp_deferred_complete). */
-        pthread_mutex_lock(&req->slot->lock);
-        bool ready = req->slot->reply_ready;
-        pthread_mutex_unlock(&req->slot->lock);
-        if (!ready || req->status != 0)
-            return MHD_YES;
-        enum MHD_Result ret = send_reply(req, &req->deferred_reply);
-        hp_reply_release(&req->deferred_reply);
-        return ret;
-    }
-    if (req->status != 0)
+    if (req->body_len + n > req->body_cap && !body_grow(http, req, req->body_len + n))
+        return MHD_NO;
+    if (req->budget_full)
         return MHD_YES;
+    memcpy(req->body + req->body_len, data, n);
+    req->body_len += n;
+    if (req->arriving)
+        hp_arrival_add(&req->arrival, req->body_len);
+    return MHD_YES;
+}
+
+/* A suspended request resumed: its deferred reply is ready (hp_deferred_complete). */
+static enum MHD_Result on_resumed(hp_request *req)
+{
+    pthread_mutex_lock(&req->slot->lock);
+    bool ready = req->slot->reply_ready;
+    pthread_mutex_unlock(&req->slot->lock);
+    if (!ready || req->status != 0)
+        return MHD_YES;
+    enum MHD_Result ret = send_reply(req, &req->deferred_reply);
+    hp_reply_release(&req->deferred_reply);
+    return ret;
+}
+
+/* The whole request is in: refused from its headers, refused for its body, or handed to its route (which
+ * answers now or defers its reply, suspending the connection). */
+static enum MHD_Result on_body_in(hp_http *http, hp_request *req)
+{
+    struct MHD_Connection *connection = req->connection;
+    const char *method = req->method, *url = req->path;
     hp_guard_body_in(connection);
+    if (req->refusal.status)
+        return send_now(req, &req->refusal);
     clock_gettime(CLOCK_MONOTONIC, &req->body_done);
     if (req->arriving)
         hp_arrival_end(&req->arrival);
@@ -865,6 +911,33 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     return ret;
 }
 
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls)
+{
+    hp_http *http = cls;
+    hp_request *req = *req_cls;
+
+    if (!req) {
+        if (!(req = request_begin(http, connection, method, url)))
+            return MHD_NO;
+        *req_cls = req;
+        return on_headers(http, req, version);
+    }
+
+    if (*upload_data_size != 0) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        return on_body_piece(http, req, upload_data, n);
+    }
+    if (req->deferred)
+        return on_resumed(req);
+    if (req->status != 0)
+        return MHD_YES;
+    return on_body_in(http, req);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *connection, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -901,6 +974,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     hp_budget_give(http->budget, req->budget_bytes);
     hp_guard_request_done(connection);
     hp_reply_release(&req->deferred_reply);
+    hp_reply_release(&req->refusal);
     free(req);
     *req_cls = NULL;
 
@@ -925,7 +999,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
         line[--n] = '\0';
     if (strstr(line, "connection limit") || strstr(line, "per-IP"))
         hp_metrics_connection_closed("limit");
-    else if (strstr(line, "Error processing request") || strstr(line, "Failed to parse"))
+    else if (strstr(line, "Error processing request")) /* one per refused request (a "Failed to parse" may precede) */
         hp_metrics_connection_closed("protocol");
     uint64_t left_out = 0;
     bool allowed = hp_ratelimit_allow(&limit, &left_out);
@@ -980,10 +1054,10 @@ static hp_code load_tls(const hp_http_params *params, char **cert, char **key, h
     return code;
 }
 
-/* One libmicrohttpd daemon on a bound socket, with the connection limits and the guard; threads 0: its one
- * internal thread, no pool. */
+/* One libmicrohttpd daemon on a bound socket, with its connection limits and guard; threads 0 or 1: its one
+ * internal thread, no pool (the option is then left out: libmicrohttpd warns about a pool of 0 or 1). */
 static struct MHD_Daemon *start_mhd(hp_http *http, int fd, int family, unsigned threads, unsigned limit,
-                                    unsigned per_ip, const char *cert, const char *key)
+                                    unsigned per_ip, hp_guard *guard, const char *cert, const char *key)
 {
     /* MHD_USE_ITC: MHD_quiesce_daemon() needs it to wake the polling threads. */
     unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
@@ -991,33 +1065,50 @@ static struct MHD_Daemon *start_mhd(hp_http *http, int fd, int family, unsigned 
         flags |= MHD_USE_IPv6;
     if (cert)
         flags |= MHD_USE_TLS;
-    return MHD_start_daemon(flags, 0, NULL, NULL, on_request, http,
-                            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, http, /* first: catches start-up */
-                            MHD_OPTION_LISTEN_SOCKET, fd,
-                            MHD_OPTION_THREAD_POOL_SIZE, threads,
-                            MHD_OPTION_CONNECTION_TIMEOUT, http->params.idle_timeout_s,
-                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HP_HTTP_CONNECTION_MEMORY,
-                            MHD_OPTION_CONNECTION_LIMIT, limit,
-                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
-                            MHD_OPTION_NOTIFY_CONNECTION, hp_guard_on_connection, http->guard,
-                            MHD_OPTION_UNESCAPE_CALLBACK, hp_guard_unescape, http->guard,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, http,
-                            cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,
-                            MHD_OPTION_HTTPS_MEM_KEY, key,
-                            MHD_OPTION_END);
+    struct MHD_OptionItem options[] = {
+        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, http}, /* first: catches start-up */
+        {MHD_OPTION_LISTEN_SOCKET, fd, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, http->params.idle_timeout_s, NULL},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, HP_HTTP_CONNECTION_MEMORY, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, limit, NULL},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, NULL},
+        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)hp_guard_on_connection, guard},
+        {MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)hp_guard_unescape, guard},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, http},
+        {threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, threads, NULL},
+        {cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, (void *)cert},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)key},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    /* An END in the middle ends the list there: the thread pool and TLS come last, in that order. */
+    if (threads <= 1) {
+        options[9] = options[10];
+        options[10] = options[11];
+        options[11] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    }
+    return MHD_start_daemon(flags, 0, NULL, NULL, on_request, http, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 }
 
 /* The probe listener: /livez and /readyz on an address of their own, plain HTTP, one thread, a few
- * connections: a kubelet's probes still answer while the API's connections are all taken. */
-#define HP_PROBE_CONNECTIONS 32
+ * connections, a few from one address, and a short deadline for their headers (a probe sends its request
+ * at once): a kubelet's probes still answer while the API's connections are all taken, and idle or
+ * trickling connections cannot take the probe listener's for long. */
+#define HP_PROBE_CONNECTIONS 64
+#define HP_PROBE_CONNECTIONS_PER_IP 8
+#define HP_PROBE_HEADER_TIMEOUT_S 5.0
 
 static hp_code start_probe(hp_http *http, const char *listen, hp_err *err)
 {
     int fd = -1, family = 0;
     hp_code code = bind_listener(listen, &fd, &family, http->probe_address, sizeof(http->probe_address), err);
+    hp_guard_params gp = {.header_timeout_s = HP_PROBE_HEADER_TIMEOUT_S, .min_body_rate = http->params.min_body_rate,
+                          .body_grace_s = http->params.body_grace_s};
+    if (code == HP_OK && (code = hp_guard_create(&gp, &http->probe_guard, err)) != HP_OK)
+        close(fd);
     if (code != HP_OK)
         return code;
-    http->probe_mhd = start_mhd(http, fd, family, 0, HP_PROBE_CONNECTIONS, 0, NULL, NULL);
+    http->probe_mhd = start_mhd(http, fd, family, 0, HP_PROBE_CONNECTIONS, HP_PROBE_CONNECTIONS_PER_IP,
+                                http->probe_guard, NULL, NULL);
     if (http->probe_mhd)
         return HP_OK;
     close(fd);
@@ -1055,6 +1146,7 @@ static void http_free(hp_http *http)
     if (http->probe_mhd)
         MHD_stop_daemon(http->probe_mhd);
     hp_guard_destroy(&http->guard);
+    hp_guard_destroy(&http->probe_guard);
     pthread_cond_destroy(&http->idle);
     pthread_mutex_destroy(&http->lock);
     free(http->auth_token);
@@ -1085,13 +1177,13 @@ hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
         return code;
     }
     http->mhd = start_mhd(http, fd, family, params->threads, params->max_connections,
-                          params->max_connections_per_ip, cert, key);
+                          params->max_connections_per_ip, http->guard, cert, key);
     /* libmicrohttpd copies the PEM text into GnuTLS at start: ours can go (the key wiped first). */
     if (key)
         explicit_bzero(key, strlen(key));
+    http->tls = cert != NULL;
     free(cert);
     free(key);
-    http->tls = cert != NULL;
     if (!http->mhd) {
         close(fd);
         code = hp_fail(err, HP_ERR_IO, "cannot start the HTTP server on %s (libmicrohttpd refused; see the "

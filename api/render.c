@@ -596,6 +596,7 @@ typedef struct early_decode {
     bool pending;            /* taken while still decoding: not joined yet */
     hp_budget *budget;       /* its frame's bytes are taken from it before they are allocated */
     uint64_t charged;
+    uint64_t early_share;    /* and from the share of it for bodies still arriving (early_share_take) */
     /* Handed on while decoding, it has two owners: the request, whose body and arrival it reads until it
      * has finished (the request's completion waits for that), and the job, whose frame it writes. Each
      * lets go with early_release; the last frees it. 1 otherwise. */
@@ -636,6 +637,28 @@ static void decode_options(const hp_http_backend *be, const hp_params *p, hp_dec
 }
 
 static bool early_run(early_decode *e);
+
+/* The bytes early decoders hold for bodies still arriving: at most EARLY_SHARE_DIV-th of the budget. */
+#define EARLY_SHARE_DIV 4
+static _Atomic uint64_t early_share_used;
+
+static bool early_share_take(const hp_budget *budget, uint64_t bytes)
+{
+    uint64_t limit = budget && budget->limit ? budget->limit / EARLY_SHARE_DIV : UINT64_MAX;
+    uint64_t used = atomic_load(&early_share_used);
+    do {
+        if (bytes > limit || used > limit - bytes)
+            return false;
+    } while (!atomic_compare_exchange_weak(&early_share_used, &used, used + bytes));
+    return true;
+}
+
+/* Once the body is in (the handler took the frame) or the decoder is dropped. */
+static void early_share_give(early_decode *e)
+{
+    atomic_fetch_sub(&early_share_used, e->early_share);
+    e->early_share = 0;
+}
 
 static void *early_main(void *arg)
 {
@@ -679,10 +702,17 @@ static bool early_run(early_decode *e)
     e->half = e->info.half_exact;
     size_t n = (size_t)e->info.width * e->info.height;
     /* Only what the budget admits (a header alone, 8.5 KB of a 16384x16384 frame, made every connection
-     * reserve 2 GiB); the ordinary path answers the request that does not fit. */
+     * reserve 2 GiB), and of it only a share for frames whose bodies are still arriving: a client that sends
+     * headers and trickles the rest cannot hold the whole budget. The ordinary path, once the body is in,
+     * decodes what does not fit here. */
     uint64_t want = (uint64_t)n * (e->half ? 8 : 16) + (e->want_dof ? (uint64_t)n * sizeof(float) : 0);
-    if (!hp_budget_take(e->budget, want))
+    if (!early_share_take(e->budget, want))
         return false;
+    e->early_share = want;
+    if (!hp_budget_take(e->budget, want)) {
+        early_share_give(e);
+        return false;
+    }
     e->charged = want;
     if (!hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * (e->half ? 8 : 16), &e->pixels) ||
         (e->want_dof && !hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * sizeof(float), &e->depth)))
@@ -711,6 +741,7 @@ static void early_free(early_decode *e)
     hp_host_mem_put(&e->pixels);
     hp_host_mem_put(&e->depth);
     hp_budget_give(e->budget, e->charged);
+    early_share_give(e);
     hp_rows_ready_destroy(&e->rows);
     free(e->query);
     free(e);
@@ -849,15 +880,95 @@ static bool take_frame_budget(hp_request *req, render_ctx *ctx, early_decode *ea
     if (early) {
         ctx->charged = early->charged;
         early->charged = 0;
+        early_share_give(early); /* the body is in: no longer a reservation ahead of it */
     }
     if (need <= ctx->charged)
         return true;
     char what[64];
     snprintf(what, sizeof(what), "a %ux%u frame", info->width, info->height);
-    if (hp_budget_refused(req->http, need - ctx->charged, what, reply))
+    if (hp_budget_refused(req->http, need - ctx->charged, req->budget_bytes + ctx->charged, what, reply))
         return false;
     ctx->charged = need;
     return true;
+}
+
+/* The form's parts as the form reader left them: false, with the reply saying which part is wrong, for a
+ * part unknown, unnamed, repeated or empty, or no frame. */
+static bool form_parts_ok(const form *f, hp_reply *reply)
+{
+    /* An empty params or depth part is a mistake (an empty file attached), not a request for defaults. */
+    const char *empty = f->params.present && !f->params.len ? "params" : f->depth.present && !f->depth.len ? "depth"
+                                                                                                          : NULL;
+    if (f->unknown[0])
+        hp_reply_error(reply, 400, "unknown_part", f->unknown,
+                       "unknown form part \"%s\"; the parts are frame, depth and params", f->unknown);
+    else if (f->unnamed)
+        hp_reply_error(reply, 400, "unknown_part", NULL, "a form part has no name; the parts are frame, depth and "
+                       "params (Content-Disposition: form-data; name=\"frame\")");
+    else if (f->repeated[0])
+        hp_reply_error(reply, 400, "duplicate_part", f->repeated,
+                       "the form has more than one \"%s\" part; send each of frame, depth and params once",
+                       f->repeated);
+    else if (!f->frame.present || f->frame.len == 0)
+        hp_reply_error(reply, 400, "missing_frame", "frame", f->frame.present ? "the form's \"frame\" part is empty"
+                       : "the form has no \"frame\" part with the image");
+    else if (empty)
+        hp_reply_error(reply, 400, "empty_part", empty, "the form's \"%s\" part is empty; leave it out, or send %s",
+                       empty, !strcmp(empty, "params") ? "a JSON object" : "the depth image");
+    else
+        return true;
+    return false;
+}
+
+/* The params part, a JSON object, applied on top of *params. */
+static bool read_params_part(const part *pp, hp_params *params, hp_reply *reply)
+{
+    json_error_t jerr;
+    json_t *obj = json_loadb((const char *)pp->data, pp->len, 0, &jerr);
+    if (!obj || !json_is_object(obj)) {
+        hp_reply_error(reply, 400, "malformed_params", "params", "the params part is not a JSON object: %s (line %d, "
+                       "column %d)", obj ? "not an object" : jerr.text, jerr.line, jerr.column);
+        json_decref(obj);
+        return false;
+    }
+    hp_err err = {0};
+    hp_code pc = hp_params_from_json(obj, params, &err);
+    json_decref(obj);
+    if (pc != HP_OK)
+        hp_reply_error(reply, 400, "invalid_parameter", err.field[0] ? err.field : NULL, "%s", err.message);
+    return pc == HP_OK;
+}
+
+/* A multipart/form-data body read into *f (libmicrohttpd's post processor, on_form_part), its parts
+ * checked and its params part applied. False: the reply says why. */
+static bool read_form(hp_request *req, form *f, hp_params *params, hp_reply *reply)
+{
+    struct MHD_PostProcessor *pp = MHD_create_post_processor(req->connection, 65536, on_form_part, f);
+    bool parsed = pp && MHD_post_process(pp, (const char *)req->body, req->body_len) == MHD_YES;
+    if (pp)
+        MHD_destroy_post_processor(pp);
+    if (!parsed) {
+        hp_reply_error(reply, f->oom ? 503 : 400, f->oom ? "out_of_memory" : "malformed_multipart", NULL,
+                       "the multipart/form-data body cannot be parsed");
+        return false;
+    }
+    return form_parts_ok(f, reply) && (!f->params.present || read_params_part(&f->params, params, reply));
+}
+
+/* The query's parameters, applied on top of *params (after a params part: the query wins). */
+static bool read_query(struct MHD_Connection *c, hp_params *params, hp_reply *reply)
+{
+    char *query = NULL;
+    if (!collect_query(c, &query)) {
+        hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory reading the query");
+        return false;
+    }
+    hp_err err = {0};
+    hp_code pc = query && query[0] ? hp_params_from_query(query, params, &err) : HP_OK;
+    free(query);
+    if (pc != HP_OK)
+        hp_reply_error(reply, 400, "invalid_parameter", err.field[0] ? err.field : NULL, "%s", err.message);
+    return pc == HP_OK;
 }
 
 static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
@@ -889,81 +1000,18 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     early_decode *early = early_take(req);
 
     if (ctype && strncasecmp(ctype, "multipart/form-data", 19) == 0) {
-        struct MHD_PostProcessor *pp = MHD_create_post_processor(c, 65536, on_form_part, &f);
-        if (!pp || MHD_post_process(pp, (const char *)req->body, req->body_len) != MHD_YES) {
-            if (pp)
-                MHD_destroy_post_processor(pp);
-            hp_reply_error(reply, f.oom ? 503 : 400, f.oom ? "out_of_memory" : "malformed_multipart", NULL,
-                           "the multipart/form-data body cannot be parsed");
+        if (!read_form(req, &f, &fp.params, reply))
             goto done;
-        }
-        MHD_destroy_post_processor(pp);
-        if (f.unknown[0]) {
-            hp_reply_error(reply, 400, "unknown_part", f.unknown,
-                           "unknown form part \"%s\"; the parts are frame, depth and params", f.unknown);
-            goto done;
-        }
-        if (f.unnamed) {
-            hp_reply_error(reply, 400, "unknown_part", NULL, "a form part has no name; the parts are frame, depth "
-                           "and params (Content-Disposition: form-data; name=\"frame\")");
-            goto done;
-        }
-        if (f.repeated[0]) {
-            hp_reply_error(reply, 400, "duplicate_part", f.repeated,
-                           "the form has more than one \"%s\" part; send each of frame, depth and params once",
-                           f.repeated);
-            goto done;
-        }
-        if (!f.frame.present || f.frame.len == 0) {
-            hp_reply_error(reply, 400, "missing_frame", "frame", f.frame.present ? "the form's \"frame\" part is empty"
-                           : "the form has no \"frame\" part with the image");
-            goto done;
-        }
-        /* An empty params or depth part is a mistake (an empty file attached), not a request for defaults. */
-        const char *empty = f.params.present && !f.params.len ? "params" : f.depth.present && !f.depth.len ? "depth" : NULL;
-        if (empty) {
-            hp_reply_error(reply, 400, "empty_part", empty, "the form's \"%s\" part is empty; leave it out, or "
-                           "send %s", empty, !strcmp(empty, "params") ? "a JSON object" : "the depth image");
-            goto done;
-        }
         frame = f.frame.data;
         frame_len = f.frame.len;
-        if (f.params.present) {
-            json_error_t jerr;
-            json_t *obj = json_loadb((const char *)f.params.data, f.params.len, 0, &jerr);
-            if (!obj || !json_is_object(obj)) {
-                hp_reply_error(reply, 400, "malformed_params", "params",
-                               "the params part is not a JSON object: %s (line %d, column %d)",
-                               obj ? "not an object" : jerr.text, jerr.line, jerr.column);
-                json_decref(obj);
-                goto done;
-            }
-            hp_code pc = hp_params_from_json(obj, &fp.params, &err);
-            json_decref(obj);
-            if (pc != HP_OK) {
-                hp_reply_error(reply, 400, "invalid_parameter", err.field[0] ? err.field : NULL, "%s", err.message);
-                goto done;
-            }
-        }
     } else if (frame_len == 0) {
         hp_reply_error(reply, 400, "missing_frame", "frame", "the body is empty: send the frame as the body, or "
                        "as the \"frame\" part of a multipart/form-data body");
         goto done;
     }
     /* Query parameters apply in both forms, after the params part. */
-    {
-        char *query = NULL;
-        if (!collect_query(c, &query)) {
-            hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory reading the query");
-            goto done;
-        }
-        hp_code pc = query && query[0] ? hp_params_from_query(query, &fp.params, &err) : HP_OK;
-        free(query);
-        if (pc != HP_OK) {
-            hp_reply_error(reply, 400, "invalid_parameter", err.field[0] ? err.field : NULL, "%s", err.message);
-            goto done;
-        }
-    }
+    if (!read_query(c, &fp.params, reply))
+        goto done;
 
     /* A depth part is a picture of its own, probed with the limits alone: the names choose the frame's
      * channels ("" is automatic, as image.h reads it). */

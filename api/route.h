@@ -63,6 +63,8 @@ typedef struct hp_request {
     /* Bytes of the memory budget (common/budget.h) the body holds, given back when the request ends. */
     uint64_t budget_bytes;
     bool budget_full;            /* a chunked body outgrew the budget: discarded, answered 503 */
+    unsigned body_factor;        /* the budget's bytes per body byte: 2 for a form (its frame part is copied) */
+    hp_reply refusal;            /* refused from the headers, answered once the body is in (discarded) */
     bool probe;                  /* on the probe listener: the health routes alone */
 
     /* A handler that answers later (from another thread) calls hp_request_defer(); the connection is
@@ -73,9 +75,9 @@ typedef struct hp_request {
 } hp_request;
 
 /* Takes bytes from the budget of requests in flight (common/budget.h), or fills reply and returns true: 413
- * too_large when they exceed the whole budget, 503 memory_full with Retry-After when it is full now. what
- * names them for the message ("the body", "a 8192x8192 frame"). */
-bool hp_budget_refused(hp_http *http, uint64_t bytes, const char *what, hp_reply *reply);
+ * too_large when they and what the request holds already (held) exceed the whole budget, 503 memory_full
+ * with Retry-After when it is full now. what names them for the message ("the body", "a 8192x8192 frame"). */
+bool hp_budget_refused(hp_http *http, uint64_t bytes, uint64_t held, const char *what, hp_reply *reply);
 
 typedef void (*hp_route_handler)(hp_request *request, hp_reply *reply);
 

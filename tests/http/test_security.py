@@ -394,6 +394,65 @@ def per_ip_limit(port, per_ip):
     point("4. ... and a new one is taken once they close", st == 200, str(st))
 
 
+def probe_listener(d):
+    """The probe listener's own defences: a short header deadline, 405 for other methods."""
+    s = socket.create_connection((HOST, d.probe_port), timeout=5)
+    gone = closed_within(s, 9)
+    s.close()
+    point("4. an idle connection to the probe listener is closed within its 5 s header deadline",
+          gone is not None and 4 < gone < 7.5, f"closed after {gone}")
+    reply = raw_exchange(d.probe_port, b"POST /livez HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n", timeout=3)
+    point("4. POST /livez on the probe listener: 405", status_of(reply) == 405, reply[:200])
+
+
+def slow_body_anywhere(d):
+    """A body trickled to a route that takes none (libmicrohttpd reads and drops it) is timed as well."""
+    s = socket.create_connection((HOST, d.port), timeout=5)
+    s.sendall(b"POST /livez HTTP/1.1\r\nHost: a\r\nContent-Length: 1000000\r\n\r\n")
+    t0 = time.monotonic()
+    closed = None
+    try:
+        while time.monotonic() - t0 < 20:
+            s.sendall(b"\0" * 512)
+            time.sleep(0.25)
+    except OSError:
+        closed = time.monotonic() - t0
+    s.close()
+    point("4. a body trickled to a route without one (POST /livez) is closed after its grace too",
+          closed is not None and 9 < closed < 14, f"closed after {closed}")
+
+
+def early_share(tmp):
+    """Item 6 where the format's own bound does not help: a 2 MB body can hold a 16384x16384 ZIP frame
+    (zlib's 1032:1), so only the budget's share for bodies still arriving (a quarter: 1 GiB of 4 GiB) keeps
+    8 such headers from reserving 17 GiB."""
+    d = start("early share", ["--max_inflight_mb=4096"], {"HDRPOST_AUTH_TOKEN": TOKEN})
+    if not d:
+        return
+    try:
+        head = exr_header_16k()
+        before = vm_size_kb(d)
+        socks = []
+        for _ in range(8):
+            c = socket.create_connection((HOST, d.port), timeout=30)
+            c.sendall(b"POST /v1/render HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " + TOKEN.encode() +
+                      b"\r\nContent-Length: 2000000\r\n\r\n" + head)
+            socks.append(c)
+        time.sleep(1.0)
+        grown = (vm_size_kb(d) - before) >> 10
+        held = metric(d.port, "hdrpost_inflight_bytes") or 0
+        point("6. 8 headers of 16384x16384 ZIP frames with 2 MB bodies coming reserve no frame ahead of their "
+              "bodies (2 GiB each, over the quarter of the budget kept for them)",
+              grown < 1024 and held < (1 << 30), f"address space +{grown} MiB, budget held {held / 2**20:.0f} MiB")
+        for c in socks:
+            c.close()
+        time.sleep(0.5)
+        held = metric(d.port, "hdrpost_inflight_bytes")
+        point("6. ... and the budget is all given back when they hang up", held == 0, f"held {held}")
+    finally:
+        stop(d)
+
+
 # --- 5, 6. Memory: the budget, decompression bombs, early reservation ---------------------------------------
 
 
@@ -497,9 +556,16 @@ def budget(tmp):
         point("5. once every frame is answered, /metrics shows nothing held of the 10 MiB budget",
               held == 0 and limit == 10 << 20, f"held {held}, limit {limit}")
         reply = raw_exchange(d.port, b"POST /v1/render HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " +
-                             TOKEN.encode() + b"\r\nContent-Length: 12582912\r\n\r\n")
+                             TOKEN.encode() + b"\r\nExpect: 100-continue\r\nContent-Length: 12582912\r\n\r\n")
         point("5. a body larger than the whole budget is refused 413 too_large from its headers",
               status_of(reply) == 413 and b"too_large" in reply and b"max_inflight_mb" in reply, reply[:300])
+        # 8 MiB of raw samples fit; with the 1024x512 frame they decode to (8 MiB more, and its image) they
+        # would be more than the whole budget even alone: 413, not a 503 that no retry can cure.
+        raw = b"\0" * (1024 * 512 * 4 * 4)
+        s, _, b = post(d.port, "/v1/render?input.width=1024&input.height=512&input.channels=4&input.type=float32",
+                       raw, timeout=60)
+        point("5. a frame that with its own body is more than the whole budget: 413 too_large, not 503",
+              error_of(s, b, 413, "too_large"), f"{s} {b[:300]!r}")
     finally:
         stop(d)
 
@@ -513,6 +579,7 @@ def queue_full_first(tmp):
         return
     try:
         pfm = frame_bytes("pmndrs_park.pfm")
+        street = frame_bytes("blender_street_960x540_singlelayer.exr")
         threads = [threading.Thread(target=lambda: post(d.port, "/v1/render", pfm, timeout=60)) for _ in range(3)]
         for t in threads:  # two in flight on the GPU thread, one waiting: the queue is full
             t.start()
@@ -520,23 +587,38 @@ def queue_full_first(tmp):
         s = socket.create_connection((HOST, d.port), timeout=5)
         t0 = time.monotonic()
         s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " + TOKEN.encode() +
-                  b"\r\nContent-Length: 10000000\r\n\r\n")  # no body at all
+                  b"\r\nExpect: 100-continue\r\nContent-Length: 10000000\r\n\r\n")  # waits for 100 Continue
         try:
             reply = s.recv(65536)
         except OSError as e:
             reply = str(e).encode()
         took = time.monotonic() - t0
         s.close()
-        point("7. with the queue full, a frame is answered 429 from its headers, before any of its body",
-              status_of(reply) == 429 and b"queue_full" in reply and b"Retry-After: 1" in reply and took < 1.5,
-              f"{reply[:300]!r} in {took:.2f} s")
+        point("7. with the queue full, a frame that waits for 100 Continue is answered 429 from its headers, "
+              "before any of its body", status_of(reply) == 429 and b"queue_full" in reply
+              and b"Retry-After: 1" in reply and took < 1.5, f"{reply[:300]!r} in {took:.2f} s")
+        # A client that sends its body at once (Python's http.client) reads the 429 after it, undecoded.
+        try:
+            st, h, b = post(d.port, "/v1/render", street, {"X-Request-Id": "sent-whole-body"}, timeout=30)
+        except OSError as e:
+            st, b = None, str(e).encode()
+        line = d.wait_line(r"id=sent-whole-body ", 10) or ""
+        point("7. ... and one that sends its whole body first gets the 429 after it (no broken pipe), its frame "
+              "never probed or decoded", st == 429 and " 429 " in line and "exr " not in line,
+              f"{st} {b[:200]!r}; log: {line}")
         for t in threads:
             t.join()
         s = socket.create_connection((HOST, d.port), timeout=5)
-        s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: a\r\nContent-Length: 10000000\r\n\r\n")
+        s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 10000000\r\n\r\n")
         reply = s.recv(65536)
         s.close()
         point("7. without the token, a frame is answered 401 before its body", status_of(reply) == 401, reply[:200])
+        try:
+            st, _, b = harness.request(d.port, "POST", "/v1/render", street, {}, timeout=30)
+        except OSError as e:
+            st, b = None, str(e).encode()
+        point("7. ... and a client that writes its whole body first reads the 401 after it", st == 401,
+              f"{st} {b[:200]!r}")
     finally:
         stop(d)
 
@@ -611,6 +693,7 @@ def log_flood(d):
     for _ in range(300):
         s = socket.create_connection((HOST, d.port), timeout=5)
         s.sendall(b"GET /livez HTTP/1.1\r\nHost: a\r\nX-Half: ")
+        time.sleep(0.003)  # read by the server before the reset
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # a reset, as a crash would
         s.close()
     time.sleep(0.5)
@@ -621,7 +704,7 @@ def log_flood(d):
     point("11. 300 connections dropped mid-headers write at most 25 warnings", len(warns) <= 25,
           f"{len(warns)} warnings:\n" + "\n".join(warns[:30]))
     point("11. ... and the lines left out are counted in hdrpost_log_lines_suppressed_total",
-          suppressed >= 50, f"{suppressed} suppressed, {len(warns)} written")
+          suppressed >= 100, f"{suppressed} suppressed, {len(warns)} written")
 
 
 def main():
@@ -653,6 +736,8 @@ def main():
                     header_size(d)
                     trickle(d)
                     slow_body(d)
+                    slow_body_anywhere(d)
+                    probe_listener(d)
                     connection_limit(d, 40)
                 finally:
                     stop(d)
@@ -663,6 +748,7 @@ def main():
                 finally:
                     stop(d)
             budget(tmp)
+            early_share(tmp)
             queue_full_first(tmp)
         except Exception:
             point("the test harness ran to the end", False, traceback.format_exc())
