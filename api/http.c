@@ -27,9 +27,8 @@
  * which grows into what the headers leave. It is also the largest header block a client can make the
  * server hold (libmicrohttpd answers 431 past it): at 1 MiB, 500 connections with 900 KB of unfinished
  * headers held 440 MB. 64 KiB bounds that to 32 MiB at max_connections' default, and still reads a body
- * in pieces of tens of KiB: a 28 MB body over loopback took 7.2 ms (64 KiB) against 7.9 ms (1 MiB),
- * median of 12, on the 2-core development machine (a bare libmicrohttpd server; the library's default
- * 32 KiB took 8.5 ms). */
+ * in pieces of tens of KiB at the same pace: side by side on an H100, a 4K frame's 28 MB arrived in 11.8
+ * and 9.7 ms p50 against 11.6 and 10.3 ms at 1 MiB (docs/BENCHMARKS.md, "The hardened request path"). */
 #define HP_HTTP_CONNECTION_MEMORY (64u << 10)
 
 /* --- Routes ------------------------------------------------------------------------------------------ */
