@@ -10,38 +10,14 @@
 #include <unistd.h>
 
 #include "common/budget.h"
+#include "cgroup_fixture.h"
 #include "tap.h"
 
-static char root[256];
-
-static void put(const char *rel, const char *content)
-{
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/%s", root, rel);
-    for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')) != NULL; p++) {
-        *p = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST)
-            tap_diag("mkdir %s: %s", path, strerror(errno));
-        *p = '/';
-    }
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fputs(content, f);
-        fclose(f);
-    }
-}
 
 static uint64_t limit_of(const char *tree, const char *proc)
 {
     char fs[512], proc_path[512];
-    snprintf(fs, sizeof(fs), "%s/%s", root, tree);
-    snprintf(proc_path, sizeof(proc_path), "%s/%s.cgroup", root, tree);
-    FILE *f = fopen(proc_path, "w");
-    if (!f)
-        return 1;
-    fputs(proc, f);
-    fclose(f);
-    return hp_memory_limit_from_cgroup(fs, proc_path);
+    return fixture_tree(tree, proc, fs, sizeof(fs), proc_path, sizeof(proc_path)) ? hp_memory_limit_from_cgroup(fs, proc_path) : 1;
 }
 
 #define THREADS 8
@@ -91,8 +67,7 @@ static void semantics(void)
 
 static void limits(void)
 {
-    snprintf(root, sizeof(root), "/tmp/hdrpostd-test-budget-%d", (int)getpid());
-    mkdir(root, 0755);
+    fixture_begin("budget");
     static const struct {
         const char *tree;
         struct { const char *path, *content; } files[2];
@@ -114,15 +89,12 @@ static void limits(void)
         for (size_t i = 0; i < 2 && trees[t].files[i].path; i++) {
             char rel[300];
             snprintf(rel, sizeof(rel), "%s/%s", trees[t].tree, trees[t].files[i].path);
-            put(rel, trees[t].files[i].content);
+            fixture_put(rel, trees[t].files[i].content);
         }
         uint64_t got = limit_of(trees[t].tree, trees[t].proc);
         tap_ok(got == trees[t].want, "%s (%llu)", trees[t].what, (unsigned long long)got);
     }
-    char rm[300];
-    snprintf(rm, sizeof(rm), "rm -rf %s", root);
-    if (system(rm) != 0)
-        tap_diag("could not remove %s", root);
+    fixture_end();
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     uint64_t physical = (uint64_t)pages * (uint64_t)page, got = hp_memory_limit();
     tap_ok(got > 0 && got <= physical, "this process's memory limit: %llu MiB, at most the machine's %llu MiB",

@@ -10,40 +10,15 @@
 #include <unistd.h>
 
 #include "common/cpus.h"
+#include "cgroup_fixture.h"
 #include "tap.h"
 
-static char root[256];
-
-/* root/rel (its directories made) with the given content. */
-static void put(const char *rel, const char *content)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", root, rel);
-    for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')) != NULL; p++) {
-        *p = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST)
-            tap_diag("mkdir %s: %s", path, strerror(errno));
-        *p = '/';
-    }
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fputs(content, f);
-        fclose(f);
-    }
-}
 
 /* hp_cpus_from_cgroup over the fixture tree, with this /proc/self/cgroup content. */
 static unsigned quota_of(const char *tree, const char *proc)
 {
     char fs[512], proc_path[512];
-    snprintf(fs, sizeof(fs), "%s/%s", root, tree);
-    snprintf(proc_path, sizeof(proc_path), "%s/%s.cgroup", root, tree);
-    FILE *f = fopen(proc_path, "w");
-    if (!f)
-        return 9999;
-    fputs(proc, f);
-    fclose(f);
-    return hp_cpus_from_cgroup(fs, proc_path);
+    return fixture_tree(tree, proc, fs, sizeof(fs), proc_path, sizeof(proc_path)) ? hp_cpus_from_cgroup(fs, proc_path) : 9999;
 }
 
 int main(void)
@@ -66,8 +41,7 @@ int main(void)
                hp_cpus_from_cfs(250000, 100000) == 3 && hp_cpus_from_cfs(100000, 0) == 0,
            "cgroup v1 quota and period: -1 is no limit, 2.5 CPUs round up to 3");
 
-    snprintf(root, sizeof(root), "/tmp/hdrpostd-test-cpus-%d", (int)getpid());
-    mkdir(root, 0755);
+    fixture_begin("cpus");
     /* Fixture trees, each under its own directory, with the /proc/self/cgroup a process in it would read. */
     static const struct {
         const char *tree;
@@ -101,7 +75,7 @@ int main(void)
         for (size_t i = 0; i < 2 && trees[t].files[i].path; i++) {
             char rel[300];
             snprintf(rel, sizeof(rel), "%s/%s", trees[t].tree, trees[t].files[i].path);
-            put(rel, trees[t].files[i].content);
+            fixture_put(rel, trees[t].files[i].content);
         }
         unsigned got = quota_of(trees[t].tree, trees[t].proc);
         tap_ok(got == trees[t].want, "%s (%u)", trees[t].what, got);
@@ -111,14 +85,11 @@ int main(void)
     for (int i = 0; i < 60; i++)
         strcat(longpath, "/directory");
     snprintf(rel, sizeof(rel), "h%s/cpu.max", longpath);
-    put(rel, "500000 100000\n");
+    fixture_put(rel, "500000 100000\n");
     snprintf(proc, sizeof(proc), "0::%s\n", longpath);
     tap_ok(quota_of("h", proc) == 5, "a cgroup path of %zu characters", strlen(longpath));
-    tap_ok(hp_cpus_from_cgroup(root, "/nonexistent/cgroup") == 0, "no /proc/self/cgroup: no limit");
-    char rm[300];
-    snprintf(rm, sizeof(rm), "rm -rf %s", root);
-    if (system(rm) != 0)
-        tap_diag("could not remove %s", root);
+    tap_ok(hp_cpus_from_cgroup(fixture_root, "/nonexistent/cgroup") == 0, "no /proc/self/cgroup: no limit");
+    fixture_end();
 
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned all = hp_usable_cpus();

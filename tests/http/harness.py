@@ -128,6 +128,55 @@ class Child:
         sys.stderr.flush()
 
 
+class Daemon(Child):
+    """hdrpostd on a free loopback port with the validation layer on, no pipeline cache, logging at info and
+    the test's device; args and env are added."""
+
+    def __init__(self, exe, label, args=(), env=None, ready_timeout=60):
+        self.port = free_port()
+        self.ready_timeout = ready_timeout
+        super().__init__(label, [exe, f"--listen={HOST}:{self.port}", "--validation", "--pipeline_cache=",
+                                 "--log_level=info", *device_args(), *args], env)
+
+    def wait_ready(self):
+        """Polls /readyz until 200 (bounded); True when it came."""
+        deadline = time.monotonic() + self.ready_timeout
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                if request(self.port, "GET", "/readyz", timeout=5)[0] == 200:
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.05)
+        return False
+
+    def alive(self):
+        try:
+            return request(self.port, "GET", "/livez", timeout=5)[0] == 200
+        except OSError:
+            return False
+
+
+def start_ready(exe, label, args=(), env=None, ready_timeout=60):
+    """A Daemon that is ready, or None after a failed test point."""
+    d = Daemon(exe, label, args, env, ready_timeout)
+    if point(f"{label}: the daemon becomes ready (/readyz 200)", d.wait_ready(), d.log()):
+        return d
+    d.kill()
+    d.dump()
+    return None
+
+
+def stop_clean(d):
+    """SIGTERM; the exit code must be 0 and the log free of validation-layer messages."""
+    rc = d.stop()
+    bad = validation_lines(d)
+    point(f"{d.label}: SIGTERM exits 0 with no validation-layer message", rc == 0 and not bad,
+          f"exit code {rc}\n" + "\n".join(bad or d.log().splitlines()[-20:]))
+    d.kill()
+    d.dump()
+
+
 def validation_lines(daemon):
     """Lines the validation layer produced (gpu.c logs them as 'vulkan validation: [VUID-...] ...')."""
     return [l for l in daemon.log().splitlines()

@@ -60,49 +60,16 @@ PARAM_ERROR = "invalid_parameter"
 
 PHASES = ["recv", "decode", "queue", "upload", "reduce", "tonemap", "download", "encode", "total"]
 
-from harness import Child, device_args, free_port, json_body, point, validation_lines  # noqa: E402
+from harness import json_body, point, validation_lines  # noqa: E402
 import harness  # noqa: E402
-
-
-class Daemon(Child):
-    """A child hdrpostd on a free loopback port, validation on, no pipeline cache, logging at info."""
-
-    def __init__(self, label, extra_args=()):
-        self.port = free_port()
-        super().__init__(label, [EXE, f"--listen={HOST}:{self.port}", "--validation", "--pipeline_cache=",
-                                 "--log_level=info"] + device_args() + list(extra_args))
-
-    def wait_ready(self):
-        """Polls /readyz until 200 (bounded); True when it came."""
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            try:
-                if request(self.port, "GET", "/readyz", timeout=5)[0] == 200:
-                    return True
-            except OSError:
-                pass
-            time.sleep(0.05)
-        return False
 
 
 def start(label, extra_args=()):
     """A daemon that is ready, or None after a failed test point."""
-    d = Daemon(label, extra_args)
-    if point(f"{label}: the daemon becomes ready (/readyz 200)", d.wait_ready(), d.log()):
-        return d
-    d.kill()
-    d.dump()
-    return None
+    return harness.start_ready(EXE, label, extra_args, ready_timeout=START_TIMEOUT_S)
 
 
-def stop(d):
-    """SIGTERM; the exit code must be 0 and the log free of validation-layer messages."""
-    rc = d.stop()
-    bad = validation_lines(d)
-    point(f"{d.label}: SIGTERM exits 0 with no validation-layer message", rc == 0 and not bad,
-          f"exit code {rc}\n" + "\n".join(bad or d.log().splitlines()[-20:]))
-    d.kill()
-    d.dump()
+stop = harness.stop_clean
 
 
 # --- HTTP ------------------------------------------------------------------------------------------------

@@ -25,56 +25,23 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
 READY_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 60
 
-from harness import Child, device_args, free_port, json_body, point, validation_lines  # noqa: E402
+from harness import Child, device_args, free_port, json_body, point  # noqa: E402
 import harness  # noqa: E402
 
 TOKEN = "s3cret-token-never-logged-7f3a"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-class Daemon(Child):
-    """hdrpostd on a free loopback port with the validation layer on and no pipeline cache."""
-
-    def __init__(self, label, args=(), env=None, port=None):
-        self.port = port or free_port()
-        super().__init__(label, [EXE, f"--listen={HOST}:{self.port}", "--validation", "--pipeline_cache=",
-                                 *device_args(), *args], env)
-
-    def wait_ready(self):
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            try:
-                if harness.request(self.port, "GET", "/readyz", timeout=2)[0] == 200:
-                    return True
-            except OSError:
-                pass
-            time.sleep(0.05)
-        return False
-
-    def alive(self):
-        try:
-            return harness.request(self.port, "GET", "/livez", timeout=5)[0] == 200
-        except OSError:
-            return False
+def Daemon(label, args=(), env=None):
+    return harness.Daemon(EXE, label, args, env, READY_TIMEOUT_S)
 
 
 def start(label, args=(), env=None):
     """A daemon that is ready, or None after a failed test point."""
-    d = Daemon(label, args, env)
-    if point(f"{label}: the daemon becomes ready", d.wait_ready(), d.log()):
-        return d
-    d.kill()
-    d.dump()
-    return None
+    return harness.start_ready(EXE, label, args, env, READY_TIMEOUT_S)
 
 
-def stop(d):
-    rc = d.stop()
-    bad = validation_lines(d)
-    point(f"{d.label}: SIGTERM exits 0 with no validation-layer message", rc == 0 and not bad,
-          f"exit code {rc}\n" + "\n".join(bad or d.log().splitlines()[-20:]))
-    d.kill()
-    d.dump()
+stop = harness.stop_clean
 
 
 def post(port, path, body, headers=None, timeout=60):
