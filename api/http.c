@@ -21,6 +21,7 @@
 #include "common/bigbuf.h"
 #include "common/budget.h"
 #include "common/ratelimit.h"
+#include "common/utf8.h"
 #include "common/log.h"
 
 /* Each connection's memory in libmicrohttpd: the headers, and the read buffer a body arrives through,
@@ -30,6 +31,11 @@
  * in pieces of tens of KiB at the same pace: side by side on an H100, a 4K frame's 28 MB arrived in 11.8
  * and 9.7 ms p50 against 11.6 and 10.3 ms at 1 MiB (docs/BENCHMARKS.md, "The hardened request path"). */
 #define HP_HTTP_CONNECTION_MEMORY (64u << 10)
+
+/* A body read only to be dropped (its request refused from the headers, over a limit, or sent to a route
+ * that takes none) is read up to this, then the connection is closed: enough for a client that writes a 4K
+ * frame's body before it reads the answer to see that answer, not a way to make the server read gigabytes. */
+#define HP_HTTP_DISCARD_MAX ((uint64_t)64 << 20)
 
 /* --- Routes ------------------------------------------------------------------------------------------ */
 
@@ -224,13 +230,20 @@ void hp_reply_json(hp_reply *reply, unsigned status, json_t *body)
 
 void hp_reply_error(hp_reply *reply, unsigned status, const char *code, const char *field, const char *fmt, ...)
 {
-    char message[512];
+    char message[512], field_text[128];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(message, sizeof(message), fmt, ap);
     va_end(ap);
-    hp_reply_json(reply, status,
-                  json_pack("{s:{s:s, s:s, s:s?}}", "error", "code", code, "message", message, "field", field));
+    /* Client bytes quoted in it (a form part's name, a path) may not be UTF-8: jansson would refuse the whole
+     * body, and a 400 became a 500 (found by tests/fuzz/fuzz_form). */
+    hp_utf8_clean(message);
+    if (field) {
+        snprintf(field_text, sizeof(field_text), "%s", field);
+        hp_utf8_clean(field_text);
+    }
+    hp_reply_json(reply, status, json_pack("{s:{s:s, s:s, s:s?}}", "error", "code", code, "message", message,
+                                           "field", field ? field_text : NULL));
 }
 
 void hp_reply_bytes(hp_reply *reply, unsigned status, const char *content_type, uint8_t *data, size_t len)
@@ -661,19 +674,31 @@ static bool header_problem(hp_request *req, const char *version, hp_reply *reply
     return true;
 }
 
-/* A body this server will not read at all: 411 without a length, 413 over max_body_mb. Answered at once
- * (the connection then closes: reading gigabytes to refuse them helps nobody). */
-static bool body_unreadable(hp_http *http, hp_request *req, hp_reply *reply)
+static uint64_t declared_length(struct MHD_Connection *c)
+{
+    const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return len ? strtoull(len, NULL, 10) : 0;
+}
+
+/* A body this server will not read at all: 411 without a length, 413 over max_body_mb, or over what it reads
+ * to drop for a route that takes none. Answered at once (the connection then closes: reading gigabytes to
+ * refuse them helps nobody). */
+static bool body_unreadable(hp_http *http, hp_request *req, const hp_route *r, hp_reply *reply)
 {
     struct MHD_Connection *c = req->connection;
-    const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
-    if (!len && !(te && strcasestr(te, "chunked")))
+    bool has_len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH) != NULL;
+    uint64_t len = declared_length(c);
+    bool takes = r && r->takes_body;
+    if (takes && !has_len && !(te && strcasestr(te, "chunked")))
         hp_reply_error(reply, 411, "length_required", NULL,
                        "%s needs a body with a Content-Length (or chunked transfer encoding)", req->path);
-    else if (len && strtoull(len, NULL, 10) > http->params.max_body_bytes)
-        hp_reply_error(reply, 413, "body_too_large", NULL, "the body is %s bytes; this server accepts at most %llu "
-                       "(max_body_mb)", len, (unsigned long long)http->params.max_body_bytes);
+    else if (takes && len > http->params.max_body_bytes)
+        hp_reply_error(reply, 413, "body_too_large", NULL, "the body is %llu bytes; this server accepts at most %llu "
+                       "(max_body_mb)", (unsigned long long)len, (unsigned long long)http->params.max_body_bytes);
+    else if (!takes && len > HP_HTTP_DISCARD_MAX)
+        hp_reply_error(reply, 413, "body_too_large", NULL, "%s %s takes no body, and this one is %llu bytes",
+                       req->method, req->path, (unsigned long long)len);
     else
         return false;
     return true;
@@ -760,12 +785,13 @@ static enum MHD_Result on_headers(hp_http *http, hp_request *req, const char *ve
     hp_reply early = {0};
     /* Any body is timed as it arrives, read or discarded, on every route (the guard). */
     hp_guard_headers_in(req->connection, body_declared(req->connection));
-    if (header_problem(req, version, &early) || (r && r->takes_body && body_unreadable(http, req, &early)))
+    if (header_problem(req, version, &early) || body_unreadable(http, req, r, &early))
         return send_now(req, &early);
     if (!r || !r->takes_body)
         return MHD_YES;
     if (body_inadmissible(http, req, r, &early)) {
-        if (expects_continue(req->connection) || !body_declared(req->connection))
+        if (expects_continue(req->connection) || !body_declared(req->connection) ||
+            declared_length(req->connection) > HP_HTTP_DISCARD_MAX)
             return send_now(req, &early);
         req->refusal = early; /* answered once the body, discarded, is in */
         return MHD_YES;
@@ -799,6 +825,7 @@ static bool body_grow(hp_http *http, hp_request *req, size_t need)
     if (charge > req->budget_bytes) {
         if (!hp_budget_take(http->budget, charge - req->budget_bytes)) {
             req->budget_full = true;
+            req->budget_never = charge > http->budget->limit; /* 413: no retry would fit it */
             body_drop(req);
             return true;
         }
@@ -823,8 +850,10 @@ static enum MHD_Result on_body_piece(hp_http *http, hp_request *req, const char 
     char allow[128];
     const hp_route *r = request_route(req, &known, allow, sizeof(allow));
     hp_guard_body_bytes(req->connection, n);
-    if (!r || !r->takes_body || req->status != 0 || req->body_too_large || req->budget_full || req->refusal.status)
-        return MHD_YES; /* discarded */
+    if (!r || !r->takes_body || req->status != 0 || req->body_too_large || req->budget_full || req->refusal.status) {
+        req->discarded += n;
+        return req->discarded <= HP_HTTP_DISCARD_MAX ? MHD_YES : MHD_NO; /* MHD_NO: closed, unanswered */
+    }
     /* More than the declared length (it should not happen: see the first call): whoever reads the body as it
      * arrives stops before the buffer is regrown or freed. */
     if (req->arriving && req->body_len + n > req->body_cap)
@@ -878,6 +907,9 @@ static enum MHD_Result on_body_in(hp_http *http, hp_request *req)
     if (route && !route_open(&http->params, route) && http->auth_token && !token_matches(http, connection)) {
         hp_reply_error(&reply, 401, "unauthorized", NULL, "this server needs \"Authorization: Bearer <token>\"");
         hp_reply_header_add(&reply, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    } else if (route && route->takes_body && req->budget_never) {
+        hp_reply_error(&reply, 413, "too_large", NULL, "the body is more than the %.1f MiB that all requests in "
+                       "flight may hold (max_inflight_mb)", (double)http->budget->limit / (1 << 20));
     } else if (route && route->takes_body && req->budget_full) {
         hp_reply_error(&reply, 503, "memory_full", NULL, "the body outgrew what requests in flight may hold now "
                        "(max_inflight_mb); retry shortly");

@@ -28,6 +28,7 @@
 #include "common/budget.h"
 #include "common/log.h"
 #include "common/rows_ready.h"
+#include "common/utf8.h"
 #include "daemon/worker.h"
 
 /* --- Multipart ------------------------------------------------------------------------------------- */
@@ -1178,11 +1179,16 @@ static void render_or_analyze(hp_request *req, hp_reply *reply, bool analyze)
     ctx->input_format = info.format;
     ctx->raw = raw->width != 0;
     if (!ctx->raw && info.format == HP_IMAGE_EXR) {
+        /* Names from the file, quoted in the JSON answer: made UTF-8 (jansson refuses anything else). */
         ctx->exr_part = info.part;
         snprintf(ctx->exr_layer, sizeof(ctx->exr_layer), "%s", info.layer);
-        for (int c = 0; c < 4; c++)
+        hp_utf8_clean(ctx->exr_layer);
+        for (int c = 0; c < 4; c++) {
             snprintf(ctx->exr_channels[c], sizeof(ctx->exr_channels[c]), "%s", info.channel_names[c]);
+            hp_utf8_clean(ctx->exr_channels[c]);
+        }
         snprintf(ctx->exr_depth, sizeof(ctx->exr_depth), "%s", info.has_depth ? info.depth_channel : "");
+        hp_utf8_clean(ctx->exr_depth);
     }
     ctx->recv_ms = hp_ms_between(&req->started, &req->body_done);
     /* decode: the time the request waited for its decoding after the body was in. Decoded early, that is

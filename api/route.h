@@ -63,6 +63,8 @@ typedef struct hp_request {
     /* Bytes of the memory budget (common/budget.h) the body holds, given back when the request ends. */
     uint64_t budget_bytes;
     bool budget_full;            /* a chunked body outgrew the budget: discarded, answered 503 */
+    bool budget_never;           /* ... outgrew all of it: answered 413 */
+    uint64_t discarded;          /* body bytes read only to be dropped (at most HP_HTTP_DISCARD_MAX) */
     unsigned body_factor;        /* the budget's bytes per body byte: 2 for a form (its frame part is copied) */
     hp_reply refusal;            /* refused from the headers, answered once the body is in (discarded) */
     bool probe;                  /* on the probe listener: the health routes alone */

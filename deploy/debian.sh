@@ -61,9 +61,11 @@ meson test -C build --print-errorlogs || status=$?
 
 # Then each fuzz target for a bounded time (HDRPOST_FUZZ_SECONDS, default 45 s each), built with clang,
 # libFuzzer, AddressSanitizer and UBSan in a build of its own: a crash, a leak or a sanitizer report fails.
+fuzz_options=(--buildtype=debugoptimized -Dwerror=true -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false)
 if [ ! -f build-fuzz/build.ninja ]; then
-  CC=clang CXX=clang++ meson setup build-fuzz --buildtype=debugoptimized -Dwerror=true -Dfuzz=true \
-    -Db_sanitize=address,undefined -Db_lundef=false
+  CC=clang CXX=clang++ meson setup build-fuzz "${fuzz_options[@]}"
+else
+  meson configure build-fuzz "${fuzz_options[@]}"
 fi
 fuzz_targets=(tests/fuzz/fuzz_params tests/fuzz/fuzz_form)
 ninja -C build-fuzz "${fuzz_targets[@]}"

@@ -8,6 +8,7 @@
 #include "pipeline/params.h"
 
 #include "hp_dof.h"
+#include "common/utf8.h"
 
 #include <errno.h>
 #include <float.h>
@@ -570,34 +571,6 @@ static hp_code fail_got_number(const hp_param_def *def, double v, hp_err *err)
 
 /* --- Strings ------------------------------------------------------------------------------------------- */
 
-/* The code point of the well-formed UTF-8 sequence at s (n bytes left) and its length, or 0 when there
- * is none: overlong forms, surrogates and values above U+10FFFF are not UTF-8 (RFC 3629, section 3). */
-static size_t utf8_sequence(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    size_t len;
-    if (s[0] < 0x80)
-        len = 1, *cp = s[0];
-    else if (s[0] >= 0xC2 && s[0] <= 0xDF)
-        len = 2, *cp = s[0] & 0x1Fu;
-    else if (s[0] >= 0xE0 && s[0] <= 0xEF)
-        len = 3, *cp = s[0] & 0x0Fu;
-    else if (s[0] >= 0xF0 && s[0] <= 0xF4)
-        len = 4, *cp = s[0] & 0x07u;
-    else
-        return 0;
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        *cp = *cp << 6 | (s[i] & 0x3Fu);
-    }
-    if ((len == 3 && *cp < 0x800) || (len == 4 && *cp < 0x10000) || *cp > 0x10FFFF ||
-        (*cp >= 0xD800 && *cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
 /* Whether len bytes of text are a value the string parameter takes. When not, got says what they are
  * instead, completing "<name> must be ..., got <got>". The text is echoed in JSON and written into log
  * lines and error messages, so it must be UTF-8 (jansson refuses anything else) and free of control
@@ -615,7 +588,7 @@ static bool string_allowed(const hp_param_def *def, const char *text, size_t len
     const unsigned char *u = (const unsigned char *)text;
     for (size_t i = 0; i < len;) {
         uint32_t cp;
-        size_t step = utf8_sequence(u + i, len - i, &cp);
+        size_t step = hp_utf8_sequence(u + i, len - i, &cp);
         if (step == 0) {
             snprintf(got, size, "a byte 0x%02X that is not UTF-8 text at byte %zu", u[i], i + 1);
             return false;

@@ -1,10 +1,15 @@
-/* Fuzz target: the multipart/form-data reader of POST /v1/render (api/render.c, through libmicrohttpd's
- * post processor), driven as a client drives it: each input is the body of one form posted over loopback
- * to a real hp_http server in this process. The server's backend stands in for the GPU: a frame that gets
- * that far is answered 422 at once (it goes through the deferred reply as a real frame does). Beyond
- * "no crash, no sanitizer report", every request must be answered with an HTTP status and the API's JSON
- * error or image: a connection closed without an answer is a failure (the daemon's empty-part crash,
- * issue 21, looked like that to a client). */
+/* Fuzz target: the multipart/form-data reader of POST /v1/render and /v1/analyze (api/render.c, through
+ * libmicrohttpd's post processor) and the request path around it (api/http.c: admission from the headers,
+ * refusals answered before or after the body, the memory budget), driven as a client drives them: each
+ * input is one form posted over loopback to a real hp_http server in this process. The input's first byte
+ * chooses the request's shape (the route, a Content-Length or chunks, Expect: 100-continue or not, the
+ * token or none); the rest is the form's body. The server's backend stands in for the GPU: a frame that
+ * gets that far is answered 422 at once (through the deferred reply, as a real frame is).
+ *
+ * Beyond "no crash, no sanitizer report", every request must be answered, whole (its Content-Length), with
+ * no 5xx but 503, and every byte it took from the memory budget must be given back once it is over: a
+ * connection closed without an answer is a failure (the daemon's empty-part crash, issue 21, looked like
+ * that to a client). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -13,18 +18,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/http.h"
+#include "common/budget.h"
 #include "common/log.h"
 #include "daemon/worker.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define BOUNDARY "hdrpostdfuzz"
+#define TOKEN "fuzz-token"
+
+/* The first byte of an input. */
+enum shape {
+    SHAPE_ANALYZE = 1,  /* /v1/analyze, else /v1/render */
+    SHAPE_CHUNKED = 2,  /* Transfer-Encoding: chunked (in up to three chunks), else Content-Length */
+    SHAPE_EXPECT = 4,   /* Expect: 100-continue: the body is sent only after 100 Continue */
+    SHAPE_NO_TOKEN = 8, /* no Authorization: refused (401) from the headers */
+};
 
 static hp_http *server;
 static uint16_t port;
+/* Small enough that forms of a few KiB and their frames run into it now and then. */
+static hp_budget budget;
 
 static bool no_gpu_submit(void *ctx, hp_job *job)
 {
@@ -43,6 +61,9 @@ static void start_server(void)
     params.listen = "127.0.0.1:0";
     params.threads = 2;
     params.max_connections_per_ip = 0; /* thousands of connections a second from 127.0.0.1, closing behind */
+    params.auth_token = TOKEN;
+    hp_budget_init(&budget, 1 << 20);
+    params.budget = &budget;
     hp_err err = {0};
     if (hp_http_create(&params, &server, &err) != HP_OK) {
         fprintf(stderr, "fuzz_form: %s\n", err.message);
@@ -56,17 +77,79 @@ static void start_server(void)
     port = (uint16_t)atoi(colon + 1);
 }
 
-/* The body's length from a response's headers (0 without one). */
-static size_t content_length(const char *head)
+/* What the client has read from its connection, kept across reads: a 100 Continue and the final answer
+ * may come in one piece. */
+typedef struct reader {
+    int fd;
+    char *buf;
+    size_t len, cap;
+    bool closed; /* the server closed before a whole response */
+} reader;
+
+/* The length of the whole response at the start of r->buf (its headers and its Content-Length bytes, the
+ * length looked for in its own headers), or 0 while it is not all there. */
+static size_t response_length(const reader *r)
 {
-    const char *cl = strcasestr(head, "\r\nContent-Length:");
-    return cl ? (size_t)strtoull(cl + 17, NULL, 10) : 0;
+    const char *end = strstr(r->buf, "\r\n\r\n");
+    if (!end)
+        return 0;
+    size_t head = (size_t)(end + 4 - r->buf), body = 0;
+    for (const char *line = strstr(r->buf, "\r\n"); line && line < end; line = strstr(line + 2, "\r\n"))
+        if (strncasecmp(line + 2, "Content-Length:", 15) == 0)
+            body = (size_t)strtoull(line + 17, NULL, 10);
+    return r->len >= head + body ? head + body : 0;
 }
 
-/* Sends the request and reads one response (its headers and Content-Length bytes, or until the server
- * closes); NUL-terminated, or NULL. The client closes with a reset: thousands of connections a second
- * would otherwise leave as many in TIME_WAIT and run out of loopback ports within seconds. */
-static char *exchange(const uint8_t *body, size_t size, size_t *got)
+/* Reads until a whole response is at the start of the buffer; its length, or 0 when the server closed first.
+ * libFuzzer's timer (SIGALRM, every second for -timeout) interrupts the calls: they are retried. */
+static size_t read_response(reader *r)
+{
+    for (;;) {
+        size_t whole = r->buf ? response_length(r) : 0;
+        if (whole)
+            return whole;
+        if (!r->buf || r->len == r->cap) {
+            size_t cap = r->cap ? 2 * r->cap : 1 << 16;
+            char *grown = realloc(r->buf, cap + 1);
+            if (!grown)
+                return 0;
+            r->buf = grown;
+            r->cap = cap;
+            r->buf[r->len] = '\0';
+        }
+        ssize_t n = recv(r->fd, r->buf + r->len, r->cap - r->len, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r->closed = true;
+            return 0;
+        }
+        r->len += (size_t)n;
+        r->buf[r->len] = '\0';
+    }
+}
+
+/* Drops the first `n` bytes (an interim 100 Continue). */
+static void reader_skip(reader *r, size_t n)
+{
+    memmove(r->buf, r->buf + n, r->len - n + 1);
+    r->len -= n;
+}
+
+static bool send_all(int fd, const void *buf, size_t n)
+{
+    for (size_t off = 0; off < n;) {
+        ssize_t w = send(fd, (const char *)buf + off, n - off, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        off += (size_t)w;
+    }
+    return true;
+}
+
+static int connect_server(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
@@ -79,62 +162,89 @@ static char *exchange(const uint8_t *body, size_t size, size_t *got)
         perror("fuzz_form: connect");
         abort();
     }
-    char head[256];
-    int n = snprintf(head, sizeof(head), "POST /v1/render HTTP/1.1\r\nHost: fuzz\r\n"
-                     "Content-Type: multipart/form-data; boundary=" BOUNDARY "\r\nContent-Length: %zu\r\n\r\n", size);
-    ssize_t h;
-    while ((h = send(fd, head, (size_t)n, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-        ;
-    bool sent = h == n;
-    for (size_t off = 0; sent && off < size;) {
-        ssize_t w = send(fd, body + off, size - off, MSG_NOSIGNAL);
-        sent = w > 0 || (w < 0 && errno == EINTR);
-        off += w > 0 ? (size_t)w : 0;
+    return fd;
+}
+
+/* The body as the shape sends it: as it is, or in up to three chunks and the last, empty one. */
+static bool send_body(int fd, const uint8_t *body, size_t size, unsigned shape)
+{
+    if (!(shape & SHAPE_CHUNKED))
+        return send_all(fd, body, size);
+    size_t third = size / 3 + 1;
+    for (size_t off = 0; off < size; off += third) {
+        size_t n = size - off < third ? size - off : third;
+        char line[32];
+        int k = snprintf(line, sizeof(line), "%zx\r\n", n);
+        if (!send_all(fd, line, (size_t)k) || !send_all(fd, body + off, n) || !send_all(fd, "\r\n", 2))
+            return false;
     }
-    size_t cap = 1 << 16, len = 0;
-    char *out = malloc(cap + 1);
-    ssize_t r = 0;
-    /* libFuzzer's timer (SIGALRM, every second for -timeout) interrupts the calls: they are retried. */
-    while (out && ((r = recv(fd, out + len, cap - len, 0)) > 0 || (r < 0 && errno == EINTR))) {
-        if (r < 0)
-            continue;
-        len += (size_t)r;
-        out[len] = '\0';
-        const char *end = strstr(out, "\r\n\r\n");
-        if (end && len >= (size_t)(end + 4 - out) + content_length(out))
-            break;
-        if (len == cap) {
-            char *grown = realloc(out, 2 * cap + 1);
-            if (!grown)
-                break;
-            out = grown;
-            cap *= 2;
+    return send_all(fd, "0\r\n\r\n", 5);
+}
+
+/* Sends the request in its shape and reads the final response (after a 100 Continue, when asked for): the
+ * reader's buffer holds it. The client closes with a reset: thousands of connections a second would
+ * otherwise leave as many in TIME_WAIT and run out of loopback ports within seconds. */
+static void exchange(const uint8_t *body, size_t size, unsigned shape, reader *r)
+{
+    r->fd = connect_server();
+    char head[512], length[64];
+    snprintf(length, sizeof(length), shape & SHAPE_CHUNKED ? "Transfer-Encoding: chunked" : "Content-Length: %zu",
+             size);
+    int n = snprintf(head, sizeof(head), "POST %s HTTP/1.1\r\nHost: fuzz\r\n%s%s"
+                     "Content-Type: multipart/form-data; boundary=" BOUNDARY "\r\n%s\r\n\r\n",
+                     shape & SHAPE_ANALYZE ? "/v1/analyze" : "/v1/render",
+                     shape & SHAPE_NO_TOKEN ? "" : "Authorization: Bearer " TOKEN "\r\n",
+                     shape & SHAPE_EXPECT ? "Expect: 100-continue\r\n" : "", length);
+    bool sent = send_all(r->fd, head, (size_t)n);
+    if (sent && (shape & SHAPE_EXPECT)) {
+        size_t first = read_response(r);
+        if (first && strncmp(r->buf, "HTTP/1.1 100 ", 13) == 0) {
+            reader_skip(r, first);
+            /* The final answer may have come with it (a body of 0 bytes is not waited for). */
+            if (!response_length(r))
+                sent = send_body(r->fd, body, size, shape);
+            read_response(r);
         }
+    } else if (sent && send_body(r->fd, body, size, shape)) {
+        read_response(r);
     }
-    if (r < 0)
-        fprintf(stderr, "fuzz_form: recv after %zu bytes: %s\n", len, strerror(errno));
     struct linger reset = {.l_onoff = 1, .l_linger = 0};
-    setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
-    close(fd);
-    if (out)
-        out[len] = '\0';
-    *got = len;
-    return out;
+    setsockopt(r->fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+    close(r->fd);
+}
+
+/* Every request gives its bytes back when it ends, just after its answer is sent: waited for, 5 s at most. */
+static bool budget_given_back(void)
+{
+    for (int i = 0; i < 5000; i++) {
+        if (hp_budget_used(&budget) == 0)
+            return true;
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    }
+    return false;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!server)
         start_server();
-    size_t len = 0;
-    char *answer = exchange(data, size, &len);
-    /* An answer: a status line, and a JSON body (every error) or an image. */
-    bool answered = answer && len > 12 && strncmp(answer, "HTTP/1.1 ", 9) == 0;
-    const char *body = answered ? strstr(answer, "\r\n\r\n") : NULL;
-    if (!answered || !body || (body[4] != '{' && strncmp(answer + 9, "200", 3) != 0)) {
-        fprintf(stderr, "fuzz_form: no answer or not the API's (%zu bytes): %.200s\n", len, answer ? answer : "");
+    unsigned shape = size ? data[0] : 0;
+    reader r = {.fd = -1};
+    exchange(size ? data + 1 : data, size ? size - 1 : 0, shape, &r);
+    /* An answer, whole: a status line, and a JSON body (every error) or an image; no 5xx but 503. */
+    size_t whole = r.buf ? response_length(&r) : 0;
+    const char *body = whole ? strstr(r.buf, "\r\n\r\n") : NULL;
+    int status = whole && strncmp(r.buf, "HTTP/1.1 ", 9) == 0 ? atoi(r.buf + 9) : 0;
+    if (!body || !status || (body[4] != '{' && status != 200) || (status >= 500 && status != 503)) {
+        fprintf(stderr, "fuzz_form: shape %u: no whole answer, not the API's, or a 5xx (%zu bytes): %.300s\n", shape,
+                r.len, r.buf ? r.buf : "");
         abort();
     }
-    free(answer);
+    free(r.buf);
+    if (!budget_given_back()) {
+        fprintf(stderr, "fuzz_form: shape %u: %llu bytes of the budget still held after the answer\n", shape,
+                (unsigned long long)hp_budget_used(&budget));
+        abort();
+    }
     return 0;
 }

@@ -2,7 +2,8 @@
  * request. The first byte chooses the form: even, a JSON body as the params part is parsed (json_loadb, then
  * hp_params_from_json); odd, a query string (hp_params_from_query). Beyond "no crash, no sanitizer report",
  * it checks what the parsers promise: a failure leaves the parameters unchanged and names what was wrong,
- * and a success passes hp_params_check and survives a round trip through hp_params_to_json. */
+ * and a success passes hp_params_check and survives a round trip through hp_params_to_json with every
+ * value the same. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,11 +23,16 @@ static void check(hp_code code, const hp_params *before, const hp_params *after,
     hp_err again = {0};
     if (hp_params_check(after, &again) != HP_OK)
         abort(); /* accepted parameters the checker refuses */
+    /* The daemon's own answer ("params" in a JSON response) parses, to the same values. */
     json_t *round = hp_params_to_json(after);
     hp_params back;
     hp_params_defaults(&back);
     if (round && hp_params_from_json(round, &back, &again) != HP_OK)
-        abort(); /* the daemon's own answer ("params" in a JSON response) does not parse */
+        abort();
+    json_t *twice = round ? hp_params_to_json(&back) : NULL;
+    if (round && twice && !json_equal(round, twice))
+        abort();
+    json_decref(twice);
     json_decref(round);
 }
 

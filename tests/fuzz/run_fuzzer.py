@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs one libFuzzer target for a bounded time and says what it did as TAP.
 
-Usage: run_fuzzer.py EXE SEEDS DICT REGRESSIONS. HDRPOST_FUZZ_SECONDS (default 45) bounds the run. The seeds
+Usage: run_fuzzer.py EXE SEEDS DICT REGRESSIONS [SECONDS]. HDRPOST_FUZZ_SECONDS, else SECONDS, else 45, bounds
+the run. The seeds
 are copied into a fresh working corpus (the run's own discoveries stay out of the source tree). A crash, a
 leak, a sanitizer report or a failed check of the target's is one failed point; the input that did it is
 copied into REGRESSIONS (named by its hash) for the developer to commit, and printed in hex, so that the
@@ -19,7 +20,7 @@ import tempfile
 
 def main():
     exe, seeds, dictionary, regressions = sys.argv[1:5]
-    seconds = int(os.environ.get("HDRPOST_FUZZ_SECONDS", "45"))
+    seconds = int(os.environ.get("HDRPOST_FUZZ_SECONDS") or (sys.argv[5] if len(sys.argv) > 5 else "45"))
     name = os.path.basename(exe)
     with tempfile.TemporaryDirectory(prefix=f"hdrpostd-{name}-") as work:
         corpus = os.path.join(work, "corpus")

@@ -7,6 +7,7 @@ and stop on SIGTERM with exit code 0 and no validation-layer message. Connection
 bounded; only the loopback address is used. Standard library only.
 """
 
+import http.client
 import json
 import os
 import re
@@ -149,6 +150,19 @@ def repeated_parts(d):
         s, _, b = post(d.port, "/v1/render", body, {"Content-Type": ctype})
         point(f"10. {label}: 400 duplicate_part naming {field}", error_of(s, b, 400, "duplicate_part", field),
               f"{s} {b[:300]!r}")
+    # Found by tests/fuzz/fuzz_form: a part's name that is not UTF-8, quoted in the answer, made jansson refuse
+    # the whole body (500); and a part without a name reached strcmp(NULL).
+    body, ctype = multipart([(b"fr\x8b\x9eme".decode("latin-1"), exr, "f")])
+    body = body.replace("fr\x8b\x9eme".encode("utf-8"), b"fr\x8b\x9eme")
+    s, _, b = post(d.port, "/v1/render", body, {"Content-Type": ctype})
+    err = error_of(s, b, 400, "unknown_part")
+    point("1. a part whose name is not UTF-8: 400 unknown_part, the name's bytes shown as '?'",
+          err and "fr??me" in err.get("message", ""), f"{s} {b[:300]!r}")
+    with open(os.path.join(DATA, "..", "fuzz", "regressions", "form", "unnamed_part"), "rb") as f:
+        body = f.read()[1:]  # the fuzz input's first byte is its request shape
+    s, _, b = post(d.port, "/v1/render", body, {"Content-Type": "multipart/form-data; boundary=hdrpostdfuzz"})
+    point("1. a part without a name: 400 unknown_part, and the daemon lives", error_of(s, b, 400, "unknown_part")
+          and d.alive(), f"{s} {b[:300]!r}")
 
 
 # --- 2. Secrets stay out of the log ----------------------------------------------------------------------
@@ -420,6 +434,33 @@ def early_share(tmp):
         stop(d)
 
 
+def discard_cap(d):
+    """A body read only to be dropped is read up to 64 MiB, then the connection is closed."""
+    reply = raw_exchange(d.port, b"GET /livez HTTP/1.1\r\nHost: a\r\nContent-Length: 104857600\r\n\r\n")
+    point("4. GET /livez declaring a 100 MiB body: 413 from its headers", status_of(reply) == 413, reply[:200])
+    s = socket.create_connection((HOST, d.port), timeout=10)
+    s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")  # no token
+    sent, closed = 0, False
+    chunk = b"100000\r\n" + b"\0" * (1 << 20) + b"\r\n"
+    try:
+        while sent < (100 << 20):
+            s.sendall(chunk)
+            sent += 1 << 20
+    except OSError:
+        closed = True
+    answer = b""
+    if not closed:
+        try:
+            s.sendall(b"0\r\n\r\n")
+            answer = s.recv(65536)
+        except OSError:
+            closed = True
+    s.close()
+    point("4. a refused chunked body (no token) is read to 64 MiB at most, then the connection is closed",
+          (closed or answer == b"") and sent <= (80 << 20), f"sent {sent >> 20} MiB, closed {closed}, {answer[:100]!r}")
+    point("4. ... and the daemon lives", d.alive())
+
+
 # --- 5, 6. Memory: the budget, decompression bombs, early reservation ---------------------------------------
 
 
@@ -533,6 +574,19 @@ def budget(tmp):
                        raw, timeout=60)
         point("5. a frame that with its own body is more than the whole budget: 413 too_large, not 503",
               error_of(s, b, 413, "too_large"), f"{s} {b[:300]!r}")
+        # The same without a length (chunked): found out as it grows past the whole budget.
+        conn = http.client.HTTPConnection(HOST, d.port, timeout=60)
+        try:
+            conn.request("POST", "/v1/render?input.width=1024&input.height=1024&input.channels=4&input.type=float32",
+                         body=iter([b"\0" * (1 << 20)] * 16), headers=dict(AUTH), encode_chunked=True)
+            resp = conn.getresponse()
+            s, b = resp.status, resp.read()
+        except OSError as e:
+            s, b = None, str(e).encode()
+        finally:
+            conn.close()
+        point("5. a chunked body that outgrows the whole budget: 413 too_large, not 503", error_of(s, b, 413,
+              "too_large"), f"{s} {b[:300]!r}")
     finally:
         stop(d)
 
@@ -689,6 +743,7 @@ def main():
                     empty_parts(d)
                     repeated_parts(d)
                     framing(d)
+                    discard_cap(d)
                     bombs(d)
                     exr_attribute_bomb(d)
                     log_flood(d)
