@@ -1,0 +1,166 @@
+/* hdrpost: the command-line client a render farm runs on a whole shot (docs/CLIENT.md).
+ *
+ *   hdrpost render FRAMES... -o DIR     every frame rendered, with the shot's exposure locked
+ *   hdrpost analyze FRAMES...           every frame's statistics
+ *   hdrpost status                      the daemon's state, device, queue and memory
+ *
+ * Exit status: 0 every frame done, 1 some frames failed (listed), 2 usage, server unreachable or refused. */
+#include <curl/curl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/cli.h"
+
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+int hp_cli_usage_error(const char *verb, const char *fmt, const char *arg)
+{
+    fprintf(stderr, "hdrpost %s: ", verb);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(hdrpost %s --help lists the options)\n", verb);
+    return HP_EXIT_USAGE;
+}
+
+static const char render_help[] =
+    "usage: hdrpost render FRAMES... -o DIR [options]\n"
+    "\n"
+    "Posts every frame to hdrpostd and writes DIR/<name>.<png|webp>. FRAMES are files, directories (their\n"
+    ".exr, .hdr and .pfm files), or numbered patterns (shot.####.exr, shot.%04d.exr) with --frames.\n"
+    "\n"
+    "  -o, --output DIR        where the images go (made if missing)\n"
+    "  --frames FIRST-LAST     the frames of a numbered pattern\n"
+    "  --server URL            default http://127.0.0.1:8080, or HDRPOST_SERVER\n"
+    "  --token TOKEN           the daemon's bearer token, or HDRPOST_TOKEN\n"
+    "  --params FILE|JSON      request parameters (docs/PARAMETERS.md) as a JSON object\n"
+    "  --set NAME=VALUE        one parameter (repeatable; wins over --params)\n"
+    "  --format png|webp       output.format\n"
+    "  --exposure MODE         shot (one exposure for the shot; the default for more than one frame),\n"
+    "                          window=N (a centred window of N frames), frame (each its own)\n"
+    "  --jobs N                frames in flight (default from the daemon's queue, else 4)\n"
+    "  --retries N             retries of a failed connection or 5xx (default 5)\n"
+    "  --resume                skip frames whose output exists (outputs are written whole)\n"
+    "  --overwrite             replace outputs that exist\n"
+    "  --timings FILE.csv      every frame's Server-Timing\n"
+    "  --json                  a summary object on stdout\n"
+    "\n"
+    "Exit status: 0 every frame rendered, 1 some failed (listed), 2 usage, server unreachable or refused.\n";
+
+static const char analyze_help[] =
+    "usage: hdrpost analyze FRAMES... [options]\n"
+    "\n"
+    "Every frame's luminance statistics (/v1/analyze): a table, or --json / --csv.\n"
+    "\n"
+    "  --frames FIRST-LAST, --server URL, --token TOKEN, --params FILE|JSON, --set NAME=VALUE, --jobs N,\n"
+    "  --retries N: as for render\n"
+    "  --json                  one object per frame, in an array\n"
+    "  --csv                   frame,log_average,mean,min,max,p01,p50,p99\n";
+
+static const char status_help[] =
+    "usage: hdrpost status [--server URL] [--token TOKEN] [--json]\n"
+    "\n"
+    "The daemon's ready state, device, queue and GPU memory in one screen (/readyz and /v1/gpu).\n";
+
+/* Options common to the verbs; returns 0 to go on, or an exit status. */
+static int parse(const char *verb, const char *help, int argc, char **argv, hp_cli_options *o)
+{
+    enum { O_FRAMES = 256, O_SERVER, O_TOKEN, O_PARAMS, O_SET, O_FORMAT, O_EXPOSURE, O_JOBS, O_RETRIES,
+           O_RESUME, O_OVERWRITE, O_TIMINGS, O_JSON, O_CSV, O_HELP };
+    static const struct option long_options[] = {
+        {"output", required_argument, NULL, 'o'},      {"frames", required_argument, NULL, O_FRAMES},
+        {"server", required_argument, NULL, O_SERVER}, {"token", required_argument, NULL, O_TOKEN},
+        {"params", required_argument, NULL, O_PARAMS}, {"set", required_argument, NULL, O_SET},
+        {"format", required_argument, NULL, O_FORMAT}, {"exposure", required_argument, NULL, O_EXPOSURE},
+        {"jobs", required_argument, NULL, O_JOBS},     {"retries", required_argument, NULL, O_RETRIES},
+        {"resume", no_argument, NULL, O_RESUME},       {"overwrite", no_argument, NULL, O_OVERWRITE},
+        {"timings", required_argument, NULL, O_TIMINGS}, {"json", no_argument, NULL, O_JSON},
+        {"csv", no_argument, NULL, O_CSV},             {"help", no_argument, NULL, O_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    o->server = getenv("HDRPOST_SERVER") ? getenv("HDRPOST_SERVER") : "http://127.0.0.1:8080";
+    o->token = getenv("HDRPOST_TOKEN");
+    o->retries = 5;
+    hp_err err = {0};
+    for (int c; (c = getopt_long(argc, argv, "o:", long_options, NULL)) != -1;) {
+        char *end;
+        long n;
+        switch (c) {
+        case 'o': o->out_dir = optarg; break;
+        case O_FRAMES:
+            if (!hp_frame_range_parse(optarg, &o->first, &o->last))
+                return hp_cli_usage_error(verb, "--frames %s: expected FIRST-LAST, e.g. 1001-1240", optarg);
+            o->has_range = true;
+            break;
+        case O_SERVER: o->server = optarg; break;
+        case O_TOKEN: o->token = optarg; break;
+        case O_PARAMS:
+            if (hp_param_set_json(&o->params, optarg, &err) != HP_OK)
+                return hp_cli_usage_error(verb, "%s", err.message);
+            break;
+        case O_SET:
+            if (hp_param_set_assign(&o->params, optarg, &err) != HP_OK)
+                return hp_cli_usage_error(verb, "%s", err.message);
+            break;
+        case O_FORMAT: o->format = optarg; break;
+        case O_EXPOSURE: o->exposure = optarg; break;
+        case O_JOBS:
+        case O_RETRIES:
+            n = strtol(optarg, &end, 10);
+            if (end == optarg || *end || n < (c == O_JOBS) || n > 256)
+                return hp_cli_usage_error(verb, c == O_JOBS ? "--jobs %s: expected 1 to 256" : "--retries %s: expected 0 to 256",
+                                   optarg);
+            *(c == O_JOBS ? &o->jobs : &o->retries) = (unsigned)n;
+            break;
+        case O_RESUME: o->resume = true; break;
+        case O_OVERWRITE: o->overwrite = true; break;
+        case O_TIMINGS: o->timings = optarg; break;
+        case O_JSON: o->json = true; break;
+        case O_CSV: o->csv = true; break;
+        case O_HELP: fputs(help, stdout); return -1;
+        default: return hp_cli_usage_error(verb, "%s", "unknown option");
+        }
+    }
+    for (int i = optind; i < argc; i++)
+        if (hp_frames_add(&o->frames, argv[i], o->has_range, o->first, o->last, &err) != HP_OK)
+            return hp_cli_usage_error(verb, "%s", err.message);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        fputs("usage: hdrpost render|analyze|status [options]  (hdrpost VERB --help for each)\n", argc < 2 ? stderr : stdout);
+        return argc < 2 ? HP_EXIT_USAGE : HP_EXIT_DONE;
+    }
+    static const struct {
+        const char *name, *help;
+        int (*run)(hp_cli_options *o);
+    } verbs[] = {{"render", render_help, hp_verb_render}, {"analyze", analyze_help, hp_verb_analyze},
+                 {"status", status_help, hp_verb_status}};
+    const char *verb = argv[1];
+    size_t v = 0;
+    while (v < sizeof(verbs) / sizeof(verbs[0]) && strcmp(verbs[v].name, verb))
+        v++;
+    if (v == sizeof(verbs) / sizeof(verbs[0]))
+        return hp_cli_usage_error(verb, "%s", "unknown verb: render, analyze or status");
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    /* SIGINT: no new frame is taken; those in flight finish and their outputs are written whole. */
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    hp_cli_options o = {.stop = &stop_requested};
+    int rc = parse(verb, verbs[v].help, argc - 1, argv + 1, &o);
+    if (rc == 0)
+        rc = verbs[v].run(&o);
+    hp_param_set_free(&o.params);
+    hp_frames_free(&o.frames);
+    curl_global_cleanup();
+    return rc < 0 ? HP_EXIT_DONE : rc;
+}

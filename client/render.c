@@ -1,0 +1,201 @@
+/* hdrpost render and hdrpost analyze: a shot's frames through the daemon (docs/CLIENT.md). */
+#include "client/render.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client/run.h"
+
+/* A frame's bytes, malloc'd; NULL with errno set. Frames are posted whole (libcurl then sends
+ * Content-Length and Expect: 100-continue, so a refused frame is not uploaded). */
+static uint8_t *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    uint8_t *data = NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long n = ftell(f);
+        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (data = malloc((size_t)n + 1)) != NULL &&
+            fread(data, 1, (size_t)n, f) != (size_t)n) {
+            free(data);
+            data = NULL;
+            errno = EIO;
+        }
+        *len = n >= 0 ? (size_t)n : 0;
+    }
+    fclose(f);
+    return data;
+}
+
+/* Written to a temporary name in the same directory and renamed when complete: an output that exists is
+ * whole, whatever stopped the run (--resume relies on it). */
+static bool write_atomically(const char *path, const uint8_t *data, size_t len, char *why, size_t why_size)
+{
+    char tmp[4300];
+    snprintf(tmp, sizeof(tmp), "%.4200s.part-%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    bool ok = fd >= 0;
+    for (size_t off = 0; ok && off < len;) {
+        ssize_t w = write(fd, data + off, len - off);
+        ok = w > 0;
+        off += ok ? (size_t)w : 0;
+    }
+    ok = ok && fsync(fd) == 0;
+    if (fd >= 0 && close(fd) != 0)
+        ok = false;
+    ok = ok && rename(tmp, path) == 0;
+    if (!ok) {
+        snprintf(why, why_size, "cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+    }
+    return ok;
+}
+
+static void output_path(const hp_shot_job *job, size_t i, char *out, size_t size)
+{
+    snprintf(out, size, "%s/%s.%s", job->out_dir, job->frames->items[i].name, job->extension);
+}
+
+/* One frame posted under the retry policy: true with the answer in r when it is 200; false with why set.
+ * A 401 stops the run (every frame would get it). */
+static bool post_frame(hp_run *run, hp_client *client, size_t i, const char *path, hp_response *r, char *why,
+                       size_t why_size, bool *fatal)
+{
+    const hp_shot_job *job = run->user;
+    size_t len = 0;
+    uint8_t *body = read_file(run->frames->items[i].path, &len);
+    if (!body) {
+        snprintf(why, why_size, "cannot read %s: %s", run->frames->items[i].path, strerror(errno));
+        return false;
+    }
+    hp_retry_policy policy = {.retries = job->retries, .max_wait_s = job->max_wait_s, .stop = run->stop};
+    hp_client_send_retrying(client, &policy, path, body, len, job->accept, r);
+    free(body);
+    if (r->status == 200)
+        return true;
+    *fatal = r->status == 401 || r->status == 403;
+    if (r->status == 0)
+        snprintf(why, why_size, "no answer from %s after %u attempt(s): %s", run->server, r->attempts, r->error);
+    else
+        snprintf(why, why_size, "HTTP %ld, %s", r->status, r->error);
+    return false;
+}
+
+/* --- Analyze ---------------------------------------------------------------------------------------- */
+
+static bool analyze_one(hp_run *run, hp_client *client, size_t i, char *why, size_t why_size, bool *fatal)
+{
+    hp_shot_job *job = run->user;
+    char path[8192];
+    snprintf(path, sizeof(path), "/v1/analyze%s%s", job->query[0] ? "?" : "", job->query);
+    hp_response r = {0};
+    bool ok = post_frame(run, client, i, path, &r, why, why_size, fatal);
+    json_t *doc = ok ? json_loadb((const char *)r.body, r.len, 0, NULL) : NULL;
+    json_t *stats = json_object_get(doc, "stats"), *pct = json_object_get(doc, "percentiles");
+    if (ok && !json_is_object(stats)) {
+        snprintf(why, why_size, "the daemon's answer has no statistics");
+        ok = false;
+    }
+    if (ok) {
+        hp_frame_stats *s = &job->stats[i];
+        s->log_average = json_number_value(json_object_get(stats, "log_average"));
+        s->max = json_number_value(json_object_get(stats, "max"));
+        s->p01 = json_number_value(json_object_get(pct, "p01"));
+        s->p99 = json_number_value(json_object_get(pct, "p99"));
+        s->ok = true;
+        job->analyses[i] = json_incref(doc);
+    }
+    json_decref(doc);
+    hp_response_free(&r);
+    return ok;
+}
+
+/* --- Render ----------------------------------------------------------------------------------------- */
+
+/* The query of frame i: the run's, with the shot's exposure lock when there is one. */
+static void frame_query(const hp_shot_job *job, size_t i, char *out, size_t size)
+{
+    int n = snprintf(out, size, "%s", job->query);
+    if (job->locks && job->locks[i].adaptation > 0) {
+        const hp_frame_lock *l = &job->locks[i];
+        n += snprintf(out + n, size - (size_t)n, "%sexposure.mode=fixed&exposure.adaptation=%.17g&exposure.key=%.17g",
+                      n ? "&" : "", l->adaptation, l->key);
+        if (l->white > 0)
+            snprintf(out + n, size - (size_t)n, "&tonemap.white_point=%.17g", l->white);
+    }
+}
+
+static bool render_one(hp_run *run, hp_client *client, size_t i, char *why, size_t why_size, bool *fatal)
+{
+    hp_shot_job *job = run->user;
+    char query[8192], path[8400], out[4200];
+    frame_query(job, i, query, sizeof(query));
+    snprintf(path, sizeof(path), "/v1/render%s%s", query[0] ? "?" : "", query);
+    hp_response r = {0};
+    bool ok = post_frame(run, client, i, path, &r, why, why_size, fatal);
+    if (ok) {
+        output_path(job, i, out, sizeof(out));
+        ok = write_atomically(out, r.body, r.len, why, why_size);
+    }
+    if (r.server_timing[0] || r.status)
+        snprintf(job->timings[i], sizeof(job->timings[i]), "%s", r.server_timing);
+    job->statuses[i] = r.status;
+    hp_response_free(&r);
+    return ok;
+}
+
+/* --- The run ---------------------------------------------------------------------------------------- */
+
+bool hp_shot_job_init(hp_shot_job *job)
+{
+    size_t n = job->frames->count ? job->frames->count : 1;
+    job->stats = calloc(n, sizeof(*job->stats));
+    job->locks = NULL;
+    job->analyses = calloc(n, sizeof(*job->analyses));
+    job->timings = calloc(n, sizeof(*job->timings));
+    job->statuses = calloc(n, sizeof(*job->statuses));
+    return job->stats && job->analyses && job->timings && job->statuses;
+}
+
+void hp_shot_job_free(hp_shot_job *job)
+{
+    for (size_t i = 0; job->analyses && i < job->frames->count; i++)
+        json_decref(job->analyses[i]);
+    free(job->analyses);
+    free(job->stats);
+    free(job->locks);
+    free(job->timings);
+    free(job->statuses);
+}
+
+bool hp_shot_analyze(hp_shot_job *job, hp_run *run)
+{
+    run->phase = "analysing";
+    run->work = analyze_one;
+    run->user = job;
+    return hp_run_frames(run);
+}
+
+bool hp_shot_render(hp_shot_job *job, hp_run *run)
+{
+    run->phase = "rendering";
+    run->work = render_one;
+    run->user = job;
+    return hp_run_frames(run);
+}
+
+bool hp_shot_output_exists(const hp_shot_job *job, size_t i)
+{
+    char out[4200];
+    output_path(job, i, out, sizeof(out));
+    struct stat st;
+    return stat(out, &st) == 0;
+}

@@ -1,0 +1,134 @@
+#include "client/run.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+double hp_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+bool hp_run_init(hp_run *run, const hp_frame_list *frames)
+{
+    run->frames = frames;
+    run->done = calloc(frames->count ? frames->count : 1, sizeof(*run->done));
+    run->failure = calloc(frames->count ? frames->count : 1, sizeof(*run->failure));
+    pthread_mutex_init(&run->lock, NULL);
+    return run->done && run->failure;
+}
+
+void hp_run_skip(hp_run *run, size_t i)
+{
+    run->done[i] = true;
+    run->skipped++;
+}
+
+/* The progress line on a terminal, redrawn in place: done and failed of the frames to do, their rate, the
+ * time left at that rate. Under the run's lock. */
+static void progress_line(hp_run *run, bool last)
+{
+    size_t todo = run->frames->count - run->skipped;
+    double elapsed = hp_now() - run->started;
+    double rate = elapsed > 0 ? (double)run->finished / elapsed : 0;
+    double left = rate > 0 ? (double)(todo - run->finished) / rate : 0;
+    fprintf(stderr, "\r\033[K%s %zu/%zu, %zu failed, %.1f frames/s, %s%.0f s%s", run->phase, run->finished, todo,
+            run->failed, rate, last ? "took " : "ETA ", last ? elapsed : left, last ? "\n" : "");
+    fflush(stderr);
+}
+
+typedef struct worker {
+    hp_run *run;
+    pthread_t thread;
+    bool terminal;
+} worker;
+
+static void frame_finished(hp_run *run, size_t i, bool ok, const char *why, bool terminal, double ms)
+{
+    pthread_mutex_lock(&run->lock);
+    run->finished++;
+    run->done[i] = ok;
+    if (!ok) {
+        run->failed++;
+        run->failure[i] = strdup(why);
+    }
+    if (terminal)
+        progress_line(run, false);
+    else if (ok)
+        fprintf(stderr, "hdrpost: %s %s (%.0f ms)\n", run->frames->items[i].name,
+                !strcmp(run->phase, "analysing") ? "analysed" : "rendered", ms);
+    else
+        fprintf(stderr, "hdrpost: %s failed: %s\n", run->frames->items[i].name, why);
+    pthread_mutex_unlock(&run->lock);
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    hp_run *run = w->run;
+    hp_client *client = hp_client_new(run->server, run->token);
+    for (;;) {
+        pthread_mutex_lock(&run->lock);
+        while (run->next < run->frames->count && run->done[run->next])
+            run->next++; /* skipped (--resume) */
+        size_t i = run->next++;
+        bool stop = !client || run->fatal || (run->stop && *run->stop) || i >= run->frames->count;
+        pthread_mutex_unlock(&run->lock);
+        if (stop)
+            break;
+        char why[512] = "";
+        bool fatal = false;
+        double t0 = hp_now();
+        bool ok = run->work(run, client, i, why, sizeof(why), &fatal);
+        if (fatal) {
+            pthread_mutex_lock(&run->lock);
+            if (!run->fatal)
+                snprintf(run->fatal_why, sizeof(run->fatal_why), "%s", why);
+            run->fatal = true;
+            pthread_mutex_unlock(&run->lock);
+        }
+        frame_finished(run, i, ok, why, w->terminal, (hp_now() - t0) * 1e3);
+    }
+    hp_client_free(client);
+    return NULL;
+}
+
+bool hp_run_frames(hp_run *run)
+{
+    unsigned jobs = run->jobs ? run->jobs : 1;
+    worker *workers = calloc(jobs, sizeof(*workers));
+    if (!workers)
+        return false;
+    run->started = hp_now();
+    run->next = 0;
+    bool terminal = isatty(STDERR_FILENO);
+    unsigned started = 0;
+    for (; started < jobs; started++) {
+        workers[started] = (worker){.run = run, .terminal = terminal};
+        if (pthread_create(&workers[started].thread, NULL, worker_main, &workers[started]) != 0)
+            break;
+    }
+    for (unsigned k = 0; k < started; k++)
+        pthread_join(workers[k].thread, NULL);
+    free(workers);
+    if (terminal) {
+        pthread_mutex_lock(&run->lock);
+        progress_line(run, true);
+        pthread_mutex_unlock(&run->lock);
+    }
+    return started > 0;
+}
+
+void hp_run_free(hp_run *run)
+{
+    for (size_t i = 0; run->failure && i < run->frames->count; i++)
+        free(run->failure[i]);
+    free(run->failure);
+    free(run->done);
+    pthread_mutex_destroy(&run->lock);
+}

@@ -1,0 +1,50 @@
+/* Talking to hdrpostd: one exchange over HTTP (libcurl, one easy handle per thread, kept alive between
+ * requests), and the retry policy a render farm needs (docs/CLIENT.md): 429 and 503 with Retry-After are
+ * waited out (bounded, with jitter), a failed connection and other 5xx are retried with backoff up to a
+ * count, anything else is the answer. libcurl sends "Expect: 100-continue" with a large body, so a frame
+ * the daemon refuses from its headers is not uploaded at all (docs/SECURITY.md). */
+#ifndef HP_CLIENT_TRANSPORT_H
+#define HP_CLIENT_TRANSPORT_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct hp_response {
+    long status;           /* the HTTP status; 0 when there was no answer (error says why) */
+    char error[256];       /* the transport's failure, or the daemon's error as "code: message" */
+    uint8_t *body;         /* malloc'd, NUL-terminated */
+    size_t len;
+    char content_type[64];
+    double retry_after_s;  /* from Retry-After; -1 without one */
+    char server_timing[512];
+    unsigned attempts;     /* requests made for this answer */
+} hp_response;
+
+typedef struct hp_client hp_client;
+
+/* server: "http://host:port" (no trailing slash needed); token: NULL or "" for none. */
+hp_client *hp_client_new(const char *server, const char *token);
+void hp_client_free(hp_client *client);
+
+/* One exchange. body NULL: GET. accept: NULL, or the Accept header's value. */
+void hp_client_send(hp_client *client, const char *path, const uint8_t *body, size_t len, const char *accept,
+                    hp_response *out);
+
+typedef struct hp_retry_policy {
+    unsigned retries;            /* connection failures and 5xx (but a 503 with Retry-After) retried this often */
+    double max_wait_s;           /* 429 and 503 with Retry-After waited out this long in all, per request */
+    volatile sig_atomic_t *stop; /* set: no further attempt is made (SIGINT) */
+} hp_retry_policy;
+
+/* hp_client_send under the policy: the last answer. */
+void hp_client_send_retrying(hp_client *client, const hp_retry_policy *policy, const char *path,
+                             const uint8_t *body, size_t len, const char *accept, hp_response *out);
+
+void hp_response_free(hp_response *r);
+
+/* A status that retrying cannot change for the better, and that is the request's fault (4xx but 429). */
+bool hp_response_refused(const hp_response *r);
+
+#endif

@@ -1,0 +1,372 @@
+/* hdrpost's verbs: render, analyze, status (docs/CLIENT.md). */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "client/cli.h"
+#include "client/render.h"
+#include "client/run.h"
+#include "client/shot.h"
+#include "client/transport.h"
+
+/* GET path with one retry: the daemon's JSON, or NULL with r saying why. */
+static json_t *get_json(hp_client *client, const char *path, hp_response *r)
+{
+    hp_retry_policy quick = {.retries = 1, .max_wait_s = 0};
+    hp_client_send_retrying(client, &quick, path, NULL, 0, NULL, r);
+    return r->status == 200 ? json_loadb((const char *)r->body, r->len, 0, NULL) : NULL;
+}
+
+/* Before a single frame: the daemon answers and takes the token, and its queue sizes the default jobs. */
+static int check_server(const char *verb, hp_cli_options *o)
+{
+    hp_client *client = hp_client_new(o->server, o->token);
+    hp_response r = {0};
+    json_t *gpu = client ? get_json(client, "/v1/gpu", &r) : NULL;
+    int rc = 0;
+    if (!gpu) {
+        fprintf(stderr, "hdrpost %s: %s: %s%s\n", verb, o->server, r.status == 0 ? "unreachable: " : "",
+                r.status == 0 ? r.error : r.error);
+        rc = HP_EXIT_USAGE;
+    } else if (!o->jobs) {
+        /* As many frames in flight as the daemon queues, at most 8: more would only wait in its queue. */
+        json_int_t capacity = json_integer_value(json_object_get(json_object_get(gpu, "queue"), "capacity"));
+        o->jobs = capacity > 0 ? (unsigned)fmin((double)capacity, 8) : 4;
+    }
+    json_decref(gpu);
+    hp_response_free(&r);
+    hp_client_free(client);
+    return rc;
+}
+
+static json_t *failures_json(const hp_run *run)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < run->frames->count; i++)
+        if (run->failure[i])
+            json_array_append_new(a, json_pack("{s:s, s:s, s:s}", "frame", run->frames->items[i].name, "path",
+                                               run->frames->items[i].path, "error", run->failure[i]));
+    return a;
+}
+
+static void print_failures(const char *verb, const hp_run *run)
+{
+    if (run->failed)
+        fprintf(stderr, "hdrpost %s: %zu frame(s) failed:\n", verb, run->failed);
+    for (size_t i = 0; i < run->frames->count; i++)
+        if (run->failure[i])
+            fprintf(stderr, "  %s (%s): %s\n", run->frames->items[i].name, run->frames->items[i].path,
+                    run->failure[i]);
+}
+
+/* The run's end: 2 when a frame said stop (a refused token), 1 when frames failed or were left (SIGINT), 0. */
+static int run_status(const char *verb, const hp_run *run)
+{
+    if (run->fatal) {
+        fprintf(stderr, "hdrpost %s: stopped: %s\n", verb, run->fatal_why);
+        return HP_EXIT_USAGE;
+    }
+    size_t left = run->frames->count - run->skipped - run->finished;
+    if (left)
+        fprintf(stderr, "hdrpost %s: interrupted: %zu frame(s) not done (--resume does them)\n", verb, left);
+    return run->failed || left ? HP_EXIT_SOME_FAILED : HP_EXIT_DONE;
+}
+
+static int prepare(const char *verb, hp_cli_options *o, char **query, hp_params *params)
+{
+    if (o->format && (strcmp(o->format, "png") && strcmp(o->format, "webp")))
+        return hp_cli_usage_error(verb, "--format %s: png or webp", o->format);
+    hp_err err = {0};
+    if (o->format && hp_param_set_put(&o->params, "output.format", o->format, &err) != HP_OK)
+        return hp_cli_usage_error(verb, "%s", err.message);
+    /* The daemon's own parser and messages, before a single frame is sent. */
+    if (hp_param_set_query(&o->params, query, params, &err) != HP_OK)
+        return hp_cli_usage_error(verb, "%s", err.message);
+    if (!o->frames.count)
+        return hp_cli_usage_error(verb, "%s", "no frames: give files, directories or a pattern with --frames");
+    return check_server(verb, o);
+}
+
+/* --- analyze ---------------------------------------------------------------------------------------- */
+
+static void analyze_table(const hp_shot_job *job, bool csv)
+{
+    printf(csv ? "frame,log_average,mean,min,max,p01,p50,p99\n"
+               : "%-28s %12s %12s %12s %12s %12s %12s %12s\n",
+           "frame", "log_average", "mean", "min", "max", "p01", "p50", "p99");
+    for (size_t i = 0; i < job->frames->count; i++) {
+        json_t *stats = json_object_get(job->analyses[i], "stats");
+        json_t *pct = json_object_get(job->analyses[i], "percentiles");
+        if (!stats)
+            continue;
+        double v[7] = {json_number_value(json_object_get(stats, "log_average")),
+                       json_number_value(json_object_get(stats, "mean")),
+                       json_number_value(json_object_get(stats, "min")),
+                       json_number_value(json_object_get(stats, "max")),
+                       json_number_value(json_object_get(pct, "p01")), json_number_value(json_object_get(pct, "p50")),
+                       json_number_value(json_object_get(pct, "p99"))};
+        printf(csv ? "%s" : "%-28s", job->frames->items[i].name);
+        for (int k = 0; k < 7; k++)
+            printf(csv ? ",%.9g" : " %12.6g", v[k]);
+        printf("\n");
+    }
+}
+
+int hp_verb_analyze(hp_cli_options *o)
+{
+    char *query = NULL;
+    hp_params params;
+    int rc = prepare("analyze", o, &query, &params);
+    if (rc)
+        return rc;
+    hp_shot_job job = {.frames = &o->frames, .query = query, .accept = "application/json", .retries = o->retries,
+                       .max_wait_s = 600};
+    hp_run run = {.server = o->server, .token = o->token, .jobs = o->jobs, .stop = o->stop};
+    if (!hp_shot_job_init(&job) || !hp_run_init(&run, &o->frames) || !hp_shot_analyze(&job, &run)) {
+        fprintf(stderr, "hdrpost analyze: out of memory or threads\n");
+        rc = HP_EXIT_USAGE;
+    } else {
+        if (o->json) {
+            json_t *a = json_array();
+            for (size_t i = 0; i < o->frames.count; i++)
+                if (job.analyses[i])
+                    json_array_append_new(a, json_pack("{s:s, s:O}", "frame", o->frames.items[i].name, "analysis",
+                                                       job.analyses[i]));
+            json_dumpf(a, stdout, JSON_INDENT(1));
+            printf("\n");
+            json_decref(a);
+        } else {
+            analyze_table(&job, o->csv);
+        }
+        print_failures("analyze", &run);
+        rc = run_status("analyze", &run);
+    }
+    hp_run_free(&run);
+    hp_shot_job_free(&job);
+    free(query);
+    return rc;
+}
+
+/* --- render ----------------------------------------------------------------------------------------- */
+
+/* The exposure lock from the analysis: the values every frame is rendered with, and the sidecar
+ * DIR/exposure.json that records them (a re-render can pass them back with --set). */
+static bool lock_exposure(hp_cli_options *o, hp_shot_job *job, const hp_params *params, hp_lock_mode mode,
+                          unsigned window)
+{
+    hp_lock_request req = {.mode = mode, .window = window, .key = params->exposure.key,
+                           .key_auto = params->exposure.key_auto,
+                           .compensation_ev = params->exposure.compensation_ev,
+                           .fix_white = params->tonemap.op == HP_TONE_REINHARD_EXTENDED &&
+                                        params->tonemap.white_point == 0};
+    job->locks = calloc(o->frames.count, sizeof(*job->locks));
+    if (!job->locks || !hp_lock_compute(job->stats, o->frames.count, &req, job->locks))
+        return false;
+    json_t *frames = json_array();
+    for (size_t i = 0; i < o->frames.count; i++)
+        json_array_append_new(frames, json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f}", "frame", o->frames.items[i].name,
+                                                "analysed", job->stats[i].ok, "log_average", job->stats[i].log_average,
+                                                "max", job->stats[i].max, "adaptation", job->locks[i].adaptation,
+                                                "key", job->locks[i].key, "white_point", job->locks[i].white));
+    json_t *doc = json_pack("{s:s, s:i, s:o}", "mode", mode == HP_LOCK_SHOT ? "shot" : "window", "window",
+                            (int)window, "frames", frames);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/exposure.json", o->out_dir);
+    bool ok = json_dump_file(doc, path, JSON_INDENT(1)) == 0;
+    if (!ok)
+        fprintf(stderr, "hdrpost render: cannot write %s\n", path);
+    json_decref(doc);
+    return ok;
+}
+
+static const char *const timing_columns[] = {"recv", "decode", "queue", "upload", "reduce", "tonemap",
+                                             "download", "encode", "encode_cpu", "total"};
+
+/* The duration of one phase in a Server-Timing value ("recv;dur=0.3, decode;dur=11.1, ..."), or NULL. */
+static const char *timing_of(const char *header, const char *name, char *out, size_t size)
+{
+    size_t n = strlen(name);
+    for (const char *field = header; field && *field; field = strchr(field, ',')) {
+        field += strspn(field, ", ");
+        if (!strncmp(field, name, n) && !strncmp(field + n, ";dur=", 5)) {
+            snprintf(out, size, "%.*s", (int)strcspn(field + n + 5, ","), field + n + 5);
+            return out;
+        }
+    }
+    return NULL;
+}
+
+/* --timings: one row per frame, its Server-Timing phases in milliseconds. */
+static bool write_timings(const char *path, const hp_shot_job *job)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return false;
+    const size_t columns = sizeof(timing_columns) / sizeof(timing_columns[0]);
+    fprintf(f, "frame,status");
+    for (size_t k = 0; k < columns; k++)
+        fprintf(f, ",%s", timing_columns[k]);
+    fprintf(f, "\n");
+    for (size_t i = 0; i < job->frames->count; i++) {
+        if (!job->statuses[i])
+            continue; /* not posted (skipped, or the run stopped first) */
+        fprintf(f, "%s,%ld", job->frames->items[i].name, job->statuses[i]);
+        for (size_t k = 0; k < columns; k++) {
+            char value[32];
+            fprintf(f, ",%s", timing_of(job->timings[i], timing_columns[k], value, sizeof(value)) ? value : "");
+        }
+        fprintf(f, "\n");
+    }
+    return fclose(f) == 0;
+}
+
+/* The outputs that exist: skipped with --resume, replaced with --overwrite, else a usage error (nothing is
+ * overwritten by surprise). */
+static int existing_outputs(hp_cli_options *o, hp_shot_job *job, hp_run *run)
+{
+    for (size_t i = 0; i < o->frames.count; i++) {
+        if (!hp_shot_output_exists(job, i) || o->overwrite)
+            continue;
+        if (!o->resume) {
+            fprintf(stderr, "hdrpost render: %s/%s.%s exists: --resume skips the frames already rendered, "
+                            "--overwrite renders them again\n", o->out_dir, o->frames.items[i].name, job->extension);
+            return HP_EXIT_USAGE;
+        }
+        hp_run_skip(run, i);
+    }
+    return 0;
+}
+
+static void summary(hp_cli_options *o, const hp_run *run, const char *mode, double seconds)
+{
+    size_t rendered = run->finished - run->failed;
+    if (o->json) {
+        json_t *doc = json_pack("{s:i, s:i, s:i, s:o, s:f, s:s, s:s}", "frames", (int)o->frames.count, "rendered",
+                                (int)rendered, "skipped", (int)run->skipped, "failed", failures_json(run), "seconds",
+                                seconds, "output", o->out_dir, "exposure", mode);
+        json_dumpf(doc, stdout, JSON_INDENT(1));
+        printf("\n");
+        json_decref(doc);
+    }
+    fprintf(stderr, "hdrpost render: %zu rendered, %zu skipped, %zu failed of %zu frames in %.1f s (exposure: %s)\n",
+            rendered, run->skipped, run->failed, o->frames.count, seconds, mode);
+    print_failures("render", run);
+}
+
+int hp_verb_render(hp_cli_options *o)
+{
+    if (!o->out_dir)
+        return hp_cli_usage_error("render", "%s", "no output directory: -o DIR");
+    size_t a, b;
+    if (hp_frames_name_clash(&o->frames, &a, &b))
+        return hp_cli_usage_error("render", "two frames would write the same output: %s", o->frames.items[b].path);
+    hp_lock_mode mode = o->frames.count > 1 ? HP_LOCK_SHOT : HP_LOCK_FRAME;
+    unsigned window = 0;
+    if (o->exposure && !hp_lock_parse(o->exposure, &mode, &window))
+        return hp_cli_usage_error("render", "--exposure %s: shot, window=N or frame", o->exposure);
+    /* A locked exposure is a fixed one: the mode the request asks for is replaced frame by frame. */
+    char *query = NULL;
+    hp_params params;
+    int rc = prepare("render", o, &query, &params);
+    if (rc)
+        return rc;
+    if (mkdir(o->out_dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "hdrpost render: cannot make %s: %s\n", o->out_dir, strerror(errno));
+        free(query);
+        return HP_EXIT_USAGE;
+    }
+    hp_shot_job job = {.frames = &o->frames, .query = query, .out_dir = o->out_dir,
+                       .extension = params.output.format == HP_OUTPUT_PNG ? "png" : "webp", .retries = o->retries,
+                       .max_wait_s = 600};
+    hp_run run = {.server = o->server, .token = o->token, .jobs = o->jobs, .stop = o->stop};
+    double t0 = hp_now();
+    if (!hp_shot_job_init(&job) || !hp_run_init(&run, &o->frames)) {
+        rc = HP_EXIT_USAGE;
+    } else if (!(rc = existing_outputs(o, &job, &run)) && mode != HP_LOCK_FRAME) {
+        /* The first pass measures every frame the render pass will do (and those skipped: they belong to the
+         * shot's exposure too). */
+        hp_run analysis = {.server = o->server, .token = o->token, .jobs = o->jobs, .stop = o->stop};
+        job.accept = "application/json";
+        bool ok = hp_run_init(&analysis, &o->frames) && hp_shot_analyze(&job, &analysis);
+        job.accept = NULL;
+        if (analysis.fatal || !ok || !lock_exposure(o, &job, &params, mode, window)) {
+            fprintf(stderr, "hdrpost render: the shot could not be measured for its exposure%s%s\n",
+                    analysis.fatal ? ": " : "", analysis.fatal ? analysis.fatal_why : "");
+            print_failures("render (analysis)", &analysis);
+            rc = HP_EXIT_USAGE;
+        }
+        hp_run_free(&analysis);
+    }
+    if (!rc && !(o->stop && *o->stop)) {
+        hp_shot_render(&job, &run);
+        summary(o, &run, mode == HP_LOCK_SHOT ? "shot" : mode == HP_LOCK_WINDOW ? o->exposure : "frame", hp_now() - t0);
+        if (o->timings && !write_timings(o->timings, &job))
+            fprintf(stderr, "hdrpost render: cannot write %s\n", o->timings);
+        rc = run_status("render", &run);
+    }
+    hp_run_free(&run);
+    hp_shot_job_free(&job);
+    free(query);
+    return rc;
+}
+
+/* --- status ----------------------------------------------------------------------------------------- */
+
+int hp_verb_status(hp_cli_options *o)
+{
+    hp_client *client = hp_client_new(o->server, o->token);
+    hp_response ready = {0}, r = {0};
+    hp_retry_policy once = {.retries = 0};
+    if (client)
+        hp_client_send_retrying(client, &once, "/readyz", NULL, 0, NULL, &ready);
+    json_t *gpu = client && ready.status ? get_json(client, "/v1/gpu", &r) : NULL;
+    int rc = HP_EXIT_DONE;
+    if (!ready.status) {
+        fprintf(stderr, "hdrpost status: %s: unreachable: %s\n", o->server, ready.error);
+        rc = HP_EXIT_USAGE;
+    } else if (o->json) {
+        json_t *doc = json_pack("{s:s, s:b, s:O?}", "server", o->server, "ready", ready.status == 200, "gpu", gpu);
+        json_dumpf(doc, stdout, JSON_INDENT(1));
+        printf("\n");
+        json_decref(doc);
+    } else {
+        json_t *q = json_object_get(gpu, "queue"), *h = json_object_get(gpu, "host_memory");
+        printf("server   %s\nready    %s\n", o->server, ready.status == 200 ? "yes" : ready.error);
+        if (gpu) {
+            printf("device   %s (%s %s, Vulkan %s)\n", json_string_value(json_object_get(gpu, "device")),
+                   json_string_value(json_object_get(gpu, "driver")),
+                   json_string_value(json_object_get(gpu, "driver_info")),
+                   json_string_value(json_object_get(gpu, "vulkan")));
+            printf("queue    %lld waiting of %lld, %lld in flight\n",
+                   (long long)json_integer_value(json_object_get(q, "depth")),
+                   (long long)json_integer_value(json_object_get(q, "capacity")),
+                   (long long)json_integer_value(json_object_get(q, "frames_in_flight")));
+            size_t i;
+            json_t *heap;
+            json_array_foreach(json_object_get(gpu, "memory_heaps"), i, heap)
+            {
+                json_t *usage = json_object_get(heap, "usage_bytes"), *budget = json_object_get(heap, "budget_bytes");
+                printf("heap %zu   %.0f MiB%s", i, json_number_value(json_object_get(heap, "size_bytes")) / 1048576.0,
+                       json_is_true(json_object_get(heap, "device_local")) ? " device-local" : "");
+                if (usage && budget)
+                    printf(", %.0f MiB used of a %.0f MiB budget", json_number_value(usage) / 1048576.0,
+                           json_number_value(budget) / 1048576.0);
+                printf("\n");
+            }
+            printf("host     %lld blocks in use, %.0f MiB kept warm\n",
+                   (long long)json_integer_value(json_object_get(h, "blocks_in_use")),
+                   json_number_value(json_object_get(h, "kept_bytes")) / 1048576.0);
+        } else {
+            printf("gpu      %s\n", r.error);
+        }
+    }
+    json_decref(gpu);
+    hp_response_free(&ready);
+    hp_response_free(&r);
+    hp_client_free(client);
+    return rc;
+}
