@@ -1,16 +1,19 @@
 """What the end-to-end tests share: TAP output, a child hdrpostd whose output is read into lines by
 threads (no pipe can fill up), and one HTTP exchange. Standard library only; loopback only."""
 
+import array
 import http.client
 import json
 import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
+import zlib
 
 HOST = "127.0.0.1"
 STOP_TIMEOUT_S = 60  # from the signal to the exit
@@ -132,8 +135,8 @@ class Daemon(Child):
     """hdrpostd on a free loopback port with the validation layer on, no pipeline cache, logging at info and
     the test's device; args and env are added."""
 
-    def __init__(self, exe, label, args=(), env=None, ready_timeout=60):
-        self.port = free_port()
+    def __init__(self, exe, label, args=(), env=None, ready_timeout=60, port=None):
+        self.port = port or free_port()
         self.ready_timeout = ready_timeout
         super().__init__(label, [exe, f"--listen={HOST}:{self.port}", "--validation", "--pipeline_cache=",
                                  "--log_level=info", *device_args(), *args], env)
@@ -157,9 +160,9 @@ class Daemon(Child):
             return False
 
 
-def start_ready(exe, label, args=(), env=None, ready_timeout=60):
+def start_ready(exe, label, args=(), env=None, ready_timeout=60, port=None):
     """A Daemon that is ready, or None after a failed test point."""
-    d = Daemon(exe, label, args, env, ready_timeout)
+    d = Daemon(exe, label, args, env, ready_timeout, port)
     if point(f"{label}: the daemon becomes ready (/readyz 200)", d.wait_ready(), d.log()):
         return d
     d.kill()
@@ -224,3 +227,77 @@ def read_response(sock):
             break
         body += chunk
     return int(lines[0].split()[1]), headers, body
+
+
+# --- PNG --------------------------------------------------------------------------------------------------
+
+
+class PngError(Exception):
+    pass
+
+
+def png_decode(data):
+    """A non-interlaced RGB or RGBA PNG of 8 or 16 bits -> (width, height, channels, bit_depth, samples) with
+    samples a bytes (8-bit) or an array('H') (16-bit), row after row."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise PngError("no PNG signature")
+    pos, ihdr, idat = 8, None, []
+    while pos + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        chunk = data[pos + 8:pos + 8 + length]
+        crc = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])[0]
+        if zlib.crc32(kind + chunk) != crc:
+            raise PngError(f"bad CRC on chunk {kind!r}")
+        if kind == b"IHDR":
+            ihdr = struct.unpack(">IIBBBBB", chunk)
+        elif kind == b"IDAT":
+            idat.append(chunk)
+        elif kind == b"IEND":
+            break
+        pos += 12 + length
+    if not ihdr or not idat:
+        raise PngError("no IHDR or IDAT")
+    width, height, depth, ctype, _, _, interlace = ihdr
+    channels = {2: 3, 6: 4}.get(ctype)
+    if channels is None or depth not in (8, 16) or interlace != 0:
+        raise PngError(f"unsupported colour type {ctype}, depth {depth}, interlace {interlace}")
+    bpp = channels * depth // 8
+    stride = width * bpp
+    raw = zlib.decompress(b"".join(idat))
+    if len(raw) != height * (stride + 1):
+        raise PngError(f"{len(raw)} bytes of image data, expected {height * (stride + 1)}")
+    out = bytearray(height * stride)
+    prev = bytearray(stride)
+    for y in range(height):
+        ftype = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        if ftype == 0:
+            pass
+        elif ftype == 1:
+            for i in range(bpp, stride):
+                line[i] = (line[i] + line[i - bpp]) & 0xFF
+        elif ftype == 2:
+            line = bytearray((a + b) & 0xFF for a, b in zip(line, prev))
+        elif ftype == 3:
+            for i in range(stride):
+                left = line[i - bpp] if i >= bpp else 0
+                line[i] = (line[i] + ((left + prev[i]) >> 1)) & 0xFF
+        elif ftype == 4:
+            for i in range(stride):
+                a = line[i - bpp] if i >= bpp else 0
+                b = prev[i]
+                c = prev[i - bpp] if i >= bpp else 0
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                pred = a if pa <= pb and pa <= pc else b if pb <= pc else c
+                line[i] = (line[i] + pred) & 0xFF
+        else:
+            raise PngError(f"filter type {ftype} on row {y}")
+        out[y * stride:(y + 1) * stride] = line
+        prev = line
+    if depth == 16:
+        samples = array.array("H", bytes(out))
+        if sys.byteorder == "little":
+            samples.byteswap()  # PNG is big-endian
+        return width, height, channels, depth, samples
+    return width, height, channels, depth, bytes(out)

@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""hdrpost, the shot client, against the real daemon on 127.0.0.1 (lavapipe in CI, the validation layer on).
+
+Usage: test_client.py PATH/TO/hdrpost PATH/TO/hdrpostd PATH/TO/make_frame. Prints TAP. The shot: 24 OpenEXR
+frames (64x32, written from PFMs by tools/make_frame) of a dim gradient into which a bright light moves from
+frame 8 on, from the right. Standard library only; loopback only; every wait is bounded.
+"""
+
+import json
+import os
+import pty
+import re
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+HDRPOST = sys.argv[1] if len(sys.argv) > 1 else "hdrpost"
+EXE = sys.argv[2] if len(sys.argv) > 2 else "hdrpostd"
+MAKE_FRAME = sys.argv[3] if len(sys.argv) > 3 else "make_frame"
+HOST = "127.0.0.1"
+TOKEN = "client-test-token"
+W, H, FRAMES, FIRST = 64, 32, 24, 1001
+STATIC_COLUMNS = range(0, 16)  # the light never reaches the left quarter
+
+from harness import free_port, png_decode, point  # noqa: E402
+import harness  # noqa: E402
+
+
+def start(label, args=(), port=None):
+    return harness.start_ready(EXE, label, [f"--auth_token={TOKEN}", "--warm_frame=none", *args], port=port)
+
+
+def stop(d):
+    harness.stop_clean(d)
+
+
+def make_shot(tmp):
+    """FRAMES EXR frames shot/beauty.NNNN.exr; returns the pattern."""
+    shot = os.path.join(tmp, "shot")
+    os.makedirs(shot)
+    for f in range(FRAMES):
+        rows = []
+        for y in range(H):
+            row = []
+            for x in range(W):
+                v = 0.1 + 0.1 * x / W
+                if f >= 8 and x >= W - (f - 7) * 3 and 8 <= y < 24:
+                    v = 40.0  # the light, wider every frame
+                row += [v, v, v]
+            rows.append(row)
+        pfm = os.path.join(tmp, f"f{f}.pfm")
+        with open(pfm, "wb") as out:  # PFM rows bottom to top
+            out.write(b"PF\n%d %d\n-1.0\n" % (W, H))
+            for row in reversed(rows):
+                out.write(struct.pack(f"<{len(row)}f", *row))
+        subprocess.run([MAKE_FRAME, pfm, os.path.join(shot, f"beauty.{FIRST + f:04d}.exr"), "1", "zip"], check=True,
+                       stdout=subprocess.DEVNULL)
+    return os.path.join(shot, "beauty.####.exr")
+
+
+def hdrpost(*args, port, token=TOKEN, timeout=120, env=None):
+    """(exit code, stdout, stderr) of one hdrpost run."""
+    e = dict(os.environ, **(env or {}))
+    e.pop("HDRPOST_SERVER", None)
+    e.pop("HDRPOST_TOKEN", None)
+    argv = [HDRPOST, *args, "--server", f"http://{HOST}:{port}"] + (["--token", token] if token else [])
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=e)
+    return done.returncode, done.stdout, done.stderr
+
+
+def static_level(png_path):
+    """The mean 8-bit level of the static region (left quarter) of an output."""
+    with open(png_path, "rb") as f:
+        w, h, channels, _, px = png_decode(f.read())
+    total = count = 0
+    for y in range(h):
+        for x in STATIC_COLUMNS:
+            total += px[(y * w + x) * channels + 1]  # green
+            count += 1
+    return total / count
+
+
+def levels(out):
+    return [static_level(os.path.join(out, f"beauty.{FIRST + f:04d}.png")) for f in range(FRAMES)]
+
+
+def max_jump(values):
+    return max(abs(b - a) for a, b in zip(values, values[1:]))
+
+
+# --- The tests ------------------------------------------------------------------------------------------
+
+
+def exposure_lock(d, tmp, pattern):
+    rng = f"{FIRST}-{FIRST + FRAMES - 1}"
+    per_frame, shot = os.path.join(tmp, "out-frame"), os.path.join(tmp, "out-shot")
+    rc1, _, err1 = hdrpost("render", pattern, "--frames", rng, "-o", per_frame, "--format", "png", "--exposure",
+                           "frame", port=d.port)
+    rc2, out2, err2 = hdrpost("render", pattern, "--frames", rng, "-o", shot, "--format", "png", "--json",
+                              port=d.port)
+    point("render --exposure frame: every frame written, exit 0", rc1 == 0 and len(os.listdir(per_frame)) == FRAMES,
+          err1)
+    summary = json.loads(out2) if rc2 == 0 else {}
+    point("render (shot by default for a shot): every frame written, exit 0, the --json summary says so",
+          rc2 == 0 and summary.get("rendered") == FRAMES and summary.get("exposure") == "shot"
+          and summary.get("failed") == [], err2 + out2)
+    jump_frame, jump_shot = max_jump(levels(per_frame)), max_jump(levels(shot))
+    print(f"# static region, largest jump between frames: exposure frame {jump_frame:.2f} levels, "
+          f"exposure shot {jump_shot:.2f} levels")
+    point(f"--exposure frame: the light entering pumps the static region ({jump_frame:.1f} levels)", jump_frame > 3)
+    point(f"--exposure shot: the static region holds within 1 level ({jump_shot:.2f})", jump_shot <= 1.0)
+    with open(os.path.join(shot, "exposure.json")) as f:
+        lock = json.load(f)
+    values = {(fr["adaptation"], fr["key"], fr["white_point"]) for fr in lock["frames"]}
+    point("exposure.json: one adaptation, key and white point for every frame of the shot",
+          len(values) == 1 and lock["mode"] == "shot" and len(lock["frames"]) == FRAMES, str(values))
+    # The same frame posted by hand with the same parameters gives the same bytes.
+    fr = lock["frames"][12]
+    query = (f"output.format=png&exposure.mode=fixed&exposure.adaptation={fr['adaptation']!r}"
+             f"&exposure.key={fr['key']!r}&tonemap.white_point={fr['white_point']!r}")
+    with open(pattern.replace("####", f"{FIRST + 12:04d}"), "rb") as f:
+        status, _, body = harness.request(d.port, "POST", "/v1/render?" + query, f.read(),
+                                          {"Authorization": f"Bearer {TOKEN}"}, timeout=60)
+    with open(os.path.join(shot, f"beauty.{FIRST + 12:04d}.png"), "rb") as f:
+        mine = f.read()
+    point("an output is byte for byte what posting the frame by hand with the same parameters gives",
+          status == 200 and body == mine, f"{status}, {len(body)} vs {len(mine)} bytes")
+    rc, out, err = hdrpost("render", pattern, "--frames", rng, "-o", shot, "--format", "png", port=d.port)
+    point("outputs that exist are not overwritten by surprise: exit 2 naming --resume and --overwrite",
+          rc == 2 and "--resume" in err and "--overwrite" in err, err)
+    win = os.path.join(tmp, "out-window")
+    rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", win, "--format", "png", "--exposure", "window=5",
+                         port=d.port)
+    with open(os.path.join(win, "exposure.json")) as f:
+        adaptations = [fr["adaptation"] for fr in json.load(f)["frames"]]
+    point("--exposure window=5: each frame's adaptation from the 5 around it, so it rises where the light enters",
+          rc == 0 and adaptations[0] == adaptations[1] and adaptations[-1] > adaptations[0], str(adaptations))
+
+
+def analyze_and_status(d, tmp, pattern):
+    rng = f"{FIRST}-{FIRST + 3}"
+    rc, out, err = hdrpost("analyze", pattern, "--frames", rng, "--csv", port=d.port)
+    rows = out.strip().splitlines()
+    point("analyze --csv: a header and a row per frame", rc == 0 and len(rows) == 5
+          and rows[0].startswith("frame,log_average"), out + err)
+    rc, out, err = hdrpost("analyze", pattern, "--frames", rng, "--json", port=d.port)
+    doc = json.loads(out) if rc == 0 else []
+    point("analyze --json: the daemon's statistics for every frame",
+          len(doc) == 4 and all("stats" in x["analysis"] for x in doc), out[:300] + err)
+    rc, out, err = hdrpost("status", port=d.port)
+    point("status: ready, the device and the queue on one screen", rc == 0 and "ready    yes" in out
+          and "queue" in out and "device" in out, out + err)
+
+
+def refusals(d, tmp, pattern):
+    rng = f"{FIRST}-{FIRST + 1}"
+    rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", os.path.join(tmp, "r1"), port=d.port,
+                         token="wrong")
+    point("a wrong token: exit 2 with the daemon's message", rc == 2 and "unauthorized" in err, err)
+    rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", os.path.join(tmp, "r2"), port=free_port())
+    point("an unreachable server: exit 2 saying so", rc == 2 and "unreachable" in err, err)
+    rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", os.path.join(tmp, "r3"), "--set",
+                         "tonemap.white_point=-1", port=d.port)
+    point("a bad parameter: exit 2 before a frame is sent, with the daemon's own message",
+          rc == 2 and "tonemap.white_point must be a number in [0, 1e9], got -1" in err
+          and not os.path.exists(os.path.join(tmp, "r3")), err)
+    rc, _, err = hdrpost("render", pattern, "-o", os.path.join(tmp, "r4"), port=d.port)
+    point("a pattern without --frames: exit 2 saying what to add", rc == 2 and "--frames" in err, err)
+    # A corrupt frame in the shot: that frame fails with the daemon's message, the others are written.
+    shot = os.path.join(tmp, "corrupt")
+    os.makedirs(shot)
+    src = os.path.dirname(pattern)
+    for f in range(4):
+        name = f"beauty.{FIRST + f:04d}.exr"
+        with open(os.path.join(src, name), "rb") as i, open(os.path.join(shot, name), "wb") as o:
+            data = i.read()
+            o.write(data[:200] if f == 2 else data)
+    out_dir = os.path.join(tmp, "r5")
+    rc, out, err = hdrpost("render", shot, "-o", out_dir, "--format", "png", "--json", port=d.port)
+    summary = json.loads(out) if out.strip() else {}
+    failed = summary.get("failed", [])
+    point("a corrupt frame: exit 1, that frame named with the daemon's message, the other three written",
+          rc == 1 and len(failed) == 1 and failed[0]["frame"] == f"beauty.{FIRST + 2:04d}"
+          and "malformed_image" in failed[0]["error"] and summary.get("rendered") == 3
+          and sorted(os.listdir(out_dir)) == sorted([f"beauty.{FIRST + f:04d}.png" for f in (0, 1, 3)] +
+                                                    ["exposure.json"]), out + err)
+
+
+def busy_daemon(tmp, pattern):
+    """queue_depth 1 and --jobs 8: frames refused 429 are waited out and none is lost."""
+    d = start("busy daemon", ["--queue_depth=1", "--test_gpu_delay_ms=100"])
+    if not d:
+        return
+    try:
+        out_dir = os.path.join(tmp, "busy")
+        rng = f"{FIRST}-{FIRST + 15}"
+        rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", out_dir, "--jobs", "8", "--exposure", "frame",
+                             port=d.port, timeout=300)
+        _, _, metrics = harness.request(d.port, "GET", "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        refused = sum(float(l.split()[-1]) for l in metrics.decode().splitlines()
+                      if l.startswith("hdrpost_requests_total{route=\"/v1/render\",status=\"429\"}"))
+        point(f"queue_depth 1, --jobs 8: all 16 frames written through {refused:.0f} answers 429, none lost",
+              rc == 0 and len(os.listdir(out_dir)) == 16 and refused > 0, err[-2000:])
+    finally:
+        stop(d)
+
+
+def interrupted_and_resumed(tmp, pattern):
+    d = start("slow daemon", ["--test_gpu_delay_ms=400"])
+    if not d:
+        return
+    try:
+        out_dir = os.path.join(tmp, "resume")
+        rng = f"{FIRST}-{FIRST + 11}"
+        argv = [HDRPOST, "render", pattern, "--frames", rng, "-o", out_dir, "--jobs", "2", "--exposure", "frame",
+                "--format", "png", "--server", f"http://{HOST}:{d.port}", "--token", TOKEN]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        written = [n for n in os.listdir(out_dir) if n.endswith(".png")]
+        partial = [n for n in os.listdir(out_dir) if ".part-" in n]
+        point("SIGINT: frames in flight finish, no new one starts, exit 1, no partial file",
+              proc.returncode == 1 and 0 < len(written) < 12 and not partial and "interrupted" in err,
+              f"exit {proc.returncode}, {len(written)} written, partial {partial}\n{err}")
+        rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", out_dir, "--jobs", "2", "--exposure", "frame",
+                             "--format", "png", "--resume", port=d.port)
+        rendered = len(re.findall(r" rendered \(", err))
+        point(f"--resume renders only the {12 - len(written)} missing frames",
+              rc == 0 and rendered == 12 - len(written) and len(os.listdir(out_dir)) == 12, err)
+    finally:
+        stop(d)
+
+
+def restarted_daemon(tmp, pattern):
+    port = free_port()
+    d = start("daemon to restart", ["--test_gpu_delay_ms=300"], port=port)
+    if not d:
+        return
+    out_dir = os.path.join(tmp, "restart")
+    argv = [HDRPOST, "render", pattern, "--frames", f"{FIRST}-{FIRST + 9}", "-o", out_dir, "--jobs", "2",
+            "--exposure", "frame", "--format", "png", "--server", f"http://{HOST}:{port}", "--token", TOKEN]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    d.kill()  # SIGKILL mid-run
+    time.sleep(1.0)
+    d2 = start("the daemon restarted", ["--test_gpu_delay_ms=300"], port=port)
+    try:
+        out, err = proc.communicate(timeout=120)
+        point("the daemon killed mid-run and restarted: the client retries and finishes every frame",
+              proc.returncode == 0 and len([n for n in os.listdir(out_dir) if n.endswith(".png")]) == 10, err)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if d2:
+            stop(d2)
+
+
+def progress(d, tmp, pattern):
+    rng = f"{FIRST}-{FIRST + 3}"
+    primary, secondary = pty.openpty()
+    argv = [HDRPOST, "render", pattern, "--frames", rng, "-o", os.path.join(tmp, "tty"), "--server",
+            f"http://{HOST}:{d.port}", "--token", TOKEN]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=secondary)
+    os.close(secondary)
+    seen = b""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([primary], [], [], 0.5)
+        if r:
+            try:
+                chunk = os.read(primary, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=30)
+    os.close(primary)
+    text = seen.decode("utf-8", "replace")
+    point("on a terminal: one progress line redrawn in place (carriage returns), frames done/total and frames/s",
+          proc.returncode == 0 and "\r" in text and re.search(r"rendering 4/4, 0 failed, [0-9.]+ frames/s", text)
+          and " rendered (" not in text, repr(text[-500:]))
+    rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", os.path.join(tmp, "pipe"), port=d.port)
+    point("in a pipe: a plain line per frame, no carriage return", rc == 0 and "\r" not in err
+          and len(re.findall(r"beauty\.\d+ rendered \(", err)) == 4, err)
+
+
+def main():
+    for path in (HDRPOST, EXE, MAKE_FRAME):
+        if not os.access(path, os.X_OK):
+            print(f"not ok 1 - {path} is built and executable\n1..1")
+            return 1
+    with tempfile.TemporaryDirectory(prefix="hdrpost-client-") as tmp:
+        try:
+            pattern = make_shot(tmp)
+            d = start("client daemon")
+            if d:
+                try:
+                    exposure_lock(d, tmp, pattern)
+                    analyze_and_status(d, tmp, pattern)
+                    refusals(d, tmp, pattern)
+                    progress(d, tmp, pattern)
+                finally:
+                    stop(d)
+            busy_daemon(tmp, pattern)
+            interrupted_and_resumed(tmp, pattern)
+            restarted_daemon(tmp, pattern)
+        except Exception:
+            point("the test harness ran to the end", False, traceback.format_exc())
+    print(f"1..{harness.count()}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
