@@ -129,7 +129,10 @@ static void frame_query(const hp_shot_job *job, size_t i, char *out, size_t size
         n += snprintf(out + n, size - (size_t)n, "%sexposure.mode=fixed&exposure.adaptation=%.17g&exposure.key=%.17g",
                       n ? "&" : "", l->adaptation, l->key);
         if (l->white > 0)
-            snprintf(out + n, size - (size_t)n, "&tonemap.white_point=%.17g", l->white);
+            n += snprintf(out + n, size - (size_t)n, "&tonemap.white_point=%.17g", l->white);
+        if (l->scene_max > 0)
+            snprintf(out + n, size - (size_t)n, "&tonemap.drago.scene_log_average=%.17g&tonemap.drago.scene_max=%.17g",
+                     l->scene_log_average, l->scene_max);
     }
 }
 

@@ -65,7 +65,9 @@ bool hp_lock_compute(const hp_frame_stats *s, size_t n, const hp_lock_request *r
         double key = req->key_auto ? auto_key(adaptation, sum_p01 / (double)count, sum_p99 / (double)count) : req->key;
         /* The white point the daemon would take, the exposed maximum, over the same frames. */
         double scale = key / adaptation * exp2(req->compensation_ev);
-        locks[i] = (hp_frame_lock){.adaptation = adaptation, .key = key, .white = req->fix_white ? max * scale : 0};
+        locks[i] = (hp_frame_lock){.adaptation = adaptation, .key = key, .white = req->fix_white ? max * scale : 0,
+                                   .scene_log_average = req->fix_drago ? adaptation : 0,
+                                   .scene_max = req->fix_drago ? max : 0};
     }
     /* A frame that could not be analysed takes the values of the nearest one that could. */
     for (size_t i = 0; any && i < n; i++) {

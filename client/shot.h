@@ -3,7 +3,7 @@
  * every frame first (/v1/analyze) and renders each with exposure.mode=fixed and an adaptation luminance
  * common to the shot (or to a window of frames around it), and fixes likewise every other value the look
  * would take from the frame's own statistics: reinhard_extended's white point (by default the exposed
- * frame's maximum) and an automatic key. The formulas are the daemon's (pipeline/cpu_tone.c). */
+ * frame's maximum), drago's world adaptation and maximum, and an automatic key. The formulas are the daemon's (pipeline/cpu_tone.c). */
 #ifndef HP_CLIENT_SHOT_H
 #define HP_CLIENT_SHOT_H
 
@@ -29,6 +29,7 @@ typedef struct hp_frame_lock {
     double adaptation; /* exposure.adaptation */
     double key;        /* exposure.key: the request's, or the automatic key from the lock's statistics */
     double white;      /* tonemap.white_point, or 0 to leave the request's */
+    double scene_log_average, scene_max; /* tonemap.drago.scene_*, or 0 to leave the request's */
 } hp_frame_lock;
 
 typedef struct hp_lock_request {
@@ -38,6 +39,7 @@ typedef struct hp_lock_request {
     bool key_auto;          /* exposure.key=auto */
     double compensation_ev; /* exposure.compensation_ev */
     bool fix_white;         /* reinhard_extended with white_point 0 (the exposed frame's maximum) */
+    bool fix_drago;         /* drago with no scene values (the frame's own log-average and maximum) */
 } hp_lock_request;
 
 /* Fills locks[i] for every frame (those not ok get the values of the frames around them). False when no

@@ -162,16 +162,22 @@ static bool lock_exposure(hp_cli_options *o, hp_shot_job *job, const hp_params *
                            .key_auto = params->exposure.key_auto,
                            .compensation_ev = params->exposure.compensation_ev,
                            .fix_white = params->tonemap.op == HP_TONE_REINHARD_EXTENDED &&
-                                        params->tonemap.white_point == 0};
+                                        params->tonemap.white_point == 0,
+                           .fix_drago = params->tonemap.op == HP_TONE_DRAGO &&
+                                        params->tonemap.drago_scene_max == 0 &&
+                                        params->tonemap.drago_scene_log_average == 0};
     job->locks = calloc(o->frames.count, sizeof(*job->locks));
     if (!job->locks || !hp_lock_compute(job->stats, o->frames.count, &req, job->locks))
         return false;
     json_t *frames = json_array();
     for (size_t i = 0; i < o->frames.count; i++)
-        json_array_append_new(frames, json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f}", "frame", o->frames.items[i].name,
-                                                "analysed", job->stats[i].ok, "log_average", job->stats[i].log_average,
-                                                "max", job->stats[i].max, "adaptation", job->locks[i].adaptation,
-                                                "key", job->locks[i].key, "white_point", job->locks[i].white));
+        json_array_append_new(frames, json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "frame",
+                                                o->frames.items[i].name, "analysed", job->stats[i].ok, "log_average",
+                                                job->stats[i].log_average, "max", job->stats[i].max, "adaptation",
+                                                job->locks[i].adaptation, "key", job->locks[i].key, "white_point",
+                                                job->locks[i].white, "drago_scene_log_average",
+                                                job->locks[i].scene_log_average, "drago_scene_max",
+                                                job->locks[i].scene_max));
     json_t *doc = json_pack("{s:s, s:i, s:o}", "mode", mode == HP_LOCK_SHOT ? "shot" : "window", "window",
                             (int)window, "frames", frames);
     char path[4200];

@@ -114,8 +114,11 @@ void hp_cpu_exposure(const hp_lum_stats *st, const hp_params *p, hp_tone_state *
     ts->exposed_log_average = scale * log_avg;
     ts->white = fmax(p->tonemap.white_point > 0.0 ? p->tonemap.white_point : ts->exposed_max, 1e-6);
     ts->hist_mean = hist_mean;
-    double lwa = fmax(ts->exposed_log_average, 1e-20);
-    double lsmax = fmax(ts->exposed_max / lwa, 1e-6);
+    /* Drago's L_wa and L_wmax: the frame's, or the shot's when the request gives them (exposed alike). */
+    double lwa = fmax(p->tonemap.drago_scene_log_average > 0.0 ? scale * p->tonemap.drago_scene_log_average
+                                                                : ts->exposed_log_average, 1e-20);
+    double lsmax = fmax((p->tonemap.drago_scene_max > 0.0 ? scale * p->tonemap.drago_scene_max : ts->exposed_max) / lwa,
+                        1e-6);
     ts->drago_inv_lwa = 1.0 / lwa;
     ts->drago_inv_lsmax = 1.0 / lsmax;
     ts->drago_norm = p->tonemap.drago_display_max * 0.01 / log10(1.0 + lsmax);

@@ -277,6 +277,18 @@ const hp_param_def hp_param_schema[] = {
      /* A 3.3: L_d(L_wmax) = L_dmax / 100; banterle's default 100. */
      .help = "Drago's display maximum L_dmax: the frame's maximum maps to display_max / 100, so 100 maps it "
              "to 1 and smaller values leave headroom."},
+    {.name = "tonemap.drago.scene_log_average", .type = HP_PARAM_NUMBER,
+     .offset = NUMBER_AT(tonemap.drago_scene_log_average), .min = 0, .max = 1e9, .def = 0,
+     .unit = "frame luminance units", .applies = "operator `drago`",
+     /* A 3.3: L_wa, the world adaptation luminance (the log-average); per frame it pumps a shot. */
+     .help = "Drago's world adaptation luminance L_wa, in the frame's units before exposure; 0 = the frame's "
+             "own log-average. A client that measured a whole shot passes the shot's, so that the curve does not "
+             "change from frame to frame."},
+    {.name = "tonemap.drago.scene_max", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.drago_scene_max),
+     .min = 0, .max = 1e9, .def = 0, .unit = "frame luminance units", .applies = "operator `drago`",
+     /* A 3.3: L_wmax, the maximum world luminance, which maps to display_max / 100. */
+     .help = "Drago's maximum world luminance L_wmax, in the frame's units before exposure; 0 = the frame's own "
+             "maximum. A client that measured a whole shot passes the shot's."},
     {.name = "tonemap.aces.input_scale", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.aces_input_scale),
      .min = 0, .min_exclusive = true, .max = 16, .def = 1, .unit = "", .applies = "operator `aces_narkowicz`",
      /* A 3.4: Narkowicz, "for the original ACES curve just multiply input by 0.6". */

@@ -54,6 +54,9 @@ typedef struct hp_tonemap_params {
     double white_point;      /* reinhard_extended: L_white in exposed units; 0: the exposed max */
     double drago_bias;       /* Drago's bias b */
     double drago_display_max; /* Drago's L_dmax in cd/m^2; 100 maps the frame's max to 1 */
+    /* Drago's world adaptation L_wa and maximum L_wmax in frame luminance units (exposed like the frame);
+     * 0: the frame's own log-average and maximum. A shot client passes the shot's (docs/CLIENT.md). */
+    double drago_scene_log_average, drago_scene_max;
     double aces_input_scale; /* aces_narkowicz: input multiplier (0.6 gives the original ACES range) */
     double hable_a, hable_b, hable_c, hable_d, hable_e, hable_f; /* Hable's curve constants */
     double hable_white;      /* Hable's linear white point W */

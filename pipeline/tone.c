@@ -138,7 +138,8 @@ void hp_tone_pack_params(const hp_params *p, uint32_t w[HP_TONE_PARAMS_WORDS])
         p->exposure.adaptation, p->exposure.compensation_ev, t->white_point, t->drago_bias, t->drago_display_max,
         t->aces_input_scale, t->hable_a, t->hable_b, t->hable_c, t->hable_d, t->hable_e, t->hable_f,
         t->hable_white, t->hable_exposure_bias, t->lottes_contrast, t->lottes_shoulder, lottes_b, lottes_c,
-        P, a, m, l, t->uchimura_black_tightness, t->uchimura_black_offset, l0, S0, S1, C2, CP};
+        P, a, m, l, t->uchimura_black_tightness, t->uchimura_black_offset, l0, S0, S1, C2, CP,
+        t->drago_scene_log_average, t->drago_scene_max};
     _Static_assert(8 + sizeof(f) / sizeof(f[0]) <= HP_TONE_PARAMS_WORDS, "tone_params overflow");
     for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
         float v = (float)f[i];

@@ -142,9 +142,10 @@ void main()
     ts.p01 = p01;
     ts.p99 = p99;
     ts.hist_mean = hist_mean;
-    // Drago: L_s = L / L_wa, L_smax = L_max / L_wa, norm = (L_dmax / 100) / log10(1 + L_smax).
-    float lwa = max(exposed_log_avg, 1e-20);
-    float lsmax = max(exposed_max / lwa, 1e-6);
+    // Drago: L_s = L / L_wa, L_smax = L_max / L_wa, norm = (L_dmax / 100) / log10(1 + L_smax); L_wa and L_max
+    // the frame's, or the shot's when the request gives them (exposed like the frame).
+    float lwa = max(tp.drago_scene_log_average > 0.0 ? scale * tp.drago_scene_log_average : exposed_log_avg, 1e-20);
+    float lsmax = max((tp.drago_scene_max > 0.0 ? scale * tp.drago_scene_max : exposed_max) / lwa, 1e-6);
     ts.drago_inv_lwa = 1.0 / lwa;
     ts.drago_inv_lsmax = 1.0 / lsmax;
     ts.drago_norm = tp.drago_display_max * 0.01 / log(1.0 + lsmax) * log(10.0);

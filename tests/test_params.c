@@ -98,6 +98,8 @@ static const spec specs[] = {
     {"tonemap.white_point", NUM, F(tonemap.white_point), "0", "[0, 1e9]", NULL},
     {"tonemap.drago.bias", NUM, F(tonemap.drago_bias), "0.85", "(0, 1]", NULL},
     {"tonemap.drago.display_max", NUM, F(tonemap.drago_display_max), "100", "[1, 10000]", NULL},
+    {"tonemap.drago.scene_log_average", NUM, F(tonemap.drago_scene_log_average), "0", "[0, 1e9]", NULL},
+    {"tonemap.drago.scene_max", NUM, F(tonemap.drago_scene_max), "0", "[0, 1e9]", NULL},
     {"tonemap.aces.input_scale", NUM, F(tonemap.aces_input_scale), "1", "(0, 16]", NULL},
     {"tonemap.hable.shoulder_strength", NUM, F(tonemap.hable_a), "0.15", "(0, 10]", NULL},
     {"tonemap.hable.linear_strength", NUM, F(tonemap.hable_b), "0.50", "(0, 10]", NULL},

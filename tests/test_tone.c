@@ -450,6 +450,8 @@ int main(void)
                     fp.params.gamma.radius = 5;
                 if (op == HP_TONE_LINEAR && variant == 3)
                     fp.params.output.dither = false;
+                if (op == HP_TONE_DRAGO && variant == 2) /* a shot's L_wa and L_wmax instead of the frame's */
+                    fp.params.tonemap.drago_scene_log_average = 0.05, fp.params.tonemap.drago_scene_max = 200;
                 hp_frame_desc desc = {.width = w, .height = h, .format = format};
                 const void *src = format == HP_PIXEL_RGBA16F ? (const void *)half : (const void *)frame;
                 hp_frame_result res;
@@ -469,9 +471,9 @@ int main(void)
                  * most one value in a million off by more than one (bench/bench_tone.c, the same). */
                 tap_ok(ran && identical >= (sixteen ? 0.99 : 0.999) &&
                            (double)d.worse <= (sixteen ? (double)d.values * 1e-6 : 0.0),
-                       "GPU = CPU, %s, gamma %s%s, %s, %u-bit%s: %.3f%% identical, %zu off by 1, %zu worse",
-                       op_def->choices[op], g_def->choices[fp.params.gamma.mode],
-                       fp.params.gamma.radius ? " (radius 5)" : "", hp_pixel_format_name(format),
+                       "GPU = CPU, %s%s, gamma %s%s, %s, %u-bit%s: %.3f%% identical, %zu off by 1, %zu worse",
+                       op_def->choices[op], fp.params.tonemap.drago_scene_max > 0 ? " (the shot's L_wa, L_wmax)" : "",
+                       g_def->choices[fp.params.gamma.mode], fp.params.gamma.radius ? " (radius 5)" : "", hp_pixel_format_name(format),
                        fp.params.output.bit_depth, fp.params.output.dither ? "" : ", no dither", 100 * identical,
                        d.off_by_one, d.worse);
             }

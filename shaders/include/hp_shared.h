@@ -191,7 +191,8 @@
  *         drago_bias, drago_display_max, aces_input_scale,
  *         hable_a, hable_b, hable_c, hable_d, hable_e, hable_f, hable_white, hable_bias,
  *         lottes_a, lottes_d, lottes_b, lottes_c,
- *         uch_p, uch_a, uch_m, uch_l, uch_c, uch_b, uch_l0, uch_s0, uch_s1, uch_c2, uch_cp, pad
+ *         uch_p, uch_a, uch_m, uch_l, uch_c, uch_b, uch_l0, uch_s0, uch_s1, uch_c2, uch_cp,
+ *         drago_scene_log_average, drago_scene_max, pad x 2
  * tone_state (written by the exposure stage, read by the tone stage and copied back):
  *   float scale, key, adaptation, white, exposed_max, exposed_log_average, p01, p99, hist_mean,
  *         drago_norm, drago_inv_lwa, drago_inv_lsmax, drago_bias_exp;

@@ -19,7 +19,8 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer To
     float drago_bias, drago_display_max, aces_input_scale;
     float hable_a, hable_b, hable_c, hable_d, hable_e, hable_f, hable_white, hable_bias;
     float lottes_a, lottes_d, lottes_b, lottes_c;
-    float uch_p, uch_a, uch_m, uch_l, uch_c, uch_b, uch_l0, uch_s0, uch_s1, uch_c2, uch_cp, pad1;
+    float uch_p, uch_a, uch_m, uch_l, uch_c, uch_b, uch_l0, uch_s0, uch_s1, uch_c2, uch_cp;
+    float drago_scene_log_average, drago_scene_max, pad1, pad2;
 };
 
 // Layout: hp_shared.h ("tone_state").

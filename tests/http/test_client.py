@@ -134,6 +134,17 @@ def exposure_lock(d, tmp, pattern):
     rc, out, err = hdrpost("render", pattern, "--frames", rng, "-o", shot, "--format", "png", port=d.port)
     point("outputs that exist are not overwritten by surprise: exit 2 naming --resume and --overwrite",
           rc == 2 and "--resume" in err and "--overwrite" in err, err)
+    # drago takes the frame's log-average and maximum into its curve as well: locked with the exposure.
+    drago = {}
+    for mode in ("frame", "shot"):
+        out_dir = os.path.join(tmp, f"out-drago-{mode}")
+        rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", out_dir, "--format", "png", "--set",
+                             "tonemap.operator=drago", "--exposure", mode, port=d.port)
+        drago[mode] = max_jump(levels(out_dir)) if rc == 0 else None
+    print(f"# drago, static region, largest jump: exposure frame {drago['frame']}, shot {drago['shot']} levels")
+    point("drago: --exposure frame pumps the static region, shot holds it within 1 level (its L_wa and L_wmax locked)",
+          drago["frame"] is not None and drago["shot"] is not None and drago["frame"] > 3 and drago["shot"] <= 1.0,
+          str(drago))
     win = os.path.join(tmp, "out-window")
     rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", win, "--format", "png", "--exposure", "window=5",
                          port=d.port)
