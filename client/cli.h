@@ -12,7 +12,8 @@ enum { HP_EXIT_DONE = 0, HP_EXIT_SOME_FAILED = 1, HP_EXIT_USAGE = 2 };
 
 typedef struct hp_cli_options {
     const char *server, *token;
-    hp_param_set params;
+    hp_param_set params;         /* --params, then --set merged over it (prepare in verbs.c) */
+    hp_param_set sets;           /* --set */
     hp_frame_list frames;
     bool has_range;
     long first, last;

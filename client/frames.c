@@ -106,14 +106,16 @@ static hp_code add_directory(hp_frame_list *list, const char *dir, hp_err *err)
  * prefix length, the field's length in the pattern and its padding; false when there is none. */
 static bool pattern_field(const char *arg, size_t *at, size_t *len, int *pad)
 {
-    const char *hash = strchr(arg, '#');
+    const char *base = strrchr(arg, '/');
+    base = base ? base + 1 : arg; /* a directory's name may hold a '#' or a '%' */
+    const char *hash = strchr(base, '#');
     if (hash) {
         *at = (size_t)(hash - arg);
         *len = strspn(hash, "#");
         *pad = (int)*len;
         return true;
     }
-    for (const char *p = strchr(arg, '%'); p; p = strchr(p + 1, '%')) {
+    for (const char *p = strchr(base, '%'); p; p = strchr(p + 1, '%')) {
         const char *q = p + 1;
         int width = 0;
         if (*q == '0')
@@ -135,7 +137,7 @@ hp_code hp_frames_add(hp_frame_list *list, const char *arg, bool has_range, long
     size_t at, len;
     int pad;
     struct stat st;
-    if (!pattern_field(arg, &at, &len, &pad)) {
+    if (stat(arg, &st) == 0 || !pattern_field(arg, &at, &len, &pad)) { /* a file whose name has a '#' is a file */
         if (stat(arg, &st) != 0)
             return hp_fail(err, HP_ERR_IO, "%s: %s", arg, strerror(errno));
         return S_ISDIR(st.st_mode) ? add_directory(list, arg, err) : push(list, arg, err);

@@ -18,7 +18,9 @@ static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig)
 {
     (void)sig;
-    stop_requested = 1;
+    /* The first asks to stop taking frames; a second also abandons the frames in flight (transport.c). */
+    if (stop_requested < 2)
+        stop_requested++;
 }
 
 int hp_cli_usage_error(const char *verb, const char *fmt, const char *arg)
@@ -105,7 +107,7 @@ static int parse(const char *verb, const char *help, int argc, char **argv, hp_c
                 return hp_cli_usage_error(verb, "%s", err.message);
             break;
         case O_SET:
-            if (hp_param_set_assign(&o->params, optarg, &err) != HP_OK)
+            if (hp_param_set_assign(&o->sets, optarg, &err) != HP_OK)
                 return hp_cli_usage_error(verb, "%s", err.message);
             break;
         case O_FORMAT: o->format = optarg; break;
@@ -160,6 +162,7 @@ int main(int argc, char **argv)
     if (rc == 0)
         rc = verbs[v].run(&o);
     hp_param_set_free(&o.params);
+    hp_param_set_free(&o.sets);
     hp_frames_free(&o.frames);
     curl_global_cleanup();
     return rc < 0 ? HP_EXIT_DONE : rc;

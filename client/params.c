@@ -100,9 +100,36 @@ hp_code hp_param_set_json(hp_param_set *set, const char *arg, hp_err *err)
         json_decref(obj);
         return code;
     }
-    hp_code code = flatten(set, "", obj, err);
+    /* The daemon's own JSON reading first (its messages: a key both nested and dotted, an unknown name, a
+     * value of the wrong type); then the pairs the query carries. */
+    hp_params check;
+    hp_params_defaults(&check);
+    hp_code code = hp_params_from_json(obj, &check, err);
+    if (code == HP_OK)
+        code = flatten(set, "", obj, err);
     json_decref(obj);
     return code;
+}
+
+void hp_param_set_remove(hp_param_set *set, const char *name)
+{
+    for (size_t i = 0; i < set->count; i++)
+        if (!strcmp(set->pairs[i].name, name)) {
+            free(set->pairs[i].name);
+            free(set->pairs[i].value);
+            set->pairs[i] = set->pairs[--set->count];
+            return;
+        }
+}
+
+hp_code hp_param_set_merge(hp_param_set *set, const hp_param_set *over, hp_err *err)
+{
+    for (size_t i = 0; i < over->count; i++) {
+        hp_code code = hp_param_set_put(set, over->pairs[i].name, over->pairs[i].value, err);
+        if (code != HP_OK)
+            return code;
+    }
+    return HP_OK;
 }
 
 /* Appends "name=value" percent-encoded (libcurl's escaping: everything but unreserved characters). */

@@ -24,6 +24,10 @@ hp_code hp_param_set_json(hp_param_set *set, const char *file_or_json, hp_err *e
 /* --set name=value, or any pair the client adds itself: replaces an earlier value of the same name. */
 hp_code hp_param_set_put(hp_param_set *set, const char *name, const char *value, hp_err *err);
 hp_code hp_param_set_assign(hp_param_set *set, const char *name_eq_value, hp_err *err);
+/* Takes a name out (a value the exposure lock sets instead). */
+void hp_param_set_remove(hp_param_set *set, const char *name);
+/* Every pair of over put into set: over wins (--set over --params). */
+hp_code hp_param_set_merge(hp_param_set *set, const hp_param_set *over, hp_err *err);
 /* The value set for name, or NULL. */
 const char *hp_param_set_get(const hp_param_set *set, const char *name);
 

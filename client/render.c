@@ -39,10 +39,11 @@ static uint8_t *read_file(const char *path, size_t *len)
  * whole, whatever stopped the run (--resume relies on it). */
 static bool write_atomically(const char *path, const uint8_t *data, size_t len, char *why, size_t why_size)
 {
+    /* A unique name (mkstemp): runs on several farm hosts may share the output directory. */
     char tmp[4300];
-    snprintf(tmp, sizeof(tmp), "%.4200s.part-%d", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    bool ok = fd >= 0;
+    snprintf(tmp, sizeof(tmp), "%.4200s.part-XXXXXX", path);
+    int fd = mkstemp(tmp);
+    bool ok = fd >= 0 && fchmod(fd, 0644) == 0;
     for (size_t off = 0; ok && off < len;) {
         ssize_t w = write(fd, data + off, len - off);
         ok = w > 0;
@@ -54,7 +55,8 @@ static bool write_atomically(const char *path, const uint8_t *data, size_t len, 
     ok = ok && rename(tmp, path) == 0;
     if (!ok) {
         snprintf(why, why_size, "cannot write %s: %s", path, strerror(errno));
-        unlink(tmp);
+        if (fd >= 0)
+            unlink(tmp);
     }
     return ok;
 }
@@ -64,40 +66,47 @@ static void output_path(const hp_shot_job *job, size_t i, char *out, size_t size
     snprintf(out, size, "%s/%s.%s", job->out_dir, job->frames->items[i].name, job->extension);
 }
 
-/* One frame posted under the retry policy: true with the answer in r when it is 200; false with why set.
- * A 401 stops the run (every frame would get it). */
-static bool post_frame(hp_run *run, hp_client *client, size_t i, const char *path, hp_response *r, char *why,
-                       size_t why_size, bool *fatal)
+/* One frame posted under the retry policy: DONE with the answer in r when it is 200. A refused token (every
+ * frame would get it) and a daemon that no longer answers after every retry stop the run; a frame the run
+ * was stopped on while it waited is not done (--resume does it). */
+static hp_frame_outcome post_frame(hp_run *run, hp_client *client, size_t i, const char *path, hp_response *r,
+                                   char *why, size_t why_size, bool *fatal)
 {
     const hp_shot_job *job = run->user;
     size_t len = 0;
     uint8_t *body = read_file(run->frames->items[i].path, &len);
     if (!body) {
         snprintf(why, why_size, "cannot read %s: %s", run->frames->items[i].path, strerror(errno));
-        return false;
+        return HP_FRAME_FAILED;
     }
     hp_retry_policy policy = {.retries = job->retries, .max_wait_s = job->max_wait_s, .stop = run->stop};
     hp_client_send_retrying(client, &policy, path, body, len, job->accept, r);
     free(body);
     if (r->status == 200)
-        return true;
-    *fatal = r->status == 401 || r->status == 403;
+        return HP_FRAME_DONE;
+    if (run->stop && *run->stop && !hp_response_refused(r))
+        return HP_FRAME_NOT_DONE;
+    *fatal = r->status == 401 || r->status == 403 || r->status == 0;
     if (r->status == 0)
-        snprintf(why, why_size, "no answer from %s after %u attempt(s): %s", run->server, r->attempts, r->error);
+        snprintf(why, why_size, "%s unreachable after %u attempt(s): %s", run->server, r->attempts, r->error);
     else
         snprintf(why, why_size, "HTTP %ld, %s", r->status, r->error);
-    return false;
+    return HP_FRAME_FAILED;
 }
 
 /* --- Analyze ---------------------------------------------------------------------------------------- */
 
-static bool analyze_one(hp_run *run, hp_client *client, size_t i, char *why, size_t why_size, bool *fatal)
+static hp_frame_outcome analyze_one(hp_run *run, hp_client *client, size_t i, char *why, size_t why_size,
+                                    bool *fatal)
 {
     hp_shot_job *job = run->user;
-    char path[8192];
-    snprintf(path, sizeof(path), "/v1/analyze%s%s", job->query[0] ? "?" : "", job->query);
+    char *path = NULL;
+    if (asprintf(&path, "/v1/analyze%s%s", job->query[0] ? "?" : "", job->query) < 0)
+        return snprintf(why, why_size, "out of memory"), HP_FRAME_FAILED;
     hp_response r = {0};
-    bool ok = post_frame(run, client, i, path, &r, why, why_size, fatal);
+    hp_frame_outcome outcome = post_frame(run, client, i, path, &r, why, why_size, fatal);
+    free(path);
+    bool ok = outcome == HP_FRAME_DONE;
     json_t *doc = ok ? json_loadb((const char *)r.body, r.len, 0, NULL) : NULL;
     json_t *stats = json_object_get(doc, "stats"), *pct = json_object_get(doc, "percentiles");
     if (ok && !json_is_object(stats)) {
@@ -115,44 +124,57 @@ static bool analyze_one(hp_run *run, hp_client *client, size_t i, char *why, siz
     }
     json_decref(doc);
     hp_response_free(&r);
-    return ok;
+    return outcome == HP_FRAME_DONE && !ok ? HP_FRAME_FAILED : outcome;
 }
 
 /* --- Render ----------------------------------------------------------------------------------------- */
 
-/* The query of frame i: the run's, with the shot's exposure lock when there is one. */
-static void frame_query(const hp_shot_job *job, size_t i, char *out, size_t size)
+/* The query of frame i, malloc'd: the run's, with the shot's exposure lock when there is one (the run's
+ * query then holds none of the names the lock sets: verbs.c takes them out). */
+static char *frame_query(const hp_shot_job *job, size_t i)
 {
-    int n = snprintf(out, size, "%s", job->query);
-    if (job->locks && job->locks[i].adaptation > 0) {
+    char lock[512] = "";
+    if (job->locks) {
         const hp_frame_lock *l = &job->locks[i];
-        n += snprintf(out + n, size - (size_t)n, "%sexposure.mode=fixed&exposure.adaptation=%.17g&exposure.key=%.17g",
-                      n ? "&" : "", l->adaptation, l->key);
+        int n = 0;
+        if (job->lock_exposure && l->adaptation > 0)
+            n += snprintf(lock + n, sizeof(lock) - (size_t)n,
+                          "&exposure.mode=fixed&exposure.adaptation=%.17g&exposure.key=%.17g", l->adaptation, l->key);
         if (l->white > 0)
-            n += snprintf(out + n, size - (size_t)n, "&tonemap.white_point=%.17g", l->white);
+            n += snprintf(lock + n, sizeof(lock) - (size_t)n, "&tonemap.white_point=%.17g", l->white);
         if (l->scene_max > 0)
-            snprintf(out + n, size - (size_t)n, "&tonemap.drago.scene_log_average=%.17g&tonemap.drago.scene_max=%.17g",
-                     l->scene_log_average, l->scene_max);
+            snprintf(lock + n, sizeof(lock) - (size_t)n,
+                     "&tonemap.drago.scene_log_average=%.17g&tonemap.drago.scene_max=%.17g", l->scene_log_average,
+                     l->scene_max);
     }
+    char *q = NULL;
+    const char *extra = job->query[0] ? lock : lock + (lock[0] == '&');
+    return asprintf(&q, "%s%s", job->query, extra) < 0 ? NULL : q;
 }
 
-static bool render_one(hp_run *run, hp_client *client, size_t i, char *why, size_t why_size, bool *fatal)
+static hp_frame_outcome render_one(hp_run *run, hp_client *client, size_t i, char *why, size_t why_size,
+                                   bool *fatal)
 {
     hp_shot_job *job = run->user;
-    char query[8192], path[8400], out[4200];
-    frame_query(job, i, query, sizeof(query));
-    snprintf(path, sizeof(path), "/v1/render%s%s", query[0] ? "?" : "", query);
-    hp_response r = {0};
-    bool ok = post_frame(run, client, i, path, &r, why, why_size, fatal);
-    if (ok) {
-        output_path(job, i, out, sizeof(out));
-        ok = write_atomically(out, r.body, r.len, why, why_size);
+    char *query = frame_query(job, i), *path = NULL, out[4200];
+    if (!query || asprintf(&path, "/v1/render%s%s", query[0] ? "?" : "", query) < 0) {
+        free(query);
+        snprintf(why, why_size, "out of memory");
+        return HP_FRAME_FAILED;
     }
-    if (r.server_timing[0] || r.status)
-        snprintf(job->timings[i], sizeof(job->timings[i]), "%s", r.server_timing);
+    free(query);
+    hp_response r = {0};
+    hp_frame_outcome outcome = post_frame(run, client, i, path, &r, why, why_size, fatal);
+    free(path);
+    if (outcome == HP_FRAME_DONE) {
+        output_path(job, i, out, sizeof(out));
+        if (!write_atomically(out, r.body, r.len, why, why_size))
+            outcome = HP_FRAME_FAILED;
+    }
+    snprintf(job->timings[i], sizeof(job->timings[i]), "%s", r.server_timing);
     job->statuses[i] = r.status;
     hp_response_free(&r);
-    return ok;
+    return outcome;
 }
 
 /* --- The run ---------------------------------------------------------------------------------------- */

@@ -23,6 +23,7 @@ typedef struct hp_shot_job {
     hp_frame_stats *stats;  /* from the analysis */
     json_t **analyses;      /* each frame's /v1/analyze answer */
     hp_frame_lock *locks;   /* the exposure lock (NULL: none), set by the caller */
+    bool lock_exposure;     /* the lock sets the exposure too (not when the request fixes it itself) */
     char (*timings)[512];   /* Server-Timing of the render */
     long *statuses;         /* the last HTTP status of the render */
 } hp_shot_job;

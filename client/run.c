@@ -48,8 +48,12 @@ typedef struct worker {
     bool terminal;
 } worker;
 
-static void frame_finished(hp_run *run, size_t i, bool ok, const char *why, bool terminal, double ms)
+static void frame_finished(hp_run *run, size_t i, hp_frame_outcome outcome, const char *why, bool terminal,
+                           double ms)
 {
+    if (outcome == HP_FRAME_NOT_DONE)
+        return;
+    bool ok = outcome == HP_FRAME_DONE;
     pthread_mutex_lock(&run->lock);
     run->finished++;
     run->done[i] = ok;
@@ -71,7 +75,7 @@ static void *worker_main(void *arg)
 {
     worker *w = arg;
     hp_run *run = w->run;
-    hp_client *client = hp_client_new(run->server, run->token);
+    hp_client *client = hp_client_new(run->server, run->token, run->stop, 2);
     for (;;) {
         pthread_mutex_lock(&run->lock);
         while (run->next < run->frames->count && run->done[run->next])
@@ -84,7 +88,7 @@ static void *worker_main(void *arg)
         char why[512] = "";
         bool fatal = false;
         double t0 = hp_now();
-        bool ok = run->work(run, client, i, why, sizeof(why), &fatal);
+        hp_frame_outcome outcome = run->work(run, client, i, why, sizeof(why), &fatal);
         if (fatal) {
             pthread_mutex_lock(&run->lock);
             if (!run->fatal)
@@ -92,7 +96,7 @@ static void *worker_main(void *arg)
             run->fatal = true;
             pthread_mutex_unlock(&run->lock);
         }
-        frame_finished(run, i, ok, why, w->terminal, (hp_now() - t0) * 1e3);
+        frame_finished(run, i, outcome, why, w->terminal, (hp_now() - t0) * 1e3);
     }
     hp_client_free(client);
     return NULL;

@@ -14,10 +14,17 @@
 
 typedef struct hp_run hp_run;
 
-/* Does one frame on the thread's client; returns true when it is done, false when it failed (message in
- * why, said in the log and the summary). fatal: stop the whole run (a wrong token: every frame would fail). */
-typedef bool (*hp_frame_work)(hp_run *run, hp_client *client, size_t index, char *why, size_t why_size,
-                              bool *fatal);
+/* What became of one frame. */
+typedef enum hp_frame_outcome {
+    HP_FRAME_DONE,
+    HP_FRAME_FAILED,   /* why says why, in the log and the summary */
+    HP_FRAME_NOT_DONE, /* the run was stopped while the frame waited (SIGINT): --resume does it */
+} hp_frame_outcome;
+
+/* Does one frame on the thread's client. fatal: stop the whole run (a refused token, a daemon that no longer
+ * answers: every frame would fail the same way). */
+typedef hp_frame_outcome (*hp_frame_work)(hp_run *run, hp_client *client, size_t index, char *why,
+                                          size_t why_size, bool *fatal);
 
 struct hp_run {
     const hp_frame_list *frames;

@@ -16,8 +16,8 @@ bool hp_lock_parse(const char *text, hp_lock_mode *mode, unsigned *window)
     if (strncmp(text, "window=", 7) != 0)
         return false;
     long n = strtol(text + 7, &end, 10);
-    if (end == text + 7 || *end || n < 1 || n > 100000)
-        return false;
+    if (end == text + 7 || *end || n < 1 || n > 100000 || n % 2 == 0)
+        return false; /* odd: a window centred on its frame */
     *mode = HP_LOCK_WINDOW;
     *window = (unsigned)n;
     return true;
@@ -64,7 +64,7 @@ bool hp_lock_compute(const hp_frame_stats *s, size_t n, const hp_lock_request *r
         double adaptation = exp(sum_log / (double)count);
         double key = req->key_auto ? auto_key(adaptation, sum_p01 / (double)count, sum_p99 / (double)count) : req->key;
         /* The white point the daemon would take, the exposed maximum, over the same frames. */
-        double scale = key / adaptation * exp2(req->compensation_ev);
+        double scale = (req->fixed_scale > 0 ? req->fixed_scale : key / adaptation) * exp2(req->compensation_ev);
         locks[i] = (hp_frame_lock){.adaptation = adaptation, .key = key, .white = req->fix_white ? max * scale : 0,
                                    .scene_log_average = req->fix_drago ? adaptation : 0,
                                    .scene_max = req->fix_drago ? max : 0};

@@ -34,7 +34,9 @@ typedef struct hp_frame_lock {
 
 typedef struct hp_lock_request {
     hp_lock_mode mode;
-    unsigned window;        /* HP_LOCK_WINDOW: frames in the window (odd; an even one takes one more) */
+    unsigned window;        /* HP_LOCK_WINDOW: frames in the window, odd (centred on the frame) */
+    double fixed_scale;     /* > 0: the request fixes the exposure itself (exposure.mode=fixed): the white
+                             * point and drago's values are locked under this scale, the exposure is not */
     double key;             /* the request's exposure.key */
     bool key_auto;          /* exposure.key=auto */
     double compensation_ev; /* exposure.compensation_ev */
@@ -46,7 +48,7 @@ typedef struct hp_lock_request {
  * frame has a positive log-average (nothing to expose by). */
 bool hp_lock_compute(const hp_frame_stats *stats, size_t n, const hp_lock_request *req, hp_frame_lock *locks);
 
-/* "frame", "shot" or "window=N" into mode and window; false for anything else. */
+/* "frame", "shot" or "window=N" (N odd) into mode and window; false for anything else. */
 bool hp_lock_parse(const char *text, hp_lock_mode *mode, unsigned *window);
 
 #endif

@@ -11,18 +11,22 @@
 
 struct hp_client {
     CURL *curl;
+    volatile sig_atomic_t *stop;
+    int abort_at;
     char server[512];
     struct curl_slist *auth; /* "Authorization: Bearer ..." or NULL */
     unsigned seed;           /* the jitter's, per thread */
 };
 
-hp_client *hp_client_new(const char *server, const char *token)
+hp_client *hp_client_new(const char *server, const char *token, volatile sig_atomic_t *stop, int abort_at)
 {
     hp_client *c = calloc(1, sizeof(*c));
     if (!c || !(c->curl = curl_easy_init())) {
         free(c);
         return NULL;
     }
+    c->stop = stop;
+    c->abort_at = abort_at;
     size_t n = strlen(server);
     while (n && server[n - 1] == '/')
         n--;
@@ -101,13 +105,25 @@ static void daemon_error(hp_response *r)
     json_decref(doc);
 }
 
+/* libcurl's progress callback, called about once a second even when nothing moves: a daemon that hangs
+ * (stopped, a network gone quiet) holds an exchange until the user asks to abandon it. */
+static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    const hp_client *c = user;
+    return c->stop && *c->stop >= c->abort_at; /* non-zero: abandoned (CURLE_ABORTED_BY_CALLBACK) */
+}
+
 void hp_client_send(hp_client *c, const char *path, const uint8_t *body, size_t len, const char *accept,
                     hp_response *out)
 {
     hp_response_free(out);
     out->retry_after_s = -1;
-    char url[4096];
-    snprintf(url, sizeof(url), "%s%s", c->server, path);
+    char *url = NULL;
+    if (asprintf(&url, "%s%s", c->server, path) < 0) {
+        snprintf(out->error, sizeof(out->error), "out of memory");
+        return;
+    }
     struct curl_slist *headers = NULL;
     for (struct curl_slist *h = c->auth; h; h = h->next)
         headers = curl_slist_append(headers, h->data);
@@ -128,6 +144,12 @@ void hp_client_send(hp_client *c, const char *path, const uint8_t *body, size_t 
     curl_easy_setopt(h, CURLOPT_HEADERDATA, out);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for timeouts */
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+    /* A frame may wait in the daemon's queue (request_timeout_s, 60 s by default) and take long on a CPU
+     * device; a question without a body never should. */
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, body ? 1800L : 30L);
     if (body) {
         curl_easy_setopt(h, CURLOPT_POST, 1L);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, (const char *)body);
@@ -146,6 +168,7 @@ void hp_client_send(hp_client *c, const char *path, const uint8_t *body, size_t 
             daemon_error(out);
     }
     curl_slist_free_all(headers);
+    free(url);
 }
 
 /* Sleeps up to seconds, waking early when *stop is set. */
@@ -162,6 +185,8 @@ void hp_client_send_retrying(hp_client *c, const hp_retry_policy *p, const char 
     unsigned failures = 0, attempts = 0;
     double waited = 0;
     for (;;) {
+        if (attempts && p->stop && *p->stop)
+            return; /* no further attempt once asked to stop (the last answer stands) */
         hp_client_send(c, path, body, len, accept, out);
         out->attempts = ++attempts;
         if (p->stop && *p->stop)

@@ -24,8 +24,10 @@ typedef struct hp_response {
 
 typedef struct hp_client hp_client;
 
-/* server: "http://host:port" (no trailing slash needed); token: NULL or "" for none. */
-hp_client *hp_client_new(const char *server, const char *token);
+/* server: "http://host:port" (no trailing slash needed); token: NULL or "" for none. stop: the run's signal
+ * count (NULL: none): an exchange is abandoned once it reaches abort_at (2 for frames, which a first SIGINT
+ * lets finish; 1 for the short questions asked before a run). */
+hp_client *hp_client_new(const char *server, const char *token, volatile sig_atomic_t *stop, int abort_at);
 void hp_client_free(hp_client *client);
 
 /* One exchange. body NULL: GET. accept: NULL, or the Accept header's value. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "client/cli.h"
 #include "client/render.h"
@@ -24,7 +25,7 @@ static json_t *get_json(hp_client *client, const char *path, hp_response *r)
 /* Before a single frame: the daemon answers and takes the token, and its queue sizes the default jobs. */
 static int check_server(const char *verb, hp_cli_options *o)
 {
-    hp_client *client = hp_client_new(o->server, o->token);
+    hp_client *client = hp_client_new(o->server, o->token, o->stop, 1);
     hp_response r = {0};
     json_t *gpu = client ? get_json(client, "/v1/gpu", &r) : NULL;
     int rc = 0;
@@ -81,7 +82,8 @@ static int prepare(const char *verb, hp_cli_options *o, char **query, hp_params 
     if (o->format && (strcmp(o->format, "png") && strcmp(o->format, "webp")))
         return hp_cli_usage_error(verb, "--format %s: png or webp", o->format);
     hp_err err = {0};
-    if (o->format && hp_param_set_put(&o->params, "output.format", o->format, &err) != HP_OK)
+    if ((o->format && hp_param_set_put(&o->sets, "output.format", o->format, &err) != HP_OK) ||
+        hp_param_set_merge(&o->params, &o->sets, &err) != HP_OK)
         return hp_cli_usage_error(verb, "%s", err.message);
     /* The daemon's own parser and messages, before a single frame is sent. */
     if (hp_param_set_query(&o->params, query, params, &err) != HP_OK)
@@ -153,40 +155,127 @@ int hp_verb_analyze(hp_cli_options *o)
 
 /* --- render ----------------------------------------------------------------------------------------- */
 
-/* The exposure lock from the analysis: the values every frame is rendered with, and the sidecar
- * DIR/exposure.json that records them (a re-render can pass them back with --set). */
-static bool lock_exposure(hp_cli_options *o, hp_shot_job *job, const hp_params *params, hp_lock_mode mode,
-                          unsigned window)
+/* --- The exposure lock --------------------------------------------------------------------------- */
+
+/* What the lock fixes, from the request's parameters: the exposure unless the request fixes it itself
+ * (exposure.mode=fixed), reinhard_extended's white point and drago's scene values unless given. */
+static hp_lock_request lock_request(const hp_params *p, hp_lock_mode mode, unsigned window)
 {
-    hp_lock_request req = {.mode = mode, .window = window, .key = params->exposure.key,
-                           .key_auto = params->exposure.key_auto,
-                           .compensation_ev = params->exposure.compensation_ev,
-                           .fix_white = params->tonemap.op == HP_TONE_REINHARD_EXTENDED &&
-                                        params->tonemap.white_point == 0,
-                           .fix_drago = params->tonemap.op == HP_TONE_DRAGO &&
-                                        params->tonemap.drago_scene_max == 0 &&
-                                        params->tonemap.drago_scene_log_average == 0};
-    job->locks = calloc(o->frames.count, sizeof(*job->locks));
-    if (!job->locks || !hp_lock_compute(job->stats, o->frames.count, &req, job->locks))
-        return false;
+    const hp_exposure_params *e = &p->exposure;
+    double fixed = e->mode != HP_EXPOSURE_FIXED ? 0 : e->adaptation > 0 ? e->key / e->adaptation : exp2(e->stops);
+    return (hp_lock_request){
+        .mode = mode, .window = window, .key = e->key, .key_auto = e->key_auto && !fixed,
+        .compensation_ev = e->compensation_ev, .fixed_scale = fixed,
+        .fix_white = p->tonemap.op == HP_TONE_REINHARD_EXTENDED && p->tonemap.white_point == 0,
+        .fix_drago = p->tonemap.op == HP_TONE_DRAGO && p->tonemap.drago_scene_max == 0 &&
+                     p->tonemap.drago_scene_log_average == 0};
+}
+
+/* The request's own values of the names the lock sets are taken out of the render's query (the daemon
+ * refuses a name given twice); the analysis ran with them. */
+static void leave_to_lock(hp_param_set *set, const hp_lock_request *req)
+{
+    static const char *const exposure[] = {"exposure.mode", "exposure.adaptation", "exposure.key", "exposure.stops"};
+    for (size_t i = 0; !req->fixed_scale && i < sizeof(exposure) / sizeof(exposure[0]); i++)
+        hp_param_set_remove(set, exposure[i]);
+    if (req->fix_white)
+        hp_param_set_remove(set, "tonemap.white_point");
+    if (req->fix_drago) {
+        hp_param_set_remove(set, "tonemap.drago.scene_log_average");
+        hp_param_set_remove(set, "tonemap.drago.scene_max");
+    }
+}
+
+static const char *lock_mode_name(hp_lock_mode mode)
+{
+    return mode == HP_LOCK_SHOT ? "shot" : mode == HP_LOCK_WINDOW ? "window" : "frame";
+}
+
+static json_t *lock_json(const hp_frame_lock *l)
+{
+    return json_pack("{s:f, s:f, s:f, s:f, s:f}", "adaptation", l->adaptation, "key", l->key, "white_point", l->white,
+                     "drago_scene_log_average", l->scene_log_average, "drago_scene_max", l->scene_max);
+}
+
+/* DIR/exposure.json: the values every frame is rendered with, written whole (a temporary name, renamed). */
+static bool write_sidecar(const hp_cli_options *o, const hp_shot_job *job, hp_lock_mode mode, unsigned window)
+{
     json_t *frames = json_array();
-    for (size_t i = 0; i < o->frames.count; i++)
-        json_array_append_new(frames, json_pack("{s:s, s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "frame",
-                                                o->frames.items[i].name, "analysed", job->stats[i].ok, "log_average",
-                                                job->stats[i].log_average, "max", job->stats[i].max, "adaptation",
-                                                job->locks[i].adaptation, "key", job->locks[i].key, "white_point",
-                                                job->locks[i].white, "drago_scene_log_average",
-                                                job->locks[i].scene_log_average, "drago_scene_max",
-                                                job->locks[i].scene_max));
-    json_t *doc = json_pack("{s:s, s:i, s:o}", "mode", mode == HP_LOCK_SHOT ? "shot" : "window", "window",
-                            (int)window, "frames", frames);
-    char path[4200];
+    for (size_t i = 0; i < o->frames.count; i++) {
+        json_t *f = lock_json(&job->locks[i]);
+        json_object_set_new(f, "frame", json_string(o->frames.items[i].name));
+        json_object_set_new(f, "analysed", json_boolean(job->stats[i].ok));
+        json_object_set_new(f, "log_average", json_real(job->stats[i].log_average));
+        json_object_set_new(f, "max", json_real(job->stats[i].max));
+        json_array_append_new(frames, f);
+    }
+    json_t *doc = json_pack("{s:s, s:i, s:o}", "mode", lock_mode_name(mode), "window", (int)window, "frames", frames);
+    char path[4200], tmp[4300];
     snprintf(path, sizeof(path), "%s/exposure.json", o->out_dir);
-    bool ok = json_dump_file(doc, path, JSON_INDENT(1)) == 0;
-    if (!ok)
-        fprintf(stderr, "hdrpost render: cannot write %s\n", path);
+    snprintf(tmp, sizeof(tmp), "%s.part-%d", path, (int)getpid());
+    bool ok = json_dump_file(doc, tmp, JSON_INDENT(1)) == 0 && rename(tmp, path) == 0;
+    if (!ok) {
+        fprintf(stderr, "hdrpost render: cannot write %s: %s\n", path, strerror(errno));
+        unlink(tmp);
+    }
     json_decref(doc);
     return ok;
+}
+
+/* --resume: the lock the first run recorded, when it was made for these frames in this mode, so that the
+ * frames rendered now match those rendered then (a new analysis of a shot partly measured could differ). */
+static bool reuse_sidecar(const hp_cli_options *o, hp_shot_job *job, hp_lock_mode mode, unsigned window)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/exposure.json", o->out_dir);
+    json_t *doc = json_load_file(path, 0, NULL), *frames = json_object_get(doc, "frames");
+    const char *recorded = json_string_value(json_object_get(doc, "mode"));
+    bool ok = json_array_size(frames) == o->frames.count && recorded && !strcmp(recorded, lock_mode_name(mode)) &&
+              json_integer_value(json_object_get(doc, "window")) == (json_int_t)window;
+    for (size_t i = 0; ok && i < o->frames.count; i++) {
+        json_t *f = json_array_get(frames, i);
+        const char *name = json_string_value(json_object_get(f, "frame"));
+        ok = name && !strcmp(name, o->frames.items[i].name) && json_is_true(json_object_get(f, "analysed"));
+        job->locks[i] = (hp_frame_lock){.adaptation = json_number_value(json_object_get(f, "adaptation")),
+                                        .key = json_number_value(json_object_get(f, "key")),
+                                        .white = json_number_value(json_object_get(f, "white_point")),
+                                        .scene_log_average = json_number_value(json_object_get(f, "drago_scene_log_average")),
+                                        .scene_max = json_number_value(json_object_get(f, "drago_scene_max"))};
+        job->stats[i] = (hp_frame_stats){.ok = true, .log_average = json_number_value(json_object_get(f, "log_average")),
+                                         .max = json_number_value(json_object_get(f, "max"))};
+    }
+    json_decref(doc);
+    return ok;
+}
+
+/* The analysis pass and the lock; 0, or the exit status. */
+static int lock_exposure(hp_cli_options *o, hp_shot_job *job, const hp_lock_request *req)
+{
+    job->locks = calloc(o->frames.count, sizeof(*job->locks));
+    if (!job->locks)
+        return HP_EXIT_USAGE;
+    if (o->resume && reuse_sidecar(o, job, req->mode, req->window)) {
+        fprintf(stderr, "hdrpost render: the exposure recorded in %s/exposure.json (--resume)\n", o->out_dir);
+        return 0;
+    }
+    hp_run analysis = {.server = o->server, .token = o->token, .jobs = o->jobs, .stop = o->stop};
+    job->accept = "application/json";
+    bool ran = hp_run_init(&analysis, &o->frames) && hp_shot_analyze(job, &analysis);
+    job->accept = NULL;
+    int rc = 0;
+    if (ran && o->stop && *o->stop) {
+        fprintf(stderr, "hdrpost render: interrupted while measuring the shot: nothing rendered\n");
+        rc = HP_EXIT_SOME_FAILED;
+    } else if (!ran || analysis.fatal || !hp_lock_compute(job->stats, o->frames.count, req, job->locks)) {
+        fprintf(stderr, "hdrpost render: the shot could not be measured for its exposure%s%s\n",
+                analysis.fatal ? ": " : "", analysis.fatal ? analysis.fatal_why : "");
+        print_failures("render (analysis)", &analysis);
+        rc = HP_EXIT_USAGE;
+    } else if (!write_sidecar(o, job, req->mode, req->window)) {
+        rc = HP_EXIT_USAGE;
+    }
+    hp_run_free(&analysis);
+    return rc;
 }
 
 static const char *const timing_columns[] = {"recv", "decode", "queue", "upload", "reduce", "tonemap",
@@ -247,69 +336,85 @@ static int existing_outputs(hp_cli_options *o, hp_shot_job *job, hp_run *run)
     return 0;
 }
 
-static void summary(hp_cli_options *o, const hp_run *run, const char *mode, double seconds)
+/* The summary: on stdout as JSON with --json (with the lock's values: those of the shot, or where to find
+ * each frame's), and in a line on stderr. */
+static void summary(const hp_cli_options *o, const hp_shot_job *job, const hp_run *run, hp_lock_mode mode,
+                    double seconds)
 {
     size_t rendered = run->finished - run->failed;
     if (o->json) {
-        json_t *doc = json_pack("{s:i, s:i, s:i, s:o, s:f, s:s, s:s}", "frames", (int)o->frames.count, "rendered",
+        json_t *exposure = mode == HP_LOCK_SHOT && job->locks ? lock_json(&job->locks[0]) : json_object();
+        json_object_set_new(exposure, "mode", json_string(lock_mode_name(mode)));
+        if (mode != HP_LOCK_FRAME) {
+            char path[4200];
+            snprintf(path, sizeof(path), "%s/exposure.json", o->out_dir);
+            json_object_set_new(exposure, "frames", json_string(path));
+        }
+        json_t *doc = json_pack("{s:i, s:i, s:i, s:o, s:f, s:s, s:o}", "frames", (int)o->frames.count, "rendered",
                                 (int)rendered, "skipped", (int)run->skipped, "failed", failures_json(run), "seconds",
-                                seconds, "output", o->out_dir, "exposure", mode);
+                                seconds, "output", o->out_dir, "exposure", exposure);
         json_dumpf(doc, stdout, JSON_INDENT(1));
         printf("\n");
         json_decref(doc);
     }
     fprintf(stderr, "hdrpost render: %zu rendered, %zu skipped, %zu failed of %zu frames in %.1f s (exposure: %s)\n",
-            rendered, run->skipped, run->failed, o->frames.count, seconds, mode);
+            rendered, run->skipped, run->failed, o->frames.count, seconds, lock_mode_name(mode));
     print_failures("render", run);
 }
 
-int hp_verb_render(hp_cli_options *o)
+/* The shot's options checked: 0, or the exit status. */
+static int render_options(hp_cli_options *o, hp_lock_mode *mode, unsigned *window)
 {
     if (!o->out_dir)
         return hp_cli_usage_error("render", "%s", "no output directory: -o DIR");
     size_t a, b;
     if (hp_frames_name_clash(&o->frames, &a, &b))
         return hp_cli_usage_error("render", "two frames would write the same output: %s", o->frames.items[b].path);
-    hp_lock_mode mode = o->frames.count > 1 ? HP_LOCK_SHOT : HP_LOCK_FRAME;
-    unsigned window = 0;
-    if (o->exposure && !hp_lock_parse(o->exposure, &mode, &window))
-        return hp_cli_usage_error("render", "--exposure %s: shot, window=N or frame", o->exposure);
-    /* A locked exposure is a fixed one: the mode the request asks for is replaced frame by frame. */
-    char *query = NULL;
+    *mode = o->frames.count > 1 ? HP_LOCK_SHOT : HP_LOCK_FRAME;
+    *window = 0;
+    if (o->exposure && !hp_lock_parse(o->exposure, mode, window))
+        return hp_cli_usage_error("render", "--exposure %s: shot, window=N (N odd) or frame", o->exposure);
+    return 0;
+}
+
+int hp_verb_render(hp_cli_options *o)
+{
+    hp_lock_mode mode;
+    unsigned window;
+    char *query = NULL, *render_query = NULL;
     hp_params params;
-    int rc = prepare("render", o, &query, &params);
+    int rc = render_options(o, &mode, &window);
+    if (!rc)
+        rc = prepare("render", o, &query, &params);
     if (rc)
         return rc;
-    if (mkdir(o->out_dir, 0755) != 0 && errno != EEXIST) {
-        fprintf(stderr, "hdrpost render: cannot make %s: %s\n", o->out_dir, strerror(errno));
+    hp_lock_request req = lock_request(&params, mode, window);
+    hp_err err = {0};
+    if (mode != HP_LOCK_FRAME && params.exposure.mode == HP_EXPOSURE_HISTOGRAM) {
+        free(query);
+        return hp_cli_usage_error("render", "%s", "exposure.mode=histogram exposes every frame by its own histogram; "
+                                  "the shot's lock uses log-averages: use --exposure frame with it, or leave the mode");
+    }
+    leave_to_lock(&o->params, mode != HP_LOCK_FRAME ? &req : &(hp_lock_request){.fixed_scale = 1});
+    if (hp_param_set_query(&o->params, &render_query, &(hp_params){0}, &err) != HP_OK ||
+        (mkdir(o->out_dir, 0755) != 0 && errno != EEXIST)) {
+        fprintf(stderr, "hdrpost render: %s\n", err.message[0] ? err.message : strerror(errno));
         free(query);
         return HP_EXIT_USAGE;
     }
     hp_shot_job job = {.frames = &o->frames, .query = query, .out_dir = o->out_dir,
                        .extension = params.output.format == HP_OUTPUT_PNG ? "png" : "webp", .retries = o->retries,
-                       .max_wait_s = 600};
+                       .max_wait_s = 600, .lock_exposure = !req.fixed_scale};
     hp_run run = {.server = o->server, .token = o->token, .jobs = o->jobs, .stop = o->stop};
     double t0 = hp_now();
-    if (!hp_shot_job_init(&job) || !hp_run_init(&run, &o->frames)) {
+    if (!hp_shot_job_init(&job) || !hp_run_init(&run, &o->frames))
         rc = HP_EXIT_USAGE;
-    } else if (!(rc = existing_outputs(o, &job, &run)) && mode != HP_LOCK_FRAME) {
-        /* The first pass measures every frame the render pass will do (and those skipped: they belong to the
-         * shot's exposure too). */
-        hp_run analysis = {.server = o->server, .token = o->token, .jobs = o->jobs, .stop = o->stop};
-        job.accept = "application/json";
-        bool ok = hp_run_init(&analysis, &o->frames) && hp_shot_analyze(&job, &analysis);
-        job.accept = NULL;
-        if (analysis.fatal || !ok || !lock_exposure(o, &job, &params, mode, window)) {
-            fprintf(stderr, "hdrpost render: the shot could not be measured for its exposure%s%s\n",
-                    analysis.fatal ? ": " : "", analysis.fatal ? analysis.fatal_why : "");
-            print_failures("render (analysis)", &analysis);
-            rc = HP_EXIT_USAGE;
-        }
-        hp_run_free(&analysis);
-    }
+    else if (!(rc = existing_outputs(o, &job, &run)) && mode != HP_LOCK_FRAME)
+        rc = lock_exposure(o, &job, &req); /* every frame, skipped ones too: they belong to the shot */
     if (!rc && !(o->stop && *o->stop)) {
+        job.query = render_query;
         hp_shot_render(&job, &run);
-        summary(o, &run, mode == HP_LOCK_SHOT ? "shot" : mode == HP_LOCK_WINDOW ? o->exposure : "frame", hp_now() - t0);
+        summary(o, &job, &run, mode, hp_now() - t0);
         if (o->timings && !write_timings(o->timings, &job))
             fprintf(stderr, "hdrpost render: cannot write %s\n", o->timings);
         rc = run_status("render", &run);
@@ -317,6 +422,7 @@ int hp_verb_render(hp_cli_options *o)
     hp_run_free(&run);
     hp_shot_job_free(&job);
     free(query);
+    free(render_query);
     return rc;
 }
 
@@ -324,7 +430,7 @@ int hp_verb_render(hp_cli_options *o)
 
 int hp_verb_status(hp_cli_options *o)
 {
-    hp_client *client = hp_client_new(o->server, o->token);
+    hp_client *client = hp_client_new(o->server, o->token, o->stop, 1);
     hp_response ready = {0}, r = {0};
     hp_retry_policy once = {.retries = 0};
     if (client)

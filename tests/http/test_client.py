@@ -107,9 +107,10 @@ def exposure_lock(d, tmp, pattern):
     point("render --exposure frame: every frame written, exit 0", rc1 == 0 and len(os.listdir(per_frame)) == FRAMES,
           err1)
     summary = json.loads(out2) if rc2 == 0 else {}
-    point("render (shot by default for a shot): every frame written, exit 0, the --json summary says so",
-          rc2 == 0 and summary.get("rendered") == FRAMES and summary.get("exposure") == "shot"
-          and summary.get("failed") == [], err2 + out2)
+    exposure = summary.get("exposure", {})
+    point("render (shot by default for a shot): every frame written, exit 0, the --json summary says so with "
+          "the shot's values", rc2 == 0 and summary.get("rendered") == FRAMES and exposure.get("mode") == "shot"
+          and exposure.get("adaptation", 0) > 0 and summary.get("failed") == [], err2 + out2)
     jump_frame, jump_shot = max_jump(levels(per_frame)), max_jump(levels(shot))
     print(f"# static region, largest jump between frames: exposure frame {jump_frame:.2f} levels, "
           f"exposure shot {jump_shot:.2f} levels")
@@ -120,17 +121,26 @@ def exposure_lock(d, tmp, pattern):
     values = {(fr["adaptation"], fr["key"], fr["white_point"]) for fr in lock["frames"]}
     point("exposure.json: one adaptation, key and white point for every frame of the shot",
           len(values) == 1 and lock["mode"] == "shot" and len(lock["frames"]) == FRAMES, str(values))
-    # The same frame posted by hand with the same parameters gives the same bytes.
-    fr = lock["frames"][12]
-    query = (f"output.format=png&exposure.mode=fixed&exposure.adaptation={fr['adaptation']!r}"
-             f"&exposure.key={fr['key']!r}&tonemap.white_point={fr['white_point']!r}")
-    with open(pattern.replace("####", f"{FIRST + 12:04d}"), "rb") as f:
-        status, _, body = harness.request(d.port, "POST", "/v1/render?" + query, f.read(),
-                                          {"Authorization": f"Bearer {TOKEN}"}, timeout=60)
-    with open(os.path.join(shot, f"beauty.{FIRST + 12:04d}.png"), "rb") as f:
-        mine = f.read()
-    point("an output is byte for byte what posting the frame by hand with the same parameters gives",
-          status == 200 and body == mine, f"{status}, {len(body)} vs {len(mine)} bytes")
+    # Every frame posted by hand with the same parameters: the daemon's own exposure scale and white point are
+    # the same for every frame, and the bytes are the client's.
+    scales, same_bytes = set(), 0
+    for i, fr in enumerate(lock["frames"]):
+        query = (f"output.format=png&exposure.mode=fixed&exposure.adaptation={fr['adaptation']!r}"
+                 f"&exposure.key={fr['key']!r}&tonemap.white_point={fr['white_point']!r}")
+        with open(pattern.replace("####", f"{FIRST + i:04d}"), "rb") as f:
+            frame = f.read()
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        status, _, body = harness.request(d.port, "POST", "/v1/render?" + query, frame, auth, timeout=60)
+        _, _, doc = harness.request(d.port, "POST", "/v1/render?" + query, frame,
+                                    dict(auth, Accept="application/json"), timeout=60)
+        e = json.loads(doc).get("exposure", {})
+        scales.add((round(e.get("scale", 0), 9), round(e.get("white", 0), 6)))
+        with open(os.path.join(shot, f"beauty.{FIRST + i:04d}.png"), "rb") as f:
+            same_bytes += status == 200 and body == f.read()
+    point("the daemon's exposure scale and white point are the same for every frame of the shot",
+          len(scales) == 1, str(scales))
+    point("every output is byte for byte what posting its frame by hand with the same parameters gives",
+          same_bytes == FRAMES, f"{same_bytes} of {FRAMES}")
     rc, out, err = hdrpost("render", pattern, "--frames", rng, "-o", shot, "--format", "png", port=d.port)
     point("outputs that exist are not overwritten by surprise: exit 2 naming --resume and --overwrite",
           rc == 2 and "--resume" in err and "--overwrite" in err, err)
@@ -152,6 +162,36 @@ def exposure_lock(d, tmp, pattern):
         adaptations = [fr["adaptation"] for fr in json.load(f)["frames"]]
     point("--exposure window=5: each frame's adaptation from the 5 around it, so it rises where the light enters",
           rc == 0 and adaptations[0] == adaptations[1] and adaptations[-1] > adaptations[0], str(adaptations))
+
+
+def user_exposure(d, tmp, pattern):
+    """The request's own exposure parameters with the lock: its key kept, its fixed exposure kept (the white
+    point still locked), histogram refused; --set wins over --params."""
+    rng = f"{FIRST}-{FIRST + 5}"
+    out = os.path.join(tmp, "key")
+    rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", out, "--set", "exposure.key=0.09", port=d.port)
+    with open(os.path.join(out, "exposure.json")) as f:
+        keys = {fr["key"] for fr in json.load(f)["frames"]} if rc == 0 else set()
+    point("--set exposure.key=0.09 with the shot's lock: rendered with that key", rc == 0 and keys == {0.09}, err)
+    out = os.path.join(tmp, "fixed")
+    rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", out, "--format", "png", "--set",
+                         "exposure.mode=fixed", "--set", "exposure.stops=2", port=d.port)
+    with open(os.path.join(out, "exposure.json")) as f:
+        whites = {fr["white_point"] for fr in json.load(f)["frames"]} if rc == 0 else set()
+    point("a fixed exposure of the request's own (stops 2) is kept; the white point is still locked for the shot",
+          rc == 0 and len(whites) == 1 and list(whites)[0] > 0, err)
+    rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", os.path.join(tmp, "hist"), "--set",
+                         "exposure.mode=histogram", port=d.port)
+    point("exposure.mode=histogram with the shot's lock: exit 2 saying why", rc == 2 and "histogram" in err, err)
+    out = os.path.join(tmp, "order")
+    rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", out, "--set", "output.format=png", "--params",
+                         '{"output": {"format": "webp"}}', port=d.port)
+    point("--set wins over --params, whatever their order", rc == 0 and all(
+        n.endswith(".png") for n in os.listdir(out) if n != "exposure.json"), err)
+    rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", os.path.join(tmp, "dup"), "--params",
+                         '{"tonemap": {"operator": "agx"}, "tonemap.operator": "hable"}', port=d.port)
+    point("--params read by the daemon's own JSON parser: a name both nested and dotted is refused with its message",
+          rc == 2 and "tonemap.operator" in err, err)
 
 
 def analyze_and_status(d, tmp, pattern):
@@ -227,26 +267,68 @@ def interrupted_and_resumed(tmp, pattern):
     if not d:
         return
     try:
-        out_dir = os.path.join(tmp, "resume")
         rng = f"{FIRST}-{FIRST + 11}"
-        argv = [HDRPOST, "render", pattern, "--frames", rng, "-o", out_dir, "--jobs", "2", "--exposure", "frame",
-                "--format", "png", "--server", f"http://{HOST}:{d.port}", "--token", TOKEN]
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(1.5)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+
+        def interrupt(out_dir, after_s, *extra):
+            argv = [HDRPOST, "render", pattern, "--frames", rng, "-o", out_dir, "--jobs", "2", "--format", "png",
+                    *extra, "--server", f"http://{HOST}:{d.port}", "--token", TOKEN]
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(after_s)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+            return proc.returncode, err
+
+        out_dir = os.path.join(tmp, "resume")
+        rc, err = interrupt(out_dir, 1.5, "--exposure", "frame")
         written = [n for n in os.listdir(out_dir) if n.endswith(".png")]
         partial = [n for n in os.listdir(out_dir) if ".part-" in n]
         point("SIGINT: frames in flight finish, no new one starts, exit 1, no partial file",
-              proc.returncode == 1 and 0 < len(written) < 12 and not partial and "interrupted" in err,
-              f"exit {proc.returncode}, {len(written)} written, partial {partial}\n{err}")
+              rc == 1 and 0 < len(written) < 12 and not partial and "interrupted" in err,
+              f"exit {rc}, {len(written)} written, partial {partial}\n{err}")
         rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", out_dir, "--jobs", "2", "--exposure", "frame",
                              "--format", "png", "--resume", port=d.port)
         rendered = len(re.findall(r" rendered \(", err))
         point(f"--resume renders only the {12 - len(written)} missing frames",
               rc == 0 and rendered == 12 - len(written) and len(os.listdir(out_dir)) == 12, err)
+        # SIGINT while the shot is being measured: nothing rendered, no exposure recorded, exit 1.
+        out_dir = os.path.join(tmp, "resume-analysis")
+        rc, err = interrupt(out_dir, 1.0)
+        point("SIGINT while measuring the shot: exit 1, nothing rendered, no exposure.json",
+              rc == 1 and "interrupted" in err and not os.path.exists(os.path.join(out_dir, "exposure.json"))
+              and not [n for n in os.listdir(out_dir) if n.endswith(".png")], f"exit {rc}\n{err}")
+        # SIGINT while rendering a locked shot, then --resume: the recorded exposure, no second analysis.
+        out_dir = os.path.join(tmp, "resume-shot")
+        rc, err = interrupt(out_dir, 7.0)  # the analysis takes 12 x 0.4 s on the delayed GPU thread
+        with open(os.path.join(out_dir, "exposure.json"), "rb") as f:
+            recorded = f.read()
+        rc2, _, err2 = hdrpost("render", pattern, "--frames", rng, "-o", out_dir, "--jobs", "2", "--format", "png",
+                               "--resume", port=d.port)
+        with open(os.path.join(out_dir, "exposure.json"), "rb") as f:
+            after = f.read()
+        point("--resume of a locked shot renders the rest with the exposure recorded, without measuring again",
+              rc == 1 and rc2 == 0 and " analysed (" not in err2 and "exposure.json (--resume)" in err2
+              and recorded == after and len([n for n in os.listdir(out_dir) if n.endswith(".png")]) == 12,
+              f"first exit {rc}, second {rc2}\n{err2}")
     finally:
         stop(d)
+
+
+def daemon_gone(tmp, pattern):
+    """A daemon that dies for good mid-run: the run stops with exit 2 once a frame has had every retry."""
+    d = start("daemon to lose", ["--test_gpu_delay_ms=300"])
+    if not d:
+        return
+    argv = [HDRPOST, "render", pattern, "--frames", f"{FIRST}-{FIRST + 23}", "-o", os.path.join(tmp, "gone"),
+            "--jobs", "2", "--exposure", "frame", "--retries", "2", "--server", f"http://{HOST}:{d.port}", "--token",
+            TOKEN]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    d.kill()
+    t0 = time.monotonic()
+    _, err = proc.communicate(timeout=120)
+    took = time.monotonic() - t0
+    point(f"the daemon gone mid-run: exit 2 saying it is unreachable, in {took:.1f} s, not frame after frame",
+          proc.returncode == 2 and "unreachable" in err and took < 20, err[-1500:])
 
 
 def restarted_daemon(tmp, pattern):
@@ -317,6 +399,7 @@ def main():
             if d:
                 try:
                     exposure_lock(d, tmp, pattern)
+                    user_exposure(d, tmp, pattern)
                     analyze_and_status(d, tmp, pattern)
                     refusals(d, tmp, pattern)
                     progress(d, tmp, pattern)
@@ -325,6 +408,7 @@ def main():
             busy_daemon(tmp, pattern)
             interrupted_and_resumed(tmp, pattern)
             restarted_daemon(tmp, pattern)
+            daemon_gone(tmp, pattern)
         except Exception:
             point("the test harness ran to the end", False, traceback.format_exc())
     print(f"1..{harness.count()}", flush=True)
