@@ -37,13 +37,13 @@ static uint8_t *read_file(const char *path, size_t *len)
 
 /* Written to a temporary name in the same directory and renamed when complete: an output that exists is
  * whole, whatever stopped the run (--resume relies on it). */
-static bool write_atomically(const char *path, const uint8_t *data, size_t len, char *why, size_t why_size)
+bool hp_write_atomically(const char *path, const uint8_t *data, size_t len, mode_t mode, char *why, size_t why_size)
 {
     /* A unique name (mkstemp): runs on several farm hosts may share the output directory. */
     char tmp[4300];
     snprintf(tmp, sizeof(tmp), "%.4200s.part-XXXXXX", path);
     int fd = mkstemp(tmp);
-    bool ok = fd >= 0 && fchmod(fd, 0644) == 0;
+    bool ok = fd >= 0 && fchmod(fd, mode) == 0; /* mkstemp makes 0600: the umask's choice, as open() would */
     for (size_t off = 0; ok && off < len;) {
         ssize_t w = write(fd, data + off, len - off);
         ok = w > 0;
@@ -137,9 +137,9 @@ static char *frame_query(const hp_shot_job *job, size_t i)
     if (job->locks) {
         const hp_frame_lock *l = &job->locks[i];
         int n = 0;
-        if (job->lock_exposure && l->adaptation > 0)
-            n += snprintf(lock + n, sizeof(lock) - (size_t)n,
-                          "&exposure.mode=fixed&exposure.adaptation=%.17g&exposure.key=%.17g", l->adaptation, l->key);
+        n += snprintf(lock + n, sizeof(lock) - (size_t)n,
+                      "&exposure.mode=fixed&exposure.adaptation=%.17g&exposure.key=%.17g&exposure.stops=%.17g",
+                      l->adaptation, l->key, l->stops);
         if (l->white > 0)
             n += snprintf(lock + n, sizeof(lock) - (size_t)n, "&tonemap.white_point=%.17g", l->white);
         if (l->scene_max > 0)
@@ -168,11 +168,13 @@ static hp_frame_outcome render_one(hp_run *run, hp_client *client, size_t i, cha
     free(path);
     if (outcome == HP_FRAME_DONE) {
         output_path(job, i, out, sizeof(out));
-        if (!write_atomically(out, r.body, r.len, why, why_size))
+        if (!hp_write_atomically(out, r.body, r.len, job->file_mode, why, why_size))
             outcome = HP_FRAME_FAILED;
     }
-    snprintf(job->timings[i], sizeof(job->timings[i]), "%s", r.server_timing);
-    job->statuses[i] = r.status;
+    if (outcome != HP_FRAME_NOT_DONE) { /* --timings lists the frames posted to the end */
+        snprintf(job->timings[i], sizeof(job->timings[i]), "%s", r.server_timing);
+        job->statuses[i] = r.status;
+    }
     hp_response_free(&r);
     return outcome;
 }
@@ -181,6 +183,9 @@ static hp_frame_outcome render_one(hp_run *run, hp_client *client, size_t i, cha
 
 bool hp_shot_job_init(hp_shot_job *job)
 {
+    mode_t mask = umask(0); /* read once, before any thread: umask() can only be read by setting it */
+    umask(mask);
+    job->file_mode = 0666 & ~mask;
     size_t n = job->frames->count ? job->frames->count : 1;
     job->stats = calloc(n, sizeof(*job->stats));
     job->locks = NULL;

@@ -4,6 +4,7 @@
 #define HP_CLIENT_RENDER_H
 
 #include <jansson.h>
+#include <sys/types.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -23,12 +24,17 @@ typedef struct hp_shot_job {
     hp_frame_stats *stats;  /* from the analysis */
     json_t **analyses;      /* each frame's /v1/analyze answer */
     hp_frame_lock *locks;   /* the exposure lock (NULL: none), set by the caller */
-    bool lock_exposure;     /* the lock sets the exposure too (not when the request fixes it itself) */
+    mode_t file_mode;       /* outputs' permissions: 0666 less the umask */
     char (*timings)[512];   /* Server-Timing of the render */
     long *statuses;         /* the last HTTP status of the render */
 } hp_shot_job;
 
+/* Before any thread runs (it reads the umask). */
 bool hp_shot_job_init(hp_shot_job *job);
+
+/* Written to a unique temporary name beside path (mkstemp: hosts may share the directory), flushed and
+ * renamed: a file that exists is whole. why says what failed. */
+bool hp_write_atomically(const char *path, const uint8_t *data, size_t len, mode_t mode, char *why, size_t why_size);
 void hp_shot_job_free(hp_shot_job *job);
 
 bool hp_shot_analyze(hp_shot_job *job, hp_run *run);

@@ -61,20 +61,24 @@ bool hp_lock_compute(const hp_frame_stats *s, size_t n, const hp_lock_request *r
             continue;
         }
         any = true;
-        double adaptation = exp(sum_log / (double)count);
-        double key = req->key_auto ? auto_key(adaptation, sum_p01 / (double)count, sum_p99 / (double)count) : req->key;
+        double log_average = exp(sum_log / (double)count);
+        /* The daemon computes an automatic key in every mode, a fixed one too (pipeline/cpu_tone.c). */
+        double key = req->key_auto ? auto_key(log_average, sum_p01 / (double)count, sum_p99 / (double)count) : req->key;
+        double adaptation = req->fixed ? req->fixed_adaptation : log_average;
+        double stops = req->fixed ? req->fixed_stops : 0;
         /* The white point the daemon would take, the exposed maximum, over the same frames. */
-        double scale = (req->fixed_scale > 0 ? req->fixed_scale : key / adaptation) * exp2(req->compensation_ev);
-        locks[i] = (hp_frame_lock){.adaptation = adaptation, .key = key, .white = req->fix_white ? max * scale : 0,
-                                   .scene_log_average = req->fix_drago ? adaptation : 0,
+        double scale = (adaptation > 0 ? key / adaptation : exp2(stops)) * exp2(req->compensation_ev);
+        locks[i] = (hp_frame_lock){.valid = true, .adaptation = adaptation, .stops = stops, .key = key,
+                                   .white = req->fix_white ? max * scale : 0,
+                                   .scene_log_average = req->fix_drago ? log_average : 0,
                                    .scene_max = req->fix_drago ? max : 0};
     }
     /* A frame that could not be analysed takes the values of the nearest one that could. */
     for (size_t i = 0; any && i < n; i++) {
-        for (size_t d = 1; locks[i].adaptation == 0 && d < n; d++) {
-            if (i >= d && locks[i - d].adaptation > 0)
+        for (size_t d = 1; !locks[i].valid && d < n; d++) {
+            if (i >= d && locks[i - d].valid)
                 locks[i] = locks[i - d];
-            else if (i + d < n && locks[i + d].adaptation > 0)
+            else if (i + d < n && locks[i + d].valid)
                 locks[i] = locks[i + d];
         }
     }

@@ -26,7 +26,9 @@ typedef struct hp_frame_stats {
 
 /* The values one frame is rendered with. */
 typedef struct hp_frame_lock {
-    double adaptation; /* exposure.adaptation */
+    bool valid;        /* computed (from this frame's statistics or its neighbours') */
+    double adaptation; /* exposure.adaptation (0 with a fixed exposure in stops) */
+    double stops;      /* exposure.stops */
     double key;        /* exposure.key: the request's, or the automatic key from the lock's statistics */
     double white;      /* tonemap.white_point, or 0 to leave the request's */
     double scene_log_average, scene_max; /* tonemap.drago.scene_*, or 0 to leave the request's */
@@ -35,8 +37,9 @@ typedef struct hp_frame_lock {
 typedef struct hp_lock_request {
     hp_lock_mode mode;
     unsigned window;        /* HP_LOCK_WINDOW: frames in the window, odd (centred on the frame) */
-    double fixed_scale;     /* > 0: the request fixes the exposure itself (exposure.mode=fixed): the white
-                             * point and drago's values are locked under this scale, the exposure is not */
+    bool fixed;             /* the request fixes the exposure itself (exposure.mode=fixed): its adaptation or
+                             * stops are kept, an automatic key is still the shot's */
+    double fixed_adaptation, fixed_stops; /* its exposure.adaptation (0: stops) and exposure.stops */
     double key;             /* the request's exposure.key */
     bool key_auto;          /* exposure.key=auto */
     double compensation_ev; /* exposure.compensation_ev */

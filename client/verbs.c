@@ -29,9 +29,11 @@ static int check_server(const char *verb, hp_cli_options *o)
     hp_response r = {0};
     json_t *gpu = client ? get_json(client, "/v1/gpu", &r) : NULL;
     int rc = 0;
-    if (!gpu) {
-        fprintf(stderr, "hdrpost %s: %s: %s%s\n", verb, o->server, r.status == 0 ? "unreachable: " : "",
-                r.status == 0 ? r.error : r.error);
+    if (!gpu && o->stop && *o->stop) {
+        fprintf(stderr, "hdrpost %s: interrupted\n", verb);
+        rc = HP_EXIT_SOME_FAILED;
+    } else if (!gpu) {
+        fprintf(stderr, "hdrpost %s: %s: %s%s\n", verb, o->server, r.status == 0 ? "unreachable: " : "", r.error);
         rc = HP_EXIT_USAGE;
     } else if (!o->jobs) {
         /* As many frames in flight as the daemon queues, at most 8: more would only wait in its queue. */
@@ -157,26 +159,28 @@ int hp_verb_analyze(hp_cli_options *o)
 
 /* --- The exposure lock --------------------------------------------------------------------------- */
 
-/* What the lock fixes, from the request's parameters: the exposure unless the request fixes it itself
- * (exposure.mode=fixed), reinhard_extended's white point and drago's scene values unless given. */
+/* What the lock fixes, from the request's parameters: the exposure (the request's own fixed adaptation or
+ * stops kept, an automatic key the shot's), reinhard_extended's white point and drago's scene values unless
+ * the request gives them. */
 static hp_lock_request lock_request(const hp_params *p, hp_lock_mode mode, unsigned window)
 {
     const hp_exposure_params *e = &p->exposure;
-    double fixed = e->mode != HP_EXPOSURE_FIXED ? 0 : e->adaptation > 0 ? e->key / e->adaptation : exp2(e->stops);
+    bool fixed = e->mode == HP_EXPOSURE_FIXED;
     return (hp_lock_request){
-        .mode = mode, .window = window, .key = e->key, .key_auto = e->key_auto && !fixed,
-        .compensation_ev = e->compensation_ev, .fixed_scale = fixed,
+        .mode = mode, .window = window, .key = e->key, .key_auto = e->key_auto, .compensation_ev = e->compensation_ev,
+        .fixed = fixed, .fixed_adaptation = fixed ? e->adaptation : 0, .fixed_stops = fixed ? e->stops : 0,
         .fix_white = p->tonemap.op == HP_TONE_REINHARD_EXTENDED && p->tonemap.white_point == 0,
         .fix_drago = p->tonemap.op == HP_TONE_DRAGO && p->tonemap.drago_scene_max == 0 &&
                      p->tonemap.drago_scene_log_average == 0};
 }
 
 /* The request's own values of the names the lock sets are taken out of the render's query (the daemon
- * refuses a name given twice); the analysis ran with them. */
+ * refuses a name given twice; the lock carries them, exactly as they are rendered); the analysis ran with
+ * them. */
 static void leave_to_lock(hp_param_set *set, const hp_lock_request *req)
 {
     static const char *const exposure[] = {"exposure.mode", "exposure.adaptation", "exposure.key", "exposure.stops"};
-    for (size_t i = 0; !req->fixed_scale && i < sizeof(exposure) / sizeof(exposure[0]); i++)
+    for (size_t i = 0; i < sizeof(exposure) / sizeof(exposure[0]); i++)
         hp_param_set_remove(set, exposure[i]);
     if (req->fix_white)
         hp_param_set_remove(set, "tonemap.white_point");
@@ -193,12 +197,22 @@ static const char *lock_mode_name(hp_lock_mode mode)
 
 static json_t *lock_json(const hp_frame_lock *l)
 {
-    return json_pack("{s:f, s:f, s:f, s:f, s:f}", "adaptation", l->adaptation, "key", l->key, "white_point", l->white,
-                     "drago_scene_log_average", l->scene_log_average, "drago_scene_max", l->scene_max);
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "adaptation", l->adaptation, "stops", l->stops, "key", l->key,
+                     "white_point", l->white, "drago_scene_log_average", l->scene_log_average, "drago_scene_max",
+                     l->scene_max);
 }
 
-/* DIR/exposure.json: the values every frame is rendered with, written whole (a temporary name, renamed). */
-static bool write_sidecar(const hp_cli_options *o, const hp_shot_job *job, hp_lock_mode mode, unsigned window)
+/* What the lock was made from: a recorded lock serves a resumed run only if it was made the same way. */
+static json_t *request_json(const hp_lock_request *r)
+{
+    return json_pack("{s:s, s:i, s:f, s:b, s:f, s:b, s:f, s:f, s:b, s:b}", "mode", lock_mode_name(r->mode), "window",
+                     (int)r->window, "key", r->key, "key_auto", r->key_auto, "compensation_ev", r->compensation_ev,
+                     "fixed", r->fixed, "fixed_adaptation", r->fixed_adaptation, "fixed_stops", r->fixed_stops,
+                     "fix_white", r->fix_white, "fix_drago", r->fix_drago);
+}
+
+/* DIR/exposure.json: the values every frame is rendered with, and what they were made from; written whole. */
+static bool write_sidecar(const hp_cli_options *o, const hp_shot_job *job, const hp_lock_request *req)
 {
     json_t *frames = json_array();
     for (size_t i = 0; i < o->frames.count; i++) {
@@ -209,54 +223,64 @@ static bool write_sidecar(const hp_cli_options *o, const hp_shot_job *job, hp_lo
         json_object_set_new(f, "max", json_real(job->stats[i].max));
         json_array_append_new(frames, f);
     }
-    json_t *doc = json_pack("{s:s, s:i, s:o}", "mode", lock_mode_name(mode), "window", (int)window, "frames", frames);
-    char path[4200], tmp[4300];
+    json_t *doc = json_pack("{s:s, s:i, s:o, s:o}", "mode", lock_mode_name(req->mode), "window", (int)req->window,
+                            "request", request_json(req), "frames", frames);
+    char *text = json_dumps(doc, JSON_INDENT(1)), path[4200], why[512] = "out of memory";
     snprintf(path, sizeof(path), "%s/exposure.json", o->out_dir);
-    snprintf(tmp, sizeof(tmp), "%s.part-%d", path, (int)getpid());
-    bool ok = json_dump_file(doc, tmp, JSON_INDENT(1)) == 0 && rename(tmp, path) == 0;
-    if (!ok) {
-        fprintf(stderr, "hdrpost render: cannot write %s: %s\n", path, strerror(errno));
-        unlink(tmp);
-    }
+    bool ok = text && hp_write_atomically(path, (const uint8_t *)text, strlen(text), job->file_mode, why, sizeof(why));
+    if (!ok)
+        fprintf(stderr, "hdrpost render: %s\n", why);
+    free(text);
     json_decref(doc);
     return ok;
 }
 
-/* --resume: the lock the first run recorded, when it was made for these frames in this mode, so that the
- * frames rendered now match those rendered then (a new analysis of a shot partly measured could differ). */
-static bool reuse_sidecar(const hp_cli_options *o, hp_shot_job *job, hp_lock_mode mode, unsigned window)
+/* The lock recorded in DIR/exposure.json, when it was made for these frames, in this mode, from the same
+ * request: so that frames rendered after an interruption match those rendered before it. Read into locks
+ * only on a whole match. */
+static bool reuse_sidecar(const hp_cli_options *o, hp_shot_job *job, const hp_lock_request *req)
 {
     char path[4200];
     snprintf(path, sizeof(path), "%s/exposure.json", o->out_dir);
     json_t *doc = json_load_file(path, 0, NULL), *frames = json_object_get(doc, "frames");
-    const char *recorded = json_string_value(json_object_get(doc, "mode"));
-    bool ok = json_array_size(frames) == o->frames.count && recorded && !strcmp(recorded, lock_mode_name(mode)) &&
-              json_integer_value(json_object_get(doc, "window")) == (json_int_t)window;
-    for (size_t i = 0; ok && i < o->frames.count; i++) {
+    json_t *want = request_json(req);
+    bool ok = json_array_size(frames) == o->frames.count && json_equal(json_object_get(doc, "request"), want);
+    hp_frame_lock *locks = ok ? calloc(o->frames.count, sizeof(*locks)) : NULL;
+    for (size_t i = 0; locks && ok && i < o->frames.count; i++) {
         json_t *f = json_array_get(frames, i);
         const char *name = json_string_value(json_object_get(f, "frame"));
-        ok = name && !strcmp(name, o->frames.items[i].name) && json_is_true(json_object_get(f, "analysed"));
-        job->locks[i] = (hp_frame_lock){.adaptation = json_number_value(json_object_get(f, "adaptation")),
-                                        .key = json_number_value(json_object_get(f, "key")),
-                                        .white = json_number_value(json_object_get(f, "white_point")),
-                                        .scene_log_average = json_number_value(json_object_get(f, "drago_scene_log_average")),
-                                        .scene_max = json_number_value(json_object_get(f, "drago_scene_max"))};
-        job->stats[i] = (hp_frame_stats){.ok = true, .log_average = json_number_value(json_object_get(f, "log_average")),
-                                         .max = json_number_value(json_object_get(f, "max"))};
+        ok = name && !strcmp(name, o->frames.items[i].name);
+        locks[i] = (hp_frame_lock){.valid = true, .adaptation = json_number_value(json_object_get(f, "adaptation")),
+                                   .stops = json_number_value(json_object_get(f, "stops")),
+                                   .key = json_number_value(json_object_get(f, "key")),
+                                   .white = json_number_value(json_object_get(f, "white_point")),
+                                   .scene_log_average = json_number_value(json_object_get(f, "drago_scene_log_average")),
+                                   .scene_max = json_number_value(json_object_get(f, "drago_scene_max"))};
     }
+    if (locks && ok)
+        memcpy(job->locks, locks, o->frames.count * sizeof(*locks));
+    free(locks);
+    json_decref(want);
     json_decref(doc);
-    return ok;
+    return locks && ok;
 }
 
-/* The analysis pass and the lock; 0, or the exit status. */
-static int lock_exposure(hp_cli_options *o, hp_shot_job *job, const hp_lock_request *req)
+/* The analysis pass and the lock; 0, or the exit status. skipped: outputs already there (--resume), whose
+ * exposure a new lock could not match. */
+static int lock_exposure(hp_cli_options *o, hp_shot_job *job, const hp_lock_request *req, size_t skipped)
 {
     job->locks = calloc(o->frames.count, sizeof(*job->locks));
     if (!job->locks)
         return HP_EXIT_USAGE;
-    if (o->resume && reuse_sidecar(o, job, req->mode, req->window)) {
+    if (skipped && reuse_sidecar(o, job, req)) {
         fprintf(stderr, "hdrpost render: the exposure recorded in %s/exposure.json (--resume)\n", o->out_dir);
         return 0;
+    }
+    if (skipped) {
+        fprintf(stderr, "hdrpost render: %zu frame(s) in %s were rendered under an exposure that %s/exposure.json "
+                        "does not record for these frames and parameters: the shot would change exposure where they "
+                        "end; --overwrite renders them all again\n", skipped, o->out_dir, o->out_dir);
+        return HP_EXIT_USAGE;
     }
     hp_run analysis = {.server = o->server, .token = o->token, .jobs = o->jobs, .stop = o->stop};
     job->accept = "application/json";
@@ -271,7 +295,7 @@ static int lock_exposure(hp_cli_options *o, hp_shot_job *job, const hp_lock_requ
                 analysis.fatal ? ": " : "", analysis.fatal ? analysis.fatal_why : "");
         print_failures("render (analysis)", &analysis);
         rc = HP_EXIT_USAGE;
-    } else if (!write_sidecar(o, job, req->mode, req->window)) {
+    } else if (!write_sidecar(o, job, req)) {
         rc = HP_EXIT_USAGE;
     }
     hp_run_free(&analysis);
@@ -395,7 +419,8 @@ int hp_verb_render(hp_cli_options *o)
         return hp_cli_usage_error("render", "%s", "exposure.mode=histogram exposes every frame by its own histogram; "
                                   "the shot's lock uses log-averages: use --exposure frame with it, or leave the mode");
     }
-    leave_to_lock(&o->params, mode != HP_LOCK_FRAME ? &req : &(hp_lock_request){.fixed_scale = 1});
+    if (mode != HP_LOCK_FRAME)
+        leave_to_lock(&o->params, &req);
     if (hp_param_set_query(&o->params, &render_query, &(hp_params){0}, &err) != HP_OK ||
         (mkdir(o->out_dir, 0755) != 0 && errno != EEXIST)) {
         fprintf(stderr, "hdrpost render: %s\n", err.message[0] ? err.message : strerror(errno));
@@ -404,14 +429,17 @@ int hp_verb_render(hp_cli_options *o)
     }
     hp_shot_job job = {.frames = &o->frames, .query = query, .out_dir = o->out_dir,
                        .extension = params.output.format == HP_OUTPUT_PNG ? "png" : "webp", .retries = o->retries,
-                       .max_wait_s = 600, .lock_exposure = !req.fixed_scale};
+                       .max_wait_s = 600};
     hp_run run = {.server = o->server, .token = o->token, .jobs = o->jobs, .stop = o->stop};
     double t0 = hp_now();
     if (!hp_shot_job_init(&job) || !hp_run_init(&run, &o->frames))
         rc = HP_EXIT_USAGE;
     else if (!(rc = existing_outputs(o, &job, &run)) && mode != HP_LOCK_FRAME)
-        rc = lock_exposure(o, &job, &req); /* every frame, skipped ones too: they belong to the shot */
-    if (!rc && !(o->stop && *o->stop)) {
+        rc = lock_exposure(o, &job, &req, run.skipped); /* every frame, skipped ones too: they belong to the shot */
+    if (!rc && o->stop && *o->stop) {
+        fprintf(stderr, "hdrpost render: interrupted before rendering\n");
+        rc = HP_EXIT_SOME_FAILED;
+    } else if (!rc) {
         job.query = render_query;
         hp_shot_render(&job, &run);
         summary(o, &job, &run, mode, hp_now() - t0);

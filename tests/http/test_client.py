@@ -180,6 +180,24 @@ def user_exposure(d, tmp, pattern):
         whites = {fr["white_point"] for fr in json.load(f)["frames"]} if rc == 0 else set()
     point("a fixed exposure of the request's own (stops 2) is kept; the white point is still locked for the shot",
           rc == 0 and len(whites) == 1 and list(whites)[0] > 0, err)
+    out = os.path.join(tmp, "fixed-auto-key")
+    rc, _, err = hdrpost("render", pattern, "--frames", f"{FIRST}-{FIRST + FRAMES - 1}", "-o", out, "--format", "png",
+                         "--set", "exposure.mode=fixed", "--set", "exposure.adaptation=0.2", "--set", "exposure.key=auto",
+                         port=d.port)
+    jump = max_jump(levels(out)) if rc == 0 else None
+    point(f"a fixed adaptation with exposure.key=auto: the automatic key is the shot's, the static region holds "
+          f"({jump} levels)", jump is not None and jump <= 1.0, err)
+    # A resumed run whose recorded exposure does not fit (other frames, other parameters) is refused: the
+    # frames already written would not match the rest.
+    out = os.path.join(tmp, "seam")
+    hdrpost("render", pattern, "--frames", f"{FIRST}-{FIRST + 3}", "-o", out, port=d.port)
+    rc, _, err = hdrpost("render", pattern, "--frames", f"{FIRST}-{FIRST + 11}", "-o", out, "--resume", port=d.port)
+    rc2, _, err2 = hdrpost("render", pattern, "--frames", f"{FIRST}-{FIRST + 3}", "-o", out, "--resume", "--set",
+                           "exposure.key=0.5", port=d.port)
+    rc3, _, err3 = hdrpost("render", pattern, "--frames", f"{FIRST}-{FIRST + 3}", "-o", out, "--resume", port=d.port)
+    point("--resume with other frames or other parameters than the recorded exposure's: exit 2 naming --overwrite; "
+          "with the same: the recorded exposure", rc == 2 and "--overwrite" in err and rc2 == 2 and rc3 == 0
+          and "exposure.json (--resume)" in err3, f"{rc} {err}\n{rc2} {err2}\n{rc3} {err3}")
     rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", os.path.join(tmp, "hist"), "--set",
                          "exposure.mode=histogram", port=d.port)
     point("exposure.mode=histogram with the shot's lock: exit 2 saying why", rc == 2 and "histogram" in err, err)
