@@ -67,7 +67,8 @@ if [ ! -f build-fuzz/build.ninja ]; then
 else
   meson configure build-fuzz "${fuzz_options[@]}"
 fi
-fuzz_targets=(tests/fuzz/fuzz_params tests/fuzz/fuzz_form)
+fuzz_targets=(tests/fuzz/fuzz_params tests/fuzz/fuzz_form tests/fuzz/fuzz_exr tests/fuzz/fuzz_rgbe tests/fuzz/fuzz_pfm
+              tests/fuzz/fuzz_png)
 ninja -C build-fuzz "${fuzz_targets[@]}"
 HDRPOST_FUZZ_SECONDS=${HDRPOST_FUZZ_SECONDS:-45} meson test -C build-fuzz --no-rebuild --suite fuzz --print-errorlogs \
   || status=$?
