@@ -109,6 +109,12 @@ void hp_route_gpu(hp_request *req, hp_reply *reply)
                                                        "kept_bytes", (json_int_t)r.host_kept_bytes));
     json_object_set_new(body, "pipelines", json_pack("{s:i, s:i}", "created", (int)r.info.pipelines_created,
                                                      "from_cache", (int)r.info.pipelines_from_cache));
+    /* The memory budget of requests in flight (max_inflight_mb, common/budget.h): what they hold now. */
+    const hp_budget *budget = hp_http_budget(req->http);
+    if (budget)
+        json_object_set_new(body, "inflight_memory", json_pack("{s:I, s:I}", "used_bytes",
+                                                               (json_int_t)hp_budget_used(budget), "limit_bytes",
+                                                               (json_int_t)budget->limit));
     nvml_device dev;
     if (nvml_device_for(&r, &dev)) {
         nvml_utilization u;

@@ -563,6 +563,10 @@ def budget(tmp):
         held, limit = metric(d.port, "hdrpost_inflight_bytes"), metric(d.port, "hdrpost_inflight_limit_bytes")
         point("5. once every frame is answered, /metrics shows nothing held of the 10 MiB budget",
               held == 0 and limit == 10 << 20, f"held {held}, limit {limit}")
+        _, _, gpu = harness.request(d.port, "GET", "/v1/gpu", headers=AUTH)
+        inflight = (json_body(gpu) or {}).get("inflight_memory", {})
+        point("5. /v1/gpu reports the budget too", inflight == {"used_bytes": 0, "limit_bytes": 10 << 20},
+              str(inflight))
         reply = raw_exchange(d.port, b"POST /v1/render HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " +
                              TOKEN.encode() + b"\r\nExpect: 100-continue\r\nContent-Length: 12582912\r\n\r\n")
         point("5. a body larger than the whole budget is refused 413 too_large from its headers",
