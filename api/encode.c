@@ -444,6 +444,9 @@ static void count_usable_cpus(void) { usable_cpus = hp_usable_cpus(); }
 
 void hp_encode_set_png_threads(unsigned threads) { png_strip_threads = threads; }
 
+static uint64_t png_strip_min_pixels = STRIP_MIN_PIXELS;
+void hp_encode_set_png_strip_min(uint64_t pixels) { png_strip_min_pixels = pixels ? pixels : STRIP_MIN_PIXELS; }
+
 typedef struct png_strip {
     const frame *f;
     const hp_output_params *out;
@@ -870,7 +873,7 @@ hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t 
     unsigned threads = png_strip_threads ? png_strip_threads : usable_cpus;
     /* The run-length coder is used at the fast efforts whatever the size (one strip below
      * STRIP_MIN_PIXELS); zlib's efforts go through libspng on one thread below it. */
-    bool small = (uint64_t)width * height < STRIP_MIN_PIXELS;
+    bool small = (uint64_t)width * height < png_strip_min_pixels;
     hp_code code = out->format == HP_OUTPUT_WEBP ? encode_webp(&f, out, result, err)
                    : out->effort <= PNG_RUNS_MAX_EFFORT || (threads > 1 && !small)
                        ? encode_png_strips(&f, out, encoding, small ? 1 : threads, result, err)

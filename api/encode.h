@@ -133,4 +133,8 @@ void hp_encoded_free(hp_encoded *result);
  * it from its settings. */
 void hp_encode_set_png_threads(unsigned threads);
 
+/* For tests and fuzzing: the frame size (pixels) from which PNGs are encoded in strips, so that the strips'
+ * join runs on small frames too; 0 restores STRIP_MIN_PIXELS. Process-wide. */
+void hp_encode_set_png_strip_min(uint64_t pixels);
+
 #endif

@@ -4,12 +4,14 @@
  * format (HP_FUZZ_FORMAT: 1 OpenEXR, 2 Radiance, 3 PFM, the hp_image_format values) so that each has its own
  * corpus and coverage; an input of another format is passed over (the format is found from the bytes, as in
  * the daemon). Beyond "no crash, no sanitizer report", a failure must say why (a message), and a success
- * must fill the frame it probed (the decoder writes only what it announced: ASan watches the bounds). The
+ * must fill the frame it probed: decoded twice, over memory filled with 0x00 and with 0xFF, the two must be
+ * the same (a byte left unwritten would differ; ASan watches the bounds). The
  * daemon's limits are lowered to 1024 x 1024 here so that a header may not make the fuzzer allocate a
  * 4 GiB frame (the limits themselves are tested in test_image and test_security). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/image.h"
 
@@ -32,14 +34,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     size_t n = (size_t)info.width * info.height;
     hp_pixel_layout layout = info.half_exact ? HP_LAYOUT_RGBA16F : HP_LAYOUT_RGBA32F;
-    void *pixels = malloc(n * hp_pixel_layout_size(layout));
-    float *depth = info.has_depth ? malloc(n * sizeof(float)) : NULL;
-    if (pixels && (!info.has_depth || depth)) {
+    size_t bytes = n * hp_pixel_layout_size(layout), depth_bytes = info.has_depth ? n * sizeof(float) : 0;
+    uint8_t *out[2] = {malloc(bytes + depth_bytes), malloc(bytes + depth_bytes)};
+    hp_code code[2] = {HP_ERR_OUT_OF_MEMORY, HP_ERR_OUT_OF_MEMORY};
+    for (int k = 0; k < 2 && out[0] && out[1]; k++) {
+        memset(out[k], k ? 0xff : 0x00, bytes + depth_bytes);
+        hp_image_info again = info;
         hp_err derr = {0};
-        if (hp_image_decode(data, size, &opt, &info, pixels, layout, depth, &derr) != HP_OK && !derr.message[0])
-            abort();
+        code[k] = hp_image_decode(data, size, &opt, &again, out[k], layout,
+                                  info.has_depth ? (float *)(out[k] + bytes) : NULL, &derr);
+        if (code[k] != HP_OK && !derr.message[0])
+            abort(); /* a failure that says nothing */
     }
-    free(pixels);
-    free(depth);
+    if (code[0] == HP_OK && code[1] == HP_OK && memcmp(out[0], out[1], bytes + depth_bytes) != 0) {
+        fprintf(stderr, "fuzz_image: a %ux%u frame decoded with bytes left unwritten\n", info.width, info.height);
+        abort();
+    }
+    free(out[0]);
+    free(out[1]);
     return 0;
 }

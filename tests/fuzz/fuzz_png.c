@@ -37,8 +37,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 4)
         return 0;
-    /* The shape: width 1..256, height 1..256 (enough rows for several strips at 64 KiB ones is not needed:
-     * the strips' threads split any image at least a row each), 8 or 16 bits, alpha, effort 0..6. */
+    /* The shape: width 1..256, height 1..256, 8 or 16 bits, alpha, effort 0..6, 1..4 strip threads; frames
+     * are split into strips from 1 pixel on here (1 Mpixel in the daemon), so that the strips' join (the
+     * previous strip's window as a dictionary, the sync flushes, adler32_combine) runs on every input. */
     uint32_t w = 1 + data[0], h = 1 + data[1];
     bool sixteen = data[2] & 1, alpha = data[2] & 2;
     unsigned effort = (data[2] >> 2) % 7, threads = 1 + (data[3] & 3);
@@ -50,6 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; size > 4 && i < bytes; i++)
         px[i] = data[4 + i % (size - 4)];
     hp_encode_set_png_threads(threads);
+    hp_encode_set_png_strip_min(1);
     hp_output_params out = {.format = HP_OUTPUT_PNG, .effort = effort, .bit_depth = sixteen ? 16 : 8};
     hp_encoded e = {0};
     hp_err err = {0};
@@ -62,9 +64,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (len != bytes)
         abort();
     /* Alpha left out: the decoder gives it as the maximum; compare the colour and that. */
+    static const uint8_t max_alpha[2] = {0xff, 0xff};
     for (size_t p = 0; p < (size_t)w * h; p++) {
-        size_t s = sixteen ? 8 : 4;
-        bool same = alpha ? !memcmp(px + p * s, back + p * s, s) : !memcmp(px + p * s, back + p * s, s - s / 4);
+        size_t s = sixteen ? 8 : 4, a = s / 4; /* a: bytes of one sample */
+        bool same = alpha ? !memcmp(px + p * s, back + p * s, s)
+                          : !memcmp(px + p * s, back + p * s, s - a) && !memcmp(back + p * s + s - a, max_alpha, a);
         if (!same) {
             fprintf(stderr, "fuzz_png: %ux%u %u-bit alpha %d effort %u threads %u: pixel %zu differs\n", w, h,
                     sixteen ? 16 : 8, alpha, effort, threads, p);
