@@ -56,8 +56,13 @@ def free_port():
 
 
 def clean_env(extra=None):
-    """The test's environment without HDRPOST_* (an operator's settings must not leak into the daemon)."""
+    """The test's environment without HDRPOST_* (an operator's settings must not leak into the daemon).
+    HDRPOST_TEST_PRELOAD becomes the children's LD_PRELOAD alone (the sanitizer pass of deploy/debian.sh: the
+    ASan runtime and the Vulkan driver, kept loaded so that its memory is not reported leaked once the loader
+    unloads it), not the test's own, whose interpreter is not built with ASan."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HDRPOST_") and k != "NOTIFY_SOCKET"}
+    if os.environ.get("HDRPOST_TEST_PRELOAD"):
+        env["LD_PRELOAD"] = os.environ["HDRPOST_TEST_PRELOAD"]
     env.update(extra or {})
     return env
 
