@@ -622,6 +622,8 @@ static hp_request *request_begin(hp_http *http, struct MHD_Connection *connectio
     req->path = url;
     const union MHD_ConnectionInfo *di = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_DAEMON);
     req->probe = di && http->probe_mhd && di->daemon == http->probe_mhd;
+    char allow[128];
+    req->route = request_route(req, &req->path_known, allow, sizeof(allow));
     clock_gettime(CLOCK_MONOTONIC, &req->started);
     const char *client_id = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "X-Request-Id");
     if (client_id && request_id_is_sane(client_id))
@@ -779,9 +781,7 @@ static enum MHD_Result send_now(hp_request *req, hp_reply *reply)
 
 static enum MHD_Result on_headers(hp_http *http, hp_request *req, const char *version)
 {
-    bool known;
-    char allow[128];
-    const hp_route *r = request_route(req, &known, allow, sizeof(allow));
+    const hp_route *r = req->route;
     hp_reply early = {0};
     /* Any body is timed as it arrives, read or discarded, on every route (the guard). */
     hp_guard_headers_in(req->connection, body_declared(req->connection));
@@ -846,9 +846,7 @@ static bool body_grow(hp_http *http, hp_request *req, size_t need)
  * (timed by the guard either way). */
 static enum MHD_Result on_body_piece(hp_http *http, hp_request *req, const char *data, size_t n)
 {
-    bool known;
-    char allow[128];
-    const hp_route *r = request_route(req, &known, allow, sizeof(allow));
+    const hp_route *r = req->route;
     hp_guard_body_bytes(req->connection, n);
     if (!r || !r->takes_body || req->status != 0 || req->body_too_large || req->budget_full || req->refusal.status) {
         req->discarded += n;
@@ -901,9 +899,11 @@ static enum MHD_Result on_body_in(hp_http *http, hp_request *req)
         hp_arrival_end(&req->arrival);
 
     hp_reply reply = {0};
-    bool path_known;
-    char allow[128];
-    const hp_route *route = request_route(req, &path_known, allow, sizeof(allow));
+    bool path_known = req->path_known;
+    char allow[128] = "";
+    const hp_route *route = req->route;
+    if (!route && path_known) /* the Allow list for the 405, only then */
+        request_route(req, &path_known, allow, sizeof(allow));
     if (route && !route_open(&http->params, route) && http->auth_token && !token_matches(http, connection)) {
         hp_reply_error(&reply, 401, "unauthorized", NULL, "this server needs \"Authorization: Bearer <token>\"");
         hp_reply_header_add(&reply, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");

@@ -68,6 +68,8 @@ typedef struct hp_request {
     unsigned body_factor;        /* the budget's bytes per body byte: 2 for a form (its frame part is copied) */
     hp_reply refusal;            /* refused from the headers, answered once the body is in (discarded) */
     bool probe;                  /* on the probe listener: the health routes alone */
+    const struct hp_route *route; /* found once, when the headers are in (NULL: none for this method and path) */
+    bool path_known;             /* the path exists for another method (405) */
 
     /* A handler that answers later (from another thread) calls hp_request_defer(); the connection is
      * suspended until hp_deferred_complete() hands over the reply. */

@@ -1,5 +1,7 @@
 #include "client/frames.h"
 
+#include "client/grow.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -32,14 +34,8 @@ bool hp_frame_range_parse(const char *text, long *first, long *last)
 
 static hp_code push(hp_frame_list *list, const char *path, hp_err *err)
 {
-    if (list->count == list->cap) {
-        size_t cap = list->cap ? 2 * list->cap : 64;
-        hp_frame *grown = realloc(list->items, cap * sizeof(*grown));
-        if (!grown)
-            return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory listing frames");
-        list->items = grown;
-        list->cap = cap;
-    }
+    if (!hp_grow(&list->items, &list->cap, list->count, sizeof(*list->items), 64))
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory listing frames");
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     const char *dot = strrchr(base, '.');
@@ -73,14 +69,9 @@ static hp_code add_directory(hp_frame_list *list, const char *dir, hp_err *err)
     for (struct dirent *e; code == HP_OK && (e = readdir(d)) != NULL;) {
         if (e->d_name[0] == '.' || !is_frame_file(e->d_name))
             continue;
-        if (count == cap) {
-            cap = cap ? 2 * cap : 64;
-            char **grown = realloc(names, cap * sizeof(*grown));
-            if (!grown) {
-                code = hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);
-                break;
-            }
-            names = grown;
+        if (!hp_grow(&names, &cap, count, sizeof(*names), 64)) {
+            code = hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);
+            break;
         }
         if (!(names[count] = strdup(e->d_name)))
             code = hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory listing %s", dir);

@@ -1,5 +1,7 @@
 #include "client/params.h"
 
+#include "client/grow.h"
+
 #include <curl/curl.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -19,14 +21,8 @@ hp_code hp_param_set_put(hp_param_set *set, const char *name, const char *value,
             set->pairs[i].value = v;
             return HP_OK;
         }
-    if (set->count == set->cap) {
-        size_t cap = set->cap ? 2 * set->cap : 16;
-        hp_param_pair *grown = realloc(set->pairs, cap * sizeof(*grown));
-        if (!grown)
-            return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory");
-        set->pairs = grown;
-        set->cap = cap;
-    }
+    if (!hp_grow(&set->pairs, &set->cap, set->count, sizeof(*set->pairs), 16))
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory");
     hp_param_pair p = {.name = strdup(name), .value = strdup(value)};
     if (!p.name || !p.value) {
         free(p.name);

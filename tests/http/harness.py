@@ -2,6 +2,7 @@
 threads (no pipe can fill up), and one HTTP exchange. Standard library only; loopback only."""
 
 import array
+import contextlib
 import http.client
 import json
 import os
@@ -11,8 +12,10 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import traceback
 import zlib
 
 HOST = "127.0.0.1"
@@ -183,6 +186,32 @@ def stop_clean(d):
           f"exit code {rc}\n" + "\n".join(bad or d.log().splitlines()[-20:]))
     d.kill()
     d.dump()
+
+
+@contextlib.contextmanager
+def serving(d):
+    """A daemon from start_ready (or None) for a with block, stopped cleanly at its end."""
+    try:
+        yield d
+    finally:
+        if d:
+            stop_clean(d)
+
+
+def run_suite(executables, prefix, body):
+    """A suite's frame: every executable it needs is there (else one failed point), body(tmp) runs in a
+    temporary directory, an exception is one failed point, and the plan closes the TAP. The exit status."""
+    for exe in executables:
+        if not os.access(exe, os.X_OK):
+            print(f"not ok 1 - {exe} is built and executable\n1..1", flush=True)
+            return 1
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        try:
+            body(tmp)
+        except Exception:
+            point("the test harness ran to the end", False, traceback.format_exc())
+    print(f"1..{count()}", flush=True)
+    return 0
 
 
 def validation_lines(daemon):

@@ -16,9 +16,7 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
 
 HDRPOST = sys.argv[1] if len(sys.argv) > 1 else "hdrpost"
 EXE = sys.argv[2] if len(sys.argv) > 2 else "hdrpostd"
@@ -406,31 +404,16 @@ def progress(d, tmp, pattern):
 
 
 def main():
-    for path in (HDRPOST, EXE, MAKE_FRAME):
-        if not os.access(path, os.X_OK):
-            print(f"not ok 1 - {path} is built and executable\n1..1")
-            return 1
-    with tempfile.TemporaryDirectory(prefix="hdrpost-client-") as tmp:
-        try:
-            pattern = make_shot(tmp)
-            d = start("client daemon")
+    def suite(tmp):
+        pattern = make_shot(tmp)
+        with harness.serving(start("client daemon")) as d:
             if d:
-                try:
-                    exposure_lock(d, tmp, pattern)
-                    user_exposure(d, tmp, pattern)
-                    analyze_and_status(d, tmp, pattern)
-                    refusals(d, tmp, pattern)
-                    progress(d, tmp, pattern)
-                finally:
-                    stop(d)
-            busy_daemon(tmp, pattern)
-            interrupted_and_resumed(tmp, pattern)
-            restarted_daemon(tmp, pattern)
-            daemon_gone(tmp, pattern)
-        except Exception:
-            point("the test harness ran to the end", False, traceback.format_exc())
-    print(f"1..{harness.count()}", flush=True)
-    return 0
+                for group in (exposure_lock, user_exposure, analyze_and_status, refusals, progress):
+                    group(d, tmp, pattern)
+        for group in (busy_daemon, interrupted_and_resumed, restarted_daemon, daemon_gone):
+            group(tmp, pattern)
+
+    return harness.run_suite([HDRPOST, EXE, MAKE_FRAME], "hdrpost-client-", suite)
 
 
 if __name__ == "__main__":

@@ -16,10 +16,8 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import traceback
 
 EXE = sys.argv[1] if len(sys.argv) > 1 else "hdrpostd"
 HOST = "127.0.0.1"
@@ -579,26 +577,19 @@ def device_lost(tmp):
 
 
 def main():
-    if not os.access(EXE, os.X_OK):
-        print("not ok 1 - hdrpostd is built and executable: " + EXE)
-        print("1..1")
-        return 1
-    with tempfile.TemporaryDirectory(prefix="hdrpostd-test-") as tmp:
-        try:
-            config_errors(tmp)
-            address_in_use()
-            cache = os.path.join(tmp, "cache", "sub", "pipeline.cache")  # directories made by the daemon
-            if first_start(tmp, cache):
-                second_start(tmp, cache)
-                corrupt_cache(tmp, cache)
-            tls(tmp)
-            warm_frame(tmp)
-            device_lost(tmp)
-            metrics_open(tmp)
-        except Exception:
-            point("the test harness ran to the end", False, traceback.format_exc())
-    print(f"1..{harness.count()}", flush=True)
-    return 0
+    def suite(tmp):
+        config_errors(tmp)
+        address_in_use()
+        cache = os.path.join(tmp, "cache", "sub", "pipeline.cache")  # directories made by the daemon
+        if first_start(tmp, cache):
+            second_start(tmp, cache)
+            corrupt_cache(tmp, cache)
+        tls(tmp)
+        warm_frame(tmp)
+        device_lost(tmp)
+        metrics_open(tmp)
+
+    return harness.run_suite([EXE], "hdrpostd-test-", suite)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,8 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import traceback
 
 EXE = sys.argv[1] if len(sys.argv) > 1 else "hdrpostd"
 HOST = "127.0.0.1"
@@ -737,53 +735,31 @@ def log_flood(d):
 
 
 def main():
-    if not os.access(EXE, os.X_OK):
-        print("not ok 1 - hdrpostd is built and executable: " + EXE)
-        print("1..1")
-        return 1
-    with tempfile.TemporaryDirectory(prefix="hdrpostd-sec-") as tmp:
-        try:
-            secrets_not_logged(tmp)
-            refuse_open_listen()
-            d = start("forms", env={"HDRPOST_AUTH_TOKEN": TOKEN})
+    def suite(tmp):
+        secrets_not_logged(tmp)
+        refuse_open_listen()
+        with harness.serving(start("forms", env={"HDRPOST_AUTH_TOKEN": TOKEN})) as d:
             if d:
-                try:
-                    empty_parts(d)
-                    repeated_parts(d)
-                    framing(d)
-                    discard_cap(d)
-                    bombs(d)
-                    exr_attribute_bomb(d)
-                    log_flood(d)
-                finally:
-                    stop(d)
-            probe_port = free_port()
-            d = start("limits", ["--max_connections=40", "--max_connections_per_ip=0", "--header_timeout_s=2",
-                                 f"--probe_listen={HOST}:{probe_port}"], {"HDRPOST_AUTH_TOKEN": TOKEN})
+                for group in (empty_parts, repeated_parts, framing, discard_cap, bombs, exr_attribute_bomb,
+                              log_flood):
+                    group(d)
+        probe_port = free_port()
+        with harness.serving(start("limits", ["--max_connections=40", "--max_connections_per_ip=0",
+                                              "--header_timeout_s=2", f"--probe_listen={HOST}:{probe_port}"],
+                                   {"HDRPOST_AUTH_TOKEN": TOKEN})) as d:
             if d:
                 d.probe_port = probe_port
-                try:
-                    header_size(d)
-                    trickle(d)
-                    slow_body(d)
-                    slow_body_anywhere(d)
-                    probe_listener(d)
-                    connection_limit(d, 40)
-                finally:
-                    stop(d)
-            d = start("per-ip limit", ["--max_connections_per_ip=5"], {"HDRPOST_AUTH_TOKEN": TOKEN})
+                for group in (header_size, trickle, slow_body, slow_body_anywhere, probe_listener):
+                    group(d)
+                connection_limit(d, 40)
+        with harness.serving(start("per-ip limit", ["--max_connections_per_ip=5"], {"HDRPOST_AUTH_TOKEN": TOKEN})) as d:
             if d:
-                try:
-                    per_ip_limit(d.port, 5)
-                finally:
-                    stop(d)
-            budget(tmp)
-            early_share(tmp)
-            queue_full_first(tmp)
-        except Exception:
-            point("the test harness ran to the end", False, traceback.format_exc())
-    print(f"1..{harness.count()}", flush=True)
-    return 0
+                per_ip_limit(d.port, 5)
+        budget(tmp)
+        early_share(tmp)
+        queue_full_first(tmp)
+
+    return harness.run_suite([EXE], "hdrpostd-sec-", suite)
 
 
 if __name__ == "__main__":
