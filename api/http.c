@@ -15,6 +15,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "api/deferred.h"
 #include "api/http_guard.h"
 #include "api/metrics.h"
 #include "api/route.h"
@@ -81,8 +82,7 @@ struct hp_http {
     pthread_mutex_t lock;
     pthread_cond_t idle; /* signalled when in_flight drops to 0 */
     unsigned in_flight;
-    struct hp_deferred *deferred; /* deferred replies not yet freed (under deferred_lock), for a drain
-                                   * that times out */
+    hp_deferred_list deferred; /* deferred replies not yet freed, for a drain that times out */
 
     _Atomic unsigned long long id_counter; /* request ids when getrandom() fails */
     char *auth_token;                      /* NULL: no authentication */
@@ -91,6 +91,7 @@ struct hp_http {
 };
 
 void hp_http_set_backend(hp_http *http, const hp_http_backend *backend) { http->backend = *backend; }
+hp_deferred_list *hp_http_deferreds(hp_http *http) { return &http->deferred; }
 const hp_http_backend *hp_http_get_backend(const hp_http *http) { return &http->backend; }
 
 const char *hp_service_state_name(hp_service_state state)
@@ -263,137 +264,6 @@ void hp_reply_release(hp_reply *reply)
     free(reply->bytes);
     reply->body = NULL;
     reply->bytes = NULL;
-}
-
-struct hp_deferred {
-    pthread_mutex_t lock;
-    hp_request *req; /* NULL once the request is gone */
-    int refs;        /* the request's and the completer's */
-    bool suspended;  /* MHD_suspend_connection has been called */
-    bool reply_ready;
-    bool forced;     /* answered by a drain that timed out: the completer's reply is dropped */
-    hp_http *http;   /* whose list it is in, or NULL (under deferred_lock, as the links) */
-    struct hp_deferred *prev, *next;
-};
-
-/* The lists of deferred replies (hp_http.deferred) and each one's links, under one lock of the process's:
- * a reply can be completed by a worker after its server is gone (hp_http_destroy detaches them). */
-static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void slot_unlink(hp_deferred *d)
-{
-    pthread_mutex_lock(&deferred_lock);
-    if (d->http) {
-        if (d->prev)
-            d->prev->next = d->next;
-        else
-            d->http->deferred = d->next;
-        if (d->next)
-            d->next->prev = d->prev;
-        d->http = NULL;
-    }
-    pthread_mutex_unlock(&deferred_lock);
-}
-
-static void slot_unref(hp_deferred *d)
-{
-    pthread_mutex_lock(&d->lock);
-    int refs = --d->refs;
-    pthread_mutex_unlock(&d->lock);
-    if (refs == 0) {
-        slot_unlink(d);
-        pthread_mutex_destroy(&d->lock);
-        free(d);
-    }
-}
-
-hp_deferred *hp_request_defer(hp_request *req)
-{
-    hp_deferred *d = calloc(1, sizeof(*d));
-    if (!d)
-        return NULL;
-    pthread_mutex_init(&d->lock, NULL);
-    d->req = req;
-    d->refs = 2;
-    pthread_mutex_lock(&deferred_lock);
-    d->http = req->http;
-    d->next = d->http->deferred;
-    if (d->next)
-        d->next->prev = d;
-    d->http->deferred = d;
-    pthread_mutex_unlock(&deferred_lock);
-    req->slot = d;
-    req->deferred = true;
-    return d;
-}
-
-void hp_request_undefer(hp_request *req)
-{
-    hp_deferred *d = req->slot;
-    if (!d)
-        return;
-    req->slot = NULL;
-    req->deferred = false;
-    slot_unlink(d);
-    pthread_mutex_destroy(&d->lock);
-    free(d);
-}
-
-/* A drain that timed out: every request still waiting for its deferred reply is answered 503 now, and
- * its connection resumed, so that libmicrohttpd can stop (it aborts the process when stopped with a
- * connection suspended). The completer's reply, when it comes, is dropped. */
-static unsigned force_deferred(hp_http *http)
-{
-    unsigned forced = 0, n = 0, cap = 0;
-    struct MHD_Connection **resume = NULL;
-    pthread_mutex_lock(&deferred_lock);
-    for (hp_deferred *d = http->deferred; d; d = d->next)
-        cap++;
-    resume = cap ? calloc(cap, sizeof(*resume)) : NULL;
-    for (hp_deferred *d = http->deferred; d; d = d->next) {
-        pthread_mutex_lock(&d->lock);
-        hp_request *req = d->req;
-        if (req && !d->reply_ready) {
-            hp_reply_error(&req->deferred_reply, 503, "not_ready", NULL,
-                           "draining: shutting down, and this request did not finish within the drain timeout "
-                           "(%g s)", http->params.drain_timeout_s);
-            d->reply_ready = d->forced = true;
-            forced++;
-            /* A suspended connection is not processed, so it stays until resumed below. One not yet
-             * suspended sees reply_ready when its handler returns and resumes itself. */
-            if (d->suspended && resume)
-                resume[n++] = req->connection;
-        }
-        pthread_mutex_unlock(&d->lock);
-    }
-    pthread_mutex_unlock(&deferred_lock);
-    /* Outside the lock: completing a resumed connection takes it (slot_unlink). */
-    for (unsigned i = 0; i < n; i++)
-        MHD_resume_connection(resume[i]);
-    free(resume);
-    return forced;
-}
-
-void hp_deferred_complete(hp_deferred *d, hp_reply *reply)
-{
-    pthread_mutex_lock(&d->lock);
-    hp_request *req = d->req;
-    bool resume = false;
-    bool taken = req && !d->forced;
-    if (taken) {
-        req->deferred_reply = *reply;
-        memset(reply, 0, sizeof(*reply));
-        d->reply_ready = true;
-        resume = d->suspended;
-    }
-    pthread_mutex_unlock(&d->lock);
-    if (!taken)
-        hp_reply_release(reply); /* the request is gone, or was answered by the drain: nobody to answer */
-    /* A suspended connection cannot complete, so req is still there. Thread-safe in libmicrohttpd (it
-     * wakes the polling thread through its inter-thread channel). */
-    if (resume)
-        MHD_resume_connection(req->connection);
-    slot_unref(d);
 }
 
 void hp_reply_header_add(hp_reply *reply, const char *name, const char *fmt, ...)
@@ -875,10 +745,7 @@ static enum MHD_Result on_body_piece(hp_http *http, hp_request *req, const char 
 /* A suspended request resumed: its deferred reply is ready (hp_deferred_complete). */
 static enum MHD_Result on_resumed(hp_request *req)
 {
-    pthread_mutex_lock(&req->slot->lock);
-    bool ready = req->slot->reply_ready;
-    pthread_mutex_unlock(&req->slot->lock);
-    if (!ready || req->status != 0)
+    if (!hp_deferred_ready(req->slot) || req->status != 0)
         return MHD_YES;
     enum MHD_Result ret = send_reply(req, &req->deferred_reply);
     hp_reply_release(&req->deferred_reply);
@@ -921,13 +788,7 @@ static enum MHD_Result on_body_in(hp_http *http, hp_request *req)
         route->handler(req, &reply);
         if (req->deferred) {
             hp_reply_release(&reply);
-            pthread_mutex_lock(&req->slot->lock);
-            MHD_suspend_connection(connection);
-            req->slot->suspended = true;
-            bool ready = req->slot->reply_ready;
-            pthread_mutex_unlock(&req->slot->lock);
-            if (ready) /* the reply came first: resume at once */
-                MHD_resume_connection(connection);
+            hp_deferred_suspend(req);
             return MHD_YES;
         }
     } else if (path_known) {
@@ -994,12 +855,8 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     hp_info("http: id=%s %s %s %zu bytes%s%s %u %.2f ms%s", req->id, method, path, req->body_len,
             req->log_note[0] ? " " : "", req->log_note, req->status, ms_since(&req->started), reason);
     hp_metrics_request(req->path, req->status);
-    if (req->slot) {
-        pthread_mutex_lock(&req->slot->lock);
-        req->slot->req = NULL;
-        pthread_mutex_unlock(&req->slot->lock);
-        slot_unref(req->slot);
-    }
+    if (req->slot)
+        hp_deferred_request_gone(req->slot);
     stop_arriving(req); /* a body cut off: an early reader stops waiting, and is dropped */
     hp_bigbuf_put(req->body);
     hp_budget_give(http->budget, req->budget_bytes);
@@ -1176,6 +1033,8 @@ static void http_free(hp_http *http)
 {
     if (http->probe_mhd)
         MHD_stop_daemon(http->probe_mhd);
+    if (http->deferred.watching)
+        hp_deferred_list_detach(&http->deferred);
     hp_guard_destroy(&http->guard);
     hp_guard_destroy(&http->probe_guard);
     pthread_cond_destroy(&http->idle);
@@ -1199,6 +1058,8 @@ hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
     int fd = -1, family = 0;
     char *cert = NULL, *key = NULL;
     hp_code code = hp_guard_create(&gp, &http->guard, err);
+    if (code == HP_OK)
+        code = hp_deferred_list_init(&http->deferred, err);
     if (code == HP_OK)
         code = bind_listener(params->listen, &fd, &family, http->address, sizeof(http->address), err);
     if (code == HP_OK && (code = load_tls(params, &cert, &key, err)) != HP_OK)
@@ -1267,7 +1128,7 @@ void hp_http_destroy(hp_http **p)
     unsigned left = http->in_flight;
     pthread_mutex_unlock(&http->lock);
     if (left) {
-        unsigned forced = force_deferred(http);
+        unsigned forced = hp_deferred_list_force(&http->deferred, http->params.drain_timeout_s);
         hp_warn("http: %u request(s) still in flight after %g s; %u waiting for a frame answered 503, the rest "
                 "closed", left, http->params.drain_timeout_s, forced);
         /* The answered ones complete on the polling threads: a moment for them before the stop. */
@@ -1280,15 +1141,8 @@ void hp_http_destroy(hp_http **p)
         pthread_mutex_unlock(&http->lock);
     }
 
-    MHD_stop_daemon(http->mhd);
     /* Replies still to come (frames the worker finishes after this) no longer belong to a server. */
-    pthread_mutex_lock(&deferred_lock);
-    for (hp_deferred *d = http->deferred, *next; d; d = next) {
-        next = d->next;
-        d->http = NULL;
-        d->prev = d->next = NULL;
-    }
-    http->deferred = NULL;
-    pthread_mutex_unlock(&deferred_lock);
+    hp_deferred_list_detach(&http->deferred);
+    MHD_stop_daemon(http->mhd);
     http_free(http); /* the probe listener answered /readyz 503 through the drain; it stops here */
 }

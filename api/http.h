@@ -81,12 +81,16 @@ typedef struct hp_gpu_report {
     uint64_t host_kept_bytes;
 } hp_gpu_report;
 
-/* What the HTTP routes hand work to: the daemon's queue and GPU, behind function pointers so that api/
- * knows no thread or device. The job type is daemon/worker.h's. */
+/* What the HTTP routes hand work to: the daemon's queue and GPU, behind function pointers that daemon/
+ * provides at start-up, so that api/ knows no thread or device. The job is api/job.h's. */
 struct hp_job;
 typedef struct hp_http_backend {
     void *ctx;
     bool (*submit)(void *ctx, struct hp_job *job); /* false: queue full (429) or stopping (503) */
+    /* The job's client has gone: a job still waiting is taken out of the queue and finished at once
+     * (cancelled, its memory given back); one the GPU has already is finished as cancelled when it comes
+     * back. True when it was taken out of the queue. May be NULL. */
+    bool (*cancel)(void *ctx, struct hp_job *job);
     unsigned (*queue_depth)(void *ctx);
     unsigned (*queue_capacity)(void *ctx);
     void (*report)(void *ctx, hp_gpu_report *out);

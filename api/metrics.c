@@ -36,6 +36,19 @@ static double g_stage_sum[STAGES];
 static uint64_t g_stage_count[STAGES];
 static uint64_t g_bytes_in, g_pixels, g_frames;
 static uint64_t g_closed[CLOSE_REASONS], g_log_suppressed;
+static const char *const cancel_stages[] = {"arriving", "queued", "running"};
+#define CANCEL_STAGES (sizeof(cancel_stages) / sizeof(cancel_stages[0]))
+static uint64_t g_cancelled[CANCEL_STAGES];
+
+void hp_metrics_cancelled(const char *stage)
+{
+    for (unsigned i = 0; i < CANCEL_STAGES; i++)
+        if (strcmp(stage, cancel_stages[i]) == 0) {
+            pthread_mutex_lock(&g_lock);
+            g_cancelled[i]++;
+            pthread_mutex_unlock(&g_lock);
+        }
+}
 
 void hp_metrics_connection_closed(const char *reason)
 {
@@ -162,6 +175,14 @@ int hp_metrics_format(char **buf, size_t *len, size_t *cap)
     for (unsigned i = 0; i < CLOSE_REASONS; i++)
         rc |= hp_metrics_printf(buf, len, cap, "hdrpost_connections_closed_total{reason=\"%s\"} %llu\n",
                                 close_reasons[i], (unsigned long long)g_closed[i]);
+    rc |= hp_metrics_printf(buf, len, cap,
+                            "# HELP hdrpost_frames_cancelled_total Frames whose client went away before their answer "
+                            "(logged 499), by where the frame was: arriving (decoded as its body arrived), queued "
+                            "(taken out of the queue at once), running (on the GPU or encoding, finished for nobody).\n"
+                            "# TYPE hdrpost_frames_cancelled_total counter\n");
+    for (unsigned i = 0; i < CANCEL_STAGES; i++)
+        rc |= hp_metrics_printf(buf, len, cap, "hdrpost_frames_cancelled_total{stage=\"%s\"} %llu\n",
+                                cancel_stages[i], (unsigned long long)g_cancelled[i]);
     rc |= hp_metrics_printf(buf, len, cap,
                             "# HELP hdrpost_log_lines_suppressed_total Repeated warnings left out of the log by its "
                             "rate limit.\n# TYPE hdrpost_log_lines_suppressed_total counter\n"

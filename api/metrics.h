@@ -18,6 +18,9 @@ void hp_metrics_frame(uint64_t body_bytes, uint64_t pixels);
  * guard, api/http_guard.h), "limit" (over max_connections or max_connections_per_ip), "protocol"
  * (libmicrohttpd refused its framing). */
 void hp_metrics_connection_closed(const char *reason);
+/* A frame whose client went away before its answer: "arriving" (its body cut off while an early decoder
+ * read it), "queued" (taken out of the queue at once), "running" (on the GPU or encoding by then). */
+void hp_metrics_cancelled(const char *stage);
 /* Log lines left out by a rate limit (common/ratelimit.h), added up. */
 void hp_metrics_log_suppressed(uint64_t lines);
 

@@ -111,6 +111,12 @@ hp_deferred *hp_request_defer(hp_request *request);
 void hp_request_undefer(hp_request *request);
 /* From any thread, once: hands the reply over (moving it), resumes the connection, releases the slot. */
 void hp_deferred_complete(hp_deferred *slot, hp_reply *reply);
+/* Asks to be told, once, when the client closes its connection while the request waits for its reply
+ * (api/deferred.h's watch looks every HP_DEFERRED_WATCH_MS). gone(arg) runs on the watch thread with the
+ * slot's lock held, so it must not complete the slot; arg stays valid through it as long as the completer
+ * completes the slot before it frees arg. Not called once the reply is handed over. */
+void hp_deferred_watch(hp_deferred *slot, void (*gone)(void *arg), void *arg);
+#define HP_DEFERRED_WATCH_MS 50
 
 /* Adds a header (name must outlive the reply: a literal). Ignored past HP_REPLY_MAX_HEADERS. */
 void hp_reply_header_add(hp_reply *reply, const char *name, const char *fmt, ...)

@@ -97,6 +97,7 @@ static void on_device_lost(void *ctx)
 }
 
 static bool submit_job(void *ctx, struct hp_job *job) { return hp_worker_submit(((backend_ctx *)ctx)->worker, job); }
+static bool cancel_job(void *ctx, struct hp_job *job) { return hp_worker_cancel(((backend_ctx *)ctx)->worker, job); }
 static unsigned queue_depth(void *ctx) { return hp_worker_queue_depth(((backend_ctx *)ctx)->worker); }
 static unsigned queue_capacity(void *ctx) { return hp_worker_queue_capacity(((backend_ctx *)ctx)->worker); }
 
@@ -360,6 +361,7 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
         hp_http_backend backend = {
             .ctx = &bctx,
             .submit = submit_job,
+            .cancel = cancel_job,
             .queue_depth = queue_depth,
             .queue_capacity = queue_capacity,
             .report = report,

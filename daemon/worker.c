@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/cpus.h"
 #include "common/log.h"
 
@@ -22,6 +23,20 @@ static bool fifo_push(job_fifo *f, hp_job *job)
         return false;
     f->items[(f->head + f->count) % f->capacity] = job;
     f->count++;
+    return true;
+}
+
+/* Takes job out wherever it is in the FIFO, the others keeping their order; false when it is not there. */
+static bool fifo_remove(job_fifo *f, hp_job *job)
+{
+    unsigned at = 0;
+    while (at < f->count && f->items[(f->head + at) % f->capacity] != job)
+        at++;
+    if (at == f->count)
+        return false;
+    for (; at + 1 < f->count; at++)
+        f->items[(f->head + at) % f->capacity] = f->items[(f->head + at + 1) % f->capacity];
+    f->count--;
     return true;
 }
 
@@ -41,7 +56,8 @@ struct hp_worker {
     pthread_cond_t gpu_wake, pool_wake;
     pthread_cond_t pool_space; /* the finished queue has room again */
     job_fifo waiting;  /* for the GPU */
-    job_fifo finished; /* for the pool */
+    job_fifo finished; /* for the pool: room for the waiting ones as well, which a cancel moves here */
+    unsigned finished_max; /* what the GPU thread may fill it to (its back-pressure) */
     bool stopping;
     unsigned in_flight; /* on the GPU now (0 to HP_FRAMES_IN_FLIGHT) */
     pthread_t gpu_thread;
@@ -83,8 +99,9 @@ static void hand_to_pool(hp_worker *w, hp_job *job)
     pthread_mutex_lock(&w->lock);
     /* When encoding is slower than the GPU, the GPU thread waits here for room rather than losing a job:
      * the queue in front of it then fills, and new frames are answered 429. */
-    while (!fifo_push(&w->finished, job))
+    while (w->finished.count >= w->finished_max)
         pthread_cond_wait(&w->pool_space, &w->lock);
+    fifo_push(&w->finished, job);
     pthread_cond_signal(&w->pool_wake);
     pthread_mutex_unlock(&w->lock);
 }
@@ -222,13 +239,6 @@ static void finish_job(hp_worker *w, hp_job *job, uint32_t ticket)
     job->result.pixels = job->image.ptr;
 }
 
-void hp_job_release(hp_job *job)
-{
-    hp_host_mem_put(&job->pixels);
-    hp_host_mem_put(&job->depth);
-    hp_host_mem_put(&job->image);
-}
-
 static void done(hp_worker *w, hp_job *job)
 {
     atomic_store(&w->graph_sizes, hp_frame_graph_cached_sizes(w->graph));
@@ -337,9 +347,10 @@ hp_code hp_worker_create(hp_frame_graph *graph, const hp_worker_config *config, 
     unsigned depth = config && config->queue_depth ? config->queue_depth : 16;
     w->pool_size = config && config->finish_threads ? config->finish_threads : hp_usable_cpus();
     w->waiting.capacity = depth;
-    w->finished.capacity = depth + 1;
+    w->finished_max = depth + 1;
+    w->finished.capacity = w->finished_max + depth;
     w->waiting.items = calloc(depth, sizeof(hp_job *));
-    w->finished.items = calloc(depth + 1, sizeof(hp_job *));
+    w->finished.items = calloc(w->finished.capacity, sizeof(hp_job *));
     w->pool = calloc(w->pool_size, sizeof(pthread_t));
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->gpu_wake, NULL);
@@ -417,6 +428,26 @@ bool hp_worker_submit(hp_worker *w, hp_job *job)
         pthread_cond_signal(&w->gpu_wake);
     pthread_mutex_unlock(&w->lock);
     return ok;
+}
+
+bool hp_worker_cancel(hp_worker *w, hp_job *job)
+{
+    atomic_store(&job->cancelled, true);
+    pthread_mutex_lock(&w->lock);
+    bool waiting = fifo_remove(&w->waiting, job);
+    if (waiting) {
+        /* Straight to the pool, which answers it and frees its memory: the finished FIFO has room for every
+         * job that can be waiting, on top of what the GPU thread may fill it to. */
+        clock_gettime(CLOCK_MONOTONIC, &job->started_at);
+        job->code = hp_fail(&job->err, HP_ERR_INVALID_ARGUMENT, "the client went away while the frame waited in "
+                            "the queue");
+        fifo_push(&w->finished, job);
+        pthread_cond_signal(&w->pool_wake);
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (waiting)
+        hp_info("worker: took a queued frame out of the queue: its client went away");
+    return waiting;
 }
 
 unsigned hp_worker_queue_depth(hp_worker *w)

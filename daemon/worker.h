@@ -13,54 +13,12 @@
 #ifndef HP_WORKER_H
 #define HP_WORKER_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
-#include <time.h>
 
-#include "common/clock.h"
+#include "api/job.h"
 #include "common/error.h"
-#include "common/rows_ready.h"
 #include "pipeline/frame_graph.h"
 #include "pipeline/host_pool.h"
-
-typedef struct hp_job hp_job;
-
-struct hp_job {
-    /* Input, set by the submitter. pixels (hp_host_mem_get, HP_MEM_UPLOAD): tightly packed desc.format
-     * rows; a block of the worker's host pool is uploaded from directly, anything else copied into the
-     * frame graph's staging. The worker gives both back once the GPU has them. */
-    hp_frame_desc desc;
-    hp_host_mem pixels;
-    hp_host_mem depth;           /* width * height floats for depth of field, or empty */
-    hp_frame_params params;
-    struct timespec deadline;    /* CLOCK_MONOTONIC; a job not started by then is dropped (504) */
-    _Atomic bool cancelled;      /* the client went away: drop it */
-    /* Asked just before the job runs; true when its client has closed the connection (may be NULL). */
-    bool (*client_gone)(hp_job *job);
-    /* A frame still being decoded into pixels when the job was submitted, or NULL (common/rows_ready.h):
-     * the GPU thread uploads its rows as they become final and runs the frame once decoding has finished.
-     * A decoding failure fails the job with decode_failed set and the decoder's code and message. The
-     * submitter keeps the decoder alive, and must have it finished before it lets go of pixels. */
-    hp_rows_ready *rows;
-    /* Called on a pool thread when the job is done (run, failed or dropped); owns the job from then on. */
-    void (*finish)(hp_job *job);
-    void *user;
-
-    /* Output, set by the worker. */
-    hp_code code;                /* HP_OK, or why not: see err */
-    hp_err err;
-    bool expired;                /* dropped past its deadline */
-    bool decode_failed;          /* rows: the decoding failed (code and err are the decoder's) */
-    hp_frame_result result;      /* statistics, tone state, GPU timings (result.pixels: see image) */
-    hp_host_mem image;           /* the output image (result.pixels points into it): the read-back block
-                                  * itself, or a copy; empty when analyze_only or failed. The finisher gives
-                                  * it back (hp_job_release) */
-    size_t image_size;
-    struct timespec queued_at, started_at, gpu_done_at, finish_at;
-};
-
-/* Gives back whatever memory the job still holds (frame, depth, image); safe to call more than once. */
-void hp_job_release(hp_job *job);
 
 typedef struct hp_worker_config {
     unsigned queue_depth;   /* jobs waiting for the GPU at most; beyond it submit refuses, default 16 */
@@ -94,6 +52,11 @@ void hp_worker_set_on_device_lost(hp_worker *worker, void (*fn)(void *ctx), void
 /* Queues a job. Returns false when the queue is full (the caller answers 429) or the worker is
  * stopping; the job is then still the caller's. */
 bool hp_worker_submit(hp_worker *worker, hp_job *job);
+
+/* The job's client went away: marks it cancelled and, when it is still waiting, takes it out of the queue
+ * and hands it to the finishing pool at once (its finish answers it and frees its memory): true. False when
+ * it is not waiting (on the GPU, or finished): it is then finished as it comes, cancelled. */
+bool hp_worker_cancel(hp_worker *worker, hp_job *job);
 
 /* Jobs waiting and the GPU's current state, for /v1/gpu and /metrics. */
 unsigned hp_worker_queue_depth(hp_worker *worker);

@@ -24,7 +24,7 @@
 #include "api/http.h"
 #include "common/budget.h"
 #include "common/log.h"
-#include "daemon/worker.h"
+#include "api/job.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1252,20 +1252,55 @@ def hang_up(d):
         elif res[0] != 200 or webp_size(res[2]) != (512, 256):
             problems.append(f"keeper {k}: {res[0]} {res[2][:200]!r}")
     problems += [f"hanger {k}: {exc}" for k, (_, exc) in enumerate(results[4:]) if exc is not None]
-    # Every hanger's frame is dropped unrun: the worker says so once for each, and the request is logged
-    # 499, or with status 0 "(connection error)" when libmicrohttpd saw the closed socket before the
-    # answer. A frame that ran would be logged 200.
+    # Every hanger's frame is dropped unrun, at once: the watch on suspended connections (api/deferred.c)
+    # sees the hang-up within HP_DEFERRED_WATCH_MS and the queue lets go of the frame, so the request ends
+    # (logged 499, or with status 0 "(connection error)" when libmicrohttpd saw the closed socket before
+    # the answer) well before the keepers ahead of it are done: within SLOW_GPU_MS of being sent, where
+    # waiting for the GPU to reach it would take three keepers' frames and more. A frame that ran would be
+    # logged 200.
     for i in range(4):
         d.wait_line(rf"id=hang-drop-{i} POST /v1/render ", 30)
     lines = d.log().splitlines()
     gone = r" (499 |0 [0-9.]+ ms \(connection error\))"
     dropped = {i for i in range(4) if any(re.search(rf"id=hang-drop-{i} POST /v1/render .*{gone}", l) for l in lines)}
-    said = sum("dropped a queued frame whose client went away" in l for l in lines)
-    point("clients that hang up while their frames are queued have the frames dropped (4 drops logged, "
-          "no hanger's frame run); the others get their images", not problems and dropped == {0, 1, 2, 3}
-          and said == 4,
-          "\n".join(problems) + f"\n499 for hangers {sorted(dropped)}, {said} drop line(s)\n"
-          + "\n".join(l for l in lines if "hang-" in l or "dropped" in l))
+    took = [float(m.group(1)) for l in lines
+            for m in [re.search(r"id=hang-drop-\d POST /v1/render .* ([0-9.]+) ms", l)] if m]
+    said = sum("took a queued frame out of the queue: its client went away" in l for l in lines)
+    metrics = request(d.port, "GET", "/metrics")[2].decode()
+    queued = re.search(r'hdrpost_frames_cancelled_total\{stage="queued"\} (\d+)', metrics)
+    point("clients that hang up while their frames are queued have the frames taken out of the queue at once "
+          "(4 drops logged, each request over within SLOW_GPU_MS, hdrpost_frames_cancelled_total{stage=queued} "
+          "4, no hanger's frame run); the others get their images",
+          not problems and dropped == {0, 1, 2, 3} and said == 4 and len(took) == 4
+          and max(took) < SLOW_GPU_MS and queued and int(queued.group(1)) == 4,
+          "\n".join(problems) + f"\n499 for hangers {sorted(dropped)}, {said} drop line(s), ms {took}, "
+          f"metric {queued.group(0) if queued else None}\n"
+          + "\n".join(l for l in lines if "hang-" in l or "dropped" in l or "took a queued" in l))
+
+
+def hang_up_arriving(d):
+    """A client that goes away while its raw frame arrives: the early decoder reading it (api/early_decode.c)
+    is dropped with the request, counted as hdrpost_frames_cancelled_total{stage="arriving"}, and the bytes
+    it took from the memory budget are back: hdrpost_inflight_bytes returns to 0."""
+    exr = read_data("pmndrs_park.exr")  # over 64 KiB: decoded as it arrives
+    before = metrics_values(d.port)[2]
+    with socket.create_connection((HOST, d.port), timeout=10) as s:
+        s.sendall(f"POST /v1/render HTTP/1.1\r\nHost: t\r\nX-Request-Id: hang-arriving\r\n"
+                  f"Content-Length: {len(exr)}\r\n\r\n".encode() + exr[:len(exr) * 2 // 3])
+        time.sleep(0.3)  # the header is in, the decoder has begun
+    logged = d.wait_line(r"id=hang-arriving POST /v1/render ", 10)
+    after, deadline = {}, time.time() + 5
+    while time.time() < deadline:
+        after = metrics_values(d.port)[2]
+        if after.get("hdrpost_inflight_bytes") == 0:
+            break
+        time.sleep(0.05)
+    key = 'hdrpost_frames_cancelled_total{stage="arriving"}'
+    point("a client that hangs up mid-upload while its frame decodes: counted as cancelled while arriving, and "
+          "its budget given back (hdrpost_inflight_bytes 0)", logged and after.get(key, 0) == before.get(key, 0) + 1
+          and after.get("hdrpost_inflight_bytes") == 0,
+          f"{key}: {before.get(key)} -> {after.get(key)}, inflight {after.get('hdrpost_inflight_bytes')}\n"
+          + "\n".join(l for l in d.log().splitlines() if "hang-arriving" in l))
 
 
 def overload():
@@ -1499,7 +1534,7 @@ def main():
                 for test in (render_raw_exr, render_png_8bit, render_png_16bit, render_multipart, alpha_output,
                              render_json, analyze, early_decoding, parallel, exr_layers):
                     guarded(test, d, tmp)
-                for test in (render_depth, depth_of_field, errors, raw_input, status_routes):
+                for test in (render_depth, depth_of_field, errors, raw_input, status_routes, hang_up_arriving):
                     guarded(test, d)
                 guarded(compressions, d, tmp)
             finally:

@@ -1,0 +1,272 @@
+/* Replies that come later: the slots, the server's list of them, and the watch for clients that hang up
+ * (api/deferred.h). */
+#include "api/deferred.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "common/log.h"
+
+struct hp_deferred {
+    pthread_mutex_t lock;
+    hp_request *req; /* NULL once the request is gone */
+    int refs;        /* the request's and the completer's */
+    bool suspended;  /* MHD_suspend_connection has been called */
+    bool reply_ready;
+    bool forced;     /* answered by a drain that timed out: the completer's reply is dropped */
+    void (*gone)(void *arg); /* hp_deferred_watch; NULL once told */
+    void *gone_arg;
+    hp_deferred_list *list; /* whose list it is in, or NULL (under deferred_lock, as the links) */
+    struct hp_deferred *prev, *next;
+};
+
+/* The lists of deferred replies and each one's links, under one lock of the process's: a reply can be
+ * completed by a worker after its server is gone (hp_deferred_list_detach). The order, where both are
+ * taken: deferred_lock, then a slot's lock. */
+static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void slot_unlink(hp_deferred *d)
+{
+    pthread_mutex_lock(&deferred_lock);
+    if (d->list) {
+        if (d->prev)
+            d->prev->next = d->next;
+        else
+            d->list->head = d->next;
+        if (d->next)
+            d->next->prev = d->prev;
+        d->list = NULL;
+    }
+    pthread_mutex_unlock(&deferred_lock);
+}
+
+static void slot_unref(hp_deferred *d)
+{
+    pthread_mutex_lock(&d->lock);
+    int refs = --d->refs;
+    pthread_mutex_unlock(&d->lock);
+    if (refs == 0) {
+        slot_unlink(d);
+        pthread_mutex_destroy(&d->lock);
+        free(d);
+    }
+}
+
+hp_deferred *hp_request_defer(hp_request *req)
+{
+    hp_deferred *d = calloc(1, sizeof(*d));
+    if (!d)
+        return NULL;
+    pthread_mutex_init(&d->lock, NULL);
+    d->req = req;
+    d->refs = 2;
+    pthread_mutex_lock(&deferred_lock);
+    d->list = hp_http_deferreds(req->http);
+    d->next = d->list->head;
+    if (d->next)
+        d->next->prev = d;
+    d->list->head = d;
+    pthread_mutex_unlock(&deferred_lock);
+    req->slot = d;
+    req->deferred = true;
+    return d;
+}
+
+void hp_request_undefer(hp_request *req)
+{
+    hp_deferred *d = req->slot;
+    if (!d)
+        return;
+    req->slot = NULL;
+    req->deferred = false;
+    slot_unlink(d);
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+}
+
+void hp_deferred_complete(hp_deferred *d, hp_reply *reply)
+{
+    pthread_mutex_lock(&d->lock);
+    hp_request *req = d->req;
+    bool resume = false;
+    bool taken = req && !d->forced;
+    if (taken) {
+        req->deferred_reply = *reply;
+        memset(reply, 0, sizeof(*reply));
+        d->reply_ready = true;
+        resume = d->suspended;
+    }
+    d->gone = NULL;
+    pthread_mutex_unlock(&d->lock);
+    if (!taken)
+        hp_reply_release(reply); /* the request is gone, or was answered by the drain: nobody to answer */
+    /* A suspended connection cannot complete, so req is still there. Thread-safe in libmicrohttpd (it
+     * wakes the polling thread through its inter-thread channel). */
+    if (resume)
+        MHD_resume_connection(req->connection);
+    slot_unref(d);
+}
+
+void hp_deferred_watch(hp_deferred *d, void (*gone)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&d->lock);
+    if (!d->reply_ready) {
+        d->gone = gone;
+        d->gone_arg = arg;
+    }
+    pthread_mutex_unlock(&d->lock);
+}
+
+void hp_deferred_suspend(hp_request *req)
+{
+    pthread_mutex_lock(&req->slot->lock);
+    MHD_suspend_connection(req->connection);
+    req->slot->suspended = true;
+    bool ready = req->slot->reply_ready;
+    pthread_mutex_unlock(&req->slot->lock);
+    if (ready) /* the reply came first: resume at once */
+        MHD_resume_connection(req->connection);
+}
+
+bool hp_deferred_ready(hp_deferred *d)
+{
+    pthread_mutex_lock(&d->lock);
+    bool ready = d->reply_ready;
+    pthread_mutex_unlock(&d->lock);
+    return ready;
+}
+
+void hp_deferred_request_gone(hp_deferred *d)
+{
+    pthread_mutex_lock(&d->lock);
+    d->req = NULL;
+    d->gone = NULL;
+    pthread_mutex_unlock(&d->lock);
+    slot_unref(d);
+}
+
+/* --- The watch ----------------------------------------------------------------------------------------
+ *
+ * A suspended connection is not polled by libmicrohttpd, so a client that hangs up while its frame waits
+ * in the queue would be noticed only when the frame's reply is written, after the GPU and the encoder
+ * have done the work, and the frame's memory would be held until then. The watch peeks at each suspended
+ * socket every HP_DEFERRED_WATCH_MS: 0 bytes from a readable socket is the peer's end of stream (a byte,
+ * such as a pipelined request, is left where it is). poll() on the sockets would wake sooner, but it
+ * would see a readable socket where a client merely pipelines, and the budget of a peek per waiting
+ * request every 50 ms (queue_depth of them at most) is small. */
+
+static bool peer_closed(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci)
+        return false;
+    char byte;
+    ssize_t n = recv(ci->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* Under deferred_lock: tells each slot whose client has gone. gone() runs under the slot's lock, which the
+ * completer takes before it frees what gone() is given (hp_deferred_watch). */
+static void watch_once(hp_deferred_list *list)
+{
+    for (hp_deferred *d = list->head; d; d = d->next) {
+        pthread_mutex_lock(&d->lock);
+        if (d->gone && d->suspended && !d->reply_ready && d->req && peer_closed(d->req->connection)) {
+            void (*gone)(void *) = d->gone;
+            d->gone = NULL;
+            gone(d->gone_arg);
+        }
+        pthread_mutex_unlock(&d->lock);
+    }
+}
+
+static void *watch_main(void *arg)
+{
+    hp_deferred_list *list = arg;
+    pthread_mutex_lock(&deferred_lock);
+    while (!list->stop) {
+        watch_once(list);
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += HP_DEFERRED_WATCH_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L)
+            until.tv_sec++, until.tv_nsec -= 1000000000L;
+        while (!list->stop && pthread_cond_timedwait(&list->wake, &deferred_lock, &until) != ETIMEDOUT)
+            ;
+    }
+    pthread_mutex_unlock(&deferred_lock);
+    return NULL;
+}
+
+hp_code hp_deferred_list_init(hp_deferred_list *list, hp_err *err)
+{
+    memset(list, 0, sizeof(*list));
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&list->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    if (pthread_create(&list->watch, NULL, watch_main, list) != 0) {
+        pthread_cond_destroy(&list->wake);
+        return hp_fail(err, HP_ERR_INTERNAL, "cannot start the thread that watches waiting clients");
+    }
+    list->watching = true;
+    return HP_OK;
+}
+
+unsigned hp_deferred_list_force(hp_deferred_list *list, double drain_timeout_s)
+{
+    unsigned forced = 0, n = 0, cap = 0;
+    struct MHD_Connection **resume = NULL;
+    pthread_mutex_lock(&deferred_lock);
+    for (hp_deferred *d = list->head; d; d = d->next)
+        cap++;
+    resume = cap ? calloc(cap, sizeof(*resume)) : NULL;
+    for (hp_deferred *d = list->head; d; d = d->next) {
+        pthread_mutex_lock(&d->lock);
+        hp_request *req = d->req;
+        if (req && !d->reply_ready) {
+            hp_reply_error(&req->deferred_reply, 503, "not_ready", NULL,
+                           "draining: shutting down, and this request did not finish within the drain timeout "
+                           "(%g s)", drain_timeout_s);
+            d->reply_ready = d->forced = true;
+            forced++;
+            /* A suspended connection is not processed, so it stays until resumed below. One not yet
+             * suspended sees reply_ready when its handler returns and resumes itself. */
+            if (d->suspended && resume)
+                resume[n++] = req->connection;
+        }
+        pthread_mutex_unlock(&d->lock);
+    }
+    pthread_mutex_unlock(&deferred_lock);
+    /* Outside the lock: completing a resumed connection takes it (slot_unlink). */
+    for (unsigned i = 0; i < n; i++)
+        MHD_resume_connection(resume[i]);
+    free(resume);
+    return forced;
+}
+
+void hp_deferred_list_detach(hp_deferred_list *list)
+{
+    pthread_mutex_lock(&deferred_lock);
+    list->stop = true;
+    pthread_cond_broadcast(&list->wake);
+    pthread_mutex_unlock(&deferred_lock);
+    if (list->watching)
+        pthread_join(list->watch, NULL);
+    list->watching = false;
+    pthread_cond_destroy(&list->wake);
+    /* Replies still to come (frames the worker finishes after this) no longer belong to a server. */
+    pthread_mutex_lock(&deferred_lock);
+    for (hp_deferred *d = list->head, *next; d; d = next) {
+        next = d->next;
+        d->list = NULL;
+        d->prev = d->next = NULL;
+    }
+    list->head = NULL;
+    pthread_mutex_unlock(&deferred_lock);
+}

@@ -1,0 +1,277 @@
+/* Early decoding: a raw-body OpenEXR decoded while it arrives (api/early_decode.h). */
+#include "api/early_decode.h"
+
+#include <math.h>
+#include <microhttpd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api/form.h"
+#include "api/metrics.h"
+#include "api/params_json.h"
+#include "common/budget.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "pipeline/params.h"
+
+/* Early decodes at once, at most the queue's capacity: each holds a frame's worth of pinned memory from
+ * its header on, and more frames than the queue takes would be answered 429 anyway. */
+static _Atomic unsigned early_active;
+
+/* Bodies too small to gain from the overlap are decoded after they are in (a thread start is tens of
+ * microseconds; a 64 KiB EXR takes longer than that to decode). */
+#define EARLY_MIN_BYTES ((size_t)64 << 10)
+
+
+
+/* The decoder's options for a request: the server's limits and threads, the parameters' channel names.
+ * depth_opt, for a depth part, takes the limits alone. */
+void hp_decode_options_for(const hp_http_backend *be, const hp_params *p, hp_decode_options *opt,
+                           hp_decode_options *depth_opt)
+{
+    hp_decode_options o = HP_DECODE_OPTIONS_DEFAULTS;
+    o.max_width = be->max_width ? be->max_width : o.max_width;
+    o.max_height = be->max_height ? be->max_height : o.max_height;
+    o.max_pixels = be->max_pixels ? be->max_pixels : o.max_pixels;
+    o.threads = be->decode_threads;
+    if (depth_opt)
+        *depth_opt = o;
+    o.layer = p->input.layer;
+    o.channel_r = p->input.channel_r;
+    o.channel_g = p->input.channel_g;
+    o.channel_b = p->input.channel_b;
+    o.channel_a = p->input.channel_a;
+    o.depth = p->input.depth;
+    *opt = o;
+}
+
+static bool early_run(hp_early *e);
+
+/* The bytes early decoders hold for bodies still arriving: at most EARLY_SHARE_DIV-th of the budget. */
+#define EARLY_SHARE_DIV 4
+static _Atomic uint64_t early_share_used;
+
+static bool early_share_take(const hp_budget *budget, uint64_t bytes)
+{
+    uint64_t limit = budget && budget->limit ? budget->limit / EARLY_SHARE_DIV : UINT64_MAX;
+    uint64_t used = atomic_load(&early_share_used);
+    do {
+        if (bytes > limit || used > limit - bytes)
+            return false;
+    } while (!atomic_compare_exchange_weak(&early_share_used, &used, used + bytes));
+    return true;
+}
+
+/* Once the body is in (the handler took the frame) or the decoder is dropped. */
+void hp_early_share_give(hp_early *e)
+{
+    atomic_fetch_sub(&early_share_used, e->early_share);
+    e->early_share = 0;
+}
+
+static void *early_main(void *arg)
+{
+    hp_early *e = arg;
+    if (!early_run(e))
+        hp_rows_ready_abandon(&e->rows); /* it gave up before decoding: the handler takes the ordinary path */
+    return NULL;
+}
+
+/* Probes and decodes; false when it gave up before decoding (rows then never started). */
+static bool early_run(hp_early *e)
+{
+    hp_request *req = e->req;
+    hp_err err = {0};
+    e->code = HP_ERR_INVALID_ARGUMENT; /* not done: the handler takes the ordinary path */
+    hp_params params;
+    hp_params_defaults(&params);
+    if (e->query && e->query[0] && hp_params_from_query(e->query, &params, &err) != HP_OK)
+        return false;
+    if (params.input.width) /* raw samples: nothing to decode */
+        return false;
+    if (!hp_arrival_wait(&req->arrival, 4) || hp_image_detect(req->body, 4) != HP_IMAGE_EXR)
+        return false;
+    hp_decode_options opt;
+    hp_decode_options_for(e->be, &params, &opt, NULL);
+    opt.arrival = &req->arrival;
+    /* Two threads fewer than the cores while the body arrives: the thread receiving it (and, in the
+     * benchmark, the client on the same machine) compete with every decoding thread otherwise. Side by
+     * side on the 16-core GPU host (docs/BENCHMARKS.md): 16 threads received a 4K frame in 16.4-17.5 ms
+     * p50, 15 in 13.1-13.4, 14 in 8.3-9.8 (the decoding left after the last byte 1.8 -> 3.4 ms), 12 in
+     * 9.0-10.1 with 5.4-5.8 left. Two more threads that joined only after the last byte slowed the
+     * receive again (8.6 -> 13.6 ms: then every arriving piece woke every waiting thread, which led to
+     * common/arrival.c waking each reader only for its own bytes). */
+    if (opt.threads > 4)
+        opt.threads -= 2;
+    if (hp_image_probe(req->body, req->body_cap, &opt, &e->info, &err) != HP_OK)
+        return false;
+    e->want_dof = !e->analyze && params.dof.enabled;
+    if (e->want_dof && !e->info.has_depth)
+        return false; /* the handler says depth_missing */
+    e->half = e->info.half_exact;
+    size_t n = (size_t)e->info.width * e->info.height;
+    /* Only what the budget admits (a header alone, 8.5 KB of a 16384x16384 frame, made every connection
+     * reserve 2 GiB), and of it only a share for frames whose bodies are still arriving: a client that sends
+     * headers and trickles the rest cannot hold the whole budget. The ordinary path, once the body is in,
+     * decodes what does not fit here. */
+    uint64_t want = (uint64_t)n * (e->half ? 8 : 16) + (e->want_dof ? (uint64_t)n * sizeof(float) : 0);
+    if (!early_share_take(e->budget, want))
+        return false;
+    e->early_share = want;
+    if (!hp_budget_take(e->budget, want)) {
+        hp_early_share_give(e);
+        return false;
+    }
+    e->charged = want;
+    if (!hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * (e->half ? 8 : 16), &e->pixels) ||
+        (e->want_dof && !hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * sizeof(float), &e->depth)))
+        return false;
+    opt.rows = &e->rows;
+    /* From the start on the handler may take e->pixels and e->depth over (while this writes them). */
+    void *pixels = e->pixels.ptr;
+    float *depth = e->want_dof ? e->depth.ptr : NULL;
+    hp_image_info info = e->info;
+    hp_rows_ready_start(&e->rows);
+    hp_code code = hp_image_decode(req->body, req->body_cap, &opt, &info, pixels,
+                                   e->half ? HP_LAYOUT_RGBA16F : HP_LAYOUT_RGBA32F, depth, &err);
+    e->code = code;
+    clock_gettime(CLOCK_MONOTONIC, &e->decoded);
+    hp_rows_ready_finish(&e->rows, code, &err);
+    return true;
+}
+
+void hp_early_free(hp_early *e)
+{
+    if (!e)
+        return;
+    atomic_fetch_sub(&early_active, 1);
+    if (!e->joined)
+        pthread_join(e->thread, NULL);
+    hp_host_mem_put(&e->pixels);
+    hp_host_mem_put(&e->depth);
+    hp_budget_give(e->budget, e->charged);
+    hp_early_share_give(e);
+    hp_rows_ready_destroy(&e->rows);
+    free(e->query);
+    free(e);
+}
+
+/* Joins the early decoder if it still runs: before the memory it writes is let go. */
+void hp_early_settle(hp_early *e)
+{
+    if (e && !e->joined) {
+        pthread_join(e->thread, NULL);
+        e->joined = true;
+    }
+}
+
+static void early_release(hp_early *e)
+{
+    if (atomic_fetch_sub(&e->refs, 1) == 1)
+        hp_early_free(e);
+}
+
+/* Until the decoder has finished: it then no longer reads the body nor writes the frame. */
+static void early_wait_finished(hp_early *e)
+{
+    bool finished;
+    hp_rows_ready_wait(&e->rows, UINT32_MAX, &finished);
+}
+
+/* The request's share, at its completion: its body and arrival are freed right after this. */
+static void early_drop_shared(hp_request *req)
+{
+    hp_early *e = req->early;
+    req->early = NULL;
+    if (e) {
+        early_wait_finished(e);
+        early_release(e);
+    }
+}
+
+/* The request ended before its handler took the decoder: its client went away while the frame arrived. */
+static void early_drop(hp_request *req)
+{
+    hp_metrics_cancelled("arriving");
+    hp_early_free(req->early);
+    req->early = NULL;
+}
+
+/* The handler's side: waits for the early decoder (the whole body is in, so it is finishing or done) and
+ * takes it over from the request. NULL when there was none. */
+hp_early *hp_early_take(hp_request *req)
+{
+    hp_early *e = req->early;
+    if (!e)
+        return NULL;
+    /* Still decoding (its last chunks: the whole body is in): taken as it is, its rows uploaded as they
+     * become final (daemon/worker.h, job->rows). Given up or done: joined, as before. */
+    if (hp_rows_ready_wait_start(&e->rows) == HP_ROWS_DECODING && !hp_rows_ready_result(&e->rows, NULL, NULL)) {
+        e->pending = true;
+    } else {
+        pthread_join(e->thread, NULL);
+        e->joined = true;
+    }
+    req->early = NULL;
+    req->early_drop = NULL;
+    return e;
+}
+
+static void begins(hp_request *req, bool analyze)
+{
+    const char *ctype = MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    const hp_http_backend *be = hp_http_get_backend(req->http);
+    if (req->body_cap < EARLY_MIN_BYTES || !be || !be->submit ||
+        (ctype && strncasecmp(ctype, "multipart/form-data", 19) == 0))
+        return;
+    unsigned cap = be->queue_capacity ? be->queue_capacity(be->ctx) : 16;
+    if (be->queue_depth && be->queue_depth(be->ctx) >= cap)
+        return; /* a full queue: the frame will likely be answered 429; no memory for it now */
+    if (atomic_fetch_add(&early_active, 1) >= cap) {
+        atomic_fetch_sub(&early_active, 1);
+        return;
+    }
+    hp_early *e = calloc(1, sizeof(*e));
+    if (!e) {
+        atomic_fetch_sub(&early_active, 1);
+        return;
+    }
+    e->req = req;
+    e->be = be;
+    e->budget = hp_http_budget(req->http);
+    e->analyze = analyze;
+    atomic_init(&e->refs, 1);
+    hp_rows_ready_init(&e->rows);
+    if (!hp_request_query(req->connection, &e->query) || pthread_create(&e->thread, NULL, early_main, e) != 0) {
+        hp_rows_ready_destroy(&e->rows);
+        free(e->query);
+        free(e);
+        atomic_fetch_sub(&early_active, 1);
+        return; /* the ordinary path will do */
+    }
+    req->early = e;
+    req->early_drop = early_drop;
+}
+
+void hp_route_render_begins(hp_request *req) { begins(req, false); }
+void hp_route_analyze_begins(hp_request *req) { begins(req, true); }
+
+/* The request's share handed on with the job: from here on the request's completion and the job's
+ * finish each let go of it (hp_early_job_done). */
+void hp_early_hand_over(hp_request *req, hp_early *e)
+{
+    atomic_store(&e->refs, 2);
+    req->early = e;
+    req->early_drop = early_drop_shared;
+}
+
+/* The job's share, once its frame is no longer needed (finished, or never submitted): waits for the
+ * decoder to finish writing, and returns how long after the body's last byte that was. */
+double hp_early_job_done(hp_early *e, const struct timespec *body_done)
+{
+    early_wait_finished(e);
+    double ms = fmax(0.0, hp_ms_between(body_done, &e->decoded));
+    early_release(e);
+    return ms;
+}

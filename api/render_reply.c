@@ -1,0 +1,322 @@
+/* The render routes' answer, on a finishing thread (api/render.h): the job back from the GPU is encoded
+ * (render) or described (analyze), its timings recorded, and the reply handed to the waiting connection. */
+#include "api/render.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/early_decode.h"
+#include "api/encode.h"
+#include "api/metrics.h"
+#include "api/params_json.h"
+#include "common/budget.h"
+#include "common/clock.h"
+#include "pipeline/cpu_reference.h"
+
+/* RFC 4648 base64 for the JSON form of the response. jansson has none, and twenty lines do not justify
+ * linking GLib or OpenSSL for it. */
+static char *base64(const uint8_t *in, size_t len)
+{
+    static const char table[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *out = malloc(4 * ((len + 2) / 3) + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < len ? (uint32_t)in[i + 1] << 8 : 0) | (i + 2 < len ? in[i + 2] : 0);
+        out[o++] = table[(v >> 18) & 63];
+        out[o++] = table[(v >> 12) & 63];
+        out[o++] = i + 1 < len ? table[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < len ? table[v & 63] : '=';
+    }
+    out[o] = 0;
+    return out;
+}
+
+static json_t *name_or_null(const char *name) { return name[0] ? json_string(name) : json_null(); }
+
+/* {"part", "layer", "channels": {"r", "g", "b", "a"}, "depth"}: the layer is "" for plain channels or
+ * channels named one by one; a channel that is not there (alpha, depth) is null. */
+static json_t *exr_json(const render_ctx *ctx)
+{
+    return json_pack("{s:i, s:s, s:{s:o, s:o, s:o, s:o}, s:o}", "part", ctx->exr_part, "layer", ctx->exr_layer,
+                     "channels", "r", name_or_null(ctx->exr_channels[0]), "g", name_or_null(ctx->exr_channels[1]),
+                     "b", name_or_null(ctx->exr_channels[2]), "a", name_or_null(ctx->exr_channels[3]), "depth",
+                     name_or_null(ctx->exr_depth));
+}
+
+/* What depth of field did: the settings it resolved ("auto" focus and lens included) and the bokeh sprites,
+ * with whether the budget cut them (DECISIONS.md 9: the response says so). */
+static json_t *dof_json(const hp_frame_params *fp, const hp_frame_result *r)
+{
+    const hp_dof_settings *ds = &fp->dof_settings;
+    json_t *o = json_pack("{s:s, s:f, s:f, s:f, s:f}", "method", ds->method == HP_DOF_SAT ? "sat" : "gather",
+                          "focus_distance_m", ds->focus_distance_m, "focal_length_mm", ds->focal_length_mm, "f_stop",
+                          ds->f_stop, "coc_at_infinity_px", hp_dof_coc_k(ds, r->width));
+    if (ds->bokeh)
+        json_object_set_new(o, "bokeh", json_pack("{s:i, s:i, s:i, s:b}", "sprites", (int)r->bokeh_drawn, "wanted",
+                                                  (int)r->bokeh_wanted, "budget", (int)ds->max_sprites,
+                                                  "budget_reached", r->bokeh_wanted > ds->max_sprites));
+    return o;
+}
+
+static json_t *stats_json(const hp_lum_stats *s, bool histogram)
+{
+    json_t *o = json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:f}", "pixels", (json_int_t)s->pixels, "finite_pixels",
+                          (json_int_t)s->finite_pixels, "nonfinite_pixels", (json_int_t)s->nonfinite_pixels,
+                          "log_average", s->log_average, "mean", s->mean, "min", s->min, "max", s->max);
+    if (histogram) {
+        json_t *h = json_array();
+        for (int i = 0; i < 256; i++)
+            json_array_append_new(h, json_integer(s->histogram[i]));
+        json_object_set_new(o, "histogram", json_pack("{s:f, s:f, s:o}", "min_log2", s->hist_min_log2, "max_log2",
+                                                      s->hist_max_log2, "counts", h));
+    }
+    return o;
+}
+
+/* The percentile luminance as the exposure stage defines it: the lower edge of the first bin whose
+ * cumulative count reaches p * total (shaders/exposure.comp). */
+static double percentile(const hp_lum_stats *s, double p)
+{
+    double total = 0, c = 0;
+    for (int i = 0; i < 256; i++)
+        total += s->histogram[i];
+    int k = 255;
+    for (int i = 0; i < 256; i++) {
+        c += s->histogram[i];
+        if (c >= p * total) {
+            k = i;
+            break;
+        }
+    }
+    return exp2(s->hist_min_log2 + (double)((k ? k : 1) - 1) * (s->hist_max_log2 - s->hist_min_log2) / 254.0);
+}
+
+static void job_error_reply(hp_job *job, hp_reply *reply)
+{
+    if (atomic_load(&job->cancelled)) /* nginx's 499: nobody reads it, but the log and metrics say why */
+        hp_reply_error(reply, 499, "client_closed_request", NULL, "%s", job->err.message);
+    else if (job->expired)
+        hp_reply_error(reply, 504, "deadline_exceeded", NULL, "%s", job->err.message);
+    else if (job->code == HP_ERR_DEVICE_LOST)
+        hp_reply_error(reply, 503, "device_lost", NULL, "%s", job->err.message);
+    else if (job->code == HP_ERR_TOO_LARGE)
+        hp_reply_error(reply, 413, "too_large", NULL, "%s", job->err.message);
+    else if (job->code == HP_ERR_UNUSABLE)
+        hp_reply_error(reply, 422, "unusable_image", job->err.field[0] ? job->err.field : NULL, "%s", job->err.message);
+    else if (job->code == HP_ERR_INVALID_ARGUMENT)
+        hp_reply_error(reply, 400, "invalid_parameter", job->err.field[0] ? job->err.field : NULL, "%s",
+                       job->err.message);
+    else
+        hp_reply_error(reply, 500, "internal_error", NULL, "%s: %s", hp_code_name(job->code), job->err.message);
+}
+
+
+/* How long each phase took, as Server-Timing, the JSON answer and /metrics give them (DECISIONS.md 10). */
+typedef struct phase_times {
+    double recv, decode, queue, encode, encode_cpu, total;
+} phase_times;
+
+static void add_timing(char *buf, size_t size, size_t *n, const char *name, double ms)
+{
+    int w = snprintf(buf + *n, size - *n, "%s%s;dur=%.3f", *n ? ", " : "", name, ms);
+    if (w > 0 && (size_t)w < size - *n)
+        *n += (size_t)w;
+}
+
+/* Every phase's time to the metrics. */
+static void record_times(const render_ctx *ctx, const hp_frame_result *r, const phase_times *t)
+{
+    hp_metrics_stage("recv", t->recv);
+    hp_metrics_stage("decode", t->decode);
+    hp_metrics_stage("queue", t->queue);
+    for (uint32_t i = 0; i < r->timing_count; i++)
+        hp_metrics_stage(r->timings[i].name, r->timings[i].ms);
+    if (!ctx->analyze)
+        hp_metrics_stage("encode", t->encode);
+    hp_metrics_stage("total", t->total);
+    hp_metrics_frame(ctx->body_len, (uint64_t)r->width * r->height);
+}
+
+/* The Server-Timing header: the GPU stages between the queue and the encoder (analyze's tone map is not
+ * one it ran for the client). */
+static void server_timing(const render_ctx *ctx, const hp_frame_result *r, const phase_times *t, hp_reply *reply)
+{
+    char timing[512];
+    size_t n = 0;
+    add_timing(timing, sizeof(timing), &n, "recv", t->recv);
+    add_timing(timing, sizeof(timing), &n, "decode", t->decode);
+    add_timing(timing, sizeof(timing), &n, "queue", t->queue);
+    for (uint32_t i = 0; i < r->timing_count; i++)
+        if (!ctx->analyze || strcmp(r->timings[i].name, "tonemap") != 0)
+            add_timing(timing, sizeof(timing), &n, r->timings[i].name, r->timings[i].ms);
+    if (!ctx->analyze) {
+        add_timing(timing, sizeof(timing), &n, "encode", t->encode);
+        /* CPU time over the encoder's threads: what a frame costs the machine, beside its latency */
+        add_timing(timing, sizeof(timing), &n, "encode_cpu", t->encode_cpu);
+    }
+    add_timing(timing, sizeof(timing), &n, "total", t->total);
+    hp_reply_header_add(reply, "Server-Timing", "%s", timing);
+}
+
+static json_t *times_json(const render_ctx *ctx, const hp_frame_result *r, const phase_times *t)
+{
+    json_t *o = json_pack("{s:f, s:f, s:f}", "recv", t->recv, "decode", t->decode, "queue", t->queue);
+    for (uint32_t i = 0; i < r->timing_count; i++)
+        json_object_set_new(o, r->timings[i].name, json_real(r->timings[i].ms));
+    if (!ctx->analyze) {
+        json_object_set_new(o, "encode", json_real(t->encode));
+        json_object_set_new(o, "encode_cpu", json_real(t->encode_cpu));
+    }
+    json_object_set_new(o, "total", json_real(t->total));
+    return o;
+}
+
+/* Encode: the image the GPU read back, as the output parameters ask. *alpha: whether the image carries
+ * alpha (output.alpha: by default an alpha the tone pass found opaque everywhere is left out). */
+static hp_code encode_image(const render_ctx *ctx, const hp_job *job, bool *alpha, hp_encoded *enc, hp_err *err)
+{
+    const hp_frame_result *r = &job->result;
+    const hp_params *p = &job->params.params;
+    *alpha = ctx->alpha && (p->output.alpha == HP_ALPHA_KEEP ||
+                            (p->output.alpha == HP_ALPHA_AUTO && r->tone.translucent));
+    if (!r->yuv420)
+        return hp_encode(job->image.ptr, r->width, r->height, p->output.bit_depth, *alpha,
+                         hp_output_encoding_for_gamma(p->gamma.mode), &p->output, enc, err);
+    const uint8_t *base = job->image.ptr;
+    uint32_t w = r->width, h = r->height;
+    hp_yuv420 planes = {.y = base, .u = base + HP_YUV_OFF_U(w, h), .v = base + HP_YUV_OFF_V(w, h),
+                        .a = job->params.yuv_alpha && *alpha ? base + HP_YUV_OFF_A(w, h) : NULL,
+                        .y_stride = HP_YUV_Y_STRIDE(w), .uv_stride = HP_YUV_Y_STRIDE(w) / 2};
+    return hp_encode_webp_yuv420(&planes, w, h, &p->output, enc, err);
+}
+
+/* The JSON answer (analyze, or a render that asked for application/json): the frame, its statistics, the
+ * timings, and for a render the image in base64 with the exposure and parameters used. */
+static void reply_json(const render_ctx *ctx, const hp_job *job, const hp_encoded *enc, bool alpha,
+                       const phase_times *t, hp_reply *reply)
+{
+    const hp_frame_result *r = &job->result;
+    json_t *body = json_pack("{s:s, s:s, s:i, s:i, s:o, s:o}", "input_format",
+                             ctx->raw ? "raw" : hp_image_format_name(ctx->input_format), "gpu_input",
+                             hp_pixel_format_name(job->desc.format), "width", (int)r->width, "height",
+                             (int)r->height, "stats", stats_json(&r->stats, ctx->analyze), "timings_ms",
+                             times_json(ctx, r, t));
+    if (!ctx->raw && ctx->input_format == HP_IMAGE_EXR)
+        json_object_set_new(body, "exr", exr_json(ctx));
+    json_object_set_new(body, "decoded_while_receiving", json_boolean(ctx->early));
+    if (r->dof_ran)
+        json_object_set_new(body, "dof", dof_json(&job->params, r));
+    if (ctx->analyze) {
+        /* What a client needs to hold one exposure for a whole shot: pass the sequence's log-average
+         * as exposure.adaptation with exposure.mode = fixed (docs/API.md). */
+        json_object_set_new(body, "percentiles", json_pack("{s:f, s:f, s:f}", "p01", percentile(&r->stats, 0.01),
+                                                           "p50", percentile(&r->stats, 0.5), "p99",
+                                                           percentile(&r->stats, 0.99)));
+    } else {
+        char *b64 = base64(enc->data, enc->size);
+        /* alpha: whether the encoder was given the alpha (output.alpha); lossy and lossless WebP leave an
+         * opaque one out by themselves even when given it. */
+        json_object_set_new(body, "image", json_pack("{s:s, s:I, s:b, s:s}", "mime", enc->mime, "bytes",
+                                                     (json_int_t)enc->size, "alpha", alpha, "base64",
+                                                     b64 ? b64 : ""));
+        free(b64);
+        json_object_set_new(body, "exposure", json_pack("{s:f, s:f, s:f, s:f}", "scale", r->tone.scale, "key",
+                                                        r->tone.key, "adaptation", r->tone.adaptation, "white",
+                                                        r->tone.white));
+        json_object_set_new(body, "params", hp_params_to_json(&job->params.params));
+    }
+    hp_reply_json(reply, 200, body);
+}
+
+/* The image as the body, what the frame did in headers. */
+static void reply_image(const hp_job *job, hp_encoded *enc, hp_reply *reply)
+{
+    const hp_frame_result *r = &job->result;
+    hp_reply_bytes(reply, 200, enc->mime, enc->data, enc->size);
+    enc->data = NULL;
+    hp_reply_header_add(reply, "X-Luminance-Stats",
+                        "finite=%llu; nonfinite=%llu; log_average=%.6g; mean=%.6g; min=%.6g; max=%.6g",
+                        (unsigned long long)r->stats.finite_pixels, (unsigned long long)r->stats.nonfinite_pixels,
+                        r->stats.log_average, r->stats.mean, r->stats.min, r->stats.max);
+    hp_reply_header_add(reply, "X-Exposure", "scale=%.6g; key=%.4g; adaptation=%.6g", r->tone.scale, r->tone.key,
+                        r->tone.adaptation);
+    if (!r->dof_ran)
+        return;
+    const hp_dof_settings *ds = &job->params.dof_settings;
+    hp_reply_header_add(reply, "X-Depth-Of-Field", "focus_m=%.4g; focal_mm=%.4g; f_stop=%.3g; coc_infinity_px=%.4g",
+                        ds->focus_distance_m, ds->focal_length_mm, ds->f_stop, hp_dof_coc_k(ds, r->width));
+    if (ds->bokeh)
+        hp_reply_header_add(reply, "X-Bokeh", "sprites=%u; wanted=%u; budget=%u; budget_reached=%s", r->bokeh_drawn,
+                            r->bokeh_wanted, ds->max_sprites, r->bokeh_wanted > ds->max_sprites ? "true" : "false");
+}
+
+void hp_render_ctx_free(render_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    hp_budget_give(ctx->budget, ctx->charged);
+    free(ctx);
+}
+
+/* Answers, and lets go of everything the request held. */
+static void answer(hp_job *job, render_ctx *ctx, hp_reply *reply)
+{
+    hp_deferred_complete(ctx->slot, reply);
+    hp_job_release(job);
+    free(job);
+    hp_render_ctx_free(ctx);
+}
+
+void hp_render_finish(hp_job *job)
+{
+    render_ctx *ctx = job->user;
+    hp_reply reply = {0};
+    if (ctx->pending) { /* before any of the frame's memory is let go: its decoder may still write */
+        ctx->decode_ms = hp_early_job_done(ctx->pending, &ctx->body_done);
+        ctx->pending = NULL;
+    }
+    /* A client gone: the job never ran (taken out of the queue, or dropped as it was about to run), or it
+     * did and nobody reads its image, which is then not encoded. */
+    if (atomic_load(&job->cancelled)) {
+        hp_metrics_cancelled(job->code == HP_OK ? "running" : "queued");
+        if (job->code == HP_OK)
+            job->code = hp_fail(&job->err, HP_ERR_INVALID_ARGUMENT, "the client went away while the frame ran");
+    }
+    if (job->code != HP_OK) {
+        if (job->decode_failed) /* answered as the handler answers a decoding failure */
+            hp_reply_decode_error(&reply, job->code, &job->err);
+        else
+            job_error_reply(job, &reply);
+        answer(job, ctx, &reply);
+        return;
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    hp_encoded enc = {0};
+    hp_err err = {0};
+    bool alpha = false;
+    hp_code code = ctx->analyze ? HP_OK : encode_image(ctx, job, &alpha, &enc, &err);
+    hp_host_mem_put(&job->image); /* the image's memory back to the pool for the next frame at once */
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    phase_times t = {.recv = ctx->recv_ms, .decode = ctx->decode_ms,
+                     .queue = hp_ms_between(&job->queued_at, &job->started_at), .encode = hp_ms_between(&t0, &t1),
+                     .encode_cpu = enc.cpu_ms, .total = hp_ms_between(&ctx->started, &t1)};
+    record_times(ctx, &job->result, &t);
+    if (code != HP_OK) {
+        hp_reply_error(&reply, code == HP_ERR_TOO_LARGE ? 413 : 500, code == HP_ERR_TOO_LARGE ? "too_large"
+                       : "encode_failed", "output.format", "%s", err.message);
+    } else {
+        if (ctx->analyze || ctx->want_json)
+            reply_json(ctx, job, &enc, alpha, &t, &reply);
+        else
+            reply_image(job, &enc, &reply);
+        server_timing(ctx, &job->result, &t, &reply);
+    }
+    hp_encoded_free(&enc);
+    answer(job, ctx, &reply);
+}
