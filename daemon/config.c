@@ -212,6 +212,11 @@ static const hp_setting settings[] = {
      .help = "For tests only, never in production: the Nth frame the GPU finishes (warm-up frames count) is "
              "reported as a lost device (as a frame past its fence's timeout is), so that tests see what the daemon "
              "does then on any GPU. 0 is off."},
+    {.name = "test_fail_host_memory", .type = HP_SETTING_INT, .offset = FIELD(test_fail_host_memory),
+     .default_value = "0", .min = 0, .max = 2, .metavar = "LEVEL",
+     .help = "For tests only, never in production: after the warm-up, 1 makes every request for a pinned host "
+             "block fail (frames then go through ordinary memory), 2 makes ordinary memory for frames fail as "
+             "well (frames are answered 503 out_of_memory), so that tests see both on any machine. 0 is off."},
 };
 
 #define SETTING_COUNT ((int)(sizeof(settings) / sizeof(settings[0])))

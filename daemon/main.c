@@ -51,6 +51,13 @@ static volatile sig_atomic_t g_stop_signal;
 
 static void on_stop_signal(int signo) { g_stop_signal = signo; }
 
+/* SIGHUP, which a terminal's hang-up or an operator's `kill -HUP` sends and whose default action would end
+ * the process: settings are read once, at start, so nothing is reloaded; the daemon logs a line of its
+ * state instead (hup_report) and goes on serving. */
+static volatile sig_atomic_t g_hup;
+
+static void on_hup(int signo) { (void)signo; g_hup = 1; }
+
 /* SIGTERM and SIGINT stay blocked in every thread but while main sleeps in sigsuspend(): the threads
  * libmicrohttpd and the Vulkan driver start inherit the mask, so the signal always lands in main and
  * cannot slip in between the flag test and the sleep. wait_mask is the mask to sleep with. */
@@ -60,14 +67,18 @@ static void install_signal_handlers(sigset_t *wait_mask)
     sigemptyset(&stop);
     sigaddset(&stop, SIGTERM);
     sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &stop, wait_mask);
     sigdelset(wait_mask, SIGTERM);
     sigdelset(wait_mask, SIGINT);
+    sigdelset(wait_mask, SIGHUP);
 
     struct sigaction sa = {.sa_handler = on_stop_signal};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = on_hup;
+    sigaction(SIGHUP, &sa, NULL);
     /* A client that hangs up mid-response must cost an EPIPE, not the process. */
     signal(SIGPIPE, SIG_IGN);
 }
@@ -289,6 +300,19 @@ static uint64_t inflight_budget(const hp_config *config)
     return hp_memory_limit() / 2;
 }
 
+/* SIGHUP's line: what an operator asks a daemon that seems stuck. */
+static void hup_report(hp_http *http, const hp_budget *budget)
+{
+    const hp_http_backend *be = hp_http_get_backend(http);
+    hp_gpu_report r = {0};
+    if (be->report)
+        be->report(be->ctx, &r);
+    hp_info("received SIGHUP: settings are read at start only, nothing reloaded; %s, %u of %u frame(s) queued, %u "
+            "on the GPU, %.1f of %.1f MiB held by requests in flight", hp_service_state_name(hp_http_get_state(http)),
+            r.queue_depth, r.queue_capacity, r.in_flight, (double)hp_budget_used(budget) / (1 << 20),
+            (double)budget->limit / (1 << 20));
+}
+
 static int run(const hp_config *config, const sigset_t *wait_mask)
 {
     struct timespec started;
@@ -388,6 +412,12 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
                 warm_up(worker, host_pool, warm_w, warm_h);
         }
         hp_debug("pipelines warm in %.0f ms", ms_since(&t0));
+        if (config->test_fail_host_memory && host_pool) {
+            hp_warn("test_fail_host_memory = %d: host memory for frames fails from now on (%s; a setting for tests "
+                    "only)", config->test_fail_host_memory, config->test_fail_host_memory == 1 ? "pinned blocks"
+                    : "pinned blocks and ordinary memory");
+            hp_host_pool_test_fail(host_pool, config->test_fail_host_memory);
+        }
         /* Not over a device lost during the warm-up (on_device_lost): that state stays. */
         if (hp_http_advance_state(http, HP_SERVICE_STARTING, HP_SERVICE_READY)) {
             hp_info("ready in %.0f ms: device \"%s\", pipeline cache %s, %u pipeline(s), %u from cache",
@@ -400,8 +430,13 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
     }
 
     /* Sleep until a stop signal; one already pending (sent during start-up) returns at once. */
-    while (!g_stop_signal)
+    while (!g_stop_signal) {
         sigsuspend(wait_mask);
+        if (g_hup) {
+            g_hup = 0;
+            hup_report(http, &budget);
+        }
+    }
 
     /* The state before the line that says so: whoever reads the log and then asks /readyz (the drain test
      * does) must find it draining (a CI run once got 200 in between). */

@@ -2,6 +2,7 @@
 #include "pipeline/host_pool.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "common/bigbuf.h"
@@ -13,7 +14,10 @@ struct hp_host_pool {
     hp_host_block *kept; /* most recently given back first */
     size_t kept_bytes, keep_limit;
     unsigned out;        /* handed out, not yet back */
+    _Atomic int test_fail; /* hp_host_pool_test_fail */
 };
+
+void hp_host_pool_test_fail(hp_host_pool *p, int level) { atomic_store(&p->test_fail, level); }
 
 hp_code hp_host_pool_create(hp_gpu *gpu, size_t keep_bytes, hp_host_pool **out, hp_err *err)
 {
@@ -46,6 +50,11 @@ void hp_host_pool_destroy(hp_host_pool **pp)
 
 hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes, hp_err *err)
 {
+    if (atomic_load(&p->test_fail) >= 1) {
+        hp_fail(err, HP_ERR_OUT_OF_MEMORY, "test_fail_host_memory: no pinned block of %zu bytes (a setting for "
+                "tests only)", bytes);
+        return NULL;
+    }
     pthread_mutex_lock(&p->lock);
     hp_host_block **best = NULL;
     for (hp_host_block **at = &p->kept; *at; at = &(*at)->next) {
@@ -121,6 +130,8 @@ bool hp_host_mem_get(hp_host_pool *pool, hp_mem_kind kind, size_t bytes, hp_host
 {
     out->block = NULL;
     out->ptr = NULL;
+    if (pool && atomic_load(&pool->test_fail) >= 2)
+        return false;
     if (pool) {
         hp_err err = {0};
         out->block = hp_host_pool_get(pool, kind, bytes, &err);

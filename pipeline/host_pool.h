@@ -40,6 +40,10 @@ void hp_host_pool_destroy(hp_host_pool **pool);
 hp_host_block *hp_host_pool_get(hp_host_pool *pool, hp_mem_kind kind, size_t bytes, hp_err *err);
 void hp_host_pool_put(hp_host_block *block);
 
+/* For tests only (hdrpostd's test_fail_host_memory): from now on, level 1 fails every hp_host_pool_get
+ * (out of memory), level 2 every hp_host_mem_get with this pool as well; 0 is off. */
+void hp_host_pool_test_fail(hp_host_pool *pool, int level);
+
 /* Blocks out now and bytes kept, for tests and /metrics. */
 void hp_host_pool_usage(hp_host_pool *pool, unsigned *out_blocks, size_t *kept_bytes);
 

@@ -204,12 +204,21 @@ hp_code hp_gpu_save_pipeline_cache(hp_gpu *gpu, hp_err *err)
     if (!f) {
         rc = hp_fail(err, HP_ERR_IO, "cannot write pipeline cache %s: %s", tmp, strerror(errno));
     } else {
-        bool ok = fwrite(header, 1, sizeof(header), f) == sizeof(header) && fwrite(blob, 1, size, f) == size;
-        ok = (fflush(f) == 0) && ok;
-        ok = (fsync(fileno(f)) == 0) && ok;
-        ok = (fclose(f) == 0) && ok;
-        if (!ok || rename(tmp, gpu->cache_path) != 0) {
-            rc = hp_fail(err, HP_ERR_IO, "cannot write pipeline cache %s: %s", gpu->cache_path, strerror(errno));
+        /* The first failure's errno is the one to report: on a full disk the writes fail with ENOSPC, and the
+         * fsync after them with EINVAL on some files, which would name the wrong cause. */
+        int first = 0;
+        if (fwrite(header, 1, sizeof(header), f) != sizeof(header) || fwrite(blob, 1, size, f) != size)
+            first = errno;
+        if (fflush(f) != 0 && !first)
+            first = errno;
+        if (fsync(fileno(f)) != 0 && !first)
+            first = errno;
+        if (fclose(f) != 0 && !first)
+            first = errno;
+        if (!first && rename(tmp, gpu->cache_path) != 0)
+            first = errno;
+        if (first) {
+            rc = hp_fail(err, HP_ERR_IO, "cannot write pipeline cache %s: %s", gpu->cache_path, strerror(first));
             unlink(tmp);
         } else {
             hp_info("pipeline cache: saved %zu bytes to %s", size, gpu->cache_path);
