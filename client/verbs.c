@@ -90,9 +90,13 @@ static int prepare(const char *verb, hp_cli_options *o, char **query, hp_params 
     /* The daemon's own parser and messages, before a single frame is sent. */
     if (hp_param_set_query(&o->params, query, params, &err) != HP_OK)
         return hp_cli_usage_error(verb, "%s", err.message);
-    if (!o->frames.count)
-        return hp_cli_usage_error(verb, "%s", "no frames: give files, directories or a pattern with --frames");
-    return check_server(verb, o);
+    int rc = o->frames.count ? check_server(verb, o)
+                             : hp_cli_usage_error(verb, "%s", "no frames: give files, directories or a pattern with --frames");
+    if (rc) { /* nothing left to the caller on a failure (found by ASan on the wrong-token exit) */
+        free(*query);
+        *query = NULL;
+    }
+    return rc;
 }
 
 /* --- analyze ---------------------------------------------------------------------------------------- */
