@@ -190,10 +190,12 @@ static void early_drop_shared(hp_request *req)
     }
 }
 
-/* The request ended before its handler took the decoder: its client went away while the frame arrived. */
+/* The request ended before its handler took the decoder: its client went away while the frame arrived, or
+ * the server closed it (a guard's timeout, the stop). */
 static void early_drop(hp_request *req)
 {
-    hp_metrics_cancelled("arriving");
+    if (req->client_left)
+        hp_metrics_cancelled("arriving");
     hp_early_free(req->early);
     req->early = NULL;
 }

@@ -857,7 +857,9 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     hp_metrics_request(req->path, req->status);
     if (req->slot)
         hp_deferred_request_gone(req->slot);
-    stop_arriving(req); /* a body cut off: an early reader stops waiting, and is dropped */
+    /* A body cut off: an early reader stops waiting, and is dropped (counted as a client gone when it was). */
+    req->client_left = toe == MHD_REQUEST_TERMINATED_READ_ERROR || toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT;
+    stop_arriving(req);
     hp_bigbuf_put(req->body);
     hp_budget_give(http->budget, req->budget_bytes);
     hp_guard_request_done(connection);
@@ -1141,8 +1143,9 @@ void hp_http_destroy(hp_http **p)
         pthread_mutex_unlock(&http->lock);
     }
 
-    /* Replies still to come (frames the worker finishes after this) no longer belong to a server. */
-    hp_deferred_list_detach(&http->deferred);
     MHD_stop_daemon(http->mhd);
+    /* Replies still to come (frames the worker finishes after this) no longer belong to a server: after the
+     * stop, so that no handler still running can link a slot into the list after it was let go. */
+    hp_deferred_list_detach(&http->deferred);
     http_free(http); /* the probe listener answered /readyz 503 through the drain; it stops here */
 }

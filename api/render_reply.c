@@ -96,9 +96,9 @@ static double percentile(const hp_lum_stats *s, double p)
     return exp2(s->hist_min_log2 + (double)((k ? k : 1) - 1) * (s->hist_max_log2 - s->hist_min_log2) / 254.0);
 }
 
-static void job_error_reply(hp_job *job, hp_reply *reply)
+static void job_error_reply(const hp_job *job, bool cancelled, hp_reply *reply)
 {
-    if (atomic_load(&job->cancelled)) /* nginx's 499: nobody reads it, but the log and metrics say why */
+    if (cancelled) /* nginx's 499: nobody reads it, but the log and metrics say why */
         hp_reply_error(reply, 499, "client_closed_request", NULL, "%s", job->err.message);
     else if (job->expired)
         hp_reply_error(reply, 504, "deadline_exceeded", NULL, "%s", job->err.message);
@@ -282,16 +282,18 @@ void hp_render_finish(hp_job *job)
     }
     /* A client gone: the job never ran (taken out of the queue, or dropped as it was about to run), or it
      * did and nobody reads its image, which is then not encoded. */
-    if (atomic_load(&job->cancelled)) {
+    /* Read once: the watch may set it at any moment, and the answer, its status and its count must agree. */
+    bool cancelled = atomic_load(&job->cancelled);
+    if (cancelled) {
         hp_metrics_cancelled(job->code == HP_OK ? "running" : "queued");
         if (job->code == HP_OK)
             job->code = hp_fail(&job->err, HP_ERR_INVALID_ARGUMENT, "the client went away while the frame ran");
     }
     if (job->code != HP_OK) {
-        if (job->decode_failed) /* answered as the handler answers a decoding failure */
+        if (job->decode_failed && !cancelled) /* answered as the handler answers a decoding failure */
             hp_reply_decode_error(&reply, job->code, &job->err);
         else
-            job_error_reply(job, &reply);
+            job_error_reply(job, cancelled, &reply);
         answer(job, ctx, &reply);
         return;
     }

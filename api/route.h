@@ -59,6 +59,7 @@ typedef struct hp_request {
      * took it. The drop runs after the arrival has ended, so that nothing waits on it any more. */
     void *early;
     void (*early_drop)(struct hp_request *request);
+    bool client_left; /* the request ended because its client went away (read error, abort) */
 
     /* Bytes of the memory budget (common/budget.h) the body holds, given back when the request ends. */
     uint64_t budget_bytes;

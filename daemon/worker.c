@@ -40,6 +40,17 @@ static bool fifo_remove(job_fifo *f, hp_job *job)
     return true;
 }
 
+/* Ahead of every other job (a cancelled one: nothing to encode, memory to give back). */
+static bool fifo_push_front(job_fifo *f, hp_job *job)
+{
+    if (f->count == f->capacity)
+        return false;
+    f->head = (f->head + f->capacity - 1) % f->capacity;
+    f->items[f->head] = job;
+    f->count++;
+    return true;
+}
+
 static hp_job *fifo_pop(job_fifo *f)
 {
     if (f->count == 0)
@@ -434,14 +445,16 @@ bool hp_worker_cancel(hp_worker *w, hp_job *job)
 {
     atomic_store(&job->cancelled, true);
     pthread_mutex_lock(&w->lock);
-    bool waiting = fifo_remove(&w->waiting, job);
+    /* Straight to the pool, ahead of the frames waiting to be encoded, which answers it and frees its memory.
+     * The finished FIFO has room for the waiting jobs on top of what the GPU thread fills it to, but
+     * cancelled ones can pile up while the pool is busy and new frames refill the queue: with no room left,
+     * the job stays where it is, cancelled, and the GPU thread drops it when it comes to it. */
+    bool waiting = w->finished.count < w->finished.capacity && fifo_remove(&w->waiting, job);
     if (waiting) {
-        /* Straight to the pool, which answers it and frees its memory: the finished FIFO has room for every
-         * job that can be waiting, on top of what the GPU thread may fill it to. */
         clock_gettime(CLOCK_MONOTONIC, &job->started_at);
         job->code = hp_fail(&job->err, HP_ERR_INVALID_ARGUMENT, "the client went away while the frame waited in "
                             "the queue");
-        fifo_push(&w->finished, job);
+        fifo_push_front(&w->finished, job);
         pthread_cond_signal(&w->pool_wake);
     }
     pthread_mutex_unlock(&w->lock);

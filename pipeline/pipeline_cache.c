@@ -207,16 +207,17 @@ hp_code hp_gpu_save_pipeline_cache(hp_gpu *gpu, hp_err *err)
         /* The first failure's errno is the one to report: on a full disk the writes fail with ENOSPC, and the
          * fsync after them with EINVAL on some files, which would name the wrong cause. */
         int first = 0;
+        errno = 0;
         if (fwrite(header, 1, sizeof(header), f) != sizeof(header) || fwrite(blob, 1, size, f) != size)
-            first = errno;
+            first = errno ? errno : EIO;
         if (fflush(f) != 0 && !first)
-            first = errno;
+            first = errno ? errno : EIO;
         if (fsync(fileno(f)) != 0 && !first)
-            first = errno;
+            first = errno ? errno : EIO;
         if (fclose(f) != 0 && !first)
-            first = errno;
+            first = errno ? errno : EIO;
         if (!first && rename(tmp, gpu->cache_path) != 0)
-            first = errno;
+            first = errno ? errno : EIO;
         if (first) {
             rc = hp_fail(err, HP_ERR_IO, "cannot write pipeline cache %s: %s", gpu->cache_path, strerror(first));
             unlink(tmp);
