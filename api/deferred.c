@@ -169,6 +169,14 @@ static bool peer_closed(struct MHD_Connection *connection)
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
+bool hp_deferred_client_gone(hp_deferred *d)
+{
+    pthread_mutex_lock(&d->lock);
+    bool gone = !d->reply_ready && d->req && peer_closed(d->req->connection);
+    pthread_mutex_unlock(&d->lock);
+    return gone;
+}
+
 /* Under deferred_lock: tells each slot whose client has gone. gone() runs under the slot's lock, which the
  * completer takes before it frees what gone() is given (hp_deferred_watch). */
 static void watch_once(hp_deferred_list *list)

@@ -14,14 +14,12 @@
  * the GPU: the queue is the backend's (api/http.h). */
 #include "api/render.h"
 
-#include <errno.h>
 #include <math.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 
 #include "api/early_decode.h"
 #include "api/form.h"
@@ -173,17 +171,12 @@ static bool take_frame_budget(hp_request *req, render_ctx *ctx, hp_early *early,
     return true;
 }
 
-/* Asked by the worker just before the job runs: a client that hung up since the last look of the watch
- * (api/deferred.c, every HP_DEFERRED_WATCH_MS) is seen here. 0 bytes read from a readable socket means the
- * peer closed it. */
+/* Asked by the worker just before the job runs: a client that hung up since the watch's last look
+ * (api/deferred.c, every HP_DEFERRED_WATCH_MS) is seen here. */
 static bool client_gone(hp_job *job)
 {
-    render_ctx *ctx = job->user;
-    if (ctx->fd < 0)
-        return false;
-    char byte;
-    ssize_t n = recv(ctx->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    const render_ctx *ctx = job->user;
+    return hp_deferred_client_gone(ctx->slot);
 }
 
 
@@ -483,8 +476,6 @@ static bool queue(hp_request *req, frame_request *fr, const frame_plan *pl, rend
     job->rows = pl->use_early && fr->early->pending ? &fr->early->rows : NULL;
     job->user = ctx;
     ctx->be = be;
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
-    ctx->fd = ci ? ci->connect_fd : -1;
     set_deadline(job, be->request_timeout_s);
     /* Deferred before the hand-over: the frame may be finished before this handler returns. */
     if (!(ctx->slot = hp_request_defer(req))) {

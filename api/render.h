@@ -21,7 +21,6 @@ typedef struct render_ctx {
     uint64_t charged;
     struct timespec started; /* when the request's headers arrived */
     size_t body_len;
-    int fd; /* the connection's socket, to see whether the client is still there */
     bool analyze;
     bool want_json;
     bool alpha;

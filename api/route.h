@@ -118,6 +118,9 @@ void hp_deferred_complete(hp_deferred *slot, hp_reply *reply);
  * completes the slot before it frees arg. Not called once the reply is handed over. */
 void hp_deferred_watch(hp_deferred *slot, void (*gone)(void *arg), void *arg);
 #define HP_DEFERRED_WATCH_MS 50
+/* Whether the client has closed its connection while the request waits for its reply: a look now, from any
+ * thread, at a connection that is still there (under the slot's lock). */
+bool hp_deferred_client_gone(hp_deferred *slot);
 
 /* Adds a header (name must outlive the reply: a literal). Ignored past HP_REPLY_MAX_HEADERS. */
 void hp_reply_header_add(hp_reply *reply, const char *name, const char *fmt, ...)
