@@ -1355,7 +1355,8 @@ static hp_code decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, _At
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR: chunks %u-%u of %u, or a %ux%u destination for %ux%u",
                        first, end, r->chunk_count, dest->width, dest->height, r->width, r->height);
 
-    uint8_t *scratch = malloc((size_t)r->chunk_w * r->chunk_h * SCRATCH_PIXEL);
+    /* Zeroed: a slot that a damaged chunk leaves unwritten then reads as zeros, never as earlier memory. */
+    uint8_t *scratch = calloc((size_t)r->chunk_w * r->chunk_h, SCRATCH_PIXEL);
     if (!scratch)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR: out of memory for a %ux%u chunk", r->chunk_w, r->chunk_h);
     bool want_depth = dest->depth && r->chan[SLOT_Z] >= 0;

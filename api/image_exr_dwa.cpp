@@ -12,10 +12,34 @@
 #include <Iex.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
+
+// OpenEXR 3.1's C++ DWA decoder can read memory it never wrote on a damaged file and return success:
+// tests/fuzz/fuzz_exr found a tiled DWAA part whose pixels came out of the library's fresh buffers, so that
+// the image carried whatever the heap held before, an earlier request's pixels among it. The C++ library is
+// the only C++ in the daemon, so its allocations are made zeroed here (the replaceable global operator new,
+// C++17 [new.delete]): such a file then decodes to the same pixels every time, from zeros, never from
+// another request's memory. The cost is a memset of the DWA decoder's buffers, small beside its DCT.
+void *operator new(std::size_t size)
+{
+    void *p = std::calloc(1, size ? size : 1);
+    if (!p)
+        throw std::bad_alloc();
+    return p;
+}
+void *operator new[](std::size_t size) { return ::operator new(size); }
+void *operator new(std::size_t size, const std::nothrow_t &) noexcept { return std::calloc(1, size ? size : 1); }
+void *operator new[](std::size_t size, const std::nothrow_t &) noexcept { return std::calloc(1, size ? size : 1); }
+void operator delete(void *p) noexcept { std::free(p); }
+void operator delete[](void *p) noexcept { std::free(p); }
+void operator delete(void *p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void *p, std::size_t) noexcept { std::free(p); }
+void operator delete(void *p, const std::nothrow_t &) noexcept { std::free(p); }
+void operator delete[](void *p, const std::nothrow_t &) noexcept { std::free(p); }
 
 namespace {
 

@@ -2064,6 +2064,58 @@ static void test_attribute_sizes(void)
 }
 #endif
 
+#ifdef HP_EXR_DWA_CXX
+/* The heap filled with one byte and handed back, in blocks of every size from 16 bytes to 512 KiB, all held
+ * at once before they are freed, so that the allocator's caches and bins of each size hold the byte. */
+static void scribble_heap(unsigned char byte)
+{
+    enum { BLOCKS = 4096 };
+    static unsigned char *held[BLOCKS];
+    for (int k = 0; k < BLOCKS; k++) {
+        size_t n = k < BLOCKS / 2 ? 16 + (size_t)k * 16 : (size_t)(k - BLOCKS / 2 + 1) * 256;
+        if ((held[k] = malloc(n)))
+            memset(held[k], byte, n);
+    }
+    for (int k = 0; k < BLOCKS; k++)
+        free(held[k]);
+}
+
+/* tests/fuzz/fuzz_exr found a damaged tiled DWAA part (250x8, grey) that OpenEXR 3.1's C++ library decoded
+ * "successfully" from buffers it had allocated and never written: the image was whatever the heap held
+ * before. Decoded twice with the heap filled differently before each, the frame must be the same
+ * (api/image_exr_dwa.cpp makes the library's allocations zeroed). */
+static void test_dwa_fresh_memory(void)
+{
+    blob b = read_data("../fuzz/regressions/exr/dwa_heap_250x8_tiled");
+    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+    hp_image_info info;
+    hp_err err = {0};
+    if (!tap_ok(b.len && hp_image_probe(b.data, b.len, &opt, &info, &err) == HP_OK && info.width == 250 &&
+                info.height == 8, "the damaged DWA file of fuzz_exr probes as 250x8 (%s)", err.message)) {
+        blob_free(&b);
+        return;
+    }
+    size_t bytes = (size_t)info.width * info.height * hp_pixel_layout_size(HP_LAYOUT_RGBA32F);
+    uint8_t *out[2] = {malloc(bytes), malloc(bytes)};
+    hp_code code[2] = {HP_ERR_OUT_OF_MEMORY, HP_ERR_OUT_OF_MEMORY};
+    for (int k = 0; k < 2 && out[0] && out[1]; k++) {
+        memset(out[k], k ? 0xff : 0x00, bytes);
+        scribble_heap(k ? 0x5a : 0xa5);
+        hp_image_info again = info;
+        hp_err e = {0};
+        code[k] = hp_image_decode(b.data, b.len, &opt, &again, out[k], HP_LAYOUT_RGBA32F, NULL, &e);
+    }
+    size_t differ = 0;
+    for (size_t i = 0; out[0] && out[1] && i < bytes; i++)
+        differ += out[0][i] != out[1][i];
+    tap_ok(code[0] == code[1] && differ == 0, "a damaged DWA file decodes the same whatever the heap held before "
+           "(codes %d and %d, %zu of %zu bytes differ)", code[0], code[1], differ, bytes);
+    free(out[0]);
+    free(out[1]);
+    blob_free(&b);
+}
+#endif
+
 int main(void)
 {
     blob probe = read_data("pmndrs_park.exr");
@@ -2097,6 +2149,7 @@ int main(void)
     test_exr_bomb();
 #ifdef HP_EXR_DWA_CXX
     test_attribute_sizes();
+    test_dwa_fresh_memory();
 #endif
     return tap_done();
 }
