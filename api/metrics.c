@@ -177,8 +177,9 @@ int hp_metrics_format(char **buf, size_t *len, size_t *cap)
                                 close_reasons[i], (unsigned long long)g_closed[i]);
     rc |= hp_metrics_printf(buf, len, cap,
                             "# HELP hdrpost_frames_cancelled_total Frames whose client went away before their answer "
-                            "(logged 499, or status 0 when the closed connection was seen first), by where the frame was: arriving (decoded as its body arrived), queued "
-                            "(taken out of the queue at once), running (on the GPU or encoding, finished for nobody).\n"
+                            "(logged 499, or status 0 when the closed connection was seen first), by where the frame "
+                            "was: arriving (decoded as its body arrived), queued (taken out of the queue at once), "
+                            "running (on the GPU or encoding, finished for nobody).\n"
                             "# TYPE hdrpost_frames_cancelled_total counter\n");
     for (unsigned i = 0; i < CANCEL_STAGES; i++)
         rc |= hp_metrics_printf(buf, len, cap, "hdrpost_frames_cancelled_total{stage=\"%s\"} %llu\n",
