@@ -65,7 +65,7 @@ hp_deferred *hp_request_defer(hp_request *req)
     d->req = req;
     d->refs = 2;
     pthread_mutex_lock(&deferred_lock);
-    d->list = hp_http_deferreds(req->http);
+    d->list = req->deferreds;
     d->next = d->list->head;
     if (d->next)
         d->next->prev = d;

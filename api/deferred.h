@@ -20,9 +20,6 @@ typedef struct hp_deferred_list {
     bool watching, stop;
 } hp_deferred_list;
 
-/* The server's list (http.c): where hp_request_defer links a request's slot. */
-hp_deferred_list *hp_http_deferreds(hp_http *http);
-
 /* Starts the watch thread. */
 hp_code hp_deferred_list_init(hp_deferred_list *list, hp_err *err);
 /* Every slot still waiting for its reply is answered 503 (the drain's timeout, in the message) and its

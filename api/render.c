@@ -93,37 +93,6 @@ static hp_code decode_depth_part(const hp_form_part *dp, const hp_decode_options
     return rc;
 }
 
-unsigned hp_status_for_decode(hp_code code, const char **word)
-{
-    switch (code) {
-    case HP_ERR_UNSUPPORTED_FORMAT: *word = "unsupported_format"; return 415;
-    case HP_ERR_TOO_LARGE: *word = "too_large"; return 413;
-    case HP_ERR_UNUSABLE: *word = "unusable_image"; return 422;
-    case HP_ERR_OUT_OF_MEMORY: *word = "out_of_memory"; return 503;
-    default: *word = "malformed_image"; return 400;
-    }
-}
-
-/* A decoder's failure. One that a named layer or channel caused names the request parameter: image.h
- * gives the option's name, which is the parameter's without "input.". A name that contradicts the
- * request itself (one channel for colour and depth) is 400 like any bad parameter; a name the file does
- * not have, or whose channel the file stores in a form this daemon cannot use, 422. Any other failure is
- * the frame's. */
-void hp_reply_decode_error(hp_reply *reply, hp_code code, const hp_err *err)
-{
-    const char *word = NULL;
-    unsigned status = hp_status_for_decode(code, &word);
-    if (!err->field[0]) {
-        hp_reply_error(reply, status, word, "frame", "%s", err->message);
-        return;
-    }
-    char field[sizeof(err->field) + 8];
-    snprintf(field, sizeof(field), "input.%s", err->field);
-    if (code == HP_ERR_INVALID_ARGUMENT)
-        status = 400, word = "invalid_parameter";
-    hp_reply_error(reply, status, word, field, "%s", err->message);
-}
-
 /* The first OpenEXR name the request sets (its parameter in *param), or NULL. */
 static const char *first_exr_name(const hp_input_params *in, const char **param)
 {

@@ -75,6 +75,7 @@ typedef struct hp_request {
     /* A handler that answers later (from another thread) calls hp_request_defer(); the connection is
      * suspended until hp_deferred_complete() hands over the reply. */
     bool deferred;
+    struct hp_deferred_list *deferreds; /* the server's list of them (api/deferred.h), where the slot goes */
     struct hp_deferred *slot;
     hp_reply deferred_reply;
 } hp_request;

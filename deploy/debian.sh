@@ -92,10 +92,11 @@ lvp=$(dpkg -L mesa-vulkan-drivers | grep -m1 '/libvulkan_lvp\.so$')
 asan_rt=$(gcc -print-file-name=libasan.so)
 HDRPOST_TEST_PRELOAD="$asan_rt $lvp" UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   meson test -C build-asan --no-rebuild --print-errorlogs "${asan_suites[@]}" || status=$?
-# A second log for the wrapped ones: meson test writes testlog.json afresh on every run.
+# A second log for the wrapped ones: meson test writes testlog.json afresh on every run (with a wrapper, meson
+# adds the wrapper's name to the log's: devices-env.json).
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 meson test -C build-asan --no-rebuild --print-errorlogs \
   --wrapper "env LD_PRELOAD=$asan_rt:$lvp" --logbase devices host_pool pipeline_cache || status=$?
 
 python3 tests/summarize.py build/meson-logs/testlog.json build-fuzz/meson-logs/testlog.json \
-  build-asan/meson-logs/testlog.json build-asan/meson-logs/devices.json || status=1
+  build-asan/meson-logs/testlog.json build-asan/meson-logs/devices*.json || status=1
 exit $status

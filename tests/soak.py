@@ -38,7 +38,7 @@ import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "http"))
 import harness  # noqa: E402
-from harness import PngError, json_body, png_decode, point  # noqa: E402
+from harness import PngError, json_body, png_decode, point, webp_size  # noqa: E402
 
 HOST = harness.HOST
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
@@ -113,29 +113,6 @@ def multipart(parts):
         out.append(b"\r\n")
     out.append(f"--{boundary}--\r\n".encode())
     return b"".join(out), f"multipart/form-data; boundary={boundary}"
-
-
-def webp_size(data):
-    """(width, height) from a WebP's RIFF header and first chunk (VP8, VP8L or VP8X), or None; the RIFF
-    length must be the file's (as tests/http/test_render.py checks it)."""
-    if len(data) < 30 or data[:4] != b"RIFF" or data[8:12] != b"WEBP":
-        return None
-    if struct.unpack("<I", data[4:8])[0] + 8 != len(data):
-        return None
-    fourcc, payload = data[12:16], data[20:]
-    if fourcc == b"VP8 ":
-        if payload[3:6] != b"\x9d\x01\x2a":
-            return None
-        w, h = struct.unpack("<HH", payload[6:10])
-        return w & 0x3FFF, h & 0x3FFF
-    if fourcc == b"VP8L":
-        if payload[0] != 0x2F:
-            return None
-        bits = struct.unpack("<I", payload[1:5])[0]
-        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
-    if fourcc == b"VP8X":
-        return int.from_bytes(payload[4:7], "little") + 1, int.from_bytes(payload[7:10], "little") + 1
-    return None
 
 
 def route_of(path):

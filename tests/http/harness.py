@@ -270,6 +270,30 @@ class PngError(Exception):
     pass
 
 
+def webp_size(data):
+    """(width, height) from a WebP's RIFF header and first chunk (VP8, VP8L or VP8X), or None."""
+    if len(data) < 30 or data[:4] != b"RIFF" or data[8:12] != b"WEBP":
+        return None
+    if struct.unpack("<I", data[4:8])[0] + 8 != len(data):
+        return None
+    fourcc, payload = data[12:16], data[20:]
+    if fourcc == b"VP8 ":
+        if payload[3:6] != b"\x9d\x01\x2a":
+            return None
+        w, h = struct.unpack("<HH", payload[6:10])
+        return w & 0x3FFF, h & 0x3FFF
+    if fourcc == b"VP8L":
+        if payload[0] != 0x2F:
+            return None
+        bits = struct.unpack("<I", payload[1:5])[0]
+        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+    if fourcc == b"VP8X":
+        w = int.from_bytes(payload[4:7], "little") + 1
+        h = int.from_bytes(payload[7:10], "little") + 1
+        return w, h
+    return None
+
+
 def png_decode(data):
     """A non-interlaced RGB or RGBA PNG of 8 or 16 bits -> (width, height, channels, bit_depth, samples) with
     samples a bytes (8-bit) or an array('H') (16-bit), row after row."""
