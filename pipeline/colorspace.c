@@ -1,0 +1,158 @@
+/* Colour spaces of scene-linear RGB (pipeline/colorspace.h). Written here rather than taken from a library:
+ * Debian's colour libraries (lcms2, OpenColorIO) carry these matrices inside profiles and configs, not as a
+ * function of four chromaticities, and the whole of it is two 3x3 constructions. */
+#include "pipeline/colorspace.h"
+
+#include <math.h>
+#include <string.h>
+
+const hp_xy HP_WHITE_D65 = {0.3127, 0.3290};
+
+static const struct {
+    const char *name;
+    hp_chromaticities c;
+} spaces[HP_COLORSPACE_COUNT] = {
+    /* ITU-R BT.709-6 table 1; IEC 61966-2-1 (shared/reference/algorithms.md 2.1) */
+    [HP_COLORSPACE_REC709] = {"rec709", {{0.64, 0.33}, {0.30, 0.60}, {0.15, 0.06}, {0.3127, 0.3290}}},
+    /* ITU-R BT.2020-2 table 3 */
+    [HP_COLORSPACE_REC2020] = {"rec2020", {{0.708, 0.292}, {0.170, 0.797}, {0.131, 0.046}, {0.3127, 0.3290}}},
+    /* Academy S-2014-004 (ACEScg), AP1; the ACES white, "approximately D60" (SMPTE ST 2065-1 table 1) */
+    [HP_COLORSPACE_ACESCG] = {"acescg", {{0.713, 0.293}, {0.165, 0.830}, {0.128, 0.044}, {0.32168, 0.33767}}},
+    /* SMPTE ST 2065-1 table 1, AP0: its blue lies outside the spectral locus (y < 0) */
+    [HP_COLORSPACE_ACES2065] = {"aces2065", {{0.7347, 0.2653}, {0.0, 1.0}, {0.0001, -0.0770}, {0.32168, 0.33767}}},
+    /* SMPTE EG 432-1 (Display P3: DCI-P3 primaries with D65) */
+    [HP_COLORSPACE_P3D65] = {"p3d65", {{0.680, 0.320}, {0.265, 0.690}, {0.150, 0.060}, {0.3127, 0.3290}}},
+};
+
+const hp_chromaticities *hp_colorspace_chromaticities(hp_colorspace space)
+{
+    return space < HP_COLORSPACE_COUNT ? &spaces[space].c : NULL;
+}
+
+const char *hp_colorspace_name(hp_colorspace space)
+{
+    return space < HP_COLORSPACE_COUNT ? spaces[space].name : "unknown";
+}
+
+static bool near(hp_xy a, hp_xy b) { return fabs(a.x - b.x) <= 0.0005 && fabs(a.y - b.y) <= 0.0005; }
+
+bool hp_colorspace_find(const hp_chromaticities *c, hp_colorspace *out)
+{
+    for (int s = 0; s < HP_COLORSPACE_COUNT; s++) {
+        const hp_chromaticities *k = &spaces[s].c;
+        if (near(c->red, k->red) && near(c->green, k->green) && near(c->blue, k->blue) && near(c->white, k->white)) {
+            *out = (hp_colorspace)s;
+            return true;
+        }
+    }
+    return false;
+}
+
+void hp_mat3_mul(const double a[3][3], const double b[3][3], double out[3][3])
+{
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++)
+            out[r][c] = a[r][0] * b[0][c] + a[r][1] * b[1][c] + a[r][2] * b[2][c];
+}
+
+static double det3(const double a[3][3])
+{
+    return a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0]) +
+           a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]);
+}
+
+bool hp_mat3_invert(const double a[3][3], double out[3][3])
+{
+    double d = det3(a);
+    if (!isfinite(d) || fabs(d) < 1e-12)
+        return false;
+    /* The adjugate over the determinant (Cramer). */
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) {
+            int r1 = (c + 1) % 3, r2 = (c + 2) % 3, c1 = (r + 1) % 3, c2 = (r + 2) % 3;
+            out[r][c] = (a[r1][c1] * a[r2][c2] - a[r1][c2] * a[r2][c1]) / d;
+        }
+    return true;
+}
+
+/* XYZ of a chromaticity at Y = 1. */
+static void white_xyz(hp_xy w, double xyz[3])
+{
+    xyz[0] = w.x / w.y;
+    xyz[1] = 1.0;
+    xyz[2] = (1.0 - w.x - w.y) / w.y;
+}
+
+static bool coordinate_ok(double v) { return isfinite(v) && v >= -1.0 && v <= 2.0; }
+
+hp_code hp_rgb_to_xyz(const hp_chromaticities *c, double m[3][3], hp_err *err)
+{
+    const hp_xy p[4] = {c->red, c->green, c->blue, c->white};
+    static const char *const names[4] = {"red", "green", "blue", "white"};
+    for (int i = 0; i < 4; i++)
+        if (!coordinate_ok(p[i].x) || !coordinate_ok(p[i].y))
+            return hp_fail(err, HP_ERR_UNUSABLE, "chromaticities: the %s point (%g, %g) is not a chromaticity",
+                           names[i], p[i].x, p[i].y);
+    if (c->white.y <= 1e-6)
+        return hp_fail(err, HP_ERR_UNUSABLE, "chromaticities: the white point (%g, %g) has no luminance (y <= 0)",
+                       c->white.x, c->white.y);
+    /* SMPTE RP 177-1993 section 3.3: P holds the primaries' x, y, z = 1 - x - y as columns; the scales S that
+     * make P . S the white's XYZ (at Y = 1) weight them: M = P . diag(S). Written with z, not X/Y = x/y, so that
+     * a primary with y <= 0 (AP0's blue) is as good as any. */
+    double P[3][3], Pi[3][3], W[3];
+    for (int i = 0; i < 3; i++) {
+        P[0][i] = p[i].x;
+        P[1][i] = p[i].y;
+        P[2][i] = 1.0 - p[i].x - p[i].y;
+    }
+    if (!hp_mat3_invert(P, Pi))
+        return hp_fail(err, HP_ERR_UNUSABLE, "chromaticities: the primaries (%g, %g), (%g, %g), (%g, %g) lie on one "
+                       "line and make no RGB space", c->red.x, c->red.y, c->green.x, c->green.y, c->blue.x, c->blue.y);
+    white_xyz(c->white, W);
+    double S[3];
+    for (int r = 0; r < 3; r++) {
+        S[r] = Pi[r][0] * W[0] + Pi[r][1] * W[1] + Pi[r][2] * W[2];
+        /* A white outside the primaries' triangle needs a negative amount of one of them. */
+        if (!(S[r] > 0.0))
+            return hp_fail(err, HP_ERR_UNUSABLE, "chromaticities: the white point (%g, %g) lies outside the "
+                           "triangle of the primaries", c->white.x, c->white.y);
+    }
+    for (int r = 0; r < 3; r++)
+        for (int k = 0; k < 3; k++)
+            m[r][k] = P[r][k] * S[k];
+    return HP_OK;
+}
+
+void hp_bradford(hp_xy from, hp_xy to, double m[3][3])
+{
+    /* The Bradford cone response matrix (Lam 1985, as given by Lindbloom, "Chromatic Adaptation", and used by
+     * the ACES reference CTL for its D60 <-> D65 matrices): m = MA^-1 . diag(cone(to) / cone(from)) . MA. */
+    static const double MA[3][3] = {{0.8951, 0.2664, -0.1614}, {-0.7502, 1.7135, 0.0367}, {0.0389, -0.0685, 1.0296}};
+    double MAi[3][3], ws[3], wd[3], D[3][3] = {{0}}, t[3][3];
+    hp_mat3_invert(MA, MAi);
+    white_xyz(from, ws);
+    white_xyz(to, wd);
+    for (int r = 0; r < 3; r++) {
+        double s = MA[r][0] * ws[0] + MA[r][1] * ws[1] + MA[r][2] * ws[2];
+        double d = MA[r][0] * wd[0] + MA[r][1] * wd[1] + MA[r][2] * wd[2];
+        D[r][r] = d / s;
+    }
+    hp_mat3_mul(D, MA, t);
+    hp_mat3_mul(MAi, t, m);
+}
+
+hp_code hp_rgb_to_xyz_d65(const hp_chromaticities *c, double m[3][3], hp_err *err)
+{
+    double own[3][3];
+    hp_code code = hp_rgb_to_xyz(c, own, err);
+    if (code != HP_OK)
+        return code;
+    if (c->white.x == HP_WHITE_D65.x && c->white.y == HP_WHITE_D65.y) {
+        memcpy(m, own, sizeof(own));
+        return HP_OK;
+    }
+    double cat[3][3];
+    hp_bradford(c->white, HP_WHITE_D65, cat);
+    hp_mat3_mul(cat, own, m);
+    return HP_OK;
+}

@@ -1,0 +1,57 @@
+/* Colour spaces of scene-linear RGB (issue 17): the named spaces renderers write, the RGB -> CIE XYZ matrix
+ * of any set of chromaticities (an OpenEXR `chromaticities` attribute, a Radiance PRIMARIES= line), and
+ * chromatic adaptation to D65, the white of the pipeline's working space (DECISIONS.md 5: frames are
+ * taken to CIE Yxy through XYZ). Double precision: these matrices are computed once per frame on the CPU
+ * and folded into the conversion the pipeline already does, so precision costs nothing per pixel. */
+#ifndef HP_COLORSPACE_H
+#define HP_COLORSPACE_H
+
+#include <stdbool.h>
+
+#include "common/error.h"
+
+typedef struct hp_xy {
+    double x, y;
+} hp_xy;
+
+/* CIE 1931 xy of the three primaries and the white: OpenEXR's `chromaticities` attribute, in its order. */
+typedef struct hp_chromaticities {
+    hp_xy red, green, blue, white;
+} hp_chromaticities;
+
+typedef enum hp_colorspace {
+    HP_COLORSPACE_REC709,   /* linear sRGB / BT.709 primaries, D65 (ITU-R BT.709-6, IEC 61966-2-1) */
+    HP_COLORSPACE_REC2020,  /* BT.2020 primaries, D65 (ITU-R BT.2020-2) */
+    HP_COLORSPACE_ACESCG,   /* ACES AP1 primaries, ACES white (Academy S-2014-004) */
+    HP_COLORSPACE_ACES2065, /* ACES AP0 primaries, ACES white (SMPTE ST 2065-1) */
+    HP_COLORSPACE_P3D65,    /* Display P3 primaries, D65 (SMPTE EG 432-1), linear */
+    HP_COLORSPACE_COUNT
+} hp_colorspace;
+
+/* The space's chromaticities and its name as parameters spell it ("rec709", "acescg", ...). */
+const hp_chromaticities *hp_colorspace_chromaticities(hp_colorspace space);
+const char *hp_colorspace_name(hp_colorspace space);
+/* The named space whose chromaticities these are, each coordinate within 0.0005 (files round them), or
+ * false. */
+bool hp_colorspace_find(const hp_chromaticities *c, hp_colorspace *out);
+
+extern const hp_xy HP_WHITE_D65;
+
+/* RGB -> XYZ of these chromaticities, the white mapping to Y = 1 (SMPTE RP 177-1993, "normalized primary
+ * matrix"): m[row][col], XYZ = m . RGB. HP_ERR_UNUSABLE with what is wrong for chromaticities that make no
+ * RGB space: a coordinate not finite or outside [-1, 2], a white with y <= 0, primaries on one line, or a
+ * white that is not a positive mix of the primaries (outside their triangle). */
+hp_code hp_rgb_to_xyz(const hp_chromaticities *c, double m[3][3], hp_err *err);
+
+/* The Bradford chromatic adaptation from one white to another (Lam 1985; Lindbloom, "Chromatic Adaptation"):
+ * XYZ under `to` = m . XYZ under `from`. The identity when the whites are the same. */
+void hp_bradford(hp_xy from, hp_xy to, double m[3][3]);
+
+/* RGB -> XYZ under D65: hp_rgb_to_xyz, then Bradford from the space's white to D65 where it differs. */
+hp_code hp_rgb_to_xyz_d65(const hp_chromaticities *c, double m[3][3], hp_err *err);
+
+/* 3x3 helpers: out = a . b, and the inverse (false when singular). out may not alias the inputs. */
+void hp_mat3_mul(const double a[3][3], const double b[3][3], double out[3][3]);
+bool hp_mat3_invert(const double a[3][3], double out[3][3]);
+
+#endif
