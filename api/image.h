@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "pipeline/colorspace.h"
 
 /* How the decoded colour is laid out: 4 channels per pixel in R, G, B, A order, rows top to bottom,
  * tightly packed (no row padding). The numbering is pipeline/reduce.h's hp_pixel_format, so a value
@@ -135,6 +136,11 @@ typedef struct hp_image_info {
     bool tiled;            /* tiled part (level 0 is decoded: mip and rip levels are ignored) */
     char compression[8];   /* "none", "rle", "zips", "zip", "piz", "pxr24", "b44", "b44a", "dwaa", "dwab" */
     uint32_t chunk_count;  /* independent blocks of the part (scanline groups or level-0 tiles) */
+
+    /* What the file says its RGB means: OpenEXR's `chromaticities` attribute, Radiance's PRIMARIES= line. Not
+     * judged here: pipeline/colorspace.h refuses values that make no RGB space when the frame is converted. */
+    bool has_chromaticities;
+    hp_chromaticities chromaticities;
 
     double rgbe_exposure;  /* RGBE: product of the EXPOSURE= lines (1 without); values are as stored,
                             * so radiance in watts/sr/m^2 is value / rgbe_exposure */

@@ -776,6 +776,23 @@ static hp_code check_body_justifies(const hp_exr_reader *r, const exr_attr_chlis
                    r->chunk_count, overhead + pixels * least);
 }
 
+/* The part's `chromaticities` attribute (OpenEXR's standard attributes: the CIE xy of the primaries and the
+ * white that its RGB stands for), when it has one. An attribute of that name and another type is a damaged
+ * header. */
+static hp_code read_chromaticities(hp_exr_reader *r, hp_image_info *info, hp_err *err)
+{
+    exr_attr_chromaticities_t c;
+    exr_result_t rv = exr_attr_get_chromaticities(r->ctx, r->part, "chromaticities", &c);
+    info->has_chromaticities = rv == EXR_ERR_SUCCESS;
+    if (rv == EXR_ERR_NO_ATTR_BY_NAME || rv == EXR_ERR_SUCCESS) {
+        if (rv == EXR_ERR_SUCCESS)
+            info->chromaticities = (hp_chromaticities){{c.red_x, c.red_y}, {c.green_x, c.green_y},
+                                                       {c.blue_x, c.blue_y}, {c.white_x, c.white_y}};
+        return HP_OK;
+    }
+    return exr_fail(err, rv, "the chromaticities attribute of part %d", r->part);
+}
+
 hp_code hp_exr_open(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
                     hp_exr_reader **out, hp_err *err)
 {
@@ -859,6 +876,8 @@ hp_code hp_exr_open(const uint8_t *bytes, size_t len, const hp_decode_options *o
     snprintf(info->compression, sizeof(info->compression), "%s", compression_name(compression));
     r->compression = compression;
     r->tiled = storage == EXR_STORAGE_TILED;
+    if ((code = read_chromaticities(r, info, err)) != HP_OK)
+        goto fail;
     info->tiled = r->tiled;
 #ifdef HP_EXR_DWA_CXX
     r->dwa_cxx = compression == EXR_COMPRESSION_DWAA || compression == EXR_COMPRESSION_DWAB;

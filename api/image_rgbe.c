@@ -27,6 +27,8 @@
 typedef struct rgbe_header {
     uint32_t width, height;
     double exposure;
+    bool has_primaries;          /* a PRIMARIES= line */
+    hp_chromaticities primaries;
     size_t data_offset; /* first byte after the resolution line */
 } rgbe_header;
 
@@ -97,6 +99,30 @@ static hp_code check_body_justifies(uint32_t width, uint32_t height, size_t len,
                    RGBE_MAX_RUN / 8.0, (unsigned long long)justified, RGBE_MAX_RUN);
 }
 
+/* "PRIMARIES= rx ry gx gy bx by wx wy" (Radiance's header, src/common/color.h PRIMARYSTR): the CIE xy of the
+ * primaries and the white that the file's RGB stands for. */
+static hp_code parse_primaries(const char *text, size_t at, rgbe_header *hdr, hp_err *err)
+{
+    double v[8];
+    const char *p = text;
+    for (int i = 0; i < 8; i++) {
+        char *end;
+        v[i] = strtod(p, &end);
+        if (end == p || !isfinite(v[i]))
+            return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "Radiance HDR PRIMARIES line at byte %zu: '%.80s' is not "
+                           "eight numbers (the xy of red, green, blue and white)", at, text);
+        p = end;
+    }
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p != '\0')
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "Radiance HDR PRIMARIES line at byte %zu: '%.80s' has more than "
+                       "eight numbers", at, text);
+    hdr->has_primaries = true;
+    hdr->primaries = (hp_chromaticities){{v[0], v[1]}, {v[2], v[3]}, {v[4], v[5]}, {v[6], v[7]}};
+    return HP_OK;
+}
+
 static hp_code parse_header(const uint8_t *bytes, size_t len, const hp_decode_options *opt, rgbe_header *hdr,
                             hp_err *err)
 {
@@ -108,6 +134,7 @@ static hp_code parse_header(const uint8_t *bytes, size_t len, const hp_decode_op
 
     bool format_seen = false;
     hdr->exposure = 1.0;
+    hdr->has_primaries = false;
     for (;;) {
         if (pos > RGBE_MAX_HEADER)
             return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "Radiance HDR header is longer than %d bytes",
@@ -133,8 +160,11 @@ static hp_code parse_header(const uint8_t *bytes, size_t len, const hp_decode_op
                 return hp_fail(err, HP_ERR_INVALID_ARGUMENT,
                                "Radiance HDR EXPOSURE line at byte %zu: '%.64s' is not a positive number", at, line + 9);
             hdr->exposure *= e;
+        } else if (strncmp(line, "PRIMARIES=", 10) == 0) {
+            if ((code = parse_primaries(line + 10, at, hdr, err)) != HP_OK)
+                return code;
         }
-        /* Other lines (comments, SOFTWARE=, GAMMA=, PRIMARIES=, VIEW=, PIXASPECT=, COLORCORR=) are ignored. */
+        /* Other lines (comments, SOFTWARE=, GAMMA=, VIEW=, PIXASPECT=, COLORCORR=) are ignored. */
     }
     if (!format_seen)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT,
@@ -195,6 +225,8 @@ hp_code hp_rgbe_probe(const uint8_t *bytes, size_t len, const hp_decode_options 
     info->channel_count = 3;
     snprintf(info->channel_list, sizeof(info->channel_list), "R,G,B");
     info->rgbe_exposure = hdr.exposure;
+    info->has_chromaticities = hdr.has_primaries;
+    info->chromaticities = hdr.primaries;
     return HP_OK;
 }
 

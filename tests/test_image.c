@@ -2064,6 +2064,60 @@ static void test_attribute_sizes(void)
 }
 #endif
 
+/* What a file says its RGB means (issue 17): OpenEXR's chromaticities attribute, Radiance's PRIMARIES=. */
+static void test_chromaticities(void)
+{
+    static const float ap1[8] = {0.713f, 0.293f, 0.165f, 0.830f, 0.128f, 0.044f, 0.32168f, 0.33767f};
+    float px[4 * 4] = {0};
+    hp_exr_channel ch[3] = {{"R", 2, px}, {"G", 2, px}, {"B", 2, px}};
+    hp_exr_spec spec = {.width = 4, .height = 4, .display_w = 4, .display_h = 4, .compression = 0,
+                        .channels = ch, .channel_count = 3, .chromaticities = ap1};
+    blob b = {0};
+    hp_image_info info;
+    hp_err err = {0};
+    bool written = hp_exr_write_core(&spec, 1, &b.data, &b.len) == 1;
+    hp_code code = written ? hp_image_probe(b.data, b.len, NULL, &info, &err) : HP_ERR_INTERNAL;
+    hp_colorspace space = HP_COLORSPACE_COUNT;
+    bool same = code == HP_OK && info.has_chromaticities && info.chromaticities.red.x == (double)ap1[0] &&
+                info.chromaticities.red.y == (double)ap1[1] && info.chromaticities.green.x == (double)ap1[2] &&
+                info.chromaticities.blue.y == (double)ap1[5] && info.chromaticities.white.x == (double)ap1[6] &&
+                info.chromaticities.white.y == (double)ap1[7];
+    tap_ok(same && hp_colorspace_find(&info.chromaticities, &space) && space == HP_COLORSPACE_ACESCG,
+           "EXR chromaticities attribute (AP1) read as written, and found as acescg (%s)", err.message);
+    blob_free(&b);
+    spec.chromaticities = NULL;
+    written = hp_exr_write_core(&spec, 1, &b.data, &b.len) == 1;
+    code = written ? hp_image_probe(b.data, b.len, NULL, &info, &err) : HP_ERR_INTERNAL;
+    tap_ok(code == HP_OK && !info.has_chromaticities, "EXR without the attribute: no chromaticities");
+    blob_free(&b);
+
+    static const uint8_t pixel[4] = {128, 128, 128, 129};
+    b = rgbe_file("#?RADIANCE\nFORMAT=32-bit_rle_rgbe\nPRIMARIES= 0.708 0.292 0.170 0.797 0.131 0.046 0.3127 0.3290\n"
+                  "\n-Y 1 +X 1\n", pixel, sizeof(pixel));
+    code = hp_image_probe(b.data, b.len, NULL, &info, &err);
+    tap_ok(code == HP_OK && info.has_chromaticities && hp_colorspace_find(&info.chromaticities, &space) &&
+               space == HP_COLORSPACE_REC2020 && info.chromaticities.white.y == 0.3290,
+           "RGBE PRIMARIES= line read (BT.2020), found as rec2020 (%s)", err.message);
+    blob_free(&b);
+    b = rgbe_file("#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 1 +X 1\n", pixel, sizeof(pixel));
+    code = hp_image_probe(b.data, b.len, NULL, &info, &err);
+    tap_ok(code == HP_OK && !info.has_chromaticities, "RGBE without PRIMARIES: no chromaticities");
+    blob_free(&b);
+    static const char *const bad[] = {"PRIMARIES= 0.64 0.33 0.30 0.60 0.15 0.06 0.3127\n",
+                                      "PRIMARIES= 0.64 0.33 0.30 0.60 0.15 0.06 0.3127 0.3290 1\n",
+                                      "PRIMARIES= red green blue white\n"};
+    for (int i = 0; i < 3; i++) {
+        char header[256];
+        snprintf(header, sizeof(header), "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n%s\n-Y 1 +X 1\n", bad[i]);
+        b = rgbe_file(header, pixel, sizeof(pixel));
+        hp_err e = {0};
+        code = hp_image_probe(b.data, b.len, NULL, &info, &e);
+        tap_ok(code == HP_ERR_INVALID_ARGUMENT && contains(e.message, "PRIMARIES"),
+               "RGBE with a malformed PRIMARIES line (%d): refused naming it (%s)", i, e.message);
+        blob_free(&b);
+    }
+}
+
 #ifdef HP_EXR_DWA_CXX
 /* The heap filled with one byte and handed back, in blocks of every size from 16 bytes to 512 KiB, all held
  * at once before they are freed, so that the allocator's caches and bins of each size hold the byte. */
@@ -2147,6 +2201,7 @@ int main(void)
     test_subsampled_unused_channel();
     test_rgbe_bomb();
     test_exr_bomb();
+    test_chromaticities();
 #ifdef HP_EXR_DWA_CXX
     test_attribute_sizes();
     test_dwa_fresh_memory();

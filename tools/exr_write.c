@@ -52,6 +52,12 @@ static bool define_part(exr_context_t ctx, const char *name, const hp_exr_spec *
     if (spec->tile > 0 && exr_set_tile_descriptor(ctx, *part, (uint32_t)spec->tile, (uint32_t)spec->tile,
                                                   EXR_TILE_ONE_LEVEL, EXR_TILE_ROUND_DOWN) != EXR_ERR_SUCCESS)
         return false;
+    if (spec->chromaticities) {
+        const float *v = spec->chromaticities;
+        exr_attr_chromaticities_t chroma = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+        if (exr_attr_set_chromaticities(ctx, *part, "chromaticities", &chroma) != EXR_ERR_SUCCESS)
+            return false;
+    }
     for (int c = 0; c < spec->channel_count; c++)
         if (exr_add_channel(ctx, *part, spec->channels[c].name, (exr_pixel_type_t)spec->channels[c].type,
                             EXR_PERCEPTUALLY_LOGARITHMIC, 1, 1) != EXR_ERR_SUCCESS)

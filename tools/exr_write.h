@@ -25,6 +25,8 @@ typedef struct hp_exr_spec {
     int decreasing_y;           /* line order (core writer only) */
     const hp_exr_channel *channels;
     int channel_count;
+    /* The `chromaticities` attribute: red, green, blue and white xy (8 values), or NULL for none. */
+    const float *chromaticities;
 } hp_exr_spec;
 
 /* A growing memory buffer for exr_context_initializer_t.write_fn (user_data points at one). */
