@@ -19,11 +19,15 @@
 #include <new>
 
 // OpenEXR 3.1's C++ DWA decoder can read memory it never wrote on a damaged file and return success:
-// tests/fuzz/fuzz_exr found a tiled DWAA part whose pixels came out of the library's fresh buffers, so that
-// the image carried whatever the heap held before, an earlier request's pixels among it. The C++ library is
-// the only C++ in the daemon, so its allocations are made zeroed here (the replaceable global operator new,
-// C++17 [new.delete]): such a file then decodes to the same pixels every time, from zeros, never from
-// another request's memory. The cost is a memset of the DWA decoder's buffers, small beside its DCT.
+// tests/fuzz/fuzz_exr found a tiled DWAA part whose pixels came out of buffers the library had just
+// allocated with new[], so that the image carried whatever the heap held before, an earlier request's
+// pixels among it. The replaceable global operator new (C++17 [new.delete]) is made zeroing here: such a
+// file then decodes to the same pixels every time, from zeros. It holds for the whole process, so the other
+// C++ that allocates through it (the Vulkan driver's LLVM in lavapipe, the validation layer, libstdc++) gets
+// zeroed memory too, at the cost of a memset at allocation; under ASan its new/delete mismatch checks are
+// then off (its overflow and use-after-free checks stay: calloc and free are still its own). What the
+// library allocates with malloc or posix_memalign (its line buffers) is not covered: test_image checks the
+// damaged tiled file, and the fuzz target checks every decoding twice.
 void *operator new(std::size_t size)
 {
     void *p = std::calloc(1, size ? size : 1);

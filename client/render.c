@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "client/run.h"
+#include "common/file.h"
 
 /* A frame's bytes, malloc'd; NULL with errno set. Frames are posted whole (libcurl then sends
  * Content-Length and Expect: 100-continue, so a refused frame is not uploaded). */
@@ -35,30 +36,16 @@ static uint8_t *read_file(const char *path, size_t *len)
     return data;
 }
 
-/* Written to a temporary name in the same directory and renamed when complete: an output that exists is
- * whole, whatever stopped the run (--resume relies on it). */
+/* Written to a temporary name in the same directory and renamed when complete (common/file.h): an output
+ * that exists is whole, whatever stopped the run (--resume relies on it), and runs on several farm hosts may
+ * share the output directory (a unique temporary name). */
 bool hp_write_atomically(const char *path, const uint8_t *data, size_t len, mode_t mode, char *why, size_t why_size)
 {
-    /* A unique name (mkstemp): runs on several farm hosts may share the output directory. */
-    char tmp[4300];
-    snprintf(tmp, sizeof(tmp), "%.4200s.part-XXXXXX", path);
-    int fd = mkstemp(tmp);
-    bool ok = fd >= 0 && fchmod(fd, mode) == 0; /* mkstemp makes 0600: the umask's choice, as open() would */
-    for (size_t off = 0; ok && off < len;) {
-        ssize_t w = write(fd, data + off, len - off);
-        ok = w > 0;
-        off += ok ? (size_t)w : 0;
-    }
-    ok = ok && fsync(fd) == 0;
-    if (fd >= 0 && close(fd) != 0)
-        ok = false;
-    ok = ok && rename(tmp, path) == 0;
-    if (!ok) {
-        snprintf(why, why_size, "cannot write %s: %s", path, strerror(errno));
-        if (fd >= 0)
-            unlink(tmp);
-    }
-    return ok;
+    hp_file_piece piece = {data, len};
+    int e = hp_write_file_atomically(path, &piece, 1, (unsigned)mode);
+    if (e)
+        snprintf(why, why_size, "cannot write %s: %s", path, strerror(e));
+    return e == 0;
 }
 
 static void output_path(const hp_shot_job *job, size_t i, char *out, size_t size)

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "common/file.h"
 #include "common/log.h"
 #include "pipeline/gpu_internal.h"
 
@@ -190,42 +191,16 @@ hp_code hp_gpu_save_pipeline_cache(hp_gpu *gpu, hp_err *err)
     uint8_t header[CACHE_HEADER_SIZE];
     make_header(gpu, blob, size, header);
 
-    /* Write a temporary file beside the target and rename it over: a crash mid-write never leaves a
-     * half-written cache for the next start. */
-    size_t tmp_len = strlen(gpu->cache_path) + 32;
-    char *tmp = malloc(tmp_len);
-    if (!tmp) {
-        free(blob);
-        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
-    }
-    snprintf(tmp, tmp_len, "%s.tmp.%ld", gpu->cache_path, (long)getpid());
+    /* Written whole or not at all (common/file.h): a crash mid-write never leaves a half-written cache for the
+     * next start, and the temporary name is unique, so that nobody can have planted a link at it. 0600: the
+     * cache is the daemon's own. */
+    hp_file_piece pieces[2] = {{header, sizeof(header)}, {blob, size}};
+    int e = hp_write_file_atomically(gpu->cache_path, pieces, 2, 0600);
     hp_code rc = HP_OK;
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        rc = hp_fail(err, HP_ERR_IO, "cannot write pipeline cache %s: %s", tmp, strerror(errno));
-    } else {
-        /* The first failure's errno is the one to report: on a full disk the writes fail with ENOSPC, and the
-         * fsync after them with EINVAL on some files, which would name the wrong cause. */
-        int first = 0;
-        errno = 0;
-        if (fwrite(header, 1, sizeof(header), f) != sizeof(header) || fwrite(blob, 1, size, f) != size)
-            first = errno ? errno : EIO;
-        if (fflush(f) != 0 && !first)
-            first = errno ? errno : EIO;
-        if (fsync(fileno(f)) != 0 && !first)
-            first = errno ? errno : EIO;
-        if (fclose(f) != 0 && !first)
-            first = errno ? errno : EIO;
-        if (!first && rename(tmp, gpu->cache_path) != 0)
-            first = errno ? errno : EIO;
-        if (first) {
-            rc = hp_fail(err, HP_ERR_IO, "cannot write pipeline cache %s: %s", gpu->cache_path, strerror(first));
-            unlink(tmp);
-        } else {
-            hp_info("pipeline cache: saved %zu bytes to %s", size, gpu->cache_path);
-        }
-    }
-    free(tmp);
+    if (e)
+        rc = hp_fail(err, HP_ERR_IO, "cannot write pipeline cache %s: %s", gpu->cache_path, strerror(e));
+    else
+        hp_info("pipeline cache: saved %zu bytes to %s", size, gpu->cache_path);
     free(blob);
     return rc;
 }

@@ -50,6 +50,7 @@ HUP_FIRST_S = 5
 HUP_LOG_WAIT_S = 5       # for the daemon's "received SIGHUP" line
 WARMUP_FRACTION = 0.2    # of the run: memory growth is measured from its end
 SETTLE_S = 10            # after the clients: for the counts, the budget and the descriptors to settle
+CANCEL_LOG_WAIT_S = 5    # after that: for the cancellations counted queued and their log lines to agree
 
 # The daemon's settings for the soak. queue_depth: an eighth of the clients, at least 4 (8 for the GPU
 # host's 64), so that the queue fills at times and 429 queue_full is answered under load, without most
@@ -211,14 +212,18 @@ def close_enough(a, b, rel=1e-4):
 
 class References:
     """Each good template's answer from an idle daemon before the load: the answers under load must be the
-    same image (decoded, none of its values off by more than 1: a GPU may sum the frame's luminance in
-    another order from run to run) or the same statistics (counts and histogram exact, the rest within
-    1e-4)."""
+    same image or the same statistics (counts and histogram exact, the rest within 1e-4). A WebP must be the
+    reference's very bytes: the encoder is deterministic for the same pixels and parameters (test_render's
+    parallel point holds 32 concurrent answers to their serial ones byte for byte too), and the soak has no
+    WebP decoder to compare values with, so a WebP that differs fails. A PNG whose bytes differ is decoded
+    and must have none of its values off by more than 1 (a GPU may sum the frame's luminance in another
+    order from run to run)."""
 
     def __init__(self):
-        self.png, self.png_bytes, self.stats = {}, {}, {}
+        self.png, self.png_bytes, self.webp_bytes, self.stats = {}, {}, {}, {}
         self.lock = threading.Lock()
         self.png_same = self.png_decoded = 0  # PNGs under load: the reference's bytes, or decoded and compared
+        self.webp_same = self.webp_differ = 0  # WebPs under load: the reference's bytes, or not
 
     def count(self, same):
         with self.lock:
@@ -227,10 +232,21 @@ class References:
             else:
                 self.png_decoded += 1
 
+    def count_webp(self, same):
+        with self.lock:
+            if same:
+                self.webp_same += 1
+            else:
+                self.webp_differ += 1
+
     def take(self, port):
         problems = []
         for t in GOOD_ALL:
-            status, headers, body, _ = exchange_once(port, t, t.body, f"soak-ref-{t.name}")
+            try:
+                status, headers, body, _ = exchange_once(port, t, t.body, f"soak-ref-{t.name}")
+            except (OSError, http.client.HTTPException, HalfAnswer) as e:
+                problems.append(f"{t.name}: no complete answer: {type(e).__name__}: {e}")
+                continue
             if status != 200:
                 problems.append(f"{t.name}: {status} {body[:300]!r}")
                 continue
@@ -246,6 +262,8 @@ class References:
             elif t.expect == "webp":
                 if webp_size(body) != (WIDTH, HEIGHT):
                     problems.append(f"{t.name}: not a {WIDTH}x{HEIGHT} WebP: {body[:64]!r}")
+                else:
+                    self.webp_bytes[t.name] = body
             else:
                 doc = json_body(body)
                 st = doc.get("stats") if isinstance(doc, dict) else None
@@ -261,8 +279,15 @@ class References:
         if t.expect == "webp":
             if ctype != "image/webp":
                 return f"Content-Type {ctype!r}, expected image/webp"
+            ref = self.webp_bytes[t.name]
+            same = body == ref
+            self.count_webp(same)
+            if same:
+                return None
             size = webp_size(body)
-            return None if size == (WIDTH, HEIGHT) else f"not a {WIDTH}x{HEIGHT} WebP (size {size}): {body[:32]!r}"
+            first = next((i for i, (a, b) in enumerate(zip(body, ref)) if a != b), min(len(body), len(ref)))
+            return (f"WebP differs from the reference answer: {len(body)} bytes against {len(ref)}, first "
+                    f"difference at byte {first}, size {size} ({WIDTH}x{HEIGHT} wanted): {body[:32]!r}")
         if t.expect == "png":
             if ctype != "image/png":
                 return f"Content-Type {ctype!r}, expected image/png"
@@ -302,9 +327,23 @@ class References:
 REFS = References()
 
 
+class HalfAnswer(Exception):
+    """An answer whose status line and headers came but whose body ended before its Content-Length (or its
+    last chunk): http.client's IncompleteRead, with what the answer was."""
+
+    def __init__(self, status, headers, partial, expected, seconds):
+        self.status, self.headers, self.partial, self.expected, self.seconds = (status, headers, partial, expected,
+                                                                                seconds)
+        more = f", {expected} more expected" if expected is not None else ""
+        super().__init__(f"status {status}, Content-Length {headers.get('content-length')!r}: the connection ended "
+                         f"after {len(partial)} bytes of the body{more}")
+
+
 def exchange_once(port, t, body, rid, conn=None, body_iter=None):
     """One request of template t on conn (or a fresh connection, closed after): (status, lower-cased
-    headers, body, seconds). Raises what http.client raises."""
+    headers, body, seconds). http.client reads exactly Content-Length bytes of the body or raises
+    IncompleteRead, which is raised again as HalfAnswer (the status and headers came, the body fell
+    short); other failures raise what http.client raises."""
     own = conn is None
     if own:
         conn = http.client.HTTPConnection(HOST, port, timeout=REQUEST_TIMEOUT_S)
@@ -318,8 +357,11 @@ def exchange_once(port, t, body, rid, conn=None, body_iter=None):
         else:
             conn.request("POST", t.path, body=body, headers=headers)
         resp = conn.getresponse()
-        data = resp.read()
         hdrs = {k.lower(): v for k, v in resp.getheaders()}
+        try:
+            data = resp.read()
+        except http.client.IncompleteRead as e:
+            raise HalfAnswer(resp.status, hdrs, e.partial, e.expected, time.monotonic() - start) from e
         return resp.status, hdrs, data, time.monotonic() - start
     finally:
         if own:
@@ -349,9 +391,12 @@ def judge(t, status, headers, body, rid):
     memory_full, each with Retry-After."""
     if headers.get("x-request-id") != rid:
         return f"X-Request-Id {headers.get('x-request-id')!r}, sent {rid!r}"
+    # The body is framed by Content-Length (the daemon answers from a buffer, with its length). Its bytes are
+    # all there: exchange_once raises HalfAnswer when fewer came, and answered() records that as a failure.
     length = headers.get("content-length")
-    if length is None or int(length) != len(body):
-        return f"Content-Length {length!r} for a body of {len(body)} bytes"
+    if length is None or not length.isdigit() or "transfer-encoding" in headers:
+        return (f"not framed by Content-Length: Content-Length {length!r}, Transfer-Encoding "
+                f"{headers.get('transfer-encoding')!r}")
     if t.route != "other" and status in (429, 503):
         code = "queue_full" if status == 429 else "memory_full"
         problem = error_problem(status, body, status, code)
@@ -398,6 +443,9 @@ class Client(threading.Thread):
         try:
             status, headers, data, seconds = exchange_once(self.port, t, body, rid, conn,
                                                            body_iter_of(body) if body_iter_of else None)
+        except HalfAnswer as e:  # answered (the daemon counts its status), but not in full: a failure
+            self.record(kind, t, e.status, e.seconds, f"{rid}: half an answer: {e}", **extra)
+            return None
         except Exception as e:  # noqa: BLE001 - every failure is recorded
             self.record(kind, t, None, None, f"{rid}: no complete answer: {type(e).__name__}: {e}", **extra)
             return None
@@ -554,6 +602,7 @@ class Monitor(threading.Thread):
         self.samples = []
         self.livez_failures, self.metrics_problems, self.hup_problems = [], [], []
         self.hups_sent = 0
+        self.hup_lock = threading.Lock()  # hup() from the monitor and, for a short run, from the main thread
         self.scrapes = 0
         self.died_at = None
         self.failure = None
@@ -596,7 +645,12 @@ class Monitor(threading.Thread):
             self.stop.wait(max(0.0, SAMPLE_S - (time.monotonic() - tick)))
 
     def hup(self):
-        """One SIGHUP: the daemon logs "received SIGHUP: ..." (one line per signal) and still answers /livez."""
+        """One SIGHUP: the daemon logs "received SIGHUP: ..." (one line per signal) and still answers /livez.
+        One at a time (hup_lock): a signal sent while another's line is awaited would make both counts race."""
+        with self.hup_lock:
+            self._hup()
+
+    def _hup(self):
         t = time.monotonic() - self.t0
         self.d.proc.send_signal(signal.SIGHUP)
         self.hups_sent += 1
@@ -750,10 +804,12 @@ def run_soak(args, d, seconds, seed, extra):
                       f"{(s.get('rss_kib') or 0) / 1024:.1f} MiB, {s.get('fds')} fds", flush=True)
     load_s = time.monotonic() - t0
     hung = [c.name for c in clients if c.is_alive()]
-    if monitor.hups_sent == 0 and d.proc.poll() is None:  # a run shorter than HUP_FIRST_S: one all the same
-        monitor.hup()
     monitor.stop.set()
     monitor.join(timeout=30)
+    # A run shorter than HUP_FIRST_S: one all the same, once the monitor has stopped (hup() takes hup_lock
+    # besides, should the monitor still be running after the 30 s).
+    if monitor.hups_sent == 0 and d.proc.poll() is None:
+        monitor.hup()
     records = list(tally.records)
 
     # 1: alive throughout.
@@ -806,14 +862,35 @@ def run_soak(args, d, seconds, seed, extra):
           "0, 499, or what was answered before the close was seen)", not problems, "\n".join(problems) + "\n" + table)
 
     # Cancellations: each frame the log says was taken out of the queue or dropped before it ran is counted
-    # queued; each 499 is a cancelled frame; no more frames cancelled than clients cut off.
-    lines = d.lines[log_mark:]
-    taken = sum("took a queued frame out of the queue" in l for l in lines)
-    dropped = sum("dropped a queued frame whose client went away" in l for l in lines)
-    cancelled = {st: vals.get(f'hdrpost_frames_cancelled_total{{stage="{st}"}}', 0)
-                 - cancelled_before.get(f'hdrpost_frames_cancelled_total{{stage="{st}"}}', 0)
-                 for st in ("arriving", "queued", "running")}
-    n499 = sum(server[r].get(499, 0) - before[r].get(499, 0) for r in ROUTES)
+    # queued; each 499 is a cancelled frame; no more frames cancelled than clients cut off. The daemon logs
+    # "took a queued frame out of the queue" after it unlocks the queue, and the pool may answer the frame
+    # and count it first, so a scrape can show a count whose log line has not been read yet: scrapes (the
+    # clients are done and every request has ended, above) and the log are read again until the daemon is
+    # idle (nothing queued or in flight) and the two agree, or CANCEL_LOG_WAIT_S pass; the last is judged.
+    def cancellations():
+        v = scrape(d.port)[0]
+        with d.cond:
+            lines = d.lines[log_mark:]
+        taken = sum("took a queued frame out of the queue" in l for l in lines)
+        dropped = sum("dropped a queued frame whose client went away" in l for l in lines)
+        c = {st: v.get(f'hdrpost_frames_cancelled_total{{stage="{st}"}}', 0)
+             - cancelled_before.get(f'hdrpost_frames_cancelled_total{{stage="{st}"}}', 0)
+             for st in ("arriving", "queued", "running")}
+        return v, c, taken, dropped
+
+    cancel_state = None
+
+    def cancel_agrees():
+        nonlocal cancel_state
+        cancel_state = cancellations()
+        v, c, taken, dropped = cancel_state
+        idle_now = all(v.get(k) == 0 for k in ("hdrpost_queue_depth", "hdrpost_frames_in_flight"))
+        return idle_now and c["queued"] == taken + dropped
+
+    poll(cancel_agrees, CANCEL_LOG_WAIT_S, 0.2)
+    cvals, cancelled, taken, dropped = cancel_state
+    cserver = server_counts(cvals)
+    n499 = sum(cserver[r].get(499, 0) - before[r].get(499, 0) for r in ROUTES)
     n_cut = sum(sum(c.values()) for c in cut.values())
     point("hdrpost_frames_cancelled_total is consistent: queued = the frames the log says were taken out of the "
           "queue or dropped for a client gone; 499 answers <= queued + running; all stages <= requests cut off",
@@ -900,7 +977,8 @@ def run_soak(args, d, seconds, seed, extra):
     frames_200 = sum(1 for r in records if r["status"] == 200)
     print(f"# answered 200: {frames_200} ({frames_200 / load_s:.1f}/s); keep-alive requests on a reused "
           f"connection: {reused}; PNGs the reference's bytes: {REFS.png_same}, decoded and compared: "
-          f"{REFS.png_decoded}", flush=True)
+          f"{REFS.png_decoded}; WebPs the reference's bytes: {REFS.webp_same}, differing: {REFS.webp_differ}",
+          flush=True)
     print(f"# good renders (200): p50 {pct(good_lat, 0.5):.1f} ms, p99 {pct(good_lat, 0.99):.1f} ms, "
           f"max {good_lat[-1] if good_lat else float('nan'):.1f} ms over {len(good_lat)}", flush=True)
     print(f"# RSS: start {(rss_start or 0) / 1024:.1f} MiB, after warm-up {(rss_warm or 0) / 1024:.1f} MiB, late "
@@ -925,6 +1003,7 @@ def run_soak(args, d, seconds, seed, extra):
                 "by_kind": {k: {str(s): n for s, n in v.items()} for k, v in by_kind.items()},
                 "answered_200": frames_200, "keepalive_reused": reused,
                 "png_same_bytes": REFS.png_same, "png_decoded": REFS.png_decoded,
+                "webp_same_bytes": REFS.webp_same, "webp_differ": REFS.webp_differ,
                 "daemon_counts": {r: {str(s): n - before[r].get(s, 0) for s, n in server[r].items()} for r in ROUTES},
                 "cut_off": {k: dict(v) for k, v in cut.items()}, "cancelled": cancelled, "answers_499": n499,
                 "good_render_ms": {"p50": pct(good_lat, 0.5), "p99": pct(good_lat, 0.99),

@@ -2119,14 +2119,15 @@ static void test_chromaticities(void)
 }
 
 #ifdef HP_EXR_DWA_CXX
-/* The heap filled with one byte and handed back, in blocks of every size from 16 bytes to 512 KiB, all held
- * at once before they are freed, so that the allocator's caches and bins of each size hold the byte. */
+/* The heap filled with one byte and handed back, in blocks of every size from 16 bytes to 64 KiB, all held
+ * at once before they are freed, so that the allocator's caches and bins of each size hold the byte (larger
+ * blocks are mapped afresh, zeroed, by glibc). */
 static void scribble_heap(unsigned char byte)
 {
-    enum { BLOCKS = 4096 };
+    enum { BLOCKS = 2304 };
     static unsigned char *held[BLOCKS];
     for (int k = 0; k < BLOCKS; k++) {
-        size_t n = k < BLOCKS / 2 ? 16 + (size_t)k * 16 : (size_t)(k - BLOCKS / 2 + 1) * 256;
+        size_t n = k < 2048 ? 16 + (size_t)k * 16 : (size_t)(k - 2048 + 1) * 256;
         if ((held[k] = malloc(n)))
             memset(held[k], byte, n);
     }

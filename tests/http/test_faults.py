@@ -5,10 +5,10 @@ SIGTERM under load. Each group fails when the daemon's handling of its fault is 
 must give, the memory it must give back, the file it must not damage, the exit code it must end with.
 
 Usage: test_faults.py HDRPOSTD. TAP on stdout."""
+import http.client
 import os
 import re
 import signal
-import socket
 import struct
 import sys
 import threading
@@ -19,6 +19,7 @@ import harness  # noqa: E402
 from harness import HOST, json_body, point, request, start_ready, stop_clean  # noqa: E402
 
 EXE = sys.argv[1] if len(sys.argv) > 1 else ""
+ENOSPC_PRELOAD = sys.argv[2] if len(sys.argv) > 2 else ""
 RENDER = "/v1/render?output.format=png"
 
 
@@ -99,10 +100,10 @@ def encoder_failure(d):
 
 
 def full_disk(tmp):
-    """The pipeline cache saved at the stop onto a full disk: the temporary file it writes is made a link to
-    /dev/full (writes fail with ENOSPC, as on a full filesystem). The save is given up with a warning, the
-    cache from before is untouched, no temporary file is left, the exit is clean, and the next start loads
-    the old cache."""
+    """The pipeline cache saved at the stop onto a full disk: the daemon runs with tests/enospc_preload.c,
+    which fails every write to the cache's temporary file with ENOSPC, as a full filesystem does. The save is
+    given up with a warning naming it, the cache from before is untouched, no temporary file is left, the
+    exit is clean, and the next start loads the old cache."""
     cache = os.path.join(tmp, "cache", "pipelines.bin")
     d = start_ready(EXE, "pipeline cache, first start", [f"--pipeline_cache={cache}"])
     if not d:
@@ -110,16 +111,15 @@ def full_disk(tmp):
     stop_clean(d)
     before = open(cache, "rb").read() if os.path.exists(cache) else b""
     point("the first stop saves a pipeline cache", len(before) > 0, f"{cache}: {len(before)} bytes")
-    d = harness.Daemon(EXE, "pipeline cache, disk full at the stop", [f"--pipeline_cache={cache}"])
-    # harness.Daemon puts --pipeline_cache= before the args; the later flag wins.
-    if not point("pipeline cache, disk full at the stop: the daemon becomes ready", d.wait_ready(), d.log()):
-        d.kill()
-        d.dump()
+    # The temporary file is "pipelines.bin.XXXXXX" (mkstemp): the match leaves the cache's own name alone.
+    preload = " ".join(p for p in (os.environ.get("HDRPOST_TEST_PRELOAD", ""), ENOSPC_PRELOAD) if p)
+    d = start_ready(EXE, "pipeline cache, disk full at the stop", [f"--pipeline_cache={cache}"],
+                    env={"LD_PRELOAD": preload, "ENOSPC_MATCH": "/pipelines.bin."})
+    if not d:
         return
-    os.symlink("/dev/full", f"{cache}.tmp.{d.proc.pid}")
     rc = d.stop()
     after = open(cache, "rb").read() if os.path.exists(cache) else b""
-    left = [n for n in os.listdir(os.path.dirname(cache)) if ".tmp." in n]
+    left = [n for n in os.listdir(os.path.dirname(cache)) if n != "pipelines.bin"]
     warned = re.search(r"pipeline cache .* not saved: .*No space left on device", d.log())
     point("a full disk when the cache is saved: a warning naming ENOSPC, exit code 0, the old cache byte for byte, "
           "no temporary file left", rc == 0 and warned and after == before and not left,
@@ -134,25 +134,42 @@ def full_disk(tmp):
         stop_clean(d)
 
 
-def load(port, clients, per_client, timeout=60, pause=0.0):
-    """clients threads each posting per_client frames on fresh connections; [(sent_at, status or exception
-    name, body)] in sending order per client."""
+def load(port, clients, per_client, stop, timeout=60, pause=0.0):
+    """clients daemon threads each posting up to per_client frames on fresh connections, until stop is set;
+    [(connected_at, outcome, body)] per client, outcome an HTTP status or the name of what went wrong
+    (connected_at is None when the connection itself was refused)."""
     out = [[] for _ in range(clients)]
 
     def client(i):
         for _ in range(per_client):
-            sent = time.monotonic()
+            if stop.is_set():
+                return
+            conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
+            connected = None
             try:
-                status, _, body = request(port, "POST", RENDER, FRAME, timeout=timeout)
-                out[i].append((sent, status, body))
-            except OSError as e:
-                out[i].append((sent, type(e).__name__, b""))
+                conn.connect()
+                connected = time.monotonic()
+                conn.request("POST", RENDER, body=FRAME)
+                resp = conn.getresponse()
+                out[i].append((connected, resp.status, resp.read()))
+            except Exception as e:  # a half-answered response (IncompleteRead, BadStatusLine) is recorded too
+                out[i].append((connected, type(e).__name__, b""))
+            finally:
+                conn.close()
             time.sleep(pause)
 
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(clients)]
     for t in threads:
         t.start()
     return out, threads
+
+
+def join_all(threads, seconds):
+    """Joins the threads within one overall deadline; the ones still running."""
+    deadline = time.monotonic() + seconds
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    return [t for t in threads if t.is_alive()]
 
 
 def good_png(body):
@@ -172,16 +189,15 @@ def device_lost_under_load():
     if not d:
         return
     try:
-        out, threads = load(d.port, 8, 4)
-        for t in threads:
-            t.join(120)
+        out, threads = load(d.port, 8, 4, threading.Event())
+        stuck = join_all(threads, 120)
         answers = [a for c in out for a in c]
         bad = [(s, body[:120]) for _, s, body in answers
                if not ((s == 200 and good_png(body)) or (s == 503 and error_code(body) in ("device_lost", "not_ready")))]
         lost = sum(1 for _, s, body in answers if s == 503 and error_code(body) == "device_lost")
         point("the device lost under load: all 32 requests answered, each 200 with its image or 503 device_lost or "
-              "not_ready, at least one device_lost", len(answers) == 32 and not bad and lost >= 1,
-              f"{len(answers)} answers, {lost} device_lost, bad: {bad[:8]}")
+              "not_ready, at least one device_lost", len(answers) == 32 and not bad and lost >= 1 and not stuck,
+              f"{len(answers)} answers, {lost} device_lost, {len(stuck)} client(s) stuck, bad: {bad[:8]}")
         point("then /readyz and /livez are 503",
               request(d.port, "GET", "/readyz")[0] == 503 and request(d.port, "GET", "/livez")[0] == 503)
     finally:
@@ -189,34 +205,38 @@ def device_lost_under_load():
 
 
 def sigterm_under_load():
-    """8 clients posting frames one after another (fresh connections) when SIGTERM comes: every request
-    sent before the signal is answered, 200 with its image or 503 draining/not_ready; after it, a request is
-    answered so or refused at the door (the listener is closed); exit 0 once the drain is over."""
+    """8 clients posting frames one after another (fresh connections) when SIGTERM comes: every request whose
+    connection was made before the signal is answered, 200 with its image or 503 not_ready; after it, a
+    request is answered so or refused at the door (the listener is closed, and connections still in the
+    kernel's queue are reset); exit 0 once the drain is over."""
     d = start_ready(EXE, "SIGTERM under load", ["--queue_depth=16", "--test_gpu_delay_ms=50"])
     if not d:
         return
-    out, threads = load(d.port, 8, 1000, pause=0.01)
+    stop = threading.Event()
+    out, threads = load(d.port, 8, 100000, stop, pause=0.01)
     time.sleep(2.0)
-    signalled = time.monotonic()
     d.proc.send_signal(signal.SIGTERM)
-    for t in threads:
-        t.join(120)
+    signalled = time.monotonic()  # after the signal: a connection made before it was surely accepted before
     rc = d.wait_exit(harness.STOP_TIMEOUT_S)
+    stop.set()
+    stuck = join_all(threads, 90)
     answers = [a for c in out for a in c]
-    before = [a for a in answers if a[0] < signalled]
-    after = [a for a in answers if a[0] >= signalled]
-    unanswered = [(s, body[:120]) for _, s, body in before
-                  if not ((s == 200 and good_png(body)) or (s == 503 and error_code(body) == "not_ready"))]
-    # After the signal: answered as above, or never taken (the connection refused or reset at the door).
-    wrong_after = [(s, body[:120]) for _, s, body in after
-                   if not ((s == 200 and good_png(body)) or (s == 503 and error_code(body) == "not_ready")
-                           or s in ("ConnectionRefusedError", "ConnectionResetError"))]
-    served_after = sum(1 for t, s, _ in before if s == 200)
-    point("SIGTERM under load: every request sent before the signal answered (200 with its image or 503 "
+
+    def answered(s, body):
+        return (s == 200 and good_png(body)) or (s == 503 and error_code(body) == "not_ready")
+
+    before = [a for a in answers if a[0] is not None and a[0] < signalled]
+    after = [a for a in answers if a[0] is None or a[0] >= signalled]
+    unanswered = [(s, body[:120]) for _, s, body in before if not answered(s, body)]
+    # After the signal: answered as above, or never taken (refused, or reset from the kernel's queue).
+    door = ("ConnectionRefusedError", "ConnectionResetError", "RemoteDisconnected", "BrokenPipeError")
+    wrong_after = [(s, body[:120]) for _, s, body in after if not (answered(s, body) or s in door)]
+    served = sum(1 for _, s, _ in before if s == 200)
+    point("SIGTERM under load: every request connected before the signal answered (200 with its image or 503 "
           "not_ready), none after it half-answered, exit 0",
-          len(before) >= 8 and not unanswered and not wrong_after and rc == 0 and served_after >= 1,
-          f"{len(before)} before, {len(after)} after, exit {rc}, unanswered {unanswered[:8]}, "
-          f"wrong after {wrong_after[:8]}\n{d.log()[-1500:]}")
+          len(before) >= 8 and not unanswered and not wrong_after and rc == 0 and served >= 1 and not stuck,
+          f"{len(before)} before, {len(after)} after, exit {rc}, {len(stuck)} client(s) stuck, unanswered "
+          f"{unanswered[:8]}, wrong after {wrong_after[:8]}\n{d.log()[-1500:]}")
     bad = harness.validation_lines(d)
     point("SIGTERM under load: no validation-layer message", not bad, "\n".join(bad))
     d.kill()
@@ -238,4 +258,4 @@ def body(tmp):
 
 
 if __name__ == "__main__":
-    sys.exit(harness.run_suite([EXE], "hdrpostd-faults-", body))
+    sys.exit(harness.run_suite([EXE, ENOSPC_PRELOAD], "hdrpostd-faults-", body))
