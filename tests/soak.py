@@ -38,7 +38,7 @@ import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "http"))
 import harness  # noqa: E402
-from harness import PngError, json_body, png_decode, point, webp_size  # noqa: E402
+from harness import PngError, json_body, multipart, png_decode, point, webp_size  # noqa: E402
 
 HOST = harness.HOST
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
@@ -101,19 +101,6 @@ def read_data(name):
 
 
 # --- Requests --------------------------------------------------------------------------------------------
-
-
-def multipart(parts):
-    """parts: [(name, bytes, filename or None, content type)] -> (body, Content-Type)."""
-    boundary = "hdrpostd-soak-" + os.urandom(12).hex()
-    out = []
-    for name, data, filename, ctype in parts:
-        disp = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
-        out.append(f"--{boundary}\r\nContent-Disposition: {disp}\r\nContent-Type: {ctype}\r\n\r\n".encode())
-        out.append(data)
-        out.append(b"\r\n")
-    out.append(f"--{boundary}--\r\n".encode())
-    return b"".join(out), f"multipart/form-data; boundary={boundary}"
 
 
 def route_of(path):

@@ -270,6 +270,19 @@ class PngError(Exception):
     pass
 
 
+def multipart(parts):
+    """parts: [(name, bytes, filename or None, content type)] -> (body, Content-Type)."""
+    boundary = "hdrpostd-test-" + os.urandom(12).hex()
+    out = []
+    for name, data, filename, ctype in parts:
+        disp = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
+        out.append(f"--{boundary}\r\nContent-Disposition: {disp}\r\nContent-Type: {ctype}\r\n\r\n".encode())
+        out.append(data)
+        out.append(b"\r\n")
+    out.append(f"--{boundary}--\r\n".encode())
+    return b"".join(out), f"multipart/form-data; boundary={boundary}"
+
+
 def webp_size(data):
     """(width, height) from a WebP's RIFF header and first chunk (VP8, VP8L or VP8X), or None."""
     if len(data) < 30 or data[:4] != b"RIFF" or data[8:12] != b"WEBP":

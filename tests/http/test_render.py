@@ -60,7 +60,7 @@ PARAM_ERROR = "invalid_parameter"
 
 PHASES = ["recv", "decode", "queue", "upload", "reduce", "tonemap", "download", "encode", "total"]
 
-from harness import PngError, json_body, png_decode, point, validation_lines, webp_size  # noqa: E402
+from harness import PngError, json_body, multipart, png_decode, point, validation_lines, webp_size  # noqa: E402
 import harness  # noqa: E402
 
 
@@ -77,19 +77,6 @@ stop = harness.stop_clean
 
 def request(port, method, path, body=None, headers=None, timeout=REQUEST_TIMEOUT_S):
     return harness.request(port, method, path, body, headers, timeout)
-
-
-def multipart(parts):
-    """parts: [(name, bytes, filename or None, content type)] -> (body, Content-Type)."""
-    boundary = "hdrpostd-test-" + os.urandom(12).hex()
-    out = []
-    for name, data, filename, ctype in parts:
-        disp = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
-        out.append(f"--{boundary}\r\nContent-Disposition: {disp}\r\nContent-Type: {ctype}\r\n\r\n".encode())
-        out.append(data)
-        out.append(b"\r\n")
-    out.append(f"--{boundary}--\r\n".encode())
-    return b"".join(out), f"multipart/form-data; boundary={boundary}"
 
 
 def frame_part(data, name="frame", filename="frame.exr"):
