@@ -212,19 +212,12 @@ class References:
         self.png_same = self.png_decoded = 0  # PNGs under load: the reference's bytes, or decoded and compared
         self.webp_same = self.webp_differ = 0  # WebPs under load: the reference's bytes, or not
 
-    def count(self, same):
+    def count(self, same, kind="png"):
+        """One image under load: the reference's bytes (same), or not (PNGs: decoded and compared)."""
+        name = {("png", True): "png_same", ("png", False): "png_decoded",
+                ("webp", True): "webp_same", ("webp", False): "webp_differ"}[(kind, bool(same))]
         with self.lock:
-            if same:
-                self.png_same += 1
-            else:
-                self.png_decoded += 1
-
-    def count_webp(self, same):
-        with self.lock:
-            if same:
-                self.webp_same += 1
-            else:
-                self.webp_differ += 1
+            setattr(self, name, getattr(self, name) + 1)
 
     def take(self, port):
         problems = []
@@ -268,7 +261,7 @@ class References:
                 return f"Content-Type {ctype!r}, expected image/webp"
             ref = self.webp_bytes[t.name]
             same = body == ref
-            self.count_webp(same)
+            self.count(same, "webp")
             if same:
                 return None
             size = webp_size(body)

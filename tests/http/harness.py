@@ -271,12 +271,14 @@ class PngError(Exception):
 
 
 def multipart(parts):
-    """parts: [(name, bytes, filename or None, content type)] -> (body, Content-Type)."""
+    """parts: [(name, bytes, filename or None[, content type])] -> (body, Content-Type). A part without a
+    content type has no Content-Type line."""
     boundary = "hdrpostd-test-" + os.urandom(12).hex()
     out = []
-    for name, data, filename, ctype in parts:
+    for name, data, filename, *ctype in parts:
         disp = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
-        out.append(f"--{boundary}\r\nContent-Disposition: {disp}\r\nContent-Type: {ctype}\r\n\r\n".encode())
+        head = f"Content-Disposition: {disp}\r\n" + (f"Content-Type: {ctype[0]}\r\n" if ctype else "")
+        out.append(f"--{boundary}\r\n{head}\r\n".encode())
         out.append(data)
         out.append(b"\r\n")
     out.append(f"--{boundary}--\r\n".encode())

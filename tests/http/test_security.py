@@ -24,7 +24,7 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
 READY_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 60
 
-from harness import Child, device_args, free_port, json_body, point  # noqa: E402
+from harness import Child, device_args, free_port, json_body, multipart, point  # noqa: E402
 import harness  # noqa: E402
 
 TOKEN = "s3cret-token-never-logged-7f3a"
@@ -47,19 +47,6 @@ def post(port, path, body, headers=None, timeout=60):
     h = dict(AUTH)
     h.update(headers or {})
     return harness.request(port, "POST", path, body, h, timeout)
-
-
-def multipart(parts):
-    """parts: [(name, bytes, filename or None)] -> (body, Content-Type)."""
-    boundary = "hdrpostd-sec-" + os.urandom(8).hex()
-    out = []
-    for name, data, filename in parts:
-        disp = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
-        out.append(f"--{boundary}\r\nContent-Disposition: {disp}\r\n\r\n".encode())
-        out.append(data)
-        out.append(b"\r\n")
-    out.append(f"--{boundary}--\r\n".encode())
-    return b"".join(out), f"multipart/form-data; boundary={boundary}"
 
 
 def error_of(status, body, want_status, code, field="any"):
