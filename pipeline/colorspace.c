@@ -6,6 +6,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "hp_shared.h"
+
 const hp_xy HP_WHITE_D65 = {0.3127, 0.3290};
 
 static const struct {
@@ -155,4 +157,33 @@ hp_code hp_rgb_to_xyz_d65(const hp_chromaticities *c, double m[3][3], hp_err *er
     hp_bradford(c->white, HP_WHITE_D65, cat);
     hp_mat3_mul(cat, own, m);
     return HP_OK;
+}
+
+hp_code hp_input_color_make(const hp_chromaticities *c, hp_input_color *out, hp_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    hp_colorspace named;
+    if (hp_colorspace_find(c, &named) && named == HP_COLORSPACE_REC709)
+        return HP_OK;
+    double to_xyz[3][3], rec709[3][3], from_xyz[3][3];
+    hp_code code = hp_rgb_to_xyz_d65(c, to_xyz, err);
+    if (code != HP_OK)
+        return code;
+    code = hp_rgb_to_xyz(hp_colorspace_chromaticities(HP_COLORSPACE_REC709), rec709, err);
+    if (code != HP_OK)
+        return code;
+    if (!hp_mat3_invert(rec709, from_xyz))
+        return hp_fail(err, HP_ERR_INTERNAL, "Rec.709's RGB -> XYZ matrix is singular");
+    hp_mat3_mul(from_xyz, to_xyz, out->to_rec709);
+    for (int i = 0; i < 3; i++)
+        out->luma[i] = to_xyz[1][i];
+    out->convert = true;
+    return HP_OK;
+}
+
+void hp_input_color_luma(const hp_input_color *c, float luma[3])
+{
+    const double rec709[3] = {HP_LUMA_R, HP_LUMA_G, HP_LUMA_B};
+    for (int i = 0; i < 3; i++)
+        luma[i] = (float)(c->convert ? c->luma[i] : rec709[i]);
 }

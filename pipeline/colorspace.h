@@ -50,6 +50,21 @@ void hp_bradford(hp_xy from, hp_xy to, double m[3][3]);
 /* RGB -> XYZ under D65: hp_rgb_to_xyz, then Bradford from the space's white to D65 where it differs. */
 hp_code hp_rgb_to_xyz_d65(const hp_chromaticities *c, double m[3][3], hp_err *err);
 
+/* A frame's colour as the stages use it (issue 17). The pipeline works in linear Rec.709 under D65: the
+ * tone stage converts a frame of other primaries into it where it already takes RGB to CIE Yxy
+ * (DECISIONS.md 5), and the reduction weighs the frame's own RGB by its own Y row. */
+typedef struct hp_input_color {
+    bool convert;           /* false: Rec.709 already, and the fields below are not used */
+    double to_rec709[3][3]; /* the frame's RGB -> linear Rec.709: Rec.709's XYZ -> RGB . the frame's RGB -> XYZ (D65) */
+    double luma[3];         /* the Y row of the frame's RGB -> XYZ (D65) */
+} hp_input_color;
+
+/* The colour of a frame with these chromaticities; HP_ERR_UNUSABLE as hp_rgb_to_xyz. Rec.709's own (within
+ * hp_colorspace_find's tolerance) gives convert = false, so such frames run exactly as before. */
+hp_code hp_input_color_make(const hp_chromaticities *c, hp_input_color *out, hp_err *err);
+/* The Y row in fp32 for the reduction (hp_reduce_params.luma): Rec.709's HP_LUMA_* unless converting. */
+void hp_input_color_luma(const hp_input_color *c, float luma[3]);
+
 /* 3x3 helpers: out = a . b, and the inverse (false when singular). out may not alias the inputs. */
 void hp_mat3_mul(const double a[3][3], const double b[3][3], double out[3][3]);
 bool hp_mat3_invert(const double a[3][3], double out[3][3]);

@@ -49,6 +49,12 @@ uint16_t hp_float_to_half(float f)
 
 bool hp_cpu_luminance(const float c[4], float *y)
 {
+    static const float rec709[3] = HP_REDUCE_LUMA_REC709;
+    return hp_cpu_luminance_row(c, rec709, y);
+}
+
+bool hp_cpu_luminance_row(const float c[4], const float luma[3], float *y)
+{
     for (int i = 0; i < 3; i++)
         if (!isfinite(c[i]))
             return false;
@@ -56,8 +62,8 @@ bool hp_cpu_luminance(const float c[4], float *y)
     float g = c[1] > 0.0f ? c[1] : 0.0f;
     float b = c[2] > 0.0f ? c[2] : 0.0f;
     /* Built with -ffp-contract=off: three roundings, in this order, as the shader's `precise`. */
-    float v = (float)HP_LUMA_R * r + (float)HP_LUMA_G * g;
-    v = v + (float)HP_LUMA_B * b;
+    float v = luma[0] * r + luma[1] * g;
+    v = v + luma[2] * b;
     if (isinf(v))
         return false;
     *y = v;
@@ -107,6 +113,13 @@ static unsigned hist_bin(const float edges[256], float y)
 void hp_cpu_reduce(const void *pixels, hp_pixel_format format, uint64_t count, double hist_min_log2,
                    double hist_max_log2, hp_lum_stats *out)
 {
+    static const float rec709[3] = HP_REDUCE_LUMA_REC709;
+    hp_cpu_reduce_row(pixels, format, count, hist_min_log2, hist_max_log2, rec709, out);
+}
+
+void hp_cpu_reduce_row(const void *pixels, hp_pixel_format format, uint64_t count, double hist_min_log2,
+                       double hist_max_log2, const float luma[3], hp_lum_stats *out)
+{
     float edges[256];
     hp_reduce_hist_edges(hist_min_log2, hist_max_log2, edges);
     memset(out, 0, sizeof(*out));
@@ -118,7 +131,7 @@ void hp_cpu_reduce(const void *pixels, hp_pixel_format format, uint64_t count, d
     for (uint64_t i = 0; i < count; i++) {
         float rgba[4], y;
         hp_cpu_load_pixel(pixels, format, i, rgba);
-        if (!hp_cpu_luminance(rgba, &y)) {
+        if (!hp_cpu_luminance_row(rgba, luma, &y)) {
             out->nonfinite_pixels++;
             continue;
         }

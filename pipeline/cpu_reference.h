@@ -22,6 +22,8 @@ uint16_t hp_float_to_half(float f);
  * ((R*r + G*g) + B*b) in fp32 with no fused multiply-add. Returns false when the pixel is excluded
  * (a NaN or infinite colour channel, or Y overflowing to infinity). */
 bool hp_cpu_luminance(const float rgba[4], float *y);
+/* The same with the Y row of another RGB space (hp_reduce_params.luma). */
+bool hp_cpu_luminance_row(const float rgba[4], const float luma[3], float *y);
 
 /* Reads pixel i of a tightly packed RGBA frame as floats. */
 void hp_cpu_load_pixel(const void *pixels, hp_pixel_format format, uint64_t i, float rgba[4]);
@@ -32,6 +34,9 @@ void hp_cpu_store_pixel(void *pixels, hp_pixel_format format, uint64_t i, const 
  * binary search over the fp32 edges of hp_reduce_hist_edges(). */
 void hp_cpu_reduce(const void *pixels, hp_pixel_format format, uint64_t count, double hist_min_log2,
                    double hist_max_log2, hp_lum_stats *out);
+/* The same with the Y row of another RGB space (hp_reduce_params.luma). */
+void hp_cpu_reduce_row(const void *pixels, hp_pixel_format format, uint64_t count, double hist_min_log2,
+                       double hist_max_log2, const float luma[3], hp_lum_stats *out);
 
 /* --- Tone stages (pipeline/cpu_tone.c) ------------------------------------------------------------ */
 

@@ -431,6 +431,7 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
         .hist_min_log2 = params->params.analysis.histogram_min_log2,
         .hist_max_log2 = params->params.analysis.histogram_max_log2,
     };
+    hp_input_color_luma(&params->params.color, reduce.luma);
     hp_code rc = hp_reduce_params_check(&reduce, err);
     if (rc == HP_OK)
         rc = hp_params_check(&params->params, err);

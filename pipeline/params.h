@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "common/error.h"
+#include "pipeline/colorspace.h"
 
 typedef enum hp_exposure_mode {
     HP_EXPOSURE_AUTO = 0,      /* key / log-average (Reinhard 2002 eq. 2) */
@@ -189,6 +190,9 @@ typedef struct hp_params {
     hp_tonemap_params tonemap;
     hp_gamma_params gamma;
     hp_output_params output;
+    /* Not a request parameter: the frame's colour, resolved by api/ from input.colorspace and the file's
+     * chromaticities before the frame is queued (zero: Rec.709, nothing converted). */
+    hp_input_color color;
 } hp_params;
 
 /* --- The schema ------------------------------------------------------------------------------------ */

@@ -35,11 +35,13 @@ struct reduce_push {
     float hist_a;
     float hist_b;
     float hist_near;
+    float luma[3];
 };
-_Static_assert(sizeof(struct reduce_push) == 56, "push constant layout drifted from reduce.comp");
+_Static_assert(sizeof(struct reduce_push) == 64, "push constant layout drifted from reduce.comp");
 _Static_assert(offsetof(struct reduce_push, pixel_count) == 24, "push constant layout drifted");
 _Static_assert(offsetof(struct reduce_push, hist_a) == 40, "push constant layout drifted");
 _Static_assert(offsetof(struct reduce_push, hist_near) == 48, "push constant layout drifted");
+_Static_assert(offsetof(struct reduce_push, luma) == 52, "push constant layout drifted");
 
 /* Error bound of the shader's log2 guess for the bin guess `mode` (reduce.comp, guess_log2), in log2
  * units, for |log2 Y| <= l. Mode 0, the log2 instruction: the Vulkan spec ("Precision and Operation of
@@ -127,6 +129,12 @@ hp_code hp_reduce_params_check(const hp_reduce_params *p, hp_err *err)
     if (!(p->hist_max_log2 > p->hist_min_log2 && p->hist_max_log2 <= 64.0))
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "histogram max_log2 %g must be in (min_log2 = %g, 64]",
                        p->hist_max_log2, p->hist_min_log2);
+    /* Any RGB space's Y row is a positive mix (hp_rgb_to_xyz refuses white outside the primaries' triangle
+     * only; a primary can have Y <= 0, as AP0's blue): finite, and not all zero. */
+    if (!(isfinite(p->luma[0]) && isfinite(p->luma[1]) && isfinite(p->luma[2])) ||
+        (p->luma[0] == 0.0f && p->luma[1] == 0.0f && p->luma[2] == 0.0f))
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "luminance row (%g, %g, %g) is not finite or all zero",
+                       (double)p->luma[0], (double)p->luma[1], (double)p->luma[2]);
     return HP_OK;
 }
 
@@ -351,6 +359,7 @@ void hp_reduce_record(hp_reduce *r, VkCommandBuffer cmd, const hp_reduce_io *io,
         .hist_a = (float)(254.0 / (params->hist_max_log2 - params->hist_min_log2)),
         .hist_b = (float)(0.5 - params->hist_min_log2 * 254.0 / (params->hist_max_log2 - params->hist_min_log2)),
         .hist_near = near_threshold(params->hist_min_log2, params->hist_max_log2, r->config.bin_guess),
+        .luma = {params->luma[0], params->luma[1], params->luma[2]},
     };
     const hp_compute *first = params->variant == HP_REDUCE_TWO_PASS ? &r->partial[io->format] : &r->single[io->format];
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, first->pipeline);

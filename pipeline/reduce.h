@@ -13,6 +13,7 @@
 #ifndef HP_REDUCE_H
 #define HP_REDUCE_H
 
+#include "hp_shared.h"
 #include "pipeline/gpu.h"
 
 typedef enum hp_pixel_format {
@@ -36,10 +37,14 @@ typedef struct hp_reduce_params {
     hp_reduce_variant variant; /* default HP_REDUCE_SINGLE_PASS (the faster: docs/BENCHMARKS.md) */
     double hist_min_log2;      /* log2 of the lowest histogram edge, [-64, 63], default -16 */
     double hist_max_log2;      /* log2 of the highest edge, (hist_min_log2, 64], default +16 */
+    /* Y = luma . RGB: the Y row of the frame's RGB -> XYZ (D65) matrix (pipeline/colorspace.h), as the fp32
+     * coefficients the GPU and the CPU reference both use; Rec.709's (HP_LUMA_*) by default (issue 17). */
+    float luma[3];
 } hp_reduce_params;
 
+#define HP_REDUCE_LUMA_REC709 {(float)HP_LUMA_R, (float)HP_LUMA_G, (float)HP_LUMA_B}
 #define HP_REDUCE_PARAMS_DEFAULTS \
-    {.variant = HP_REDUCE_SINGLE_PASS, .hist_min_log2 = -16.0, .hist_max_log2 = 16.0}
+    {.variant = HP_REDUCE_SINGLE_PASS, .hist_min_log2 = -16.0, .hist_max_log2 = 16.0, .luma = HP_REDUCE_LUMA_REC709}
 
 hp_code hp_reduce_params_check(const hp_reduce_params *params, hp_err *err);
 

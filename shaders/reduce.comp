@@ -133,6 +133,9 @@ layout(push_constant, std430) uniform Push {
     float hist_b;         // 44
     float hist_near;      // 48  |w - round(w)| above this: within the guess's error of a bin edge, settle
                           //     exactly (pipeline/reduce.c derives it from the spec's log2 precision)
+    float luma_r;         // 52  Y = luma . RGB: the Y row of the frame's RGB -> XYZ (D65), fp32 (issue 17)
+    float luma_g;         // 56
+    float luma_b;         // 60
 } pc;
 
 #define FLT_INF uintBitsToFloat(0x7f800000u)
@@ -208,7 +211,7 @@ void hist_add(uint bin)
 float luminance(vec3 c)
 {
     vec3 p = vec3(c.r > 0.0 ? c.r : 0.0, c.g > 0.0 ? c.g : 0.0, c.b > 0.0 ? c.b : 0.0);
-    precise float y = float(HP_LUMA_R) * p.r + float(HP_LUMA_G) * p.g + float(HP_LUMA_B) * p.b;
+    precise float y = pc.luma_r * p.r + pc.luma_g * p.g + pc.luma_b * p.b;
     return y;
 }
 

@@ -369,6 +369,32 @@ static void check_other_shapes(hp_gpu *gpu)
         tap_ok(ok && occupied > 100, "range [-1, -0.999] (%d bins occupied): every pixel settled exactly: %s", occupied, why);
         hp_reduce_destroy(&reduce);
     }
+    /* Another RGB space's Y row (issue 17): an ACEScg frame's luminance weighs its channels by AP1's row,
+     * not Rec.709's. The same fp32 row on both sides, so counts and bins stay exact; and the two rows must
+     * give different statistics, or this would not show that the row reaches the shader. */
+    {
+        hp_err err = {0};
+        hp_reduce *reduce = NULL;
+        bool ok = hp_reduce_create(gpu, NULL, &reduce, &err) == HP_OK;
+        hp_input_color ap1;
+        ok = ok && hp_input_color_make(hp_colorspace_chromaticities(HP_COLORSPACE_ACESCG), &ap1, &err) == HP_OK;
+        const uint64_t n = 4099;
+        float *px = malloc(n * 16);
+        fill_frame(px, HP_PIXEL_RGBA32F, n, DATA_LOGNORMAL, 17);
+        hp_reduce_params rp = HP_REDUCE_PARAMS_DEFAULTS;
+        hp_input_color_luma(&ap1, rp.luma);
+        hp_lum_stats want, want709, got;
+        hp_cpu_reduce_row(px, HP_PIXEL_RGBA32F, n, rp.hist_min_log2, rp.hist_max_log2, rp.luma, &want);
+        hp_cpu_reduce(px, HP_PIXEL_RGBA32F, n, rp.hist_min_log2, rp.hist_max_log2, &want709);
+        char why[640] = "";
+        ok = ok && direct_reduce(&d, reduce, px, n, HP_PIXEL_RGBA32F, &rp, &got, &err);
+        ok = ok ? compare(&got, &want, why, sizeof(why)) : (snprintf(why, sizeof(why), "%s", err.message), false);
+        tap_ok(ok && want.log_average != want709.log_average,
+               "AP1's Y row (%.6f, %.6f, %.6f): GPU == CPU, log-average %.6f against Rec.709's %.6f: %s",
+               (double)rp.luma[0], (double)rp.luma[1], (double)rp.luma[2], want.log_average, want709.log_average, why);
+        free(px);
+        hp_reduce_destroy(&reduce);
+    }
     for (int f = 0; f < 2; f++)
         free(hostile[f]);
     direct_destroy(&d);
