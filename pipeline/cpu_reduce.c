@@ -64,6 +64,7 @@ bool hp_cpu_luminance_row(const float c[4], const float luma[3], float *y)
     /* Built with -ffp-contract=off: three roundings, in this order, as the shader's `precise`. */
     float v = luma[0] * r + luma[1] * g;
     v = v + luma[2] * b;
+    v = v > 0.0f ? v : 0.0f; /* a negative weight (AP0's blue) can make Y negative: black (reduce.comp) */
     if (isinf(v))
         return false;
     *y = v;

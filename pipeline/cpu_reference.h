@@ -44,6 +44,10 @@ void hp_cpu_reduce_row(const void *pixels, hp_pixel_format format, uint64_t coun
 void hp_cpu_rgb_to_Yxy(const double rgb[3], double Yxy[3]);
 void hp_cpu_Yxy_to_rgb(const double Yxy[3], double rgb[3]);
 
+/* A frame of other primaries into linear Rec.709 and its gamut from below, luminance and hue kept
+ * (shaders/include/tone.glsl, input_to_rec709). in and out may be the same. */
+void hp_cpu_input_to_rec709(const hp_input_color *c, const double in[3], double out[3]);
+
 /* The exposure stage from the statistics and the request (shaders/exposure.comp). */
 void hp_cpu_exposure(const hp_lum_stats *stats, const hp_params *p, hp_tone_state *ts);
 

@@ -289,6 +289,18 @@ float hp_dither_noise(uint32_t x, uint32_t y)
 
 /* --- One pixel (shaders/tonemap.comp) -------------------------------------------------------------- */
 
+void hp_cpu_input_to_rec709(const hp_input_color *c, const double in[3], double out[3])
+{
+    double v[3];
+    mat_mul(c->to_rec709, in, v);
+    double Y = luminance(v), low = fmin(v[0], fmin(v[1], v[2]));
+    for (int i = 0; i < 3; i++) {
+        if (low < 0.0)
+            v[i] = Y > 0.0 ? Y + (v[i] - Y) * (Y / (Y - low)) : 0.0;
+        out[i] = fmax(v[i], 0.0);
+    }
+}
+
 void hp_cpu_tone_pixel(const float rgba[4], const hp_tone_state *ts, const hp_params *p, double lan, double out[4],
                        double *lum_out)
 {
@@ -296,6 +308,8 @@ void hp_cpu_tone_pixel(const float rgba[4], const hp_tone_state *ts, const hp_pa
     double rgb[3];
     for (int i = 0; i < 3; i++)
         rgb[i] = (rgba[i] > 0.0f ? (double)rgba[i] : 0.0) * ts->scale;
+    if (p->color.convert)
+        hp_cpu_input_to_rec709(&p->color, rgb, rgb);
 
     double tm[3];
     if (hp_tone_operator_on_rgb(p->tonemap.op)) {

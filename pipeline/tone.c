@@ -145,6 +145,12 @@ void hp_tone_pack_params(const hp_params *p, uint32_t w[HP_TONE_PARAMS_WORDS])
         float v = (float)f[i];
         memcpy(&w[8 + i], &v, 4);
     }
+    _Static_assert(8 + sizeof(f) / sizeof(f[0]) == 43 && 45 + 9 <= HP_TONE_PARAMS_WORDS, "tone_params layout");
+    w[43] = p->color.convert;
+    for (int i = 0; i < 9; i++) {
+        float v = (float)p->color.to_rec709[i / 3][i % 3];
+        memcpy(&w[45 + i], &v, 4);
+    }
 }
 
 void hp_tone_decode_state(const void *buf, hp_tone_state *o)

@@ -212,7 +212,9 @@ float luminance(vec3 c)
 {
     vec3 p = vec3(c.r > 0.0 ? c.r : 0.0, c.g > 0.0 ? c.g : 0.0, c.b > 0.0 ? c.b : 0.0);
     precise float y = pc.luma_r * p.r + pc.luma_g * p.g + pc.luma_b * p.b;
-    return y;
+    // A row with a negative weight (AP0's blue primary lies outside the spectral locus, below Y = 0) can
+    // make Y negative for colours no light has: they count as black, as the tone stage draws them.
+    return max(y, 0.0);
 }
 
 // log2(Y), as precise as the bin guess needs (the settling band covers the error, pipeline/reduce.c).

@@ -85,6 +85,8 @@ Toned tone_pixel(uvec2 xy, ToneParams tp, ToneState ts)
     uvec3 exponent = floatBitsToUint(c.rgb) & 0x7f800000u;
     bool excluded = any(equal(exponent, uvec3(0x7f800000u)));
     vec3 rgb = vec3(c.r > 0.0 ? c.r : 0.0, c.g > 0.0 ? c.g : 0.0, c.b > 0.0 ? c.b : 0.0) * ts.scale;
+    if (tp.convert_input != 0u)
+        rgb = input_to_rec709(tp, rgb);
 
     vec3 tm;
     if (tp.op >= OP_ACES_HILL) {

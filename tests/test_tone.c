@@ -483,6 +483,80 @@ int main(void)
         free(frame);
     }
 
+    /* 6e. Input colour spaces (issue 17). (1) Frames in ACEScg and ACES2065-1 primaries through every operator,
+     * GPU against CPU at section 6's tolerances: the conversion to Rec.709, its fold into the gamut and the
+     * reduction's own Y row on both sides. (2) The Blender street frame converted to ACEScg by the test in
+     * double precision and read as ACEScg renders like the Rec.709 original, each value within 1 level. */
+    {
+        const uint32_t w = 67, h = 45;
+        float *frame = make_frame(w, h, true, 7);
+        uint8_t *cpu = malloc((size_t)w * h * 8);
+        for (int space = HP_COLORSPACE_ACESCG; space <= HP_COLORSPACE_ACES2065; space++) {
+            for (int op = 0; op < HP_TONE_OPERATOR_COUNT; op++) {
+                hp_frame_params fp;
+                hp_frame_params_defaults(&fp);
+                fp.params.tonemap.op = (hp_tone_operator)op;
+                hp_err ce = {0};
+                bool made = hp_input_color_make(hp_colorspace_chromaticities((hp_colorspace)space), &fp.params.color,
+                                                &ce) == HP_OK;
+                hp_frame_desc desc = {.width = w, .height = h, .format = HP_PIXEL_RGBA32F};
+                hp_frame_result res;
+                bool ran = made && gpu_run(&desc, frame, &fp, &res);
+                float luma[3];
+                hp_input_color_luma(&fp.params.color, luma);
+                hp_lum_stats cs;
+                hp_cpu_reduce_row(frame, HP_PIXEL_RGBA32F, (uint64_t)w * h, fp.params.analysis.histogram_min_log2,
+                                  fp.params.analysis.histogram_max_log2, luma, &cs);
+                hp_tone_state ts;
+                hp_cpu_tone_frame(frame, HP_PIXEL_RGBA32F, w, h, &cs, &fp.params, &ts, cpu);
+                diff_count d = ran ? compare_images(res.pixels, cpu, (size_t)w * h, false) : (diff_count){0};
+                double identical = d.values ? (double)d.identical / (double)d.values : 0;
+                tap_ok(ran && identical >= 0.999 && d.worse == 0,
+                       "GPU = CPU, %s input, %s: %.3f%% identical, %zu off by 1, %zu worse%s%s",
+                       hp_colorspace_name((hp_colorspace)space), hp_param_find("tonemap.operator")->choices[op],
+                       100 * identical, d.off_by_one, d.worse, made ? "" : ": ", made ? "" : ce.message);
+            }
+        }
+        free(cpu);
+        free(frame);
+
+        hp_image_info info;
+        hp_err e = {0};
+        float *rec709 = decode_test_file("blender_street_960x540_singlelayer.exr", HP_LAYOUT_RGBA32F, &info, &e);
+        if (tap_ok(rec709 != NULL, "decode the Blender street frame for the ACEScg round trip%s%s", rec709 ? "" : ": ",
+                   rec709 ? "" : e.message)) {
+            size_t n = (size_t)info.width * info.height;
+            float *ap1 = malloc(n * 16);
+            uint8_t *want = malloc(n * 4);
+            hp_input_color color;
+            double from_rec709[3][3];
+            bool made = hp_input_color_make(hp_colorspace_chromaticities(HP_COLORSPACE_ACESCG), &color, &e) == HP_OK &&
+                        hp_mat3_invert(color.to_rec709, from_rec709);
+            for (size_t i = 0; made && i < n; i++) {
+                for (int r = 0; r < 3; r++)
+                    ap1[4 * i + r] = (float)(from_rec709[r][0] * rec709[4 * i] + from_rec709[r][1] * rec709[4 * i + 1] +
+                                             from_rec709[r][2] * rec709[4 * i + 2]);
+                ap1[4 * i + 3] = rec709[4 * i + 3];
+            }
+            hp_frame_params fp;
+            hp_frame_params_defaults(&fp);
+            hp_frame_desc desc = {.width = info.width, .height = info.height, .format = HP_PIXEL_RGBA32F};
+            hp_frame_result res;
+            bool ran = made && gpu_run(&desc, rec709, &fp, &res);
+            if (ran)
+                memcpy(want, res.pixels, n * 4);
+            fp.params.color = color;
+            ran = ran && gpu_run(&desc, ap1, &fp, &res);
+            diff_count d = ran ? compare_images(res.pixels, want, n, false) : (diff_count){0};
+            tap_ok(ran && d.worst <= 1, "the street frame in ACEScg, read as ACEScg, renders as its Rec.709 original: "
+                   "%.3f%% identical, %zu off by 1, worst %d level(s)", d.values ? 100.0 * (double)d.identical /
+                   (double)d.values : 0.0, d.off_by_one, d.worst);
+            free(want);
+            free(ap1);
+        }
+        free(rec709);
+    }
+
     /* 6b. Real frames (tests/data, from shared/data): an EXR, an HDR and a PFM of the same scene, and two
      * more EXRs, through every operator at defaults, GPU against CPU, decoded as RGBA16F and RGBA32F. */
     {

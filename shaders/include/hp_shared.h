@@ -192,13 +192,15 @@
  *         hable_a, hable_b, hable_c, hable_d, hable_e, hable_f, hable_white, hable_bias,
  *         lottes_a, lottes_d, lottes_b, lottes_c,
  *         uch_p, uch_a, uch_m, uch_l, uch_c, uch_b, uch_l0, uch_s0, uch_s1, uch_c2, uch_cp,
- *         drago_scene_log_average, drago_scene_max, pad x 2
+ *         drago_scene_log_average, drago_scene_max;
+ *   uint  convert_input (1: the frame is not Rec.709, issue 17); pad;
+ *   float in_to_rec709[9] (row-major: the frame's RGB -> linear Rec.709, hp_input_color)
  * tone_state (written by the exposure stage, read by the tone stage and copied back):
  *   float scale, key, adaptation, white, exposed_max, exposed_log_average, p01, p99, hist_mean,
  *         drago_norm, drago_inv_lwa, drago_inv_lsmax, drago_bias_exp;
  *   uint  translucent (0 from the exposure stage; the tone pass makes it 1 when any alpha it writes is
  *         below the output's maximum, so an opaque alpha need not be encoded); pad x 2 */
-#define HP_TONE_PARAMS_WORDS 48
+#define HP_TONE_PARAMS_WORDS 56
 #define HP_TONE_STATE_WORDS 16
 
 /* --- YUV 4:2:0 output (the tone pass's OUTPUT_KIND 3, for libwebp's lossy encoder) ------------------ *

@@ -20,7 +20,10 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer To
     float hable_a, hable_b, hable_c, hable_d, hable_e, hable_f, hable_white, hable_bias;
     float lottes_a, lottes_d, lottes_b, lottes_c;
     float uch_p, uch_a, uch_m, uch_l, uch_c, uch_b, uch_l0, uch_s0, uch_s1, uch_c2, uch_cp;
-    float drago_scene_log_average, drago_scene_max, pad1, pad2;
+    float drago_scene_log_average, drago_scene_max;
+    uint convert_input; // 1: in_to_rec709 takes the frame's RGB to linear Rec.709 (issue 17)
+    float pad1;
+    float in_to_rec709[9]; // row-major
 };
 
 // Layout: hp_shared.h ("tone_state").
@@ -89,6 +92,23 @@ vec3 Yxy_to_rgb(vec3 Yxy)
 float luminance(vec3 rgb)
 {
     return dot(rgb, vec3(HP_LUMA_R, HP_LUMA_G, HP_LUMA_B));
+}
+
+// A frame of other primaries into linear Rec.709 (pipeline/colorspace.h, hp_input_color), then into
+// Rec.709's gamut from below: a colour outside it has a channel under 0, and is pulled toward the grey of
+// its own luminance just enough to bring that channel to 0, so its luminance and hue stay (the mirror of
+// the tone stage's fold above 1). A colour without luminance becomes black.
+vec3 input_to_rec709(ToneParams tp, vec3 rgb)
+{
+    mat3 m = mat3(tp.in_to_rec709[0], tp.in_to_rec709[3], tp.in_to_rec709[6],
+                  tp.in_to_rec709[1], tp.in_to_rec709[4], tp.in_to_rec709[7],
+                  tp.in_to_rec709[2], tp.in_to_rec709[5], tp.in_to_rec709[8]);
+    vec3 c = m * rgb;
+    float Y = luminance(c);
+    float low = min(c.r, min(c.g, c.b));
+    if (low < 0.0)
+        c = Y > 0.0 ? Y + (c - Y) * (Y / (Y - low)) : vec3(0.0);
+    return max(c, vec3(0.0));
 }
 
 // --- Curves on luminance (algorithms.md 3.1-3.8), L is the exposed luminance -----------------------
