@@ -49,6 +49,8 @@ typedef struct frame_plan {
     bool half;                        /* decoded as RGBA16F: a half EXR stays half */
     bool want_dof, depth_in_frame;    /* depth of field, from the frame's own depth channel */
     bool use_early;                   /* the early decoder's frame is this frame */
+    const char *color_space;          /* the frame's colour space: a name of hp_colorspace, or "custom" */
+    const char *color_source;         /* why: "parameter", "attribute" (the file's) or "default" */
 } frame_plan;
 
 /* Raw little-endian samples (input.*) to the RGBA32F frame the pipeline takes: grey to R, G and B,
@@ -249,7 +251,34 @@ static bool check_choices(const frame_request *fr, frame_plan *pl, hp_reply *rep
     return true;
 }
 
-static bool probe(hp_request *req, const frame_request *fr, frame_plan *pl, hp_reply *reply)
+/* The frame's colour space (issue 17): input.colorspace when given, else the file's chromaticities, else
+ * Rec.709. Chromaticities that make no RGB space are the file's fault: 422, naming what is wrong. */
+static bool resolve_color(frame_request *fr, frame_plan *pl, hp_reply *reply)
+{
+    uint32_t choice = fr->fp.params.input.colorspace;
+    const hp_chromaticities *c = hp_colorspace_chromaticities(HP_COLORSPACE_REC709);
+    hp_colorspace named = HP_COLORSPACE_REC709;
+    pl->color_source = "default";
+    if (choice != HP_INPUT_COLORSPACE_AUTO) {
+        named = (hp_colorspace)(choice - 1);
+        c = hp_colorspace_chromaticities(named);
+        pl->color_source = "parameter";
+    } else if (pl->info.has_chromaticities) {
+        c = &pl->info.chromaticities;
+        pl->color_source = "attribute";
+    }
+    pl->color_space = hp_colorspace_find(c, &named) ? hp_colorspace_name(named) : "custom";
+    hp_err err = {0};
+    if (hp_input_color_make(c, &fr->fp.params.color, &err) != HP_OK) {
+        hp_reply_error(reply, 422, "unusable_image", "input.colorspace",
+                       "the file's chromaticities make no RGB space: %s; send input.colorspace to say which it is",
+                       err.message);
+        return false;
+    }
+    return true;
+}
+
+static bool probe(hp_request *req, frame_request *fr, frame_plan *pl, hp_reply *reply)
 {
     hp_decode_options_for(hp_http_get_backend(req->http), &fr->fp.params, &pl->opt, &pl->depth_opt);
     pl->raw = fr->fp.params.input.width != 0;
@@ -271,7 +300,7 @@ static bool probe(hp_request *req, const frame_request *fr, frame_plan *pl, hp_r
     }
     if (fr->form.depth.present && !probe_depth_part(fr, pl, reply))
         return false;
-    if (!check_choices(fr, pl, reply))
+    if (!check_choices(fr, pl, reply) || !resolve_color(fr, pl, reply))
         return false;
     snprintf(req->log_note, sizeof(req->log_note), "%s %ux%u",
              pl->raw ? "raw" : hp_image_format_name(pl->info.format), pl->info.width, pl->info.height);
@@ -390,6 +419,8 @@ static void describe(const hp_request *req, const frame_request *fr, const frame
     ctx->input_format = info->format;
     ctx->raw = pl->raw;
     ctx->early = pl->use_early;
+    ctx->color_space = pl->color_space;
+    ctx->color_source = pl->color_source;
     if (pl->raw || info->format != HP_IMAGE_EXR)
         return;
     /* Names from the file, quoted in the JSON answer: made UTF-8 (jansson refuses anything else). */

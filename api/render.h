@@ -30,6 +30,8 @@ typedef struct render_ctx {
     bool early;              /* decoded while it arrived (decode_ms is then the tail after the last byte) */
     struct hp_early *pending; /* still decoding when the job was submitted: settled by hp_render_finish */
     struct timespec body_done;    /* the last byte */
+    const char *color_space;      /* the frame's colour space and why (static strings; api/render.c) */
+    const char *color_source;
     /* OpenEXR: what the decoder chose (hp_image_info), for the JSON answer: with several layers in a
      * file, a client must be able to see which one it got. "" where there is none. */
     int exr_part;

@@ -239,6 +239,8 @@ static void reply_json(const render_ctx *ctx, const hp_job *job, const hp_encode
     if (!ctx->raw && ctx->input_format == HP_IMAGE_EXR)
         json_object_set_new(body, "exr", exr_json(ctx));
     json_object_set_new(body, "decoded_while_receiving", json_boolean(ctx->early));
+    json_object_set_new(body, "colorspace", json_pack("{s:s, s:s}", "input", ctx->color_space, "source",
+                                                      ctx->color_source));
     if (r->dof_ran)
         json_object_set_new(body, "dof", dof_json(&job->params, r));
     if (ctx->analyze) {
@@ -264,7 +266,7 @@ static void reply_json(const render_ctx *ctx, const hp_job *job, const hp_encode
 }
 
 /* The image as the body, what the frame did in headers. */
-static void reply_image(const hp_job *job, hp_encoded *enc, hp_reply *reply)
+static void reply_image(const render_ctx *ctx, const hp_job *job, hp_encoded *enc, hp_reply *reply)
 {
     const hp_frame_result *r = &job->result;
     hp_reply_bytes(reply, 200, enc->mime, enc->data, enc->size);
@@ -275,6 +277,7 @@ static void reply_image(const hp_job *job, hp_encoded *enc, hp_reply *reply)
                         r->stats.log_average, r->stats.mean, r->stats.min, r->stats.max);
     hp_reply_header_add(reply, "X-Exposure", "scale=%.6g; key=%.4g; adaptation=%.6g", r->tone.scale, r->tone.key,
                         r->tone.adaptation);
+    hp_reply_header_add(reply, "X-Input-Colorspace", "%s; source=%s", ctx->color_space, ctx->color_source);
     if (!r->dof_ran)
         return;
     const hp_dof_settings *ds = &job->params.dof_settings;
@@ -346,7 +349,7 @@ void hp_render_finish(hp_job *job)
         if (ctx->analyze || ctx->want_json)
             reply_json(ctx, job, &enc, alpha, &t, &reply);
         else
-            reply_image(job, &enc, &reply);
+            reply_image(ctx, job, &enc, &reply);
         server_timing(ctx, &job->result, &t, &reply);
     }
     hp_encoded_free(&enc);

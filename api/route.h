@@ -18,7 +18,7 @@
 /* A client's X-Request-Id is echoed when it is 1..HP_REQUEST_ID_MAX characters of [A-Za-z0-9._:@/+=-]
  * (what tracing systems use); anything else would let a client put arbitrary bytes in our logs. */
 #define HP_REQUEST_ID_MAX 128
-#define HP_REPLY_MAX_HEADERS 8
+#define HP_REPLY_MAX_HEADERS 12
 
 typedef struct hp_reply_header {
     const char *name; /* a string literal */

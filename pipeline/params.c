@@ -50,6 +50,10 @@ static const char *const output_alphas[] = {"auto", "keep", "drop", NULL};
 static const char *const bit_depths[] = {"8", "16", NULL};
 static const char *const input_channels[] = {"1", "3", "4", NULL};
 static const char *const input_types[] = {"float32", "float16", NULL};
+/* "auto", then pipeline/colorspace.h's hp_colorspace in order (hp_colorspace_name). */
+static const char *const input_colorspaces[] = {"auto", "rec709", "rec2020", "acescg", "aces2065", "p3d65", NULL};
+_Static_assert(sizeof(input_colorspaces) / sizeof(input_colorspaces[0]) == HP_COLORSPACE_COUNT + 2,
+               "input_colorspaces names auto and every hp_colorspace");
 static const char *const dof_methods[] = {"gather", "sat", NULL};
 static const char *const dof_lenses[] = {"24mm_f2.8", "35mm_f1.4", "50mm_f1.4", "85mm_f1.4", "135mm_f2", NULL};
 static const char *const bokeh_blades[] = {"0", "5", "6", "7", "8", "9", NULL};
@@ -89,6 +93,16 @@ const hp_param_def hp_param_schema[] = {
     {.name = "input.type", .type = HP_PARAM_ENUM, .offset = U32_AT(input.type), .def = HP_INPUT_FLOAT32,
      .choices = input_types, .unit = "", .applies = "raw input",
      .help = "Sample type of a raw body: IEEE `float32` or `float16`, little-endian."},
+    /* Colour spaces (issue 17; pipeline/colorspace.c has the matrices and their sources). */
+    {.name = "input.colorspace", .type = HP_PARAM_ENUM, .offset = U32_AT(input.colorspace),
+     .def = HP_INPUT_COLORSPACE_AUTO, .choices = input_colorspaces, .unit = "",
+     .help = "The primaries and white of the frame's linear RGB. `auto`: an OpenEXR file's `chromaticities` "
+             "attribute or a Radiance file's PRIMARIES= line when it has one (any primaries, a white other "
+             "than D65 adapted by Bradford), else `rec709`. Named: `rec709` (linear sRGB, D65), `rec2020`, "
+             "`acescg` (ACES AP1), `aces2065` (ACES AP0), `p3d65` (linear Display P3). The frame is taken to "
+             "linear Rec.709 where the tone stage reads it, colours outside Rec.709 brought in toward the grey "
+             "of their own luminance (luminance and hue kept), and its luminance weighs the channels by its "
+             "own space's Y row. The answer says which space was used and why."},
     /* Channel names of a multi-layer OpenEXR (api/image.h, hp_decode_options): "" keeps the decoder's
      * automatic choice, so the default request reads every file as before. A name the file lacks is a
      * 422 from api/render.c, which only the file can tell. */

@@ -115,6 +115,9 @@ typedef struct hp_analysis_params {
     double histogram_max_log2;
 } hp_analysis_params;
 
+/* input.colorspace: `auto` (the file's chromaticities, else Rec.709), else a named space, hp_colorspace + 1. */
+#define HP_INPUT_COLORSPACE_AUTO 0u
+
 typedef enum hp_input_type {
     HP_INPUT_FLOAT32 = 0,
     HP_INPUT_FLOAT16 = 1,
@@ -132,6 +135,7 @@ typedef struct hp_input_params {
     uint32_t height;   /* rows of a raw body */
     uint32_t channels; /* 1 (grey), 3 (RGB) or 4 (RGBA), interleaved, rows top to bottom */
     uint32_t type;     /* hp_input_type: IEEE float32 or float16, little-endian */
+    uint32_t colorspace; /* HP_INPUT_COLORSPACE_AUTO, else hp_colorspace + 1 (issue 17) */
     char layer[HP_PARAM_STRING_MAX + 1];     /* EXR layer prefix ("ViewLayer.Combined"); "": automatic */
     char channel_r[HP_PARAM_STRING_MAX + 1]; /* EXR channel names, r, g and b together; "": automatic */
     char channel_g[HP_PARAM_STRING_MAX + 1];

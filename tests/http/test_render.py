@@ -266,9 +266,10 @@ def pfm_rgb(name):
     return w, h, planes
 
 
-def exr_write(width, height, channels):
+def exr_write(width, height, channels, chromaticities=None):
     """An OpenEXR file (scanlines, no compression, FLOAT channels): channels is {name: array('f') of
-    width * height values, rows top to bottom}. The format as openexr.com's "OpenEXR File Layout" gives it."""
+    width * height values, rows top to bottom}; chromaticities: the standard attribute's 8 numbers (red, green,
+    blue, white xy), or None. The format as openexr.com's "OpenEXR File Layout" gives it."""
     def attr(name, kind, value):
         return name.encode() + b"\0" + kind.encode() + b"\0" + struct.pack("<i", len(value)) + value
 
@@ -280,7 +281,9 @@ def exr_write(width, height, channels):
               + attr("dataWindow", "box2i", window) + attr("displayWindow", "box2i", window)
               + attr("lineOrder", "lineOrder", b"\0") + attr("pixelAspectRatio", "float", struct.pack("<f", 1))
               + attr("screenWindowCenter", "v2f", struct.pack("<2f", 0, 0))
-              + attr("screenWindowWidth", "float", struct.pack("<f", 1)) + b"\0")
+              + attr("screenWindowWidth", "float", struct.pack("<f", 1))
+              + (attr("chromaticities", "chromaticities", struct.pack("<8f", *chromaticities))
+                 if chromaticities else b"") + b"\0")
     line_bytes = 4 * width * len(names)
     first = len(header) + 8 * height  # one chunk per scanline without compression
     offsets = struct.pack(f"<{height}Q", *(first + y * (8 + line_bytes) for y in range(height)))
@@ -1451,6 +1454,104 @@ def guarded(fn, *args):
         return None
 
 
+# Colour spaces (issue 17), written here independently of pipeline/colorspace.c: the normalized primary
+# matrix of SMPTE RP 177 and the Bradford adaptation (Lindbloom, "Chromatic Adaptation"), in double.
+REC709_XY = (0.64, 0.33, 0.30, 0.60, 0.15, 0.06, 0.3127, 0.3290)
+AP1_XY = (0.713, 0.293, 0.165, 0.830, 0.128, 0.044, 0.32168, 0.33767)  # ACES S-2014-004
+
+
+def mat_mul(a, b):
+    return [[sum(a[i][k] * b[k][j] for k in range(3)) for j in range(3)] for i in range(3)]
+
+
+def mat_vec(m, v):
+    return [sum(m[i][k] * v[k] for k in range(3)) for i in range(3)]
+
+
+def mat_inv(m):
+    (a, b, c), (d, e, f), (g, h, i) = m
+    det = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
+    return [[(e * i - f * h) / det, (c * h - b * i) / det, (b * f - c * e) / det],
+            [(f * g - d * i) / det, (a * i - c * g) / det, (c * d - a * f) / det],
+            [(d * h - e * g) / det, (b * g - a * h) / det, (a * e - b * d) / det]]
+
+
+def xyz(x, y):
+    return [x / y, 1.0, (1 - x - y) / y]
+
+
+def rgb_to_xyz_d65(c):
+    prim = [[xyz(c[0], c[1])[r], xyz(c[2], c[3])[r], xyz(c[4], c[5])[r]] for r in range(3)]
+    w = xyz(c[6], c[7])
+    scale = mat_vec(mat_inv(prim), w)
+    npm = [[prim[r][k] * scale[k] for k in range(3)] for r in range(3)]
+    bradford = [[0.8951, 0.2664, -0.1614], [-0.7502, 1.7135, 0.0367], [0.0389, -0.0685, 1.0296]]
+    src, dst = mat_vec(bradford, w), mat_vec(bradford, xyz(0.3127, 0.3290))
+    cone = [[dst[i] / src[i] if i == j else 0.0 for j in range(3)] for i in range(3)]
+    return mat_mul(mat_inv(bradford), mat_mul(cone, mat_mul(bradford, npm)))
+
+
+def colorspaces(d):
+    """Input colour spaces: the same colours written in Rec.709 and in ACEScg primaries render alike (tagged by
+    the attribute, or named by input.colorspace), the answer says which space was used and why, and
+    chromaticities that make no RGB space are refused by name."""
+    w, h = 24, 16
+    rgb709 = {"R": array.array("f"), "G": array.array("f"), "B": array.array("f")}
+    for y in range(h):
+        for x in range(w):
+            # saturated and pale colours, 8 stops of brightness
+            r, g, b = (0.05 + (x % 6) / 5.0, 0.05 + (y % 4) / 3.0, 0.05 + ((x + y) % 5) / 4.0)
+            k = 2.0 ** (x // 6 + y // 4 * 2 - 4)
+            for ch, v in zip("RGB", (r * k, g * k, b * k)):
+                rgb709[ch].append(v)
+    to_ap1 = mat_mul(mat_inv(rgb_to_xyz_d65(AP1_XY)), rgb_to_xyz_d65(REC709_XY))
+    ap1 = {"R": array.array("f"), "G": array.array("f"), "B": array.array("f")}
+    for i in range(w * h):
+        v = [rgb709[ch][i] for ch in "RGB"]
+        for r, ch in enumerate("RGB"):
+            ap1[ch].append(mat_vec(to_ap1, v)[r])
+    exr709, ap1_untagged = exr_write(w, h, rgb709), exr_write(w, h, ap1)
+    ap1_tagged = exr_write(w, h, ap1, AP1_XY)
+
+    def render(body, query=""):
+        status, headers, data = request(d.port, "POST", "/v1/render?output.format=png" + query, body)
+        if status != 200:
+            return status, headers.get("x-input-colorspace"), None, data[:300]
+        return status, headers.get("x-input-colorspace"), png_decode(data)[4], None
+
+    s0, tag0, want, e0 = render(exr709)
+    point("a Rec.709 frame without chromaticities is read as rec709 by default", s0 == 200 and
+          tag0 == "rec709; source=default", f"{s0} {tag0} {e0!r}")
+    for label, body, query, tag in (("tagged ACEScg (the attribute)", ap1_tagged, "", "acescg; source=attribute"),
+                                    ("untagged ACEScg with input.colorspace=acescg", ap1_untagged,
+                                     "&input.colorspace=acescg", "acescg; source=parameter")):
+        s, t, got, e = render(body, query)
+        worst = max(abs(a - b) for a, b in zip(got, want)) if got and want else None
+        point(f"{label} renders as the same colours in Rec.709, within 1 level, and says so ({tag})",
+              s == 200 and t == tag and worst is not None and worst <= 1 and len(got) == len(want),
+              f"{s} {t} worst {worst} {e!r}")
+    s, t, got, _ = render(ap1_untagged)
+    worst = max(abs(a - b) for a, b in zip(got, want)) if got and want else 0
+    point("the same ACEScg frame read as Rec.709 does not (the parameter and the attribute matter)",
+          s == 200 and worst > 8, f"{s} {t} worst {worst}")
+    s, t, got, _ = render(ap1_tagged, "&input.colorspace=rec709")
+    point("input.colorspace wins over the file's attribute", s == 200 and t == "rec709; source=parameter",
+          f"{s} {t}")
+    status, _, body = request(d.port, "POST", "/v1/analyze", ap1_tagged, headers={"Accept": "application/json"})
+    doc = json_body(body) or {}
+    point("/v1/analyze says which space and why", status == 200 and
+          doc.get("colorspace") == {"input": "acescg", "source": "attribute"}, f"{status} {doc.get('colorspace')}")
+    for label, chroma in (("collinear primaries", (0.64, 0.33, 0.30, 0.60, 0.47, 0.465, 0.3127, 0.3290)),
+                          ("a white outside the primaries", (0.64, 0.33, 0.30, 0.60, 0.15, 0.06, 0.70, 0.25)),
+                          ("a white with y = 0", (0.64, 0.33, 0.30, 0.60, 0.15, 0.06, 0.3127, 0.0))):
+        status, _, body = request(d.port, "POST", "/v1/render", exr_write(w, h, rgb709, chroma))
+        err = is_error(status, body, 422, "unusable_image", "input.colorspace")
+        point(f"chromaticities with {label} are refused: 422 naming input.colorspace", err is not None,
+              f"{status} {body[:300]!r}")
+    status, _, _ = request(d.port, "POST", "/v1/render", exr709)
+    point("the daemon serves after the refused chromaticities", status == 200, f"{status}")
+
+
 def raw_input(d):
     """Raw float32/float16 samples with input.width, input.height, input.channels, input.type."""
     w, h = 64, 32
@@ -1497,7 +1598,8 @@ def main():
                 for test in (render_raw_exr, render_png_8bit, render_png_16bit, render_multipart, alpha_output,
                              render_json, analyze, early_decoding, parallel, exr_layers):
                     guarded(test, d, tmp)
-                for test in (render_depth, depth_of_field, errors, raw_input, status_routes, hang_up_arriving):
+                for test in (render_depth, depth_of_field, errors, raw_input, colorspaces, status_routes,
+                             hang_up_arriving):
                     guarded(test, d)
                 guarded(compressions, d, tmp)
             finally:
