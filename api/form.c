@@ -177,8 +177,7 @@ static bool form_parts_ok(const hp_form *f, hp_reply *reply)
     return false;
 }
 
-/* The params part, a JSON object, applied on top of *params. */
-static bool read_params_part(const hp_form_part *pp, hp_params *params, hp_reply *reply)
+bool hp_form_read_params(const hp_form_part *pp, hp_params *params, hp_reply *reply)
 {
     json_error_t jerr;
     json_t *obj = json_loadb((const char *)pp->data, pp->len, 0, &jerr);
@@ -196,9 +195,9 @@ static bool read_params_part(const hp_form_part *pp, hp_params *params, hp_reply
     return pc == HP_OK;
 }
 
-/* A multipart/form-data body read into *f (libmicrohttpd's post processor, on_form_part), its parts
- * checked and its params part applied. False: the reply says why. */
-bool hp_form_read(hp_request *req, hp_form *f, hp_params *params, hp_reply *reply)
+/* A multipart/form-data body read into *f (libmicrohttpd's post processor, on_form_part) and its parts
+ * checked. False: the reply says why. */
+bool hp_form_read(hp_request *req, hp_form *f, hp_reply *reply)
 {
     struct MHD_PostProcessor *pp = MHD_create_post_processor(req->connection, 65536, on_form_part, f);
     bool parsed = pp && MHD_post_process(pp, (const char *)req->body, req->body_len) == MHD_YES;
@@ -209,7 +208,7 @@ bool hp_form_read(hp_request *req, hp_form *f, hp_params *params, hp_reply *repl
                        "the multipart/form-data body cannot be parsed");
         return false;
     }
-    return form_parts_ok(f, reply) && (!f->params.present || read_params_part(&f->params, params, reply));
+    return form_parts_ok(f, reply);
 }
 
 /* The query's parameters, applied on top of *params (after a params part: the query wins). */

@@ -28,9 +28,11 @@ typedef struct hp_form {
     bool oom;
 } hp_form;
 
-/* A multipart/form-data body read into *f, its parts checked (unknown, unnamed, repeated, empty, no
- * frame) and its params part applied on top of *params. False: the reply says why. */
-bool hp_form_read(hp_request *req, hp_form *f, hp_params *params, hp_reply *reply);
+/* A multipart/form-data body read into *f and its parts checked (unknown, unnamed, repeated, empty, no
+ * frame). False: the reply says why. */
+bool hp_form_read(hp_request *req, hp_form *f, hp_reply *reply);
+/* The params part, a JSON object, applied on top of *params. False: the reply says why. */
+bool hp_form_read_params(const hp_form_part *pp, hp_params *params, hp_reply *reply);
 void hp_form_free(hp_form *f);
 
 /* The query's parameters, applied on top of *params. False: the reply says why. */

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipeline/looks.h"
+
 /* Longest dotted name we build from nested keys; longer keys cannot be parameters. */
 #define NAME_MAX_LEN 256
 
@@ -425,4 +427,15 @@ json_t *hp_params_to_json(const hp_params *p)
 oom:
     json_decref(root);
     return NULL;
+}
+
+hp_code hp_params_apply_look(hp_params *p, uint32_t look, hp_err *err)
+{
+    if (look >= hp_look_count)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "look", "look %u is not one of the %zu looks", look,
+                             hp_look_count);
+    hp_code code = hp_looks[look].settings[0] ? hp_params_from_query(hp_looks[look].settings, p, err) : HP_OK;
+    if (code == HP_OK)
+        p->look = look;
+    return code;
 }

@@ -23,6 +23,9 @@ hp_code hp_params_from_json(const json_t *obj, hp_params *p, hp_err *err);
  * without '=' or with an empty value, empty pairs ("a=1&&b=2", a trailing '&') and bad escapes. */
 hp_code hp_params_from_query(const char *query, hp_params *p, hp_err *err);
 
+/* Sets the parameters of look `look` (pipeline/looks.h) on *p, through the query parser. */
+hp_code hp_params_apply_look(hp_params *p, uint32_t look, hp_err *err);
+
 /* Every parameter, nested by stage, in the same form hp_params_from_json reads; NULL when out of memory. */
 json_t *hp_params_to_json(const hp_params *p);
 

@@ -24,6 +24,7 @@
 #include "api/early_decode.h"
 #include "api/form.h"
 #include "api/image.h"
+#include "api/params_json.h"
 #include "common/bigbuf.h"
 #include "common/budget.h"
 #include "common/clock.h"
@@ -153,6 +154,36 @@ static bool client_gone(hp_job *job)
 
 /* --- receive ------------------------------------------------------------------------------------------ */
 
+/* The request's parameters on top of *p: the params part, then the query (which wins). */
+static bool read_params(hp_request *req, const hp_form *form, hp_params *p, hp_reply *reply)
+{
+    return (!form->params.present || hp_form_read_params(&form->params, p, reply)) &&
+           hp_query_read(req->connection, p, reply);
+}
+
+/* A named look is applied first (pipeline/looks.h): once its name is known, the parameters are read again
+ * on top of it, so that they override it in whatever order they came. */
+static bool read_params_with_look(hp_request *req, frame_request *fr, hp_reply *reply)
+{
+    hp_params first = fr->fp.params;
+    if (!read_params(req, &fr->form, &first, reply))
+        return false;
+    if (first.look == 0) {
+        fr->fp.params = first;
+        return true;
+    }
+    hp_params base = fr->fp.params;
+    hp_err err = {0};
+    if (hp_params_apply_look(&base, first.look, &err) != HP_OK) {
+        hp_reply_error(reply, 500, "internal", "look", "%s", err.message);
+        return false;
+    }
+    if (!read_params(req, &fr->form, &base, reply))
+        return false;
+    fr->fp.params = base;
+    return true;
+}
+
 static bool receive(hp_request *req, frame_request *fr, hp_reply *reply)
 {
     const char *ctype = MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -160,7 +191,7 @@ static bool receive(hp_request *req, frame_request *fr, hp_reply *reply)
     fr->frame = req->body;
     fr->frame_len = req->body_len;
     if (ctype && strncasecmp(ctype, "multipart/form-data", 19) == 0) {
-        if (!hp_form_read(req, &fr->form, &fr->fp.params, reply))
+        if (!hp_form_read(req, &fr->form, reply))
             return false;
         fr->frame = fr->form.frame.data;
         fr->frame_len = fr->form.frame.len;
@@ -169,8 +200,7 @@ static bool receive(hp_request *req, frame_request *fr, hp_reply *reply)
                        "as the \"frame\" part of a multipart/form-data body");
         return false;
     }
-    /* Query parameters apply in both forms, after the params part. */
-    return hp_query_read(req->connection, &fr->fp.params, reply);
+    return read_params_with_look(req, fr, reply);
 }
 
 /* --- probe -------------------------------------------------------------------------------------------- */

@@ -8,6 +8,7 @@
 #include "pipeline/params.h"
 
 #include "hp_dof.h"
+#include "pipeline/looks.h"
 #include "common/utf8.h"
 
 #include <errno.h>
@@ -79,6 +80,10 @@ _Static_assert(HP_EXPOSURE_FIXED == 2 && HP_GAMMA_LINEAR == 3 && HP_OUTPUT_PNG =
 #define UCHIMURA "operator `uchimura`"
 
 const hp_param_def hp_param_schema[] = {
+    /* --- look: a named set of the parameters below (pipeline/looks.c) --- */
+    {.name = "look", .type = HP_PARAM_ENUM, .offset = U32_AT(look), .def = 0, .choices = hp_look_names, .unit = "",
+     .help = "A named look, applied first: the parameters it sets (listed under \"look\" above) are its "
+             "defaults, and every parameter the request gives overrides them, in whatever order they come."},
     /* --- input: raw samples instead of a file (api/render.c) --- */
     {.name = "input.width", .type = HP_PARAM_INTEGER, .offset = U32_AT(input.width), .min = 0, .max = 16384,
      .def = 0, .unit = "pixels",
@@ -1071,6 +1076,10 @@ typedef struct stage_doc {
 } stage_doc;
 
 static const stage_doc stages[] = {
+    {"look", "look: named looks",
+     "A look is a set of the parameters below under one name, applied before the request's own parameters, "
+     "which override it whatever the order they come in (`look=blender&tonemap.operator=hable` is AgX's "
+     "exposure and display with Hable's curve). The looks and what each sets:"},
     {"input", "input: how the body is read",
      "The body is an image file, recognised from its bytes (OpenEXR, Radiance HDR, PFM), unless `width` and "
      "`height` describe raw samples. For OpenEXR the names below choose which layer or channels become the "
@@ -1157,7 +1166,25 @@ static void allowed_text(const hp_param_def *def, char *out, size_t size)
 static bool in_stage(const hp_param_def *def, const char *prefix)
 {
     size_t n = strlen(prefix);
-    return strncmp(def->name, prefix, n) == 0 && def->name[n] == '.';
+    return strncmp(def->name, prefix, n) == 0 && (def->name[n] == '.' || def->name[n] == '\0');
+}
+
+/* The looks' table (pipeline/looks.c), under the look stage's text. */
+static void write_looks(FILE *out)
+{
+    fprintf(out, "| look | sets | for |\n|---|---|---|\n");
+    for (size_t i = 0; i < hp_look_count; i++) {
+        fprintf(out, "| `%s` | ", hp_looks[i].name);
+        if (!hp_looks[i].settings[0])
+            fprintf(out, "nothing");
+        for (const char *s = hp_looks[i].settings; *s;) {
+            size_t n = strcspn(s, "&");
+            fprintf(out, "%s`%.*s`", s == hp_looks[i].settings ? "" : ", ", (int)n, s);
+            s += n + (s[n] == '&');
+        }
+        fprintf(out, " | %s |\n", hp_looks[i].help);
+    }
+    fprintf(out, "\n");
 }
 
 void hp_params_write_markdown(FILE *out)
@@ -1206,6 +1233,8 @@ void hp_params_write_markdown(FILE *out)
 
     for (size_t s = 0; s < sizeof(stages) / sizeof(stages[0]); s++) {
         fprintf(out, "\n## %s\n\n%s\n\n", stages[s].title, stages[s].text);
+        if (!strcmp(stages[s].prefix, "look"))
+            write_looks(out);
         fprintf(out, "| name | type | default | range or choices | unit | applies to | description |\n");
         fprintf(out, "|---|---|---|---|---|---|---|\n");
         for (size_t i = 0; i < hp_param_schema_count; i++) {

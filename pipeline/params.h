@@ -194,6 +194,7 @@ typedef struct hp_params {
     hp_tonemap_params tonemap;
     hp_gamma_params gamma;
     hp_output_params output;
+    uint32_t look; /* hp_looks' index: applied before the other parameters (api/params_json.c) */
     /* Not a request parameter: the frame's colour, resolved by api/ from input.colorspace and the file's
      * chromaticities before the frame is queued (zero: Rec.709, nothing converted). */
     hp_input_color color;

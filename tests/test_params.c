@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api/params_json.h"
+#include "pipeline/looks.h"
 #include "pipeline/params.h"
 #include "tap.h"
 
@@ -56,12 +57,15 @@ static const enum_choice input_colorspaces[] = {
     {"auto", HP_INPUT_COLORSPACE_AUTO},          {"rec709", HP_COLORSPACE_REC709 + 1},
     {"rec2020", HP_COLORSPACE_REC2020 + 1},      {"acescg", HP_COLORSPACE_ACESCG + 1},
     {"aces2065", HP_COLORSPACE_ACES2065 + 1},    {"p3d65", HP_COLORSPACE_P3D65 + 1}, {NULL, 0}};
+static const enum_choice looks[] = {
+    {"default", 0}, {"blender", 1}, {"aces_filmic", 2}, {"neutral", 3}, {NULL, 0}};
 static const enum_choice dof_methods[] = {{"gather", 0}, {"sat", 1}, {NULL, 0}};
 static const enum_choice dof_lenses[] = {{"24mm_f2.8", HP_LENS_24MM_F2_8}, {"35mm_f1.4", HP_LENS_35MM_F1_4},
                                          {"50mm_f1.4", HP_LENS_50MM_F1_4}, {"85mm_f1.4", HP_LENS_85MM_F1_4},
                                          {"135mm_f2", HP_LENS_135MM_F2},   {NULL, 0}};
 
 static const spec specs[] = {
+    {"look", HP_PARAM_ENUM, F(look), "default", NULL, looks},
     {"input.width", INT, F(input.width), "0", "[0, 16384]", NULL},
     {"input.height", INT, F(input.height), "0", "[0, 16384]", NULL},
     {"input.channels", INT, F(input.channels), "4", "1, 3, 4", NULL},
@@ -1081,13 +1085,52 @@ static hp_params everything_changed(sample_names names)
     return p;
 }
 
+/* The looks (pipeline/looks.c): the schema's choices are the table's names in its order, and every look
+ * applies through the query parser to exactly the values its row names (each one differing from the default,
+ * or the row would say nothing). */
+static void test_looks(void)
+{
+    bool names = true;
+    for (size_t i = 0; i < hp_look_count; i++)
+        names = names && hp_look_names[i] && strcmp(hp_look_names[i], hp_looks[i].name) == 0;
+    tap_ok(names && hp_look_names[hp_look_count] == NULL && strcmp(hp_looks[0].settings, "") == 0,
+           "the look parameter's choices are the %zu looks' names, in order, default first", hp_look_count);
+    for (size_t i = 0; i < hp_look_count; i++) {
+        hp_params p = defaults(), d = defaults();
+        hp_err err = {0};
+        hp_code code = hp_params_apply_look(&p, (uint32_t)i, &err);
+        size_t differ = 0, rows = hp_looks[i].settings[0] ? 1 : 0;
+        for (const char *s = hp_looks[i].settings; *s; s++)
+            rows += *s == '&';
+        for (size_t k = 0; k < hp_param_schema_count; k++) {
+            const hp_param_def *def = &hp_param_schema[k];
+            if (def->type == HP_PARAM_STRING)
+                continue;
+            size_t size = def->type == HP_PARAM_NUMBER || def->type == HP_PARAM_NUMBER_OR_AUTO ? sizeof(double)
+                          : def->type == HP_PARAM_BOOL                                          ? sizeof(bool)
+                                                                                                : sizeof(uint32_t);
+            differ += memcmp((char *)&p + def->offset, (char *)&d + def->offset, size) != 0;
+        }
+        /* look itself differs too (but for default); exposure.stops=0 is its default, made explicit. */
+        size_t stops_default = strstr(hp_looks[i].settings, "exposure.stops=0") ? 1 : 0;
+        tap_ok(code == HP_OK && p.look == i && differ == rows - stops_default + (i ? 1 : 0),
+               "look %s applies: %zu values differ from the defaults for %zu settings%s%s", hp_looks[i].name, differ,
+               rows, code ? ": " : "", code ? err.message : "");
+    }
+    hp_params p = defaults();
+    hp_err err = {0};
+    tap_ok(hp_params_apply_look(&p, (uint32_t)hp_look_count, &err) != HP_OK && strcmp(err.field, "look") == 0,
+           "a look past the table is refused naming look: %s", err.message);
+}
+
 static void test_to_json(void)
 {
     hp_params p = defaults();
     json_t *j = hp_params_to_json(&p);
     json_t *hable = json_object_get(json_object_get(j, "tonemap"), "hable");
     json_t *layer = json_object_get(json_object_get(j, "input"), "layer");
-    tap_ok(j && count_leaves(j) == hp_param_schema_count && json_object_size(j) == 8 &&
+    tap_ok(j && count_leaves(j) == hp_param_schema_count && json_object_size(j) == 9 /* 8 stages and look */ &&
+               json_is_string(json_object_get(j, "look")) &&
                json_is_string(layer) && strcmp(json_string_value(layer), "") == 0 &&
                json_real_value(json_object_get(hable, "white")) == 11.2 &&
                json_integer_value(json_object_get(json_object_get(j, "output"), "quality")) == 75 &&
@@ -1226,6 +1269,7 @@ int main(int argc, char **argv)
     test_json();
     test_query();
     test_to_json();
+    test_looks();
     test_docs(argc > 1 ? argv[1] : NULL);
     test_err_field();
     return tap_done();

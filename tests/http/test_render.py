@@ -1552,6 +1552,54 @@ def colorspaces(d):
     point("the daemon serves after the refused chromaticities", status == 200, f"{status}")
 
 
+LOOKS = {  # what docs/PARAMETERS.md says each look sets, written out as a client would
+    "blender": {"exposure": {"mode": "fixed", "stops": 0}, "tonemap": {"operator": "agx"}, "gamma": {"mode": "srgb"}},
+    "aces_filmic": {"exposure": {"mode": "fixed", "stops": 0}, "tonemap": {"operator": "aces_hill"},
+                    "gamma": {"mode": "srgb"}},
+    "neutral": {"exposure": {"mode": "fixed", "stops": 0}, "tonemap": {"operator": "khronos_neutral"},
+                "gamma": {"mode": "srgb"}},
+}
+
+
+def looks(d, tmp):
+    """Named looks: each renders a real frame as cpu_render does with the parameters it stands for (the GPU
+    against the CPU reference, so `blender` is checked against algorithms.md 3.9's AgX), byte for byte as
+    the same parameters sent explicitly; the request's own parameters override a look in whatever order
+    they come; an unknown look is refused by name."""
+    frame = read_data("blender_street_960x540_singlelayer.exr")
+    for name, params in LOOKS.items():
+        ref, image = cpu(tmp, "blender_street_960x540_singlelayer.exr", dict(params, output={"format": "png"}))
+        status, _, by_look = request(d.port, "POST", f"/v1/render?look={name}&output.format=png", frame)
+        ok, detail = png_matches_8bit(by_look, image, ref["width"], ref["height"]) if status == 200 else \
+            (False, f"{status} {by_look[:300]!r}")
+        point(f"look={name} renders the street frame as cpu_render with its parameters", ok, detail)
+        body, ctype = multipart([frame_part(frame), params_part(dict(params, output={"format": "png"}))])
+        status2, _, explicit = request(d.port, "POST", "/v1/render", body, {"Content-Type": ctype})
+        point(f"look={name} is byte for byte its parameters sent explicitly", status == status2 == 200 and
+              by_look == explicit, f"{status} {status2} {len(by_look)} {len(explicit)} bytes")
+    # Overrides, in both orders: hable in the params part with the look in the query, and the look in the
+    # params part with hable in the query, both equal to everything explicit.
+    want_params = dict(LOOKS["blender"], tonemap={"operator": "hable"}, output={"format": "png"})
+    body, ctype = multipart([frame_part(frame), params_part(want_params)])
+    _, _, want = request(d.port, "POST", "/v1/render", body, {"Content-Type": ctype})
+    for label, part, query in (("the look in the query, the operator in the params part",
+                                {"tonemap": {"operator": "hable"}, "output": {"format": "png"}}, "?look=blender"),
+                               ("the look in the params part, the operator in the query",
+                                {"look": "blender", "output": {"format": "png"}}, "?tonemap.operator=hable")):
+        body, ctype = multipart([frame_part(frame), params_part(part)])
+        status, _, got = request(d.port, "POST", "/v1/render" + query, body, {"Content-Type": ctype})
+        point(f"a parameter overrides the look: {label}", status == 200 and got == want and png_size(got),
+              f"{status} {len(got)} against {len(want)} bytes")
+    status, _, body = request(d.port, "POST", "/v1/render?look=blender", frame, {"Accept": "application/json"})
+    echo = (json_body(body) or {}).get("params", {})
+    point("the answer's params echo the look and what it set", status == 200 and echo.get("look") == "blender" and
+          echo.get("tonemap", {}).get("operator") == "agx", f"{status} {echo.get('look')} {echo.get('tonemap')}")
+    status, _, body = request(d.port, "POST", "/v1/render?look=filmic", frame)
+    err = is_error(status, body, 400, PARAM_ERROR, "look")
+    point("an unknown look is refused naming look and listing the looks", err is not None and
+          "blender" in err["message"], f"{status} {body[:300]!r}")
+
+
 def raw_input(d):
     """Raw float32/float16 samples with input.width, input.height, input.channels, input.type."""
     w, h = 64, 32
@@ -1596,7 +1644,7 @@ def main():
             try:
                 guarded(render_chunked, d)
                 for test in (render_raw_exr, render_png_8bit, render_png_16bit, render_multipart, alpha_output,
-                             render_json, analyze, early_decoding, parallel, exr_layers):
+                             render_json, analyze, early_decoding, parallel, exr_layers, looks):
                     guarded(test, d, tmp)
                 for test in (render_depth, depth_of_field, errors, raw_input, colorspaces, status_routes,
                              hang_up_arriving):
