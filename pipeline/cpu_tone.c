@@ -257,6 +257,16 @@ void hp_cpu_curve_rgb(hp_tone_operator op, const double in[3], double out[3])
             out[i] = c[i] * (new_peak / peak) * (1.0 - g) + new_peak * g;
         return;
     }
+    case HP_TONE_FALSE_COLOR: {
+        static const double ramp[3 * HP_FALSE_COLOR_STOPS] = {HP_FALSE_COLOR_RAMP};
+        double s = log2(fmax(luminance(in), 1e-30) / HP_FALSE_COLOR_GREY) - HP_FALSE_COLOR_MIN_STOPS;
+        s = fmin(fmax(s, 0.0), HP_FALSE_COLOR_STOPS - 1);
+        int i = (int)fmin(floor(s), HP_FALSE_COLOR_STOPS - 2);
+        double t = s - i;
+        for (int c = 0; c < 3; c++)
+            out[c] = ramp[3 * i + c] + (ramp[3 * i + 3 + c] - ramp[3 * i + c]) * t;
+        return;
+    }
     default:
         memcpy(out, in, 3 * sizeof(double));
         return;

@@ -16,10 +16,14 @@ const hp_look hp_looks[] = {
     /* Khronos PBR Neutral (algorithms.md 3.10): made to keep base colours as authored, for product shots. */
     {"neutral", "exposure.mode=fixed&exposure.stops=0&tonemap.operator=khronos_neutral&gamma.mode=srgb",
      "Khronos PBR Neutral at exposure 0 EV, the sRGB display: colours as authored, for products and materials."},
+    /* The scene's exposure read off the picture: each stop of luminance around middle grey its own colour,
+     * the values as rendered (0 EV), the palette written as it is. */
+    {"analysis", "exposure.mode=fixed&exposure.stops=0&tonemap.operator=false_color&gamma.mode=linear",
+     "Lighting checks: false colour of each pixel's stops around middle grey at 0 EV (tonemap.operator false_color)."},
 };
 
 const size_t hp_look_count = sizeof(hp_looks) / sizeof(hp_looks[0]);
 
 /* hp_looks' names again, for the schema's choices (a static initializer cannot take them from the rows);
  * test_params holds the two lists to each other. */
-const char *const hp_look_names[] = {"default", "blender", "aces_filmic", "neutral", NULL};
+const char *const hp_look_names[] = {"default", "blender", "aces_filmic", "neutral", "analysis", NULL};

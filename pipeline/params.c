@@ -43,7 +43,7 @@ static const char *const analysis_variants[] = {"single_pass", "two_pass", NULL}
 static const char *const exposure_modes[] = {"auto", "histogram", "fixed", NULL};
 static const char *const tone_operators[] = {"linear", "reinhard", "reinhard_extended", "drago",
                                              "aces_narkowicz", "hable", "lottes", "uchimura",
-                                             "aces_hill", "agx", "khronos_neutral", NULL};
+                                             "aces_hill", "agx", "khronos_neutral", "false_color", NULL};
 static const char *const gamma_modes[] = {"local", "local_luminance", "srgb", "linear", NULL};
 static const char *const output_formats[] = {"webp", "png", NULL};
 static const char *const output_alphas[] = {"auto", "keep", "drop", NULL};
@@ -71,7 +71,7 @@ void hp_dof_lens_values(hp_dof_lens lens, double *focal_length_mm, double *f_sto
 _Static_assert(sizeof(tone_operators) / sizeof(tone_operators[0]) == HP_TONE_OPERATOR_COUNT + 1,
                "tone_operators must name every hp_tone_operator, in enum order");
 _Static_assert(HP_EXPOSURE_FIXED == 2 && HP_GAMMA_LINEAR == 3 && HP_OUTPUT_PNG == 1 &&
-                   HP_REDUCE_PARAM_TWO_PASS == 1 && HP_TONE_KHRONOS_NEUTRAL == 10,
+                   HP_REDUCE_PARAM_TWO_PASS == 1 && HP_TONE_KHRONOS_NEUTRAL == 10 && HP_TONE_FALSE_COLOR == 11,
                "the choices lists follow the enums' order");
 
 #define EXR_ONLY "OpenEXR files"
@@ -280,7 +280,10 @@ const hp_param_def hp_param_schema[] = {
      .help = "Tone curve. On luminance: `linear` (clamp), `reinhard` L/(1+L), `reinhard_extended` (burns "
              "out at white_point), `drago` (adaptive logarithmic), `aces_narkowicz`, `hable` (Uncharted 2 "
              "filmic), `lottes`, `uchimura` (Gran Turismo). On the RGB channels, as their definitions "
-             "require: `aces_hill`, `agx`, `khronos_neutral`."},
+             "require: `aces_hill`, `agx`, `khronos_neutral`. For lighting checks: `false_color`, a colour "
+             "per stop of exposed luminance around middle grey 0.18 (grey at 0.18; blue, cyan, teal below; "
+             "green, yellow, orange, red, pink above; near-black purple at -6 stops and under, white at +6 "
+             "and over; blended between whole stops; meant with `gamma.mode=linear`, as `look=analysis`)."},
     {.name = "tonemap.white_point", .type = HP_PARAM_NUMBER, .offset = NUMBER_AT(tonemap.white_point),
      .min = 0, .max = 1e9, .def = 0, .unit = "exposed luminance", .applies = "operator `reinhard_extended`",
      /* A 3.2 eq. 4, L_d = L (1 + L / L_white^2) / (1 + L); pfstools defaults L_white to the scaled max. */
@@ -648,7 +651,7 @@ const hp_param_def *hp_param_find(const char *name)
 bool hp_tone_operator_on_rgb(hp_tone_operator op)
 {
     /* D 6: these need the colour channels (matrices, min/max channel); the rest are curves on Y. */
-    return op == HP_TONE_ACES_HILL || op == HP_TONE_AGX || op == HP_TONE_KHRONOS_NEUTRAL;
+    return op == HP_TONE_ACES_HILL || op == HP_TONE_AGX || op == HP_TONE_KHRONOS_NEUTRAL || op == HP_TONE_FALSE_COLOR;
 }
 
 void hp_params_defaults(hp_params *p)

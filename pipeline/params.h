@@ -44,6 +44,7 @@ typedef enum hp_tone_operator {
     HP_TONE_ACES_HILL,       /* on RGB */
     HP_TONE_AGX,             /* on RGB */
     HP_TONE_KHRONOS_NEUTRAL, /* on RGB */
+    HP_TONE_FALSE_COLOR,     /* luminance to a colour per exposure stop (issue 17's analysis look) */
     HP_TONE_OPERATOR_COUNT
 } hp_tone_operator;
 

@@ -90,7 +90,10 @@ Toned tone_pixel(uvec2 xy, ToneParams tp, ToneState ts)
 
     vec3 tm;
     if (tp.op >= OP_ACES_HILL) {
-        tm = tp.op == OP_ACES_HILL ? aces_hill(rgb) : tp.op == OP_AGX ? agx(rgb) : khronos_neutral(rgb);
+        tm = tp.op == OP_ACES_HILL ? aces_hill(rgb)
+           : tp.op == OP_AGX       ? agx(rgb)
+           : tp.op == OP_FALSE_COLOR ? false_color(luminance(rgb))
+                                     : khronos_neutral(rgb);
     } else {
         // The curve acts on Yxy's Y and leaves x and y alone. Back in RGB that is RGB * Y'/Y exactly
         // (XYZ is linear in Y at fixed chromaticity, algorithms.md 2.2), and that is how it is computed:

@@ -47,7 +47,7 @@ static const enum_choice operators[] = {
     {"linear", HP_TONE_LINEAR}, {"reinhard", HP_TONE_REINHARD}, {"reinhard_extended", HP_TONE_REINHARD_EXTENDED},
     {"drago", HP_TONE_DRAGO}, {"aces_narkowicz", HP_TONE_ACES_NARKOWICZ}, {"hable", HP_TONE_HABLE},
     {"lottes", HP_TONE_LOTTES}, {"uchimura", HP_TONE_UCHIMURA}, {"aces_hill", HP_TONE_ACES_HILL},
-    {"agx", HP_TONE_AGX}, {"khronos_neutral", HP_TONE_KHRONOS_NEUTRAL}, {NULL, 0}};
+    {"agx", HP_TONE_AGX}, {"khronos_neutral", HP_TONE_KHRONOS_NEUTRAL}, {"false_color", HP_TONE_FALSE_COLOR}, {NULL, 0}};
 static const enum_choice gamma_modes[] = {{"local", HP_GAMMA_LOCAL}, {"local_luminance", HP_GAMMA_LOCAL_LUMINANCE},
                                           {"srgb", HP_GAMMA_SRGB}, {"linear", HP_GAMMA_LINEAR}, {NULL, 0}};
 static const enum_choice formats[] = {{"webp", HP_OUTPUT_WEBP}, {"png", HP_OUTPUT_PNG}, {NULL, 0}};
@@ -58,7 +58,7 @@ static const enum_choice input_colorspaces[] = {
     {"rec2020", HP_COLORSPACE_REC2020 + 1},      {"acescg", HP_COLORSPACE_ACESCG + 1},
     {"aces2065", HP_COLORSPACE_ACES2065 + 1},    {"p3d65", HP_COLORSPACE_P3D65 + 1}, {NULL, 0}};
 static const enum_choice looks[] = {
-    {"default", 0}, {"blender", 1}, {"aces_filmic", 2}, {"neutral", 3}, {NULL, 0}};
+    {"default", 0}, {"blender", 1}, {"aces_filmic", 2}, {"neutral", 3}, {"analysis", 4}, {NULL, 0}};
 static const enum_choice dof_methods[] = {{"gather", 0}, {"sat", 1}, {NULL, 0}};
 static const enum_choice dof_lenses[] = {{"24mm_f2.8", HP_LENS_24MM_F2_8}, {"35mm_f1.4", HP_LENS_35MM_F1_4},
                                          {"50mm_f1.4", HP_LENS_50MM_F1_4}, {"85mm_f1.4", HP_LENS_85MM_F1_4},
@@ -354,7 +354,8 @@ static void test_schema(void)
     bool rgb = true;
     for (int op = 0; op < HP_TONE_OPERATOR_COUNT; op++)
         rgb = rgb && hp_tone_operator_on_rgb((hp_tone_operator)op) ==
-                         (op == HP_TONE_ACES_HILL || op == HP_TONE_AGX || op == HP_TONE_KHRONOS_NEUTRAL);
+                         (op == HP_TONE_ACES_HILL || op == HP_TONE_AGX || op == HP_TONE_KHRONOS_NEUTRAL ||
+                          op == HP_TONE_FALSE_COLOR);
     tap_ok(rgb, "exactly aces_hill, agx and khronos_neutral run on RGB");
 }
 
@@ -821,8 +822,8 @@ static void test_rules(void)
     tap_ok(refused(hp_params_check(&p, &err), &err, "output.quality", "[0, 100], got 101", NULL),
            "hp_params_check holds a struct filled in C to the table's ranges");
     p = defaults();
-    p.tonemap.op = (hp_tone_operator)11;
-    tap_ok(refused(hp_params_check(&p, &err), &err, "tonemap.operator", "got 11", NULL),
+    p.tonemap.op = (hp_tone_operator)HP_TONE_OPERATOR_COUNT;
+    tap_ok(refused(hp_params_check(&p, &err), &err, "tonemap.operator", "got 12", NULL),
            "hp_params_check refuses an enum value outside the choices");
     p = defaults();
     p.exposure.key_auto = true;

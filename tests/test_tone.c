@@ -280,8 +280,31 @@ int main(void)
         tap_ok(ok_reinhard, "CPU Reinhard through Yxy reproduces algorithms.md 9.2 (RGB * Y'/Y)");
     }
 
-    /* 2. Every curve finite and monotonic on [0, 1e6] (CPU, at defaults with the frame of 9.1's drago). */
+    /* 1c. false_color (hp_shared.h's palette): grey at middle grey, each whole stop its own colour, halfway
+     * between two stops their mean, the ends held below -6 and above +6 stops, black as the lowest. */
+    {
+        static const struct {
+            double stops, rgb[3];
+        } want[] = {{0, {0.5, 0.5, 0.5}},      {2, {0.9, 0.9, 0.1}},  {-4, {0.1, 0.1, 0.9}},
+                    {0.5, {0.475, 0.65, 0.35}}, {9, {1.0, 1.0, 1.0}}, {-40, {0.1, 0.0, 0.15}}};
+        bool ok = true;
+        for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+            double Y = 0.18 * exp2(want[i].stops), in[3] = {Y, Y, Y}, out[3];
+            hp_cpu_curve_rgb(HP_TONE_FALSE_COLOR, in, out);
+            for (int c = 0; c < 3; c++)
+                ok = ok && close_to(out[c], want[i].rgb[c], 1e-9, 1e-9);
+        }
+        double zero[3] = {0, 0, 0}, out[3];
+        hp_cpu_curve_rgb(HP_TONE_FALSE_COLOR, zero, out);
+        tap_ok(ok && out[0] == 0.1 && out[1] == 0.0 && out[2] == 0.15,
+               "CPU false_color: grey at 0.18, yellow at +2 stops, blue at -4, blended at +0.5, held past the ends");
+    }
+
+    /* 2. Every curve finite and monotonic on [0, 1e6] (CPU, at defaults with the frame of 9.1's drago). The
+     * false-colour palette is no curve: its luminance rises and falls from stop to stop by design. */
     for (int op = 0; op < HP_TONE_OPERATOR_COUNT; op++) {
+        if (op == HP_TONE_FALSE_COLOR)
+            continue;
         hp_params p;
         hp_params_defaults(&p);
         p.tonemap.op = (hp_tone_operator)op;

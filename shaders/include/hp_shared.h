@@ -178,6 +178,18 @@
 #define HP_NEUTRAL_KS 0.76
 #define HP_NEUTRAL_KD 0.15
 
+/* --- False colour (tonemap.operator false_color, issue 17) ------------------------------------------ *
+ * hdrpostd's own palette, in the manner of the false-colour views of cinema cameras and Blender: one colour
+ * per stop of exposed luminance from -6 to +6 around middle grey, display values (written as they are with
+ * gamma.mode linear), blended linearly between whole stops; grey at 0 stops. R, G, B per stop, -6 first. */
+#define HP_FALSE_COLOR_GREY 0.18
+#define HP_FALSE_COLOR_MIN_STOPS (-6.0)
+#define HP_FALSE_COLOR_STOPS 13
+#define HP_FALSE_COLOR_RAMP \
+    0.10, 0.00, 0.15, 0.30, 0.00, 0.50, 0.10, 0.10, 0.90, 0.00, 0.45, 1.00, 0.00, 0.75, 0.80, 0.10, 0.55, 0.35, \
+    0.50, 0.50, 0.50, 0.45, 0.80, 0.20, 0.90, 0.90, 0.10, 1.00, 0.60, 0.00, 1.00, 0.15, 0.00, 1.00, 0.40, 0.80, \
+    1.00, 1.00, 1.00
+
 /* --- Dynamic local gamma (Kwon et al., algorithms.md 4, DECISIONS.md 7) ------------------------------ */
 #define HP_KWON_A 0.444
 #define HP_KWON_B 0.045

@@ -57,6 +57,7 @@ layout(buffer_reference, std430, buffer_reference_align = 16) buffer ToneState {
 #define OP_ACES_HILL 8u
 #define OP_AGX 9u
 #define OP_KHRONOS_NEUTRAL 10u
+#define OP_FALSE_COLOR 11u
 
 #define GAMMA_LOCAL 0u
 #define GAMMA_LOCAL_LUMINANCE 1u
@@ -188,6 +189,21 @@ vec3 aces_hill(vec3 rgb)
     vec3 a = v * (v + HP_ACES_FIT_A) - HP_ACES_FIT_B;
     vec3 b = v * (HP_ACES_FIT_C * v + HP_ACES_FIT_D) + HP_ACES_FIT_E;
     return clamp(ACES_OUT * (a / b), 0.0, 1.0);
+}
+
+// False colour (hp_shared.h): the stop of Y around middle grey, clamped to the palette, blended between
+// its whole stops.
+const float FALSE_COLOR_RAMP[3 * HP_FALSE_COLOR_STOPS] = float[3 * HP_FALSE_COLOR_STOPS](HP_FALSE_COLOR_RAMP);
+
+vec3 false_color(float Y)
+{
+    float s = log2(max(Y, 1e-30) / HP_FALSE_COLOR_GREY) - HP_FALSE_COLOR_MIN_STOPS;
+    s = clamp(s, 0.0, float(HP_FALSE_COLOR_STOPS - 1));
+    uint i = min(uint(s), uint(HP_FALSE_COLOR_STOPS - 2));
+    float t = s - float(i);
+    vec3 a = vec3(FALSE_COLOR_RAMP[3 * i], FALSE_COLOR_RAMP[3 * i + 1], FALSE_COLOR_RAMP[3 * i + 2]);
+    vec3 b = vec3(FALSE_COLOR_RAMP[3 * i + 3], FALSE_COLOR_RAMP[3 * i + 4], FALSE_COLOR_RAMP[3 * i + 5]);
+    return mix(a, b, t);
 }
 
 // Jed Smith's tunable sigmoid as ported by Troy Sobotka (EaryChow/AgX_LUT_Gen sigmoid.py).

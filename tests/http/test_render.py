@@ -1558,6 +1558,8 @@ LOOKS = {  # what docs/PARAMETERS.md says each look sets, written out as a clien
                     "gamma": {"mode": "srgb"}},
     "neutral": {"exposure": {"mode": "fixed", "stops": 0}, "tonemap": {"operator": "khronos_neutral"},
                 "gamma": {"mode": "srgb"}},
+    "analysis": {"exposure": {"mode": "fixed", "stops": 0}, "tonemap": {"operator": "false_color"},
+                 "gamma": {"mode": "linear"}},
 }
 
 
