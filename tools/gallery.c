@@ -1,19 +1,24 @@
-/* The contact sheet of docs/gallery/: real HDR frames through every tone operator at default
- * parameters, on whatever GPU the loader offers (lavapipe is fine: the frames are small), so a person can
- * judge the looks at a glance. tools/make_gallery.sh runs it.
+/* The contact sheets of docs/gallery/: real HDR frames through every tone operator at default parameters,
+ * through every named look, or read in the right and the wrong colour space, on whatever GPU the loader
+ * offers (lavapipe is fine: the frames are small), so a person can judge them at a glance.
+ * tools/make_gallery.sh runs it.
  *
- * Usage: gallery OUT.png FRAME... (EXR, Radiance HDR or PFM)
- * Rows are frames, columns operators; each cell is the 8-bit output downscaled by area averaging, with
- * its operator's name above the first row and the file name before each row. */
+ * Usage: gallery [--looks | --acescg] OUT.png FRAME... (EXR, Radiance HDR or PFM)
+ * Rows are frames; columns are operators, looks (--looks), or (--acescg) the Rec.709 frame, the same frame
+ * converted to ACEScg by this tool in double precision and read as ACEScg, and read as Rec.709 (what
+ * hdrpostd did before issue 17). Each cell is the 8-bit output downscaled by area averaging, with its
+ * column's name above the first row and the file name before each row. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/encode.h"
+#include "api/params_json.h"
 #include "api/image.h"
 #include "common/file.h"
 #include "common/log.h"
 #include "pipeline/frame_graph.h"
+#include "pipeline/looks.h"
 
 #define CELL_W 240
 #define LABEL_H 14
@@ -63,12 +68,69 @@ typedef struct frame {
     const char *name;
     uint32_t w, h, cell_h;
     float *rgba;
+    float *acescg; /* --acescg: the frame's colours in AP1 primaries */
 } frame;
+
+typedef enum sheet_kind { SHEET_OPERATORS, SHEET_LOOKS, SHEET_ACESCG } sheet_kind;
+
+static uint32_t column_count(sheet_kind kind)
+{
+    return kind == SHEET_OPERATORS ? HP_TONE_OPERATOR_COUNT : kind == SHEET_LOOKS ? (uint32_t)hp_look_count : 3;
+}
+
+static const char *column_name(sheet_kind kind, uint32_t c)
+{
+    static const char *const acescg[] = {"rec709", "acescg read as acescg", "acescg read as rec709"};
+    return kind == SHEET_OPERATORS ? hp_param_find("tonemap.operator")->choices[c]
+           : kind == SHEET_LOOKS   ? hp_looks[c].name
+                                   : acescg[c];
+}
+
+/* Column c's parameters and the pixels it reads. */
+static const float *column_setup(sheet_kind kind, uint32_t c, const frame *f, hp_frame_params *fp, hp_err *err)
+{
+    hp_frame_params_defaults(fp);
+    if (kind == SHEET_OPERATORS)
+        fp->params.tonemap.op = (hp_tone_operator)c;
+    if (kind == SHEET_LOOKS && hp_params_apply_look(&fp->params, c, err) != HP_OK)
+        return NULL;
+    if (kind != SHEET_ACESCG || c == 0)
+        return f->rgba;
+    if (c == 1 &&
+        hp_input_color_make(hp_colorspace_chromaticities(HP_COLORSPACE_ACESCG), &fp->params.color, err) != HP_OK)
+        return NULL;
+    return f->acescg;
+}
+
+/* The frame's Rec.709 colours in ACEScg's primaries, in double (the inverse of hp_input_color's matrix). */
+static float *to_acescg(const float *rgba, size_t n)
+{
+    hp_input_color ap1;
+    hp_err err = {0};
+    double m[3][3];
+    float *out = malloc(n * 16);
+    if (!out || hp_input_color_make(hp_colorspace_chromaticities(HP_COLORSPACE_ACESCG), &ap1, &err) != HP_OK ||
+        !hp_mat3_invert(ap1.to_rec709, m)) {
+        free(out);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        for (int r = 0; r < 3; r++)
+            out[4 * i + r] = (float)(m[r][0] * rgba[4 * i] + m[r][1] * rgba[4 * i + 1] + m[r][2] * rgba[4 * i + 2]);
+        out[4 * i + 3] = rgba[4 * i + 3];
+    }
+    return out;
+}
 
 int main(int argc, char **argv)
 {
+    sheet_kind kind = SHEET_OPERATORS;
+    if (argc > 1 && (!strcmp(argv[1], "--looks") || !strcmp(argv[1], "--acescg"))) {
+        kind = !strcmp(argv[1], "--looks") ? SHEET_LOOKS : SHEET_ACESCG;
+        argv++, argc--;
+    }
     if (argc < 3) {
-        fprintf(stderr, "usage: gallery OUT.png FRAME...\n");
+        fprintf(stderr, "usage: gallery [--looks | --acescg] OUT.png FRAME...\n");
         return 2;
     }
     hp_log_set_level(HP_LOG_WARN);
@@ -92,6 +154,10 @@ int main(int argc, char **argv)
             return 1;
         }
         free(bytes);
+        if (kind == SHEET_ACESCG && !(frames[i].acescg = to_acescg(frames[i].rgba, (size_t)info.width * info.height))) {
+            fprintf(stderr, "gallery: out of memory\n");
+            return 1;
+        }
         const char *slash = strrchr(path, '/');
         frames[i].name = slash ? slash + 1 : path;
         frames[i].w = info.width;
@@ -108,14 +174,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "gallery: %s\n", err.message);
         return 1;
     }
-    const hp_param_def *ops = hp_param_find("tonemap.operator");
-    uint32_t cols = HP_TONE_OPERATOR_COUNT;
+    uint32_t cols = column_count(kind);
     uint32_t sheet_w = GAP + cols * (CELL_W + GAP);
     uint8_t *sheet = calloc((size_t)sheet_w * sheet_h, 4);
     for (size_t i = 0; i < (size_t)sheet_w * sheet_h; i++)
         sheet[4 * i + 0] = sheet[4 * i + 1] = sheet[4 * i + 2] = 24, sheet[4 * i + 3] = 255;
     for (uint32_t c = 0; c < cols; c++)
-        draw_text(sheet, sheet_w, GAP + c * (CELL_W + GAP), 4, ops->choices[c], GAP + c * (CELL_W + GAP) + CELL_W);
+        draw_text(sheet, sheet_w, GAP + c * (CELL_W + GAP), 4, column_name(kind, c), GAP + c * (CELL_W + GAP) + CELL_W);
 
     uint32_t y = LABEL_H + GAP;
     for (int i = 0; i < nframes; i++) {
@@ -125,14 +190,13 @@ int main(int argc, char **argv)
             hp_frame_desc desc = {.width = frames[i].w, .height = frames[i].h, .format = HP_PIXEL_RGBA32F};
             void *staging;
             hp_frame_params fp;
-            hp_frame_params_defaults(&fp);
-            fp.params.tonemap.op = (hp_tone_operator)c;
+            const float *pixels = column_setup(kind, c, &frames[i], &fp, &err);
             hp_frame_result res;
-            if (hp_frame_graph_begin(graph, &desc, &staging, &err) != HP_OK) {
+            if (!pixels || hp_frame_graph_begin(graph, &desc, &staging, &err) != HP_OK) {
                 fprintf(stderr, "gallery: %s\n", err.message);
                 return 1;
             }
-            memcpy(staging, frames[i].rgba, (size_t)desc.width * desc.height * 16);
+            memcpy(staging, pixels, (size_t)desc.width * desc.height * 16);
             if (hp_frame_graph_run(graph, &fp, &res, &err) != HP_OK) {
                 fprintf(stderr, "gallery: %s\n", err.message);
                 return 1;
@@ -174,8 +238,10 @@ int main(int argc, char **argv)
     fclose(f);
     printf("gallery: %s, %ux%u, %zu bytes\n", argv[1], sheet_w, sheet_h, png.size);
     hp_encoded_free(&png);
-    for (int i = 0; i < nframes; i++)
+    for (int i = 0; i < nframes; i++) {
         free(frames[i].rgba);
+        free(frames[i].acescg);
+    }
     free(frames);
     free(sheet);
     hp_frame_graph_destroy(&graph);

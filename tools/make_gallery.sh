@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes docs/gallery/contact_sheet.png: the real HDR frames of tests/data (copied from shared/data),
+# Makes docs/gallery/contact_sheet.png (and looks.png, acescg.png): the real HDR frames of tests/data (copied from shared/data),
 # plus the 1920x1080 Blender render when ../shared/data is beside the checkout, through every tone
 # operator at default parameters, and the depth-of-field pages (the street render focused near, middle
 # and far, and a bokeh close-up). Runs on any Vulkan device (lavapipe: about a minute).
@@ -10,4 +10,7 @@ frames=(tests/data/pmndrs_park.exr tests/data/blender_city.exr tests/data/psycht
         tests/data/blender_street_960x540_singlelayer.exr)
 mkdir -p docs/gallery
 build/tools/gallery docs/gallery/contact_sheet.png "${frames[@]}"
+build/tools/gallery --looks docs/gallery/looks.png "${frames[@]}"
+build/tools/gallery --acescg docs/gallery/acescg.png tests/data/blender_city.exr tests/data/psychtoolbox_Desk.exr \
+  tests/data/blender_street_960x540_singlelayer.exr
 build/tools/dof_gallery docs/gallery tests/data/blender_street_960x540_singlelayer.exr
