@@ -25,6 +25,10 @@ hp_code hp_params_from_query(const char *query, hp_params *p, hp_err *err);
 
 /* Sets the parameters of look `look` (pipeline/looks.h) on *p, through the query parser. */
 hp_code hp_params_apply_look(hp_params *p, uint32_t look, hp_err *err);
+/* hp_params_from_json and hp_params_from_query as the daemon reads a request: a look the source names is
+ * applied first, and the source's own values override it. */
+hp_code hp_params_from_json_with_look(const json_t *obj, hp_params *p, hp_err *err);
+hp_code hp_params_from_query_with_look(const char *query, hp_params *p, hp_err *err);
 
 /* Every parameter, nested by stage, in the same form hp_params_from_json reads; NULL when out of memory. */
 json_t *hp_params_to_json(const hp_params *p);

@@ -285,21 +285,10 @@ static bool check_choices(const frame_request *fr, frame_plan *pl, hp_reply *rep
  * Rec.709. Chromaticities that make no RGB space are the file's fault: 422, naming what is wrong. */
 static bool resolve_color(frame_request *fr, frame_plan *pl, hp_reply *reply)
 {
-    uint32_t choice = fr->fp.params.input.colorspace;
-    const hp_chromaticities *c = hp_colorspace_chromaticities(HP_COLORSPACE_REC709);
-    hp_colorspace named = HP_COLORSPACE_REC709;
-    pl->color_source = "default";
-    if (choice != HP_INPUT_COLORSPACE_AUTO) {
-        named = (hp_colorspace)(choice - 1);
-        c = hp_colorspace_chromaticities(named);
-        pl->color_source = "parameter";
-    } else if (pl->info.has_chromaticities) {
-        c = &pl->info.chromaticities;
-        pl->color_source = "attribute";
-    }
-    pl->color_space = hp_colorspace_find(c, &named) ? hp_colorspace_name(named) : "custom";
     hp_err err = {0};
-    if (hp_input_color_make(c, &fr->fp.params.color, &err) != HP_OK) {
+    if (hp_input_color_resolve(fr->fp.params.input.colorspace, pl->info.has_chromaticities ? &pl->info.chromaticities
+                                                                                          : NULL,
+                               &fr->fp.params.color, &pl->color_space, &pl->color_source, &err) != HP_OK) {
         hp_reply_error(reply, 422, "unusable_image", "input.colorspace",
                        "the file's chromaticities make no RGB space: %s; send input.colorspace to say which it is",
                        err.message);

@@ -155,7 +155,7 @@ hp_code hp_param_set_query(const hp_param_set *set, char **query, hp_params *par
     if (!q)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory building the query");
     hp_params_defaults(params);
-    hp_code code = hp_params_from_query(q, params, err);
+    hp_code code = hp_params_from_query_with_look(q, params, err); /* as the daemon will read it */
     if (code != HP_OK) {
         free(q);
         return code;

@@ -175,6 +175,17 @@ hp_code hp_input_color_make(const hp_chromaticities *c, hp_input_color *out, hp_
     if (!hp_mat3_invert(rec709, from_xyz))
         return hp_fail(err, HP_ERR_INTERNAL, "Rec.709's RGB -> XYZ matrix is singular");
     hp_mat3_mul(from_xyz, to_xyz, out->to_rec709);
+    /* Rec.709 under another white, as ICC-minded writers record sRGB (its primaries adapted to D50, e.g.
+     * tests/data/blender_city.exr), comes back to within 1e-4 of the identity through Bradford: that is
+     * Rec.709, and runs as such. 1e-3 is far below any other space's difference (P3's is 0.2). */
+    double off = 0.0;
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++)
+            off = fmax(off, fabs(out->to_rec709[r][c] - (r == c)));
+    if (off < 1e-3) {
+        memset(out, 0, sizeof(*out));
+        return HP_OK;
+    }
     for (int i = 0; i < 3; i++)
         out->luma[i] = to_xyz[1][i];
     out->convert = true;
@@ -186,4 +197,24 @@ void hp_input_color_luma(const hp_input_color *c, float luma[3])
     const double rec709[3] = {HP_LUMA_R, HP_LUMA_G, HP_LUMA_B};
     for (int i = 0; i < 3; i++)
         luma[i] = (float)(c->convert ? c->luma[i] : rec709[i]);
+}
+
+hp_code hp_input_color_resolve(unsigned choice, const hp_chromaticities *file, hp_input_color *out, const char **name,
+                               const char **source, hp_err *err)
+{
+    const hp_chromaticities *c = hp_colorspace_chromaticities(HP_COLORSPACE_REC709);
+    *source = "default";
+    if (choice != 0 && choice <= HP_COLORSPACE_COUNT) {
+        c = hp_colorspace_chromaticities((hp_colorspace)(choice - 1));
+        *source = "parameter";
+    } else if (file) {
+        c = file;
+        *source = "attribute";
+    }
+    hp_code code = hp_input_color_make(c, out, err);
+    hp_colorspace named;
+    *name = code != HP_OK || !out->convert  ? "rec709"
+            : hp_colorspace_find(c, &named) ? hp_colorspace_name(named)
+                                            : "custom";
+    return code;
 }

@@ -60,8 +60,15 @@ typedef struct hp_input_color {
 } hp_input_color;
 
 /* The colour of a frame with these chromaticities; HP_ERR_UNUSABLE as hp_rgb_to_xyz. Rec.709's own (within
- * hp_colorspace_find's tolerance) gives convert = false, so such frames run exactly as before. */
+ * hp_colorspace_find's tolerance, or under another white that Bradford takes back to within 1e-3 of the
+ * identity) gives convert = false, so such frames run exactly as before. */
 hp_code hp_input_color_make(const hp_chromaticities *c, hp_input_color *out, hp_err *err);
+/* A frame's colour from the input.colorspace choice (0: auto, else hp_colorspace + 1) and the file's
+ * chromaticities (NULL: it has none): the choice when it names a space, else the file's, else Rec.709.
+ * *name: a space's name, "rec709" for what runs unconverted, or "custom"; *source: "parameter",
+ * "attribute" or "default". HP_ERR_UNUSABLE for chromaticities that make no RGB space. */
+hp_code hp_input_color_resolve(unsigned choice, const hp_chromaticities *file, hp_input_color *out, const char **name,
+                               const char **source, hp_err *err);
 /* The Y row in fp32 for the reduction (hp_reduce_params.luma): Rec.709's HP_LUMA_* unless converting. */
 void hp_input_color_luma(const hp_input_color *c, float luma[3]);
 

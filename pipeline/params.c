@@ -1103,7 +1103,7 @@ static const stage_doc stages[] = {
      "Bright out-of-focus pixels drawn as aperture-shaped sprites, their energy counted once."},
     {"tonemap", "tonemap: the tone curve",
      "Maps exposed luminance (or, for `aces_hill`, `agx` and `khronos_neutral`, the exposed RGB channels) "
-     "into [0, 1]. Each operator reads only its own parameters."},
+     "into [0, 1]; `false_color` maps it to a palette instead. Each operator reads only its own parameters."},
     {"gamma", "gamma: output encoding",
      "Encodes the tone-mapped linear values for display. The `local` modes replace the display gamma, so no "
      "sRGB curve is applied after them."},

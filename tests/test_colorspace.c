@@ -133,11 +133,35 @@ static void inverses(void)
     tap_ok(!hp_mat3_invert(singular, out), "a singular matrix is not inverted");
 }
 
+/* What a frame runs as (hp_input_color_resolve): the parameter over the file's chromaticities over Rec.709;
+ * Rec.709 under D50 (blender_city.exr's attribute) runs unconverted; ACEScg converts with AP1's Y row. */
+static void resolution(void)
+{
+    hp_err err = {0};
+    hp_input_color c;
+    const char *name, *source;
+    const hp_chromaticities srgb_d50 = {{0.6484, 0.3309}, {0.3212, 0.5979}, {0.1559, 0.0661}, {0.3457, 0.3585}};
+    hp_code code = hp_input_color_resolve(0, &srgb_d50, &c, &name, &source, &err);
+    tap_ok(code == HP_OK && !c.convert && !strcmp(name, "rec709") && !strcmp(source, "attribute"),
+           "sRGB primaries under D50 run as Rec.709, unconverted (%s, %s)", name, source);
+    code = hp_input_color_resolve(HP_COLORSPACE_ACESCG + 1, &srgb_d50, &c, &name, &source, &err);
+    tap_ok(code == HP_OK && c.convert && !strcmp(name, "acescg") && !strcmp(source, "parameter") &&
+               fabs(c.luma[0] + c.luma[1] + c.luma[2] - 1.0) < 1e-12,
+           "input.colorspace=acescg wins over the attribute; its Y row sums to 1 (white keeps Y = 1)");
+    code = hp_input_color_resolve(0, NULL, &c, &name, &source, &err);
+    tap_ok(code == HP_OK && !c.convert && !strcmp(name, "rec709") && !strcmp(source, "default"),
+           "no attribute, no parameter: Rec.709 by default");
+    const hp_chromaticities custom = {{0.70, 0.30}, {0.20, 0.75}, {0.14, 0.05}, {0.3127, 0.3290}};
+    code = hp_input_color_resolve(0, &custom, &c, &name, &source, &err);
+    tap_ok(code == HP_OK && c.convert && !strcmp(name, "custom"), "primaries of no named space: custom, converted");
+}
+
 int main(void)
 {
     published();
     whites();
     refusals();
     inverses();
+    resolution();
     return tap_done();
 }

@@ -356,7 +356,7 @@ static void test_schema(void)
         rgb = rgb && hp_tone_operator_on_rgb((hp_tone_operator)op) ==
                          (op == HP_TONE_ACES_HILL || op == HP_TONE_AGX || op == HP_TONE_KHRONOS_NEUTRAL ||
                           op == HP_TONE_FALSE_COLOR);
-    tap_ok(rgb, "exactly aces_hill, agx and khronos_neutral run on RGB");
+    tap_ok(rgb, "exactly aces_hill, agx, khronos_neutral and false_color run on RGB");
 }
 
 /* --- Defaults ---------------------------------------------------------------------------------------- */

@@ -32,7 +32,7 @@ int main(int argc, char **argv)
     if (argc > 2 && argv[2][0]) {
         json_error_t jerr;
         json_t *obj = json_loads(argv[2], 0, &jerr);
-        if (!obj || hp_params_from_json(obj, &p, &err) != HP_OK) {
+        if (!obj || hp_params_from_json_with_look(obj, &p, &err) != HP_OK) {
             fprintf(stderr, "cpu_render: params: %s\n", obj ? err.message : jerr.text);
             return 2;
         }
@@ -50,8 +50,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "cpu_render: %s\n", rgba ? err.message : "out of memory");
         return 1;
     }
+    const char *space, *source;
+    if (hp_input_color_resolve(p.input.colorspace, info.has_chromaticities ? &info.chromaticities : NULL, &p.color,
+                               &space, &source, &err) != HP_OK) {
+        fprintf(stderr, "cpu_render: %s\n", err.message);
+        return 1;
+    }
+    float luma[3];
+    hp_input_color_luma(&p.color, luma);
     hp_lum_stats st;
-    hp_cpu_reduce(rgba, HP_PIXEL_RGBA32F, n, p.analysis.histogram_min_log2, p.analysis.histogram_max_log2, &st);
+    hp_cpu_reduce_row(rgba, HP_PIXEL_RGBA32F, n, p.analysis.histogram_min_log2, p.analysis.histogram_max_log2, luma,
+                      &st);
     hp_tone_state ts;
     uint8_t *out = malloc(n * 8);
     if (!out || hp_cpu_tone_frame(rgba, HP_PIXEL_RGBA32F, info.width, info.height, &st, &p, &ts, out) != HP_OK) {

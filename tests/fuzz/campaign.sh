@@ -29,12 +29,14 @@ for spec in "$@"; do
     (cd "$dir" && "$OLDPWD/$build/tests/fuzz/fuzz_$target" "${flags[@]}" -max_total_time="$seconds" \
        -jobs="$procs" -workers="$procs" > "$dir/main.log" 2>&1) &
   else
-    # procs loops of processes, each for runs executions or the time left, logs numbered per loop.
+    # procs loops of processes, each for runs executions or the time left, logs numbered per loop. A loop
+    # ends at the time (max_total_time=0 would mean no limit to libFuzzer), or when a process fails: a finding,
+    # or a fuzzer that cannot run at all, which must not be started again and again.
     end=$((SECONDS + seconds))
     for ((p = 0; p < procs; p++)); do
-      (cd "$dir" && n=0 && while [ $SECONDS -lt $end ] && ! ls "$dir" | grep -qE '^(crash|leak|timeout|oom)-'; do
-         "$OLDPWD/$build/tests/fuzz/fuzz_$target" "${flags[@]}" -runs="$runs" -max_total_time=$((end - SECONDS)) \
-           > "$dir/fuzz-$p-$n.log" 2>&1
+      (cd "$dir" && n=0 && while left=$((end - SECONDS)) && [ "$left" -gt 0 ]; do
+         "$OLDPWD/$build/tests/fuzz/fuzz_$target" "${flags[@]}" -runs="$runs" -max_total_time="$left" \
+           > "$dir/fuzz-$p-$n.log" 2>&1 || break
          n=$((n + 1))
        done) &
     done

@@ -196,6 +196,19 @@ def user_exposure(d, tmp, pattern):
     point("--resume with other frames or other parameters than the recorded exposure's: exit 2 naming --overwrite; "
           "with the same: the recorded exposure", rc == 2 and "--overwrite" in err and rc2 == 2 and rc3 == 0
           and "exposure.json (--resume)" in err3, f"{rc} {err}\n{rc2} {err2}\n{rc3} {err3}")
+    # A look's exposure is the request's own (blender: fixed, 0 EV): the shot renders as its parameters sent
+    # one by one, not at the lock's automatic exposure.
+    outs = [os.path.join(tmp, "look"), os.path.join(tmp, "look-explicit")]
+    rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", outs[0], "--format", "png", "--set",
+                         "look=blender", port=d.port)
+    rc2, _, err2 = hdrpost("render", pattern, "--frames", rng, "-o", outs[1], "--format", "png", "--set",
+                           "exposure.mode=fixed", "--set", "exposure.stops=0", "--set", "tonemap.operator=agx",
+                           "--set", "gamma.mode=srgb", port=d.port)
+    pngs = [sorted(n for n in os.listdir(o) if n.endswith(".png")) if os.path.isdir(o) else [] for o in outs]
+    same = rc == rc2 == 0 and pngs[0] == pngs[1] and len(pngs[0]) == 6 and all(
+        open(os.path.join(outs[0], n), "rb").read() == open(os.path.join(outs[1], n), "rb").read() for n in pngs[0])
+    point("--set look=blender over a shot renders byte for byte as the look's parameters set one by one", same,
+          f"{rc} {err}\n{rc2} {err2}")
     rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", os.path.join(tmp, "hist"), "--set",
                          "exposure.mode=histogram", port=d.port)
     point("exposure.mode=histogram with the shot's lock: exit 2 saying why", rc == 2 and "histogram" in err, err)
