@@ -84,6 +84,7 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
                     size_t idx = (size_t)y * W + x;
                     float c[4], yf;
                     hp_cpu_load_pixel(pixels, format, idx, c);
+                    hp_cpu_input_color(&s->color, c);
                     excluded[idx] = !hp_cpu_luminance(c, &yf);
                     alpha[idx] = excluded[idx] ? 1.0 : c[3];
                     for (int k = 0; k < 3; k++)

@@ -47,6 +47,9 @@ void hp_cpu_Yxy_to_rgb(const double Yxy[3], double rgb[3]);
 /* A frame of other primaries into linear Rec.709 and its gamut from below, luminance and hue kept
  * (shaders/include/tone.glsl, input_to_rec709). in and out may be the same. */
 void hp_cpu_input_to_rec709(const hp_input_color *c, const double in[3], double out[3]);
+/* A frame's pixel as the stages that read the frame see it (shaders/include/input_color.glsl): converted to
+ * Rec.709 in place (rounded to fp32) when the colour asks for it and its channels are finite. */
+void hp_cpu_input_color(const hp_input_color *c, float rgba[4]);
 
 /* The exposure stage from the statistics and the request (shaders/exposure.comp). */
 void hp_cpu_exposure(const hp_lum_stats *stats, const hp_params *p, hp_tone_state *ts);

@@ -299,6 +299,18 @@ float hp_dither_noise(uint32_t x, uint32_t y)
 
 /* --- One pixel (shaders/tonemap.comp) -------------------------------------------------------------- */
 
+void hp_cpu_input_color(const hp_input_color *c, float rgba[4])
+{
+    if (!c->convert || !isfinite(rgba[0]) || !isfinite(rgba[1]) || !isfinite(rgba[2]))
+        return;
+    double v[3];
+    for (int i = 0; i < 3; i++)
+        v[i] = rgba[i] > 0.0f ? rgba[i] : 0.0;
+    hp_cpu_input_to_rec709(c, v, v);
+    for (int i = 0; i < 3; i++)
+        rgba[i] = (float)v[i];
+}
+
 void hp_cpu_input_to_rec709(const hp_input_color *c, const double in[3], double out[3])
 {
     double v[3];

@@ -139,6 +139,7 @@ void hp_dof_settings_from_params(const hp_params *p, const float *depth, uint32_
         .rotation_deg = p->bokeh.rotation_deg,
         .squeeze = p->bokeh.squeeze,
         .max_sprites = p->bokeh.max_sprites,
+        .color = p->color,
     };
     if (p->dof.focus_auto && depth)
         o->focus_distance_m = hp_dof_auto_focus(depth, w, h, p->dof.depth_scale);

@@ -45,6 +45,9 @@ typedef struct hp_dof_settings {
     double rotation_deg;
     double squeeze;          /* anamorphic: sprites this many times taller than wide */
     uint32_t max_sprites;    /* <= HP_BOKEH_MAX_SPRITES */
+    /* The frame's colour (the CPU reference converts as it reads the frame; the GPU stages read it from
+     * tone_state): every DOF stage works in linear Rec.709. */
+    hp_input_color color;
 } hp_dof_settings;
 
 /* The settings a request's dof and bokeh parameters ask for. The lens gives what is "auto"; an automatic

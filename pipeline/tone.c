@@ -197,7 +197,8 @@ void hp_tone_record_exposure(hp_tone *t, VkCommandBuffer cmd, const hp_tone_io *
 void hp_tone_record_map(hp_tone *t, VkCommandBuffer cmd, const hp_tone_io *io)
 {
     struct tonemap_push tp = {.pixels = io->pixels, .params = io->params, .state = io->state,
-                              .lan = io->lan_b, .width = io->width, .height = io->height};
+                              .lan = io->lan_b, .width = io->width, .height = io->height,
+                              .flags = io->input_converted ? HP_TONE_FLAG_CONVERTED : 0};
     uint32_t dof = io->dof != NULL;
     if (dof) {
         tp.coc = io->dof->coc.address;
@@ -231,7 +232,7 @@ void hp_tone_record_map(hp_tone *t, VkCommandBuffer cmd, const hp_tone_io *io)
     }
     const hp_compute *map = &t->tonemap[io->format][io->kind][dof];
     tp.output = io->output;
-    tp.flags = io->kind == HP_TONE_OUT_YUV420 && io->yuv_alpha ? HP_TONE_FLAG_ALPHA : 0;
+    tp.flags |= io->kind == HP_TONE_OUT_YUV420 && io->yuv_alpha ? HP_TONE_FLAG_ALPHA : 0;
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, map->pipeline);
     vkCmdPushConstants(cmd, map->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(tp), &tp);
     if (io->kind == HP_TONE_OUT_YUV420) /* an invocation per 2 x 2 block, a workgroup per 64 x 16 */

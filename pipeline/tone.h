@@ -60,6 +60,7 @@ typedef struct hp_tone_io {
      * DOF stage's hp_dof_record_fields and _bokeh ran before). */
     const hp_dof_frame *dof;
     bool dof_sat, dof_bokeh;
+    bool input_converted; /* the pixels are in Rec.709 already (the DOF composite's image): no conversion */
 } hp_tone_io;
 
 typedef struct hp_tone hp_tone;

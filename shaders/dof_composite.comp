@@ -11,6 +11,7 @@
 #include "hp_shared.h"
 #include "hp_dof.h"
 #include "dof.glsl"
+#include "input_color.glsl"
 #include "dof_composite.glsl"
 
 layout(local_size_x = 32, local_size_y = 8) in;
@@ -53,6 +54,7 @@ void main()
     } else {
         c = PixelsF32(pc.pixels).px[idx];
     }
+    c = input_color(pc.state, c);
     bool excluded;
     vec3 sharp = dof_sanitize(c, excluded);
     DofInputs d = DofInputs(pc.coc, pc.mask, pc.near, pc.far, pc.accum, pc.dilated,

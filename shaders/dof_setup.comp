@@ -17,6 +17,7 @@
 #include "hp_shared.h"
 #include "hp_dof.h"
 #include "dof.glsl"
+#include "input_color.glsl"
 
 layout(local_size_x = HP_DOF_TILE, local_size_y = HP_DOF_TILE) in;
 layout(constant_id = 0) const bool INPUT_FP16 = false;
@@ -92,6 +93,7 @@ void main()
                 } else {
                     c = PixelsF32(pc.pixels).px[idx];
                 }
+                c = input_color(pc.state, c);
                 bool excluded;
                 vec3 rgb = dof_sanitize(c, excluded);
                 float s = dof_coc(InF32(pc.depth).v[idx], pc.coc_k, pc.focus_m, pc.depth_scale, pc.max_coc);

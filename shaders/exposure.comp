@@ -151,4 +151,8 @@ void main()
     ts.drago_norm = tp.drago_display_max * 0.01 / log(1.0 + lsmax) * log(10.0);
     ts.drago_bias_exp = log(tp.drago_bias) / log(0.5);
     ts.translucent = 0u; // the tone pass raises it (tonemap.comp)
+    // The input colour for the stages that read the frame (input_color.glsl); invocation 0 is the one left.
+    for (int k = 0; k < 9; k++)
+        ts.in_to_rec709[k] = tp.in_to_rec709[k];
+    ts.convert_input = tp.convert_input;
 }

@@ -19,6 +19,7 @@
 #include "hp_shared.h"
 #include "hp_dof.h"
 #include "tone.glsl"
+#include "input_color.glsl"
 #include "dof.glsl"
 #include "dof_composite.glsl"
 
@@ -72,6 +73,8 @@ Toned tone_pixel(uvec2 xy, ToneParams tp, ToneState ts)
     } else {
         c = PixelsF32(pc.pixels).px[idx];
     }
+    if ((pc.flags & HP_TONE_FLAG_CONVERTED) == 0u)
+        c = input_color(pc.state, c);
 
     if (DOF) {
         bool dof_excluded;
@@ -85,8 +88,6 @@ Toned tone_pixel(uvec2 xy, ToneParams tp, ToneState ts)
     uvec3 exponent = floatBitsToUint(c.rgb) & 0x7f800000u;
     bool excluded = any(equal(exponent, uvec3(0x7f800000u)));
     vec3 rgb = vec3(c.r > 0.0 ? c.r : 0.0, c.g > 0.0 ? c.g : 0.0, c.b > 0.0 ? c.b : 0.0) * ts.scale;
-    if (tp.convert_input != 0u)
-        rgb = input_to_rec709(tp, rgb);
 
     vec3 tm;
     if (tp.op >= OP_ACES_HILL) {

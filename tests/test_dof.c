@@ -533,9 +533,14 @@ static void test_sat_firefly(void)
 static void test_against_cpu(void)
 {
     /* max_coc 40: kernels past HP_DOF_QUARTER_ABOVE gather from quarter resolution. */
-    static const struct { uint32_t w, h; int method; bool bokeh; double max_coc; } cases[] = {
-        {97, 61, HP_DOF_GATHER, true, 12}, {160, 90, HP_DOF_GATHER, false, 12}, {160, 90, HP_DOF_SAT, true, 12},
-        {33, 17, HP_DOF_GATHER, true, 12}, {200, 120, HP_DOF_GATHER, true, 40}};
+    /* space: a frame in other primaries (issue 17), every DOF stage then working in Rec.709 after reading
+     * it; saturated blues (0, 0, 1.2) then test the SAT's channel bound (hp_dof.h), which holds for Rec.709's
+     * weights only. -1: Rec.709. */
+    static const struct { uint32_t w, h; int method; bool bokeh; double max_coc; int space; } cases[] = {
+        {97, 61, HP_DOF_GATHER, true, 12, -1}, {160, 90, HP_DOF_GATHER, false, 12, -1},
+        {160, 90, HP_DOF_SAT, true, 12, -1}, {33, 17, HP_DOF_GATHER, true, 12, -1},
+        {200, 120, HP_DOF_GATHER, true, 40, -1}, {160, 90, HP_DOF_SAT, true, 12, HP_COLORSPACE_ACESCG},
+        {97, 61, HP_DOF_GATHER, true, 12, HP_COLORSPACE_ACES2065}};
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         uint32_t w = cases[c].w, h = cases[c].h;
         float *rgba = malloc((size_t)w * h * 16), *depth = malloc((size_t)w * h * 4);
@@ -548,6 +553,8 @@ static void test_against_cpu(void)
                 rgba[4 * i + 3] = 1;
                 if (rng_uniform() < 0.01)
                     rgba[4 * i] = rgba[4 * i + 1] = rgba[4 * i + 2] = 40; /* highlights for bokeh */
+                if (cases[c].space >= 0 && rng_uniform() < 0.2)
+                    rgba[4 * i] = rgba[4 * i + 1] = 0, rgba[4 * i + 2] = 1.2f;
                 /* A near plane, a sloped middle and a far plane. */
                 depth[i] = x < w / 4 ? 0.8f : x < w / 2 ? (float)(1.5 + 3.0 * y / h) : (y < h / 3 ? 1e10f : 30.0f);
                 /* Depths of 0 (in focus by definition) and exactly the focus distance (CoC +0). */
@@ -568,7 +575,12 @@ static void test_against_cpu(void)
         s.blades = 7;
         s.rotation_deg = 10;
         s.squeeze = c == 0 ? 1.5 : 1;
+        hp_err ce = {0};
+        if (cases[c].space >= 0 &&
+            hp_input_color_make(hp_colorspace_chromaticities((hp_colorspace)cases[c].space), &s.color, &ce) != HP_OK)
+            tap_ok(false, "the colour space of case %zu: %s", c, ce.message);
         hp_frame_params fp = frame_params(&s, true);
+        fp.params.color = s.color;
         fp.output_dof = true;
         hp_frame_result res;
         bool ran = run(w, h, rgba, depth, &fp, &res);
@@ -599,14 +611,15 @@ static void test_against_cpu(void)
         bool fran = ran && run(w, h, rgba, depth, &fused, &fres);
         for (size_t i = 0; fran && i < img_bytes; i++)
             differ += abs((int)unfused[i] - (int)((const uint8_t *)fres.pixels)[i]) > 0;
-        tap_ok(fran && differ == 0, "%ux%u %s: the tone pass with the composite fused in makes the same image as the "
-               "composite pass then the tone pass (%zu of %zu bytes differ)", w, h,
-               s.method == HP_DOF_SAT ? "sat" : "gather", differ, img_bytes);
+        const char *space = cases[c].space >= 0 ? hp_colorspace_name((hp_colorspace)cases[c].space) : "rec709";
+        tap_ok(fran && differ == 0, "%ux%u %s, %s: the tone pass with the composite fused in makes the same image as "
+               "the composite pass then the tone pass (%zu of %zu bytes differ)", w, h,
+               s.method == HP_DOF_SAT ? "sat" : "gather", space, differ, img_bytes);
         free(unfused);
         tap_ok(ran && cpu && mean < 1e-3 && off <= (size_t)w * h * 4 / 200 && cr.sprites_wanted == res.bokeh_wanted,
-               "%ux%u %s%s, max CoC %.0f: GPU against the CPU reference: mean relative error %.2g, %zu of %u values "
-               "off by more than 1e-3 (worst %.2g); sprites %u / %u",
-               w, h, s.method == HP_DOF_SAT ? "sat" : "gather", s.bokeh ? " + bokeh" : "", s.max_coc_px, mean, off,
+               "%ux%u %s%s, %s, max CoC %.0f: GPU against the CPU reference: mean relative error %.2g, %zu of %u "
+               "values off by more than 1e-3 (worst %.2g); sprites %u / %u",
+               w, h, s.method == HP_DOF_SAT ? "sat" : "gather", s.bokeh ? " + bokeh" : "", space, s.max_coc_px, mean, off,
                w * h * 4, worst,
                res.bokeh_wanted, cr.sprites_wanted);
         free(rgba), free(depth), free(want);

@@ -211,9 +211,14 @@
  *   float scale, key, adaptation, white, exposed_max, exposed_log_average, p01, p99, hist_mean,
  *         drago_norm, drago_inv_lwa, drago_inv_lsmax, drago_bias_exp;
  *   uint  translucent (0 from the exposure stage; the tone pass makes it 1 when any alpha it writes is
- *         below the output's maximum, so an opaque alpha need not be encoded); pad x 2 */
+ *         below the output's maximum, so an opaque alpha need not be encoded); pad x 2;
+ *   uint  convert_input, float in_to_rec709[9] (words HP_TONE_STATE_CONVERT..+9: tone_params' copies, made
+ *         by the exposure stage for the stages that read the frame, shaders/include/input_color.glsl); pad x 2 */
 #define HP_TONE_PARAMS_WORDS 56
-#define HP_TONE_STATE_WORDS 16
+#define HP_TONE_STATE_WORDS 28
+#define HP_TONE_STATE_CONVERT 16
+/* The tone pass's input is converted already (the DOF composite's image, which read the frame). */
+#define HP_TONE_FLAG_CONVERTED 2u
 
 /* --- YUV 4:2:0 output (the tone pass's OUTPUT_KIND 3, for libwebp's lossy encoder) ------------------ *
  * Planes in this order, 8 bits a sample: Y (y_stride x y_rows), U and V (y_stride / 2 x y_rows / 2), then

@@ -43,6 +43,9 @@ layout(buffer_reference, std430, buffer_reference_align = 16) buffer ToneState {
     float drago_bias_exp;
     uint translucent; // 1 when some output alpha is below its maximum (the tone pass sets it)
     float pad[2];
+    uint convert_input;    // HP_TONE_STATE_CONVERT: tone_params' copies (input_color.glsl reads them)
+    float in_to_rec709[9];
+    float pad2[2];
 };
 
 // Operators, in hp_tone_operator order (pipeline/params.h).
@@ -93,23 +96,6 @@ vec3 Yxy_to_rgb(vec3 Yxy)
 float luminance(vec3 rgb)
 {
     return dot(rgb, vec3(HP_LUMA_R, HP_LUMA_G, HP_LUMA_B));
-}
-
-// A frame of other primaries into linear Rec.709 (pipeline/colorspace.h, hp_input_color), then into
-// Rec.709's gamut from below: a colour outside it has a channel under 0, and is pulled toward the grey of
-// its own luminance just enough to bring that channel to 0, so its luminance and hue stay (the mirror of
-// the tone stage's fold above 1). A colour without luminance becomes black.
-vec3 input_to_rec709(ToneParams tp, vec3 rgb)
-{
-    mat3 m = mat3(tp.in_to_rec709[0], tp.in_to_rec709[3], tp.in_to_rec709[6],
-                  tp.in_to_rec709[1], tp.in_to_rec709[4], tp.in_to_rec709[7],
-                  tp.in_to_rec709[2], tp.in_to_rec709[5], tp.in_to_rec709[8]);
-    vec3 c = m * rgb;
-    float Y = luminance(c);
-    float low = min(c.r, min(c.g, c.b));
-    if (low < 0.0)
-        c = Y > 0.0 ? Y + (c - Y) * (Y / (Y - low)) : vec3(0.0);
-    return max(c, vec3(0.0));
 }
 
 // --- Curves on luminance (algorithms.md 3.1-3.8), L is the exposed luminance -----------------------

@@ -1,0 +1,38 @@
+// A frame of other primaries into linear Rec.709 where a stage first reads it (issue 17;
+// pipeline/colorspace.h, hp_input_color): the tone pass, and with depth of field the DOF setup and composite,
+// so that every stage after the reduction works in Rec.709 (the DOF's luminance weights and its SAT's
+// channel bound are Rec.709's). The matrix is in tone_state (hp_shared.h), copied there from tone_params by
+// the exposure stage. pipeline/cpu_tone.c, hp_cpu_input_to_rec709, is the same in double.
+#ifndef HP_INPUT_COLOR_GLSL
+#define HP_INPUT_COLOR_GLSL
+
+#include "hp_shared.h"
+
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer InputColor {
+    float w[HP_TONE_STATE_WORDS];
+};
+
+// Negative channels are 0 first (no light is negative, DECISIONS.md 2); then the matrix; then a colour
+// outside Rec.709, which has a channel under 0, is pulled toward the grey of its own luminance just enough
+// to bring that channel to 0, so its luminance and hue stay (the mirror of the tone pass's fold above 1);
+// a colour of no luminance (imaginary primaries: AP0's blue) becomes black. A pixel with a NaN or infinite
+// channel is left as it is: the stages exclude it.
+vec4 input_color(uvec2 state, vec4 c)
+{
+    InputColor ic = InputColor(state);
+    uvec3 exponent = floatBitsToUint(c.rgb) & 0x7f800000u;
+    if (floatBitsToUint(ic.w[HP_TONE_STATE_CONVERT]) == 0u || any(equal(exponent, uvec3(0x7f800000u))))
+        return c;
+    const uint m = HP_TONE_STATE_CONVERT + 1u;
+    mat3 to709 = mat3(ic.w[m + 0u], ic.w[m + 3u], ic.w[m + 6u],
+                      ic.w[m + 1u], ic.w[m + 4u], ic.w[m + 7u],
+                      ic.w[m + 2u], ic.w[m + 5u], ic.w[m + 8u]);
+    vec3 v = to709 * vec3(c.r > 0.0 ? c.r : 0.0, c.g > 0.0 ? c.g : 0.0, c.b > 0.0 ? c.b : 0.0);
+    float Y = dot(v, vec3(HP_LUMA_R, HP_LUMA_G, HP_LUMA_B));
+    float low = min(v.r, min(v.g, v.b));
+    if (low < 0.0)
+        v = Y > 0.0 ? Y + (v - Y) * (Y / (Y - low)) : vec3(0.0);
+    return vec4(max(v, vec3(0.0)), c.a);
+}
+
+#endif
