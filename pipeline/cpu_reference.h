@@ -45,7 +45,7 @@ void hp_cpu_rgb_to_Yxy(const double rgb[3], double Yxy[3]);
 void hp_cpu_Yxy_to_rgb(const double Yxy[3], double rgb[3]);
 
 /* A frame of other primaries into linear Rec.709 and its gamut from below, luminance and hue kept
- * (shaders/include/tone.glsl, input_to_rec709). in and out may be the same. */
+ * (shaders/include/input_color.glsl). in and out may be the same. */
 void hp_cpu_input_to_rec709(const hp_input_color *c, const double in[3], double out[3]);
 /* A frame's pixel as the stages that read the frame see it (shaders/include/input_color.glsl): converted to
  * Rec.709 in place (rounded to fp32) when the colour asks for it and its channels are finite. */

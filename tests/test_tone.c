@@ -540,6 +540,35 @@ int main(void)
                        100 * identical, d.off_by_one, d.worse, made ? "" : ": ", made ? "" : ce.message);
             }
         }
+        /* A finite ACEScg red near FLT_MAX: the GPU converts in fp32, where AP1's 1.7 would overflow without
+         * input_color.glsl's scaling (the pixel went black); the CPU works in double. Rec.709 has room for the
+         * result here; AP0's 2.5 can take a channel past FLT_MAX, which fp32 cannot hold (then excluded). */
+        {
+            hp_frame_params fp;
+            hp_frame_params_defaults(&fp);
+            fp.params.tonemap.op = HP_TONE_REINHARD;
+            hp_err ce = {0};
+            bool made = hp_input_color_make(hp_colorspace_chromaticities(HP_COLORSPACE_ACESCG), &fp.params.color,
+                                            &ce) == HP_OK;
+            frame[4 * 100] = 2.5e38f, frame[4 * 100 + 1] = frame[4 * 100 + 2] = 0.0f, frame[4 * 100 + 3] = 0.5f;
+            hp_frame_desc desc = {.width = w, .height = h, .format = HP_PIXEL_RGBA32F};
+            hp_frame_result res;
+            bool ran = made && gpu_run(&desc, frame, &fp, &res);
+            float luma[3];
+            hp_input_color_luma(&fp.params.color, luma);
+            hp_lum_stats cs;
+            hp_cpu_reduce_row(frame, HP_PIXEL_RGBA32F, (uint64_t)w * h, fp.params.analysis.histogram_min_log2,
+                              fp.params.analysis.histogram_max_log2, luma, &cs);
+            hp_tone_state ts;
+            hp_cpu_tone_frame(frame, HP_PIXEL_RGBA32F, w, h, &cs, &fp.params, &ts, cpu);
+            const uint8_t *g = ran ? (const uint8_t *)res.pixels + 400 : NULL;
+            int worst = 0;
+            for (int k = 0; g && k < 4; k++)
+                worst = abs((int)g[k] - (int)cpu[400 + k]) > worst ? abs((int)g[k] - (int)cpu[400 + k]) : worst;
+            tap_ok(ran && worst <= 1 && cpu[400] > 200, "an ACEScg red of 2.5e38 renders on the GPU as on the CPU: "
+                   "GPU (%d, %d, %d, %d), CPU (%d, %d, %d, %d)", g ? g[0] : -1, g ? g[1] : -1, g ? g[2] : -1,
+                   g ? g[3] : -1, cpu[400], cpu[401], cpu[402], cpu[403]);
+        }
         free(cpu);
         free(frame);
 

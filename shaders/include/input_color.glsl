@@ -2,7 +2,8 @@
 // pipeline/colorspace.h, hp_input_color): the tone pass, and with depth of field the DOF setup and composite,
 // so that every stage after the reduction works in Rec.709 (the DOF's luminance weights and its SAT's
 // channel bound are Rec.709's). The matrix is in tone_state (hp_shared.h), copied there from tone_params by
-// the exposure stage. pipeline/cpu_tone.c, hp_cpu_input_to_rec709, is the same in double.
+// the exposure stage. pipeline/cpu_tone.c, hp_cpu_input_to_rec709, is the same in double (the CPU tone
+// pass applies it after the exposure scale, the GPU before: the same, as both are linear).
 #ifndef HP_INPUT_COLOR_GLSL
 #define HP_INPUT_COLOR_GLSL
 
@@ -27,12 +28,17 @@ vec4 input_color(uvec2 state, vec4 c)
     mat3 to709 = mat3(ic.w[m + 0u], ic.w[m + 3u], ic.w[m + 6u],
                       ic.w[m + 1u], ic.w[m + 4u], ic.w[m + 7u],
                       ic.w[m + 2u], ic.w[m + 5u], ic.w[m + 8u]);
-    vec3 v = to709 * vec3(c.r > 0.0 ? c.r : 0.0, c.g > 0.0 ? c.g : 0.0, c.b > 0.0 ? c.b : 0.0);
+    vec3 rgb = vec3(c.r > 0.0 ? c.r : 0.0, c.g > 0.0 ? c.g : 0.0, c.b > 0.0 ? c.b : 0.0);
+    // The matrices' entries reach 2.5 (AP0): a channel near FLT_MAX would overflow in fp32 where the CPU's
+    // double does not. Such a pixel is converted at 2^-64 of its size (exact: a power of two) and scaled
+    // back; the fold below does not depend on the scale.
+    bool huge = max(rgb.r, max(rgb.g, rgb.b)) > 1e36;
+    vec3 v = to709 * (rgb * (huge ? uintBitsToFloat(0x1f800000u) /* 2^-64 */ : 1.0));
     float Y = dot(v, vec3(HP_LUMA_R, HP_LUMA_G, HP_LUMA_B));
     float low = min(v.r, min(v.g, v.b));
     if (low < 0.0)
         v = Y > 0.0 ? Y + (v - Y) * (Y / (Y - low)) : vec3(0.0);
-    return vec4(max(v, vec3(0.0)), c.a);
+    return vec4(max(v, vec3(0.0)) * (huge ? uintBitsToFloat(0x5f800000u) /* 2^64 */ : 1.0), c.a);
 }
 
 #endif

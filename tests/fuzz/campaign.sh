@@ -34,7 +34,8 @@ for spec in "$@"; do
     # or a fuzzer that cannot run at all, which must not be started again and again.
     end=$((SECONDS + seconds))
     for ((p = 0; p < procs; p++)); do
-      (cd "$dir" && n=0 && while left=$((end - SECONDS)) && [ "$left" -gt 0 ]; do
+      (cd "$dir" && n=0 && while left=$((end - SECONDS)) && [ "$left" -gt 0 ] &&
+                                 ! ls "$dir" | grep -qE '^(crash|leak|timeout|oom)-'; do
          "$OLDPWD/$build/tests/fuzz/fuzz_$target" "${flags[@]}" -runs="$runs" -max_total_time="$left" \
            > "$dir/fuzz-$p-$n.log" 2>&1 || break
          n=$((n + 1))
