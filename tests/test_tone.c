@@ -177,6 +177,27 @@ static diff_count compare_images(const void *gpu_px, const void *cpu_px, size_t 
     return d;
 }
 
+/* An RGBA32F frame read as `space` with operator `op`, defaults otherwise: on the GPU into *res, and through
+ * the CPU reference (the reduction with the space's Y row, then the tone stage) into cpu, 8-bit RGBA. */
+static bool run_in_space(const float *frame, uint32_t w, uint32_t h, hp_colorspace space, hp_tone_operator op,
+                         hp_frame_result *res, uint8_t *cpu, bool *made, hp_err *e)
+{
+    hp_frame_params fp;
+    hp_frame_params_defaults(&fp);
+    fp.params.tonemap.op = op;
+    *made = hp_input_color_make(hp_colorspace_chromaticities(space), &fp.params.color, e) == HP_OK;
+    hp_frame_desc desc = {.width = w, .height = h, .format = HP_PIXEL_RGBA32F};
+    bool ran = *made && gpu_run(&desc, frame, &fp, res);
+    float luma[3];
+    hp_input_color_luma(&fp.params.color, luma);
+    hp_lum_stats cs;
+    hp_cpu_reduce_row(frame, HP_PIXEL_RGBA32F, (uint64_t)w * h, fp.params.analysis.histogram_min_log2,
+                      fp.params.analysis.histogram_max_log2, luma, &cs);
+    hp_tone_state ts;
+    hp_cpu_tone_frame(frame, HP_PIXEL_RGBA32F, w, h, &cs, &fp.params, &ts, cpu);
+    return ran;
+}
+
 /* A frame of tests/data decoded as the daemon decodes it, into a malloc'd buffer in `layout`; NULL (and a
  * message in e) when it cannot be. */
 static void *decode_test_file(const char *name, hp_pixel_layout layout, hp_image_info *info, hp_err *e)
@@ -516,22 +537,10 @@ int main(void)
         uint8_t *cpu = malloc((size_t)w * h * 8);
         for (int space = HP_COLORSPACE_ACESCG; space <= HP_COLORSPACE_ACES2065; space++) {
             for (int op = 0; op < HP_TONE_OPERATOR_COUNT; op++) {
-                hp_frame_params fp;
-                hp_frame_params_defaults(&fp);
-                fp.params.tonemap.op = (hp_tone_operator)op;
                 hp_err ce = {0};
-                bool made = hp_input_color_make(hp_colorspace_chromaticities((hp_colorspace)space), &fp.params.color,
-                                                &ce) == HP_OK;
-                hp_frame_desc desc = {.width = w, .height = h, .format = HP_PIXEL_RGBA32F};
                 hp_frame_result res;
-                bool ran = made && gpu_run(&desc, frame, &fp, &res);
-                float luma[3];
-                hp_input_color_luma(&fp.params.color, luma);
-                hp_lum_stats cs;
-                hp_cpu_reduce_row(frame, HP_PIXEL_RGBA32F, (uint64_t)w * h, fp.params.analysis.histogram_min_log2,
-                                  fp.params.analysis.histogram_max_log2, luma, &cs);
-                hp_tone_state ts;
-                hp_cpu_tone_frame(frame, HP_PIXEL_RGBA32F, w, h, &cs, &fp.params, &ts, cpu);
+                bool made = true;
+                bool ran = run_in_space(frame, w, h, (hp_colorspace)space, (hp_tone_operator)op, &res, cpu, &made, &ce);
                 diff_count d = ran ? compare_images(res.pixels, cpu, (size_t)w * h, false) : (diff_count){0};
                 double identical = d.values ? (double)d.identical / (double)d.values : 0;
                 tap_ok(ran && identical >= 0.999 && d.worse == 0,
@@ -544,23 +553,11 @@ int main(void)
          * input_color.glsl's scaling (the pixel went black); the CPU works in double. Rec.709 has room for the
          * result here; AP0's 2.5 can take a channel past FLT_MAX, which fp32 cannot hold (then excluded). */
         {
-            hp_frame_params fp;
-            hp_frame_params_defaults(&fp);
-            fp.params.tonemap.op = HP_TONE_REINHARD;
-            hp_err ce = {0};
-            bool made = hp_input_color_make(hp_colorspace_chromaticities(HP_COLORSPACE_ACESCG), &fp.params.color,
-                                            &ce) == HP_OK;
             frame[4 * 100] = 2.5e38f, frame[4 * 100 + 1] = frame[4 * 100 + 2] = 0.0f, frame[4 * 100 + 3] = 0.5f;
-            hp_frame_desc desc = {.width = w, .height = h, .format = HP_PIXEL_RGBA32F};
+            hp_err ce = {0};
             hp_frame_result res;
-            bool ran = made && gpu_run(&desc, frame, &fp, &res);
-            float luma[3];
-            hp_input_color_luma(&fp.params.color, luma);
-            hp_lum_stats cs;
-            hp_cpu_reduce_row(frame, HP_PIXEL_RGBA32F, (uint64_t)w * h, fp.params.analysis.histogram_min_log2,
-                              fp.params.analysis.histogram_max_log2, luma, &cs);
-            hp_tone_state ts;
-            hp_cpu_tone_frame(frame, HP_PIXEL_RGBA32F, w, h, &cs, &fp.params, &ts, cpu);
+            bool made = true;
+            bool ran = run_in_space(frame, w, h, HP_COLORSPACE_ACESCG, HP_TONE_REINHARD, &res, cpu, &made, &ce);
             const uint8_t *g = ran ? (const uint8_t *)res.pixels + 400 : NULL;
             int worst = 0;
             for (int k = 0; g && k < 4; k++)
