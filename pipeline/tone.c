@@ -198,7 +198,7 @@ void hp_tone_record_map(hp_tone *t, VkCommandBuffer cmd, const hp_tone_io *io)
 {
     struct tonemap_push tp = {.pixels = io->pixels, .params = io->params, .state = io->state,
                               .lan = io->lan_b, .width = io->width, .height = io->height,
-                              .flags = io->input_converted ? HP_TONE_FLAG_CONVERTED : 0};
+                              .flags = io->convert_input ? HP_TONE_FLAG_CONVERT : 0};
     uint32_t dof = io->dof != NULL;
     if (dof) {
         tp.coc = io->dof->coc.address;

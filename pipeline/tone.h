@@ -60,7 +60,8 @@ typedef struct hp_tone_io {
      * DOF stage's hp_dof_record_fields and _bokeh ran before). */
     const hp_dof_frame *dof;
     bool dof_sat, dof_bokeh;
-    bool input_converted; /* the pixels are in Rec.709 already (the DOF composite's image): no conversion */
+    bool convert_input; /* convert the pixels to Rec.709 as they are read (tone_state's matrix): the frame is in
+                         * other primaries, and not the DOF composite's image, which is converted already */
 } hp_tone_io;
 
 typedef struct hp_tone hp_tone;

@@ -54,7 +54,8 @@ void main()
     } else {
         c = PixelsF32(pc.pixels).px[idx];
     }
-    c = input_color(pc.state, c);
+    if (input_color_wanted(pc.state))
+        c = input_color(pc.state, c);
     bool excluded;
     vec3 sharp = dof_sanitize(c, excluded);
     DofInputs d = DofInputs(pc.coc, pc.mask, pc.near, pc.far, pc.accum, pc.dilated,

@@ -93,7 +93,8 @@ void main()
                 } else {
                     c = PixelsF32(pc.pixels).px[idx];
                 }
-                c = input_color(pc.state, c);
+                if (input_color_wanted(pc.state))
+                    c = input_color(pc.state, c);
                 bool excluded;
                 vec3 rgb = dof_sanitize(c, excluded);
                 float s = dof_coc(InF32(pc.depth).v[idx], pc.coc_k, pc.focus_m, pc.depth_scale, pc.max_coc);

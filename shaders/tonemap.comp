@@ -73,7 +73,7 @@ Toned tone_pixel(uvec2 xy, ToneParams tp, ToneState ts)
     } else {
         c = PixelsF32(pc.pixels).px[idx];
     }
-    if ((pc.flags & HP_TONE_FLAG_CONVERTED) == 0u)
+    if ((pc.flags & HP_TONE_FLAG_CONVERT) != 0u)
         c = input_color(pc.state, c);
 
     if (DOF) {

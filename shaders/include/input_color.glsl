@@ -17,12 +17,13 @@ layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Inp
 // outside Rec.709, which has a channel under 0, is pulled toward the grey of its own luminance just enough
 // to bring that channel to 0, so its luminance and hue stay (the mirror of the tone pass's fold above 1);
 // a colour of no luminance (imaginary primaries: AP0's blue) becomes black. A pixel with a NaN or infinite
-// channel is left as it is: the stages exclude it.
+// channel is left as it is: the stages exclude it. The caller knows whether the frame needs it: the tone
+// pass from a push-constant flag, the DOF stages from input_color_wanted().
 vec4 input_color(uvec2 state, vec4 c)
 {
     InputColor ic = InputColor(state);
     uvec3 exponent = floatBitsToUint(c.rgb) & 0x7f800000u;
-    if (floatBitsToUint(ic.w[HP_TONE_STATE_CONVERT]) == 0u || any(equal(exponent, uvec3(0x7f800000u))))
+    if (any(equal(exponent, uvec3(0x7f800000u))))
         return c;
     const uint m = HP_TONE_STATE_CONVERT + 1u;
     mat3 to709 = mat3(ic.w[m + 0u], ic.w[m + 3u], ic.w[m + 6u],
@@ -39,6 +40,11 @@ vec4 input_color(uvec2 state, vec4 c)
     if (low < 0.0)
         v = Y > 0.0 ? Y + (v - Y) * (Y / (Y - low)) : vec3(0.0);
     return vec4(max(v, vec3(0.0)) * (huge ? uintBitsToFloat(0x5f800000u) /* 2^64 */ : 1.0), c.a);
+}
+
+bool input_color_wanted(uvec2 state)
+{
+    return floatBitsToUint(InputColor(state).w[HP_TONE_STATE_CONVERT]) != 0u;
 }
 
 #endif
