@@ -440,11 +440,7 @@ hp_code hp_params_apply_look(hp_params *p, uint32_t look, hp_err *err)
     return code;
 }
 
-/* One source of parameters read twice when it names a look: first to learn the look, then on top of it,
- * so that the source's own values override the look's (api/render.c does the same over its two sources). */
-typedef hp_code (*params_reader)(const void *src, hp_params *p, hp_err *err);
-
-static hp_code read_with_look(params_reader read, const void *src, hp_params *p, hp_err *err)
+hp_code hp_params_read_with_look(hp_params_reader read, const void *src, hp_params *p, hp_err *err)
 {
     hp_params first = *p;
     hp_code code = read(src, &first, err);
@@ -467,10 +463,10 @@ static hp_code read_query(const void *src, hp_params *p, hp_err *err) { return h
 
 hp_code hp_params_from_json_with_look(const json_t *obj, hp_params *p, hp_err *err)
 {
-    return read_with_look(read_json, obj, p, err);
+    return hp_params_read_with_look(read_json, obj, p, err);
 }
 
 hp_code hp_params_from_query_with_look(const char *query, hp_params *p, hp_err *err)
 {
-    return read_with_look(read_query, query, p, err);
+    return hp_params_read_with_look(read_query, query, p, err);
 }

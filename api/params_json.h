@@ -25,8 +25,13 @@ hp_code hp_params_from_query(const char *query, hp_params *p, hp_err *err);
 
 /* Sets the parameters of look `look` (pipeline/looks.h) on *p, through the query parser. */
 hp_code hp_params_apply_look(hp_params *p, uint32_t look, hp_err *err);
-/* hp_params_from_json and hp_params_from_query as the daemon reads a request: a look the source names is
- * applied first, and the source's own values override it. */
+/* A source of parameters (a JSON object, a query, a whole request) read onto *p. */
+typedef hp_code (*hp_params_reader)(const void *src, hp_params *p, hp_err *err);
+/* Reads src onto *p as the daemon reads a request: once to learn the look it names, then, when it names
+ * one, again on top of that look, so that the source's own values override the look's in whatever order
+ * they come. *p is left as it was on a failure. */
+hp_code hp_params_read_with_look(hp_params_reader read, const void *src, hp_params *p, hp_err *err);
+/* hp_params_from_json and hp_params_from_query through hp_params_read_with_look. */
 hp_code hp_params_from_json_with_look(const json_t *obj, hp_params *p, hp_err *err);
 hp_code hp_params_from_query_with_look(const char *query, hp_params *p, hp_err *err);
 

@@ -154,34 +154,33 @@ static bool client_gone(hp_job *job)
 
 /* --- receive ------------------------------------------------------------------------------------------ */
 
-/* The request's parameters on top of *p: the params part, then the query (which wins). */
-static bool read_params(hp_request *req, const hp_form *form, hp_params *p, hp_reply *reply)
+typedef struct request_params {
+    hp_request *req;
+    const hp_form *form;
+    hp_reply *reply;
+} request_params;
+
+/* The request's parameters on top of *p: the params part, then the query (which wins). A failure is
+ * answered in the reply (hp_params_reader's err stays empty). */
+static hp_code read_request_params(const void *src, hp_params *p, hp_err *err)
 {
-    return (!form->params.present || hp_form_read_params(&form->params, p, reply)) &&
-           hp_query_read(req->connection, p, reply);
+    const request_params *r = src;
+    (void)err;
+    return (!r->form->params.present || hp_form_read_params(&r->form->params, p, r->reply)) &&
+                   hp_query_read(r->req->connection, p, r->reply)
+               ? HP_OK
+               : HP_ERR_INVALID_ARGUMENT;
 }
 
-/* A named look is applied first (pipeline/looks.h): once its name is known, the parameters are read again
- * on top of it, so that they override it in whatever order they came. */
+/* With a named look applied first (pipeline/looks.h, hp_params_read_with_look). */
 static bool read_params_with_look(hp_request *req, frame_request *fr, hp_reply *reply)
 {
-    hp_params first = fr->fp.params;
-    if (!read_params(req, &fr->form, &first, reply))
-        return false;
-    if (first.look == 0) {
-        fr->fp.params = first;
-        return true;
-    }
-    hp_params base = fr->fp.params;
+    request_params src = {req, &fr->form, reply};
     hp_err err = {0};
-    if (hp_params_apply_look(&base, first.look, &err) != HP_OK) {
+    hp_code code = hp_params_read_with_look(read_request_params, &src, &fr->fp.params, &err);
+    if (code != HP_OK && err.message[0]) /* the look's own settings failed: the table's fault */
         hp_reply_error(reply, 500, "internal", "look", "%s", err.message);
-        return false;
-    }
-    if (!read_params(req, &fr->form, &base, reply))
-        return false;
-    fr->fp.params = base;
-    return true;
+    return code == HP_OK;
 }
 
 static bool receive(hp_request *req, frame_request *fr, hp_reply *reply)

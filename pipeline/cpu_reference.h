@@ -44,11 +44,13 @@ void hp_cpu_reduce_row(const void *pixels, hp_pixel_format format, uint64_t coun
 void hp_cpu_rgb_to_Yxy(const double rgb[3], double Yxy[3]);
 void hp_cpu_Yxy_to_rgb(const double Yxy[3], double rgb[3]);
 
-/* A frame of other primaries into linear Rec.709 and its gamut from below, luminance and hue kept
- * (shaders/include/input_color.glsl). in and out may be the same. */
-void hp_cpu_input_to_rec709(const hp_input_color *c, const double in[3], double out[3]);
-/* A frame's pixel as the stages that read the frame see it (shaders/include/input_color.glsl): converted to
- * Rec.709 in place (rounded to fp32) when the colour asks for it and its channels are finite. */
+/* A Rec.709 RGBA32F frame of n pixels written in another space's primaries (the inverse of that space's
+ * hp_input_color matrix, in double): how the tests and the gallery make frames in ACEScg. False when the
+ * space's matrix is not invertible. out may not alias rgba. */
+bool hp_cpu_frame_from_rec709(const float *rgba, size_t n, hp_colorspace space, float *out);
+/* A frame's pixel as the stages that read the frame see it (shaders/include/input_color.glsl): converted in
+ * place to linear Rec.709 and into its gamut from below, luminance and hue kept, in double and rounded to
+ * fp32, when the colour asks for it and the channels are finite. */
 void hp_cpu_input_color(const hp_input_color *c, float rgba[4]);
 
 /* The exposure stage from the statistics and the request (shaders/exposure.comp). */

@@ -299,19 +299,8 @@ float hp_dither_noise(uint32_t x, uint32_t y)
 
 /* --- One pixel (shaders/tonemap.comp) -------------------------------------------------------------- */
 
-void hp_cpu_input_color(const hp_input_color *c, float rgba[4])
-{
-    if (!c->convert || !isfinite(rgba[0]) || !isfinite(rgba[1]) || !isfinite(rgba[2]))
-        return;
-    double v[3];
-    for (int i = 0; i < 3; i++)
-        v[i] = rgba[i] > 0.0f ? rgba[i] : 0.0;
-    hp_cpu_input_to_rec709(c, v, v);
-    for (int i = 0; i < 3; i++)
-        rgba[i] = (float)v[i];
-}
-
-void hp_cpu_input_to_rec709(const hp_input_color *c, const double in[3], double out[3])
+/* To linear Rec.709 and its gamut from below, luminance and hue kept (shaders/include/input_color.glsl). */
+static void input_to_rec709(const hp_input_color *c, const double in[3], double out[3])
 {
     double v[3];
     mat_mul(c->to_rec709, in, v);
@@ -323,15 +312,45 @@ void hp_cpu_input_to_rec709(const hp_input_color *c, const double in[3], double 
     }
 }
 
-void hp_cpu_tone_pixel(const float rgba[4], const hp_tone_state *ts, const hp_params *p, double lan, double out[4],
+bool hp_cpu_frame_from_rec709(const float *rgba, size_t n, hp_colorspace space, float *out)
+{
+    hp_input_color to709;
+    hp_err err = {0};
+    double m[3][3];
+    if (hp_input_color_make(hp_colorspace_chromaticities(space), &to709, &err) != HP_OK ||
+        !hp_mat3_invert(to709.to_rec709, m))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const float *p = rgba + 4 * i;
+        for (int r = 0; r < 3; r++)
+            out[4 * i + r] = (float)(m[r][0] * p[0] + m[r][1] * p[1] + m[r][2] * p[2]);
+        out[4 * i + 3] = p[3];
+    }
+    return true;
+}
+
+void hp_cpu_input_color(const hp_input_color *c, float rgba[4])
+{
+    if (!c->convert || !isfinite(rgba[0]) || !isfinite(rgba[1]) || !isfinite(rgba[2]))
+        return;
+    double v[3];
+    for (int i = 0; i < 3; i++)
+        v[i] = rgba[i] > 0.0f ? rgba[i] : 0.0;
+    input_to_rec709(c, v, v);
+    for (int i = 0; i < 3; i++)
+        rgba[i] = (float)v[i];
+}
+
+
+void hp_cpu_tone_pixel(const float frame_rgba[4], const hp_tone_state *ts, const hp_params *p, double lan, double out[4],
                        double *lum_out)
 {
+    float rgba[4] = {frame_rgba[0], frame_rgba[1], frame_rgba[2], frame_rgba[3]};
+    hp_cpu_input_color(&p->color, rgba); /* as the GPU stages read the frame */
     bool excluded = !isfinite(rgba[0]) || !isfinite(rgba[1]) || !isfinite(rgba[2]);
     double rgb[3];
     for (int i = 0; i < 3; i++)
         rgb[i] = (rgba[i] > 0.0f ? (double)rgba[i] : 0.0) * ts->scale;
-    if (p->color.convert)
-        hp_cpu_input_to_rec709(&p->color, rgb, rgb);
 
     double tm[3];
     if (hp_tone_operator_on_rgb(p->tonemap.op)) {

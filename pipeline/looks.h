@@ -15,7 +15,7 @@ typedef struct hp_look {
 /* In the `look` parameter's order: hp_looks[0] is `default`, today's look, which sets nothing. */
 extern const hp_look hp_looks[];
 extern const size_t hp_look_count;
-/* Their names, NULL-terminated: the `look` parameter's choices. */
+/* Their names, NULL-terminated: the `look` parameter's choices (made from the same list as the rows). */
 extern const char *const hp_look_names[];
 
 #endif

@@ -578,15 +578,8 @@ int main(void)
             float *ap1 = malloc(n * 16);
             uint8_t *want = malloc(n * 4);
             hp_input_color color;
-            double from_rec709[3][3];
             bool made = hp_input_color_make(hp_colorspace_chromaticities(HP_COLORSPACE_ACESCG), &color, &e) == HP_OK &&
-                        hp_mat3_invert(color.to_rec709, from_rec709);
-            for (size_t i = 0; made && i < n; i++) {
-                for (int r = 0; r < 3; r++)
-                    ap1[4 * i + r] = (float)(from_rec709[r][0] * rec709[4 * i] + from_rec709[r][1] * rec709[4 * i + 1] +
-                                             from_rec709[r][2] * rec709[4 * i + 2]);
-                ap1[4 * i + 3] = rec709[4 * i + 3];
-            }
+                        hp_cpu_frame_from_rec709(rec709, n, HP_COLORSPACE_ACESCG, ap1);
             hp_frame_params fp;
             hp_frame_params_defaults(&fp);
             hp_frame_desc desc = {.width = info.width, .height = info.height, .format = HP_PIXEL_RGBA32F};

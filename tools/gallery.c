@@ -17,6 +17,7 @@
 #include "api/image.h"
 #include "common/file.h"
 #include "common/log.h"
+#include "pipeline/cpu_reference.h"
 #include "pipeline/frame_graph.h"
 #include "pipeline/looks.h"
 
@@ -102,26 +103,6 @@ static const float *column_setup(sheet_kind kind, uint32_t c, const frame *f, hp
     return f->acescg;
 }
 
-/* The frame's Rec.709 colours in ACEScg's primaries, in double (the inverse of hp_input_color's matrix). */
-static float *to_acescg(const float *rgba, size_t n)
-{
-    hp_input_color ap1;
-    hp_err err = {0};
-    double m[3][3];
-    float *out = malloc(n * 16);
-    if (!out || hp_input_color_make(hp_colorspace_chromaticities(HP_COLORSPACE_ACESCG), &ap1, &err) != HP_OK ||
-        !hp_mat3_invert(ap1.to_rec709, m)) {
-        free(out);
-        return NULL;
-    }
-    for (size_t i = 0; i < n; i++) {
-        for (int r = 0; r < 3; r++)
-            out[4 * i + r] = (float)(m[r][0] * rgba[4 * i] + m[r][1] * rgba[4 * i + 1] + m[r][2] * rgba[4 * i + 2]);
-        out[4 * i + 3] = rgba[4 * i + 3];
-    }
-    return out;
-}
-
 int main(int argc, char **argv)
 {
     sheet_kind kind = SHEET_OPERATORS;
@@ -154,7 +135,9 @@ int main(int argc, char **argv)
             return 1;
         }
         free(bytes);
-        if (kind == SHEET_ACESCG && !(frames[i].acescg = to_acescg(frames[i].rgba, (size_t)info.width * info.height))) {
+        size_t n = (size_t)info.width * info.height;
+        if (kind == SHEET_ACESCG && (!(frames[i].acescg = malloc(n * 16)) ||
+                                     !hp_cpu_frame_from_rec709(frames[i].rgba, n, HP_COLORSPACE_ACESCG, frames[i].acescg))) {
             fprintf(stderr, "gallery: out of memory\n");
             return 1;
         }

@@ -2,8 +2,8 @@
 // pipeline/colorspace.h, hp_input_color): the tone pass, and with depth of field the DOF setup and composite,
 // so that every stage after the reduction works in Rec.709 (the DOF's luminance weights and its SAT's
 // channel bound are Rec.709's). The matrix is in tone_state (hp_shared.h), copied there from tone_params by
-// the exposure stage. pipeline/cpu_tone.c, hp_cpu_input_to_rec709, is the same in double (the CPU tone
-// pass applies it after the exposure scale, the GPU before: the same, as both are linear).
+// the exposure stage. pipeline/cpu_tone.c, hp_cpu_input_color, is the same in double, where the CPU
+// reference reads the frame.
 #ifndef HP_INPUT_COLOR_GLSL
 #define HP_INPUT_COLOR_GLSL
 
