@@ -287,7 +287,7 @@ static bool resolve_color(frame_request *fr, frame_plan *pl, hp_reply *reply)
     hp_err err = {0};
     if (hp_input_color_resolve(fr->fp.params.input.colorspace, pl->info.has_chromaticities ? &pl->info.chromaticities
                                                                                           : NULL,
-                               &fr->fp.params.color, &pl->color_space, &pl->color_source, &err) != HP_OK) {
+                               fr->fp.params.output.colorspace, &fr->fp.params.color, &pl->color_space, &pl->color_source, &err) != HP_OK) {
         hp_reply_error(reply, 422, "unusable_image", "input.colorspace",
                        "the file's chromaticities make no RGB space: %s; send input.colorspace to say which it is",
                        err.message);

@@ -225,6 +225,13 @@ static hp_code encode_image(const render_ctx *ctx, const hp_job *job, bool *alph
     return hp_encode_webp_yuv420(&planes, w, h, &p->output, enc, err);
 }
 
+/* output.colorspace as the parameter spells it (the schema's own choices). */
+static const char *output_colorspace_name(const hp_params *p)
+{
+    const hp_param_def *def = hp_param_find("output.colorspace");
+    return def->choices[p->output.colorspace];
+}
+
 /* The JSON answer (analyze, or a render that asked for application/json): the frame, its statistics, the
  * timings, and for a render the image in base64 with the exposure and parameters used. */
 static void reply_json(const render_ctx *ctx, const hp_job *job, const hp_encoded *enc, bool alpha,
@@ -239,8 +246,9 @@ static void reply_json(const render_ctx *ctx, const hp_job *job, const hp_encode
     if (!ctx->raw && ctx->input_format == HP_IMAGE_EXR)
         json_object_set_new(body, "exr", exr_json(ctx));
     json_object_set_new(body, "decoded_while_receiving", json_boolean(ctx->early));
-    json_object_set_new(body, "colorspace", json_pack("{s:s, s:s}", "input", ctx->color_space, "source",
-                                                      ctx->color_source));
+    json_object_set_new(body, "colorspace", json_pack("{s:s, s:s, s:s}", "input", ctx->color_space, "source",
+                                                      ctx->color_source, "output",
+                                                      output_colorspace_name(&job->params.params)));
     if (r->dof_ran)
         json_object_set_new(body, "dof", dof_json(&job->params, r));
     if (ctx->analyze) {
@@ -278,6 +286,7 @@ static void reply_image(const render_ctx *ctx, const hp_job *job, hp_encoded *en
     hp_reply_header_add(reply, "X-Exposure", "scale=%.6g; key=%.4g; adaptation=%.6g", r->tone.scale, r->tone.key,
                         r->tone.adaptation);
     hp_reply_header_add(reply, "X-Input-Colorspace", "%s; source=%s", ctx->color_space, ctx->color_source);
+    hp_reply_header_add(reply, "X-Output-Colorspace", "%s", output_colorspace_name(&job->params.params));
     if (!r->dof_ran)
         return;
     const hp_dof_settings *ds = &job->params.dof_settings;

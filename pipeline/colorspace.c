@@ -4,6 +4,7 @@
 #include "pipeline/colorspace.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "hp_shared.h"
@@ -159,29 +160,106 @@ hp_code hp_rgb_to_xyz_d65(const hp_chromaticities *c, double m[3][3], hp_err *er
     return HP_OK;
 }
 
-hp_code hp_input_color_make(const hp_chromaticities *c, hp_input_color *out, hp_err *err)
+hp_colorspace hp_output_colorspace_primaries(hp_output_colorspace out)
+{
+    switch (out) {
+    case HP_OUTPUT_DISPLAY_P3:
+        return HP_COLORSPACE_P3D65;
+    case HP_OUTPUT_REC2020:
+        return HP_COLORSPACE_REC2020;
+    default:
+        return HP_COLORSPACE_REC709;
+    }
+}
+
+static void row_major(const double *v, double m[3][3])
+{
+    for (int i = 0; i < 9; i++)
+        m[i / 3][i % 3] = v[i];
+}
+
+static void working_space_make(hp_output_colorspace output, hp_working_space *out)
+{
+    /* hp_shared.h's operator matrices, row-major (the GLSL and the CPU reference read the same constants). */
+    static const double ACES_IN[9] = {HP_ACES_IN_00, HP_ACES_IN_01, HP_ACES_IN_02, HP_ACES_IN_10, HP_ACES_IN_11,
+                                      HP_ACES_IN_12, HP_ACES_IN_20, HP_ACES_IN_21, HP_ACES_IN_22};
+    static const double ACES_OUT[9] = {HP_ACES_OUT_00, HP_ACES_OUT_01, HP_ACES_OUT_02, HP_ACES_OUT_10, HP_ACES_OUT_11,
+                                       HP_ACES_OUT_12, HP_ACES_OUT_20, HP_ACES_OUT_21, HP_ACES_OUT_22};
+    static const double AGX_INSET[9] = {HP_AGX_INSET_00, HP_AGX_INSET_01, HP_AGX_INSET_02,
+                                        HP_AGX_INSET_10, HP_AGX_INSET_11, HP_AGX_INSET_12,
+                                        HP_AGX_INSET_20, HP_AGX_INSET_21, HP_AGX_INSET_22};
+    static const double AGX_OUTSET[9] = {HP_AGX_OUTSET_00, HP_AGX_OUTSET_01, HP_AGX_OUTSET_02,
+                                         HP_AGX_OUTSET_10, HP_AGX_OUTSET_11, HP_AGX_OUTSET_12,
+                                         HP_AGX_OUTSET_20, HP_AGX_OUTSET_21, HP_AGX_OUTSET_22};
+    memset(out, 0, sizeof(*out));
+    out->output = output;
+    hp_err err = {0};
+    double rec709[3][3], rec2020[3][3], xyz_to_709[3][3], xyz_to_2020[3][3], to_709[3][3], to_2020[3][3],
+        from_2020[3][3], m[3][3];
+    /* The named spaces are D65 and well formed: none of these can fail. */
+    hp_rgb_to_xyz(hp_colorspace_chromaticities(hp_output_colorspace_primaries(output)), out->to_xyz, &err);
+    hp_rgb_to_xyz(hp_colorspace_chromaticities(HP_COLORSPACE_REC709), rec709, &err);
+    hp_rgb_to_xyz(hp_colorspace_chromaticities(HP_COLORSPACE_REC2020), rec2020, &err);
+    hp_mat3_invert(out->to_xyz, out->from_xyz);
+    hp_mat3_invert(rec709, xyz_to_709);
+    hp_mat3_invert(rec2020, xyz_to_2020);
+    for (int i = 0; i < 3; i++)
+        out->luma[i] = out->to_xyz[1][i];
+    hp_mat3_mul(xyz_to_709, out->to_xyz, to_709);
+    hp_mat3_mul(out->from_xyz, rec709, out->from_rec709);
+    hp_mat3_mul(xyz_to_2020, out->to_xyz, to_2020);
+    hp_mat3_mul(out->from_xyz, rec2020, from_2020);
+    row_major(ACES_IN, m);
+    hp_mat3_mul(m, to_709, out->aces_in);
+    row_major(ACES_OUT, m);
+    hp_mat3_mul(out->from_rec709, m, out->aces_out);
+    row_major(AGX_INSET, m);
+    hp_mat3_mul(m, to_2020, out->agx_in);
+    row_major(AGX_OUTSET, m);
+    hp_mat3_mul(from_2020, m, out->agx_out);
+}
+
+static hp_working_space working_spaces[HP_OUTPUT_COLORSPACE_COUNT];
+static pthread_once_t working_spaces_once = PTHREAD_ONCE_INIT;
+
+static void working_spaces_make(void)
+{
+    for (int i = 0; i < HP_OUTPUT_COLORSPACE_COUNT; i++)
+        working_space_make((hp_output_colorspace)i, &working_spaces[i]);
+}
+
+const hp_working_space *hp_working_space_of(hp_output_colorspace output)
+{
+    pthread_once(&working_spaces_once, working_spaces_make);
+    return &working_spaces[(unsigned)output < HP_OUTPUT_COLORSPACE_COUNT ? output : HP_OUTPUT_SRGB];
+}
+
+hp_code hp_input_color_make(const hp_chromaticities *c, hp_output_colorspace output, hp_input_color *out,
+                            hp_err *err)
 {
     memset(out, 0, sizeof(*out));
+    const hp_colorspace work = hp_output_colorspace_primaries(output);
     hp_colorspace named;
-    if (hp_colorspace_find(c, &named) && named == HP_COLORSPACE_REC709)
+    if (hp_colorspace_find(c, &named) && named == work)
         return HP_OK;
-    double to_xyz[3][3], rec709[3][3], from_xyz[3][3];
+    double to_xyz[3][3], work_to_xyz[3][3], from_xyz[3][3];
     hp_code code = hp_rgb_to_xyz_d65(c, to_xyz, err);
     if (code != HP_OK)
         return code;
-    code = hp_rgb_to_xyz(hp_colorspace_chromaticities(HP_COLORSPACE_REC709), rec709, err);
+    code = hp_rgb_to_xyz(hp_colorspace_chromaticities(work), work_to_xyz, err);
     if (code != HP_OK)
         return code;
-    if (!hp_mat3_invert(rec709, from_xyz))
-        return hp_fail(err, HP_ERR_INTERNAL, "Rec.709's RGB -> XYZ matrix is singular");
-    hp_mat3_mul(from_xyz, to_xyz, out->to_rec709);
-    /* Rec.709 under another white, as ICC-minded writers record sRGB (its primaries adapted to D50, e.g.
-     * tests/data/blender_city.exr), comes back to within 2e-4 of the identity through Bradford: that is
-     * Rec.709, and runs as such. 1e-3 is far below any other space's difference (P3's is 0.2). */
+    if (!hp_mat3_invert(work_to_xyz, from_xyz))
+        return hp_fail(err, HP_ERR_INTERNAL, "the working space's RGB -> XYZ matrix is singular");
+    hp_mat3_mul(from_xyz, to_xyz, out->to_work);
+    /* The working space under another white, as ICC-minded writers record sRGB (its primaries adapted to
+     * D50, e.g. tests/data/blender_city.exr), comes back to within 2e-4 of the identity through Bradford:
+     * that is the working space, and runs as such. 1e-3 is far below any other space's difference (P3's
+     * from Rec.709 is 0.2). */
     double off = 0.0;
     for (int r = 0; r < 3; r++)
-        for (int c = 0; c < 3; c++)
-            off = fmax(off, fabs(out->to_rec709[r][c] - (r == c)));
+        for (int k = 0; k < 3; k++)
+            off = fmax(off, fabs(out->to_work[r][k] - (r == k)));
     if (off < 1e-3) {
         memset(out, 0, sizeof(*out));
         return HP_OK;
@@ -192,15 +270,17 @@ hp_code hp_input_color_make(const hp_chromaticities *c, hp_input_color *out, hp_
     return HP_OK;
 }
 
-void hp_input_color_luma(const hp_input_color *c, float luma[3])
+void hp_input_color_luma(const hp_input_color *c, hp_output_colorspace output, float luma[3])
 {
     const double rec709[3] = {HP_LUMA_R, HP_LUMA_G, HP_LUMA_B};
+    /* HP_LUMA_* are hp_rgb_to_xyz's Rec.709 row rounded to 10 digits: sRGB output keeps them exactly. */
+    const double *row = c->convert ? c->luma : output == HP_OUTPUT_SRGB ? rec709 : hp_working_space_of(output)->luma;
     for (int i = 0; i < 3; i++)
-        luma[i] = (float)(c->convert ? c->luma[i] : rec709[i]);
+        luma[i] = (float)row[i];
 }
 
-hp_code hp_input_color_resolve(unsigned choice, const hp_chromaticities *file, hp_input_color *out, const char **name,
-                               const char **source, hp_err *err)
+hp_code hp_input_color_resolve(unsigned choice, const hp_chromaticities *file, hp_output_colorspace output,
+                               hp_input_color *out, const char **name, const char **source, hp_err *err)
 {
     const hp_chromaticities *c = hp_colorspace_chromaticities(HP_COLORSPACE_REC709);
     *source = "default";
@@ -211,10 +291,14 @@ hp_code hp_input_color_resolve(unsigned choice, const hp_chromaticities *file, h
         c = file;
         *source = "attribute";
     }
-    hp_code code = hp_input_color_make(c, out, err);
+    hp_code code = hp_input_color_make(c, output, out, err);
+    /* What a file calls Rec.709 under another white runs as Rec.709 (hp_input_color_make): say so. */
+    hp_input_color as709;
+    hp_err ignored = {0};
     hp_colorspace named;
-    *name = code != HP_OK || !out->convert  ? "rec709"
+    *name = code != HP_OK ? "rec709"
             : hp_colorspace_find(c, &named) ? hp_colorspace_name(named)
-                                            : "custom";
+            : hp_input_color_make(c, HP_OUTPUT_SRGB, &as709, &ignored) == HP_OK && !as709.convert ? "rec709"
+                                                                                                : "custom";
     return code;
 }

@@ -70,6 +70,14 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
         return HP_ERR_OUT_OF_MEMORY;
     }
 
+    /* The working space's Y row (hp_dof_settings.output): the shaders read tone_state's, Rec.709's HP_LUMA_*
+     * in fp32 for sRGB output, for the exclusion of an overflowing luminance, and weigh the bokeh threshold
+     * with it. */
+    double luma[3] = {HP_LUMA_R, HP_LUMA_G, HP_LUMA_B};
+    if (s->output != HP_OUTPUT_SRGB)
+        memcpy(luma, hp_working_space_of(s->output)->luma, sizeof(luma));
+    const float luma_f[3] = {(float)luma[0], (float)luma[1], (float)luma[2]};
+
     /* dof_setup.comp, in the same order of pixels (the order only matters past the sprite budget, where
      * the GPU's choice is its atomics' and no test compares images). */
     for (uint32_t hy = 0; hy < hh; hy++) {
@@ -84,16 +92,16 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
                     size_t idx = (size_t)y * W + x;
                     float c[4], yf;
                     hp_cpu_load_pixel(pixels, format, idx, c);
-                    hp_cpu_input_color(&s->color, c);
-                    excluded[idx] = !hp_cpu_luminance(c, &yf);
+                    hp_cpu_input_color(&s->color, s->output, c);
+                    excluded[idx] = !hp_cpu_luminance_row(c, luma_f, &yf);
                     alpha[idx] = excluded[idx] ? 1.0 : c[3];
                     for (int k = 0; k < 3; k++)
                         sharp[3 * idx + k] = excluded[idx] || !(c[k] > 0.0f) ? 0.0 : c[k];
                     double sc = hp_dof_coc(s, W, depth[idx]);
                     coc[idx] = sc;
                     count++;
-                    double lum = HP_LUMA_R * sharp[3 * idx] + HP_LUMA_G * sharp[3 * idx + 1] +
-                                 HP_LUMA_B * sharp[3 * idx + 2];
+                    double lum = luma[0] * sharp[3 * idx] + luma[1] * sharp[3 * idx + 1] +
+                                 luma[2] * sharp[3 * idx + 2];
                     if (s->bokeh && fabs(sc) >= s->bokeh_min_coc_px && lum * exposure_scale > s->bokeh_threshold) {
                         if (result->sprites_wanted < sprite_cap) {
                             sprite *sp = &sprites[result->sprites_wanted];

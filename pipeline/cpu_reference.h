@@ -43,15 +43,18 @@ void hp_cpu_reduce_row(const void *pixels, hp_pixel_format format, uint64_t coun
 /* RGB <-> CIE Yxy with the full-precision matrices; black takes D65's chromaticity (DECISIONS.md 5). */
 void hp_cpu_rgb_to_Yxy(const double rgb[3], double Yxy[3]);
 void hp_cpu_Yxy_to_rgb(const double Yxy[3], double rgb[3]);
+/* The same in the working space of `output` (its RGB <-> XYZ, issue 17). */
+void hp_cpu_rgb_to_Yxy_in(hp_output_colorspace output, const double rgb[3], double Yxy[3]);
+void hp_cpu_Yxy_to_rgb_in(hp_output_colorspace output, const double Yxy[3], double rgb[3]);
 
 /* A Rec.709 RGBA32F frame of n pixels written in another space's primaries (the inverse of that space's
  * hp_input_color matrix, in double): how the tests and the gallery make frames in ACEScg. False when the
  * space's matrix is not invertible. out may not alias rgba. */
 bool hp_cpu_frame_from_rec709(const float *rgba, size_t n, hp_colorspace space, float *out);
 /* A frame's pixel as the stages that read the frame see it (shaders/include/input_color.glsl): converted in
- * place to linear Rec.709 and into its gamut from below, luminance and hue kept, in double and rounded to
- * fp32, when the colour asks for it and the channels are finite. */
-void hp_cpu_input_color(const hp_input_color *c, float rgba[4]);
+ * place to the working space of `output` (linear Rec.709 for sRGB) and into its gamut from below, luminance
+ * and hue kept, in double and rounded to fp32, when the colour asks for it and the channels are finite. */
+void hp_cpu_input_color(const hp_input_color *c, hp_output_colorspace output, float rgba[4]);
 
 /* The exposure stage from the statistics and the request (shaders/exposure.comp). */
 void hp_cpu_exposure(const hp_lum_stats *stats, const hp_params *p, hp_tone_state *ts);
@@ -60,6 +63,9 @@ void hp_cpu_exposure(const hp_lum_stats *stats, const hp_params *p, hp_tone_stat
 double hp_cpu_curve_luminance(const hp_tonemap_params *t, const hp_tone_state *ts, double L);
 /* An RGB operator (aces_hill, agx, khronos_neutral) on exposed linear Rec.709. */
 void hp_cpu_curve_rgb(hp_tone_operator op, const double in[3], double out[3]);
+/* The same on the working RGB of `output` (tone.glsl's aces_hill_in, agx_in; pipeline/colorspace.h
+ * hp_working_space): hp_cpu_curve_rgb itself for sRGB output. */
+void hp_cpu_curve_rgb_in(hp_tone_operator op, hp_output_colorspace output, const double in[3], double out[3]);
 double hp_cpu_agx_sigmoid(double t);
 double hp_cpu_kwon_gamma(double lan);
 /* The dither noise of pixel (x, y), bit-identical to the shader's. */

@@ -23,10 +23,11 @@ static const double XYZ_TO_RGB[3][3] = {{HP_XYZ2RGB_00, HP_XYZ2RGB_01, HP_XYZ2RG
                                         {HP_XYZ2RGB_10, HP_XYZ2RGB_11, HP_XYZ2RGB_12},
                                         {HP_XYZ2RGB_20, HP_XYZ2RGB_21, HP_XYZ2RGB_22}};
 
-void hp_cpu_rgb_to_Yxy(const double rgb[3], double Yxy[3])
+/* Rec.709's constant matrices for sRGB output (as before issue 17), else the working space's. */
+void hp_cpu_rgb_to_Yxy_in(hp_output_colorspace output, const double rgb[3], double Yxy[3])
 {
     double XYZ[3];
-    mat_mul(RGB_TO_XYZ, rgb, XYZ);
+    mat_mul(output == HP_OUTPUT_SRGB ? RGB_TO_XYZ : hp_working_space_of(output)->to_xyz, rgb, XYZ);
     double S = XYZ[0] + XYZ[1] + XYZ[2];
     if (S > 0.0) {
         Yxy[0] = XYZ[1], Yxy[1] = XYZ[0] / S, Yxy[2] = XYZ[1] / S;
@@ -35,7 +36,9 @@ void hp_cpu_rgb_to_Yxy(const double rgb[3], double Yxy[3])
     }
 }
 
-void hp_cpu_Yxy_to_rgb(const double Yxy[3], double rgb[3])
+void hp_cpu_rgb_to_Yxy(const double rgb[3], double Yxy[3]) { hp_cpu_rgb_to_Yxy_in(HP_OUTPUT_SRGB, rgb, Yxy); }
+
+void hp_cpu_Yxy_to_rgb_in(hp_output_colorspace output, const double Yxy[3], double rgb[3])
 {
     if (!(Yxy[0] > 0.0) || !(Yxy[2] > 0.0)) {
         rgb[0] = rgb[1] = rgb[2] = 0.0;
@@ -43,7 +46,14 @@ void hp_cpu_Yxy_to_rgb(const double Yxy[3], double rgb[3])
     }
     double k = Yxy[0] / Yxy[2];
     double XYZ[3] = {Yxy[1] * k, Yxy[0], (1.0 - Yxy[1] - Yxy[2]) * k};
-    mat_mul(XYZ_TO_RGB, XYZ, rgb);
+    mat_mul(output == HP_OUTPUT_SRGB ? XYZ_TO_RGB : hp_working_space_of(output)->from_xyz, XYZ, rgb);
+}
+
+void hp_cpu_Yxy_to_rgb(const double Yxy[3], double rgb[3]) { hp_cpu_Yxy_to_rgb_in(HP_OUTPUT_SRGB, Yxy, rgb); }
+
+static double luminance_in(const double rgb[3], const double luma[3])
+{
+    return luma[0] * rgb[0] + luma[1] * rgb[1] + luma[2] * rgb[2];
 }
 
 static double luminance(const double rgb[3])
@@ -213,6 +223,19 @@ double hp_cpu_agx_sigmoid(double t)
     return s * e + HP_AGX_PIVOT_Y;
 }
 
+/* The palette's colour (Rec.709 display RGB) for luminance Y: its stop around middle grey, clamped to the
+ * palette, blended between whole stops (hp_shared.h). */
+static void false_color(double Y, double out[3])
+{
+    static const double ramp[3 * HP_FALSE_COLOR_STOPS] = {HP_FALSE_COLOR_RAMP};
+    double s = log2(fmax(Y, 1e-30) / HP_FALSE_COLOR_GREY) - HP_FALSE_COLOR_MIN_STOPS;
+    s = fmin(fmax(s, 0.0), HP_FALSE_COLOR_STOPS - 1);
+    int i = (int)fmin(floor(s), HP_FALSE_COLOR_STOPS - 2);
+    double t = s - i;
+    for (int c = 0; c < 3; c++)
+        out[c] = ramp[3 * i + c] + (ramp[3 * i + 3 + c] - ramp[3 * i + c]) * t;
+}
+
 void hp_cpu_curve_rgb(hp_tone_operator op, const double in[3], double out[3])
 {
     double v[3];
@@ -257,20 +280,55 @@ void hp_cpu_curve_rgb(hp_tone_operator op, const double in[3], double out[3])
             out[i] = c[i] * (new_peak / peak) * (1.0 - g) + new_peak * g;
         return;
     }
-    case HP_TONE_FALSE_COLOR: {
-        static const double ramp[3 * HP_FALSE_COLOR_STOPS] = {HP_FALSE_COLOR_RAMP};
-        double s = log2(fmax(luminance(in), 1e-30) / HP_FALSE_COLOR_GREY) - HP_FALSE_COLOR_MIN_STOPS;
-        s = fmin(fmax(s, 0.0), HP_FALSE_COLOR_STOPS - 1);
-        int i = (int)fmin(floor(s), HP_FALSE_COLOR_STOPS - 2);
-        double t = s - i;
-        for (int c = 0; c < 3; c++)
-            out[c] = ramp[3 * i + c] + (ramp[3 * i + 3 + c] - ramp[3 * i + c]) * t;
+    case HP_TONE_FALSE_COLOR:
+        false_color(luminance(in), out);
         return;
-    }
     default:
         memcpy(out, in, 3 * sizeof(double));
         return;
     }
+}
+
+void hp_cpu_curve_rgb_in(hp_tone_operator op, hp_output_colorspace output, const double in[3], double out[3])
+{
+    if (output == HP_OUTPUT_SRGB) {
+        hp_cpu_curve_rgb(op, in, out);
+        return;
+    }
+    /* tone.glsl's aces_hill_in and agx_in: the operator matrices composed with the working space's
+     * (hp_working_space), the result clamped in the working space. */
+    const hp_working_space *ws = hp_working_space_of(output);
+    double v[3];
+    switch (op) {
+    case HP_TONE_ACES_HILL:
+        mat_mul(ws->aces_in, in, v);
+        for (int i = 0; i < 3; i++)
+            v[i] = (v[i] * (v[i] + HP_ACES_FIT_A) - HP_ACES_FIT_B) /
+                   (v[i] * (HP_ACES_FIT_C * v[i] + HP_ACES_FIT_D) + HP_ACES_FIT_E);
+        mat_mul(ws->aces_out, v, out);
+        break;
+    case HP_TONE_AGX:
+        mat_mul(ws->agx_in, in, v);
+        for (int i = 0; i < 3; i++) {
+            double c = fmax(v[i], HP_AGX_FLOOR);
+            double t = clamp01((log2(c) - HP_AGX_MIN_EV) / (HP_AGX_MAX_EV - HP_AGX_MIN_EV));
+            v[i] = pow(fmax(hp_cpu_agx_sigmoid(t), 0.0), 2.4);
+        }
+        mat_mul(ws->agx_out, v, out);
+        break;
+    case HP_TONE_FALSE_COLOR: {
+        /* The palette is a set of Rec.709 display colours, shown as the same colours in the wider space; the
+         * stop is of the working space's luminance (the same luminance). */
+        false_color(luminance_in(in, ws->luma), v);
+        mat_mul(ws->from_rec709, v, out);
+        return;
+    }
+    default:
+        hp_cpu_curve_rgb(op, in, out);
+        return;
+    }
+    for (int i = 0; i < 3; i++)
+        out[i] = clamp01(out[i]);
 }
 
 double hp_cpu_kwon_gamma(double lan) { return HP_KWON_A + HP_KWON_B * log(lan + HP_KWON_C); }
@@ -299,12 +357,19 @@ float hp_dither_noise(uint32_t x, uint32_t y)
 
 /* --- One pixel (shaders/tonemap.comp) -------------------------------------------------------------- */
 
-/* To linear Rec.709 and its gamut from below, luminance and hue kept (shaders/include/input_color.glsl). */
-static void input_to_rec709(const hp_input_color *c, const double in[3], double out[3])
+/* The working space's Y row: Rec.709's HP_LUMA_* for sRGB output (the shaders' constants), else its own. */
+static const double *working_luma(hp_output_colorspace output)
+{
+    static const double rec709[3] = {HP_LUMA_R, HP_LUMA_G, HP_LUMA_B};
+    return output == HP_OUTPUT_SRGB ? rec709 : hp_working_space_of(output)->luma;
+}
+
+/* To the working space and its gamut from below, luminance and hue kept (shaders/include/input_color.glsl). */
+static void input_to_work(const hp_input_color *c, const double luma[3], const double in[3], double out[3])
 {
     double v[3];
-    mat_mul(c->to_rec709, in, v);
-    double Y = luminance(v), low = fmin(v[0], fmin(v[1], v[2]));
+    mat_mul(c->to_work, in, v);
+    double Y = luminance_in(v, luma), low = fmin(v[0], fmin(v[1], v[2]));
     for (int i = 0; i < 3; i++) {
         if (low < 0.0)
             v[i] = Y > 0.0 ? Y + (v[i] - Y) * (Y / (Y - low)) : 0.0;
@@ -317,8 +382,8 @@ bool hp_cpu_frame_from_rec709(const float *rgba, size_t n, hp_colorspace space, 
     hp_input_color to709;
     hp_err err = {0};
     double m[3][3];
-    if (hp_input_color_make(hp_colorspace_chromaticities(space), &to709, &err) != HP_OK ||
-        !hp_mat3_invert(to709.to_rec709, m))
+    if (hp_input_color_make(hp_colorspace_chromaticities(space), HP_OUTPUT_SRGB, &to709, &err) != HP_OK ||
+        !hp_mat3_invert(to709.to_work, m))
         return false;
     for (size_t i = 0; i < n; i++) {
         const float *p = rgba + 4 * i;
@@ -329,14 +394,14 @@ bool hp_cpu_frame_from_rec709(const float *rgba, size_t n, hp_colorspace space, 
     return true;
 }
 
-void hp_cpu_input_color(const hp_input_color *c, float rgba[4])
+void hp_cpu_input_color(const hp_input_color *c, hp_output_colorspace output, float rgba[4])
 {
     if (!c->convert || !isfinite(rgba[0]) || !isfinite(rgba[1]) || !isfinite(rgba[2]))
         return;
     double v[3];
     for (int i = 0; i < 3; i++)
         v[i] = rgba[i] > 0.0f ? rgba[i] : 0.0;
-    input_to_rec709(c, v, v);
+    input_to_work(c, working_luma(output), v, v);
     for (int i = 0; i < 3; i++)
         rgba[i] = (float)v[i];
 }
@@ -346,7 +411,9 @@ void hp_cpu_tone_pixel(const float frame_rgba[4], const hp_tone_state *ts, const
                        double *lum_out)
 {
     float rgba[4] = {frame_rgba[0], frame_rgba[1], frame_rgba[2], frame_rgba[3]};
-    hp_cpu_input_color(&p->color, rgba); /* as the GPU stages read the frame */
+    hp_cpu_input_color(&p->color, p->output.colorspace, rgba); /* as the GPU stages read the frame */
+    const hp_output_colorspace output = p->output.colorspace;
+    const double *luma = working_luma(output);
     bool excluded = !isfinite(rgba[0]) || !isfinite(rgba[1]) || !isfinite(rgba[2]);
     double rgb[3];
     for (int i = 0; i < 3; i++)
@@ -354,16 +421,16 @@ void hp_cpu_tone_pixel(const float frame_rgba[4], const hp_tone_state *ts, const
 
     double tm[3];
     if (hp_tone_operator_on_rgb(p->tonemap.op)) {
-        hp_cpu_curve_rgb(p->tonemap.op, rgb, tm);
+        hp_cpu_curve_rgb_in(p->tonemap.op, output, rgb, tm);
     } else {
         double Yxy[3];
-        hp_cpu_rgb_to_Yxy(rgb, Yxy);
+        hp_cpu_rgb_to_Yxy_in(output, rgb, Yxy);
         Yxy[0] = clamp01(hp_cpu_curve_luminance(&p->tonemap, ts, Yxy[0]));
-        hp_cpu_Yxy_to_rgb(Yxy, tm);
+        hp_cpu_Yxy_to_rgb_in(output, Yxy, tm);
     }
     for (int i = 0; i < 3; i++)
         tm[i] = fmax(tm[i], 0.0);
-    double lum = fmin(luminance(tm), 1.0);
+    double lum = fmin(luminance_in(tm, luma), 1.0);
     double peak = fmax(tm[0], fmax(tm[1], tm[2]));
     if (peak > 1.0)
         for (int i = 0; i < 3; i++)

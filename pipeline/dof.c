@@ -140,6 +140,7 @@ void hp_dof_settings_from_params(const hp_params *p, const float *depth, uint32_
         .squeeze = p->bokeh.squeeze,
         .max_sprites = p->bokeh.max_sprites,
         .color = p->color,
+        .output = p->output.colorspace,
     };
     if (p->dof.focus_auto && depth)
         o->focus_distance_m = hp_dof_auto_focus(depth, w, h, p->dof.depth_scale);

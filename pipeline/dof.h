@@ -46,8 +46,10 @@ typedef struct hp_dof_settings {
     double squeeze;          /* anamorphic: sprites this many times taller than wide */
     uint32_t max_sprites;    /* <= HP_BOKEH_MAX_SPRITES */
     /* The frame's colour (the CPU reference converts as it reads the frame; the GPU stages read it from
-     * tone_state): every DOF stage works in linear Rec.709. */
+     * tone_state): every DOF stage works in the working space of `output` (linear Rec.709 for sRGB), and
+     * weighs luminance by its Y row (Rec.709's HP_LUMA_* for sRGB). */
     hp_input_color color;
+    hp_output_colorspace output;
 } hp_dof_settings;
 
 /* The settings a request's dof and bokeh parameters ask for. The lens gives what is "auto"; an automatic

@@ -431,7 +431,7 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
         .hist_min_log2 = params->params.analysis.histogram_min_log2,
         .hist_max_log2 = params->params.analysis.histogram_max_log2,
     };
-    hp_input_color_luma(&params->params.color, reduce.luma);
+    hp_input_color_luma(&params->params.color, params->params.output.colorspace, reduce.luma);
     hp_code rc = hp_reduce_params_check(&reduce, err);
     if (rc == HP_OK)
         rc = hp_params_check(&params->params, err);
@@ -539,6 +539,7 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
             .format = dof && !fused ? HP_PIXEL_RGBA32F : slot->desc.format,
             .dof = fused ? &slot->dof : NULL,
             .convert_input = params->params.color.convert && !(dof && !fused),
+            .wide = params->params.output.colorspace != HP_OUTPUT_SRGB,
             .dof_sat = ds->method == HP_DOF_SAT,
             .dof_bokeh = bokeh,
             .width = slot->desc.width,

@@ -55,6 +55,10 @@ static const char *const input_types[] = {"float32", "float16", NULL};
 static const char *const input_colorspaces[] = {"auto", "rec709", "rec2020", "acescg", "aces2065", "p3d65", NULL};
 _Static_assert(sizeof(input_colorspaces) / sizeof(input_colorspaces[0]) == HP_COLORSPACE_COUNT + 2,
                "input_colorspaces names auto and every hp_colorspace");
+/* pipeline/colorspace.h's hp_output_colorspace in order. */
+static const char *const output_colorspaces[] = {"srgb", "display_p3", "rec2020", NULL};
+_Static_assert(sizeof(output_colorspaces) / sizeof(output_colorspaces[0]) == HP_OUTPUT_COLORSPACE_COUNT + 1,
+               "output_colorspaces names every hp_output_colorspace");
 static const char *const dof_methods[] = {"gather", "sat", NULL};
 static const char *const dof_lenses[] = {"24mm_f2.8", "35mm_f1.4", "50mm_f1.4", "85mm_f1.4", "135mm_f2", NULL};
 static const char *const bokeh_blades[] = {"0", "5", "6", "7", "8", "9", NULL};
@@ -435,6 +439,17 @@ const hp_param_def hp_param_schema[] = {
              "below 1 after quantization (an alpha opaque everywhere is left out: PNG is then RGB); `keep` "
              "whenever the frame has alpha (PNG RGBA; lossy and lossless WebP never store an opaque alpha); "
              "`drop` never (the colour is written as it is, not composited)."},
+    /* Issue 17: the working space becomes the output's primaries (pipeline/colorspace.h), so the fold into
+     * the display's gamut is the one the tone stage already makes. */
+    {.name = "output.colorspace", .type = HP_PARAM_ENUM, .offset = ENUM_AT(output.colorspace),
+     .def = HP_OUTPUT_SRGB, .choices = output_colorspaces, .unit = "",
+     .help = "The display the image is made for: `srgb` (Rec.709 primaries), `display_p3` (P3 primaries, D65; "
+             "the sRGB curve under gamma.mode `srgb`) or `rec2020` (BT.2020 primaries; 16-bit PNG only). Its "
+             "primaries are the working space: the frame is converted into them where it is read, and a colour "
+             "outside them is brought in by the existing gamut fold (toward the grey of its own luminance, "
+             "luminance and hue kept), not clipped per channel. PNG carries an ICC profile (iCCP) with cHRM and "
+             "gAMA beside it for `display_p3` and `rec2020`, the sRGB chunk for `srgb`; WebP an ICC profile "
+             "(ICCP chunk) for `display_p3`."},
     {.name = "output.dither", .type = HP_PARAM_BOOL, .offset = BOOL_AT(output.dither), .def = 1, .unit = "",
      .help = "Add triangular noise of one quantization step before rounding, so that smooth gradients do "
              "not band."},
@@ -837,6 +852,20 @@ static hp_code rule_bit_depth(const hp_params *p, const char *field, hp_err *err
                                                                                   : "?");
 }
 
+/* BT.2020's gamut is wide enough that 8 bits band visibly across it (BT.2020 itself specifies 10 or 12 bits). */
+static hp_code rule_rec2020_png16(const hp_params *p, const char *field, hp_err *err)
+{
+    if (p->output.colorspace != HP_OUTPUT_REC2020 || (p->output.format == HP_OUTPUT_PNG && p->output.bit_depth == 16))
+        return HP_OK;
+    return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, field,
+                         "%s rec2020 needs output.format png and output.bit_depth 16 (8 bits band across "
+                         "BT.2020's gamut), got format %s with %u bits; use display_p3 for 8-bit or WebP output",
+                         field,
+                         (size_t)p->output.format < choice_count(output_formats) ? output_formats[p->output.format]
+                                                                                  : "?",
+                         p->output.bit_depth);
+}
+
 /* The thin lens images nothing at or inside its focal length (S1 - f in the denominator of A 5.1). */
 static hp_code rule_focus_beyond_focal(const hp_params *p, const char *field, hp_err *err)
 {
@@ -1026,6 +1055,8 @@ static const param_rule rules[] = {
      "shoulder.",
      rule_uchimura_linear},
     {"output.bit_depth", "`output.bit_depth` 16 only with `output.format` `png`.", rule_bit_depth},
+    {"output.colorspace", "`output.colorspace` `rec2020` only with `output.format` `png` and `output.bit_depth` 16.",
+     rule_rec2020_png16},
     {"dof.focus_distance_m", "`dof.focus_distance_m` beyond the focal length (in metres).", rule_focus_beyond_focal},
     {"input.height", "`input.width` and `input.height` are given together (both 0 for a file).", rule_raw_size},
     {"input.channel_r", "`input.channel_r`, `input.channel_g` and `input.channel_b` are given together or not at all.",

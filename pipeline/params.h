@@ -103,6 +103,7 @@ typedef struct hp_output_params {
     uint32_t bit_depth; /* 8, or 16 (PNG only) */
     hp_output_alpha alpha;
     bool dither;        /* triangular noise of one step before rounding, so gradients do not band */
+    hp_output_colorspace colorspace; /* the display's primaries: the working space and the file's tags */
 } hp_output_params;
 
 typedef enum hp_reduce_variant_param {

@@ -116,6 +116,15 @@ void hp_tone_destroy(hp_tone **pt)
     *pt = NULL;
 }
 
+/* A 3x3 in double as 9 floats, row-major. */
+static void pack_matrix(const double m[3][3], uint32_t *w)
+{
+    for (int i = 0; i < 9; i++) {
+        float v = (float)m[i / 3][i % 3];
+        memcpy(&w[i], &v, 4);
+    }
+}
+
 void hp_tone_pack_params(const hp_params *p, uint32_t w[HP_TONE_PARAMS_WORDS])
 {
     memset(w, 0, HP_TONE_PARAMS_WORDS * sizeof(uint32_t));
@@ -147,10 +156,23 @@ void hp_tone_pack_params(const hp_params *p, uint32_t w[HP_TONE_PARAMS_WORDS])
     }
     _Static_assert(8 + sizeof(f) / sizeof(f[0]) == 43 && 45 + 9 <= HP_TONE_PARAMS_WORDS, "tone_params layout");
     w[43] = p->color.convert;
-    for (int i = 0; i < 9; i++) {
-        float v = (float)p->color.to_rec709[i / 3][i % 3];
-        memcpy(&w[45 + i], &v, 4);
+    pack_matrix(p->color.to_work, &w[45]);
+    /* The working space (issue 17): its Y row, Rec.709's HP_LUMA_* for sRGB output as the constants the
+     * shaders use, and under HP_TONE_FLAG_WIDE the RGB operators' matrices composed with it. */
+    _Static_assert(HP_TONE_PARAMS_WORK_LUMA == 45 + 9 && HP_TONE_PARAMS_WORK_LUMA + 4 + 18 <= HP_TONE_PARAMS_WORDS,
+                   "tone_params layout");
+    const hp_working_space *ws = hp_working_space_of(p->output.colorspace);
+    const double rec709[3] = {HP_LUMA_R, HP_LUMA_G, HP_LUMA_B};
+    for (int i = 0; i < 3; i++) {
+        float v = (float)(p->output.colorspace == HP_OUTPUT_SRGB ? rec709[i] : ws->luma[i]);
+        memcpy(&w[HP_TONE_PARAMS_WORK_LUMA + i], &v, 4);
     }
+    const double(*op_in)[3] = p->tonemap.op == HP_TONE_AGX ? ws->agx_in : ws->aces_in;
+    const double(*op_out)[3] = p->tonemap.op == HP_TONE_AGX         ? ws->agx_out
+                               : p->tonemap.op == HP_TONE_FALSE_COLOR ? ws->from_rec709
+                                                                      : ws->aces_out;
+    pack_matrix(op_in, &w[HP_TONE_PARAMS_WORK_LUMA + 4]);
+    pack_matrix(op_out, &w[HP_TONE_PARAMS_WORK_LUMA + 13]);
 }
 
 void hp_tone_decode_state(const void *buf, hp_tone_state *o)
@@ -198,7 +220,8 @@ void hp_tone_record_map(hp_tone *t, VkCommandBuffer cmd, const hp_tone_io *io)
 {
     struct tonemap_push tp = {.pixels = io->pixels, .params = io->params, .state = io->state,
                               .lan = io->lan_b, .width = io->width, .height = io->height,
-                              .flags = io->convert_input ? HP_TONE_FLAG_CONVERT : 0};
+                              .flags = (io->convert_input ? HP_TONE_FLAG_CONVERT : 0) |
+                                       (io->wide ? HP_TONE_FLAG_WIDE : 0)};
     uint32_t dof = io->dof != NULL;
     if (dof) {
         tp.coc = io->dof->coc.address;

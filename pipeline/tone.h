@@ -60,8 +60,9 @@ typedef struct hp_tone_io {
      * DOF stage's hp_dof_record_fields and _bokeh ran before). */
     const hp_dof_frame *dof;
     bool dof_sat, dof_bokeh;
-    bool convert_input; /* convert the pixels to Rec.709 as they are read (tone_state's matrix): the frame is in
-                         * other primaries, and not the DOF composite's image, which is converted already */
+    bool convert_input; /* convert the pixels to the working space as they are read (tone_state's matrix): the
+                         * frame is in other primaries, and not the DOF composite's image, converted already */
+    bool wide;          /* the working space is not Rec.709 (output.colorspace): HP_TONE_FLAG_WIDE */
 } hp_tone_io;
 
 typedef struct hp_tone hp_tone;

@@ -57,7 +57,7 @@ void main()
     if (input_color_wanted(pc.state))
         c = input_color(pc.state, c);
     bool excluded;
-    vec3 sharp = dof_sanitize(c, excluded);
+    vec3 sharp = dof_sanitize(c, working_luma(pc.state), excluded);
     DofInputs d = DofInputs(pc.coc, pc.mask, pc.near, pc.far, pc.accum, pc.dilated,
                             ToneScale(pc.state).scale > 0.0 ? 1.0 / ToneScale(pc.state).scale : 0.0, pc.width,
                             pc.half_w, pc.half_h, pc.sat != 0u);

@@ -55,7 +55,7 @@ layout(push_constant, std430) uniform Push {
     uvec2 state;   // 56  tone_state: word 0 is the exposure scale
 } pc;
 
-layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer TonePercentile { float w[8]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer TonePercentile { float w[HP_TONE_STATE_WORDS]; };
 
 // The fixed point's fraction bits F (hp_dof.h): from the frame's largest luminance, or from 2^16 times its
 // 99th percentile when that is smaller, so that one firefly a billion times brighter than the frame does
@@ -66,7 +66,7 @@ int fixed_bits()
 {
     float p99 = TonePercentile(pc.state).w[7];
     float peak = Stats(pc.stats).max_y;
-    float bound = float(HP_SAT_CHANNEL_BOUND) * (p99 > 0.0 ? min(peak, 65536.0 * p99) : peak);
+    float bound = TonePercentile(pc.state).w[HP_TONE_STATE_SAT_BOUND] * (p99 > 0.0 ? min(peak, 65536.0 * p99) : peak);
     int e;
     frexp(max(bound, 1e-30), e);
     return clamp(HP_SAT_FIXED_BITS - e, -60, 100);

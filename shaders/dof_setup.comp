@@ -96,13 +96,14 @@ void main()
                 if (input_color_wanted(pc.state))
                     c = input_color(pc.state, c);
                 bool excluded;
-                vec3 rgb = dof_sanitize(c, excluded);
+                vec3 luma = working_luma(pc.state);
+                vec3 rgb = dof_sanitize(c, luma, excluded);
                 float s = dof_coc(InF32(pc.depth).v[idx], pc.coc_k, pc.focus_m, pc.depth_scale, pc.max_coc);
                 OutF32(pc.coc).v[idx] = s;
                 n++;
                 bool sprite = false;
                 if (pc.max_sprites > 0u && abs(s) >= pc.bokeh_min_coc &&
-                    dof_luminance(rgb) * scale > pc.bokeh_threshold) {
+                    dof_luminance(rgb, luma) * scale > pc.bokeh_threshold) {
                     Sprites sp = Sprites(pc.sprites);
                     uint slot = atomicAdd(sp.ctl[HP_BOKEH_CTL_COUNTER], 1u);
                     if (slot < pc.max_sprites) {

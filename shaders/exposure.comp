@@ -16,6 +16,7 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 
 #include "hp_shared.h"
+#include "hp_dof.h"
 #include "tone.glsl"
 
 layout(local_size_x = 256) in;
@@ -153,6 +154,12 @@ void main()
     ts.translucent = 0u; // the tone pass raises it (tonemap.comp)
     // The input colour for the stages that read the frame (input_color.glsl); invocation 0 is the one left.
     for (int k = 0; k < 9; k++)
-        ts.in_to_rec709[k] = tp.in_to_rec709[k];
+        ts.in_to_work[k] = tp.in_to_work[k];
     ts.convert_input = tp.convert_input;
+    for (int k = 0; k < 3; k++)
+        ts.work_luma[k] = tp.work_luma[k];
+    // hp_dof.h: a channel is at most 1 / (the Y row's smallest weight) times the luminance; 14 covers
+    // Rec.709 (13.85) and P3 (12.6), BT.2020's blue (0.0593) needs 16.9.
+    float smallest = min(tp.work_luma[0], min(tp.work_luma[1], tp.work_luma[2]));
+    ts.sat_bound = smallest >= 1.0 / float(HP_SAT_CHANNEL_BOUND) ? float(HP_SAT_CHANNEL_BOUND) : ceil(1.0 / smallest);
 }

@@ -78,7 +78,7 @@ Toned tone_pixel(uvec2 xy, ToneParams tp, ToneState ts)
 
     if (DOF) {
         bool dof_excluded;
-        vec3 sharp = dof_sanitize(c, dof_excluded);
+        vec3 sharp = dof_sanitize(c, working_luma(pc.state), dof_excluded);
         DofInputs d = DofInputs(pc.coc, pc.mask, pc.near, pc.far, pc.accum, pc.dilated, ts.scale > 0.0 ? 1.0 / ts.scale : 0.0, pc.width,
                                 pc.half_w, pc.half_h, pc.sat != 0u);
         c = vec4(dof_composite(d, xy, sharp), dof_excluded ? 1.0 : c.a);
@@ -89,26 +89,41 @@ Toned tone_pixel(uvec2 xy, ToneParams tp, ToneState ts)
     bool excluded = any(equal(exponent, uvec3(0x7f800000u)));
     vec3 rgb = vec3(c.r > 0.0 ? c.r : 0.0, c.g > 0.0 ? c.g : 0.0, c.b > 0.0 ? c.b : 0.0) * ts.scale;
 
+    // The working space's Y row: Rec.709's constants for sRGB output, else tone_params' (issue 17).
+    bool wide = (pc.flags & HP_TONE_FLAG_WIDE) != 0u;
+    vec3 luma = wide ? vec3(tp.work_luma[0], tp.work_luma[1], tp.work_luma[2]) : vec3(HP_LUMA_R, HP_LUMA_G, HP_LUMA_B);
     vec3 tm;
     if (tp.op >= OP_ACES_HILL) {
-        tm = tp.op == OP_ACES_HILL ? aces_hill(rgb)
-           : tp.op == OP_AGX       ? agx(rgb)
-           : tp.op == OP_FALSE_COLOR ? false_color(luminance(rgb))
-                                     : khronos_neutral(rgb);
+        if (wide) {
+            mat3 m_in = row_major3(tp.op_in[0], tp.op_in[1], tp.op_in[2], tp.op_in[3], tp.op_in[4], tp.op_in[5],
+                                   tp.op_in[6], tp.op_in[7], tp.op_in[8]);
+            mat3 m_out = row_major3(tp.op_out[0], tp.op_out[1], tp.op_out[2], tp.op_out[3], tp.op_out[4],
+                                    tp.op_out[5], tp.op_out[6], tp.op_out[7], tp.op_out[8]);
+            tm = tp.op == OP_ACES_HILL    ? aces_hill_in(rgb, m_in, m_out)
+               : tp.op == OP_AGX          ? agx_in(rgb, m_in, m_out)
+               : tp.op == OP_FALSE_COLOR  ? m_out * false_color(luminance_in(rgb, luma))
+                                          : khronos_neutral(rgb);
+        } else {
+            tm = tp.op == OP_ACES_HILL ? aces_hill(rgb)
+               : tp.op == OP_AGX       ? agx(rgb)
+               : tp.op == OP_FALSE_COLOR ? false_color(luminance(rgb))
+                                         : khronos_neutral(rgb);
+        }
     } else {
         // The curve acts on Yxy's Y and leaves x and y alone. Back in RGB that is RGB * Y'/Y exactly
         // (XYZ is linear in Y at fixed chromaticity, algorithms.md 2.2), and that is how it is computed:
         // the XYZ -> RGB matrix subtracts large terms to make a saturated colour's small channel, and in
         // fp32 that cost 16-bit outputs up to 8 steps. pipeline/cpu_tone.c takes the literal Yxy route in
         // double, so the tests hold the two forms to each other.
-        float Y = luminance(rgb);
+        float Y = luminance_in(rgb, luma);
         float Yd = clamp(curve_luminance(tp, ts, Y), 0.0, 1.0);
         tm = Y > 0.0 ? rgb * (Yd / Y) : vec3(0.0);
     }
     // Into [0, 1]: a channel over 1 is pulled toward the grey of the same luminance, just enough, so
-    // saturated highlights keep their luminance and hue and lose saturation, as film does.
+    // saturated highlights keep their luminance and hue and lose saturation, as film does. In the working
+    // space, so this is also the fold into the display's gamut (output.colorspace).
     tm = max(tm, vec3(0.0));
-    float lum = min(luminance(tm), 1.0);
+    float lum = min(luminance_in(tm, luma), 1.0);
     float peak = max(tm.r, max(tm.g, tm.b));
     if (peak > 1.0)
         tm = lum + (tm - lum) * ((1.0 - lum) / (peak - lum));

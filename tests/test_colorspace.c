@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hp_shared.h"
 #include "pipeline/colorspace.h"
 #include "tap.h"
 
@@ -141,19 +142,86 @@ static void resolution(void)
     hp_input_color c;
     const char *name, *source;
     const hp_chromaticities srgb_d50 = {{0.6484, 0.3309}, {0.3212, 0.5979}, {0.1559, 0.0661}, {0.3457, 0.3585}};
-    hp_code code = hp_input_color_resolve(0, &srgb_d50, &c, &name, &source, &err);
+    hp_code code = hp_input_color_resolve(0, &srgb_d50, HP_OUTPUT_SRGB, &c, &name, &source, &err);
     tap_ok(code == HP_OK && !c.convert && !strcmp(name, "rec709") && !strcmp(source, "attribute"),
            "sRGB primaries under D50 run as Rec.709, unconverted (%s, %s)", name, source);
-    code = hp_input_color_resolve(HP_COLORSPACE_ACESCG + 1, &srgb_d50, &c, &name, &source, &err);
+    code = hp_input_color_resolve(HP_COLORSPACE_ACESCG + 1, &srgb_d50, HP_OUTPUT_SRGB, &c, &name, &source, &err);
     tap_ok(code == HP_OK && c.convert && !strcmp(name, "acescg") && !strcmp(source, "parameter") &&
                fabs(c.luma[0] + c.luma[1] + c.luma[2] - 1.0) < 1e-12,
            "input.colorspace=acescg wins over the attribute; its Y row sums to 1 (white keeps Y = 1)");
-    code = hp_input_color_resolve(0, NULL, &c, &name, &source, &err);
+    code = hp_input_color_resolve(0, NULL, HP_OUTPUT_SRGB, &c, &name, &source, &err);
     tap_ok(code == HP_OK && !c.convert && !strcmp(name, "rec709") && !strcmp(source, "default"),
            "no attribute, no parameter: Rec.709 by default");
     const hp_chromaticities custom = {{0.70, 0.30}, {0.20, 0.75}, {0.14, 0.05}, {0.3127, 0.3290}};
-    code = hp_input_color_resolve(0, &custom, &c, &name, &source, &err);
+    code = hp_input_color_resolve(0, &custom, HP_OUTPUT_SRGB, &c, &name, &source, &err);
     tap_ok(code == HP_OK && c.convert && !strcmp(name, "custom"), "primaries of no named space: custom, converted");
+}
+
+/* The working spaces of output.colorspace: their Y rows are the published luma coefficients (SMPTE EG 432-1
+ * for P3, ITU-R BT.2020 Table 4 / BT.2100), a Rec.709 frame converts into P3 by the published matrix, a frame
+ * already in the output's primaries is not converted, and for sRGB output the operators' matrices are
+ * hp_shared.h's own. */
+static void working_spaces(void)
+{
+    const hp_working_space *p3 = hp_working_space_of(HP_OUTPUT_DISPLAY_P3);
+    const hp_working_space *bt2020 = hp_working_space_of(HP_OUTPUT_REC2020);
+    const hp_working_space *srgb = hp_working_space_of(HP_OUTPUT_SRGB);
+    tap_ok(fabs(p3->luma[0] - 0.2289746) < 5e-7 && fabs(p3->luma[1] - 0.6917385) < 5e-7 &&
+               fabs(p3->luma[2] - 0.0792869) < 5e-7,
+           "P3's Y row is 0.2289746, 0.6917385, 0.0792869 (%.7f, %.7f, %.7f)", p3->luma[0], p3->luma[1], p3->luma[2]);
+    tap_ok(fabs(bt2020->luma[0] - 0.2627) < 5e-5 && fabs(bt2020->luma[1] - 0.6780) < 5e-5 &&
+               fabs(bt2020->luma[2] - 0.0593) < 5e-5,
+           "BT.2020's Y row is BT.2020's 0.2627, 0.6780, 0.0593 (%.5f, %.5f, %.5f)", bt2020->luma[0], bt2020->luma[1],
+           bt2020->luma[2]);
+    tap_ok(fabs(srgb->luma[0] - HP_LUMA_R) < 1e-9 && fabs(srgb->luma[1] - HP_LUMA_G) < 1e-9 &&
+               fabs(srgb->luma[2] - HP_LUMA_B) < 1e-9,
+           "sRGB's working space is Rec.709, its Y row HP_LUMA_*");
+
+    hp_err err = {0};
+    hp_input_color c;
+    /* Rec.709 -> Display P3 (both D65): e.g. colour-science's RGB_to_RGB, or Apple's published matrix. */
+    static const double want[3][3] = {{0.8224621, 0.1775380, 0.0000000},
+                                      {0.0331941, 0.9668058, 0.0000000},
+                                      {0.0170827, 0.0723974, 0.9105199}};
+    bool made = hp_input_color_make(hp_colorspace_chromaticities(HP_COLORSPACE_REC709), HP_OUTPUT_DISPLAY_P3, &c,
+                                    &err) == HP_OK;
+    double worst = 0;
+    for (int r = 0; r < 3; r++)
+        for (int k = 0; k < 3; k++)
+            worst = fmax(worst, fabs(c.to_work[r][k] - want[r][k]));
+    tap_ok(made && c.convert && worst < 1e-6, "a Rec.709 frame for display_p3 converts by Rec.709 -> P3 within 1e-6 "
+           "(%.2g)", worst);
+    made = hp_input_color_make(hp_colorspace_chromaticities(HP_COLORSPACE_P3D65), HP_OUTPUT_DISPLAY_P3, &c, &err) ==
+           HP_OK;
+    tap_ok(made && !c.convert, "a p3d65 frame for display_p3 runs unconverted");
+    made = hp_input_color_make(hp_colorspace_chromaticities(HP_COLORSPACE_REC2020), HP_OUTPUT_REC2020, &c, &err) ==
+           HP_OK;
+    tap_ok(made && !c.convert, "a rec2020 frame for rec2020 runs unconverted");
+    const char *name, *source;
+    const hp_chromaticities srgb_d50 = {{0.6484, 0.3309}, {0.3212, 0.5979}, {0.1559, 0.0661}, {0.3457, 0.3585}};
+    hp_code code = hp_input_color_resolve(0, &srgb_d50, HP_OUTPUT_DISPLAY_P3, &c, &name, &source, &err);
+    tap_ok(code == HP_OK && c.convert && !strcmp(name, "rec709"),
+           "sRGB primaries under D50 for display_p3: converted into P3, and still named rec709 (%s)", name);
+
+    static const double aces_in[3][3] = {{HP_ACES_IN_00, HP_ACES_IN_01, HP_ACES_IN_02},
+                                         {HP_ACES_IN_10, HP_ACES_IN_11, HP_ACES_IN_12},
+                                         {HP_ACES_IN_20, HP_ACES_IN_21, HP_ACES_IN_22}};
+    static const double agx_outset[3][3] = {{HP_AGX_OUTSET_00, HP_AGX_OUTSET_01, HP_AGX_OUTSET_02},
+                                            {HP_AGX_OUTSET_10, HP_AGX_OUTSET_11, HP_AGX_OUTSET_12},
+                                            {HP_AGX_OUTSET_20, HP_AGX_OUTSET_21, HP_AGX_OUTSET_22}};
+    static const double from2020[3][3] = {{HP_2020_TO_709_00, HP_2020_TO_709_01, HP_2020_TO_709_02},
+                                          {HP_2020_TO_709_10, HP_2020_TO_709_11, HP_2020_TO_709_12},
+                                          {HP_2020_TO_709_20, HP_2020_TO_709_21, HP_2020_TO_709_22}};
+    double agx_out[3][3];
+    hp_mat3_mul(from2020, agx_outset, agx_out);
+    double w_aces = 0, w_agx = 0;
+    for (int r = 0; r < 3; r++)
+        for (int k = 0; k < 3; k++) {
+            w_aces = fmax(w_aces, fabs(srgb->aces_in[r][k] - aces_in[r][k]));
+            w_agx = fmax(w_agx, fabs(srgb->agx_out[r][k] - agx_out[r][k]));
+        }
+    tap_ok(w_aces < 1e-9 && w_agx < 1e-6, "for sRGB the composed operator matrices are hp_shared.h's (ACES_IN %.2g, "
+           "BT.2020 -> Rec.709 . AGX_OUTSET %.2g)", w_aces, w_agx);
 }
 
 int main(void)
@@ -163,5 +231,6 @@ int main(void)
     refusals();
     inverses();
     resolution();
+    working_spaces();
     return tap_done();
 }

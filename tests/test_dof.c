@@ -535,12 +535,15 @@ static void test_against_cpu(void)
     /* max_coc 40: kernels past HP_DOF_QUARTER_ABOVE gather from quarter resolution. */
     /* space: a frame in other primaries (issue 17), every DOF stage then working in Rec.709 after reading
      * it; saturated blues (0, 0, 1.2) then test the SAT's channel bound (hp_dof.h), which holds for Rec.709's
-     * weights only. -1: Rec.709. */
-    static const struct { uint32_t w, h; int method; bool bokeh; double max_coc; int space; } cases[] = {
-        {97, 61, HP_DOF_GATHER, true, 12, -1}, {160, 90, HP_DOF_GATHER, false, 12, -1},
-        {160, 90, HP_DOF_SAT, true, 12, -1}, {33, 17, HP_DOF_GATHER, true, 12, -1},
-        {200, 120, HP_DOF_GATHER, true, 40, -1}, {160, 90, HP_DOF_SAT, true, 12, HP_COLORSPACE_ACESCG},
-        {97, 61, HP_DOF_GATHER, true, 12, HP_COLORSPACE_ACES2065}};
+     * weights only. -1: Rec.709. out: output.colorspace, whose primaries every DOF stage then works in
+     * (BT.2020's blue weighs 0.0593: the SAT's bound becomes 17, hp_dof.h). */
+    static const struct { uint32_t w, h; int method; bool bokeh; double max_coc; int space; int out; } cases[] = {
+        {97, 61, HP_DOF_GATHER, true, 12, -1, 0}, {160, 90, HP_DOF_GATHER, false, 12, -1, 0},
+        {160, 90, HP_DOF_SAT, true, 12, -1, 0}, {33, 17, HP_DOF_GATHER, true, 12, -1, 0},
+        {200, 120, HP_DOF_GATHER, true, 40, -1, 0}, {160, 90, HP_DOF_SAT, true, 12, HP_COLORSPACE_ACESCG, 0},
+        {97, 61, HP_DOF_GATHER, true, 12, HP_COLORSPACE_ACES2065, 0},
+        {97, 61, HP_DOF_GATHER, true, 12, -1, HP_OUTPUT_DISPLAY_P3},
+        {160, 90, HP_DOF_SAT, true, 12, HP_COLORSPACE_ACESCG, HP_OUTPUT_REC2020}};
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         uint32_t w = cases[c].w, h = cases[c].h;
         float *rgba = malloc((size_t)w * h * 16), *depth = malloc((size_t)w * h * 4);
@@ -576,11 +579,15 @@ static void test_against_cpu(void)
         s.rotation_deg = 10;
         s.squeeze = c == 0 ? 1.5 : 1;
         hp_err ce = {0};
-        if (cases[c].space >= 0 &&
-            hp_input_color_make(hp_colorspace_chromaticities((hp_colorspace)cases[c].space), &s.color, &ce) != HP_OK)
+        s.output = (hp_output_colorspace)cases[c].out;
+        int in_space = cases[c].space >= 0 ? cases[c].space : HP_COLORSPACE_REC709;
+        if (hp_input_color_make(hp_colorspace_chromaticities((hp_colorspace)in_space), s.output, &s.color, &ce) != HP_OK)
             tap_ok(false, "the colour space of case %zu: %s", c, ce.message);
         hp_frame_params fp = frame_params(&s, true);
         fp.params.color = s.color;
+        fp.params.output.colorspace = s.output;
+        if (s.output == HP_OUTPUT_REC2020) /* 16-bit PNG only (params.c) */
+            fp.params.output.format = HP_OUTPUT_PNG, fp.params.output.bit_depth = 16;
         fp.output_dof = true;
         hp_frame_result res;
         bool ran = run(w, h, rgba, depth, &fp, &res);
@@ -601,7 +608,7 @@ static void test_against_cpu(void)
          * CoC computed in fp32 on one side and double on the other): allow 0.5% of values. */
         /* The daemon's path composites inside the tone pass; output_dof runs the composite as a pass of its
          * own and tone-maps its image: the two must make the same 8-bit image. */
-        size_t img_bytes = (size_t)w * h * 4, differ = 0;
+        size_t img_bytes = (size_t)w * h * fp.params.output.bit_depth / 2, differ = 0;
         uint8_t *unfused = malloc(img_bytes);
         if (ran)
             memcpy(unfused, res.pixels, img_bytes);
@@ -611,7 +618,9 @@ static void test_against_cpu(void)
         bool fran = ran && run(w, h, rgba, depth, &fused, &fres);
         for (size_t i = 0; fran && i < img_bytes; i++)
             differ += abs((int)unfused[i] - (int)((const uint8_t *)fres.pixels)[i]) > 0;
-        const char *space = cases[c].space >= 0 ? hp_colorspace_name((hp_colorspace)cases[c].space) : "rec709";
+        char space[64];
+        snprintf(space, sizeof(space), "%s%s%s", hp_colorspace_name((hp_colorspace)in_space),
+                 s.output ? " for " : "", s.output ? hp_param_find("output.colorspace")->choices[s.output] : "");
         tap_ok(fran && differ == 0, "%ux%u %s, %s: the tone pass with the composite fused in makes the same image as "
                "the composite pass then the tone pass (%zu of %zu bytes differ)", w, h,
                s.method == HP_DOF_SAT ? "sat" : "gather", space, differ, img_bytes);

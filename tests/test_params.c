@@ -57,6 +57,8 @@ static const enum_choice input_colorspaces[] = {
     {"auto", HP_INPUT_COLORSPACE_AUTO},          {"rec709", HP_COLORSPACE_REC709 + 1},
     {"rec2020", HP_COLORSPACE_REC2020 + 1},      {"acescg", HP_COLORSPACE_ACESCG + 1},
     {"aces2065", HP_COLORSPACE_ACES2065 + 1},    {"p3d65", HP_COLORSPACE_P3D65 + 1}, {NULL, 0}};
+static const enum_choice output_colorspaces[] = {
+    {"srgb", HP_OUTPUT_SRGB}, {"display_p3", HP_OUTPUT_DISPLAY_P3}, {"rec2020", HP_OUTPUT_REC2020}, {NULL, 0}};
 static const enum_choice looks[] = {
     {"default", 0}, {"blender", 1}, {"aces_filmic", 2}, {"neutral", 3}, {"analysis", 4}, {NULL, 0}};
 static const enum_choice dof_methods[] = {{"gather", 0}, {"sat", 1}, {NULL, 0}};
@@ -138,6 +140,7 @@ static const spec specs[] = {
     {"output.bit_depth", INT, F(output.bit_depth), "8", "8, 16", NULL},
     {"output.alpha", HP_PARAM_ENUM, F(output.alpha), "auto", NULL, alphas},
     {"output.dither", HP_PARAM_BOOL, F(output.dither), "true", NULL, NULL},
+    {"output.colorspace", HP_PARAM_ENUM, F(output.colorspace), "srgb", NULL, output_colorspaces},
 };
 
 #define SPEC_COUNT (sizeof(specs) / sizeof(specs[0]))
@@ -292,7 +295,7 @@ static void test_schema(void)
 
     /* Every byte of hp_params that is not padding belongs to one entry: padding before a field is
      * shorter than the field's alignment, so a gap that could hold the next field is a field the table
-     * left out. After the last field (output.dither, a bool) only the padding to hp_params' alignment. */
+     * left out. After the last field (output.colorspace) only the padding to hp_params' alignment. */
     struct span {
         size_t start, size;
         const char *name;
@@ -422,6 +425,9 @@ static void test_enums(void)
         size_t count = 0;
         for (const enum_choice *c = s->choices; c->name; c++, count++) {
             hp_params p = defaults();
+            /* rec2020 is for 16-bit PNG (a rule across fields): the round trip carries those too. */
+            if (s->offset == F(output.colorspace))
+                p.output.format = HP_OUTPUT_PNG, p.output.bit_depth = 16;
             hp_code code = hp_param_set_string(&p, def, c->name, &err);
             json_t *j = hp_params_to_json(&p);
             char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -787,6 +793,14 @@ static void test_rules(void)
     tap_ok(refused(check_json("{\"output\": {\"bit_depth\": 16}}", &err), &err, "output.bit_depth", "png", NULL) &&
                check_json("{\"output\": {\"bit_depth\": 16, \"format\": \"png\"}}", &err) == HP_OK,
            "output.bit_depth 16 only with output.format png");
+    tap_ok(refused(check_json("{\"output\": {\"colorspace\": \"rec2020\"}}", &err), &err, "output.colorspace",
+                   "output.bit_depth 16", NULL) &&
+               refused(check_json("{\"output\": {\"colorspace\": \"rec2020\", \"format\": \"png\"}}", &err), &err,
+                       "output.colorspace", "got format png with 8 bits", NULL) &&
+               check_json("{\"output\": {\"colorspace\": \"rec2020\", \"format\": \"png\", \"bit_depth\": 16}}",
+                          &err) == HP_OK &&
+               check_json("{\"output\": {\"colorspace\": \"display_p3\"}}", &err) == HP_OK,
+           "output.colorspace rec2020 only with 16-bit PNG, named in the refusal; display_p3 with anything");
     tap_ok(refused(check_json("{\"input\": {\"width\": 10}}", &err), &err, "input.height", "go together", NULL) &&
                check_json("{\"input\": {\"width\": 10, \"height\": 2}}", &err) == HP_OK,
            "input.width and input.height go together");

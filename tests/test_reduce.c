@@ -377,12 +377,12 @@ static void check_other_shapes(hp_gpu *gpu)
         hp_reduce *reduce = NULL;
         bool ok = hp_reduce_create(gpu, NULL, &reduce, &err) == HP_OK;
         hp_input_color ap1;
-        ok = ok && hp_input_color_make(hp_colorspace_chromaticities(HP_COLORSPACE_ACESCG), &ap1, &err) == HP_OK;
+        ok = ok && hp_input_color_make(hp_colorspace_chromaticities(HP_COLORSPACE_ACESCG), HP_OUTPUT_SRGB, &ap1, &err) == HP_OK;
         const uint64_t n = 4099;
         float *px = malloc(n * 16);
         fill_frame(px, HP_PIXEL_RGBA32F, n, DATA_LOGNORMAL, 17);
         hp_reduce_params rp = HP_REDUCE_PARAMS_DEFAULTS;
-        hp_input_color_luma(&ap1, rp.luma);
+        hp_input_color_luma(&ap1, HP_OUTPUT_SRGB, rp.luma);
         hp_lum_stats want, want709, got;
         hp_cpu_reduce_row(px, HP_PIXEL_RGBA32F, n, rp.hist_min_log2, rp.hist_max_log2, rp.luma, &want);
         hp_cpu_reduce(px, HP_PIXEL_RGBA32F, n, rp.hist_min_log2, rp.hist_max_log2, &want709);

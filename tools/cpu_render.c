@@ -51,13 +51,13 @@ int main(int argc, char **argv)
         return 1;
     }
     const char *space, *source;
-    if (hp_input_color_resolve(p.input.colorspace, info.has_chromaticities ? &info.chromaticities : NULL, &p.color,
+    if (hp_input_color_resolve(p.input.colorspace, info.has_chromaticities ? &info.chromaticities : NULL, p.output.colorspace, &p.color,
                                &space, &source, &err) != HP_OK) {
         fprintf(stderr, "cpu_render: %s\n", err.message);
         return 1;
     }
     float luma[3];
-    hp_input_color_luma(&p.color, luma);
+    hp_input_color_luma(&p.color, p.output.colorspace, luma);
     hp_lum_stats st;
     hp_cpu_reduce_row(rgba, HP_PIXEL_RGBA32F, n, p.analysis.histogram_min_log2, p.analysis.histogram_max_log2, luma,
                       &st);

@@ -98,7 +98,7 @@ static const float *column_setup(sheet_kind kind, uint32_t c, const frame *f, hp
     if (kind != SHEET_ACESCG || c == 0)
         return f->rgba;
     if (c == 1 &&
-        hp_input_color_make(hp_colorspace_chromaticities(HP_COLORSPACE_ACESCG), &fp->params.color, err) != HP_OK)
+        hp_input_color_make(hp_colorspace_chromaticities(HP_COLORSPACE_ACESCG), HP_OUTPUT_SRGB, &fp->params.color, err) != HP_OK)
         return NULL;
     return f->acescg;
 }

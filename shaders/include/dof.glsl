@@ -4,19 +4,20 @@
 // The frame as the stages before it read it: a pixel with a NaN or infinite channel, or whose luminance
 // overflows, is black (DECISIONS.md 2, as the reduction and the tone pass treat it); negative channels
 // count as 0, since no light is negative. `excluded` tells the composite to write the pixel as the tone
-// pass would have drawn it.
-vec3 dof_sanitize(vec4 c, out bool excluded)
+// pass would have drawn it. luma: the working space's Y row (input_color.glsl's working_luma(); Rec.709's
+// HP_LUMA_* for sRGB output).
+vec3 dof_sanitize(vec4 c, vec3 luma, out bool excluded)
 {
     uvec3 exponent = floatBitsToUint(c.rgb) & 0x7f800000u;
     vec3 p = max(c.rgb, vec3(0.0));
-    precise float y = float(HP_LUMA_R) * p.r + float(HP_LUMA_G) * p.g + float(HP_LUMA_B) * p.b;
+    precise float y = luma.r * p.r + luma.g * p.g + luma.b * p.b;
     excluded = any(equal(exponent, uvec3(0x7f800000u))) || isinf(y);
     return excluded ? vec3(0.0) : p;
 }
 
-float dof_luminance(vec3 p)
+float dof_luminance(vec3 p, vec3 luma)
 {
-    return float(HP_LUMA_R) * p.r + float(HP_LUMA_G) * p.g + float(HP_LUMA_B) * p.b;
+    return luma.r * p.r + luma.g * p.g + luma.b * p.b;
 }
 
 // Signed CoC radius in frame pixels from a depth sample, thin lens (algorithms.md 5.1, Potmesil and

@@ -205,22 +205,35 @@
  *         lottes_a, lottes_d, lottes_b, lottes_c,
  *         uch_p, uch_a, uch_m, uch_l, uch_c, uch_b, uch_l0, uch_s0, uch_s1, uch_c2, uch_cp,
  *         drago_scene_log_average, drago_scene_max;
- *   uint  convert_input (1: the frame is not Rec.709, issue 17); pad;
- *   float in_to_rec709[9] (row-major: the frame's RGB -> linear Rec.709, hp_input_color)
+ *   uint  convert_input (1: the frame is not in the working space, issue 17); pad;
+ *   float in_to_work[9] (row-major: the frame's RGB -> the working RGB, hp_input_color);
+ *   float work_luma[3] (the working space's Y row: Rec.709's HP_LUMA_* for sRGB output); pad;
+ *   float op_in[9], op_out[9] (row-major; read only under HP_TONE_FLAG_WIDE: the RGB operators' matrices
+ *         composed with the working space's, pipeline/tone.c hp_tone_operator_matrices)
  * tone_state (written by the exposure stage, read by the tone stage and copied back):
  *   float scale, key, adaptation, white, exposed_max, exposed_log_average, p01, p99, hist_mean,
  *         drago_norm, drago_inv_lwa, drago_inv_lsmax, drago_bias_exp;
  *   uint  translucent (0 from the exposure stage; the tone pass makes it 1 when any alpha it writes is
  *         below the output's maximum, so an opaque alpha need not be encoded); pad x 2;
- *   uint  convert_input, float in_to_rec709[9] (words HP_TONE_STATE_CONVERT..+9: tone_params' copies, made
- *         by the exposure stage for the stages that read the frame, shaders/include/input_color.glsl); pad x 2 */
-#define HP_TONE_PARAMS_WORDS 56
-#define HP_TONE_STATE_WORDS 28
+ *   uint  convert_input, float in_to_work[9] (words HP_TONE_STATE_CONVERT..+9: tone_params' copies, made
+ *         by the exposure stage for the stages that read the frame, shaders/include/input_color.glsl);
+ *   float work_luma[3] (words HP_TONE_STATE_LUMA..+2: tone_params' copy, for the DOF stages and the input
+ *         conversion's fold), sat_bound (HP_TONE_STATE_SAT_BOUND: hp_dof.h's channel bound for the working
+ *         space); pad x 2 */
+#define HP_TONE_PARAMS_WORDS 76
+#define HP_TONE_PARAMS_WORK_LUMA 54
+#define HP_TONE_STATE_WORDS 32
 #define HP_TONE_STATE_CONVERT 16
+#define HP_TONE_STATE_LUMA 26
+#define HP_TONE_STATE_SAT_BOUND 29
 /* The tone pass converts the frame to Rec.709 as it reads it (tone_state's convert_input, unless its input is
  * the DOF composite's image, converted already): a push-constant bit, so that a Rec.709 frame's pass pays
  * no memory read or branch per pixel for it (a 4K tone pass was 10-16% slower reading the flag per pixel). */
 #define HP_TONE_FLAG_CONVERT 2u
+/* The working space is not Rec.709 (output.colorspace display_p3 or rec2020): the tone pass reads its Y row
+ * and the RGB operators' matrices from tone_params. A push-constant bit, as above, so that sRGB output keeps
+ * its constants (and its speed, and its results bit for bit). */
+#define HP_TONE_FLAG_WIDE 4u
 
 /* --- YUV 4:2:0 output (the tone pass's OUTPUT_KIND 3, for libwebp's lossy encoder) ------------------ *
  * Planes in this order, 8 bits a sample: Y (y_stride x y_rows), U and V (y_stride / 2 x y_rows / 2), then

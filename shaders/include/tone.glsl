@@ -21,9 +21,12 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer To
     float lottes_a, lottes_d, lottes_b, lottes_c;
     float uch_p, uch_a, uch_m, uch_l, uch_c, uch_b, uch_l0, uch_s0, uch_s1, uch_c2, uch_cp;
     float drago_scene_log_average, drago_scene_max;
-    uint convert_input; // 1: in_to_rec709 takes the frame's RGB to linear Rec.709 (issue 17)
+    uint convert_input; // 1: in_to_work takes the frame's RGB to the working RGB (issue 17)
     float pad1;
-    float in_to_rec709[9]; // row-major
+    float in_to_work[9]; // row-major
+    float work_luma[3];  // HP_TONE_PARAMS_WORK_LUMA: the working space's Y row
+    float pad2;
+    float op_in[9], op_out[9]; // row-major, under HP_TONE_FLAG_WIDE (hp_shared.h)
 };
 
 // Layout: hp_shared.h ("tone_state").
@@ -44,7 +47,9 @@ layout(buffer_reference, std430, buffer_reference_align = 16) buffer ToneState {
     uint translucent; // 1 when some output alpha is below its maximum (the tone pass sets it)
     float pad[2];
     uint convert_input;    // HP_TONE_STATE_CONVERT: tone_params' copies (input_color.glsl reads them)
-    float in_to_rec709[9];
+    float in_to_work[9];
+    float work_luma[3];    // HP_TONE_STATE_LUMA
+    float sat_bound;       // HP_TONE_STATE_SAT_BOUND
     float pad2[2];
 };
 
@@ -93,9 +98,22 @@ vec3 Yxy_to_rgb(vec3 Yxy)
     return XYZ_TO_RGB * XYZ;
 }
 
+// Rec.709's: sRGB output. The tone pass passes the working space's row to luminance_in() under
+// HP_TONE_FLAG_WIDE.
 float luminance(vec3 rgb)
 {
     return dot(rgb, vec3(HP_LUMA_R, HP_LUMA_G, HP_LUMA_B));
+}
+
+float luminance_in(vec3 rgb, vec3 luma)
+{
+    return dot(rgb, luma);
+}
+
+// A row-major 3x3 of tone_params as GLSL's column-major mat3.
+mat3 row_major3(float m0, float m1, float m2, float m3, float m4, float m5, float m6, float m7, float m8)
+{
+    return mat3(m0, m3, m6, m1, m4, m7, m2, m5, m8);
 }
 
 // --- Curves on luminance (algorithms.md 3.1-3.8), L is the exposed luminance -----------------------
@@ -177,6 +195,17 @@ vec3 aces_hill(vec3 rgb)
     return clamp(ACES_OUT * (a / b), 0.0, 1.0);
 }
 
+// In a wide working space (HP_TONE_FLAG_WIDE): m_in is ACES_IN . (working -> Rec.709) and m_out is
+// (Rec.709 -> working) . ACES_OUT, composed in double on the host (pipeline/tone.c), so the fit sees the
+// Rec.709 it was made for and its result is clamped to the display's own gamut.
+vec3 aces_hill_in(vec3 rgb, mat3 m_in, mat3 m_out)
+{
+    vec3 v = m_in * rgb;
+    vec3 a = v * (v + HP_ACES_FIT_A) - HP_ACES_FIT_B;
+    vec3 b = v * (HP_ACES_FIT_C * v + HP_ACES_FIT_D) + HP_ACES_FIT_E;
+    return clamp(m_out * (a / b), 0.0, 1.0);
+}
+
 // False colour (hp_shared.h): the stop of Y around middle grey, clamped to the palette, blended between
 // its whole stops.
 const float FALSE_COLOR_RAMP[3 * HP_FALSE_COLOR_STOPS] = float[3 * HP_FALSE_COLOR_STOPS](HP_FALSE_COLOR_RAMP);
@@ -209,6 +238,17 @@ vec3 agx(vec3 rgb)
     vec3 s = vec3(agx_sigmoid(t.r), agx_sigmoid(t.g), agx_sigmoid(t.b));
     vec3 lin = pow(max(s, vec3(0.0)), vec3(2.4)); // the sigmoid's 0 can round below 0: pow() of it is undefined
     return clamp(REC2020_TO_709 * (AGX_OUTSET * lin), 0.0, 1.0);
+}
+
+// In a wide working space: m_in is AGX_INSET . (working -> BT.2020), m_out is (BT.2020 -> working) .
+// AGX_OUTSET (pipeline/tone.c): AgX's own BT.2020 working space, its result clamped in the display's.
+vec3 agx_in(vec3 rgb, mat3 m_in, mat3 m_out)
+{
+    vec3 c = max(m_in * rgb, vec3(HP_AGX_FLOOR));
+    vec3 t = clamp((log2(c) - HP_AGX_MIN_EV) / (HP_AGX_MAX_EV - HP_AGX_MIN_EV), 0.0, 1.0);
+    vec3 s = vec3(agx_sigmoid(t.r), agx_sigmoid(t.g), agx_sigmoid(t.b));
+    vec3 lin = pow(max(s, vec3(0.0)), vec3(2.4));
+    return clamp(m_out * lin, 0.0, 1.0);
 }
 
 vec3 khronos_neutral(vec3 c)
