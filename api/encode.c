@@ -8,11 +8,16 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <webp/decode.h>
 #include <webp/encode.h>
+#include <webp/mux.h>
 #include <zlib.h>
 
 #include "api/deflate_runs.h"
 #include "api/image.h"
+/* Generated at build time by tools/make_icc.c (api/meson.build): the profiles of the wide-gamut outputs and
+ * their cHRM values, by hp_output_colorspace and hp_output_encoding. */
+#include "api/icc_profiles.h"
 #include "common/cpus.h"
 #include "common/log.h"
 
@@ -20,6 +25,13 @@ _Static_assert(HP_ENCODE_MAX_SIDE == HP_IMAGE_MAX_SIDE, "the encoders take every
 _Static_assert(HP_ENCODE_WEBP_MAX_SIDE == WEBP_MAX_DIMENSION, "libwebp's own limit");
 /* A row of the largest frame, 16384 pixels x 8 bytes, is 128 KiB: int strides (libwebp) cannot overflow. */
 _Static_assert((uint64_t)HP_ENCODE_MAX_SIDE * 8 <= INT32_MAX, "row strides fit in int");
+
+/* The profile that tags an output colour space with samples of this encoding; NULL for sRGB, which the
+ * sRGB chunk (PNG) or no tag at all (WebP) already describes. */
+static const hp_icc_profile *output_profile(hp_output_colorspace space, hp_output_encoding encoding)
+{
+    return space == HP_OUTPUT_SRGB ? NULL : &hp_icc_spaces[space].profile[encoding];
+}
 
 hp_output_encoding hp_output_encoding_for_gamma(hp_gamma_mode mode)
 {
@@ -127,6 +139,57 @@ static hp_code webp_failure(WebPEncodingError code, bool sink_out_of_memory, con
                    f->height, (int)code);
 }
 
+static const char *webp_mux_error_name(WebPMuxError e)
+{
+    switch (e) {
+    case WEBP_MUX_OK: return "WEBP_MUX_OK";
+    case WEBP_MUX_NOT_FOUND: return "WEBP_MUX_NOT_FOUND";
+    case WEBP_MUX_INVALID_ARGUMENT: return "WEBP_MUX_INVALID_ARGUMENT";
+    case WEBP_MUX_BAD_DATA: return "WEBP_MUX_BAD_DATA";
+    case WEBP_MUX_MEMORY_ERROR: return "WEBP_MUX_MEMORY_ERROR";
+    case WEBP_MUX_NOT_ENOUGH_DATA: return "WEBP_MUX_NOT_ENOUGH_DATA";
+    }
+    return "unknown";
+}
+
+/* The WebP libwebp wrote (file: the simple format, or VP8X with ALPH) tagged with an ICC profile:
+ * libwebpmux writes it again in the extended format (WebP container specification, "Extended File Format":
+ * VP8X with the ICC flag, then ICCP, then the image's chunks as they were; the image data is copied, not
+ * decoded). On success *result holds the new file; file stays the caller's. WebPMuxAssemble() allocates
+ * with WebPSafeMalloc(), which is malloc() (libwebp 1.2.4 src/utils/utils.c; WebPFree() is free()), so the
+ * file is released by hp_encoded_free() as any other. */
+static hp_code webp_add_icc(const webp_sink *file, const hp_icc_profile *icc, const frame *f, hp_encoded *result,
+                            hp_err *err)
+{
+    const WebPData image = {file->data, file->size}, profile = {icc->icc, icc->icc_size};
+    /* WebPMuxCreate() answers NULL both when an allocation fails and for data it cannot parse. The data is
+     * libwebp's own file: when its header reads, NULL was memory. */
+    WebPMux *mux = WebPMuxCreate(&image, 0);
+    if (!mux) {
+        if (WebPGetInfo(image.bytes, image.size, NULL, NULL))
+            return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "libwebpmux ran out of memory reading the WebP of a %ux%u frame",
+                           f->width, f->height);
+        return hp_fail(err, HP_ERR_INTERNAL, "libwebpmux could not parse libwebp's WebP of a %ux%u frame",
+                       f->width, f->height);
+    }
+    WebPData tagged;
+    WebPDataInit(&tagged);
+    WebPMuxError code = WebPMuxSetChunk(mux, "ICCP", &profile, 0);
+    if (code == WEBP_MUX_OK)
+        code = WebPMuxAssemble(mux, &tagged);
+    WebPMuxDelete(mux);
+    if (code != WEBP_MUX_OK) {
+        WebPDataClear(&tagged);
+        if (code == WEBP_MUX_MEMORY_ERROR)
+            return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "libwebpmux ran out of memory adding the ICC profile to the "
+                           "WebP of a %ux%u frame", f->width, f->height);
+        return hp_fail(err, HP_ERR_INTERNAL, "libwebpmux failed adding the ICC profile \"%s\": %s (error %d)",
+                       icc->name, webp_mux_error_name(code), (int)code);
+    }
+    *result = (hp_encoded){.data = (uint8_t *)tagged.bytes, .size = tagged.size, .mime = "image/webp"};
+    return HP_OK;
+}
+
 /* The default quality is libwebp's own, 75 (pipeline/params.c). libwebp encodes a frame on one core, and on
  * the H200 host its encode of the 4K Blender street frame (libwebp 1.2.4, method 0, four rounds) took
  * 211-309 ms at quality 88, 180-250 at 80 and 161-226 at 75, for 1.186, 0.832 and 0.707 MB at 39.05, 37.03
@@ -150,6 +213,11 @@ static int webp_lossless_level(uint32_t effort)
 
 static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encoded *result, hp_err *err)
 {
+    /* hp_params_check() refuses this already (BT.2020 needs 16 bits); hp_encode() is also called directly. */
+    if (out->colorspace == HP_OUTPUT_REC2020)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.colorspace",
+                             "output.colorspace rec2020 needs output.format png and output.bit_depth 16; WebP stores "
+                             "8 bits (use display_p3)");
     if (f->bit_depth != 8)
         return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.bit_depth",
                              "output.bit_depth %u needs output.format png: WebP stores 8 bits per channel",
@@ -231,6 +299,14 @@ static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encod
     if (!encoded) {
         free(sink.data);
         return webp_failure(code, sink.out_of_memory, f, out->quality, err);
+    }
+    /* WebP has no gAMA: viewers take its samples as sRGB's curve, so the profile is the space's with the
+     * sRGB transfer whatever `encoding` (Display P3 as Apple defines it; encode.h). */
+    const hp_icc_profile *icc = output_profile(out->colorspace, HP_ENCODING_SRGB);
+    if (icc) {
+        hp_code tagged = webp_add_icc(&sink, icc, f, result, err);
+        free(sink.data);
+        return tagged;
     }
     *result = (hp_encoded){.data = sink.data, .size = sink.size, .mime = "image/webp"};
     return HP_OK;
@@ -328,21 +404,42 @@ static void png_pack_row(const frame *f, uint32_t y, uint8_t *dst)
     "Samples carry Kwon's dynamic local gamma (hdrpostd): an exponent per pixel near 1/2.2. gAMA gives the " \
     "nearest single exponent; no chunk can describe the per-pixel curve."
 
-/* gAMA, cHRM, sRGB and tEXt as encode.h lists them. comment: the tEXt chunk, written for the local modes;
- * libspng keeps the pointer, not a copy, so it lives in the caller until spng_ctx_free(). */
-static hp_code png_set_colour_chunks(spng_ctx *ctx, hp_output_encoding encoding, struct spng_text *comment,
-                                     hp_err *err)
+/* cHRM of an output colour space: x and y of white, red, green and blue, times 100000 (PNG 11.3.3.1). */
+static const uint32_t *png_chrm(hp_output_colorspace space)
 {
-    /* Rec.709/sRGB primaries and D65 white (IEC 61966-2-1), chromaticities x 100000 as cHRM stores them. */
-    struct spng_chrm_int chrm = {.white_point_x = 31270, .white_point_y = 32900, .red_x = 64000, .red_y = 33000,
-                                 .green_x = 30000, .green_y = 60000, .blue_x = 15000, .blue_y = 6000};
+    /* Rec.709/sRGB primaries and D65 white (IEC 61966-2-1). */
+    static const uint32_t srgb[8] = {31270, 32900, 64000, 33000, 30000, 60000, 15000, 6000};
+    return space == HP_OUTPUT_SRGB ? srgb : hp_icc_spaces[space].chrm;
+}
+
+/* gAMA, cHRM, sRGB or iCCP, and tEXt as encode.h lists them. comment: the tEXt chunk, written for the local
+ * modes; iccp: room for the iCCP chunk. libspng keeps both pointers, not copies, so they live in the caller
+ * until spng_ctx_free().
+ * The iCCP chunk goes to libspng whole, name, method and compressed profile as make_icc wrote them, as a
+ * chunk it need not know (spng_set_unknown_chunks, placed after IHDR: after cHRM and gAMA, where libspng
+ * would write its own iCCP). spng_set_iccp() would compress the profile on every request with zlib's own
+ * allocator, whose failure libspng reports as a zlib error (SPNG_EZLIB), not as memory, and would write
+ * other bytes than the strips' chunk. */
+static hp_code png_set_colour_chunks(spng_ctx *ctx, hp_output_colorspace space, hp_output_encoding encoding,
+                                     struct spng_text *comment, struct spng_unknown_chunk *iccp, hp_err *err)
+{
+    const uint32_t *c = png_chrm(space);
+    struct spng_chrm_int chrm = {.white_point_x = c[0], .white_point_y = c[1], .red_x = c[2], .red_y = c[3],
+                                 .green_x = c[4], .green_y = c[5], .blue_x = c[6], .blue_y = c[7]};
     /* gAMA stores the encoding exponent x 100000: 1/2.2 -> 45455, linear -> 100000. */
     uint32_t gamma = encoding == HP_ENCODING_LINEAR ? 100000 : 45455;
+    const hp_icc_profile *icc = output_profile(space, encoding);
     int rc = spng_set_chrm_int(ctx, &chrm);
     if (rc == SPNG_OK)
         rc = spng_set_gama_int(ctx, gamma);
-    if (rc == SPNG_OK && encoding == HP_ENCODING_SRGB)
+    /* sRGB and iCCP never together: each is an embedded profile, and a file holds one at most (PNG 11.3.3.3). */
+    if (rc == SPNG_OK && encoding == HP_ENCODING_SRGB && !icc)
         rc = spng_set_srgb(ctx, 0 /* perceptual rendering intent */);
+    if (rc == SPNG_OK && icc) {
+        *iccp = (struct spng_unknown_chunk){.type = {'i', 'C', 'C', 'P'}, .length = icc->iccp_size,
+                                            .data = (void *)icc->iccp, .location = SPNG_AFTER_IHDR};
+        rc = spng_set_unknown_chunks(ctx, iccp, 1);
+    }
     if (rc == SPNG_OK && encoding == HP_ENCODING_SRGB_LIKE)
         rc = spng_set_text(ctx, comment, 1);
     return rc == SPNG_OK ? HP_OK : png_failure(rc, "setting the colour chunks", err);
@@ -377,7 +474,8 @@ static hp_code encode_png(const frame *f, const hp_output_params *out, hp_output
     char comment_text[] = PNG_KWON_COMMENT; /* spng_text.text is char * */
     struct spng_text comment = {.keyword = "Comment", .type = SPNG_TEXT, .length = sizeof(comment_text) - 1,
                                 .text = comment_text};
-    if ((code = png_set_colour_chunks(ctx, encoding, &comment, err)) != HP_OK)
+    struct spng_unknown_chunk iccp;
+    if ((code = png_set_colour_chunks(ctx, out->colorspace, encoding, &comment, &iccp, err)) != HP_OK)
         goto done;
 
     /* Progressive: one row at a time, so no full-size converted copy of the frame is ever made.
@@ -428,9 +526,9 @@ done:
  * boundary, an empty stored block), each later strip is primed with the 32 KiB of filtered data before it
  * as its dictionary (so matches across the seam are not lost), and the Adler-32 of the whole is combined
  * from the strips' (adler32_combine). libspng encodes on one thread and has no way to take a stream
- * compressed elsewhere, so the chunks around it (IHDR, cHRM, gAMA, sRGB, tEXt, IDAT, IEND, each with its
- * CRC-32) are written here, the same ones encode_png() asks libspng for. Filters are chosen per row as
- * libspng and libpng choose them: the smallest sum of absolute values of the filtered bytes, taken as
+ * compressed elsewhere, so the chunks around it (IHDR, cHRM, gAMA, sRGB or iCCP, tEXt, IDAT, IEND, each
+ * with its CRC-32) are written here, the same ones encode_png() asks libspng for. Filters are chosen per
+ * row as libspng and libpng choose them: the smallest sum of absolute values of the filtered bytes, taken as
  * signed (effort 0: Sub alone). Measured on the H200 host (16 cores): a 4K frame's PNG in docs/BENCHMARKS.md. */
 
 #define STRIP_MIN_PIXELS (1024u * 1024u) /* below this one thread is fast enough */
@@ -723,7 +821,9 @@ static hp_code encode_png_strips(const frame *f, const hp_output_params *out, hp
     const size_t idat_max = 1u << 30; /* PNG chunks hold up to 2^31 - 1 bytes */
     size_t idat_chunks = (z_total + idat_max - 1) / idat_max;
     char comment[] = "Comment\0" PNG_KWON_COMMENT;
-    size_t cap = 8 + (12 + 13) + (12 + 32) + (12 + 4) + (12 + 1) + (12 + sizeof(comment)) + 12 * idat_chunks + z_total + 12;
+    const hp_icc_profile *icc = output_profile(out->colorspace, encoding);
+    size_t cap = 8 + (12 + 13) + (12 + 32) + (12 + 4) + (12 + 1) + (icc ? 12 + icc->iccp_size : 0) +
+                 (12 + sizeof(comment)) + 12 * idat_chunks + z_total + 12;
     png = malloc(cap);
     uint8_t *zbuf = png ? malloc(z_total) : NULL;
     if (!png || !zbuf) {
@@ -757,18 +857,20 @@ static hp_code encode_png_strips(const frame *f, const hp_output_params *out, hp
     be32(ihdr + 4, f->height);
     ihdr[8] = (uint8_t)f->bit_depth, ihdr[9] = f->alpha ? 6 : 2, ihdr[10] = ihdr[11] = ihdr[12] = 0;
     png_chunk(&w, "IHDR", ihdr, 13);
-    /* The chunks png_set_colour_chunks() sets through libspng (encode.h). */
-    static const uint32_t chrm[8] = {31270, 32900, 64000, 33000, 30000, 60000, 15000, 6000};
+    /* The chunks png_set_colour_chunks() sets through libspng (encode.h), in the order libspng writes them. */
+    const uint32_t *chrm = png_chrm(out->colorspace);
     uint8_t c[32];
     for (int k = 0; k < 8; k++)
         be32(c + 4 * k, chrm[k]);
     png_chunk(&w, "cHRM", c, 32);
     be32(c, encoding == HP_ENCODING_LINEAR ? 100000 : 45455);
     png_chunk(&w, "gAMA", c, 4);
-    if (encoding == HP_ENCODING_SRGB) {
+    if (encoding == HP_ENCODING_SRGB && !icc) {
         c[0] = 0; /* perceptual rendering intent */
         png_chunk(&w, "sRGB", c, 1);
     }
+    if (icc)
+        png_chunk(&w, "iCCP", icc->iccp, icc->iccp_size);
     if (encoding == HP_ENCODING_SRGB_LIKE)
         png_chunk(&w, "tEXt", (const uint8_t *)comment, sizeof(comment) - 1);
     for (size_t at = 0; at < z_total; at += idat_max)
@@ -793,8 +895,8 @@ done:
 
 /* --- The entry points ------------------------------------------------------------------------------- */
 
-/* Quality and effort within the schema's ranges (hp_params_check() has refused others already; the
- * encoders are also called directly). */
+/* Quality, effort and colour space within the schema's ranges (hp_params_check() has refused others
+ * already; the encoders are also called directly). */
 static hp_code check_ranges(const hp_output_params *out, hp_err *err)
 {
     if (out->quality > 100)
@@ -803,6 +905,10 @@ static hp_code check_ranges(const hp_output_params *out, hp_err *err)
     if (out->effort > 6)
         return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.effort", "output.effort %u is over 6",
                              out->effort);
+    if ((unsigned)out->colorspace >= HP_OUTPUT_COLORSPACE_COUNT)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.colorspace",
+                             "output.colorspace %d is not srgb (0), display_p3 (1) or rec2020 (2)",
+                             (int)out->colorspace);
     return HP_OK;
 }
 

@@ -1,5 +1,5 @@
 /* Image encoders: the tone-mapped frame the pipeline hands back (quantized RGBA rows) becomes the bytes of
- * the response, WebP (libwebp) or PNG (libspng).
+ * the response, WebP (libwebp, libwebpmux) or PNG (libspng), tagged with the colour space it is in.
  *
  * Input: tightly packed RGBA rows, top to bottom, no row padding, straight (not premultiplied) alpha:
  *   bit_depth 8:  4 bytes per pixel, R, G, B, A;
@@ -27,9 +27,18 @@
  *   16383 x 16383 do not fit at all: HP_ERR_TOO_LARGE suggesting lossless or png, after both attempts
  *   (33 s, 40 s; at effort 4 the 16383 x 16383 failure took 400 s). Flat frames fit larger.
  *   8 bits only: bit_depth 16 is HP_ERR_INVALID_ARGUMENT naming output.bit_depth. A side over 16383
- *   (WEBP_MAX_DIMENSION) is HP_ERR_TOO_LARGE naming the limit and suggesting png. No colour chunk is
- *   written: WebP has no gAMA/sRGB chunk (only an ICC profile through the mux API), and viewers take
- *   WebP as sRGB, so `encoding` is ignored for WebP.
+ *   (WEBP_MAX_DIMENSION) is HP_ERR_TOO_LARGE naming the limit and suggesting png.
+ *   Colour: WebP has no gAMA, cHRM or sRGB chunk, only an ICC profile (the ICCP chunk of the extended
+ *   format), and viewers take an untagged WebP as sRGB. So `encoding` is ignored for WebP, and:
+ *     output.colorspace srgb        no chunk, as before issue 17 (the same bytes).
+ *     output.colorspace display_p3  an ICCP chunk with the Display P3 profile with the sRGB transfer (the
+ *                                   profile below; Display P3 as Apple defines it), added by libwebpmux to
+ *                                   the file libwebp wrote (a VP8X header flags it; the image chunks are
+ *                                   unchanged: 636 bytes more, 654 where VP8X is new). Both entry
+ *                                   points, hp_encode() and hp_encode_webp_yuv420(), tag alike: the
+ *                                   latter has no `encoding`.
+ *     output.colorspace rec2020     HP_ERR_INVALID_ARGUMENT naming output.colorspace (16-bit PNG only, as
+ *                                   hp_params_check() says first).
  *
  * PNG, 8 or 16 bits, colour type 2 (RGB) or 6 (RGBA), not interlaced:
  *   Deflate by output.effort: 0..2 (the default 2 among them) the run-length coder of deflate_runs.h
@@ -41,13 +50,26 @@
  *   Measured at zlib level 1 on the four frames of tests/data tone-mapped to 8 bits: SUB took about half the
  *   time of adaptive and its files were 1% smaller to 9% larger; NONE, faster still, was 11% to 26% larger
  *   than SUB.
- *   Colour chunks from `encoding` (primaries are always Rec.709/sRGB, D65: the pipeline's RGB):
- *     HP_ENCODING_SRGB       sRGB (perceptual intent), plus gAMA 1/2.2 (45455) and cHRM as the PNG spec
- *                            (11.3.3.5) recommends for decoders that do not read sRGB.
+ *   Colour chunks from `encoding` (the transfer) and output.colorspace (the primaries, which the pipeline has
+ *   already converted the samples into; all D65):
+ *     HP_ENCODING_SRGB       sRGB (perceptual intent; srgb output only), plus gAMA 1/2.2 (45455) and cHRM
+ *                            as the PNG spec (11.3.3.5) recommends for decoders that do not read sRGB.
  *     HP_ENCODING_LINEAR     gAMA 1.0 (100000) and cHRM.
  *     HP_ENCODING_SRGB_LIKE  gAMA 1/2.2 (45455) and cHRM, and a tEXt "Comment" saying the samples carry
  *                            Kwon's dynamic local gamma (an exponent per pixel, near 1/2.2): no chunk can
  *                            describe a per-pixel curve, so gAMA gives its nearest global approximation.
+ *   output.colorspace srgb writes exactly these (Rec.709/sRGB primaries in cHRM), as before issue 17.
+ *   display_p3 and rec2020 write the same gAMA and tEXt, cHRM with the space's primaries (P3: SMPTE EG
+ *   432-1; BT.2020-2), and an iCCP chunk (PNG 11.3.3.3) with an ICC profile (ICC.1:2010 v4 matrix/TRC) of
+ *   those primaries and the encoding's transfer: the sRGB curve for HP_ENCODING_SRGB, a pure gamma 2.2 for
+ *   HP_ENCODING_SRGB_LIKE (gAMA's exponent), gamma 1.0 for HP_ENCODING_LINEAR. Never the sRGB chunk: it
+ *   is an embedded profile too, and a file holds one at most (PNG 11.3.3.3, 11.3.3.5). A browser or viewer that reads ICC converts
+ *   the wide-gamut samples to its display (shown untagged, as sRGB, P3 and BT.2020 colours look dull);
+ *   cHRM and gAMA serve decoders without ICC support, and those that read iCCP ignore them (11.3.3.3).
+ *   The six profiles (596 to 628 bytes, 396 to 439 as iCCP data) are made at build time by
+ *   tools/make_icc.c with lcms2 and embedded, the iCCP chunk's compressed data included: tagging allocates
+ *   nothing per request and no lcms2 is linked. Chunk order, both encoders: IHDR, cHRM, gAMA, sRGB or
+ *   iCCP, tEXt, IDAT (each before IDAT, PNG 5.6; libspng's order).
  *   Frames of 1 Mpixel or more, and every frame at efforts 0..2, are filtered and deflated here
  *   (encode.c), in horizontal strips on several threads (hp_encode_set_png_threads; one strip below 1
  *   Mpixel) joined into one zlib stream; this path keeps the filtered frame in memory (one byte per row
@@ -104,8 +126,9 @@ typedef struct hp_encoded {
 } hp_encoded;
 
 /* Encodes width x height pixels (layout above) in the format of out (format, quality, lossless, effort,
- * bit_depth; out->bit_depth must equal bit_depth). alpha: write the A channel (RGBA) or not (RGB).
- * encoding: the colour chunks of a PNG (ignored for WebP). On success fills *result. */
+ * bit_depth, colorspace; out->bit_depth must equal bit_depth). alpha: write the A channel (RGBA) or not (RGB).
+ * encoding: the transfer in a PNG's colour chunks (ignored for WebP). An output.colorspace outside the enum,
+ * or rec2020 in WebP, is HP_ERR_INVALID_ARGUMENT naming output.colorspace. On success fills *result. */
 hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
                   hp_output_encoding encoding, const hp_output_params *out, hp_encoded *result, hp_err *err);
 
@@ -118,9 +141,9 @@ typedef struct hp_yuv420 {
 
 /* Lossy WebP from planes converted elsewhere (the GPU's tone pass: pipeline/tone.h HP_TONE_OUT_YUV420), so
  * that libwebp's conversion from RGB, one core's work, is skipped. out: format webp, lossless false, bit
- * depth 8; quality and effort as hp_encode(). Errors, result and threading as hp_encode(). libwebp may
- * flatten the colour under fully transparent alpha in the planes themselves (it does so when `exact` is
- * off, as here): they are not const to it. */
+ * depth 8; quality, effort and colorspace as hp_encode() (display_p3 tags the file as hp_encode() does).
+ * Errors, result and threading as hp_encode(). libwebp may flatten the colour under fully transparent alpha
+ * in the planes themselves (it does so when `exact` is off, as here): they are not const to it. */
 hp_code hp_encode_webp_yuv420(const hp_yuv420 *planes, uint32_t width, uint32_t height, const hp_output_params *out,
                               hp_encoded *result, hp_err *err);
 

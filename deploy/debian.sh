@@ -14,14 +14,15 @@ case "$mode" in
   *) echo "usage: $0 start [hdrpostd flags...] | test | build | deps" >&2; exit 2 ;;
 esac
 
-# Build tools, the libraries hdrpostd and hdrpost (libcurl) link, Mesa's lavapipe (a Vulkan device on the CPU, used when
-# there is no GPU), the Khronos validation layer (on in every test) and PyYAML (the deployment's test reads
-# the Kubernetes manifest).
+# Build tools, the libraries hdrpostd and hdrpost (libcurl) link, lcms2 (the build makes the encoders' ICC
+# profiles with it, tools/make_icc.c, and test_encode reads them back; the daemon does not link it), Mesa's
+# lavapipe (a Vulkan device on the CPU, used when there is no GPU), the Khronos validation layer (on in every
+# test) and PyYAML (the deployment's test reads the Kubernetes manifest).
 packages=(
   gcc libc6-dev pkg-config meson ninja-build glslc python3 python3-yaml
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers
   libmicrohttpd-dev libjansson-dev zlib1g-dev libopenexr-dev g++
-  libwebp-dev libspng-dev libdeflate-dev openssl libcurl4-openssl-dev
+  libwebp-dev libspng-dev libdeflate-dev openssl libcurl4-openssl-dev liblcms2-dev
 )
 # The tests also build the fuzz targets (tests/fuzz) with clang's libFuzzer, AddressSanitizer and UBSan.
 if [ "$mode" = test ]; then
