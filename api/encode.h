@@ -63,9 +63,10 @@
  *   432-1; BT.2020-2), and an iCCP chunk (PNG 11.3.3.3) with an ICC profile (ICC.1:2010 v4 matrix/TRC) of
  *   those primaries and the encoding's transfer: the sRGB curve for HP_ENCODING_SRGB, a pure gamma 2.2 for
  *   HP_ENCODING_SRGB_LIKE (gAMA's exponent), gamma 1.0 for HP_ENCODING_LINEAR. Never the sRGB chunk: it
- *   is an embedded profile too, and a file holds one at most (PNG 11.3.3.3, 11.3.3.5). A browser or viewer that reads ICC converts
- *   the wide-gamut samples to its display (shown untagged, as sRGB, P3 and BT.2020 colours look dull);
- *   cHRM and gAMA serve decoders without ICC support, and those that read iCCP ignore them (11.3.3.3).
+ *   is an embedded profile too, and a file holds one at most (PNG 11.3.3.3, 11.3.3.5). A browser or viewer
+ *   that reads ICC converts the wide-gamut samples to its display (shown untagged, as sRGB, P3 and BT.2020
+ *   colours look dull); cHRM and gAMA serve decoders without ICC support, and those that read iCCP ignore
+ *   them (11.3.3.3).
  *   The six profiles (596 to 628 bytes, 396 to 439 as iCCP data) are made at build time by
  *   tools/make_icc.c with lcms2 and embedded, the iCCP chunk's compressed data included: tagging allocates
  *   nothing per request and no lcms2 is linked. Chunk order, both encoders: IHDR, cHRM, gAMA, sRGB or
