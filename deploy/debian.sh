@@ -25,8 +25,9 @@ packages=(
   libwebp-dev libspng-dev libdeflate-dev openssl libcurl4-openssl-dev liblcms2-dev
 )
 # The tests also build the fuzz targets (tests/fuzz) with clang's libFuzzer, AddressSanitizer and UBSan.
+# browser_http shows the daemon's images in headless Chromium and reads their colours off the screen.
 if [ "$mode" = test ]; then
-  packages+=(clang libclang-rt-14-dev libfuzzer-14-dev)
+  packages+=(clang libclang-rt-14-dev libfuzzer-14-dev chromium)
 fi
 missing=()
 for p in "${packages[@]}"; do
