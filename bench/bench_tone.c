@@ -42,6 +42,26 @@ static void look_16bit(hp_params *p)
     p->output.bit_depth = 16;
 }
 
+/* Output colour spaces (issue 17): a Rec.709 frame converted into the display's primaries as it is read,
+ * the working space's Y row and the operators' matrices read from tone_params (HP_TONE_FLAG_WIDE). */
+static void for_output(hp_params *p, hp_output_colorspace out)
+{
+    hp_err err = {0};
+    p->output.colorspace = out;
+    hp_input_color_make(hp_colorspace_chromaticities(HP_COLORSPACE_REC709), out, &p->color, &err);
+}
+static void look_p3(hp_params *p) { for_output(p, HP_OUTPUT_DISPLAY_P3); }
+static void look_p3_agx(hp_params *p)
+{
+    for_output(p, HP_OUTPUT_DISPLAY_P3);
+    p->tonemap.op = HP_TONE_AGX;
+}
+static void look_rec2020(hp_params *p)
+{
+    look_16bit(p);
+    for_output(p, HP_OUTPUT_REC2020);
+}
+
 static const look looks[] = {
     {"default (reinhard_extended, local gamma, 8-bit, dither)", look_default},
     {"default, as Y'CbCr 4:2:0 (what the daemon's default WebP reads back)", look_default, true},
@@ -51,6 +71,9 @@ static const look looks[] = {
     /* Every workgroup finds translucent pixels and sets tone_state's translucent word: the most atomics. */
     {"default, alpha 0.5 everywhere", look_default, false, 0.5f},
     {"default, as Y'CbCr 4:2:0 with an alpha plane, alpha 0.5 everywhere", look_default, true, 0.5f},
+    {"output.colorspace display_p3", look_p3},
+    {"output.colorspace display_p3, agx", look_p3_agx},
+    {"output.colorspace rec2020, 16-bit output", look_rec2020},
 };
 
 int main(int argc, char **argv)
@@ -173,7 +196,8 @@ int main(int argc, char **argv)
                                   .yuv_alpha = yuv_alpha,
                                   .stats = stats.address, .params = params_buf.address, .state = state.address,
                                   .output = output.address, .kind = kind, .gamma_radius = p.gamma.radius,
-                                  .lan_a = lan_a.address, .lan_b = lan_b.address};
+                                  .lan_a = lan_a.address, .lan_b = lan_b.address,
+                                  .convert_input = p.color.convert, .colorspace = p.output.colorspace};
                 double stage_ms[TS_COUNT][256];
                 /* The CPU work between configurations (building 8K frames, the 1080p reference) lets the
                  * GPU drop its clocks: bring them back before timing. */

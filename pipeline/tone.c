@@ -27,8 +27,11 @@ struct tonemap_push {
     VkDeviceAddress coc, mask, near, far, accum; /* depth of field, fused */
     uint32_t half_w, half_h, sat, flags;
     VkDeviceAddress dilated;
+    float luma[3]; /* the working space's Y row (issue 17) */
 };
-_Static_assert(offsetof(struct tonemap_push, dilated) == 104, "push constant layout drifted from tonemap.comp");
+_Static_assert(offsetof(struct tonemap_push, dilated) == 104 && offsetof(struct tonemap_push, luma) == 112 &&
+                   sizeof(struct tonemap_push) <= 128, /* Vulkan's guaranteed maxPushConstantsSize */
+               "push constant layout drifted from tonemap.comp");
 
 struct blur_push {
     VkDeviceAddress src, dst;
@@ -221,7 +224,14 @@ void hp_tone_record_map(hp_tone *t, VkCommandBuffer cmd, const hp_tone_io *io)
     struct tonemap_push tp = {.pixels = io->pixels, .params = io->params, .state = io->state,
                               .lan = io->lan_b, .width = io->width, .height = io->height,
                               .flags = (io->convert_input ? HP_TONE_FLAG_CONVERT : 0) |
-                                       (io->wide ? HP_TONE_FLAG_WIDE : 0)};
+                                       (io->colorspace != HP_OUTPUT_SRGB ? HP_TONE_FLAG_WIDE : 0),
+                              .luma = {(float)HP_LUMA_R, (float)HP_LUMA_G, (float)HP_LUMA_B}};
+    /* The working space's Y row as a push constant: luminance() reads it on every pixel, where a load
+     * from tone_params, or a choice between it and the constants, cost sRGB output 4-8% of its 4K tone pass
+     * on an H200 (docs/BENCHMARKS.md). */
+    if (io->colorspace != HP_OUTPUT_SRGB)
+        for (int i = 0; i < 3; i++)
+            tp.luma[i] = (float)hp_working_space_of(io->colorspace)->luma[i];
     uint32_t dof = io->dof != NULL;
     if (dof) {
         tp.coc = io->dof->coc.address;

@@ -62,7 +62,7 @@ typedef struct hp_tone_io {
     bool dof_sat, dof_bokeh;
     bool convert_input; /* convert the pixels to the working space as they are read (tone_state's matrix): the
                          * frame is in other primaries, and not the DOF composite's image, converted already */
-    bool wide;          /* the working space is not Rec.709 (output.colorspace): HP_TONE_FLAG_WIDE */
+    hp_output_colorspace colorspace; /* whose primaries are the working space (output.colorspace; 0: sRGB) */
 } hp_tone_io;
 
 typedef struct hp_tone hp_tone;

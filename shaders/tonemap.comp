@@ -54,6 +54,7 @@ layout(push_constant, std430) uniform Push {
     uint sat;      // 96
     uint flags;    // 100 HP_TONE_FLAG_ALPHA: the YUV output has an alpha plane
     uvec2 dilated; // 104
+    float luma_r, luma_g, luma_b; // 112 the working space's Y row (issue 17): Rec.709's for sRGB output
 } pc;
 
 // One pixel up to the display encoding: its tone-mapped colour in [0, 1], luminance and alpha.
@@ -89,12 +90,11 @@ Toned tone_pixel(uvec2 xy, ToneParams tp, ToneState ts)
     bool excluded = any(equal(exponent, uvec3(0x7f800000u)));
     vec3 rgb = vec3(c.r > 0.0 ? c.r : 0.0, c.g > 0.0 ? c.g : 0.0, c.b > 0.0 ? c.b : 0.0) * ts.scale;
 
-    // The working space's Y row: Rec.709's constants for sRGB output, else tone_params' (issue 17).
-    bool wide = (pc.flags & HP_TONE_FLAG_WIDE) != 0u;
-    vec3 luma = wide ? vec3(tp.work_luma[0], tp.work_luma[1], tp.work_luma[2]) : vec3(HP_LUMA_R, HP_LUMA_G, HP_LUMA_B);
+    // The working space's Y row (issue 17), a push constant: Rec.709's HP_LUMA_* for sRGB output.
+    vec3 luma = vec3(pc.luma_r, pc.luma_g, pc.luma_b);
     vec3 tm;
     if (tp.op >= OP_ACES_HILL) {
-        if (wide) {
+        if ((pc.flags & HP_TONE_FLAG_WIDE) != 0u) {
             mat3 m_in = row_major3(tp.op_in[0], tp.op_in[1], tp.op_in[2], tp.op_in[3], tp.op_in[4], tp.op_in[5],
                                    tp.op_in[6], tp.op_in[7], tp.op_in[8]);
             mat3 m_out = row_major3(tp.op_out[0], tp.op_out[1], tp.op_out[2], tp.op_out[3], tp.op_out[4],
