@@ -1540,7 +1540,8 @@ def colorspaces(d, tmp):
     status, _, body = request(d.port, "POST", "/v1/analyze", ap1_tagged, headers={"Accept": "application/json"})
     doc = json_body(body) or {}
     point("/v1/analyze says which space and why", status == 200 and
-          doc.get("colorspace") == {"input": "acescg", "source": "attribute"}, f"{status} {doc.get('colorspace')}")
+          doc.get("colorspace") == {"input": "acescg", "source": "attribute", "output": "srgb"},
+          f"{status} {doc.get('colorspace')}")
     for label, chroma in (("collinear primaries", (0.64, 0.33, 0.30, 0.60, 0.47, 0.465, 0.3127, 0.3290)),
                           ("a white outside the primaries", (0.64, 0.33, 0.30, 0.60, 0.15, 0.06, 0.70, 0.25)),
                           ("a white with y = 0", (0.64, 0.33, 0.30, 0.60, 0.15, 0.06, 0.3127, 0.0))):
@@ -1567,6 +1568,42 @@ def colorspaces(d, tmp):
     ok, detail = png_matches_8bit(body, image, ref["width"], ref["height"]) if status == 200 else (False, status)
     point("a Radiance frame read as ACES2065-1 equals cpu_render (99.9% identical, none off by more than 1)",
           ok and headers.get("x-input-colorspace") == "aces2065; source=parameter", detail)
+
+    output_colorspaces(d, tmp, ap1_tagged)
+
+
+def output_colorspaces(d, tmp, ap1_tagged):
+    """Output colour spaces over HTTP: the image in P3 or BT.2020 equals cpu_render's (which resolves and
+    converts the same way), the answer names the space, the files carry their tags, and rec2020 outside
+    16-bit PNG is refused by name."""
+    for space, query, params, depth in (
+            ("display_p3", "&output.format=png", {"output": {"format": "png", "colorspace": "display_p3"}}, 8),
+            ("rec2020", "&output.format=png&output.bit_depth=16",
+             {"output": {"format": "png", "bit_depth": 16, "colorspace": "rec2020"}}, 16)):
+        ref, image = cpu(tmp, "pmndrs_park.hdr", params)
+        status, headers, body = request(d.port, "POST", "/v1/render?output.colorspace=" + space + query,
+                                        read_data("pmndrs_park.hdr"))
+        if status != 200:
+            point(f"a Radiance frame for {space} equals cpu_render", False, f"{status} {body[:300]!r}")
+            continue
+        size_ok, n, same, big, _, detail = compare_png(body, image, ref["width"], ref["height"], depth)
+        tagged = b"iCCP" in body[:2000] and b"sRGB" not in body[:2000]
+        point(f"a Radiance frame for {space} ({depth}-bit PNG) equals cpu_render, carries an ICC profile and no "
+              "sRGB chunk, and X-Output-Colorspace says so",
+              size_ok and n > 0 and (same >= 0.999 * n and big == 0 if depth == 8 else same >= 0.99 * n and
+                                     big * 1e6 <= n) and tagged and headers.get("x-output-colorspace") == space,
+              f"{detail} tagged {tagged} header {headers.get('x-output-colorspace')!r}")
+    status, headers, body = request(d.port, "POST", "/v1/render?output.colorspace=display_p3", ap1_tagged,
+                                    headers={"Accept": "application/json"})
+    doc = json_body(body) or {}
+    point("the JSON answer names the output space beside the input's",
+          status == 200 and doc.get("colorspace") == {"input": "acescg", "source": "attribute",
+                                                      "output": "display_p3"}, f"{status} {doc.get('colorspace')}")
+    for query in ("output.colorspace=rec2020", "output.colorspace=rec2020&output.format=png"):
+        status, _, body = request(d.port, "POST", "/v1/render?" + query, read_data("pmndrs_park.hdr"))
+        point(f"{query} is refused: 400 naming output.colorspace (16-bit PNG only)",
+              is_error(status, body, 400, "invalid_parameter", "output.colorspace") is not None,
+              f"{status} {body[:300]!r}")
 
 
 LOOKS = {  # what docs/PARAMETERS.md says each look sets, written out as a client would
