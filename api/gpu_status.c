@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "api/live_stats.h"
 #include "api/metrics.h"
 #include "common/budget.h"
 #include "api/route.h"
@@ -182,4 +183,67 @@ void hp_route_metrics(hp_request *req, hp_reply *reply)
         return;
     }
     hp_reply_bytes(reply, 200, "text/plain; version=0.0.4; charset=utf-8", (uint8_t *)buf, len);
+}
+
+/* Why the daemon is not ready, for a person (the /readyz messages, shorter). */
+static const char *not_ready_reason(hp_service_state state)
+{
+    switch (state) {
+    case HP_SERVICE_STARTING: return "starting: choosing the GPU and warming pipelines";
+    case HP_SERVICE_DRAINING: return "draining: shutting down, finishing requests in flight";
+    case HP_SERVICE_DEVICE_LOST: return "device lost: the GPU stopped responding; restart the process";
+    case HP_SERVICE_READY: return NULL;
+    }
+    return "unknown state";
+}
+
+/* The device-local heaps' budget and this process's use of them (VK_EXT_memory_budget), or null. */
+static json_t *gpu_memory_json(const hp_gpu_report *r)
+{
+    if (!r->memory.has_budget)
+        return json_null();
+    uint64_t used = 0, budget = 0;
+    for (uint32_t i = 0; i < r->memory.heap_count; i++)
+        if (r->memory.heaps[i].device_local) {
+            used += r->memory.heaps[i].usage;
+            budget += r->memory.heaps[i].budget;
+        }
+    return json_pack("{s:I, s:I}", "used_bytes", (json_int_t)used, "budget_bytes", (json_int_t)budget);
+}
+
+void hp_route_stats(hp_request *req, hp_reply *reply)
+{
+    hp_service_state state = hp_http_get_state(req->http);
+    const char *reason = not_ready_reason(state);
+    json_t *body = json_pack("{s:s, s:f, s:s, s:b, s:s?}", "version", hp_http_version(req->http), "uptime_s",
+                             hp_http_uptime_s(req->http), "state", hp_service_state_name(state), "ready",
+                             state == HP_SERVICE_READY, "reason", reason);
+    hp_gpu_report r;
+    int rc = body ? 0 : -1;
+    if (rc == 0 && report(req, &r)) {
+        rc |= json_object_set_new(body, "device", json_pack("{s:s, s:s, s:s}", "name", r.info.device_name, "driver",
+                                                            r.info.driver_name, "driver_info", r.info.driver_info));
+        rc |= json_object_set_new(body, "queue", json_pack("{s:i, s:i, s:i}", "depth", (int)r.queue_depth,
+                                                           "capacity", (int)r.queue_capacity, "in_flight",
+                                                           (int)r.in_flight));
+        rc |= json_object_set_new(body, "gpu_memory", gpu_memory_json(&r));
+    } else if (rc == 0) {
+        rc |= json_object_set_new(body, "device", json_null());
+        rc |= json_object_set_new(body, "queue", json_null());
+        rc |= json_object_set_new(body, "gpu_memory", json_null());
+    }
+    const hp_budget *budget = hp_http_budget(req->http);
+    if (rc == 0)
+        rc |= json_object_set_new(body, "inflight_memory",
+                                  budget ? json_pack("{s:I, s:I}", "used_bytes", (json_int_t)hp_budget_used(budget),
+                                                     "limit_bytes", (json_int_t)budget->limit)
+                                         : json_null());
+    if (rc == 0)
+        rc |= hp_live_stats_json(body);
+    if (rc != 0) {
+        json_decref(body);
+        hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory describing the last minute");
+        return;
+    }
+    hp_reply_json(reply, 200, body);
 }

@@ -17,6 +17,7 @@
 
 #include "api/deferred.h"
 #include "api/http_guard.h"
+#include "api/live_stats.h"
 #include "api/metrics.h"
 #include "api/route.h"
 #include "common/bigbuf.h"
@@ -42,7 +43,7 @@
 
 typedef struct hp_route {
     const char *method; /* GET routes also answer HEAD (RFC 9110 9.3.2); libmicrohttpd drops the body */
-    const char *path;   /* exact match */
+    const char *path;   /* exact match, or with a trailing '/' every path under it */
     hp_route_handler handler;
     void (*body_begins)(hp_request *request); /* optional: the body's buffer is ready, nothing arrived yet */
     bool takes_body;    /* the body is collected (up to max_body_bytes) before the handler runs */
@@ -57,6 +58,11 @@ static const hp_route routes[] = {
     {"POST",   "/v1/analyze",  hp_route_analyze,   hp_route_analyze_begins,  true,  false},
     {"GET",    "/v1/gpu",      hp_route_gpu,       NULL,                     false, false},
     {"GET",    "/metrics",     hp_route_metrics,   NULL,                     false, false},
+    {"GET",    "/v1/stats",    hp_route_stats,     NULL,                     false, false},
+    {"GET",    "/v1/params",   hp_route_params,    NULL,                     false, false},
+    /* The console's files are public, as a page is before it can ask for the token (api/console.c). */
+    {"GET",    "/",            hp_route_console,   NULL,                     false, true},
+    {"GET",    "/console/",    hp_route_console,   NULL,                     false, true},
 };
 
 #define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
@@ -88,9 +94,14 @@ struct hp_http {
     char *auth_token;                      /* NULL: no authentication */
     bool tls;
     hp_http_backend backend;
+    struct timespec created; /* CLOCK_MONOTONIC */
 };
 
 void hp_http_set_backend(hp_http *http, const hp_http_backend *backend) { http->backend = *backend; }
+static double ms_since(const struct timespec *t0);
+bool hp_http_console(const hp_http *http) { return http->params.console; }
+const char *hp_http_version(const hp_http *http) { return http->params.version ? http->params.version : "unknown"; }
+double hp_http_uptime_s(const hp_http *http) { return ms_since(&http->created) / 1e3; }
 const hp_http_backend *hp_http_get_backend(const hp_http *http) { return &http->backend; }
 
 const char *hp_service_state_name(hp_service_state state)
@@ -262,12 +273,24 @@ static double ms_since(const struct timespec *t0)
     return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
+/* An error answer for the live view's recent errors (api/live_stats.h): its code and message. */
+static void note_error(const hp_request *req, const hp_reply *reply)
+{
+    json_t *e = reply->status >= 400 && reply->body ? json_object_get(reply->body, "error") : NULL;
+    /* A health probe's 503 all through a start is the state, which /v1/stats shows, not an error of its own. */
+    if (!json_is_object(e) || !strcmp(req->path, "/livez") || !strcmp(req->path, "/readyz"))
+        return;
+    hp_live_error(reply->status, json_string_value(json_object_get(e, "code")),
+                  json_string_value(json_object_get(e, "message")), req->path);
+}
+
 static enum MHD_Result send_reply(hp_request *req, hp_reply *reply)
 {
     /* Used when the body cannot be built (out of memory): a constant needs no allocation. */
     static const char fallback[] =
         "{\"error\":{\"code\":\"internal_error\",\"message\":\"cannot build the response\",\"field\":null}}\n";
 
+    note_error(req, reply);
     char *text = reply->body ? json_dumps(reply->body, JSON_COMPACT) : NULL;
     struct MHD_Response *resp = NULL;
     unsigned status = reply->status;
@@ -301,6 +324,9 @@ static enum MHD_Result send_reply(hp_request *req, hp_reply *reply)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     MHD_add_response_header(resp, "X-Request-Id", req->id);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    /* A browser takes every answer for what Content-Type says (the console reads them; an error's JSON is
+     * never run as a script). */
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     for (unsigned i = 0; i < reply->header_count; i++)
         MHD_add_response_header(resp, reply->headers[i].name, reply->headers[i].value);
     /* While draining, a kept-alive connection is closed after its response, so the drain waits only for
@@ -315,6 +341,13 @@ static enum MHD_Result send_reply(hp_request *req, hp_reply *reply)
     return ret;
 }
 
+/* "/console/" holds every path under it; "/" and the others only themselves. */
+static bool route_path_matches(const char *route, const char *path)
+{
+    size_t n = strlen(route);
+    return n > 1 && route[n - 1] == '/' ? strncmp(route, path, n) == 0 && path[n] : strcmp(route, path) == 0;
+}
+
 /* Finds the route and, for a path served by other methods only, the Allow list. */
 static const hp_route *route_find(const char *method, const char *path, bool *path_known, char *allow,
                                   size_t allow_size)
@@ -323,7 +356,7 @@ static const hp_route *route_find(const char *method, const char *path, bool *pa
     size_t n = 0;
     allow[0] = '\0';
     for (size_t i = 0; i < ROUTE_COUNT; i++) {
-        if (strcmp(routes[i].path, path) != 0)
+        if (!route_path_matches(routes[i].path, path))
             continue;
         *path_known = true;
         bool get = strcmp(routes[i].method, "GET") == 0;
@@ -996,6 +1029,7 @@ hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
     hp_http *http = http_new(params);
     if (!http)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory creating the HTTP server");
+    clock_gettime(CLOCK_MONOTONIC, &http->created);
     hp_guard_params gp = {.header_timeout_s = params->header_timeout_s, .min_body_rate = params->min_body_rate,
                           .body_grace_s = params->body_grace_s};
     int fd = -1, family = 0;

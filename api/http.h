@@ -43,6 +43,8 @@ typedef struct hp_http_params {
     uint64_t max_body_bytes;   /* a larger body is refused with 413 (from Content-Length when sent) */
     const char *auth_token;    /* non-empty: every route but /livez and /readyz needs "Bearer <token>" */
     bool metrics_open;         /* /metrics answered without the token as well */
+    bool console;              /* serve the web console (GET /, /console/...): its static pages, open */
+    const char *version;       /* the daemon's, for /v1/stats (a literal; NULL: "unknown") */
     const char *tls_cert;      /* PEM certificate chain file; with tls_key, HTTPS instead of HTTP */
     const char *tls_key;       /* PEM private key file */
     /* Connections (docs/SECURITY.md): at most max_connections at once, max_connections_per_ip from one
@@ -119,6 +121,12 @@ const char *hp_http_probe_address(const hp_http *http);
 
 /* The memory budget of requests in flight (common/budget.h); the routes take a frame's bytes from it. */
 struct hp_budget *hp_http_budget(hp_http *http);
+
+/* Whether the web console is served (hp_http_params.console). */
+bool hp_http_console(const hp_http *http);
+/* hp_http_params.version, and the seconds since hp_http_create. */
+const char *hp_http_version(const hp_http *http);
+double hp_http_uptime_s(const hp_http *http);
 
 /* Set once, before the state becomes ready. */
 void hp_http_set_backend(hp_http *http, const hp_http_backend *backend);

@@ -2,13 +2,18 @@
  * it for microseconds, far below the cost of the frame it accounts for. */
 #include "api/metrics.h"
 
+#include "api/live_stats.h"
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const known_routes[] = {"/v1/render", "/v1/analyze", "/v1/gpu", "/metrics", "/livez", "/readyz"};
+/* http.c's routes; "/console/" stands for every file of the console. */
+static const char *const known_routes[] = {"/v1/render", "/v1/analyze", "/v1/gpu",     "/metrics",     "/livez",
+                                           "/readyz",    "/v1/params",  "/v1/stats",   "/openapi.json", "/",
+                                           "/console/"};
 #define ROUTES (sizeof(known_routes) / sizeof(known_routes[0]) + 1) /* + "other" */
 
 static const char *const stages[] = {"recv", "decode", "queue", "upload", "reduce", "tonemap", "download",
@@ -71,7 +76,8 @@ void hp_metrics_request(const char *path, unsigned status)
 {
     unsigned route = (unsigned)(ROUTES - 1);
     for (unsigned i = 0; i < ROUTES - 1; i++)
-        if (path && strcmp(path, known_routes[i]) == 0)
+        if (path && (strcmp(path, known_routes[i]) == 0 ||
+                     (strcmp(known_routes[i], "/console/") == 0 && strncmp(path, "/console/", 9) == 0)))
             route = i;
     pthread_mutex_lock(&g_lock);
     size_t i = 0;
@@ -82,10 +88,16 @@ void hp_metrics_request(const char *path, unsigned status)
     if (i < g_request_rows)
         g_requests[i].count++;
     pthread_mutex_unlock(&g_lock);
+    /* The live window counts the work and the errors, not the polling of status pages (the console asks
+     * every two seconds) or of health probes (503 all through a start): frames posted, and any other
+     * request answered with an error. */
+    if (route <= 1 /* /v1/render, /v1/analyze */ || (status >= 400 && route != 4 && route != 5 /* health */))
+        hp_live_request(status);
 }
 
 void hp_metrics_stage(const char *stage, double ms)
 {
+    hp_live_stage(stage, ms);
     for (unsigned s = 0; s < STAGES; s++) {
         if (strcmp(stage, stages[s]) != 0)
             continue;

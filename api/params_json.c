@@ -429,6 +429,99 @@ oom:
     return NULL;
 }
 
+static const char *type_name(hp_param_type type)
+{
+    switch (type) {
+    case HP_PARAM_NUMBER: return "number";
+    case HP_PARAM_NUMBER_OR_AUTO: return "number_or_auto";
+    case HP_PARAM_INTEGER: return "integer";
+    case HP_PARAM_BOOL: return "boolean";
+    case HP_PARAM_ENUM: return "enum";
+    case HP_PARAM_STRING: return "string";
+    }
+    return "unknown";
+}
+
+/* One row of the table as data. defaults: hp_params_defaults(), for the default in its JSON form. */
+static json_t *param_json(const hp_param_def *def, const hp_params *defaults)
+{
+    char group[NAME_MAX_LEN];
+    snprintf(group, sizeof(group), "%.*s", (int)strcspn(def->name, "."), def->name);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:s?}", "name", def->name, "group", group, "type",
+                          type_name(def->type), "default", value_json(defaults, def), "unit", def->unit, "description",
+                          def->help, "applies", def->applies);
+    if (!o)
+        return NULL;
+    int rc = 0;
+    if (def->type == HP_PARAM_NUMBER || def->type == HP_PARAM_NUMBER_OR_AUTO ||
+        (def->type == HP_PARAM_INTEGER && !def->choices)) {
+        bool max_exclusive;
+        double max = hp_param_max(def, &max_exclusive);
+        rc |= json_object_set_new(o, def->min_exclusive ? "exclusiveMinimum" : "minimum", json_real(def->min));
+        rc |= json_object_set_new(o, max_exclusive ? "exclusiveMaximum" : "maximum", json_real(max));
+    }
+    if (def->choices) {
+        json_t *choices = json_array();
+        for (size_t i = 0; choices && def->choices[i]; i++)
+            rc |= json_array_append_new(choices, def->type == HP_PARAM_INTEGER
+                                                     ? json_integer(strtol(def->choices[i], NULL, 10))
+                                                     : json_string(def->choices[i]));
+        rc |= json_object_set_new(o, "choices", choices);
+    }
+    if (def->type == HP_PARAM_STRING)
+        rc |= json_object_set_new(o, "maxLength", json_integer((json_int_t)def->max));
+    if (rc != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* A look's settings ("a=1&b=x") as {"a": "1", "b": "x"}: the values as a query writes them. */
+static json_t *look_settings_json(const char *settings)
+{
+    json_t *o = json_object();
+    for (const char *at = settings; o && *at;) {
+        size_t len = strcspn(at, "&");
+        const char *eq = memchr(at, '=', len);
+        if (eq) {
+            char key[NAME_MAX_LEN];
+            snprintf(key, sizeof(key), "%.*s", (int)(eq - at), at);
+            if (json_object_set_new(o, key, json_stringn(eq + 1, len - (size_t)(eq + 1 - at))) != 0) {
+                json_decref(o);
+                return NULL;
+            }
+        }
+        at += len + (at[len] == '&');
+    }
+    return o;
+}
+
+json_t *hp_param_schema_json(void)
+{
+    hp_params defaults;
+    hp_params_defaults(&defaults);
+    json_t *params = json_array(), *looks = json_array(), *rules = json_array();
+    json_t *root = json_pack("{s:o, s:o, s:o}", "parameters", params, "looks", looks, "rules", rules);
+    if (!root)
+        return NULL;
+    int rc = 0;
+    for (size_t i = 0; i < hp_param_schema_count; i++)
+        rc |= json_array_append_new(params, param_json(&hp_param_schema[i], &defaults));
+    for (size_t i = 0; i < hp_look_count; i++)
+        rc |= json_array_append_new(looks, json_pack("{s:s, s:o, s:s}", "name", hp_looks[i].name, "sets",
+                                                     look_settings_json(hp_looks[i].settings), "description",
+                                                     hp_looks[i].help));
+    const char *field, *doc;
+    for (size_t i = 0; (doc = hp_param_rule_doc(i, &field)); i++)
+        rc |= json_array_append_new(rules, json_pack("{s:s, s:s}", "field", field, "description", doc));
+    if (rc != 0) {
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
 hp_code hp_params_apply_look(hp_params *p, uint32_t look, hp_err *err)
 {
     if (look >= hp_look_count)

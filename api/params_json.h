@@ -38,4 +38,15 @@ hp_code hp_params_from_query_with_look(const char *query, hp_params *p, hp_err *
 /* Every parameter, nested by stage, in the same form hp_params_from_json reads; NULL when out of memory. */
 json_t *hp_params_to_json(const hp_params *p);
 
+/* The parameter table as data (GET /v1/params; the console builds its form from it, the OpenAPI document its
+ * query parameters), made from the schema (pipeline/params.c) and the looks (pipeline/looks.h):
+ *   {"parameters": [{"name", "group" (the stage: the name's first part), "type" ("number", "number_or_auto",
+ *                    "integer", "boolean", "enum", "string"), "default", "minimum" or "exclusiveMinimum",
+ *                    "maximum" or "exclusiveMaximum" (numbers), "choices" (enums and integers that take a
+ *                    list), "maxLength" (strings), "unit", "applies" (or null), "description"}],
+ *    "looks": [{"name", "sets" ({dotted name: value as in a query}), "description"}],
+ *    "rules": [{"field", "description"}]}
+ * NULL when out of memory. */
+json_t *hp_param_schema_json(void);
+
 #endif

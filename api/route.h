@@ -133,9 +133,17 @@ void hp_reply_header_add(hp_reply *reply, const char *name, const char *fmt, ...
 void hp_route_livez(hp_request *request, hp_reply *reply);
 void hp_route_readyz(hp_request *request, hp_reply *reply);
 
-/* gpu_status.c: GET /v1/gpu, GET /metrics. */
+/* gpu_status.c: GET /v1/gpu, GET /metrics, GET /v1/stats (the last minute, api/live_stats.h). */
 void hp_route_gpu(hp_request *request, hp_reply *reply);
 void hp_route_metrics(hp_request *request, hp_reply *reply);
+void hp_route_stats(hp_request *request, hp_reply *reply);
+
+/* console.c: GET / and GET /console/... (issue 18): the web console's embedded files, with the headers that
+ * keep a page of ours from running anything but its own scripts; 404 when the console is off. */
+void hp_route_console(hp_request *request, hp_reply *reply);
+
+/* describe.c: GET /v1/params (the parameter table as data) and GET /openapi.json (the API described). */
+void hp_route_params(hp_request *request, hp_reply *reply);
 
 /* render.c: POST /v1/render, POST /v1/analyze. The body_begins hooks run on the request's first call,
  * once the body's buffer exists and before any of it has arrived (authorised requests only), and may

@@ -96,6 +96,15 @@ bool hp_config_warm_size(const char *value, bool on_gpu, uint32_t *width, uint32
 
 static const char *const log_level_choices[] = {"error", "warn", "info", "debug", NULL};
 static const char *const reduce_variant_choices[] = {"single_pass", "two_pass", NULL};
+static const char *const console_choices[] = {"auto", "on", "off", NULL};
+
+int hp_console_parse(const char *name)
+{
+    for (int i = 0; console_choices[i]; i++)
+        if (strcmp(name, console_choices[i]) == 0)
+            return i;
+    return -1;
+}
 
 #define FIELD(f) offsetof(hp_config, f)
 
@@ -166,6 +175,11 @@ static const hp_setting settings[] = {
      .help = "Answer GET /metrics without the auth token, for a Prometheus that cannot send one (scraping by "
              "pod annotations); every other route still needs it. The metrics are counts, times and memory "
              "sizes, no frame data."},
+    {.name = "console", .type = HP_SETTING_ENUM, .offset = FIELD(console), .default_value = "auto",
+     .choices = console_choices, .parse_choice = hp_console_parse,
+     .help = "The web console at / (status, live charts, try a frame; docs/CONSOLE.md): auto serves it when "
+             "listen is a loopback address, on also elsewhere, off never. Its pages are static and open; every "
+             "API call it makes carries the auth token the page asks for."},
     {.name = "probe_listen", .type = HP_SETTING_STRING, .offset = FIELD(probe_listen), .default_value = "",
      .check = check_probe_listen, .metavar = "HOST:PORT",
      .help = "A second address answering /livez and /readyz alone, over plain HTTP and with connections of its "
@@ -562,6 +576,8 @@ hp_config_result hp_config_load(hp_config *config, int argc, char **argv, hp_err
     }
     if (check_exposure(config, err) != HP_OK)
         goto done;
+    config->console_enabled = config->console == HP_CONSOLE_ON ||
+                              (config->console == HP_CONSOLE_AUTO && listen_is_loopback(config->listen));
     result = HP_CONFIG_RUN;
 
 done:

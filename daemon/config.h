@@ -38,6 +38,10 @@ typedef struct hp_config {
     bool validation;
     /* GET /metrics answered without the auth token (api/http.h), default false. */
     bool metrics_open;
+    /* The web console (GET /, /console/...; issue 18): HP_CONSOLE_AUTO (on when listening on loopback), _ON
+     * or _OFF, as the setting says; console_enabled is what it comes to once listen is known. */
+    int console;
+    bool console_enabled;
     /* An hp_log_level (error, warn, info, debug), default HP_LOG_INFO. Stored as int: the table writes
      * enum settings through an int pointer, and gcc gives these enums an unsigned type. */
     int log_level;
@@ -117,5 +121,9 @@ void hp_config_free(hp_config *config);
 /* The warm_frame setting as a size: false when value is malformed; 0 x 0 for none (and for auto when
  * on_gpu is false). */
 bool hp_config_warm_size(const char *value, bool on_gpu, uint32_t *width, uint32_t *height);
+
+enum { HP_CONSOLE_AUTO = 0, HP_CONSOLE_ON = 1, HP_CONSOLE_OFF = 2 };
+/* The console setting's value by name, -1 for another. */
+int hp_console_parse(const char *name);
 
 #endif

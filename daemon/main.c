@@ -335,6 +335,8 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
     http_params.max_body_bytes = (uint64_t)config->max_body_mb << 20;
     http_params.auth_token = config->auth_token;
     http_params.metrics_open = config->metrics_open;
+    http_params.console = config->console_enabled;
+    http_params.version = HP_VERSION;
     http_params.tls_cert = config->tls_cert;
     http_params.tls_key = config->tls_key;
     http_params.probe_listen = config->probe_listen;

@@ -533,6 +533,9 @@ static void format_number(double v, char *out, size_t size)
 }
 
 /* The upper bound as written and whether it is exclusive (see BELOW). */
+static double upper_bound(const hp_param_def *def, bool *exclusive);
+double hp_param_max(const hp_param_def *def, bool *exclusive) { return upper_bound(def, exclusive); }
+
 static double upper_bound(const hp_param_def *def, bool *exclusive)
 {
     char buf[32];
@@ -1067,6 +1070,14 @@ static const param_rule rules[] = {
                     "raw samples (`input.width` > 0).",
      rule_raw_names},
 };
+
+const char *hp_param_rule_doc(size_t i, const char **field)
+{
+    if (i >= sizeof(rules) / sizeof(rules[0]))
+        return NULL;
+    *field = rules[i].field;
+    return rules[i].doc;
+}
 
 hp_code hp_params_check(const hp_params *p, hp_err *err)
 {

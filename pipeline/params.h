@@ -232,6 +232,13 @@ typedef struct hp_param_def {
 extern const hp_param_def hp_param_schema[];
 extern const size_t hp_param_schema_count;
 
+/* The largest value as written and whether it is excluded: an exclusive bound is stored as the double just
+ * below it (params.c, BELOW), so that "[0, 100)" reads back as 100, exclusive. */
+double hp_param_max(const hp_param_def *def, bool *exclusive);
+/* The rules across fields (params.c), for documents: the i-th rule's text (Markdown) and in *field the
+ * parameter its refusal names; NULL past the last. */
+const char *hp_param_rule_doc(size_t i, const char **field);
+
 /* Fills every field with its schema default. */
 void hp_params_defaults(hp_params *p);
 /* Finds a parameter by its dotted name, or NULL. */
