@@ -26,8 +26,11 @@ packages=(
 )
 # The tests also build the fuzz targets (tests/fuzz) with clang's libFuzzer, AddressSanitizer and UBSan.
 # browser_http shows the daemon's images in headless Chromium and reads their colours off the screen.
+# The console's and the OpenAPI document's tests run on Node (tests/node/package.json: playwright-core drives
+# that Chromium; an OpenAPI validator): Debian's nodejs and npm where the machine has no node of its own.
 if [ "$mode" = test ]; then
   packages+=(clang libclang-rt-14-dev libfuzzer-14-dev chromium)
+  command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 fi
 missing=()
 for p in "${packages[@]}"; do
@@ -56,6 +59,10 @@ fi
 if [ "$mode" = build ]; then
   exit 0
 fi
+
+# The npm packages of the Node tests, exactly as tests/node/package-lock.json pins them (no browser download:
+# playwright-core drives Debian's chromium).
+npm ci --prefix tests/node --no-audit --no-fund --loglevel=error
 
 # Every suite; the last line counts every check of every suite (tests speak TAP).
 status=0
