@@ -1,14 +1,17 @@
 """The deployment files against the daemon they deploy: deploy/Dockerfile, deploy/runtime-packages.sh and
-deploy/kubernetes/hdrpostd.yaml. No container engine or cluster runs in CI, so what can drift is checked
-here: every setting the manifest and the image give exists in hdrpostd's own table (--help), the probes
-name the daemon's health routes on the port it listens on, the image runs the binary it copies with the
-packages its libraries come from, and the daemon started with the manifest's settings becomes ready,
-answers the probes and drains on SIGTERM within the pod's grace period.
+deploy/kubernetes/ (its nvidia overlay rendered as `kubectl apply -k` would, by tests/kustomize.mjs). No
+container engine or cluster runs in CI, so what can drift is checked here: every setting the manifests and
+the image give exists in hdrpostd's own table (--help), the probes name the daemon's health routes on the
+port it listens on, the image runs the binary it copies with the packages its libraries come from, the
+metric the autoscaler reads is one the daemon exports, and the daemon started with the manifest's settings
+becomes ready, answers the probes and drains on SIGTERM within the pod's grace period.
+(tests/test_kubernetes.mjs validates the manifests against the Kubernetes API's schemas.)
 
-Usage: test_deploy.py HDRPOSTD SOURCE_ROOT"""
+Usage: test_deploy.py HDRPOSTD SOURCE_ROOT NODE"""
 
 import os
 import re
+import json
 import shlex
 import struct
 import subprocess
@@ -70,7 +73,7 @@ def poll_ready(daemon, port, path, budget):
 
 
 def main():
-    hdrpostd, root = sys.argv[1], sys.argv[2]
+    hdrpostd, root, node = sys.argv[1], sys.argv[2], sys.argv[3]
     deploy = os.path.join(root, "deploy")
     help_text = subprocess.run([hdrpostd, "--help"], capture_output=True, text=True).stdout
     known_env = set(re.findall(r"env (HDRPOST_[A-Z0-9_]+)", help_text))
@@ -156,8 +159,29 @@ def main():
           "HDRPOST_AUTH_TOKEN and HDRPOST_ALLOW_NO_AUTH", rc == 2 and "HDRPOST_AUTH_TOKEN" in refused.log()
           and "HDRPOST_ALLOW_NO_AUTH" in refused.log(), f"exit {rc}\n{refused.log()}")
 
-    # --- The Kubernetes manifest --------------------------------------------------------------------------
-    docs = list(yaml.safe_load_all(open(os.path.join(deploy, "kubernetes", "hdrpostd.yaml"), encoding="utf-8")))
+    # --- The Kubernetes manifests -------------------------------------------------------------------------
+    # Rendered as `kubectl apply -k` renders them (tests/kustomize.mjs, on Node; a missing node fails here).
+    # The nvidia overlay is what runs on GPU nodes: the pod's checks below are its.
+    def render(name):
+        where = os.path.join(deploy, "kubernetes", *name.split("/"))
+        try:
+            done = subprocess.run([node, os.path.join(root, "tests", "kustomize.mjs"), where], capture_output=True,
+                                  text=True, timeout=60)
+        except OSError as e:
+            return None, f"cannot run node ({node!r}): {e}"
+        return (json.loads(done.stdout), "") if done.returncode == 0 else (None, done.stderr)
+
+    rendered = {name: render(name) for name in ("base", "overlays/nvidia", "overlays/lavapipe", "prometheus-adapter")}
+    point("the base, both overlays and the Prometheus adapter's rule render (tests/kustomize.mjs)",
+          all(objects for objects, _ in rendered.values()),
+          "\n".join(f"{name}: {why}" for name, (objects, why) in rendered.items() if not objects))
+    for name in ("base", "overlays/nvidia", "overlays/lavapipe"):
+        pods = [o["spec"]["template"]["spec"] for o in rendered[name][0] or [] if o.get("kind") == "Deployment"]
+        names = {e["name"] for p in pods for c in p.get("containers", []) for e in c.get("env", [])}
+        unknown = sorted(n for n in names if n.startswith("HDRPOST_") and n not in known_env)
+        point(f"every HDRPOST_ variable {name}'s pods set is a setting of hdrpostd", pods and not unknown,
+              str(unknown))
+    docs = rendered["overlays/nvidia"][0] or []
     kinds = {d["kind"]: d for d in docs if d}
     point("the manifest has a Deployment, a Service and a PodDisruptionBudget",
           {"Deployment", "Service", "PodDisruptionBudget"} <= set(kinds), str(list(kinds)))
@@ -276,6 +300,24 @@ def main():
                   "annotation scraping needs), and /v1/gpu does not",
                   code == 200 and b"hdrpost_" in body and gpu == (401 if "HDRPOST_AUTH_TOKEN" in run_env else 200),
                   f"{path}: {code} {body[:300]!r}; /v1/gpu {gpu}")
+            # The autoscaler's per-pod metrics come from the Prometheus adapter's rules, whose series the
+            # ServiceMonitor scrapes: each must be a gauge this daemon exports, on the path it scrapes.
+            monitor = kinds.get("ServiceMonitor", {}).get("spec", {}).get("endpoints", [{}])
+            sm_path = monitor[0].get("path", "/metrics") if monitor else "/metrics"
+            sm_code, _, sm_body = harness.request(port, "GET", sm_path)
+            adapter = next((o for o in rendered["prometheus-adapter"][0] or [] if o.get("kind") == "ConfigMap"), {})
+            rules = (yaml.safe_load(adapter.get("data", {}).get("config.yaml", "")) or {}).get("rules", [])
+            series = {re.match(r"\s*([a-zA-Z_:][a-zA-Z0-9_:]*)", r.get("seriesQuery", "")).group(1): r["name"]["as"]
+                      for r in rules if re.match(r"\s*[a-zA-Z_:]", r.get("seriesQuery", ""))}
+            hpa_metrics = [m["pods"]["metric"]["name"] for m in kinds.get("HorizontalPodAutoscaler", {})
+                           .get("spec", {}).get("metrics", []) if m.get("type") == "Pods"]
+            exported = re.findall(rb"^# TYPE (\S+) gauge$", sm_body, re.M)
+            point("the ServiceMonitor's path answers without the token, and every per-pod metric the autoscaler "
+                  "reads comes, through the Prometheus adapter's rule, from a gauge the daemon exports there",
+                  sm_code == 200 and hpa_metrics and all(
+                      any(exposed == m and s.encode() in exported for s, exposed in series.items())
+                      for m in hpa_metrics),
+                  f"{sm_path}: {sm_code}; autoscaler {hpa_metrics}; adapter {series}; gauges {exported}")
             # A 2 x 2 grey PFM posted as the raw body, in flight (held on the GPU thread) when SIGTERM comes.
             pfm = b"PF\n2 2\n-1.0\n" + struct.pack("<12f", *([0.18] * 12))
             answer = {}
