@@ -60,6 +60,7 @@ typedef struct frame {
     bool alpha;           /* write A, or RGB only */
     size_t src_row_bytes; /* width * 4 samples * bit_depth / 8 */
     const hp_yuv420 *yuv; /* lossy WebP from these planes instead of pixels (hp_encode_webp_yuv420) */
+    hp_output_encoding encoding; /* the samples' transfer: the colour chunks, and a WebP's ICC profile */
 } frame;
 
 /* --- WebP ------------------------------------------------------------------------------------------- */
@@ -300,9 +301,9 @@ static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encod
         free(sink.data);
         return webp_failure(code, sink.out_of_memory, f, out->quality, err);
     }
-    /* WebP has no gAMA: viewers take its samples as sRGB's curve, so the profile is the space's with the
-     * sRGB transfer whatever `encoding` (Display P3 as Apple defines it; encode.h). */
-    const hp_icc_profile *icc = output_profile(out->colorspace, HP_ENCODING_SRGB);
+    /* The profile says the samples' transfer as PNG's does (encode.h): a viewer that reads the profile shows
+     * linear or locally-gamma'd samples as they are, where one curve for all would shift their tones. */
+    const hp_icc_profile *icc = output_profile(out->colorspace, f->encoding);
     if (icc) {
         hp_code tagged = webp_add_icc(&sink, icc, f, result, err);
         free(sink.data);
@@ -912,7 +913,8 @@ static hp_code check_ranges(const hp_output_params *out, hp_err *err)
     return HP_OK;
 }
 
-hp_code hp_encode_webp_yuv420(const hp_yuv420 *planes, uint32_t width, uint32_t height, const hp_output_params *out,
+hp_code hp_encode_webp_yuv420(const hp_yuv420 *planes, uint32_t width, uint32_t height, hp_output_encoding encoding,
+                              const hp_output_params *out,
                               hp_encoded *result, hp_err *err)
 {
     if (result)
@@ -930,7 +932,11 @@ hp_code hp_encode_webp_yuv420(const hp_yuv420 *planes, uint32_t width, uint32_t 
     if (planes->y_stride < width || planes->uv_stride < (width + 1) / 2)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "YUV strides %u and %u are too small for a width of %u",
                        planes->y_stride, planes->uv_stride, width);
-    const frame f = {.width = width, .height = height, .bit_depth = 8, .alpha = planes->a != NULL, .yuv = planes};
+    if (encoding != HP_ENCODING_SRGB_LIKE && encoding != HP_ENCODING_SRGB && encoding != HP_ENCODING_LINEAR)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "hp_encode_webp_yuv420: output encoding %d is not an "
+                       "hp_output_encoding", (int)encoding);
+    const frame f = {.width = width, .height = height, .bit_depth = 8, .alpha = planes->a != NULL, .yuv = planes,
+                     .encoding = encoding};
     double c0 = thread_cpu_ms();
     hp_code code = encode_webp(&f, out, result, err);
     if (code == HP_OK)
@@ -973,7 +979,7 @@ hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t 
         return hp_fail(err, HP_ERR_TOO_LARGE, "a %ux%u frame of %u-bit samples is over this host's address space",
                        width, height, bit_depth);
     const frame f = {.pixels = pixels, .width = width, .height = height, .bit_depth = bit_depth, .alpha = alpha,
-                     .src_row_bytes = src_row_bytes};
+                     .src_row_bytes = src_row_bytes, .encoding = encoding};
     double c0 = thread_cpu_ms();
     pthread_once(&usable_cpus_once, count_usable_cpus);
     unsigned threads = png_strip_threads ? png_strip_threads : usable_cpus;

@@ -29,14 +29,13 @@
  *   8 bits only: bit_depth 16 is HP_ERR_INVALID_ARGUMENT naming output.bit_depth. A side over 16383
  *   (WEBP_MAX_DIMENSION) is HP_ERR_TOO_LARGE naming the limit and suggesting png.
  *   Colour: WebP has no gAMA, cHRM or sRGB chunk, only an ICC profile (the ICCP chunk of the extended
- *   format), and viewers take an untagged WebP as sRGB. So `encoding` is ignored for WebP, and:
- *     output.colorspace srgb        no chunk, as before issue 17 (the same bytes).
- *     output.colorspace display_p3  an ICCP chunk with the Display P3 profile with the sRGB transfer (the
- *                                   profile below; Display P3 as Apple defines it), added by libwebpmux to
- *                                   the file libwebp wrote (a VP8X header flags it; the image chunks are
- *                                   unchanged: 636 bytes more, 654 where VP8X is new). Both entry
- *                                   points, hp_encode() and hp_encode_webp_yuv420(), tag alike: the
- *                                   latter has no `encoding`.
+ *   format), and viewers take an untagged WebP as sRGB. So:
+ *     output.colorspace srgb        no chunk, as before issue 17 (the same bytes; `encoding` is not said).
+ *     output.colorspace display_p3  an ICCP chunk with the profile of P3 and `encoding`'s transfer (the PNG's
+ *                                   profile below: sRGB curve, gamma 2.2 for the local modes, linear),
+ *                                   added by libwebpmux to the file libwebp wrote (a VP8X header flags it;
+ *                                   the image chunks are unchanged: about 640 bytes more). Both entry
+ *                                   points, hp_encode() and hp_encode_webp_yuv420(), take `encoding`.
  *     output.colorspace rec2020     HP_ERR_INVALID_ARGUMENT naming output.colorspace (16-bit PNG only, as
  *                                   hp_params_check() says first).
  *
@@ -145,7 +144,8 @@ typedef struct hp_yuv420 {
  * depth 8; quality, effort and colorspace as hp_encode() (display_p3 tags the file as hp_encode() does).
  * Errors, result and threading as hp_encode(). libwebp may flatten the colour under fully transparent alpha
  * in the planes themselves (it does so when `exact` is off, as here): they are not const to it. */
-hp_code hp_encode_webp_yuv420(const hp_yuv420 *planes, uint32_t width, uint32_t height, const hp_output_params *out,
+hp_code hp_encode_webp_yuv420(const hp_yuv420 *planes, uint32_t width, uint32_t height, hp_output_encoding encoding,
+                              const hp_output_params *out,
                               hp_encoded *result, hp_err *err);
 
 /* Frees result->data and empties *result; NULL and an already freed result are fine. */

@@ -222,7 +222,7 @@ static hp_code encode_image(const render_ctx *ctx, const hp_job *job, bool *alph
     hp_yuv420 planes = {.y = base, .u = base + HP_YUV_OFF_U(w, h), .v = base + HP_YUV_OFF_V(w, h),
                         .a = job->params.yuv_alpha && *alpha ? base + HP_YUV_OFF_A(w, h) : NULL,
                         .y_stride = HP_YUV_Y_STRIDE(w), .uv_stride = HP_YUV_Y_STRIDE(w) / 2};
-    return hp_encode_webp_yuv420(&planes, w, h, &p->output, enc, err);
+    return hp_encode_webp_yuv420(&planes, w, h, hp_output_encoding_for_gamma(p->gamma.mode), &p->output, enc, err);
 }
 
 /* output.colorspace as the parameter spells it (the schema's own choices). */

@@ -194,8 +194,8 @@ static void working_space_make(hp_output_colorspace output, hp_working_space *ou
     memset(out, 0, sizeof(*out));
     out->output = output;
     hp_err err = {0};
-    double rec709[3][3], rec2020[3][3], xyz_to_709[3][3], xyz_to_2020[3][3], to_709[3][3], to_2020[3][3],
-        from_2020[3][3], m[3][3];
+    double rec709[3][3], rec2020[3][3], xyz_to_709[3][3], xyz_to_2020[3][3], to_2020[3][3], from_2020[3][3],
+        m[3][3];
     /* The named spaces are D65 and well formed: none of these can fail. */
     hp_rgb_to_xyz(hp_colorspace_chromaticities(hp_output_colorspace_primaries(output)), out->to_xyz, &err);
     hp_rgb_to_xyz(hp_colorspace_chromaticities(HP_COLORSPACE_REC709), rec709, &err);
@@ -205,12 +205,12 @@ static void working_space_make(hp_output_colorspace output, hp_working_space *ou
     hp_mat3_invert(rec2020, xyz_to_2020);
     for (int i = 0; i < 3; i++)
         out->luma[i] = out->to_xyz[1][i];
-    hp_mat3_mul(xyz_to_709, out->to_xyz, to_709);
+    hp_mat3_mul(xyz_to_709, out->to_xyz, out->to_rec709);
     hp_mat3_mul(out->from_xyz, rec709, out->from_rec709);
     hp_mat3_mul(xyz_to_2020, out->to_xyz, to_2020);
     hp_mat3_mul(out->from_xyz, rec2020, from_2020);
     row_major(ACES_IN, m);
-    hp_mat3_mul(m, to_709, out->aces_in);
+    hp_mat3_mul(m, out->to_rec709, out->aces_in);
     row_major(ACES_OUT, m);
     hp_mat3_mul(out->from_rec709, m, out->aces_out);
     row_major(AGX_INSET, m);
@@ -238,6 +238,7 @@ hp_code hp_input_color_make(const hp_chromaticities *c, hp_output_colorspace out
                             hp_err *err)
 {
     memset(out, 0, sizeof(*out));
+    out->output = output;
     const hp_colorspace work = hp_output_colorspace_primaries(output);
     hp_colorspace named;
     if (hp_colorspace_find(c, &named) && named == work)
@@ -262,6 +263,7 @@ hp_code hp_input_color_make(const hp_chromaticities *c, hp_output_colorspace out
             off = fmax(off, fabs(out->to_work[r][k] - (r == k)));
     if (off < 1e-3) {
         memset(out, 0, sizeof(*out));
+        out->output = output;
         return HP_OK;
     }
     for (int i = 0; i < 3; i++)

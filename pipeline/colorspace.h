@@ -67,14 +67,14 @@ hp_code hp_rgb_to_xyz_d65(const hp_chromaticities *c, double m[3][3], hp_err *er
 
 /* The working space of an output colour space: the RGB every stage after the reduction works in, and the
  * RGB operators' matrices composed with it in double. The operators are defined on one space each: ACES
- * Hill's fit on Rec.709 (algorithms.md 3.5), AgX on BT.2020 (3.9), the false-colour palette in Rec.709
- * display colours; composed, each still sees the space it was made for, and its result lands in the
+ * Hill's fit on Rec.709 (algorithms.md 3.5), AgX on BT.2020 (3.9), Khronos PBR Neutral on non-negative
+ * Rec.709 (3.10), the false-colour palette in Rec.709 display colours; composed, each still sees the space it was made for, and its result lands in the
  * working space, where the display's own gamut bounds it. */
 typedef struct hp_working_space {
     hp_output_colorspace output;
     double to_xyz[3][3], from_xyz[3][3]; /* working RGB <-> XYZ (D65) */
     double luma[3];                      /* to_xyz's Y row: luminance in the working space */
-    double from_rec709[3][3];            /* Rec.709 -> working: the false-colour palette */
+    double to_rec709[3][3], from_rec709[3][3]; /* working <-> Rec.709: khronos_neutral, the false-colour palette */
     double aces_in[3][3], aces_out[3][3]; /* ACES_IN . (working -> Rec.709), (Rec.709 -> working) . ACES_OUT */
     double agx_in[3][3], agx_out[3][3];   /* AGX_INSET . (working -> BT.2020), (BT.2020 -> working) . AGX_OUTSET */
 } hp_working_space;
@@ -91,6 +91,10 @@ typedef struct hp_input_color {
     bool convert;         /* false: the frame is in the working space already; the fields below are not used */
     double to_work[3][3]; /* the frame's RGB -> the working RGB: the working XYZ -> RGB . the frame's RGB -> XYZ (D65) */
     double luma[3];       /* the Y row of the frame's RGB -> XYZ (D65) */
+    /* The output whose working space this was made for: a zeroed hp_input_color is "nothing to convert for
+     * sRGB", so a frame made for another output without resolving its colour again is refused
+     * (hp_frame_graph_run) rather than read as if already in that output's primaries. */
+    hp_output_colorspace output;
 } hp_input_color;
 
 /* The colour of a frame with these chromaticities for the working space of `output`; HP_ERR_UNUSABLE as

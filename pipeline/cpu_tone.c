@@ -316,6 +316,21 @@ void hp_cpu_curve_rgb_in(hp_tone_operator op, hp_output_colorspace output, const
         }
         mat_mul(ws->agx_out, v, out);
         break;
+    case HP_TONE_KHRONOS_NEUTRAL: {
+        /* tone.glsl's khronos_neutral_in: to Rec.709, into its gamut from below, the operator, back. */
+        static const double rec709[3] = {HP_LUMA_R, HP_LUMA_G, HP_LUMA_B};
+        double c[3];
+        mat_mul(ws->to_rec709, in, v);
+        double Y = luminance_in(v, rec709), low = fmin(v[0], fmin(v[1], v[2]));
+        for (int i = 0; i < 3; i++) {
+            if (low < 0.0)
+                v[i] = Y > 0.0 ? Y + (v[i] - Y) * (Y / (Y - low)) : 0.0;
+            v[i] = fmax(v[i], 0.0);
+        }
+        hp_cpu_curve_rgb(HP_TONE_KHRONOS_NEUTRAL, v, c);
+        mat_mul(ws->from_rec709, c, out);
+        return;
+    }
     case HP_TONE_FALSE_COLOR: {
         /* The palette is a set of Rec.709 display colours, shown as the same colours in the wider space; the
          * stop is of the working space's luminance (the same luminance). */

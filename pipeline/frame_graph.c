@@ -435,6 +435,11 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     hp_code rc = hp_reduce_params_check(&reduce, err);
     if (rc == HP_OK)
         rc = hp_params_check(&params->params, err);
+    if (rc == HP_OK && params->params.color.output != params->params.output.colorspace)
+        rc = hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.colorspace",
+                           "the frame's colour was resolved for output.colorspace %d, not %d: resolve it again "
+                           "(hp_input_color_resolve) after changing the output", (int)params->params.color.output,
+                           (int)params->params.output.colorspace);
     if (rc != HP_OK)
         return rc;
     const hp_params *p = &params->params;

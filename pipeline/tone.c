@@ -170,10 +170,9 @@ void hp_tone_pack_params(const hp_params *p, uint32_t w[HP_TONE_PARAMS_WORDS])
         float v = (float)(p->output.colorspace == HP_OUTPUT_SRGB ? rec709[i] : ws->luma[i]);
         memcpy(&w[HP_TONE_PARAMS_WORK_LUMA + i], &v, 4);
     }
-    const double(*op_in)[3] = p->tonemap.op == HP_TONE_AGX ? ws->agx_in : ws->aces_in;
-    const double(*op_out)[3] = p->tonemap.op == HP_TONE_AGX         ? ws->agx_out
-                               : p->tonemap.op == HP_TONE_FALSE_COLOR ? ws->from_rec709
-                                                                      : ws->aces_out;
+    const hp_tone_operator op = p->tonemap.op;
+    const double(*op_in)[3] = op == HP_TONE_AGX ? ws->agx_in : op == HP_TONE_ACES_HILL ? ws->aces_in : ws->to_rec709;
+    const double(*op_out)[3] = op == HP_TONE_AGX ? ws->agx_out : op == HP_TONE_ACES_HILL ? ws->aces_out : ws->from_rec709;
     pack_matrix(op_in, &w[HP_TONE_PARAMS_WORK_LUMA + 4]);
     pack_matrix(op_out, &w[HP_TONE_PARAMS_WORK_LUMA + 13]);
 }

@@ -102,7 +102,7 @@ Toned tone_pixel(uvec2 xy, ToneParams tp, ToneState ts)
             tm = tp.op == OP_ACES_HILL    ? aces_hill_in(rgb, m_in, m_out)
                : tp.op == OP_AGX          ? agx_in(rgb, m_in, m_out)
                : tp.op == OP_FALSE_COLOR  ? m_out * false_color(luminance_in(rgb, luma))
-                                          : khronos_neutral(rgb);
+                                          : khronos_neutral_in(rgb, m_in, m_out);
         } else {
             tm = tp.op == OP_ACES_HILL ? aces_hill(rgb)
                : tp.op == OP_AGX       ? agx(rgb)

@@ -537,13 +537,18 @@ static void test_against_cpu(void)
      * it; saturated blues (0, 0, 1.2) then test the SAT's channel bound (hp_dof.h), which holds for Rec.709's
      * weights only. -1: Rec.709. out: output.colorspace, whose primaries every DOF stage then works in
      * (BT.2020's blue weighs 0.0593: the SAT's bound becomes 17, hp_dof.h). */
-    static const struct { uint32_t w, h; int method; bool bokeh; double max_coc; int space; int out; } cases[] = {
-        {97, 61, HP_DOF_GATHER, true, 12, -1, 0}, {160, 90, HP_DOF_GATHER, false, 12, -1, 0},
-        {160, 90, HP_DOF_SAT, true, 12, -1, 0}, {33, 17, HP_DOF_GATHER, true, 12, -1, 0},
-        {200, 120, HP_DOF_GATHER, true, 40, -1, 0}, {160, 90, HP_DOF_SAT, true, 12, HP_COLORSPACE_ACESCG, 0},
-        {97, 61, HP_DOF_GATHER, true, 12, HP_COLORSPACE_ACES2065, 0},
-        {97, 61, HP_DOF_GATHER, true, 12, -1, HP_OUTPUT_DISPLAY_P3},
-        {160, 90, HP_DOF_SAT, true, 12, HP_COLORSPACE_ACESCG, HP_OUTPUT_REC2020}};
+    /* blue_peak: the frame's brightest pixels are BT.2020's pure blue, of luminance 2^4 / 15, so that its blue
+     * channel (17.99) passes 2^4 where 14 times the luminance (14.9) does not: with the bound of Rec.709 and
+     * P3 (14) the SAT would clip it; BT.2020's (17) keeps it. */
+    static const struct { uint32_t w, h; int method; bool bokeh; double max_coc; int space; int out; bool blue_peak; } cases[] = {
+        {97, 61, HP_DOF_GATHER, true, 12, -1, 0, false}, {160, 90, HP_DOF_GATHER, false, 12, -1, 0, false},
+        {160, 90, HP_DOF_SAT, true, 12, -1, 0, false}, {33, 17, HP_DOF_GATHER, true, 12, -1, 0, false},
+        {200, 120, HP_DOF_GATHER, true, 40, -1, 0, false},
+        {160, 90, HP_DOF_SAT, true, 12, HP_COLORSPACE_ACESCG, 0, false},
+        {97, 61, HP_DOF_GATHER, true, 12, HP_COLORSPACE_ACES2065, 0, false},
+        {97, 61, HP_DOF_GATHER, true, 12, -1, HP_OUTPUT_DISPLAY_P3, false},
+        {160, 90, HP_DOF_SAT, true, 12, HP_COLORSPACE_ACESCG, HP_OUTPUT_REC2020, false},
+        {160, 90, HP_DOF_SAT, false, 12, HP_COLORSPACE_REC2020, HP_OUTPUT_REC2020, true}};
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         uint32_t w = cases[c].w, h = cases[c].h;
         float *rgba = malloc((size_t)w * h * 16), *depth = malloc((size_t)w * h * 4);
@@ -554,9 +559,11 @@ static void test_against_cpu(void)
                 for (int k = 0; k < 3; k++)
                     rgba[4 * i + k] = (float)(0.05 + 0.5 * rng_uniform());
                 rgba[4 * i + 3] = 1;
-                if (rng_uniform() < 0.01)
+                if (rng_uniform() < 0.01 && !cases[c].blue_peak)
                     rgba[4 * i] = rgba[4 * i + 1] = rgba[4 * i + 2] = 40; /* highlights for bokeh */
-                if (cases[c].space >= 0 && rng_uniform() < 0.2)
+                if (cases[c].blue_peak && x >= w - 40 && x < w - 16 && y >= 4 && y < 28)
+                    rgba[4 * i] = rgba[4 * i + 1] = 0, rgba[4 * i + 2] = (float)(16.0 / 15.0 / 0.0593017);
+                else if (cases[c].space >= 0 && rng_uniform() < 0.2)
                     rgba[4 * i] = rgba[4 * i + 1] = 0, rgba[4 * i + 2] = 1.2f;
                 /* A near plane, a sloped middle and a far plane. */
                 depth[i] = x < w / 4 ? 0.8f : x < w / 2 ? (float)(1.5 + 3.0 * y / h) : (y < h / 3 ? 1e10f : 30.0f);

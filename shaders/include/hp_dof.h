@@ -54,8 +54,10 @@
 /* Summed-area table (dof.method = "sat", algorithms.md 7): 64-bit integer sums of the half-resolution
  * colour in fixed point, so a box sum is exact whatever the table's size (wrap-around arithmetic would
  * even keep it exact past 2^64). Each channel is quantized as trunc(v * 2^F) with
- * F = HP_SAT_FIXED_BITS - e, where 2^e bounds the frame's largest channel (HP_SAT_CHANNEL_BOUND times
- * its largest luminance: Y >= 0.0722 B for non-negative channels), or 2^16 times its 99th percentile
+ * F = HP_SAT_FIXED_BITS - e, where 2^e bounds the frame's largest channel (the channel bound times its
+ * largest luminance: Y >= w_B B for non-negative channels, w_B the working space's smallest weight; the
+ * bound is HP_SAT_CHANNEL_BOUND, 14, for Rec.709 (w_B 0.0722) and P3 (0.0793), and 17 for BT.2020 (0.0593),
+ * tone_state's sat_bound from shaders/exposure.comp), or 2^16 times its 99th percentile
  * when that is lower: a lone firefly does not take the others' precision, and is clipped to the bound
  * (2^HP_SAT_FIXED_BITS). A box of (2 * 32 + 1)^2 < 2^13 pixels of values below 2^HP_SAT_FIXED_BITS then
  * sums below 2^62. Values within 2^-25 of the bound keep every bit of their fp32 mantissa. */

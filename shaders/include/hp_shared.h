@@ -209,7 +209,8 @@
  *   float in_to_work[9] (row-major: the frame's RGB -> the working RGB, hp_input_color);
  *   float work_luma[3] (the working space's Y row: Rec.709's HP_LUMA_* for sRGB output); pad;
  *   float op_in[9], op_out[9] (row-major; read only under HP_TONE_FLAG_WIDE: the RGB operators' matrices
- *         composed with the working space's, pipeline/tone.c hp_tone_operator_matrices)
+ *         composed with the working space's, pipeline/colorspace.h hp_working_space, packed by
+ *         pipeline/tone.c hp_tone_pack_params)
  * tone_state (written by the exposure stage, read by the tone stage and copied back):
  *   float scale, key, adaptation, white, exposed_max, exposed_log_average, p01, p99, hist_mean,
  *         drago_norm, drago_inv_lwa, drago_inv_lsmax, drago_bias_exp;
@@ -226,13 +227,13 @@
 #define HP_TONE_STATE_CONVERT 16
 #define HP_TONE_STATE_LUMA 26
 #define HP_TONE_STATE_SAT_BOUND 29
-/* The tone pass converts the frame to Rec.709 as it reads it (tone_state's convert_input, unless its input is
+/* The tone pass converts the frame to the working space as it reads it (tone_state's convert_input, unless its input is
  * the DOF composite's image, converted already): a push-constant bit, so that a Rec.709 frame's pass pays
  * no memory read or branch per pixel for it (a 4K tone pass was 10-16% slower reading the flag per pixel). */
 #define HP_TONE_FLAG_CONVERT 2u
-/* The working space is not Rec.709 (output.colorspace display_p3 or rec2020): the tone pass reads its Y row
- * and the RGB operators' matrices from tone_params. A push-constant bit, as above, so that sRGB output keeps
- * its constants (and its speed, and its results bit for bit). */
+/* The working space is not Rec.709 (output.colorspace display_p3 or rec2020): the RGB operators read their
+ * matrices from tone_params. A push-constant bit, as above, so that sRGB output pays no read for them; the
+ * working space's Y row itself is a push constant for every output (pipeline/tone.c). */
 #define HP_TONE_FLAG_WIDE 4u
 
 /* --- YUV 4:2:0 output (the tone pass's OUTPUT_KIND 3, for libwebp's lossy encoder) ------------------ *

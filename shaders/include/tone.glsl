@@ -266,6 +266,20 @@ vec3 khronos_neutral(vec3 c)
     return mix(c, vec3(new_peak), g);
 }
 
+// In a wide working space: Khronos PBR Neutral is defined on non-negative linear Rec.709 (algorithms.md
+// 3.10; its toe offset is min(R, G, B), which depends on the primaries), so the colour goes to Rec.709
+// (m_in), into its gamut from below as input_color.glsl does (luminance and hue kept), through the
+// operator, and back (m_out): the same display colours as for sRGB output.
+vec3 khronos_neutral_in(vec3 rgb, mat3 m_in, mat3 m_out)
+{
+    vec3 v = m_in * rgb;
+    float Y = dot(v, vec3(HP_LUMA_R, HP_LUMA_G, HP_LUMA_B));
+    float low = min(v.r, min(v.g, v.b));
+    if (low < 0.0)
+        v = Y > 0.0 ? Y + (v - Y) * (Y / (Y - low)) : vec3(0.0);
+    return m_out * khronos_neutral(max(v, vec3(0.0)));
+}
+
 // --- Display ---------------------------------------------------------------------------------------
 
 // Kwon et al.'s exponent for an adaptation luminance in [0, 1] (DECISIONS.md 7).
