@@ -60,12 +60,21 @@ static const hp_route routes[] = {
     {"GET",    "/metrics",     hp_route_metrics,   NULL,                     false, false},
     {"GET",    "/v1/stats",    hp_route_stats,     NULL,                     false, false},
     {"GET",    "/v1/params",   hp_route_params,    NULL,                     false, false},
+    /* Behind the token like /v1/params, which it is made from: it names the daemon's version (as /v1/stats
+     * does), and an open route without a body is answered on probe_listen too, an address that is often
+     * reachable from further than the API's. A client that can call the API has the token to read it. */
+    {"GET",    "/openapi.json", hp_route_openapi,  NULL,                     false, false},
     /* The console's files are public, as a page is before it can ask for the token (api/console.c). */
     {"GET",    "/",            hp_route_console,   NULL,                     false, true},
     {"GET",    "/console/",    hp_route_console,   NULL,                     false, true},
 };
 
 #define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
+
+size_t hp_http_route_count(void) { return ROUTE_COUNT; }
+const char *hp_http_route_method(size_t i) { return i < ROUTE_COUNT ? routes[i].method : NULL; }
+const char *hp_http_route_path(size_t i) { return i < ROUTE_COUNT ? routes[i].path : NULL; }
+bool hp_http_route_open(size_t i) { return i < ROUTE_COUNT && routes[i].open; }
 
 /* Answered without the bearer token: the health checks, and /metrics when the daemon says so. */
 static bool route_open(const hp_http_params *params, const hp_route *route)

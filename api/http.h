@@ -7,6 +7,7 @@
 #define HP_HTTP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -127,6 +128,14 @@ bool hp_http_console(const hp_http *http);
 /* hp_http_params.version, and the seconds since hp_http_create. */
 const char *hp_http_version(const hp_http *http);
 double hp_http_uptime_s(const hp_http *http);
+
+/* The route table (http.c), for the document that describes it (api/openapi.h): how many routes, and route
+ * i's method ("GET" routes also answer HEAD), path (one ending in '/', other than "/", holds every path
+ * under it) and whether it is answered without the bearer token. NULL or false past the last. */
+size_t hp_http_route_count(void);
+const char *hp_http_route_method(size_t i);
+const char *hp_http_route_path(size_t i);
+bool hp_http_route_open(size_t i);
 
 /* Set once, before the state becomes ready. */
 void hp_http_set_backend(hp_http *http, const hp_http_backend *backend);

@@ -144,6 +144,7 @@ void hp_route_console(hp_request *request, hp_reply *reply);
 
 /* describe.c: GET /v1/params (the parameter table as data) and GET /openapi.json (the API described). */
 void hp_route_params(hp_request *request, hp_reply *reply);
+void hp_route_openapi(hp_request *request, hp_reply *reply);
 
 /* render.c: POST /v1/render, POST /v1/analyze. The body_begins hooks run on the request's first call,
  * once the body's buffer exists and before any of it has arrived (authorised requests only), and may
