@@ -1,0 +1,158 @@
+// The status view and the header's state: GET /v1/stats every 2 s (the next poll starts when the last one has
+// answered, so a slow daemon is never asked twice at once).
+import { api, ApiError } from './api.js';
+import { StageChart, ThroughputChart } from './charts.js';
+import { bytes, clock, duration, el, ms, num, orderStages } from './util.js';
+
+const PERIOD_MS = 2000;
+const $ = (id) => document.getElementById(id);
+
+const STATE_PILL = {
+  ready: ['pill-ok', 'ready'],
+  starting: ['pill-wait', 'starting'],
+  draining: ['pill-wait', 'draining'],
+  device_lost: ['pill-bad', 'device lost'],
+};
+
+function setPill(cls, text, reason) {
+  const pill = $('state');
+  pill.className = `pill ${cls}`;
+  pill.textContent = text;
+  $('state-reason').textContent = reason || '';
+}
+
+function meter(bar, used, total) {
+  const f = total > 0 ? Math.min(1, used / total) : 0;
+  bar.style.width = `${(f * 100).toFixed(1)}%`;
+  bar.classList.toggle('meter-high', f >= 0.85);
+}
+
+export class StatusView {
+  constructor() {
+    this.throughput = new ThroughputChart($('chart-throughput'));
+    this.stages = new StageChart($('chart-stages'));
+    this.last = null;
+    this.visible = false;
+    this.timer = null;
+    window.addEventListener('resize', () => this.resize());
+  }
+
+  start() {
+    this.poll();
+  }
+
+  show(visible) {
+    this.visible = visible;
+    if (visible && this.last) this.drawCharts(this.last);
+    this.resize();
+  }
+
+  resize() {
+    if (!this.visible) return;
+    this.throughput.resize();
+    this.stages.resize();
+  }
+
+  async poll() {
+    clearTimeout(this.timer);
+    try {
+      const res = await api('/v1/stats');
+      const s = await res.json();
+      this.last = s;
+      this.render(s);
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401) {
+        setPill('pill-wait', 'token needed', 'the daemon answered 401; enter its token');
+        $('token-button').hidden = false;
+      } else if (e instanceof ApiError) {
+        setPill('pill-bad', `error ${e.status}`, e.message);
+      } else {
+        setPill('pill-bad', 'unreachable', 'no answer from the daemon; retrying every 2 s');
+      }
+    }
+    this.timer = setTimeout(() => this.poll(), PERIOD_MS);
+  }
+
+  render(s) {
+    const [cls, text] = STATE_PILL[s.state] || (s.ready ? ['pill-ok', 'ready'] : ['pill-wait', s.state]);
+    const notReady = !s.ready && s.state === 'ready' ? ['pill-wait', 'not ready'] : null;
+    setPill(...(notReady || [cls, text]), s.ready ? '' : s.reason);
+    $('token-button').hidden = true;
+    document.body.dataset.state = s.state;
+    document.body.dataset.ready = String(Boolean(s.ready));
+
+    const d = s.device;
+    $('device').textContent = d ? `${d.name} · ${d.driver}` : 'no device yet';
+    $('device').title = d ? `vendor ${d.vendor}, driver ${d.driver}` : '';
+
+    $('s-state').textContent = s.ready ? 'ready' : (STATE_PILL[s.state] || [null, s.state])[1];
+    $('card-state').className = `card ${s.ready ? 'card-ok' : s.state === 'device_lost' ? 'card-bad' : 'card-wait'}`;
+    $('s-reason').textContent = s.ready ? (d ? `${d.name}, ${d.driver}` : '') : s.reason || '';
+
+    const q = s.queue || {};
+    $('s-queue').textContent = `${q.depth ?? '–'} / ${q.capacity ?? '–'}`;
+    meter($('s-queue-bar'), q.depth || 0, q.capacity || 0);
+    $('s-inflight').textContent = `waiting / capacity · ${q.in_flight ?? 0} on the GPU`;
+
+    $('s-fps').textContent = num(s.frames_per_s, 3);
+    $('s-rps').textContent = num(s.requests_per_s, 3);
+
+    const g = s.gpu_memory;
+    if (g) {
+      $('s-gpumem').textContent = bytes(g.used_bytes);
+      meter($('s-gpumem-bar'), g.used_bytes, g.budget_bytes);
+      $('s-gpumem-sub').textContent = `of a budget of ${bytes(g.budget_bytes)}`;
+    } else {
+      $('s-gpumem').textContent = 'n/a';
+      meter($('s-gpumem-bar'), 0, 0);
+      $('s-gpumem-sub').textContent = 'the driver reports no budget (VK_EXT_memory_budget)';
+    }
+    const m = s.inflight_memory || {};
+    $('s-reqmem').textContent = bytes(m.used_bytes);
+    meter($('s-reqmem-bar'), m.used_bytes || 0, m.limit_bytes || 0);
+    $('s-reqmem-sub').textContent = `held by requests in flight, of ${bytes(m.limit_bytes)} (max_inflight_mb)`;
+
+    $('s-version').textContent = s.version || '–';
+    $('s-uptime').textContent = `up ${duration(s.uptime_s || 0)}`;
+
+    this.renderStageTable(s.stages_ms || {});
+    this.renderErrors(s);
+    if (this.visible) this.drawCharts(s);
+  }
+
+  drawCharts(s) {
+    if (!s.per_second) return;
+    this.throughput.update(s.per_second);
+    this.stages.update(s.per_second);
+  }
+
+  renderStageTable(stages) {
+    const names = orderStages(Object.keys(stages).filter((k) => k !== 'total'));
+    if (stages.total) names.push('total');
+    const rows = names.map((k) => {
+      const st = stages[k];
+      return el('tr', { class: k === 'total' ? 'total' : '' },
+        el('td', {}, el('span', { class: `swatch swatch-${k}` }), k),
+        el('td', { class: 'num', text: st.count ? ms(st.p50) : '–' }),
+        el('td', { class: 'num', text: st.count ? ms(st.p99) : '–' }),
+        el('td', { class: 'num', text: String(st.count ?? 0) }));
+    });
+    if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: 4, class: 'muted', text: 'no frames yet' })));
+    $('stage-table').tBodies[0].replaceChildren(...rows);
+  }
+
+  renderErrors(s) {
+    const codes = Object.entries(s.errors_by_code || {}).sort((a, b) => b[1] - a[1]);
+    $('error-codes').replaceChildren(...(codes.length
+      ? codes.map(([code, n]) => el('span', { class: 'chip chip-bad' }, code, el('b', { text: String(n) })))
+      : [el('span', { class: 'chip chip-ok', text: 'no errors' })]));
+    const rows = (s.recent_errors || []).map((e) => el('tr', {},
+      el('td', { text: clock(e.time) }),
+      el('td', { class: 'num', text: String(e.status) }),
+      el('td', {}, el('code', { text: e.code })),
+      el('td', { class: 'message', text: e.message, title: e.message }),
+      el('td', { text: e.path })));
+    $('error-table').tBodies[0].replaceChildren(...rows);
+    $('error-table').classList.toggle('empty', rows.length === 0);
+  }
+}
