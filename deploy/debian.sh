@@ -28,8 +28,10 @@ packages=(
 # browser_http shows the daemon's images in headless Chromium and reads their colours off the screen.
 # The console's and the OpenAPI document's tests run on Node (tests/node/package.json: playwright-core drives
 # that Chromium; an OpenAPI validator): Debian's nodejs and npm where the machine has no node of its own.
+# The image test builds deploy/Dockerfile with buildah and makes its Debian bases with mmdebstrap where no
+# registry is reachable (deploy/image.sh).
 if [ "$mode" = test ]; then
-  packages+=(clang libclang-rt-14-dev libfuzzer-14-dev chromium)
+  packages+=(clang libclang-rt-14-dev libfuzzer-14-dev chromium buildah mmdebstrap)
   command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 fi
 missing=()
