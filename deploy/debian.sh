@@ -29,9 +29,9 @@ packages=(
 # The console's and the OpenAPI document's tests run on Node (tests/node/package.json: playwright-core drives
 # that Chromium; an OpenAPI validator): Debian's nodejs and npm where the machine has no node of its own.
 # The image test builds deploy/Dockerfile with buildah and makes its Debian bases with mmdebstrap where no
-# registry is reachable (deploy/image.sh).
+# registry is reachable (deploy/image.sh). The systemd test runs systemd-analyze verify on deploy/systemd/.
 if [ "$mode" = test ]; then
-  packages+=(clang libclang-rt-14-dev libfuzzer-14-dev chromium buildah mmdebstrap)
+  packages+=(clang libclang-rt-14-dev libfuzzer-14-dev chromium buildah mmdebstrap systemd)
   command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 fi
 missing=()
