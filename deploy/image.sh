@@ -81,11 +81,11 @@ need_tools() {
   [ ${#missing[@]} -eq 0 ] || die "missing ${missing[*]} (deploy/debian.sh test installs them)"
 }
 
-new_container() { # new_container IMAGE NAME: a working container, removed on exit
-  local c
-  c=$(buildah from --pull=never --name "$2-$$" "$1")
-  containers+=("$c")
-  echo "$c"
+# new_container IMAGE NAME: a working container, in $ctr, removed on exit. Not echoed: called in a command
+# substitution, its subshell would add it to a list of containers that the exit never sees.
+new_container() {
+  ctr=$(buildah from --pull=never --name "$2-$$" "$1")
+  containers+=("$ctr")
 }
 
 # --- The bases ---------------------------------------------------------------------------------------------
@@ -324,7 +324,7 @@ host_render() {
 }
 
 do_smoke() {
-  local host_exe=${1:-} size user entry ctr mnt port probe envs=() vols=() line t0 pid bpid took rc
+  local host_exe=${1:-} size user entry mnt port probe envs=() vols=() line t0 pid bpid took rc
   if ! buildah inspect --type image "$tag" >/dev/null 2>&1; then
     point FAIL "the image $tag exists" "deploy/image.sh build makes it"
     return 1
@@ -340,7 +340,7 @@ do_smoke() {
     point FAIL "the image runs /usr/local/bin/hdrpostd as 10001:10001" "user '$user', entrypoint '$entry'"
   fi
 
-  ctr=$(new_container "$tag" hdrpostd-smoke)
+  new_container "$tag" hdrpostd-smoke
   buildah run --isolation chroot --user 0:0 "$ctr" -- \
     dpkg-query -W -f '${Package} ${Version} ${Installed-Size}\n' > "$tmp/packages.txt"
   note "$(wc -l < "$tmp/packages.txt") Debian packages in the image"
@@ -523,9 +523,9 @@ sys.exit(0 if worst <= 1 else 1)' "$tmp/image.png" "$tmp/host.png" 2>&1) && rc=0
 # Xlib with their dependencies (what NVIDIA's Vulkan ICD, libGLX_nvidia, links). Not lavapipe (LLVM alone is
 # 115 MB). deploy/image-gpu-run.sh becomes DIR/run.sh.
 do_gpu_bundle() {
-  local dir=$1 ctr mnt path real size
+  local dir=$1 mnt path real size
   buildah inspect --type image "$tag" >/dev/null 2>&1 || die "no image $tag: deploy/image.sh build first"
-  ctr=$(new_container "$tag" hdrpostd-bundle)
+  new_container "$tag" hdrpostd-bundle
   mnt=$(buildah mount "$ctr")
   rm -rf "$dir"
   mkdir -p "$dir/lib"
