@@ -1,6 +1,8 @@
 /* The web console's files (console/, embedded by tools/embed_files.py; docs/CONSOLE.md). They are static
  * and public, like any page a browser opens before it can be given a token: the page asks for the token and
  * sends it with every API call it makes. */
+#include <microhttpd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +45,22 @@ void hp_route_console(hp_request *request, hp_reply *reply)
         hp_reply_error(reply, 404, "not_found", NULL, "no console file %.200s", request->path);
         return;
     }
+    /* The browser keeps a copy and asks whether it is still good (no-cache: revalidate every time, so a new
+     * daemon's files are never stale); the answer to an unchanged file is 304 and no body (RFC 9110 13.1.2,
+     * 15.4.5). The ETag is the file's SHA-256, cut. */
+    char etag[40];
+    snprintf(etag, sizeof(etag), "\"%.32s\"", a->sha256);
+    hp_reply_header_add(reply, "Cache-Control", "no-cache");
+    hp_reply_header_add(reply, "ETag", "%s", etag);
+    const char *if_none = MHD_lookup_connection_value(request->connection, MHD_HEADER_KIND,
+                                                      MHD_HTTP_HEADER_IF_NONE_MATCH);
+    if (if_none && (strstr(if_none, etag) || !strcmp(if_none, "*"))) {
+        uint8_t *none = malloc(1);
+        if (none) {
+            hp_reply_bytes(reply, 304, a->content_type, none, 0);
+            return;
+        }
+    }
     /* Served from the binary's read-only data: the reply frees what it holds, so it gets a copy (the largest
      * file is a sample frame of a few hundred KiB). */
     uint8_t *copy = malloc(a->size ? a->size : 1);
@@ -52,5 +70,4 @@ void hp_route_console(hp_request *request, hp_reply *reply)
     }
     memcpy(copy, a->data, a->size);
     hp_reply_bytes(reply, 200, a->content_type, copy, a->size);
-    hp_reply_header_add(reply, "ETag", "\"%.32s\"", a->sha256);
 }

@@ -332,7 +332,11 @@ static enum MHD_Result send_reply(hp_request *req, hp_reply *reply)
 
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     MHD_add_response_header(resp, "X-Request-Id", req->id);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    bool cache_control = false; /* a route may say its own (the console's files: revalidate by ETag) */
+    for (unsigned i = 0; i < reply->header_count; i++)
+        cache_control = cache_control || !strcasecmp(reply->headers[i].name, MHD_HTTP_HEADER_CACHE_CONTROL);
+    if (!cache_control)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     /* A browser takes every answer for what Content-Type says (the console reads them; an error's JSON is
      * never run as a script). */
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
@@ -453,9 +457,12 @@ struct hp_budget *hp_http_budget(hp_http *http) { return http->budget; }
 static const hp_route *request_route(const hp_request *req, bool *path_known, char *allow, size_t allow_size)
 {
     const hp_route *r = route_find(req->method, req->path, path_known, allow, allow_size);
-    if (req->probe && !(r && r->open && !r->takes_body)) {
+    /* The probe listener answers the health checks and nothing else: not /metrics when it is open, and not the
+     * console, whose files are open too (the probe address is often reachable from further away). */
+    bool health = !strcmp(req->path, "/livez") || !strcmp(req->path, "/readyz");
+    if (req->probe && !(r && health)) {
         /* /livez and /readyz are known there (405 for another method), nothing else is */
-        *path_known = *path_known && (!strcmp(req->path, "/livez") || !strcmp(req->path, "/readyz"));
+        *path_known = *path_known && health;
         return NULL;
     }
     return r;

@@ -689,6 +689,13 @@ static json_t *file_schema(doc *d, const char *content_type)
     return need(d, json_pack("{s:s, s:s}", "type", "string", "contentMediaType", content_type));
 }
 
+/* A console file the browser holds already (If-None-Match names its ETag; the files say Cache-Control:
+ * no-cache, so it asks every time): no body (api/console.c). */
+static json_t *not_modified(doc *d)
+{
+    return response(d, "Not modified: the copy whose ETag If-None-Match names is current.", console_headers, NULL);
+}
+
 static void build_console_index(doc *d, json_t *op)
 {
     json_t *content = need(d, json_object());
@@ -696,6 +703,7 @@ static void build_console_index(doc *d, json_t *op)
         if (!strcmp(hp_console_assets[i].path, "/console/index.html"))
             media(d, content, hp_console_assets[i].content_type, file_schema(d, hp_console_assets[i].content_type));
     put(d, json_object_get(op, "responses"), "200", response(d, "The console's page.", console_headers, content));
+    put(d, json_object_get(op, "responses"), "304", not_modified(d));
 }
 
 /* The files this build embeds (console/meson.build): their names and types. */
@@ -717,6 +725,7 @@ static void build_console_file(doc *d, json_t *op)
                                      "schema", "type", "string", "enum", names));
     append(d, json_object_get(op, "parameters"), file);
     put(d, json_object_get(op, "responses"), "200", response(d, "The file.", console_headers, content));
+    put(d, json_object_get(op, "responses"), "304", not_modified(d));
 }
 
 /* The frame routes' errors (api/http.c, api/form.c, api/render.c, api/render_reply.c). */

@@ -110,6 +110,11 @@ def console_files(d, token=None):
           s == 200 and h.get("content-type", "").startswith("text/html") and b"<html" in body.lower() and
           all(c in csp for c in CSP_MUST) and h.get("x-content-type-options") == "nosniff" and
           h.get("x-frame-options") == "DENY", f"{s} {h}")
+    etag = h.get("etag", "")
+    s304, h304, b304 = request(d.port, "GET", "/", headers={"If-None-Match": etag})
+    point("the page says Cache-Control no-cache with an ETag, and the same ETag back is 304 with no body",
+          h.get("cache-control") == "no-cache" and len(etag) > 8 and s304 == 304 and b304 == b"" and
+          h304.get("etag") == etag, f"{h.get('cache-control')} {etag} {s304} {b304[:100]!r}")
     s, h, _ = request(d.port, "HEAD", "/console/index.html")
     point("HEAD /console/index.html: 200 with the page's type", s == 200 and
           h.get("content-type", "").startswith("text/html"), f"{s} {h}")
@@ -125,6 +130,20 @@ def console_files(d, token=None):
         s3, _, _ = request(d.port, "GET", "/v1/stats", headers=auth)
         point("with a token the console's files stay open, while /v1/stats and /v1/params need it (401, then 200)",
               s1 == 401 and s2 == 401 and s3 == 200, f"{s1} {s2} {s3}")
+
+
+def probe_listener(exe):
+    """The probe listener answers /livez and /readyz alone: not the console, whose files are open."""
+    port = free_port()
+    with serving(start_ready(exe, "probe listener", [f"--probe_listen=127.0.0.1:{port}", "--metrics_open"])) as d:
+        if not d:
+            return
+        s1, _, _ = request(port, "GET", "/readyz")
+        s2, _, _ = request(port, "GET", "/")
+        s3, _, _ = request(port, "GET", "/console/index.html")
+        s4, _, _ = request(port, "GET", "/metrics")
+        point("the probe listener answers /readyz and 404 for the console's page, its files and an open /metrics",
+              s1 == 200 and s2 == s3 == s4 == 404, f"{s1} {s2} {s3} {s4}")
 
 
 def console_off(exe):
@@ -149,6 +168,7 @@ def main():
             if d:
                 console_files(d, TOKEN)
         console_off(EXE)
+        probe_listener(EXE)
         # auto: on for loopback (above), off on any other address. Bound to every interface, but asked only
         # through 127.0.0.1 like every test here.
         port = free_port()
