@@ -1,0 +1,257 @@
+/* PNG filtering and deflate on the GPU (png_gpu.h): pipelines, buffer sizes, recording, the host's join. */
+#include "pipeline/png_gpu.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+static const uint32_t spv_choose[] =
+#include "png_filter_choose.spv.inc"
+    ;
+static const uint32_t spv_apply[] =
+#include "png_filter_apply.spv.inc"
+    ;
+static const uint32_t spv_deflate[] =
+#include "png_deflate.spv.inc"
+    ;
+
+/* Push constants; layout tables in shaders/png_filter.comp and shaders/png_deflate.comp. */
+struct png_filter_push {
+    VkDeviceAddress image, filtered, types;
+    uint32_t width, height, channels, depth;
+};
+_Static_assert(sizeof(struct png_filter_push) == 40 && offsetof(struct png_filter_push, width) == 24,
+               "push constant layout drifted from png_filter.comp");
+
+struct png_deflate_push {
+    VkDeviceAddress filtered, slots, table, tokens;
+    uint32_t total, stride, bpp, slot_words, segments;
+};
+_Static_assert(offsetof(struct png_deflate_push, total) == 32 && offsetof(struct png_deflate_push, segments) == 48,
+               "push constant layout drifted from png_deflate.comp");
+
+/* Shared memory of the deflate pass (png_deflate.comp): the hash table (2^12 words), one scan slot per
+ * invocation, two words of totals. */
+#define DEFLATE_HASH_WORDS 4096u
+#define STORED_MAX 65535u /* one stored block's LEN (RFC 1951 3.2.4) */
+#define MAX_DISPATCH 65535u /* maxComputeWorkGroupCount[0] every device gives */
+
+/* Every index the shaders form is 32-bit: filtered bytes of a 16384^2 RGBA16 frame are 2^31 + 2^14, and the
+ * token scratch's word index stays below segments x segment_bytes <= that plus one segment. */
+_Static_assert(16384ull * (1 + 16384ull * 8) + 65536 < (1ull << 32), "32-bit byte offsets would overflow");
+
+struct hp_png_gpu {
+    hp_gpu *gpu;
+    hp_png_gpu_config config;
+    hp_compute choose, apply, deflate;
+};
+
+hp_code hp_png_gpu_create(hp_gpu *gpu, const hp_png_gpu_config *config, hp_png_gpu **out, hp_err *err)
+{
+    *out = NULL;
+    hp_png_gpu_config cfg = HP_PNG_GPU_CONFIG_DEFAULTS;
+    if (config)
+        cfg = *config;
+    const hp_gpu_info *gi = hp_gpu_get_info(gpu);
+    uint32_t wg = cfg.workgroup_size;
+    if (wg < 32 || wg > 1024 || (wg & (wg - 1)))
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu workgroup_size %u is not a power of two in [32, 1024]", wg);
+    if (cfg.chunk_bytes < 16 || cfg.chunk_bytes > 4096)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu chunk_bytes %u is outside [16, 4096]", cfg.chunk_bytes);
+    if ((uint64_t)wg * cfg.chunk_bytes > STORED_MAX)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu segment of %u x %u bytes is over one stored block's %u",
+                       wg, cfg.chunk_bytes, STORED_MAX);
+    uint32_t shared = (DEFLATE_HASH_WORDS + wg + 2) * 4;
+    if (wg > gi->max_workgroup_invocations || shared > gi->max_shared_memory)
+        return hp_fail(err, HP_ERR_MISSING_FEATURE, "png_gpu workgroup of %u invocations and %u bytes of shared "
+                       "memory does not fit this device (%u, %u)", wg, shared, gi->max_workgroup_invocations,
+                       gi->max_shared_memory);
+    hp_png_gpu *p = calloc(1, sizeof(*p));
+    if (!p)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    p->gpu = gpu;
+    p->config = cfg;
+    const uint32_t spec[2] = {wg, cfg.chunk_bytes};
+    hp_compute_desc choose = {.name = "png_filter_choose", .spirv = spv_choose, .spirv_size = sizeof(spv_choose),
+                              .push_constant_size = sizeof(struct png_filter_push), .spec_values = spec, .spec_count = 1};
+    hp_compute_desc apply = {.name = "png_filter_apply", .spirv = spv_apply, .spirv_size = sizeof(spv_apply),
+                             .push_constant_size = sizeof(struct png_filter_push), .spec_values = spec, .spec_count = 1};
+    hp_compute_desc deflate = {.name = "png_deflate", .spirv = spv_deflate, .spirv_size = sizeof(spv_deflate),
+                               .push_constant_size = sizeof(struct png_deflate_push), .spec_values = spec,
+                               .spec_count = 2};
+    hp_code rc = hp_compute_create(gpu, &choose, &p->choose, err);
+    if (rc == HP_OK)
+        rc = hp_compute_create(gpu, &apply, &p->apply, err);
+    if (rc == HP_OK)
+        rc = hp_compute_create(gpu, &deflate, &p->deflate, err);
+    if (rc != HP_OK) {
+        hp_png_gpu_destroy(&p);
+        return rc;
+    }
+    *out = p;
+    return HP_OK;
+}
+
+void hp_png_gpu_destroy(hp_png_gpu **pp)
+{
+    hp_png_gpu *p = *pp;
+    if (!p)
+        return;
+    hp_compute_destroy(p->gpu, &p->choose);
+    hp_compute_destroy(p->gpu, &p->apply);
+    hp_compute_destroy(p->gpu, &p->deflate);
+    free(p);
+    *pp = NULL;
+}
+
+const hp_png_gpu_config *hp_png_gpu_get_config(const hp_png_gpu *png) { return &png->config; }
+
+static VkDeviceSize round4(uint64_t n) { return (n + 3) & ~(uint64_t)3; }
+
+hp_code hp_png_gpu_layout_for(const hp_png_gpu *png, uint32_t width, uint32_t height, uint32_t channels,
+                              uint32_t depth, hp_png_gpu_layout *out, hp_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (width < 1 || width > 16384 || height < 1 || height > 16384)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu: a %ux%u image is outside 1..16384 a side", width, height);
+    if ((channels != 3 && channels != 4) || (depth != 8 && depth != 16))
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu: %u channels of %u bits (3 or 4, 8 or 16)", channels,
+                       depth);
+    out->width = width, out->height = height, out->channels = channels, out->depth = depth;
+    out->bpp = channels * depth / 8;
+    out->row_bytes = width * out->bpp;
+    out->stride = 1 + out->row_bytes;
+    out->filtered_bytes = (uint64_t)height * out->stride;
+    out->segment_bytes = png->config.workgroup_size * png->config.chunk_bytes;
+    uint64_t segments = (out->filtered_bytes + out->segment_bytes - 1) / out->segment_bytes;
+    if (segments > MAX_DISPATCH)
+        return hp_fail(err, HP_ERR_TOO_LARGE, "png_gpu: %llu segments of %u bytes are over %u workgroups",
+                       (unsigned long long)segments, out->segment_bytes, MAX_DISPATCH);
+    out->segments = (uint32_t)segments;
+    out->slot_bytes = (uint32_t)round4(out->segment_bytes + 5);
+    out->image_size = (VkDeviceSize)width * height * (depth == 8 ? 4 : 8);
+    out->filtered_size = round4(out->filtered_bytes);
+    out->types_size = (VkDeviceSize)height * 4;
+    out->slots_size = (VkDeviceSize)out->segments * out->slot_bytes;
+    out->table_size = (VkDeviceSize)out->segments * sizeof(hp_png_gpu_segment);
+    out->tokens_size = (VkDeviceSize)out->segments * out->segment_bytes * 4;
+    return HP_OK;
+}
+
+static void compute_barrier(VkCommandBuffer cmd)
+{
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
+                         NULL, 0, NULL);
+}
+
+void hp_png_gpu_record(hp_png_gpu *p, VkCommandBuffer cmd, const hp_png_gpu_layout *l, const hp_png_gpu_io *io)
+{
+    struct png_filter_push fp = {.image = io->image, .filtered = io->filtered->address, .types = io->types->address,
+                                 .width = l->width, .height = l->height, .channels = l->channels, .depth = l->depth};
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->choose.pipeline);
+    vkCmdPushConstants(cmd, p->choose.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(fp), &fp);
+    vkCmdDispatch(cmd, l->height, 1, 1);
+    compute_barrier(cmd);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->apply.pipeline);
+    vkCmdPushConstants(cmd, p->apply.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(fp), &fp);
+    vkCmdDispatch(cmd, l->height, 1, 1);
+    compute_barrier(cmd);
+    struct png_deflate_push dp = {.filtered = io->filtered->address, .slots = io->slots->address,
+                                  .table = io->table->address, .tokens = io->tokens->address,
+                                  .total = (uint32_t)l->filtered_bytes, .stride = l->stride, .bpp = l->bpp,
+                                  .slot_words = l->slot_bytes / 4, .segments = l->segments};
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->deflate.pipeline);
+    vkCmdPushConstants(cmd, p->deflate.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(dp), &dp);
+    vkCmdDispatch(cmd, l->segments, 1, 1);
+}
+
+size_t hp_png_gpu_zlib_bound(const hp_png_gpu_layout *l)
+{
+    return 2 + (size_t)l->segments * (l->segment_bytes + 5) + 4;
+}
+
+hp_code hp_png_gpu_join(const hp_png_gpu_layout *l, const void *slots, const void *table, uint8_t *dst,
+                        size_t capacity, size_t *out_len, hp_err *err)
+{
+    *out_len = 0;
+    if (capacity < hp_png_gpu_zlib_bound(l))
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu: %zu bytes of room for a stream bound of %zu", capacity,
+                       hp_png_gpu_zlib_bound(l));
+    /* RFC 1950: CM 8 (deflate), CINFO 7 (32 KiB window), FLEVEL 0 (fastest), FCHECK making it a multiple of 31. */
+    uint8_t *w = dst;
+    *w++ = 0x78, *w++ = 0x01;
+    uLong adler = adler32(0L, Z_NULL, 0);
+    for (uint32_t s = 0; s < l->segments; s++) {
+        hp_png_gpu_segment seg;
+        memcpy(&seg, (const uint8_t *)table + (size_t)s * sizeof(seg), sizeof(seg));
+        uint64_t in = s + 1 < l->segments ? l->segment_bytes : l->filtered_bytes - (uint64_t)s * l->segment_bytes;
+        if (seg.bytes < 1 || seg.bytes > l->slot_bytes)
+            return hp_fail(err, HP_ERR_INTERNAL, "png_gpu: segment %u says %u bytes, its slot holds %u", s, seg.bytes,
+                           l->slot_bytes);
+        memcpy(w, (const uint8_t *)slots + (size_t)s * l->slot_bytes, seg.bytes);
+        w += seg.bytes;
+        adler = s == 0 ? seg.adler : adler32_combine(adler, seg.adler, (z_off_t)in);
+    }
+    w[0] = (uint8_t)(adler >> 24), w[1] = (uint8_t)(adler >> 16), w[2] = (uint8_t)(adler >> 8), w[3] = (uint8_t)adler;
+    *out_len = (size_t)(w + 4 - dst);
+    return HP_OK;
+}
+
+/* --- CPU reference of the filter passes ------------------------------------------------------------- */
+
+static uint8_t ref_row_byte(const hp_png_gpu_layout *l, const uint8_t *image, uint32_t y, uint32_t i)
+{
+    if (l->depth == 8) {
+        uint32_t px = i / l->channels, c = i % l->channels;
+        return image[((size_t)y * l->width + px) * 4 + c];
+    }
+    uint32_t s = i / 2, px = s / l->channels, c = s % l->channels;
+    uint16_t v;
+    memcpy(&v, image + ((size_t)y * l->width + px) * 8 + 2 * c, 2);
+    return (uint8_t)(i % 2 == 0 ? v >> 8 : v & 0xff);
+}
+
+static uint8_t ref_paeth(int a, int b, int c)
+{
+    int p = a + b - c, pa = abs(p - a), pb = abs(p - b), pc = abs(p - c);
+    return (uint8_t)(pa <= pb && pa <= pc ? a : pb <= pc ? b : c);
+}
+
+static uint8_t ref_filter(int type, int x, int a, int b, int c)
+{
+    int pred = type == 0 ? 0 : type == 1 ? a : type == 2 ? b : type == 3 ? (a + b) >> 1 : ref_paeth(a, b, c);
+    return (uint8_t)(x - pred);
+}
+
+void hp_png_cpu_filter(const hp_png_gpu_layout *l, const void *image, uint8_t *filtered)
+{
+    const uint8_t *img = image;
+    uint8_t *cur = malloc(l->row_bytes), *prev = calloc(1, l->row_bytes);
+    for (uint32_t y = 0; cur && prev && y < l->height; y++) {
+        for (uint32_t i = 0; i < l->row_bytes; i++)
+            cur[i] = ref_row_byte(l, img, y, i);
+        uint32_t sums[5] = {0};
+        for (uint32_t i = 0; i < l->row_bytes; i++) {
+            int a = i >= l->bpp ? cur[i - l->bpp] : 0, c = i >= l->bpp ? prev[i - l->bpp] : 0;
+            for (int t = 0; t < 5; t++)
+                sums[t] += (uint32_t)abs((int8_t)ref_filter(t, cur[i], a, prev[i], c));
+        }
+        int type = 0; /* the smallest sum; the first type of equal sums (api/encode.c, png_filter_choose) */
+        for (int t = 1; t < 5; t++)
+            if (sums[t] < sums[type])
+                type = t;
+        uint8_t *o = filtered + (size_t)y * l->stride;
+        o[0] = (uint8_t)type;
+        for (uint32_t i = 0; i < l->row_bytes; i++)
+            o[1 + i] = ref_filter(type, cur[i], i >= l->bpp ? cur[i - l->bpp] : 0, prev[i],
+                                  i >= l->bpp ? prev[i - l->bpp] : 0);
+        uint8_t *t = prev;
+        prev = cur;
+        cur = t;
+    }
+    free(cur);
+    free(prev);
+}

@@ -1,0 +1,100 @@
+/* PNG filtering and deflate on the GPU (issue 20): the tone pass's RGBA8 or RGBA16 image, already on the
+ * GPU, becomes PNG's filtered scanlines and a deflate stream cut into segments, so that only compressed
+ * bytes need come back to the CPU.
+ *
+ * Three dispatches, recorded into a command buffer the caller owns (hp_png_gpu_record):
+ *   png_filter_choose  one workgroup per row: the filter type of each row, by libpng's heuristic (the
+ *                      smallest sum of the filtered bytes' magnitudes, taken as signed; the first type of
+ *                      equal sums), as api/encode.c chooses;
+ *   png_filter_apply   one workgroup per row: the filtered scanlines (type byte, then the row in PNG's
+ *                      layout: alpha kept or not, 16-bit samples big-endian);
+ *   png_deflate        one workgroup per segment of `segment_bytes` filtered bytes: LZ77 (greedy, matches
+ *                      within the invocation's chunk, references up to 32 KiB back, across segments too)
+ *                      and fixed Huffman codes, or one stored block where that is smaller; every segment but
+ *                      the last ends with a sync flush, so they join into one stream. Its table gives each
+ *                      segment's byte count and the Adler-32 of its filtered bytes.
+ * shaders/png_filter.comp and shaders/png_deflate.comp say how and why.
+ *
+ * The host joins the segments into one zlib stream (hp_png_gpu_join: RFC 1950 header, the segments in
+ * order, the Adler-32 combined with zlib's adler32_combine). No PNG chunks are written here. */
+#ifndef HP_PNG_GPU_H
+#define HP_PNG_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pipeline/gpu.h"
+
+/* Launch shape, fixed when the pipelines are created (specialization constants). */
+typedef struct hp_png_gpu_config {
+    uint32_t workgroup_size; /* invocations per workgroup of every pass, a power of two in [32, 1024]; default 256 */
+    uint32_t chunk_bytes;    /* filtered bytes each deflate invocation parses, [16, 4096]; default 128. A segment
+                              * is workgroup_size x chunk_bytes bytes, at most 65535 - 5 - 3 (one stored block) */
+} hp_png_gpu_config;
+
+#define HP_PNG_GPU_CONFIG_DEFAULTS {.workgroup_size = 256, .chunk_bytes = 128}
+
+/* Per-segment entry of the table (4 words, host byte order). */
+typedef struct hp_png_gpu_segment {
+    uint32_t bytes;   /* deflate bytes written at the start of the segment's slot */
+    uint32_t adler;   /* Adler-32 of the segment's filtered bytes alone */
+    uint32_t stored;  /* 1: written as one stored block (the fixed code would have been larger) */
+    uint32_t tokens;  /* literals and matches the parse made (stored segments count them too) */
+} hp_png_gpu_segment;
+
+/* What an image of a size needs; every size in bytes. */
+typedef struct hp_png_gpu_layout {
+    uint32_t width, height;    /* pixels, 1..16384 */
+    uint32_t channels;         /* samples kept: 3 (RGB) or 4 (RGBA) */
+    uint32_t depth;            /* bits per sample: 8 or 16 */
+    uint32_t row_bytes;        /* PNG row without its filter byte */
+    uint32_t stride;           /* 1 + row_bytes */
+    uint32_t bpp;              /* bytes per pixel in PNG's layout */
+    uint64_t filtered_bytes;   /* height x stride */
+    uint32_t segment_bytes;    /* workgroup_size x chunk_bytes */
+    uint32_t segments;         /* deflate workgroups */
+    uint32_t slot_bytes;       /* room per segment: segment_bytes + 5 (one stored block), rounded to 4 */
+    VkDeviceSize image_size;   /* the tone pass's output: width x height x 4 (RGBA8) or 8 (RGBA16) */
+    VkDeviceSize filtered_size, types_size, slots_size, table_size, tokens_size;
+} hp_png_gpu_layout;
+
+typedef struct hp_png_gpu hp_png_gpu;
+
+/* config NULL: HP_PNG_GPU_CONFIG_DEFAULTS. */
+hp_code hp_png_gpu_create(hp_gpu *gpu, const hp_png_gpu_config *config, hp_png_gpu **out, hp_err *err);
+void hp_png_gpu_destroy(hp_png_gpu **png);
+const hp_png_gpu_config *hp_png_gpu_get_config(const hp_png_gpu *png);
+
+/* The buffers an image needs. HP_ERR_INVALID_ARGUMENT for a size, channel count or depth outside the
+ * ranges above; HP_ERR_TOO_LARGE when the segments would pass 65535 workgroups. */
+hp_code hp_png_gpu_layout_for(const hp_png_gpu *png, uint32_t width, uint32_t height, uint32_t channels,
+                              uint32_t depth, hp_png_gpu_layout *out, hp_err *err);
+
+typedef struct hp_png_gpu_io {
+    VkDeviceAddress image;     /* the tone pass's RGBA8 / RGBA16 output (host order), image_size bytes */
+    const hp_buffer *filtered; /* device, filtered_size: the filtered scanlines (also the deflate's input) */
+    const hp_buffer *types;    /* device, types_size: each row's filter type, one word per row */
+    const hp_buffer *slots;    /* device, slots_size: segment s's deflate bytes at s x slot_bytes */
+    const hp_buffer *table;    /* device, table_size: hp_png_gpu_segment per segment */
+    const hp_buffer *tokens;   /* device, tokens_size: the parse's scratch */
+} hp_png_gpu_io;
+
+/* Records the three passes, with the barriers between them. The caller records the barrier that makes the
+ * image visible before, and the one for whatever reads filtered, slots and table after. */
+void hp_png_gpu_record(hp_png_gpu *png, VkCommandBuffer cmd, const hp_png_gpu_layout *layout,
+                       const hp_png_gpu_io *io);
+
+/* The most bytes hp_png_gpu_join() writes. */
+size_t hp_png_gpu_zlib_bound(const hp_png_gpu_layout *layout);
+
+/* Joins the segments (slots and table as copied back) into one zlib stream (RFC 1950): header 78 01, the
+ * segments in order, the big-endian Adler-32 of all filtered bytes, combined from the segments'.
+ * HP_ERR_INTERNAL when a table entry is impossible (more bytes than its slot). */
+hp_code hp_png_gpu_join(const hp_png_gpu_layout *layout, const void *slots, const void *table, uint8_t *dst,
+                        size_t capacity, size_t *out_len, hp_err *err);
+
+/* The CPU reference of the filter passes: the same scanlines from the same image (layout's size, channels
+ * and depth; image in the tone pass's RGBA8 / RGBA16 host order), filter types chosen by the same rule. */
+void hp_png_cpu_filter(const hp_png_gpu_layout *layout, const void *image, uint8_t *filtered);
+
+#endif

@@ -1,0 +1,441 @@
+/* PNG filtering and deflate on the GPU (pipeline/png_gpu.h, issue 20) against the CPU.
+ *
+ * For each image (sizes from 1x1 through 1xN, Nx1 and odd sizes to 512x384; RGB and RGBA; 8 and 16 bits;
+ * flat, noise, gradients, a synthetic render, stripes; one through a second launch shape whose segments are
+ * 1 KiB, so that many segments, stored ones and matches reaching into the segment before are exercised):
+ *   (a) the GPU's filtered scanlines equal the CPU reference's (hp_png_cpu_filter: the same filter choice)
+ *       byte for byte;
+ *   (b) the joined zlib stream inflates with zlib to exactly those bytes, ends where it should, and its
+ *       Adler-32 (which zlib checks) equals zlib's adler32 of the reference;
+ *   (c) a PNG built around it here (signature, IHDR, IDAT, IEND with their CRCs) decodes with libspng to
+ *       exactly the input samples.
+ * No tolerance anywhere: every result is exact. The validation layer is on and any message fails.
+ * The compressed size against zlib level 1 and our CPU coder (api/deflate_runs.h) on the same filtered
+ * bytes is a diagnostic, not a pass/fail. */
+#include <math.h>
+#include <spng.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "api/deflate_runs.h"
+#include "gpu_test.h"
+#include "pipeline/png_gpu.h"
+#include "tap.h"
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void) /* splitmix64 */
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+typedef enum image_kind { IMG_FLAT, IMG_NOISE, IMG_GRADIENT, IMG_RENDER, IMG_STRIPES, IMG_KIND_COUNT } image_kind;
+static const char *const kind_names[] = {"flat", "noise", "gradient", "render", "stripes"};
+
+/* A sample in [0, 1] of image kind k at (x, y), channel c. */
+static double sample(image_kind k, uint32_t x, uint32_t y, uint32_t c, uint32_t w, uint32_t h)
+{
+    double u = (x + 0.5) / w, v = (y + 0.5) / h;
+    switch (k) {
+    case IMG_FLAT:
+        return c == 3 ? 1.0 : 0.25 + 0.2 * c;
+    case IMG_NOISE:
+        return (double)(rng_next() >> 11) * 0x1p-53;
+    case IMG_GRADIENT:
+        return c == 0 ? u : c == 1 ? v : c == 2 ? 0.5 * (u + v) : 1.0 - 0.5 * u;
+    case IMG_RENDER: { /* smooth shading, a hard edge, a little grain: what a tone-mapped frame looks like */
+        double s = 0.5 + 0.4 * sin(6.0 * u + 3.0 * c) * cos(4.0 * v);
+        if ((u - 0.6) * (u - 0.6) + (v - 0.4) * (v - 0.4) < 0.04)
+            s = 0.9 - 0.1 * c;
+        s += ((double)(rng_next() >> 11) * 0x1p-53 - 0.5) * 0.01;
+        return c == 3 ? (x % 7 == 0 ? 0.5 : 1.0) : (s < 0 ? 0 : s > 1 ? 1 : s);
+    }
+    default: /* stripes: repeated content, the rows and pixels the match candidates look for */
+        return ((x / 3 + y / 5 + c) % 4) / 3.0;
+    }
+}
+
+/* The tone pass's output layout: RGBA8 (R, G, B, A bytes) or RGBA16 (four host-order uint16). */
+static void *make_image(image_kind k, uint32_t w, uint32_t h, uint32_t depth, uint64_t seed)
+{
+    rng_state = seed;
+    size_t px = (size_t)w * h;
+    uint8_t *img = malloc(px * (depth == 8 ? 4 : 8));
+    if (!img)
+        return NULL;
+    for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++)
+            for (uint32_t c = 0; c < 4; c++) {
+                double s = sample(k, x, y, c, w, h);
+                size_t i = ((size_t)y * w + x) * 4 + c;
+                if (depth == 8) {
+                    img[i] = (uint8_t)(s * 255.0 + 0.5);
+                } else {
+                    uint16_t v = (uint16_t)(s * 65535.0 + 0.5);
+                    memcpy(img + 2 * i, &v, 2);
+                }
+            }
+    return img;
+}
+
+/* The samples a PNG decoder gives back (SPNG_FMT_RAW: as stored): alpha kept or not, 16-bit big-endian. */
+static void expected_samples(const hp_png_gpu_layout *l, const uint8_t *img, uint8_t *out)
+{
+    for (size_t p = 0; p < (size_t)l->width * l->height; p++)
+        for (uint32_t c = 0; c < l->channels; c++) {
+            if (l->depth == 8) {
+                *out++ = img[p * 4 + c];
+            } else {
+                uint16_t v;
+                memcpy(&v, img + (p * 4 + c) * 2, 2);
+                *out++ = (uint8_t)(v >> 8), *out++ = (uint8_t)v;
+            }
+        }
+}
+
+/* --- One run on the GPU ------------------------------------------------------------------------------ */
+
+typedef struct gpu_run {
+    hp_gpu *gpu;
+    VkCommandPool pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+} gpu_run;
+
+static bool run_init(gpu_run *r, hp_gpu *gpu)
+{
+    r->gpu = gpu;
+    VkDevice dev = hp_gpu_device(gpu);
+    VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                  .queueFamilyIndex = hp_gpu_compute_family(gpu)};
+    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    if (vkCreateCommandPool(dev, &pi, NULL, &r->pool) != VK_SUCCESS || vkCreateFence(dev, &fi, NULL, &r->fence) != VK_SUCCESS)
+        return false;
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = r->pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+    return vkAllocateCommandBuffers(dev, &ai, &r->cmd) == VK_SUCCESS;
+}
+
+static void run_destroy(gpu_run *r)
+{
+    VkDevice dev = hp_gpu_device(r->gpu);
+    vkDestroyFence(dev, r->fence, NULL);
+    vkDestroyCommandPool(dev, r->pool, NULL);
+}
+
+static void full_barrier(VkCommandBuffer cmd)
+{
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT};
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0, NULL,
+                         0, NULL);
+}
+
+typedef struct gpu_result {
+    uint8_t *filtered; /* filtered_size bytes */
+    uint8_t *slots;    /* slots_size */
+    uint8_t *table;    /* table_size */
+} gpu_result;
+
+static void result_free(gpu_result *g)
+{
+    free(g->filtered), free(g->slots), free(g->table);
+    memset(g, 0, sizeof(*g));
+}
+
+/* Uploads the image, records the stage, reads back the filtered bytes, the slots and the table. */
+static bool run_png(gpu_run *r, hp_png_gpu *png, const hp_png_gpu_layout *l, const void *image, gpu_result *out,
+                    hp_err *err)
+{
+    enum { STAGING, IMAGE, FILTERED, TYPES, SLOTS, TABLE, TOKENS, RB_FILTERED, RB_SLOTS, RB_TABLE, NBUF };
+    hp_buffer b[NBUF];
+    memset(b, 0, sizeof(b));
+    const VkDeviceSize sizes[NBUF] = {l->image_size,  l->image_size,  l->filtered_size, l->types_size,
+                                      l->slots_size,  l->table_size,  l->tokens_size,   l->filtered_size,
+                                      l->slots_size,  l->table_size};
+    const hp_mem_kind kinds[NBUF] = {HP_MEM_UPLOAD, HP_MEM_DEVICE, HP_MEM_DEVICE, HP_MEM_DEVICE, HP_MEM_DEVICE,
+                                     HP_MEM_DEVICE, HP_MEM_DEVICE, HP_MEM_READBACK, HP_MEM_READBACK, HP_MEM_READBACK};
+    bool ok = true;
+    for (int i = 0; ok && i < NBUF; i++)
+        ok = hp_buffer_create(r->gpu, sizes[i], kinds[i], "test_png", &b[i], err) == HP_OK;
+    if (ok) {
+        memcpy(b[STAGING].mapped, image, l->image_size);
+        hp_buffer_flush(r->gpu, &b[STAGING]);
+        VkDevice dev = hp_gpu_device(r->gpu);
+        VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                       .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+        ok = vkResetCommandPool(dev, r->pool, 0) == VK_SUCCESS && vkBeginCommandBuffer(r->cmd, &bi) == VK_SUCCESS;
+        if (ok) {
+            VkBufferCopy up = {.size = l->image_size};
+            vkCmdCopyBuffer(r->cmd, b[STAGING].buffer, b[IMAGE].buffer, 1, &up);
+            /* Garbage where the stage must write everything it hands back. */
+            vkCmdFillBuffer(r->cmd, b[FILTERED].buffer, 0, VK_WHOLE_SIZE, 0xa5a5a5a5u);
+            vkCmdFillBuffer(r->cmd, b[SLOTS].buffer, 0, VK_WHOLE_SIZE, 0x5a5a5a5au);
+            full_barrier(r->cmd);
+            hp_png_gpu_io io = {.image = b[IMAGE].address, .filtered = &b[FILTERED], .types = &b[TYPES],
+                                .slots = &b[SLOTS], .table = &b[TABLE], .tokens = &b[TOKENS]};
+            hp_png_gpu_record(png, r->cmd, l, &io);
+            full_barrier(r->cmd);
+            VkBufferCopy f = {.size = l->filtered_size}, s = {.size = l->slots_size}, t = {.size = l->table_size};
+            vkCmdCopyBuffer(r->cmd, b[FILTERED].buffer, b[RB_FILTERED].buffer, 1, &f);
+            vkCmdCopyBuffer(r->cmd, b[SLOTS].buffer, b[RB_SLOTS].buffer, 1, &s);
+            vkCmdCopyBuffer(r->cmd, b[TABLE].buffer, b[RB_TABLE].buffer, 1, &t);
+            full_barrier(r->cmd);
+            VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
+                               .pCommandBuffers = &r->cmd};
+            ok = vkEndCommandBuffer(r->cmd) == VK_SUCCESS &&
+                 vkQueueSubmit(hp_gpu_compute_queue(r->gpu), 1, &si, r->fence) == VK_SUCCESS &&
+                 vkWaitForFences(dev, 1, &r->fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS &&
+                 vkResetFences(dev, 1, &r->fence) == VK_SUCCESS;
+            if (!ok)
+                snprintf(err->message, sizeof(err->message), "command buffer failed");
+        }
+        if (ok) {
+            out->filtered = malloc(l->filtered_size);
+            out->slots = malloc(l->slots_size);
+            out->table = malloc(l->table_size);
+            ok = out->filtered && out->slots && out->table;
+        }
+        if (ok) {
+            hp_buffer_invalidate(r->gpu, &b[RB_FILTERED]);
+            hp_buffer_invalidate(r->gpu, &b[RB_SLOTS]);
+            hp_buffer_invalidate(r->gpu, &b[RB_TABLE]);
+            memcpy(out->filtered, b[RB_FILTERED].mapped, l->filtered_size);
+            memcpy(out->slots, b[RB_SLOTS].mapped, l->slots_size);
+            memcpy(out->table, b[RB_TABLE].mapped, l->table_size);
+        }
+    }
+    for (int i = 0; i < NBUF; i++)
+        hp_buffer_destroy(r->gpu, &b[i]);
+    return ok;
+}
+
+/* --- The checks -------------------------------------------------------------------------------------- */
+
+static void be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+static uint8_t *chunk(uint8_t *p, const char type[4], const uint8_t *data, size_t len)
+{
+    be32(p, (uint32_t)len);
+    memcpy(p + 4, type, 4);
+    if (len)
+        memcpy(p + 8, data, len);
+    be32(p + 8 + len, (uint32_t)crc32(crc32(0L, Z_NULL, 0), p + 4, (uInt)(4 + len)));
+    return p + 12 + len;
+}
+
+/* (c): a PNG around the stream, decoded by libspng; true when its samples are exactly `want`. */
+static bool png_decodes(const hp_png_gpu_layout *l, const uint8_t *zlib, size_t zlen, const uint8_t *want,
+                        char *why, size_t why_len)
+{
+    size_t cap = 8 + 25 + 12 + zlen + 12;
+    uint8_t *png = malloc(cap), *w = png;
+    if (!png)
+        return snprintf(why, why_len, "out of memory"), false;
+    static const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    memcpy(w, signature, 8);
+    w += 8;
+    uint8_t ihdr[13];
+    be32(ihdr, l->width), be32(ihdr + 4, l->height);
+    ihdr[8] = (uint8_t)l->depth, ihdr[9] = l->channels == 4 ? 6 : 2, ihdr[10] = ihdr[11] = ihdr[12] = 0;
+    w = chunk(w, "IHDR", ihdr, 13);
+    w = chunk(w, "IDAT", zlib, zlen);
+    w = chunk(w, "IEND", NULL, 0);
+    spng_ctx *ctx = spng_ctx_new(0);
+    size_t size = 0;
+    uint8_t *got = NULL;
+    int rc = ctx ? spng_set_png_buffer(ctx, png, (size_t)(w - png)) : SPNG_EMEM;
+    if (rc == 0)
+        rc = spng_decoded_image_size(ctx, SPNG_FMT_RAW, &size);
+    if (rc == 0 && !(got = malloc(size)))
+        rc = SPNG_EMEM;
+    if (rc == 0)
+        rc = spng_decode_image(ctx, got, size, SPNG_FMT_RAW, 0);
+    size_t want_len = (size_t)l->width * l->height * l->bpp;
+    bool ok = rc == 0 && size == want_len && memcmp(got, want, want_len) == 0;
+    if (rc)
+        snprintf(why, why_len, "libspng: %s", spng_strerror(rc));
+    else
+        snprintf(why, why_len, "%s", ok ? "samples exact" : "samples differ");
+    free(got);
+    spng_ctx_free(ctx);
+    free(png);
+    return ok;
+}
+
+typedef struct totals {
+    uint64_t raw, gpu, zlib1, runs;
+} totals;
+
+static void check_image(gpu_run *r, hp_png_gpu *png, const char *shape, uint32_t w, uint32_t h, uint32_t channels,
+                        uint32_t depth, image_kind kind, bool report, totals *sum)
+{
+    char name[160];
+    snprintf(name, sizeof(name), "%s%ux%u %s %u-bit %s", shape, w, h, channels == 4 ? "RGBA" : "RGB", depth,
+             kind_names[kind]);
+    hp_err err = {0};
+    hp_png_gpu_layout l;
+    if (hp_png_gpu_layout_for(png, w, h, channels, depth, &l, &err) != HP_OK) {
+        tap_ok(false, "%s: layout: %s", name, err.message);
+        return;
+    }
+    uint8_t *img = make_image(kind, w, h, depth, 77 + w * 131 + h * 7 + channels + depth);
+    uint8_t *want = malloc(l.filtered_size), *samples = malloc((size_t)w * h * l.bpp);
+    size_t zcap = hp_png_gpu_zlib_bound(&l);
+    uint8_t *zlib = malloc(zcap), *inflated = malloc(l.filtered_bytes + 1);
+    gpu_result g = {0};
+    if (!img || !want || !samples || !zlib || !inflated) {
+        tap_ok(false, "%s: out of memory", name);
+        goto done;
+    }
+    hp_png_cpu_filter(&l, img, want);
+    expected_samples(&l, img, samples);
+    if (!run_png(r, png, &l, img, &g, &err)) {
+        tap_ok(false, "%s: GPU run: %s", name, err.message);
+        goto done;
+    }
+
+    /* (a) */
+    size_t first_diff = l.filtered_bytes;
+    for (size_t i = 0; i < l.filtered_bytes && first_diff == l.filtered_bytes; i++)
+        if (g.filtered[i] != want[i])
+            first_diff = i;
+    if (first_diff == l.filtered_bytes) {
+        tap_ok(true, "%s: filtered scanlines == CPU reference (%llu bytes)", name, (unsigned long long)l.filtered_bytes);
+    } else {
+        size_t row = first_diff / l.stride;
+        tap_ok(false, "%s: filtered bytes differ first at %zu (row %zu, column %zu): GPU %u, CPU %u (types %u / %u)",
+               name, first_diff, row, first_diff % l.stride, g.filtered[first_diff], want[first_diff],
+               g.filtered[row * l.stride], want[row * l.stride]);
+    }
+
+    /* (b) */
+    size_t zlen = 0;
+    bool joined = hp_png_gpu_join(&l, g.slots, g.table, zlib, zcap, &zlen, &err) == HP_OK;
+    uLongf out_len = (uLongf)l.filtered_bytes + 1;
+    int zrc = joined ? uncompress(inflated, &out_len, zlib, (uLong)zlen) : Z_DATA_ERROR;
+    uint32_t adler_want = (uint32_t)adler32(adler32(0L, Z_NULL, 0), want, (uInt)l.filtered_bytes);
+    uint32_t adler_got = zlen >= 4 ? (uint32_t)zlib[zlen - 4] << 24 | (uint32_t)zlib[zlen - 3] << 16 |
+                                         (uint32_t)zlib[zlen - 2] << 8 | zlib[zlen - 1]
+                                   : 0;
+    uint32_t stored = 0;
+    for (uint32_t s = 0; s < l.segments; s++) {
+        hp_png_gpu_segment seg;
+        memcpy(&seg, g.table + s * sizeof(seg), sizeof(seg));
+        stored += seg.stored;
+    }
+    tap_ok(joined && zrc == Z_OK && out_len == l.filtered_bytes && memcmp(inflated, want, l.filtered_bytes) == 0 &&
+               adler_got == adler_want,
+           "%s: zlib inflates the stream (%zu bytes, %u segments, %u stored) to the filtered bytes, Adler-32 "
+           "%08x (want %08x): %s", name, zlen, l.segments, stored, adler_got, adler_want,
+           !joined ? err.message : zrc != Z_OK ? zError(zrc) : out_len != l.filtered_bytes ? "length differs" :
+           memcmp(inflated, want, l.filtered_bytes) ? "bytes differ" : "exact");
+
+    /* (c) */
+    char why[128];
+    bool decoded = joined && png_decodes(&l, zlib, zlen, samples, why, sizeof(why));
+    tap_ok(decoded, "%s: the PNG decodes with libspng to the input: %s", name, joined ? why : "no stream");
+
+    /* Sizes, for the record. */
+    uLongf z1 = compressBound((uLong)l.filtered_bytes);
+    uint8_t *zb = malloc(z1 > hp_deflate_runs_bound(l.filtered_bytes) ? z1 : hp_deflate_runs_bound(l.filtered_bytes));
+    size_t runs_len = 0;
+    if (zb && compress2(zb, &z1, want, (uLong)l.filtered_bytes, 1) == Z_OK &&
+        hp_deflate_runs(want, l.filtered_bytes, true, zb, &runs_len)) {
+        runs_len += 6; /* zlib header and Adler-32 around it, as the PNG strips have */
+        if (report)
+            tap_diag("%s: %llu filtered bytes -> GPU %zu (%.3f), zlib level 1 %lu (%.3f), deflate_runs %zu (%.3f)",
+                     name, (unsigned long long)l.filtered_bytes, zlen, (double)zlen / (double)l.filtered_bytes,
+                     (unsigned long)z1, (double)z1 / (double)l.filtered_bytes, runs_len,
+                     (double)runs_len / (double)l.filtered_bytes);
+        if (sum) {
+            sum->raw += l.filtered_bytes, sum->gpu += zlen, sum->zlib1 += z1, sum->runs += runs_len;
+        }
+    }
+    free(zb);
+done:
+    result_free(&g);
+    free(img), free(want), free(samples), free(zlib), free(inflated);
+}
+
+int main(void)
+{
+    hp_err err = {0};
+    hp_gpu *gpu = NULL;
+    int bail = gpu_test_open(&gpu, NULL, &err);
+    if (bail)
+        return bail;
+    tap_diag("device: %s", hp_gpu_get_info(gpu)->device_name);
+    hp_png_gpu *png = NULL;
+    if (hp_png_gpu_create(gpu, NULL, &png, &err) != HP_OK)
+        return tap_bail("create the PNG pipelines: %s", err.message);
+    gpu_run r;
+    if (!run_init(&r, gpu))
+        return tap_bail("command buffer");
+
+    /* Refused shapes and sizes, with messages naming them. */
+    {
+        hp_png_gpu_layout l;
+        hp_err e = {0};
+        tap_ok(hp_png_gpu_layout_for(png, 0, 5, 3, 8, &l, &e) == HP_ERR_INVALID_ARGUMENT && strstr(e.message, "0x5"),
+               "a 0x5 image is refused: %s", e.message);
+        tap_ok(hp_png_gpu_layout_for(png, 5, 5, 2, 8, &l, &e) == HP_ERR_INVALID_ARGUMENT, "2 channels are refused: %s",
+               e.message);
+        hp_png_gpu_config big = {.workgroup_size = 1024, .chunk_bytes = 64};
+        hp_png_gpu *p2 = NULL;
+        tap_ok(hp_png_gpu_create(gpu, &big, &p2, &e) == HP_ERR_INVALID_ARGUMENT && !p2,
+               "a 64 KiB segment (over one stored block) is refused: %s", e.message);
+    }
+
+    typedef struct { uint32_t w, h; } size2;
+    static const size2 sizes[] = {{1, 1}, {1, 37}, {53, 1}, {3, 2}, {17, 9}, {127, 61}, {301, 203}};
+    totals sum = {0};
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+        for (uint32_t depth = 8; depth <= 16; depth += 8)
+            for (uint32_t channels = 3; channels <= 4; channels++)
+                for (int k = 0; k < IMG_KIND_COUNT; k++) {
+                    /* Every kind at the small sizes; at the larger ones two kinds each, in turn. */
+                    if (s >= 5 && (k + channels + depth / 8 + s) % 3 != 0)
+                        continue;
+                    check_image(&r, png, "", sizes[s].w, sizes[s].h, channels, depth, (image_kind)k, s >= 5, NULL);
+                }
+    /* The largest: every kind at 8 bits RGB (what the daemon's PNG mostly is), the sizes summed. */
+    for (int k = 0; k < IMG_KIND_COUNT; k++)
+        check_image(&r, png, "", 512, 384, 3, 8, (image_kind)k, true, &sum);
+    check_image(&r, png, "", 512, 384, 4, 16, IMG_RENDER, true, NULL);
+    tap_diag("512x384 RGB 8-bit, five kinds together: %llu filtered bytes -> GPU %llu (%.3f), zlib level 1 %llu "
+             "(%.3f), deflate_runs %llu (%.3f)", (unsigned long long)sum.raw, (unsigned long long)sum.gpu,
+             (double)sum.gpu / (double)sum.raw, (unsigned long long)sum.zlib1, (double)sum.zlib1 / (double)sum.raw,
+             (unsigned long long)sum.runs, (double)sum.runs / (double)sum.raw);
+
+    /* Another launch shape: 64 invocations of 16 bytes, segments of 1 KiB. Many segments, stored ones
+     * (noise), matches reaching back into earlier segments (stripes, flat). */
+    {
+        hp_png_gpu_config small = {.workgroup_size = 64, .chunk_bytes = 16};
+        hp_png_gpu *p2 = NULL;
+        if (hp_png_gpu_create(gpu, &small, &p2, &err) != HP_OK) {
+            tap_ok(false, "create the 64 x 16 shape: %s", err.message);
+        } else {
+            for (int k = 0; k < IMG_KIND_COUNT; k++)
+                check_image(&r, p2, "64x16 shape: ", 97, 31, 3 + (uint32_t)(k & 1), k == 2 ? 16 : 8, (image_kind)k,
+                            false, NULL);
+            check_image(&r, p2, "64x16 shape: ", 1, 1, 4, 16, IMG_NOISE, false, NULL);
+            hp_png_gpu_destroy(&p2);
+        }
+    }
+
+    run_destroy(&r);
+    hp_png_gpu_destroy(&png);
+    hp_gpu_destroy(&gpu);
+    gpu_test_validation_clean();
+    return tap_done();
+}
