@@ -10,7 +10,8 @@
  *                      layout: alpha kept or not, 16-bit samples big-endian);
  *   png_deflate        one workgroup per segment of `segment_bytes` filtered bytes: LZ77 (greedy, matches
  *                      within the invocation's chunk, references up to 32 KiB back, across segments too)
- *                      and fixed Huffman codes, or one stored block where that is smaller; every segment but
+ *                      and one block of whichever is smallest: Huffman codes of the segment's own counts,
+ *                      the fixed codes, or stored; every segment but
  *                      the last ends with a sync flush, so they join into one stream. Its table gives each
  *                      segment's byte count and the Adler-32 of its filtered bytes.
  * shaders/png_filter.comp and shaders/png_deflate.comp say how and why.
@@ -38,7 +39,7 @@ typedef struct hp_png_gpu_config {
 typedef struct hp_png_gpu_segment {
     uint32_t bytes;   /* deflate bytes written at the start of the segment's slot */
     uint32_t adler;   /* Adler-32 of the segment's filtered bytes alone */
-    uint32_t stored;  /* 1: written as one stored block (the fixed code would have been larger) */
+    uint32_t btype;   /* the block's BTYPE (RFC 1951 3.2.3): 0 stored, 1 fixed Huffman, 2 dynamic Huffman */
     uint32_t tokens;  /* literals and matches the parse made (stored segments count them too) */
 } hp_png_gpu_segment;
 

@@ -16,18 +16,29 @@
 //    the position they stand on (inside a match too), a barrier. An entry is (step + 1, ~invocation):
 //    atomicMax keeps the latest step and, of one step, the lowest invocation, so the table and the output
 //    are the same on every device and every run. The table holds this segment's positions only.
-// 2. Code. Fixed Huffman codes (RFC 1951 3.2.6): every code length is known before the parse, so each
-//    invocation counts its bits as it parses; an exclusive scan of those counts over the workgroup gives
-//    each its bit offset, and each writes its bits with atomicOr into words the workgroup zeroed. The
-//    block ends with the end-of-block code, then an empty stored block (a sync flush: byte-aligned; zlib's
-//    Z_SYNC_FLUSH) unless it is the stream's last segment, whose header says BFINAL. Where the fixed code
-//    would be longer than the bytes themselves, the segment is written as one stored block instead (its
-//    end is byte-aligned by itself): a segment never takes more than SEGMENT + 5 bytes.
+// 2. Code. One block per segment, whichever of three is smallest, its size known exactly before a bit
+//    is written:
+//      dynamic Huffman (3.2.7)  codes from the segment's own histogram (shared atomics during the parse):
+//                               Huffman's construction by two queues over the counts sorted by a rank
+//                               sort (every invocation ranks its symbols), then one invocation builds the
+//                               tree; deeper than 15 bits (7 for the code-length code), the counts are
+//                               halved (at least 1) and it is built again, as deflate_runs.c does, as
+//                               libwebp and brotli do: rare, and simpler than package-merge for a single
+//                               invocation. The header (code lengths run-length coded, 3.2.7) is written
+//                               by one invocation; it is a few hundred bits;
+//      fixed Huffman (3.2.6)    no header: wins on tiny segments;
+//      stored (3.2.4)           wins on noise.
+//    Each invocation counts the bits of its tokens under the chosen code; an exclusive scan of the counts
+//    over the workgroup gives each its bit offset, and each writes its bits with atomicOr into words the
+//    workgroup zeroed. The block ends with the end-of-block code, then an empty stored block (a sync
+//    flush: byte-aligned; zlib's Z_SYNC_FLUSH) unless it is the stream's last segment, whose header says
+//    BFINAL (a stored block ends byte-aligned by itself). A segment never takes more than SEGMENT + 5
+//    bytes: the stored block's size.
 // 3. The segment's Adler-32 (RFC 1950 8.2), of its filtered bytes alone, from every invocation's sums;
 //    the host combines the segments' with zlib's adler32_combine.
 //
-// Not yet (issue 20): dynamic Huffman tables from the segment's histogram, lazy matching, the token
-// scratch in shared memory, a compaction pass so that only the compressed bytes are read back.
+// Not yet (issue 20): lazy matching, the token scratch in shared memory, a compaction pass so that only
+// the compressed bytes are read back, a faster match compare (a word at a time).
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference_uvec2 : require
 #extension GL_EXT_control_flow_attributes : require
@@ -53,7 +64,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer Words { uint
 //   offset  field       meaning
 //   0       filtered    the filtered scanlines, `total` bytes padded to a word
 //   8       slots       the output: segment s at word s * slot_words
-//   16      table       per segment 4 words: bytes written, Adler-32, 1 if stored, tokens
+//   16      table       per segment 4 words: bytes written, Adler-32, BTYPE (0 stored, 1 fixed, 2 dynamic), tokens
 //   24      tokens      scratch: one word per filtered byte at most (segment s at word s * SEGMENT)
 //   32      total       filtered bytes, height * stride
 //   36      stride      bytes per filtered row (filter byte included)
@@ -72,9 +83,25 @@ layout(push_constant, std430) uniform Push {
     uint segments;
 } pc;
 
+// The three alphabets side by side in the shared arrays: literal/length 0..285, distance 286..315,
+// code-length 316..334.
+#define LL_CODES 286u
+#define D_CODES 30u
+#define CL_CODES 19u
+#define D_BASE LL_CODES
+#define CL_BASE (LL_CODES + D_CODES)
+#define ALL_CODES (LL_CODES + D_CODES + CL_CODES)
+
 shared uint s_hash[HASH_SIZE];
 shared uint s_scan[gl_WorkGroupSize.x]; // one slot per subgroup: as many as invocations covers any size
-shared uint s_sum[2];
+shared uint s_freq[ALL_CODES];
+shared uint s_len[ALL_CODES];
+shared uint s_code[ALL_CODES];          // canonical codes, bit-reversed for the LSB-first writer
+shared uint s_node[2u * LL_CODES];      // Huffman build: weights, then depths
+shared uint s_parent[2u * LL_CODES];
+shared uint s_leaf[LL_CODES];           // symbols in ascending (count, symbol) order
+shared uint s_rle[LL_CODES + D_CODES];  // the code lengths as sent: code-length symbol | extra << 8
+shared uint s_count, s_done, s_hlit, s_hdist, s_hclen, s_nrle, s_header_bits;
 
 uint fbyte(uint i) { return (Bytes(pc.filtered).v[i >> 2u] >> (8u * (i & 3u))) & 0xffu; }
 
@@ -131,13 +158,136 @@ uvec3 distance_code(uint dist)
     return uvec3(2u * e + 2u + ((d >> e) & 1u), e, d & ((1u << e) - 1u));
 }
 
-uint token_bits(uint token)
+// The order the code-length code's lengths are sent in (3.2.7).
+const uint CLEN_ORDER[19] = uint[19](16u, 17u, 18u, 0u, 8u, 7u, 9u, 6u, 10u, 5u, 11u, 4u, 12u, 3u, 13u, 2u, 14u, 1u, 15u);
+
+uint clen_extra_bits(uint sym) { return sym == 16u ? 2u : sym == 17u ? 3u : sym == 18u ? 7u : 0u; }
+
+// --- Huffman code lengths, built by the whole workgroup -------------------------------------------
+
+// Lengths s_len[base .. base + n) from s_freq[base ..], none over `limit` bits; unused symbols get 0.
+// Every invocation calls it (it has barriers).
+void build_lengths(uint base, uint n, uint limit)
 {
-    if ((token & TOKEN_MATCH) == 0u)
-        return fixed_litlen(token).y;
-    uvec3 lc = length_code((token >> 16u) & 0x1ffu);
-    uvec3 dc = distance_code(token & 0xffffu);
-    return fixed_litlen(lc.x).y + lc.y + 5u + dc.y;
+    for (uint shift = 0u;; shift++) {
+        if (gl_LocalInvocationIndex == 0u)
+            s_count = 0u;
+        barrier();
+        // Rank sort: the position of each used symbol among the used ones by (count, symbol).
+        for (uint s = gl_LocalInvocationIndex; s < n; s += WG) {
+            s_len[base + s] = 0u;
+            uint f = s_freq[base + s];
+            if (f == 0u)
+                continue;
+            uint key = (max(f >> shift, 1u) << 9u) | s, rank = 0u;
+            for (uint o = 0u; o < n; o++) {
+                uint g = s_freq[base + o];
+                rank += g != 0u && ((max(g >> shift, 1u) << 9u) | o) < key ? 1u : 0u;
+            }
+            s_leaf[rank] = s;
+            s_node[rank] = max(f >> shift, 1u);
+            atomicAdd(s_count, 1u);
+        }
+        barrier();
+        if (gl_LocalInvocationIndex == 0u) {
+            uint m = s_count;
+            s_done = 1u;
+            if (m == 1u) { // a second symbol of length 1 makes the code complete, as zlib wants
+                s_len[base + s_leaf[0]] = 1u;
+                s_len[base + (s_leaf[0] == 0u ? 1u : 0u)] = 1u;
+            } else if (m > 1u) {
+                // Nodes 0..m-1 are the leaves, m..2m-2 the internal nodes in the order made (weights
+                // nondecreasing): two queues, no heap (van Leeuwen 1976).
+                uint li = 0u, ii = m;
+                for (uint next = m; next < 2u * m - 1u; next++) {
+                    uint pick0 = li < m && (ii >= next || s_node[li] <= s_node[ii]) ? li++ : ii++;
+                    uint pick1 = li < m && (ii >= next || s_node[li] <= s_node[ii]) ? li++ : ii++;
+                    s_node[next] = s_node[pick0] + s_node[pick1];
+                    s_parent[pick0] = next;
+                    s_parent[pick1] = next;
+                }
+                // Depths, from the root down (a parent is always made after its children).
+                s_node[2u * m - 2u] = 0u;
+                uint deepest = 0u;
+                for (uint k = 2u * m - 2u; k-- > 0u;) {
+                    s_node[k] = s_node[s_parent[k]] + 1u;
+                    deepest = max(deepest, s_node[k]);
+                }
+                if (deepest <= limit) {
+                    for (uint i = 0u; i < m; i++)
+                        s_len[base + s_leaf[i]] = s_node[i];
+                } else {
+                    s_done = 0u;
+                }
+            }
+        }
+        barrier();
+        if (s_done != 0u)
+            break;
+        barrier(); // everyone has read s_done before invocation 0 may write it again
+    }
+}
+
+// Canonical codes (3.2.2) of s_len[base .. base + n), bit-reversed; one invocation.
+void canonical_codes(uint base, uint n)
+{
+    uint count[16], next[16];
+    for (uint b = 0u; b < 16u; b++)
+        count[b] = 0u;
+    for (uint s = 0u; s < n; s++)
+        count[s_len[base + s]]++;
+    count[0] = 0u;
+    uint c = 0u;
+    next[0] = 0u;
+    for (uint b = 1u; b < 16u; b++) {
+        c = (c + count[b - 1u]) << 1u;
+        next[b] = c;
+    }
+    for (uint s = 0u; s < n; s++) {
+        uint l = s_len[base + s];
+        s_code[base + s] = l == 0u ? 0u : bitfieldReverse(next[l]++) >> (32u - l);
+    }
+}
+
+// Runs of the lengths as sent (hlit literal/length lengths, then hdist distance lengths) coded with
+// 16/17/18 (3.2.7), into s_rle and the code-length histogram; one invocation.
+uint sent_length(uint i) { return i < s_hlit ? s_len[i] : s_len[D_BASE + i - s_hlit]; }
+
+void rle_lengths()
+{
+    uint n = s_hlit + s_hdist, k = 0u;
+    for (uint s = 0u; s < CL_CODES; s++)
+        s_freq[CL_BASE + s] = 0u;
+    for (uint i = 0u; i < n;) {
+        uint v = sent_length(i), run = 1u;
+        while (i + run < n && sent_length(i + run) == v)
+            run++;
+        i += run;
+        if (v == 0u) {
+            while (run >= 11u) {
+                uint r = min(run, 138u);
+                s_rle[k++] = 18u | ((r - 11u) << 8u);
+                run -= r;
+            }
+            if (run >= 3u) {
+                s_rle[k++] = 17u | ((run - 3u) << 8u);
+                run = 0u;
+            }
+        } else {
+            s_rle[k++] = v;
+            run--;
+            while (run >= 3u) {
+                uint r = min(run, 6u);
+                s_rle[k++] = 16u | ((r - 3u) << 8u);
+                run -= r;
+            }
+        }
+        for (; run > 0u; run--)
+            s_rle[k++] = v;
+    }
+    for (uint j = 0u; j < k; j++)
+        s_freq[CL_BASE + (s_rle[j] & 0xffu)]++;
+    s_nrle = k;
 }
 
 // --- The bit writer: whole words OR-ed into the zeroed slot -----------------------------------------
@@ -157,54 +307,80 @@ void put_bits(uint v, uint n) // n <= 16, v < 2^n
     }
 }
 
-void put_token(uint token)
+void put_flush()
+{
+    if (w_fill > 0u)
+        atomicOr(Words(pc.slots).v[w_word], w_acc);
+}
+
+void put_start(uint slot_base, uint at)
+{
+    w_word = slot_base + (at >> 5u);
+    w_fill = at & 31u;
+    w_acc = 0u;
+}
+
+// A token's bits under the fixed code (dynamic false) or the segment's own.
+uint token_cost(uint token, bool dynamic)
+{
+    if ((token & TOKEN_MATCH) == 0u)
+        return dynamic ? s_len[token] : fixed_litlen(token).y;
+    uvec3 lc = length_code((token >> 16u) & 0x1ffu);
+    uvec3 dc = distance_code(token & 0xffffu);
+    return (dynamic ? s_len[lc.x] + s_len[D_BASE + dc.x] : fixed_litlen(lc.x).y + 5u) + lc.y + dc.y;
+}
+
+void put_token(uint token, bool dynamic)
 {
     if ((token & TOKEN_MATCH) == 0u) {
-        uvec2 c = fixed_litlen(token);
-        put_bits(c.x, c.y);
+        if (dynamic) {
+            put_bits(s_code[token], s_len[token]);
+        } else {
+            uvec2 c = fixed_litlen(token);
+            put_bits(c.x, c.y);
+        }
         return;
     }
     uvec3 lc = length_code((token >> 16u) & 0x1ffu);
-    uvec2 c = fixed_litlen(lc.x);
-    put_bits(c.x, c.y);
-    put_bits(lc.z, lc.y);
     uvec3 dc = distance_code(token & 0xffffu);
-    put_bits(bitfieldReverse(dc.x) >> 27u, 5u);
+    if (dynamic) {
+        put_bits(s_code[lc.x], s_len[lc.x]);
+    } else {
+        uvec2 c = fixed_litlen(lc.x);
+        put_bits(c.x, c.y);
+    }
+    put_bits(lc.z, lc.y);
+    if (dynamic)
+        put_bits(s_code[D_BASE + dc.x], s_len[D_BASE + dc.x]);
+    else
+        put_bits(bitfieldReverse(dc.x) >> 27u, 5u);
     put_bits(dc.z, dc.y);
 }
 
 // --- Workgroup sums ---------------------------------------------------------------------------------
 
-// Exclusive prefix sum of v over the workgroup; s_sum[0] receives the total.
-uint exclusive_scan(uint v)
+// Exclusive prefix sum of v over the workgroup, and the total.
+uint exclusive_scan(uint v, out uint total)
 {
     uint incl = subgroupInclusiveAdd(v);
     uint sub_total = subgroupAdd(v);
+    barrier(); // s_scan may still be read by an earlier sum
     if (subgroupElect())
         s_scan[gl_SubgroupID] = sub_total;
     barrier();
-    uint before = 0u, total = 0u;
+    uint before = 0u;
+    total = 0u;
     for (uint g = 0u; g < gl_NumSubgroups; g++) {
         before += g < gl_SubgroupID ? s_scan[g] : 0u;
         total += s_scan[g];
     }
-    if (gl_LocalInvocationIndex == 0u)
-        s_sum[0] = total;
-    barrier();
     return before + incl - v;
 }
 
-uint workgroup_add(uint v) // every invocation gets the sum; s_scan is free again afterwards
+uint workgroup_add(uint v)
 {
-    uint sub_total = subgroupAdd(v);
-    barrier(); // s_scan may still be read by an earlier scan
-    if (subgroupElect())
-        s_scan[gl_SubgroupID] = sub_total;
-    barrier();
-    uint total = 0u;
-    for (uint g = 0u; g < gl_NumSubgroups; g++)
-        total += s_scan[g];
-    barrier();
+    uint total;
+    exclusive_scan(v, total);
     return total;
 }
 
@@ -221,12 +397,14 @@ void main()
 
     for (uint i = t; i < HASH_SIZE; i += WG)
         s_hash[i] = 0u;
+    for (uint i = t; i < ALL_CODES; i += WG)
+        s_freq[i] = 0u;
     barrier();
 
     // --- 1. Parse --------------------------------------------------------------------------------
     Words tokens = Words(pc.tokens);
-    uint tok_at = base + t * CHUNK, ntok = 0u, bits = 0u;
-    uint next = c0;            // where the next token starts
+    uint tok_at = base + t * CHUNK, ntok = 0u, fixed_bits = 0u;
+    uint next = c0;                  // where the next token starts
     uint adler_a = 0u, adler_w = 0u; // sum of bytes; sum of (c1 - p) x byte
     for (uint k = 0u; k < CHUNK; k++) {
         uint p = c0 + k;
@@ -260,11 +438,20 @@ void main()
                             best_len = len, best_dist = d;
                     }
                 }
-                uint token = best_len >= MIN_MATCH ? TOKEN_MATCH | (best_len << 16u) | best_dist : x;
-                next = p + (best_len >= MIN_MATCH ? best_len : 1u);
+                uint token;
+                if (best_len >= MIN_MATCH) {
+                    token = TOKEN_MATCH | (best_len << 16u) | best_dist;
+                    next = p + best_len;
+                    atomicAdd(s_freq[length_code(best_len).x], 1u);
+                    atomicAdd(s_freq[D_BASE + distance_code(best_dist).x], 1u);
+                } else {
+                    token = x;
+                    next = p + 1u;
+                    atomicAdd(s_freq[x], 1u);
+                }
                 tokens.v[tok_at + ntok] = token;
                 ntok++;
-                bits += token_bits(token);
+                fixed_bits += token_cost(token, false);
             }
         }
         barrier();
@@ -281,17 +468,67 @@ void main()
     uint sum_tokens = workgroup_add(ntok);
 
     // --- 2. Code -------------------------------------------------------------------------------------
-    uint offset = exclusive_scan(bits);
-    uint body = s_sum[0];
-    uint end_bits = 3u + body + 7u; // block header, the symbols, end of block (code 0000000)
-    uint fixed_bytes = last ? (end_bits + 7u) / 8u : (end_bits + 3u + 7u) / 8u + 4u;
-    bool stored = fixed_bytes > n + 5u;
-    uint out_bytes = stored ? n + 5u : fixed_bytes;
+    // The segment's own codes. End of block once; distance codes 0 and 1 at least once each, so the
+    // distance code has two symbols whatever the parse found (zlib refuses some incomplete codes).
+    if (t == 0u) {
+        s_freq[256] = 1u;
+        s_freq[D_BASE] += 1u;
+        s_freq[D_BASE + 1u] += 1u;
+    }
+    barrier();
+    build_lengths(0u, LL_CODES, 15u);
+    build_lengths(D_BASE, D_CODES, 15u);
+    if (t == 0u) {
+        uint hlit = LL_CODES, hdist = D_CODES;
+        while (hlit > 257u && s_len[hlit - 1u] == 0u)
+            hlit--;
+        while (hdist > 1u && s_len[D_BASE + hdist - 1u] == 0u)
+            hdist--;
+        s_hlit = hlit;
+        s_hdist = hdist;
+        rle_lengths();
+    }
+    barrier();
+    build_lengths(CL_BASE, CL_CODES, 7u);
+    if (t == 0u) {
+        uint hclen = CL_CODES;
+        while (hclen > 4u && s_len[CL_BASE + CLEN_ORDER[hclen - 1u]] == 0u)
+            hclen--;
+        s_hclen = hclen;
+        uint bits = 3u + 5u + 5u + 4u + 3u * hclen;
+        for (uint j = 0u; j < s_nrle; j++) {
+            uint sym = s_rle[j] & 0xffu;
+            bits += s_len[CL_BASE + sym] + clen_extra_bits(sym);
+        }
+        s_header_bits = bits;
+        canonical_codes(0u, LL_CODES);
+        canonical_codes(D_BASE, D_CODES);
+        canonical_codes(CL_BASE, CL_CODES);
+    }
+    barrier();
+
+    uint dyn_bits = 0u;
+    for (uint i = 0u; i < ntok; i++)
+        dyn_bits += token_cost(tokens.v[tok_at + i], true);
+    uint fixed_total, dyn_total;
+    uint fixed_offset = exclusive_scan(fixed_bits, fixed_total);
+    uint dyn_offset = exclusive_scan(dyn_bits, dyn_total);
+    uint header_bits = s_header_bits;
+    // Header, symbols, end of block; then the sync flush's 3 bits, padding and LEN/NLEN.
+    uint fixed_end = 3u + fixed_total + 7u;
+    uint dyn_end = header_bits + dyn_total + s_len[256];
+    uint fixed_bytes = last ? (fixed_end + 7u) / 8u : (fixed_end + 3u + 7u) / 8u + 4u;
+    uint dyn_bytes = last ? (dyn_end + 7u) / 8u : (dyn_end + 3u + 7u) / 8u + 4u;
+    uint mode = dyn_bytes <= fixed_bytes ? 2u : 1u; // BTYPE: 0 stored, 1 fixed, 2 dynamic
+    uint coded_bytes = mode == 2u ? dyn_bytes : fixed_bytes;
+    if (coded_bytes > n + 5u)
+        mode = 0u;
+    uint out_bytes = mode == 0u ? n + 5u : coded_bytes;
     uint out_words = (out_bytes + 3u) / 4u;
     Words slot = Words(pc.slots);
     uint slot_base = seg * pc.slot_words;
 
-    if (stored) {
+    if (mode == 0u) {
         // One stored block (3.2.4): BFINAL and BTYPE 00 in a byte, LEN, NLEN, the bytes.
         for (uint w = t; w < out_words; w += WG) {
             uint word = 0u;
@@ -316,20 +553,37 @@ void main()
             slot.v[slot_base + w] = 0u;
         memoryBarrierBuffer();
         barrier();
-        uint at = 3u + offset;
-        w_word = slot_base + (at >> 5u);
-        w_fill = at & 31u;
-        w_acc = 0u;
+        bool dynamic = mode == 2u;
+        put_start(slot_base, (dynamic ? header_bits : 3u) + (dynamic ? dyn_offset : fixed_offset));
         for (uint i = 0u; i < ntok; i++)
-            put_token(tokens.v[tok_at + i]);
-        if (w_fill > 0u)
-            atomicOr(slot.v[w_word], w_acc);
+            put_token(tokens.v[tok_at + i], dynamic);
+        put_flush();
         if (t == 0u) {
-            // Header: BFINAL, then BTYPE 01 (fixed). The end-of-block code and the sync flush's block
-            // header (BFINAL 0, BTYPE 00) and padding are zero bits; its LEN 0000 and NLEN ffff.
-            atomicOr(slot.v[slot_base], (last ? 1u : 0u) | (1u << 1u));
+            // The block header: BFINAL, BTYPE; for a dynamic block the code-length code and the lengths.
+            put_start(slot_base, 0u);
+            put_bits((last ? 1u : 0u) | (mode << 1u), 3u);
+            if (dynamic) {
+                put_bits(s_hlit - 257u, 5u);
+                put_bits(s_hdist - 1u, 5u);
+                put_bits(s_hclen - 4u, 4u);
+                for (uint j = 0u; j < s_hclen; j++)
+                    put_bits(s_len[CL_BASE + CLEN_ORDER[j]], 3u);
+                for (uint j = 0u; j < s_nrle; j++) {
+                    uint sym = s_rle[j] & 0xffu;
+                    put_bits(s_code[CL_BASE + sym], s_len[CL_BASE + sym]);
+                    put_bits(s_rle[j] >> 8u, clen_extra_bits(sym));
+                }
+            }
+            put_flush();
+            // End of block (the fixed code's is seven zero bits); the sync flush's block header
+            // (BFINAL 0, BTYPE 00) and padding are zero bits, its LEN 0000 and NLEN ffff.
+            if (dynamic) {
+                put_start(slot_base, header_bits + dyn_total);
+                put_bits(s_code[256], s_len[256]);
+                put_flush();
+            }
             if (!last) {
-                uint ff = fixed_bytes - 2u;
+                uint ff = coded_bytes - 2u;
                 atomicOr(slot.v[slot_base + ff / 4u], 0xffu << (8u * (ff & 3u)));
                 ff++;
                 atomicOr(slot.v[slot_base + ff / 4u], 0xffu << (8u * (ff & 3u)));
@@ -342,7 +596,7 @@ void main()
         Words table = Words(pc.table);
         table.v[4u * seg + 0u] = out_bytes;
         table.v[4u * seg + 1u] = (b << 16u) | a;
-        table.v[4u * seg + 2u] = stored ? 1u : 0u;
+        table.v[4u * seg + 2u] = mode;
         table.v[4u * seg + 3u] = sum_tokens;
     }
 }

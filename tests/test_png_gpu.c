@@ -327,16 +327,16 @@ static void check_image(gpu_run *r, hp_png_gpu *png, const char *shape, uint32_t
     uint32_t adler_got = zlen >= 4 ? (uint32_t)zlib[zlen - 4] << 24 | (uint32_t)zlib[zlen - 3] << 16 |
                                          (uint32_t)zlib[zlen - 2] << 8 | zlib[zlen - 1]
                                    : 0;
-    uint32_t stored = 0;
+    uint32_t btypes[3] = {0};
     for (uint32_t s = 0; s < l.segments; s++) {
         hp_png_gpu_segment seg;
         memcpy(&seg, g.table + s * sizeof(seg), sizeof(seg));
-        stored += seg.stored;
+        btypes[seg.btype < 3 ? seg.btype : 0]++;
     }
     tap_ok(joined && zrc == Z_OK && out_len == l.filtered_bytes && memcmp(inflated, want, l.filtered_bytes) == 0 &&
                adler_got == adler_want,
-           "%s: zlib inflates the stream (%zu bytes, %u segments, %u stored) to the filtered bytes, Adler-32 "
-           "%08x (want %08x): %s", name, zlen, l.segments, stored, adler_got, adler_want,
+           "%s: zlib inflates the stream (%zu bytes, %u segments: %u stored, %u fixed, %u dynamic) to the "
+           "filtered bytes, Adler-32 %08x (want %08x): %s", name, zlen, l.segments, btypes[0], btypes[1], btypes[2], adler_got, adler_want,
            !joined ? err.message : zrc != Z_OK ? zError(zrc) : out_len != l.filtered_bytes ? "length differs" :
            memcmp(inflated, want, l.filtered_bytes) ? "bytes differ" : "exact");
 
