@@ -55,6 +55,12 @@ layout(constant_id = 1) const uint CHUNK = 128u; // bytes each invocation parses
 #define WINDOW 32768u
 #define MAX_MATCH 258u
 #define MIN_MATCH 3u
+#ifndef MIN_RUN
+#define MIN_RUN 5u
+#endif
+#ifndef MIN_FAR
+#define MIN_FAR 16u
+#endif
 #define TOKEN_MATCH 0x80000000u
 
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Bytes { uint v[]; };
@@ -434,6 +440,9 @@ void main()
                         if (d == 0u || d > p || d > WINDOW || seen)
                             continue;
                         uint len = match_length(p, p - d, max_len);
+                        // A short match far away costs more than its literals (zlib's TOO_FAR rule).
+                        if (len < (c < 2u ? MIN_RUN : MIN_FAR))
+                            len = 0u;
                         if (len > best_len)
                             best_len = len, best_dist = d;
                     }

@@ -21,6 +21,9 @@
 #include <zlib.h>
 
 #include "api/deflate_runs.h"
+#include "api/image.h"
+#include "common/file.h"
+#include "pipeline/cpu_reference.h"
 #include "gpu_test.h"
 #include "pipeline/png_gpu.h"
 #include "tap.h"
@@ -276,19 +279,20 @@ typedef struct totals {
     uint64_t raw, gpu, zlib1, runs;
 } totals;
 
+/* given: an image in the tone pass's layout (not freed here); NULL: one made of `kind`. */
 static void check_image(gpu_run *r, hp_png_gpu *png, const char *shape, uint32_t w, uint32_t h, uint32_t channels,
-                        uint32_t depth, image_kind kind, bool report, totals *sum)
+                        uint32_t depth, image_kind kind, const uint8_t *given, bool report, totals *sum)
 {
-    char name[160];
+    char name[200];
     snprintf(name, sizeof(name), "%s%ux%u %s %u-bit %s", shape, w, h, channels == 4 ? "RGBA" : "RGB", depth,
-             kind_names[kind]);
+             given ? "" : kind_names[kind]);
     hp_err err = {0};
     hp_png_gpu_layout l;
     if (hp_png_gpu_layout_for(png, w, h, channels, depth, &l, &err) != HP_OK) {
         tap_ok(false, "%s: layout: %s", name, err.message);
         return;
     }
-    uint8_t *img = make_image(kind, w, h, depth, 77 + w * 131 + h * 7 + channels + depth);
+    uint8_t *img = given ? (uint8_t *)given : make_image(kind, w, h, depth, 77 + w * 131 + h * 7 + channels + depth);
     uint8_t *want = malloc(l.filtered_size), *samples = malloc((size_t)w * h * l.bpp);
     size_t zcap = hp_png_gpu_zlib_bound(&l);
     uint8_t *zlib = malloc(zcap), *inflated = malloc(l.filtered_bytes + 1);
@@ -364,7 +368,9 @@ static void check_image(gpu_run *r, hp_png_gpu *png, const char *shape, uint32_t
     free(zb);
 done:
     result_free(&g);
-    free(img), free(want), free(samples), free(zlib), free(inflated);
+    if (img != given)
+        free(img);
+    free(want), free(samples), free(zlib), free(inflated);
 }
 
 int main(void)
@@ -406,16 +412,51 @@ int main(void)
                     /* Every kind at the small sizes; at the larger ones two kinds each, in turn. */
                     if (s >= 5 && (k + channels + depth / 8 + s) % 3 != 0)
                         continue;
-                    check_image(&r, png, "", sizes[s].w, sizes[s].h, channels, depth, (image_kind)k, s >= 5, NULL);
+                    check_image(&r, png, "", sizes[s].w, sizes[s].h, channels, depth, (image_kind)k, NULL, s >= 5, NULL);
                 }
     /* The largest: every kind at 8 bits RGB (what the daemon's PNG mostly is), the sizes summed. */
     for (int k = 0; k < IMG_KIND_COUNT; k++)
-        check_image(&r, png, "", 512, 384, 3, 8, (image_kind)k, true, &sum);
-    check_image(&r, png, "", 512, 384, 4, 16, IMG_RENDER, true, NULL);
+        check_image(&r, png, "", 512, 384, 3, 8, (image_kind)k, NULL, true, &sum);
+    check_image(&r, png, "", 512, 384, 4, 16, IMG_RENDER, NULL, true, NULL);
     tap_diag("512x384 RGB 8-bit, five kinds together: %llu filtered bytes -> GPU %llu (%.3f), zlib level 1 %llu "
              "(%.3f), deflate_runs %llu (%.3f)", (unsigned long long)sum.raw, (unsigned long long)sum.gpu,
              (double)sum.gpu / (double)sum.raw, (unsigned long long)sum.zlib1, (double)sum.zlib1 / (double)sum.raw,
              (unsigned long long)sum.runs, (double)sum.runs / (double)sum.raw);
+
+    /* A real frame (tests/data, Blender's street), tone-mapped by the CPU reference with the default
+     * parameters to 8 and 16 bits as the tone pass would: RGB as the daemon writes an opaque frame. */
+    {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s", HP_TEST_DATA, "blender_street_960x540_singlelayer.exr");
+        size_t len = 0;
+        uint8_t *bytes = hp_read_file(path, &len);
+        hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+        hp_image_info info;
+        hp_err e = {0};
+        bool ok = bytes && hp_image_probe(bytes, len, &opt, &info, &e) == HP_OK;
+        size_t n = ok ? (size_t)info.width * info.height : 0;
+        float *frame = ok ? malloc(n * 16) : NULL;
+        uint8_t *toned = ok ? malloc(n * 8) : NULL;
+        ok = ok && frame && toned &&
+             hp_image_decode(bytes, len, &opt, &info, frame, HP_LAYOUT_RGBA32F, NULL, &e) == HP_OK;
+        for (uint32_t depth = 8; ok && depth <= 16; depth += 8) {
+            hp_frame_params fp;
+            hp_frame_params_defaults(&fp);
+            fp.params.output.bit_depth = depth;
+            hp_lum_stats cs;
+            hp_cpu_reduce(frame, HP_PIXEL_RGBA32F, n, fp.params.analysis.histogram_min_log2,
+                          fp.params.analysis.histogram_max_log2, &cs);
+            hp_tone_state ts;
+            ok = hp_cpu_tone_frame(frame, HP_PIXEL_RGBA32F, info.width, info.height, &cs, &fp.params, &ts, toned) ==
+                 HP_OK;
+            if (ok)
+                check_image(&r, png, "blender street tone-mapped, ", info.width, info.height, 3, depth, IMG_FLAT, toned,
+                            true, NULL);
+        }
+        if (!ok)
+            tap_ok(false, "the real frame %s: %s", path, e.message[0] ? e.message : "cannot read or tone-map");
+        free(bytes), free(frame), free(toned);
+    }
 
     /* Another launch shape: 64 invocations of 16 bytes, segments of 1 KiB. Many segments, stored ones
      * (noise), matches reaching back into earlier segments (stripes, flat). */
@@ -427,8 +468,8 @@ int main(void)
         } else {
             for (int k = 0; k < IMG_KIND_COUNT; k++)
                 check_image(&r, p2, "64x16 shape: ", 97, 31, 3 + (uint32_t)(k & 1), k == 2 ? 16 : 8, (image_kind)k,
-                            false, NULL);
-            check_image(&r, p2, "64x16 shape: ", 1, 1, 4, 16, IMG_NOISE, false, NULL);
+                            NULL, false, NULL);
+            check_image(&r, p2, "64x16 shape: ", 1, 1, 4, 16, IMG_NOISE, NULL, false, NULL);
             hp_png_gpu_destroy(&p2);
         }
     }
