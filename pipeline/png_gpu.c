@@ -15,6 +15,12 @@ static const uint32_t spv_apply[] =
 static const uint32_t spv_deflate[] =
 #include "png_deflate.spv.inc"
     ;
+static const uint32_t spv_offsets[] =
+#include "png_offsets.spv.inc"
+    ;
+static const uint32_t spv_compact[] =
+#include "png_compact.spv.inc"
+    ;
 
 /* Push constants; layout tables in shaders/png_filter.comp and shaders/png_deflate.comp. */
 struct png_filter_push {
@@ -25,10 +31,10 @@ _Static_assert(sizeof(struct png_filter_push) == 40 && offsetof(struct png_filte
                "push constant layout drifted from png_filter.comp");
 
 struct png_deflate_push {
-    VkDeviceAddress filtered, slots, table, tokens;
+    VkDeviceAddress filtered, slots, table, tokens, joined;
     uint32_t total, stride, bpp, slot_words, segments;
 };
-_Static_assert(offsetof(struct png_deflate_push, total) == 32 && offsetof(struct png_deflate_push, segments) == 48,
+_Static_assert(offsetof(struct png_deflate_push, total) == 40 && offsetof(struct png_deflate_push, segments) == 56,
                "push constant layout drifted from png_deflate.comp");
 
 /* Shared memory of the deflate pass (png_deflate.comp): the hash table (2^12 words), one scan slot per
@@ -44,7 +50,7 @@ _Static_assert(16384ull * (1 + 16384ull * 8) + 65536 < (1ull << 32), "32-bit byt
 struct hp_png_gpu {
     hp_gpu *gpu;
     hp_png_gpu_config config;
-    hp_compute choose, apply, deflate;
+    hp_compute choose, apply, deflate, offsets, compact;
 };
 
 hp_code hp_png_gpu_create(hp_gpu *gpu, const hp_png_gpu_config *config, hp_png_gpu **out, hp_err *err)
@@ -80,11 +86,18 @@ hp_code hp_png_gpu_create(hp_gpu *gpu, const hp_png_gpu_config *config, hp_png_g
     hp_compute_desc deflate = {.name = "png_deflate", .spirv = spv_deflate, .spirv_size = sizeof(spv_deflate),
                                .push_constant_size = sizeof(struct png_deflate_push), .spec_values = spec,
                                .spec_count = 2};
+    hp_compute_desc offsets = deflate, compact = deflate;
+    offsets.name = "png_offsets", offsets.spirv = spv_offsets, offsets.spirv_size = sizeof(spv_offsets);
+    compact.name = "png_compact", compact.spirv = spv_compact, compact.spirv_size = sizeof(spv_compact);
     hp_code rc = hp_compute_create(gpu, &choose, &p->choose, err);
     if (rc == HP_OK)
         rc = hp_compute_create(gpu, &apply, &p->apply, err);
     if (rc == HP_OK)
         rc = hp_compute_create(gpu, &deflate, &p->deflate, err);
+    if (rc == HP_OK)
+        rc = hp_compute_create(gpu, &offsets, &p->offsets, err);
+    if (rc == HP_OK)
+        rc = hp_compute_create(gpu, &compact, &p->compact, err);
     if (rc != HP_OK) {
         hp_png_gpu_destroy(&p);
         return rc;
@@ -101,6 +114,8 @@ void hp_png_gpu_destroy(hp_png_gpu **pp)
     hp_compute_destroy(p->gpu, &p->choose);
     hp_compute_destroy(p->gpu, &p->apply);
     hp_compute_destroy(p->gpu, &p->deflate);
+    hp_compute_destroy(p->gpu, &p->offsets);
+    hp_compute_destroy(p->gpu, &p->compact);
     free(p);
     *pp = NULL;
 }
@@ -136,6 +151,7 @@ hp_code hp_png_gpu_layout_for(const hp_png_gpu *png, uint32_t width, uint32_t he
     out->slots_size = (VkDeviceSize)out->segments * out->slot_bytes;
     out->table_size = (VkDeviceSize)out->segments * sizeof(hp_png_gpu_segment);
     out->tokens_size = (VkDeviceSize)out->segments * out->segment_bytes * 4;
+    out->joined_size = out->slots_size;
     return HP_OK;
 }
 
@@ -161,11 +177,27 @@ void hp_png_gpu_record(hp_png_gpu *p, VkCommandBuffer cmd, const hp_png_gpu_layo
     compute_barrier(cmd);
     struct png_deflate_push dp = {.filtered = io->filtered->address, .slots = io->slots->address,
                                   .table = io->table->address, .tokens = io->tokens->address,
+                                  .joined = io->joined->address,
                                   .total = (uint32_t)l->filtered_bytes, .stride = l->stride, .bpp = l->bpp,
                                   .slot_words = l->slot_bytes / 4, .segments = l->segments};
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->deflate.pipeline);
     vkCmdPushConstants(cmd, p->deflate.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(dp), &dp);
     vkCmdDispatch(cmd, l->segments, 1, 1);
+    compute_barrier(cmd);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->offsets.pipeline);
+    vkCmdPushConstants(cmd, p->offsets.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(dp), &dp);
+    vkCmdDispatch(cmd, 1, 1, 1);
+    compute_barrier(cmd);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->compact.pipeline);
+    vkCmdPushConstants(cmd, p->compact.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(dp), &dp);
+    vkCmdDispatch(cmd, l->segments, 1, 1);
+}
+
+uint64_t hp_png_gpu_joined_bytes(const hp_png_gpu_layout *l, const void *table)
+{
+    hp_png_gpu_segment last;
+    memcpy(&last, (const uint8_t *)table + (size_t)(l->segments - 1) * sizeof(last), sizeof(last));
+    return (uint64_t)last.offset + last.bytes;
 }
 
 size_t hp_png_gpu_zlib_bound(const hp_png_gpu_layout *l)
@@ -173,28 +205,31 @@ size_t hp_png_gpu_zlib_bound(const hp_png_gpu_layout *l)
     return 2 + (size_t)l->segments * (l->segment_bytes + 5) + 4;
 }
 
-hp_code hp_png_gpu_join(const hp_png_gpu_layout *l, const void *slots, const void *table, uint8_t *dst,
+hp_code hp_png_gpu_join(const hp_png_gpu_layout *l, const void *joined, const void *table, uint8_t *dst,
                         size_t capacity, size_t *out_len, hp_err *err)
 {
     *out_len = 0;
-    if (capacity < hp_png_gpu_zlib_bound(l))
-        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu: %zu bytes of room for a stream bound of %zu", capacity,
-                       hp_png_gpu_zlib_bound(l));
-    /* RFC 1950: CM 8 (deflate), CINFO 7 (32 KiB window), FLEVEL 0 (fastest), FCHECK making it a multiple of 31. */
-    uint8_t *w = dst;
-    *w++ = 0x78, *w++ = 0x01;
+    uint64_t body = 0;
     uLong adler = adler32(0L, Z_NULL, 0);
     for (uint32_t s = 0; s < l->segments; s++) {
         hp_png_gpu_segment seg;
         memcpy(&seg, (const uint8_t *)table + (size_t)s * sizeof(seg), sizeof(seg));
         uint64_t in = s + 1 < l->segments ? l->segment_bytes : l->filtered_bytes - (uint64_t)s * l->segment_bytes;
-        if (seg.bytes < 1 || seg.bytes > l->slot_bytes)
-            return hp_fail(err, HP_ERR_INTERNAL, "png_gpu: segment %u says %u bytes, its slot holds %u", s, seg.bytes,
-                           l->slot_bytes);
-        memcpy(w, (const uint8_t *)slots + (size_t)s * l->slot_bytes, seg.bytes);
-        w += seg.bytes;
+        if (seg.bytes < 1 || seg.bytes > l->slot_bytes || seg.offset != body || seg.btype > 2)
+            return hp_fail(err, HP_ERR_INTERNAL, "png_gpu: segment %u says %u bytes at %u (BTYPE %u); its slot holds "
+                           "%u, the segments before end at %llu", s, seg.bytes, seg.offset, seg.btype, l->slot_bytes,
+                           (unsigned long long)body);
+        body += seg.bytes;
         adler = s == 0 ? seg.adler : adler32_combine(adler, seg.adler, (z_off_t)in);
     }
+    if (capacity < 2 + body + 4)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu: %zu bytes of room for a stream of %llu", capacity,
+                       (unsigned long long)(2 + body + 4));
+    /* RFC 1950: CM 8 (deflate), CINFO 7 (32 KiB window), FLEVEL 0 (fastest), FCHECK making it a multiple of 31. */
+    uint8_t *w = dst;
+    *w++ = 0x78, *w++ = 0x01;
+    memcpy(w, joined, body);
+    w += body;
     w[0] = (uint8_t)(adler >> 24), w[1] = (uint8_t)(adler >> 16), w[2] = (uint8_t)(adler >> 8), w[3] = (uint8_t)adler;
     *out_len = (size_t)(w + 4 - dst);
     return HP_OK;

@@ -13,7 +13,9 @@
  *                      and one block of whichever is smallest: Huffman codes of the segment's own counts,
  *                      the fixed codes, or stored; every segment but
  *                      the last ends with a sync flush, so they join into one stream. Its table gives each
- *                      segment's byte count and the Adler-32 of its filtered bytes.
+ *                      segment's byte count and the Adler-32 of its filtered bytes;
+ *   png_offsets        one workgroup: each segment's offset in the joined stream (a scan of the counts);
+ *   png_compact        one workgroup per segment: the segments end to end in `joined`.
  * shaders/png_filter.comp and shaders/png_deflate.comp say how and why.
  *
  * The host joins the segments into one zlib stream (hp_png_gpu_join: RFC 1950 header, the segments in
@@ -40,7 +42,7 @@ typedef struct hp_png_gpu_segment {
     uint32_t bytes;   /* deflate bytes written at the start of the segment's slot */
     uint32_t adler;   /* Adler-32 of the segment's filtered bytes alone */
     uint32_t btype;   /* the block's BTYPE (RFC 1951 3.2.3): 0 stored, 1 fixed Huffman, 2 dynamic Huffman */
-    uint32_t tokens;  /* literals and matches the parse made (stored segments count them too) */
+    uint32_t offset;  /* where its bytes start in the joined stream (the sum of the bytes before) */
 } hp_png_gpu_segment;
 
 /* What an image of a size needs; every size in bytes. */
@@ -56,7 +58,7 @@ typedef struct hp_png_gpu_layout {
     uint32_t segments;         /* deflate workgroups */
     uint32_t slot_bytes;       /* room per segment: segment_bytes + 5 (one stored block), rounded to 4 */
     VkDeviceSize image_size;   /* the tone pass's output: width x height x 4 (RGBA8) or 8 (RGBA16) */
-    VkDeviceSize filtered_size, types_size, slots_size, table_size, tokens_size;
+    VkDeviceSize filtered_size, types_size, slots_size, table_size, tokens_size, joined_size;
 } hp_png_gpu_layout;
 
 typedef struct hp_png_gpu hp_png_gpu;
@@ -78,20 +80,27 @@ typedef struct hp_png_gpu_io {
     const hp_buffer *slots;    /* device, slots_size: segment s's deflate bytes at s x slot_bytes */
     const hp_buffer *table;    /* device, table_size: hp_png_gpu_segment per segment */
     const hp_buffer *tokens;   /* device, tokens_size: the parse's scratch */
+    const hp_buffer *joined;   /* device, joined_size: the segments end to end, the raw deflate stream */
 } hp_png_gpu_io;
 
-/* Records the three passes, with the barriers between them. The caller records the barrier that makes the
- * image visible before, and the one for whatever reads filtered, slots and table after. */
+/* Records the passes (filter choice, filtering, deflate, offsets, compaction), with the barriers between
+ * them. The caller records the barrier that makes the image visible before, and the one for whatever reads
+ * filtered, table and joined after. What must come back to the host: the table, then the first
+ * hp_png_gpu_joined_bytes() bytes of joined. */
 void hp_png_gpu_record(hp_png_gpu *png, VkCommandBuffer cmd, const hp_png_gpu_layout *layout,
                        const hp_png_gpu_io *io);
 
 /* The most bytes hp_png_gpu_join() writes. */
 size_t hp_png_gpu_zlib_bound(const hp_png_gpu_layout *layout);
 
-/* Joins the segments (slots and table as copied back) into one zlib stream (RFC 1950): header 78 01, the
- * segments in order, the big-endian Adler-32 of all filtered bytes, combined from the segments'.
- * HP_ERR_INTERNAL when a table entry is impossible (more bytes than its slot). */
-hp_code hp_png_gpu_join(const hp_png_gpu_layout *layout, const void *slots, const void *table, uint8_t *dst,
+/* The bytes of the joined deflate stream, from the table as copied back. */
+uint64_t hp_png_gpu_joined_bytes(const hp_png_gpu_layout *layout, const void *table);
+
+/* The zlib stream (RFC 1950) from the joined segments and the table as copied back: header 78 01, the
+ * deflate bytes, the big-endian Adler-32 of all filtered bytes, combined from the segments' with zlib's
+ * adler32_combine. HP_ERR_INTERNAL when the table is impossible (a segment larger than its slot, offsets
+ * that are not the running sum); HP_ERR_INVALID_ARGUMENT when dst is too small. */
+hp_code hp_png_gpu_join(const hp_png_gpu_layout *layout, const void *joined, const void *table, uint8_t *dst,
                         size_t capacity, size_t *out_len, hp_err *err);
 
 /* The CPU reference of the filter passes: the same scanlines from the same image (layout's size, channels

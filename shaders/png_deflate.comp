@@ -37,8 +37,13 @@
 // 3. The segment's Adler-32 (RFC 1950 8.2), of its filtered bytes alone, from every invocation's sums;
 //    the host combines the segments' with zlib's adler32_combine.
 //
-// Not yet (issue 20): lazy matching, the token scratch in shared memory, a compaction pass so that only
-// the compressed bytes are read back, a faster match compare (a word at a time).
+// 4. Two more dispatches put the segments end to end (HP_PNG_OFFSETS: one workgroup scans the byte
+//    counts into offsets; HP_PNG_COMPACT: one workgroup per segment moves its bytes, shifted to their
+//    offset), so that only the compressed bytes and the table need come back.
+//
+// Not yet (issue 20): lazy matching, the token scratch in shared memory, a faster match compare (a word
+// at a time), the offsets and the Adler-32 combine inside the deflate dispatch (the last workgroup to
+// arrive, as reduce.comp does).
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference_uvec2 : require
 #extension GL_EXT_control_flow_attributes : require
@@ -70,18 +75,21 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer Words { uint
 //   offset  field       meaning
 //   0       filtered    the filtered scanlines, `total` bytes padded to a word
 //   8       slots       the output: segment s at word s * slot_words
-//   16      table       per segment 4 words: bytes written, Adler-32, BTYPE (0 stored, 1 fixed, 2 dynamic), tokens
+//   16      table       per segment 4 words: bytes written, Adler-32, BTYPE (0 stored, 1 fixed, 2 dynamic),
+//                       and the byte offset in the joined stream (HP_PNG_OFFSETS writes it)
 //   24      tokens      scratch: one word per filtered byte at most (segment s at word s * SEGMENT)
-//   32      total       filtered bytes, height * stride
-//   36      stride      bytes per filtered row (filter byte included)
-//   40      bpp         bytes per pixel (PNG 9.2's bpp: 3, 4, 6 or 8)
-//   44      slot_words  words per segment's slot
-//   48      segments    workgroups dispatched; the last one ends the stream (BFINAL)
+//   32      joined      the segments end to end (HP_PNG_COMPACT writes it)
+//   40      total       filtered bytes, height * stride
+//   44      stride      bytes per filtered row (filter byte included)
+//   48      bpp         bytes per pixel (PNG 9.2's bpp: 3, 4, 6 or 8)
+//   52      slot_words  words per segment's slot
+//   56      segments    segments of the image; the last one ends the stream (BFINAL)
 layout(push_constant, std430) uniform Push {
     uvec2 filtered;
     uvec2 slots;
     uvec2 table;
     uvec2 tokens;
+    uvec2 joined;
     uint total;
     uint stride;
     uint bpp;
@@ -390,6 +398,8 @@ uint workgroup_add(uint v)
     return total;
 }
 
+#if defined(HP_PNG_DEFLATE)
+
 void main()
 {
     const uint ADLER_MOD = 65521u;
@@ -474,7 +484,6 @@ void main()
     uint term = (adler_w % ADLER_MOD + ((after % ADLER_MOD) * adler_a) % ADLER_MOD) % ADLER_MOD;
     uint sum_a = workgroup_add(adler_a);  // at most SEGMENT x 255: fits
     uint sum_b = workgroup_add(term);     // at most WG x 65520: fits
-    uint sum_tokens = workgroup_add(ntok);
 
     // --- 2. Code -------------------------------------------------------------------------------------
     // The segment's own codes. End of block once; distance codes 0 and 1 at least once each, so the
@@ -606,6 +615,52 @@ void main()
         table.v[4u * seg + 0u] = out_bytes;
         table.v[4u * seg + 1u] = (b << 16u) | a;
         table.v[4u * seg + 2u] = mode;
-        table.v[4u * seg + 3u] = sum_tokens;
     }
 }
+
+#elif defined(HP_PNG_OFFSETS)
+
+// One workgroup: each segment's offset in the joined stream, an exclusive scan of the byte counts.
+void main()
+{
+    Words table = Words(pc.table);
+    uint t = gl_LocalInvocationIndex, carry = 0u;
+    for (uint first = 0u; first < pc.segments; first += WG) {
+        uint s = first + t;
+        uint len = s < pc.segments ? table.v[4u * s] : 0u;
+        uint total;
+        uint before = exclusive_scan(len, total);
+        if (s < pc.segments)
+            table.v[4u * s + 3u] = carry + before;
+        carry += total;
+    }
+}
+
+#elif defined(HP_PNG_COMPACT)
+
+uint slot_byte(uint s, uint i) { return (Words(pc.slots).v[s * pc.slot_words + (i >> 2u)] >> (8u * (i & 3u))) & 0xffu; }
+
+// One workgroup per segment: the words of the joined stream whose first byte is this segment's. A word
+// holds bytes of two segments at most, as every segment but the last takes at least 7 bytes (a fixed
+// block of one literal, 18 bits, then the sync flush: 3 bits, the padding, 4 bytes).
+void main()
+{
+    Words table = Words(pc.table);
+    uint s = gl_WorkGroupID.x;
+    uint off = table.v[4u * s + 3u], len = table.v[4u * s], end = off + len;
+    uint next_len = s + 1u < pc.segments ? table.v[4u * (s + 1u)] : 0u;
+    Words joined = Words(pc.joined);
+    for (uint w = (off + 3u) / 4u + gl_LocalInvocationIndex; w < (end + 3u) / 4u; w += WG) {
+        uint word = 0u;
+        for (uint j = 0u; j < 4u; j++) {
+            uint o = 4u * w + j;
+            uint b = o < end ? slot_byte(s, o - off) : o < end + next_len ? slot_byte(s + 1u, o - end) : 0u;
+            word |= b << (8u * j);
+        }
+        joined.v[w] = word;
+    }
+}
+
+#else
+#error "define HP_PNG_DEFLATE, HP_PNG_OFFSETS or HP_PNG_COMPACT"
+#endif

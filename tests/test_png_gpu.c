@@ -142,13 +142,13 @@ static void full_barrier(VkCommandBuffer cmd)
 
 typedef struct gpu_result {
     uint8_t *filtered; /* filtered_size bytes */
-    uint8_t *slots;    /* slots_size */
+    uint8_t *joined;   /* joined_size */
     uint8_t *table;    /* table_size */
 } gpu_result;
 
 static void result_free(gpu_result *g)
 {
-    free(g->filtered), free(g->slots), free(g->table);
+    free(g->filtered), free(g->joined), free(g->table);
     memset(g, 0, sizeof(*g));
 }
 
@@ -156,14 +156,15 @@ static void result_free(gpu_result *g)
 static bool run_png(gpu_run *r, hp_png_gpu *png, const hp_png_gpu_layout *l, const void *image, gpu_result *out,
                     hp_err *err)
 {
-    enum { STAGING, IMAGE, FILTERED, TYPES, SLOTS, TABLE, TOKENS, RB_FILTERED, RB_SLOTS, RB_TABLE, NBUF };
+    enum { STAGING, IMAGE, FILTERED, TYPES, SLOTS, TABLE, TOKENS, JOINED, RB_FILTERED, RB_JOINED, RB_TABLE, NBUF };
     hp_buffer b[NBUF];
     memset(b, 0, sizeof(b));
-    const VkDeviceSize sizes[NBUF] = {l->image_size,  l->image_size,  l->filtered_size, l->types_size,
-                                      l->slots_size,  l->table_size,  l->tokens_size,   l->filtered_size,
-                                      l->slots_size,  l->table_size};
-    const hp_mem_kind kinds[NBUF] = {HP_MEM_UPLOAD, HP_MEM_DEVICE, HP_MEM_DEVICE, HP_MEM_DEVICE, HP_MEM_DEVICE,
-                                     HP_MEM_DEVICE, HP_MEM_DEVICE, HP_MEM_READBACK, HP_MEM_READBACK, HP_MEM_READBACK};
+    const VkDeviceSize sizes[NBUF] = {l->image_size, l->image_size,  l->filtered_size, l->types_size,
+                                      l->slots_size, l->table_size,  l->tokens_size,   l->joined_size,
+                                      l->filtered_size, l->joined_size, l->table_size};
+    const hp_mem_kind kinds[NBUF] = {HP_MEM_UPLOAD, HP_MEM_DEVICE, HP_MEM_DEVICE,   HP_MEM_DEVICE,
+                                     HP_MEM_DEVICE, HP_MEM_DEVICE, HP_MEM_DEVICE,   HP_MEM_DEVICE,
+                                     HP_MEM_READBACK, HP_MEM_READBACK, HP_MEM_READBACK};
     bool ok = true;
     for (int i = 0; ok && i < NBUF; i++)
         ok = hp_buffer_create(r->gpu, sizes[i], kinds[i], "test_png", &b[i], err) == HP_OK;
@@ -180,14 +181,15 @@ static bool run_png(gpu_run *r, hp_png_gpu *png, const hp_png_gpu_layout *l, con
             /* Garbage where the stage must write everything it hands back. */
             vkCmdFillBuffer(r->cmd, b[FILTERED].buffer, 0, VK_WHOLE_SIZE, 0xa5a5a5a5u);
             vkCmdFillBuffer(r->cmd, b[SLOTS].buffer, 0, VK_WHOLE_SIZE, 0x5a5a5a5au);
+            vkCmdFillBuffer(r->cmd, b[JOINED].buffer, 0, VK_WHOLE_SIZE, 0x3c3c3c3cu);
             full_barrier(r->cmd);
             hp_png_gpu_io io = {.image = b[IMAGE].address, .filtered = &b[FILTERED], .types = &b[TYPES],
-                                .slots = &b[SLOTS], .table = &b[TABLE], .tokens = &b[TOKENS]};
+                                .slots = &b[SLOTS], .table = &b[TABLE], .tokens = &b[TOKENS], .joined = &b[JOINED]};
             hp_png_gpu_record(png, r->cmd, l, &io);
             full_barrier(r->cmd);
-            VkBufferCopy f = {.size = l->filtered_size}, s = {.size = l->slots_size}, t = {.size = l->table_size};
+            VkBufferCopy f = {.size = l->filtered_size}, s = {.size = l->joined_size}, t = {.size = l->table_size};
             vkCmdCopyBuffer(r->cmd, b[FILTERED].buffer, b[RB_FILTERED].buffer, 1, &f);
-            vkCmdCopyBuffer(r->cmd, b[SLOTS].buffer, b[RB_SLOTS].buffer, 1, &s);
+            vkCmdCopyBuffer(r->cmd, b[JOINED].buffer, b[RB_JOINED].buffer, 1, &s);
             vkCmdCopyBuffer(r->cmd, b[TABLE].buffer, b[RB_TABLE].buffer, 1, &t);
             full_barrier(r->cmd);
             VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
@@ -201,16 +203,16 @@ static bool run_png(gpu_run *r, hp_png_gpu *png, const hp_png_gpu_layout *l, con
         }
         if (ok) {
             out->filtered = malloc(l->filtered_size);
-            out->slots = malloc(l->slots_size);
+            out->joined = malloc(l->joined_size);
             out->table = malloc(l->table_size);
-            ok = out->filtered && out->slots && out->table;
+            ok = out->filtered && out->joined && out->table;
         }
         if (ok) {
             hp_buffer_invalidate(r->gpu, &b[RB_FILTERED]);
-            hp_buffer_invalidate(r->gpu, &b[RB_SLOTS]);
+            hp_buffer_invalidate(r->gpu, &b[RB_JOINED]);
             hp_buffer_invalidate(r->gpu, &b[RB_TABLE]);
             memcpy(out->filtered, b[RB_FILTERED].mapped, l->filtered_size);
-            memcpy(out->slots, b[RB_SLOTS].mapped, l->slots_size);
+            memcpy(out->joined, b[RB_JOINED].mapped, l->joined_size);
             memcpy(out->table, b[RB_TABLE].mapped, l->table_size);
         }
     }
@@ -324,7 +326,7 @@ static void check_image(gpu_run *r, hp_png_gpu *png, const char *shape, uint32_t
 
     /* (b) */
     size_t zlen = 0;
-    bool joined = hp_png_gpu_join(&l, g.slots, g.table, zlib, zcap, &zlen, &err) == HP_OK;
+    bool joined = hp_png_gpu_join(&l, g.joined, g.table, zlib, zcap, &zlen, &err) == HP_OK;
     uLongf out_len = (uLongf)l.filtered_bytes + 1;
     int zrc = joined ? uncompress(inflated, &out_len, zlib, (uLong)zlen) : Z_DATA_ERROR;
     uint32_t adler_want = (uint32_t)adler32(adler32(0L, Z_NULL, 0), want, (uInt)l.filtered_bytes);
