@@ -163,34 +163,43 @@ static void compute_barrier(VkCommandBuffer cmd)
                          NULL, 0, NULL);
 }
 
+static void stamp(VkCommandBuffer cmd, const hp_png_gpu_io *io, uint32_t i)
+{
+    if (io->timestamps != VK_NULL_HANDLE)
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, io->timestamps, io->first_query + i);
+}
+
+static void dispatch(VkCommandBuffer cmd, const hp_compute *c, const void *push, uint32_t size, uint32_t groups)
+{
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipeline);
+    vkCmdPushConstants(cmd, c->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, size, push);
+    vkCmdDispatch(cmd, groups, 1, 1);
+}
+
 void hp_png_gpu_record(hp_png_gpu *p, VkCommandBuffer cmd, const hp_png_gpu_layout *l, const hp_png_gpu_io *io)
 {
     struct png_filter_push fp = {.image = io->image, .filtered = io->filtered->address, .types = io->types->address,
                                  .width = l->width, .height = l->height, .channels = l->channels, .depth = l->depth};
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->choose.pipeline);
-    vkCmdPushConstants(cmd, p->choose.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(fp), &fp);
-    vkCmdDispatch(cmd, l->height, 1, 1);
-    compute_barrier(cmd);
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->apply.pipeline);
-    vkCmdPushConstants(cmd, p->apply.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(fp), &fp);
-    vkCmdDispatch(cmd, l->height, 1, 1);
-    compute_barrier(cmd);
     struct png_deflate_push dp = {.filtered = io->filtered->address, .slots = io->slots->address,
                                   .table = io->table->address, .tokens = io->tokens->address,
-                                  .joined = io->joined->address,
-                                  .total = (uint32_t)l->filtered_bytes, .stride = l->stride, .bpp = l->bpp,
-                                  .slot_words = l->slot_bytes / 4, .segments = l->segments};
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->deflate.pipeline);
-    vkCmdPushConstants(cmd, p->deflate.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(dp), &dp);
-    vkCmdDispatch(cmd, l->segments, 1, 1);
+                                  .joined = io->joined->address, .total = (uint32_t)l->filtered_bytes,
+                                  .stride = l->stride, .bpp = l->bpp, .slot_words = l->slot_bytes / 4,
+                                  .segments = l->segments};
+    stamp(cmd, io, 0);
+    dispatch(cmd, &p->choose, &fp, sizeof(fp), l->height);
+    stamp(cmd, io, 1);
     compute_barrier(cmd);
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->offsets.pipeline);
-    vkCmdPushConstants(cmd, p->offsets.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(dp), &dp);
-    vkCmdDispatch(cmd, 1, 1, 1);
+    dispatch(cmd, &p->apply, &fp, sizeof(fp), l->height);
+    stamp(cmd, io, 2);
     compute_barrier(cmd);
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->compact.pipeline);
-    vkCmdPushConstants(cmd, p->compact.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(dp), &dp);
-    vkCmdDispatch(cmd, l->segments, 1, 1);
+    dispatch(cmd, &p->deflate, &dp, sizeof(dp), l->segments);
+    stamp(cmd, io, 3);
+    compute_barrier(cmd);
+    dispatch(cmd, &p->offsets, &dp, sizeof(dp), 1);
+    stamp(cmd, io, 4);
+    compute_barrier(cmd);
+    dispatch(cmd, &p->compact, &dp, sizeof(dp), l->segments);
+    stamp(cmd, io, 5);
 }
 
 uint64_t hp_png_gpu_joined_bytes(const hp_png_gpu_layout *l, const void *table)

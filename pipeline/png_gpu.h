@@ -81,7 +81,15 @@ typedef struct hp_png_gpu_io {
     const hp_buffer *table;    /* device, table_size: hp_png_gpu_segment per segment */
     const hp_buffer *tokens;   /* device, tokens_size: the parse's scratch */
     const hp_buffer *joined;   /* device, joined_size: the segments end to end, the raw deflate stream */
+    /* Optional: HP_PNG_GPU_TIMESTAMPS timestamps written from first_query on (before the first pass, then
+     * after each); the caller resets them. VK_NULL_HANDLE: none. */
+    VkQueryPool timestamps;
+    uint32_t first_query;
 } hp_png_gpu_io;
+
+/* The passes, in order, for timestamps: choose, apply, deflate, offsets, compact. */
+#define HP_PNG_GPU_PASSES 5
+#define HP_PNG_GPU_TIMESTAMPS (HP_PNG_GPU_PASSES + 1)
 
 /* Records the passes (filter choice, filtering, deflate, offsets, compaction), with the barriers between
  * them. The caller records the barrier that makes the image visible before, and the one for whatever reads
