@@ -18,7 +18,7 @@ void hp_route_params(hp_request *request, hp_reply *reply)
 
 void hp_route_openapi(hp_request *request, hp_reply *reply)
 {
-    json_t *document = hp_openapi_document(hp_http_version(request->http));
+    json_t *document = hp_openapi_document(hp_http_version(request->http), hp_http_metrics_open(request->http));
     if (!document) {
         hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory describing the API");
         return;

@@ -61,8 +61,7 @@ static const hp_route routes[] = {
     {"GET",    "/v1/stats",    hp_route_stats,     NULL,                     false, false},
     {"GET",    "/v1/params",   hp_route_params,    NULL,                     false, false},
     /* Behind the token like /v1/params, which it is made from: it names the daemon's version (as /v1/stats
-     * does), and an open route without a body is answered on probe_listen too, an address that is often
-     * reachable from further than the API's. A client that can call the API has the token to read it. */
+     * does). A client that can call the API has the token to read it. */
     {"GET",    "/openapi.json", hp_route_openapi,  NULL,                     false, false},
     /* The console's files are public, as a page is before it can ask for the token (api/console.c). */
     {"GET",    "/",            hp_route_console,   NULL,                     false, true},
@@ -103,15 +102,29 @@ struct hp_http {
     char *auth_token;                      /* NULL: no authentication */
     bool tls;
     hp_http_backend backend;
+    _Atomic bool backend_set; /* backend is whole (hp_http_set_backend) */
+    bool local_names_only;    /* no token and a loopback listener: Host must name this machine (host_problem) */
     struct timespec created; /* CLOCK_MONOTONIC */
 };
 
-void hp_http_set_backend(hp_http *http, const hp_http_backend *backend) { http->backend = *backend; }
+/* The server answers (health checks, /v1/stats for a console already open) while the daemon is still
+ * starting, so the backend is published once, whole: a route sees the empty one or the one set, never a
+ * copy half made (release here, acquire in hp_http_get_backend). */
+void hp_http_set_backend(hp_http *http, const hp_http_backend *backend)
+{
+    http->backend = *backend;
+    atomic_store_explicit(&http->backend_set, true, memory_order_release);
+}
 static double ms_since(const struct timespec *t0);
 bool hp_http_console(const hp_http *http) { return http->params.console; }
+bool hp_http_metrics_open(const hp_http *http) { return http->params.metrics_open; }
 const char *hp_http_version(const hp_http *http) { return http->params.version ? http->params.version : "unknown"; }
 double hp_http_uptime_s(const hp_http *http) { return ms_since(&http->created) / 1e3; }
-const hp_http_backend *hp_http_get_backend(const hp_http *http) { return &http->backend; }
+const hp_http_backend *hp_http_get_backend(const hp_http *http)
+{
+    static const hp_http_backend none = {0};
+    return atomic_load_explicit(&http->backend_set, memory_order_acquire) ? &http->backend : &none;
+}
 
 const char *hp_service_state_name(hp_service_state state)
 {
@@ -282,12 +295,24 @@ static double ms_since(const struct timespec *t0)
     return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
-/* An error answer for the live view's recent errors (api/live_stats.h): its code and message. */
+/* Whether the live window (api/live_stats.h) takes this request: the work (frames posted) and the errors
+ * someone should look at. Not the probe listener's requests, not the health checks (503 all through a start
+ * is the state, which /v1/stats shows), and not a 401: a console tab left without its token polls every two
+ * seconds, and anyone who reaches the port could otherwise fill the operator's list of errors with text of
+ * their choosing. /metrics counts every request. */
+static bool live_counts(const hp_request *req, unsigned status)
+{
+    if (req->probe || status == 401 || !strcmp(req->path, "/livez") || !strcmp(req->path, "/readyz"))
+        return false;
+    bool frame = req->route && (req->route->handler == hp_route_render || req->route->handler == hp_route_analyze);
+    return frame || status >= 400;
+}
+
+/* An error answer for the live view's recent errors: its code and message. */
 static void note_error(const hp_request *req, const hp_reply *reply)
 {
     json_t *e = reply->status >= 400 && reply->body ? json_object_get(reply->body, "error") : NULL;
-    /* A health probe's 503 all through a start is the state, which /v1/stats shows, not an error of its own. */
-    if (!json_is_object(e) || !strcmp(req->path, "/livez") || !strcmp(req->path, "/readyz"))
+    if (!json_is_object(e) || !live_counts(req, reply->status))
         return;
     hp_live_error(reply->status, json_string_value(json_object_get(e, "code")),
                   json_string_value(json_object_get(e, "message")), req->path);
@@ -510,6 +535,26 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const ch
     return MHD_YES;
 }
 
+/* Whether Host names this machine by loopback: "localhost", an IPv4 literal in 127.0.0.0/8 or "[::1]", any
+ * port. A web page on another site that rebinds its own name to 127.0.0.1 still sends that name as Host
+ * (DNS rebinding): with no token to stop it, only the Host tells it from the console's own page. */
+static bool host_is_local(struct MHD_Connection *c)
+{
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (!host)
+        return true;
+    char name[256];
+    size_t len = host[0] == '[' ? strcspn(host, "]") + 1 : strcspn(host, ":");
+    if (len >= sizeof(name) || (host[len] && host[len] != ':'))
+        return false;
+    memcpy(name, host, len);
+    name[len] = '\0';
+    struct in_addr v4;
+    if (!strcasecmp(name, "localhost") || !strcmp(name, "[::1]"))
+        return true;
+    return inet_pton(AF_INET, name, &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
+}
+
 /* Framing that libmicrohttpd accepts and a proxy in front may read otherwise (RFC 9112 6.3: more than one
  * Content-Length, or one beside Transfer-Encoding, is how requests are smuggled past a proxy), a missing or
  * repeated Host (RFC 9112 3.2: 400), and a %00 in the URL. Answered 400, and the connection closed: what
@@ -530,6 +575,11 @@ static bool header_problem(hp_request *req, const char *version, hp_reply *reply
         hp_reply_error(reply, 400, "bad_host", NULL, "the request has %u Host headers; send one", n.host);
     else if (!n.host && version && strcmp(version, MHD_HTTP_VERSION_1_0) != 0)
         hp_reply_error(reply, 400, "bad_host", NULL, "an %s request needs a Host header", version);
+    else if (req->http->local_names_only && !req->probe && n.host && !host_is_local(req->connection))
+        hp_reply_error(reply, 400, "bad_host", NULL,
+                       "without an auth_token this daemon answers requests addressed to localhost, 127.0.0.1 or "
+                       "[::1] only (so that a web page elsewhere cannot reach it by DNS rebinding); set auth_token "
+                       "to serve other names");
     else
         return false;
     hp_reply_header_add(reply, MHD_HTTP_HEADER_CONNECTION, "close");
@@ -845,6 +895,8 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     hp_info("http: id=%s %s %s %zu bytes%s%s %u %.2f ms%s", req->id, method, path, req->body_len,
             req->log_note[0] ? " " : "", req->log_note, req->status, ms_since(&req->started), reason);
     hp_metrics_request(req->path, req->status);
+    if (live_counts(req, req->status))
+        hp_live_request(req->status);
     if (req->slot)
         hp_deferred_request_gone(req->slot);
     /* A body cut off: an early reader stops waiting, and is dropped (counted as a client gone when it was). */
@@ -895,6 +947,18 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 /* --- Lifetime ---------------------------------------------------------------------------------------- */
 
 /* Parses and binds an address; address gets what was bound (the kernel's port for port 0). */
+/* Whether the socket is bound to a loopback address (127.0.0.0/8, ::1). */
+static bool fd_is_loopback(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return false;
+    if (ss.ss_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+    return ss.ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)&ss)->sin6_addr);
+}
+
 static hp_code bind_listener(const char *text, int *fd, int *family, char *address, size_t address_size,
                              hp_err *err)
 {
@@ -1055,6 +1119,8 @@ hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
         code = hp_deferred_list_init(&http->deferred, err);
     if (code == HP_OK)
         code = bind_listener(params->listen, &fd, &family, http->address, sizeof(http->address), err);
+    if (code == HP_OK)
+        http->local_names_only = !http->auth_token && fd_is_loopback(fd);
     if (code == HP_OK && (code = load_tls(params, &cert, &key, err)) != HP_OK)
         close(fd);
     if (code != HP_OK) {

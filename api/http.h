@@ -123,8 +123,9 @@ const char *hp_http_probe_address(const hp_http *http);
 /* The memory budget of requests in flight (common/budget.h); the routes take a frame's bytes from it. */
 struct hp_budget *hp_http_budget(hp_http *http);
 
-/* Whether the web console is served (hp_http_params.console). */
+/* Whether the web console is served (hp_http_params.console), and /metrics answered without the token. */
 bool hp_http_console(const hp_http *http);
+bool hp_http_metrics_open(const hp_http *http);
 /* hp_http_params.version, and the seconds since hp_http_create. */
 const char *hp_http_version(const hp_http *http);
 double hp_http_uptime_s(const hp_http *http);

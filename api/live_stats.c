@@ -49,7 +49,17 @@ static struct {
     unsigned long long recent_count;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* The buckets are keyed by the monotonic clock's seconds: a wall clock stepped back would add new events to
+ * seconds already counted, one stepped forward would empty the window. Unix time is only what the answer
+ * shows (t_end, an error's time). */
 static long long now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec;
+}
+
+static long long unix_s(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);
@@ -114,7 +124,7 @@ void hp_live_error(unsigned status, const char *code, const char *message, const
     pthread_mutex_lock(&g.lock);
     count_key(g.codes, &g.code_n, code ? code : "unknown");
     recent_error *e = &g.recent[g.recent_count++ % HP_LIVE_RECENT_ERRORS];
-    e->time = now_s();
+    e->time = unix_s();
     e->status = status;
     snprintf(e->code, sizeof(e->code), "%s", code ? code : "unknown");
     snprintf(e->message, sizeof(e->message), "%s", message ? message : "");
@@ -141,7 +151,8 @@ static double percentile(const double *sorted, size_t n, double p)
 
 /* A copy of the state, taken under the lock, so that the JSON is built (and allocates) outside it. */
 typedef struct snapshot {
-    long long t_end;
+    long long t_end;      /* monotonic seconds of the last bucket */
+    long long t_end_unix; /* the same second in Unix time */
     second window[HP_LIVE_WINDOW_S]; /* oldest first */
     double samples[STAGES][HP_LIVE_SAMPLES];
     size_t sample_n[STAGES];
@@ -155,6 +166,7 @@ static void take_snapshot(snapshot *s)
 {
     pthread_mutex_lock(&g.lock);
     s->t_end = now_s();
+    s->t_end_unix = unix_s();
     for (int i = 0; i < HP_LIVE_WINDOW_S; i++) {
         long long t = s->t_end - (HP_LIVE_WINDOW_S - 1) + i;
         const second *b = &g.window[(unsigned long long)t % HP_LIVE_WINDOW_S];
@@ -176,7 +188,7 @@ static void take_snapshot(snapshot *s)
 static json_t *per_second_json(const snapshot *s, double *requests, double *frames)
 {
     json_t *req = json_array(), *fr = json_array(), *err = json_array(), *st = json_object();
-    json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o}", "t_end", (json_int_t)s->t_end, "requests", req, "frames",
+    json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o}", "t_end", (json_int_t)s->t_end_unix, "requests", req, "frames",
                           fr, "errors", err, "stages_ms", st);
     if (!o)
         return NULL;

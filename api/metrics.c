@@ -88,11 +88,7 @@ void hp_metrics_request(const char *path, unsigned status)
     if (i < g_request_rows)
         g_requests[i].count++;
     pthread_mutex_unlock(&g_lock);
-    /* The live window counts the work and the errors, not the polling of status pages (the console asks
-     * every two seconds) or of health probes (503 all through a start): frames posted, and any other
-     * request answered with an error. */
-    if (route <= 1 /* /v1/render, /v1/analyze */ || (status >= 400 && route != 4 && route != 5 /* health */))
-        hp_live_request(status);
+
 }
 
 void hp_metrics_stage(const char *stage, double ms)

@@ -29,6 +29,7 @@ typedef struct doc {
     json_t *param_rows; /* GET /v1/params' "parameters" */
     json_t *looks;      /* ... "looks" */
     json_t *rules;      /* ... "rules" */
+    bool metrics_open;  /* the daemon answers /metrics without the token */
 } doc;
 
 static json_t *need(doc *d, json_t *v)
@@ -849,7 +850,7 @@ static json_t *operation(doc *d, size_t i, const char **path)
     }
     /* The table's open column: open routes are answered without the token; the others answer 401 without it
      * (when the daemon has an auth_token). */
-    if (hp_http_route_open(i)) {
+    if (hp_http_route_open(i) || (d->metrics_open && !strcmp(hp_http_route_path(i), "/metrics"))) {
         put(d, op, "security", need(d, json_array()));
     } else {
         put(d, op, "security", need(d, json_pack("[{s:[]}]", "bearerAuth")));
@@ -915,20 +916,21 @@ static json_t *components(doc *d)
     return c;
 }
 
-json_t *hp_openapi_document(const char *version)
+json_t *hp_openapi_document(const char *version, bool metrics_open)
 {
     json_t *table = hp_param_schema_json();
     if (!table)
         return NULL;
     doc d = {.param_rows = json_object_get(table, "parameters"), .looks = json_object_get(table, "looks"),
-             .rules = json_object_get(table, "rules")};
+             .rules = json_object_get(table, "rules"), .metrics_open = metrics_open};
     json_t *root = need(&d, json_pack(
         "{s:s, s:{s:s, s:s, s:s, s:s}, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}, {s:s, s:s}, {s:s, s:s}]}", "openapi",
         "3.1.0", "info", "title", "hdrpostd", "version", version ? version : "unknown", "summary",
         "Tone-maps HDR frames on the GPU.", "description",
         "Frames in (OpenEXR, Radiance HDR, PFM, raw samples), display-ready images or statistics out "
-        "(docs/API.md). Every GET also answers HEAD. Every answer carries X-Request-Id, Cache-Control: no-store "
-        "and X-Content-Type-Options: nosniff. Errors have one shape (components/schemas/Error); beside each "
+        "(docs/API.md). Every GET also answers HEAD. Every answer carries X-Request-Id, X-Content-Type-Options: "
+        "nosniff and Cache-Control: no-store (the console's files: no-cache with an ETag, 304 to a matching "
+        "If-None-Match). Errors have one shape (components/schemas/Error); beside each "
         "operation's own, any path may answer 404 not_found or 405 method_not_allowed "
         "(components/responses). A request with a body is judged from its headers before the body is stored: "
         "framing, 411, 413, 401, 503 not_ready, 429 and the memory budget, in that order.",

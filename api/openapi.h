@@ -13,8 +13,10 @@
 #define HP_OPENAPI_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
-/* The document, with info.version = version (the daemon's). NULL when out of memory. */
-json_t *hp_openapi_document(const char *version);
+/* The document, with info.version = version (the daemon's); metrics_open: /metrics is answered without the
+ * token (the setting), so its operation says security []. NULL when out of memory. */
+json_t *hp_openapi_document(const char *version, bool metrics_open);
 
 #endif

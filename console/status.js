@@ -83,7 +83,7 @@ export class StatusView {
 
     const d = s.device;
     $('device').textContent = d ? `${d.name} · ${d.driver}` : 'no device yet';
-    $('device').title = d ? `vendor ${d.vendor}, driver ${d.driver}` : '';
+    $('device').title = d ? `driver ${d.driver}, ${d.driver_info}` : '';
 
     $('s-state').textContent = s.ready ? 'ready' : (STATE_PILL[s.state] || [null, s.state])[1];
     $('card-state').className = `card ${s.ready ? 'card-ok' : s.state === 'device_lost' ? 'card-bad' : 'card-wait'}`;

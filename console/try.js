@@ -142,14 +142,14 @@ export class TryView {
 
   async loadSamples() {
     try {
-      const res = await fetch('/console/samples/samples.json', { cache: 'no-store' });
+      const res = await fetch('/console/samples/samples.json', { cache: 'no-cache' });
       if (!res.ok) return;
       const list = await res.json();
       for (const s of list.samples) {
         const b = el('button', { type: 'button', class: 'small sample', title: `${s.title}: ${s.credit}`,
           'data-sample': s.file, text: s.label });
         b.addEventListener('click', async () => {
-          const r = await fetch(`/console/samples/${s.file}`, { cache: 'no-store' });
+          const r = await fetch(`/console/samples/${s.file}`, { cache: 'no-cache' });
           if (!r.ok) {
             this.banner(`The sample ${s.file} could not be read: ${r.status}`);
             return;
@@ -236,20 +236,27 @@ export class TryView {
       $('compare-box').hidden = false;
       $('viewer-bar').hidden = false;
 
+      let clipShown = false;
       if ($('compare').checked) {
         const clip = new URLSearchParams(query);
         clip.set('tonemap.operator', 'linear');
         clip.set('gamma.mode', 'srgb');
-        const r2 = await api(`/v1/render?${clip}`, {
-          method: 'POST', body: this.frame.blob, signal: abort.signal,
-          headers: { 'Content-Type': 'application/octet-stream' },
-        });
-        const before = await r2.blob();
-        if (seq !== this.seq) return;
-        this.showImage('before', before);
-        $('img-before').dataset.query = clip.toString();
+        try {
+          const r2 = await api(`/v1/render?${clip}`, {
+            method: 'POST', body: this.frame.blob, signal: abort.signal,
+            headers: { 'Content-Type': 'application/octet-stream' },
+          });
+          const before = await r2.blob();
+          if (seq !== this.seq) return;
+          this.showImage('before', before);
+          $('img-before').dataset.query = clip.toString();
+          clipShown = true;
+        } catch (e) {
+          if (e.name === 'AbortError' || seq !== this.seq) return;
+          // The image stands alone rather than beside the clip of an earlier frame or setting.
+        }
       }
-      $('compare-box').classList.toggle('single', !$('compare').checked);
+      $('compare-box').classList.toggle('single', !clipShown);
       await this.analyze(query, abort.signal, seq);
     } catch (e) {
       if (e.name === 'AbortError' || seq !== this.seq) return;

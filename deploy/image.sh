@@ -57,6 +57,10 @@ point() { # point OK|FAIL DESCRIPTION [DETAIL...]: one TAP line; the detail as d
 note() { echo "# $*"; }
 log() { echo "image: $*" >&2; }
 die() { echo "image: $*" >&2; exit 1; }
+# A container's root, checked where the caller stands: do_build runs inside `if`, where bash ignores set -e
+# for everything it calls, so an empty path from a failed `buildah mount` would otherwise send the writes
+# below into the host's own /etc and /usr. Use as: mnt=$(buildah mount "$c") && root_ok "$mnt" || die ...
+root_ok() { [ -n "$1" ] && [ "$1" != / ] && [ -d "$1" ]; }
 
 containers=()      # working containers to remove on exit (removing one unmounts it)
 pids=()            # processes started here, killed on exit (the daemon first: buildah leaves it behind)
@@ -140,8 +144,8 @@ import_base() { # import_base TARBALL NAME full|slim: one layer from the tarball
   local tarball=$1 name=$2 kind=$3 c mnt
   c=$(buildah from --name "base-$kind-$$" scratch)
   containers+=("$c")
-  mnt=$(buildah mount "$c")
-  tar -xf "$tarball" -C "$mnt" --numeric-owner
+  mnt=$(buildah mount "$c") && root_ok "$mnt" || die "buildah could not mount the new base's container ('$mnt')"
+  tar -xf "$tarball" -C "$mnt" --numeric-owner || die "could not unpack $tarball into the base"
   printf '%s\n' "$apt_clean" > "$mnt/etc/apt/apt.conf.d/docker-clean"
   echo 'Acquire::Languages "none";' > "$mnt/etc/apt/apt.conf.d/docker-no-languages"
   echo 'Acquire::GzipIndexes "true";' > "$mnt/etc/apt/apt.conf.d/docker-gzip-indexes"
@@ -159,10 +163,14 @@ import_base() { # import_base TARBALL NAME full|slim: one layer from the tarball
   containers=("${containers[@]/$c}")
 }
 
-base_names() { # the images the Dockerfile's FROM lines name (not its own stages), fully qualified
-  awk 'toupper($1) == "FROM" {print $2}' deploy/Dockerfile | sort -u | while read -r from; do
+bases=() # the images the Dockerfile's FROM lines name (not its own stages), fully qualified: read_bases
+read_bases() { # in the main shell, so that die stops the script (not a pipeline's subshell)
+  local from froms
+  mapfile -t froms < <(awk 'toupper($1) == "FROM" {print $2}' deploy/Dockerfile | sort -u)
+  bases=()
+  for from in "${froms[@]}"; do
     case "$from" in
-      debian:12|debian:12-slim) echo "docker.io/library/$from" ;;
+      debian:12|debian:12-slim) bases+=("docker.io/library/$from") ;;
       *) die "deploy/Dockerfile uses $from: image.sh can make only debian:12 and debian:12-slim" ;;
     esac
   done
@@ -170,7 +178,8 @@ base_names() { # the images the Dockerfile's FROM lines name (not its own stages
 
 ensure_bases() { # each base pulled from its registry, or else kept from before, or else made here
   local name age made tarball="" to_make=()
-  for name in $(base_names); do
+  read_bases
+  for name in "${bases[@]}"; do
     if timeout 30 buildah pull --policy always --retry 0 --quiet "$name" >/dev/null 2>"$tmp/pull.log"; then
       note "base $name: pulled from its registry"
       continue
@@ -381,7 +390,7 @@ do_smoke() {
     if [ "$mount_path" = "$(dirname "$cache_path")" ]; then cache_volume=$tmp/volume-$i; fi
   done < <(pod_mounts)
 
-  mnt=$(buildah mount "$ctr")
+  mnt=$(buildah mount "$ctr") && root_ok "$mnt" || die "buildah could not mount the image's container ('$mnt')"
   touch "$tmp/started"
   sleep 1   # the marker's time stamp strictly before anything the daemon writes
   buildah run --isolation chroot "${envs[@]}" --env HDRPOST_LISTEN="127.0.0.1:$port" \
@@ -526,7 +535,7 @@ do_gpu_bundle() {
   local dir=$1 mnt path real size
   buildah inspect --type image "$tag" >/dev/null 2>&1 || die "no image $tag: deploy/image.sh build first"
   new_container "$tag" hdrpostd-bundle
-  mnt=$(buildah mount "$ctr")
+  mnt=$(buildah mount "$ctr") && root_ok "$mnt" || die "buildah could not mount the image's container ('$mnt')"
   rm -rf "$dir"
   mkdir -p "$dir/lib"
   # Resolved inside the image (its symbolic links are absolute paths of the image).

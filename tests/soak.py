@@ -443,7 +443,7 @@ class Client(threading.Thread):
         rid = self.rid(kind)
         body = t.body
         n = len(body) if kind == "cut_queued" else self.rng.randint(len(body) // 10, len(body) * 9 // 10)
-        head = (f"POST {t.path} HTTP/1.1\r\nHost: soak\r\nX-Request-Id: {rid}\r\n"
+        head = (f"POST {t.path} HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: {rid}\r\n"
                 f"Content-Type: application/octet-stream\r\nContent-Length: {len(body)}\r\n\r\n").encode()
         try:
             with socket.create_connection((HOST, self.port), timeout=REQUEST_TIMEOUT_S) as s:

@@ -190,7 +190,7 @@ static void exchange(const uint8_t *body, size_t size, unsigned shape, reader *r
     char head[512], length[64];
     snprintf(length, sizeof(length), shape & SHAPE_CHUNKED ? "Transfer-Encoding: chunked" : "Content-Length: %zu",
              size);
-    int n = snprintf(head, sizeof(head), "POST %s HTTP/1.1\r\nHost: fuzz\r\n%s%s"
+    int n = snprintf(head, sizeof(head), "POST %s HTTP/1.1\r\nHost: localhost\r\n%s%s"
                      "Content-Type: multipart/form-data; boundary=" BOUNDARY "\r\n%s\r\n\r\n",
                      shape & SHAPE_ANALYZE ? "/v1/analyze" : "/v1/render",
                      shape & SHAPE_NO_TOKEN ? "" : "Authorization: Bearer " TOKEN "\r\n",

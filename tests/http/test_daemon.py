@@ -172,13 +172,13 @@ def drain(d, port):
     idle = socket.create_connection((HOST, port), timeout=10)
     slow = socket.create_connection((HOST, port), timeout=10)
     try:
-        idle.sendall(b"GET /livez HTTP/1.1\r\nHost: t\r\n\r\n")
+        idle.sendall(b"GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n")
         detail.append(f"kept-alive warm-up: {harness.read_response(idle)[0]}")
-        slow.sendall(b"POST /readyz HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n12345")
+        slow.sendall(b"POST /readyz HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\n\r\n12345")
         time.sleep(0.3)  # the daemon has the headers and half the body: the request is in flight
         d.proc.send_signal(signal.SIGTERM)
         seen = d.wait_line(r"received SIGTERM", 10) is not None
-        idle.sendall(b"GET /readyz HTTP/1.1\r\nHost: t\r\n\r\n")
+        idle.sendall(b"GET /readyz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         status, headers, body = harness.read_response(idle)
         doc = json_body(body)
         readyz_ok = (seen and status == 503 and is_error_body(doc, "not_ready")

@@ -102,8 +102,26 @@ def params_table(d):
           f"{list(looks)} {rules[:3]}")
 
 
+def rebinding(d, token=None):
+    """Without a token on loopback, only requests addressed to this machine's loopback names are answered: a page
+    elsewhere that rebinds its own name to 127.0.0.1 still sends that name as Host (DNS rebinding)."""
+    evil = request(d.port, "GET", "/v1/stats", headers={"Host": f"attacker.example:{d.port}"})
+    local = [request(d.port, "GET", "/", headers={"Host": h})[0] for h in
+             (f"localhost:{d.port}", f"127.0.0.1:{d.port}", "LOCALHOST", f"127.3.4.5:{d.port}")]
+    if token:
+        point("with a token, a request addressed to another name goes on to the token check (401)",
+              evil[0] == 401, f"{evil[0]} {evil[2][:200]!r}")
+        return
+    err = (json_body(evil[2]) or {}).get("error") or {}
+    point("without a token, a request addressed to another name (DNS rebinding) is 400 bad_host saying why; "
+          "localhost, 127.0.0.0/8 and any port are answered",
+          evil[0] == 400 and err.get("code") == "bad_host" and "rebinding" in err.get("message", "") and
+          local == [200, 200, 200, 200], f"{evil[0]} {err} {local}")
+
+
 def console_files(d, token=None):
     auth = {"Authorization": f"Bearer {token}"} if token else {}
+    rebinding(d, token)
     s, h, body = request(d.port, "GET", "/")
     csp = h.get("content-security-policy", "")
     point("GET / answers the console's page, without a token, with a strict CSP, nosniff and no framing",

@@ -764,7 +764,7 @@ def early_decoding(d, tmp):
     # (docs/SECURITY.md: the framing a proxy may read otherwise), the connection closed; nothing reads the
     # body early.
     with socket.create_connection((HOST, d.port), timeout=60) as s:
-        s.sendall(f"POST /v1/analyze HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: {len(desk) // 2}\r\n"
+        s.sendall(f"POST /v1/analyze HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {len(desk) // 2}\r\n"
                   f"Transfer-Encoding: chunked\r\n\r\n".encode())
         data = desk + bytes(100000)
         try:
@@ -787,7 +787,7 @@ def early_decoding(d, tmp):
 
     # Half the body, then the client hangs up: the decoder waiting for the rest gives up, the server goes on.
     with socket.create_connection((HOST, d.port), timeout=10) as s:
-        s.sendall(f"POST /v1/render HTTP/1.1\r\nHost: t\r\nX-Request-Id: early-hangup\r\n"
+        s.sendall(f"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: early-hangup\r\n"
                   f"Content-Length: {len(desk)}\r\n\r\n".encode() + desk[:len(desk) // 2])
         time.sleep(0.3)  # the early decoder is waiting for the second half
     line = d.wait_line(r"id=early-hangup POST /v1/render ", 30)
@@ -1060,7 +1060,7 @@ def limits(tmp):
     try:
         # Headers only, declaring 100 MiB: the answer must come without a byte of the body.
         try:
-            status, headers, body = raw_exchange(d.port, b"POST /v1/render HTTP/1.1\r\nHost: t\r\n"
+            status, headers, body = raw_exchange(d.port, b"POST /v1/render HTTP/1.1\r\nHost: localhost\r\n"
                                                  b"Content-Type: application/octet-stream\r\n"
                                                  b"Content-Length: 104857600\r\n\r\n")
             detail = f"{status} {headers} {body!r}"
@@ -1070,7 +1070,7 @@ def limits(tmp):
               is_error(status, body, 413, "body_too_large"), detail)
 
         try:
-            status, headers, body = raw_exchange(d.port, b"POST /v1/render HTTP/1.1\r\nHost: t\r\n"
+            status, headers, body = raw_exchange(d.port, b"POST /v1/render HTTP/1.1\r\nHost: localhost\r\n"
                                                  b"Content-Type: application/octet-stream\r\n\r\n")
             detail = f"{status} {headers} {body!r}"
         except OSError as e:
@@ -1205,7 +1205,7 @@ def hang_up(d):
         # loaded 2-core machine (0.02 s let a hanger's frame overtake one still decoding, and run).
         time.sleep(0.3)
         with socket.create_connection((HOST, d.port), timeout=10) as s:
-            s.sendall(f"POST /v1/render HTTP/1.1\r\nHost: t\r\nX-Request-Id: hang-drop-{i}\r\n"
+            s.sendall(f"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: hang-drop-{i}\r\n"
                       f"Content-Length: {len(exr)}\r\n\r\n".encode() + exr)
             time.sleep(0.15)  # the body is in; the frame waits behind the keepers
         return None
@@ -1251,7 +1251,7 @@ def hang_up_arriving(d):
     exr = read_data("pmndrs_park.exr")  # over 64 KiB: decoded as it arrives
     before = metrics_values(d.port)[2]
     with socket.create_connection((HOST, d.port), timeout=10) as s:
-        s.sendall(f"POST /v1/render HTTP/1.1\r\nHost: t\r\nX-Request-Id: hang-arriving\r\n"
+        s.sendall(f"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: hang-arriving\r\n"
                   f"Content-Length: {len(exr)}\r\n\r\n".encode() + exr[:len(exr) * 2 // 3])
         time.sleep(0.3)  # the header is in, the decoder has begun
     logged = d.wait_line(r"id=hang-arriving POST /v1/render ", 10)

@@ -235,7 +235,7 @@ def closed_within(sock, seconds):
 
 def header_size(d):
     for kib, ok in ((8, True), (48, True), (200, False), (900, False)):
-        head = (f"GET /livez HTTP/1.1\r\nHost: a\r\nConnection: close\r\nX-Pad: {'a' * (kib << 10)}\r\n\r\n").encode()
+        head = (f"GET /livez HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nX-Pad: {'a' * (kib << 10)}\r\n\r\n").encode()
         try:
             reply = raw_exchange(d.port, head)
         except OSError as e:
@@ -253,7 +253,7 @@ def trickle(d):
     t0 = time.monotonic()
     closed = None
     try:
-        for ch in b"GET /livez HTTP/1.1\r\nHost: a\r\n":  # one byte every 0.25 s, never the blank line
+        for ch in b"GET /livez HTTP/1.1\r\nHost: localhost\r\n":  # one byte every 0.25 s, never the blank line
             s.sendall(bytes([ch]))
             time.sleep(0.25)
             if time.monotonic() - t0 > 8:
@@ -271,7 +271,7 @@ def trickle(d):
           f"{before} -> {after}")
     # A kept-alive connection idle past the deadline is closed too, a busy one is not.
     s = socket.create_connection((HOST, d.port), timeout=5)
-    s.sendall(b"GET /livez HTTP/1.1\r\nHost: a\r\n\r\n")
+    s.sendall(b"GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n")
     first = s.recv(65536)
     gone = closed_within(s, 5)
     s.close()
@@ -282,7 +282,7 @@ def trickle(d):
 def slow_body(d):
     before = metric(d.port, 'hdrpost_connections_closed_total{reason="slow_body"}') or 0
     s = socket.create_connection((HOST, d.port), timeout=5)
-    s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " + TOKEN.encode() +
+    s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + TOKEN.encode() +
               b"\r\nContent-Length: 10000000\r\n\r\n")
     t0 = time.monotonic()
     closed = None
@@ -321,7 +321,7 @@ def connection_limit(d, limit):
         point("4. the probe listener answers /readyz and nothing else (/v1/gpu 404)", ready == 200 and gpu == 404,
               f"readyz {ready}, gpu {gpu}")
         s = socket.create_connection((HOST, d.port), timeout=1)
-        s.sendall(b"GET /livez HTTP/1.1\r\nHost: a\r\n\r\n")
+        s.sendall(b"GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n")
         try:
             waited = s.recv(100)
         except OSError:
@@ -343,7 +343,7 @@ def per_ip_limit(port, per_ip):
     answers = []
     for s in conns:
         try:
-            s.sendall(b"GET /livez HTTP/1.1\r\nHost: a\r\n\r\n")
+            s.sendall(b"GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n")
             s.settimeout(3)
             answers.append(status_of(s.recv(65536)))
         except OSError:
@@ -367,14 +367,14 @@ def probe_listener(d):
     s.close()
     point("4. an idle connection to the probe listener is closed within its 5 s header deadline",
           gone is not None and 4 < gone < 7.5, f"closed after {gone}")
-    reply = raw_exchange(d.probe_port, b"POST /livez HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n", timeout=3)
+    reply = raw_exchange(d.probe_port, b"POST /livez HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n", timeout=3)
     point("4. POST /livez on the probe listener: 405", status_of(reply) == 405, reply[:200])
 
 
 def slow_body_anywhere(d):
     """A body trickled to a route that takes none (libmicrohttpd reads and drops it) is timed as well."""
     s = socket.create_connection((HOST, d.port), timeout=5)
-    s.sendall(b"POST /livez HTTP/1.1\r\nHost: a\r\nContent-Length: 1000000\r\n\r\n")
+    s.sendall(b"POST /livez HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000000\r\n\r\n")
     t0 = time.monotonic()
     closed = None
     try:
@@ -401,7 +401,7 @@ def early_share(tmp):
         socks = []
         for _ in range(8):
             c = socket.create_connection((HOST, d.port), timeout=30)
-            c.sendall(b"POST /v1/render HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " + TOKEN.encode() +
+            c.sendall(b"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + TOKEN.encode() +
                       b"\r\nContent-Length: 2000000\r\n\r\n" + head)
             socks.append(c)
         time.sleep(1.0)
@@ -421,10 +421,10 @@ def early_share(tmp):
 
 def discard_cap(d):
     """A body read only to be dropped is read up to 64 MiB, then the connection is closed."""
-    reply = raw_exchange(d.port, b"GET /livez HTTP/1.1\r\nHost: a\r\nContent-Length: 104857600\r\n\r\n")
+    reply = raw_exchange(d.port, b"GET /livez HTTP/1.1\r\nHost: localhost\r\nContent-Length: 104857600\r\n\r\n")
     point("4. GET /livez declaring a 100 MiB body: 413 from its headers", status_of(reply) == 413, reply[:200])
     s = socket.create_connection((HOST, d.port), timeout=10)
-    s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")  # no token
+    s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n")  # no token
     sent, closed = 0, False
     chunk = b"100000\r\n" + b"\0" * (1 << 20) + b"\r\n"
     try:
@@ -493,7 +493,7 @@ def bombs(d):
     socks = []
     for _ in range(8):
         c = socket.create_connection((HOST, d.port), timeout=10)
-        c.sendall(b"POST /v1/render HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " + TOKEN.encode() +
+        c.sendall(b"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + TOKEN.encode() +
                   b"\r\nContent-Length: 1000000\r\n\r\n" + head)
         socks.append(c)
     time.sleep(1.0)
@@ -552,7 +552,7 @@ def budget(tmp):
         inflight = (json_body(gpu) or {}).get("inflight_memory", {})
         point("5. /v1/gpu reports the budget too", inflight == {"used_bytes": 0, "limit_bytes": 10 << 20},
               str(inflight))
-        reply = raw_exchange(d.port, b"POST /v1/render HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " +
+        reply = raw_exchange(d.port, b"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " +
                              TOKEN.encode() + b"\r\nExpect: 100-continue\r\nContent-Length: 12582912\r\n\r\n")
         point("5. a body larger than the whole budget is refused 413 too_large from its headers",
               status_of(reply) == 413 and b"too_large" in reply and b"max_inflight_mb" in reply, reply[:300])
@@ -600,7 +600,7 @@ def queue_full_first(tmp):
             time.sleep(0.4)
         s = socket.create_connection((HOST, d.port), timeout=5)
         t0 = time.monotonic()
-        s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " + TOKEN.encode() +
+        s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + TOKEN.encode() +
                   b"\r\nExpect: 100-continue\r\nContent-Length: 10000000\r\n\r\n")  # waits for 100 Continue
         try:
             reply = s.recv(65536)
@@ -623,7 +623,7 @@ def queue_full_first(tmp):
         for t in threads:
             t.join()
         s = socket.create_connection((HOST, d.port), timeout=5)
-        s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 10000000\r\n\r\n")
+        s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 10000000\r\n\r\n")
         reply = s.recv(65536)
         s.close()
         point("7. without the token, a frame is answered 401 before its body", status_of(reply) == 401, reply[:200])
@@ -674,27 +674,27 @@ def exr_attribute_bomb(d):
 
 
 def framing(d):
-    smuggled = (b"POST /v1/analyze HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 60\r\n\r\n"
-                b"helloGET /livez HTTP/1.1\r\nHost: a\r\n\r\n")
+    smuggled = (b"POST /v1/analyze HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nContent-Length: 60\r\n\r\n"
+                b"helloGET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n")
     reply = raw_exchange(d.port, smuggled)
     point("9. two Content-Length headers: 400 bad_framing, the connection closed, the bytes after never answered",
           status_of(reply) == 400 and b"bad_framing" in reply and reply.count(b"HTTP/1.1 ") == 1, reply[:400])
-    both = (b"POST /v1/analyze HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
-            b"0\r\n\r\nGET /livez HTTP/1.1\r\nHost: a\r\n\r\n")
+    both = (b"POST /v1/analyze HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"0\r\n\r\nGET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n")
     reply = raw_exchange(d.port, both)
     point("9. Content-Length with Transfer-Encoding: 400 bad_framing and closed",
           status_of(reply) == 400 and b"bad_framing" in reply and reply.count(b"HTTP/1.1 ") == 1, reply[:400])
     reply = raw_exchange(d.port, b"GET /livez HTTP/1.1\r\n\r\n")
     point("10. HTTP/1.1 without Host: 400 bad_host", status_of(reply) == 400 and b"bad_host" in reply, reply[:300])
-    reply = raw_exchange(d.port, b"GET /livez HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
+    reply = raw_exchange(d.port, b"GET /livez HTTP/1.1\r\nHost: localhost\r\nHost: b\r\n\r\n")
     point("10. two Host headers: 400 bad_host", status_of(reply) == 400 and b"bad_host" in reply, reply[:300])
     reply = raw_exchange(d.port, b"GET /livez HTTP/1.0\r\n\r\n")
     point("10. HTTP/1.0 without Host is still answered", status_of(reply) == 200, reply[:300])
     for path in (b"/livez%00", b"/livez%00.json", b"/v1/render?exposure.mode=auto%00"):
-        reply = raw_exchange(d.port, b"GET " + path + b" HTTP/1.1\r\nHost: a\r\n\r\n")
+        reply = raw_exchange(d.port, b"GET " + path + b" HTTP/1.1\r\nHost: localhost\r\n\r\n")
         point(f"10. GET {path.decode()}: 400 bad_url (a decoded NUL)", status_of(reply) == 400 and b"bad_url" in reply,
               reply[:300])
-    reply = raw_exchange(d.port, b"GET /livez%2500 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+    reply = raw_exchange(d.port, b"GET /livez%2500 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
     point("10. GET /livez%2500 (a literal '%00') is a path like any other: 404", status_of(reply) == 404, reply[:300])
     point("10. the daemon lives", d.alive())
 
@@ -706,7 +706,7 @@ def log_flood(d):
     before = len(d.log().splitlines())
     for _ in range(300):
         s = socket.create_connection((HOST, d.port), timeout=5)
-        s.sendall(b"GET /livez HTTP/1.1\r\nHost: a\r\nX-Half: ")
+        s.sendall(b"GET /livez HTTP/1.1\r\nHost: localhost\r\nX-Half: ")
         time.sleep(0.003)  # read by the server before the reset
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # a reset, as a crash would
         s.close()
