@@ -374,3 +374,39 @@ def png_decode(data):
             samples.byteswap()  # PNG is big-endian
         return width, height, channels, depth, samples
     return width, height, channels, depth, bytes(out)
+
+
+# --- Colour, written independently of pipeline/colorspace.c ----------------------------------------------
+# The normalized primary matrix of SMPTE RP 177 and the Bradford adaptation (Lindbloom, "Chromatic
+# Adaptation"), in double: the HTTP tests' own arithmetic for the daemon's colour spaces.
+
+
+def mat_mul(a, b):
+    return [[sum(a[i][k] * b[k][j] for k in range(3)) for j in range(3)] for i in range(3)]
+
+
+def mat_vec(m, v):
+    return [sum(m[i][k] * v[k] for k in range(3)) for i in range(3)]
+
+
+def mat_inv(m):
+    (a, b, c), (d, e, f), (g, h, i) = m
+    det = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
+    return [[(e * i - f * h) / det, (c * h - b * i) / det, (b * f - c * e) / det],
+            [(f * g - d * i) / det, (a * i - c * g) / det, (c * d - a * f) / det],
+            [(d * h - e * g) / det, (b * g - a * h) / det, (a * e - b * d) / det]]
+
+
+def xyz(x, y):
+    return [x / y, 1.0, (1 - x - y) / y]
+
+
+def rgb_to_xyz_d65(c):
+    prim = [[xyz(c[0], c[1])[r], xyz(c[2], c[3])[r], xyz(c[4], c[5])[r]] for r in range(3)]
+    w = xyz(c[6], c[7])
+    scale = mat_vec(mat_inv(prim), w)
+    npm = [[prim[r][k] * scale[k] for k in range(3)] for r in range(3)]
+    bradford = [[0.8951, 0.2664, -0.1614], [-0.7502, 1.7135, 0.0367], [0.0389, -0.0685, 1.0296]]
+    src, dst = mat_vec(bradford, w), mat_vec(bradford, xyz(0.3127, 0.3290))
+    cone = [[dst[i] / src[i] if i == j else 0.0 for j in range(3)] for i in range(3)]
+    return mat_mul(mat_inv(bradford), mat_mul(cone, mat_mul(bradford, npm)))

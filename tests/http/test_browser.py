@@ -34,7 +34,8 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import PngError, png_decode, point, request, start_ready, stop_clean, webp_size  # noqa: E402
+from harness import (PngError, mat_inv, mat_mul, mat_vec, png_decode, point, request, rgb_to_xyz_d65,  # noqa: E402
+                     start_ready, stop_clean, webp_size)
 
 EXE = sys.argv[1] if len(sys.argv) > 1 else ""
 CHROMIUM = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] else (shutil.which("chromium")
@@ -93,35 +94,8 @@ PAGE_H = HEIGHT + 2 * GAP
 # --- The colours ------------------------------------------------------------------------------------------
 
 
-def rgb_to_xyz(primaries, white):
-    """The RGB -> XYZ matrix of primaries [(x, y)] * 3 and a white (x, y) (SMPTE RP 177)."""
-    def xyz(x, y):
-        return [x / y, 1.0, (1.0 - x - y) / y]
-    cols = [xyz(*p) for p in primaries]
-    m = [[cols[j][i] for j in range(3)] for i in range(3)]
-    s = mat_vec(mat_inv(m), xyz(*white))
-    return [[m[i][j] * s[j] for j in range(3)] for i in range(3)]
-
-
-def mat_inv(m):
-    (a, b, c), (d, e, f), (g, h, i) = m
-    det = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
-    return [[(e * i - f * h) / det, (c * h - b * i) / det, (b * f - c * e) / det],
-            [(f * g - d * i) / det, (a * i - c * g) / det, (c * d - a * f) / det],
-            [(d * h - e * g) / det, (b * g - a * h) / det, (a * e - b * d) / det]]
-
-
-def mat_mul(a, b):
-    return [[sum(a[i][k] * b[k][j] for k in range(3)) for j in range(3)] for i in range(3)]
-
-
-def mat_vec(m, v):
-    return [sum(m[i][k] * v[k] for k in range(3)) for i in range(3)]
-
-
-D65 = (0.3127, 0.3290)
-REC709 = rgb_to_xyz([(0.640, 0.330), (0.300, 0.600), (0.150, 0.060)], D65)
-DISPLAY_P3 = rgb_to_xyz([(0.680, 0.320), (0.265, 0.690), (0.150, 0.060)], D65)  # SMPTE EG 432-1, D65
+REC709 = rgb_to_xyz_d65((0.640, 0.330, 0.300, 0.600, 0.150, 0.060, 0.3127, 0.3290))
+DISPLAY_P3 = rgb_to_xyz_d65((0.680, 0.320, 0.265, 0.690, 0.150, 0.060, 0.3127, 0.3290))  # SMPTE EG 432-1, D65
 REC709_TO_P3 = mat_mul(mat_inv(DISPLAY_P3), REC709)
 
 

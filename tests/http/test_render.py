@@ -60,7 +60,8 @@ PARAM_ERROR = "invalid_parameter"
 
 PHASES = ["recv", "decode", "queue", "upload", "reduce", "tonemap", "download", "encode", "total"]
 
-from harness import PngError, json_body, multipart, png_decode, point, validation_lines, webp_size  # noqa: E402
+from harness import (PngError, json_body, mat_inv, mat_mul, mat_vec, multipart, png_decode, point,  # noqa: E402
+                     rgb_to_xyz_d65, validation_lines, webp_size)
 import harness  # noqa: E402
 
 
@@ -1458,37 +1459,6 @@ def guarded(fn, *args):
 # matrix of SMPTE RP 177 and the Bradford adaptation (Lindbloom, "Chromatic Adaptation"), in double.
 REC709_XY = (0.64, 0.33, 0.30, 0.60, 0.15, 0.06, 0.3127, 0.3290)
 AP1_XY = (0.713, 0.293, 0.165, 0.830, 0.128, 0.044, 0.32168, 0.33767)  # ACES S-2014-004
-
-
-def mat_mul(a, b):
-    return [[sum(a[i][k] * b[k][j] for k in range(3)) for j in range(3)] for i in range(3)]
-
-
-def mat_vec(m, v):
-    return [sum(m[i][k] * v[k] for k in range(3)) for i in range(3)]
-
-
-def mat_inv(m):
-    (a, b, c), (d, e, f), (g, h, i) = m
-    det = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
-    return [[(e * i - f * h) / det, (c * h - b * i) / det, (b * f - c * e) / det],
-            [(f * g - d * i) / det, (a * i - c * g) / det, (c * d - a * f) / det],
-            [(d * h - e * g) / det, (b * g - a * h) / det, (a * e - b * d) / det]]
-
-
-def xyz(x, y):
-    return [x / y, 1.0, (1 - x - y) / y]
-
-
-def rgb_to_xyz_d65(c):
-    prim = [[xyz(c[0], c[1])[r], xyz(c[2], c[3])[r], xyz(c[4], c[5])[r]] for r in range(3)]
-    w = xyz(c[6], c[7])
-    scale = mat_vec(mat_inv(prim), w)
-    npm = [[prim[r][k] * scale[k] for k in range(3)] for r in range(3)]
-    bradford = [[0.8951, 0.2664, -0.1614], [-0.7502, 1.7135, 0.0367], [0.0389, -0.0685, 1.0296]]
-    src, dst = mat_vec(bradford, w), mat_vec(bradford, xyz(0.3127, 0.3290))
-    cone = [[dst[i] / src[i] if i == j else 0.0 for j in range(3)] for i in range(3)]
-    return mat_mul(mat_inv(bradford), mat_mul(cone, mat_mul(bradford, npm)))
 
 
 def colorspaces(d, tmp):
