@@ -47,6 +47,7 @@ static const char *const tone_operators[] = {"linear", "reinhard", "reinhard_ext
 static const char *const gamma_modes[] = {"local", "local_luminance", "srgb", "linear", NULL};
 static const char *const output_formats[] = {"webp", "png", NULL};
 static const char *const output_alphas[] = {"auto", "keep", "drop", NULL};
+static const char *const png_encoders[] = {"cpu", "gpu", "auto", NULL};
 /* An integer with a choices list takes exactly those values. */
 static const char *const bit_depths[] = {"8", "16", NULL};
 static const char *const input_channels[] = {"1", "3", "4", NULL};
@@ -453,6 +454,16 @@ const hp_param_def hp_param_schema[] = {
     {.name = "output.dither", .type = HP_PARAM_BOOL, .offset = BOOL_AT(output.dither), .def = 1, .unit = "",
      .help = "Add triangular noise of one quantization step before rounding, so that smooth gradients do "
              "not band."},
+    /* Issue 20: the GPU's stream is a different (valid) deflate stream of the same filtered rows, so the
+     * decoded samples are the CPU path's exactly; only the compressed bytes cross the bus. */
+    {.name = "output.png_encoder", .type = HP_PARAM_ENUM, .offset = ENUM_AT(output.png_encoder),
+     .def = HP_PNG_ENCODER_CPU, .choices = png_encoders, .unit = "", .applies = "format `png`",
+     .help = "Who filters and deflates a PNG: `cpu` the encoding pool (output.effort's deflate); `gpu` the GPU "
+             "right after the tone pass (libpng's filter choice, a deflate stream of 32 KiB segments with "
+             "their own Huffman codes; only the compressed bytes are read back; output.effort is then "
+             "ignored); `auto` the GPU where the device runs those passes (workgroups of 256 invocations "
+             "with about 28 KiB of shared memory: Vulkan promises only 16 KiB, desktop GPUs and lavapipe give "
+             "32 KiB or more), else the CPU. The decoded samples are the same either way."},
 };
 
 const size_t hp_param_schema_count = sizeof(hp_param_schema) / sizeof(hp_param_schema[0]);

@@ -95,6 +95,13 @@ typedef enum hp_output_alpha {
     HP_ALPHA_DROP = 2, /* never */
 } hp_output_alpha;
 
+/* Which encoder writes a PNG's deflate stream (issue 20). */
+typedef enum hp_png_encoder {
+    HP_PNG_ENCODER_CPU = 0,  /* api/encode.c: filters and deflate on the encoding pool's cores */
+    HP_PNG_ENCODER_GPU = 1,  /* pipeline/png_gpu.c: filters and deflate on the GPU, only the stream read back */
+    HP_PNG_ENCODER_AUTO = 2, /* the GPU where the device runs png_gpu's passes, else the CPU */
+} hp_png_encoder;
+
 typedef struct hp_output_params {
     hp_output_format format;
     uint32_t quality;   /* WebP lossy quality, 0..100 */
@@ -104,6 +111,7 @@ typedef struct hp_output_params {
     hp_output_alpha alpha;
     bool dither;        /* triangular noise of one step before rounding, so gradients do not band */
     hp_output_colorspace colorspace; /* the display's primaries: the working space and the file's tags */
+    hp_png_encoder png_encoder;      /* format png: who filters and deflates */
 } hp_output_params;
 
 typedef enum hp_reduce_variant_param {

@@ -52,6 +52,8 @@ static const enum_choice gamma_modes[] = {{"local", HP_GAMMA_LOCAL}, {"local_lum
                                           {"srgb", HP_GAMMA_SRGB}, {"linear", HP_GAMMA_LINEAR}, {NULL, 0}};
 static const enum_choice formats[] = {{"webp", HP_OUTPUT_WEBP}, {"png", HP_OUTPUT_PNG}, {NULL, 0}};
 static const enum_choice alphas[] = {{"auto", HP_ALPHA_AUTO}, {"keep", HP_ALPHA_KEEP}, {"drop", HP_ALPHA_DROP}, {NULL, 0}};
+static const enum_choice png_encoders[] = {
+    {"cpu", HP_PNG_ENCODER_CPU}, {"gpu", HP_PNG_ENCODER_GPU}, {"auto", HP_PNG_ENCODER_AUTO}, {NULL, 0}};
 static const enum_choice input_types[] = {{"float32", HP_INPUT_FLOAT32}, {"float16", HP_INPUT_FLOAT16}, {NULL, 0}};
 static const enum_choice input_colorspaces[] = {
     {"auto", HP_INPUT_COLORSPACE_AUTO},          {"rec709", HP_COLORSPACE_REC709 + 1},
@@ -141,6 +143,7 @@ static const spec specs[] = {
     {"output.alpha", HP_PARAM_ENUM, F(output.alpha), "auto", NULL, alphas},
     {"output.dither", HP_PARAM_BOOL, F(output.dither), "true", NULL, NULL},
     {"output.colorspace", HP_PARAM_ENUM, F(output.colorspace), "srgb", NULL, output_colorspaces},
+    {"output.png_encoder", HP_PARAM_ENUM, F(output.png_encoder), "cpu", NULL, png_encoders},
 };
 
 #define SPEC_COUNT (sizeof(specs) / sizeof(specs[0]))
