@@ -771,6 +771,10 @@ static void run_strips(void *(*fn)(void *), png_strip *strips, uint32_t n, pthre
     }
 }
 
+static hp_code png_write_file(uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
+                              const hp_output_params *out, hp_output_encoding encoding, const uint8_t *zbuf,
+                              size_t z_total, hp_encoded *result, hp_err *err);
+
 static hp_code encode_png_strips(const frame *f, const hp_output_params *out, hp_output_encoding encoding,
                                  unsigned threads, hp_encoded *result, hp_err *err)
 {
@@ -780,7 +784,6 @@ static hp_code encode_png_strips(const frame *f, const hp_output_params *out, hp
     pthread_t *tid = calloc(n, sizeof(*tid));
     bool *started = calloc(n, sizeof(*started));
     uint8_t *filtered = malloc(stride * f->height);
-    uint8_t *png = NULL;
     hp_code code = HP_OK;
     if (!strips || !tid || !started || !filtered) {
         code = hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for a %ux%u PNG in strips", f->width, f->height);
@@ -815,21 +818,13 @@ static hp_code encode_png_strips(const frame *f, const hp_output_params *out, hp
         }
     }
 
-    /* The file: signature, IHDR, colour chunks, IDAT (zlib header, the strips, Adler-32), IEND. */
+    /* The zlib stream (the strips between a header and the Adler-32), then the file around it. */
     size_t z_total = 2 + 4;
     for (uint32_t i = 0; i < n; i++)
         z_total += strips[i].z_len;
-    const size_t idat_max = 1u << 30; /* PNG chunks hold up to 2^31 - 1 bytes */
-    size_t idat_chunks = (z_total + idat_max - 1) / idat_max;
-    char comment[] = "Comment\0" PNG_KWON_COMMENT;
-    const hp_icc_profile *icc = output_profile(out->colorspace, encoding);
-    size_t cap = 8 + (12 + 13) + (12 + 32) + (12 + 4) + (12 + 1) + (icc ? 12 + icc->iccp_size : 0) +
-                 (12 + sizeof(comment)) + 12 * idat_chunks + z_total + 12;
-    png = malloc(cap);
-    uint8_t *zbuf = png ? malloc(z_total) : NULL;
-    if (!png || !zbuf) {
-        free(zbuf);
-        code = hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte PNG", cap);
+    uint8_t *zbuf = malloc(z_total);
+    if (!zbuf) {
+        code = hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte zlib stream", z_total);
         goto done;
     }
     /* zlib header (RFC 1950): deflate, 32 KiB window, the level hint (FLEVEL), FCHECK so that the 16-bit
@@ -848,15 +843,45 @@ static hp_code encode_png_strips(const frame *f, const hp_output_params *out, hp
             adler = adler32_combine(adler, strips[i].adler, (z_off_t)((strips[i].y1 - strips[i].y0) * stride));
     }
     be32(zw, (uint32_t)adler);
+    code = png_write_file(f->width, f->height, f->bit_depth, f->alpha, out, encoding, zbuf, z_total, result, err);
+    free(zbuf);
+    for (uint32_t i = 0; code == HP_OK && i < n; i++)
+        result->cpu_ms += strips[i].cpu_ms;
 
+done:
+    for (uint32_t i = 0; strips && i < n; i++)
+        free(strips[i].z);
+    free(filtered);
+    free(started);
+    free(tid);
+    free(strips);
+    return code;
+}
+
+/* The file around a zlib stream: signature, IHDR, the colour chunks, tEXt, IDAT, IEND, each with its CRC.
+ * Both the CPU's strips and the GPU's stream (hp_encode_png_deflated) go through here, so that their chunks
+ * are the same bytes. */
+static hp_code png_write_file(uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
+                              const hp_output_params *out, hp_output_encoding encoding, const uint8_t *zbuf,
+                              size_t z_total, hp_encoded *result, hp_err *err)
+{
+    const size_t idat_max = 1u << 30; /* PNG chunks hold up to 2^31 - 1 bytes */
+    size_t idat_chunks = (z_total + idat_max - 1) / idat_max;
+    char comment[] = "Comment\0" PNG_KWON_COMMENT;
+    const hp_icc_profile *icc = output_profile(out->colorspace, encoding);
+    size_t cap = 8 + (12 + 13) + (12 + 32) + (12 + 4) + (12 + 1) + (icc ? 12 + icc->iccp_size : 0) +
+                 (12 + sizeof(comment)) + 12 * idat_chunks + z_total + 12;
+    uint8_t *png = malloc(cap);
+    if (!png)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte PNG", cap);
     uint8_t *w = png;
     static const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     memcpy(w, signature, 8);
     w += 8;
     uint8_t ihdr[13];
-    be32(ihdr, f->width);
-    be32(ihdr + 4, f->height);
-    ihdr[8] = (uint8_t)f->bit_depth, ihdr[9] = f->alpha ? 6 : 2, ihdr[10] = ihdr[11] = ihdr[12] = 0;
+    be32(ihdr, width);
+    be32(ihdr + 4, height);
+    ihdr[8] = (uint8_t)bit_depth, ihdr[9] = alpha ? 6 : 2, ihdr[10] = ihdr[11] = ihdr[12] = 0;
     png_chunk(&w, "IHDR", ihdr, 13);
     /* The chunks png_set_colour_chunks() sets through libspng (encode.h), in the order libspng writes them. */
     const uint32_t *chrm = png_chrm(out->colorspace);
@@ -877,21 +902,8 @@ static hp_code encode_png_strips(const frame *f, const hp_output_params *out, hp
     for (size_t at = 0; at < z_total; at += idat_max)
         png_chunk(&w, "IDAT", zbuf + at, z_total - at < idat_max ? z_total - at : idat_max);
     png_chunk(&w, "IEND", NULL, 0);
-    free(zbuf);
     *result = (hp_encoded){.data = png, .size = (size_t)(w - png), .mime = "image/png"};
-    for (uint32_t i = 0; i < n; i++)
-        result->cpu_ms += strips[i].cpu_ms;
-    png = NULL;
-
-done:
-    for (uint32_t i = 0; strips && i < n; i++)
-        free(strips[i].z);
-    free(png);
-    free(filtered);
-    free(started);
-    free(tid);
-    free(strips);
-    return code;
+    return HP_OK;
 }
 
 /* --- The entry points ------------------------------------------------------------------------------- */
@@ -990,6 +1002,33 @@ hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t 
                    : out->effort <= PNG_RUNS_MAX_EFFORT || (threads > 1 && !small)
                        ? encode_png_strips(&f, out, encoding, small ? 1 : threads, result, err)
                        : encode_png(&f, out, encoding, result, err);
+    if (code == HP_OK)
+        result->cpu_ms += thread_cpu_ms() - c0;
+    return code;
+}
+
+hp_code hp_encode_png_deflated(const uint8_t *zlib, size_t zlib_len, uint32_t width, uint32_t height,
+                               uint32_t bit_depth, bool alpha, hp_output_encoding encoding,
+                               const hp_output_params *out, hp_encoded *result, hp_err *err)
+{
+    if (result)
+        *result = (hp_encoded){0};
+    if (!zlib || !out || !result)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "hp_encode_png_deflated: zlib, out and result must not be NULL");
+    if (out->format != HP_OUTPUT_PNG || out->bit_depth != bit_depth || (bit_depth != 8 && bit_depth != 16))
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.format", "a %u-bit PNG stream with output.format "
+                             "%d and output.bit_depth %u", bit_depth, (int)out->format, out->bit_depth);
+    hp_code code = check_ranges(out, err);
+    if (code != HP_OK)
+        return code;
+    if (encoding != HP_ENCODING_SRGB_LIKE && encoding != HP_ENCODING_SRGB && encoding != HP_ENCODING_LINEAR)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "hp_encode_png_deflated: output encoding %d is not an "
+                       "hp_output_encoding", (int)encoding);
+    if (width == 0 || height == 0 || width > HP_ENCODE_MAX_SIDE || height > HP_ENCODE_MAX_SIDE)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "a %ux%u PNG is outside 1..%u a side", width, height,
+                       HP_ENCODE_MAX_SIDE);
+    double c0 = thread_cpu_ms();
+    code = png_write_file(width, height, bit_depth, alpha, out, encoding, zlib, zlib_len, result, err);
     if (code == HP_OK)
         result->cpu_ms += thread_cpu_ms() - c0;
     return code;

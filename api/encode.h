@@ -161,4 +161,13 @@ void hp_encode_set_png_threads(unsigned threads);
  * join runs on small frames too; 0 restores STRIP_MIN_PIXELS. Process-wide. */
 void hp_encode_set_png_strip_min(uint64_t pixels);
 
+/* A PNG around a zlib stream of its filtered rows made elsewhere: the GPU's (pipeline/png_gpu.h,
+ * output.png_encoder gpu; hp_png_gpu_join makes the stream from what was read back). The chunks are
+ * encode_png_strips' own (IHDR, the colour chunks or iCCP for out->colorspace and `encoding`, tEXt, IDAT,
+ * IEND, with their CRCs), so that the two paths differ only in IDAT's bytes. alpha: colour type 6 (RGBA),
+ * else 2 (RGB); out->bit_depth must be bit_depth. The stream is not checked. */
+hp_code hp_encode_png_deflated(const uint8_t *zlib, size_t zlib_len, uint32_t width, uint32_t height,
+                               uint32_t bit_depth, bool alpha, hp_output_encoding encoding,
+                               const hp_output_params *out, hp_encoded *result, hp_err *err);
+
 #endif

@@ -12,7 +12,7 @@
 
 /* DECISIONS.md 10's names, in the order a frame meets them. */
 static const char *const stages[] = {"recv",   "decode", "queue",    "upload", "reduce", "dof",
-                                     "bokeh",  "tonemap", "download", "encode", "total"};
+                                     "bokeh",  "tonemap", "png_gpu", "download", "encode", "total"};
 #define STAGES (sizeof(stages) / sizeof(stages[0]))
 #define STAGE_TOTAL (STAGES - 1)
 

@@ -16,8 +16,8 @@ static const char *const known_routes[] = {"/v1/render", "/v1/analyze", "/v1/gpu
                                            "/console/"};
 #define ROUTES (sizeof(known_routes) / sizeof(known_routes[0]) + 1) /* + "other" */
 
-static const char *const stages[] = {"recv", "decode", "queue", "upload", "reduce", "tonemap", "download",
-                                     "encode", "total"};
+static const char *const stages[] = {"recv", "decode", "queue", "upload", "reduce", "tonemap", "png_gpu",
+                                     "download", "encode", "total"};
 #define STAGES (sizeof(stages) / sizeof(stages[0]))
 
 /* Seconds: 100 us to 10 s, the span from a GPU stage at 1080p to a 16K frame's encode. */

@@ -335,7 +335,7 @@ static const struct {
                                "counts": {"type": "array", "minItems": 256, "maxItems": 256, "items": {"type": "integer", "minimum": 0}}}}}})},
     {"Timings", JSON_TEXT({
         "type": "object", "required": ["recv", "decode", "queue", "total"],
-        "description": "Each phase in milliseconds, named as in Server-Timing: recv, decode, queue, the GPU stages (upload, reduce, tonemap, dof, download), encode and encode_cpu (render), total.",
+        "description": "Each phase in milliseconds, named as in Server-Timing: recv, decode, queue, the GPU stages (upload, reduce, tonemap, dof, png_gpu, download), encode and encode_cpu (render), total.",
         "additionalProperties": {"type": "number"}})},
     {"Colorspaces", JSON_TEXT({
         "type": "object", "required": ["input", "source", "output"],
@@ -511,7 +511,7 @@ static const char fixed_headers[] = JSON_TEXT({
     "Retry-After": {"description": "Seconds after which a retry may succeed.", "schema": {"type": "integer", "minimum": 0}},
     "WWW-Authenticate": {"description": "Bearer.", "schema": {"type": "string"}},
     "Allow": {"description": "The methods the path has.", "schema": {"type": "string"}},
-    "Server-Timing": {"description": "Every phase in milliseconds, GPU stages from timestamp queries: recv, decode, queue, upload, reduce, tonemap, dof, download, encode, encode_cpu (render), total.",
+    "Server-Timing": {"description": "Every phase in milliseconds, GPU stages from timestamp queries: recv, decode, queue, upload, reduce, tonemap, dof, png_gpu, download, encode, encode_cpu (render), total.",
                       "schema": {"type": "string"}},
     "X-Luminance-Stats": {"description": "finite=N; nonfinite=N; log_average=X; mean=X; min=X; max=X (image answers).", "schema": {"type": "string"}},
     "X-Exposure": {"description": "scale=X; key=X; adaptation=X: what the exposure stage decided (image answers).", "schema": {"type": "string"}},

@@ -208,10 +208,31 @@ static json_t *times_json(const render_ctx *ctx, const hp_frame_result *r, const
 
 /* Encode: the image the GPU read back, as the output parameters ask. *alpha: whether the image carries
  * alpha (output.alpha: by default an alpha the tone pass found opaque everywhere is left out). */
+/* The GPU's segments joined into one zlib stream (its Adler-32 combined from theirs), then the file. */
+static hp_code encode_png_gpu(const hp_job *job, bool *alpha, hp_encoded *enc, hp_err *err)
+{
+    const hp_frame_result *r = &job->result;
+    const hp_params *p = &job->params.params;
+    const hp_png_gpu_layout *l = &r->png_layout;
+    *alpha = l->channels == 4;
+    size_t cap = 2 + r->png_joined_bytes + 4, len = 0; /* header, the joined segments, Adler-32 */
+    uint8_t *zlib = malloc(cap);
+    if (!zlib)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte zlib stream", cap);
+    hp_code code = hp_png_gpu_join(l, r->png_joined, r->png_table, zlib, cap, &len, err);
+    if (code == HP_OK)
+        code = hp_encode_png_deflated(zlib, len, l->width, l->height, l->depth, *alpha,
+                                      hp_output_encoding_for_gamma(p->gamma.mode), &p->output, enc, err);
+    free(zlib);
+    return code;
+}
+
 static hp_code encode_image(const render_ctx *ctx, const hp_job *job, bool *alpha, hp_encoded *enc, hp_err *err)
 {
     const hp_frame_result *r = &job->result;
     const hp_params *p = &job->params.params;
+    if (r->png_gpu) /* filtered and deflated on the GPU: the stream joined, the chunks written here */
+        return encode_png_gpu(job, alpha, enc, err);
     *alpha = ctx->alpha && (p->output.alpha == HP_ALPHA_KEEP ||
                             (p->output.alpha == HP_ALPHA_AUTO && r->tone.translucent));
     if (!r->yuv420)

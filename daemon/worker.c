@@ -236,6 +236,28 @@ static void finish_job(hp_worker *w, hp_job *job, uint32_t ticket)
                             "as a lost device", w->test_lose_device_after);
         return;
     }
+    if (job->code == HP_OK && job->result.png_gpu) {
+        /* PNG on the GPU: the table and the compressed bytes, a fraction of the image, out of the graph's
+         * memory (a later frame reuses it while the encoder writes the chunks), into the image's block when
+         * they fit (they do unless the stream is the worst case of a 16-bit RGBA frame). */
+        hp_frame_result *r = &job->result;
+        size_t table = (size_t)r->png_layout.table_size, bytes = table + r->png_joined_bytes;
+        if (!job->image.block || job->image.block->buf.size < bytes) {
+            hp_host_mem_put(&job->image);
+            if (!hp_host_mem_get(NULL, HP_MEM_READBACK, bytes, &job->image)) {
+                job->code = hp_fail(&job->err, HP_ERR_OUT_OF_MEMORY, "out of host memory for the %zu-byte PNG "
+                                    "stream", bytes);
+                return;
+            }
+        }
+        uint8_t *dst = job->image.ptr;
+        memcpy(dst, r->png_table, table);
+        memcpy(dst + table, r->png_joined, r->png_joined_bytes);
+        r->png_table = dst;
+        r->png_joined = dst + table;
+        job->image_size = bytes;
+        return;
+    }
     if (job->code != HP_OK || !job->result.pixels)
         return;
     job->image_size = job->result.image_bytes;

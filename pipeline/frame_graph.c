@@ -13,8 +13,13 @@
 #define SIZE_CACHE_SLOTS 4
 
 /* Timestamps: one before the first stage and one after each (names: DECISIONS.md 10; "tonemap" covers
- * exposure, the optional adaptation blur and the tone pass). */
-enum { TS_START, TS_UPLOAD, TS_REDUCE, TS_EXPOSURE, TS_DOF, TS_TONEMAP, TS_DOWNLOAD, TS_COUNT };
+ * exposure, the optional adaptation blur and the tone pass; "png_gpu" PNG's filter and deflate passes,
+ * written right after the tone pass's when they do not run). */
+enum { TS_START, TS_UPLOAD, TS_REDUCE, TS_EXPOSURE, TS_DOF, TS_TONEMAP, TS_PNG, TS_DOWNLOAD, TS_COUNT };
+
+/* Where the joined deflate stream starts in png_host, after the table (a multiple of 256 is every
+ * device's minStorageBufferOffsetAlignment at most, and keeps the shader's words aligned). */
+#define PNG_JOINED_OFFSET(table_size) (((table_size) + 255) & ~(VkDeviceSize)255)
 
 /* The readback buffer: lum_stats, then tone_state, then the bokeh control words. */
 #define READBACK_STATE_OFFSET HP_STATS_SIZE
@@ -32,6 +37,10 @@ typedef struct host_side {
     hp_buffer output_host;   /* the image copied back */
     hp_buffer depth_staging; /* host-visible depth, made on the first frame of this size with one */
     hp_buffer dof_host;      /* output_dof's read-back */
+    /* PNG on the GPU: the segment table (copied) then the joined deflate stream, written there by the
+     * compaction pass itself: its size is known only on the GPU, so it is sized for the worst case and
+     * only the bytes written cross the bus. Made on the first such frame of this size, grown as needed. */
+    hp_buffer png_host;
 } host_side;
 
 /* Device buffers are shared by the frames in flight: each frame's command buffer begins with a barrier
@@ -43,6 +52,9 @@ typedef struct size_slot {
     hp_buffer output;        /* device-local image, sized for the widest output (RGBA16) */
     hp_buffer lan_a, lan_b;  /* local adaptation luminance, made on the first request with gamma.radius > 0 */
     hp_dof_frame dof;        /* depth of field's buffers, made on the first DOF frame of this size */
+    /* PNG on the GPU's device buffers (pipeline/png_gpu.h), made on the first such frame of this size and
+     * grown when a later one needs more (RGBA after RGB, 16 bits after 8). */
+    hp_buffer png_filtered, png_types, png_slots, png_table, png_tokens;
     host_side host[HP_FRAMES_IN_FLIGHT];
     uint64_t last_used;
 } size_slot;
@@ -68,7 +80,8 @@ typedef struct frame_ctx {
     bool depth_staged;  /* the frame has a depth: hp_frame_graph_depth, or the caller's */
     bool in_flight;     /* submitted, not yet waited for */
     /* What the submitted frame does, for reading its results back. */
-    bool tone, dof, detail, output_dof, bokeh;
+    bool tone, dof, detail, output_dof, bokeh, png;
+    hp_png_gpu_layout png_layout;
     hp_dof_method method;
     size_t out_pixel;
     size_t out_bytes;
@@ -80,6 +93,7 @@ struct hp_frame_graph {
     hp_reduce *reduce;
     hp_tone *tone;
     hp_dof *dof;
+    hp_png_gpu *png;       /* NULL where the device cannot run its passes (output.png_encoder auto: the CPU) */
     hp_buffer tone_params; /* tone_params words, written per frame with vkCmdUpdateBuffer */
     hp_buffer tone_state;  /* written by the exposure stage */
 
@@ -118,6 +132,13 @@ static void free_slot(hp_frame_graph *g, size_slot *s)
         hp_buffer_destroy(g->gpu, &s->host[i].dof_host);
     }
     hp_dof_frame_free(g->dof, &s->dof);
+    hp_buffer_destroy(g->gpu, &s->png_filtered);
+    hp_buffer_destroy(g->gpu, &s->png_types);
+    hp_buffer_destroy(g->gpu, &s->png_slots);
+    hp_buffer_destroy(g->gpu, &s->png_table);
+    hp_buffer_destroy(g->gpu, &s->png_tokens);
+    for (int i = 0; i < HP_FRAMES_IN_FLIGHT; i++)
+        hp_buffer_destroy(g->gpu, &s->host[i].png_host);
     memset(s, 0, sizeof(*s));
 }
 
@@ -202,6 +223,17 @@ hp_code hp_frame_graph_create(hp_gpu *gpu, hp_frame_graph **out, hp_err *err)
         rc = hp_tone_create(gpu, &g->tone, err);
     if (rc == HP_OK)
         rc = hp_dof_create(gpu, &g->dof, err);
+    if (rc == HP_OK) {
+        /* A device without the shared memory or workgroup size is no failure: the CPU encodes its PNGs
+         * (a fallback is logged, never silent). */
+        hp_err png_err = {0};
+        hp_code prc = hp_png_gpu_create(gpu, NULL, &g->png, &png_err);
+        if (prc == HP_ERR_MISSING_FEATURE)
+            hp_warn("frame graph: PNG on the GPU is off on this device (output.png_encoder auto takes the CPU): %s",
+                    png_err.message);
+        else if (prc != HP_OK)
+            rc = hp_fail(err, prc, "%s", png_err.message);
+    }
     if (rc == HP_OK)
         rc = hp_buffer_create(gpu, HP_STATS_SIZE, HP_MEM_DEVICE, "lum_stats", &g->stats, err);
     if (rc == HP_OK)
@@ -244,6 +276,7 @@ void hp_frame_graph_destroy(hp_frame_graph **pg)
     hp_reduce_destroy(&g->reduce);
     hp_tone_destroy(&g->tone);
     hp_dof_destroy(&g->dof);
+    hp_png_gpu_destroy(&g->png);
     free(g);
     *pg = NULL;
 }
@@ -365,6 +398,38 @@ hp_code hp_frame_graph_depth(hp_frame_graph *g, float **depth, hp_err *err)
     return HP_OK;
 }
 
+/* A buffer of at least `size` bytes: kept when it is, made again when it is not. */
+static hp_code ensure_buffer(hp_frame_graph *g, hp_buffer *b, VkDeviceSize size, hp_mem_kind kind, const char *name,
+                             hp_err *err)
+{
+    if (b->buffer && b->size >= size)
+        return HP_OK;
+    hp_buffer_destroy(g->gpu, b);
+    return hp_buffer_create(g->gpu, size, kind, name, b, err);
+}
+
+/* PNG on the GPU's buffers for this frame (device ones shared by the frames in flight, the host one this
+ * context's). */
+static hp_code png_prepare(hp_frame_graph *g, size_slot *slot, host_side *host, const hp_png_gpu_layout *l,
+                           hp_err *err)
+{
+    hp_code rc = ensure_buffer(g, &slot->png_filtered, l->filtered_size, HP_MEM_DEVICE, "png_filtered", err);
+    if (rc == HP_OK)
+        rc = ensure_buffer(g, &slot->png_types, l->types_size, HP_MEM_DEVICE, "png_types", err);
+    if (rc == HP_OK)
+        rc = ensure_buffer(g, &slot->png_slots, l->slots_size, HP_MEM_DEVICE, "png_slots", err);
+    if (rc == HP_OK)
+        rc = ensure_buffer(g, &slot->png_table, l->table_size, HP_MEM_DEVICE, "png_table", err);
+    if (rc == HP_OK)
+        rc = ensure_buffer(g, &slot->png_tokens, l->tokens_size, HP_MEM_DEVICE, "png_tokens", err);
+    if (rc == HP_OK)
+        rc = ensure_buffer(g, &host->png_host, PNG_JOINED_OFFSET(l->table_size) + l->joined_size,
+                           HP_MEM_READBACK_SHADER, "png_host", err);
+    return rc;
+}
+
+bool hp_frame_graph_has_png_gpu(const hp_frame_graph *g) { return g->png != NULL; }
+
 static void barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src,
                     VkPipelineStageFlags dst_stage, VkAccessFlags dst)
 {
@@ -470,6 +535,23 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
         if (rc != HP_OK)
             return rc;
     }
+    /* PNG on the GPU: asked for, or auto on a device that runs it. */
+    hp_png_encoder enc = p->output.png_encoder;
+    bool png = tone && !params->output_luminance && p->output.format == HP_OUTPUT_PNG &&
+               (enc == HP_PNG_ENCODER_GPU || (enc == HP_PNG_ENCODER_AUTO && g->png));
+    hp_png_gpu_layout png_layout = {0};
+    if (png && !g->png)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.png_encoder",
+                             "output.png_encoder gpu: this device cannot run PNG's deflate pass (see the daemon's log "
+                             "at start-up); use auto or cpu");
+    if (png) {
+        rc = hp_png_gpu_layout_for(g->png, slot->desc.width, slot->desc.height, params->png_channels,
+                                   p->output.bit_depth, &png_layout, err);
+        if (rc == HP_OK)
+            rc = png_prepare(g, slot, host, &png_layout, err);
+        if (rc != HP_OK)
+            return rc;
+    }
     g->last = slot;
     VkDevice dev = g->gpu->device;
     VkCommandBuffer cmd = c->cmd;
@@ -572,6 +654,20 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
             vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, t);
     }
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_TONEMAP);
+    VkDeviceSize png_joined_offset = PNG_JOINED_OFFSET(png_layout.table_size);
+    if (png) {
+        /* On the tone pass's RGBA8 / RGBA16 image where it lies; the compaction pass writes the joined
+         * stream straight into the host's memory, after the table. */
+        barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
+        hp_buffer joined = host->png_host;
+        joined.address += png_joined_offset;
+        hp_png_gpu_io pio = {.image = slot->output.address, .filtered = &slot->png_filtered,
+                             .types = &slot->png_types, .slots = &slot->png_slots, .table = &slot->png_table,
+                             .tokens = &slot->png_tokens, .joined = &joined};
+        hp_png_gpu_record(g->png, cmd, &png_layout, &pio);
+    }
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_PNG);
 
     barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_TRANSFER_READ_BIT);
@@ -582,8 +678,13 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     if (tone) {
         VkBufferCopy state = {.dstOffset = READBACK_STATE_OFFSET, .size = HP_TONE_STATE_WORDS * 4};
         vkCmdCopyBuffer(cmd, g->tone_state.buffer, c->readback.buffer, 1, &state);
-        VkBufferCopy image = {.size = out_bytes};
-        vkCmdCopyBuffer(cmd, slot->output.buffer, c->dst_image->buffer, 1, &image);
+        if (png) { /* the table only: the stream is in host memory already */
+            VkBufferCopy table = {.size = png_layout.table_size};
+            vkCmdCopyBuffer(cmd, slot->png_table.buffer, host->png_host.buffer, 1, &table);
+        } else {
+            VkBufferCopy image = {.size = out_bytes};
+            vkCmdCopyBuffer(cmd, slot->output.buffer, c->dst_image->buffer, 1, &image);
+        }
     }
     if (dof) {
         VkBufferCopy ctl = {.dstOffset = READBACK_SPRITES_OFFSET, .size = HP_BOKEH_CTL_WORDS * 4};
@@ -593,7 +694,8 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
             vkCmdCopyBuffer(cmd, slot->dof.output.buffer, host->dof_host.buffer, 1, &image);
         }
     }
-    barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+    barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
             VK_ACCESS_HOST_READ_BIT);
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_DOWNLOAD);
     VkResult res = vkEndCommandBuffer(cmd);
@@ -615,6 +717,8 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     c->out_pixel = out_pixel;
     c->out_bytes = out_bytes;
     c->out_kind = kind;
+    c->png = png;
+    c->png_layout = png_layout;
     g->next_ctx = (ci + 1) % HP_FRAMES_IN_FLIGHT;
     *ticket = ci;
     return HP_OK;
@@ -654,11 +758,26 @@ hp_code hp_frame_graph_wait(hp_frame_graph *g, uint32_t ticket, hp_frame_result 
     out->height = slot->desc.height;
     if (tone) {
         hp_tone_decode_state((const uint8_t *)c->readback.mapped + READBACK_STATE_OFFSET, &out->tone);
-        hp_buffer_invalidate(g->gpu, c->dst_image);
-        out->pixels = c->dst_image->mapped;
-        out->pixel_size = c->out_pixel;
-        out->image_bytes = c->out_bytes;
-        out->yuv420 = c->out_kind == HP_TONE_OUT_YUV420;
+        if (c->png) {
+            const hp_buffer *ph = &host->png_host;
+            hp_buffer_invalidate(g->gpu, ph);
+            out->png_gpu = true;
+            out->png_layout = c->png_layout;
+            out->png_table = ph->mapped;
+            out->png_joined = (const uint8_t *)ph->mapped + PNG_JOINED_OFFSET(c->png_layout.table_size);
+            uint64_t joined = hp_png_gpu_joined_bytes(&c->png_layout, ph->mapped);
+            if (joined > c->png_layout.joined_size)
+                return hp_fail(err, HP_ERR_INTERNAL, "png_gpu: the table says %llu joined bytes, over the %llu "
+                               "the stream has room for", (unsigned long long)joined,
+                               (unsigned long long)c->png_layout.joined_size);
+            out->png_joined_bytes = (size_t)joined;
+        } else {
+            hp_buffer_invalidate(g->gpu, c->dst_image);
+            out->pixels = c->dst_image->mapped;
+            out->pixel_size = c->out_pixel;
+            out->image_bytes = c->out_bytes;
+            out->yuv420 = c->out_kind == HP_TONE_OUT_YUV420;
+        }
     }
     if (dof) {
         uint32_t ctl[HP_BOKEH_CTL_WORDS];
@@ -682,11 +801,12 @@ hp_code hp_frame_graph_wait(hp_frame_graph *g, uint32_t ticket, hp_frame_result 
         {"reduce", SPAN(TS_UPLOAD, TS_REDUCE)},
         {"dof", SPAN(TS_EXPOSURE, TS_DOF)},
         {"tonemap", SPAN(TS_REDUCE, TS_EXPOSURE) + SPAN(TS_DOF, TS_TONEMAP)},
-        {"download", SPAN(TS_TONEMAP, TS_DOWNLOAD)},
+        {"png_gpu", SPAN(TS_TONEMAP, TS_PNG)},
+        {"download", SPAN(TS_PNG, TS_DOWNLOAD)},
     };
 #undef SPAN
     for (size_t i = 0; i < sizeof(timings) / sizeof(timings[0]); i++)
-        if (dof || strcmp(timings[i].name, "dof") != 0)
+        if ((dof || strcmp(timings[i].name, "dof") != 0) && (c->png || strcmp(timings[i].name, "png_gpu") != 0))
             out->timings[out->timing_count++] = timings[i];
     if (detail) {
         uint64_t prev = ts[TS_EXPOSURE];
@@ -722,7 +842,8 @@ uint64_t hp_frame_graph_device_bytes(const hp_frame_graph *g)
     uint64_t bytes = g->stats.size + g->scratch.size + g->tone_params.size + g->tone_state.size;
     for (int i = 0; i < SIZE_CACHE_SLOTS; i++)
         bytes += g->slots[i].input.size + g->slots[i].output.size + g->slots[i].lan_a.size + g->slots[i].lan_b.size +
-                 hp_dof_frame_bytes(&g->slots[i].dof);
+                 hp_dof_frame_bytes(&g->slots[i].dof) + g->slots[i].png_filtered.size + g->slots[i].png_types.size +
+                 g->slots[i].png_slots.size + g->slots[i].png_table.size + g->slots[i].png_tokens.size;
     return bytes;
 }
 

@@ -18,6 +18,7 @@
 #include "pipeline/dof.h"
 #include "pipeline/gpu.h"
 #include "pipeline/params.h"
+#include "pipeline/png_gpu.h"
 #include "pipeline/reduce.h"
 #include "pipeline/tone.h"
 
@@ -51,6 +52,11 @@ typedef struct hp_frame_params {
     bool yuv420;           /* an 8-bit image as Y'CbCr 4:2:0 planes (hp_shared.h: HP_YUV_*) instead of RGBA8:
                             * what lossy WebP encodes, converted on the GPU and read back at 1.5 bytes a pixel */
     bool yuv_alpha;        /* with yuv420: an alpha plane too */
+    /* output.format png with output.png_encoder gpu (or auto on a device that runs pipeline/png_gpu): the
+     * samples the PNG keeps, 3 (RGB) or 4 (RGBA). The filter pass needs it before it runs, so it is the
+     * caller's choice (api/render.c: output.alpha keep, or auto, with a frame that has alpha), not the
+     * tone pass's translucent word. */
+    uint32_t png_channels;
 } hp_frame_params;
 
 /* Every parameter at its schema default. */
@@ -71,6 +77,14 @@ typedef struct hp_frame_result {
     const float *dof_pixels; /* output_dof: the composited scene-linear frame, RGBA32F; else NULL */
     uint32_t bokeh_wanted; /* pixels that qualified as sprites */
     uint32_t bokeh_drawn;  /* sprites drawn: less than wanted when the budget cut them */
+    /* output.png_encoder gpu (or auto, taken): the image was filtered and deflated on the GPU and only the
+     * table and the joined deflate stream came back, valid as pixels is (pixels is then NULL). The stream
+     * is hp_png_gpu_join's input. */
+    bool png_gpu;
+    hp_png_gpu_layout png_layout;
+    const void *png_table;    /* png_layout.table_size bytes: hp_png_gpu_segment per segment */
+    const void *png_joined;   /* png_joined_bytes of raw deflate */
+    size_t png_joined_bytes;
     hp_stage_timing timings[HP_MAX_STAGE_TIMINGS];
     uint32_t timing_count;
     double gpu_total_ms; /* first timestamp to last */
@@ -139,6 +153,10 @@ hp_code hp_frame_graph_run(hp_frame_graph *graph, const hp_frame_params *params,
  * of a device buffer's first `size` bytes to host memory (blocks; not for the request path). */
 const hp_dof_frame *hp_frame_graph_last_dof(const hp_frame_graph *graph);
 hp_code hp_frame_graph_read_buffer(hp_frame_graph *graph, const hp_buffer *src, void *dst, size_t size, hp_err *err);
+
+/* Whether this device runs PNG's filter and deflate passes (pipeline/png_gpu.h): output.png_encoder auto
+ * takes the GPU where it does. */
+bool hp_frame_graph_has_png_gpu(const hp_frame_graph *graph);
 
 /* Frame sizes whose resources are currently kept, and the bytes of device memory they hold. */
 uint32_t hp_frame_graph_cached_sizes(const hp_frame_graph *graph);

@@ -681,7 +681,8 @@ hp_code hp_buffer_create(hp_gpu *gpu, VkDeviceSize size, hp_mem_kind kind, const
                        (unsigned long long)size, (unsigned long long)gpu->info.max_allocation_size);
 
     VkBufferUsageFlags usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-    if (kind == HP_MEM_DEVICE)
+    bool addressed = kind == HP_MEM_DEVICE || kind == HP_MEM_READBACK_SHADER;
+    if (addressed)
         usage |= VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT |
                  VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT; /* the bokeh splat is dispatched from a GPU count */
     VkBufferCreateInfo bi = {
@@ -710,6 +711,7 @@ hp_code hp_buffer_create(hp_gpu *gpu, VkDeviceSize size, hp_mem_kind kind, const
                                 VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
         break;
     case HP_MEM_READBACK:
+    case HP_MEM_READBACK_SHADER:
         type = find_memory_type(gpu, req.memoryTypeBits,
                                 VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, 0);
         break;
@@ -728,7 +730,7 @@ hp_code hp_buffer_create(hp_gpu *gpu, VkDeviceSize size, hp_mem_kind kind, const
     };
     VkMemoryDedicatedAllocateInfo dedicated = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO,
-        .pNext = kind == HP_MEM_DEVICE ? &flags : NULL,
+        .pNext = addressed ? &flags : NULL,
         .buffer = out->buffer,
     };
     VkMemoryAllocateInfo ai = {
@@ -763,7 +765,7 @@ hp_code hp_buffer_create(hp_gpu *gpu, VkDeviceSize size, hp_mem_kind kind, const
         }
         out->coherent = mf & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     }
-    if (kind == HP_MEM_DEVICE) {
+    if (addressed) {
         VkBufferDeviceAddressInfo ai2 = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO,
                                          .buffer = out->buffer};
         out->address = vkGetBufferDeviceAddress(gpu->device, &ai2);

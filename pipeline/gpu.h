@@ -120,13 +120,16 @@ typedef enum hp_mem_kind {
     HP_MEM_DEVICE,   /* device-local; shaders reach it by address */
     HP_MEM_UPLOAD,   /* host-visible, write-combined where possible: staging for uploads */
     HP_MEM_READBACK, /* host-visible, cached where possible: results copied back */
+    HP_MEM_READBACK_SHADER, /* as HP_MEM_READBACK, and shaders write it by address: a result whose size is
+                             * known only on the GPU (PNG's deflate stream) crosses the bus once, only its
+                             * bytes */
 } hp_mem_kind;
 
 typedef struct hp_buffer {
     VkBuffer buffer;
     VkDeviceMemory memory;
     VkDeviceSize size;
-    VkDeviceAddress address; /* 0 unless HP_MEM_DEVICE */
+    VkDeviceAddress address; /* 0 unless HP_MEM_DEVICE or HP_MEM_READBACK_SHADER */
     void *mapped;            /* NULL unless host-visible */
     bool coherent;           /* host-visible memory is HOST_COHERENT: no flush/invalidate needed */
 } hp_buffer;
