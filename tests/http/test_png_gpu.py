@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""PNG encoded on the GPU over HTTP (issue 20): output.png_encoder gpu against cpu on real frames.
+
+Usage: test_png_gpu.py PATH/TO/hdrpostd PATH/TO/png_to_rgba. Prints TAP. For each real frame of tests/data
+(an RGB and an RGBA one), at 8 and 16 bits, for output.colorspace srgb and display_p3, the same request is
+made with output.png_encoder gpu and cpu, and:
+  - the GPU's PNG decodes with Python's zlib and the harness's own unfiltering (harness.png_decode) and with
+    libspng (tools/png_to_rgba) to exactly the samples of the CPU's PNG (decoded by libspng);
+  - the chunks before IDAT are the CPU's, byte for byte (IHDR, cHRM, gAMA, sRGB or iCCP, tEXt);
+  - Server-Timing has png_gpu with the GPU, not with the CPU.
+Then: auto takes the GPU on this device, output.alpha auto keeps a frame's alpha on the GPU (docs/API.md),
+an unknown encoder is 400 naming output.png_encoder, and the daemon still serves a WebP after all this. The
+daemon runs with --validation; any validation-layer message fails (harness.stop_clean).
+"""
+
+import array
+import os
+import struct
+import subprocess
+import sys
+
+import harness
+from harness import PngError, png_decode, point
+
+EXE = sys.argv[1] if len(sys.argv) > 1 else "hdrpostd"
+PNG_TO_RGBA = sys.argv[2] if len(sys.argv) > 2 else "png_to_rgba"
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+REQUEST_TIMEOUT_S = 120
+
+# (name, file, output.alpha, channels the PNG has)
+FRAMES = [("park (RGB)", "pmndrs_park.exr", "auto", 3), ("desk (RGBA)", "psychtoolbox_Desk.exr", "keep", 4)]
+
+
+def render(port, data, query):
+    return harness.request(port, "POST", "/v1/render?" + query, data, timeout=REQUEST_TIMEOUT_S)
+
+
+def chunks(png):
+    """[(type, data)] of a PNG, in order."""
+    out, pos = [], 8
+    while pos + 8 <= len(png):
+        length, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        out.append((kind, png[pos + 8:pos + 8 + length]))
+        pos += 12 + length
+    return out
+
+
+def before_idat(png):
+    return [c for c in _until(chunks(png), b"IDAT")]
+
+
+def _until(items, kind):
+    for c in items:
+        if c[0] == kind:
+            return
+        yield c
+
+
+def spng(tmp, png, tag):
+    """(width, height, channels, depth, RGBA samples: bytes or array('H')) from libspng, or None and why."""
+    src, dst = os.path.join(tmp, f"{tag}.png"), os.path.join(tmp, f"{tag}.rgba")
+    with open(src, "wb") as f:
+        f.write(png)
+    proc = subprocess.run([PNG_TO_RGBA, src, dst], capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        return None, proc.stderr
+    w, h, ch, depth = (int(v) for v in proc.stdout.split())
+    with open(dst, "rb") as f:
+        raw = f.read()
+    return (w, h, ch, depth, raw if depth == 8 else array.array("H", raw)), ""
+
+
+def drop_alpha(rgba):
+    """RGBA samples (bytes or array('H')) -> RGB, in the same type."""
+    n = len(rgba) // 4
+    if isinstance(rgba, array.array):
+        out = array.array("H", bytes(2 * 3 * n))
+    else:
+        out = bytearray(3 * n)
+    for c in range(3):
+        out[c::3] = rgba[c::4]
+    return out if isinstance(rgba, array.array) else bytes(out)
+
+
+def same_samples(a, b):
+    return len(a) == len(b) and (a == b if not isinstance(a, array.array) else a.tobytes() == b.tobytes())
+
+
+def compare(d, tmp, label, fname, alpha, want_ch, depth, space):
+    data = open(os.path.join(DATA, fname), "rb").read()
+    q = f"output.format=png&output.bit_depth={depth}&output.colorspace={space}&output.alpha={alpha}"
+    name = f"{label}, {depth}-bit, {space}: the GPU's PNG decodes (Python zlib, libspng) to the CPU's samples"
+    sg, hg, gpu = render(d.port, data, q + "&output.png_encoder=gpu")
+    sc, hc, cpu = render(d.port, data, q + "&output.png_encoder=cpu")
+    if sg != 200 or sc != 200 or hg.get("content-type") != "image/png":
+        point(name, False, f"gpu {sg} {gpu[:300]!r}\ncpu {sc} {cpu[:300]!r}")
+        return
+    try:
+        py = png_decode(gpu)
+    except (PngError, Exception) as e:  # zlib.error too
+        point(name, False, f"Python's decoder: {e}")
+        return
+    sp_gpu, why_g = spng(tmp, gpu, "gpu")
+    sp_cpu, why_c = spng(tmp, cpu, "cpu")
+    if not sp_gpu or not sp_cpu:
+        point(name, False, f"libspng: {why_g} {why_c}")
+        return
+    w, h, ch, dp, py_samples = py
+    ref = sp_cpu[4] if ch == 4 else drop_alpha(sp_cpu[4])
+    ok = (ch == want_ch and dp == depth and sp_gpu[:4] == sp_cpu[:4] == (w, h, ch, dp)
+          and same_samples(py_samples, ref) and same_samples(sp_gpu[4], sp_cpu[4]))
+    point(name, ok, f"python {w}x{h} {ch}ch {dp}-bit; libspng gpu {sp_gpu[:4]}, cpu {sp_cpu[:4]}; "
+          f"python==cpu {same_samples(py_samples, ref)}, spng gpu==cpu {same_samples(sp_gpu[4], sp_cpu[4])}")
+    bg, bc = before_idat(gpu), before_idat(cpu)
+    point(f"{label}, {depth}-bit, {space}: the chunks before IDAT are the CPU's ({', '.join(k.decode() for k, _ in bc)})",
+          bg == bc and len(bc) >= 3, f"gpu {[k for k, _ in bg]}, cpu {[k for k, _ in bc]}")
+    tg, tc = hg.get("server-timing", ""), hc.get("server-timing", "")
+    point(f"{label}, {depth}-bit, {space}: Server-Timing has png_gpu with the GPU encoder only",
+          "png_gpu;dur=" in tg and "png_gpu" not in tc, f"gpu: {tg}\ncpu: {tc}")
+
+
+def body(tmp):
+    with harness.serving(harness.start_ready(EXE, "png_gpu daemon", ready_timeout=60)) as d:
+        if not d:
+            return
+        for label, fname, alpha, want_ch in FRAMES:
+            for depth in (8, 16):
+                for space in ("srgb", "display_p3"):
+                    compare(d, tmp, label, fname, alpha, want_ch, depth, space)
+
+        desk = open(os.path.join(DATA, "psychtoolbox_Desk.exr"), "rb").read()
+        s, h, png = render(d.port, desk, "output.format=png&output.png_encoder=auto")
+        point("output.png_encoder auto takes the GPU on this device (png_gpu in Server-Timing)",
+              s == 200 and "png_gpu;dur=" in h.get("server-timing", ""), f"{s} {h.get('server-timing')}")
+        # output.alpha auto: the filter pass needs the channels before the tone pass finds whether any alpha is
+        # translucent, so the GPU keeps a frame's alpha; its samples are output.alpha keep's.
+        s2, _, keep = render(d.port, desk, "output.format=png&output.png_encoder=cpu&output.alpha=keep")
+        try:
+            got, want = png_decode(png), png_decode(keep)
+            ok = s == 200 and s2 == 200 and got[2] == 4 and got == want
+            detail = f"{got[:4]} against {want[:4]}"
+        except Exception as e:
+            ok, detail = False, str(e)
+        point("output.alpha auto with the GPU encoder keeps the frame's alpha: output.alpha keep's samples", ok, detail)
+
+        s, _, err = render(d.port, desk, "output.format=png&output.png_encoder=fast")
+        point("output.png_encoder fast is 400 naming output.png_encoder",
+              harness_error(s, err, 400, "output.png_encoder"), f"{s} {err[:300]!r}")
+        s, h, webp = render(d.port, desk, "output.format=webp")
+        point("the daemon still serves after: a WebP of the same frame", s == 200 and webp[:4] == b"RIFF"
+              and h.get("content-type") == "image/webp", f"{s} {h}")
+
+
+def harness_error(status, data, want_status, field):
+    try:
+        e = harness.json_body(data)["error"]
+    except Exception:
+        return False
+    return status == want_status and e.get("field") == field
+
+
+if __name__ == "__main__":
+    sys.exit(harness.run_suite([EXE, PNG_TO_RGBA], "hdrpost-png-gpu-", body))
