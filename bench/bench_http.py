@@ -13,6 +13,8 @@ daemon, and posts the frame:
 --json PATH writes every figure for bench/plot_http.py.
 
 Usage: bench_http.py HDRPOSTD MAKE_FRAME SOURCE_FRAME [--requests N] [--device D] [--seconds S] [--json P]
+                    [--clients 1,4,16,64] [--formats webp,png] [--compressions zip,piz]
+--formats takes webp, png (the CPU's encoder) and png_gpu (output.png_encoder gpu).
 Python standard library only; talks to 127.0.0.1 only; every wait is bounded."""
 import argparse
 import http.client
@@ -28,7 +30,11 @@ import threading
 import time
 
 HOST = "127.0.0.1"
-PHASES = ["recv", "decode", "queue", "upload", "reduce", "tonemap", "download", "encode", "encode_cpu", "total"]
+PHASES = ["recv", "decode", "queue", "upload", "reduce", "tonemap", "png_gpu", "download", "encode", "encode_cpu",
+          "total"]
+# --formats: the outputs by name; png_gpu is PNG with the GPU encoder (issue 20, output.png_encoder).
+FORMATS = {"webp": "?output.format=webp", "png": "?output.format=png",
+           "png_gpu": "?output.format=png&output.png_encoder=gpu"}
 
 
 def free_port():
@@ -182,13 +188,16 @@ def main():
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--device", default=os.environ.get("HDRPOST_DEVICE", ""))
     ap.add_argument("--clients", default="1,4,16,64")
+    ap.add_argument("--formats", default="webp,png", help="of " + ", ".join(FORMATS))
+    ap.add_argument("--compressions", default="zip,piz")
     ap.add_argument("--json", help="write every figure here")
     a = ap.parse_args()
     result = {"date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "latency": {}, "throughput": [],
               "first_requests": {}}
     with tempfile.TemporaryDirectory(prefix="hdrpost-bench-") as tmp:
         frames = {}
-        for comp in ("zip", "piz"):
+        formats = [(f, FORMATS[f]) for f in a.formats.split(",")]
+        for comp in a.compressions.split(","):
             path = os.path.join(tmp, f"frame_{comp}.exr")
             subprocess.run([a.make_frame, a.source, path, "4", comp], check=True, stdout=subprocess.DEVNULL)
             with open(path, "rb") as f:
@@ -213,9 +222,9 @@ def main():
             for comp, body in frames.items():
                 print(f"frame: 3840x2160 RGBA half, {comp.upper()}, {len(body) / 1e6:.1f} MB\n")
                 print("| output | phase | p50 ms | p99 ms |\n|---|---|---|---|")
-                for fmt, query in (("webp (defaults)", "?output.format=webp"), ("png (defaults)", "?output.format=png")):
+                for fmt, query in formats:
                     rows, size = latency(port, body, query, a.requests)
-                    result["latency"][f"{comp} {fmt.split()[0]}"] = rows
+                    result["latency"][f"{comp} {fmt}"] = rows
                     for phase in PHASES + ["total_minus_encode"]:
                         vals = [r[phase] for r in rows if phase in r]
                         if vals:
@@ -224,7 +233,7 @@ def main():
                 print()
                 print("| frame | output | clients | frames/s | p50 ms | p99 ms | peak RSS MB | GPU memory MB | errors |\n"
                       "|---|---|---|---|---|---|---|---|---|")
-                for fmt, query in (("webp", "?output.format=webp"), ("png", "?output.format=png")):
+                for fmt, query in formats:
                     for clients in (int(c) for c in a.clients.split(",")):
                         r = throughput(port, body, query, clients, a.seconds, proc.pid)
                         result["throughput"].append({"frame": comp, "output": fmt, "clients": clients, **r})
