@@ -104,41 +104,6 @@ static void expected_samples(const hp_png_gpu_layout *l, const uint8_t *img, uin
 
 /* --- One run on the GPU ------------------------------------------------------------------------------ */
 
-typedef struct gpu_run {
-    hp_gpu *gpu;
-    VkCommandPool pool;
-    VkCommandBuffer cmd;
-    VkFence fence;
-} gpu_run;
-
-static bool run_init(gpu_run *r, hp_gpu *gpu)
-{
-    r->gpu = gpu;
-    VkDevice dev = hp_gpu_device(gpu);
-    VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-                                  .queueFamilyIndex = hp_gpu_compute_family(gpu)};
-    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    if (vkCreateCommandPool(dev, &pi, NULL, &r->pool) != VK_SUCCESS || vkCreateFence(dev, &fi, NULL, &r->fence) != VK_SUCCESS)
-        return false;
-    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = r->pool,
-                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
-    return vkAllocateCommandBuffers(dev, &ai, &r->cmd) == VK_SUCCESS;
-}
-
-static void run_destroy(gpu_run *r)
-{
-    VkDevice dev = hp_gpu_device(r->gpu);
-    vkDestroyFence(dev, r->fence, NULL);
-    vkDestroyCommandPool(dev, r->pool, NULL);
-}
-
-static void full_barrier(VkCommandBuffer cmd)
-{
-    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
-                          .dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT};
-    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0, NULL,
-                         0, NULL);
-}
 
 typedef struct gpu_result {
     uint8_t *filtered; /* filtered_size bytes */
@@ -153,7 +118,7 @@ static void result_free(gpu_result *g)
 }
 
 /* Uploads the image, records the stage, reads back the filtered bytes, the slots and the table. */
-static bool run_png(gpu_run *r, hp_png_gpu *png, const hp_png_gpu_layout *l, const void *image, gpu_result *out,
+static bool run_png(gpu_test_cmd *r, hp_png_gpu *png, const hp_png_gpu_layout *l, const void *image, gpu_result *out,
                     hp_err *err)
 {
     enum { STAGING, IMAGE, FILTERED, TYPES, SLOTS, TABLE, TOKENS, JOINED, RB_FILTERED, RB_JOINED, RB_TABLE, NBUF };
@@ -182,16 +147,16 @@ static bool run_png(gpu_run *r, hp_png_gpu *png, const hp_png_gpu_layout *l, con
             vkCmdFillBuffer(r->cmd, b[FILTERED].buffer, 0, VK_WHOLE_SIZE, 0xa5a5a5a5u);
             vkCmdFillBuffer(r->cmd, b[SLOTS].buffer, 0, VK_WHOLE_SIZE, 0x5a5a5a5au);
             vkCmdFillBuffer(r->cmd, b[JOINED].buffer, 0, VK_WHOLE_SIZE, 0x3c3c3c3cu);
-            full_barrier(r->cmd);
+            gpu_test_barrier(r->cmd);
             hp_png_gpu_io io = {.image = b[IMAGE].address, .filtered = &b[FILTERED], .types = &b[TYPES],
                                 .slots = &b[SLOTS], .table = &b[TABLE], .tokens = &b[TOKENS], .joined = &b[JOINED]};
             hp_png_gpu_record(png, r->cmd, l, &io);
-            full_barrier(r->cmd);
+            gpu_test_barrier(r->cmd);
             VkBufferCopy f = {.size = l->filtered_size}, s = {.size = l->joined_size}, t = {.size = l->table_size};
             vkCmdCopyBuffer(r->cmd, b[FILTERED].buffer, b[RB_FILTERED].buffer, 1, &f);
             vkCmdCopyBuffer(r->cmd, b[JOINED].buffer, b[RB_JOINED].buffer, 1, &s);
             vkCmdCopyBuffer(r->cmd, b[TABLE].buffer, b[RB_TABLE].buffer, 1, &t);
-            full_barrier(r->cmd);
+            gpu_test_barrier(r->cmd);
             VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
                                .pCommandBuffers = &r->cmd};
             ok = vkEndCommandBuffer(r->cmd) == VK_SUCCESS &&
@@ -282,7 +247,7 @@ typedef struct totals {
 } totals;
 
 /* given: an image in the tone pass's layout (not freed here); NULL: one made of `kind`. */
-static void check_image(gpu_run *r, hp_png_gpu *png, const char *shape, uint32_t w, uint32_t h, uint32_t channels,
+static void check_image(gpu_test_cmd *r, hp_png_gpu *png, const char *shape, uint32_t w, uint32_t h, uint32_t channels,
                         uint32_t depth, image_kind kind, const uint8_t *given, bool report, totals *sum)
 {
     char name[200];
@@ -386,8 +351,8 @@ int main(void)
     hp_png_gpu *png = NULL;
     if (hp_png_gpu_create(gpu, NULL, &png, &err) != HP_OK)
         return tap_bail("create the PNG pipelines: %s", err.message);
-    gpu_run r;
-    if (!run_init(&r, gpu))
+    gpu_test_cmd r;
+    if (!gpu_test_cmd_init(&r, gpu))
         return tap_bail("command buffer");
 
     /* Refused shapes and sizes, with messages naming them. */
@@ -476,7 +441,7 @@ int main(void)
         }
     }
 
-    run_destroy(&r);
+    gpu_test_cmd_destroy(&r);
     hp_png_gpu_destroy(&png);
     hp_gpu_destroy(&gpu);
     gpu_test_validation_clean();

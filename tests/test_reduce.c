@@ -157,45 +157,9 @@ static bool run_frame(hp_frame_graph *graph, const hp_frame_desc *desc, data_kin
  * compares (shaders/reduce.comp: no prefetch, odd fetch counts, contiguous ranges, the polynomial bin
  * guess, more partials than threads in the final combine), so every path is checked here too. */
 
-typedef struct direct_run {
-    hp_gpu *gpu;
-    VkCommandPool pool;
-    VkCommandBuffer cmd;
-    VkFence fence;
-} direct_run;
-
-static bool direct_init(direct_run *d, hp_gpu *gpu)
-{
-    d->gpu = gpu;
-    VkDevice dev = hp_gpu_device(gpu);
-    VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-                                  .queueFamilyIndex = hp_gpu_compute_family(gpu)};
-    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    if (vkCreateCommandPool(dev, &pi, NULL, &d->pool) != VK_SUCCESS || vkCreateFence(dev, &fi, NULL, &d->fence) != VK_SUCCESS)
-        return false;
-    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = d->pool,
-                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
-    return vkAllocateCommandBuffers(dev, &ai, &d->cmd) == VK_SUCCESS;
-}
-
-static void direct_destroy(direct_run *d)
-{
-    VkDevice dev = hp_gpu_device(d->gpu);
-    vkDestroyFence(dev, d->fence, NULL);
-    vkDestroyCommandPool(dev, d->pool, NULL);
-}
-
-static void direct_barrier(VkCommandBuffer cmd)
-{
-    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
-                          .dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT};
-    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0, NULL,
-                         0, NULL);
-}
-
 /* Uploads `pixels`, runs the stage twice (the second run checks that the scratch buffer reset itself)
  * and decodes the second run's stats. */
-static bool direct_reduce(direct_run *d, hp_reduce *reduce, const void *pixels, uint64_t count, hp_pixel_format format,
+static bool direct_reduce(gpu_test_cmd *d, hp_reduce *reduce, const void *pixels, uint64_t count, hp_pixel_format format,
                           const hp_reduce_params *rp, hp_lum_stats *out, hp_err *err)
 {
     VkDeviceSize bytes = count * hp_pixel_format_size(format);
@@ -217,16 +181,16 @@ static bool direct_reduce(direct_run *d, hp_reduce *reduce, const void *pixels, 
             VkBufferCopy up = {.size = bytes};
             vkCmdCopyBuffer(d->cmd, staging.buffer, input.buffer, 1, &up);
             hp_reduce_init_scratch(reduce, d->cmd, &scratch);
-            direct_barrier(d->cmd);
+            gpu_test_barrier(d->cmd);
             hp_reduce_io io = {.pixels = input.address, .pixel_count = count, .format = format, .stats = &stats,
                                .scratch = &scratch};
             for (int run = 0; run < 2; run++) {
                 hp_reduce_record(reduce, d->cmd, &io, rp);
-                direct_barrier(d->cmd);
+                gpu_test_barrier(d->cmd);
             }
             VkBufferCopy down = {.size = HP_STATS_SIZE};
             vkCmdCopyBuffer(d->cmd, stats.buffer, readback.buffer, 1, &down);
-            direct_barrier(d->cmd);
+            gpu_test_barrier(d->cmd);
             VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
                                .pCommandBuffers = &d->cmd};
             ok = vkEndCommandBuffer(d->cmd) == VK_SUCCESS &&
@@ -287,8 +251,8 @@ static void check_other_shapes(hp_gpu *gpu)
         {.workgroup_size = 512, .fetches = 4, .fetches_fp16 = 4, .max_groups = 2, .prefetch = true, .bin_guess = 1},
         {.workgroup_size = 64, .fetches = 1, .fetches_fp16 = 1, .max_groups = 2048, .prefetch = true},
     };
-    direct_run d;
-    if (!direct_init(&d, gpu)) {
+    gpu_test_cmd d;
+    if (!gpu_test_cmd_init(&d, gpu)) {
         tap_ok(false, "command buffer for the launch shapes");
         return;
     }
@@ -397,7 +361,7 @@ static void check_other_shapes(hp_gpu *gpu)
     }
     for (int f = 0; f < 2; f++)
         free(hostile[f]);
-    direct_destroy(&d);
+    gpu_test_cmd_destroy(&d);
 }
 
 int main(void)
