@@ -413,6 +413,23 @@ static hp_code ensure_buffer(hp_frame_graph *g, hp_buffer *b, VkDeviceSize size,
 static hp_code png_prepare(hp_frame_graph *g, size_slot *slot, host_side *host, const hp_png_gpu_layout *l,
                            hp_err *err)
 {
+    /* The device buffers are shared by the frames in flight of this size, and their size follows the channels
+     * and the depth: a frame that needs them larger (RGB8 after RGBA16 is fine, RGBA16 after RGB8 is not)
+     * must not free them under the other frame's commands. Growth is rare: wait for that frame's fence (not
+     * reset here, so hp_frame_graph_wait still finds it signalled and collects the frame). */
+    bool grows = slot->png_filtered.size < l->filtered_size || slot->png_types.size < l->types_size ||
+                 slot->png_slots.size < l->slots_size || slot->png_table.size < l->table_size ||
+                 slot->png_tokens.size < l->tokens_size;
+    for (int i = 0; grows && i < HP_FRAMES_IN_FLIGHT; i++) {
+        if (!g->ctx[i].in_flight || g->ctx[i].slot != slot)
+            continue;
+        VkResult res = vkWaitForFences(g->gpu->device, 1, &g->ctx[i].fence, VK_TRUE, FENCE_TIMEOUT_NS);
+        if (res == VK_TIMEOUT)
+            return hp_fail(err, HP_ERR_DEVICE_LOST, "the GPU did not finish the frame before it within %llu s",
+                           (unsigned long long)(FENCE_TIMEOUT_NS / 1000000000ull));
+        if (res != VK_SUCCESS)
+            return hp_vk_fail(err, res, "vkWaitForFences");
+    }
     hp_code rc = ensure_buffer(g, &slot->png_filtered, l->filtered_size, HP_MEM_DEVICE, "png_filtered", err);
     if (rc == HP_OK)
         rc = ensure_buffer(g, &slot->png_types, l->types_size, HP_MEM_DEVICE, "png_types", err);
@@ -549,8 +566,21 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
                                    p->output.bit_depth, &png_layout, err);
         if (rc == HP_OK)
             rc = png_prepare(g, slot, host, &png_layout, err);
-        if (rc != HP_OK)
+        /* auto is a preference: a frame the GPU path cannot take (over its 65535 segments, its scratch past
+         * the device's largest allocation, out of device memory) is read back and encoded on the CPU, as it
+         * would have been without the GPU. gpu was asked for by name: the error says so. */
+        if (rc != HP_OK && enc == HP_PNG_ENCODER_AUTO && rc != HP_ERR_DEVICE_LOST) {
+            hp_warn("png_gpu: %ux%u frame encoded on the CPU instead: %s", slot->desc.width, slot->desc.height,
+                    err->message);
+            *err = (hp_err){0};
+            png = false;
+            rc = HP_OK;
+        }
+        if (rc != HP_OK) {
+            if (!err->field[0])
+                snprintf(err->field, sizeof(err->field), "output.png_encoder");
             return rc;
+        }
     }
     g->last = slot;
     VkDevice dev = g->gpu->device;

@@ -63,12 +63,17 @@ hp_code hp_png_gpu_create(hp_gpu *gpu, const hp_png_gpu_config *config, hp_png_g
     uint32_t wg = cfg.workgroup_size;
     if (wg < 32 || wg > 1024 || (wg & (wg - 1)))
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu workgroup_size %u is not a power of two in [32, 1024]", wg);
-    if (cfg.chunk_bytes < 16 || cfg.chunk_bytes > 4096)
-        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu chunk_bytes %u is outside [16, 4096]", cfg.chunk_bytes);
+    /* Chunks past about 2040 bytes (some 4096 barriers an invocation) gave wrong streams on lavapipe; 1024 is
+     * far from it and 8x the default. */
+    if (cfg.chunk_bytes < 16 || cfg.chunk_bytes > 1024)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu chunk_bytes %u is outside [16, 1024]", cfg.chunk_bytes);
     if ((uint64_t)wg * cfg.chunk_bytes > STORED_MAX)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu segment of %u x %u bytes is over one stored block's %u",
                        wg, cfg.chunk_bytes, STORED_MAX);
-    uint32_t shared = (DEFLATE_HASH_WORDS + wg + 2) * 4;
+    /* png_deflate.comp's shared arrays, word for word: the hash, one scan slot per invocation, frequencies,
+     * lengths and codes of the 335 symbols, the tree's nodes and parents (2 x 286), its leaves (286), the
+     * code lengths as sent (316), and 7 scalars. */
+    uint32_t shared = (DEFLATE_HASH_WORDS + wg + 3 * 335 + 2 * 2 * 286 + 286 + 316 + 7) * 4;
     if (wg > gi->max_workgroup_invocations || shared > gi->max_shared_memory)
         return hp_fail(err, HP_ERR_MISSING_FEATURE, "png_gpu workgroup of %u invocations and %u bytes of shared "
                        "memory does not fit this device (%u, %u)", wg, shared, gi->max_workgroup_invocations,

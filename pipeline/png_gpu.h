@@ -31,7 +31,7 @@
 /* Launch shape, fixed when the pipelines are created (specialization constants). */
 typedef struct hp_png_gpu_config {
     uint32_t workgroup_size; /* invocations per workgroup of every pass, a power of two in [32, 1024]; default 256 */
-    uint32_t chunk_bytes;    /* filtered bytes each deflate invocation parses, [16, 4096]; default 128. A segment
+    uint32_t chunk_bytes;    /* filtered bytes each deflate invocation parses, [16, 1024]; default 128. A segment
                               * is workgroup_size x chunk_bytes bytes, at most 65535 - 5 - 3 (one stored block) */
 } hp_png_gpu_config;
 

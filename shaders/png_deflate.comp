@@ -481,7 +481,9 @@ void main()
 
     // --- 3. Adler-32 of the segment: a = 1 + sum of bytes, b = n + sum over bytes of (n - i) x byte ----
     uint after = seg_end - c1;
-    uint term = (adler_w % ADLER_MOD + ((after % ADLER_MOD) * adler_a) % ADLER_MOD) % ADLER_MOD;
+    // Both factors below 65521 before the product, so it stays in 32 bits whatever the chunk (adler_a is up
+    // to chunk_bytes x 255: past 2^32 / 65521 for chunks over 256 bytes).
+    uint term = (adler_w % ADLER_MOD + ((after % ADLER_MOD) * (adler_a % ADLER_MOD)) % ADLER_MOD) % ADLER_MOD;
     uint sum_a = workgroup_add(adler_a);  // at most SEGMENT x 255: fits
     uint sum_b = workgroup_add(term);     // at most WG x 65520: fits
 

@@ -441,6 +441,24 @@ int main(void)
         }
     }
 
+    /* The longest chunks allowed: 32 invocations of 1000 bytes. An invocation's Adler-32 sum then passes
+     * 2^32 / 65521 (it overflowed 32 bits before the product was reduced: zlib refused such streams), and one
+     * invocation parses a long run of its own. */
+    {
+        hp_png_gpu_config longest = {.workgroup_size = 32, .chunk_bytes = 1000};
+        hp_png_gpu *p2 = NULL;
+        if (hp_png_gpu_create(gpu, &longest, &p2, &err) != HP_OK) {
+            tap_ok(false, "create the 32 x 1000 shape: %s", err.message);
+        } else {
+            check_image(&r, p2, "32x1000 shape: ", 4000, 3, 3, 8, IMG_NOISE, NULL, false, NULL);
+            check_image(&r, p2, "32x1000 shape: ", 257, 41, 4, 16, IMG_NOISE, NULL, false, NULL);
+            hp_png_gpu_destroy(&p2);
+        }
+        hp_png_gpu_config too_long = {.workgroup_size = 32, .chunk_bytes = 1025};
+        tap_ok(hp_png_gpu_create(gpu, &too_long, &p2, &err) == HP_ERR_INVALID_ARGUMENT && !p2,
+               "chunks over 1024 bytes are refused: %s", err.message);
+    }
+
     gpu_test_cmd_destroy(&r);
     hp_png_gpu_destroy(&png);
     hp_gpu_destroy(&gpu);

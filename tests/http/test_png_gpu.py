@@ -15,6 +15,8 @@ daemon runs with --validation; any validation-layer message fails (harness.stop_
 
 import array
 import os
+import threading
+import time
 import struct
 import subprocess
 import sys
@@ -119,10 +121,34 @@ def compare(d, tmp, label, fname, alpha, want_ch, depth, space):
           "png_gpu;dur=" in tg and "png_gpu" not in tc, f"gpu: {tg}\ncpu: {tc}")
 
 
+def grow_in_flight(d):
+    """Frames of one size on the GPU at once, a later one needing larger PNG buffers than those in flight (RGB
+    8-bit, then RGBA 16-bit): the buffers the frames share must not be freed under an earlier frame's commands
+    (the daemon crashed, found in review). First on a fresh daemon, so that the growth happens here; the
+    requests go 0.15 s apart, so that the small ones are in flight when the large one is prepared."""
+    desk = open(os.path.join(DATA, "psychtoolbox_Desk.exr"), "rb").read()
+    small = "output.format=png&output.png_encoder=gpu&output.alpha=drop"
+    large = "output.format=png&output.png_encoder=gpu&output.alpha=keep&output.bit_depth=16"
+    results = [None] * 3
+
+    def send(i, query):
+        results[i] = render(d.port, desk, query)[0]
+    threads = []
+    for i, query in enumerate((small, small, large)):
+        threads.append(threading.Thread(target=send, args=(i, query)))
+        threads[-1].start()
+        time.sleep(0.15)
+    for t in threads:
+        t.join(REQUEST_TIMEOUT_S + 10)
+    point("RGB 8-bit PNGs on the GPU in flight when an RGBA 16-bit one of the same frame needs larger buffers: all "
+          "200, the daemon alive", results == [200] * 3 and d.alive(), f"{results}")
+
+
 def body(tmp):
     with harness.serving(harness.start_ready(EXE, "png_gpu daemon", ready_timeout=60)) as d:
         if not d:
             return
+        grow_in_flight(d)
         for label, fname, alpha, want_ch in FRAMES:
             for depth in (8, 16):
                 for space in ("srgb", "display_p3"):
