@@ -97,7 +97,7 @@ else
 fi
 asan_suites=(params image deflate_runs bigbuf cpus budget rows_ready
              fuzz_replay_form fuzz_replay_params fuzz_replay_exr fuzz_replay_rgbe fuzz_replay_pfm fuzz_replay_png
-             daemon_http security_http render_http client_http faults_http)
+             daemon_http security_http render_http client_http faults_http live_http png_gpu_http)
 ninja -C build-asan
 lvp=$(dpkg -L mesa-vulkan-drivers | grep -m1 '/libvulkan_lvp\.so$')
 asan_rt=$(gcc -print-file-name=libasan.so)
