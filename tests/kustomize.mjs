@@ -75,7 +75,7 @@ export function strategicMerge(target, patch, where = "patch") {
   const out = isMap(target) ? structuredClone(target) : {};
   for (const [key, value] of Object.entries(patch)) {
     if (key.startsWith("$"))
-      fail(where, `the directive ${key} is not implemented by tests/kustomize.mjs`);
+      fail(where, `the directive ${key} is outside the part of Kustomize that tests/kustomize.mjs renders (its header lists it), refused rather than rendered wrong`);
     if (value === null) {
       delete out[key];
     } else if (Array.isArray(value) && key in MERGE_KEYS && Array.isArray(out[key])) {
@@ -115,7 +115,7 @@ function applyImages(objects, images, where) {
   for (const image of images) {
     for (const field of Object.keys(image))
       if (!["name", "newName", "newTag", "digest"].includes(field))
-        fail(where, `images: ${field} is not implemented by tests/kustomize.mjs`);
+        fail(where, `images: ${field} is outside the part of Kustomize that tests/kustomize.mjs renders (its header lists it), refused rather than rendered wrong`);
     for (const obj of objects) {
       const spec = obj.spec?.template?.spec ?? obj.spec;
       for (const list of ["containers", "initContainers"]) {
@@ -148,7 +148,7 @@ export function render(dir) {
     fail(file, "not a Kustomization");
   for (const field of Object.keys(k))
     if (!KNOWN_FIELDS.has(field))
-      fail(file, `${field} is not implemented by tests/kustomize.mjs`);
+      fail(file, `${field} is outside the part of Kustomize that tests/kustomize.mjs renders (its header lists it), refused rather than rendered wrong`);
 
   const objects = [];
   for (const entry of k.resources ?? []) {
@@ -170,11 +170,11 @@ export function render(dir) {
     const where = `${file} patches[${i}]`;
     for (const field of Object.keys(p))
       if (!["path", "patch"].includes(field))
-        fail(where, `${field} is not implemented by tests/kustomize.mjs (a patch without target or options)`);
+        fail(where, `${field} is outside the part of Kustomize that tests/kustomize.mjs renders (its header lists it), refused rather than rendered wrong (a patch without target or options)`);
     const docs = p.path ? readDocs(path.resolve(dir, p.path)) : YAML.parseAllDocuments(p.patch).map((d) => d.toJS());
     for (const patch of docs) {
       if (!isMap(patch))
-        fail(where, "a JSON 6902 patch or a list is not implemented by tests/kustomize.mjs (strategic merge only)");
+        fail(where, "a JSON 6902 patch or a list is outside the part of Kustomize that tests/kustomize.mjs renders (its header lists it), refused rather than rendered wrong (strategic merge only)");
       const at = objects.findIndex((o) => o.kind === patch.kind && o.metadata.name === patch.metadata?.name &&
         (o.metadata.namespace ?? "") === (patch.metadata?.namespace ?? "") &&
         o.apiVersion.split("/")[0] === String(patch.apiVersion).split("/")[0]);
