@@ -42,10 +42,8 @@ static uint8_t *street_image(uint32_t depth, uint32_t tiles, uint32_t *w, uint32
     hp_frame_params_defaults(&fp);
     fp.params.output.bit_depth = depth;
     hp_lum_stats cs;
-    hp_cpu_reduce(frame, HP_PIXEL_RGBA32F, n, fp.params.analysis.histogram_min_log2,
-                  fp.params.analysis.histogram_max_log2, &cs);
     hp_tone_state ts;
-    CHECK(hp_cpu_tone_frame(frame, HP_PIXEL_RGBA32F, info.width, info.height, &cs, &fp.params, &ts, toned) == HP_OK);
+    CHECK(hp_cpu_render_frame(frame, HP_PIXEL_RGBA32F, info.width, info.height, &fp.params, &cs, &ts, toned) == HP_OK);
     *w = info.width * tiles, *h = info.height * tiles;
     uint8_t *img = malloc((size_t)*w * *h * px);
     CHECK(img != NULL);

@@ -77,6 +77,11 @@ void hp_cpu_tone_pixel(const float rgba[4], const hp_tone_state *ts, const hp_pa
                        double *lum);
 /* The blur of shaders/blur.comp in double. */
 void hp_cpu_blur(const double *src, double *dst, uint32_t width, uint32_t height, uint32_t radius, bool vertical);
+/* A frame through the whole CPU reference as the daemon runs it: the reduction with the frame's own Y row
+ * (hp_input_color_luma of p->color for p->output.colorspace), then hp_cpu_tone_frame. *stats gets the
+ * reduction's statistics. */
+hp_code hp_cpu_render_frame(const void *pixels, hp_pixel_format format, uint32_t width, uint32_t height,
+                            const hp_params *p, hp_lum_stats *stats, hp_tone_state *ts, void *out);
 /* A whole frame, quantized as the GPU does (RGBA8, or RGBA16 when output.bit_depth is 16). */
 hp_code hp_cpu_tone_frame(const void *pixels, hp_pixel_format format, uint32_t width, uint32_t height,
                           const hp_lum_stats *stats, const hp_params *p, hp_tone_state *ts, void *out);

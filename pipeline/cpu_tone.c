@@ -56,6 +56,19 @@ static double luminance_in(const double rgb[3], const double luma[3])
     return luma[0] * rgb[0] + luma[1] * rgb[1] + luma[2] * rgb[2];
 }
 
+/* A colour with a channel under 0 (outside the gamut of luma's space) pulled toward the grey of its own
+ * luminance just enough to bring that channel to 0, luminance and hue kept; no luminance: black. In place
+ * (input_color.glsl's fold; tone.glsl's khronos_neutral_in the same into Rec.709). */
+static void fold_from_below(double v[3], const double luma[3])
+{
+    double Y = luminance_in(v, luma), low = fmin(v[0], fmin(v[1], v[2]));
+    for (int i = 0; i < 3; i++) {
+        if (low < 0.0)
+            v[i] = Y > 0.0 ? Y + (v[i] - Y) * (Y / (Y - low)) : 0.0;
+        v[i] = fmax(v[i], 0.0);
+    }
+}
+
 static double luminance(const double rgb[3])
 {
     return HP_LUMA_R * rgb[0] + HP_LUMA_G * rgb[1] + HP_LUMA_B * rgb[2];
@@ -321,12 +334,7 @@ void hp_cpu_curve_rgb_in(hp_tone_operator op, hp_output_colorspace output, const
         static const double rec709[3] = {HP_LUMA_R, HP_LUMA_G, HP_LUMA_B};
         double c[3];
         mat_mul(ws->to_rec709, in, v);
-        double Y = luminance_in(v, rec709), low = fmin(v[0], fmin(v[1], v[2]));
-        for (int i = 0; i < 3; i++) {
-            if (low < 0.0)
-                v[i] = Y > 0.0 ? Y + (v[i] - Y) * (Y / (Y - low)) : 0.0;
-            v[i] = fmax(v[i], 0.0);
-        }
+        fold_from_below(v, rec709);
         hp_cpu_curve_rgb(HP_TONE_KHRONOS_NEUTRAL, v, c);
         mat_mul(ws->from_rec709, c, out);
         return;
@@ -382,14 +390,8 @@ static const double *working_luma(hp_output_colorspace output)
 /* To the working space and its gamut from below, luminance and hue kept (shaders/include/input_color.glsl). */
 static void input_to_work(const hp_input_color *c, const double luma[3], const double in[3], double out[3])
 {
-    double v[3];
-    mat_mul(c->to_work, in, v);
-    double Y = luminance_in(v, luma), low = fmin(v[0], fmin(v[1], v[2]));
-    for (int i = 0; i < 3; i++) {
-        if (low < 0.0)
-            v[i] = Y > 0.0 ? Y + (v[i] - Y) * (Y / (Y - low)) : 0.0;
-        out[i] = fmax(v[i], 0.0);
-    }
+    mat_mul(c->to_work, in, out);
+    fold_from_below(out, luma);
 }
 
 bool hp_cpu_frame_from_rec709(const float *rgba, size_t n, hp_colorspace space, float *out)
@@ -532,6 +534,16 @@ static hp_code local_adaptation(const void *pixels, hp_pixel_format format, uint
     free(tmp);
     *lan_out = lan;
     return HP_OK;
+}
+
+hp_code hp_cpu_render_frame(const void *pixels, hp_pixel_format format, uint32_t width, uint32_t height,
+                            const hp_params *p, hp_lum_stats *stats, hp_tone_state *ts, void *out)
+{
+    float luma[3];
+    hp_input_color_luma(&p->color, p->output.colorspace, luma);
+    hp_cpu_reduce_row(pixels, format, (uint64_t)width * height, p->analysis.histogram_min_log2,
+                      p->analysis.histogram_max_log2, luma, stats);
+    return hp_cpu_tone_frame(pixels, format, width, height, stats, p, ts, out);
 }
 
 hp_code hp_cpu_tone_frame(const void *pixels, hp_pixel_format format, uint32_t width, uint32_t height,

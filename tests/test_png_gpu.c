@@ -411,10 +411,8 @@ int main(void)
             hp_frame_params_defaults(&fp);
             fp.params.output.bit_depth = depth;
             hp_lum_stats cs;
-            hp_cpu_reduce(frame, HP_PIXEL_RGBA32F, n, fp.params.analysis.histogram_min_log2,
-                          fp.params.analysis.histogram_max_log2, &cs);
             hp_tone_state ts;
-            ok = hp_cpu_tone_frame(frame, HP_PIXEL_RGBA32F, info.width, info.height, &cs, &fp.params, &ts, toned) ==
+            ok = hp_cpu_render_frame(frame, HP_PIXEL_RGBA32F, info.width, info.height, &fp.params, &cs, &ts, toned) ==
                  HP_OK;
             if (ok)
                 check_image(&r, png, "blender street tone-mapped, ", info.width, info.height, 3, depth, IMG_FLAT, toned,

@@ -195,13 +195,9 @@ static bool run_in_space_for(const float *frame, uint32_t w, uint32_t h, hp_colo
     *made = hp_input_color_make(hp_colorspace_chromaticities(space), fp.params.output.colorspace, &fp.params.color, e) == HP_OK;
     hp_frame_desc desc = {.width = w, .height = h, .format = HP_PIXEL_RGBA32F};
     bool ran = *made && gpu_run(&desc, frame, &fp, res);
-    float luma[3];
-    hp_input_color_luma(&fp.params.color, fp.params.output.colorspace, luma);
     hp_lum_stats cs;
-    hp_cpu_reduce_row(frame, HP_PIXEL_RGBA32F, (uint64_t)w * h, fp.params.analysis.histogram_min_log2,
-                      fp.params.analysis.histogram_max_log2, luma, &cs);
     hp_tone_state ts;
-    hp_cpu_tone_frame(frame, HP_PIXEL_RGBA32F, w, h, &cs, &fp.params, &ts, cpu);
+    hp_cpu_render_frame(frame, HP_PIXEL_RGBA32F, w, h, &fp.params, &cs, &ts, cpu);
     return ran;
 }
 

@@ -56,14 +56,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "cpu_render: %s\n", err.message);
         return 1;
     }
-    float luma[3];
-    hp_input_color_luma(&p.color, p.output.colorspace, luma);
     hp_lum_stats st;
-    hp_cpu_reduce_row(rgba, HP_PIXEL_RGBA32F, n, p.analysis.histogram_min_log2, p.analysis.histogram_max_log2, luma,
-                      &st);
     hp_tone_state ts;
     uint8_t *out = malloc(n * 8);
-    if (!out || hp_cpu_tone_frame(rgba, HP_PIXEL_RGBA32F, info.width, info.height, &st, &p, &ts, out) != HP_OK) {
+    if (!out || hp_cpu_render_frame(rgba, HP_PIXEL_RGBA32F, info.width, info.height, &p, &st, &ts, out) != HP_OK) {
         fprintf(stderr, "cpu_render: out of memory\n");
         return 1;
     }
