@@ -49,7 +49,10 @@ void hp_encoded_free(hp_encoded *result)
 {
     if (!result)
         return;
-    free(result->data);
+    if (result->release)
+        result->release(result->owner);
+    else if (!result->in_place)
+        free(result->data);
     *result = (hp_encoded){0};
 }
 
@@ -722,7 +725,7 @@ static void png_chunk(uint8_t **w, const char type[4], const uint8_t *data, size
     uint8_t *p = *w;
     p[0] = (uint8_t)(len >> 24), p[1] = (uint8_t)(len >> 16), p[2] = (uint8_t)(len >> 8), p[3] = (uint8_t)len;
     memcpy(p + 4, type, 4);
-    if (len)
+    if (len && data != p + 8) /* data already in place: hp_encode_png_in_place */
         memcpy(p + 8, data, len);
     /* libdeflate's CRC-32 (carry-less multiplication where the CPU has it): 4x zlib's on a 4K frame's 11 MB
      * IDAT here (1.1 against 4.5 ms), the chunk writer's main cost once the GPU has deflated the frame. */
@@ -862,22 +865,24 @@ done:
 }
 
 /* The file around a zlib stream: signature, IHDR, the colour chunks, tEXt, IDAT, IEND, each with its CRC.
- * Both the CPU's strips and the GPU's stream (hp_encode_png_deflated) go through here, so that their chunks
- * are the same bytes. */
-static hp_code png_write_file(uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
-                              const hp_output_params *out, hp_output_encoding encoding, const uint8_t *zbuf,
-                              size_t z_total, hp_encoded *result, hp_err *err)
+ * Both the CPU's strips and the GPU's stream (hp_encode_png_deflated, hp_encode_png_in_place) go through
+ * these, so that their chunks are the same bytes. */
+
+static const char png_comment[] = "Comment\0" PNG_KWON_COMMENT;
+#define PNG_IDAT_MAX ((size_t)1 << 30) /* PNG chunks hold up to 2^31 - 1 bytes */
+
+/* The bytes png_head writes, exactly (hp_encode_png_in_place puts IDAT right after them). */
+static size_t png_head_bytes(const hp_output_params *out, hp_output_encoding encoding)
 {
-    const size_t idat_max = 1u << 30; /* PNG chunks hold up to 2^31 - 1 bytes */
-    size_t idat_chunks = (z_total + idat_max - 1) / idat_max;
-    char comment[] = "Comment\0" PNG_KWON_COMMENT;
     const hp_icc_profile *icc = output_profile(out->colorspace, encoding);
-    size_t cap = 8 + (12 + 13) + (12 + 32) + (12 + 4) + (12 + 1) + (icc ? 12 + icc->iccp_size : 0) +
-                 (12 + sizeof(comment)) + 12 * idat_chunks + z_total + 12;
-    uint8_t *png = malloc(cap);
-    if (!png)
-        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte PNG", cap);
-    uint8_t *w = png;
+    return 8 + (12 + 13) + (12 + 32) + (12 + 4) + (encoding == HP_ENCODING_SRGB && !icc ? 12 + 1 : 0) +
+           (icc ? 12 + icc->iccp_size : 0) + (encoding == HP_ENCODING_SRGB_LIKE ? 12 + sizeof(png_comment) - 1 : 0);
+}
+
+/* Signature, IHDR and the chunks before IDAT at w; returns where they end. */
+static uint8_t *png_head(uint8_t *w, uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
+                         const hp_output_params *out, hp_output_encoding encoding)
+{
     static const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     memcpy(w, signature, 8);
     w += 8;
@@ -887,6 +892,7 @@ static hp_code png_write_file(uint32_t width, uint32_t height, uint32_t bit_dept
     ihdr[8] = (uint8_t)bit_depth, ihdr[9] = alpha ? 6 : 2, ihdr[10] = ihdr[11] = ihdr[12] = 0;
     png_chunk(&w, "IHDR", ihdr, 13);
     /* The chunks png_set_colour_chunks() sets through libspng (encode.h), in the order libspng writes them. */
+    const hp_icc_profile *icc = output_profile(out->colorspace, encoding);
     const uint32_t *chrm = png_chrm(out->colorspace);
     uint8_t c[32];
     for (int k = 0; k < 8; k++)
@@ -901,9 +907,22 @@ static hp_code png_write_file(uint32_t width, uint32_t height, uint32_t bit_dept
     if (icc)
         png_chunk(&w, "iCCP", icc->iccp, icc->iccp_size);
     if (encoding == HP_ENCODING_SRGB_LIKE)
-        png_chunk(&w, "tEXt", (const uint8_t *)comment, sizeof(comment) - 1);
-    for (size_t at = 0; at < z_total; at += idat_max)
-        png_chunk(&w, "IDAT", zbuf + at, z_total - at < idat_max ? z_total - at : idat_max);
+        png_chunk(&w, "tEXt", (const uint8_t *)png_comment, sizeof(png_comment) - 1);
+    return w;
+}
+
+static hp_code png_write_file(uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
+                              const hp_output_params *out, hp_output_encoding encoding, const uint8_t *zbuf,
+                              size_t z_total, hp_encoded *result, hp_err *err)
+{
+    size_t idat_chunks = (z_total + PNG_IDAT_MAX - 1) / PNG_IDAT_MAX;
+    size_t cap = png_head_bytes(out, encoding) + 12 * idat_chunks + z_total + 12;
+    uint8_t *png = malloc(cap);
+    if (!png)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte PNG", cap);
+    uint8_t *w = png_head(png, width, height, bit_depth, alpha, out, encoding);
+    for (size_t at = 0; at < z_total; at += PNG_IDAT_MAX)
+        png_chunk(&w, "IDAT", zbuf + at, z_total - at < PNG_IDAT_MAX ? z_total - at : PNG_IDAT_MAX);
     png_chunk(&w, "IEND", NULL, 0);
     *result = (hp_encoded){.data = png, .size = (size_t)(w - png), .mime = "image/png"};
     return HP_OK;
@@ -1010,9 +1029,10 @@ hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t 
     return code;
 }
 
-hp_code hp_encode_png_deflated(const uint8_t *zlib, size_t zlib_len, uint32_t width, uint32_t height,
-                               uint32_t bit_depth, bool alpha, hp_output_encoding encoding,
-                               const hp_output_params *out, hp_encoded *result, hp_err *err)
+/* What hp_encode_png_deflated and hp_encode_png_in_place take, checked. */
+static hp_code deflated_check(const void *zlib, uint32_t width, uint32_t height, uint32_t bit_depth,
+                              hp_output_encoding encoding, const hp_output_params *out, hp_encoded *result,
+                              hp_err *err)
 {
     if (result)
         *result = (hp_encoded){0};
@@ -1030,9 +1050,40 @@ hp_code hp_encode_png_deflated(const uint8_t *zlib, size_t zlib_len, uint32_t wi
     if (width == 0 || height == 0 || width > HP_ENCODE_MAX_SIDE || height > HP_ENCODE_MAX_SIDE)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "a %ux%u PNG is outside 1..%u a side", width, height,
                        HP_ENCODE_MAX_SIDE);
+    return HP_OK;
+}
+
+hp_code hp_encode_png_deflated(const uint8_t *zlib, size_t zlib_len, uint32_t width, uint32_t height,
+                               uint32_t bit_depth, bool alpha, hp_output_encoding encoding,
+                               const hp_output_params *out, hp_encoded *result, hp_err *err)
+{
+    hp_code code = deflated_check(zlib, width, height, bit_depth, encoding, out, result, err);
+    if (code != HP_OK)
+        return code;
     double c0 = thread_cpu_ms();
     code = png_write_file(width, height, bit_depth, alpha, out, encoding, zlib, zlib_len, result, err);
     if (code == HP_OK)
         result->cpu_ms += thread_cpu_ms() - c0;
     return code;
+}
+
+hp_code hp_encode_png_in_place(uint8_t *zlib, size_t zlib_len, size_t room_before, size_t room_after, uint32_t width,
+                               uint32_t height, uint32_t bit_depth, bool alpha, hp_output_encoding encoding,
+                               const hp_output_params *out, hp_encoded *result, hp_err *err)
+{
+    hp_code code = deflated_check(zlib, width, height, bit_depth, encoding, out, result, err);
+    if (code != HP_OK)
+        return code;
+    size_t head = png_head_bytes(out, encoding) + 8; /* and IDAT's length and type */
+    if (head > room_before || room_after < 4 + 12 || zlib_len > PNG_IDAT_MAX)
+        return hp_encode_png_deflated(zlib, zlib_len, width, height, bit_depth, alpha, encoding, out, result, err);
+    double c0 = thread_cpu_ms();
+    uint8_t *start = zlib - head, *w = png_head(start, width, height, bit_depth, alpha, out, encoding);
+    if (w + 8 != zlib) /* png_head_bytes and png_head disagree: a bug, never a file with a hole */
+        return hp_fail(err, HP_ERR_INTERNAL, "the PNG's head is %td bytes, not the %zu counted", w - start, head - 8);
+    png_chunk(&w, "IDAT", zlib, zlib_len); /* w + 8 is zlib: nothing is copied */
+    png_chunk(&w, "IEND", NULL, 0);
+    *result = (hp_encoded){.data = start, .size = (size_t)(w - start), .mime = "image/png", .in_place = true,
+                           .cpu_ms = thread_cpu_ms() - c0};
+    return HP_OK;
 }

@@ -115,12 +115,16 @@ typedef enum hp_output_encoding {
 /* The hint that matches a gamma mode; HP_ENCODING_SRGB_LIKE for a value outside the enum. */
 hp_output_encoding hp_output_encoding_for_gamma(hp_gamma_mode mode);
 
-/* An encoded image. data is malloc'd; release it with hp_encoded_free(). mime is a static string:
- * "image/webp" or "image/png". */
+/* An encoded image; release it with hp_encoded_free(). mime is a static string: "image/webp" or
+ * "image/png". data is malloc'd, unless in_place: then it lies in the caller's buffer
+ * (hp_encode_png_in_place), which release(owner) lets go of when the caller has set them. */
 typedef struct hp_encoded {
     uint8_t *data;
     size_t size;      /* bytes */
     const char *mime;
+    bool in_place;
+    void (*release)(void *owner);
+    void *owner;
     double cpu_ms;    /* CPU time spent encoding it, on every thread of ours (the calling thread and the PNG
                        * strips' threads; libwebp's own helper thread is not counted) */
 } hp_encoded;
@@ -148,7 +152,8 @@ hp_code hp_encode_webp_yuv420(const hp_yuv420 *planes, uint32_t width, uint32_t 
                               const hp_output_params *out,
                               hp_encoded *result, hp_err *err);
 
-/* Frees result->data and empties *result; NULL and an already freed result are fine. */
+/* Frees result->data (or, in place, calls release(owner) where set) and empties *result; NULL and an
+ * already freed result are fine. */
 void hp_encoded_free(hp_encoded *result);
 
 /* PNG frames of STRIP_MIN_PIXELS (1 Mpixel) or more are filtered and deflated in horizontal strips on this
@@ -168,6 +173,16 @@ void hp_encode_set_png_strip_min(uint64_t pixels);
  * else 2 (RGB); out->bit_depth must be bit_depth. The stream is not checked. */
 hp_code hp_encode_png_deflated(const uint8_t *zlib, size_t zlib_len, uint32_t width, uint32_t height,
                                uint32_t bit_depth, bool alpha, hp_output_encoding encoding,
+                               const hp_output_params *out, hp_encoded *result, hp_err *err);
+
+/* hp_encode_png_deflated without a copy of the stream: the chunks before IDAT are written into the
+ * room_before bytes in front of zlib, IDAT's CRC and IEND into the room_after bytes after it, and the file
+ * is result->data (result->in_place) inside the caller's buffer, whose release is the caller's (set
+ * result->release and owner to hand it to whoever frees the result). Where the room does not hold them, or
+ * the stream needs more than one IDAT (over 1 GiB), the file is copied out as hp_encode_png_deflated does
+ * (in_place false). HP_PNG_GPU_HEAD_ROOM (pipeline/png_gpu.h) holds every head. */
+hp_code hp_encode_png_in_place(uint8_t *zlib, size_t zlib_len, size_t room_before, size_t room_after, uint32_t width,
+                               uint32_t height, uint32_t bit_depth, bool alpha, hp_output_encoding encoding,
                                const hp_output_params *out, hp_encoded *result, hp_err *err);
 
 #endif

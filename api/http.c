@@ -330,9 +330,16 @@ static enum MHD_Result send_reply(hp_request *req, hp_reply *reply)
     unsigned status = reply->status;
     const char *content_type = "application/json";
     if (reply->bytes) {
-        resp = MHD_create_response_from_buffer(reply->bytes_len, reply->bytes, MHD_RESPMEM_MUST_FREE);
+        /* An owned body (the PNG finished where the GPU wrote it, in the request's pinned block) goes back
+         * to its owner when libmicrohttpd is done sending it. */
+        resp = reply->bytes_release
+                   ? MHD_create_response_from_buffer_with_free_callback_cls(reply->bytes_len, reply->bytes,
+                                                                            reply->bytes_release, reply->bytes_owner)
+                   : MHD_create_response_from_buffer(reply->bytes_len, reply->bytes, MHD_RESPMEM_MUST_FREE);
         if (resp) {
             reply->bytes = NULL; /* libmicrohttpd frees it */
+            reply->bytes_release = NULL;
+            reply->bytes_owner = NULL;
             content_type = reply->content_type ? reply->content_type : "application/octet-stream";
         }
     } else if (text) {

@@ -208,26 +208,48 @@ static json_t *times_json(const render_ctx *ctx, const hp_frame_result *r, const
 
 /* Encode: the image the GPU read back, as the output parameters ask. *alpha: whether the image carries
  * alpha (output.alpha: by default an alpha the tone pass found opaque everywhere is left out). */
-/* The GPU's segments joined into one zlib stream (its Adler-32 combined from theirs), then the file. */
-static hp_code encode_png_gpu(const hp_job *job, bool *alpha, hp_encoded *enc, hp_err *err)
+static void host_mem_release(void *owner)
+{
+    hp_host_mem_put(owner);
+    free(owner);
+}
+
+/* The GPU's segments sealed into one zlib stream where they lie (its Adler-32 combined from theirs), then
+ * the file finished around it in the job's image memory, which the answer then owns: the 11 MB of a 4K
+ * frame's stream are not copied on the way out (worker.c put them there, or copied them once from the
+ * graph's memory). */
+static hp_code encode_png_gpu(hp_job *job, bool *alpha, hp_encoded *enc, hp_err *err)
 {
     const hp_frame_result *r = &job->result;
     const hp_params *p = &job->params.params;
     const hp_png_gpu_layout *l = &r->png_layout;
     *alpha = l->channels == 4;
-    size_t cap = 2 + r->png_joined_bytes + 4, len = 0; /* header, the joined segments, Adler-32 */
-    uint8_t *zlib = malloc(cap);
-    if (!zlib)
-        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte zlib stream", cap);
-    hp_code code = hp_png_gpu_join(l, r->png_joined, r->png_table, zlib, cap, &len, err);
-    if (code == HP_OK)
-        code = hp_encode_png_deflated(zlib, len, l->width, l->height, l->depth, *alpha,
-                                      hp_output_encoding_for_gamma(p->gamma.mode), &p->output, enc, err);
-    free(zlib);
-    return code;
+    size_t zlib_len;
+    hp_code code = hp_png_gpu_seal(l, r->png_table, r->png_joined, &zlib_len, err);
+    if (code != HP_OK)
+        return code;
+    code = hp_encode_png_in_place(r->png_joined - 2, zlib_len, HP_PNG_GPU_HEAD_ROOM - 2,
+                                  HP_PNG_GPU_TAIL_ROOM - 4, l->width, l->height,
+                                  l->depth, *alpha, hp_output_encoding_for_gamma(p->gamma.mode), &p->output, enc, err);
+    if (code != HP_OK || !enc->in_place)
+        return code;
+    hp_host_mem *owner = malloc(sizeof(*owner));
+    if (!owner) { /* the file cannot outlive the job's memory without its owner: copied out instead */
+        uint8_t *copy = malloc(enc->size);
+        if (!copy)
+            return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte PNG", enc->size);
+        memcpy(copy, enc->data, enc->size);
+        *enc = (hp_encoded){.data = copy, .size = enc->size, .mime = enc->mime, .cpu_ms = enc->cpu_ms};
+        return HP_OK;
+    }
+    *owner = job->image;
+    job->image = (hp_host_mem){0};
+    enc->release = host_mem_release;
+    enc->owner = owner;
+    return HP_OK;
 }
 
-static hp_code encode_image(const render_ctx *ctx, const hp_job *job, bool *alpha, hp_encoded *enc, hp_err *err)
+static hp_code encode_image(const render_ctx *ctx, hp_job *job, bool *alpha, hp_encoded *enc, hp_err *err)
 {
     const hp_frame_result *r = &job->result;
     const hp_params *p = &job->params.params;
@@ -298,8 +320,8 @@ static void reply_json(const render_ctx *ctx, const hp_job *job, const hp_encode
 static void reply_image(const render_ctx *ctx, const hp_job *job, hp_encoded *enc, hp_reply *reply)
 {
     const hp_frame_result *r = &job->result;
-    hp_reply_bytes(reply, 200, enc->mime, enc->data, enc->size);
-    enc->data = NULL;
+    hp_reply_bytes_owned(reply, 200, enc->mime, enc->data, enc->size, enc->release, enc->owner);
+    *enc = (hp_encoded){0};
     hp_reply_header_add(reply, "X-Luminance-Stats",
                         "finite=%llu; nonfinite=%llu; log_average=%.6g; mean=%.6g; min=%.6g; max=%.6g",
                         (unsigned long long)r->stats.finite_pixels, (unsigned long long)r->stats.nonfinite_pixels,

@@ -34,23 +34,41 @@ void hp_reply_error(hp_reply *reply, unsigned status, const char *code, const ch
                                            "field", field ? field_text : NULL));
 }
 
+static void release_bytes(hp_reply *reply)
+{
+    if (reply->bytes_release)
+        reply->bytes_release(reply->bytes_owner);
+    else
+        free(reply->bytes);
+    reply->bytes = NULL;
+    reply->bytes_release = NULL;
+    reply->bytes_owner = NULL;
+}
+
 void hp_reply_bytes(hp_reply *reply, unsigned status, const char *content_type, uint8_t *data, size_t len)
 {
     reply->status = status;
     json_decref(reply->body);
     reply->body = NULL;
-    free(reply->bytes);
+    release_bytes(reply);
     reply->bytes = data;
     reply->bytes_len = len;
     reply->content_type = content_type;
 }
 
+void hp_reply_bytes_owned(hp_reply *reply, unsigned status, const char *content_type, uint8_t *data, size_t len,
+                          void (*release)(void *owner), void *owner)
+{
+    hp_reply_bytes(reply, status, content_type, data, len);
+    reply->bytes_release = release;
+    reply->bytes_owner = owner;
+}
+
 void hp_reply_release(hp_reply *reply)
 {
     json_decref(reply->body);
-    free(reply->bytes);
+    release_bytes(reply);
     reply->body = NULL;
-    reply->bytes = NULL;
 }
 
 void hp_reply_header_add(hp_reply *reply, const char *name, const char *fmt, ...)

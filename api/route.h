@@ -30,6 +30,8 @@ typedef struct hp_reply {
     json_t *body;             /* owned by the reply; NULL sends no JSON body */
     uint8_t *bytes;           /* or a binary body (malloc'd, owned by the reply) */
     size_t bytes_len;
+    void (*bytes_release)(void *owner); /* non-NULL: bytes is not malloc'd; this lets go of it */
+    void *bytes_owner;
     const char *content_type; /* for bytes: a literal such as "image/png" */
     hp_reply_header headers[HP_REPLY_MAX_HEADERS];
     unsigned header_count;
@@ -98,6 +100,9 @@ void hp_reply_error(hp_reply *reply, unsigned status, const char *code, const ch
 
 /* Sets status and a binary body (the reply takes data, which must be malloc'd). */
 void hp_reply_bytes(hp_reply *reply, unsigned status, const char *content_type, uint8_t *data, size_t len);
+/* The same with a body that is not malloc'd: release(owner) lets go of it once it is sent or dropped. */
+void hp_reply_bytes_owned(hp_reply *reply, unsigned status, const char *content_type, uint8_t *data, size_t len,
+                          void (*release)(void *owner), void *owner);
 
 /* Frees what a reply owns (a reply that was sent needs nothing). */
 void hp_reply_release(hp_reply *reply);

@@ -178,8 +178,10 @@ static bool start_job(hp_worker *w, hp_job *job, uint32_t *ticket)
         /* A pinned block or nothing: without one the graph's own read-back is used, and copied out after
          * the frame (an ordinary buffer here would only be given back unused). */
         hp_err ignored = {0};
-        job->image.block = hp_host_pool_get(w->host_pool, HP_MEM_READBACK,
-                                            hp_tone_output_max_bytes(job->desc.width, job->desc.height), &ignored);
+        /* Written by address, so that PNG on the GPU puts its stream there too (hp_frame_graph_image_bytes). */
+        job->image.block = hp_host_pool_get(w->host_pool, HP_MEM_READBACK_SHADER,
+                                            hp_frame_graph_image_bytes(w->graph, job->desc.width, job->desc.height),
+                                            &ignored);
         job->image.ptr = job->image.block ? job->image.block->buf.mapped : NULL;
     }
     hp_frame_host own = {
@@ -215,6 +217,34 @@ static bool start_job(hp_worker *w, hp_job *job, uint32_t *ticket)
     return job->code == HP_OK;
 }
 
+/* PNG on the GPU: the table and the compressed bytes, in the job's image block already (the encoder then
+ * finishes the file around them where they lie), or out of the graph's memory, which a later frame reuses,
+ * into memory of the job's laid out the same way (hp_png_gpu_host_layout: room before and after). */
+static void take_png_stream(hp_job *job)
+{
+    hp_frame_result *r = &job->result;
+    hp_png_gpu_host_layout hl = hp_png_gpu_host_layout_for(&r->png_layout);
+    if (r->png_in_caller_memory) {
+        job->image_size = (size_t)hl.host_bytes;
+        return;
+    }
+    size_t bytes = (size_t)hl.joined_offset + r->png_joined_bytes + HP_PNG_GPU_TAIL_ROOM;
+    if (!job->image.ptr || !job->image.block || job->image.block->buf.size < bytes) {
+        hp_host_mem_put(&job->image);
+        if (!hp_host_mem_get(NULL, HP_MEM_READBACK, bytes, &job->image)) {
+            job->code = hp_fail(&job->err, HP_ERR_OUT_OF_MEMORY, "out of host memory for the %zu-byte PNG stream",
+                                bytes);
+            return;
+        }
+    }
+    uint8_t *dst = job->image.ptr;
+    memcpy(dst, r->png_table, (size_t)r->png_layout.table_size);
+    memcpy(dst + hl.joined_offset, r->png_joined, r->png_joined_bytes);
+    r->png_table = dst;
+    r->png_joined = dst + hl.joined_offset;
+    job->image_size = bytes;
+}
+
 /* Waits for a job in flight and takes its image out of the read-back memory, which a later frame reuses. */
 static void finish_job(hp_worker *w, hp_job *job, uint32_t ticket)
 {
@@ -237,25 +267,7 @@ static void finish_job(hp_worker *w, hp_job *job, uint32_t ticket)
         return;
     }
     if (job->code == HP_OK && job->result.png_gpu) {
-        /* PNG on the GPU: the table and the compressed bytes, a fraction of the image, out of the graph's
-         * memory (a later frame reuses it while the encoder writes the chunks), into the image's block when
-         * they fit (they do unless the stream is the worst case of a 16-bit RGBA frame). */
-        hp_frame_result *r = &job->result;
-        size_t table = (size_t)r->png_layout.table_size, bytes = table + r->png_joined_bytes;
-        if (!job->image.block || job->image.block->buf.size < bytes) {
-            hp_host_mem_put(&job->image);
-            if (!hp_host_mem_get(NULL, HP_MEM_READBACK, bytes, &job->image)) {
-                job->code = hp_fail(&job->err, HP_ERR_OUT_OF_MEMORY, "out of host memory for the %zu-byte PNG "
-                                    "stream", bytes);
-                return;
-            }
-        }
-        uint8_t *dst = job->image.ptr;
-        memcpy(dst, r->png_table, table);
-        memcpy(dst + table, r->png_joined, r->png_joined_bytes);
-        r->png_table = dst;
-        r->png_joined = dst + table;
-        job->image_size = bytes;
+        take_png_stream(job);
         return;
     }
     if (job->code != HP_OK || !job->result.pixels)

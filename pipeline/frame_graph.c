@@ -17,10 +17,6 @@
  * written right after the tone pass's when they do not run). */
 enum { TS_START, TS_UPLOAD, TS_REDUCE, TS_EXPOSURE, TS_DOF, TS_TONEMAP, TS_PNG, TS_DOWNLOAD, TS_COUNT };
 
-/* Where the joined deflate stream starts in png_host, after the table (a multiple of 256 is every
- * device's minStorageBufferOffsetAlignment at most, and keeps the shader's words aligned). */
-#define PNG_JOINED_OFFSET(table_size) (((table_size) + 255) & ~(VkDeviceSize)255)
-
 /* The readback buffer: lum_stats, then tone_state, then the bokeh control words. */
 #define READBACK_STATE_OFFSET HP_STATS_SIZE
 #define READBACK_SPRITES_OFFSET (HP_STATS_SIZE + HP_TONE_STATE_WORDS * 4)
@@ -39,7 +35,8 @@ typedef struct host_side {
     hp_buffer dof_host;      /* output_dof's read-back */
     /* PNG on the GPU: the segment table (copied) then the joined deflate stream, written there by the
      * compaction pass itself: its size is known only on the GPU, so it is sized for the worst case and
-     * only the bytes written cross the bus. Made on the first such frame of this size, grown as needed. */
+     * only the bytes written cross the bus (hp_png_gpu_host_layout). Made on the first such frame of this
+     * size whose caller's image memory cannot take them, grown as needed. */
     hp_buffer png_host;
 } host_side;
 
@@ -77,6 +74,7 @@ typedef struct frame_ctx {
     /* Where this frame's upload copies from and its image goes: the slot's host side, or the caller's
      * (hp_frame_graph_begin_with). */
     const hp_buffer *src_pixels, *src_depth, *dst_image;
+    const hp_buffer *dst_png; /* PNG on the GPU: the caller's image memory where it has room, else png_host */
     bool depth_staged;  /* the frame has a depth: hp_frame_graph_depth, or the caller's */
     bool in_flight;     /* submitted, not yet waited for */
     /* What the submitted frame does, for reading its results back. */
@@ -408,10 +406,9 @@ static hp_code ensure_buffer(hp_frame_graph *g, hp_buffer *b, VkDeviceSize size,
     return hp_buffer_create(g->gpu, size, kind, name, b, err);
 }
 
-/* PNG on the GPU's buffers for this frame (device ones shared by the frames in flight, the host one this
- * context's). */
-static hp_code png_prepare(hp_frame_graph *g, size_slot *slot, host_side *host, const hp_png_gpu_layout *l,
-                           hp_err *err)
+/* PNG on the GPU's device buffers for this frame, shared by the frames in flight (the host one:
+ * png_destination). */
+static hp_code png_prepare(hp_frame_graph *g, size_slot *slot, const hp_png_gpu_layout *l, hp_err *err)
 {
     /* The device buffers are shared by the frames in flight of this size, and their size follows the channels
      * and the depth: a frame that needs them larger (RGB8 after RGBA16 is fine, RGBA16 after RGB8 is not)
@@ -439,13 +436,37 @@ static hp_code png_prepare(hp_frame_graph *g, size_slot *slot, host_side *host, 
         rc = ensure_buffer(g, &slot->png_table, l->table_size, HP_MEM_DEVICE, "png_table", err);
     if (rc == HP_OK)
         rc = ensure_buffer(g, &slot->png_tokens, l->tokens_size, HP_MEM_DEVICE, "png_tokens", err);
-    if (rc == HP_OK)
-        rc = ensure_buffer(g, &host->png_host, PNG_JOINED_OFFSET(l->table_size) + l->joined_size,
-                           HP_MEM_READBACK_SHADER, "png_host", err);
     return rc;
 }
 
+/* Where the table and the stream go: straight into the caller's image memory when it can be written by
+ * address and holds them (then nothing is copied on the host before the file is finished in place), else
+ * this context's png_host. */
+static hp_code png_destination(hp_frame_graph *g, frame_ctx *c, host_side *host, const hp_png_gpu_layout *l,
+                               hp_err *err)
+{
+    VkDeviceSize bytes = hp_png_gpu_host_layout_for(l).host_bytes;
+    if (c->dst_image != &host->output_host && c->dst_image->address && c->dst_image->size >= bytes) {
+        c->dst_png = c->dst_image;
+        return HP_OK;
+    }
+    c->dst_png = &host->png_host;
+    return ensure_buffer(g, &host->png_host, bytes, HP_MEM_READBACK_SHADER, "png_host", err);
+}
+
 bool hp_frame_graph_has_png_gpu(const hp_frame_graph *g) { return g->png != NULL; }
+
+size_t hp_frame_graph_image_bytes(const hp_frame_graph *g, uint32_t width, uint32_t height)
+{
+    size_t bytes = hp_tone_output_max_bytes(width, height);
+    hp_png_gpu_layout l;
+    hp_err ignored = {0}; /* a size the GPU's PNG cannot take is encoded on the CPU: the image alone then */
+    if (g->png && hp_png_gpu_layout_for(g->png, width, height, 4, 16, &l, &ignored) == HP_OK) {
+        VkDeviceSize png = hp_png_gpu_host_layout_for(&l).host_bytes; /* the largest: RGBA, 16 bits */
+        bytes = png > bytes ? (size_t)png : bytes;
+    }
+    return bytes;
+}
 
 static void barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src,
                     VkPipelineStageFlags dst_stage, VkAccessFlags dst)
@@ -565,7 +586,9 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
         rc = hp_png_gpu_layout_for(g->png, slot->desc.width, slot->desc.height, params->png_channels,
                                    p->output.bit_depth, &png_layout, err);
         if (rc == HP_OK)
-            rc = png_prepare(g, slot, host, &png_layout, err);
+            rc = png_prepare(g, slot, &png_layout, err);
+        if (rc == HP_OK)
+            rc = png_destination(g, c, host, &png_layout, err);
         /* auto is a preference: a frame the GPU path cannot take (over its 65535 segments, its scratch past
          * the device's largest allocation, out of device memory) is read back and encoded on the CPU, as it
          * would have been without the GPU. gpu was asked for by name: the error says so. */
@@ -684,14 +707,13 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
             vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, t);
     }
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_TONEMAP);
-    VkDeviceSize png_joined_offset = PNG_JOINED_OFFSET(png_layout.table_size);
     if (png) {
         /* On the tone pass's RGBA8 / RGBA16 image where it lies; the compaction pass writes the joined
          * stream straight into the host's memory, after the table. */
         barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
-        hp_buffer joined = host->png_host;
-        joined.address += png_joined_offset;
+        hp_buffer joined = *c->dst_png;
+        joined.address += hp_png_gpu_host_layout_for(&png_layout).joined_offset;
         hp_png_gpu_io pio = {.image = slot->output.address, .filtered = &slot->png_filtered,
                              .types = &slot->png_types, .slots = &slot->png_slots, .table = &slot->png_table,
                              .tokens = &slot->png_tokens, .joined = &joined};
@@ -710,7 +732,7 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
         vkCmdCopyBuffer(cmd, g->tone_state.buffer, c->readback.buffer, 1, &state);
         if (png) { /* the table only: the stream is in host memory already */
             VkBufferCopy table = {.size = png_layout.table_size};
-            vkCmdCopyBuffer(cmd, slot->png_table.buffer, host->png_host.buffer, 1, &table);
+            vkCmdCopyBuffer(cmd, slot->png_table.buffer, c->dst_png->buffer, 1, &table);
         } else {
             VkBufferCopy image = {.size = out_bytes};
             vkCmdCopyBuffer(cmd, slot->output.buffer, c->dst_image->buffer, 1, &image);
@@ -789,12 +811,13 @@ hp_code hp_frame_graph_wait(hp_frame_graph *g, uint32_t ticket, hp_frame_result 
     if (tone) {
         hp_tone_decode_state((const uint8_t *)c->readback.mapped + READBACK_STATE_OFFSET, &out->tone);
         if (c->png) {
-            const hp_buffer *ph = &host->png_host;
+            const hp_buffer *ph = c->dst_png;
             hp_buffer_invalidate(g->gpu, ph);
             out->png_gpu = true;
             out->png_layout = c->png_layout;
+            out->png_in_caller_memory = ph != &host->png_host;
             out->png_table = ph->mapped;
-            out->png_joined = (const uint8_t *)ph->mapped + PNG_JOINED_OFFSET(c->png_layout.table_size);
+            out->png_joined = (uint8_t *)ph->mapped + hp_png_gpu_host_layout_for(&c->png_layout).joined_offset;
             uint64_t joined = hp_png_gpu_joined_bytes(&c->png_layout, ph->mapped);
             if (joined > c->png_layout.joined_size)
                 return hp_fail(err, HP_ERR_INTERNAL, "png_gpu: the table says %llu joined bytes, over the %llu "

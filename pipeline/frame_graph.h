@@ -78,12 +78,14 @@ typedef struct hp_frame_result {
     uint32_t bokeh_wanted; /* pixels that qualified as sprites */
     uint32_t bokeh_drawn;  /* sprites drawn: less than wanted when the budget cut them */
     /* output.png_encoder gpu (or auto, taken): the image was filtered and deflated on the GPU and only the
-     * table and the joined deflate stream came back, valid as pixels is (pixels is then NULL). The stream
-     * is hp_png_gpu_join's input. */
+     * table and the joined deflate stream came back, valid as pixels is (pixels is then NULL), laid out as
+     * hp_png_gpu_host_layout says (room before and after the stream: hp_png_gpu_seal). */
     bool png_gpu;
+    bool png_in_caller_memory; /* in the caller's image memory (hp_frame_host), which no later frame touches;
+                                * else in the graph's, which the frame HP_FRAMES_IN_FLIGHT later reuses */
     hp_png_gpu_layout png_layout;
     const void *png_table;    /* png_layout.table_size bytes: hp_png_gpu_segment per segment */
-    const void *png_joined;   /* png_joined_bytes of raw deflate */
+    uint8_t *png_joined;      /* png_joined_bytes of raw deflate */
     size_t png_joined_bytes;
     hp_stage_timing timings[HP_MAX_STAGE_TIMINGS];
     uint32_t timing_count;
@@ -106,7 +108,8 @@ hp_code hp_frame_graph_begin(hp_frame_graph *graph, const hp_frame_desc *desc, v
  * (HP_MEM_UPLOAD, the frame as hp_frame_graph_begin describes it) and depth (width * height floats) to
  * upload from, image (HP_MEM_READBACK, width * height * 8 bytes) to read the image back into. The GPU
  * copies straight from and into them, so no host copy is made; they must stay untouched until the
- * frame's hp_frame_graph_wait has returned. */
+ * frame's hp_frame_graph_wait has returned. An image of kind HP_MEM_READBACK_SHADER at least
+ * hp_frame_graph_image_bytes() also takes the PNG encoded on the GPU (hp_frame_result.png_in_caller_memory). */
 typedef struct hp_frame_host {
     const hp_buffer *pixels, *depth, *image;
 } hp_frame_host;
@@ -114,6 +117,9 @@ typedef struct hp_frame_host {
 /* hp_frame_graph_begin with some or all of the host memory the caller's. *pixels (may be NULL when
  * own->pixels is given) is the graph's staging, or NULL when own->pixels is used. A depth given here
  * stands for hp_frame_graph_depth. */
+/* The image memory a frame of this size needs for any output, PNG on the GPU's table and stream included. */
+size_t hp_frame_graph_image_bytes(const hp_frame_graph *graph, uint32_t width, uint32_t height);
+
 hp_code hp_frame_graph_begin_with(hp_frame_graph *graph, const hp_frame_desc *desc, const hp_frame_host *own,
                                   void **pixels, hp_err *err);
 

@@ -219,10 +219,18 @@ size_t hp_png_gpu_zlib_bound(const hp_png_gpu_layout *l)
     return 2 + (size_t)l->segments * (l->segment_bytes + 5) + 4;
 }
 
-hp_code hp_png_gpu_join(const hp_png_gpu_layout *l, const void *joined, const void *table, uint8_t *dst,
-                        size_t capacity, size_t *out_len, hp_err *err)
+hp_png_gpu_host_layout hp_png_gpu_host_layout_for(const hp_png_gpu_layout *l)
 {
-    *out_len = 0;
+    VkDeviceSize joined = ((l->table_size + 255) & ~(VkDeviceSize)255) + HP_PNG_GPU_HEAD_ROOM;
+    return (hp_png_gpu_host_layout){.joined_offset = joined, .host_bytes = joined + l->joined_size + HP_PNG_GPU_TAIL_ROOM};
+}
+
+/* The table checked against the layout (a table the GPU wrote wrong must not send the host past a
+ * buffer): the deflate bytes in all, and the Adler-32 of all filtered bytes, combined from the segments'
+ * with zlib's adler32_combine (RFC 1950 8.2's sums, taken modulo 65521 over the lengths between). */
+static hp_code stream_check(const hp_png_gpu_layout *l, const void *table, uint64_t *body_out, uint32_t *adler_out,
+                            hp_err *err)
+{
     uint64_t body = 0;
     uLong adler = adler32(0L, Z_NULL, 0);
     for (uint32_t s = 0; s < l->segments; s++) {
@@ -236,16 +244,52 @@ hp_code hp_png_gpu_join(const hp_png_gpu_layout *l, const void *joined, const vo
         body += seg.bytes;
         adler = s == 0 ? seg.adler : adler32_combine(adler, seg.adler, (z_off_t)in);
     }
+    *body_out = body;
+    *adler_out = (uint32_t)adler;
+    return HP_OK;
+}
+
+/* RFC 1950: CM 8 (deflate), CINFO 7 (32 KiB window), FLEVEL 0 (fastest), FCHECK making it a multiple of 31. */
+static void zlib_header(uint8_t *p) { p[0] = 0x78, p[1] = 0x01; }
+
+static void be32_store(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+hp_code hp_png_gpu_join(const hp_png_gpu_layout *l, const void *joined, const void *table, uint8_t *dst,
+                        size_t capacity, size_t *out_len, hp_err *err)
+{
+    *out_len = 0;
+    uint64_t body;
+    uint32_t adler;
+    hp_code rc = stream_check(l, table, &body, &adler, err);
+    if (rc != HP_OK)
+        return rc;
     if (capacity < 2 + body + 4)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu: %zu bytes of room for a stream of %llu", capacity,
                        (unsigned long long)(2 + body + 4));
-    /* RFC 1950: CM 8 (deflate), CINFO 7 (32 KiB window), FLEVEL 0 (fastest), FCHECK making it a multiple of 31. */
-    uint8_t *w = dst;
-    *w++ = 0x78, *w++ = 0x01;
-    memcpy(w, joined, body);
-    w += body;
-    w[0] = (uint8_t)(adler >> 24), w[1] = (uint8_t)(adler >> 16), w[2] = (uint8_t)(adler >> 8), w[3] = (uint8_t)adler;
-    *out_len = (size_t)(w + 4 - dst);
+    zlib_header(dst);
+    memcpy(dst + 2, joined, body);
+    be32_store(dst + 2 + body, adler);
+    *out_len = (size_t)(2 + body + 4);
+    return HP_OK;
+}
+
+hp_code hp_png_gpu_seal(const hp_png_gpu_layout *l, const void *table, uint8_t *joined, size_t *zlib_len, hp_err *err)
+{
+    *zlib_len = 0;
+    uint64_t body;
+    uint32_t adler;
+    hp_code rc = stream_check(l, table, &body, &adler, err);
+    if (rc != HP_OK)
+        return rc;
+    if (body > l->joined_size) /* the room after joined is joined_size + the tail room */
+        return hp_fail(err, HP_ERR_INTERNAL, "png_gpu: the table says %llu joined bytes, over the %llu the stream "
+                       "has room for", (unsigned long long)body, (unsigned long long)l->joined_size);
+    zlib_header(joined - 2);
+    be32_store(joined + body, adler);
+    *zlib_len = (size_t)(2 + body + 4);
     return HP_OK;
 }
 

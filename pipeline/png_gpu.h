@@ -104,6 +104,29 @@ size_t hp_png_gpu_zlib_bound(const hp_png_gpu_layout *layout);
 /* The bytes of the joined deflate stream, from the table as copied back. */
 uint64_t hp_png_gpu_joined_bytes(const hp_png_gpu_layout *layout, const void *table);
 
+/* Room the caller leaves around joined in host memory so that the PNG file can be finished where the GPU
+ * wrote the stream, without copying it (hp_png_gpu_seal, then api/encode.h's hp_encode_png_in_place): the
+ * zlib header and the chunks before IDAT go in front, the Adler-32, IDAT's CRC and IEND after. 4 KiB holds
+ * every head hdrpostd writes (signature, IHDR, cHRM, gAMA, sRGB or an iCCP of a few hundred bytes, tEXt);
+ * a multiple of 256 keeps joined's offset aligned for the shader's words. */
+#define HP_PNG_GPU_HEAD_ROOM 4096u
+#define HP_PNG_GPU_TAIL_ROOM 64u
+
+/* Where the table and joined lie in one host buffer of host_bytes: the table at 0, joined at joined_offset
+ * (after the table, aligned to 256, every device's minStorageBufferOffsetAlignment at most, and the head
+ * room), then joined_size and the tail room. */
+typedef struct hp_png_gpu_host_layout {
+    VkDeviceSize joined_offset, host_bytes;
+} hp_png_gpu_host_layout;
+hp_png_gpu_host_layout hp_png_gpu_host_layout_for(const hp_png_gpu_layout *layout);
+
+/* The zlib stream made where the GPU wrote it: the RFC 1950 header into the 2 bytes before joined, the
+ * Adler-32 (combined as hp_png_gpu_join does) into the 4 after its last byte. joined must have
+ * HP_PNG_GPU_HEAD_ROOM before it and hp_png_gpu_joined_bytes() + HP_PNG_GPU_TAIL_ROOM bytes of room; the
+ * stream is then *zlib_len bytes from joined - 2. HP_ERR_INTERNAL for an impossible table, as below. */
+hp_code hp_png_gpu_seal(const hp_png_gpu_layout *layout, const void *table, uint8_t *joined, size_t *zlib_len,
+                        hp_err *err);
+
 /* The zlib stream (RFC 1950) from the joined segments and the table as copied back: header 78 01, the
  * deflate bytes, the big-endian Adler-32 of all filtered bytes, combined from the segments' with zlib's
  * adler32_combine. HP_ERR_INTERNAL when the table is impossible (a segment larger than its slot, offsets

@@ -14,6 +14,7 @@ daemon runs with --validation; any validation-layer message fails (harness.stop_
 """
 
 import array
+import base64
 import os
 import threading
 import time
@@ -172,9 +173,48 @@ def body(tmp):
         s, _, err = render(d.port, desk, "output.format=png&output.png_encoder=fast")
         point("output.png_encoder fast is 400 naming output.png_encoder",
               harness_error(s, err, 400, "output.png_encoder"), f"{s} {err[:300]!r}")
+        in_place_answers(d, desk)
         s, h, webp = render(d.port, desk, "output.format=webp")
         point("the daemon still serves after: a WebP of the same frame", s == 200 and webp[:4] == b"RIFF"
               and h.get("content-type") == "image/webp", f"{s} {h}")
+
+
+def in_place_answers(d, desk):
+    """The GPU's PNG is finished where the GPU wrote it, in the request's pinned block, and that block is the
+    answer's body until it is sent: the JSON answer (its base64 made from the block, which is then let go of)
+    carries the same file as the image answer, and a run of them leaves no block out (/metrics)."""
+    query = "output.format=png&output.png_encoder=gpu&output.colorspace=display_p3"
+    s1, _, png = render(d.port, desk, query)
+    s2, _, doc = harness.request(d.port, "POST", "/v1/render?" + query, desk, {"Accept": "application/json"},
+                                 timeout=REQUEST_TIMEOUT_S)
+    try:
+        same = s1 == 200 and s2 == 200 and base64.b64decode(harness.json_body(doc)["image"]["base64"]) == png
+    except Exception as e:
+        same = False
+        png = repr(e).encode()
+    point("the GPU's PNG as a JSON answer (base64) is the image answer's file, byte for byte", same,
+          f"{s1} {s2} {png[:80]!r}")
+    for _ in range(4):
+        render(d.port, desk, query)
+    # The block goes back when libmicrohttpd lets go of the sent answer, a moment after the client has it.
+    for _ in range(40):
+        s, _, text = harness.request(d.port, "GET", "/metrics")
+        out = [ln for ln in text.decode(errors="replace").splitlines() if ln.startswith("hdrpost_host_memory_blocks ")]
+        if s == 200 and out and out[0].split()[-1] == "0":
+            break
+        time.sleep(0.05)
+    point("after the answers are sent, no pinned block is still out (hdrpost_host_memory_blocks 0)",
+          s == 200 and out and out[0].split()[-1] == "0", f"{s} {out}")
+
+
+def copied_out(tmp):
+    """With no pinned block to be had (--test_fail_host_memory=1) the stream lands in the graph's memory and is
+    copied once into ordinary memory laid out the same way: the PNG still decodes to the CPU encoder's."""
+    d = harness.start_ready(EXE, "png_gpu daemon without pinned blocks", ["--test_fail_host_memory=1"])
+    with harness.serving(d):
+        if d:
+            compare(d, tmp, "desk, no pinned block", "psychtoolbox_Desk.exr", "keep", 4, 8, "display_p3")
+            compare(d, tmp, "park, no pinned block", "pmndrs_park.exr", "auto", 3, 16, "srgb")
 
 
 def harness_error(status, data, want_status, field):
@@ -186,4 +226,4 @@ def harness_error(status, data, want_status, field):
 
 
 if __name__ == "__main__":
-    sys.exit(harness.run_suite([EXE, PNG_TO_RGBA], "hdrpost-png-gpu-", body))
+    sys.exit(harness.run_suite([EXE, PNG_TO_RGBA], "hdrpost-png-gpu-", lambda tmp: (body(tmp), copied_out(tmp))))
