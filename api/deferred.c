@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -194,6 +195,7 @@ static void watch_once(hp_deferred_list *list)
 
 static void *watch_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "hp-watch"); /* top -H, perf and /proc name it */
     hp_deferred_list *list = arg;
     pthread_mutex_lock(&deferred_lock);
     while (!list->stop) {

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -72,6 +73,7 @@ void hp_early_share_give(hp_early *e)
 
 static void *early_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "hp-early-decode"); /* top -H, perf and /proc name it */
     hp_early *e = arg;
     if (!early_run(e))
         hp_rows_ready_abandon(&e->rows); /* it gave up before decoding: the handler takes the ordinary path */

@@ -751,6 +751,7 @@ static double thread_cpu_ms(void)
 
 static void *strip_timed(void *arg)
 {
+    pthread_setname_np(pthread_self(), "hp-png-strip"); /* top -H, perf and /proc name it */
     png_strip *st = arg;
     double c0 = thread_cpu_ms();
     st->phase(st);

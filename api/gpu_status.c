@@ -156,6 +156,17 @@ void hp_route_metrics(hp_request *req, hp_reply *reply)
                                 "frames.\n# TYPE hdrpost_host_memory_kept_bytes gauge\nhdrpost_host_memory_kept_bytes %llu\n",
                                 r.queue_depth, r.queue_capacity, r.in_flight, (unsigned long long)r.frame_graph_bytes,
                                 r.host_blocks_out, (unsigned long long)r.host_kept_bytes);
+        rc |= hp_metrics_printf(&buf, &len, &cap,
+                                "# HELP hdrpost_gpu_thread_seconds_total The GPU thread's time by state: the one "
+                                "serial step of a frame, so where it is never idle its other states say what bounds "
+                                "the frames per second.\n# TYPE hdrpost_gpu_thread_seconds_total counter\n"
+                                "hdrpost_gpu_thread_seconds_total{state=\"idle\"} %.6f\n"
+                                "hdrpost_gpu_thread_seconds_total{state=\"decode_wait\"} %.6f\n"
+                                "hdrpost_gpu_thread_seconds_total{state=\"gpu_wait\"} %.6f\n"
+                                "hdrpost_gpu_thread_seconds_total{state=\"encoder_wait\"} %.6f\n"
+                                "hdrpost_gpu_thread_seconds_total{state=\"work\"} %.6f\n",
+                                r.gpu_thread_idle_s, r.gpu_thread_decode_wait_s, r.gpu_thread_gpu_wait_s,
+                                r.gpu_thread_encoder_wait_s, r.gpu_thread_work_s);
         if (r.memory.has_budget) {
             rc |= hp_metrics_printf(&buf, &len, &cap,
                                     "# HELP hdrpost_gpu_memory_bytes GPU memory heaps: budget and this process's usage.\n"

@@ -196,6 +196,7 @@ static const char *overdue(const hp_guard *g, const conn *c, const struct timesp
 
 static void *guard_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "hp-guard"); /* top -H, perf and /proc name it */
     hp_guard *g = arg;
     pthread_mutex_lock(&g->lock);
     while (!g->stop) {

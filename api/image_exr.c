@@ -1502,6 +1502,7 @@ typedef struct chunk_worker {
 
 static void *decode_worker(void *arg)
 {
+    pthread_setname_np(pthread_self(), "hp-exr-decode"); /* top -H, perf and /proc name it */
     chunk_worker *w = arg;
     w->code = decode_chunks(w->reader, 0, w->reader->chunk_count, w->next, w->dest, &w->stats, &w->failed_at, &w->err);
     return NULL;

@@ -13,12 +13,13 @@ daemon, and posts the frame:
 --json PATH writes every figure for bench/plot_http.py.
 
 Usage: bench_http.py HDRPOSTD MAKE_FRAME SOURCE_FRAME [--requests N] [--device D] [--seconds S] [--json P]
-                    [--clients 1,4,16,64] [--formats webp,png] [--compressions zip,piz]
+                    [--clients 1,4,16,64] [--formats webp,png] [--compressions zip,piz] [--client-processes]
 --formats takes webp, png (the CPU's encoder) and png_gpu (output.png_encoder gpu).
 Python standard library only; talks to 127.0.0.1 only; every wait is bounded."""
 import argparse
 import http.client
 import json
+import multiprocessing
 import os
 import re
 import socket
@@ -123,26 +124,88 @@ def gpu_usage(port):
     return sum(h["usage_bytes"] for h in heaps) if heaps else None
 
 
-def throughput(port, body, query, clients, seconds, pid=None):
+TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+GPU_THREAD_STATES = ("idle", "decode_wait", "gpu_wait", "encoder_wait", "work")
+
+
+def thread_cpu_ms(pid):
+    """CPU time (user + system) of the process, and of its live threads by name (the daemon names its own:
+    hp-gpu, hp-finish, hp-exr-decode, ...; libmicrohttpd's carry the process's name), ms."""
+    def ticks(path):
+        with open(path) as f:
+            text = f.read()
+        name = text[text.index("(") + 1:text.rindex(")")]
+        fields = text[text.rindex(")") + 2:].split()
+        return name, (int(fields[11]) + int(fields[12])) * TICK_MS
+    _, total = ticks(f"/proc/{pid}/stat")
+    by_name = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            name, ms = ticks(f"/proc/{pid}/task/{tid}/stat")
+        except (OSError, ValueError):
+            continue  # a thread that ended meanwhile
+        by_name[name] = by_name.get(name, 0) + ms
+    return total, by_name
+
+
+def host_cpu():
+    """(busy, all) jiffies of every core together, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]  # idle, iowait
+    return sum(v) - idle, sum(v)
+
+
+def gpu_thread_seconds(port):
+    c = http.client.HTTPConnection(HOST, port, timeout=10)
+    c.request("GET", "/metrics")
+    text = c.getresponse().read().decode()
+    out = {}
+    for m in re.finditer(r'^hdrpost_gpu_thread_seconds_total\{state="(\w+)"\} ([0-9.eE+-]+)$', text, re.M):
+        out[m.group(1)] = float(m.group(2))
+    return out
+
+
+def client_loop(port, body, query, stop_at, report):
+    """One client: requests until stop_at; report(latency_ms) after each, or report(None, error)."""
+    conn = http.client.HTTPConnection(HOST, port, timeout=300)
+    try:
+        while time.monotonic() < stop_at:
+            t = time.monotonic()
+            post(conn, body, query)
+            report((time.monotonic() - t) * 1000)
+    except Exception as e:  # reported, not hidden
+        report(None, str(e))
+    finally:
+        conn.close()
+
+
+def client_process(port, body, query, stop_at, queue):
+    lat, errors = [], []
+    client_loop(port, body, query, stop_at, lambda ms, e=None: lat.append(ms) if e is None else errors.append(e))
+    queue.put((lat, errors))
+
+
+def throughput(port, body, query, clients, seconds, pid=None, processes=False):
+    """Frames per second with `clients` at once for `seconds`, with what each frame cost in CPU: the daemon's
+    (by thread), the clients', the whole host's busy share, and the GPU thread's time by state (/metrics).
+    processes: each client a process of its own (no interpreter lock between them)."""
     done, errors, lat = [0], [], []
     lock = threading.Lock()
     stop_at = time.monotonic() + seconds
     rss = [0]
     gpu = [None]
 
+    def report(ms, error=None):
+        with lock:
+            if error is None:
+                done[0] += 1
+                lat.append(ms)
+            else:
+                errors.append(error)
+
     def client():
-        conn = http.client.HTTPConnection(HOST, port, timeout=300)
-        try:
-            while time.monotonic() < stop_at:
-                t = time.monotonic()
-                post(conn, body, query)
-                with lock:
-                    done[0] += 1
-                    lat.append((time.monotonic() - t) * 1000)
-        except Exception as e:  # reported, not hidden
-            errors.append(str(e))
-        finally:
-            conn.close()
+        client_loop(port, body, query, stop_at, report)
 
     def sampler():  # resident memory and GPU memory while the clients run
         while time.monotonic() < stop_at:
@@ -154,17 +217,42 @@ def throughput(port, body, query, clients, seconds, pid=None):
                 pass
             time.sleep(0.25)
 
+    d0, h0, g0, c0 = thread_cpu_ms(pid) if pid else (0, {}), host_cpu(), gpu_thread_seconds(port), os.times()
     t0 = time.monotonic()
-    threads = [threading.Thread(target=client) for _ in range(clients)]
+    threads = [] if processes else [threading.Thread(target=client) for _ in range(clients)]
+    procs, queue = [], None
+    if processes:
+        ctx = multiprocessing.get_context("fork")
+        queue = ctx.Queue()
+        procs = [ctx.Process(target=client_process, args=(port, body, query, stop_at, queue)) for _ in range(clients)]
     if pid:
         threads.append(threading.Thread(target=sampler))
-    for t in threads:
+    for t in threads + procs:
         t.start()
-    for t in threads:
+    for _ in procs:
+        p_lat, p_err = queue.get(timeout=seconds + 300)
+        for ms in p_lat:
+            report(ms)
+        for e in p_err:
+            report(None, e)
+    for t in threads + procs:
         t.join(timeout=seconds + 300)
-    fps = done[0] / (time.monotonic() - t0)
+    wall = time.monotonic() - t0
+    d1, h1, g1, c1 = thread_cpu_ms(pid) if pid else (0, {}), host_cpu(), gpu_thread_seconds(port), os.times()
+    fps = done[0] / wall
+    frames = max(done[0], 1)
+    by_name = {k: (v - d0[1].get(k, 0)) / frames for k, v in d1[1].items() if v - d0[1].get(k, 0) > 0}
+    # Threads that ended during the run (the EXR decoder's, the PNG strips') are in the process's total only.
+    by_name["(ended threads)"] = max(0.0, (d1[0] - d0[0]) / frames - sum(by_name.values()))
+    client_s = (c1.user + c1.system + c1.children_user + c1.children_system) - \
+               (c0.user + c0.system + c0.children_user + c0.children_system)
+    g_total = sum(g1.get(k, 0) - g0.get(k, 0) for k in GPU_THREAD_STATES) or 1
     return {"fps": fps, "errors": errors, "p50_ms": pct(lat, 50) if lat else None,
-            "p99_ms": pct(lat, 99) if lat else None, "rss_peak_kb": rss[0] or None, "gpu_bytes_peak": gpu[0]}
+            "p99_ms": pct(lat, 99) if lat else None, "rss_peak_kb": rss[0] or None, "gpu_bytes_peak": gpu[0],
+            "daemon_cpu_ms_per_frame": (d1[0] - d0[0]) / frames, "daemon_threads_ms_per_frame": by_name,
+            "client_cpu_ms_per_frame": client_s * 1000 / frames,
+            "host_busy_pct": 100 * (h1[0] - h0[0]) / max(h1[1] - h0[1], 1),
+            "gpu_thread_share": {k: (g1.get(k, 0) - g0.get(k, 0)) / g_total for k in GPU_THREAD_STATES}}
 
 
 def first_requests(port, body, query, n=10):
@@ -191,6 +279,8 @@ def main():
     ap.add_argument("--formats", default="webp,png", help="of " + ", ".join(FORMATS))
     ap.add_argument("--compressions", default="zip,piz")
     ap.add_argument("--json", help="write every figure here")
+    ap.add_argument("--client-processes", action="store_true",
+                    help="each throughput client a process of its own, not a thread of this one")
     a = ap.parse_args()
     result = {"date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "latency": {}, "throughput": [],
               "first_requests": {}}
@@ -235,12 +325,21 @@ def main():
                       "|---|---|---|---|---|---|---|---|---|")
                 for fmt, query in formats:
                     for clients in (int(c) for c in a.clients.split(",")):
-                        r = throughput(port, body, query, clients, a.seconds, proc.pid)
+                        r = throughput(port, body, query, clients, a.seconds, proc.pid, a.client_processes)
                         result["throughput"].append({"frame": comp, "output": fmt, "clients": clients, **r})
                         mb = lambda v, k=1024: f"{v / k:.0f}" if v else "-"  # noqa: E731
                         print(f"| {comp} | {fmt} | {clients} | {r['fps']:.2f} | {r['p50_ms'] or 0:.0f} | "
                               f"{r['p99_ms'] or 0:.0f} | {mb(r['rss_peak_kb'])} | {mb(r['gpu_bytes_peak'], 1 << 20)} | "
                               f"{len(r['errors'])} {r['errors'][:1]} |")
+                print()
+                print("| output | clients | daemon CPU ms/frame (its threads) | client CPU ms/frame | host busy | GPU "
+                      "thread: idle / decode wait / GPU wait / encoder wait / work |\n|---|---|---|---|---|---|")
+                for r in (r for r in result["throughput"] if r["frame"] == comp):
+                    threads = ", ".join(f"{k} {v:.1f}" for k, v in sorted(r["daemon_threads_ms_per_frame"].items(),
+                                                                           key=lambda kv: -kv[1]) if v >= 0.05)
+                    share = " / ".join(f"{100 * r['gpu_thread_share'][k]:.0f}%" for k in GPU_THREAD_STATES)
+                    print(f"| {r['output']} | {r['clients']} | {r['daemon_cpu_ms_per_frame']:.1f} ({threads}) | "
+                          f"{r['client_cpu_ms_per_frame']:.1f} | {r['host_busy_pct']:.0f}% | {share} |")
                 print()
             hwm = memory_kb(proc.pid).get("VmHWM")
             result["rss_hwm_kb"] = hwm

@@ -127,6 +127,13 @@ static void report(void *ctx, hp_gpu_report *out)
         hp_host_pool_usage(b->host_pool, &blocks, &kept);
     out->host_blocks_out = blocks;
     out->host_kept_bytes = kept;
+    hp_gpu_thread_time t;
+    hp_worker_gpu_thread_time(b->worker, &t);
+    out->gpu_thread_idle_s = t.idle;
+    out->gpu_thread_decode_wait_s = t.decode_wait;
+    out->gpu_thread_gpu_wait_s = t.gpu_wait;
+    out->gpu_thread_encoder_wait_s = t.encoder_wait;
+    out->gpu_thread_work_s = t.work;
 }
 
 static double ms_since(const struct timespec *t0)

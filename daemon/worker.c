@@ -11,6 +11,9 @@
 #include "common/cpus.h"
 #include "common/log.h"
 
+/* The GPU thread's states (hp_gpu_thread_time). */
+enum { STATE_WORK, STATE_IDLE, STATE_DECODE_WAIT, STATE_GPU_WAIT, STATE_ENCODER_WAIT, GPU_THREAD_STATES };
+
 /* A FIFO of jobs with a capacity; both queues below are one of these. */
 typedef struct job_fifo {
     hp_job **items;
@@ -84,7 +87,21 @@ struct hp_worker {
     void (*on_device_lost)(void *ctx); /* under lock: hp_worker_set_on_device_lost */
     void *on_device_lost_ctx;
     hp_host_pool *host_pool;    /* hp_worker_config */
+    /* The GPU thread's time by state (hp_gpu_thread_time): the state it is in and since when (its own),
+     * the totals in nanoseconds (read by any thread). */
+    int state;
+    uint64_t state_since_ns;
+    _Atomic uint64_t state_ns[GPU_THREAD_STATES];
 };
+
+/* The GPU thread enters a state: the time since the last change goes to the state it leaves. */
+static void gpu_thread_enters(hp_worker *w, int state)
+{
+    uint64_t now = hp_now_ns();
+    atomic_fetch_add(&w->state_ns[w->state], now - w->state_since_ns);
+    w->state = state;
+    w->state_since_ns = now;
+}
 
 /* The test delay: nanosleep resumed after a signal (SIGTERM during a drain must not cut it short, or the
  * drain test would see fast frames). */
@@ -110,8 +127,12 @@ static void hand_to_pool(hp_worker *w, hp_job *job)
     pthread_mutex_lock(&w->lock);
     /* When encoding is slower than the GPU, the GPU thread waits here for room rather than losing a job:
      * the queue in front of it then fills, and new frames are answered 429. */
+    if (w->finished.count >= w->finished_max)
+        gpu_thread_enters(w, STATE_ENCODER_WAIT);
     while (w->finished.count >= w->finished_max)
         pthread_cond_wait(&w->pool_space, &w->lock);
+    if (w->state == STATE_ENCODER_WAIT)
+        gpu_thread_enters(w, STATE_WORK);
     fifo_push(&w->finished, job);
     pthread_cond_signal(&w->pool_wake);
     pthread_mutex_unlock(&w->lock);
@@ -128,6 +149,7 @@ static bool wait_decoded(hp_worker *w, hp_job *job, bool upload_parts)
      * HP_FRAME_UPLOAD_PARTS. */
     const uint32_t step = height / HP_FRAME_UPLOAD_PARTS + 1;
     uint32_t uploaded = 0;
+    gpu_thread_enters(w, STATE_DECODE_WAIT); /* the parts' submissions are counted in it: they are short */
     for (bool finished = false; !finished;) {
         /* Without parts (not the pool's memory, or a part refused) only the end is waited for. */
         uint32_t ready = hp_rows_ready_wait(job->rows, upload_parts ? uploaded + step : UINT32_MAX, &finished);
@@ -138,6 +160,7 @@ static bool wait_decoded(hp_worker *w, hp_job *job, bool upload_parts)
             uploaded = ready;
         }
     }
+    gpu_thread_enters(w, STATE_WORK);
     hp_code code = HP_OK;
     if (!hp_rows_ready_result(job->rows, &code, &job->err))
         code = hp_fail(&job->err, HP_ERR_INTERNAL, "the frame's decoder stopped without finishing");
@@ -248,7 +271,9 @@ static void take_png_stream(hp_job *job)
 /* Waits for a job in flight and takes its image out of the read-back memory, which a later frame reuses. */
 static void finish_job(hp_worker *w, hp_job *job, uint32_t ticket)
 {
+    gpu_thread_enters(w, STATE_GPU_WAIT);
     job->code = hp_frame_graph_wait(w->graph, ticket, &job->result, &job->err);
+    gpu_thread_enters(w, STATE_WORK);
     if (job->code == HP_ERR_DEVICE_LOST) {
         /* The GPU may still copy from and into the frame's blocks (a frame past its fence's timeout): they
          * are never given back, so that no later request is handed memory a hung copy can still touch. */
@@ -304,6 +329,7 @@ static void done(hp_worker *w, hp_job *job)
  * out while the GPU runs the next. With nothing more queued it finishes the frame in flight at once. */
 static void *gpu_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "hp-gpu"); /* top -H, perf and /proc name it */
     hp_worker *w = arg;
     hp_job *flying = NULL;
     uint32_t flying_ticket = 0;
@@ -322,7 +348,9 @@ static void *gpu_main(void *arg)
             }
             if (w->stopping)
                 break;
+            gpu_thread_enters(w, STATE_IDLE);
             pthread_cond_wait(&w->gpu_wake, &w->lock);
+            gpu_thread_enters(w, STATE_WORK);
             continue;
         }
         pthread_mutex_unlock(&w->lock);
@@ -358,6 +386,7 @@ static void *gpu_main(void *arg)
 
 static void *pool_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "hp-finish"); /* top -H, perf and /proc name it */
     hp_worker *w = arg;
     pthread_mutex_lock(&w->lock);
     for (;;) {
@@ -405,6 +434,8 @@ hp_code hp_worker_create(hp_frame_graph *graph, const hp_worker_config *config, 
         hp_worker_destroy(&w);
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     }
+    w->state = STATE_WORK;
+    w->state_since_ns = hp_now_ns();
     if (pthread_create(&w->gpu_thread, NULL, gpu_main, w) != 0) {
         hp_worker_destroy(&w);
         return hp_fail(err, HP_ERR_INTERNAL, "cannot start the GPU thread");
@@ -514,6 +545,17 @@ unsigned hp_worker_in_flight(hp_worker *w)
 }
 
 unsigned hp_worker_queue_capacity(hp_worker *w) { return w->waiting.capacity; }
+
+void hp_worker_gpu_thread_time(hp_worker *w, hp_gpu_thread_time *out)
+{
+    /* The totals as of the thread's last change of state: a state it has been in for long (idle between
+     * requests) shows when it leaves it. */
+    double s[GPU_THREAD_STATES];
+    for (int i = 0; i < GPU_THREAD_STATES; i++)
+        s[i] = (double)atomic_load(&w->state_ns[i]) * 1e-9;
+    *out = (hp_gpu_thread_time){.idle = s[STATE_IDLE], .decode_wait = s[STATE_DECODE_WAIT], .gpu_wait = s[STATE_GPU_WAIT],
+                                .encoder_wait = s[STATE_ENCODER_WAIT], .work = s[STATE_WORK]};
+}
 
 void hp_worker_graph_usage(hp_worker *w, uint32_t *sizes, uint64_t *device_bytes)
 {

@@ -66,4 +66,16 @@ unsigned hp_worker_queue_capacity(hp_worker *worker);
  * GPU thread's). */
 void hp_worker_graph_usage(hp_worker *worker, uint32_t *sizes, uint64_t *device_bytes);
 
+/* Where the GPU thread's time has gone since start, in seconds: what bounds the frames per second. The
+ * thread is the one serial step of a frame's way (api/ decodes and encodes on many threads), so when it
+ * is never idle, the time it spends in each state is what to shorten. */
+typedef struct hp_gpu_thread_time {
+    double idle;         /* no frame queued */
+    double decode_wait;  /* the next frame queued but still arriving or decoding (wait_decoded) */
+    double gpu_wait;     /* the GPU still running the frame in flight (its fence) */
+    double encoder_wait; /* the finishing pool full: the encoders behind (back-pressure) */
+    double work;         /* everything else: submitting, copies, bookkeeping */
+} hp_gpu_thread_time;
+void hp_worker_gpu_thread_time(hp_worker *worker, hp_gpu_thread_time *out);
+
 #endif

@@ -868,6 +868,13 @@ def status_routes(d):
           f"{status} {headers.get('content-type')} answers {answers}; deltas 200 {delta(ok200)} 400 {delta(ok400)} "
           f"count {delta(total)} frames {delta('hdrpost_frames_total')} pixels {delta('hdrpost_pixels_total')}; "
           f"buckets {buckets}")
+    states = ("idle", "decode_wait", "gpu_wait", "encoder_wait", "work")
+    gpu_thread = {s: after.get(f'hdrpost_gpu_thread_seconds_total{{state="{s}"}}') for s in states}
+    moved = {s: delta(f'hdrpost_gpu_thread_seconds_total{{state="{s}"}}') for s in states}
+    point("GET /metrics: the GPU thread's seconds by state, every state there and none going back; two frames "
+          "moved its GPU wait and its work",
+          all(v is not None and v >= 0 for v in gpu_thread.values()) and all(v >= 0 for v in moved.values())
+          and moved["gpu_wait"] > 0 and moved["work"] > 0, f"{gpu_thread} moved {moved}")
 
 
 def compressions(d, tmp):
