@@ -1502,10 +1502,16 @@ typedef struct chunk_worker {
 
 static void *decode_worker(void *arg)
 {
-    pthread_setname_np(pthread_self(), "hp-exr-decode"); /* top -H, perf and /proc name it */
     chunk_worker *w = arg;
     w->code = decode_chunks(w->reader, 0, w->reader->chunk_count, w->next, w->dest, &w->stats, &w->failed_at, &w->err);
     return NULL;
+}
+
+/* A worker's own thread, named for top -H, perf and /proc (decode_worker also runs on the caller's). */
+static void *decode_thread(void *arg)
+{
+    pthread_setname_np(pthread_self(), "hp-exr-decode");
+    return decode_worker(arg);
 }
 
 #define HP_EXR_MAX_THREADS 64
@@ -1546,7 +1552,7 @@ hp_code hp_exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options 
     for (uint32_t t = 0; t < threads; t++) {
         workers[t] = (chunk_worker){.reader = r, .next = &next, .dest = dest};
         if (t > 0) /* a thread that cannot be had is simply one fewer taking chunks */
-            started[t] = pthread_create(&tids[t], NULL, decode_worker, &workers[t]) == 0;
+            started[t] = pthread_create(&tids[t], NULL, decode_thread, &workers[t]) == 0;
     }
     decode_worker(&workers[0]);
     started[0] = true;
