@@ -129,23 +129,23 @@ GPU_THREAD_STATES = ("idle", "decode_wait", "gpu_wait", "encoder_wait", "work")
 
 
 def thread_cpu_ms(pid):
-    """CPU time (user + system) of the process, and of its live threads by name (the daemon names its own:
-    hp-gpu, hp-finish, hp-exr-decode, ...; libmicrohttpd's carry the process's name), ms."""
+    """CPU time (user + system) of the process, its system part, and of its live threads by name (the daemon
+    names its own: hp-gpu, hp-finish, hp-exr-decode, ...; libmicrohttpd's are MHD-*), ms."""
     def ticks(path):
         with open(path) as f:
             text = f.read()
         name = text[text.index("(") + 1:text.rindex(")")]
         fields = text[text.rindex(")") + 2:].split()
-        return name, (int(fields[11]) + int(fields[12])) * TICK_MS
-    _, total = ticks(f"/proc/{pid}/stat")
+        return name, (int(fields[11]) + int(fields[12])) * TICK_MS, int(fields[12]) * TICK_MS
+    _, total, system = ticks(f"/proc/{pid}/stat")
     by_name = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
-            name, ms = ticks(f"/proc/{pid}/task/{tid}/stat")
+            name, ms, _ = ticks(f"/proc/{pid}/task/{tid}/stat")
         except (OSError, ValueError):
             continue  # a thread that ended meanwhile
         by_name[name] = by_name.get(name, 0) + ms
-    return total, by_name
+    return total, by_name, system
 
 
 def host_cpu():
@@ -217,7 +217,7 @@ def throughput(port, body, query, clients, seconds, pid=None, processes=False):
                 pass
             time.sleep(0.25)
 
-    d0, h0, g0, c0 = thread_cpu_ms(pid) if pid else (0, {}), host_cpu(), gpu_thread_seconds(port), os.times()
+    d0, h0, g0, c0 = thread_cpu_ms(pid) if pid else (0, {}, 0), host_cpu(), gpu_thread_seconds(port), os.times()
     t0 = time.monotonic()
     threads = [] if processes else [threading.Thread(target=client) for _ in range(clients)]
     procs, queue = [], None
@@ -238,7 +238,7 @@ def throughput(port, body, query, clients, seconds, pid=None, processes=False):
     for t in threads + procs:
         t.join(timeout=seconds + 300)
     wall = time.monotonic() - t0
-    d1, h1, g1, c1 = thread_cpu_ms(pid) if pid else (0, {}), host_cpu(), gpu_thread_seconds(port), os.times()
+    d1, h1, g1, c1 = thread_cpu_ms(pid) if pid else (0, {}, 0), host_cpu(), gpu_thread_seconds(port), os.times()
     fps = done[0] / wall
     frames = max(done[0], 1)
     by_name = {k: (v - d0[1].get(k, 0)) / frames for k, v in d1[1].items() if v - d0[1].get(k, 0) > 0}
@@ -250,6 +250,7 @@ def throughput(port, body, query, clients, seconds, pid=None, processes=False):
     return {"fps": fps, "errors": errors, "p50_ms": pct(lat, 50) if lat else None,
             "p99_ms": pct(lat, 99) if lat else None, "rss_peak_kb": rss[0] or None, "gpu_bytes_peak": gpu[0],
             "daemon_cpu_ms_per_frame": (d1[0] - d0[0]) / frames, "daemon_threads_ms_per_frame": by_name,
+            "daemon_system_ms_per_frame": (d1[2] - d0[2]) / frames,
             "client_cpu_ms_per_frame": client_s * 1000 / frames,
             "host_busy_pct": 100 * (h1[0] - h0[0]) / max(h1[1] - h0[1], 1),
             "gpu_thread_share": {k: (g1.get(k, 0) - g0.get(k, 0)) / g_total for k in GPU_THREAD_STATES}}
@@ -332,13 +333,15 @@ def main():
                               f"{r['p99_ms'] or 0:.0f} | {mb(r['rss_peak_kb'])} | {mb(r['gpu_bytes_peak'], 1 << 20)} | "
                               f"{len(r['errors'])} {r['errors'][:1]} |")
                 print()
-                print("| output | clients | daemon CPU ms/frame (its threads) | client CPU ms/frame | host busy | GPU "
-                      "thread: idle / decode wait / GPU wait / encoder wait / work |\n|---|---|---|---|---|---|")
+                print("| output | clients | daemon CPU ms/frame (of it in the kernel; by thread) | client CPU ms/frame | "
+                      "host busy | GPU thread: idle / decode wait / GPU wait / encoder wait / work |\n"
+                      "|---|---|---|---|---|---|")
                 for r in (r for r in result["throughput"] if r["frame"] == comp):
                     threads = ", ".join(f"{k} {v:.1f}" for k, v in sorted(r["daemon_threads_ms_per_frame"].items(),
                                                                            key=lambda kv: -kv[1]) if v >= 0.05)
                     share = " / ".join(f"{100 * r['gpu_thread_share'][k]:.0f}%" for k in GPU_THREAD_STATES)
-                    print(f"| {r['output']} | {r['clients']} | {r['daemon_cpu_ms_per_frame']:.1f} ({threads}) | "
+                    print(f"| {r['output']} | {r['clients']} | {r['daemon_cpu_ms_per_frame']:.1f} "
+                          f"({r['daemon_system_ms_per_frame']:.1f}; {threads}) | "
                           f"{r['client_cpu_ms_per_frame']:.1f} | {r['host_busy_pct']:.0f}% | {share} |")
                 print()
             hwm = memory_kb(proc.pid).get("VmHWM")

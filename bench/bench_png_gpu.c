@@ -1,9 +1,14 @@
 /* PNG filtering and deflate on the GPU (pipeline/png_gpu.h, issue 20): each pass's GPU time (timestamps
- * around every dispatch, median of the runs), the compressed size against zlib level 1 and deflate_runs
- * (api/deflate_runs.h) on the same filtered bytes, and their CPU time on one core of this host. The image:
- * tests/data's Blender street frame tone-mapped by the CPU reference (default parameters) and tiled 4 x 4 to
- * 3840 x 2160, RGB, 8 and 16 bits. Every run's stream is checked once: zlib inflates it to the CPU
- * reference's filtered bytes. */
+ * around every dispatch, median of the runs) at 1080p, 4K and 8K, beside the CPU on the same host: the
+ * daemon's own CPU encoder (api/encode.h, strips on every core, the default effort), libdeflate level 1 on
+ * every core (the filtered bytes cut into one strip a core, as the CPU encoder cuts them), zlib level 1 and
+ * deflate_runs (api/deflate_runs.h) on one core; every compressed size. The images: tests/data's Blender
+ * street frame tone-mapped by the CPU reference (default parameters) and tiled 2 x 2, 4 x 4 and 8 x 8 (RGB,
+ * 8 bits; 16 bits at 4K), and the frame bench_http.py posts (scaled up 4x bilinearly, through half floats,
+ * as tools/make_frame does): smooth, so its sizes differ from the tiled ones'. Every stream is checked once:
+ * zlib inflates it to the CPU reference's filtered bytes. */
+#include <libdeflate.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +16,12 @@
 #include <zlib.h>
 
 #include "api/deflate_runs.h"
+#include "api/encode.h"
 #include "api/image.h"
 #include "bench_common.h"
+#include "common/cpus.h"
 #include "common/file.h"
+#include "pipeline/cpu_reference.h"
 #include "pipeline/frame_graph.h"
 #include "pipeline/png_gpu.h"
 
@@ -24,8 +32,8 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
-/* The street frame tone-mapped to `depth` bits, tiled tiles x tiles; *w, *h its size. */
-static uint8_t *street_image(uint32_t depth, uint32_t tiles, uint32_t *w, uint32_t *h)
+/* The street frame as RGBA32F; *w, *h its size. */
+static float *street_frame(uint32_t *w, uint32_t *h)
 {
     char path[512];
     snprintf(path, sizeof(path), "%s/blender_street_960x540_singlelayer.exr", HP_TEST_DATA);
@@ -34,25 +42,259 @@ static uint8_t *street_image(uint32_t depth, uint32_t tiles, uint32_t *w, uint32
     hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
     hp_image_info info;
     CHECK(bytes && hp_image_probe(bytes, len, &opt, &info, &bench_err) == HP_OK);
-    size_t n = (size_t)info.width * info.height, px = depth == 8 ? 4 : 8;
-    float *frame = malloc(n * 16);
-    uint8_t *toned = malloc(n * px);
-    CHECK(frame && toned && hp_image_decode(bytes, len, &opt, &info, frame, HP_LAYOUT_RGBA32F, NULL, &bench_err) == HP_OK);
+    float *frame = malloc((size_t)info.width * info.height * 16);
+    CHECK(frame && hp_image_decode(bytes, len, &opt, &info, frame, HP_LAYOUT_RGBA32F, NULL, &bench_err) == HP_OK);
+    free(bytes);
+    *w = info.width, *h = info.height;
+    return frame;
+}
+
+/* A frame tone-mapped to `depth` bits by the CPU reference (default parameters). */
+static uint8_t *tone(const float *frame, uint32_t w, uint32_t h, uint32_t depth)
+{
     hp_frame_params fp;
     hp_frame_params_defaults(&fp);
     fp.params.output.bit_depth = depth;
     hp_lum_stats cs;
     hp_tone_state ts;
-    CHECK(hp_cpu_render_frame(frame, HP_PIXEL_RGBA32F, info.width, info.height, &fp.params, &cs, &ts, toned) == HP_OK);
-    *w = info.width * tiles, *h = info.height * tiles;
+    uint8_t *toned = malloc((size_t)w * h * (depth == 8 ? 4 : 8));
+    CHECK(toned && hp_cpu_render_frame(frame, HP_PIXEL_RGBA32F, w, h, &fp.params, &cs, &ts, toned) == HP_OK);
+    return toned;
+}
+
+/* The street frame tone-mapped to `depth` bits, tiled tiles x tiles; *w, *h its size. */
+static uint8_t *street_tiled(uint32_t depth, uint32_t tiles, uint32_t *w, uint32_t *h)
+{
+    uint32_t sw, sh;
+    float *frame = street_frame(&sw, &sh);
+    uint8_t *toned = tone(frame, sw, sh, depth);
+    size_t px = depth == 8 ? 4 : 8;
+    *w = sw * tiles, *h = sh * tiles;
     uint8_t *img = malloc((size_t)*w * *h * px);
     CHECK(img != NULL);
     for (uint32_t y = 0; y < *h; y++)
         for (uint32_t tx = 0; tx < tiles; tx++)
-            memcpy(img + ((size_t)y * *w + (size_t)tx * info.width) * px, toned + (size_t)(y % info.height) * info.width * px,
-                   (size_t)info.width * px);
-    free(bytes), free(frame), free(toned);
+            memcpy(img + ((size_t)y * *w + (size_t)tx * sw) * px, toned + (size_t)(y % sh) * sw * px, (size_t)sw * px);
+    free(frame), free(toned);
     return img;
+}
+
+/* The street frame scaled up `factor` times as tools/make_frame makes bench_http's frame (bilinear, pixel
+ * centres, clamped at the edges, rounded to half floats), then tone-mapped to `depth` bits. */
+static uint8_t *street_scaled(uint32_t depth, uint32_t factor, uint32_t *w, uint32_t *h)
+{
+    uint32_t sw, sh;
+    float *src = street_frame(&sw, &sh);
+    *w = sw * factor, *h = sh * factor;
+    float *big = malloc((size_t)*w * *h * 16);
+    CHECK(big != NULL);
+    for (uint32_t y = 0; y < *h; y++) {
+        float fy = ((float)y + 0.5f) / (float)factor - 0.5f;
+        uint32_t y0 = fy < 0 ? 0 : (uint32_t)fy, y1 = y0 + 1 < sh ? y0 + 1 : y0;
+        float ty = fy < 0 ? 0 : fy - (float)y0;
+        for (uint32_t x = 0; x < *w; x++) {
+            float fx = ((float)x + 0.5f) / (float)factor - 0.5f;
+            uint32_t x0 = fx < 0 ? 0 : (uint32_t)fx, x1 = x0 + 1 < sw ? x0 + 1 : x0;
+            float tx = fx < 0 ? 0 : fx - (float)x0;
+            const float *r0 = src + 4 * (size_t)y0 * sw, *r1 = src + 4 * (size_t)y1 * sw;
+            for (int c = 0; c < 4; c++) {
+                float a = r0[4 * x0 + c] + (r0[4 * x1 + c] - r0[4 * x0 + c]) * tx;
+                float b = r1[4 * x0 + c] + (r1[4 * x1 + c] - r1[4 * x0 + c]) * tx;
+                big[((size_t)y * *w + x) * 4 + c] = hp_half_to_float(hp_float_to_half(a + (b - a) * ty));
+            }
+        }
+    }
+    uint8_t *img = tone(big, *w, *h, depth);
+    free(src), free(big);
+    return img;
+}
+
+/* libdeflate level 1 on one strip of the filtered bytes (a thread each). */
+typedef struct ld_strip {
+    const uint8_t *in;
+    size_t in_len, out_len;
+} ld_strip;
+
+static void *ld_compress(void *arg)
+{
+    ld_strip *st = arg;
+    struct libdeflate_compressor *c = libdeflate_alloc_compressor(1);
+    size_t cap = libdeflate_deflate_compress_bound(c, st->in_len);
+    uint8_t *out = malloc(cap);
+    CHECK(c && out);
+    st->out_len = libdeflate_deflate_compress(c, st->in, st->in_len, out, cap);
+    CHECK(st->out_len > 0);
+    free(out);
+    libdeflate_free_compressor(c);
+    return NULL;
+}
+
+/* libdeflate level 1 over `threads` strips at once: wall ms; *bytes the strips' deflate bytes together. */
+static double libdeflate_all_cores(const uint8_t *in, size_t len, unsigned threads, size_t *bytes)
+{
+    ld_strip st[256];
+    pthread_t tid[256];
+    threads = threads < 1 ? 1 : threads > 256 ? 256 : threads;
+    size_t step = (len + threads - 1) / threads;
+    double t0 = now_ms();
+    for (unsigned i = 0; i < threads; i++) {
+        size_t at = (size_t)i * step < len ? (size_t)i * step : len;
+        st[i] = (ld_strip){.in = in + at, .in_len = len - at < step ? len - at : step};
+        CHECK(pthread_create(&tid[i], NULL, ld_compress, &st[i]) == 0);
+    }
+    *bytes = 0;
+    for (unsigned i = 0; i < threads; i++) {
+        pthread_join(tid[i], NULL);
+        *bytes += st[i].out_len;
+    }
+    return now_ms() - t0;
+}
+
+/* The median of `runs` calls' wall ms of the CPU encoder (api/encode.h, every core, default effort). */
+static double cpu_encoder(const uint8_t *img, uint32_t w, uint32_t h, uint32_t depth, uint32_t runs, size_t *bytes,
+                          double *cpu_ms)
+{
+    hp_params p;
+    hp_params_defaults(&p);
+    p.output.format = HP_OUTPUT_PNG;
+    p.output.bit_depth = depth;
+    double *ms = calloc(runs, sizeof(double));
+    CHECK(ms != NULL);
+    for (uint32_t r = 0; r < runs; r++) {
+        hp_encoded enc = {0};
+        double t0 = now_ms();
+        CHECK(hp_encode(img, w, h, depth, false, HP_ENCODING_SRGB_LIKE, &p.output, &enc, &bench_err) == HP_OK);
+        ms[r] = now_ms() - t0;
+        *bytes = enc.size;
+        *cpu_ms = enc.cpu_ms;
+        hp_encoded_free(&enc);
+    }
+    double median = bench_median(ms, runs);
+    free(ms);
+    return median;
+}
+
+static const char *const pass_names[HP_PNG_GPU_PASSES] = {"choose", "apply", "deflate", "offsets", "compact"};
+
+/* The GPU passes' median times over `runs` submissions into pass_ms (the last entry: all of them). */
+static void gpu_times(hp_png_gpu *png, const hp_png_gpu_layout *l, hp_png_gpu_io io, uint32_t runs, double *pass_ms)
+{
+    double period_ms = hp_gpu_get_info(bench_gpu)->timestamp_period_ns * 1e-6;
+    /* A warm-up run, then the timed ones, each its own submission (as a frame's would be). */
+    for (uint32_t r = 0; r <= runs; r++) {
+        uint32_t q = r == 0 ? 0 : (r - 1) * HP_PNG_GPU_TIMESTAMPS;
+        bench_begin();
+        vkCmdResetQueryPool(bench_cmd, bench_queries, q, HP_PNG_GPU_TIMESTAMPS);
+        io.first_query = q;
+        hp_png_gpu_record(png, bench_cmd, l, &io);
+        bench_barrier_all();
+        bench_submit_and_wait();
+    }
+    uint64_t *ts = calloc((size_t)runs * HP_PNG_GPU_TIMESTAMPS, sizeof(uint64_t));
+    double *ms = calloc(runs, sizeof(double));
+    CHECK(ts && ms);
+    bench_read_timestamps(runs * HP_PNG_GPU_TIMESTAMPS, ts);
+    for (int k = 0; k <= HP_PNG_GPU_PASSES; k++) {
+        for (uint32_t r = 0; r < runs; r++) {
+            const uint64_t *t = ts + (size_t)r * HP_PNG_GPU_TIMESTAMPS;
+            ms[r] = (double)(k < HP_PNG_GPU_PASSES ? t[k + 1] - t[k] : t[HP_PNG_GPU_PASSES] - t[0]) * period_ms;
+        }
+        pass_ms[k] = bench_median(ms, runs);
+    }
+    free(ts), free(ms);
+}
+
+/* One image through the GPU's passes and the CPU's coders; false when the GPU's stream is wrong. */
+static bool bench_image(hp_png_gpu *png, const uint8_t *img, uint32_t w, uint32_t h, uint32_t depth,
+                        const char *what, uint32_t runs)
+{
+    hp_png_gpu_layout l;
+    CHECK(hp_png_gpu_layout_for(png, w, h, 3, depth, &l, &bench_err) == HP_OK);
+    enum { STAGING, IMAGE, FILTERED, TYPES, SLOTS, TABLE, TOKENS, JOINED, RB_FILTERED, RB_JOINED, RB_TABLE, NBUF };
+    hp_buffer b[NBUF];
+    const VkDeviceSize sizes[NBUF] = {l.image_size,    l.image_size,  l.filtered_size, l.types_size,
+                                      l.slots_size,    l.table_size,  l.tokens_size,   l.joined_size,
+                                      l.filtered_size, l.joined_size, l.table_size};
+    const hp_mem_kind kinds[NBUF] = {HP_MEM_UPLOAD,   HP_MEM_DEVICE,   HP_MEM_DEVICE, HP_MEM_DEVICE,
+                                     HP_MEM_DEVICE,   HP_MEM_DEVICE,   HP_MEM_DEVICE, HP_MEM_DEVICE,
+                                     HP_MEM_READBACK, HP_MEM_READBACK, HP_MEM_READBACK};
+    for (int i = 0; i < NBUF; i++)
+        CHECK(hp_buffer_create(bench_gpu, sizes[i], kinds[i], "bench_png", &b[i], &bench_err) == HP_OK);
+    memcpy(b[STAGING].mapped, img, l.image_size);
+    hp_buffer_flush(bench_gpu, &b[STAGING]);
+    bench_begin();
+    VkBufferCopy up = {.size = l.image_size};
+    vkCmdCopyBuffer(bench_cmd, b[STAGING].buffer, b[IMAGE].buffer, 1, &up);
+    bench_barrier_all();
+    bench_submit_and_wait();
+
+    hp_png_gpu_io io = {.image = b[IMAGE].address, .filtered = &b[FILTERED], .types = &b[TYPES],
+                        .slots = &b[SLOTS], .table = &b[TABLE], .tokens = &b[TOKENS], .joined = &b[JOINED],
+                        .timestamps = bench_queries};
+    double pass_ms[HP_PNG_GPU_PASSES + 1];
+    gpu_times(png, &l, io, runs, pass_ms);
+
+    /* The result, once: read back, joined, inflated against the CPU reference. */
+    bench_begin();
+    VkBufferCopy f = {.size = l.filtered_size}, s = {.size = l.joined_size}, t = {.size = l.table_size};
+    vkCmdCopyBuffer(bench_cmd, b[FILTERED].buffer, b[RB_FILTERED].buffer, 1, &f);
+    vkCmdCopyBuffer(bench_cmd, b[JOINED].buffer, b[RB_JOINED].buffer, 1, &s);
+    vkCmdCopyBuffer(bench_cmd, b[TABLE].buffer, b[RB_TABLE].buffer, 1, &t);
+    bench_barrier_all();
+    bench_submit_and_wait();
+    for (int i = RB_FILTERED; i <= RB_TABLE; i++)
+        hp_buffer_invalidate(bench_gpu, &b[i]);
+    uint8_t *want = malloc(l.filtered_size);
+    hp_png_cpu_filter(&l, img, want);
+    size_t zcap = hp_png_gpu_zlib_bound(&l), zlen = 0;
+    uint8_t *zs = malloc(zcap), *inflated = malloc(l.filtered_bytes);
+    CHECK(hp_png_gpu_join(&l, b[RB_JOINED].mapped, b[RB_TABLE].mapped, zs, zcap, &zlen, &bench_err) == HP_OK);
+    uLongf out_len = (uLongf)l.filtered_bytes;
+    bool exact = memcmp(b[RB_FILTERED].mapped, want, l.filtered_bytes) == 0 &&
+                 uncompress(inflated, &out_len, zs, (uLong)zlen) == Z_OK && out_len == l.filtered_bytes &&
+                 memcmp(inflated, want, l.filtered_bytes) == 0;
+    uint32_t btypes[3] = {0};
+    for (uint32_t sg = 0; sg < l.segments; sg++) {
+        hp_png_gpu_segment seg;
+        memcpy(&seg, (const uint8_t *)b[RB_TABLE].mapped + sg * sizeof(seg), sizeof(seg));
+        btypes[seg.btype < 3 ? seg.btype : 0]++;
+    }
+
+    /* The CPU on the same image: the daemon's encoder and libdeflate 1 on every core, zlib 1 and
+     * deflate_runs on one. */
+    unsigned cores = hp_usable_cpus();
+    size_t enc_bytes = 0, ld_bytes = 0;
+    double enc_cpu = 0, enc_ms = cpu_encoder(img, w, h, depth, runs < 5 ? runs : 5, &enc_bytes, &enc_cpu);
+    double ld_ms = libdeflate_all_cores(want, l.filtered_bytes, cores, &ld_bytes);
+    uLongf z1 = compressBound((uLong)l.filtered_bytes);
+    uint8_t *zb = malloc(z1 > hp_deflate_runs_bound(l.filtered_bytes) ? z1 : hp_deflate_runs_bound(l.filtered_bytes));
+    double t0 = now_ms();
+    CHECK(compress2(zb, &z1, want, (uLong)l.filtered_bytes, 1) == Z_OK);
+    double t1 = now_ms();
+    size_t runs_len = 0;
+    CHECK(hp_deflate_runs(want, l.filtered_bytes, true, zb, &runs_len));
+    double t2 = now_ms();
+
+    printf("\n%ux%u RGB %u-bit (%s): %llu filtered bytes, %u segments (%u stored, %u fixed, %u dynamic); stream %s\n",
+           w, h, depth, what, (unsigned long long)l.filtered_bytes, l.segments, btypes[0], btypes[1], btypes[2],
+           exact ? "inflates exactly" : "WRONG");
+    for (int k = 0; k < HP_PNG_GPU_PASSES; k++)
+        printf("  %-8s %8.3f ms\n", pass_names[k], pass_ms[k]);
+    printf("  %-8s %8.3f ms\n", "total", pass_ms[HP_PNG_GPU_PASSES]);
+    double fb = (double)l.filtered_bytes;
+    printf("  | coder | ms | bytes | of the filtered bytes |\n  |---|---|---|---|\n");
+    printf("  | GPU (filter and deflate, GPU timestamps) | %.2f | %zu | %.4f |\n", pass_ms[HP_PNG_GPU_PASSES], zlen,
+           (double)zlen / fb);
+    printf("  | CPU encoder, %u cores (the whole PNG; %.0f ms of CPU) | %.2f | %zu | %.4f |\n", cores, enc_cpu,
+           enc_ms, enc_bytes, (double)enc_bytes / fb);
+    printf("  | libdeflate level 1, %u cores (deflate of the filtered bytes) | %.2f | %zu | %.4f |\n", cores, ld_ms,
+           ld_bytes, (double)ld_bytes / fb);
+    printf("  | zlib level 1, one core | %.1f | %lu | %.4f |\n", t1 - t0, (unsigned long)z1, (double)z1 / fb);
+    printf("  | deflate_runs, one core | %.1f | %zu | %.4f |\n", t2 - t1, runs_len + 6, (double)(runs_len + 6) / fb);
+    free(zb), free(want), free(zs), free(inflated);
+    for (int i = 0; i < NBUF; i++)
+        hp_buffer_destroy(bench_gpu, &b[i]);
+    return exact;
 }
 
 int main(int argc, char **argv)
@@ -65,113 +307,30 @@ int main(int argc, char **argv)
     hp_png_gpu *png;
     CHECK(hp_png_gpu_create(bench_gpu, NULL, &png, &bench_err) == HP_OK);
     const hp_png_gpu_config *cfg = hp_png_gpu_get_config(png);
-    printf("# bench_png_gpu: %s, workgroup %u x chunk %u (segments of %u bytes), %u runs (median)\n",
+    printf("# bench_png_gpu: %s, workgroup %u x chunk %u (segments of %u bytes), %u runs (median); %u usable cores\n",
            hp_gpu_get_info(bench_gpu)->device_name, cfg->workgroup_size, cfg->chunk_bytes,
-           cfg->workgroup_size * cfg->chunk_bytes, runs);
-    static const char *const pass_names[HP_PNG_GPU_PASSES] = {"choose", "apply", "deflate", "offsets", "compact"};
-    double period_ms = hp_gpu_get_info(bench_gpu)->timestamp_period_ns * 1e-6;
-    uint32_t tiles = args.quick ? 1 : 4;
-
-    for (uint32_t depth = 8; depth <= 16; depth += 8) {
-        uint32_t w, h;
-        uint8_t *img = street_image(depth, tiles, &w, &h);
-        hp_png_gpu_layout l;
-        CHECK(hp_png_gpu_layout_for(png, w, h, 3, depth, &l, &bench_err) == HP_OK);
-        enum { STAGING, IMAGE, FILTERED, TYPES, SLOTS, TABLE, TOKENS, JOINED, RB_FILTERED, RB_JOINED, RB_TABLE, NBUF };
-        hp_buffer b[NBUF];
-        const VkDeviceSize sizes[NBUF] = {l.image_size,    l.image_size,  l.filtered_size, l.types_size,
-                                          l.slots_size,    l.table_size,  l.tokens_size,   l.joined_size,
-                                          l.filtered_size, l.joined_size, l.table_size};
-        const hp_mem_kind kinds[NBUF] = {HP_MEM_UPLOAD,   HP_MEM_DEVICE,   HP_MEM_DEVICE, HP_MEM_DEVICE,
-                                         HP_MEM_DEVICE,   HP_MEM_DEVICE,   HP_MEM_DEVICE, HP_MEM_DEVICE,
-                                         HP_MEM_READBACK, HP_MEM_READBACK, HP_MEM_READBACK};
-        for (int i = 0; i < NBUF; i++)
-            CHECK(hp_buffer_create(bench_gpu, sizes[i], kinds[i], "bench_png", &b[i], &bench_err) == HP_OK);
-        memcpy(b[STAGING].mapped, img, l.image_size);
-        hp_buffer_flush(bench_gpu, &b[STAGING]);
-        bench_begin();
-        VkBufferCopy up = {.size = l.image_size};
-        vkCmdCopyBuffer(bench_cmd, b[STAGING].buffer, b[IMAGE].buffer, 1, &up);
-        bench_barrier_all();
-        bench_submit_and_wait();
-
-        hp_png_gpu_io io = {.image = b[IMAGE].address, .filtered = &b[FILTERED], .types = &b[TYPES],
-                            .slots = &b[SLOTS], .table = &b[TABLE], .tokens = &b[TOKENS], .joined = &b[JOINED],
-                            .timestamps = bench_queries};
-        /* A warm-up run, then the timed ones, each its own submission (as a frame's would be). */
-        for (uint32_t r = 0; r <= runs; r++) {
-            uint32_t q = r == 0 ? 0 : (r - 1) * HP_PNG_GPU_TIMESTAMPS;
-            bench_begin();
-            vkCmdResetQueryPool(bench_cmd, bench_queries, q, HP_PNG_GPU_TIMESTAMPS);
-            io.first_query = q;
-            hp_png_gpu_record(png, bench_cmd, &l, &io);
-            bench_barrier_all();
-            bench_submit_and_wait();
+           cfg->workgroup_size * cfg->chunk_bytes, runs, hp_usable_cpus());
+    /* tiles 0: the frame scaled up 4x as bench_http's. --quick: the street frame itself, 8 bits. */
+    static const struct { uint32_t tiles, depth; } images[] = {{2, 8}, {4, 8}, {8, 8}, {4, 16}, {0, 8}};
+    bool ok = true;
+    for (size_t i = 0; i < sizeof(images) / sizeof(images[0]) && ok; i++) {
+        uint32_t w, h, depth = images[i].depth;
+        char what[96];
+        uint8_t *img;
+        if (args.quick && i > 0)
+            break;
+        if (args.quick || images[i].tiles > 0) {
+            uint32_t tiles = args.quick ? 1 : images[i].tiles;
+            img = street_tiled(depth, tiles, &w, &h);
+            snprintf(what, sizeof(what), "the street frame tiled %ux%u", tiles, tiles);
+        } else {
+            img = street_scaled(depth, 4, &w, &h);
+            snprintf(what, sizeof(what), "the street frame scaled up 4x bilinearly: bench_http's frame");
         }
-        uint64_t *ts = calloc((size_t)runs * HP_PNG_GPU_TIMESTAMPS, sizeof(uint64_t));
-        bench_read_timestamps(runs * HP_PNG_GPU_TIMESTAMPS, ts);
-        double *ms = calloc(runs, sizeof(double));
-        double pass_ms[HP_PNG_GPU_PASSES + 1];
-        for (int k = 0; k <= HP_PNG_GPU_PASSES; k++) {
-            for (uint32_t r = 0; r < runs; r++) {
-                const uint64_t *t = ts + (size_t)r * HP_PNG_GPU_TIMESTAMPS;
-                ms[r] = (double)(k < HP_PNG_GPU_PASSES ? t[k + 1] - t[k] : t[HP_PNG_GPU_PASSES] - t[0]) * period_ms;
-            }
-            pass_ms[k] = bench_median(ms, runs);
-        }
-
-        /* The result, once: read back, joined, inflated against the CPU reference. */
-        bench_begin();
-        VkBufferCopy f = {.size = l.filtered_size}, s = {.size = l.joined_size}, t = {.size = l.table_size};
-        vkCmdCopyBuffer(bench_cmd, b[FILTERED].buffer, b[RB_FILTERED].buffer, 1, &f);
-        vkCmdCopyBuffer(bench_cmd, b[JOINED].buffer, b[RB_JOINED].buffer, 1, &s);
-        vkCmdCopyBuffer(bench_cmd, b[TABLE].buffer, b[RB_TABLE].buffer, 1, &t);
-        bench_barrier_all();
-        bench_submit_and_wait();
-        for (int i = RB_FILTERED; i <= RB_TABLE; i++)
-            hp_buffer_invalidate(bench_gpu, &b[i]);
-        uint8_t *want = malloc(l.filtered_size);
-        hp_png_cpu_filter(&l, img, want);
-        size_t zcap = hp_png_gpu_zlib_bound(&l), zlen = 0;
-        uint8_t *zs = malloc(zcap), *inflated = malloc(l.filtered_bytes);
-        CHECK(hp_png_gpu_join(&l, b[RB_JOINED].mapped, b[RB_TABLE].mapped, zs, zcap, &zlen, &bench_err) == HP_OK);
-        uLongf out_len = (uLongf)l.filtered_bytes;
-        bool exact = memcmp(b[RB_FILTERED].mapped, want, l.filtered_bytes) == 0 &&
-                     uncompress(inflated, &out_len, zs, (uLong)zlen) == Z_OK && out_len == l.filtered_bytes &&
-                     memcmp(inflated, want, l.filtered_bytes) == 0;
-        uint32_t btypes[3] = {0};
-        for (uint32_t sg = 0; sg < l.segments; sg++) {
-            hp_png_gpu_segment seg;
-            memcpy(&seg, (const uint8_t *)b[RB_TABLE].mapped + sg * sizeof(seg), sizeof(seg));
-            btypes[seg.btype < 3 ? seg.btype : 0]++;
-        }
-
-        /* The CPU coders on the same bytes, one core. */
-        uLongf z1 = compressBound((uLong)l.filtered_bytes);
-        uint8_t *zb = malloc(z1 > hp_deflate_runs_bound(l.filtered_bytes) ? z1 : hp_deflate_runs_bound(l.filtered_bytes));
-        double t0 = now_ms();
-        CHECK(compress2(zb, &z1, want, (uLong)l.filtered_bytes, 1) == Z_OK);
-        double t1 = now_ms();
-        size_t runs_len = 0;
-        CHECK(hp_deflate_runs(want, l.filtered_bytes, true, zb, &runs_len));
-        double t2 = now_ms();
-
-        printf("\n%ux%u RGB %u-bit (the street frame tiled %ux%u): %llu filtered bytes, %u segments (%u stored, %u "
-               "fixed, %u dynamic); stream %s\n", w, h, depth, tiles, tiles, (unsigned long long)l.filtered_bytes,
-               l.segments, btypes[0], btypes[1], btypes[2], exact ? "inflates exactly" : "WRONG");
-        for (int k = 0; k < HP_PNG_GPU_PASSES; k++)
-            printf("  %-8s %8.3f ms\n", pass_names[k], pass_ms[k]);
-        printf("  %-8s %8.3f ms\n", "total", pass_ms[HP_PNG_GPU_PASSES]);
-        printf("  size: GPU %zu (%.4f), zlib level 1 %lu (%.4f, %.1f ms on one core), deflate_runs %zu (%.4f, %.1f ms "
-               "on one core)\n", zlen, (double)zlen / (double)l.filtered_bytes, (unsigned long)z1,
-               (double)z1 / (double)l.filtered_bytes, t1 - t0, runs_len + 6,
-               (double)(runs_len + 6) / (double)l.filtered_bytes, t2 - t1);
-        free(zb), free(want), free(zs), free(inflated), free(ts), free(ms), free(img);
-        for (int i = 0; i < NBUF; i++)
-            hp_buffer_destroy(bench_gpu, &b[i]);
-        if (!exact)
-            return 1;
+        ok = bench_image(png, img, w, h, depth, what, runs);
+        free(img);
     }
     hp_png_gpu_destroy(&png);
-    return bench_shutdown();
+    int rc = bench_shutdown();
+    return ok ? rc : 1;
 }
