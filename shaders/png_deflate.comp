@@ -18,7 +18,10 @@
 //    are the same on every device and every run. The table holds this segment's positions only.
 // 2. Code. One block per segment, whichever of three is smallest, its size known exactly before a bit
 //    is written:
-//      dynamic Huffman (3.2.7)  codes from the segment's own histogram (shared atomics during the parse):
+//      dynamic Huffman (3.2.7)  codes from the segment's own histogram (shared atomics during the parse),
+//                               built twice: the matches that the first code prices above their bytes as
+//                               literals are sent as literals, and the second code is built from the counts
+//                               that follow (see main);
 //                               Huffman's construction by two queues over the counts sorted by a rank
 //                               sort (every invocation ranks its symbols), then one invocation builds the
 //                               tree; deeper than 15 bits (7 for the code-length code), the counts are
@@ -41,9 +44,24 @@
 //    counts into offsets; HP_PNG_COMPACT: one workgroup per segment moves its bytes, shifted to their
 //    offset), so that only the compressed bytes and the table need come back.
 //
-// Not yet (issue 20): lazy matching, the token scratch in shared memory, a faster match compare (a word
-// at a time), the offsets and the Adler-32 combine inside the deflate dispatch (the last workgroup to
-// arrive, as reduce.comp does).
+// Sizes (issue 20), the 4K street frame (make_frame ... 4 zip, 3840x2160), measured through the daemon on
+// lavapipe and by a model of this shader in C that gives the same bytes: the GPU's PNG is 11,225,284 bytes
+// with the alpha (the GPU path keeps an opaque one, params.c) and 9,870,427 without (output.alpha=drop);
+// the CPU's default, always RGB here, 9,880,924. With the same channels the GPU's stream is already the
+// smaller; the 14% between the defaults is the opaque alpha's byte a pixel (zero once filtered, about 1.4
+// bits a pixel as a literal: deflate has no context to make it cheaper). Tried in that model and left out,
+// RGBA / RGB deflate bytes against this shader's 11,224,978 / 9,870,121: lazy matching (zlib's
+// deflate_slow) 11,224,923 / 9,870,071; matches across the chunk's end 11,223,589 / 9,867,738 (-0.02%);
+// candidates 2 x stride, or stride +- bpp, beside the others 11,225,112 / 9,870,223 and 11,225,169 /
+// 9,870,410; no hash probe 11,224,704 / 9,869,881 (on this frame the table finds next to nothing);
+// package-merge's optimal lengths instead of halving the counts 6 / 7 bytes less (15 bits is rarely hit);
+// minimum runs of 4: 11,233,022 / 9,874,694; others from 12: 11,226,395 / 9,871,659, from 24:
+// 11,224,653 / 9,869,761; 16 KiB segments 11,265,006 / 9,890,967; two blocks a segment +0.3% (the
+// headers cost more than the closer statistics save).
+//
+// Not yet (issue 20): the token scratch in shared memory, a faster match compare (a word at a time), the
+// offsets and the Adler-32 combine inside the deflate dispatch (the last workgroup to arrive, as
+// reduce.comp does).
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference_uvec2 : require
 #extension GL_EXT_control_flow_attributes : require
@@ -67,6 +85,8 @@ layout(constant_id = 1) const uint CHUNK = 128u; // bytes each invocation parses
 #define MIN_FAR 16u
 #endif
 #define TOKEN_MATCH 0x80000000u
+// A match the dynamic code prices above its bytes as literals: sent as those literals (dynamic block only).
+#define TOKEN_AS_LITERALS 0x40000000u
 
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Bytes { uint v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Words { uint v[]; };
@@ -344,8 +364,31 @@ uint token_cost(uint token, bool dynamic)
     return (dynamic ? s_len[lc.x] + s_len[D_BASE + dc.x] : fixed_litlen(lc.x).y + 5u) + lc.y + dc.y;
 }
 
-void put_token(uint token, bool dynamic)
+// The bits of bytes p .. p + len as literals of the segment's own code; ~0u when one of them has no code
+// (its every occurrence was inside a match).
+uint literal_cost(uint p, uint len)
 {
+    uint bits = 0u;
+    for (uint q = p; q < p + len; q++) {
+        uint l = s_len[fbyte(q)];
+        if (l == 0u)
+            return ~0u;
+        bits += l;
+    }
+    return bits;
+}
+
+// A token of the dynamic block at byte p: a match flagged TOKEN_AS_LITERALS goes out as its bytes.
+void put_token(uint token, bool dynamic, uint p)
+{
+    if (dynamic && (token & TOKEN_AS_LITERALS) != 0u) {
+        uint len = (token >> 16u) & 0x1ffu;
+        for (uint q = p; q < p + len; q++) {
+            uint x = fbyte(q);
+            put_bits(s_code[x], s_len[x]);
+        }
+        return;
+    }
     if ((token & TOKEN_MATCH) == 0u) {
         if (dynamic) {
             put_bits(s_code[token], s_len[token]);
@@ -396,6 +439,44 @@ uint workgroup_add(uint v)
     uint total;
     exclusive_scan(v, total);
     return total;
+}
+
+// The segment's own code from s_freq: lengths (s_len), the lengths as sent (s_rle, s_hlit, s_hdist,
+// s_hclen), the header's bits (s_header_bits) and the canonical codes (s_code). Every invocation calls it.
+void dynamic_code()
+{
+    uint t = gl_LocalInvocationIndex;
+    barrier(); // the counts are complete, and no one reads the last code's lengths any more
+    build_lengths(0u, LL_CODES, 15u);
+    build_lengths(D_BASE, D_CODES, 15u);
+    if (t == 0u) {
+        uint hlit = LL_CODES, hdist = D_CODES;
+        while (hlit > 257u && s_len[hlit - 1u] == 0u)
+            hlit--;
+        while (hdist > 1u && s_len[D_BASE + hdist - 1u] == 0u)
+            hdist--;
+        s_hlit = hlit;
+        s_hdist = hdist;
+        rle_lengths();
+    }
+    barrier();
+    build_lengths(CL_BASE, CL_CODES, 7u);
+    if (t == 0u) {
+        uint hclen = CL_CODES;
+        while (hclen > 4u && s_len[CL_BASE + CLEN_ORDER[hclen - 1u]] == 0u)
+            hclen--;
+        s_hclen = hclen;
+        uint bits = 3u + 5u + 5u + 4u + 3u * hclen;
+        for (uint j = 0u; j < s_nrle; j++) {
+            uint sym = s_rle[j] & 0xffu;
+            bits += s_len[CL_BASE + sym] + clen_extra_bits(sym);
+        }
+        s_header_bits = bits;
+        canonical_codes(0u, LL_CODES);
+        canonical_codes(D_BASE, D_CODES);
+        canonical_codes(CL_BASE, CL_CODES);
+    }
+    barrier();
 }
 
 #if defined(HP_PNG_DEFLATE)
@@ -495,41 +576,46 @@ void main()
         s_freq[D_BASE] += 1u;
         s_freq[D_BASE + 1u] += 1u;
     }
-    barrier();
-    build_lengths(0u, LL_CODES, 15u);
-    build_lengths(D_BASE, D_CODES, 15u);
-    if (t == 0u) {
-        uint hlit = LL_CODES, hdist = D_CODES;
-        while (hlit > 257u && s_len[hlit - 1u] == 0u)
-            hlit--;
-        while (hdist > 1u && s_len[D_BASE + hdist - 1u] == 0u)
-            hdist--;
-        s_hlit = hlit;
-        s_hdist = hdist;
-        rle_lengths();
-    }
-    barrier();
-    build_lengths(CL_BASE, CL_CODES, 7u);
-    if (t == 0u) {
-        uint hclen = CL_CODES;
-        while (hclen > 4u && s_len[CL_BASE + CLEN_ORDER[hclen - 1u]] == 0u)
-            hclen--;
-        s_hclen = hclen;
-        uint bits = 3u + 5u + 5u + 4u + 3u * hclen;
-        for (uint j = 0u; j < s_nrle; j++) {
-            uint sym = s_rle[j] & 0xffu;
-            bits += s_len[CL_BASE + sym] + clen_extra_bits(sym);
+    dynamic_code();
+
+    // Matches that cost more than their bytes as literals under that code (runs of zeros, the commonest
+    // byte, on an RGBA frame's flat parts) are sent as the literals, and the code is built again from
+    // the counts that follow. Deciding on the first code's lengths is an estimate (the second code is a
+    // little different), but a kept match can only be cheaper: on the issue's 4K street frame
+    // (3840x2160, RGBA 8-bit) the stream goes from 11,406,025 to 11,224,978 bytes, RGB from 9,870,404
+    // to 9,870,121 (a model of this shader in C; the daemon's files agree). Deciding on the first code
+    // and coding with it (no second build) gave 11,276,246; a second round of decisions 11,219,075;
+    // none of the matches at all (literals alone) 11,248,014: a greedy parse's short matches cost more
+    // than they save on these residuals.
+    uint p = c0, rejected = 0u;
+    for (uint i = 0u; i < ntok; i++) {
+        uint token = tokens.v[tok_at + i];
+        if ((token & TOKEN_MATCH) == 0u) {
+            p++;
+            continue;
         }
-        s_header_bits = bits;
-        canonical_codes(0u, LL_CODES);
-        canonical_codes(D_BASE, D_CODES);
-        canonical_codes(CL_BASE, CL_CODES);
+        uint len = (token >> 16u) & 0x1ffu;
+        if (literal_cost(p, len) < token_cost(token, true)) {
+            tokens.v[tok_at + i] = token | TOKEN_AS_LITERALS;
+            atomicAdd(s_freq[length_code(len).x], ~0u); // minus one
+            atomicAdd(s_freq[D_BASE + distance_code(token & 0xffffu).x], ~0u);
+            for (uint q = p; q < p + len; q++)
+                atomicAdd(s_freq[fbyte(q)], 1u);
+            rejected++;
+        }
+        p += len;
     }
-    barrier();
+    if (workgroup_add(rejected) > 0u) // uniform: the barriers inside are reached by all or none
+        dynamic_code();
 
     uint dyn_bits = 0u;
-    for (uint i = 0u; i < ntok; i++)
-        dyn_bits += token_cost(tokens.v[tok_at + i], true);
+    p = c0;
+    for (uint i = 0u; i < ntok; i++) {
+        uint token = tokens.v[tok_at + i];
+        uint len = (token & TOKEN_MATCH) != 0u ? (token >> 16u) & 0x1ffu : 1u;
+        dyn_bits += (token & TOKEN_AS_LITERALS) != 0u ? literal_cost(p, len) : token_cost(token, true);
+        p += len;
+    }
     uint fixed_total, dyn_total;
     uint fixed_offset = exclusive_scan(fixed_bits, fixed_total);
     uint dyn_offset = exclusive_scan(dyn_bits, dyn_total);
@@ -575,8 +661,12 @@ void main()
         barrier();
         bool dynamic = mode == 2u;
         put_start(slot_base, (dynamic ? header_bits : 3u) + (dynamic ? dyn_offset : fixed_offset));
-        for (uint i = 0u; i < ntok; i++)
-            put_token(tokens.v[tok_at + i], dynamic);
+        p = c0;
+        for (uint i = 0u; i < ntok; i++) {
+            uint token = tokens.v[tok_at + i];
+            put_token(token, dynamic, p);
+            p += (token & TOKEN_MATCH) != 0u ? (token >> 16u) & 0x1ffu : 1u;
+        }
         put_flush();
         if (t == 0u) {
             // The block header: BFINAL, BTYPE; for a dynamic block the code-length code and the lengths.

@@ -1,8 +1,9 @@
 /* PNG filtering and deflate on the GPU (pipeline/png_gpu.h, issue 20) against the CPU.
  *
  * For each image (sizes from 1x1 through 1xN, Nx1 and odd sizes to 512x384; RGB and RGBA; 8 and 16 bits;
- * flat, noise, gradients, a synthetic render, stripes; one through a second launch shape whose segments are
- * 1 KiB, so that many segments, stored ones and matches reaching into the segment before are exercised):
+ * flat, noise, gradients, a synthetic render, stripes; a real frame, RGB and RGBA; one through a second launch
+ * shape whose segments are 1 KiB, so that many segments, stored ones and matches reaching into the segment
+ * before are exercised):
  *   (a) the GPU's filtered scanlines equal the CPU reference's (hp_png_cpu_filter: the same filter choice)
  *       byte for byte;
  *   (b) the joined zlib stream inflates with zlib to exactly those bytes, ends where it should, and its
@@ -416,6 +417,12 @@ int main(void)
                  HP_OK;
             if (ok)
                 check_image(&r, png, "blender street tone-mapped, ", info.width, info.height, 3, depth, IMG_FLAT, toned,
+                            true, NULL);
+            /* RGBA 8-bit, the opaque alpha kept as the daemon's GPU path keeps it: the frame whose runs of
+             * zeros the segment's code prices under their length and distance codes, so that most of its
+             * matches go out as literals (png_deflate.comp's TOKEN_AS_LITERALS). */
+            if (ok && depth == 8)
+                check_image(&r, png, "blender street tone-mapped, ", info.width, info.height, 4, depth, IMG_FLAT, toned,
                             true, NULL);
         }
         if (!ok)
