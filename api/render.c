@@ -489,10 +489,10 @@ static bool queue(hp_request *req, frame_request *fr, const frame_plan *pl, rend
     job->params.yuv420 = !fr->analyze && p->output.format == HP_OUTPUT_WEBP && !p->output.lossless &&
                          p->output.bit_depth == 8;
     job->params.yuv_alpha = job->params.yuv420 && pl->info.has_alpha && p->output.alpha != HP_ALPHA_DROP;
-    /* PNG on the GPU (output.png_encoder): the filter pass must know the samples per pixel before it runs,
-     * so output.alpha auto keeps an alpha the frame has (RGBA) rather than wait for the tone pass's word
-     * on whether any of it is translucent; keep and drop as on the CPU. */
+    /* PNG on the GPU (output.png_encoder): keep and drop as on the CPU; auto's RGB or RGBA is decided on the
+     * GPU from the tone pass's word on whether any alpha is translucent (hp_frame_params.png_alpha_auto). */
     job->params.png_channels = pl->info.has_alpha && p->output.alpha != HP_ALPHA_DROP ? 4 : 3;
+    job->params.png_alpha_auto = pl->info.has_alpha && p->output.alpha == HP_ALPHA_AUTO;
     job->finish = hp_render_finish;
     job->client_gone = client_gone;
     job->rows = pl->use_early && fr->early->pending ? &fr->early->rows : NULL;

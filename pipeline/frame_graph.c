@@ -80,6 +80,8 @@ typedef struct frame_ctx {
     /* What the submitted frame does, for reading its results back. */
     bool tone, dof, detail, output_dof, bokeh, png;
     hp_png_gpu_layout png_layout;
+    bool png_alpha_auto;          /* png_layout is 4 channels; png_rgb_layout the frame's if its alpha is opaque */
+    hp_png_gpu_layout png_rgb_layout;
     hp_dof_method method;
     size_t out_pixel;
     size_t out_bytes;
@@ -577,7 +579,8 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     hp_png_encoder enc = p->output.png_encoder;
     bool png = tone && !params->output_luminance && p->output.format == HP_OUTPUT_PNG &&
                (enc == HP_PNG_ENCODER_GPU || (enc == HP_PNG_ENCODER_AUTO && g->png));
-    hp_png_gpu_layout png_layout = {0};
+    hp_png_gpu_layout png_layout = {0}, png_rgb_layout = {0};
+    bool png_alpha_auto = params->png_alpha_auto && params->png_channels == 4;
     if (png && !g->png)
         return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.png_encoder",
                              "output.png_encoder gpu: this device cannot run PNG's deflate pass (see the daemon's log "
@@ -585,6 +588,9 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     if (png) {
         rc = hp_png_gpu_layout_for(g->png, slot->desc.width, slot->desc.height, params->png_channels,
                                    p->output.bit_depth, &png_layout, err);
+        if (rc == HP_OK && png_alpha_auto)
+            rc = hp_png_gpu_layout_for(g->png, slot->desc.width, slot->desc.height, 3, p->output.bit_depth,
+                                       &png_rgb_layout, err);
         if (rc == HP_OK)
             rc = png_prepare(g, slot, &png_layout, err);
         if (rc == HP_OK)
@@ -716,7 +722,8 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
         joined.address += hp_png_gpu_host_layout_for(&png_layout).joined_offset;
         hp_png_gpu_io pio = {.image = slot->output.address, .filtered = &slot->png_filtered,
                              .types = &slot->png_types, .slots = &slot->png_slots, .table = &slot->png_table,
-                             .tokens = &slot->png_tokens, .joined = &joined};
+                             .tokens = &slot->png_tokens, .joined = &joined,
+                             .alpha_auto = png_alpha_auto ? g->tone_state.address : 0};
         hp_png_gpu_record(g->png, cmd, &png_layout, &pio);
     }
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_PNG);
@@ -771,6 +778,8 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     c->out_kind = kind;
     c->png = png;
     c->png_layout = png_layout;
+    c->png_alpha_auto = png && png_alpha_auto;
+    c->png_rgb_layout = png_rgb_layout;
     g->next_ctx = (ci + 1) % HP_FRAMES_IN_FLIGHT;
     *ticket = ci;
     return HP_OK;
@@ -814,15 +823,17 @@ hp_code hp_frame_graph_wait(hp_frame_graph *g, uint32_t ticket, hp_frame_result 
             const hp_buffer *ph = c->dst_png;
             hp_buffer_invalidate(g->gpu, ph);
             out->png_gpu = true;
-            out->png_layout = c->png_layout;
+            /* The passes kept 3 channels where the tone pass found the alpha opaque (png_alpha_auto); the
+             * stream lies where the 4-channel layout put it either way. */
+            out->png_layout = c->png_alpha_auto && !out->tone.translucent ? c->png_rgb_layout : c->png_layout;
             out->png_in_caller_memory = ph != &host->png_host;
             out->png_table = ph->mapped;
             out->png_joined = (uint8_t *)ph->mapped + hp_png_gpu_host_layout_for(&c->png_layout).joined_offset;
-            uint64_t joined = hp_png_gpu_joined_bytes(&c->png_layout, ph->mapped);
-            if (joined > c->png_layout.joined_size)
+            uint64_t joined = hp_png_gpu_joined_bytes(&out->png_layout, ph->mapped);
+            if (joined > out->png_layout.joined_size)
                 return hp_fail(err, HP_ERR_INTERNAL, "png_gpu: the table says %llu joined bytes, over the %llu "
                                "the stream has room for", (unsigned long long)joined,
-                               (unsigned long long)c->png_layout.joined_size);
+                               (unsigned long long)out->png_layout.joined_size);
             out->png_joined_bytes = (size_t)joined;
         } else {
             hp_buffer_invalidate(g->gpu, c->dst_image);

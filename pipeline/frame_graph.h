@@ -53,10 +53,11 @@ typedef struct hp_frame_params {
                             * what lossy WebP encodes, converted on the GPU and read back at 1.5 bytes a pixel */
     bool yuv_alpha;        /* with yuv420: an alpha plane too */
     /* output.format png with output.png_encoder gpu (or auto on a device that runs pipeline/png_gpu): the
-     * samples the PNG keeps, 3 (RGB) or 4 (RGBA). The filter pass needs it before it runs, so it is the
-     * caller's choice (api/render.c: output.alpha keep, or auto, with a frame that has alpha), not the
-     * tone pass's translucent word. */
+     * samples the PNG keeps, 3 (RGB) or 4 (RGBA), and with png_alpha_auto (output.alpha auto on a frame
+     * with alpha, png_channels 4) 3 where the tone pass finds every alpha at its maximum: the passes read
+     * its translucent word on the GPU (hp_png_gpu_io.alpha_auto), as the CPU's encoder reads it back. */
     uint32_t png_channels;
+    bool png_alpha_auto;
 } hp_frame_params;
 
 /* Every parameter at its schema default. */

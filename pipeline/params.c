@@ -464,9 +464,8 @@ const hp_param_def hp_param_schema[] = {
              "ignored); `auto` the GPU where the device runs those passes (workgroups of 256 invocations "
              "with about 28 KiB of shared memory: Vulkan promises only 16 KiB, desktop GPUs and lavapipe give "
              "32 KiB or more), else the CPU, and the CPU for a frame the GPU path cannot take (over 65535 segments "
-             "of 32 KiB, or scratch past the device's memory). The decoded samples are the same either way, "
-             "except that on the GPU `output.alpha` `auto` keeps a frame's alpha even where it is opaque "
-             "everywhere (the passes need the channels before the tone pass finds that out)."},
+             "of 32 KiB, or scratch past the device's memory). The decoded samples and the channels are the same "
+             "either way (`output.alpha` `auto` included: the passes read the tone pass's finding on the GPU)."},
 };
 
 const size_t hp_param_schema_count = sizeof(hp_param_schema) / sizeof(hp_param_schema[0]);

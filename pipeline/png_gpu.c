@@ -26,15 +26,17 @@ static const uint32_t spv_compact[] =
 struct png_filter_push {
     VkDeviceAddress image, filtered, types;
     uint32_t width, height, channels, depth;
+    VkDeviceAddress tone_state;
 };
-_Static_assert(sizeof(struct png_filter_push) == 40 && offsetof(struct png_filter_push, width) == 24,
+_Static_assert(sizeof(struct png_filter_push) == 48 && offsetof(struct png_filter_push, width) == 24 &&
+                   offsetof(struct png_filter_push, tone_state) == 40,
                "push constant layout drifted from png_filter.comp");
 
 struct png_deflate_push {
-    VkDeviceAddress filtered, slots, table, tokens, joined;
-    uint32_t total, stride, bpp, slot_words, segments;
+    VkDeviceAddress filtered, slots, table, tokens, joined, tone_state;
+    uint32_t width, height, channels, depth, slot_words;
 };
-_Static_assert(offsetof(struct png_deflate_push, total) == 40 && offsetof(struct png_deflate_push, segments) == 56,
+_Static_assert(offsetof(struct png_deflate_push, width) == 48 && offsetof(struct png_deflate_push, slot_words) == 64,
                "push constant layout drifted from png_deflate.comp");
 
 /* Shared memory of the deflate pass (png_deflate.comp): the hash table (2^12 words), one scan slot per
@@ -83,14 +85,14 @@ hp_code hp_png_gpu_create(hp_gpu *gpu, const hp_png_gpu_config *config, hp_png_g
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     p->gpu = gpu;
     p->config = cfg;
-    const uint32_t spec[2] = {wg, cfg.chunk_bytes};
+    const uint32_t spec[4] = {wg, cfg.chunk_bytes, !cfg.no_hash_probe, !cfg.no_reprice};
     hp_compute_desc choose = {.name = "png_filter_choose", .spirv = spv_choose, .spirv_size = sizeof(spv_choose),
                               .push_constant_size = sizeof(struct png_filter_push), .spec_values = spec, .spec_count = 1};
     hp_compute_desc apply = {.name = "png_filter_apply", .spirv = spv_apply, .spirv_size = sizeof(spv_apply),
                              .push_constant_size = sizeof(struct png_filter_push), .spec_values = spec, .spec_count = 1};
     hp_compute_desc deflate = {.name = "png_deflate", .spirv = spv_deflate, .spirv_size = sizeof(spv_deflate),
                                .push_constant_size = sizeof(struct png_deflate_push), .spec_values = spec,
-                               .spec_count = 2};
+                               .spec_count = 4};
     hp_compute_desc offsets = deflate, compact = deflate;
     offsets.name = "png_offsets", offsets.spirv = spv_offsets, offsets.spirv_size = sizeof(spv_offsets);
     compact.name = "png_compact", compact.spirv = spv_compact, compact.spirv_size = sizeof(spv_compact);
@@ -151,7 +153,7 @@ hp_code hp_png_gpu_layout_for(const hp_png_gpu *png, uint32_t width, uint32_t he
     out->segments = (uint32_t)segments;
     out->slot_bytes = (uint32_t)round4(out->segment_bytes + 5);
     out->image_size = (VkDeviceSize)width * height * (depth == 8 ? 4 : 8);
-    out->filtered_size = round4(out->filtered_bytes);
+    out->filtered_size = round4(out->filtered_bytes) + 4; /* a word of padding: png_deflate.comp's fword */
     out->types_size = (VkDeviceSize)height * 4;
     out->slots_size = (VkDeviceSize)out->segments * out->slot_bytes;
     out->table_size = (VkDeviceSize)out->segments * sizeof(hp_png_gpu_segment);
@@ -184,12 +186,13 @@ static void dispatch(VkCommandBuffer cmd, const hp_compute *c, const void *push,
 void hp_png_gpu_record(hp_png_gpu *p, VkCommandBuffer cmd, const hp_png_gpu_layout *l, const hp_png_gpu_io *io)
 {
     struct png_filter_push fp = {.image = io->image, .filtered = io->filtered->address, .types = io->types->address,
-                                 .width = l->width, .height = l->height, .channels = l->channels, .depth = l->depth};
+                                 .width = l->width, .height = l->height, .channels = l->channels, .depth = l->depth,
+                                 .tone_state = io->alpha_auto};
     struct png_deflate_push dp = {.filtered = io->filtered->address, .slots = io->slots->address,
                                   .table = io->table->address, .tokens = io->tokens->address,
-                                  .joined = io->joined->address, .total = (uint32_t)l->filtered_bytes,
-                                  .stride = l->stride, .bpp = l->bpp, .slot_words = l->slot_bytes / 4,
-                                  .segments = l->segments};
+                                  .joined = io->joined->address, .tone_state = io->alpha_auto, .width = l->width,
+                                  .height = l->height, .channels = l->channels, .depth = l->depth,
+                                  .slot_words = l->slot_bytes / 4};
     stamp(cmd, io, 0);
     dispatch(cmd, &p->choose, &fp, sizeof(fp), l->height);
     stamp(cmd, io, 1);

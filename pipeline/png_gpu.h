@@ -33,6 +33,10 @@ typedef struct hp_png_gpu_config {
     uint32_t workgroup_size; /* invocations per workgroup of every pass, a power of two in [32, 1024]; default 256 */
     uint32_t chunk_bytes;    /* filtered bytes each deflate invocation parses, [16, 1024]; default 128. A segment
                               * is workgroup_size x chunk_bytes bytes, at most 65535 - 5 - 3 (one stored block) */
+    /* Off switches for two parts of png_deflate.comp, for bench_png_gpu's side-by-side runs: the hash
+     * table's candidate (its two barriers a byte), and the matches priced by a first code (a second
+     * Huffman build). false (the default): on. */
+    bool no_hash_probe, no_reprice;
 } hp_png_gpu_config;
 
 #define HP_PNG_GPU_CONFIG_DEFAULTS {.workgroup_size = 256, .chunk_bytes = 128}
@@ -81,6 +85,12 @@ typedef struct hp_png_gpu_io {
     const hp_buffer *table;    /* device, table_size: hp_png_gpu_segment per segment */
     const hp_buffer *tokens;   /* device, tokens_size: the parse's scratch */
     const hp_buffer *joined;   /* device, joined_size: the segments end to end, the raw deflate stream */
+    /* output.alpha auto: tone_state's address (shaders/include/hp_shared.h), 0 for none. The layout is
+     * then the 4-channel image's, and the passes keep 3 channels unless the tone pass, earlier in the same
+     * command buffer, set tone_state's translucent word: the host reads the word back and joins with
+     * hp_png_gpu_layout_for(..., 3, ...)'s layout where it is 0 (the table, buffers and room of the
+     * 4-channel layout hold the 3-channel image's). */
+    VkDeviceAddress alpha_auto;
     /* Optional: HP_PNG_GPU_TIMESTAMPS timestamps written from first_query on (before the first pass, then
      * after each); the caller resets them. VK_NULL_HANDLE: none. */
     VkQueryPool timestamps;

@@ -182,7 +182,7 @@ void hp_tone_decode_state(const void *buf, hp_tone_state *o)
     float f[HP_TONE_STATE_WORDS];
     uint32_t translucent;
     memcpy(f, buf, sizeof(f));
-    memcpy(&translucent, (const uint8_t *)buf + 13 * sizeof(float), sizeof(translucent));
+    memcpy(&translucent, (const uint8_t *)buf + HP_TONE_STATE_TRANSLUCENT * sizeof(uint32_t), sizeof(translucent));
     *o = (hp_tone_state){f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12],
                          .translucent = translucent != 0};
 }

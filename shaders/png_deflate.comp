@@ -59,17 +59,29 @@
 // 11,224,653 / 9,869,761; 16 KiB segments 11,265,006 / 9,890,967; two blocks a segment +0.3% (the
 // headers cost more than the closer statistics save).
 //
-// Not yet (issue 20): the token scratch in shared memory, a faster match compare (a word at a time), the
-// offsets and the Adler-32 combine inside the deflate dispatch (the last workgroup to arrive, as
-// reduce.comp does).
+// Two switches (specialization constants, pipeline/png_gpu.h's hp_png_gpu_config), on by default and
+// measured side by side by bench/bench_png_gpu.c: HASH_PROBE, the hash table and its two barriers a byte
+// (off: the fixed candidates alone, each invocation parsing at its own pace), and REPRICE, the second
+// Huffman build above. Matches are compared a word at a time (fword: the filtered buffer has a word of
+// padding after its last byte, pipeline/png_gpu.c).
+//
+// output.alpha auto (tone_state set): the image's shape (channels, so bpp, stride, total and segments)
+// follows the tone pass's translucent word, as png_filter.comp's does; the dispatches are the 4-channel
+// image's, and the workgroups past the 3-channel image's segments do nothing.
+//
+// Not yet (issue 20): the token scratch in shared memory, the offsets and the Adler-32 combine inside the
+// deflate dispatch (the last workgroup to arrive, as reduce.comp does).
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference_uvec2 : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#include "hp_shared.h"
 
 layout(local_size_x_id = 0) in;              // invocations per workgroup (pipeline/png_gpu.c)
 layout(constant_id = 1) const uint CHUNK = 128u; // bytes each invocation parses
+layout(constant_id = 2) const bool HASH_PROBE = true; // the hash table's candidate (see above)
+layout(constant_id = 3) const bool REPRICE = true;    // matches priced by the first code, a second build
 #define WG gl_WorkGroupSize.x
 #define SEGMENT (WG * CHUNK)
 
@@ -99,23 +111,44 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer Words { uint
 //                       and the byte offset in the joined stream (HP_PNG_OFFSETS writes it)
 //   24      tokens      scratch: one word per filtered byte at most (segment s at word s * SEGMENT)
 //   32      joined      the segments end to end (HP_PNG_COMPACT writes it)
-//   40      total       filtered bytes, height * stride
-//   44      stride      bytes per filtered row (filter byte included)
-//   48      bpp         bytes per pixel (PNG 9.2's bpp: 3, 4, 6 or 8)
-//   52      slot_words  words per segment's slot
-//   56      segments    segments of the image; the last one ends the stream (BFINAL)
+//   40      tone_state  0, or tone_state (hp_shared.h) for output.alpha auto (see above)
+//   48      width       pixels
+//   52      height      rows
+//   56      channels    samples per pixel, 3 or 4 (4 with tone_state: 3 unless its translucent word is set)
+//   60      depth       bits per sample, 8 or 16
+//   64      slot_words  words per segment's slot
 layout(push_constant, std430) uniform Push {
     uvec2 filtered;
     uvec2 slots;
     uvec2 table;
     uvec2 tokens;
     uvec2 joined;
-    uint total;
-    uint stride;
-    uint bpp;
+    uvec2 tone_state;
+    uint width;
+    uint height;
+    uint channels;
+    uint depth;
     uint slot_words;
-    uint segments;
 } pc;
+
+// The filtered image's shape: bytes per pixel (PNG 9.2's bpp: 3, 4, 6 or 8), bytes per filtered row (the
+// filter byte included), filtered bytes in all, and segments (the last one ends the stream: BFINAL).
+struct Shape {
+    uint bpp, stride, total, segments;
+};
+
+Shape image_shape()
+{
+    uint channels = pc.channels;
+    if (pc.tone_state != uvec2(0u))
+        channels = Bytes(pc.tone_state).v[HP_TONE_STATE_TRANSLUCENT] != 0u ? 4u : 3u;
+    Shape sh;
+    sh.bpp = channels * (pc.depth / 8u);
+    sh.stride = 1u + pc.width * sh.bpp;
+    sh.total = pc.height * sh.stride;
+    sh.segments = (sh.total + SEGMENT - 1u) / SEGMENT;
+    return sh;
+}
 
 // The three alphabets side by side in the shared arrays: literal/length 0..285, distance 286..315,
 // code-length 316..334.
@@ -145,12 +178,26 @@ uint hash3(uint p)
     return (v * 2654435761u) >> (32u - HASH_BITS);
 }
 
+// The 4 bytes from byte i, little-endian, from the one or two words they lie in (the word after the last
+// is padding: pipeline/png_gpu.c).
+uint fword(uint i)
+{
+    Bytes b = Bytes(pc.filtered);
+    uint w = i >> 2u, shift = 8u * (i & 3u);
+    uint lo = b.v[w];
+    return shift == 0u ? lo : (lo >> shift) | (b.v[w + 1u] << (32u - shift));
+}
+
+// How many bytes from p repeat those from q, at most max_len: a word at a time, the first differing
+// byte found from the lowest set bit of the words' difference.
 uint match_length(uint p, uint q, uint max_len)
 {
-    uint n = 0u;
-    while (n < max_len && fbyte(p + n) == fbyte(q + n))
-        n++;
-    return n;
+    for (uint n = 0u; n < max_len; n += 4u) {
+        uint diff = fword(p + n) ^ fword(q + n);
+        if (diff != 0u)
+            return min(n + uint(findLSB(diff)) / 8u, max_len);
+    }
+    return max_len;
 }
 
 // --- Fixed Huffman codes and the length and distance codes (RFC 1951 3.2.5, 3.2.6) -------------------
@@ -484,12 +531,15 @@ void dynamic_code()
 void main()
 {
     const uint ADLER_MOD = 65521u;
+    Shape sh = image_shape();
     uint seg = gl_WorkGroupID.x;
+    if (seg >= sh.segments) // output.alpha auto with an opaque alpha: the 3-channel image has fewer
+        return;
     uint t = gl_LocalInvocationIndex;
     uint base = seg * SEGMENT;
-    uint seg_end = min(base + SEGMENT, pc.total);
+    uint seg_end = min(base + SEGMENT, sh.total);
     uint n = seg_end - base;
-    bool last = seg + 1u == pc.segments;
+    bool last = seg + 1u == sh.segments;
     uint c0 = min(base + t * CHUNK, seg_end), c1 = min(c0 + CHUNK, seg_end);
 
     for (uint i = t; i < HASH_SIZE; i += WG)
@@ -506,7 +556,7 @@ void main()
     for (uint k = 0u; k < CHUNK; k++) {
         uint p = c0 + k;
         bool live = p < c1;
-        bool hashable = live && p + MIN_MATCH <= seg_end;
+        bool hashable = HASH_PROBE && live && p + MIN_MATCH <= seg_end;
         uint h = hashable ? hash3(p) : 0u;
         if (live) {
             uint x = fbyte(p);
@@ -518,9 +568,9 @@ void main()
                 if (max_len >= MIN_MATCH) {
                     uint cand[4];
                     cand[0] = 1u;
-                    cand[1] = pc.bpp;
-                    cand[2] = pc.stride;
-                    uint key = s_hash[h];
+                    cand[1] = sh.bpp;
+                    cand[2] = sh.stride;
+                    uint key = HASH_PROBE ? s_hash[h] : 0u;
                     uint q = key == 0u ? p : base + (0xffffu - (key & 0xffffu)) * CHUNK + (key >> 16u) - 1u;
                     cand[3] = q < p ? p - q : 0u;
                     [[unroll]] for (uint c = 0u; c < 4u; c++) {
@@ -554,10 +604,12 @@ void main()
                 fixed_bits += token_cost(token, false);
             }
         }
-        barrier();
-        if (hashable)
-            atomicMax(s_hash[h], ((k + 1u) << 16u) | (0xffffu - t));
-        barrier();
+        if (HASH_PROBE) { // uniform: a specialization constant
+            barrier();
+            if (hashable)
+                atomicMax(s_hash[h], ((k + 1u) << 16u) | (0xffffu - t));
+            barrier();
+        }
     }
 
     // --- 3. Adler-32 of the segment: a = 1 + sum of bytes, b = n + sum over bytes of (n - i) x byte ----
@@ -588,7 +640,7 @@ void main()
     // none of the matches at all (literals alone) 11,248,014: a greedy parse's short matches cost more
     // than they save on these residuals.
     uint p = c0, rejected = 0u;
-    for (uint i = 0u; i < ntok; i++) {
+    for (uint i = 0u; REPRICE && i < ntok; i++) {
         uint token = tokens.v[tok_at + i];
         if ((token & TOKEN_MATCH) == 0u) {
             p++;
@@ -605,7 +657,7 @@ void main()
         }
         p += len;
     }
-    if (workgroup_add(rejected) > 0u) // uniform: the barriers inside are reached by all or none
+    if (REPRICE && workgroup_add(rejected) > 0u) // uniform: the barriers inside are reached by all or none
         dynamic_code();
 
     uint dyn_bits = 0u;
@@ -716,13 +768,14 @@ void main()
 void main()
 {
     Words table = Words(pc.table);
+    uint segments = image_shape().segments;
     uint t = gl_LocalInvocationIndex, carry = 0u;
-    for (uint first = 0u; first < pc.segments; first += WG) {
+    for (uint first = 0u; first < segments; first += WG) {
         uint s = first + t;
-        uint len = s < pc.segments ? table.v[4u * s] : 0u;
+        uint len = s < segments ? table.v[4u * s] : 0u;
         uint total;
         uint before = exclusive_scan(len, total);
-        if (s < pc.segments)
+        if (s < segments)
             table.v[4u * s + 3u] = carry + before;
         carry += total;
     }
@@ -738,9 +791,11 @@ uint slot_byte(uint s, uint i) { return (Words(pc.slots).v[s * pc.slot_words + (
 void main()
 {
     Words table = Words(pc.table);
-    uint s = gl_WorkGroupID.x;
+    uint s = gl_WorkGroupID.x, segments = image_shape().segments;
+    if (s >= segments) // output.alpha auto with an opaque alpha: fewer segments than workgroups
+        return;
     uint off = table.v[4u * s + 3u], len = table.v[4u * s], end = off + len;
-    uint next_len = s + 1u < pc.segments ? table.v[4u * (s + 1u)] : 0u;
+    uint next_len = s + 1u < segments ? table.v[4u * (s + 1u)] : 0u;
     Words joined = Words(pc.joined);
     for (uint w = (off + 3u) / 4u + gl_LocalInvocationIndex; w < (end + 3u) / 4u; w += WG) {
         uint word = 0u;

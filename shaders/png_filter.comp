@@ -12,6 +12,10 @@
 //                         already known), so no word is written twice and nothing needs atomics.
 // The filters (PNG 9.2-9.4) are computed from the packed row bytes; the row above row 0 is zeros.
 // Every buffer is reached through a device address (pipeline/gpu.h).
+// output.alpha auto (tone_state set): the alpha is kept only where the tone pass found some alpha below its
+// maximum (tone_state's translucent word, written earlier in the same command buffer), as the CPU's
+// encoder decides from the word read back; the dispatch and the buffers are the 4-channel image's.
+#include "hp_shared.h"
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference_uvec2 : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -33,6 +37,8 @@ layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer Ou
 //   28      height    rows, 1..16384
 //   32      channels  samples kept per pixel: 3 (alpha dropped) or 4
 //   36      depth     8 or 16 bits per sample
+//   40      tone_state  0, or tone_state (hp_shared.h) for output.alpha auto: channels 4 then means 3
+//                       unless its translucent word is set
 layout(push_constant, std430) uniform Push {
     uvec2 image;
     uvec2 filtered;
@@ -41,23 +47,34 @@ layout(push_constant, std430) uniform Push {
     uint height;
     uint channels;
     uint depth;
+    uvec2 tone_state;
 } pc;
+
+// The samples kept per pixel: pc.channels, or with output.alpha auto what the tone pass found. Read once
+// in main (g_channels): every invocation of the dispatch reads the same word.
+uint kept_channels()
+{
+    if (pc.tone_state == uvec2(0u))
+        return pc.channels;
+    return Words(pc.tone_state).v[HP_TONE_STATE_TRANSLUCENT] != 0u ? 4u : 3u;
+}
+uint g_channels;
 
 // Byte i of row y in PNG's sample layout.
 uint row_byte(uint y, uint i)
 {
     Words img = Words(pc.image);
     if (pc.depth == 8u) {
-        uint px = i / pc.channels, c = i - px * pc.channels;
+        uint px = i / g_channels, c = i - px * g_channels;
         return (img.v[y * pc.width + px] >> (8u * c)) & 0xffu;
     }
-    uint s = i >> 1u, px = s / pc.channels, c = s - px * pc.channels;
+    uint s = i >> 1u, px = s / g_channels, c = s - px * g_channels;
     uint v16 = (img.v[(y * pc.width + px) * 2u + (c >> 1u)] >> (16u * (c & 1u))) & 0xffffu;
     return (i & 1u) == 0u ? v16 >> 8u : v16 & 0xffu; // big-endian samples (PNG 7.1)
 }
 
-uint row_bytes() { return pc.width * pc.channels * (pc.depth / 8u); }
-uint bpp() { return pc.channels * (pc.depth / 8u); }
+uint row_bytes() { return pc.width * g_channels * (pc.depth / 8u); }
+uint bpp() { return g_channels * (pc.depth / 8u); }
 
 // x the byte, a the byte bpp to its left (0 at the row's start), b the byte above, c above-left.
 void neighbours(uint y, uint i, out uint x, out uint a, out uint b, out uint c)
@@ -93,6 +110,7 @@ shared uint s_sums[5][gl_WorkGroupSize.x];
 
 void main()
 {
+    g_channels = kept_channels();
     uint y = gl_WorkGroupID.x;
     uint n = row_bytes();
     uint s0 = 0u, s1 = 0u, s2 = 0u, s3 = 0u, s4 = 0u;
@@ -143,6 +161,7 @@ uint filtered_byte(uint o, uint stride)
 
 void main()
 {
+    g_channels = kept_channels();
     uint y = gl_WorkGroupID.x;
     uint stride = 1u + row_bytes();
     uint total = stride * pc.height;

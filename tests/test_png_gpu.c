@@ -118,19 +118,22 @@ static void result_free(gpu_result *g)
     memset(g, 0, sizeof(*g));
 }
 
-/* Uploads the image, records the stage, reads back the filtered bytes, the slots and the table. */
-static bool run_png(gpu_test_cmd *r, hp_png_gpu *png, const hp_png_gpu_layout *l, const void *image, gpu_result *out,
-                    hp_err *err)
+/* Uploads the image, records the stage, reads back the filtered bytes, the slots and the table.
+ * translucent: -1 for channels as laid out; else output.alpha auto, with a tone_state whose translucent
+ * word is that value. */
+static bool run_png(gpu_test_cmd *r, hp_png_gpu *png, const hp_png_gpu_layout *l, const void *image, int translucent,
+                    gpu_result *out, hp_err *err)
 {
-    enum { STAGING, IMAGE, FILTERED, TYPES, SLOTS, TABLE, TOKENS, JOINED, RB_FILTERED, RB_JOINED, RB_TABLE, NBUF };
+    enum { STAGING, IMAGE, FILTERED, TYPES, SLOTS, TABLE, TOKENS, JOINED, RB_FILTERED, RB_JOINED, RB_TABLE, TONE,
+           NBUF };
     hp_buffer b[NBUF];
     memset(b, 0, sizeof(b));
     const VkDeviceSize sizes[NBUF] = {l->image_size, l->image_size,  l->filtered_size, l->types_size,
                                       l->slots_size, l->table_size,  l->tokens_size,   l->joined_size,
-                                      l->filtered_size, l->joined_size, l->table_size};
+                                      l->filtered_size, l->joined_size, l->table_size, HP_TONE_STATE_WORDS * 4};
     const hp_mem_kind kinds[NBUF] = {HP_MEM_UPLOAD, HP_MEM_DEVICE, HP_MEM_DEVICE,   HP_MEM_DEVICE,
                                      HP_MEM_DEVICE, HP_MEM_DEVICE, HP_MEM_DEVICE,   HP_MEM_DEVICE,
-                                     HP_MEM_READBACK, HP_MEM_READBACK, HP_MEM_READBACK};
+                                     HP_MEM_READBACK, HP_MEM_READBACK, HP_MEM_READBACK, HP_MEM_DEVICE};
     bool ok = true;
     for (int i = 0; ok && i < NBUF; i++)
         ok = hp_buffer_create(r->gpu, sizes[i], kinds[i], "test_png", &b[i], err) == HP_OK;
@@ -148,9 +151,12 @@ static bool run_png(gpu_test_cmd *r, hp_png_gpu *png, const hp_png_gpu_layout *l
             vkCmdFillBuffer(r->cmd, b[FILTERED].buffer, 0, VK_WHOLE_SIZE, 0xa5a5a5a5u);
             vkCmdFillBuffer(r->cmd, b[SLOTS].buffer, 0, VK_WHOLE_SIZE, 0x5a5a5a5au);
             vkCmdFillBuffer(r->cmd, b[JOINED].buffer, 0, VK_WHOLE_SIZE, 0x3c3c3c3cu);
+            vkCmdFillBuffer(r->cmd, b[TONE].buffer, 0, VK_WHOLE_SIZE, 0x7f7f7f7fu);
+            vkCmdFillBuffer(r->cmd, b[TONE].buffer, HP_TONE_STATE_TRANSLUCENT * 4, 4, translucent > 0 ? 1u : 0u);
             gpu_test_barrier(r->cmd);
             hp_png_gpu_io io = {.image = b[IMAGE].address, .filtered = &b[FILTERED], .types = &b[TYPES],
-                                .slots = &b[SLOTS], .table = &b[TABLE], .tokens = &b[TOKENS], .joined = &b[JOINED]};
+                                .slots = &b[SLOTS], .table = &b[TABLE], .tokens = &b[TOKENS], .joined = &b[JOINED],
+                                .alpha_auto = translucent >= 0 ? b[TONE].address : 0};
             hp_png_gpu_record(png, r->cmd, l, &io);
             gpu_test_barrier(r->cmd);
             VkBufferCopy f = {.size = l->filtered_size}, s = {.size = l->joined_size}, t = {.size = l->table_size};
@@ -248,15 +254,20 @@ typedef struct totals {
 } totals;
 
 /* given: an image in the tone pass's layout (not freed here); NULL: one made of `kind`. */
-static void check_image(gpu_test_cmd *r, hp_png_gpu *png, const char *shape, uint32_t w, uint32_t h, uint32_t channels,
-                        uint32_t depth, image_kind kind, const uint8_t *given, bool report, totals *sum)
+/* translucent: -1, or output.alpha auto over an RGBA layout (channels 4) with that translucent word: the
+ * stream is then checked against the RGB image where it is 0. */
+static void check_image_as(gpu_test_cmd *r, hp_png_gpu *png, const char *shape, uint32_t w, uint32_t h,
+                           uint32_t channels, uint32_t depth, image_kind kind, const uint8_t *given, bool report,
+                           totals *sum, int translucent)
 {
-    char name[200];
-    snprintf(name, sizeof(name), "%s%ux%u %s %u-bit %s", shape, w, h, channels == 4 ? "RGBA" : "RGB", depth,
-             given ? "" : kind_names[kind]);
+    char name[240];
+    snprintf(name, sizeof(name), "%s%ux%u %s %u-bit %s%s", shape, w, h, channels == 4 ? "RGBA" : "RGB", depth,
+             given ? "" : kind_names[kind], translucent < 0 ? "" : translucent ? ", alpha auto, translucent" :
+             ", alpha auto, opaque: RGB");
     hp_err err = {0};
-    hp_png_gpu_layout l;
-    if (hp_png_gpu_layout_for(png, w, h, channels, depth, &l, &err) != HP_OK) {
+    hp_png_gpu_layout l, run_l;
+    if (hp_png_gpu_layout_for(png, w, h, channels, depth, &run_l, &err) != HP_OK ||
+        hp_png_gpu_layout_for(png, w, h, translucent == 0 ? 3 : channels, depth, &l, &err) != HP_OK) {
         tap_ok(false, "%s: layout: %s", name, err.message);
         return;
     }
@@ -271,7 +282,7 @@ static void check_image(gpu_test_cmd *r, hp_png_gpu *png, const char *shape, uin
     }
     hp_png_cpu_filter(&l, img, want);
     expected_samples(&l, img, samples);
-    if (!run_png(r, png, &l, img, &g, &err)) {
+    if (!run_png(r, png, &run_l, img, translucent, &g, &err)) {
         tap_ok(false, "%s: GPU run: %s", name, err.message);
         goto done;
     }
@@ -339,6 +350,12 @@ done:
     if (img != given)
         free(img);
     free(want), free(samples), free(zlib), free(inflated);
+}
+
+static void check_image(gpu_test_cmd *r, hp_png_gpu *png, const char *shape, uint32_t w, uint32_t h, uint32_t channels,
+                        uint32_t depth, image_kind kind, const uint8_t *given, bool report, totals *sum)
+{
+    check_image_as(r, png, shape, w, h, channels, depth, kind, given, report, sum, -1);
 }
 
 int main(void)
@@ -418,9 +435,9 @@ int main(void)
             if (ok)
                 check_image(&r, png, "blender street tone-mapped, ", info.width, info.height, 3, depth, IMG_FLAT, toned,
                             true, NULL);
-            /* RGBA 8-bit, the opaque alpha kept as the daemon's GPU path keeps it: the frame whose runs of
-             * zeros the segment's code prices under their length and distance codes, so that most of its
-             * matches go out as literals (png_deflate.comp's TOKEN_AS_LITERALS). */
+            /* RGBA 8-bit, the opaque alpha kept (output.alpha keep): the frame whose runs of zeros the
+             * segment's code prices under their length and distance codes, so that most of its matches go
+             * out as literals (png_deflate.comp's TOKEN_AS_LITERALS). */
             if (ok && depth == 8)
                 check_image(&r, png, "blender street tone-mapped, ", info.width, info.height, 4, depth, IMG_FLAT, toned,
                             true, NULL);
@@ -428,6 +445,32 @@ int main(void)
         if (!ok)
             tap_ok(false, "the real frame %s: %s", path, e.message[0] ? e.message : "cannot read or tone-map");
         free(bytes), free(frame), free(toned);
+    }
+
+    /* output.alpha auto (hp_png_gpu_io.alpha_auto): an RGBA layout, the channels from tone_state's
+     * translucent word on the GPU. Opaque: the RGB image's stream, in fewer segments than the dispatch's
+     * (those past it do nothing); translucent: the RGBA image's. */
+    for (int translucent = 0; translucent <= 1; translucent++) {
+        check_image_as(&r, png, "", 301, 203, 4, 8, IMG_RENDER, NULL, false, NULL, translucent);
+        check_image_as(&r, png, "", 127, 61, 4, 16, IMG_NOISE, NULL, false, NULL, translucent);
+        check_image_as(&r, png, "", 1, 1, 4, 8, IMG_FLAT, NULL, false, NULL, translucent);
+    }
+
+    /* The deflate pass's switches for bench_png_gpu (hp_png_gpu_config): without the hash table's candidate,
+     * without the second Huffman build; every stream still inflates to the filtered bytes. */
+    for (int v = 0; v < 2; v++) {
+        hp_png_gpu_config sw = HP_PNG_GPU_CONFIG_DEFAULTS;
+        sw.no_hash_probe = v == 0, sw.no_reprice = v == 1;
+        hp_png_gpu *p2 = NULL;
+        const char *what = v == 0 ? "no hash probe: " : "no reprice: ";
+        if (hp_png_gpu_create(gpu, &sw, &p2, &err) != HP_OK) {
+            tap_ok(false, "create %s%s", what, err.message);
+            continue;
+        }
+        for (int k = 0; k < IMG_KIND_COUNT; k++)
+            check_image(&r, p2, what, 301, 203, 3 + (uint32_t)(k & 1), k == 2 ? 16 : 8, (image_kind)k, NULL, false,
+                        NULL);
+        hp_png_gpu_destroy(&p2);
     }
 
     /* Another launch shape: 64 invocations of 16 bytes, segments of 1 KiB. Many segments, stored ones
