@@ -204,12 +204,50 @@ static void gpu_times(hp_png_gpu *png, const hp_png_gpu_layout *l, hp_png_gpu_io
     free(ts), free(ms);
 }
 
-/* One image through the GPU's passes and the CPU's coders; false when the GPU's stream is wrong. */
-static bool bench_image(hp_png_gpu *png, const uint8_t *img, uint32_t w, uint32_t h, uint32_t depth,
+/* The deflate pass's variants run side by side (hp_png_gpu_config's switches). */
+#define VARIANTS 4
+static const char *const variant_names[VARIANTS] = {"GPU, default (hash probe, reprice)", "GPU without the hash probe",
+                                                    "GPU without the reprice", "GPU without either"};
+
+/* One variant on the image: its passes' times into pass_ms, its stream's bytes into *zlen; false when the
+ * stream does not inflate to the CPU reference's filtered bytes (want). */
+static bool run_variant(hp_png_gpu *png, const hp_png_gpu_layout *l, hp_buffer *b, const uint8_t *want,
+                        uint32_t runs, double *pass_ms, size_t *zlen_out)
+{
+    enum { STAGING, IMAGE, FILTERED, TYPES, SLOTS, TABLE, TOKENS, JOINED, RB_FILTERED, RB_JOINED, RB_TABLE };
+    hp_png_gpu_io io = {.image = b[IMAGE].address, .filtered = &b[FILTERED], .types = &b[TYPES],
+                        .slots = &b[SLOTS], .table = &b[TABLE], .tokens = &b[TOKENS], .joined = &b[JOINED],
+                        .timestamps = bench_queries};
+    gpu_times(png, l, io, runs, pass_ms);
+    /* The result, once: read back, joined, inflated against the CPU reference. */
+    bench_begin();
+    VkBufferCopy f = {.size = l->filtered_size}, s = {.size = l->joined_size}, t = {.size = l->table_size};
+    vkCmdCopyBuffer(bench_cmd, b[FILTERED].buffer, b[RB_FILTERED].buffer, 1, &f);
+    vkCmdCopyBuffer(bench_cmd, b[JOINED].buffer, b[RB_JOINED].buffer, 1, &s);
+    vkCmdCopyBuffer(bench_cmd, b[TABLE].buffer, b[RB_TABLE].buffer, 1, &t);
+    bench_barrier_all();
+    bench_submit_and_wait();
+    for (int i = RB_FILTERED; i <= RB_TABLE; i++)
+        hp_buffer_invalidate(bench_gpu, &b[i]);
+    size_t zcap = hp_png_gpu_zlib_bound(l), zlen = 0;
+    uint8_t *zs = malloc(zcap), *inflated = malloc(l->filtered_bytes);
+    CHECK(zs && inflated);
+    CHECK(hp_png_gpu_join(l, b[RB_JOINED].mapped, b[RB_TABLE].mapped, zs, zcap, &zlen, &bench_err) == HP_OK);
+    uLongf out_len = (uLongf)l->filtered_bytes;
+    bool exact = memcmp(b[RB_FILTERED].mapped, want, l->filtered_bytes) == 0 &&
+                 uncompress(inflated, &out_len, zs, (uLong)zlen) == Z_OK && out_len == l->filtered_bytes &&
+                 memcmp(inflated, want, l->filtered_bytes) == 0;
+    free(zs), free(inflated);
+    *zlen_out = zlen;
+    return exact;
+}
+
+/* One image through the GPU's variants and the CPU's coders; false when a GPU stream is wrong. */
+static bool bench_image(hp_png_gpu *const *png, const uint8_t *img, uint32_t w, uint32_t h, uint32_t depth,
                         const char *what, uint32_t runs)
 {
     hp_png_gpu_layout l;
-    CHECK(hp_png_gpu_layout_for(png, w, h, 3, depth, &l, &bench_err) == HP_OK);
+    CHECK(hp_png_gpu_layout_for(png[0], w, h, 3, depth, &l, &bench_err) == HP_OK);
     enum { STAGING, IMAGE, FILTERED, TYPES, SLOTS, TABLE, TOKENS, JOINED, RB_FILTERED, RB_JOINED, RB_TABLE, NBUF };
     hp_buffer b[NBUF];
     const VkDeviceSize sizes[NBUF] = {l.image_size,    l.image_size,  l.filtered_size, l.types_size,
@@ -227,38 +265,15 @@ static bool bench_image(hp_png_gpu *png, const uint8_t *img, uint32_t w, uint32_
     vkCmdCopyBuffer(bench_cmd, b[STAGING].buffer, b[IMAGE].buffer, 1, &up);
     bench_barrier_all();
     bench_submit_and_wait();
-
-    hp_png_gpu_io io = {.image = b[IMAGE].address, .filtered = &b[FILTERED], .types = &b[TYPES],
-                        .slots = &b[SLOTS], .table = &b[TABLE], .tokens = &b[TOKENS], .joined = &b[JOINED],
-                        .timestamps = bench_queries};
-    double pass_ms[HP_PNG_GPU_PASSES + 1];
-    gpu_times(png, &l, io, runs, pass_ms);
-
-    /* The result, once: read back, joined, inflated against the CPU reference. */
-    bench_begin();
-    VkBufferCopy f = {.size = l.filtered_size}, s = {.size = l.joined_size}, t = {.size = l.table_size};
-    vkCmdCopyBuffer(bench_cmd, b[FILTERED].buffer, b[RB_FILTERED].buffer, 1, &f);
-    vkCmdCopyBuffer(bench_cmd, b[JOINED].buffer, b[RB_JOINED].buffer, 1, &s);
-    vkCmdCopyBuffer(bench_cmd, b[TABLE].buffer, b[RB_TABLE].buffer, 1, &t);
-    bench_barrier_all();
-    bench_submit_and_wait();
-    for (int i = RB_FILTERED; i <= RB_TABLE; i++)
-        hp_buffer_invalidate(bench_gpu, &b[i]);
     uint8_t *want = malloc(l.filtered_size);
+    CHECK(want != NULL);
     hp_png_cpu_filter(&l, img, want);
-    size_t zcap = hp_png_gpu_zlib_bound(&l), zlen = 0;
-    uint8_t *zs = malloc(zcap), *inflated = malloc(l.filtered_bytes);
-    CHECK(hp_png_gpu_join(&l, b[RB_JOINED].mapped, b[RB_TABLE].mapped, zs, zcap, &zlen, &bench_err) == HP_OK);
-    uLongf out_len = (uLongf)l.filtered_bytes;
-    bool exact = memcmp(b[RB_FILTERED].mapped, want, l.filtered_bytes) == 0 &&
-                 uncompress(inflated, &out_len, zs, (uLong)zlen) == Z_OK && out_len == l.filtered_bytes &&
-                 memcmp(inflated, want, l.filtered_bytes) == 0;
-    uint32_t btypes[3] = {0};
-    for (uint32_t sg = 0; sg < l.segments; sg++) {
-        hp_png_gpu_segment seg;
-        memcpy(&seg, (const uint8_t *)b[RB_TABLE].mapped + sg * sizeof(seg), sizeof(seg));
-        btypes[seg.btype < 3 ? seg.btype : 0]++;
-    }
+
+    double pass_ms[VARIANTS][HP_PNG_GPU_PASSES + 1];
+    size_t zlen[VARIANTS];
+    bool exact = true;
+    for (int v = 0; v < VARIANTS; v++)
+        exact = run_variant(png[v], &l, b, want, runs, pass_ms[v], &zlen[v]) && exact;
 
     /* The CPU on the same image: the daemon's encoder and libdeflate 1 on every core, zlib 1 and
      * deflate_runs on one. */
@@ -275,23 +290,30 @@ static bool bench_image(hp_png_gpu *png, const uint8_t *img, uint32_t w, uint32_
     CHECK(hp_deflate_runs(want, l.filtered_bytes, true, zb, &runs_len));
     double t2 = now_ms();
 
-    printf("\n%ux%u RGB %u-bit (%s): %llu filtered bytes, %u segments (%u stored, %u fixed, %u dynamic); stream %s\n",
-           w, h, depth, what, (unsigned long long)l.filtered_bytes, l.segments, btypes[0], btypes[1], btypes[2],
-           exact ? "inflates exactly" : "WRONG");
-    for (int k = 0; k < HP_PNG_GPU_PASSES; k++)
-        printf("  %-8s %8.3f ms\n", pass_names[k], pass_ms[k]);
-    printf("  %-8s %8.3f ms\n", "total", pass_ms[HP_PNG_GPU_PASSES]);
+    printf("\n%ux%u RGB %u-bit (%s): %llu filtered bytes, %u segments; streams %s\n", w, h, depth, what,
+           (unsigned long long)l.filtered_bytes, l.segments, exact ? "inflate exactly" : "WRONG");
+    printf("  | GPU pass (ms) |");
+    for (int v = 0; v < VARIANTS; v++)
+        printf(" %s |", variant_names[v]);
+    printf("\n  |---|---|---|---|---|\n");
+    for (int k = 0; k <= HP_PNG_GPU_PASSES; k++) {
+        printf("  | %s |", k < HP_PNG_GPU_PASSES ? pass_names[k] : "total");
+        for (int v = 0; v < VARIANTS; v++)
+            printf(" %.3f |", pass_ms[v][k]);
+        printf("\n");
+    }
     double fb = (double)l.filtered_bytes;
-    printf("  | coder | ms | bytes | of the filtered bytes |\n  |---|---|---|---|\n");
-    printf("  | GPU (filter and deflate, GPU timestamps) | %.2f | %zu | %.4f |\n", pass_ms[HP_PNG_GPU_PASSES], zlen,
-           (double)zlen / fb);
+    printf("\n  | coder | ms | bytes | of the filtered bytes |\n  |---|---|---|---|\n");
+    for (int v = 0; v < VARIANTS; v++)
+        printf("  | %s (filter and deflate, GPU timestamps) | %.2f | %zu | %.4f |\n", variant_names[v],
+               pass_ms[v][HP_PNG_GPU_PASSES], zlen[v], (double)zlen[v] / fb);
     printf("  | CPU encoder, %u cores (the whole PNG; %.0f ms of CPU) | %.2f | %zu | %.4f |\n", cores, enc_cpu,
            enc_ms, enc_bytes, (double)enc_bytes / fb);
     printf("  | libdeflate level 1, %u cores (deflate of the filtered bytes) | %.2f | %zu | %.4f |\n", cores, ld_ms,
            ld_bytes, (double)ld_bytes / fb);
     printf("  | zlib level 1, one core | %.1f | %lu | %.4f |\n", t1 - t0, (unsigned long)z1, (double)z1 / fb);
     printf("  | deflate_runs, one core | %.1f | %zu | %.4f |\n", t2 - t1, runs_len + 6, (double)(runs_len + 6) / fb);
-    free(zb), free(want), free(zs), free(inflated);
+    free(zb), free(want);
     for (int i = 0; i < NBUF; i++)
         hp_buffer_destroy(bench_gpu, &b[i]);
     return exact;
@@ -304,9 +326,13 @@ int main(int argc, char **argv)
         return 2;
     uint32_t runs = args.runs < 1 ? 1 : args.runs > 100 ? 100 : args.runs;
     bench_init(args.device, HP_PNG_GPU_TIMESTAMPS * runs);
-    hp_png_gpu *png;
-    CHECK(hp_png_gpu_create(bench_gpu, NULL, &png, &bench_err) == HP_OK);
-    const hp_png_gpu_config *cfg = hp_png_gpu_get_config(png);
+    hp_png_gpu *png[VARIANTS];
+    for (int v = 0; v < VARIANTS; v++) {
+        hp_png_gpu_config c = HP_PNG_GPU_CONFIG_DEFAULTS;
+        c.no_hash_probe = v == 1 || v == 3, c.no_reprice = v == 2 || v == 3;
+        CHECK(hp_png_gpu_create(bench_gpu, &c, &png[v], &bench_err) == HP_OK);
+    }
+    const hp_png_gpu_config *cfg = hp_png_gpu_get_config(png[0]);
     printf("# bench_png_gpu: %s, workgroup %u x chunk %u (segments of %u bytes), %u runs (median); %u usable cores\n",
            hp_gpu_get_info(bench_gpu)->device_name, cfg->workgroup_size, cfg->chunk_bytes,
            cfg->workgroup_size * cfg->chunk_bytes, runs, hp_usable_cpus());
@@ -330,7 +356,8 @@ int main(int argc, char **argv)
         ok = bench_image(png, img, w, h, depth, what, runs);
         free(img);
     }
-    hp_png_gpu_destroy(&png);
+    for (int v = 0; v < VARIANTS; v++)
+        hp_png_gpu_destroy(&png[v]);
     int rc = bench_shutdown();
     return ok ? rc : 1;
 }
