@@ -85,7 +85,7 @@ hp_code hp_png_gpu_create(hp_gpu *gpu, const hp_png_gpu_config *config, hp_png_g
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     p->gpu = gpu;
     p->config = cfg;
-    const uint32_t spec[4] = {wg, cfg.chunk_bytes, !cfg.no_hash_probe, !cfg.no_reprice};
+    const uint32_t spec[4] = {wg, cfg.chunk_bytes, !cfg.no_hash_probe, cfg.reprice};
     hp_compute_desc choose = {.name = "png_filter_choose", .spirv = spv_choose, .spirv_size = sizeof(spv_choose),
                               .push_constant_size = sizeof(struct png_filter_push), .spec_values = spec, .spec_count = 1};
     hp_compute_desc apply = {.name = "png_filter_apply", .spirv = spv_apply, .spirv_size = sizeof(spv_apply),

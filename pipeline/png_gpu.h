@@ -33,10 +33,10 @@ typedef struct hp_png_gpu_config {
     uint32_t workgroup_size; /* invocations per workgroup of every pass, a power of two in [32, 1024]; default 256 */
     uint32_t chunk_bytes;    /* filtered bytes each deflate invocation parses, [16, 1024]; default 128. A segment
                               * is workgroup_size x chunk_bytes bytes, at most 65535 - 5 - 3 (one stored block) */
-    /* Off switches for two parts of png_deflate.comp, for bench_png_gpu's side-by-side runs: the hash
-     * table's candidate (its two barriers a byte), and the matches priced by a first code (a second
-     * Huffman build). false (the default): on. */
-    bool no_hash_probe, no_reprice;
+    /* Two parts of png_deflate.comp, for bench_png_gpu's side-by-side runs (the shader says what each
+     * costs and gives): the hash table's candidate, on unless no_hash_probe; the matches priced by a first
+     * code and a second Huffman build, off unless reprice. */
+    bool no_hash_probe, reprice;
 } hp_png_gpu_config;
 
 #define HP_PNG_GPU_CONFIG_DEFAULTS {.workgroup_size = 256, .chunk_bytes = 128}

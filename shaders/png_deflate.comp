@@ -19,9 +19,9 @@
 // 2. Code. One block per segment, whichever of three is smallest, its size known exactly before a bit
 //    is written:
 //      dynamic Huffman (3.2.7)  codes from the segment's own histogram (shared atomics during the parse),
-//                               built twice: the matches that the first code prices above their bytes as
-//                               literals are sent as literals, and the second code is built from the counts
-//                               that follow (see main);
+//                               with REPRICE (off by default, below) built twice: the matches that the
+//                               first code prices above their bytes as literals are sent as literals, and
+//                               the second code is built from the counts that follow (see main);
 //                               Huffman's construction by two queues over the counts sorted by a rank
 //                               sort (every invocation ranks its symbols), then one invocation builds the
 //                               tree; deeper than 15 bits (7 for the code-length code), the counts are
@@ -59,11 +59,17 @@
 // 11,224,653 / 9,869,761; 16 KiB segments 11,265,006 / 9,890,967; two blocks a segment +0.3% (the
 // headers cost more than the closer statistics save).
 //
-// Two switches (specialization constants, pipeline/png_gpu.h's hp_png_gpu_config), on by default and
-// measured side by side by bench/bench_png_gpu.c: HASH_PROBE, the hash table and its two barriers a byte
-// (off: the fixed candidates alone, each invocation parsing at its own pace), and REPRICE, the second
-// Huffman build above. Matches are compared a word at a time (fword: the filtered buffer has a word of
-// padding after its last byte, pipeline/png_gpu.c).
+// Two switches (specialization constants, pipeline/png_gpu.h's hp_png_gpu_config), measured side by side by
+// bench/bench_png_gpu.c (H200, docs/BENCHMARKS.md, issue 20):
+//   HASH_PROBE, on: the hash table and its two barriers a byte (off: the fixed candidates alone, each
+//     invocation parsing at its own pace). It costs 0.4 to 3.3 ms of a 4K frame's deflate, and finds what
+//     the others cannot on repeated content: the street frame tiled 4x4, 0.537 of the filtered bytes
+//     against 0.726 without (the CPU encoder's 0.726); on bench_http's frame the same size either way.
+//   REPRICE, off: the second Huffman build above. It takes 0.1% from RGB frames and 1.6% from an RGBA
+//     one whose alpha is kept and opaque (runs of zero bytes), for 0.4 ms of bench_http's 4K frame and
+//     3 ms of the tiled one.
+// Matches are compared a word at a time (fword: the filtered buffer has a word of padding after its last
+// byte, pipeline/png_gpu.c).
 //
 // output.alpha auto (tone_state set): the image's shape (channels, so bpp, stride, total and segments)
 // follows the tone pass's translucent word, as png_filter.comp's does; the dispatches are the 4-channel
@@ -81,7 +87,7 @@
 layout(local_size_x_id = 0) in;              // invocations per workgroup (pipeline/png_gpu.c)
 layout(constant_id = 1) const uint CHUNK = 128u; // bytes each invocation parses
 layout(constant_id = 2) const bool HASH_PROBE = true; // the hash table's candidate (see above)
-layout(constant_id = 3) const bool REPRICE = true;    // matches priced by the first code, a second build
+layout(constant_id = 3) const bool REPRICE = false;   // matches priced by the first code, a second build
 #define WG gl_WorkGroupSize.x
 #define SEGMENT (WG * CHUNK)
 
