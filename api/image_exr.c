@@ -1516,6 +1516,50 @@ static void *decode_thread(void *arg)
 
 #define HP_EXR_MAX_THREADS 64
 
+/* Frames in hp_exr_decode at once in this process: they share the threads each asks for (opt->threads,
+ * the daemon's decode_threads: the cores), so that 16 frames arriving together run on about the cores'
+ * count of threads, not 16 times it. Oversubscribed, the same work took 8% more CPU a frame (H200 host, 16
+ * clients against one: 150 against 140 ms of decoding, docs/BENCHMARKS.md issue 20), and CPU is what
+ * bounds a node's frames per second once the PNG is deflated on the GPU. */
+static _Atomic uint32_t frames_decoding;
+
+/* The frame's chunks on `threads` threads (this one among them): each takes the next chunk nobody has
+ * taken. Of several failures, the first chunk's in the file: the same error whichever thread met it. */
+static hp_code decode_threaded(hp_exr_reader *r, uint32_t threads, const hp_image_dest *dest, hp_depth_stats *stats,
+                               hp_err *err)
+{
+    threads = threads < 2 ? 2 : threads > HP_EXR_MAX_THREADS ? HP_EXR_MAX_THREADS : threads;
+    _Atomic uint32_t next = 0;
+    chunk_worker workers[HP_EXR_MAX_THREADS];
+    pthread_t tids[HP_EXR_MAX_THREADS];
+    bool started[HP_EXR_MAX_THREADS] = {false};
+    for (uint32_t t = 0; t < threads; t++) {
+        workers[t] = (chunk_worker){.reader = r, .next = &next, .dest = dest};
+        if (t > 0) /* a thread that cannot be had is simply one fewer taking chunks */
+            started[t] = pthread_create(&tids[t], NULL, decode_thread, &workers[t]) == 0;
+    }
+    decode_worker(&workers[0]);
+    started[0] = true;
+    for (uint32_t t = 1; t < threads; t++)
+        if (started[t])
+            pthread_join(tids[t], NULL);
+    hp_code code = HP_OK;
+    uint32_t first_failed = UINT32_MAX;
+    for (uint32_t t = 0; t < threads; t++) {
+        if (!started[t])
+            continue;
+        stats->background += workers[t].stats.background;
+        stats->nonfinite += workers[t].stats.nonfinite;
+        if (workers[t].code != HP_OK && workers[t].failed_at < first_failed) {
+            first_failed = workers[t].failed_at;
+            code = workers[t].code;
+            if (err)
+                *err = workers[t].err;
+        }
+    }
+    return code;
+}
+
 hp_code hp_exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options *opt, const hp_image_info *info,
                       const hp_image_dest *dest, hp_depth_stats *stats, hp_err *err)
 {
@@ -1534,46 +1578,16 @@ hp_code hp_exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options 
      * chunks a thread, so that a small frame is not split for nothing. */
     if (r->rows && !r->tiled) /* chunk i is rows [i * lines, (i + 1) * lines) of the frame */
         hp_rows_ready_layout(r->rows, r->height, (uint32_t)r->lines_per_chunk);
-    uint32_t threads = opt && opt->threads > 1 ? opt->threads : 1;
+    uint32_t sharing = atomic_fetch_add(&frames_decoding, 1) + 1;
+    uint32_t threads = opt && opt->threads > 1 ? (opt->threads + sharing - 1) / sharing : 1;
     bool dwa = strncmp(fresh.compression, "dwa", 3) == 0;
     if (dwa || threads > HP_EXR_MAX_THREADS)
         threads = dwa ? 1 : HP_EXR_MAX_THREADS;
     if (threads > r->chunk_count / 4)
         threads = r->chunk_count / 4 > 1 ? r->chunk_count / 4 : 1;
-    if (threads <= 1) {
-        code = hp_exr_decode_chunks(r, 0, r->chunk_count, dest, stats, err);
-        hp_exr_close(&r);
-        return code;
-    }
-    _Atomic uint32_t next = 0;
-    chunk_worker workers[HP_EXR_MAX_THREADS];
-    pthread_t tids[HP_EXR_MAX_THREADS];
-    bool started[HP_EXR_MAX_THREADS] = {false};
-    for (uint32_t t = 0; t < threads; t++) {
-        workers[t] = (chunk_worker){.reader = r, .next = &next, .dest = dest};
-        if (t > 0) /* a thread that cannot be had is simply one fewer taking chunks */
-            started[t] = pthread_create(&tids[t], NULL, decode_thread, &workers[t]) == 0;
-    }
-    decode_worker(&workers[0]);
-    started[0] = true;
-    for (uint32_t t = 1; t < threads; t++)
-        if (started[t])
-            pthread_join(tids[t], NULL);
-    /* Of several failures, the first chunk's in the file: the same error whichever thread met it. */
-    code = HP_OK;
-    uint32_t first_failed = UINT32_MAX;
-    for (uint32_t t = 0; t < threads; t++) {
-        if (!started[t])
-            continue;
-        stats->background += workers[t].stats.background;
-        stats->nonfinite += workers[t].stats.nonfinite;
-        if (workers[t].code != HP_OK && workers[t].failed_at < first_failed) {
-            first_failed = workers[t].failed_at;
-            code = workers[t].code;
-            if (err)
-                *err = workers[t].err;
-        }
-    }
+    code = threads <= 1 ? hp_exr_decode_chunks(r, 0, r->chunk_count, dest, stats, err)
+                        : decode_threaded(r, threads, dest, stats, err);
+    atomic_fetch_sub(&frames_decoding, 1);
     hp_exr_close(&r);
     return code;
 }
