@@ -578,7 +578,8 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     /* PNG on the GPU: asked for, or auto on a device that runs it. */
     hp_png_encoder enc = p->output.png_encoder;
     bool png = tone && !params->output_luminance && p->output.format == HP_OUTPUT_PNG &&
-               (enc == HP_PNG_ENCODER_GPU || (enc == HP_PNG_ENCODER_AUTO && g->png));
+               (enc == HP_PNG_ENCODER_GPU ||
+                (enc == HP_PNG_ENCODER_AUTO && g->png && p->output.effort <= HP_PNG_AUTO_GPU_MAX_EFFORT));
     hp_png_gpu_layout png_layout = {0}, png_rgb_layout = {0};
     bool png_alpha_auto = params->png_alpha_auto && params->png_channels == 4;
     if (png && !g->png)

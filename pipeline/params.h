@@ -99,8 +99,14 @@ typedef enum hp_output_alpha {
 typedef enum hp_png_encoder {
     HP_PNG_ENCODER_CPU = 0,  /* api/encode.c: filters and deflate on the encoding pool's cores */
     HP_PNG_ENCODER_GPU = 1,  /* pipeline/png_gpu.c: filters and deflate on the GPU, only the stream read back */
-    HP_PNG_ENCODER_AUTO = 2, /* the GPU where the device runs png_gpu's passes, else the CPU */
+    HP_PNG_ENCODER_AUTO = 2, /* the GPU where the device runs png_gpu's passes and output.effort is at most
+                              * HP_PNG_AUTO_GPU_MAX_EFFORT, else the CPU (the default) */
 } hp_png_encoder;
+
+/* output.png_encoder auto takes the GPU up to this output.effort: the CPU encoder's run-length deflate
+ * levels (api/encode.c), whose sizes the GPU's stream matches (docs/BENCHMARKS.md, issue 20); the efforts
+ * above ask for zlib's smaller files, which only the CPU makes. */
+#define HP_PNG_AUTO_GPU_MAX_EFFORT 2u
 
 typedef struct hp_output_params {
     hp_output_format format;

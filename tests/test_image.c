@@ -1788,6 +1788,56 @@ static void test_threaded_decode(void)
     }
 }
 
+/* Frames decoded at once share the threads they ask for (api/image_exr.c frames_decoding): six decodes of
+ * one ZIP frame on six threads, each asking for 8 threads, all give the bytes of one decode alone. */
+typedef struct shared_decode {
+    const blob *b;
+    hp_image_info info;
+    float *out;
+    hp_code code;
+} shared_decode;
+
+static void *shared_decode_run(void *arg)
+{
+    shared_decode *d = arg;
+    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+    opt.threads = 8;
+    hp_err err = {0};
+    d->code = hp_image_decode(d->b->data, d->b->len, &opt, &d->info, d->out, HP_LAYOUT_RGBA32F, NULL, &err);
+    return NULL;
+}
+
+static void test_decodes_at_once(void)
+{
+    blob b = read_data("blender_street_960x540_singlelayer.exr");
+    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+    hp_image_info info;
+    hp_err err = {0};
+    bool ok = b.len && hp_image_probe(b.data, b.len, &opt, &info, &err) == HP_OK;
+    size_t bytes = ok ? (size_t)info.width * info.height * 16 : 0;
+    float *one = ok ? malloc(bytes) : NULL;
+    ok = ok && one && hp_image_decode(b.data, b.len, &opt, &info, one, HP_LAYOUT_RGBA32F, NULL, &err) == HP_OK;
+    enum { AT_ONCE = 6 };
+    shared_decode d[AT_ONCE];
+    pthread_t tid[AT_ONCE];
+    bool started[AT_ONCE] = {false};
+    for (int i = 0; ok && i < AT_ONCE; i++) {
+        d[i] = (shared_decode){.b = &b, .info = info, .out = malloc(bytes), .code = HP_ERR_INTERNAL};
+        started[i] = d[i].out && pthread_create(&tid[i], NULL, shared_decode_run, &d[i]) == 0;
+    }
+    int same = 0;
+    for (int i = 0; ok && i < AT_ONCE; i++) {
+        if (started[i])
+            pthread_join(tid[i], NULL);
+        same += started[i] && d[i].code == HP_OK && memcmp(d[i].out, one, bytes) == 0;
+        free(d[i].out);
+    }
+    tap_ok(ok && same == AT_ONCE, "%d decodes of a ZIP frame at once, sharing their threads, equal one alone (%d do)%s%s",
+           AT_ONCE, same, ok ? "" : ": ", ok ? "" : err.message);
+    free(one);
+    blob_free(&b);
+}
+
 /* A body still arriving (common/arrival.h): a thread hands the bytes over in pieces with pauses while
  * the decoder, on 4 threads taking chunks in file order, waits for each range it reads. */
 typedef struct feeder {
@@ -2184,6 +2234,7 @@ int main(void)
     test_park();
     test_real_exr();
     test_threaded_decode();
+    test_decodes_at_once();
     test_arriving_decode();
     test_written_exr();
     test_layers();

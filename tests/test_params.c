@@ -143,7 +143,7 @@ static const spec specs[] = {
     {"output.alpha", HP_PARAM_ENUM, F(output.alpha), "auto", NULL, alphas},
     {"output.dither", HP_PARAM_BOOL, F(output.dither), "true", NULL, NULL},
     {"output.colorspace", HP_PARAM_ENUM, F(output.colorspace), "srgb", NULL, output_colorspaces},
-    {"output.png_encoder", HP_PARAM_ENUM, F(output.png_encoder), "cpu", NULL, png_encoders},
+    {"output.png_encoder", HP_PARAM_ENUM, F(output.png_encoder), "auto", NULL, png_encoders},
 };
 
 #define SPEC_COUNT (sizeof(specs) / sizeof(specs[0]))
