@@ -177,6 +177,18 @@ def body(tmp):
             if label == "street":
                 point("output.alpha auto, street frame (an opaque alpha): both PNGs are RGB", ok and got[2] == 3,
                       detail)
+        # auto is the default, and takes the CPU for an effort above the run-length levels (zlib's smaller
+        # files): the same samples either way.
+        s1, h1, dflt = render(d.port, desk, "output.format=png")
+        s2, h2, eff = render(d.port, desk, "output.format=png&output.effort=4")
+        try:
+            same = png_decode(dflt) == png_decode(eff)
+        except Exception as e:
+            same = repr(e)
+        point("output.png_encoder's default is auto: png_gpu in Server-Timing; with output.effort 4 the CPU "
+              "(no png_gpu), the same samples", s1 == 200 and s2 == 200 and "png_gpu;dur=" in h1.get("server-timing", "")
+              and "png_gpu" not in h2.get("server-timing", "") and same is True,
+              f"{s1} {h1.get('server-timing')} / {s2} {h2.get('server-timing')} / same {same}")
         s, _, err = render(d.port, desk, "output.format=png&output.png_encoder=fast")
         point("output.png_encoder fast is 400 naming output.png_encoder",
               harness_error(s, err, 400, "output.png_encoder"), f"{s} {err[:300]!r}")
