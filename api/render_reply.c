@@ -206,19 +206,29 @@ static json_t *times_json(const render_ctx *ctx, const hp_frame_result *r, const
     return o;
 }
 
-/* Encode: the image the GPU read back, as the output parameters ask. *alpha: whether the image carries
- * alpha (output.alpha: by default an alpha the tone pass found opaque everywhere is left out). */
-static void host_mem_release(void *owner)
+/* The answer's body where the GPU's PNG was finished: the job's image memory, and the part of the request's
+ * budget charge that stands for the image, both given back once libmicrohttpd has sent it. A client that
+ * reads slowly holds them: new frames meanwhile meet 503 memory_full rather than pinned memory held
+ * outside the budget (docs/SECURITY.md). */
+typedef struct held_answer {
+    hp_host_mem mem;
+    hp_budget *budget;
+    uint64_t charged;
+} held_answer;
+
+static void held_answer_release(void *owner)
 {
-    hp_host_mem_put(owner);
-    free(owner);
+    held_answer *h = owner;
+    hp_host_mem_put(&h->mem);
+    hp_budget_give(h->budget, h->charged);
+    free(h);
 }
 
 /* The GPU's segments sealed into one zlib stream where they lie (its Adler-32 combined from theirs), then
  * the file finished around it in the job's image memory, which the answer then owns: the 11 MB of a 4K
  * frame's stream are not copied on the way out (worker.c put them there, or copied them once from the
  * graph's memory). */
-static hp_code encode_png_gpu(hp_job *job, bool *alpha, hp_encoded *enc, hp_err *err)
+static hp_code encode_png_gpu(render_ctx *ctx, hp_job *job, bool *alpha, hp_encoded *enc, hp_err *err)
 {
     const hp_frame_result *r = &job->result;
     const hp_params *p = &job->params.params;
@@ -233,7 +243,7 @@ static hp_code encode_png_gpu(hp_job *job, bool *alpha, hp_encoded *enc, hp_err 
                                   l->depth, *alpha, hp_output_encoding_for_gamma(p->gamma.mode), &p->output, enc, err);
     if (code != HP_OK || !enc->in_place)
         return code;
-    hp_host_mem *owner = malloc(sizeof(*owner));
+    held_answer *owner = malloc(sizeof(*owner));
     if (!owner) { /* the file cannot outlive the job's memory without its owner: copied out instead */
         uint8_t *copy = malloc(enc->size);
         if (!copy)
@@ -242,19 +252,25 @@ static hp_code encode_png_gpu(hp_job *job, bool *alpha, hp_encoded *enc, hp_err 
         *enc = (hp_encoded){.data = copy, .size = enc->size, .mime = enc->mime, .cpu_ms = enc->cpu_ms};
         return HP_OK;
     }
-    *owner = job->image;
+    /* The image's share of the charge (render.c frame_bytes: 4 or 8 bytes a pixel) goes with the memory. */
+    uint64_t image = (uint64_t)l->width * l->height * (p->output.bit_depth == 16 ? 8 : 4);
+    *owner = (held_answer){.mem = job->image, .budget = ctx->budget,
+                           .charged = image < ctx->charged ? image : ctx->charged};
+    ctx->charged -= owner->charged;
     job->image = (hp_host_mem){0};
-    enc->release = host_mem_release;
+    enc->release = held_answer_release;
     enc->owner = owner;
     return HP_OK;
 }
 
-static hp_code encode_image(const render_ctx *ctx, hp_job *job, bool *alpha, hp_encoded *enc, hp_err *err)
+/* Encode: the image the GPU read back, as the output parameters ask. *alpha: whether the image carries
+ * alpha (output.alpha: by default an alpha the tone pass found opaque everywhere is left out). */
+static hp_code encode_image(render_ctx *ctx, hp_job *job, bool *alpha, hp_encoded *enc, hp_err *err)
 {
     const hp_frame_result *r = &job->result;
     const hp_params *p = &job->params.params;
     if (r->png_gpu) /* filtered and deflated on the GPU: the stream joined, the chunks written here */
-        return encode_png_gpu(job, alpha, enc, err);
+        return encode_png_gpu(ctx, job, alpha, enc, err);
     *alpha = ctx->alpha && (p->output.alpha == HP_ALPHA_KEEP ||
                             (p->output.alpha == HP_ALPHA_AUTO && r->tone.translucent));
     if (!r->yuv420)

@@ -215,15 +215,18 @@ def in_place_answers(d, desk):
           f"{s1} {s2} {png[:80]!r}")
     for _ in range(4):
         render(d.port, desk, query)
-    # The block goes back when libmicrohttpd lets go of the sent answer, a moment after the client has it.
+    # The block, and the budget's charge for it, go back when libmicrohttpd lets go of the sent answer, a
+    # moment after the client has it.
+    names = ("hdrpost_host_memory_blocks ", "hdrpost_inflight_bytes ")
     for _ in range(40):
         s, _, text = harness.request(d.port, "GET", "/metrics")
-        out = [ln for ln in text.decode(errors="replace").splitlines() if ln.startswith("hdrpost_host_memory_blocks ")]
-        if s == 200 and out and out[0].split()[-1] == "0":
+        out = [ln for ln in text.decode(errors="replace").splitlines() if ln.startswith(names)]
+        if s == 200 and len(out) == 2 and all(ln.split()[-1] == "0" for ln in out):
             break
         time.sleep(0.05)
-    point("after the answers are sent, no pinned block is still out (hdrpost_host_memory_blocks 0)",
-          s == 200 and out and out[0].split()[-1] == "0", f"{s} {out}")
+    point("after the answers are sent, no pinned block is still out and the memory budget is whole again "
+          "(hdrpost_host_memory_blocks 0, hdrpost_inflight_bytes 0)",
+          s == 200 and len(out) == 2 and all(ln.split()[-1] == "0" for ln in out), f"{s} {out}")
 
 
 def copied_out(tmp):
