@@ -55,6 +55,15 @@ void hp_metrics_cancelled(const char *stage)
         }
 }
 
+static uint64_t g_png_gpu[2]; /* copied, in place */
+
+void hp_metrics_png_gpu_answer(bool in_place)
+{
+    pthread_mutex_lock(&g_lock);
+    g_png_gpu[in_place ? 1 : 0]++;
+    pthread_mutex_unlock(&g_lock);
+}
+
 void hp_metrics_connection_closed(const char *reason)
 {
     for (unsigned i = 0; i < CLOSE_REASONS; i++)
@@ -192,6 +201,14 @@ int hp_metrics_format(char **buf, size_t *len, size_t *cap)
     for (unsigned i = 0; i < CANCEL_STAGES; i++)
         rc |= hp_metrics_printf(buf, len, cap, "hdrpost_frames_cancelled_total{stage=\"%s\"} %llu\n",
                                 cancel_stages[i], (unsigned long long)g_cancelled[i]);
+    rc |= hp_metrics_printf(buf, len, cap,
+                            "# HELP hdrpost_png_gpu_answers_total PNGs deflated on the GPU, by where the stream went: "
+                            "in_place (the request's pinned memory, the file finished and sent from it), copied "
+                            "(no pinned block to be had: through the graph's memory).\n"
+                            "# TYPE hdrpost_png_gpu_answers_total counter\n"
+                            "hdrpost_png_gpu_answers_total{stream=\"in_place\"} %llu\n"
+                            "hdrpost_png_gpu_answers_total{stream=\"copied\"} %llu\n",
+                            (unsigned long long)g_png_gpu[1], (unsigned long long)g_png_gpu[0]);
     rc |= hp_metrics_printf(buf, len, cap,
                             "# HELP hdrpost_log_lines_suppressed_total Repeated warnings left out of the log by its "
                             "rate limit.\n# TYPE hdrpost_log_lines_suppressed_total counter\n"

@@ -4,6 +4,7 @@
 #ifndef HP_METRICS_H
 #define HP_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,10 @@ void hp_metrics_connection_closed(const char *reason);
 /* A frame whose client went away before its answer: "arriving" (its body cut off while an early decoder
  * read it), "queued" (taken out of the queue at once), "running" (on the GPU or encoding by then). */
 void hp_metrics_cancelled(const char *stage);
+/* A PNG deflated on the GPU answered: in_place when its stream landed in the request's own pinned memory
+ * and the file was finished there and sent from it; else copied (no pinned block to be had: the stream
+ * came through the graph's memory, or the file was copied out). */
+void hp_metrics_png_gpu_answer(bool in_place);
 /* Log lines left out by a rate limit (common/ratelimit.h), added up. */
 void hp_metrics_log_suppressed(uint64_t lines);
 

@@ -207,7 +207,7 @@ static json_t *times_json(const render_ctx *ctx, const hp_frame_result *r, const
 }
 
 /* The answer's body where the GPU's PNG was finished: the job's image memory, and the part of the request's
- * budget charge that stands for the image, both given back once libmicrohttpd has sent it. A client that
+ * budget charge that stands for it, both given back once libmicrohttpd has sent it. A client that
  * reads slowly holds them: new frames meanwhile meet 503 memory_full rather than pinned memory held
  * outside the budget (docs/SECURITY.md). */
 typedef struct held_answer {
@@ -241,6 +241,8 @@ static hp_code encode_png_gpu(render_ctx *ctx, hp_job *job, bool *alpha, hp_enco
     code = hp_encode_png_in_place(r->png_joined - 2, zlib_len, HP_PNG_GPU_HEAD_ROOM - 2,
                                   HP_PNG_GPU_TAIL_ROOM - 4, l->width, l->height,
                                   l->depth, *alpha, hp_output_encoding_for_gamma(p->gamma.mode), &p->output, enc, err);
+    if (code == HP_OK)
+        hp_metrics_png_gpu_answer(enc->in_place && r->png_in_caller_memory);
     if (code != HP_OK || !enc->in_place)
         return code;
     held_answer *owner = malloc(sizeof(*owner));
@@ -252,10 +254,12 @@ static hp_code encode_png_gpu(render_ctx *ctx, hp_job *job, bool *alpha, hp_enco
         *enc = (hp_encoded){.data = copy, .size = enc->size, .mime = enc->mime, .cpu_ms = enc->cpu_ms};
         return HP_OK;
     }
-    /* The image's share of the charge (render.c frame_bytes: 4 or 8 bytes a pixel) goes with the memory. */
-    uint64_t image = (uint64_t)l->width * l->height * (p->output.bit_depth == 16 ? 8 : 4);
+    /* The request's charge goes with the memory, up to the block's size: the block is larger than the image
+     * render.c charged for (hp_frame_graph_image_bytes: 8 bytes a pixel and the stream's room), and the
+     * frame's own pixels, the rest of the charge, went back to the pool when the GPU was done with them. */
+    uint64_t block = job->image.block ? job->image.block->buf.size : job->image_size; /* pinned, or ordinary */
     *owner = (held_answer){.mem = job->image, .budget = ctx->budget,
-                           .charged = image < ctx->charged ? image : ctx->charged};
+                           .charged = block < ctx->charged ? block : ctx->charged};
     ctx->charged -= owner->charged;
     job->image = (hp_host_mem){0};
     enc->release = held_answer_release;

@@ -8,10 +8,14 @@
 #include "api/route.h"
 #include "common/utf8.h"
 
+static void release_bytes(hp_reply *reply);
+
+/* A JSON body replaces a binary one (send_reply sends bytes first): an owned body goes back at once. */
 void hp_reply_json(hp_reply *reply, unsigned status, json_t *body)
 {
     if (reply->body)
         json_decref(reply->body);
+    release_bytes(reply);
     reply->status = status;
     reply->body = body;
 }

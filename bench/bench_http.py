@@ -116,8 +116,10 @@ def raw_post(sock, body, query, buf):
         raise RuntimeError(headers.split("\r\n")[0])
     length = int(re.search(r"(?im)^content-length:\s*(\d+)", headers).group(1))
     want = end + 4 + length
-    if want > len(buf):
-        raise RuntimeError(f"an answer of {length} bytes is over the client's buffer of {len(buf)}")
+    if want > len(buf):  # grown once per size: the next answers of it reuse the buffer
+        view.release()
+        buf.extend(bytes(want - len(buf)))
+        view = memoryview(buf)
     while got < want:
         n = sock.recv_into(view[got:want])
         if n == 0:
@@ -211,7 +213,7 @@ def client_loop(port, body, query, stop_at, report):
     """One client: requests until stop_at, each a raw_post on one kept-alive connection (a client's own CPU,
     which shares the host, as small as Python makes it); report(latency_ms) after each, or report(None,
     error)."""
-    buf = bytearray(64 << 20)
+    buf = bytearray(1 << 20)  # raw_post grows it to the largest answer
     try:
         with socket.create_connection((HOST, port), timeout=300) as sock:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -266,12 +268,18 @@ def throughput(port, body, query, clients, seconds, pid=None, processes=False):
         ctx = multiprocessing.get_context("fork")
         queue = ctx.Queue()
         procs = [ctx.Process(target=client_process, args=(port, body, query, stop_at, queue)) for _ in range(clients)]
+    for p in procs:  # forked before this process starts its sampler thread: no lock of its is inherited
+        p.start()
     if pid:
         threads.append(threading.Thread(target=sampler))
-    for t in threads + procs:
+    for t in threads:
         t.start()
     for _ in procs:
-        p_lat, p_err = queue.get(timeout=seconds + 300)
+        try:
+            p_lat, p_err = queue.get(timeout=seconds + 300)
+        except Exception as e:  # a client process that died: reported, not hidden
+            report(None, f"a client process gave no result: {e!r}")
+            continue
         for ms in p_lat:
             report(ms)
         for e in p_err:

@@ -90,9 +90,9 @@ def same_samples(a, b):
     return len(a) == len(b) and (a == b if not isinstance(a, array.array) else a.tobytes() == b.tobytes())
 
 
-def compare(d, tmp, label, fname, alpha, want_ch, depth, space):
+def compare(d, tmp, label, fname, alpha, want_ch, depth, space, extra=""):
     data = open(os.path.join(DATA, fname), "rb").read()
-    q = f"output.format=png&output.bit_depth={depth}&output.colorspace={space}&output.alpha={alpha}"
+    q = f"output.format=png&output.bit_depth={depth}&output.colorspace={space}&output.alpha={alpha}{extra}"
     name = f"{label}, {depth}-bit, {space}: the GPU's PNG decodes (Python zlib, libspng) to the CPU's samples"
     sg, hg, gpu = render(d.port, data, q + "&output.png_encoder=gpu")
     sc, hc, cpu = render(d.port, data, q + "&output.png_encoder=cpu")
@@ -155,6 +155,11 @@ def body(tmp):
             for depth in (8, 16):
                 for space in ("srgb", "display_p3"):
                     compare(d, tmp, label, fname, alpha, want_ch, depth, space)
+        # The other heads the chunk writer puts in front of the stream: the sRGB chunk (gamma srgb) and a
+        # linear gAMA (gamma linear), at 16 bits BT.2020's iCCP.
+        for gamma in ("srgb", "linear"):
+            compare(d, tmp, f"park, gamma {gamma}", "pmndrs_park.exr", "auto", 3, 8, "srgb", f"&gamma.mode={gamma}")
+        compare(d, tmp, "desk, rec2020", "psychtoolbox_Desk.exr", "keep", 4, 16, "rec2020")
 
         desk = open(os.path.join(DATA, "psychtoolbox_Desk.exr"), "rb").read()
         s, h, png = render(d.port, desk, "output.format=png&output.png_encoder=auto")
@@ -198,11 +203,22 @@ def body(tmp):
               and h.get("content-type") == "image/webp", f"{s} {h}")
 
 
+def png_gpu_answers(port):
+    """hdrpost_png_gpu_answers_total by stream (in_place, copied)."""
+    _, _, text = harness.request(port, "GET", "/metrics")
+    out = {}
+    for ln in text.decode(errors="replace").splitlines():
+        if ln.startswith("hdrpost_png_gpu_answers_total{"):
+            out[ln.split('stream="')[1].split('"')[0]] = float(ln.split()[-1])
+    return out
+
+
 def in_place_answers(d, desk):
     """The GPU's PNG is finished where the GPU wrote it, in the request's pinned block, and that block is the
     answer's body until it is sent: the JSON answer (its base64 made from the block, which is then let go of)
     carries the same file as the image answer, and a run of them leaves no block out (/metrics)."""
     query = "output.format=png&output.png_encoder=gpu&output.colorspace=display_p3"
+    before = png_gpu_answers(d.port)
     s1, _, png = render(d.port, desk, query)
     s2, _, doc = harness.request(d.port, "POST", "/v1/render?" + query, desk, {"Accept": "application/json"},
                                  timeout=REQUEST_TIMEOUT_S)
@@ -215,6 +231,10 @@ def in_place_answers(d, desk):
           f"{s1} {s2} {png[:80]!r}")
     for _ in range(4):
         render(d.port, desk, query)
+    after = png_gpu_answers(d.port)
+    moved = {k: after.get(k, 0) - before.get(k, 0) for k in ("in_place", "copied")}
+    point("the six answers were finished in the request's pinned memory (hdrpost_png_gpu_answers_total "
+          "in_place +6, copied +0)", moved == {"in_place": 6, "copied": 0}, f"{before} -> {after}")
     # The block, and the budget's charge for it, go back when libmicrohttpd lets go of the sent answer, a
     # moment after the client has it.
     names = ("hdrpost_host_memory_blocks ", "hdrpost_inflight_bytes ")
@@ -235,8 +255,16 @@ def copied_out(tmp):
     d = harness.start_ready(EXE, "png_gpu daemon without pinned blocks", ["--test_fail_host_memory=1"])
     with harness.serving(d):
         if d:
+            before = png_gpu_answers(d.port)
             compare(d, tmp, "desk, no pinned block", "psychtoolbox_Desk.exr", "keep", 4, 8, "display_p3")
             compare(d, tmp, "park, no pinned block", "pmndrs_park.exr", "auto", 3, 16, "srgb")
+            # output.alpha auto on an opaque alpha: the RGB layout inside the RGBA one's memory, copied out
+            compare(d, tmp, "street, no pinned block, alpha auto", "blender_street_960x540_singlelayer.exr",
+                    "auto", 3, 8, "srgb")
+            after = png_gpu_answers(d.port)
+            moved = {k: after.get(k, 0) - before.get(k, 0) for k in ("in_place", "copied")}
+            point("without pinned blocks the GPU's streams were copied (hdrpost_png_gpu_answers_total copied +3, "
+                  "in_place +0)", moved == {"in_place": 0, "copied": 3}, f"{before} -> {after}")
 
 
 def harness_error(status, data, want_status, field):
