@@ -168,8 +168,8 @@ hp_code hp_image_probe(const uint8_t *bytes, size_t len, const hp_decode_options
 hp_code hp_image_decode(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
                         void *rgba_dst, hp_pixel_layout dst_layout, float *depth_dst, hp_err *err);
 
-/* EXR decoding threads at work in this process now, every frame's together: frames decoding at once
- * share hp_decode_options.threads among them (api/image_exr.c). For tests. */
-uint32_t hp_image_decode_threads_busy(void);
+/* EXR frames being decoded in this process now: frames decoding at once share hp_decode_options.threads
+ * among them (api/image_exr.c). For tests. */
+uint32_t hp_image_frames_decoding(void);
 
 #endif

@@ -1516,28 +1516,16 @@ static void *decode_thread(void *arg)
 
 #define HP_EXR_MAX_THREADS 64
 
-/* Decoding threads at work in this process, every frame's together. A frame takes what is left of the
- * threads it asks for (opt->threads, the daemon's decode_threads: the cores), at least one, and gives
- * them back when done, so that 16 frames arriving together run on about the cores' count of threads, not
- * 16 times it. Oversubscribed, the same decoding took 150 against 140 ms of CPU a frame (H200 host, 16
- * clients against one, docs/BENCHMARKS.md issue 20), and CPU is what bounds a node's frames per second
- * once the PNG is deflated on the GPU. A frame still arriving holds its threads while they wait for
- * bytes: they cost no CPU then, and it is the frame the next bytes are for. */
-static _Atomic uint32_t decode_threads_busy;
+/* Frames in hp_exr_decode at once in this process. Each takes its ask (opt->threads, the daemon's
+ * decode_threads: the cores) divided by the frames decoding when it starts: 16 frames arriving together get
+ * N, N/2, ... N/16 threads, about 3.4 N in all rather than 16 N. On the H200 host with 16 clients (the PNG
+ * deflated on the GPU, so that the CPU is the bound) that served 72-76 frames/s against 64 without it
+ * (150 against 140 ms of CPU a frame oversubscribed), and 70-80 against 65 with a strict count of threads
+ * at work: there a frame still arriving holds its threads while they wait for bytes, the frames after it
+ * get one, and the cores stood 30% idle (docs/BENCHMARKS.md, issue 20). */
+static _Atomic uint32_t frames_decoding;
 
-uint32_t hp_image_decode_threads_busy(void) { return atomic_load(&decode_threads_busy); }
-
-/* Up to want threads of the `of` a frame asks for, at least one; taken from decode_threads_busy. */
-static uint32_t take_decode_threads(uint32_t want, uint32_t of)
-{
-    uint32_t busy = atomic_load(&decode_threads_busy), take;
-    do {
-        uint32_t left = of > busy ? of - busy : 0;
-        take = want < left ? want : left;
-        take = take < 1 ? 1 : take;
-    } while (!atomic_compare_exchange_weak(&decode_threads_busy, &busy, busy + take));
-    return take;
-}
+uint32_t hp_image_frames_decoding(void) { return atomic_load(&frames_decoding); }
 
 /* The frame's chunks on `threads` threads (this one among them): each takes the next chunk nobody has
  * taken. Of several failures, the first chunk's in the file: the same error whichever thread met it. */
@@ -1594,16 +1582,16 @@ hp_code hp_exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options 
      * chunks a thread, so that a small frame is not split for nothing. */
     if (r->rows && !r->tiled) /* chunk i is rows [i * lines, (i + 1) * lines) of the frame */
         hp_rows_ready_layout(r->rows, r->height, (uint32_t)r->lines_per_chunk);
-    uint32_t asked = opt && opt->threads > 1 ? opt->threads : 1, threads = asked;
+    uint32_t sharing = atomic_fetch_add(&frames_decoding, 1) + 1;
+    uint32_t threads = opt && opt->threads > 1 ? (opt->threads + sharing - 1) / sharing : 1;
     bool dwa = strncmp(fresh.compression, "dwa", 3) == 0;
     if (dwa || threads > HP_EXR_MAX_THREADS)
         threads = dwa ? 1 : HP_EXR_MAX_THREADS;
     if (threads > r->chunk_count / 4)
         threads = r->chunk_count / 4 > 1 ? r->chunk_count / 4 : 1;
-    threads = take_decode_threads(threads, asked);
     code = threads <= 1 ? hp_exr_decode_chunks(r, 0, r->chunk_count, dest, stats, err)
                         : decode_threaded(r, threads, dest, stats, err);
-    atomic_fetch_sub(&decode_threads_busy, threads);
+    atomic_fetch_sub(&frames_decoding, 1);
     hp_exr_close(&r);
     return code;
 }

@@ -1788,9 +1788,9 @@ static void test_threaded_decode(void)
     }
 }
 
-/* Frames decoded at once share the threads they ask for (api/image_exr.c decode_threads_busy): six decodes
- * of one ZIP frame on six threads, each asking for 8 threads, all give the bytes of one decode alone, and
- * the threads are all given back. */
+/* Frames decoded at once share the threads they ask for (api/image_exr.c frames_decoding): six decodes of
+ * one ZIP frame on six threads, each asking for 8 threads, all give the bytes of one decode alone, and
+ * none counts as decoding after. */
 typedef struct shared_decode {
     const blob *b;
     hp_image_info info;
@@ -1835,8 +1835,8 @@ static void test_decodes_at_once(void)
     }
     tap_ok(ok && same == AT_ONCE, "%d decodes of a ZIP frame at once, sharing their threads, equal one alone (%d do)%s%s",
            AT_ONCE, same, ok ? "" : ": ", ok ? "" : err.message);
-    tap_ok(hp_image_decode_threads_busy() == 0, "after them every decoding thread is given back (%u busy)",
-           hp_image_decode_threads_busy());
+    tap_ok(hp_image_frames_decoding() == 0, "after them no frame counts as decoding (%u do)",
+           hp_image_frames_decoding());
     free(one);
     blob_free(&b);
 }
