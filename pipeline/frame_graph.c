@@ -521,6 +521,50 @@ void hp_frame_graph_abandon(hp_frame_graph *g)
         g->ctx[i].parts_unfenced = false;
 }
 
+/* PNG on the GPU for this frame: asked for by name (gpu), or auto on a device that runs the passes at an
+ * effort whose file sizes the GPU matches. Sets c->png and its layouts and makes their buffers ready.
+ * can: the frame has an image a PNG can be made of (not analyze_only, not output_luminance). */
+static hp_code png_plan(hp_frame_graph *g, frame_ctx *c, host_side *host, const hp_frame_params *params, bool can,
+                        hp_err *err)
+{
+    const hp_params *p = &params->params;
+    const size_slot *slot = c->slot;
+    hp_png_encoder enc = p->output.png_encoder;
+    c->png = can && p->output.format == HP_OUTPUT_PNG &&
+             (enc == HP_PNG_ENCODER_GPU ||
+              (enc == HP_PNG_ENCODER_AUTO && g->png && p->output.effort <= HP_PNG_AUTO_GPU_MAX_EFFORT));
+    c->png_alpha_auto = c->png && params->png_alpha_auto && params->png_channels == 4;
+    c->png_layout = c->png_rgb_layout = (hp_png_gpu_layout){0};
+    if (!c->png)
+        return HP_OK;
+    if (!g->png)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.png_encoder",
+                             "output.png_encoder gpu: this device cannot run PNG's deflate pass (see the daemon's log "
+                             "at start-up); use auto or cpu");
+    hp_code rc = hp_png_gpu_layout_for(g->png, slot->desc.width, slot->desc.height, params->png_channels,
+                                       p->output.bit_depth, &c->png_layout, err);
+    if (rc == HP_OK && c->png_alpha_auto)
+        rc = hp_png_gpu_layout_for(g->png, slot->desc.width, slot->desc.height, 3, p->output.bit_depth,
+                                   &c->png_rgb_layout, err);
+    if (rc == HP_OK)
+        rc = png_prepare(g, c->slot, &c->png_layout, err);
+    if (rc == HP_OK)
+        rc = png_destination(g, c, host, &c->png_layout, err);
+    /* auto is a preference: a frame the GPU path cannot take (over its 65535 segments, its scratch past the
+     * device's largest allocation, out of device memory) is read back and encoded on the CPU, as it would
+     * have been without the GPU. gpu was asked for by name: the error says so. */
+    if (rc != HP_OK && enc == HP_PNG_ENCODER_AUTO && rc != HP_ERR_DEVICE_LOST) {
+        hp_warn("png_gpu: %ux%u frame encoded on the CPU instead: %s", slot->desc.width, slot->desc.height,
+                err->message);
+        *err = (hp_err){0};
+        c->png = c->png_alpha_auto = false;
+        return HP_OK;
+    }
+    if (rc != HP_OK && !err->field[0])
+        snprintf(err->field, sizeof(err->field), "output.png_encoder");
+    return rc;
+}
+
 hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, uint32_t *ticket, hp_err *err)
 {
     if (g->preparing < 0)
@@ -575,43 +619,9 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
         if (rc != HP_OK)
             return rc;
     }
-    /* PNG on the GPU: asked for, or auto on a device that runs it. */
-    hp_png_encoder enc = p->output.png_encoder;
-    bool png = tone && !params->output_luminance && p->output.format == HP_OUTPUT_PNG &&
-               (enc == HP_PNG_ENCODER_GPU ||
-                (enc == HP_PNG_ENCODER_AUTO && g->png && p->output.effort <= HP_PNG_AUTO_GPU_MAX_EFFORT));
-    hp_png_gpu_layout png_layout = {0}, png_rgb_layout = {0};
-    bool png_alpha_auto = params->png_alpha_auto && params->png_channels == 4;
-    if (png && !g->png)
-        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.png_encoder",
-                             "output.png_encoder gpu: this device cannot run PNG's deflate pass (see the daemon's log "
-                             "at start-up); use auto or cpu");
-    if (png) {
-        rc = hp_png_gpu_layout_for(g->png, slot->desc.width, slot->desc.height, params->png_channels,
-                                   p->output.bit_depth, &png_layout, err);
-        if (rc == HP_OK && png_alpha_auto)
-            rc = hp_png_gpu_layout_for(g->png, slot->desc.width, slot->desc.height, 3, p->output.bit_depth,
-                                       &png_rgb_layout, err);
-        if (rc == HP_OK)
-            rc = png_prepare(g, slot, &png_layout, err);
-        if (rc == HP_OK)
-            rc = png_destination(g, c, host, &png_layout, err);
-        /* auto is a preference: a frame the GPU path cannot take (over its 65535 segments, its scratch past
-         * the device's largest allocation, out of device memory) is read back and encoded on the CPU, as it
-         * would have been without the GPU. gpu was asked for by name: the error says so. */
-        if (rc != HP_OK && enc == HP_PNG_ENCODER_AUTO && rc != HP_ERR_DEVICE_LOST) {
-            hp_warn("png_gpu: %ux%u frame encoded on the CPU instead: %s", slot->desc.width, slot->desc.height,
-                    err->message);
-            *err = (hp_err){0};
-            png = false;
-            rc = HP_OK;
-        }
-        if (rc != HP_OK) {
-            if (!err->field[0])
-                snprintf(err->field, sizeof(err->field), "output.png_encoder");
-            return rc;
-        }
-    }
+    rc = png_plan(g, c, host, params, tone && !params->output_luminance, err);
+    if (rc != HP_OK)
+        return rc;
     g->last = slot;
     VkDevice dev = g->gpu->device;
     VkCommandBuffer cmd = c->cmd;
@@ -714,18 +724,18 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
             vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, t);
     }
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_TONEMAP);
-    if (png) {
+    if (c->png) {
         /* On the tone pass's RGBA8 / RGBA16 image where it lies; the compaction pass writes the joined
          * stream straight into the host's memory, after the table. */
         barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
         hp_buffer joined = *c->dst_png;
-        joined.address += hp_png_gpu_host_layout_for(&png_layout).joined_offset;
+        joined.address += hp_png_gpu_host_layout_for(&c->png_layout).joined_offset;
         hp_png_gpu_io pio = {.image = slot->output.address, .filtered = &slot->png_filtered,
                              .types = &slot->png_types, .slots = &slot->png_slots, .table = &slot->png_table,
                              .tokens = &slot->png_tokens, .joined = &joined,
-                             .alpha_auto = png_alpha_auto ? g->tone_state.address : 0};
-        hp_png_gpu_record(g->png, cmd, &png_layout, &pio);
+                             .alpha_auto = c->png_alpha_auto ? g->tone_state.address : 0};
+        hp_png_gpu_record(g->png, cmd, &c->png_layout, &pio);
     }
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_PNG);
 
@@ -738,8 +748,8 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     if (tone) {
         VkBufferCopy state = {.dstOffset = READBACK_STATE_OFFSET, .size = HP_TONE_STATE_WORDS * 4};
         vkCmdCopyBuffer(cmd, g->tone_state.buffer, c->readback.buffer, 1, &state);
-        if (png) { /* the table only: the stream is in host memory already */
-            VkBufferCopy table = {.size = png_layout.table_size};
+        if (c->png) { /* the table only: the stream is in host memory already */
+            VkBufferCopy table = {.size = c->png_layout.table_size};
             vkCmdCopyBuffer(cmd, slot->png_table.buffer, c->dst_png->buffer, 1, &table);
         } else {
             VkBufferCopy image = {.size = out_bytes};
@@ -777,10 +787,6 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     c->out_pixel = out_pixel;
     c->out_bytes = out_bytes;
     c->out_kind = kind;
-    c->png = png;
-    c->png_layout = png_layout;
-    c->png_alpha_auto = png && png_alpha_auto;
-    c->png_rgb_layout = png_rgb_layout;
     g->next_ctx = (ci + 1) % HP_FRAMES_IN_FLIGHT;
     *ticket = ci;
     return HP_OK;
