@@ -34,7 +34,7 @@ HOST = "127.0.0.1"
 PHASES = ["recv", "decode", "queue", "upload", "reduce", "tonemap", "png_gpu", "download", "encode", "encode_cpu",
           "total"]
 # --formats: the outputs by name; png_gpu is PNG with the GPU encoder (issue 20, output.png_encoder).
-FORMATS = {"webp": "?output.format=webp", "png": "?output.format=png",
+FORMATS = {"webp": "?output.format=webp", "png": "?output.format=png&output.png_encoder=cpu",
            "png_gpu": "?output.format=png&output.png_encoder=gpu"}
 
 
