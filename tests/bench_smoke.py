@@ -1,11 +1,11 @@
 """The benchmark programs run on the GPU host, not in CI; this runs their --smoke modes (small buffers,
 few runs) once on whatever device the tests use (lavapipe in CI), so the benchmarks' own code cannot rot
 unseen: their results against the CPU reference (bench_reduce's table, timeline and --after-upload modes,
-bench_tone, bench_dof), the timeline's consistency, and the validation layer, which a benchmark turns on
-when HDRPOST_BENCH_VALIDATION is set. Times are printed as diagnostics only, never judged here
+bench_tone, bench_dof, bench_png_gpu's streams), the timeline's consistency, and the validation layer,
+which a benchmark turns on when HDRPOST_BENCH_VALIDATION is set. Times are printed as diagnostics only, never judged here
 (performance is measured on the GPU host, docs/BENCHMARKS.md).
 
-Usage: bench_smoke.py BENCH_REDUCE BENCH_TONE BENCH_DOF"""
+Usage: bench_smoke.py BENCH_REDUCE BENCH_TONE BENCH_DOF BENCH_PNG_GPU"""
 
 import os
 import re
@@ -26,7 +26,7 @@ def run(args):
 
 
 def main():
-    bench_reduce, bench_tone, bench_dof = sys.argv[1], sys.argv[2], sys.argv[3]
+    bench_reduce, bench_tone, bench_dof, bench_png_gpu = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 
     rc, out, lines = run([bench_reduce, "--smoke", "--timeline"])
     harness.point("bench_reduce --smoke --timeline exits 0", rc == 0, out)
@@ -82,6 +82,18 @@ def main():
                   "\n".join(l for l in rows if "bokeh" in l) or out)
     validation = [l for l in lines if "validation" in l.lower()]
     harness.point("bench_dof: validation layer reported nothing", not validation, "\n".join(validation))
+
+    rc, out, lines = run([bench_png_gpu, "--quick"])
+    harness.point("bench_png_gpu --quick exits 0", rc == 0, out)
+    harness.point("bench_png_gpu: the four deflate variants' streams inflate to the CPU reference's filtered bytes",
+                  any("streams inflate exactly" in l for l in lines), out)
+    gpu = [l for l in lines if l.strip().startswith("| GPU") and "GPU timestamps" in l]
+    names = {l.split("|")[1].strip() for l in gpu}
+    cpu = [l for l in lines if "| CPU encoder," in l or "| libdeflate level 1," in l]
+    harness.point("bench_png_gpu: four different GPU variants and the two all-core CPU coders each give a row",
+                  len(gpu) == 4 and len(names) == 4 and len(cpu) == 2, "\n".join(gpu + cpu) or out)
+    validation = [l for l in lines if "validation" in l.lower()]
+    harness.point("bench_png_gpu: validation layer reported nothing", not validation, "\n".join(validation))
 
     print(f"1..{harness.count()}")
     return 0
