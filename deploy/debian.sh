@@ -79,10 +79,11 @@ else
   meson configure build-fuzz "${fuzz_options[@]}"
 fi
 fuzz_targets=(tests/fuzz/fuzz_params tests/fuzz/fuzz_form tests/fuzz/fuzz_exr tests/fuzz/fuzz_rgbe tests/fuzz/fuzz_pfm
-              tests/fuzz/fuzz_png)
+              tests/fuzz/fuzz_png tests/fuzz/fuzz_png_gpu)
 ninja -C build-fuzz "${fuzz_targets[@]}"
-HDRPOST_FUZZ_SECONDS=${HDRPOST_FUZZ_SECONDS:-45} meson test -C build-fuzz --no-rebuild --suite fuzz --print-errorlogs \
-  || status=$?
+lvp=$(dpkg -L mesa-vulkan-drivers | grep -m1 '/libvulkan_lvp\.so$')
+HDRPOST_FUZZ_PRELOAD=$lvp HDRPOST_FUZZ_SECONDS=${HDRPOST_FUZZ_SECONDS:-45} \
+  meson test -C build-fuzz --no-rebuild --suite fuzz --print-errorlogs || status=$?
 # Then the suites that parse untrusted input and serve HTTP once more, under AddressSanitizer and UBSan
 # (docs/RELIABILITY.md says which and why): the daemon's children get the ASan runtime and lavapipe preloaded
 # (HDRPOST_TEST_PRELOAD), so that the driver stays mapped and its memory is not reported leaked when the
@@ -99,14 +100,13 @@ asan_suites=(params image deflate_runs bigbuf cpus budget rows_ready
              fuzz_replay_form fuzz_replay_params fuzz_replay_exr fuzz_replay_rgbe fuzz_replay_pfm fuzz_replay_png
              daemon_http security_http render_http client_http faults_http live_http png_gpu_http)
 ninja -C build-asan
-lvp=$(dpkg -L mesa-vulkan-drivers | grep -m1 '/libvulkan_lvp\.so$')
 asan_rt=$(gcc -print-file-name=libasan.so)
 HDRPOST_TEST_PRELOAD="$asan_rt $lvp" UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   meson test -C build-asan --no-rebuild --print-errorlogs "${asan_suites[@]}" || status=$?
 # A second log for the wrapped ones: meson test writes testlog.json afresh on every run (with a wrapper, meson
 # adds the wrapper's name to the log's: devices-env.json).
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 meson test -C build-asan --no-rebuild --print-errorlogs \
-  --wrapper "env LD_PRELOAD=$asan_rt:$lvp" --logbase devices host_pool pipeline_cache || status=$?
+  --wrapper "env LD_PRELOAD=$asan_rt:$lvp" --logbase devices host_pool pipeline_cache fuzz_replay_png_gpu || status=$?
 
 python3 tests/summarize.py build/meson-logs/testlog.json build-fuzz/meson-logs/testlog.json \
   build-asan/meson-logs/testlog.json build-asan/meson-logs/devices*.json || status=1

@@ -1,0 +1,211 @@
+/* Fuzz target: PNG's filter and deflate passes on the GPU (pipeline/png_gpu.h, issue 20) as a round trip.
+ * The input chooses a size, 8 or 16 bits, RGB or RGBA, output.alpha auto's word (none, opaque,
+ * translucent) and the pipeline (the default; without the hash probe; with the reprice; a 64 x 16 launch
+ * shape, whose 1 KiB segments make many of them); its bytes, repeated, are the tone pass's pixels. The
+ * filtered scanlines must be the CPU reference's (hp_png_cpu_filter) and the joined stream must inflate
+ * with zlib to exactly them, with the right Adler-32; a difference, a crash, a sanitizer report or a
+ * validation-layer message is a finding. The device is made once (HDRPOST_TEST_DEVICE, the validation
+ * layer on), the buffers once for the largest shape. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "common/log.h"
+#include "pipeline/png_gpu.h"
+#include "shaders/include/hp_shared.h" /* tone_state's translucent word */
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define MAX_W 256u
+#define MAX_H 32u
+#define PIPELINES 4
+
+enum { STAGING, IMAGE, FILTERED, TYPES, SLOTS, TABLE, TOKENS, JOINED, TONE, RB_FILTERED, RB_JOINED, RB_TABLE, NBUF };
+
+static struct {
+    hp_gpu *gpu;
+    hp_png_gpu *png[PIPELINES];
+    hp_buffer b[NBUF];
+    VkCommandPool pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+} fz;
+
+static void fail(const char *what, const char *detail)
+{
+    fprintf(stderr, "fuzz_png_gpu: %s: %s\n", what, detail);
+    abort();
+}
+
+/* The largest of every buffer over the pipelines' layouts of the largest shape (RGBA, 16 bits). */
+static void make_buffers(void)
+{
+    VkDeviceSize size[NBUF] = {0};
+    for (int p = 0; p < PIPELINES; p++) {
+        hp_png_gpu_layout l;
+        hp_err err = {0};
+        if (hp_png_gpu_layout_for(fz.png[p], MAX_W, MAX_H, 4, 16, &l, &err) != HP_OK)
+            fail("layout", err.message);
+        const VkDeviceSize s[NBUF] = {l.image_size,  l.image_size,  l.filtered_size, l.types_size,
+                                      l.slots_size,  l.table_size,  l.tokens_size,   l.joined_size,
+                                      HP_TONE_STATE_WORDS * 4, l.filtered_size, l.joined_size, l.table_size};
+        for (int i = 0; i < NBUF; i++)
+            size[i] = s[i] > size[i] ? s[i] : size[i];
+    }
+    static const hp_mem_kind kind[NBUF] = {HP_MEM_UPLOAD, HP_MEM_DEVICE, HP_MEM_DEVICE,   HP_MEM_DEVICE,
+                                           HP_MEM_DEVICE, HP_MEM_DEVICE, HP_MEM_DEVICE,   HP_MEM_DEVICE,
+                                           HP_MEM_DEVICE, HP_MEM_READBACK, HP_MEM_READBACK, HP_MEM_READBACK};
+    for (int i = 0; i < NBUF; i++) {
+        hp_err err = {0};
+        if (hp_buffer_create(fz.gpu, size[i], kind[i], "fuzz_png_gpu", &fz.b[i], &err) != HP_OK)
+            fail("buffer", err.message);
+    }
+}
+
+/* Everything destroyed at exit, before the leak check (registered earlier, so run later): a device left
+ * standing leaves the driver's allocations for LeakSanitizer to report. */
+static void teardown(void)
+{
+    VkDevice dev = hp_gpu_device(fz.gpu);
+    vkDeviceWaitIdle(dev);
+    vkDestroyFence(dev, fz.fence, NULL);
+    vkDestroyCommandPool(dev, fz.pool, NULL);
+    for (int i = 0; i < NBUF; i++)
+        hp_buffer_destroy(fz.gpu, &fz.b[i]);
+    for (int p = 0; p < PIPELINES; p++)
+        hp_png_gpu_destroy(&fz.png[p]);
+    hp_gpu_destroy(&fz.gpu);
+}
+
+static void init(void)
+{
+    if (fz.gpu)
+        return;
+    hp_log_set_level(HP_LOG_WARN);
+    hp_gpu_config cfg = HP_GPU_CONFIG_DEFAULTS;
+    cfg.validation = true;
+    cfg.device = getenv("HDRPOST_TEST_DEVICE");
+    hp_err err = {0};
+    if (hp_gpu_create(&cfg, &fz.gpu, &err) != HP_OK)
+        fail("device", err.message);
+    hp_png_gpu_config c[PIPELINES] = {HP_PNG_GPU_CONFIG_DEFAULTS, HP_PNG_GPU_CONFIG_DEFAULTS, HP_PNG_GPU_CONFIG_DEFAULTS,
+                                      {.workgroup_size = 64, .chunk_bytes = 16}};
+    c[1].no_hash_probe = true;
+    c[2].reprice = true;
+    for (int p = 0; p < PIPELINES; p++)
+        if (hp_png_gpu_create(fz.gpu, &c[p], &fz.png[p], &err) != HP_OK)
+            fail("pipelines", err.message);
+    make_buffers();
+    VkDevice dev = hp_gpu_device(fz.gpu);
+    VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                  .queueFamilyIndex = hp_gpu_compute_family(fz.gpu)};
+    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+    if (vkCreateCommandPool(dev, &pi, NULL, &fz.pool) != VK_SUCCESS || vkCreateFence(dev, &fi, NULL, &fz.fence) != VK_SUCCESS)
+        fail("command pool", "vkCreateCommandPool or vkCreateFence");
+    ai.commandPool = fz.pool;
+    if (vkAllocateCommandBuffers(dev, &ai, &fz.cmd) != VK_SUCCESS)
+        fail("command buffer", "vkAllocateCommandBuffers");
+    atexit(teardown);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    init(); /* before the first input: lavapipe compiles the pipelines, longer than an input's timeout */
+    return 0;
+}
+
+static void barrier(void)
+{
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT};
+    vkCmdPipelineBarrier(fz.cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0,
+                         NULL, 0, NULL);
+}
+
+/* The passes over the image in STAGING, their results copied back. translucent: -1 none, else the word. */
+static void run(hp_png_gpu *png, const hp_png_gpu_layout *l, int translucent)
+{
+    VkDevice dev = hp_gpu_device(fz.gpu);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    if (vkResetCommandPool(dev, fz.pool, 0) != VK_SUCCESS || vkBeginCommandBuffer(fz.cmd, &bi) != VK_SUCCESS)
+        fail("record", "vkBeginCommandBuffer");
+    hp_buffer *b = fz.b;
+    VkBufferCopy up = {.size = l->image_size};
+    vkCmdCopyBuffer(fz.cmd, b[STAGING].buffer, b[IMAGE].buffer, 1, &up);
+    /* Garbage where the passes must write what they hand back. */
+    vkCmdFillBuffer(fz.cmd, b[FILTERED].buffer, 0, VK_WHOLE_SIZE, 0xa5a5a5a5u);
+    vkCmdFillBuffer(fz.cmd, b[JOINED].buffer, 0, VK_WHOLE_SIZE, 0x3c3c3c3cu);
+    vkCmdFillBuffer(fz.cmd, b[TONE].buffer, 0, VK_WHOLE_SIZE, 0u);
+    vkCmdFillBuffer(fz.cmd, b[TONE].buffer, HP_TONE_STATE_TRANSLUCENT * 4, 4, translucent > 0 ? 1u : 0u);
+    barrier();
+    hp_png_gpu_io io = {.image = b[IMAGE].address, .filtered = &b[FILTERED], .types = &b[TYPES], .slots = &b[SLOTS],
+                        .table = &b[TABLE], .tokens = &b[TOKENS], .joined = &b[JOINED],
+                        .alpha_auto = translucent >= 0 ? b[TONE].address : 0};
+    hp_png_gpu_record(png, fz.cmd, l, &io);
+    barrier();
+    VkBufferCopy f = {.size = l->filtered_size}, s = {.size = l->joined_size}, t = {.size = l->table_size};
+    vkCmdCopyBuffer(fz.cmd, b[FILTERED].buffer, b[RB_FILTERED].buffer, 1, &f);
+    vkCmdCopyBuffer(fz.cmd, b[JOINED].buffer, b[RB_JOINED].buffer, 1, &s);
+    vkCmdCopyBuffer(fz.cmd, b[TABLE].buffer, b[RB_TABLE].buffer, 1, &t);
+    barrier();
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &fz.cmd};
+    if (vkEndCommandBuffer(fz.cmd) != VK_SUCCESS ||
+        vkQueueSubmit(hp_gpu_compute_queue(fz.gpu), 1, &si, fz.fence) != VK_SUCCESS ||
+        vkWaitForFences(dev, 1, &fz.fence, VK_TRUE, UINT64_MAX) != VK_SUCCESS || vkResetFences(dev, 1, &fz.fence) != VK_SUCCESS)
+        fail("submit", "the command buffer failed");
+    for (int i = RB_FILTERED; i <= RB_TABLE; i++)
+        hp_buffer_invalidate(fz.gpu, &b[i]);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 3)
+        return 0;
+    init();
+    /* The shape: width 1..256, height 1..32, 8 or 16 bits, RGB or RGBA, output.alpha auto's word (none, 0, 1:
+     * only with RGBA, as the daemon asks), the pipeline. At most 64 KiB of pixels, as fuzz_png. */
+    uint32_t w = 1 + data[0], h = 1 + data[1] % MAX_H, depth = data[2] & 1 ? 16 : 8;
+    uint32_t channels = data[2] & 2 ? 4 : 3, pipeline = (data[2] >> 2) & 3;
+    int translucent = channels == 4 ? (int)((data[2] >> 4) % 3) - 1 : -1;
+    hp_png_gpu *png = fz.png[pipeline];
+    hp_png_gpu_layout run_l, l;
+    hp_err err = {0};
+    if (hp_png_gpu_layout_for(png, w, h, channels, depth, &run_l, &err) != HP_OK ||
+        hp_png_gpu_layout_for(png, w, h, translucent == 0 ? 3 : channels, depth, &l, &err) != HP_OK)
+        fail("layout", err.message);
+    /* The pixels: the input's bytes after the shape, repeated (runs and repeats are what the coder meets). */
+    uint8_t *px = fz.b[STAGING].mapped;
+    for (size_t i = 0; i < run_l.image_size; i++)
+        px[i] = size > 3 ? data[3 + i % (size - 3)] : 0;
+    hp_buffer_flush(fz.gpu, &fz.b[STAGING]);
+    run(png, &run_l, translucent);
+
+    uint8_t *want = malloc(l.filtered_size), *zlib = malloc(hp_png_gpu_zlib_bound(&l)),
+            *back = malloc(l.filtered_bytes + 1);
+    if (!want || !zlib || !back)
+        fail("memory", "malloc");
+    hp_png_cpu_filter(&l, px, want);
+    char detail[160];
+    snprintf(detail, sizeof(detail), "%ux%u, %u channels of %u bits, alpha word %d, pipeline %u", w, h, channels, depth,
+             translucent, pipeline);
+    if (memcmp(fz.b[RB_FILTERED].mapped, want, l.filtered_bytes) != 0)
+        fail("the filtered scanlines differ from the CPU reference's", detail);
+    size_t zlen = 0;
+    if (hp_png_gpu_join(&l, fz.b[RB_JOINED].mapped, fz.b[RB_TABLE].mapped, zlib, hp_png_gpu_zlib_bound(&l), &zlen,
+                        &err) != HP_OK)
+        fail(err.message, detail);
+    uLongf out_len = (uLongf)l.filtered_bytes + 1;
+    if (uncompress(back, &out_len, zlib, (uLong)zlen) != Z_OK || out_len != l.filtered_bytes ||
+        memcmp(back, want, l.filtered_bytes) != 0)
+        fail("the stream does not inflate to the filtered scanlines", detail);
+    if (hp_gpu_validation_messages() != 0)
+        fail("the validation layer reported", detail);
+    free(want), free(zlib), free(back);
+    return 0;
+}
