@@ -72,6 +72,7 @@ meson test -C build --print-errorlogs || status=$?
 
 # Then each fuzz target for a bounded time (HDRPOST_FUZZ_SECONDS, default 45 s each), built with clang,
 # libFuzzer, AddressSanitizer and UBSan in a build of its own: a crash, a leak or a sanitizer report fails.
+# fuzz_png_gpu makes a Vulkan device: lavapipe is preloaded for it (run_fuzzer.py --gpu), as below.
 fuzz_options=(--buildtype=debugoptimized -Dwerror=true -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false)
 if [ ! -f build-fuzz/build.ninja ]; then
   CC=clang CXX=clang++ meson setup build-fuzz "${fuzz_options[@]}"
@@ -87,8 +88,8 @@ HDRPOST_FUZZ_PRELOAD=$lvp HDRPOST_FUZZ_SECONDS=${HDRPOST_FUZZ_SECONDS:-45} \
 # Then the suites that parse untrusted input and serve HTTP once more, under AddressSanitizer and UBSan
 # (docs/RELIABILITY.md says which and why): the daemon's children get the ASan runtime and lavapipe preloaded
 # (HDRPOST_TEST_PRELOAD), so that the driver stays mapped and its memory is not reported leaked when the
-# Vulkan loader unloads it. host_pool and pipeline_cache create Vulkan devices themselves: they get the same
-# two libraries through meson's --wrapper. reduce, tone and dof (minutes each under ASan on lavapipe) and
+# Vulkan loader unloads it. host_pool, pipeline_cache and fuzz_replay_png_gpu create Vulkan devices themselves:
+# they get the same two libraries through meson's --wrapper. reduce, tone and dof (minutes each under ASan on lavapipe) and
 # encode (its malloc interposer cannot run beside ASan's) run once, above.
 asan_options=(--buildtype=debugoptimized -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false)
 if [ ! -f build-asan/build.ninja ]; then
