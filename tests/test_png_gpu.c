@@ -403,6 +403,8 @@ int main(void)
     for (int k = 0; k < IMG_KIND_COUNT; k++)
         check_image(&r, png, "", 512, 384, 3, 8, (image_kind)k, NULL, true, &sum);
     check_image(&r, png, "", 512, 384, 4, 16, IMG_RENDER, NULL, true, NULL);
+    /* A whole 4K frame (760 segments), as the daemon's largest usual frame: the render kind, RGB 8-bit. */
+    check_image(&r, png, "4K: ", 3840, 2160, 3, 8, IMG_RENDER, NULL, true, NULL);
     tap_diag("512x384 RGB 8-bit, five kinds together: %llu filtered bytes -> GPU %llu (%.3f), zlib level 1 %llu "
              "(%.3f), deflate_runs %llu (%.3f)", (unsigned long long)sum.raw, (unsigned long long)sum.gpu,
              (double)sum.gpu / (double)sum.raw, (unsigned long long)sum.zlib1, (double)sum.zlib1 / (double)sum.raw,
