@@ -4,7 +4,8 @@
 Usage: run_fuzzer.py EXE SEEDS DICT REGRESSIONS [SECONDS] [--gpu]. HDRPOST_FUZZ_SECONDS, else SECONDS, else 45,
 bounds the run. --gpu: the target makes a Vulkan device; HDRPOST_FUZZ_PRELOAD (deploy/debian.sh: lavapipe's
 library) is preloaded, so that the driver stays mapped and its memory is not reported leaked when the loader
-unloads it, as the daemon's children are under AddressSanitizer. The seeds
+unloads it, as the daemon's children are under AddressSanitizer, and gpu.supp leaves the driver's own blocks
+out of LeakSanitizer's reports. The seeds
 are copied into a fresh working corpus (the run's own discoveries stay out of the source tree). A crash, a
 leak, a sanitizer report or a failed check of the target's is one failed point; the input that did it is
 copied into REGRESSIONS (named by its hash) for the developer to commit, and printed in hex, so that the
@@ -35,8 +36,10 @@ def main():
                f"-artifact_prefix={artifacts}", "-max_len=65536", "-timeout=10", "-rss_limit_mb=4096"]
         env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1",
                    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
-        if gpu and os.environ.get("HDRPOST_FUZZ_PRELOAD"):
-            env["LD_PRELOAD"] = os.environ["HDRPOST_FUZZ_PRELOAD"]
+        if gpu:
+            env["LSAN_OPTIONS"] = "suppressions=" + os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu.supp")
+            if os.environ.get("HDRPOST_FUZZ_PRELOAD"):
+                env["LD_PRELOAD"] = os.environ["HDRPOST_FUZZ_PRELOAD"]
         run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
                              env=env, timeout=seconds + 240)
         log = run.stdout
