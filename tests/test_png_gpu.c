@@ -27,6 +27,7 @@
 #include "pipeline/cpu_reference.h"
 #include "gpu_test.h"
 #include "pipeline/png_gpu.h"
+#include "png_gpu_run.h"
 #include "tap.h"
 
 static uint64_t rng_state;
@@ -118,77 +119,38 @@ static void result_free(gpu_result *g)
     memset(g, 0, sizeof(*g));
 }
 
-/* Uploads the image, records the stage, reads back the filtered bytes, the slots and the table.
- * translucent: -1 for channels as laid out; else output.alpha auto, with a tone_state whose translucent
- * word is that value. */
+/* Uploads the image, runs the passes (tests/png_gpu_run.h) and copies out the filtered bytes, the joined
+ * stream and the table. translucent: as png_run. */
 static bool run_png(gpu_test_cmd *r, hp_png_gpu *png, const hp_png_gpu_layout *l, const void *image, int translucent,
                     gpu_result *out, hp_err *err)
 {
-    enum { STAGING, IMAGE, FILTERED, TYPES, SLOTS, TABLE, TOKENS, JOINED, RB_FILTERED, RB_JOINED, RB_TABLE, TONE,
-           NBUF };
-    hp_buffer b[NBUF];
+    hp_buffer b[PNG_RUN_BUFFERS];
     memset(b, 0, sizeof(b));
-    const VkDeviceSize sizes[NBUF] = {l->image_size, l->image_size,  l->filtered_size, l->types_size,
-                                      l->slots_size, l->table_size,  l->tokens_size,   l->joined_size,
-                                      l->filtered_size, l->joined_size, l->table_size, HP_TONE_STATE_WORDS * 4};
-    const hp_mem_kind kinds[NBUF] = {HP_MEM_UPLOAD, HP_MEM_DEVICE, HP_MEM_DEVICE,   HP_MEM_DEVICE,
-                                     HP_MEM_DEVICE, HP_MEM_DEVICE, HP_MEM_DEVICE,   HP_MEM_DEVICE,
-                                     HP_MEM_READBACK, HP_MEM_READBACK, HP_MEM_READBACK, HP_MEM_DEVICE};
+    VkDeviceSize sizes[PNG_RUN_BUFFERS];
+    hp_mem_kind kinds[PNG_RUN_BUFFERS];
+    png_run_sizes(l, sizes, kinds);
     bool ok = true;
-    for (int i = 0; ok && i < NBUF; i++)
+    for (int i = 0; ok && i < PNG_RUN_BUFFERS; i++)
         ok = hp_buffer_create(r->gpu, sizes[i], kinds[i], "test_png", &b[i], err) == HP_OK;
     if (ok) {
-        memcpy(b[STAGING].mapped, image, l->image_size);
-        hp_buffer_flush(r->gpu, &b[STAGING]);
-        VkDevice dev = hp_gpu_device(r->gpu);
-        VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                       .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-        ok = vkResetCommandPool(dev, r->pool, 0) == VK_SUCCESS && vkBeginCommandBuffer(r->cmd, &bi) == VK_SUCCESS;
-        if (ok) {
-            VkBufferCopy up = {.size = l->image_size};
-            vkCmdCopyBuffer(r->cmd, b[STAGING].buffer, b[IMAGE].buffer, 1, &up);
-            /* Garbage where the stage must write everything it hands back. */
-            vkCmdFillBuffer(r->cmd, b[FILTERED].buffer, 0, VK_WHOLE_SIZE, 0xa5a5a5a5u);
-            vkCmdFillBuffer(r->cmd, b[SLOTS].buffer, 0, VK_WHOLE_SIZE, 0x5a5a5a5au);
-            vkCmdFillBuffer(r->cmd, b[JOINED].buffer, 0, VK_WHOLE_SIZE, 0x3c3c3c3cu);
-            vkCmdFillBuffer(r->cmd, b[TONE].buffer, 0, VK_WHOLE_SIZE, 0x7f7f7f7fu);
-            vkCmdFillBuffer(r->cmd, b[TONE].buffer, HP_TONE_STATE_TRANSLUCENT * 4, 4, translucent > 0 ? 1u : 0u);
-            gpu_test_barrier(r->cmd);
-            hp_png_gpu_io io = {.image = b[IMAGE].address, .filtered = &b[FILTERED], .types = &b[TYPES],
-                                .slots = &b[SLOTS], .table = &b[TABLE], .tokens = &b[TOKENS], .joined = &b[JOINED],
-                                .alpha_auto = translucent >= 0 ? b[TONE].address : 0};
-            hp_png_gpu_record(png, r->cmd, l, &io);
-            gpu_test_barrier(r->cmd);
-            VkBufferCopy f = {.size = l->filtered_size}, s = {.size = l->joined_size}, t = {.size = l->table_size};
-            vkCmdCopyBuffer(r->cmd, b[FILTERED].buffer, b[RB_FILTERED].buffer, 1, &f);
-            vkCmdCopyBuffer(r->cmd, b[JOINED].buffer, b[RB_JOINED].buffer, 1, &s);
-            vkCmdCopyBuffer(r->cmd, b[TABLE].buffer, b[RB_TABLE].buffer, 1, &t);
-            gpu_test_barrier(r->cmd);
-            VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
-                               .pCommandBuffers = &r->cmd};
-            ok = vkEndCommandBuffer(r->cmd) == VK_SUCCESS &&
-                 vkQueueSubmit(hp_gpu_compute_queue(r->gpu), 1, &si, r->fence) == VK_SUCCESS &&
-                 vkWaitForFences(dev, 1, &r->fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS &&
-                 vkResetFences(dev, 1, &r->fence) == VK_SUCCESS;
-            if (!ok)
-                snprintf(err->message, sizeof(err->message), "command buffer failed");
-        }
-        if (ok) {
-            out->filtered = malloc(l->filtered_size);
-            out->joined = malloc(l->joined_size);
-            out->table = malloc(l->table_size);
-            ok = out->filtered && out->joined && out->table;
-        }
-        if (ok) {
-            hp_buffer_invalidate(r->gpu, &b[RB_FILTERED]);
-            hp_buffer_invalidate(r->gpu, &b[RB_JOINED]);
-            hp_buffer_invalidate(r->gpu, &b[RB_TABLE]);
-            memcpy(out->filtered, b[RB_FILTERED].mapped, l->filtered_size);
-            memcpy(out->joined, b[RB_JOINED].mapped, l->joined_size);
-            memcpy(out->table, b[RB_TABLE].mapped, l->table_size);
-        }
+        memcpy(b[PNG_RUN_STAGING].mapped, image, l->image_size);
+        hp_buffer_flush(r->gpu, &b[PNG_RUN_STAGING]);
+        ok = png_run(r->gpu, r->pool, r->cmd, r->fence, b, png, l, translucent);
+        if (!ok)
+            snprintf(err->message, sizeof(err->message), "command buffer failed");
     }
-    for (int i = 0; i < NBUF; i++)
+    if (ok) {
+        out->filtered = malloc(l->filtered_size);
+        out->joined = malloc(l->joined_size);
+        out->table = malloc(l->table_size);
+        ok = out->filtered && out->joined && out->table;
+    }
+    if (ok) {
+        memcpy(out->filtered, b[PNG_RUN_RB_FILTERED].mapped, l->filtered_size);
+        memcpy(out->joined, b[PNG_RUN_RB_JOINED].mapped, l->joined_size);
+        memcpy(out->table, b[PNG_RUN_RB_TABLE].mapped, l->table_size);
+    }
+    for (int i = 0; i < PNG_RUN_BUFFERS; i++)
         hp_buffer_destroy(r->gpu, &b[i]);
     return ok;
 }
@@ -358,6 +320,16 @@ static void check_image(gpu_test_cmd *r, hp_png_gpu *png, const char *shape, uin
     check_image_as(r, png, shape, w, h, channels, depth, kind, given, report, sum, -1);
 }
 
+/* Pipelines of another configuration, or NULL after a failed point naming it. */
+static hp_png_gpu *pipelines_for(hp_gpu *gpu, const hp_png_gpu_config *cfg, const char *what)
+{
+    hp_png_gpu *p = NULL;
+    hp_err err = {0};
+    if (hp_png_gpu_create(gpu, cfg, &p, &err) != HP_OK)
+        tap_ok(false, "create %s: %s", what, err.message);
+    return p;
+}
+
 int main(void)
 {
     hp_err err = {0};
@@ -445,12 +417,10 @@ int main(void)
                             true, NULL);
                 hp_png_gpu_config rcfg = HP_PNG_GPU_CONFIG_DEFAULTS;
                 rcfg.reprice = true;
-                hp_png_gpu *repriced = NULL;
-                if (hp_png_gpu_create(gpu, &rcfg, &repriced, &e) == HP_OK)
+                hp_png_gpu *repriced = pipelines_for(gpu, &rcfg, "the reprice pipeline");
+                if (repriced)
                     check_image(&r, repriced, "reprice, blender street tone-mapped, ", info.width, info.height, 4,
                                 depth, IMG_FLAT, toned, true, NULL);
-                else
-                    tap_ok(false, "create the reprice pipeline: %s", e.message);
                 hp_png_gpu_destroy(&repriced);
             }
         }
@@ -473,13 +443,9 @@ int main(void)
     for (int v = 0; v < 2; v++) {
         hp_png_gpu_config sw = HP_PNG_GPU_CONFIG_DEFAULTS;
         sw.no_hash_probe = v == 0, sw.reprice = v == 1;
-        hp_png_gpu *p2 = NULL;
         const char *what = v == 0 ? "no hash probe: " : "reprice: ";
-        if (hp_png_gpu_create(gpu, &sw, &p2, &err) != HP_OK) {
-            tap_ok(false, "create %s%s", what, err.message);
-            continue;
-        }
-        for (int k = 0; k < IMG_KIND_COUNT; k++)
+        hp_png_gpu *p2 = pipelines_for(gpu, &sw, what);
+        for (int k = 0; p2 && k < IMG_KIND_COUNT; k++)
             check_image(&r, p2, what, 301, 203, 3 + (uint32_t)(k & 1), k == 2 ? 16 : 8, (image_kind)k, NULL, false,
                         NULL);
         hp_png_gpu_destroy(&p2);
@@ -489,16 +455,13 @@ int main(void)
      * (noise), matches reaching back into earlier segments (stripes, flat). */
     {
         hp_png_gpu_config small = {.workgroup_size = 64, .chunk_bytes = 16};
-        hp_png_gpu *p2 = NULL;
-        if (hp_png_gpu_create(gpu, &small, &p2, &err) != HP_OK) {
-            tap_ok(false, "create the 64 x 16 shape: %s", err.message);
-        } else {
-            for (int k = 0; k < IMG_KIND_COUNT; k++)
-                check_image(&r, p2, "64x16 shape: ", 97, 31, 3 + (uint32_t)(k & 1), k == 2 ? 16 : 8, (image_kind)k,
-                            NULL, false, NULL);
+        hp_png_gpu *p2 = pipelines_for(gpu, &small, "the 64 x 16 shape");
+        for (int k = 0; p2 && k < IMG_KIND_COUNT; k++)
+            check_image(&r, p2, "64x16 shape: ", 97, 31, 3 + (uint32_t)(k & 1), k == 2 ? 16 : 8, (image_kind)k, NULL,
+                        false, NULL);
+        if (p2)
             check_image(&r, p2, "64x16 shape: ", 1, 1, 4, 16, IMG_NOISE, NULL, false, NULL);
-            hp_png_gpu_destroy(&p2);
-        }
+        hp_png_gpu_destroy(&p2);
     }
 
     /* The longest chunks allowed: 32 invocations of 1000 bytes. An invocation's Adler-32 sum then passes
@@ -506,14 +469,12 @@ int main(void)
      * invocation parses a long run of its own. */
     {
         hp_png_gpu_config longest = {.workgroup_size = 32, .chunk_bytes = 1000};
-        hp_png_gpu *p2 = NULL;
-        if (hp_png_gpu_create(gpu, &longest, &p2, &err) != HP_OK) {
-            tap_ok(false, "create the 32 x 1000 shape: %s", err.message);
-        } else {
+        hp_png_gpu *p2 = pipelines_for(gpu, &longest, "the 32 x 1000 shape");
+        if (p2) {
             check_image(&r, p2, "32x1000 shape: ", 4000, 3, 3, 8, IMG_NOISE, NULL, false, NULL);
             check_image(&r, p2, "32x1000 shape: ", 257, 41, 4, 16, IMG_NOISE, NULL, false, NULL);
-            hp_png_gpu_destroy(&p2);
         }
+        hp_png_gpu_destroy(&p2);
         hp_png_gpu_config too_long = {.workgroup_size = 32, .chunk_bytes = 1025};
         tap_ok(hp_png_gpu_create(gpu, &too_long, &p2, &err) == HP_ERR_INVALID_ARGUMENT && !p2,
                "chunks over 1024 bytes are refused: %s", err.message);

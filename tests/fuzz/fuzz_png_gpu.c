@@ -13,7 +13,7 @@
 
 #include "common/log.h"
 #include "pipeline/png_gpu.h"
-#include "shaders/include/hp_shared.h" /* tone_state's translucent word */
+#include "tests/png_gpu_run.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -22,12 +22,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_H 32u
 #define PIPELINES 4
 
-enum { STAGING, IMAGE, FILTERED, TYPES, SLOTS, TABLE, TOKENS, JOINED, TONE, RB_FILTERED, RB_JOINED, RB_TABLE, NBUF };
-
 static struct {
     hp_gpu *gpu;
     hp_png_gpu *png[PIPELINES];
-    hp_buffer b[NBUF];
+    hp_buffer b[PNG_RUN_BUFFERS];
     VkCommandPool pool;
     VkCommandBuffer cmd;
     VkFence fence;
@@ -42,22 +40,19 @@ static void fail(const char *what, const char *detail)
 /* The largest of every buffer over the pipelines' layouts of the largest shape (RGBA, 16 bits). */
 static void make_buffers(void)
 {
-    VkDeviceSize size[NBUF] = {0};
+    VkDeviceSize size[PNG_RUN_BUFFERS] = {0};
+    hp_mem_kind kind[PNG_RUN_BUFFERS];
     for (int p = 0; p < PIPELINES; p++) {
         hp_png_gpu_layout l;
         hp_err err = {0};
         if (hp_png_gpu_layout_for(fz.png[p], MAX_W, MAX_H, 4, 16, &l, &err) != HP_OK)
             fail("layout", err.message);
-        const VkDeviceSize s[NBUF] = {l.image_size,  l.image_size,  l.filtered_size, l.types_size,
-                                      l.slots_size,  l.table_size,  l.tokens_size,   l.joined_size,
-                                      HP_TONE_STATE_WORDS * 4, l.filtered_size, l.joined_size, l.table_size};
-        for (int i = 0; i < NBUF; i++)
+        VkDeviceSize s[PNG_RUN_BUFFERS];
+        png_run_sizes(&l, s, kind);
+        for (int i = 0; i < PNG_RUN_BUFFERS; i++)
             size[i] = s[i] > size[i] ? s[i] : size[i];
     }
-    static const hp_mem_kind kind[NBUF] = {HP_MEM_UPLOAD, HP_MEM_DEVICE, HP_MEM_DEVICE,   HP_MEM_DEVICE,
-                                           HP_MEM_DEVICE, HP_MEM_DEVICE, HP_MEM_DEVICE,   HP_MEM_DEVICE,
-                                           HP_MEM_DEVICE, HP_MEM_READBACK, HP_MEM_READBACK, HP_MEM_READBACK};
-    for (int i = 0; i < NBUF; i++) {
+    for (int i = 0; i < PNG_RUN_BUFFERS; i++) {
         hp_err err = {0};
         if (hp_buffer_create(fz.gpu, size[i], kind[i], "fuzz_png_gpu", &fz.b[i], &err) != HP_OK)
             fail("buffer", err.message);
@@ -72,7 +67,7 @@ static void teardown(void)
     vkDeviceWaitIdle(dev);
     vkDestroyFence(dev, fz.fence, NULL);
     vkDestroyCommandPool(dev, fz.pool, NULL);
-    for (int i = 0; i < NBUF; i++)
+    for (int i = 0; i < PNG_RUN_BUFFERS; i++)
         hp_buffer_destroy(fz.gpu, &fz.b[i]);
     for (int p = 0; p < PIPELINES; p++)
         hp_png_gpu_destroy(&fz.png[p]);
@@ -119,50 +114,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static void barrier(void)
-{
-    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
-                          .dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT};
-    vkCmdPipelineBarrier(fz.cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0,
-                         NULL, 0, NULL);
-}
-
-/* The passes over the image in STAGING, their results copied back. translucent: -1 none, else the word. */
-static void run(hp_png_gpu *png, const hp_png_gpu_layout *l, int translucent)
-{
-    VkDevice dev = hp_gpu_device(fz.gpu);
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    if (vkResetCommandPool(dev, fz.pool, 0) != VK_SUCCESS || vkBeginCommandBuffer(fz.cmd, &bi) != VK_SUCCESS)
-        fail("record", "vkBeginCommandBuffer");
-    hp_buffer *b = fz.b;
-    VkBufferCopy up = {.size = l->image_size};
-    vkCmdCopyBuffer(fz.cmd, b[STAGING].buffer, b[IMAGE].buffer, 1, &up);
-    /* Garbage where the passes must write what they hand back. */
-    vkCmdFillBuffer(fz.cmd, b[FILTERED].buffer, 0, VK_WHOLE_SIZE, 0xa5a5a5a5u);
-    vkCmdFillBuffer(fz.cmd, b[JOINED].buffer, 0, VK_WHOLE_SIZE, 0x3c3c3c3cu);
-    vkCmdFillBuffer(fz.cmd, b[TONE].buffer, 0, VK_WHOLE_SIZE, 0u);
-    vkCmdFillBuffer(fz.cmd, b[TONE].buffer, HP_TONE_STATE_TRANSLUCENT * 4, 4, translucent > 0 ? 1u : 0u);
-    barrier();
-    hp_png_gpu_io io = {.image = b[IMAGE].address, .filtered = &b[FILTERED], .types = &b[TYPES], .slots = &b[SLOTS],
-                        .table = &b[TABLE], .tokens = &b[TOKENS], .joined = &b[JOINED],
-                        .alpha_auto = translucent >= 0 ? b[TONE].address : 0};
-    hp_png_gpu_record(png, fz.cmd, l, &io);
-    barrier();
-    VkBufferCopy f = {.size = l->filtered_size}, s = {.size = l->joined_size}, t = {.size = l->table_size};
-    vkCmdCopyBuffer(fz.cmd, b[FILTERED].buffer, b[RB_FILTERED].buffer, 1, &f);
-    vkCmdCopyBuffer(fz.cmd, b[JOINED].buffer, b[RB_JOINED].buffer, 1, &s);
-    vkCmdCopyBuffer(fz.cmd, b[TABLE].buffer, b[RB_TABLE].buffer, 1, &t);
-    barrier();
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &fz.cmd};
-    if (vkEndCommandBuffer(fz.cmd) != VK_SUCCESS ||
-        vkQueueSubmit(hp_gpu_compute_queue(fz.gpu), 1, &si, fz.fence) != VK_SUCCESS ||
-        vkWaitForFences(dev, 1, &fz.fence, VK_TRUE, UINT64_MAX) != VK_SUCCESS || vkResetFences(dev, 1, &fz.fence) != VK_SUCCESS)
-        fail("submit", "the command buffer failed");
-    for (int i = RB_FILTERED; i <= RB_TABLE; i++)
-        hp_buffer_invalidate(fz.gpu, &b[i]);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 3)
@@ -180,11 +131,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         hp_png_gpu_layout_for(png, w, h, translucent == 0 ? 3 : channels, depth, &l, &err) != HP_OK)
         fail("layout", err.message);
     /* The pixels: the input's bytes after the shape, repeated (runs and repeats are what the coder meets). */
-    uint8_t *px = fz.b[STAGING].mapped;
+    uint8_t *px = fz.b[PNG_RUN_STAGING].mapped;
     for (size_t i = 0; i < run_l.image_size; i++)
         px[i] = size > 3 ? data[3 + i % (size - 3)] : 0;
-    hp_buffer_flush(fz.gpu, &fz.b[STAGING]);
-    run(png, &run_l, translucent);
+    hp_buffer_flush(fz.gpu, &fz.b[PNG_RUN_STAGING]);
+    if (!png_run(fz.gpu, fz.pool, fz.cmd, fz.fence, fz.b, png, &run_l, translucent))
+        fail("submit", "the command buffer failed");
 
     uint8_t *want = malloc(l.filtered_size), *zlib = malloc(hp_png_gpu_zlib_bound(&l)),
             *back = malloc(l.filtered_bytes + 1);
@@ -194,10 +146,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char detail[160];
     snprintf(detail, sizeof(detail), "%ux%u, %u channels of %u bits, alpha word %d, pipeline %u", w, h, channels, depth,
              translucent, pipeline);
-    if (memcmp(fz.b[RB_FILTERED].mapped, want, l.filtered_bytes) != 0)
+    if (memcmp(fz.b[PNG_RUN_RB_FILTERED].mapped, want, l.filtered_bytes) != 0)
         fail("the filtered scanlines differ from the CPU reference's", detail);
     size_t zlen = 0;
-    if (hp_png_gpu_join(&l, fz.b[RB_JOINED].mapped, fz.b[RB_TABLE].mapped, zlib, hp_png_gpu_zlib_bound(&l), &zlen,
+    if (hp_png_gpu_join(&l, fz.b[PNG_RUN_RB_JOINED].mapped, fz.b[PNG_RUN_RB_TABLE].mapped, zlib,
+                        hp_png_gpu_zlib_bound(&l), &zlen,
                         &err) != HP_OK)
         fail(err.message, detail);
     uLongf out_len = (uLongf)l.filtered_bytes + 1;
