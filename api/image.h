@@ -36,6 +36,7 @@
 
 #include "common/error.h"
 #include "pipeline/colorspace.h"
+#include "pipeline/exr_zip_gpu.h"
 
 /* How the decoded colour is laid out: 4 channels per pixel in R, G, B, A order, rows top to bottom,
  * tightly packed (no row padding). The numbering is pipeline/reduce.h's hp_pixel_format, so a value
@@ -171,5 +172,17 @@ hp_code hp_image_decode(const uint8_t *bytes, size_t len, const hp_decode_option
 /* EXR frames being decoded in this process now: frames decoding at once share hp_decode_options.threads
  * among them (api/image_exr.c). For tests. */
 uint32_t hp_image_frames_decoding(void);
+
+/* EXR ZIP frames inflated on the GPU (pipeline/exr_zip_gpu.h). For a frame whose chunks the GPU can take
+ * (scanlines, ZIP or ZIPS, every channel of the part half and unsampled), fills *frame and, with dst, writes
+ * the chunk table (frame->table_bytes) at dst and the chunks' bytes as they lie in the file right after it,
+ * then HP_EXR_ZIP_PACKED_PAD zero bytes: table_bytes + packed_bytes + HP_EXR_ZIP_PACKED_PAD bytes in all.
+ * dst NULL: the sizes only. Each chunk's sizes are checked against the file and its lines, as the CPU's
+ * decode checks them; its stream is not looked at (the GPU's status words tell). HP_ERR_UNUSABLE: not such
+ * a frame, or dst_size too small (decode it on the CPU); other codes as hp_image_decode's. The chunks'
+ * offsets are the data window's: first_line 0 is the data window's first row. Needs every byte: no
+ * arrival. */
+hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
+                            void *dst, size_t dst_size, hp_exr_zip_frame *frame, hp_err *err);
 
 #endif

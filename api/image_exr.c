@@ -1595,3 +1595,101 @@ hp_code hp_exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options 
     hp_exr_close(&r);
     return code;
 }
+
+/* --- ZIP chunks for the GPU ------------------------------------------------------------------------- */
+
+/* Whether the part's chunks can go to the GPU as they lie (pipeline/exr_zip_gpu.h): scanlines, ZIP or ZIPS,
+ * every channel half and unsampled (a chunk is then lines x planes x width halves). */
+static bool zip_gpu_fits(const hp_exr_reader *r, hp_exr_zip_frame *f, char *why, size_t why_size)
+{
+    const exr_attr_chlist_t *cl;
+    if (r->tiled || (r->compression != EXR_COMPRESSION_ZIP && r->compression != EXR_COMPRESSION_ZIPS) ||
+        !r->direct || r->library_decode) {
+        snprintf(why, why_size, "%s %s", r->tiled ? "tiled" : "scanline", compression_name(r->compression));
+        return false;
+    }
+    if (exr_get_channels(r->ctx, r->part, &cl) != EXR_ERR_SUCCESS || cl->num_channels < 1 || cl->num_channels > 254) {
+        snprintf(why, why_size, "its channel list");
+        return false;
+    }
+    for (int i = 0; i < cl->num_channels; i++)
+        if (cl->entries[i].pixel_type != EXR_PIXEL_HALF) {
+            snprintf(why, why_size, "a channel not half");
+            return false;
+        }
+    *f = (hp_exr_zip_frame){.width = r->width, .height = r->height, .planes = (uint32_t)cl->num_channels,
+                            .lines_per_chunk = (uint32_t)r->lines_per_chunk, .chunk_count = r->chunk_count};
+    for (int s = 0; s < 4; s++) {
+        int from = r->copy_from[s] >= 0 ? r->copy_from[s] : s;
+        f->plane_of[s] = r->chan[from] >= 0 ? (uint8_t)(r->slot_offset[from] / 2) : HP_EXR_ZIP_NO_PLANE;
+    }
+    return true;
+}
+
+hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
+                            void *dst, size_t dst_size, hp_exr_zip_frame *frame, hp_err *err)
+{
+    if (hp_image_detect(bytes, len) != HP_IMAGE_EXR)
+        return hp_fail(err, HP_ERR_UNUSABLE, "not an EXR frame");
+    hp_exr_reader *r = NULL;
+    hp_code code = hp_exr_open(bytes, len, opt, info, &r, err);
+    if (code != HP_OK)
+        return code;
+    char why[96];
+    if (!zip_gpu_fits(r, frame, why, sizeof(why))) {
+        code = hp_fail(err, HP_ERR_UNUSABLE, "EXR part %d is not for the GPU's inflate: %s", r->part, why);
+        hp_exr_close(&r);
+        return code;
+    }
+    /* Table first, then the packed bytes: sizes from the chunks' own headers (the offset table), each
+     * checked against the file and against what its lines need, as the CPU's decode checks them. */
+    const uint64_t table_bytes = (uint64_t)frame->chunk_count * sizeof(hp_exr_zip_chunk);
+    const uint64_t line_bytes = (uint64_t)frame->planes * frame->width * 2;
+    hp_exr_zip_chunk *table = dst;
+    uint64_t packed = 0, unpacked = 0;
+    for (uint32_t i = 0; i < r->chunk_count && code == HP_OK; i++) {
+        chunk_rect c = rect_of_chunk(r, i);
+        exr_chunk_info_t ci;
+        exr_last_message[0] = '\0';
+        exr_result_t rv = exr_read_scanline_chunk_info(r->ctx, r->part, r->data_window.min.y + (int32_t)c.y, &ci);
+        if (rv != EXR_ERR_SUCCESS) {
+            code = chunk_fail(r, i, c, rv, "reading", err);
+            break;
+        }
+        uint64_t need = line_bytes * c.h;
+        if (ci.unpacked_size != need || ci.packed_size > need || ci.packed_size == 0 || ci.data_offset > len ||
+            ci.packed_size > len - ci.data_offset) {
+            code = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR chunk %u: %llu bytes at %llu of a %zu-byte file, %llu "
+                           "unpacked, for %ux%u pixels of %llu bytes", i, (unsigned long long)ci.packed_size,
+                           (unsigned long long)ci.data_offset, len, (unsigned long long)ci.unpacked_size, c.w, c.h,
+                           (unsigned long long)line_bytes / c.w);
+            break;
+        }
+        if (dst && table_bytes + packed + ci.packed_size + HP_EXR_ZIP_PACKED_PAD <= dst_size) {
+            table[i] = (hp_exr_zip_chunk){.packed_offset = (uint32_t)packed, .packed_size = (uint32_t)ci.packed_size,
+                                          .unpacked_offset = (uint32_t)unpacked, .unpacked_size = (uint32_t)need,
+                                          .first_line = c.y, .lines = c.h};
+            memcpy((uint8_t *)dst + table_bytes + packed, bytes + ci.data_offset, (size_t)ci.packed_size);
+        }
+        packed += ci.packed_size;
+        unpacked += (need + 3) & ~(uint64_t)3;
+        if (need > frame->max_chunk_bytes)
+            frame->max_chunk_bytes = (uint32_t)need; /* at most EXR_MAX_CHUNK_UNPACKED */
+    }
+    hp_exr_close(&r);
+    if (code != HP_OK)
+        return code;
+    frame->packed_bytes = packed;
+    frame->unpacked_bytes = unpacked;
+    frame->table_bytes = table_bytes;
+    /* 32-bit offsets in the shaders */
+    if (table_bytes + packed + HP_EXR_ZIP_PACKED_PAD > UINT32_MAX || unpacked > UINT32_MAX)
+        return hp_fail(err, HP_ERR_UNUSABLE, "EXR: %llu packed and %llu unpacked bytes are past the GPU's 32-bit "
+                       "offsets", (unsigned long long)packed, (unsigned long long)unpacked);
+    if (dst && table_bytes + packed + HP_EXR_ZIP_PACKED_PAD > dst_size)
+        return hp_fail(err, HP_ERR_UNUSABLE, "EXR: %llu bytes of table and chunks do not fit %zu",
+                       (unsigned long long)(table_bytes + packed + HP_EXR_ZIP_PACKED_PAD), dst_size);
+    if (dst)
+        memset((uint8_t *)dst + table_bytes + packed, 0, HP_EXR_ZIP_PACKED_PAD);
+    return HP_OK;
+}

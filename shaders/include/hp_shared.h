@@ -262,4 +262,28 @@
 #define HP_BT601_VB (-18.214)
 #define HP_TONE_FLAG_ALPHA 1u
 
+/* --- EXR ZIP chunks inflated on the GPU (shaders/exr_zip.comp, pipeline/exr_zip_gpu.h) ------------------ *
+ * The chunk table: HP_EXR_ZIP_CHUNK_WORDS words a chunk, host byte order; the host writes words 0-5 and
+ * zeros in 6-15, the inflate pass writes 6-15.
+ *   word  name             meaning
+ *   0     packed_offset    the chunk's zlib stream (or stored bytes) in the packed buffer, in bytes
+ *   1     packed_size      bytes; equal to unpacked_size: stored as is, no zlib and no transform
+ *   2     unpacked_offset  where its bytes go in the unpacked buffer, a multiple of 4
+ *   3     unpacked_size    bytes: lines x planes x width x 2
+ *   4     first_line       the frame row of its first line
+ *   5     lines
+ *   6     status           HP_EXR_ZIP_OK or why not (below)
+ *   7     (unused)
+ *   8-15  where a pass that ran out of its slice stopped, for the next dispatch to go on from:
+ *         phase, bit position, block header's bit position, stored bytes left, last block and type,
+ *         bytes written, the Adler-32's two sums, the last byte written */
+#define HP_EXR_ZIP_CHUNK_WORDS 16u
+#define HP_EXR_ZIP_OK 0u
+#define HP_EXR_ZIP_BAD_DATA 1u     /* not a valid zlib stream: header, block type, code or distance */
+#define HP_EXR_ZIP_SHORT 2u        /* the final block came before unpacked_size bytes */
+#define HP_EXR_ZIP_LONG 3u         /* the stream holds more than unpacked_size bytes */
+#define HP_EXR_ZIP_CHECKSUM 4u     /* the Adler-32 after the final block differs (RFC 1950) */
+#define HP_EXR_ZIP_TRUNCATED 5u    /* the stream runs past packed_size bytes */
+#define HP_EXR_ZIP_UNFINISHED 6u   /* still going after the dispatches recorded (slices, exr_zip_gpu.h) */
+
 #endif

@@ -1,0 +1,91 @@
+/* EXR's ZIP and ZIPS chunks decoded on the GPU (issue 20): with PNG encoded on the GPU, inflating the
+ * frame's chunks on the CPU (libdeflate, three quarters of the decoder's time) was what bounded a node's
+ * frames per second. The chunks go to the GPU as they lie in the file, and come out as the pipeline's
+ * RGBA16F input.
+ *
+ * Two dispatches, recorded into a command buffer the caller owns (hp_exr_zip_gpu_record):
+ *   exr_inflate  one workgroup per chunk: the zlib stream inflated and EXR's byte predictor undone, into
+ *                the unpacked buffer; the chunk's status word written (HP_EXR_ZIP_OK or why not);
+ *   exr_unzip    one invocation per pixel: EXR's byte split undone and the planes gathered into RGBA16F.
+ * shaders/exr_zip.comp says how and why.
+ *
+ * What the frame must be: scanlines, ZIP or ZIPS, every channel of the part half and unsampled, so that a
+ * chunk is `lines` x `planes` x `width` halves; api/image.h's hp_image_zip_gather checks that and fills the
+ * packed bytes and the chunk table. A chunk that fails leaves its part of the image undefined: the caller
+ * reads the statuses back (hp_exr_zip_gpu_check) and refuses the frame. */
+#ifndef HP_EXR_ZIP_GPU_H
+#define HP_EXR_ZIP_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pipeline/gpu.h"
+
+/* One chunk of the table (HP_EXR_ZIP_CHUNK_WORDS words, hp_shared.h says each). */
+typedef struct hp_exr_zip_chunk {
+    uint32_t packed_offset, packed_size;
+    uint32_t unpacked_offset, unpacked_size;
+    uint32_t first_line, lines;
+    uint32_t status;
+    uint32_t unused;
+    uint32_t resume[8]; /* the inflate pass's own: zeros from the host */
+} hp_exr_zip_chunk;
+
+#define HP_EXR_ZIP_NO_PLANE 0xffu
+
+typedef struct hp_exr_zip_frame {
+    uint32_t width, height;   /* pixels, 1..16384 */
+    uint32_t planes;          /* the part's channels, each a plane of halves per line, 1..255 */
+    uint32_t lines_per_chunk; /* 16 (ZIP) or 1 (ZIPS) */
+    uint32_t chunk_count;     /* ceil(height / lines_per_chunk) */
+    uint8_t plane_of[4];      /* the plane of R, G, B and A (grey: the same for all three); A NO_PLANE: 1.0 */
+    uint64_t table_bytes;     /* chunk_count x sizeof(hp_exr_zip_chunk) */
+    uint64_t packed_bytes;    /* the chunks' bytes together; the packed buffer holds 16 more (padding) */
+    uint64_t unpacked_bytes;  /* the unpacked buffer: every chunk's bytes, each rounded up to 4 */
+    uint32_t max_chunk_bytes; /* the largest chunk's unpacked_size: how many slices it may take */
+} hp_exr_zip_frame;
+
+/* The padding hp_exr_zip_gpu_record's packed buffer needs after the last chunk's bytes. */
+#define HP_EXR_ZIP_PACKED_PAD 16u
+
+typedef struct hp_exr_zip_gpu hp_exr_zip_gpu;
+
+/* slice: loop iterations one inflate dispatch may take per chunk, 0 for the device's own choice: no limit,
+ * except on lavapipe, which ends an invocation after 65535 (shaders/exr_zip.comp says why): 25000 there,
+ * and as many dispatches recorded as the largest chunk can need. Tests set it to run the slices anywhere. */
+hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out, hp_err *err);
+
+/* The inflate dispatches recorded for this frame: 1 without slices. */
+uint32_t hp_exr_zip_gpu_dispatches(const hp_exr_zip_gpu *zip, const hp_exr_zip_frame *frame);
+void hp_exr_zip_gpu_destroy(hp_exr_zip_gpu **zip);
+
+typedef struct hp_exr_zip_io {
+    VkDeviceAddress packed;   /* packed_bytes + HP_EXR_ZIP_PACKED_PAD */
+    VkDeviceAddress chunks;   /* chunk_count entries; the passes write their status words */
+    VkDeviceAddress unpacked; /* unpacked_bytes, scratch */
+    VkDeviceAddress image;    /* width x height RGBA16F, what the pipeline's first stage reads */
+    /* Optional: HP_EXR_ZIP_GPU_TIMESTAMPS timestamps written from first_query on (before the first pass,
+     * then after each); the caller resets them. VK_NULL_HANDLE: none. */
+    VkQueryPool timestamps;
+    uint32_t first_query;
+} hp_exr_zip_io;
+
+#define HP_EXR_ZIP_GPU_PASSES 2 /* inflate (all its dispatches), unzip */
+#define HP_EXR_ZIP_GPU_TIMESTAMPS (HP_EXR_ZIP_GPU_PASSES + 1)
+
+/* Records the two passes with the barrier between them. The caller records the barrier that makes the
+ * packed bytes and the table visible before, and the one for whatever reads the image and the statuses
+ * after. */
+void hp_exr_zip_gpu_record(hp_exr_zip_gpu *zip, VkCommandBuffer cmd, const hp_exr_zip_frame *frame,
+                           const hp_exr_zip_io *io);
+
+/* The words of a status, for a message: "it is not a valid zlib stream", ... */
+const char *hp_exr_zip_status_text(uint32_t status);
+
+/* After the passes, with the table read back: HP_OK, or HP_ERR_INVALID_ARGUMENT naming the first chunk
+ * that failed, its scanlines (from first_line_in_file, the data window's first row) and why, as the CPU's
+ * decoder words it. */
+hp_code hp_exr_zip_gpu_check(const hp_exr_zip_frame *frame, const hp_exr_zip_chunk *chunks, int32_t first_line_in_file,
+                             hp_err *err);
+
+#endif

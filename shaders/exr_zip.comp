@@ -1,0 +1,614 @@
+#version 460
+// EXR's ZIP and ZIPS chunks decoded on the GPU (issue 20: the CPU's inflate was what bounded throughput).
+// One source, two modules (shaders/meson.build):
+//   HP_EXR_INFLATE  one workgroup of one invocation per chunk: the chunk's zlib stream (RFC 1950, 1951)
+//                   inflated, and EXR's byte predictor undone on the way (OpenEXR's ImfZip.cpp,
+//                   internal_zip.c: t[i] = t[i-1] + t[i] - 128 modulo 256, from the second byte), into the
+//                   unpacked buffer; the chunk's status word says whether the stream was whole and valid
+//                   and its Adler-32 right. A chunk whose packed size equals its unpacked size was stored
+//                   as is (OpenEXR writes it so when deflate did not make it smaller): copied, untouched.
+//   HP_EXR_UNZIP    one invocation per pixel: EXR's byte split undone (the first half of a chunk's bytes
+//                   are the even ones) and the line's planes of halves (channels in the file's order, a
+//                   plane a channel) gathered into the pipeline's RGBA16F input, alpha 1.0 where the file
+//                   has none, one plane read for R, G and B of a grey frame. The file's half bits are kept.
+// Deflate is a serial format: a stream's symbols can only be found one after the other. The parallelism is
+// the chunks': every 16-line chunk is a stream of its own (135 of them in a 4K frame). The decoder is the
+// classic one: a 2^10-entry table of codes read least significant bit first (RFC 1951 3.1.1), and codes
+// longer than that decoded bit by bit from the counts per length (Mark Adler's puff.c). It accepts what
+// zlib's inflate accepts: over-subscribed code sets are refused, and an incomplete set only as zlib allows
+// (a single code of length 1; a block without distance codes). Matches are copied from the bytes already
+// written, in global memory: the predictor is undone as bytes are written, so a match reads the original
+// byte back as t[p] - t[p-1] + 128.
+// Every read stays inside the chunk's packed bytes plus the buffer's 16 bytes of padding, every write
+// inside the chunk's unpacked bytes, whatever the stream says: a damaged chunk is a status, never a fault.
+#include "hp_shared.h"
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_buffer_reference_uvec2 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Words { uint v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer RwWords { uint v[]; };
+
+// Push constants; pipeline/exr_zip_gpu.c's struct exr_zip_push mirrors it.
+//   offset  field            meaning
+//   0       packed           the chunks' bytes as read from the file, 16 bytes of padding after the last
+//   8       chunks           HP_EXR_ZIP_CHUNK_WORDS words per chunk (hp_shared.h)
+//   16      unpacked         each chunk's bytes, the predictor undone (the inflate pass writes them)
+//   24      image            RGBA16F, width x height pixels (the unzip pass writes it)
+//   32      chunk_count
+//   36      width            pixels
+//   40      height           rows
+//   44      planes           channels in the file: planes of halves per line
+//   48      lines_per_chunk  16 (ZIP) or 1 (ZIPS)
+//   52      plane_rgba       the plane of R, G, B and A, a byte each; A 0xff: none (1.0)
+layout(push_constant, std430) uniform Push {
+    uvec2 packed;
+    uvec2 chunks;
+    uvec2 unpacked;
+    uvec2 image;
+    uint chunk_count;
+    uint width;
+    uint height;
+    uint planes;
+    uint lines_per_chunk;
+    uint plane_rgba;
+} pc;
+
+#ifdef HP_EXR_INFLATE
+layout(local_size_x = 1) in;
+
+// Work per dispatch, in loop iterations; 0: no limit (pipeline/exr_zip_gpu.c). Lavapipe ends any invocation
+// after 65535 loop iterations in all (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS, shared by every loop of a
+// shader), and a 4K chunk takes some million: there the host records one dispatch after another, and each
+// goes on where the one before stopped (the table's words 8-15). A block's codes are built again from its
+// header on the way back in.
+layout(constant_id = 0) const uint SLICE = 0u;
+#define HEADER_COST 5000u // loop iterations of reading and building one block's codes, rounded up
+uint g_used;            // loop iterations of this slice so far
+bool sliced_out() { return SLICE != 0u && g_used >= SLICE; }
+
+#define LUT_BITS 10u
+#define LUT_MASK ((1u << LUT_BITS) - 1u)
+#define DIST_LUT_BITS 8u
+#define DIST_LUT_MASK ((1u << DIST_LUT_BITS) - 1u)
+#define NO_SYMBOL 0xffffu
+#define T_LIT 0u
+#define T_DIST 1u
+
+// Lookup tables: entry = symbol << 4 | code length; length 0: a longer code, or none (decode_slow).
+shared uint s_lit[1u << LUT_BITS];
+shared uint s_dist[1u << DIST_LUT_BITS];
+// Per code (0 literal/length, 1 distance; the code-length code borrows 1): codes of each length, and the
+// symbols in canonical order (RFC 1951 3.2.2).
+shared uint s_count[2][16];
+shared uint s_sym[2][288];
+shared uint s_len[320]; // the code lengths of one block as read: literal/length then distance
+
+// RFC 1951 3.2.5: base and extra bits of the length symbols 257..285 and the distance symbols 0..29.
+shared uint s_lbase[29], s_lext[29], s_dbase[30], s_dext[30];
+
+// --- Reading bits: a 64-bit buffer filled a word at a time, least significant bit first -------------------
+uint64_t g_bits;
+uint g_nbits;
+uint g_word_at;  // the next word to load from packed
+uint g_in_base, g_in_size;
+
+void refill()
+{
+    if (g_nbits > 32u)
+        return;
+    // Past the chunk's end (a damaged stream reads on) the buffer is fed zeros, and from 8 bytes past it
+    // nothing is loaded: the padding after the packed bytes keeps the last loads inside the buffer.
+    uint w = 0u;
+    if (g_word_at * 4u < g_in_base + g_in_size + 8u)
+        w = Words(pc.packed).v[g_word_at];
+    g_word_at++;
+    g_bits |= uint64_t(w) << g_nbits;
+    g_nbits += 32u;
+}
+
+// Bits taken from the chunk's first byte on.
+uint consumed() { return (g_word_at * 4u - g_in_base) * 8u - g_nbits; }
+
+uint bits(uint n) // n <= 16
+{
+    refill();
+    uint v = uint(g_bits) & ((1u << n) - 1u);
+    g_bits >>= n;
+    g_nbits -= n;
+    return v;
+}
+
+void drop(uint n)
+{
+    g_bits >>= n;
+    g_nbits -= n;
+}
+
+// --- Huffman codes ------------------------------------------------------------------------------------
+
+// Bit by bit from the counts (puff.c's decode): codes past the table, and the code-length code.
+uint decode_slow(uint t)
+{
+    uint code = 0u, first = 0u, index = 0u;
+    for (uint len = 1u; len <= 15u; len++) {
+        code |= uint(g_bits >> (len - 1u)) & 1u;
+        uint count = s_count[t][len];
+        if (code < first + count) {
+            drop(len);
+            g_used += len; // its loop's iterations count toward the slice
+            return s_sym[t][index + code - first];
+        }
+        index += count;
+        first = (first + count) << 1u;
+        code <<= 1u;
+    }
+    return NO_SYMBOL;
+}
+
+uint decode_lit()
+{
+    refill();
+    uint e = s_lit[uint(g_bits) & LUT_MASK];
+    if ((e & 15u) != 0u) {
+        drop(e & 15u);
+        return e >> 4u;
+    }
+    return decode_slow(T_LIT);
+}
+
+uint decode_dist()
+{
+    refill();
+    uint e = s_dist[uint(g_bits) & DIST_LUT_MASK];
+    if ((e & 15u) != 0u) {
+        drop(e & 15u);
+        return e >> 4u;
+    }
+    return decode_slow(T_DIST);
+}
+
+// The canonical code of the n lengths at s_len[off]: counts, symbols and, with lut_bits, the table.
+// False for an over-subscribed set, or an incomplete one that zlib would refuse (inftrees.c); the fixed
+// distance code (30 of 32 five-bit codes) is incomplete by the format's own definition.
+bool build(uint t, uint off, uint n, uint lut_bits, bool fixed_set)
+{
+    for (uint len = 0u; len < 16u; len++)
+        s_count[t][len] = 0u;
+    for (uint s = 0u; s < n; s++)
+        s_count[t][s_len[off + s]]++;
+    uint codes = n - s_count[t][0];
+    s_count[t][0] = 0u;
+    int left = 1;
+    uint longest = 0u;
+    for (uint len = 1u; len < 16u; len++) {
+        left = (left << 1) - int(s_count[t][len]);
+        if (left < 0)
+            return false;
+        if (s_count[t][len] != 0u)
+            longest = len;
+    }
+    if (left > 0 && codes != 0u && !fixed_set && !(lut_bits != 0u && longest == 1u))
+        return false; // incomplete: only one code of length 1 (or none at all) is allowed
+    uint offs[16];
+    offs[1] = 0u;
+    for (uint len = 1u; len < 15u; len++)
+        offs[len + 1u] = offs[len] + s_count[t][len];
+    for (uint s = 0u; s < n; s++) {
+        uint len = s_len[off + s];
+        if (len != 0u)
+            s_sym[t][offs[len]++] = s;
+    }
+    if (lut_bits == 0u)
+        return true;
+    uint size = 1u << lut_bits;
+    for (uint i = 0u; i < size; i++) {
+        if (t == T_LIT)
+            s_lit[i] = 0u;
+        else
+            s_dist[i] = 0u;
+    }
+    uint code = 0u, index = 0u;
+    for (uint len = 1u; len <= lut_bits; len++) {
+        for (uint k = 0u; k < s_count[t][len]; k++, code++, index++) {
+            uint e = s_sym[t][index] << 4u | len;
+            for (uint r = bitfieldReverse(code) >> (32u - len); r < size; r += 1u << len) {
+                if (t == T_LIT)
+                    s_lit[r] = e;
+                else
+                    s_dist[r] = e;
+            }
+        }
+        code <<= 1u;
+    }
+    return true;
+}
+
+bool fixed_codes() // RFC 1951 3.2.6
+{
+    for (uint s = 0u; s < 288u; s++)
+        s_len[s] = s < 144u ? 8u : s < 256u ? 9u : s < 280u ? 7u : 8u;
+    for (uint s = 0u; s < 30u; s++)
+        s_len[288u + s] = 5u;
+    return build(T_LIT, 0u, 288u, LUT_BITS, true) && build(T_DIST, 288u, 30u, DIST_LUT_BITS, true);
+}
+
+bool dynamic_codes() // RFC 1951 3.2.7
+{
+    uint nlen = bits(5) + 257u, ndist = bits(5) + 1u, ncode = bits(4) + 4u;
+    if (nlen > 286u || ndist > 30u)
+        return false;
+    const uint order[19] = uint[](16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15);
+    for (uint i = 0u; i < 19u; i++)
+        s_len[order[i]] = i < ncode ? bits(3) : 0u;
+    if (!build(T_DIST, 0u, 19u, 0u, false)) // the code-length code, complete, borrowing the distance slots
+        return false;
+    for (uint i = 0u; i < nlen + ndist;) {
+        refill();
+        uint sym = decode_slow(T_DIST);
+        if (sym == NO_SYMBOL)
+            return false;
+        if (sym < 16u) {
+            s_len[i++] = sym;
+            continue;
+        }
+        uint repeat, value = 0u;
+        if (sym == 16u) {
+            if (i == 0u)
+                return false;
+            value = s_len[i - 1u];
+            repeat = 3u + bits(2);
+        } else if (sym == 17u) {
+            repeat = 3u + bits(3);
+        } else {
+            repeat = 11u + bits(7);
+        }
+        if (i + repeat > nlen + ndist)
+            return false;
+        for (; repeat > 0u; repeat--)
+            s_len[i++] = value;
+    }
+    if (s_len[256] == 0u) // no end-of-block code
+        return false;
+    return build(T_LIT, 0u, nlen, LUT_BITS, false) && build(T_DIST, nlen, ndist, DIST_LUT_BITS, false);
+}
+
+// --- Writing bytes: the predictor undone, a word at a time, the Adler-32 of the inflated bytes --------------
+uint g_out_words; // the chunk's first word in unpacked
+uint g_n, g_limit;
+uint g_word;      // the bytes of word g_n / 4 written so far
+uint g_prev;      // the last byte written (128 before the first, so that t[0] = raw[0])
+uint g_s1, g_s2, g_run;
+
+void put(uint raw)
+{
+    uint t = (g_prev + raw + 128u) & 255u;
+    g_prev = t;
+    g_word |= t << (8u * (g_n & 3u));
+    if ((g_n & 3u) == 3u) {
+        RwWords(pc.unpacked).v[g_out_words + (g_n >> 2)] = g_word;
+        g_word = 0u;
+    }
+    g_n++;
+    g_s1 += raw;
+    g_s2 += g_s1;
+    if (++g_run == 5552u) { // zlib's NMAX: the sums cannot overflow before it
+        g_s1 %= 65521u;
+        g_s2 %= 65521u;
+        g_run = 0u;
+    }
+}
+
+// A match: len bytes from dist back. The original bytes are read back as t[p] - t[p-1] + 128; a word
+// already complete is loaded once, the word being written is read from the register.
+void copy(uint dist, uint len)
+{
+    uint p = g_n - dist;
+    uint loaded_at = 0xffffffffu, loaded = 0u;
+    uint before = 128u;
+    if (p != 0u) {
+        uint q = p - 1u;
+        before = (((q >> 2) == (g_n >> 2)) ? g_word : RwWords(pc.unpacked).v[g_out_words + (q >> 2)]) >> (8u * (q & 3u));
+        before &= 255u;
+    }
+    for (uint i = 0u; i < len; i++, p++) {
+        uint wi = p >> 2, w;
+        if (wi == (g_n >> 2)) {
+            w = g_word;
+        } else {
+            if (wi != loaded_at) {
+                loaded = RwWords(pc.unpacked).v[g_out_words + wi];
+                loaded_at = wi;
+            }
+            w = loaded;
+        }
+        uint t = (w >> (8u * (p & 3u))) & 255u;
+        put((t - before + 128u) & 255u);
+        before = t;
+    }
+}
+
+#define SUSPENDED 0xffffffffu
+
+uint inflate_block_symbols()
+{
+    for (;;) {
+        if (sliced_out())
+            return SUSPENDED;
+        g_used++;
+        uint sym = decode_lit();
+        if (sym < 256u) {
+            if (g_n == g_limit)
+                return HP_EXR_ZIP_LONG;
+            put(sym);
+            continue;
+        }
+        if (sym == 256u)
+            return HP_EXR_ZIP_OK;
+        sym -= 257u;
+        if (sym >= 29u)
+            return HP_EXR_ZIP_BAD_DATA;
+        uint len = s_lbase[sym] + bits(s_lext[sym]);
+        uint dsym = decode_dist();
+        if (dsym >= 30u)
+            return HP_EXR_ZIP_BAD_DATA;
+        uint dist = s_dbase[dsym] + bits(s_dext[dsym]);
+        if (dist > g_n)
+            return HP_EXR_ZIP_BAD_DATA;
+        if (len > g_limit - g_n)
+            return HP_EXR_ZIP_LONG;
+        g_used += len;
+        copy(dist, len);
+    }
+}
+
+// A stored block's bytes, as many as the slice allows: g_stored_left are still to come.
+uint g_stored_left;
+void stored_bytes()
+{
+    for (; g_stored_left > 0u && !sliced_out(); g_stored_left--, g_used++)
+        put(bits(8));
+}
+
+uint packed_byte(uint i) { return (Words(pc.packed).v[(g_in_base + i) >> 2] >> (8u * ((g_in_base + i) & 3u))) & 255u; }
+
+// The reader at bit `at` of the chunk (a byte offset first: the chunk may lie anywhere past 512 MiB).
+void seek(uint at)
+{
+    uint byte = g_in_base + (at >> 3);
+    g_word_at = byte >> 2;
+    g_bits = 0ul;
+    g_nbits = 0u;
+    refill();
+    drop(8u * (byte & 3u) + (at & 7u));
+}
+
+#define PHASE_START 0u
+#define PHASE_BLOCK 1u   // at a block's header
+#define PHASE_CODES 2u   // inside a block of Huffman codes
+#define PHASE_STORED 3u  // inside a stored block
+#define PHASE_DONE 4u
+
+uint g_phase, g_header_at, g_flags; // g_flags: the last block's bit, and the block's type << 1
+
+// Where this slice stopped, for the next (hp_shared.h, the table's words 8-15); the word being written goes
+// to memory as it stands.
+uint suspend(RwWords table, uint e)
+{
+    if ((g_n & 3u) != 0u)
+        RwWords(pc.unpacked).v[g_out_words + (g_n >> 2)] = g_word;
+    table.v[e + 8u] = g_phase;
+    table.v[e + 9u] = consumed();
+    table.v[e + 10u] = g_header_at;
+    table.v[e + 11u] = g_stored_left;
+    table.v[e + 12u] = g_flags;
+    table.v[e + 13u] = g_n;
+    table.v[e + 14u] = (g_s1 % 65521u) | (g_s2 % 65521u) << 16;
+    table.v[e + 15u] = g_prev;
+    return HP_EXR_ZIP_UNFINISHED;
+}
+
+void resume(RwWords table, uint e)
+{
+    g_header_at = table.v[e + 10u];
+    g_stored_left = table.v[e + 11u];
+    g_flags = table.v[e + 12u];
+    g_n = table.v[e + 13u];
+    g_s1 = table.v[e + 14u] & 0xffffu;
+    g_s2 = table.v[e + 14u] >> 16;
+    g_prev = table.v[e + 15u];
+    g_word = (g_n & 3u) == 0u ? 0u
+                              : RwWords(pc.unpacked).v[g_out_words + (g_n >> 2)] & ((1u << (8u * (g_n & 3u))) - 1u);
+}
+
+// The block at the reader: its header read, its codes built or its stored length read.
+uint begin_block()
+{
+    g_flags = bits(1);
+    uint type = bits(2);
+    g_flags |= type << 1;
+    g_header_at = consumed();
+    g_used += HEADER_COST;
+    if (type == 0u) {
+        drop(g_nbits & 7u); // to the byte boundary
+        uint len = bits(16), nlen = bits(16);
+        if (len != (~nlen & 0xffffu))
+            return HP_EXR_ZIP_BAD_DATA;
+        if (len > g_limit - g_n)
+            return HP_EXR_ZIP_LONG;
+        g_stored_left = len;
+        g_phase = PHASE_STORED;
+        return HP_EXR_ZIP_OK;
+    }
+    g_phase = PHASE_CODES;
+    if (type == 1u)
+        return fixed_codes() ? HP_EXR_ZIP_OK : HP_EXR_ZIP_BAD_DATA;
+    if (type == 2u)
+        return dynamic_codes() ? HP_EXR_ZIP_OK : HP_EXR_ZIP_BAD_DATA;
+    return HP_EXR_ZIP_BAD_DATA;
+}
+
+uint inflate_chunk(RwWords table, uint e)
+{
+    if (g_phase == PHASE_START) {
+        if (g_in_size < 6u) // a zlib header and an Adler-32 at the least
+            return HP_EXR_ZIP_TRUNCATED;
+        uint cmf = packed_byte(0u), flg = packed_byte(1u);
+        if ((cmf & 15u) != 8u || (cmf >> 4) > 7u || ((cmf << 8) | flg) % 31u != 0u || (flg & 0x20u) != 0u)
+            return HP_EXR_ZIP_BAD_DATA; // not deflate, a window over 32 KiB, a bad check, or a preset dictionary
+        seek(16u);
+        g_phase = PHASE_BLOCK;
+        g_flags = 0u;
+    } else {
+        resume(table, e);
+        if (g_phase == PHASE_CODES) { // the block's codes again, from its header
+            seek(g_header_at);
+            g_used += HEADER_COST;
+            if (!((g_flags >> 1) == 1u ? fixed_codes() : dynamic_codes()))
+                return HP_EXR_ZIP_BAD_DATA;
+        }
+        seek(table.v[e + 9u]);
+    }
+    for (;;) {
+        uint status = HP_EXR_ZIP_OK;
+        if (g_phase == PHASE_BLOCK)
+            status = begin_block();
+        if (status == HP_EXR_ZIP_OK && g_phase == PHASE_CODES)
+            status = inflate_block_symbols();
+        else if (status == HP_EXR_ZIP_OK && g_phase == PHASE_STORED)
+            stored_bytes();
+        if (consumed() > g_in_size * 8u)
+            return HP_EXR_ZIP_TRUNCATED; // whatever went wrong, it read past the stream's end first
+        if (status == SUSPENDED || (g_phase == PHASE_STORED && g_stored_left > 0u))
+            return suspend(table, e);
+        if (status != HP_EXR_ZIP_OK)
+            return status;
+        g_phase = PHASE_BLOCK; // the block is done
+        if ((g_flags & 1u) != 0u)
+            break;
+        if (sliced_out())
+            return suspend(table, e);
+    }
+    if (g_n < g_limit)
+        return HP_EXR_ZIP_SHORT;
+    if ((g_n & 3u) != 0u)
+        RwWords(pc.unpacked).v[g_out_words + (g_n >> 2)] = g_word;
+    drop(g_nbits & 7u);
+    uint adler = bits(8) << 24;
+    adler |= bits(8) << 16;
+    adler |= bits(8) << 8;
+    adler |= bits(8);
+    if (consumed() > g_in_size * 8u)
+        return HP_EXR_ZIP_TRUNCATED;
+    return adler == ((g_s2 % 65521u) << 16 | (g_s1 % 65521u)) ? HP_EXR_ZIP_OK : HP_EXR_ZIP_CHECKSUM;
+}
+
+// A stored chunk: its bytes as they are, a word at a time (unaligned in packed, aligned in unpacked), as
+// many as the slice allows; the table's word 13 counts the words done. The last word may carry the next
+// chunk's first bytes into this chunk's rounding: nothing reads them.
+uint copy_stored(RwWords table, uint e)
+{
+    Words p = Words(pc.packed);
+    uint first = g_in_base >> 2, shift = 8u * (g_in_base & 3u);
+    uint w = g_phase == PHASE_START ? 0u : table.v[e + 13u];
+    for (; w < (g_limit + 3u) / 4u; w++, g_used++) {
+        if (sliced_out()) {
+            table.v[e + 8u] = PHASE_STORED;
+            table.v[e + 13u] = w;
+            return HP_EXR_ZIP_UNFINISHED;
+        }
+        uint v = p.v[first + w];
+        if (shift != 0u)
+            v = (v >> shift) | (p.v[first + w + 1u] << (32u - shift)); // within the padding at the end
+        RwWords(pc.unpacked).v[g_out_words + w] = v;
+    }
+    return HP_EXR_ZIP_OK;
+}
+
+void main()
+{
+    const uint lbase[29] = uint[](3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83,
+                                  99, 115, 131, 163, 195, 227, 258);
+    const uint lext[29] = uint[](0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0);
+    const uint dbase[30] = uint[](1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769,
+                                  1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577);
+    const uint dext[30] = uint[](0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12,
+                                 12, 13, 13);
+    for (uint i = 0u; i < 30u; i++) {
+        if (i < 29u) {
+            s_lbase[i] = lbase[i];
+            s_lext[i] = lext[i];
+        }
+        s_dbase[i] = dbase[i];
+        s_dext[i] = dext[i];
+    }
+    uint c = gl_WorkGroupID.x;
+    if (c >= pc.chunk_count)
+        return;
+    RwWords table = RwWords(pc.chunks);
+    uint e = c * HP_EXR_ZIP_CHUNK_WORDS;
+    g_in_base = table.v[e + 0u];
+    g_in_size = table.v[e + 1u];
+    g_out_words = table.v[e + 2u] >> 2;
+    g_limit = table.v[e + 3u];
+    g_phase = table.v[e + 8u];
+    if (g_phase == PHASE_DONE)
+        return; // finished in an earlier slice
+    g_used = 0u;
+    g_n = 0u;
+    g_word = 0u;
+    g_prev = 128u;
+    g_s1 = 1u;
+    g_s2 = 0u;
+    g_run = 0u;
+    g_stored_left = 0u;
+    g_header_at = 0u;
+    uint status = g_in_size == g_limit ? copy_stored(table, e) : inflate_chunk(table, e);
+    if (status != HP_EXR_ZIP_UNFINISHED)
+        table.v[e + 8u] = PHASE_DONE;
+    table.v[e + 6u] = status;
+}
+#endif
+
+#ifdef HP_EXR_UNZIP
+layout(local_size_x = 64) in;
+
+uint g_off, g_half;
+bool g_stored;
+
+// The half of plane `plane` at pixel x of the chunk's line ly.
+uint half_at(uint ly, uint plane, uint x)
+{
+    Words u = Words(pc.unpacked);
+    uint m = (ly * pc.planes + plane) * pc.width + x; // the value's index in the chunk
+    if (g_stored) {
+        uint at = g_off + 2u * m;
+        return (u.v[at >> 2] >> (8u * (at & 3u))) & 0xffffu;
+    }
+    uint lo = g_off + m, hi = g_off + g_half + m; // the byte split: even bytes first, then the odd ones
+    return ((u.v[lo >> 2] >> (8u * (lo & 3u))) & 255u) | (((u.v[hi >> 2] >> (8u * (hi & 3u))) & 255u) << 8);
+}
+
+void main()
+{
+    uint x = gl_GlobalInvocationID.x, y = gl_WorkGroupID.y;
+    if (x >= pc.width || y >= pc.height)
+        return;
+    uint c = y / pc.lines_per_chunk;
+    Words table = Words(pc.chunks);
+    uint e = c * HP_EXR_ZIP_CHUNK_WORDS;
+    g_off = table.v[e + 2u];
+    uint n = table.v[e + 3u];
+    g_stored = table.v[e + 1u] == n;
+    g_half = (n + 1u) / 2u;
+    uint ly = y - table.v[e + 4u];
+    uint pr = pc.plane_rgba & 255u, pg = (pc.plane_rgba >> 8) & 255u, pb = (pc.plane_rgba >> 16) & 255u,
+         pa = pc.plane_rgba >> 24;
+    uint r = half_at(ly, pr, x), g = half_at(ly, pg, x), b = half_at(ly, pb, x);
+    uint a = pa == 255u ? 0x3c00u : half_at(ly, pa, x); // 1.0
+    RwWords img = RwWords(pc.image);
+    uint px = (y * pc.width + x) * 2u;
+    img.v[px] = r | g << 16;
+    img.v[px + 1u] = b | a << 16;
+}
+#endif

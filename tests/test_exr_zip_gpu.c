@@ -1,0 +1,493 @@
+/* EXR's ZIP chunks decoded on the GPU (pipeline/exr_zip_gpu.h, issue 20) against the CPU.
+ *
+ *   (a) Made chunks: pixel bytes of several kinds (noise, smooth halves, flat) at sizes from 1x1 up, 1 to 5
+ *       planes, 16-line and 1-line chunks, put through EXR's forward transform (byte split, predictor) and
+ *       deflated by zlib with every strategy that gives another block type or match pattern (stored blocks
+ *       at level 0, level 1 and 9, fixed codes, Huffman only, run lengths), and chunks stored as they are.
+ *       The GPU's RGBA16F must equal the pixel bytes gathered on the CPU, bit for bit.
+ *   (b) Damaged streams: a byte changed or the stream cut short, 1-line chunks of one frame, each another
+ *       damage. zlib's uncompress is the oracle: a chunk is good on the GPU exactly when zlib inflates it
+ *       whole to the chunk's size, and a good chunk's pixels are zlib's.
+ *   (c) Real frames written by OpenEXR's core (ZIP and ZIPS; RGBA, RGB, grey, an extra Z plane, a data
+ *       window off the origin): hp_image_zip_gather, the passes, and the image equal to hp_image_decode's
+ *       RGBA16F, bit for bit; a damaged chunk named as the CPU's decode names it; frames the GPU does not
+ *       take refused with the reason.
+ * No tolerance anywhere: every result is exact. The validation layer is on and any message fails. */
+#include <openexr.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "api/image.h"
+#include "common/file.h"
+#include "exr_zip_run.h"
+#include "gpu_test.h"
+#include "hp_shared.h"
+#include "pipeline/cpu_reference.h"
+#include "tap.h"
+#include "tools/exr_write.h"
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+
+static uint64_t rng_next(void) /* splitmix64 */
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* EXR's ZIP transform forward (OpenEXR's ImfZip.cpp): the bytes split, even ones first, then each byte
+ * replaced by its difference from the one before plus 128. */
+static void zip_forward(const uint8_t *in, uint8_t *out, size_t n)
+{
+    size_t half = (n + 1) / 2;
+    for (size_t k = 0; k < n; k++)
+        out[k % 2 ? half + k / 2 : k / 2] = in[k];
+    for (size_t i = n - 1; i > 0 && n > 1; i--)
+        out[i] = (uint8_t)(out[i] - out[i - 1] + 128);
+}
+
+/* zlib's stream of in, by level and strategy; level -2: the chunk stored as is (no zlib). */
+static uint8_t *deflate_chunk(const uint8_t *in, size_t n, int level, int strategy, size_t *out_len)
+{
+    if (level == -2) {
+        uint8_t *copy = malloc(n);
+        memcpy(copy, in, n);
+        *out_len = n;
+        return copy;
+    }
+    uint8_t *t = malloc(n);
+    zip_forward(in, t, n);
+    z_stream zs = {0};
+    deflateInit2(&zs, level, Z_DEFLATED, 15, 8, strategy);
+    size_t cap = deflateBound(&zs, n);
+    uint8_t *out = malloc(cap);
+    zs.next_in = t, zs.avail_in = (uInt)n, zs.next_out = out, zs.avail_out = (uInt)cap;
+    deflate(&zs, Z_FINISH);
+    *out_len = zs.total_out;
+    deflateEnd(&zs);
+    free(t);
+    return out;
+}
+
+/* A made frame: the pixel bytes of every chunk (line after line, plane after plane, width halves). */
+typedef struct made_frame {
+    hp_exr_zip_frame f;
+    uint8_t *pixels; /* height x planes x width halves */
+    uint8_t *input;  /* table, packed, padding */
+} made_frame;
+
+enum { PAT_NOISE, PAT_SMOOTH, PAT_FLAT, PAT_COUNT };
+static const char *const pat_names[] = {"noise", "smooth", "flat"};
+
+static void make_pixels(made_frame *m, int pattern)
+{
+    const hp_exr_zip_frame *f = &m->f;
+    for (uint32_t y = 0; y < f->height; y++)
+        for (uint32_t p = 0; p < f->planes; p++)
+            for (uint32_t x = 0; x < f->width; x++) {
+                uint16_t h = 0x3c00;
+                if (pattern == PAT_NOISE)
+                    h = (uint16_t)rng_next();
+                else if (pattern == PAT_SMOOTH)
+                    h = hp_float_to_half((float)(0.1 + 2.0 * x / f->width + 0.5 * y / f->height + 0.3 * p));
+                size_t at = (((size_t)y * f->planes + p) * f->width + x) * 2;
+                memcpy(m->pixels + at, &h, 2);
+            }
+}
+
+/* Chunks of the made frame's pixels, each deflated by level/strategy[chunk % n]; the table and the bytes. */
+static void make_input(made_frame *m, const int *levels, const int *strategies, int n)
+{
+    hp_exr_zip_frame *f = &m->f;
+    f->chunk_count = (f->height + f->lines_per_chunk - 1) / f->lines_per_chunk;
+    f->table_bytes = (uint64_t)f->chunk_count * sizeof(hp_exr_zip_chunk);
+    uint8_t **streams = calloc(f->chunk_count, sizeof(*streams));
+    size_t *lens = calloc(f->chunk_count, sizeof(*lens));
+    size_t line = (size_t)f->planes * f->width * 2;
+    f->packed_bytes = f->unpacked_bytes = 0;
+    for (uint32_t c = 0; c < f->chunk_count; c++) {
+        uint32_t y = c * f->lines_per_chunk, lines = f->height - y < f->lines_per_chunk ? f->height - y : f->lines_per_chunk;
+        streams[c] = deflate_chunk(m->pixels + y * line, lines * line, levels[c % n], strategies[c % n], &lens[c]);
+        f->packed_bytes += lens[c];
+        if (lines * line > f->max_chunk_bytes)
+            f->max_chunk_bytes = (uint32_t)(lines * line);
+    }
+    m->input = calloc(1, f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD);
+    hp_exr_zip_chunk *t = (hp_exr_zip_chunk *)m->input;
+    uint64_t packed = 0, unpacked = 0;
+    for (uint32_t c = 0; c < f->chunk_count; c++) {
+        uint32_t y = c * f->lines_per_chunk, lines = f->height - y < f->lines_per_chunk ? f->height - y : f->lines_per_chunk;
+        t[c] = (hp_exr_zip_chunk){.packed_offset = (uint32_t)packed, .packed_size = (uint32_t)lens[c],
+                                  .unpacked_offset = (uint32_t)unpacked, .unpacked_size = (uint32_t)(lines * line),
+                                  .first_line = y, .lines = lines};
+        memcpy(m->input + f->table_bytes + packed, streams[c], lens[c]);
+        packed += lens[c];
+        unpacked += (lines * line + 3) & ~(size_t)3;
+        free(streams[c]);
+    }
+    f->unpacked_bytes = unpacked;
+    free(streams);
+    free(lens);
+}
+
+/* The pixel bytes gathered into RGBA16F on the CPU: what exr_unzip must write. */
+static void reference_image(const hp_exr_zip_frame *f, const uint8_t *pixels, uint16_t *out)
+{
+    for (uint32_t y = 0; y < f->height; y++)
+        for (uint32_t x = 0; x < f->width; x++)
+            for (int s = 0; s < 4; s++) {
+                uint16_t h = 0x3c00;
+                if (f->plane_of[s] != HP_EXR_ZIP_NO_PLANE)
+                    memcpy(&h, pixels + (((size_t)y * f->planes + f->plane_of[s]) * f->width + x) * 2, 2);
+                out[((size_t)y * f->width + x) * 4 + s] = h;
+            }
+}
+
+static size_t first_difference(const uint16_t *a, const uint16_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return i;
+    return SIZE_MAX;
+}
+
+/* (a): one made frame, every chunk deflated one way. */
+static void check_made(gpu_test_cmd *r, hp_exr_zip_gpu *zip, uint32_t w, uint32_t h, uint32_t planes, uint32_t lpc,
+                       int pattern, int level, int strategy, const char *how)
+{
+    made_frame m = {.f = {.width = w, .height = h, .planes = planes, .lines_per_chunk = lpc}};
+    /* RGBA from the first four planes; with fewer, grey and no alpha */
+    for (int s = 0; s < 4; s++)
+        m.f.plane_of[s] = planes >= 4 ? (uint8_t)(3 - s) : planes == 3 ? (s < 3 ? (uint8_t)(2 - s) : HP_EXR_ZIP_NO_PLANE)
+                          : s < 3 ? 0 : (planes == 2 ? 1 : HP_EXR_ZIP_NO_PLANE);
+    m.pixels = malloc((size_t)h * planes * w * 2);
+    make_pixels(&m, pattern);
+    make_input(&m, &level, &strategy, 1);
+    size_t values = (size_t)w * h * 4;
+    uint16_t *gpu = malloc(values * 2), *ref = malloc(values * 2);
+    hp_exr_zip_chunk *table = malloc(m.f.table_bytes);
+    reference_image(&m.f, m.pixels, ref);
+    bool ran = zip_run(r, zip, &m.f, m.input, gpu, table);
+    uint32_t bad = 0;
+    for (uint32_t c = 0; ran && c < m.f.chunk_count; c++)
+        bad += table[c].status != HP_EXR_ZIP_OK;
+    size_t d = ran ? first_difference(gpu, ref, values) : 0;
+    tap_ok(ran && bad == 0 && d == SIZE_MAX, "%ux%u, %u planes, %u-line chunks, %s, %s (%llu -> %llu bytes): %u chunks "
+           "failed, first difference at value %zd", w, h, planes, lpc, pat_names[pattern], how,
+           (unsigned long long)m.f.unpacked_bytes, (unsigned long long)m.f.packed_bytes, bad,
+           d == SIZE_MAX ? (ssize_t)-1 : (ssize_t)d);
+    free(table);
+    free(gpu);
+    free(ref);
+    free(m.pixels);
+    free(m.input);
+}
+
+/* (b): each 1-line chunk of a frame damaged another way; zlib the oracle. */
+static void check_damage(gpu_test_cmd *r, hp_exr_zip_gpu *zip, int level, int strategy, uint32_t lines)
+{
+    made_frame m = {.f = {.width = 97, .height = lines, .planes = 2, .lines_per_chunk = 1,
+                          .plane_of = {0, 0, 0, 1}}};
+    m.pixels = malloc((size_t)lines * 2 * 97 * 2);
+    make_pixels(&m, PAT_SMOOTH);
+    for (size_t i = 0; i < (size_t)lines * 2 * 97 * 2; i += 7) /* some noise, so that every block type shows */
+        m.pixels[i] ^= (uint8_t)rng_next();
+    make_input(&m, &level, &strategy, 1);
+    hp_exr_zip_chunk *t = (hp_exr_zip_chunk *)m.input;
+    uint8_t *packed = m.input + m.f.table_bytes;
+    for (uint32_t c = 1; c < m.f.chunk_count; c++) { /* chunk 0 stays whole */
+        uint64_t kind = rng_next() % 3;
+        if (kind == 0) /* cut short: the sizes say less than the stream */
+            t[c].packed_size -= 1 + (uint32_t)(rng_next() % (t[c].packed_size / 2));
+        else /* a byte changed, anywhere in the stream */
+            packed[t[c].packed_offset + rng_next() % t[c].packed_size] ^= (uint8_t)(1 + rng_next() % 255);
+        if (t[c].packed_size == t[c].unpacked_size) /* would read as stored: not what is tested */
+            t[c].packed_size--;
+    }
+    size_t values = (size_t)97 * lines * 4;
+    uint16_t *gpu = malloc(values * 2);
+    hp_exr_zip_chunk *table = malloc(m.f.table_bytes);
+    bool ran = zip_run(r, zip, &m.f, m.input, gpu, table);
+    uint32_t agree = 0, good = 0, pixels_ok = 0;
+    size_t line = 2 * 97 * 2;
+    uint8_t *t_out = malloc(line + 1), *plain = malloc(line);
+    for (uint32_t c = 0; ran && c < m.f.chunk_count; c++) {
+        uLongf got = line + 1;
+        int zr = uncompress(t_out, &got, packed + t[c].packed_offset, t[c].packed_size);
+        bool zlib_good = zr == Z_OK && got == line;
+        bool gpu_good = table[c].status == HP_EXR_ZIP_OK;
+        agree += zlib_good == gpu_good;
+        if (!zlib_good || !gpu_good)
+            continue;
+        good++;
+        /* undo the transform on zlib's bytes: the pixels the GPU must show */
+        for (size_t i = 1; i < line; i++)
+            t_out[i] = (uint8_t)(t_out[i - 1] + t_out[i] - 128);
+        for (size_t k = 0; k < line; k++)
+            plain[k] = t_out[k % 2 ? line / 2 + k / 2 : k / 2];
+        bool same = true;
+        for (uint32_t x = 0; x < 97; x++) {
+            uint16_t g, a, *px = gpu + ((size_t)c * 97 + x) * 4;
+            memcpy(&g, plain + x * 2, 2);
+            memcpy(&a, plain + (97 + x) * 2, 2);
+            same = same && px[0] == g && px[1] == g && px[2] == g && px[3] == a;
+        }
+        pixels_ok += same;
+    }
+    tap_ok(ran && agree == m.f.chunk_count && pixels_ok == good && good >= 1,
+           "damaged streams (%s): the GPU's verdict is zlib's for %u of %u chunks; %u good, %u with zlib's pixels",
+           level == 0 ? "stored blocks" : strategy == Z_FIXED ? "fixed codes" : "dynamic codes", agree,
+           m.f.chunk_count, good, pixels_ok);
+    free(t_out);
+    free(plain);
+    free(table);
+    free(gpu);
+    free(m.pixels);
+    free(m.input);
+}
+
+/* (c): a real frame written by OpenEXR, through hp_image_zip_gather, against hp_image_decode. */
+static void check_file(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *what, const uint8_t *file, size_t len,
+                       const char *expect_failure)
+{
+    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+    hp_image_info info;
+    hp_exr_zip_frame f;
+    hp_err err = {0};
+    if (hp_image_probe(file, len, &opt, &info, &err) != HP_OK ||
+        hp_image_zip_gather(file, len, &opt, &info, NULL, 0, &f, &err) != HP_OK) {
+        tap_ok(false, "%s: gathered: %s", what, err.message);
+        return;
+    }
+    size_t in_bytes = f.table_bytes + f.packed_bytes + HP_EXR_ZIP_PACKED_PAD;
+    uint8_t *input = malloc(in_bytes);
+    hp_code gathered = hp_image_zip_gather(file, len, &opt, &info, input, in_bytes, &f, &err);
+    size_t values = (size_t)f.width * f.height * 4;
+    uint16_t *gpu = malloc(values * 2), *cpu = malloc(values * 2);
+    hp_exr_zip_chunk *table = malloc(f.table_bytes);
+    bool ran = gathered == HP_OK && zip_run(r, zip, &f, input, gpu, table);
+    hp_err gpu_err = {0}, cpu_err = {0};
+    hp_code gpu_code = ran ? hp_exr_zip_gpu_check(&f, table, 0, &gpu_err) : HP_ERR_INTERNAL;
+    hp_image_info probed;
+    hp_code cpu_code = hp_image_probe(file, len, &opt, &probed, &cpu_err);
+    if (cpu_code == HP_OK)
+        cpu_code = hp_image_decode(file, len, &opt, &probed, cpu, HP_LAYOUT_RGBA16F, NULL, &cpu_err);
+    if (!expect_failure) {
+        size_t d = ran ? first_difference(gpu, cpu, values) : 0;
+        tap_ok(ran && gpu_code == HP_OK && cpu_code == HP_OK && d == SIZE_MAX,
+               "%s: %ux%u, %u planes, %u chunks, %llu packed bytes: the GPU's RGBA16F is the CPU decoder's (first "
+               "difference %zd) %s%s", what, f.width, f.height, f.planes, f.chunk_count,
+               (unsigned long long)f.packed_bytes, d == SIZE_MAX ? (ssize_t)-1 : (ssize_t)d, gpu_err.message,
+               cpu_err.message);
+    } else {
+        tap_ok(ran && gpu_code == HP_ERR_INVALID_ARGUMENT && cpu_code == HP_ERR_INVALID_ARGUMENT &&
+                   strstr(gpu_err.message, expect_failure) && strstr(cpu_err.message, expect_failure),
+               "%s: refused on the GPU as on the CPU, both naming \"%s\":\n#   GPU: %s\n#   CPU: %s", what,
+               expect_failure, gpu_err.message, cpu_err.message);
+    }
+    free(input);
+    free(gpu);
+    free(cpu);
+    free(table);
+}
+
+static uint8_t *write_exr(const float *rgba, int w, int h, const char *const *names, int count, int compression,
+                          int data_y, size_t *len)
+{
+    hp_exr_channel ch[5];
+    uint16_t *planes[5];
+    for (int c = 0; c < count; c++) {
+        planes[c] = malloc((size_t)w * h * 2);
+        int from = names[c][0] == 'R' ? 0 : names[c][0] == 'G' ? 1 : names[c][0] == 'B' ? 2 : names[c][0] == 'A' ? 3
+                   : names[c][0] == 'Y' ? 1 : 0;
+        for (size_t i = 0; i < (size_t)w * h; i++)
+            planes[c][i] = names[c][0] == 'Z' ? hp_float_to_half((float)(i % 977) * 0.25f)
+                                              : hp_float_to_half(rgba[i * 4 + from]);
+        ch[c] = (hp_exr_channel){.name = names[c], .type = EXR_PIXEL_HALF, .data = planes[c]};
+    }
+    hp_exr_spec spec = {.width = w, .height = h, .data_y = data_y, .display_w = w, .display_h = h + data_y,
+                        .compression = compression, .channels = ch, .channel_count = count};
+    uint8_t *out = NULL;
+    if (!hp_exr_write_core(&spec, 1, &out, len))
+        out = NULL;
+    for (int c = 0; c < count; c++)
+        free(planes[c]);
+    return out;
+}
+
+int main(void)
+{
+    hp_err err = {0};
+    hp_gpu *gpu = NULL;
+    int bail = gpu_test_open(&gpu, NULL, &err);
+    if (bail)
+        return bail;
+    tap_diag("device: %s", hp_gpu_get_info(gpu)->device_name);
+    hp_exr_zip_gpu *zip = NULL;
+    if (hp_exr_zip_gpu_create(gpu, 0, &zip, &err) != HP_OK)
+        return tap_bail("create the EXR ZIP pipelines: %s", err.message);
+    gpu_test_cmd r;
+    if (!gpu_test_cmd_init(&r, gpu))
+        return tap_bail("command buffer");
+
+    /* (a) */
+    static const struct { int level, strategy; const char *how; } ways[] = {
+        {0, Z_DEFAULT_STRATEGY, "zlib level 0 (stored blocks)"}, {1, Z_DEFAULT_STRATEGY, "zlib level 1"},
+        {9, Z_DEFAULT_STRATEGY, "zlib level 9"}, {6, Z_FIXED, "fixed codes"}, {6, Z_HUFFMAN_ONLY, "Huffman only"},
+        {6, Z_RLE, "run lengths"}, {-2, 0, "stored as is"}};
+    static const struct { uint32_t w, h, planes, lpc; } sizes[] = {
+        {1, 1, 1, 16}, {1, 1, 4, 1}, {3, 17, 3, 16}, {61, 40, 4, 16}, {200, 33, 5, 1}, {517, 35, 4, 16}};
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+        for (size_t k = 0; k < sizeof(ways) / sizeof(ways[0]); k++)
+            for (int p = 0; p < PAT_COUNT; p++) {
+                if (s < 3 && p != PAT_SMOOTH && k % 2) /* the smallest sizes: fewer combinations */
+                    continue;
+                check_made(&r, zip, sizes[s].w, sizes[s].h, sizes[s].planes, sizes[s].lpc, p, ways[k].level,
+                           ways[k].strategy, ways[k].how);
+            }
+    /* A large frame, 64 KiB-plus chunks of every kind in turn */
+    {
+        made_frame m = {.f = {.width = 1031, .height = 67, .planes = 4, .lines_per_chunk = 16, .plane_of = {3, 2, 1, 0}}};
+        m.pixels = malloc((size_t)67 * 4 * 1031 * 2);
+        make_pixels(&m, PAT_SMOOTH);
+        for (size_t i = 0; i < (size_t)67 * 4 * 1031 * 2; i += 3)
+            m.pixels[i] ^= (uint8_t)(rng_next() & 7);
+        const int levels[] = {1, 9, 6, 0, -2}, strategies[] = {Z_DEFAULT_STRATEGY, Z_DEFAULT_STRATEGY, Z_RLE,
+                                                               Z_DEFAULT_STRATEGY, 0};
+        make_input(&m, levels, strategies, 5);
+        size_t values = (size_t)1031 * 67 * 4;
+        uint16_t *g = malloc(values * 2), *ref = malloc(values * 2);
+        hp_exr_zip_chunk *table = malloc(m.f.table_bytes);
+        reference_image(&m.f, m.pixels, ref);
+        bool ran = zip_run(&r, zip, &m.f, m.input, g, table);
+        uint32_t bad = 0;
+        for (uint32_t c = 0; ran && c < m.f.chunk_count; c++)
+            bad += table[c].status != HP_EXR_ZIP_OK;
+        tap_ok(ran && bad == 0 && first_difference(g, ref, values) == SIZE_MAX,
+               "1031x67, 4 planes, chunks of 132 KiB deflated 5 ways in turn: exact, %u chunks failed", bad);
+        free(g);
+        free(ref);
+        free(table);
+        free(m.pixels);
+        free(m.input);
+    }
+
+    /* (b) */
+    check_damage(&r, zip, 6, Z_DEFAULT_STRATEGY, 400);
+    check_damage(&r, zip, 6, Z_FIXED, 200);
+    check_damage(&r, zip, 0, Z_DEFAULT_STRATEGY, 200);
+
+    /* (c) */
+    size_t src_len;
+    uint8_t *src = hp_read_file(HP_TEST_DATA "/blender_street_960x540_singlelayer.exr", &src_len);
+    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+    hp_image_info info;
+    float *rgba = NULL;
+    if (!src || hp_image_probe(src, src_len, &opt, &info, &err) != HP_OK ||
+        !(rgba = malloc((size_t)info.width * info.height * 16)) ||
+        hp_image_decode(src, src_len, &opt, &info, rgba, HP_LAYOUT_RGBA32F, NULL, &err) != HP_OK)
+        return tap_bail("read the street frame: %s", err.message);
+    int w = (int)info.width, h = (int)info.height;
+    static const char *const rgba_names[] = {"A", "B", "G", "R"}, *const rgb_names[] = {"B", "G", "R"},
+                             *const grey_names[] = {"Y"}, *const z_names[] = {"A", "B", "G", "R", "Z"};
+    static const struct { const char *what; const char *const *names; int count, compression, data_y; } files[] = {
+        {"street RGBA ZIP", rgba_names, 4, EXR_COMPRESSION_ZIP, 0},
+        {"street RGBA ZIPS", rgba_names, 4, EXR_COMPRESSION_ZIPS, 0},
+        {"street RGB ZIP", rgb_names, 3, EXR_COMPRESSION_ZIP, 0},
+        {"street grey ZIP", grey_names, 1, EXR_COMPRESSION_ZIP, 0},
+        {"street RGBA and Z ZIP, data window from row 37", z_names, 5, EXR_COMPRESSION_ZIP, 37},
+    };
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        size_t len;
+        uint8_t *file = write_exr(rgba, w, h, files[i].names, files[i].count, files[i].compression, files[i].data_y, &len);
+        if (!file) {
+            tap_ok(false, "%s: written", files[i].what);
+            continue;
+        }
+        check_file(&r, zip, files[i].what, file, len, NULL);
+        free(file);
+    }
+    /* A damaged chunk: chunk 5's Adler-32 (its stream's last byte), then chunk 9's zlib header. */
+    {
+        size_t len;
+        uint8_t *file = write_exr(rgba, w, h, rgba_names, 4, EXR_COMPRESSION_ZIP, 0, &len);
+        hp_exr_zip_frame f;
+        hp_err e = {0};
+        uint8_t *input = NULL;
+        if (file && hp_image_zip_gather(file, len, &opt, &info, NULL, 0, &f, &e) == HP_OK &&
+            (input = malloc(f.table_bytes + f.packed_bytes + HP_EXR_ZIP_PACKED_PAD)) &&
+            hp_image_zip_gather(file, len, &opt, &info, input, f.table_bytes + f.packed_bytes + HP_EXR_ZIP_PACKED_PAD,
+                                &f, &e) == HP_OK) {
+            const hp_exr_zip_chunk *t = (const hp_exr_zip_chunk *)input;
+            /* the chunk's bytes in the file: find them by content (the table has offsets into packed) */
+            const uint8_t *c5 = input + f.table_bytes + t[5].packed_offset;
+            uint8_t *at = memmem(file, len, c5, t[5].packed_size);
+            if (at) {
+                at[t[5].packed_size - 1] ^= 0x55;
+                check_file(&r, zip, "chunk 5's Adler-32 changed", file, len, "chunk 5 (scanlines 80-95)");
+                at[t[5].packed_size - 1] ^= 0x55;
+            }
+            const uint8_t *c9 = input + f.table_bytes + t[9].packed_offset;
+            uint8_t *at9 = memmem(file, len, c9, t[9].packed_size);
+            if (at9) {
+                at9[0] = 0x79; /* CM 9: not deflate */
+                check_file(&r, zip, "chunk 9's zlib header changed", file, len, "chunk 9 (scanlines 144-159)");
+            }
+            tap_ok(at && at9, "the damaged chunks were found in the file");
+        } else {
+            tap_ok(false, "the ZIP frame for damage: %s", e.message);
+        }
+        free(input);
+        free(file);
+    }
+    /* Frames the GPU does not take: refused with the reason, nothing written. */
+    {
+        static const struct { const char *what; int compression, tile; const char *why; } refused[] = {
+            {"PIZ", EXR_COMPRESSION_PIZ, 0, "piz"}, {"tiled ZIP", EXR_COMPRESSION_ZIP, 64, "tiled"}};
+        for (size_t i = 0; i < 2; i++) {
+            hp_exr_channel ch[1];
+            uint16_t *plane = calloc((size_t)w * h, 2);
+            ch[0] = (hp_exr_channel){.name = "Y", .type = EXR_PIXEL_HALF, .data = plane};
+            hp_exr_spec spec = {.width = w, .height = h, .display_w = w, .display_h = h,
+                                .compression = refused[i].compression, .tile = refused[i].tile, .channels = ch,
+                                .channel_count = 1};
+            uint8_t *file = NULL;
+            size_t len = 0;
+            hp_exr_zip_frame f;
+            hp_err e = {0};
+            int wrote = hp_exr_write_core(&spec, 1, &file, &len);
+            hp_code code = wrote ? hp_image_zip_gather(file, len, &opt, &info, NULL, 0, &f, &e) : HP_ERR_INTERNAL;
+            tap_ok(code == HP_ERR_UNUSABLE && strstr(e.message, refused[i].why), "%s is left to the CPU: %s",
+                   refused[i].what, e.message);
+            free(file);
+            free(plane);
+        }
+        hp_exr_channel ch[1];
+        float *plane = calloc((size_t)w * h, 4);
+        ch[0] = (hp_exr_channel){.name = "Y", .type = EXR_PIXEL_FLOAT, .data = plane};
+        hp_exr_spec spec = {.width = w, .height = h, .display_w = w, .display_h = h,
+                            .compression = EXR_COMPRESSION_ZIP, .channels = ch, .channel_count = 1};
+        uint8_t *file = NULL;
+        size_t len = 0;
+        hp_exr_zip_frame f;
+        hp_err e = {0};
+        int wrote = hp_exr_write_core(&spec, 1, &file, &len);
+        hp_code code = wrote ? hp_image_zip_gather(file, len, &opt, &info, NULL, 0, &f, &e) : HP_ERR_INTERNAL;
+        tap_ok(code == HP_ERR_UNUSABLE && strstr(e.message, "not half"), "float channels are left to the CPU: %s",
+               e.message);
+        free(file);
+        free(plane);
+    }
+    free(rgba);
+    free(src);
+
+    gpu_test_cmd_destroy(&r);
+    hp_exr_zip_gpu_destroy(&zip);
+    hp_gpu_destroy(&gpu);
+    gpu_test_validation_clean();
+    return tap_done();
+}
