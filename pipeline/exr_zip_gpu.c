@@ -33,26 +33,31 @@ _Static_assert(sizeof(hp_exr_zip_chunk) == HP_EXR_ZIP_CHUNK_WORDS * 4, "chunk en
 #define LAVAPIPE_SLICE 25000u
 #define MAX_SLICE 50000u
 
+#define FUSED_GROUP 32u /* exr_inflate's workgroup when it unzips its chunk too */
+
 struct hp_exr_zip_gpu {
     hp_gpu *gpu;
-    uint32_t slice;
+    uint32_t slice; /* 0: none, one dispatch, fused */
     hp_compute inflate, unzip;
 };
 
 hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out, hp_err *err)
 {
     *out = NULL;
-    if (slice != 0 && (slice < 2 * HEADER_COST || slice > MAX_SLICE))
+    if (slice != 0 && slice != HP_EXR_ZIP_NO_SLICE && (slice < 2 * HEADER_COST || slice > MAX_SLICE))
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "exr_zip_gpu slice %u is outside [%u, %u]", slice, 2 * HEADER_COST,
                        MAX_SLICE);
     hp_exr_zip_gpu *z = calloc(1, sizeof(*z));
     if (!z)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     z->gpu = gpu;
-    z->slice = slice ? slice : strcmp(hp_gpu_get_info(gpu)->driver_name, "llvmpipe") == 0 ? LAVAPIPE_SLICE : 0;
+    if (slice == 0)
+        slice = strcmp(hp_gpu_get_info(gpu)->driver_name, "llvmpipe") == 0 ? LAVAPIPE_SLICE : HP_EXR_ZIP_NO_SLICE;
+    z->slice = slice == HP_EXR_ZIP_NO_SLICE ? 0 : slice;
+    const uint32_t spec[3] = {z->slice, z->slice == 0, z->slice == 0 ? FUSED_GROUP : 1};
     hp_compute_desc inflate = {.name = "exr_inflate", .spirv = spv_inflate, .spirv_size = sizeof(spv_inflate),
-                               .push_constant_size = sizeof(struct exr_zip_push), .spec_values = &z->slice,
-                               .spec_count = 1};
+                               .push_constant_size = sizeof(struct exr_zip_push), .spec_values = spec,
+                               .spec_count = 3};
     hp_compute_desc unzip = {.name = "exr_unzip", .spirv = spv_unzip, .spirv_size = sizeof(spv_unzip),
                              .push_constant_size = sizeof(struct exr_zip_push)};
     hp_code rc = hp_compute_create(gpu, &inflate, &z->inflate, err);
@@ -108,6 +113,12 @@ void hp_exr_zip_gpu_record(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_
     stamp(cmd, io, 0);
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, z->inflate.pipeline);
     vkCmdPushConstants(cmd, z->inflate.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+    if (z->slice == 0) { /* one dispatch that unzips too, and no barrier: frames on one queue overlap */
+        vkCmdDispatch(cmd, f->chunk_count < MAX_DISPATCH ? f->chunk_count : MAX_DISPATCH, 1, 1);
+        stamp(cmd, io, 1);
+        stamp(cmd, io, 2);
+        return;
+    }
     for (uint32_t d = hp_exr_zip_gpu_dispatches(z, f); d > 0; d--) {
         /* ZIPS's one-line chunks of a 16384-row frame are 16384 workgroups, within the dispatch limit */
         vkCmdDispatch(cmd, f->chunk_count < MAX_DISPATCH ? f->chunk_count : MAX_DISPATCH, 1, 1);
@@ -158,4 +169,112 @@ hp_code hp_exr_zip_gpu_check(const hp_exr_zip_frame *f, const hp_exr_zip_chunk *
                        hp_exr_zip_status_text(c->status));
     }
     return HP_OK;
+}
+
+bool hp_exr_zip_gpu_sliced(const hp_exr_zip_gpu *z) { return z->slice != 0; }
+
+VkDeviceSize hp_exr_zip_gpu_output_bytes(const hp_exr_zip_frame *f)
+{
+    return (VkDeviceSize)f->width * f->height * 8 + f->unpacked_bytes + 4;
+}
+
+/* Everything one run holds, made and freed by the call: a run is a frame's decoding on a decoding thread,
+ * and making a pool, a buffer, a fence and two queries is microseconds against the passes' milliseconds. */
+typedef struct zip_run {
+    VkCommandPool pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    VkQueryPool queries;
+} zip_run;
+
+static void run_free(VkDevice dev, zip_run *r)
+{
+    if (r->queries)
+        vkDestroyQueryPool(dev, r->queries, NULL);
+    if (r->fence)
+        vkDestroyFence(dev, r->fence, NULL);
+    if (r->pool)
+        vkDestroyCommandPool(dev, r->pool, NULL);
+}
+
+static VkResult run_make(hp_gpu *gpu, zip_run *r)
+{
+    VkDevice dev = hp_gpu_device(gpu);
+    VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                  .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
+                                  .queueFamilyIndex = hp_gpu_compute_family(gpu)};
+    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, .queryType = VK_QUERY_TYPE_TIMESTAMP,
+                                .queryCount = HP_EXR_ZIP_GPU_TIMESTAMPS};
+    VkResult res = vkCreateCommandPool(dev, &pi, NULL, &r->pool);
+    if (res == VK_SUCCESS)
+        res = vkCreateFence(dev, &fi, NULL, &r->fence);
+    if (res == VK_SUCCESS)
+        res = vkCreateQueryPool(dev, &qi, NULL, &r->queries);
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = r->pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+    if (res == VK_SUCCESS)
+        res = vkAllocateCommandBuffers(dev, &ai, &r->cmd);
+    return res;
+}
+
+/* How long a run may take before the device is taken as lost: a 16384^2 frame's slices on lavapipe take
+ * minutes; on a GPU a frame takes tens of milliseconds. */
+#define RUN_TIMEOUT_NS (600ull * 1000 * 1000 * 1000)
+
+hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const hp_buffer *input,
+                           const hp_buffer *output, double *gpu_ms, hp_err *err)
+{
+    if (!input->address || !output->address || output->size < hp_exr_zip_gpu_output_bytes(f) ||
+        input->size < f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD)
+        return hp_fail(err, HP_ERR_INTERNAL, "exr_zip_gpu: buffers of %llu and %llu bytes (with addresses %d, %d) "
+                       "for a frame that needs %llu and %llu", (unsigned long long)input->size,
+                       (unsigned long long)output->size, input->address != 0, output->address != 0,
+                       (unsigned long long)(f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD),
+                       (unsigned long long)hp_exr_zip_gpu_output_bytes(f));
+    hp_gpu *gpu = z->gpu;
+    VkDevice dev = hp_gpu_device(gpu);
+    zip_run r = {0};
+    VkResult res = run_make(gpu, &r);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    if (res == VK_SUCCESS)
+        res = vkBeginCommandBuffer(r.cmd, &bi);
+    if (res == VK_SUCCESS) {
+        /* The input is the caller's host memory, read by address where it lies (the submission makes the
+         * host's writes visible): no copy, no barrier before the passes. */
+        hp_buffer_flush(gpu, input);
+        vkCmdResetQueryPool(r.cmd, r.queries, 0, HP_EXR_ZIP_GPU_TIMESTAMPS);
+        VkDeviceSize image_bytes = (VkDeviceSize)f->width * f->height * 8;
+        hp_exr_zip_io io = {.chunks = input->address, .packed = input->address + f->table_bytes,
+                            .unpacked = output->address + image_bytes, .image = output->address,
+                            .timestamps = r.queries};
+        hp_exr_zip_gpu_record(z, r.cmd, f, &io);
+        /* The statuses, written by the passes into the host's table, for the host to read after the fence */
+        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                              .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
+        vkCmdPipelineBarrier(r.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
+                             NULL, 0, NULL);
+        res = vkEndCommandBuffer(r.cmd);
+    }
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &r.cmd};
+    if (res == VK_SUCCESS)
+        res = hp_gpu_submit(gpu, HP_QUEUE_DECODE, &si, r.fence);
+    if (res == VK_SUCCESS) {
+        res = vkWaitForFences(dev, 1, &r.fence, VK_TRUE, RUN_TIMEOUT_NS);
+        if (res == VK_TIMEOUT)
+            res = VK_ERROR_DEVICE_LOST; /* the run still owns its objects: they are left, not freed */
+    }
+    if (res != VK_SUCCESS) {
+        if (res != VK_ERROR_DEVICE_LOST)
+            run_free(dev, &r);
+        return hp_vk_fail(err, res, "the EXR decoding passes");
+    }
+    uint64_t ts[HP_EXR_ZIP_GPU_TIMESTAMPS];
+    if (gpu_ms && vkGetQueryPoolResults(dev, r.queries, 0, HP_EXR_ZIP_GPU_TIMESTAMPS, sizeof(ts), ts, sizeof(ts[0]),
+                                        VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
+        *gpu_ms = (double)(ts[HP_EXR_ZIP_GPU_TIMESTAMPS - 1] - ts[0]) * hp_gpu_get_info(gpu)->timestamp_period_ns / 1e6;
+    run_free(dev, &r);
+    hp_buffer_invalidate(gpu, input);
+    return hp_exr_zip_gpu_check(f, input->mapped, 0, err);
 }

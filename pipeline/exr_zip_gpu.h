@@ -50,12 +50,17 @@ typedef struct hp_exr_zip_frame {
 
 typedef struct hp_exr_zip_gpu hp_exr_zip_gpu;
 
-/* slice: loop iterations one inflate dispatch may take per chunk, 0 for the device's own choice: no limit,
+/* slice: loop iterations one inflate dispatch may take per chunk, 0 for the device's own choice: none,
  * except on lavapipe, which ends an invocation after 65535 (shaders/exr_zip.comp says why): 25000 there,
- * and as many dispatches recorded as the largest chunk can need. Tests set it to run the slices anywhere. */
+ * and as many dispatches recorded as the largest chunk can need, then the unzip as a pass of its own.
+ * Without slices (HP_EXR_ZIP_NO_SLICE) it is one dispatch, each chunk's workgroup unzipping its own pixels,
+ * and no barrier: frames submitted one after another run at once. Tests set slices to run them anywhere,
+ * and no slices on lavapipe for chunks small enough. */
+#define HP_EXR_ZIP_NO_SLICE UINT32_MAX
 hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out, hp_err *err);
 
 /* The inflate dispatches recorded for this frame: 1 without slices. */
+bool hp_exr_zip_gpu_sliced(const hp_exr_zip_gpu *zip);
 uint32_t hp_exr_zip_gpu_dispatches(const hp_exr_zip_gpu *zip, const hp_exr_zip_frame *frame);
 void hp_exr_zip_gpu_destroy(hp_exr_zip_gpu **zip);
 
@@ -87,5 +92,18 @@ const char *hp_exr_zip_status_text(uint32_t status);
  * decoder words it. */
 hp_code hp_exr_zip_gpu_check(const hp_exr_zip_frame *frame, const hp_exr_zip_chunk *chunks, int32_t first_line_in_file,
                              hp_err *err);
+
+/* The device memory a frame's run writes: the RGBA16F image (width x height x 8 bytes) first, then the
+ * unpacked chunks. */
+VkDeviceSize hp_exr_zip_gpu_output_bytes(const hp_exr_zip_frame *frame);
+
+/* A frame's passes on the decode queue (pipeline/gpu.h's HP_QUEUE_DECODE), waited for: what a decoding
+ * thread calls, several at once. input: host memory shaders can read (HP_MEM_READBACK_SHADER), laid out
+ * as api/image.h's hp_image_zip_gather writes it; the passes read it where it lies and write their status
+ * words into its table. output: device memory of hp_exr_zip_gpu_output_bytes, the image at its start.
+ * Returns hp_exr_zip_gpu_check's verdict (the first damaged chunk named), or the Vulkan failure;
+ * *gpu_ms (may be NULL): the passes' time on the GPU. */
+hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *frame, const hp_buffer *input,
+                           const hp_buffer *output, double *gpu_ms, hp_err *err);
 
 #endif

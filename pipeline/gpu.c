@@ -419,12 +419,20 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
     gpu->compute_family = (uint32_t)compute;
     int transfer = find_transfer_family(gpu->physical);
 
-    float priority = 1.0f;
+    const float priority[2] = {1.0f, 1.0f};
+    uint32_t family_queues = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(gpu->physical, &family_queues, NULL);
+    VkQueueFamilyProperties *fams = calloc(family_queues ? family_queues : 1, sizeof(*fams));
+    if (!fams)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    vkGetPhysicalDeviceQueueFamilyProperties(gpu->physical, &family_queues, fams);
+    uint32_t compute_queues = fams[gpu->compute_family].queueCount >= 2 ? 2 : 1;
+    free(fams);
     VkDeviceQueueCreateInfo queues[2] = {
         {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = gpu->compute_family,
-         .queueCount = 1, .pQueuePriorities = &priority},
+         .queueCount = compute_queues, .pQueuePriorities = priority},
         {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = (uint32_t)transfer,
-         .queueCount = 1, .pQueuePriorities = &priority},
+         .queueCount = 1, .pQueuePriorities = priority},
     };
 
     /* Optional: pipeline creation feedback (core in 1.3) tells whether the cache served a pipeline. */
@@ -505,6 +513,9 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
     if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "vkCreateDevice");
     vkGetDeviceQueue(gpu->device, gpu->compute_family, 0, &gpu->compute_queue);
+    gpu->decode_queue = gpu->compute_queue;
+    if (compute_queues == 2)
+        vkGetDeviceQueue(gpu->device, gpu->compute_family, 1, &gpu->decode_queue);
     if (transfer >= 0) {
         gpu->transfer_family = (uint32_t)transfer;
         vkGetDeviceQueue(gpu->device, gpu->transfer_family, 0, &gpu->transfer_queue);
@@ -557,6 +568,8 @@ hp_code hp_gpu_create(const hp_gpu_config *config, hp_gpu **out, hp_err *err)
     hp_gpu *gpu = calloc(1, sizeof(*gpu));
     if (!gpu)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    pthread_mutex_init(&gpu->compute_lock, NULL);
+    pthread_mutex_init(&gpu->decode_lock, NULL);
     if (cfg->pipeline_cache_path && *cfg->pipeline_cache_path) {
         gpu->cache_path = strdup(cfg->pipeline_cache_path);
         if (!gpu->cache_path) {
@@ -600,6 +613,8 @@ void hp_gpu_destroy(hp_gpu **pgpu)
     if (gpu->instance)
         vkDestroyInstance(gpu->instance, NULL);
     free(gpu->cache_path);
+    pthread_mutex_destroy(&gpu->compute_lock);
+    pthread_mutex_destroy(&gpu->decode_lock);
     free(gpu);
     *pgpu = NULL;
 }
@@ -638,6 +653,32 @@ void hp_gpu_memory_report(hp_gpu *gpu, hp_gpu_memory *out)
 VkDevice hp_gpu_device(const hp_gpu *gpu) { return gpu->device; }
 VkQueue hp_gpu_compute_queue(const hp_gpu *gpu) { return gpu->compute_queue; }
 uint32_t hp_gpu_compute_family(const hp_gpu *gpu) { return gpu->compute_family; }
+
+bool hp_gpu_has_decode_queue(const hp_gpu *gpu) { return gpu->decode_queue != gpu->compute_queue; }
+
+static pthread_mutex_t *queue_lock(hp_gpu *gpu, hp_gpu_queue which)
+{
+    /* one queue, one lock: the decode queue is the compute queue where the family has only one */
+    return which == HP_QUEUE_DECODE && hp_gpu_has_decode_queue(gpu) ? &gpu->decode_lock : &gpu->compute_lock;
+}
+
+VkResult hp_gpu_submit(hp_gpu *gpu, hp_gpu_queue which, const VkSubmitInfo *submit, VkFence fence)
+{
+    pthread_mutex_t *lock = queue_lock(gpu, which);
+    pthread_mutex_lock(lock);
+    VkResult res = vkQueueSubmit(which == HP_QUEUE_DECODE ? gpu->decode_queue : gpu->compute_queue, 1, submit, fence);
+    pthread_mutex_unlock(lock);
+    return res;
+}
+
+VkResult hp_gpu_queue_wait_idle(hp_gpu *gpu, hp_gpu_queue which)
+{
+    pthread_mutex_t *lock = queue_lock(gpu, which);
+    pthread_mutex_lock(lock);
+    VkResult res = vkQueueWaitIdle(which == HP_QUEUE_DECODE ? gpu->decode_queue : gpu->compute_queue);
+    pthread_mutex_unlock(lock);
+    return res;
+}
 
 void hp_gpu_set_name(hp_gpu *gpu, VkObjectType type, uint64_t handle, const char *name)
 {

@@ -4,6 +4,8 @@
 
 #include <stdatomic.h>
 
+#include <pthread.h>
+
 #include "pipeline/gpu.h"
 
 struct hp_gpu {
@@ -24,6 +26,10 @@ struct hp_gpu {
     VkDevice device;
     uint32_t compute_family;
     VkQueue compute_queue;
+    /* A second queue of the compute family where it has one, else compute_queue: the EXR decoder's
+     * (hp_gpu_submit). Each queue's submissions under its lock (one lock when they are one queue). */
+    VkQueue decode_queue;
+    pthread_mutex_t compute_lock, decode_lock;
     uint32_t transfer_family;
     VkQueue transfer_queue; /* VK_NULL_HANDLE when the device has no separate transfer family */
 

@@ -77,10 +77,10 @@ hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes,
     /* A new one, outside the lock: pinning tens of megabytes takes milliseconds. Vulkan lets any thread
      * create buffers and memory (only the objects themselves are externally synchronized). */
     b = calloc(1, sizeof(*b));
-    hp_code rc = b ? hp_buffer_create(p->gpu, bytes, kind, kind == HP_MEM_UPLOAD ? "request_frame" : "request_image",
-                                      &b->buf, err)
+    const char *name = kind == HP_MEM_UPLOAD ? "request_frame" : kind == HP_MEM_DEVICE ? "request_decoded" : "request_image";
+    hp_code rc = b ? hp_buffer_create(p->gpu, bytes, kind, name, &b->buf, err)
                    : hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
-    if (rc == HP_OK && !b->buf.mapped)
+    if (rc == HP_OK && kind != HP_MEM_DEVICE && !b->buf.mapped)
         rc = hp_fail(err, HP_ERR_MISSING_FEATURE, "the device gave host memory that cannot be mapped");
     if (rc != HP_OK) {
         if (b)

@@ -35,8 +35,10 @@ hp_code hp_host_pool_create(hp_gpu *gpu, size_t keep_bytes, hp_host_pool **out, 
 /* Frees the kept blocks; every block handed out must be back. */
 void hp_host_pool_destroy(hp_host_pool **pool);
 
-/* A block of at least bytes (kind HP_MEM_UPLOAD or HP_MEM_READBACK), kept or new. NULL and *err when
- * the device cannot give that much host memory. */
+/* A block of at least bytes (kind HP_MEM_UPLOAD, HP_MEM_READBACK or HP_MEM_READBACK_SHADER), kept or new.
+ * NULL and *err when the device cannot give that much host memory. HP_MEM_DEVICE gives device memory
+ * (buf.mapped NULL), kept the same way: a frame's EXR chunks decoded on the GPU (pipeline/exr_zip_gpu.h)
+ * stay on the device until the frame graph copies them in. */
 hp_host_block *hp_host_pool_get(hp_host_pool *pool, hp_mem_kind kind, size_t bytes, hp_err *err);
 void hp_host_pool_put(hp_host_block *block);
 

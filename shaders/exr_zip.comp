@@ -1,12 +1,13 @@
 #version 460
 // EXR's ZIP and ZIPS chunks decoded on the GPU (issue 20: the CPU's inflate was what bounded throughput).
 // One source, two modules (shaders/meson.build):
-//   HP_EXR_INFLATE  one workgroup of one invocation per chunk: the chunk's zlib stream (RFC 1950, 1951)
+//   HP_EXR_INFLATE  one workgroup per chunk, whose first invocation inflates the chunk's zlib stream (RFC 1950, 1951)
 //                   inflated, and EXR's byte predictor undone on the way (OpenEXR's ImfZip.cpp,
 //                   internal_zip.c: t[i] = t[i-1] + t[i] - 128 modulo 256, from the second byte), into the
 //                   unpacked buffer; the chunk's status word says whether the stream was whole and valid
 //                   and its Adler-32 right. A chunk whose packed size equals its unpacked size was stored
 //                   as is (OpenEXR writes it so when deflate did not make it smaller): copied, untouched.
+//                   FUSED (below): the workgroup then unzips its chunk too.
 //   HP_EXR_UNZIP    one invocation per pixel: EXR's byte split undone (the first half of a chunk's bytes
 //                   are the even ones) and the line's planes of halves (channels in the file's order, a
 //                   plane a channel) gathered into the pipeline's RGBA16F input, alpha 1.0 where the file
@@ -54,8 +55,48 @@ layout(push_constant, std430) uniform Push {
     uint plane_rgba;
 } pc;
 
+// --- The unzip: one pixel of a chunk, from its bytes in unpacked to RGBA16F (both variants use it) -------
+layout(buffer_reference, std430, buffer_reference_align = 4) coherent readonly buffer Unpacked { uint v[]; };
+
+// The half of plane `plane` at pixel x of line ly of the chunk whose bytes start at off (n bytes in all;
+// stored: as is, else the byte split, the low bytes in the first half).
+uint half_at(uint off, uint n, bool stored, uint ly, uint plane, uint x)
+{
+    Unpacked u = Unpacked(pc.unpacked);
+    uint m = (ly * pc.planes + plane) * pc.width + x; // the value's index in the chunk
+    if (stored) {
+        uint at = off + 2u * m;
+        return (u.v[at >> 2] >> (8u * (at & 3u))) & 0xffffu;
+    }
+    uint lo = off + m, hi = off + (n + 1u) / 2u + m;
+    return ((u.v[lo >> 2] >> (8u * (lo & 3u))) & 255u) | (((u.v[hi >> 2] >> (8u * (hi & 3u))) & 255u) << 8);
+}
+
+// Pixel (x, y) of the frame, in the chunk whose table entry starts at word e.
+void unzip_pixel(uint x, uint y, uint e)
+{
+    Words table = Words(pc.chunks);
+    uint off = table.v[e + 2u], n = table.v[e + 3u];
+    bool stored = table.v[e + 1u] == n;
+    uint ly = y - table.v[e + 4u];
+    uint pr = pc.plane_rgba & 255u, pg = (pc.plane_rgba >> 8) & 255u, pb = (pc.plane_rgba >> 16) & 255u,
+         pa = pc.plane_rgba >> 24;
+    uint r = half_at(off, n, stored, ly, pr, x), g = half_at(off, n, stored, ly, pg, x),
+         b = half_at(off, n, stored, ly, pb, x);
+    uint a = pa == 255u ? 0x3c00u : half_at(off, n, stored, ly, pa, x); // 1.0
+    RwWords img = RwWords(pc.image);
+    uint px = (y * pc.width + x) * 2u;
+    img.v[px] = r | g << 16;
+    img.v[px + 1u] = b | a << 16;
+}
+
 #ifdef HP_EXR_INFLATE
-layout(local_size_x = 1) in;
+// FUSED (no slices): a workgroup of 32, whose first invocation inflates the chunk while the others wait,
+// then all 32 unzip its pixels; one dispatch and no barrier in the command buffer, so that frames decoded
+// at once on the decode queue overlap (pipeline/exr_zip_gpu.c). Otherwise one invocation, and the unzip is
+// a pass of its own after every slice.
+layout(local_size_x_id = 2) in;
+layout(constant_id = 1) const bool FUSED = false;
 
 // Work per dispatch, in loop iterations; 0: no limit (pipeline/exr_zip_gpu.c). Lavapipe ends any invocation
 // after 65535 loop iterations in all (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS, shared by every loop of a
@@ -525,35 +566,18 @@ uint copy_stored(RwWords table, uint e)
     return HP_EXR_ZIP_OK;
 }
 
-void main()
+shared uint s_status;
+
+// The chunk's next slice (all of it without slices): its status, HP_EXR_ZIP_UNFINISHED to be gone on with.
+uint inflate_slice(RwWords table, uint e)
 {
-    const uint lbase[29] = uint[](3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83,
-                                  99, 115, 131, 163, 195, 227, 258);
-    const uint lext[29] = uint[](0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0);
-    const uint dbase[30] = uint[](1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769,
-                                  1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577);
-    const uint dext[30] = uint[](0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12,
-                                 12, 13, 13);
-    for (uint i = 0u; i < 30u; i++) {
-        if (i < 29u) {
-            s_lbase[i] = lbase[i];
-            s_lext[i] = lext[i];
-        }
-        s_dbase[i] = dbase[i];
-        s_dext[i] = dext[i];
-    }
-    uint c = gl_WorkGroupID.x;
-    if (c >= pc.chunk_count)
-        return;
-    RwWords table = RwWords(pc.chunks);
-    uint e = c * HP_EXR_ZIP_CHUNK_WORDS;
     g_in_base = table.v[e + 0u];
     g_in_size = table.v[e + 1u];
     g_out_words = table.v[e + 2u] >> 2;
     g_limit = table.v[e + 3u];
     g_phase = table.v[e + 8u];
     if (g_phase == PHASE_DONE)
-        return; // finished in an earlier slice
+        return table.v[e + 6u]; // finished in an earlier slice
     g_used = 0u;
     g_n = 0u;
     g_word = 0u;
@@ -567,48 +591,53 @@ void main()
     if (status != HP_EXR_ZIP_UNFINISHED)
         table.v[e + 8u] = PHASE_DONE;
     table.v[e + 6u] = status;
+    return status;
+}
+
+void main()
+{
+    const uint lbase[29] = uint[](3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83,
+                                  99, 115, 131, 163, 195, 227, 258);
+    const uint lext[29] = uint[](0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0);
+    const uint dbase[30] = uint[](1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769,
+                                  1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577);
+    const uint dext[30] = uint[](0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12,
+                                 12, 13, 13);
+    for (uint i = 0u; i < 30u && gl_LocalInvocationIndex == 0u; i++) {
+        if (i < 29u) {
+            s_lbase[i] = lbase[i];
+            s_lext[i] = lext[i];
+        }
+        s_dbase[i] = dbase[i];
+        s_dext[i] = dext[i];
+    }
+    uint c = gl_WorkGroupID.x; // the same in the whole workgroup: the barrier below is reached by all or none
+    if (c >= pc.chunk_count)
+        return;
+    RwWords table = RwWords(pc.chunks);
+    uint e = c * HP_EXR_ZIP_CHUNK_WORDS;
+    if (gl_LocalInvocationIndex == 0u)
+        s_status = inflate_slice(table, e);
+    if (!FUSED)
+        return;
+    memoryBarrier(); // the chunk's bytes, written by the first invocation, for the whole workgroup
+    barrier();
+    if (s_status != HP_EXR_ZIP_OK)
+        return;
+    uint first = table.v[e + 4u], pixels = table.v[e + 5u] * pc.width;
+    for (uint i = gl_LocalInvocationIndex; i < pixels; i += gl_WorkGroupSize.x)
+        unzip_pixel(i % pc.width, first + i / pc.width, e);
 }
 #endif
 
 #ifdef HP_EXR_UNZIP
 layout(local_size_x = 64) in;
 
-uint g_off, g_half;
-bool g_stored;
-
-// The half of plane `plane` at pixel x of the chunk's line ly.
-uint half_at(uint ly, uint plane, uint x)
-{
-    Words u = Words(pc.unpacked);
-    uint m = (ly * pc.planes + plane) * pc.width + x; // the value's index in the chunk
-    if (g_stored) {
-        uint at = g_off + 2u * m;
-        return (u.v[at >> 2] >> (8u * (at & 3u))) & 0xffffu;
-    }
-    uint lo = g_off + m, hi = g_off + g_half + m; // the byte split: even bytes first, then the odd ones
-    return ((u.v[lo >> 2] >> (8u * (lo & 3u))) & 255u) | (((u.v[hi >> 2] >> (8u * (hi & 3u))) & 255u) << 8);
-}
-
 void main()
 {
     uint x = gl_GlobalInvocationID.x, y = gl_WorkGroupID.y;
     if (x >= pc.width || y >= pc.height)
         return;
-    uint c = y / pc.lines_per_chunk;
-    Words table = Words(pc.chunks);
-    uint e = c * HP_EXR_ZIP_CHUNK_WORDS;
-    g_off = table.v[e + 2u];
-    uint n = table.v[e + 3u];
-    g_stored = table.v[e + 1u] == n;
-    g_half = (n + 1u) / 2u;
-    uint ly = y - table.v[e + 4u];
-    uint pr = pc.plane_rgba & 255u, pg = (pc.plane_rgba >> 8) & 255u, pb = (pc.plane_rgba >> 16) & 255u,
-         pa = pc.plane_rgba >> 24;
-    uint r = half_at(ly, pr, x), g = half_at(ly, pg, x), b = half_at(ly, pb, x);
-    uint a = pa == 255u ? 0x3c00u : half_at(ly, pa, x); // 1.0
-    RwWords img = RwWords(pc.image);
-    uint px = (y * pc.width + x) * 2u;
-    img.v[px] = r | g << 16;
-    img.v[px + 1u] = b | a << 16;
+    unzip_pixel(x, y, (y / pc.lines_per_chunk) * HP_EXR_ZIP_CHUNK_WORDS);
 }
 #endif

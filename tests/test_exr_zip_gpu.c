@@ -295,6 +295,58 @@ static void check_file(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *what, c
     free(table);
 }
 
+/* (e): through hp_exr_zip_gpu_run, against hp_image_decode: the same image, or the same chunk named. */
+static void check_run(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *what, const uint8_t *file, size_t len)
+{
+    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+    hp_image_info info;
+    hp_exr_zip_frame f;
+    hp_err err = {0}, cpu_err = {0}, gpu_err = {0};
+    hp_buffer in = {0}, out = {0}, back = {0};
+    bool ok = file && hp_image_probe(file, len, &opt, &info, &err) == HP_OK &&
+              hp_image_zip_gather(file, len, &opt, &info, NULL, 0, &f, &err) == HP_OK;
+    size_t in_bytes = ok ? f.table_bytes + f.packed_bytes + HP_EXR_ZIP_PACKED_PAD : 0;
+    size_t image_bytes = ok ? (size_t)f.width * f.height * 8 : 0;
+    ok = ok && hp_buffer_create(r->gpu, in_bytes, HP_MEM_READBACK_SHADER, "run_in", &in, &err) == HP_OK &&
+         hp_buffer_create(r->gpu, hp_exr_zip_gpu_output_bytes(&f), HP_MEM_DEVICE, "run_out", &out, &err) == HP_OK &&
+         hp_buffer_create(r->gpu, image_bytes, HP_MEM_READBACK, "run_back", &back, &err) == HP_OK &&
+         hp_image_zip_gather(file, len, &opt, &info, in.mapped, in_bytes, &f, &err) == HP_OK;
+    double ms = 0;
+    hp_code gpu_code = ok ? hp_exr_zip_gpu_run(zip, &f, &in, &out, &ms, &gpu_err) : HP_ERR_INTERNAL;
+    uint16_t *cpu = ok ? malloc(image_bytes) : NULL;
+    hp_code cpu_code = ok ? hp_image_decode(file, len, &opt, &info, cpu, HP_LAYOUT_RGBA16F, NULL, &cpu_err)
+                          : HP_ERR_INTERNAL;
+    bool same = false;
+    if (ok && gpu_code == HP_OK) { /* the image back from the device */
+        VkDevice dev = hp_gpu_device(r->gpu);
+        VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                       .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+        VkBufferCopy cp = {.size = image_bytes};
+        VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &r->cmd};
+        same = vkResetCommandPool(dev, r->pool, 0) == VK_SUCCESS && vkBeginCommandBuffer(r->cmd, &bi) == VK_SUCCESS;
+        if (same) {
+            vkCmdCopyBuffer(r->cmd, out.buffer, back.buffer, 1, &cp);
+            gpu_test_barrier(r->cmd);
+        }
+        same = same && vkEndCommandBuffer(r->cmd) == VK_SUCCESS && vkResetFences(dev, 1, &r->fence) == VK_SUCCESS &&
+               vkQueueSubmit(hp_gpu_compute_queue(r->gpu), 1, &si, r->fence) == VK_SUCCESS &&
+               vkWaitForFences(dev, 1, &r->fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS;
+        hp_buffer_invalidate(r->gpu, &back);
+        same = same && cpu_code == HP_OK && memcmp(back.mapped, cpu, image_bytes) == 0;
+    }
+    if (cpu_code == HP_OK)
+        tap_ok(same, "%s: %ux%u in %.1f ms of GPU time, the image is the CPU decoder's %s", what, ok ? f.width : 0,
+               ok ? f.height : 0, ms, gpu_err.message);
+    else
+        tap_ok(gpu_code == HP_ERR_INVALID_ARGUMENT && strstr(gpu_err.message, "chunk ") &&
+                   strncmp(strstr(gpu_err.message, "chunk "), strstr(cpu_err.message, "chunk ") ? strstr(cpu_err.message, "chunk ") : "", 30) == 0,
+               "%s: refused as the CPU refuses it:\n#   GPU: %s\n#   CPU: %s", what, gpu_err.message, cpu_err.message);
+    free(cpu);
+    hp_buffer_destroy(r->gpu, &in);
+    hp_buffer_destroy(r->gpu, &out);
+    hp_buffer_destroy(r->gpu, &back);
+}
+
 static uint8_t *write_exr(const float *rgba, int w, int h, const char *const *names, int count, int compression,
                           int data_y, size_t *len)
 {
@@ -375,6 +427,21 @@ int main(void)
         free(m.pixels);
         free(m.input);
     }
+
+    /* (a) again without slices: one dispatch, each chunk's workgroup unzipping its own pixels, as on a GPU
+     * (lavapipe's loop limit leaves room for chunks this small) */
+    hp_exr_zip_gpu *fused = NULL;
+    if (hp_exr_zip_gpu_create(gpu, HP_EXR_ZIP_NO_SLICE, &fused, &err) != HP_OK)
+        return tap_bail("create the fused EXR ZIP pipelines: %s", err.message);
+    tap_ok(!hp_exr_zip_gpu_sliced(fused) && hp_exr_zip_gpu_sliced(zip) == (strcmp(hp_gpu_get_info(gpu)->driver_name,
+                                                                                   "llvmpipe") == 0),
+           "slices on lavapipe only, unless asked for");
+    for (size_t k = 0; k < sizeof(ways) / sizeof(ways[0]); k++)
+        for (int p = 0; p < PAT_COUNT; p++) {
+            check_made(&r, fused, 61, 40, 4, 16, p, ways[k].level, ways[k].strategy, ways[k].how);
+            check_made(&r, fused, 45, 7, 3, 1, p, ways[k].level, ways[k].strategy, ways[k].how);
+        }
+    check_damage(&r, fused, 6, Z_DEFAULT_STRATEGY, 300);
 
     /* (b) */
     check_damage(&r, zip, 6, Z_DEFAULT_STRATEGY, 400);
@@ -482,9 +549,34 @@ int main(void)
         free(file);
         free(plane);
     }
+    /* (e) hp_exr_zip_gpu_run, the daemon's call: the chunks read from host memory where they lie, the image
+     * left in device memory; a damaged chunk's verdict. */
+    {
+        size_t len;
+        uint8_t *file = write_exr(rgba, w, h, rgba_names, 4, EXR_COMPRESSION_ZIP, 0, &len);
+        check_run(&r, zip, "street RGBA ZIP through hp_exr_zip_gpu_run", file, len);
+        if (file) {
+            file[len - 1] ^= 0x5a; /* the last chunk's Adler-32 */
+            check_run(&r, zip, "the last chunk damaged, through hp_exr_zip_gpu_run", file, len);
+        }
+        free(file);
+        hp_exr_channel ch[1];
+        uint16_t *plane = malloc(97 * 31 * 2);
+        for (int i = 0; i < 97 * 31; i++)
+            plane[i] = hp_float_to_half((float)i * 0.01f);
+        ch[0] = (hp_exr_channel){.name = "Y", .type = EXR_PIXEL_HALF, .data = plane};
+        hp_exr_spec spec = {.width = 97, .height = 31, .display_w = 97, .display_h = 31,
+                            .compression = EXR_COMPRESSION_ZIPS, .channels = ch, .channel_count = 1};
+        uint8_t *small = NULL;
+        if (hp_exr_write_core(&spec, 1, &small, &len))
+            check_run(&r, fused, "a small grey ZIPS frame through hp_exr_zip_gpu_run, fused", small, len);
+        free(small);
+        free(plane);
+    }
     free(rgba);
     free(src);
 
+    hp_exr_zip_gpu_destroy(&fused);
     gpu_test_cmd_destroy(&r);
     hp_exr_zip_gpu_destroy(&zip);
     hp_gpu_destroy(&gpu);

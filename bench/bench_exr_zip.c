@@ -1,0 +1,140 @@
+/* EXR ZIP chunks inflated on the GPU (pipeline/exr_zip_gpu.h, issue 20): the inflate and unzip passes'
+ * GPU time on a real frame's chunks, against the CPU decoder (libdeflate and the SSE2 transform,
+ * api/image_exr.c) on one thread and on every core, on the same file in the same run. The GPU's image is
+ * checked against the CPU's, bit for bit, before anything is timed.
+ *
+ * Usage: bench_exr_zip FRAME.exr [--runs N] [--quick] [--device D]   (FRAME: a scanline ZIP or ZIPS EXR of
+ * half channels, e.g. tools/make_frame's 4K frame, as bench_http.py makes it) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/image.h"
+#include "bench_common.h"
+#include "common/file.h"
+#include "pipeline/exr_zip_gpu.h"
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* The CPU decoder's wall time for the frame with `threads` threads, the best of `runs`. */
+static double cpu_decode_ms(const uint8_t *file, size_t len, uint32_t threads, uint32_t runs, void *dst)
+{
+    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+    opt.threads = threads;
+    hp_image_info info;
+    CHECK(hp_image_probe(file, len, &opt, &info, &bench_err) == HP_OK);
+    double best = 1e30;
+    for (uint32_t r = 0; r < runs; r++) {
+        double t0 = now_ms();
+        CHECK(hp_image_decode(file, len, &opt, &info, dst, HP_LAYOUT_RGBA16F, NULL, &bench_err) == HP_OK);
+        double t = now_ms() - t0;
+        best = t < best ? t : best;
+    }
+    return best;
+}
+
+int main(int argc, char **argv)
+{
+    bench_args args = {0};
+    if (argc < 2 || !bench_parse_args(argc - 1, argv + 1, "bench_exr_zip FRAME.exr [--runs N] [--quick] [--device D]",
+                                      2, &args, NULL, NULL))
+        return 2;
+    uint32_t runs = args.runs ? args.runs : 20;
+    size_t len;
+    uint8_t *file = hp_read_file(argv[1], &len);
+    if (!file) {
+        fprintf(stderr, "bench_exr_zip: cannot read %s\n", argv[1]);
+        return 1;
+    }
+    bench_init(args.device, HP_EXR_ZIP_GPU_TIMESTAMPS * runs);
+    const hp_gpu_info *gi = hp_gpu_get_info(bench_gpu);
+    printf("device: %s, driver %s %s\n", gi->device_name, gi->driver_name, gi->driver_info);
+
+    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+    hp_image_info info;
+    hp_exr_zip_frame f;
+    CHECK(hp_image_probe(file, len, &opt, &info, &bench_err) == HP_OK);
+    CHECK(hp_image_zip_gather(file, len, &opt, &info, NULL, 0, &f, &bench_err) == HP_OK);
+    const VkDeviceSize in_bytes = f.table_bytes + f.packed_bytes + HP_EXR_ZIP_PACKED_PAD;
+    const VkDeviceSize image_bytes = (VkDeviceSize)f.width * f.height * 8;
+    hp_buffer staging, input, unpacked, image, readback, table_rb;
+    CHECK(hp_buffer_create(bench_gpu, in_bytes, HP_MEM_UPLOAD, "zip_staging", &staging, &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, in_bytes, HP_MEM_DEVICE, "zip_input", &input, &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, f.unpacked_bytes + 4, HP_MEM_DEVICE, "zip_unpacked", &unpacked, &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, image_bytes, HP_MEM_DEVICE, "zip_image", &image, &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, image_bytes, HP_MEM_READBACK, "zip_readback", &readback, &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, f.table_bytes, HP_MEM_READBACK, "zip_table", &table_rb, &bench_err) == HP_OK);
+    double t0 = now_ms();
+    CHECK(hp_image_zip_gather(file, len, &opt, &info, staging.mapped, in_bytes, &f, &bench_err) == HP_OK);
+    double gather_ms = now_ms() - t0;
+    hp_buffer_flush(bench_gpu, &staging);
+    hp_exr_zip_gpu *zip = NULL;
+    CHECK(hp_exr_zip_gpu_create(bench_gpu, 0, &zip, &bench_err) == HP_OK);
+    printf("frame: %s, %ux%u, %u planes, %u chunks of %u lines, %llu packed bytes, %llu unpacked; %u inflate "
+           "dispatch(es); gathering the chunks on the CPU: %.2f ms\n", argv[1], f.width, f.height, f.planes,
+           f.chunk_count, f.lines_per_chunk, (unsigned long long)f.packed_bytes, (unsigned long long)f.unpacked_bytes,
+           hp_exr_zip_gpu_dispatches(zip, &f), gather_ms);
+
+    /* Each run copies the staged chunks in fresh (the table's resume words start at zero), then the passes
+     * between timestamps. The first run's image and statuses are checked. */
+    double *inflate_ms = calloc(runs, sizeof(double)), *unzip_ms = calloc(runs, sizeof(double));
+    for (uint32_t r = 0; r < runs; r++) {
+        bench_begin();
+        VkBufferCopy up = {.size = in_bytes};
+        vkCmdCopyBuffer(bench_cmd, staging.buffer, input.buffer, 1, &up);
+        bench_barrier_all();
+        hp_exr_zip_io io = {.chunks = input.address, .packed = input.address + f.table_bytes,
+                            .unpacked = unpacked.address, .image = image.address, .timestamps = bench_queries,
+                            .first_query = r * HP_EXR_ZIP_GPU_TIMESTAMPS};
+        vkCmdResetQueryPool(bench_cmd, bench_queries, io.first_query, HP_EXR_ZIP_GPU_TIMESTAMPS);
+        hp_exr_zip_gpu_record(zip, bench_cmd, &f, &io);
+        bench_barrier_all();
+        VkBufferCopy back = {.size = image_bytes}, tab = {.size = f.table_bytes};
+        vkCmdCopyBuffer(bench_cmd, image.buffer, readback.buffer, 1, &back);
+        vkCmdCopyBuffer(bench_cmd, input.buffer, table_rb.buffer, 1, &tab);
+        bench_submit_and_wait();
+        uint64_t ts[HP_EXR_ZIP_GPU_TIMESTAMPS];
+        VK_CHECK(vkGetQueryPoolResults(bench_dev, bench_queries, io.first_query, HP_EXR_ZIP_GPU_TIMESTAMPS, sizeof(ts),
+                                       ts, sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+        inflate_ms[r] = (double)(ts[1] - ts[0]) * gi->timestamp_period_ns / 1e6;
+        unzip_ms[r] = (double)(ts[2] - ts[1]) * gi->timestamp_period_ns / 1e6;
+        if (r == 0) {
+            hp_buffer_invalidate(bench_gpu, &readback);
+            hp_buffer_invalidate(bench_gpu, &table_rb);
+            CHECK(hp_exr_zip_gpu_check(&f, table_rb.mapped, 0, &bench_err) == HP_OK);
+            void *cpu = malloc(image_bytes);
+            cpu_decode_ms(file, len, 1, 1, cpu);
+            CHECK(memcmp(cpu, readback.mapped, image_bytes) == 0);
+            free(cpu);
+            printf("check: the GPU's RGBA16F equals the CPU decoder's, bit for bit\n");
+        }
+    }
+    summary si = bench_summarize(inflate_ms, runs), su = bench_summarize(unzip_ms, runs);
+    void *dst = malloc(image_bytes);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t cpu_runs = args.quick ? 1 : 5;
+    double one = cpu_decode_ms(file, len, 1, cpu_runs, dst);
+    double all = cpu_decode_ms(file, len, (uint32_t)cores, cpu_runs, dst);
+    printf("\n| step | ms (median, p10-p90 over %u runs) |\n|---|---|\n", runs);
+    printf("| GPU inflate (every chunk at once) | %.2f (%.2f-%.2f) |\n", si.median, si.p10, si.p90);
+    printf("| GPU unzip (byte split, planes to RGBA16F) | %.3f (%.3f-%.3f) |\n", su.median, su.p10, su.p90);
+    printf("| CPU decoder, 1 thread (best of %u) | %.1f |\n", cpu_runs, one);
+    printf("| CPU decoder, %ld threads (best of %u) | %.1f |\n", cores, cpu_runs, all);
+    printf("| CPU time a frame: decoder on 1 thread / gathering for the GPU | %.1f / %.2f |\n", one, gather_ms);
+    free(dst);
+    free(inflate_ms);
+    free(unzip_ms);
+    hp_exr_zip_gpu_destroy(&zip);
+    hp_buffer *bufs[] = {&staging, &input, &unpacked, &image, &readback, &table_rb};
+    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+        hp_buffer_destroy(bench_gpu, bufs[i]);
+    free(file);
+    return bench_shutdown();
+}
