@@ -80,6 +80,57 @@ static void *early_main(void *arg)
     return NULL;
 }
 
+/* The frame's ZIP chunks inflated on the GPU (hp_http_backend.zip_gpu_decode, pipeline/exr_zip_gpu.h):
+ * the body waited for whole, its chunks copied as they lie into host memory the GPU reads, the image left
+ * in device memory (e->pixels, a device block with no ptr), which the frame graph copies in. False, before
+ * anything started, when the frame is not for the GPU or the memory cannot be had: the CPU decodes it. */
+static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt)
+{
+    hp_request *req = e->req;
+    hp_image_info info = e->info;
+    uint32_t planes, chunks;
+    hp_err err = {0};
+    if (hp_image_zip_fits(req->body, req->body_cap, opt, &info, &planes, &chunks, &err) != HP_OK)
+        return false;
+    /* Sizes from the header: the image, then every chunk's bytes each rounded to a word (at most
+     * hp_exr_zip_gpu_output_bytes); the table and the chunks' bytes, at most the body. */
+    uint64_t n = (uint64_t)info.width * info.height;
+    uint64_t out_bytes = n * 8 + n * 2 * planes + 4ull * chunks + 4;
+    uint64_t in_bytes = (uint64_t)chunks * sizeof(hp_exr_zip_chunk) + req->body_cap + HP_EXR_ZIP_PACKED_PAD;
+    hp_err ignored = {0};
+    hp_host_block *out = hp_host_pool_get(e->be->host_pool, HP_MEM_DEVICE, (size_t)out_bytes, &ignored);
+    hp_host_block *in = out ? hp_host_pool_get(e->be->host_pool, HP_MEM_READBACK_SHADER, (size_t)in_bytes, &ignored)
+                            : NULL;
+    if (!in) {
+        if (out)
+            hp_host_pool_put(out);
+        hp_debug("early decode: no memory for the GPU's inflate (%s): the CPU decodes", ignored.message);
+        return false;
+    }
+    e->pixels = (hp_host_mem){.block = out}; /* before the start: the handler may take it over from then on */
+    e->on_gpu = true;
+    hp_rows_ready_start(&e->rows);
+    hp_code code;
+    hp_exr_zip_frame f;
+    if (!hp_arrival_wait(&req->arrival, req->body_cap)) {
+        code = hp_fail(&err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended before its last byte");
+    } else {
+        hp_decode_options whole = *opt;
+        whole.arrival = NULL;
+        whole.rows = NULL;
+        code = hp_image_zip_gather(req->body, req->body_cap, &whole, &info, in->buf.mapped, in->buf.size, &f, &err);
+        if (code == HP_OK)
+            code = e->be->zip_gpu_decode(e->be->ctx, &f, &in->buf, &out->buf, &err);
+        else if (code == HP_ERR_UNUSABLE) /* the header said it fits, and the memory is sized from it */
+            code = hp_fail(&err, HP_ERR_INTERNAL, "EXR ZIP on the GPU: %s", err.message);
+    }
+    hp_host_pool_put(in);
+    e->code = code;
+    clock_gettime(CLOCK_MONOTONIC, &e->decoded);
+    hp_rows_ready_finish(&e->rows, code, &err);
+    return true;
+}
+
 /* Probes and decodes; false when it gave up before decoding (rows then never started). */
 static bool early_run(hp_early *e)
 {
@@ -126,6 +177,9 @@ static bool early_run(hp_early *e)
         return false;
     }
     e->charged = want;
+    if (e->half && !e->want_dof && e->be->host_pool && e->be->zip_gpu_wanted && e->be->zip_gpu_wanted(e->be->ctx) &&
+        early_zip_gpu(e, &opt))
+        return true;
     if (!hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * (e->half ? 8 : 16), &e->pixels) ||
         (e->want_dof && !hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * sizeof(float), &e->depth)))
         return false;
@@ -139,6 +193,8 @@ static bool early_run(hp_early *e)
                                    e->half ? HP_LAYOUT_RGBA16F : HP_LAYOUT_RGBA32F, depth, &err);
     e->code = code;
     clock_gettime(CLOCK_MONOTONIC, &e->decoded);
+    if (strncmp(info.compression, "zip", 3) == 0) /* zip and zips: what exr_zip_decoder chooses for */
+        hp_metrics_exr_zip(false, 0.0);
     hp_rows_ready_finish(&e->rows, code, &err);
     return true;
 }

@@ -31,6 +31,7 @@ typedef struct hp_early {
     hp_code code;
     hp_image_info info;
     bool half, want_dof;
+    bool on_gpu;             /* its ZIP chunks go to the GPU: pixels is a device block (no ptr) */
     hp_host_mem pixels, depth;
     struct timespec decoded; /* when it finished */
     /* How far it is (common/rows_ready.h): the handler waits only for it to begin decoding, then hands

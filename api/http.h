@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "common/error.h"
+#include "pipeline/exr_zip_gpu.h"
 #include "pipeline/gpu.h"
 
 /* What /readyz reports. Set by the daemon, read by every request thread (an atomic). */
@@ -105,6 +106,13 @@ typedef struct hp_http_backend {
     struct hp_host_pool *host_pool;
     double request_timeout_s;   /* a job not started within this is dropped: 504 */
     unsigned decode_threads;    /* threads one EXR frame's chunks are decoded on */
+    /* EXR ZIP chunks inflated on the GPU (pipeline/exr_zip_gpu.h), both NULL where the daemon does not.
+     * zip_gpu_wanted: whether a frame that qualifies, arriving now, goes to the GPU (exr_zip_decoder).
+     * zip_gpu_decode: runs the passes over `input` (host memory, hp_image_zip_gather's layout) into `output`
+     * (a device block, the RGBA16F image at its start) and waits: the decoding thread's call. */
+    bool (*zip_gpu_wanted)(void *ctx);
+    hp_code (*zip_gpu_decode)(void *ctx, const hp_exr_zip_frame *frame, const hp_buffer *input,
+                              const hp_buffer *output, hp_err *err);
     uint32_t max_width, max_height;
     uint64_t max_pixels;
 } hp_http_backend;

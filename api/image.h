@@ -182,6 +182,11 @@ uint32_t hp_image_frames_decoding(void);
  * a frame, or dst_size too small (decode it on the CPU); other codes as hp_image_decode's. The chunks'
  * offsets are the data window's: first_line 0 is the data window's first row. Needs every byte: no
  * arrival. */
+/* hp_image_zip_gather's test from the header alone (with opt->arrival it waits only for the header's
+ * bytes): HP_OK with the part's planes and chunks, HP_ERR_UNUSABLE (why) when the GPU cannot take it. */
+hp_code hp_image_zip_fits(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
+                          uint32_t *planes, uint32_t *chunks, hp_err *err);
+
 hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
                             void *dst, size_t dst_size, hp_exr_zip_frame *frame, hp_err *err);
 

@@ -1626,6 +1626,25 @@ static bool zip_gpu_fits(const hp_exr_reader *r, hp_exr_zip_frame *f, char *why,
     return true;
 }
 
+hp_code hp_image_zip_fits(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
+                          uint32_t *planes, uint32_t *chunks, hp_err *err)
+{
+    if (hp_image_detect(bytes, len) != HP_IMAGE_EXR)
+        return hp_fail(err, HP_ERR_UNUSABLE, "not an EXR frame");
+    hp_exr_reader *r = NULL;
+    hp_code code = hp_exr_open(bytes, len, opt, info, &r, err);
+    if (code != HP_OK)
+        return code;
+    hp_exr_zip_frame f;
+    char why[96];
+    if (!zip_gpu_fits(r, &f, why, sizeof(why)))
+        code = hp_fail(err, HP_ERR_UNUSABLE, "EXR part %d is not for the GPU's inflate: %s", r->part, why);
+    *planes = f.planes;
+    *chunks = f.chunk_count;
+    hp_exr_close(&r);
+    return code;
+}
+
 hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
                             void *dst, size_t dst_size, hp_exr_zip_frame *frame, hp_err *err)
 {

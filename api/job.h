@@ -40,6 +40,7 @@ struct hp_job {
      * A decoding failure fails the job with decode_failed set and the decoder's code and message. The
      * submitter keeps the decoder alive, and must have it finished before it lets go of pixels. */
     hp_rows_ready *rows;
+    bool decoding_on_gpu;        /* rows is a GPU inflate's (pipeline/exr_zip_gpu.h): frames ready behind it go first */
     /* Called on a pool thread when the job is done (run, failed or dropped); owns the job from then on. */
     void (*finish)(hp_job *job);
     void *user;

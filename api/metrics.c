@@ -56,6 +56,16 @@ void hp_metrics_cancelled(const char *stage)
 }
 
 static uint64_t g_png_gpu[2]; /* copied, in place */
+static uint64_t g_exr_zip[2];  /* cpu, gpu */
+static double g_exr_zip_gpu_s;
+
+void hp_metrics_exr_zip(bool gpu, double gpu_ms)
+{
+    pthread_mutex_lock(&g_lock);
+    g_exr_zip[gpu ? 1 : 0]++;
+    g_exr_zip_gpu_s += gpu ? gpu_ms / 1e3 : 0.0;
+    pthread_mutex_unlock(&g_lock);
+}
 
 void hp_metrics_png_gpu_answer(bool in_place)
 {
@@ -209,6 +219,16 @@ int hp_metrics_format(char **buf, size_t *len, size_t *cap)
                             "hdrpost_png_gpu_answers_total{stream=\"in_place\"} %llu\n"
                             "hdrpost_png_gpu_answers_total{stream=\"copied\"} %llu\n",
                             (unsigned long long)g_png_gpu[1], (unsigned long long)g_png_gpu[0]);
+    rc |= hp_metrics_printf(buf, len, cap,
+                            "# HELP hdrpost_exr_zip_frames_total EXR ZIP frames posted as the raw body, by where their "
+                            "chunks were inflated (exr_zip_decoder).\n"
+                            "# TYPE hdrpost_exr_zip_frames_total counter\n"
+                            "hdrpost_exr_zip_frames_total{decoder=\"cpu\"} %llu\n"
+                            "hdrpost_exr_zip_frames_total{decoder=\"gpu\"} %llu\n"
+                            "# HELP hdrpost_exr_zip_gpu_seconds_total GPU time of the frames' inflate and unzip passes.\n"
+                            "# TYPE hdrpost_exr_zip_gpu_seconds_total counter\n"
+                            "hdrpost_exr_zip_gpu_seconds_total %.6f\n",
+                            (unsigned long long)g_exr_zip[0], (unsigned long long)g_exr_zip[1], g_exr_zip_gpu_s);
     rc |= hp_metrics_printf(buf, len, cap,
                             "# HELP hdrpost_log_lines_suppressed_total Repeated warnings left out of the log by its "
                             "rate limit.\n# TYPE hdrpost_log_lines_suppressed_total counter\n"

@@ -344,7 +344,9 @@ static void adopt_early(const hp_http_backend *be, frame_request *fr, frame_plan
      * hand-over: within the noise, docs/BENCHMARKS.md). Depth of field reads the depth here (the automatic
      * focus): for it the decoding must be over too. */
     bool queue_busy = be->queue_depth && be->queue_depth(be->ctx) > 0;
-    if (early->pending && (pl->want_dof || queue_busy)) {
+    /* A frame inflated on the GPU is handed on even then: its tail is the whole GPU run, tens of
+     * milliseconds that would hold this HTTP thread. */
+    if (early->pending && (pl->want_dof || (queue_busy && !early->on_gpu))) {
         hp_early_settle(early);
         early->pending = false;
         pl->use_early = early->code == HP_OK; /* a failure: the ordinary path decodes again and says why */
@@ -368,7 +370,8 @@ static bool take_memory(hp_request *req, frame_request *fr, frame_plan *pl, rend
     if (!take_frame_budget(req, ctx, pl->use_early ? fr->early : NULL, info, need, reply))
         return false;
     size_t n = (size_t)info->width * info->height;
-    bool have = job->pixels.ptr || hp_host_mem_get(be->host_pool, HP_MEM_UPLOAD, n * (pl->half ? 8 : 16), &job->pixels);
+    bool have = job->pixels.ptr || job->pixels.block || /* the early decoder's: a device block has no ptr */
+                hp_host_mem_get(be->host_pool, HP_MEM_UPLOAD, n * (pl->half ? 8 : 16), &job->pixels);
     if (have && pl->want_dof && !job->depth.ptr)
         have = hp_host_mem_get(be->host_pool, HP_MEM_UPLOAD, n * sizeof(float), &job->depth);
     if (!have)
@@ -496,6 +499,7 @@ static bool queue(hp_request *req, frame_request *fr, const frame_plan *pl, rend
     job->finish = hp_render_finish;
     job->client_gone = client_gone;
     job->rows = pl->use_early && fr->early->pending ? &fr->early->rows : NULL;
+    job->decoding_on_gpu = job->rows && fr->early->on_gpu;
     job->user = ctx;
     ctx->be = be;
     set_deadline(job, be->request_timeout_s);

@@ -5,6 +5,7 @@
  *
  * Usage: bench_exr_zip FRAME.exr [--runs N] [--quick] [--device D]   (FRAME: a scanline ZIP or ZIPS EXR of
  * half channels, e.g. tools/make_frame's 4K frame, as bench_http.py makes it) */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,92 @@ static double cpu_decode_ms(const uint8_t *file, size_t len, uint32_t threads, u
         best = t < best ? t : best;
     }
     return best;
+}
+
+/* --- Frames at once: what the daemon does with several clients ---------------------------------------- */
+
+#define AT_ONCE 8
+
+typedef struct run_arg {
+    hp_exr_zip_gpu *zip;
+    const hp_exr_zip_frame *f;
+    hp_buffer in, out;
+    double gpu_ms, wall_ms;
+} run_arg;
+
+static void *run_thread(void *p)
+{
+    run_arg *a = p;
+    double t0 = now_ms();
+    CHECK(hp_exr_zip_gpu_run(a->zip, a->f, &a->in, &a->out, &a->gpu_ms, &bench_err) == HP_OK);
+    a->wall_ms = now_ms() - t0;
+    return NULL;
+}
+
+/* AT_ONCE frames' runs from as many threads (each its own submission on the decode queue, as the daemon's
+ * decoding threads do), against the same frames' chunks in one dispatch; and a bandwidth probe on the
+ * frame graph's queue alone and while the runs go on. */
+static void at_once(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *f, const hp_buffer *staging, double one_ms)
+{
+    VkDeviceSize in_bytes = f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD;
+    run_arg args[AT_ONCE];
+    for (int i = 0; i < AT_ONCE; i++) {
+        args[i] = (run_arg){.zip = zip, .f = f};
+        CHECK(hp_buffer_create(bench_gpu, in_bytes, HP_MEM_READBACK_SHADER, "at_once_in", &args[i].in, &bench_err) == HP_OK);
+        CHECK(hp_buffer_create(bench_gpu, hp_exr_zip_gpu_output_bytes(f), HP_MEM_DEVICE, "at_once_out", &args[i].out,
+                               &bench_err) == HP_OK);
+        memcpy(args[i].in.mapped, staging->mapped, in_bytes);
+    }
+    /* one frame through the run, as the daemon runs it (chunks read from host memory) */
+    run_thread(&args[0]);
+    printf("\none frame through hp_exr_zip_gpu_run (chunks read from host memory): %.2f ms GPU, %.2f ms wall; "
+           "decode queue %s\n", args[0].gpu_ms, args[0].wall_ms,
+           hp_gpu_has_decode_queue(bench_gpu) ? "a queue of its own" : "the compute queue");
+    pthread_t th[AT_ONCE];
+    for (int rep = 0; rep < 2; rep++) {
+        for (int i = 0; i < AT_ONCE; i++)
+            memcpy(args[i].in.mapped, staging->mapped, f->table_bytes); /* fresh statuses */
+        double t0 = now_ms();
+        for (int i = 0; i < AT_ONCE; i++)
+            pthread_create(&th[i], NULL, run_thread, &args[i]);
+        for (int i = 0; i < AT_ONCE; i++)
+            pthread_join(th[i], NULL);
+        double wall = now_ms() - t0;
+        double gsum = 0;
+        for (int i = 0; i < AT_ONCE; i++)
+            gsum += args[i].gpu_ms;
+        printf("%d frames from %d threads at once: %.1f ms wall for all (one alone: %.1f ms GPU), mean GPU time "
+               "each %.1f ms\n", AT_ONCE, AT_ONCE, wall, one_ms, gsum / AT_ONCE);
+    }
+    /* the same chunks AT_ONCE times over in one table: one dispatch */
+    hp_exr_zip_frame big = *f;
+    big.chunk_count = f->chunk_count * AT_ONCE;
+    big.table_bytes = f->table_bytes * AT_ONCE;
+    big.unpacked_bytes = f->unpacked_bytes * AT_ONCE;
+    VkDeviceSize big_in = big.table_bytes + big.packed_bytes + HP_EXR_ZIP_PACKED_PAD;
+    hp_buffer bin, bout;
+    CHECK(hp_buffer_create(bench_gpu, big_in, HP_MEM_READBACK_SHADER, "batch_in", &bin, &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, hp_exr_zip_gpu_output_bytes(&big), HP_MEM_DEVICE, "batch_out", &bout,
+                           &bench_err) == HP_OK);
+    const hp_exr_zip_chunk *t = staging->mapped;
+    hp_exr_zip_chunk *bt = bin.mapped;
+    for (int k = 0; k < AT_ONCE; k++)
+        for (uint32_t c = 0; c < f->chunk_count; c++) {
+            bt[k * f->chunk_count + c] = t[c];
+            bt[k * f->chunk_count + c].unpacked_offset += (uint32_t)(k * f->unpacked_bytes);
+        }
+    memcpy((uint8_t *)bin.mapped + big.table_bytes, (const uint8_t *)staging->mapped + f->table_bytes,
+           f->packed_bytes + HP_EXR_ZIP_PACKED_PAD);
+    run_arg b = {.zip = zip, .f = &big, .in = bin, .out = bout};
+    run_thread(&b);
+    printf("the %d frames' chunks in one dispatch (%u chunks): %.1f ms GPU, %.1f ms wall\n", AT_ONCE,
+           big.chunk_count, b.gpu_ms, b.wall_ms);
+    hp_buffer_destroy(bench_gpu, &bin);
+    hp_buffer_destroy(bench_gpu, &bout);
+    for (int i = 0; i < AT_ONCE; i++) {
+        hp_buffer_destroy(bench_gpu, &args[i].in);
+        hp_buffer_destroy(bench_gpu, &args[i].out);
+    }
 }
 
 int main(int argc, char **argv)
@@ -117,6 +204,8 @@ int main(int argc, char **argv)
         }
     }
     summary si = bench_summarize(inflate_ms, runs), su = bench_summarize(unzip_ms, runs);
+    if (!args.quick)
+        at_once(zip, &f, &staging, si.median);
     void *dst = malloc(image_bytes);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t cpu_runs = args.quick ? 1 : 5;

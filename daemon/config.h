@@ -65,6 +65,8 @@ typedef struct hp_config {
     int encode_threads;
     /* Threads one EXR frame's chunks are decoded on; 0: one per core. 0..64, default 0. */
     int decode_threads;
+    /* Where EXR ZIP chunks are inflated (pipeline/exr_zip_gpu.h): HP_EXR_ZIP_DECODER_*, default auto. */
+    int exr_zip_decoder;
     /* Threads one large PNG is deflated on (api/encode.h); 0: one per core. 0..256, default 0. */
     int png_threads;
     /* Bearer token for every route but /livez and /readyz; "" disables authentication. Default "". */
@@ -125,5 +127,12 @@ bool hp_config_warm_size(const char *value, bool on_gpu, uint32_t *width, uint32
 enum { HP_CONSOLE_AUTO = 0, HP_CONSOLE_ON = 1, HP_CONSOLE_OFF = 2 };
 /* The console setting's value by name, -1 for another. */
 int hp_console_parse(const char *name);
+
+/* exr_zip_decoder: auto takes the GPU for a frame that arrives while others are decoding on the CPU (its
+ * cores are then the bound), two at once at most, the CPU for a frame alone (its chunks decode as they
+ * arrive, the shortest answer); never the GPU where the device needs slices (lavapipe) or has no compute
+ * queue beside the frame graph's (daemon/main.c says why). */
+enum { HP_EXR_ZIP_DECODER_AUTO, HP_EXR_ZIP_DECODER_CPU, HP_EXR_ZIP_DECODER_GPU };
+int hp_exr_zip_decoder_parse(const char *name);
 
 #endif

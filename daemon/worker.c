@@ -64,6 +64,25 @@ static hp_job *fifo_pop(job_fifo *f)
     return job;
 }
 
+/* The next frame for the GPU: the first one queued that is not waiting for its decoding on the GPU, else the
+ * head. A frame inflated on the GPU (api/early_decode.c, pipeline/exr_zip_gpu.h) is handed on while its
+ * passes run, tens of milliseconds; at the head it would hold back every frame ready behind it. A frame
+ * decoding on the CPU keeps its place: its tail after the last byte is a few milliseconds, and taking
+ * others first measured no better (docs/BENCHMARKS.md). */
+static hp_job *next_job(job_fifo *f)
+{
+    for (unsigned at = 0; at < f->count; at++) {
+        hp_job *job = f->items[(f->head + at) % f->capacity];
+        if (!job->decoding_on_gpu || !job->rows || hp_rows_ready_result(job->rows, NULL, NULL)) {
+            if (at == 0)
+                return fifo_pop(f);
+            fifo_remove(f, job);
+            return job;
+        }
+    }
+    return fifo_pop(f);
+}
+
 struct hp_worker {
     hp_frame_graph *graph;
     pthread_mutex_t lock;
@@ -335,7 +354,7 @@ static void *gpu_main(void *arg)
     uint32_t flying_ticket = 0;
     pthread_mutex_lock(&w->lock);
     for (;;) {
-        hp_job *job = fifo_pop(&w->waiting);
+        hp_job *job = next_job(&w->waiting);
         if (!job) {
             if (flying) {
                 pthread_mutex_unlock(&w->lock);

@@ -10,8 +10,8 @@
 static const uint32_t spv_inflate[] =
 #include "exr_inflate.spv.inc"
     ;
-static const uint32_t spv_unzip[] =
-#include "exr_unzip.spv.inc"
+static const uint32_t spv_finish[] =
+#include "exr_finish.spv.inc"
     ;
 
 /* Push constants; the layout table in shaders/exr_zip.comp. */
@@ -23,7 +23,6 @@ _Static_assert(offsetof(struct exr_zip_push, chunk_count) == 32 && offsetof(stru
                "push constant layout drifted from exr_zip.comp");
 _Static_assert(sizeof(hp_exr_zip_chunk) == HP_EXR_ZIP_CHUNK_WORDS * 4, "chunk entry drifted from hp_shared.h");
 
-#define UNZIP_GROUP 64u    /* exr_unzip's local_size_x */
 #define MAX_DISPATCH 65535u /* maxComputeWorkGroupCount every device gives */
 
 /* shaders/exr_zip.comp's HEADER_COST. Lavapipe's slice: the shader's count of its iterations is not the
@@ -38,7 +37,7 @@ _Static_assert(sizeof(hp_exr_zip_chunk) == HP_EXR_ZIP_CHUNK_WORDS * 4, "chunk en
 struct hp_exr_zip_gpu {
     hp_gpu *gpu;
     uint32_t slice; /* 0: none, one dispatch, fused */
-    hp_compute inflate, unzip;
+    hp_compute inflate, finish;
 };
 
 hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out, hp_err *err)
@@ -58,11 +57,11 @@ hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out,
     hp_compute_desc inflate = {.name = "exr_inflate", .spirv = spv_inflate, .spirv_size = sizeof(spv_inflate),
                                .push_constant_size = sizeof(struct exr_zip_push), .spec_values = spec,
                                .spec_count = 3};
-    hp_compute_desc unzip = {.name = "exr_unzip", .spirv = spv_unzip, .spirv_size = sizeof(spv_unzip),
-                             .push_constant_size = sizeof(struct exr_zip_push)};
+    hp_compute_desc finish = {.name = "exr_finish", .spirv = spv_finish, .spirv_size = sizeof(spv_finish),
+                              .push_constant_size = sizeof(struct exr_zip_push)};
     hp_code rc = hp_compute_create(gpu, &inflate, &z->inflate, err);
     if (rc == HP_OK)
-        rc = hp_compute_create(gpu, &unzip, &z->unzip, err);
+        rc = hp_compute_create(gpu, &finish, &z->finish, err);
     if (rc != HP_OK) {
         hp_exr_zip_gpu_destroy(&z);
         return rc;
@@ -77,7 +76,7 @@ void hp_exr_zip_gpu_destroy(hp_exr_zip_gpu **zp)
     if (!z)
         return;
     hp_compute_destroy(z->gpu, &z->inflate);
-    hp_compute_destroy(z->gpu, &z->unzip);
+    hp_compute_destroy(z->gpu, &z->finish);
     free(z);
     *zp = NULL;
 }
@@ -126,9 +125,9 @@ void hp_exr_zip_gpu_record(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_
                              &mb, 0, NULL, 0, NULL);
     }
     stamp(cmd, io, 1);
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, z->unzip.pipeline);
-    vkCmdPushConstants(cmd, z->unzip.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
-    vkCmdDispatch(cmd, (f->width + UNZIP_GROUP - 1) / UNZIP_GROUP, f->height, 1);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, z->finish.pipeline);
+    vkCmdPushConstants(cmd, z->finish.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+    vkCmdDispatch(cmd, f->chunk_count < MAX_DISPATCH ? f->chunk_count : MAX_DISPATCH, 1, 1);
     stamp(cmd, io, 2);
 }
 
@@ -202,7 +201,7 @@ static VkResult run_make(hp_gpu *gpu, zip_run *r)
     VkDevice dev = hp_gpu_device(gpu);
     VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                   .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
-                                  .queueFamilyIndex = hp_gpu_compute_family(gpu)};
+                                  .queueFamilyIndex = hp_gpu_decode_family(gpu)};
     VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, .queryType = VK_QUERY_TYPE_TIMESTAMP,
                                 .queryCount = HP_EXR_ZIP_GPU_TIMESTAMPS};

@@ -419,6 +419,11 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
     gpu->compute_family = (uint32_t)compute;
     int transfer = find_transfer_family(gpu->physical);
 
+    /* The decode queue (hp_gpu_submit): a queue of another compute family where the device has one, else a
+     * second queue of the compute family, else the compute queue itself. On the H200 (docs/BENCHMARKS.md)
+     * a second queue of the same family ran the frames' inflate passes, tens of milliseconds each, in turn
+     * with the frame graph's (16 clients: 25 frames/s, the GPU thread waiting for its frames 88% of the
+     * time); the compute-only family's queue runs them beside it (82-89 frames/s). */
     const float priority[2] = {1.0f, 1.0f};
     uint32_t family_queues = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(gpu->physical, &family_queues, NULL);
@@ -426,14 +431,26 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
     if (!fams)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     vkGetPhysicalDeviceQueueFamilyProperties(gpu->physical, &family_queues, fams);
-    uint32_t compute_queues = fams[gpu->compute_family].queueCount >= 2 ? 2 : 1;
+    int other = -1;
+    for (uint32_t i = 0; i < family_queues && other < 0; i++)
+        if (i != gpu->compute_family && (fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && fams[i].timestampValidBits > 0)
+            other = (int)i;
+    uint32_t compute_queues = other < 0 && fams[gpu->compute_family].queueCount >= 2 ? 2 : 1;
     free(fams);
-    VkDeviceQueueCreateInfo queues[2] = {
+    VkDeviceQueueCreateInfo queues[3] = {
         {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = gpu->compute_family,
          .queueCount = compute_queues, .pQueuePriorities = priority},
         {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = (uint32_t)transfer,
          .queueCount = 1, .pQueuePriorities = priority},
+        {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = (uint32_t)other,
+         .queueCount = 1, .pQueuePriorities = priority},
     };
+    uint32_t queue_infos = transfer >= 0 ? 2 : 1;
+    if (other >= 0) {
+        if (transfer < 0)
+            queues[1] = queues[2];
+        queue_infos++;
+    }
 
     /* Optional: pipeline creation feedback (core in 1.3) tells whether the cache served a pipeline. */
     VkPhysicalDeviceProperties props;
@@ -504,7 +521,7 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
     VkDeviceCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .pNext = &features,
-        .queueCreateInfoCount = transfer >= 0 ? 2 : 1,
+        .queueCreateInfoCount = queue_infos,
         .pQueueCreateInfos = queues,
         .enabledExtensionCount = ext_count,
         .ppEnabledExtensionNames = exts,
@@ -514,8 +531,13 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
         return hp_vk_fail(err, res, "vkCreateDevice");
     vkGetDeviceQueue(gpu->device, gpu->compute_family, 0, &gpu->compute_queue);
     gpu->decode_queue = gpu->compute_queue;
+    gpu->decode_family = gpu->compute_family;
     if (compute_queues == 2)
         vkGetDeviceQueue(gpu->device, gpu->compute_family, 1, &gpu->decode_queue);
+    if (other >= 0) {
+        gpu->decode_family = (uint32_t)other;
+        vkGetDeviceQueue(gpu->device, gpu->decode_family, 0, &gpu->decode_queue);
+    }
     if (transfer >= 0) {
         gpu->transfer_family = (uint32_t)transfer;
         vkGetDeviceQueue(gpu->device, gpu->transfer_family, 0, &gpu->transfer_queue);
@@ -655,6 +677,8 @@ VkQueue hp_gpu_compute_queue(const hp_gpu *gpu) { return gpu->compute_queue; }
 uint32_t hp_gpu_compute_family(const hp_gpu *gpu) { return gpu->compute_family; }
 
 bool hp_gpu_has_decode_queue(const hp_gpu *gpu) { return gpu->decode_queue != gpu->compute_queue; }
+uint32_t hp_gpu_decode_family(const hp_gpu *gpu) { return gpu->decode_family; }
+bool hp_gpu_decode_runs_beside(const hp_gpu *gpu) { return gpu->decode_family != gpu->compute_family; }
 
 static pthread_mutex_t *queue_lock(hp_gpu *gpu, hp_gpu_queue which)
 {
@@ -732,6 +756,15 @@ hp_code hp_buffer_create(hp_gpu *gpu, VkDeviceSize size, hp_mem_kind kind, const
         .usage = usage,
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
     };
+    /* With a decode queue of another family, a buffer may pass from one family to the other (a pooled block
+     * is a frame's decoded image on the decode queue, then the frame graph's input): shared by both, so that
+     * no ownership transfer is needed. Buffers, unlike images, lose nothing to it. */
+    uint32_t families[2] = {gpu->compute_family, gpu->decode_family};
+    if (gpu->decode_family != gpu->compute_family) {
+        bi.sharingMode = VK_SHARING_MODE_CONCURRENT;
+        bi.queueFamilyIndexCount = 2;
+        bi.pQueueFamilyIndices = families;
+    }
     VkResult res = vkCreateBuffer(gpu->device, &bi, NULL, &out->buffer);
     if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "vkCreateBuffer");

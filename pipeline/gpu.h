@@ -115,12 +115,18 @@ VkQueue hp_gpu_compute_queue(const hp_gpu *gpu);
 uint32_t hp_gpu_compute_family(const hp_gpu *gpu);
 
 /* The queues the daemon submits to from more than one thread: the frame graph's (the GPU thread) and the
- * EXR decoder's (decoding threads, pipeline/exr_zip_gpu.h), a second queue of the compute family where it
- * has one, so that the frame graph's barriers never wait for a decoding frame's passes; else the same
- * queue. hp_gpu_submit and hp_gpu_queue_wait_idle hold the queue's lock (Vulkan's external
- * synchronisation); a single-threaded user (the tests) may submit to hp_gpu_compute_queue directly. */
+ * EXR decoder's (decoding threads, pipeline/exr_zip_gpu.h): a queue of another compute family where the
+ * device has one (NVIDIA's compute-only family: its work runs beside the frame graph's), else a second
+ * queue of the compute family (the frame graph's barriers then never wait for a decoding frame's passes,
+ * though the two queues may take turns), else the compute queue itself. With another family every buffer
+ * is shared by both (VK_SHARING_MODE_CONCURRENT). hp_gpu_submit and hp_gpu_queue_wait_idle hold the
+ * queue's lock (Vulkan's external synchronisation); a single-threaded user (the tests) may submit to
+ * hp_gpu_compute_queue directly. */
 typedef enum hp_gpu_queue { HP_QUEUE_COMPUTE, HP_QUEUE_DECODE } hp_gpu_queue;
 bool hp_gpu_has_decode_queue(const hp_gpu *gpu);
+uint32_t hp_gpu_decode_family(const hp_gpu *gpu);
+/* The decode queue is of another family than the frame graph's: its passes run beside the graph's. */
+bool hp_gpu_decode_runs_beside(const hp_gpu *gpu);
 VkResult hp_gpu_submit(hp_gpu *gpu, hp_gpu_queue which, const VkSubmitInfo *submit, VkFence fence);
 VkResult hp_gpu_queue_wait_idle(hp_gpu *gpu, hp_gpu_queue which);
 

@@ -29,6 +29,7 @@ struct hp_gpu {
     /* A second queue of the compute family where it has one, else compute_queue: the EXR decoder's
      * (hp_gpu_submit). Each queue's submissions under its lock (one lock when they are one queue). */
     VkQueue decode_queue;
+    uint32_t decode_family;
     pthread_mutex_t compute_lock, decode_lock;
     uint32_t transfer_family;
     VkQueue transfer_queue; /* VK_NULL_HANDLE when the device has no separate transfer family */

@@ -13,6 +13,7 @@ struct hp_host_pool {
     pthread_mutex_t lock;
     hp_host_block *kept; /* most recently given back first */
     size_t kept_bytes, keep_limit;
+    size_t kept_device_bytes; /* device blocks kept, apart: they take no host memory (keep_limit each) */
     unsigned out;        /* handed out, not yet back */
     _Atomic int test_fail; /* hp_host_pool_test_fail */
 };
@@ -66,7 +67,10 @@ hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes,
     if (best) {
         b = *best;
         *best = b->next;
-        p->kept_bytes -= (size_t)b->buf.size;
+        if (b->kind == HP_MEM_DEVICE)
+            p->kept_device_bytes -= (size_t)b->buf.size;
+        else
+            p->kept_bytes -= (size_t)b->buf.size;
     }
     p->out++;
     pthread_mutex_unlock(&p->lock);
@@ -103,11 +107,12 @@ void hp_host_pool_put(hp_host_block *b)
     hp_host_pool *p = b->pool;
     pthread_mutex_lock(&p->lock);
     p->out--;
-    bool keep = p->kept_bytes + (size_t)b->buf.size <= p->keep_limit;
+    size_t *kept = b->kind == HP_MEM_DEVICE ? &p->kept_device_bytes : &p->kept_bytes;
+    bool keep = *kept + (size_t)b->buf.size <= p->keep_limit;
     if (keep) {
         b->next = p->kept;
         p->kept = b;
-        p->kept_bytes += (size_t)b->buf.size;
+        *kept += (size_t)b->buf.size;
     }
     pthread_mutex_unlock(&p->lock);
     if (!keep) {

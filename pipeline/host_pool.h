@@ -30,7 +30,7 @@ typedef struct hp_host_block {
     struct hp_host_block *next; /* while kept */
 } hp_host_block;
 
-/* keep_bytes: blocks kept for reuse at most (0: none). */
+/* keep_bytes: blocks kept for reuse at most (0: none); as much again of device blocks. */
 hp_code hp_host_pool_create(hp_gpu *gpu, size_t keep_bytes, hp_host_pool **out, hp_err *err);
 /* Frees the kept blocks; every block handed out must be back. */
 void hp_host_pool_destroy(hp_host_pool **pool);

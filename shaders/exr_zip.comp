@@ -1,25 +1,25 @@
 #version 460
 // EXR's ZIP and ZIPS chunks decoded on the GPU (issue 20: the CPU's inflate was what bounded throughput).
 // One source, two modules (shaders/meson.build):
-//   HP_EXR_INFLATE  one workgroup per chunk, whose first invocation inflates the chunk's zlib stream (RFC 1950, 1951)
-//                   inflated, and EXR's byte predictor undone on the way (OpenEXR's ImfZip.cpp,
-//                   internal_zip.c: t[i] = t[i-1] + t[i] - 128 modulo 256, from the second byte), into the
-//                   unpacked buffer; the chunk's status word says whether the stream was whole and valid
-//                   and its Adler-32 right. A chunk whose packed size equals its unpacked size was stored
-//                   as is (OpenEXR writes it so when deflate did not make it smaller): copied, untouched.
-//                   FUSED (below): the workgroup then unzips its chunk too.
-//   HP_EXR_UNZIP    one invocation per pixel: EXR's byte split undone (the first half of a chunk's bytes
-//                   are the even ones) and the line's planes of halves (channels in the file's order, a
-//                   plane a channel) gathered into the pipeline's RGBA16F input, alpha 1.0 where the file
-//                   has none, one plane read for R, G and B of a grey frame. The file's half bits are kept.
+//   HP_EXR_INFLATE  one workgroup per chunk, whose first invocation inflates the chunk's zlib stream (RFC 1950,
+//                   1951) into the unpacked buffer as it comes, and records the stream's Adler-32 and a status
+//                   (whole and valid, or why not). A chunk whose packed size equals its unpacked size was
+//                   stored as is (OpenEXR writes it so when deflate did not make it smaller): copied.
+//                   Without slices (FUSED) the workgroup then finishes its chunk (finish_chunk, below).
+//   HP_EXR_FINISH   with slices, after the last: one workgroup per chunk finishes it: the Adler-32 checked,
+//                   EXR's byte predictor undone (OpenEXR's ImfZip.cpp, internal_zip.c: t[i] = t[i-1] + t[i] -
+//                   128 modulo 256, from the second byte), then EXR's byte split (the first half of a chunk's
+//                   bytes are the even ones) and the line's planes of halves (channels in the file's order, a
+//                   plane a channel) gathered into the pipeline's RGBA16F input, alpha 1.0 where the file has
+//                   none, one plane read for R, G and B of a grey frame. The file's half bits are kept.
 // Deflate is a serial format: a stream's symbols can only be found one after the other. The parallelism is
-// the chunks': every 16-line chunk is a stream of its own (135 of them in a 4K frame). The decoder is the
-// classic one: a 2^10-entry table of codes read least significant bit first (RFC 1951 3.1.1), and codes
-// longer than that decoded bit by bit from the counts per length (Mark Adler's puff.c). It accepts what
-// zlib's inflate accepts: over-subscribed code sets are refused, and an incomplete set only as zlib allows
-// (a single code of length 1; a block without distance codes). Matches are copied from the bytes already
-// written, in global memory: the predictor is undone as bytes are written, so a match reads the original
-// byte back as t[p] - t[p-1] + 128.
+// the chunks': every 16-line chunk is a stream of its own (135 of them in a 4K frame), and the frames'. The
+// decoder is the classic one: a 2^10-entry table of codes read least significant bit first (RFC 1951
+// 3.1.1), and codes longer than that decoded bit by bit from the counts per length (Mark Adler's puff.c).
+// It accepts what zlib's inflate accepts: over-subscribed code sets are refused, and an incomplete set only
+// as zlib allows (a single code of length 1; a block without distance codes). Matches are copied from the
+// bytes already written, in global memory. Whatever can be done in parallel (the checksum, the predictor,
+// the gathering) is out of the serial loop.
 // Every read stays inside the chunk's packed bytes plus the buffer's 16 bytes of padding, every write
 // inside the chunk's unpacked bytes, whatever the stream says: a damaged chunk is a status, never a fault.
 #include "hp_shared.h"
@@ -34,7 +34,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer RwWords { ui
 //   offset  field            meaning
 //   0       packed           the chunks' bytes as read from the file, 16 bytes of padding after the last
 //   8       chunks           HP_EXR_ZIP_CHUNK_WORDS words per chunk (hp_shared.h)
-//   16      unpacked         each chunk's bytes, the predictor undone (the inflate pass writes them)
+//   16      unpacked         each chunk's bytes (the inflate pass writes them, finish_chunk undoes the predictor)
 //   24      image            RGBA16F, width x height pixels (the unzip pass writes it)
 //   32      chunk_count
 //   36      width            pixels
@@ -88,6 +88,82 @@ void unzip_pixel(uint x, uint y, uint e)
     uint px = (y * pc.width + x) * 2u;
     img.v[px] = r | g << 16;
     img.v[px + 1u] = b | a << 16;
+}
+
+// --- Finishing a chunk: the workgroup checks the Adler-32, undoes the predictor, and unzips its pixels -----
+// The inflate loop writes the bytes as they come out of the stream. Both the Adler-32 (RFC 1950 8.2:
+// s1 = 1 + sum b_i, s2 = n + sum (n - i) b_i, modulo 65521) and the predictor's running sum (t[i] = the sum of
+// raw[0..i] + 128 i, modulo 256: each step adds raw[i] - 128) are sums over the chunk, so each invocation
+// takes a run of its words and the runs are joined in shared memory.
+#define FINISH_MAX 256u
+layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer CoherentWords { uint v[]; };
+shared uint s_fa[FINISH_MAX], s_fb[FINISH_MAX], s_fc[FINISH_MAX];
+shared uint s_fverdict;
+
+// The four bytes' part of the sums, from byte index i of the chunk on (bytes at n and past are not the chunk's).
+void sum_word(uint v, uint i, uint n, inout uint sum, inout uint64_t weighted)
+{
+    for (uint k = 0u; k < 4u && i + k < n; k++) {
+        uint b = (v >> (8u * k)) & 255u;
+        sum += b;
+        weighted += uint64_t(n - i - k) * uint64_t(b);
+    }
+}
+
+// Called by every invocation of the workgroup (lanes of them, at most FINISH_MAX) with the chunk's entry and
+// its inflate status; returns the chunk's final status (the workgroup's first invocation writes it).
+uint finish_chunk(uint e, uint lane, uint lanes, uint status)
+{
+    Words table = Words(pc.chunks);
+    uint off = table.v[e + 2u], n = table.v[e + 3u];
+    bool stored = table.v[e + 1u] == n;
+    if (status == HP_EXR_ZIP_OK && !stored) {
+        CoherentWords u = CoherentWords(pc.unpacked);
+        uint base = off >> 2, words = (n + 3u) / 4u, per = (words + lanes - 1u) / lanes;
+        uint w0 = min(lane * per, words), w1 = min(w0 + per, words);
+        uint sum = 0u;
+        uint64_t weighted = 0ul;
+        for (uint w = w0; w < w1; w++)
+            sum_word(u.v[base + w], 4u * w, n, sum, weighted);
+        s_fa[lane] = sum % 65521u;
+        s_fb[lane] = uint(weighted % 65521ul);
+        s_fc[lane] = sum & 255u;
+        memoryBarrierShared();
+        barrier();
+        if (lane == 0u) {
+            uint s1 = 1u, s2 = n % 65521u, run = 0u;
+            for (uint l = 0u; l < lanes; l++) {
+                s1 = (s1 + s_fa[l]) % 65521u;
+                s2 = (s2 + s_fb[l]) % 65521u;
+                uint c = s_fc[l];
+                s_fc[l] = run; // exclusive: the sum of the runs before
+                run = (run + c) & 255u;
+            }
+            s_fverdict = (s2 << 16 | s1) == table.v[e + 7u] ? HP_EXR_ZIP_OK : HP_EXR_ZIP_CHECKSUM;
+        }
+        memoryBarrierShared();
+        barrier();
+        status = s_fverdict;
+        if (status == HP_EXR_ZIP_OK) {
+            uint running = s_fc[lane];
+            for (uint w = w0; w < w1; w++) {
+                uint v = u.v[base + w], t = 0u;
+                for (uint k = 0u; k < 4u; k++) {
+                    running += (v >> (8u * k)) & 255u;
+                    t |= ((running + (((4u * w + k) & 1u) << 7)) & 255u) << (8u * k);
+                }
+                u.v[base + w] = t;
+            }
+        }
+        memoryBarrierBuffer();
+        barrier();
+    }
+    if (status == HP_EXR_ZIP_OK) {
+        uint first = table.v[e + 4u], pixels = table.v[e + 5u] * pc.width;
+        for (uint i = lane; i < pixels; i += lanes)
+            unzip_pixel(i % pc.width, first + i / pc.width, e);
+    }
+    return status;
 }
 
 #ifdef HP_EXR_INFLATE
@@ -314,44 +390,29 @@ bool dynamic_codes() // RFC 1951 3.2.7
     return build(T_LIT, 0u, nlen, LUT_BITS, false) && build(T_DIST, nlen, ndist, DIST_LUT_BITS, false);
 }
 
-// --- Writing bytes: the predictor undone, a word at a time, the Adler-32 of the inflated bytes --------------
+// --- Writing bytes: the inflated bytes as they are, a word at a time --------------------------------------
+// The predictor and the Adler-32 are left to finish_chunk, where the workgroup shares them: in this serial
+// loop every operation a byte costs is paid 66 million times a 4K frame.
 uint g_out_words; // the chunk's first word in unpacked
 uint g_n, g_limit;
 uint g_word;      // the bytes of word g_n / 4 written so far
-uint g_prev;      // the last byte written (128 before the first, so that t[0] = raw[0])
-uint g_s1, g_s2, g_run;
 
-void put(uint raw)
+void put(uint b)
 {
-    uint t = (g_prev + raw + 128u) & 255u;
-    g_prev = t;
-    g_word |= t << (8u * (g_n & 3u));
+    g_word |= b << (8u * (g_n & 3u));
     if ((g_n & 3u) == 3u) {
         RwWords(pc.unpacked).v[g_out_words + (g_n >> 2)] = g_word;
         g_word = 0u;
     }
     g_n++;
-    g_s1 += raw;
-    g_s2 += g_s1;
-    if (++g_run == 5552u) { // zlib's NMAX: the sums cannot overflow before it
-        g_s1 %= 65521u;
-        g_s2 %= 65521u;
-        g_run = 0u;
-    }
 }
 
-// A match: len bytes from dist back. The original bytes are read back as t[p] - t[p-1] + 128; a word
-// already complete is loaded once, the word being written is read from the register.
+// A match: len bytes from dist back, a byte at a time (they may overlap what they write); a word already
+// complete is loaded once, the word being written is read from the register.
 void copy(uint dist, uint len)
 {
     uint p = g_n - dist;
     uint loaded_at = 0xffffffffu, loaded = 0u;
-    uint before = 128u;
-    if (p != 0u) {
-        uint q = p - 1u;
-        before = (((q >> 2) == (g_n >> 2)) ? g_word : RwWords(pc.unpacked).v[g_out_words + (q >> 2)]) >> (8u * (q & 3u));
-        before &= 255u;
-    }
     for (uint i = 0u; i < len; i++, p++) {
         uint wi = p >> 2, w;
         if (wi == (g_n >> 2)) {
@@ -363,9 +424,7 @@ void copy(uint dist, uint len)
             }
             w = loaded;
         }
-        uint t = (w >> (8u * (p & 3u))) & 255u;
-        put((t - before + 128u) & 255u);
-        before = t;
+        put((w >> (8u * (p & 3u))) & 255u);
     }
 }
 
@@ -444,8 +503,6 @@ uint suspend(RwWords table, uint e)
     table.v[e + 11u] = g_stored_left;
     table.v[e + 12u] = g_flags;
     table.v[e + 13u] = g_n;
-    table.v[e + 14u] = (g_s1 % 65521u) | (g_s2 % 65521u) << 16;
-    table.v[e + 15u] = g_prev;
     return HP_EXR_ZIP_UNFINISHED;
 }
 
@@ -455,9 +512,6 @@ void resume(RwWords table, uint e)
     g_stored_left = table.v[e + 11u];
     g_flags = table.v[e + 12u];
     g_n = table.v[e + 13u];
-    g_s1 = table.v[e + 14u] & 0xffffu;
-    g_s2 = table.v[e + 14u] >> 16;
-    g_prev = table.v[e + 15u];
     g_word = (g_n & 3u) == 0u ? 0u
                               : RwWords(pc.unpacked).v[g_out_words + (g_n >> 2)] & ((1u << (8u * (g_n & 3u))) - 1u);
 }
@@ -541,7 +595,8 @@ uint inflate_chunk(RwWords table, uint e)
     adler |= bits(8);
     if (consumed() > g_in_size * 8u)
         return HP_EXR_ZIP_TRUNCATED;
-    return adler == ((g_s2 % 65521u) << 16 | (g_s1 % 65521u)) ? HP_EXR_ZIP_OK : HP_EXR_ZIP_CHECKSUM;
+    table.v[e + 7u] = adler; // checked by finish_chunk
+    return HP_EXR_ZIP_OK;
 }
 
 // A stored chunk: its bytes as they are, a word at a time (unaligned in packed, aligned in unpacked), as
@@ -581,10 +636,6 @@ uint inflate_slice(RwWords table, uint e)
     g_used = 0u;
     g_n = 0u;
     g_word = 0u;
-    g_prev = 128u;
-    g_s1 = 1u;
-    g_s2 = 0u;
-    g_run = 0u;
     g_stored_left = 0u;
     g_header_at = 0u;
     uint status = g_in_size == g_limit ? copy_stored(table, e) : inflate_chunk(table, e);
@@ -622,22 +673,26 @@ void main()
         return;
     memoryBarrier(); // the chunk's bytes, written by the first invocation, for the whole workgroup
     barrier();
-    if (s_status != HP_EXR_ZIP_OK)
-        return;
-    uint first = table.v[e + 4u], pixels = table.v[e + 5u] * pc.width;
-    for (uint i = gl_LocalInvocationIndex; i < pixels; i += gl_WorkGroupSize.x)
-        unzip_pixel(i % pc.width, first + i / pc.width, e);
+    uint status = finish_chunk(e, gl_LocalInvocationIndex, gl_WorkGroupSize.x, s_status);
+    if (gl_LocalInvocationIndex == 0u && status != s_status)
+        table.v[e + 6u] = status;
 }
 #endif
 
-#ifdef HP_EXR_UNZIP
-layout(local_size_x = 64) in;
+#ifdef HP_EXR_FINISH
+// With slices: after the last, a workgroup of FINISH_MAX per chunk finishes it (the fused inflate does it
+// in its own workgroup of 32).
+layout(local_size_x = FINISH_MAX) in;
 
 void main()
 {
-    uint x = gl_GlobalInvocationID.x, y = gl_WorkGroupID.y;
-    if (x >= pc.width || y >= pc.height)
+    uint c = gl_WorkGroupID.x;
+    if (c >= pc.chunk_count)
         return;
-    unzip_pixel(x, y, (y / pc.lines_per_chunk) * HP_EXR_ZIP_CHUNK_WORDS);
+    uint e = c * HP_EXR_ZIP_CHUNK_WORDS;
+    uint status = RwWords(pc.chunks).v[e + 6u];
+    uint verdict = finish_chunk(e, gl_LocalInvocationIndex, gl_WorkGroupSize.x, status);
+    if (gl_LocalInvocationIndex == 0u && verdict != status)
+        RwWords(pc.chunks).v[e + 6u] = verdict;
 }
 #endif
