@@ -72,7 +72,7 @@ meson test -C build --print-errorlogs || status=$?
 
 # Then each fuzz target for a bounded time (HDRPOST_FUZZ_SECONDS, default 45 s each), built with clang,
 # libFuzzer, AddressSanitizer and UBSan in a build of its own: a crash, a leak or a sanitizer report fails.
-# fuzz_png_gpu makes a Vulkan device: lavapipe is preloaded for it (run_fuzzer.py --gpu), as below.
+# fuzz_png_gpu and fuzz_exr_zip_gpu make a Vulkan device: lavapipe is preloaded for them (run_fuzzer.py --gpu), as below.
 fuzz_options=(--buildtype=debugoptimized -Dwerror=true -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false)
 if [ ! -f build-fuzz/build.ninja ]; then
   CC=clang CXX=clang++ meson setup build-fuzz "${fuzz_options[@]}"
@@ -80,7 +80,7 @@ else
   meson configure build-fuzz "${fuzz_options[@]}"
 fi
 fuzz_targets=(tests/fuzz/fuzz_params tests/fuzz/fuzz_form tests/fuzz/fuzz_exr tests/fuzz/fuzz_rgbe tests/fuzz/fuzz_pfm
-              tests/fuzz/fuzz_png tests/fuzz/fuzz_png_gpu)
+              tests/fuzz/fuzz_png tests/fuzz/fuzz_png_gpu tests/fuzz/fuzz_exr_zip_gpu)
 ninja -C build-fuzz "${fuzz_targets[@]}"
 lvp=$(dpkg -L mesa-vulkan-drivers | grep -m1 '/libvulkan_lvp\.so$')
 HDRPOST_FUZZ_PRELOAD=$lvp HDRPOST_FUZZ_SECONDS=${HDRPOST_FUZZ_SECONDS:-45} \
@@ -88,7 +88,8 @@ HDRPOST_FUZZ_PRELOAD=$lvp HDRPOST_FUZZ_SECONDS=${HDRPOST_FUZZ_SECONDS:-45} \
 # Then the suites that parse untrusted input and serve HTTP once more, under AddressSanitizer and UBSan
 # (docs/RELIABILITY.md says which and why): the daemon's children get the ASan runtime and lavapipe preloaded
 # (HDRPOST_TEST_PRELOAD), so that the driver stays mapped and its memory is not reported leaked when the
-# Vulkan loader unloads it. host_pool, pipeline_cache and fuzz_replay_png_gpu create Vulkan devices themselves:
+# Vulkan loader unloads it. host_pool, pipeline_cache, fuzz_replay_png_gpu and fuzz_replay_exr_zip_gpu create Vulkan
+# devices themselves:
 # they get the same two libraries through meson's --wrapper. reduce, tone and dof (minutes each under ASan on lavapipe) and
 # encode (its malloc interposer cannot run beside ASan's) run once, above.
 asan_options=(--buildtype=debugoptimized -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false)
@@ -99,7 +100,7 @@ else
 fi
 asan_suites=(params image deflate_runs bigbuf cpus budget rows_ready
              fuzz_replay_form fuzz_replay_params fuzz_replay_exr fuzz_replay_rgbe fuzz_replay_pfm fuzz_replay_png
-             daemon_http security_http render_http client_http faults_http live_http png_gpu_http)
+             daemon_http security_http render_http client_http faults_http live_http png_gpu_http exr_zip_http)
 ninja -C build-asan
 asan_rt=$(gcc -print-file-name=libasan.so)
 HDRPOST_TEST_PRELOAD="$asan_rt $lvp" UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -107,7 +108,8 @@ HDRPOST_TEST_PRELOAD="$asan_rt $lvp" UBSAN_OPTIONS=print_stacktrace=1:halt_on_er
 # A second log for the wrapped ones: meson test writes testlog.json afresh on every run (with a wrapper, meson
 # adds the wrapper's name to the log's: devices-env.json).
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 meson test -C build-asan --no-rebuild --print-errorlogs \
-  --wrapper "env LD_PRELOAD=$asan_rt:$lvp" --logbase devices host_pool pipeline_cache fuzz_replay_png_gpu || status=$?
+  --wrapper "env LD_PRELOAD=$asan_rt:$lvp" --logbase devices host_pool pipeline_cache fuzz_replay_png_gpu \
+  fuzz_replay_exr_zip_gpu || status=$?
 
 python3 tests/summarize.py build/meson-logs/testlog.json build-fuzz/meson-logs/testlog.json \
   build-asan/meson-logs/testlog.json build-asan/meson-logs/devices*.json || status=1
