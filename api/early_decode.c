@@ -80,10 +80,72 @@ static void *early_main(void *arg)
     return NULL;
 }
 
+/* The GPU's run over the whole body: its chunks gathered as they lie into pinned host memory the passes
+ * read (charged to the budget), the image left in the device block out. HP_ERR_DEVICE_LOST: the GPU may
+ * still write both blocks, so the input block is abandoned here and the caller abandons out. */
+static hp_code zip_on_gpu(hp_early *e, const hp_decode_options *opt, hp_image_info *info, hp_host_block *out,
+                          hp_err *err)
+{
+    hp_request *req = e->req;
+    hp_decode_options whole = *opt; /* every byte is in */
+    whole.arrival = NULL;
+    whole.rows = NULL;
+    hp_exr_zip_frame f;
+    hp_code code = hp_image_zip_gather(req->body, req->body_cap, &whole, info, NULL, 0, &f, err);
+    if (code != HP_OK)
+        return code;
+    uint64_t in_bytes = f.table_bytes + f.packed_bytes + HP_EXR_ZIP_PACKED_PAD;
+    if (!hp_budget_take(e->budget, in_bytes))
+        return hp_fail(err, HP_ERR_UNUSABLE, "EXR ZIP on the GPU: no budget for %llu bytes of chunks",
+                       (unsigned long long)in_bytes);
+    hp_err ignored = {0};
+    hp_host_block *in = hp_host_pool_get(e->be->host_pool, HP_MEM_READBACK_SHADER, (size_t)in_bytes, &ignored);
+    if (!in)
+        code = hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR ZIP on the GPU: %s", ignored.message);
+    else
+        code = hp_image_zip_gather(req->body, req->body_cap, &whole, info, in->buf.mapped, in->buf.size, &f, err);
+    if (code == HP_OK)
+        code = e->be->zip_gpu_decode(e->be->ctx, &f, &in->buf, &out->buf, err);
+    if (in && code == HP_ERR_DEVICE_LOST)
+        hp_error("early decode: the GPU may still write a frame's chunks' memory: abandoned with the device");
+    else if (in)
+        hp_host_pool_put(in);
+    hp_budget_give(e->budget, in_bytes);
+    return code;
+}
+
+/* The CPU's decoding of the same frame, its image uploaded into the device block out: where the GPU's
+ * inflate refused a chunk or gave up. The GPU's shader keeps zlib's rules; the CPU's decoder is
+ * libdeflate, which takes a few streams zlib refuses (288 literal/length codes, symbols 286 and 287), so its
+ * verdict and its message stand, as with exr_zip_decoder cpu. The pixels' bytes are the budget's already
+ * (early_run charged them). */
+static hp_code zip_on_cpu(hp_early *e, const hp_decode_options *opt, hp_image_info *info, hp_host_block *out,
+                          hp_err *err)
+{
+    hp_request *req = e->req;
+    size_t bytes = (size_t)info->width * info->height * 8;
+    hp_err ignored = {0};
+    hp_host_block *tmp = hp_host_pool_get(e->be->host_pool, HP_MEM_UPLOAD, bytes, &ignored);
+    if (!tmp)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for a %ux%u frame: %s", info->width, info->height,
+                       ignored.message);
+    hp_decode_options cpu = *opt;
+    cpu.rows = NULL; /* told once, by the caller */
+    hp_image_info fresh;
+    hp_code code = hp_image_probe(req->body, req->body_cap, &cpu, &fresh, err);
+    if (code == HP_OK)
+        code = hp_image_decode(req->body, req->body_cap, &cpu, &fresh, tmp->buf.mapped, HP_LAYOUT_RGBA16F, NULL, err);
+    if (code == HP_OK)
+        code = e->be->zip_gpu_upload(e->be->ctx, &tmp->buf, &out->buf, bytes, err);
+    hp_host_pool_put(tmp);
+    return code;
+}
+
 /* The frame's ZIP chunks inflated on the GPU (hp_http_backend.zip_gpu_decode, pipeline/exr_zip_gpu.h):
- * the body waited for whole, its chunks copied as they lie into host memory the GPU reads, the image left
- * in device memory (e->pixels, a device block with no ptr), which the frame graph copies in. False, before
- * anything started, when the frame is not for the GPU or the memory cannot be had: the CPU decodes it. */
+ * the body waited for whole, the image left in device memory (e->pixels, a device block with no ptr),
+ * which the frame graph copies in. Where the GPU does not finish it, the CPU decodes it into the same
+ * block. False, before anything started, when the frame is not for the GPU or the memory cannot be had:
+ * the caller decodes it on the CPU as it arrives. */
 static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt)
 {
     hp_request *req = e->req;
@@ -92,41 +154,36 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt)
     hp_err err = {0};
     if (hp_image_zip_fits(req->body, req->body_cap, opt, &info, &planes, &chunks, &err) != HP_OK)
         return false;
-    /* Sizes from the header: the image, then every chunk's bytes each rounded to a word (at most
-     * hp_exr_zip_gpu_output_bytes); the table and the chunks' bytes, at most the body. */
+    /* The image, then every chunk's bytes each rounded to a word: at most hp_exr_zip_gpu_output_bytes. */
     uint64_t n = (uint64_t)info.width * info.height;
     uint64_t out_bytes = n * 8 + n * 2 * planes + 4ull * chunks + 4;
-    uint64_t in_bytes = (uint64_t)chunks * sizeof(hp_exr_zip_chunk) + req->body_cap + HP_EXR_ZIP_PACKED_PAD;
     hp_err ignored = {0};
     hp_host_block *out = hp_host_pool_get(e->be->host_pool, HP_MEM_DEVICE, (size_t)out_bytes, &ignored);
-    hp_host_block *in = out ? hp_host_pool_get(e->be->host_pool, HP_MEM_READBACK_SHADER, (size_t)in_bytes, &ignored)
-                            : NULL;
-    if (!in) {
-        if (out)
-            hp_host_pool_put(out);
-        hp_debug("early decode: no memory for the GPU's inflate (%s): the CPU decodes", ignored.message);
+    if (!out) {
+        hp_debug("early decode: no device memory for the GPU's inflate (%s): the CPU decodes", ignored.message);
         return false;
     }
     e->pixels = (hp_host_mem){.block = out}; /* before the start: the handler may take it over from then on */
     e->on_gpu = true;
     hp_rows_ready_start(&e->rows);
     hp_code code;
-    hp_exr_zip_frame f;
+    bool on_gpu = false;
     if (!hp_arrival_wait(&req->arrival, req->body_cap)) {
         code = hp_fail(&err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended before its last byte");
     } else {
-        hp_decode_options whole = *opt;
-        whole.arrival = NULL;
-        whole.rows = NULL;
-        code = hp_image_zip_gather(req->body, req->body_cap, &whole, &info, in->buf.mapped, in->buf.size, &f, &err);
-        if (code == HP_OK)
-            code = e->be->zip_gpu_decode(e->be->ctx, &f, &in->buf, &out->buf, &err);
-        else if (code == HP_ERR_UNUSABLE) /* the header said it fits, and the memory is sized from it */
-            code = hp_fail(&err, HP_ERR_INTERNAL, "EXR ZIP on the GPU: %s", err.message);
+        code = zip_on_gpu(e, opt, &info, out, &err);
+        on_gpu = code == HP_OK;
+        if (code == HP_ERR_DEVICE_LOST) {
+            e->pixels = (hp_host_mem){0}; /* never given back: the GPU may still write it */
+        } else if (code != HP_OK) {
+            hp_debug("early decode: %s; the CPU decodes the frame", err.message);
+            err = (hp_err){0};
+            code = zip_on_cpu(e, opt, &info, out, &err);
+        }
     }
-    hp_host_pool_put(in);
     e->code = code;
     clock_gettime(CLOCK_MONOTONIC, &e->decoded);
+    hp_metrics_exr_zip(on_gpu, 0.0);
     hp_rows_ready_finish(&e->rows, code, &err);
     return true;
 }

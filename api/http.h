@@ -109,10 +109,13 @@ typedef struct hp_http_backend {
     /* EXR ZIP chunks inflated on the GPU (pipeline/exr_zip_gpu.h), both NULL where the daemon does not.
      * zip_gpu_wanted: whether a frame that qualifies, arriving now, goes to the GPU (exr_zip_decoder).
      * zip_gpu_decode: runs the passes over `input` (host memory, hp_image_zip_gather's layout) into `output`
-     * (a device block, the RGBA16F image at its start) and waits: the decoding thread's call. */
+     * (a device block, the RGBA16F image at its start) and waits: the decoding thread's call; any failure
+     * but HP_ERR_DEVICE_LOST leaves the frame to the CPU (api/early_decode.c). */
     bool (*zip_gpu_wanted)(void *ctx);
     hp_code (*zip_gpu_decode)(void *ctx, const hp_exr_zip_frame *frame, const hp_buffer *input,
                               const hp_buffer *output, hp_err *err);
+    /* The CPU's decoding of a frame the GPU did not finish, copied into the device block output. */
+    hp_code (*zip_gpu_upload)(void *ctx, const hp_buffer *host, const hp_buffer *output, size_t bytes, hp_err *err);
     uint32_t max_width, max_height;
     uint64_t max_pixels;
 } hp_http_backend;

@@ -179,7 +179,8 @@ uint32_t hp_image_frames_decoding(void);
  * then HP_EXR_ZIP_PACKED_PAD zero bytes: table_bytes + packed_bytes + HP_EXR_ZIP_PACKED_PAD bytes in all.
  * dst NULL: the sizes only. Each chunk's sizes are checked against the file and its lines, as the CPU's
  * decode checks them; its stream is not looked at (the GPU's status words tell). HP_ERR_UNUSABLE: not such
- * a frame, or dst_size too small (decode it on the CPU); other codes as hp_image_decode's. The chunks'
+ * a frame (more than 65535 chunks, or 2 GiB of chunks, included), or dst_size too small: the caller decodes
+ * it on the CPU; other codes as hp_image_decode's. The chunks'
  * offsets are the data window's: first_line 0 is the data window's first row. Needs every byte: no
  * arrival. */
 /* hp_image_zip_gather's test from the header alone (with opt->arrival it waits only for the header's

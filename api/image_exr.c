@@ -1617,8 +1617,13 @@ static bool zip_gpu_fits(const hp_exr_reader *r, hp_exr_zip_frame *f, char *why,
             snprintf(why, why_size, "a channel not half");
             return false;
         }
+    if (r->chunk_count > 65535) { /* a dispatch's workgroups */
+        snprintf(why, why_size, "%u chunks", r->chunk_count);
+        return false;
+    }
     *f = (hp_exr_zip_frame){.width = r->width, .height = r->height, .planes = (uint32_t)cl->num_channels,
-                            .lines_per_chunk = (uint32_t)r->lines_per_chunk, .chunk_count = r->chunk_count};
+                            .lines_per_chunk = (uint32_t)r->lines_per_chunk, .chunk_count = r->chunk_count,
+                            .first_row = r->data_window.min.y};
     for (int s = 0; s < 4; s++) {
         int from = r->copy_from[s] >= 0 ? r->copy_from[s] : s;
         f->plane_of[s] = r->chan[from] >= 0 ? (uint8_t)(r->slot_offset[from] / 2) : HP_EXR_ZIP_NO_PLANE;
@@ -1635,7 +1640,7 @@ hp_code hp_image_zip_fits(const uint8_t *bytes, size_t len, const hp_decode_opti
     hp_code code = hp_exr_open(bytes, len, opt, info, &r, err);
     if (code != HP_OK)
         return code;
-    hp_exr_zip_frame f;
+    hp_exr_zip_frame f = {0};
     char why[96];
     if (!zip_gpu_fits(r, &f, why, sizeof(why)))
         code = hp_fail(err, HP_ERR_UNUSABLE, "EXR part %d is not for the GPU's inflate: %s", r->part, why);
@@ -1701,8 +1706,8 @@ hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_op
     frame->packed_bytes = packed;
     frame->unpacked_bytes = unpacked;
     frame->table_bytes = table_bytes;
-    /* 32-bit offsets in the shaders */
-    if (table_bytes + packed + HP_EXR_ZIP_PACKED_PAD > UINT32_MAX || unpacked > UINT32_MAX)
+    /* 32-bit offsets in the shaders, with room: the reader's bound (word index x 4) must not wrap */
+    if (table_bytes + packed + HP_EXR_ZIP_PACKED_PAD > INT32_MAX || unpacked > INT32_MAX)
         return hp_fail(err, HP_ERR_UNUSABLE, "EXR: %llu packed and %llu unpacked bytes are past the GPU's 32-bit "
                        "offsets", (unsigned long long)packed, (unsigned long long)unpacked);
     if (dst && table_bytes + packed + HP_EXR_ZIP_PACKED_PAD > dst_size)

@@ -59,11 +59,18 @@ static uint64_t g_png_gpu[2]; /* copied, in place */
 static uint64_t g_exr_zip[2];  /* cpu, gpu */
 static double g_exr_zip_gpu_s;
 
-void hp_metrics_exr_zip(bool gpu, double gpu_ms)
+void hp_metrics_exr_zip(bool gpu, double unused)
 {
+    (void)unused;
     pthread_mutex_lock(&g_lock);
     g_exr_zip[gpu ? 1 : 0]++;
-    g_exr_zip_gpu_s += gpu ? gpu_ms / 1e3 : 0.0;
+    pthread_mutex_unlock(&g_lock);
+}
+
+void hp_metrics_exr_zip_gpu_time(double gpu_ms)
+{
+    pthread_mutex_lock(&g_lock);
+    g_exr_zip_gpu_s += gpu_ms / 1e3;
     pthread_mutex_unlock(&g_lock);
 }
 
@@ -220,8 +227,9 @@ int hp_metrics_format(char **buf, size_t *len, size_t *cap)
                             "hdrpost_png_gpu_answers_total{stream=\"copied\"} %llu\n",
                             (unsigned long long)g_png_gpu[1], (unsigned long long)g_png_gpu[0]);
     rc |= hp_metrics_printf(buf, len, cap,
-                            "# HELP hdrpost_exr_zip_frames_total EXR ZIP frames posted as the raw body, by where their "
-                            "chunks were inflated (exr_zip_decoder).\n"
+                            "# HELP hdrpost_exr_zip_frames_total EXR ZIP frames decoded as their raw body arrived (bodies of "
+                            "64 KiB or more), by where their chunks were inflated (exr_zip_decoder; a frame the GPU "
+                            "refused and the CPU decoded counts as cpu).\n"
                             "# TYPE hdrpost_exr_zip_frames_total counter\n"
                             "hdrpost_exr_zip_frames_total{decoder=\"cpu\"} %llu\n"
                             "hdrpost_exr_zip_frames_total{decoder=\"gpu\"} %llu\n"

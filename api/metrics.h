@@ -26,8 +26,10 @@ void hp_metrics_cancelled(const char *stage);
  * and the file was finished there and sent from it; else copied (no pinned block to be had: the stream
  * came through the graph's memory, or the file was copied out). */
 void hp_metrics_png_gpu_answer(bool in_place);
-/* An EXR ZIP frame's chunks inflated on the GPU (gpu_ms its passes' GPU time) or on the CPU. */
-void hp_metrics_exr_zip(bool gpu, double gpu_ms);
+/* An EXR ZIP frame's chunks inflated on the GPU or on the CPU (the GPU's refusals included); the GPU time
+ * of its passes, every run's. */
+void hp_metrics_exr_zip(bool gpu, double unused);
+void hp_metrics_exr_zip_gpu_time(double gpu_ms);
 /* Log lines left out by a rate limit (common/ratelimit.h), added up. */
 void hp_metrics_log_suppressed(uint64_t lines);
 

@@ -175,9 +175,11 @@ static const hp_setting settings[] = {
      .choices = exr_zip_decoder_choices, .parse_choice = hp_exr_zip_decoder_parse,
      .help = "Where a ZIP or ZIPS EXR frame's chunks are inflated (scanlines, every channel half, posted as the "
              "raw body): cpu with libdeflate on decode_threads as the frame arrives; gpu on the GPU, the CPU only "
-             "copying the chunks (a tenth of the CPU, tens of milliseconds more a frame); auto the GPU for a frame "
-             "that arrives while others are decoding on the CPU, two at once at most, where the device has a "
-             "compute queue beside the frame graph's (NVIDIA), else the CPU. docs/PIPELINE.md."},
+             "copying the chunks (a tenth of the CPU, tens of milliseconds more a frame; a chunk the GPU refuses "
+             "or gives up on is left to the CPU, whose verdict stands); auto the GPU for a frame whose header "
+             "arrives while others are decoding on the CPU and fewer than two frames' passes run on the GPU, "
+             "where the device has a compute queue beside the frame graph's (NVIDIA), else the CPU. "
+             "docs/PIPELINE.md."},
     {.name = "auth_token", .type = HP_SETTING_STRING, .offset = FIELD(auth_token), .default_value = "",
      .metavar = "TOKEN",
      .help = "Bearer token required on every route but /livez and /readyz (and /metrics with metrics_open); "

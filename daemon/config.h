@@ -129,7 +129,7 @@ enum { HP_CONSOLE_AUTO = 0, HP_CONSOLE_ON = 1, HP_CONSOLE_OFF = 2 };
 int hp_console_parse(const char *name);
 
 /* exr_zip_decoder: auto takes the GPU for a frame that arrives while others are decoding on the CPU (its
- * cores are then the bound), two at once at most, the CPU for a frame alone (its chunks decode as they
+ * cores are then the bound) and fewer than two frames' passes run on the GPU, the CPU for a frame alone (its chunks decode as they
  * arrive, the shortest answer); never the GPU where the device needs slices (lavapipe) or has no compute
  * queue beside the frame graph's (daemon/main.c says why). */
 enum { HP_EXR_ZIP_DECODER_AUTO, HP_EXR_ZIP_DECODER_CPU, HP_EXR_ZIP_DECODER_GPU };

@@ -506,6 +506,15 @@ void hp_worker_destroy(hp_worker **pw)
     *pw = NULL;
 }
 
+void hp_worker_device_lost(hp_worker *w, const char *why)
+{
+    hp_error("gpu: device lost outside the frame graph: %s", why);
+    pthread_mutex_lock(&w->lock);
+    if (w->on_device_lost)
+        w->on_device_lost(w->on_device_lost_ctx);
+    pthread_mutex_unlock(&w->lock);
+}
+
 void hp_worker_set_on_device_lost(hp_worker *w, void (*fn)(void *ctx), void *ctx)
 {
     pthread_mutex_lock(&w->lock);

@@ -48,6 +48,9 @@ void hp_worker_destroy(hp_worker **worker);
  * cleared under the worker's lock, so that the caller can clear it (NULL) before ctx goes away while frames
  * still finish, as they do after the HTTP server is destroyed. */
 void hp_worker_set_on_device_lost(hp_worker *worker, void (*fn)(void *ctx), void *ctx);
+/* Another thread's submission found the device lost (an EXR frame's inflate, pipeline/exr_zip_gpu.h): the
+ * same callback, so that the daemon leaves the rotation; the GPU thread finds out at its next frame. */
+void hp_worker_device_lost(hp_worker *worker, const char *why);
 
 /* Queues a job. Returns false when the queue is full (the caller answers 429) or the worker is
  * stopping; the job is then still the caller's. */

@@ -26,10 +26,11 @@ _Static_assert(sizeof(hp_exr_zip_chunk) == HP_EXR_ZIP_CHUNK_WORDS * 4, "chunk en
 #define MAX_DISPATCH 65535u /* maxComputeWorkGroupCount every device gives */
 
 /* shaders/exr_zip.comp's HEADER_COST. Lavapipe's slice: the shader's count of its iterations is not the
- * limiter's (a loop with a `continue` seems to count twice): 50000 of ours broke off a Huffman-only
- * stream's chunks on lavapipe, 30000 and 20000 did not (tests/test_exr_zip_gpu.c); 25000 it is. */
+ * limiter's, which counted some 3 to 4 times more (tests/test_exr_zip_gpu.c, a Huffman-only stream: with
+ * the ring of words 25000 of ours broke a chunk off, 15000 did not; without the ring, 50000 and 30000);
+ * 10000 it is, at the cost of more slices. */
 #define HEADER_COST 5000u
-#define LAVAPIPE_SLICE 25000u
+#define LAVAPIPE_SLICE 10000u
 #define MAX_SLICE 50000u
 
 #define FUSED_GROUP 32u /* exr_inflate's workgroup when it unzips its chunk too */
@@ -52,11 +53,16 @@ hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out,
     z->gpu = gpu;
     if (slice == 0)
         slice = strcmp(hp_gpu_get_info(gpu)->driver_name, "llvmpipe") == 0 ? LAVAPIPE_SLICE : HP_EXR_ZIP_NO_SLICE;
+    /* slices of at least HEADER_COST of work besides a block's codes, and under lavapipe's limit */
     z->slice = slice == HP_EXR_ZIP_NO_SLICE ? 0 : slice;
-    const uint32_t spec[3] = {z->slice, z->slice == 0, z->slice == 0 ? FUSED_GROUP : 1};
+    /* without slices, a chunk's most work (exr_zip.comp's MAX_WORK): the shader's own bound, but under
+     * lavapipe's loop limit when the tests ask it for no slices */
+    bool lavapipe = strcmp(hp_gpu_get_info(gpu)->driver_name, "llvmpipe") == 0;
+    const uint32_t spec[4] = {z->slice, z->slice == 0, z->slice == 0 ? FUSED_GROUP : 1,
+                              z->slice == 0 && lavapipe ? LAVAPIPE_SLICE : 0};
     hp_compute_desc inflate = {.name = "exr_inflate", .spirv = spv_inflate, .spirv_size = sizeof(spv_inflate),
                                .push_constant_size = sizeof(struct exr_zip_push), .spec_values = spec,
-                               .spec_count = 3};
+                               .spec_count = 4};
     hp_compute_desc finish = {.name = "exr_finish", .spirv = spv_finish, .spirv_size = sizeof(spv_finish),
                               .push_constant_size = sizeof(struct exr_zip_push)};
     hp_code rc = hp_compute_create(gpu, &inflate, &z->inflate, err);
@@ -221,9 +227,17 @@ static VkResult run_make(hp_gpu *gpu, zip_run *r)
  * minutes; on a GPU a frame takes tens of milliseconds. */
 #define RUN_TIMEOUT_NS (600ull * 1000 * 1000 * 1000)
 
+/* With slices the finishing pass runs a chunk in one workgroup of 256, each invocation over 1/256 of it
+ * several times: past 1 MiB a chunk that would pass lavapipe's loop limit (a 16384-pixel line of 18 planes
+ * gave wrong pixels with a status of OK). Such frames are the CPU's there. */
+#define SLICED_CHUNK_MAX (1u << 20)
+
 hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const hp_buffer *input,
                            const hp_buffer *output, double *gpu_ms, hp_err *err)
 {
+    if (z->slice != 0 && f->max_chunk_bytes > SLICED_CHUNK_MAX)
+        return hp_fail(err, HP_ERR_UNUSABLE, "exr_zip_gpu: chunks of %u bytes are over the %u this device's "
+                       "slices take", f->max_chunk_bytes, SLICED_CHUNK_MAX);
     if (!input->address || !output->address || output->size < hp_exr_zip_gpu_output_bytes(f) ||
         input->size < f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD)
         return hp_fail(err, HP_ERR_INTERNAL, "exr_zip_gpu: buffers of %llu and %llu bytes (with addresses %d, %d) "
@@ -275,5 +289,35 @@ hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const h
         *gpu_ms = (double)(ts[HP_EXR_ZIP_GPU_TIMESTAMPS - 1] - ts[0]) * hp_gpu_get_info(gpu)->timestamp_period_ns / 1e6;
     run_free(dev, &r);
     hp_buffer_invalidate(gpu, input);
-    return hp_exr_zip_gpu_check(f, input->mapped, 0, err);
+    return hp_exr_zip_gpu_check(f, input->mapped, f->first_row, err);
+}
+
+hp_code hp_exr_zip_gpu_upload(hp_exr_zip_gpu *z, const hp_buffer *host, const hp_buffer *output, size_t bytes,
+                              hp_err *err)
+{
+    hp_gpu *gpu = z->gpu;
+    VkDevice dev = hp_gpu_device(gpu);
+    zip_run r = {0};
+    VkResult res = run_make(gpu, &r);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    if (res == VK_SUCCESS)
+        res = vkBeginCommandBuffer(r.cmd, &bi);
+    if (res == VK_SUCCESS) {
+        hp_buffer_flush(gpu, host);
+        VkBufferCopy cp = {.size = bytes};
+        vkCmdCopyBuffer(r.cmd, host->buffer, output->buffer, 1, &cp);
+        res = vkEndCommandBuffer(r.cmd);
+    }
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &r.cmd};
+    if (res == VK_SUCCESS)
+        res = hp_gpu_submit(gpu, HP_QUEUE_DECODE, &si, r.fence);
+    if (res == VK_SUCCESS) {
+        res = vkWaitForFences(dev, 1, &r.fence, VK_TRUE, RUN_TIMEOUT_NS);
+        if (res == VK_TIMEOUT)
+            res = VK_ERROR_DEVICE_LOST;
+    }
+    if (res != VK_ERROR_DEVICE_LOST)
+        run_free(dev, &r);
+    return res == VK_SUCCESS ? HP_OK : hp_vk_fail(err, res, "copying a frame decoded on the CPU to the device");
 }

@@ -3,10 +3,12 @@
  * frames per second. The chunks go to the GPU as they lie in the file, and come out as the pipeline's
  * RGBA16F input.
  *
- * Two dispatches, recorded into a command buffer the caller owns (hp_exr_zip_gpu_record):
- *   exr_inflate  one workgroup per chunk: the zlib stream inflated and EXR's byte predictor undone, into
- *                the unpacked buffer; the chunk's status word written (HP_EXR_ZIP_OK or why not);
- *   exr_unzip    one invocation per pixel: EXR's byte split undone and the planes gathered into RGBA16F.
+ * The passes, recorded into a command buffer the caller owns (hp_exr_zip_gpu_record):
+ *   exr_inflate  one workgroup per chunk: its first invocation inflates the zlib stream into the unpacked
+ *                buffer and writes the chunk's status word (HP_EXR_ZIP_OK or why not); without slices the
+ *                workgroup then finishes the chunk;
+ *   exr_finish   with slices, after the last: one workgroup per chunk checks the Adler-32, undoes EXR's
+ *                byte predictor and byte split and gathers the planes into RGBA16F.
  * shaders/exr_zip.comp says how and why.
  *
  * What the frame must be: scanlines, ZIP or ZIPS, every channel of the part half and unsampled, so that a
@@ -43,6 +45,7 @@ typedef struct hp_exr_zip_frame {
     uint64_t packed_bytes;    /* the chunks' bytes together; the packed buffer holds 16 more (padding) */
     uint64_t unpacked_bytes;  /* the unpacked buffer: every chunk's bytes, each rounded up to 4 */
     uint32_t max_chunk_bytes; /* the largest chunk's unpacked_size: how many slices it may take */
+    int32_t first_row;        /* the data window's first row in the file: chunks' scanlines in messages */
 } hp_exr_zip_frame;
 
 /* The padding hp_exr_zip_gpu_record's packed buffer needs after the last chunk's bytes. */
@@ -51,7 +54,7 @@ typedef struct hp_exr_zip_frame {
 typedef struct hp_exr_zip_gpu hp_exr_zip_gpu;
 
 /* slice: loop iterations one inflate dispatch may take per chunk, 0 for the device's own choice: none,
- * except on lavapipe, which ends an invocation after 65535 (shaders/exr_zip.comp says why): 25000 there,
+ * except on lavapipe, which ends an invocation after 65535 (shaders/exr_zip.comp says why): 10000 there,
  * and as many dispatches recorded as the largest chunk can need, then the unzip as a pass of its own.
  * Without slices (HP_EXR_ZIP_NO_SLICE) it is one dispatch, each chunk's workgroup unzipping its own pixels,
  * and no barrier: frames submitted one after another run at once. Tests set slices to run them anywhere,
@@ -75,7 +78,7 @@ typedef struct hp_exr_zip_io {
     uint32_t first_query;
 } hp_exr_zip_io;
 
-#define HP_EXR_ZIP_GPU_PASSES 2 /* inflate (all its dispatches), unzip */
+#define HP_EXR_ZIP_GPU_PASSES 2 /* inflate (all its dispatches), finish (none when fused) */
 #define HP_EXR_ZIP_GPU_TIMESTAMPS (HP_EXR_ZIP_GPU_PASSES + 1)
 
 /* Records the two passes with the barrier between them. The caller records the barrier that makes the
@@ -102,8 +105,16 @@ VkDeviceSize hp_exr_zip_gpu_output_bytes(const hp_exr_zip_frame *frame);
  * as api/image.h's hp_image_zip_gather writes it; the passes read it where it lies and write their status
  * words into its table. output: device memory of hp_exr_zip_gpu_output_bytes, the image at its start.
  * Returns hp_exr_zip_gpu_check's verdict (the first damaged chunk named), or the Vulkan failure;
- * *gpu_ms (may be NULL): the passes' time on the GPU. */
+ * *gpu_ms (may be NULL): the passes' time on the GPU. HP_ERR_UNUSABLE: the frame's chunks are too large
+ * for this device's slices (over 1 MiB; lavapipe). A chunk that would take far more work than a deflate
+ * encoder's stream needs (exr_zip.comp's MAX_WORK) stops as HP_EXR_ZIP_UNFINISHED. HP_ERR_DEVICE_LOST
+ * (also after 600 s): the passes may still write input and output; the caller abandons both. */
 hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *frame, const hp_buffer *input,
                            const hp_buffer *output, double *gpu_ms, hp_err *err);
+
+/* Copies bytes of host memory into output on the decode queue and waits: a frame decoded on the CPU after
+ * the GPU did not finish it, into the device block the frame graph reads. */
+hp_code hp_exr_zip_gpu_upload(hp_exr_zip_gpu *zip, const hp_buffer *host, const hp_buffer *output, size_t bytes,
+                              hp_err *err);
 
 #endif

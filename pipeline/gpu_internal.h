@@ -26,8 +26,9 @@ struct hp_gpu {
     VkDevice device;
     uint32_t compute_family;
     VkQueue compute_queue;
-    /* A second queue of the compute family where it has one, else compute_queue: the EXR decoder's
-     * (hp_gpu_submit). Each queue's submissions under its lock (one lock when they are one queue). */
+    /* The EXR decoder's queue (hp_gpu_submit, pipeline/gpu.h): a queue of another compute family where the
+     * device has one, else a second queue of the compute family, else compute_queue. Each queue's
+     * submissions under its lock (one lock when they are one queue). */
     VkQueue decode_queue;
     uint32_t decode_family;
     pthread_mutex_t compute_lock, decode_lock;

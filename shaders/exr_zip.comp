@@ -180,9 +180,15 @@ layout(constant_id = 1) const bool FUSED = false;
 // goes on where the one before stopped (the table's words 8-15). A block's codes are built again from its
 // header on the way back in.
 layout(constant_id = 0) const uint SLICE = 0u;
+// The most work a chunk may take in one run without slices; 0: four iterations a byte and a block's header
+// every KiB, far more than any deflate encoder's stream needs, so that a stream made to be slow (empty
+// blocks, codes built again and again) stops there: HP_EXR_ZIP_UNFINISHED, and the host decodes the frame on
+// the CPU. Lavapipe's fused pipeline (the tests') takes 10000, under its loop limit.
+layout(constant_id = 3) const uint MAX_WORK = 0u;
 #define HEADER_COST 5000u // loop iterations of reading and building one block's codes, rounded up
 uint g_used;            // loop iterations of this slice so far
-bool sliced_out() { return SLICE != 0u && g_used >= SLICE; }
+uint g_cap;             // its most (MAX_WORK's)
+bool sliced_out() { return (SLICE != 0u && g_used >= SLICE) || g_used > g_cap; }
 
 #define LUT_BITS 10u
 #define LUT_MASK ((1u << LUT_BITS) - 1u)
@@ -214,8 +220,9 @@ void refill()
 {
     if (g_nbits > 32u)
         return;
-    // Past the chunk's end (a damaged stream reads on) the buffer is fed zeros, and from 8 bytes past it
-    // nothing is loaded: the padding after the packed bytes keeps the last loads inside the buffer.
+    // Past the chunk's end (a damaged stream reads on) the next bytes are the next chunk's for 8 bytes, then
+    // zeros: nothing is loaded from 8 bytes past the end, and the packed buffer's 16 bytes of padding keep
+    // the last loads of the last chunk inside it. Reading past the end is TRUNCATED whatever was read.
     uint w = 0u;
     if (g_word_at * 4u < g_in_base + g_in_size + 8u)
         w = Words(pc.packed).v[g_word_at];
@@ -392,40 +399,73 @@ bool dynamic_codes() // RFC 1951 3.2.7
 
 // --- Writing bytes: the inflated bytes as they are, a word at a time --------------------------------------
 // The predictor and the Adler-32 are left to finish_chunk, where the workgroup shares them: in this serial
-// loop every operation a byte costs is paid 66 million times a 4K frame.
+// loop every operation a byte costs is paid 66 million times a 4K frame. Matches read their source back
+// from global memory: a ring of the last words in shared memory measured no faster at 1 and 4 KiB and
+// slower at deflate's whole 32 KiB (H200, bench_exr_zip: 40.6, 40.9 and 68.3 ms a 4K frame; the words just
+// written are in the cache, and 45 KiB of shared memory a workgroup leaves fewer of them on an SM).
 uint g_out_words; // the chunk's first word in unpacked
 uint g_n, g_limit;
 uint g_word;      // the bytes of word g_n / 4 written so far
+
+// Stored coherent: with FUSED the workgroup's other invocations read them (finish_chunk) after the barrier.
+void store_word(uint wi, uint v) { CoherentWords(pc.unpacked).v[g_out_words + wi] = v; }
 
 void put(uint b)
 {
     g_word |= b << (8u * (g_n & 3u));
     if ((g_n & 3u) == 3u) {
-        RwWords(pc.unpacked).v[g_out_words + (g_n >> 2)] = g_word;
+        store_word(g_n >> 2, g_word);
         g_word = 0u;
     }
     g_n++;
 }
 
-// A match: len bytes from dist back, a byte at a time (they may overlap what they write); a word already
-// complete is loaded once, the word being written is read from the register.
+// Four bytes at once (v's, lowest first) after the g_n bytes written.
+void put4(uint v)
+{
+    uint shift = 8u * (g_n & 3u);
+    if (shift == 0u) {
+        store_word(g_n >> 2, v);
+    } else {
+        store_word(g_n >> 2, g_word | (v << shift));
+        g_word = v >> (32u - shift);
+    }
+    g_n += 4u;
+}
+
+// Word wi of the bytes written: the one being written from the register, else memory.
+uint word_at(uint wi) { return wi == (g_n >> 2) ? g_word : RwWords(pc.unpacked).v[g_out_words + wi]; }
+
+// The 4 bytes from byte p on (all written: p + 4 <= g_n).
+uint bytes4_at(uint p)
+{
+    uint shift = 8u * (p & 3u), lo = word_at(p >> 2);
+    return shift == 0u ? lo : (lo >> shift) | (word_at((p >> 2) + 1u) << (32u - shift));
+}
+
+// A match: len bytes from dist back. Four at a time where the source is 4 or more bytes back; a run of one
+// or two bytes repeated (distance 1 or 2, common in the high bytes of halves) as a word of its pattern;
+// distance 3, and what is left, a byte at a time (they may overlap what they write).
 void copy(uint dist, uint len)
 {
     uint p = g_n - dist;
-    uint loaded_at = 0xffffffffu, loaded = 0u;
-    for (uint i = 0u; i < len; i++, p++) {
-        uint wi = p >> 2, w;
-        if (wi == (g_n >> 2)) {
-            w = g_word;
-        } else {
-            if (wi != loaded_at) {
-                loaded = RwWords(pc.unpacked).v[g_out_words + wi];
-                loaded_at = wi;
-            }
-            w = loaded;
-        }
-        put((w >> (8u * (p & 3u))) & 255u);
+    if (dist <= 2u) {
+        uint b0 = (word_at(p >> 2) >> (8u * (p & 3u))) & 255u, b1 = b0;
+        if (dist == 2u)
+            b1 = (word_at((p + 1u) >> 2) >> (8u * ((p + 1u) & 3u))) & 255u;
+        uint pattern = (b0 | b1 << 8) * 0x10001u;
+        for (; len >= 4u; len -= 4u)
+            put4(pattern);
+        for (uint i = 0u; i < len; i++)
+            put((pattern >> (8u * (i & 1u))) & 255u);
+        return;
     }
+    if (dist >= 4u) {
+        for (; len >= 4u; len -= 4u, p += 4u)
+            put4(bytes4_at(p));
+    }
+    for (; len > 0u; len--, p++)
+        put((word_at(p >> 2) >> (8u * (p & 3u))) & 255u);
 }
 
 #define SUSPENDED 0xffffffffu
@@ -496,7 +536,7 @@ uint g_phase, g_header_at, g_flags; // g_flags: the last block's bit, and the bl
 uint suspend(RwWords table, uint e)
 {
     if ((g_n & 3u) != 0u)
-        RwWords(pc.unpacked).v[g_out_words + (g_n >> 2)] = g_word;
+        CoherentWords(pc.unpacked).v[g_out_words + (g_n >> 2)] = g_word;
     table.v[e + 8u] = g_phase;
     table.v[e + 9u] = consumed();
     table.v[e + 10u] = g_header_at;
@@ -516,14 +556,17 @@ void resume(RwWords table, uint e)
                               : RwWords(pc.unpacked).v[g_out_words + (g_n >> 2)] & ((1u << (8u * (g_n & 3u))) - 1u);
 }
 
-// The block at the reader: its header read, its codes built or its stored length read.
+// The block at the reader: its header read, its codes built or its stored length read. The fixed codes
+// are built once a run: a stream of empty fixed blocks costs ten bits and two iterations a block.
+bool g_fixed_ready;
+
 uint begin_block()
 {
     g_flags = bits(1);
     uint type = bits(2);
     g_flags |= type << 1;
     g_header_at = consumed();
-    g_used += HEADER_COST;
+    g_used++;
     if (type == 0u) {
         drop(g_nbits & 7u); // to the byte boundary
         uint len = bits(16), nlen = bits(16);
@@ -536,10 +579,18 @@ uint begin_block()
         return HP_EXR_ZIP_OK;
     }
     g_phase = PHASE_CODES;
-    if (type == 1u)
-        return fixed_codes() ? HP_EXR_ZIP_OK : HP_EXR_ZIP_BAD_DATA;
-    if (type == 2u)
+    if (type == 1u) {
+        if (!g_fixed_ready) {
+            g_used += HEADER_COST;
+            g_fixed_ready = fixed_codes();
+        }
+        return g_fixed_ready ? HP_EXR_ZIP_OK : HP_EXR_ZIP_BAD_DATA;
+    }
+    if (type == 2u) {
+        g_used += HEADER_COST;
+        g_fixed_ready = false; // the tables are this block's now
         return dynamic_codes() ? HP_EXR_ZIP_OK : HP_EXR_ZIP_BAD_DATA;
+    }
     return HP_EXR_ZIP_BAD_DATA;
 }
 
@@ -559,8 +610,10 @@ uint inflate_chunk(RwWords table, uint e)
         if (g_phase == PHASE_CODES) { // the block's codes again, from its header
             seek(g_header_at);
             g_used += HEADER_COST;
-            if (!((g_flags >> 1) == 1u ? fixed_codes() : dynamic_codes()))
+            bool fixed_codes_block = (g_flags >> 1) == 1u;
+            if (!(fixed_codes_block ? fixed_codes() : dynamic_codes()))
                 return HP_EXR_ZIP_BAD_DATA;
+            g_fixed_ready = fixed_codes_block;
         }
         seek(table.v[e + 9u]);
     }
@@ -587,7 +640,7 @@ uint inflate_chunk(RwWords table, uint e)
     if (g_n < g_limit)
         return HP_EXR_ZIP_SHORT;
     if ((g_n & 3u) != 0u)
-        RwWords(pc.unpacked).v[g_out_words + (g_n >> 2)] = g_word;
+        CoherentWords(pc.unpacked).v[g_out_words + (g_n >> 2)] = g_word;
     drop(g_nbits & 7u);
     uint adler = bits(8) << 24;
     adler |= bits(8) << 16;
@@ -616,7 +669,7 @@ uint copy_stored(RwWords table, uint e)
         uint v = p.v[first + w];
         if (shift != 0u)
             v = (v >> shift) | (p.v[first + w + 1u] << (32u - shift)); // within the padding at the end
-        RwWords(pc.unpacked).v[g_out_words + w] = v;
+        CoherentWords(pc.unpacked).v[g_out_words + w] = v;
     }
     return HP_EXR_ZIP_OK;
 }
@@ -634,6 +687,9 @@ uint inflate_slice(RwWords table, uint e)
     if (g_phase == PHASE_DONE)
         return table.v[e + 6u]; // finished in an earlier slice
     g_used = 0u;
+    uint64_t cap = MAX_WORK != 0u ? uint64_t(MAX_WORK) : 4ul * g_limit + uint64_t(HEADER_COST) * (16u + g_limit / 1024u);
+    g_cap = uint(min(cap, 0xfffffff0ul));
+    g_fixed_ready = false;
     g_n = 0u;
     g_word = 0u;
     g_stored_left = 0u;

@@ -187,6 +187,29 @@ static void check_made(gpu_test_cmd *r, hp_exr_zip_gpu *zip, uint32_t w, uint32_
     free(m.input);
 }
 
+/* A chunk that needs more work than the pipeline allows a run (exr_zip.comp's MAX_WORK: lavapipe's fused
+ * pipeline 10000 iterations; elsewhere four a byte and more, which no deflate encoder's stream reaches)
+ * stops HP_EXR_ZIP_UNFINISHED, and the daemon then decodes it on the CPU. On lavapipe a 7,808-byte chunk of
+ * Huffman-only literals is past it; on a GPU the same chunk is not, and inflates. */
+static void check_cap(gpu_test_cmd *r, hp_exr_zip_gpu *fused)
+{
+    bool lavapipe = strcmp(hp_gpu_get_info(r->gpu)->driver_name, "llvmpipe") == 0;
+    made_frame m = {.f = {.width = 61, .height = 16, .planes = 4, .lines_per_chunk = 16, .plane_of = {3, 2, 1, 0}}};
+    m.pixels = malloc((size_t)16 * 4 * 61 * 2);
+    make_pixels(&m, PAT_SMOOTH); /* literals of Huffman codes: noise would be stored, a copy */
+    int level = 6, strategy = Z_HUFFMAN_ONLY;
+    make_input(&m, &level, &strategy, 1);
+    uint16_t *img = malloc((size_t)61 * 16 * 8);
+    hp_exr_zip_chunk t;
+    bool ran = zip_run(r, fused, &m.f, m.input, img, &t);
+    tap_ok(ran && t.status == (lavapipe ? HP_EXR_ZIP_UNFINISHED : HP_EXR_ZIP_OK),
+           "a chunk past the run's most work (%s) stops unfinished there, else inflates: status %u",
+           lavapipe ? "lavapipe's 10000" : "four iterations a byte", t.status);
+    free(img);
+    free(m.pixels);
+    free(m.input);
+}
+
 /* (b): each 1-line chunk of a frame damaged another way; zlib the oracle. */
 static void check_damage(gpu_test_cmd *r, hp_exr_zip_gpu *zip, int level, int strategy, uint32_t lines)
 {
@@ -438,9 +461,10 @@ int main(void)
            "slices on lavapipe only, unless asked for");
     for (size_t k = 0; k < sizeof(ways) / sizeof(ways[0]); k++)
         for (int p = 0; p < PAT_COUNT; p++) {
-            check_made(&r, fused, 61, 40, 4, 16, p, ways[k].level, ways[k].strategy, ways[k].how);
-            check_made(&r, fused, 45, 7, 3, 1, p, ways[k].level, ways[k].strategy, ways[k].how);
+            check_made(&r, fused, 61, 40, 4, 1, p, ways[k].level, ways[k].strategy, ways[k].how);
+            check_made(&r, fused, 45, 7, 3, 16, p, ways[k].level, ways[k].strategy, ways[k].how);
         }
+    check_cap(&r, fused);
     check_damage(&r, fused, 6, Z_DEFAULT_STRATEGY, 300);
 
     /* (b) */
@@ -558,6 +582,14 @@ int main(void)
         if (file) {
             file[len - 1] ^= 0x5a; /* the last chunk's Adler-32 */
             check_run(&r, zip, "the last chunk damaged, through hp_exr_zip_gpu_run", file, len);
+        }
+        free(file);
+        /* the data window from row 37: the damaged chunk's scanlines are the file's (37 + its rows) */
+        file = write_exr(rgba, w, h, rgba_names, 4, EXR_COMPRESSION_ZIP, 37, &len);
+        if (file) {
+            file[len - 1] ^= 0x5a;
+            check_run(&r, zip, "the last chunk damaged, the data window from row 37, through hp_exr_zip_gpu_run", file,
+                      len);
         }
         free(file);
         hp_exr_channel ch[1];

@@ -273,10 +273,10 @@
  *   4     first_line       the frame row of its first line
  *   5     lines
  *   6     status           HP_EXR_ZIP_OK or why not (below)
- *   7     (unused)
- *   8-15  where a pass that ran out of its slice stopped, for the next dispatch to go on from:
- *         phase, bit position, block header's bit position, stored bytes left, last block and type,
- *         bytes written, the Adler-32's two sums, the last byte written */
+ *   7     adler            the Adler-32 at the stream's end, for finish_chunk to check
+ *   8-13  where a run that ran out of its slice stopped, for the next dispatch to go on from: phase, bit
+ *         position, block header's bit position, stored bytes left, last block and type, bytes written
+ *   14-15 (unused) */
 #define HP_EXR_ZIP_CHUNK_WORDS 16u
 #define HP_EXR_ZIP_OK 0u
 #define HP_EXR_ZIP_BAD_DATA 1u     /* not a valid zlib stream: header, block type, code or distance */
@@ -284,6 +284,7 @@
 #define HP_EXR_ZIP_LONG 3u         /* the stream holds more than unpacked_size bytes */
 #define HP_EXR_ZIP_CHECKSUM 4u     /* the Adler-32 after the final block differs (RFC 1950) */
 #define HP_EXR_ZIP_TRUNCATED 5u    /* the stream runs past packed_size bytes */
-#define HP_EXR_ZIP_UNFINISHED 6u   /* still going after the dispatches recorded (slices, exr_zip_gpu.h) */
+#define HP_EXR_ZIP_UNFINISHED 6u   /* still going after the dispatches recorded (slices), or past the most work
+                                    * a run may take (exr_zip.comp's MAX_WORK): the host decodes it on the CPU */
 
 #endif

@@ -7,17 +7,23 @@ same requests:
   - real frames made by tools/make_frame (ZIP with 16-line chunks and ZIPS with 1-line chunks, RGBA half),
     posted as the raw body: the PNG answers and the /v1/analyze statistics are the same, byte for byte, and
     hdrpost_exr_zip_frames_total counts them under gpu on the one and cpu on the other;
-  - a damaged chunk: both answer 400 malformed_image naming the same chunk and scanlines;
+  - a damaged chunk: both answer 400 malformed_image naming the same chunk and scanlines (the GPU refuses it,
+    and the CPU's decoder, whose verdict stands, says why);
+  - a chunk libdeflate takes and zlib refuses (288 literal/length codes): the GPU refuses it and the CPU
+    decodes the frame into the GPU's memory: the same PNG;
   - a PIZ frame and a ZIP frame in a multipart form go to the CPU on the gpu daemon too (not counted as gpu);
   - afterwards no pinned block is out and the memory budget is whole; the daemons still serve.
 A daemon left at the default (auto) on lavapipe inflates on the CPU and says so at start-up.
 """
 
+import heapq
 import json
 import os
+import struct
 import subprocess
 import sys
 import time
+import zlib
 
 import harness
 from harness import point
@@ -85,6 +91,118 @@ def idle(port):
     return False, out
 
 
+# --- A stream libdeflate takes and zlib refuses ------------------------------------------------------------
+# The GPU's shader keeps zlib's rules; the daemon's CPU decoder is libdeflate, which takes a few streams zlib
+# refuses. A frame with one: the GPU refuses its chunk, the CPU decodes the frame into the same device memory.
+
+def exr_chunks(data):
+    """(header_end, offsets) of a single-part scanline EXR."""
+    pos = 8
+    while data[pos] != 0:
+        end = data.index(b'\0', pos); pos = end + 1   # name
+        end = data.index(b'\0', pos); pos = end + 1   # type
+        size = struct.unpack_from('<i', data, pos)[0]; pos += 4 + size
+    pos += 1
+    return pos
+
+def huff_lengths(freq, maxlen=15):
+    """Code lengths (every symbol nonzero) from frequencies, limited to maxlen by flattening."""
+    n = len(freq)
+    f = [max(1, x) for x in freq]
+    while True:
+        heap = [(f[i], i, None) for i in range(n)]
+        heapq.heapify(heap)
+        parent = {}
+        uid = n
+        nodes = {}
+        while len(heap) > 1:
+            a = heapq.heappop(heap); b = heapq.heappop(heap)
+            nodes[uid] = (a[1], b[1]); heapq.heappush(heap, (a[0] + b[0], uid, None)); uid += 1
+        depth = {heap[0][1]: 0}
+        stack = [heap[0][1]]
+        lens = [0] * n
+        while stack:
+            u = stack.pop()
+            if u < n:
+                lens[u] = depth[u]
+            else:
+                for c in nodes[u]:
+                    depth[c] = depth[u] + 1; stack.append(c)
+        if max(lens) <= maxlen:
+            return lens
+        f = [x // 2 + 1 for x in f]
+
+class BW:
+    def __init__(s): s.acc = 0; s.n = 0; s.out = bytearray()
+    def put(s, v, n):
+        s.acc |= v << s.n; s.n += n
+        while s.n >= 8: s.out.append(s.acc & 255); s.acc >>= 8; s.n -= 8
+    def huff(s, code, n):
+        r = 0
+        for i in range(n): r |= ((code >> i) & 1) << (n - 1 - i)
+        s.put(r, n)
+    def bytes(s):
+        if s.n: s.out.append(s.acc & 255); s.acc = 0; s.n = 0
+        return bytes(s.out)
+
+def canon(lens):
+    mx = max(lens); bl = [0] * (mx + 1)
+    for l in lens:
+        if l: bl[l] += 1
+    code = 0; nxt = [0] * (mx + 2)
+    for b in range(1, mx + 1):
+        code = (code + bl[b - 1]) << 1; nxt[b] = code
+    codes = [None] * len(lens)
+    for i, l in enumerate(lens):
+        if l: codes[i] = (nxt[l], l); nxt[l] += 1
+    return codes
+
+def hlit288_stream(raw):
+    """A zlib stream of raw as one dynamic block whose literal/length code has 288 lengths (HLIT 31): zlib refuses
+    it ('too many length or distance symbols'), libdeflate takes it."""
+    freq = [0] * 288
+    for b in raw: freq[b] += 1
+    freq[256] = 1
+    lit = huff_lengths(freq)
+    dist = [1, 1]   # two codes of one bit: complete
+    bw = BW()
+    bw.put(1, 1); bw.put(2, 2)
+    bw.put(288 - 257, 5); bw.put(len(dist) - 1, 5); bw.put(19 - 4, 4)
+    order = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15]
+    pl = [0] * 19
+    for i in range(16): pl[i] = 4
+    for s in order: bw.put(pl[s], 3)
+    pc = canon(pl)
+    for l in lit + dist:
+        c, n = pc[l]; bw.huff(c, n)
+    lc = canon(lit)
+    for b in raw:
+        c, n = lc[b]; bw.huff(c, n)
+    c, n = lc[256]; bw.huff(c, n)
+    return b'\x78\x01' + bw.bytes() + struct.pack('>I', zlib.adler32(raw))
+
+def lenient_exr(data, chunks):
+    """The EXR with its first chunk re-encoded by hlit288_stream."""
+    hdr = exr_chunks(data)
+    offsets = list(struct.unpack_from('<%dQ' % chunks, data, hdr))
+    body = []
+    for i in range(chunks):
+        at = offsets[i]
+        y, size = struct.unpack_from('<ii', data, at)
+        body.append((y, data[at + 8: at + 8 + size]))
+    raw = zlib.decompress(body[0][1])
+    body[0] = (body[0][0], hlit288_stream(raw))
+    out = bytearray(data[:hdr])
+    pos = hdr + 8 * chunks
+    table = []
+    chunk_bytes = bytearray()
+    for y, d in body:
+        table.append(pos + len(chunk_bytes))
+        chunk_bytes += struct.pack('<ii', y, len(d)) + d
+    out += struct.pack('<%dQ' % chunks, *table) + chunk_bytes
+    return bytes(out)
+
+
 def body(tmp):
     frames = {c: make(tmp, c) for c in ("zip", "zips", "piz")}
     gpu = harness.start_ready(EXE, "exr_zip gpu daemon", ["--exr_zip_decoder=gpu"], ready_timeout=90)
@@ -113,6 +231,16 @@ def body(tmp):
         point("hdrpost_exr_zip_frames_total: the gpu daemon's four frames under gpu, the cpu daemon's under cpu",
               g1["gpu"] - g0["gpu"] == 4 and g1["cpu"] == g0["cpu"] and c1["cpu"] - c0["cpu"] == 4
               and c1["gpu"] == c0["gpu"], f"gpu daemon {g0} -> {g1}; cpu daemon {c0} -> {c1}")
+
+        lenient = lenient_exr(frames["zip"], 34)
+        g4 = zip_frames(gpu.port)
+        sl, _, png_l = post(gpu.port, "/v1/render", lenient, "output.format=png")
+        sk, _, png_k = post(cpu.port, "/v1/render", lenient, "output.format=png")
+        g5 = zip_frames(gpu.port)
+        point("a chunk libdeflate takes and zlib refuses (288 literal/length codes): the GPU refuses it, the CPU "
+              "decodes the frame into the device memory, the PNG the cpu daemon's (counted as cpu)",
+              sl == 200 and sk == 200 and png_l == png_k == png_c and g5["cpu"] - g4["cpu"] == 1
+              and g5["gpu"] == g4["gpu"], f"{sl} {sk} {g4} -> {g5} {png_l[:200]!r}")
 
         bad = damaged(frames["zip"])
         eg = error_of(*post(gpu.port, "/v1/render", bad, "output.format=png")[::2])
