@@ -1631,19 +1631,31 @@ static bool zip_gpu_fits(const hp_exr_reader *r, hp_exr_zip_frame *f, char *why,
     return true;
 }
 
+/* The reader of a frame whose chunks the GPU can take, *frame filled; HP_ERR_UNUSABLE (why) when it is not
+ * such a frame, the reader then closed. */
+static hp_code open_for_gpu(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
+                            hp_exr_reader **r, hp_exr_zip_frame *frame, hp_err *err)
+{
+    *frame = (hp_exr_zip_frame){0};
+    if (hp_image_detect(bytes, len) != HP_IMAGE_EXR)
+        return hp_fail(err, HP_ERR_UNUSABLE, "not an EXR frame");
+    hp_code code = hp_exr_open(bytes, len, opt, info, r, err);
+    if (code != HP_OK)
+        return code;
+    char why[96];
+    if (!zip_gpu_fits(*r, frame, why, sizeof(why))) {
+        code = hp_fail(err, HP_ERR_UNUSABLE, "EXR part %d is not for the GPU's inflate: %s", (*r)->part, why);
+        hp_exr_close(r);
+    }
+    return code;
+}
+
 hp_code hp_image_zip_fits(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
                           uint32_t *planes, uint32_t *chunks, hp_err *err)
 {
-    if (hp_image_detect(bytes, len) != HP_IMAGE_EXR)
-        return hp_fail(err, HP_ERR_UNUSABLE, "not an EXR frame");
     hp_exr_reader *r = NULL;
-    hp_code code = hp_exr_open(bytes, len, opt, info, &r, err);
-    if (code != HP_OK)
-        return code;
-    hp_exr_zip_frame f = {0};
-    char why[96];
-    if (!zip_gpu_fits(r, &f, why, sizeof(why)))
-        code = hp_fail(err, HP_ERR_UNUSABLE, "EXR part %d is not for the GPU's inflate: %s", r->part, why);
+    hp_exr_zip_frame f;
+    hp_code code = open_for_gpu(bytes, len, opt, info, &r, &f, err);
     *planes = f.planes;
     *chunks = f.chunk_count;
     hp_exr_close(&r);
@@ -1653,18 +1665,10 @@ hp_code hp_image_zip_fits(const uint8_t *bytes, size_t len, const hp_decode_opti
 hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
                             void *dst, size_t dst_size, hp_exr_zip_frame *frame, hp_err *err)
 {
-    if (hp_image_detect(bytes, len) != HP_IMAGE_EXR)
-        return hp_fail(err, HP_ERR_UNUSABLE, "not an EXR frame");
     hp_exr_reader *r = NULL;
-    hp_code code = hp_exr_open(bytes, len, opt, info, &r, err);
+    hp_code code = open_for_gpu(bytes, len, opt, info, &r, frame, err);
     if (code != HP_OK)
         return code;
-    char why[96];
-    if (!zip_gpu_fits(r, frame, why, sizeof(why))) {
-        code = hp_fail(err, HP_ERR_UNUSABLE, "EXR part %d is not for the GPU's inflate: %s", r->part, why);
-        hp_exr_close(&r);
-        return code;
-    }
     /* Table first, then the packed bytes: sizes from the chunks' own headers (the offset table), each
      * checked against the file and against what its lines need, as the CPU's decode checks them. */
     const uint64_t table_bytes = (uint64_t)frame->chunk_count * sizeof(hp_exr_zip_chunk);

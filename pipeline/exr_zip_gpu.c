@@ -227,6 +227,32 @@ static VkResult run_make(hp_gpu *gpu, zip_run *r)
  * minutes; on a GPU a frame takes tens of milliseconds. */
 #define RUN_TIMEOUT_NS (600ull * 1000 * 1000 * 1000)
 
+/* A run's objects made and its command buffer begun. */
+static VkResult run_begin(hp_gpu *gpu, zip_run *r)
+{
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    VkResult res = run_make(gpu, r);
+    return res == VK_SUCCESS ? vkBeginCommandBuffer(r->cmd, &bi) : res;
+}
+
+/* Submitted on the decode queue and waited for. On failure the run's objects are freed, except when the
+ * device is lost or the wait timed out (reported as lost): the GPU may still use them, so they are left. */
+static VkResult run_submit_wait(hp_gpu *gpu, zip_run *r)
+{
+    VkDevice dev = hp_gpu_device(gpu);
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &r->cmd};
+    VkResult res = hp_gpu_submit(gpu, HP_QUEUE_DECODE, &si, r->fence);
+    if (res == VK_SUCCESS) {
+        res = vkWaitForFences(dev, 1, &r->fence, VK_TRUE, RUN_TIMEOUT_NS);
+        if (res == VK_TIMEOUT)
+            res = VK_ERROR_DEVICE_LOST;
+    }
+    if (res != VK_SUCCESS && res != VK_ERROR_DEVICE_LOST)
+        run_free(dev, r);
+    return res;
+}
+
 /* With slices the finishing pass runs a chunk in one workgroup of 256, each invocation over 1/256 of it
  * several times: past 1 MiB a chunk that would pass lavapipe's loop limit (a 16384-pixel line of 18 planes
  * gave wrong pixels with a status of OK). Such frames are the CPU's there. */
@@ -248,11 +274,7 @@ hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const h
     hp_gpu *gpu = z->gpu;
     VkDevice dev = hp_gpu_device(gpu);
     zip_run r = {0};
-    VkResult res = run_make(gpu, &r);
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    if (res == VK_SUCCESS)
-        res = vkBeginCommandBuffer(r.cmd, &bi);
+    VkResult res = run_begin(gpu, &r);
     if (res == VK_SUCCESS) {
         /* The input is the caller's host memory, read by address where it lies (the submission makes the
          * host's writes visible): no copy, no barrier before the passes. */
@@ -270,19 +292,10 @@ hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const h
                              NULL, 0, NULL);
         res = vkEndCommandBuffer(r.cmd);
     }
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &r.cmd};
     if (res == VK_SUCCESS)
-        res = hp_gpu_submit(gpu, HP_QUEUE_DECODE, &si, r.fence);
-    if (res == VK_SUCCESS) {
-        res = vkWaitForFences(dev, 1, &r.fence, VK_TRUE, RUN_TIMEOUT_NS);
-        if (res == VK_TIMEOUT)
-            res = VK_ERROR_DEVICE_LOST; /* the run still owns its objects: they are left, not freed */
-    }
-    if (res != VK_SUCCESS) {
-        if (res != VK_ERROR_DEVICE_LOST)
-            run_free(dev, &r);
+        res = run_submit_wait(gpu, &r);
+    if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "the EXR decoding passes");
-    }
     uint64_t ts[HP_EXR_ZIP_GPU_TIMESTAMPS];
     if (gpu_ms && vkGetQueryPoolResults(dev, r.queries, 0, HP_EXR_ZIP_GPU_TIMESTAMPS, sizeof(ts), ts, sizeof(ts[0]),
                                         VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
@@ -296,28 +309,18 @@ hp_code hp_exr_zip_gpu_upload(hp_exr_zip_gpu *z, const hp_buffer *host, const hp
                               hp_err *err)
 {
     hp_gpu *gpu = z->gpu;
-    VkDevice dev = hp_gpu_device(gpu);
     zip_run r = {0};
-    VkResult res = run_make(gpu, &r);
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    if (res == VK_SUCCESS)
-        res = vkBeginCommandBuffer(r.cmd, &bi);
+    VkResult res = run_begin(gpu, &r);
     if (res == VK_SUCCESS) {
         hp_buffer_flush(gpu, host);
         VkBufferCopy cp = {.size = bytes};
         vkCmdCopyBuffer(r.cmd, host->buffer, output->buffer, 1, &cp);
         res = vkEndCommandBuffer(r.cmd);
     }
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &r.cmd};
     if (res == VK_SUCCESS)
-        res = hp_gpu_submit(gpu, HP_QUEUE_DECODE, &si, r.fence);
-    if (res == VK_SUCCESS) {
-        res = vkWaitForFences(dev, 1, &r.fence, VK_TRUE, RUN_TIMEOUT_NS);
-        if (res == VK_TIMEOUT)
-            res = VK_ERROR_DEVICE_LOST;
-    }
-    if (res != VK_ERROR_DEVICE_LOST)
-        run_free(dev, &r);
-    return res == VK_SUCCESS ? HP_OK : hp_vk_fail(err, res, "copying a frame decoded on the CPU to the device");
+        res = run_submit_wait(gpu, &r);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "copying a frame decoded on the CPU to the device");
+    run_free(hp_gpu_device(gpu), &r);
+    return HP_OK;
 }
