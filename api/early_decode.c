@@ -174,7 +174,7 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt)
         code = zip_on_gpu(e, opt, &info, out, &err);
         on_gpu = code == HP_OK;
         if (code == HP_ERR_DEVICE_LOST) {
-            e->pixels = (hp_host_mem){0}; /* never given back: the GPU may still write it */
+            e->pixels_abandoned = true; /* never given back, here or by the job: the GPU may still write it */
         } else if (code != HP_OK) {
             hp_debug("early decode: %s; the CPU decodes the frame", err.message);
             err = (hp_err){0};
@@ -263,6 +263,8 @@ void hp_early_free(hp_early *e)
     atomic_fetch_sub(&early_active, 1);
     if (!e->joined)
         pthread_join(e->thread, NULL);
+    if (e->pixels_abandoned)
+        e->pixels = (hp_host_mem){0};
     hp_host_mem_put(&e->pixels);
     hp_host_mem_put(&e->depth);
     hp_budget_give(e->budget, e->charged);
