@@ -167,23 +167,26 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt)
     e->on_gpu = true;
     hp_rows_ready_start(&e->rows);
     hp_code code;
-    bool on_gpu = false;
+    hp_exr_zip_decoded where = HP_EXR_ZIP_ON_GPU;
     if (!hp_arrival_wait(&req->arrival, req->body_cap)) {
         code = hp_fail(&err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended before its last byte");
     } else {
         code = zip_on_gpu(e, opt, &info, out, &err);
-        on_gpu = code == HP_OK;
-        if (code == HP_ERR_DEVICE_LOST) {
-            e->pixels_abandoned = true; /* never given back, here or by the job: the GPU may still write it */
-        } else if (code != HP_OK) {
+        if (code != HP_OK && code != HP_ERR_DEVICE_LOST) {
             hp_debug("early decode: %s; the CPU decodes the frame", err.message);
             err = (hp_err){0};
+            where = HP_EXR_ZIP_GPU_THEN_CPU;
             code = zip_on_cpu(e, opt, &info, out, &err);
         }
+        /* The GPU may still write the frame's memory, whoever holds it: the pool takes no block back from
+         * now on (the backend abandoned it), and the early decoder drops its own. */
+        if (code == HP_ERR_DEVICE_LOST)
+            e->pixels_abandoned = true;
     }
     e->code = code;
     clock_gettime(CLOCK_MONOTONIC, &e->decoded);
-    hp_metrics_exr_zip(on_gpu, 0.0);
+    if (code == HP_OK || where == HP_EXR_ZIP_GPU_THEN_CPU) /* decoded, or judged by the CPU */
+        hp_metrics_exr_zip(where);
     hp_rows_ready_finish(&e->rows, code, &err);
     return true;
 }
@@ -251,7 +254,7 @@ static bool early_run(hp_early *e)
     e->code = code;
     clock_gettime(CLOCK_MONOTONIC, &e->decoded);
     if (strncmp(info.compression, "zip", 3) == 0) /* zip and zips: what exr_zip_decoder chooses for */
-        hp_metrics_exr_zip(false, 0.0);
+        hp_metrics_exr_zip(HP_EXR_ZIP_ON_CPU);
     hp_rows_ready_finish(&e->rows, code, &err);
     return true;
 }

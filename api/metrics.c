@@ -56,14 +56,13 @@ void hp_metrics_cancelled(const char *stage)
 }
 
 static uint64_t g_png_gpu[2]; /* copied, in place */
-static uint64_t g_exr_zip[2];  /* cpu, gpu */
+static uint64_t g_exr_zip[3];  /* cpu, gpu, gpu_then_cpu */
 static double g_exr_zip_gpu_s;
 
-void hp_metrics_exr_zip(bool gpu, double unused)
+void hp_metrics_exr_zip(hp_exr_zip_decoded where)
 {
-    (void)unused;
     pthread_mutex_lock(&g_lock);
-    g_exr_zip[gpu ? 1 : 0]++;
+    g_exr_zip[where]++;
     pthread_mutex_unlock(&g_lock);
 }
 
@@ -228,15 +227,17 @@ int hp_metrics_format(char **buf, size_t *len, size_t *cap)
                             (unsigned long long)g_png_gpu[1], (unsigned long long)g_png_gpu[0]);
     rc |= hp_metrics_printf(buf, len, cap,
                             "# HELP hdrpost_exr_zip_frames_total EXR ZIP frames decoded as their raw body arrived (bodies of "
-                            "64 KiB or more), by where their chunks were inflated (exr_zip_decoder; a frame the GPU "
-                            "refused and the CPU decoded counts as cpu).\n"
+                            "64 KiB or more), by where their chunks were inflated (exr_zip_decoder): cpu, gpu, or "
+                            "gpu_then_cpu (the GPU refused a chunk or gave up, and the CPU decoded the frame).\n"
                             "# TYPE hdrpost_exr_zip_frames_total counter\n"
                             "hdrpost_exr_zip_frames_total{decoder=\"cpu\"} %llu\n"
                             "hdrpost_exr_zip_frames_total{decoder=\"gpu\"} %llu\n"
+                            "hdrpost_exr_zip_frames_total{decoder=\"gpu_then_cpu\"} %llu\n"
                             "# HELP hdrpost_exr_zip_gpu_seconds_total GPU time of the frames' inflate and unzip passes.\n"
                             "# TYPE hdrpost_exr_zip_gpu_seconds_total counter\n"
                             "hdrpost_exr_zip_gpu_seconds_total %.6f\n",
-                            (unsigned long long)g_exr_zip[0], (unsigned long long)g_exr_zip[1], g_exr_zip_gpu_s);
+                            (unsigned long long)g_exr_zip[0], (unsigned long long)g_exr_zip[1],
+                            (unsigned long long)g_exr_zip[2], g_exr_zip_gpu_s);
     rc |= hp_metrics_printf(buf, len, cap,
                             "# HELP hdrpost_log_lines_suppressed_total Repeated warnings left out of the log by its "
                             "rate limit.\n# TYPE hdrpost_log_lines_suppressed_total counter\n"

@@ -26,9 +26,10 @@ void hp_metrics_cancelled(const char *stage);
  * and the file was finished there and sent from it; else copied (no pinned block to be had: the stream
  * came through the graph's memory, or the file was copied out). */
 void hp_metrics_png_gpu_answer(bool in_place);
-/* An EXR ZIP frame's chunks inflated on the GPU or on the CPU (the GPU's refusals included); the GPU time
- * of its passes, every run's. */
-void hp_metrics_exr_zip(bool gpu, double unused);
+/* An EXR ZIP frame's chunks inflated on the CPU, on the GPU, or on the CPU after the GPU refused a chunk or
+ * gave up; the GPU time of its passes, every run's. */
+typedef enum hp_exr_zip_decoded { HP_EXR_ZIP_ON_CPU, HP_EXR_ZIP_ON_GPU, HP_EXR_ZIP_GPU_THEN_CPU } hp_exr_zip_decoded;
+void hp_metrics_exr_zip(hp_exr_zip_decoded where);
 void hp_metrics_exr_zip_gpu_time(double gpu_ms);
 /* Log lines left out by a rate limit (common/ratelimit.h), added up. */
 void hp_metrics_log_suppressed(uint64_t lines);

@@ -122,6 +122,7 @@ unsigned hp_status_for_decode(hp_code code, const char **word)
     case HP_ERR_TOO_LARGE: *word = "too_large"; return 413;
     case HP_ERR_UNUSABLE: *word = "unusable_image"; return 422;
     case HP_ERR_OUT_OF_MEMORY: *word = "out_of_memory"; return 503;
+    case HP_ERR_DEVICE_LOST: *word = "device_lost"; return 503; /* a frame decoded on the GPU (exr_zip_decoder) */
     default: *word = "malformed_image"; return 400;
     }
 }

@@ -137,6 +137,15 @@ static bool zip_gpu_wanted(void *ctx)
     return atomic_load(&b->zip_running) < ZIP_GPU_AT_ONCE && hp_image_frames_decoding() > 0;
 }
 
+/* A decoding run lost the device or timed out: its frame's blocks may still be written by the GPU, whoever
+ * holds them now (the early decoder, the handler, a queued job). The pool takes none back from here on, and
+ * the daemon leaves the rotation as for a frame graph's loss. */
+static void zip_device_lost(backend_ctx *b, const char *why)
+{
+    hp_host_pool_abandon(b->host_pool);
+    hp_worker_device_lost(b->worker, why);
+}
+
 static hp_code zip_gpu_decode(void *ctx, const hp_exr_zip_frame *frame, const hp_buffer *input,
                               const hp_buffer *output, hp_err *err)
 {
@@ -147,7 +156,7 @@ static hp_code zip_gpu_decode(void *ctx, const hp_exr_zip_frame *frame, const hp
     atomic_fetch_sub(&b->zip_running, 1);
     hp_metrics_exr_zip_gpu_time(ms);
     if (code == HP_ERR_DEVICE_LOST)
-        hp_worker_device_lost(b->worker, err->message);
+        zip_device_lost(b, err->message);
     return code;
 }
 
@@ -156,7 +165,7 @@ static hp_code zip_gpu_upload(void *ctx, const hp_buffer *host, const hp_buffer 
     backend_ctx *b = ctx;
     hp_code code = hp_exr_zip_gpu_upload(b->zip, host, output, bytes, err);
     if (code == HP_ERR_DEVICE_LOST)
-        hp_worker_device_lost(b->worker, err->message);
+        zip_device_lost(b, err->message);
     return code;
 }
 

@@ -14,6 +14,7 @@ struct hp_host_pool {
     hp_host_block *kept; /* most recently given back first */
     size_t kept_bytes, keep_limit;
     size_t kept_device_bytes; /* device blocks kept, apart: they take no host memory (keep_limit each) */
+    _Atomic bool abandoned;   /* hp_host_pool_abandon: blocks given back are dropped, none handed out */
     unsigned out;        /* handed out, not yet back */
     _Atomic int test_fail; /* hp_host_pool_test_fail */
 };
@@ -54,6 +55,10 @@ hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes,
     if (atomic_load(&p->test_fail) >= 1) {
         hp_fail(err, HP_ERR_OUT_OF_MEMORY, "test_fail_host_memory: no pinned block of %zu bytes (a setting for "
                 "tests only)", bytes);
+        return NULL;
+    }
+    if (atomic_load(&p->abandoned)) {
+        hp_fail(err, HP_ERR_DEVICE_LOST, "the device is lost: no block of %zu bytes", bytes);
         return NULL;
     }
     pthread_mutex_lock(&p->lock);
@@ -107,6 +112,10 @@ void hp_host_pool_put(hp_host_block *b)
     hp_host_pool *p = b->pool;
     pthread_mutex_lock(&p->lock);
     p->out--;
+    if (atomic_load(&p->abandoned)) { /* the device may still touch it: never freed, never reused */
+        pthread_mutex_unlock(&p->lock);
+        return;
+    }
     size_t *kept = b->kind == HP_MEM_DEVICE ? &p->kept_device_bytes : &p->kept_bytes;
     bool keep = *kept + (size_t)b->buf.size <= p->keep_limit;
     if (keep) {
@@ -119,6 +128,12 @@ void hp_host_pool_put(hp_host_block *b)
         hp_buffer_destroy(p->gpu, &b->buf);
         free(b);
     }
+}
+
+void hp_host_pool_abandon(hp_host_pool *p)
+{
+    if (!atomic_exchange(&p->abandoned, true))
+        hp_error("host pool: the device is lost: blocks given back from now on are abandoned, none is handed out");
 }
 
 void hp_host_pool_usage(hp_host_pool *p, unsigned *out_blocks, size_t *kept_bytes)

@@ -46,6 +46,10 @@ void hp_host_pool_put(hp_host_block *block);
  * (out of memory), level 2 every hp_host_mem_get with this pool as well; 0 is off. */
 void hp_host_pool_test_fail(hp_host_pool *pool, int level);
 
+/* The device is lost (or a submission timed out) while blocks may still be in its use: from now on a block
+ * given back is dropped, neither freed nor reused, and none is handed out. Thread-safe, idempotent. */
+void hp_host_pool_abandon(hp_host_pool *pool);
+
 /* Blocks out now and bytes kept, for tests and /metrics. */
 void hp_host_pool_usage(hp_host_pool *pool, unsigned *out_blocks, size_t *kept_bytes);
 

@@ -338,6 +338,39 @@ static void test_frames(void)
     hp_host_pool_destroy(&pool);
 }
 
+/* Device blocks are kept apart from host ones; after hp_host_pool_abandon (a decoding run lost the device) a
+ * block given back is dropped, neither kept nor freed, and none is handed out. */
+static void test_device_and_abandon(void)
+{
+    hp_host_pool *pool = NULL;
+    if (hp_host_pool_create(gpu, 1 << 20, &pool, &err) != HP_OK) {
+        tap_ok(false, "pool: %s", err.message);
+        return;
+    }
+    hp_host_block *d = hp_host_pool_get(pool, HP_MEM_DEVICE, 1 << 19, &err);
+    hp_host_block *h = hp_host_pool_get(pool, HP_MEM_UPLOAD, 1 << 19, &err);
+    bool made = d && h && !d->buf.mapped && d->buf.address && h->buf.mapped;
+    hp_host_pool_put(d);
+    hp_host_pool_put(h);
+    size_t kept = 0;
+    unsigned out = 1;
+    hp_host_pool_usage(pool, &out, &kept);
+    hp_host_block *again = hp_host_pool_get(pool, HP_MEM_DEVICE, 1 << 19, &err);
+    bool reused = again == d;
+    tap_ok(made && out == 0 && kept == (size_t)h->buf.size && reused,
+           "a device block (no mapping, an address) is kept apart from host ones (host bytes kept %zu) and reused", kept);
+    hp_host_pool_abandon(pool);
+    hp_host_pool_put(again); /* dropped: the GPU may still write it (this test's block is idle: it leaks) */
+    hp_err e = {0};
+    hp_host_block *none = hp_host_pool_get(pool, HP_MEM_UPLOAD, 1 << 10, &e);
+    hp_host_pool_usage(pool, &out, &kept);
+    tap_ok(!none && e.code == HP_ERR_DEVICE_LOST && out == 0,
+           "after hp_host_pool_abandon a block given back is dropped and none is handed out (\"%s\")", e.message);
+    hp_buffer_destroy(gpu, &again->buf); /* the test's own clean-up of the dropped block, for the layer's leak check */
+    free(again);
+    hp_host_pool_destroy(&pool);
+}
+
 int main(void)
 {
     int bail = gpu_test_open(&gpu, &graph, &err);
@@ -346,6 +379,7 @@ int main(void)
     test_reuse();
     test_threads();
     test_frames();
+    test_device_and_abandon();
     hp_frame_graph_destroy(&graph);
     hp_gpu_destroy(&gpu);
     gpu_test_validation_clean();

@@ -49,7 +49,7 @@ def post(port, path, body, query, headers=None):
 def zip_frames(port):
     """hdrpost_exr_zip_frames_total by decoder."""
     _, _, text = harness.request(port, "GET", "/metrics")
-    out = {"cpu": 0.0, "gpu": 0.0}
+    out = {"cpu": 0.0, "gpu": 0.0, "gpu_then_cpu": 0.0}
     for ln in text.decode(errors="replace").splitlines():
         if ln.startswith("hdrpost_exr_zip_frames_total{"):
             out[ln.split('decoder="')[1].split('"')[0]] = float(ln.split()[-1])
@@ -238,10 +238,11 @@ def body(tmp):
         sk, _, png_k = post(cpu.port, "/v1/render", lenient, "output.format=png")
         g5 = zip_frames(gpu.port)
         point("a chunk libdeflate takes and zlib refuses (288 literal/length codes): the GPU refuses it, the CPU "
-              "decodes the frame into the device memory, the PNG the cpu daemon's (counted as cpu)",
-              sl == 200 and sk == 200 and png_l == png_k == png_c and g5["cpu"] - g4["cpu"] == 1
-              and g5["gpu"] == g4["gpu"], f"{sl} {sk} {g4} -> {g5} {png_l[:200]!r}")
+              "decodes the frame into the device memory, the PNG the cpu daemon's (counted as gpu_then_cpu)",
+              sl == 200 and sk == 200 and png_l == png_k == png_c and g5["gpu_then_cpu"] - g4["gpu_then_cpu"] == 1
+              and g5["gpu"] == g4["gpu"] and g5["cpu"] == g4["cpu"], f"{sl} {sk} {g4} -> {g5} {png_l[:200]!r}")
 
+        g6 = zip_frames(gpu.port)
         bad = damaged(frames["zip"])
         eg = error_of(*post(gpu.port, "/v1/render", bad, "output.format=png")[::2])
         ec = error_of(*post(cpu.port, "/v1/render", bad, "output.format=png")[::2])
@@ -249,6 +250,9 @@ def body(tmp):
               eg[:2] == (400, "malformed_image") and ec[:2] == (400, "malformed_image")
               and chunk_named(eg[2]) is not None and chunk_named(eg[2]) == chunk_named(ec[2]),
               f"\n#   GPU: {eg}\n#   CPU: {ec}")
+        g7 = zip_frames(gpu.port)
+        point("the damaged frame went to the GPU, which refused it, then to the CPU, whose verdict is the answer "
+              "(gpu_then_cpu +1)", g7["gpu_then_cpu"] - g6["gpu_then_cpu"] == 1, f"{g6} -> {g7}")
 
         g2 = zip_frames(gpu.port)
         sp, _, png_p = post(gpu.port, "/v1/render", frames["piz"], "output.format=png")
@@ -276,7 +280,7 @@ def body(tmp):
             counted = zip_frames(auto.port)
             point("exr_zip_decoder auto (the default) on a device whose inflate needs slices: the CPU, said at "
                   "start-up, and the frame counted under cpu", on_cpu and s == 200 and counted == {"cpu": 1.0,
-                  "gpu": 0.0} or (not on_cpu and "llvmpipe" not in auto.log()), f"{s} {counted}")
+                  "gpu": 0.0, "gpu_then_cpu": 0.0} or (not on_cpu and "llvmpipe" not in auto.log()), f"{s} {counted}")
 
 
 if __name__ == "__main__":
