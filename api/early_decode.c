@@ -106,9 +106,7 @@ static hp_code zip_on_gpu(hp_early *e, const hp_decode_options *opt, hp_image_in
         code = hp_image_zip_gather(req->body, req->body_cap, &whole, info, in->buf.mapped, in->buf.size, &f, err);
     if (code == HP_OK)
         code = e->be->zip_gpu_decode(e->be->ctx, &f, &in->buf, &out->buf, err);
-    if (in && code == HP_ERR_DEVICE_LOST)
-        hp_error("early decode: the GPU may still write a frame's chunks' memory: abandoned with the device");
-    else if (in)
+    if (in) /* after a lost device the pool sets it aside (the backend abandoned the pool) */
         hp_host_pool_put(in);
     hp_budget_give(e->budget, in_bytes);
     return code;
@@ -178,10 +176,8 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt)
             where = HP_EXR_ZIP_GPU_THEN_CPU;
             code = zip_on_cpu(e, opt, &info, out, &err);
         }
-        /* The GPU may still write the frame's memory, whoever holds it: the pool takes no block back from
-         * now on (the backend abandoned it), and the early decoder drops its own. */
-        if (code == HP_ERR_DEVICE_LOST)
-            e->pixels_abandoned = true;
+        /* HP_ERR_DEVICE_LOST: the GPU may still write the frame's memory, whoever holds it; the backend has
+         * abandoned the pool, which sets every block given back from now on aside, never reused. */
     }
     e->code = code;
     clock_gettime(CLOCK_MONOTONIC, &e->decoded);
@@ -266,8 +262,6 @@ void hp_early_free(hp_early *e)
     atomic_fetch_sub(&early_active, 1);
     if (!e->joined)
         pthread_join(e->thread, NULL);
-    if (e->pixels_abandoned)
-        e->pixels = (hp_host_mem){0};
     hp_host_mem_put(&e->pixels);
     hp_host_mem_put(&e->depth);
     hp_budget_give(e->budget, e->charged);

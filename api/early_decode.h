@@ -32,8 +32,6 @@ typedef struct hp_early {
     hp_image_info info;
     bool half, want_dof;
     bool on_gpu;             /* its ZIP chunks go to the GPU: pixels is a device block (no ptr) */
-    bool pixels_abandoned;   /* the GPU's run was lost: pixels is never given back (the job's copy neither:
-                              * its decoding fails HP_ERR_DEVICE_LOST, daemon/worker.c) */
     hp_host_mem pixels, depth;
     struct timespec decoded; /* when it finished */
     /* How far it is (common/rows_ready.h): the handler waits only for it to begin decoding, then hands

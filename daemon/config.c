@@ -244,6 +244,11 @@ static const hp_setting settings[] = {
      .help = "For tests only, never in production: the Nth frame the GPU finishes (warm-up frames count) is "
              "reported as a lost device (as a frame past its fence's timeout is), so that tests see what the daemon "
              "does then on any GPU. 0 is off."},
+    {.name = "test_lose_device_in_decode", .type = HP_SETTING_INT, .offset = FIELD(test_lose_device_in_decode),
+     .default_value = "0", .min = 0, .max = 1000000, .metavar = "N",
+     .help = "For tests only, never in production: the Nth EXR frame whose ZIP chunks the GPU inflates "
+             "(exr_zip_decoder) is reported as a lost device when its run has finished (as a run past its "
+             "timeout is), so that tests see what the daemon does then on any GPU. 0 is off."},
     {.name = "test_fail_host_memory", .type = HP_SETTING_INT, .offset = FIELD(test_fail_host_memory),
      .default_value = "0", .min = 0, .max = 2, .metavar = "LEVEL",
      .help = "For tests only, never in production: after the warm-up, 1 makes every request for a pinned host "

@@ -90,6 +90,8 @@ typedef struct hp_config {
     int test_gpu_delay_ms;
     /* For tests only: the Nth frame the GPU finishes is reported as a lost device (daemon/worker.h). 0: off. */
     int test_lose_device_after;
+    /* For tests only: the Nth GPU inflate of an EXR frame is reported as a lost device (daemon/main.c). 0: off. */
+    int test_lose_device_in_decode;
     /* For tests only: after the warm-up, host memory for frames fails (pipeline/host_pool.h,
      * hp_host_pool_test_fail): 1 the pinned blocks, 2 ordinary memory as well. 0: off. */
     int test_fail_host_memory;

@@ -102,6 +102,8 @@ typedef struct backend_ctx {
     hp_exr_zip_gpu *zip;         /* NULL: exr_zip_decoder cpu, or auto on a device that needs slices */
     int zip_mode;                /* HP_EXR_ZIP_DECODER_* */
     _Atomic unsigned zip_running; /* frames on the GPU's inflate now */
+    _Atomic unsigned zip_runs;    /* every run so far, for test_lose_device_in_decode */
+    unsigned test_lose_in_decode;
 } backend_ctx;
 
 /* The worker's GPU thread found the device lost. Nothing runs on it again and this daemon does not make a
@@ -154,6 +156,9 @@ static hp_code zip_gpu_decode(void *ctx, const hp_exr_zip_frame *frame, const hp
     double ms = 0;
     hp_code code = hp_exr_zip_gpu_run(b->zip, frame, input, output, &ms, err);
     atomic_fetch_sub(&b->zip_running, 1);
+    if (b->test_lose_in_decode && atomic_fetch_add(&b->zip_runs, 1) + 1 == b->test_lose_in_decode)
+        code = hp_fail(err, HP_ERR_DEVICE_LOST, "test_lose_device_in_decode = %u: this frame's inflate is reported "
+                       "as a lost device", b->test_lose_in_decode);
     hp_metrics_exr_zip_gpu_time(ms);
     if (code == HP_ERR_DEVICE_LOST)
         zip_device_lost(b, err->message);
@@ -448,7 +453,8 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
         if ((code = hp_worker_create(graph, &wc, &worker, &err)) != HP_OK)
             goto startup_failed;
         hp_worker_set_on_device_lost(worker, on_device_lost, http);
-        bctx = (backend_ctx){.worker = worker, .gpu = gpu, .host_pool = host_pool, .zip_mode = config->exr_zip_decoder};
+        bctx = (backend_ctx){.worker = worker, .gpu = gpu, .host_pool = host_pool, .zip_mode = config->exr_zip_decoder,
+                             .test_lose_in_decode = (unsigned)config->test_lose_device_in_decode};
         if (config->exr_zip_decoder != HP_EXR_ZIP_DECODER_CPU) {
             /* gpu: on any device, in slices where it needs them (lavapipe: slow, for tests); auto: only where
              * the passes run beside the frame graph's, without slices */

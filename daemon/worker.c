@@ -187,8 +187,6 @@ static bool wait_decoded(hp_worker *w, hp_job *job, bool upload_parts)
         return true;
     job->code = code;
     job->decode_failed = true;
-    if (code == HP_ERR_DEVICE_LOST) /* decoded on the GPU, which may still write the frame's memory */
-        job->pixels = (hp_host_mem){0};
     return false;
 }
 

@@ -14,7 +14,8 @@ struct hp_host_pool {
     hp_host_block *kept; /* most recently given back first */
     size_t kept_bytes, keep_limit;
     size_t kept_device_bytes; /* device blocks kept, apart: they take no host memory (keep_limit each) */
-    _Atomic bool abandoned;   /* hp_host_pool_abandon: blocks given back are dropped, none handed out */
+    _Atomic bool abandoned;   /* hp_host_pool_abandon: blocks given back are set aside, none handed out */
+    hp_host_block *dropped;   /* given back after that: freed only at destruction, the device idle */
     unsigned out;        /* handed out, not yet back */
     _Atomic int test_fail; /* hp_host_pool_test_fail */
 };
@@ -40,11 +41,15 @@ void hp_host_pool_destroy(hp_host_pool **pp)
         return;
     if (p->out)
         hp_error("host pool: %u block(s) still out at destruction (leaked)", p->out);
-    for (hp_host_block *b = p->kept, *next; b; b = next) {
-        next = b->next;
-        hp_buffer_destroy(p->gpu, &b->buf);
-        free(b);
-    }
+    if (p->dropped) /* nothing of the device's may still use them once it is idle (or lost) */
+        vkDeviceWaitIdle(hp_gpu_device(p->gpu));
+    hp_host_block *lists[2] = {p->kept, p->dropped};
+    for (int l = 0; l < 2; l++)
+        for (hp_host_block *b = lists[l], *next; b; b = next) {
+            next = b->next;
+            hp_buffer_destroy(p->gpu, &b->buf);
+            free(b);
+        }
     pthread_mutex_destroy(&p->lock);
     free(p);
     *pp = NULL;
@@ -112,7 +117,9 @@ void hp_host_pool_put(hp_host_block *b)
     hp_host_pool *p = b->pool;
     pthread_mutex_lock(&p->lock);
     p->out--;
-    if (atomic_load(&p->abandoned)) { /* the device may still touch it: never freed, never reused */
+    if (atomic_load(&p->abandoned)) { /* the device may still touch it: never reused, freed at destruction */
+        b->next = p->dropped;
+        p->dropped = b;
         pthread_mutex_unlock(&p->lock);
         return;
     }
@@ -133,7 +140,7 @@ void hp_host_pool_put(hp_host_block *b)
 void hp_host_pool_abandon(hp_host_pool *p)
 {
     if (!atomic_exchange(&p->abandoned, true))
-        hp_error("host pool: the device is lost: blocks given back from now on are abandoned, none is handed out");
+        hp_error("host pool: the device is lost: blocks given back from now on are set aside, none is handed out");
 }
 
 void hp_host_pool_usage(hp_host_pool *p, unsigned *out_blocks, size_t *kept_bytes)

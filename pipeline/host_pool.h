@@ -47,7 +47,8 @@ void hp_host_pool_put(hp_host_block *block);
 void hp_host_pool_test_fail(hp_host_pool *pool, int level);
 
 /* The device is lost (or a submission timed out) while blocks may still be in its use: from now on a block
- * given back is dropped, neither freed nor reused, and none is handed out. Thread-safe, idempotent. */
+ * given back is set aside, never reused, and freed only when the pool is destroyed (after the device is
+ * idle); none is handed out. Thread-safe, idempotent. */
 void hp_host_pool_abandon(hp_host_pool *pool);
 
 /* Blocks out now and bytes kept, for tests and /metrics. */

@@ -203,6 +203,28 @@ def lenient_exr(data, chunks):
     return bytes(out)
 
 
+def lost_in_decode(frames):
+    """A frame's inflate that loses the device (simulated by --test_lose_device_in_decode=1, as a run past its
+    timeout is reported): the frame is 503 device_lost, the daemon leaves the rotation (/readyz and /livez
+    503), and SIGTERM still exits 0 with no validation-layer message (the blocks set aside are freed at the
+    end, the device idle)."""
+    d = harness.start_ready(EXE, "exr_zip daemon losing the device in a decode",
+                            ["--exr_zip_decoder=gpu", "--test_lose_device_in_decode=1"], ready_timeout=90)
+    with harness.serving(d):
+        if not d:
+            return
+        s, _, body = post(d.port, "/v1/render", frames["zip"], "output.format=png")
+        st, code, msg = error_of(s, body)
+        point("a frame whose inflate loses the device is answered 503 device_lost, not as a bad file",
+              (st, code) == (503, "device_lost") and "test_lose_device_in_decode" in msg, f"{st} {code} {msg}")
+        rs, _, _ = harness.request(d.port, "GET", "/readyz")
+        ls, _, _ = harness.request(d.port, "GET", "/livez")
+        s2, _, body2 = post(d.port, "/v1/render", frames["zip"], "output.format=png")
+        point("then the daemon is out of rotation (/readyz 503, /livez 503), and a new frame is 503",
+              rs == 503 and ls == 503 and s2 == 503, f"readyz {rs} livez {ls} then {s2} {body2[:200]!r}")
+        point("the pool was abandoned (its log line)", "host pool: the device is lost" in d.log(), "")
+
+
 def body(tmp):
     frames = {c: make(tmp, c) for c in ("zip", "zips", "piz")}
     gpu = harness.start_ready(EXE, "exr_zip gpu daemon", ["--exr_zip_decoder=gpu"], ready_timeout=90)
@@ -271,6 +293,8 @@ def body(tmp):
         s, _, png = post(gpu.port, "/v1/render", frames["zip"], "output.format=png")
         point("the gpu daemon still serves after the damaged frame: the ZIP frame again, the same PNG",
               s == 200 and png == png_c, f"{s}")
+
+    lost_in_decode(frames)
 
     auto = harness.start_ready(EXE, "exr_zip auto daemon", ready_timeout=90)
     with harness.serving(auto):
