@@ -81,32 +81,30 @@ static void *early_main(void *arg)
 }
 
 /* The GPU's run over the whole body: its chunks gathered as they lie into pinned host memory the passes
- * read (charged to the budget), the image left in the device block out. HP_ERR_DEVICE_LOST: the GPU may
- * still write both blocks, so the input block is abandoned here and the caller abandons out. */
-static hp_code zip_on_gpu(hp_early *e, const hp_decode_options *opt, hp_image_info *info, hp_host_block *out,
-                          hp_err *err)
+ * read, sized from the header (a table entry a chunk, at most the body's bytes; a file whose chunks claim
+ * more is refused by the gathering and left to the CPU) and charged to the budget; the image left in the
+ * device block out. After HP_ERR_DEVICE_LOST the GPU may still write both blocks: the backend has abandoned
+ * the pool, which sets them aside when they are given back. */
+static hp_code zip_on_gpu(hp_early *e, const hp_decode_options *opt, hp_image_info *info, uint32_t chunks,
+                          hp_host_block *out, hp_err *err)
 {
     hp_request *req = e->req;
     hp_decode_options whole = *opt; /* every byte is in */
     whole.arrival = NULL;
     whole.rows = NULL;
-    hp_exr_zip_frame f;
-    hp_code code = hp_image_zip_gather(req->body, req->body_cap, &whole, info, NULL, 0, &f, err);
-    if (code != HP_OK)
-        return code;
-    uint64_t in_bytes = f.table_bytes + f.packed_bytes + HP_EXR_ZIP_PACKED_PAD;
+    uint64_t in_bytes = (uint64_t)chunks * sizeof(hp_exr_zip_chunk) + req->body_cap + HP_EXR_ZIP_PACKED_PAD;
     if (!hp_budget_take(e->budget, in_bytes))
         return hp_fail(err, HP_ERR_UNUSABLE, "EXR ZIP on the GPU: no budget for %llu bytes of chunks",
                        (unsigned long long)in_bytes);
     hp_err ignored = {0};
     hp_host_block *in = hp_host_pool_get(e->be->host_pool, HP_MEM_READBACK_SHADER, (size_t)in_bytes, &ignored);
-    if (!in)
-        code = hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR ZIP on the GPU: %s", ignored.message);
-    else
-        code = hp_image_zip_gather(req->body, req->body_cap, &whole, info, in->buf.mapped, in->buf.size, &f, err);
+    hp_exr_zip_frame f;
+    hp_code code = in ? hp_image_zip_gather(req->body, req->body_cap, &whole, info, in->buf.mapped, in->buf.size, &f,
+                                            err)
+                      : hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR ZIP on the GPU: %s", ignored.message);
     if (code == HP_OK)
         code = e->be->zip_gpu_decode(e->be->ctx, &f, &in->buf, &out->buf, err);
-    if (in) /* after a lost device the pool sets it aside (the backend abandoned the pool) */
+    if (in)
         hp_host_pool_put(in);
     hp_budget_give(e->budget, in_bytes);
     return code;
@@ -129,10 +127,9 @@ static hp_code zip_on_cpu(hp_early *e, const hp_decode_options *opt, hp_image_in
                        ignored.message);
     hp_decode_options cpu = *opt;
     cpu.rows = NULL; /* told once, by the caller */
-    hp_image_info fresh;
-    hp_code code = hp_image_probe(req->body, req->body_cap, &cpu, &fresh, err);
-    if (code == HP_OK)
-        code = hp_image_decode(req->body, req->body_cap, &cpu, &fresh, tmp->buf.mapped, HP_LAYOUT_RGBA16F, NULL, err);
+    hp_image_info probed = e->info; /* early_run's probe, with these bytes and options */
+    hp_code code = hp_image_decode(req->body, req->body_cap, &cpu, &probed, tmp->buf.mapped, HP_LAYOUT_RGBA16F, NULL,
+                                   err);
     if (code == HP_OK)
         code = e->be->zip_gpu_upload(e->be->ctx, &tmp->buf, &out->buf, bytes, err);
     hp_host_pool_put(tmp);
@@ -169,7 +166,7 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt)
     if (!hp_arrival_wait(&req->arrival, req->body_cap)) {
         code = hp_fail(&err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended before its last byte");
     } else {
-        code = zip_on_gpu(e, opt, &info, out, &err);
+        code = zip_on_gpu(e, opt, &info, chunks, out, &err);
         if (code != HP_OK && code != HP_ERR_DEVICE_LOST) {
             hp_debug("early decode: %s; the CPU decodes the frame", err.message);
             err = (hp_err){0};

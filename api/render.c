@@ -370,7 +370,7 @@ static bool take_memory(hp_request *req, frame_request *fr, frame_plan *pl, rend
     if (!take_frame_budget(req, ctx, pl->use_early ? fr->early : NULL, info, need, reply))
         return false;
     size_t n = (size_t)info->width * info->height;
-    bool have = job->pixels.ptr || job->pixels.block || /* the early decoder's: a device block has no ptr */
+    bool have = hp_host_mem_held(&job->pixels) ||
                 hp_host_mem_get(be->host_pool, HP_MEM_UPLOAD, n * (pl->half ? 8 : 16), &job->pixels);
     if (have && pl->want_dof && !job->depth.ptr)
         have = hp_host_mem_get(be->host_pool, HP_MEM_UPLOAD, n * sizeof(float), &job->depth);

@@ -73,7 +73,7 @@ static hp_job *next_job(job_fifo *f)
 {
     for (unsigned at = 0; at < f->count; at++) {
         hp_job *job = f->items[(f->head + at) % f->capacity];
-        if (!job->decoding_on_gpu || !job->rows || hp_rows_ready_result(job->rows, NULL, NULL)) {
+        if (!job->decoding_on_gpu || hp_rows_ready_result(job->rows, NULL, NULL)) { /* on the GPU: rows set */
             if (at == 0)
                 return fifo_pop(f);
             fifo_remove(f, job);

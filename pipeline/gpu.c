@@ -265,14 +265,19 @@ static const char *missing_requirement(VkPhysicalDevice pd, char *buf, size_t le
     return NULL;
 }
 
-static int find_compute_family(VkPhysicalDevice pd, bool *timestamps)
+/* The device's queue families, read once for the choices below (NULL when out of memory). */
+static VkQueueFamilyProperties *queue_families(VkPhysicalDevice pd, uint32_t *n)
 {
-    uint32_t n = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, NULL);
-    VkQueueFamilyProperties *fams = calloc(n ? n : 1, sizeof(*fams));
-    if (!fams)
-        return -1;
-    vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, fams);
+    *n = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, n, NULL);
+    VkQueueFamilyProperties *fams = calloc(*n ? *n : 1, sizeof(*fams));
+    if (fams)
+        vkGetPhysicalDeviceQueueFamilyProperties(pd, n, fams);
+    return fams;
+}
+
+static int find_compute_family(const VkQueueFamilyProperties *fams, uint32_t n, bool *timestamps)
+{
     int best = -1;
     /* Prefer a compute family with timestamps; among those, one without graphics (async compute) is
      * not better for us: we own the whole device, so take the first. */
@@ -283,26 +288,30 @@ static int find_compute_family(VkPhysicalDevice pd, bool *timestamps)
     for (uint32_t i = 0; i < n && best < 0; i++)
         if (fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT)
             best = (int)i;
-    free(fams);
     return best;
 }
 
-static int find_transfer_family(VkPhysicalDevice pd)
+static int find_transfer_family(const VkQueueFamilyProperties *fams, uint32_t n)
 {
-    uint32_t n = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, NULL);
-    VkQueueFamilyProperties *fams = calloc(n ? n : 1, sizeof(*fams));
-    if (!fams)
-        return -1;
-    vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, fams);
-    int found = -1;
-    for (uint32_t i = 0; i < n && found < 0; i++) {
+    for (uint32_t i = 0; i < n; i++) {
         VkQueueFlags f = fams[i].queueFlags;
         if ((f & VK_QUEUE_TRANSFER_BIT) && !(f & (VK_QUEUE_COMPUTE_BIT | VK_QUEUE_GRAPHICS_BIT)))
-            found = (int)i;
+            return (int)i;
     }
-    free(fams);
-    return found;
+    return -1;
+}
+
+/* The decode queue's family (hp_gpu_submit): another compute family with timestamps where the device has
+ * one, else -1 (then a second queue of the compute family, else the compute queue itself). On the H200
+ * (docs/BENCHMARKS.md) a second queue of the same family ran the frames' inflate passes, tens of
+ * milliseconds each, in turn with the frame graph's (16 clients: 25 frames/s, the GPU thread waiting for
+ * its frames 88% of the time); the compute-only family's queue runs them beside it (82-89 frames/s). */
+static int find_decode_family(const VkQueueFamilyProperties *fams, uint32_t n, uint32_t compute)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (i != compute && (fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && fams[i].timestampValidBits > 0)
+            return (int)i;
+    return -1;
 }
 
 static bool has_device_extension(VkPhysicalDevice pd, const char *name)
@@ -408,8 +417,16 @@ static hp_code choose_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
 
 static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
 {
+    uint32_t nfam;
+    VkQueueFamilyProperties *fams = queue_families(gpu->physical, &nfam);
+    if (!fams)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     bool timestamps = false;
-    int compute = find_compute_family(gpu->physical, &timestamps);
+    int compute = find_compute_family(fams, nfam, &timestamps);
+    int transfer = find_transfer_family(fams, nfam);
+    int other = compute >= 0 ? find_decode_family(fams, nfam, (uint32_t)compute) : -1;
+    uint32_t compute_queues = compute >= 0 && other < 0 && fams[compute].queueCount >= 2 ? 2 : 1;
+    free(fams);
     if (compute < 0)
         return hp_fail(err, HP_ERR_MISSING_FEATURE, "the device has no compute queue");
     if (!timestamps)
@@ -417,26 +434,7 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
                        "the device's compute queue has no timestamps (timestampValidBits = 0): "
                        "hdrpostd reports every stage's GPU time from them");
     gpu->compute_family = (uint32_t)compute;
-    int transfer = find_transfer_family(gpu->physical);
-
-    /* The decode queue (hp_gpu_submit): a queue of another compute family where the device has one, else a
-     * second queue of the compute family, else the compute queue itself. On the H200 (docs/BENCHMARKS.md)
-     * a second queue of the same family ran the frames' inflate passes, tens of milliseconds each, in turn
-     * with the frame graph's (16 clients: 25 frames/s, the GPU thread waiting for its frames 88% of the
-     * time); the compute-only family's queue runs them beside it (82-89 frames/s). */
     const float priority[2] = {1.0f, 1.0f};
-    uint32_t family_queues = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(gpu->physical, &family_queues, NULL);
-    VkQueueFamilyProperties *fams = calloc(family_queues ? family_queues : 1, sizeof(*fams));
-    if (!fams)
-        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
-    vkGetPhysicalDeviceQueueFamilyProperties(gpu->physical, &family_queues, fams);
-    int other = -1;
-    for (uint32_t i = 0; i < family_queues && other < 0; i++)
-        if (i != gpu->compute_family && (fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && fams[i].timestampValidBits > 0)
-            other = (int)i;
-    uint32_t compute_queues = other < 0 && fams[gpu->compute_family].queueCount >= 2 ? 2 : 1;
-    free(fams);
     VkDeviceQueueCreateInfo queues[3] = {
         {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = gpu->compute_family,
          .queueCount = compute_queues, .pQueuePriorities = priority},

@@ -62,6 +62,9 @@ typedef struct hp_host_mem {
     hp_host_block *block; /* NULL: ptr is from hp_bigbuf_get */
 } hp_host_mem;
 
+/* Whether it holds memory: a device block (HP_MEM_DEVICE, a frame decoded on the GPU) has no ptr. */
+static inline bool hp_host_mem_held(const hp_host_mem *m) { return m->ptr || m->block; }
+
 /* false when neither can be had (out of memory). pool may be NULL. */
 bool hp_host_mem_get(hp_host_pool *pool, hp_mem_kind kind, size_t bytes, hp_host_mem *out);
 /* Gives it back to wherever it came from; *mem is emptied. An empty one is ignored. */

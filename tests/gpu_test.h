@@ -11,14 +11,20 @@
 #include "pipeline/frame_graph.h"
 #include "tap.h"
 
-/* Returns 0, or the exit status of a test that could not start (one failed point, never a skip). */
-static inline int gpu_test_open(hp_gpu **gpu, hp_frame_graph **graph, hp_err *err)
+/* The tests' device, the validation layer on, the log at warnings: for the tests and the GPU fuzz targets. */
+static inline hp_code gpu_test_device(hp_gpu **gpu, hp_err *err)
 {
     hp_log_set_level(HP_LOG_WARN);
     hp_gpu_config cfg = HP_GPU_CONFIG_DEFAULTS;
     cfg.validation = true;
     cfg.device = getenv("HDRPOST_TEST_DEVICE");
-    if (hp_gpu_create(&cfg, gpu, err) != HP_OK)
+    return hp_gpu_create(&cfg, gpu, err);
+}
+
+/* Returns 0, or the exit status of a test that could not start (one failed point, never a skip). */
+static inline int gpu_test_open(hp_gpu **gpu, hp_frame_graph **graph, hp_err *err)
+{
+    if (gpu_test_device(gpu, err) != HP_OK)
         return tap_bail("create the Vulkan device: %s", err->message);
     if (graph && hp_frame_graph_create(*gpu, graph, err) != HP_OK)
         return tap_bail("create the pipelines: %s", err->message);

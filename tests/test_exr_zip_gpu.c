@@ -537,12 +537,14 @@ int main(void)
     }
     /* Frames the GPU does not take: refused with the reason, nothing written. */
     {
-        static const struct { const char *what; int compression, tile; const char *why; } refused[] = {
-            {"PIZ", EXR_COMPRESSION_PIZ, 0, "piz"}, {"tiled ZIP", EXR_COMPRESSION_ZIP, 64, "tiled"}};
-        for (size_t i = 0; i < 2; i++) {
+        static const struct { const char *what; int compression, tile, type; const char *why; } refused[] = {
+            {"PIZ is", EXR_COMPRESSION_PIZ, 0, EXR_PIXEL_HALF, "piz"},
+            {"tiled ZIP is", EXR_COMPRESSION_ZIP, 64, EXR_PIXEL_HALF, "tiled"},
+            {"float channels are", EXR_COMPRESSION_ZIP, 0, EXR_PIXEL_FLOAT, "not half"}};
+        for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
             hp_exr_channel ch[1];
-            uint16_t *plane = calloc((size_t)w * h, 2);
-            ch[0] = (hp_exr_channel){.name = "Y", .type = EXR_PIXEL_HALF, .data = plane};
+            float *plane = calloc((size_t)w * h, sizeof(float)); /* zeros, as halves or as floats */
+            ch[0] = (hp_exr_channel){.name = "Y", .type = refused[i].type, .data = plane};
             hp_exr_spec spec = {.width = w, .height = h, .display_w = w, .display_h = h,
                                 .compression = refused[i].compression, .tile = refused[i].tile, .channels = ch,
                                 .channel_count = 1};
@@ -552,26 +554,11 @@ int main(void)
             hp_err e = {0};
             int wrote = hp_exr_write_core(&spec, 1, &file, &len);
             hp_code code = wrote ? hp_image_zip_gather(file, len, &opt, &info, NULL, 0, &f, &e) : HP_ERR_INTERNAL;
-            tap_ok(code == HP_ERR_UNUSABLE && strstr(e.message, refused[i].why), "%s is left to the CPU: %s",
+            tap_ok(code == HP_ERR_UNUSABLE && strstr(e.message, refused[i].why), "%s left to the CPU: %s",
                    refused[i].what, e.message);
             free(file);
             free(plane);
         }
-        hp_exr_channel ch[1];
-        float *plane = calloc((size_t)w * h, 4);
-        ch[0] = (hp_exr_channel){.name = "Y", .type = EXR_PIXEL_FLOAT, .data = plane};
-        hp_exr_spec spec = {.width = w, .height = h, .display_w = w, .display_h = h,
-                            .compression = EXR_COMPRESSION_ZIP, .channels = ch, .channel_count = 1};
-        uint8_t *file = NULL;
-        size_t len = 0;
-        hp_exr_zip_frame f;
-        hp_err e = {0};
-        int wrote = hp_exr_write_core(&spec, 1, &file, &len);
-        hp_code code = wrote ? hp_image_zip_gather(file, len, &opt, &info, NULL, 0, &f, &e) : HP_ERR_INTERNAL;
-        tap_ok(code == HP_ERR_UNUSABLE && strstr(e.message, "not half"), "float channels are left to the CPU: %s",
-               e.message);
-        free(file);
-        free(plane);
     }
     /* (e) hp_exr_zip_gpu_run, the daemon's call: the chunks read from host memory where they lie, the image
      * left in device memory; a damaged chunk's verdict. */

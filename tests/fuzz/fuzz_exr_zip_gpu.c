@@ -54,12 +54,8 @@ static void init(void)
 {
     if (fz.gpu)
         return;
-    hp_log_set_level(HP_LOG_WARN);
-    hp_gpu_config cfg = HP_GPU_CONFIG_DEFAULTS;
-    cfg.validation = true;
-    cfg.device = getenv("HDRPOST_TEST_DEVICE");
     hp_err err = {0};
-    if (hp_gpu_create(&cfg, &fz.gpu, &err) != HP_OK)
+    if (gpu_test_device(&fz.gpu, &err) != HP_OK)
         fail("device", err.message);
     /* slices of the least work allowed, so that even these small chunks are resumed across dispatches */
     if (hp_exr_zip_gpu_create(fz.gpu, 10000, &fz.sliced, &err) != HP_OK ||

@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "pipeline/png_gpu.h"
+#include "tests/gpu_test.h"
 #include "tests/png_gpu_run.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -78,12 +79,8 @@ static void init(void)
 {
     if (fz.gpu)
         return;
-    hp_log_set_level(HP_LOG_WARN);
-    hp_gpu_config cfg = HP_GPU_CONFIG_DEFAULTS;
-    cfg.validation = true;
-    cfg.device = getenv("HDRPOST_TEST_DEVICE");
     hp_err err = {0};
-    if (hp_gpu_create(&cfg, &fz.gpu, &err) != HP_OK)
+    if (gpu_test_device(&fz.gpu, &err) != HP_OK)
         fail("device", err.message);
     hp_png_gpu_config c[PIPELINES] = {HP_PNG_GPU_CONFIG_DEFAULTS, HP_PNG_GPU_CONFIG_DEFAULTS, HP_PNG_GPU_CONFIG_DEFAULTS,
                                       {.workgroup_size = 64, .chunk_bytes = 16}};
