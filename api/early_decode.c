@@ -110,6 +110,33 @@ static hp_code zip_on_gpu(hp_early *e, const hp_decode_options *opt, hp_image_in
     return code;
 }
 
+/* The split: the chunks inflated here as they arrive (on the decoding threads, as the CPU's decoder would)
+ * into pinned host memory charged to the budget, sized from the header (a table entry a chunk, every
+ * chunk's unpacked bytes); the rest on the GPU, which leaves the image in the device block out. */
+static hp_code zip_split(hp_early *e, const hp_decode_options *opt, hp_image_info *info, uint32_t planes,
+                         uint32_t chunks, hp_host_block *out, hp_err *err)
+{
+    hp_request *req = e->req;
+    uint64_t n = (uint64_t)info->width * info->height;
+    uint64_t in_bytes = (uint64_t)chunks * sizeof(hp_exr_zip_chunk) + n * 2 * planes + 4ull * chunks;
+    if (!hp_budget_take(e->budget, in_bytes))
+        return hp_fail(err, HP_ERR_UNUSABLE, "EXR ZIP split: no budget for %llu bytes of inflated chunks",
+                       (unsigned long long)in_bytes);
+    hp_err ignored = {0};
+    /* cached host memory: libdeflate reads back what it wrote (its matches), which write-combined memory
+     * would make slow */
+    hp_host_block *in = hp_host_pool_get(e->be->host_pool, HP_MEM_READBACK_SHADER, (size_t)in_bytes, &ignored);
+    hp_exr_zip_frame f;
+    hp_code code = in ? hp_image_zip_inflate(req->body, req->body_cap, opt, info, in->buf.mapped, in->buf.size, &f, err)
+                      : hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR ZIP split: %s", ignored.message);
+    if (code == HP_OK)
+        code = e->be->zip_gpu_finish(e->be->ctx, &f, &in->buf, &out->buf, err);
+    if (in)
+        hp_host_pool_put(in);
+    hp_budget_give(e->budget, in_bytes);
+    return code;
+}
+
 /* The CPU's decoding of the same frame, its image uploaded into the device block out: where the GPU's
  * inflate refused a chunk or gave up. The GPU's shader keeps zlib's rules; the CPU's decoder is
  * libdeflate, which takes a few streams zlib refuses (288 literal/length codes, symbols 286 and 287), so its
@@ -136,12 +163,12 @@ static hp_code zip_on_cpu(hp_early *e, const hp_decode_options *opt, hp_image_in
     return code;
 }
 
-/* The frame's ZIP chunks inflated on the GPU (hp_http_backend.zip_gpu_decode, pipeline/exr_zip_gpu.h):
- * the body waited for whole, the image left in device memory (e->pixels, a device block with no ptr),
- * which the frame graph copies in. Where the GPU does not finish it, the CPU decodes it into the same
- * block. False, before anything started, when the frame is not for the GPU or the memory cannot be had:
- * the caller decodes it on the CPU as it arrives. */
-static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt)
+/* The frame's ZIP chunks decoded with the GPU (route HP_EXR_ZIP_ON_GPU: inflated there, the body waited for
+ * whole; HP_EXR_ZIP_SPLIT: inflated here as they arrive, the rest there), the image left in device memory
+ * (e->pixels, a device block with no ptr), which the frame graph copies in. Where the GPU's path does not
+ * finish it, the CPU decodes it into the same block. False, before anything started, when the frame is not
+ * for the GPU or the memory cannot be had: the caller decodes it on the CPU as it arrives. */
+static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_decoded route)
 {
     hp_request *req = e->req;
     hp_image_info info = e->info;
@@ -155,30 +182,33 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt)
     hp_err ignored = {0};
     hp_host_block *out = hp_host_pool_get(e->be->host_pool, HP_MEM_DEVICE, (size_t)out_bytes, &ignored);
     if (!out) {
-        hp_debug("early decode: no device memory for the GPU's inflate (%s): the CPU decodes", ignored.message);
+        hp_debug("early decode: no device memory for the GPU's path (%s): the CPU decodes", ignored.message);
         return false;
     }
     e->pixels = (hp_host_mem){.block = out}; /* before the start: the handler may take it over from then on */
     e->on_gpu = true;
     hp_rows_ready_start(&e->rows);
     hp_code code;
-    hp_exr_zip_decoded where = HP_EXR_ZIP_ON_GPU;
-    if (!hp_arrival_wait(&req->arrival, req->body_cap)) {
+    bool split = route == HP_EXR_ZIP_SPLIT;
+    hp_exr_zip_decoded where = route;
+    bool arrived = split || hp_arrival_wait(&req->arrival, req->body_cap); /* the split inflates as it comes */
+    if (!arrived)
         code = hp_fail(&err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended before its last byte");
-    } else {
+    else if (split)
+        code = zip_split(e, opt, &info, planes, chunks, out, &err);
+    else
         code = zip_on_gpu(e, opt, &info, chunks, out, &err);
-        if (code != HP_OK && code != HP_ERR_DEVICE_LOST) {
-            hp_debug("early decode: %s; the CPU decodes the frame", err.message);
-            err = (hp_err){0};
-            where = HP_EXR_ZIP_GPU_THEN_CPU;
-            code = zip_on_cpu(e, opt, &info, out, &err);
-        }
-        /* HP_ERR_DEVICE_LOST: the GPU may still write the frame's memory, whoever holds it; the backend has
-         * abandoned the pool, which sets every block given back from now on aside, never reused. */
+    if (arrived && code != HP_OK && code != HP_ERR_DEVICE_LOST) {
+        hp_debug("early decode: %s; the CPU decodes the frame", err.message);
+        err = (hp_err){0};
+        where = split ? HP_EXR_ZIP_SPLIT_THEN_CPU : HP_EXR_ZIP_GPU_THEN_CPU;
+        code = zip_on_cpu(e, opt, &info, out, &err);
     }
+    /* HP_ERR_DEVICE_LOST: the GPU may still write the frame's memory, whoever holds it; the backend has
+     * abandoned the pool, which sets every block given back from now on aside, never reused. */
     e->code = code;
     clock_gettime(CLOCK_MONOTONIC, &e->decoded);
-    if (code == HP_OK || where == HP_EXR_ZIP_GPU_THEN_CPU) /* decoded, or judged by the CPU */
+    if (code == HP_OK || where != route) /* decoded, or judged by the CPU */
         hp_metrics_exr_zip(where);
     hp_rows_ready_finish(&e->rows, code, &err);
     return true;
@@ -230,8 +260,9 @@ static bool early_run(hp_early *e)
         return false;
     }
     e->charged = want;
-    if (e->half && !e->want_dof && e->be->host_pool && e->be->zip_gpu_wanted && e->be->zip_gpu_wanted(e->be->ctx) &&
-        early_zip_gpu(e, &opt))
+    hp_exr_zip_decoded route = e->be->zip_route && e->half && !e->want_dof && e->be->host_pool
+                                   ? e->be->zip_route(e->be->ctx) : HP_EXR_ZIP_ON_CPU;
+    if (route != HP_EXR_ZIP_ON_CPU && early_zip_gpu(e, &opt, route))
         return true;
     if (!hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * (e->half ? 8 : 16), &e->pixels) ||
         (e->want_dof && !hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * sizeof(float), &e->depth)))

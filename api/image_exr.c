@@ -1490,20 +1490,28 @@ hp_code hp_exr_probe(const uint8_t *bytes, size_t len, const hp_decode_options *
     return code;
 }
 
-typedef struct chunk_worker {
+typedef struct chunk_worker chunk_worker;
+struct chunk_worker {
     hp_exr_reader *reader;
     _Atomic uint32_t *next;
-    const hp_image_dest *dest;
+    hp_code (*work)(chunk_worker *w); /* takes chunks from next until none is left: decode_all or inflate_all */
+    const hp_image_dest *dest;        /* decode_all's */
+    const struct zip_split *split;    /* inflate_all's */
     hp_depth_stats stats;
     uint32_t failed_at;
     hp_err err;
     hp_code code;
-} chunk_worker;
+};
+
+static hp_code decode_all(chunk_worker *w)
+{
+    return decode_chunks(w->reader, 0, w->reader->chunk_count, w->next, w->dest, &w->stats, &w->failed_at, &w->err);
+}
 
 static void *decode_worker(void *arg)
 {
     chunk_worker *w = arg;
-    w->code = decode_chunks(w->reader, 0, w->reader->chunk_count, w->next, w->dest, &w->stats, &w->failed_at, &w->err);
+    w->code = w->work(w);
     return NULL;
 }
 
@@ -1528,8 +1536,9 @@ static _Atomic uint32_t frames_decoding;
 uint32_t hp_image_frames_decoding(void) { return atomic_load(&frames_decoding); }
 
 /* The frame's chunks on `threads` threads (this one among them): each takes the next chunk nobody has
- * taken. Of several failures, the first chunk's in the file: the same error whichever thread met it. */
-static hp_code decode_threaded(hp_exr_reader *r, uint32_t threads, const hp_image_dest *dest, hp_depth_stats *stats,
+ * taken. Of several failures, the first chunk's in the file: the same error whichever thread met it.
+ * proto: the work and its destination, the same for every thread. */
+static hp_code decode_threaded(hp_exr_reader *r, uint32_t threads, const chunk_worker *proto, hp_depth_stats *stats,
                                hp_err *err)
 {
     threads = threads < 2 ? 2 : threads > HP_EXR_MAX_THREADS ? HP_EXR_MAX_THREADS : threads;
@@ -1538,7 +1547,8 @@ static hp_code decode_threaded(hp_exr_reader *r, uint32_t threads, const hp_imag
     pthread_t tids[HP_EXR_MAX_THREADS];
     bool started[HP_EXR_MAX_THREADS] = {false};
     for (uint32_t t = 0; t < threads; t++) {
-        workers[t] = (chunk_worker){.reader = r, .next = &next, .dest = dest};
+        workers[t] = (chunk_worker){.reader = r, .next = &next, .work = proto->work, .dest = proto->dest,
+                                    .split = proto->split};
         if (t > 0) /* a thread that cannot be had is simply one fewer taking chunks */
             started[t] = pthread_create(&tids[t], NULL, decode_thread, &workers[t]) == 0;
     }
@@ -1564,6 +1574,19 @@ static hp_code decode_threaded(hp_exr_reader *r, uint32_t threads, const hp_imag
     return code;
 }
 
+/* The threads a frame takes, and it counted among frames_decoding (the caller subtracts it when done):
+ * its ask divided by the frames decoding, at least 4 chunks a thread; DWA on one. */
+static uint32_t frame_threads(const hp_exr_reader *r, const hp_decode_options *opt, bool dwa)
+{
+    uint32_t sharing = atomic_fetch_add(&frames_decoding, 1) + 1;
+    uint32_t threads = opt && opt->threads > 1 ? (opt->threads + sharing - 1) / sharing : 1;
+    if (dwa || threads > HP_EXR_MAX_THREADS)
+        threads = dwa ? 1 : HP_EXR_MAX_THREADS;
+    if (threads > r->chunk_count / 4)
+        threads = r->chunk_count / 4 > 1 ? r->chunk_count / 4 : 1;
+    return threads;
+}
+
 hp_code hp_exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options *opt, const hp_image_info *info,
                       const hp_image_dest *dest, hp_depth_stats *stats, hp_err *err)
 {
@@ -1582,15 +1605,10 @@ hp_code hp_exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options 
      * chunks a thread, so that a small frame is not split for nothing. */
     if (r->rows && !r->tiled) /* chunk i is rows [i * lines, (i + 1) * lines) of the frame */
         hp_rows_ready_layout(r->rows, r->height, (uint32_t)r->lines_per_chunk);
-    uint32_t sharing = atomic_fetch_add(&frames_decoding, 1) + 1;
-    uint32_t threads = opt && opt->threads > 1 ? (opt->threads + sharing - 1) / sharing : 1;
-    bool dwa = strncmp(fresh.compression, "dwa", 3) == 0;
-    if (dwa || threads > HP_EXR_MAX_THREADS)
-        threads = dwa ? 1 : HP_EXR_MAX_THREADS;
-    if (threads > r->chunk_count / 4)
-        threads = r->chunk_count / 4 > 1 ? r->chunk_count / 4 : 1;
+    uint32_t threads = frame_threads(r, opt, strncmp(fresh.compression, "dwa", 3) == 0);
+    chunk_worker proto = {.reader = r, .work = decode_all, .dest = dest};
     code = threads <= 1 ? hp_exr_decode_chunks(r, 0, r->chunk_count, dest, stats, err)
-                        : decode_threaded(r, threads, dest, stats, err);
+                        : decode_threaded(r, threads, &proto, stats, err);
     atomic_fetch_sub(&frames_decoding, 1);
     hp_exr_close(&r);
     return code;
@@ -1662,6 +1680,27 @@ hp_code hp_image_zip_fits(const uint8_t *bytes, size_t len, const hp_decode_opti
     return code;
 }
 
+/* Chunk i's place and sizes (from its header in the offset table), checked against the file and against
+ * what its lines need (line_bytes each), as the CPU's decode checks them. */
+static hp_code chunk_for_gpu(const hp_exr_reader *r, uint32_t i, uint64_t line_bytes, exr_chunk_info_t *ci,
+                             hp_err *err)
+{
+    chunk_rect c = rect_of_chunk(r, i);
+    exr_last_message[0] = '\0';
+    exr_result_t rv = exr_read_scanline_chunk_info(r->ctx, r->part, r->data_window.min.y + (int32_t)c.y, ci);
+    if (rv != EXR_ERR_SUCCESS)
+        return chunk_fail(r, i, c, rv, "reading", err);
+    uint64_t need = line_bytes * c.h;
+    size_t len = r->stream.len;
+    if (ci->unpacked_size != need || ci->packed_size > need || ci->packed_size == 0 || ci->data_offset > len ||
+        ci->packed_size > len - ci->data_offset)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR chunk %u: %llu bytes at %llu of a %zu-byte file, %llu "
+                       "unpacked, for %ux%u pixels of %llu bytes", i, (unsigned long long)ci->packed_size,
+                       (unsigned long long)ci->data_offset, len, (unsigned long long)ci->unpacked_size, c.w, c.h,
+                       (unsigned long long)line_bytes / c.w);
+    return HP_OK;
+}
+
 hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
                             void *dst, size_t dst_size, hp_exr_zip_frame *frame, hp_err *err)
 {
@@ -1678,21 +1717,9 @@ hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_op
     for (uint32_t i = 0; i < r->chunk_count && code == HP_OK; i++) {
         chunk_rect c = rect_of_chunk(r, i);
         exr_chunk_info_t ci;
-        exr_last_message[0] = '\0';
-        exr_result_t rv = exr_read_scanline_chunk_info(r->ctx, r->part, r->data_window.min.y + (int32_t)c.y, &ci);
-        if (rv != EXR_ERR_SUCCESS) {
-            code = chunk_fail(r, i, c, rv, "reading", err);
+        if ((code = chunk_for_gpu(r, i, line_bytes, &ci, err)) != HP_OK)
             break;
-        }
-        uint64_t need = line_bytes * c.h;
-        if (ci.unpacked_size != need || ci.packed_size > need || ci.packed_size == 0 || ci.data_offset > len ||
-            ci.packed_size > len - ci.data_offset) {
-            code = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR chunk %u: %llu bytes at %llu of a %zu-byte file, %llu "
-                           "unpacked, for %ux%u pixels of %llu bytes", i, (unsigned long long)ci.packed_size,
-                           (unsigned long long)ci.data_offset, len, (unsigned long long)ci.unpacked_size, c.w, c.h,
-                           (unsigned long long)line_bytes / c.w);
-            break;
-        }
+        uint64_t need = ci.unpacked_size;
         if (dst && table_bytes + packed + ci.packed_size + HP_EXR_ZIP_PACKED_PAD <= dst_size) {
             table[i] = (hp_exr_zip_chunk){.packed_offset = (uint32_t)packed, .packed_size = (uint32_t)ci.packed_size,
                                           .unpacked_offset = (uint32_t)unpacked, .unpacked_size = (uint32_t)need,
@@ -1720,4 +1747,111 @@ hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_op
     if (dst)
         memset((uint8_t *)dst + table_bytes + packed, 0, HP_EXR_ZIP_PACKED_PAD);
     return HP_OK;
+}
+
+/* --- ZIP chunks inflated here, unzipped on the GPU ------------------------------------------------------ */
+
+/* What the threads of hp_image_zip_inflate share: the table and the unpacked bytes they fill. */
+struct zip_split {
+    const uint8_t *bytes;
+    hp_arrival *arrival;
+    hp_exr_zip_chunk *table;
+    uint8_t *unpacked;
+    uint64_t line_bytes;
+    uint64_t chunk_stride; /* a whole chunk's bytes rounded to a word: chunk i's are at i times this */
+};
+
+/* Chunk i inflated into its place, its entry written: the stream's Adler-32 (RFC 1950 2.2, its last four
+ * bytes, big-endian) goes to the entry's word 7 for exr_finish, which checks it again on the GPU's side
+ * of the copy. A stored chunk (packed as large as unpacked) is copied; the GPU's finish then takes it as
+ * it is, as the CPU's decoder does. */
+static hp_code inflate_one(const hp_exr_reader *r, const struct zip_split *z, struct libdeflate_decompressor *d,
+                           uint32_t i, hp_err *err)
+{
+    exr_chunk_info_t ci;
+    hp_code code = chunk_for_gpu(r, i, z->line_bytes, &ci, err);
+    if (code != HP_OK)
+        return code;
+    chunk_rect c = rect_of_chunk(r, i);
+    if (z->arrival && !hp_arrival_wait(z->arrival, (size_t)(ci.data_offset + ci.packed_size)))
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended before chunk %u's last byte", i);
+    const uint8_t *in = z->bytes + ci.data_offset;
+    uint8_t *out = z->unpacked + (uint64_t)i * z->chunk_stride;
+    uint32_t adler = 0;
+    if (ci.packed_size == ci.unpacked_size) {
+        memcpy(out, in, (size_t)ci.packed_size);
+    } else {
+        enum libdeflate_result res =
+            libdeflate_zlib_decompress(d, in, (size_t)ci.packed_size, out, (size_t)ci.unpacked_size, NULL);
+        if (res != LIBDEFLATE_SUCCESS) {
+            snprintf(exr_last_message, sizeof(exr_last_message), "ZIP data of %llu bytes does not inflate to %llu: %s",
+                     (unsigned long long)ci.packed_size, (unsigned long long)ci.unpacked_size,
+                     libdeflate_result_text(res));
+            return chunk_fail(r, i, c, EXR_ERR_CORRUPT_CHUNK, "decoding", err);
+        }
+        /* libdeflate has checked it: a stream that inflates is at least six bytes long */
+        const uint8_t *t = in + ci.packed_size - 4;
+        adler = (uint32_t)t[0] << 24 | (uint32_t)t[1] << 16 | (uint32_t)t[2] << 8 | t[3];
+    }
+    z->table[i] = (hp_exr_zip_chunk){.packed_size = (uint32_t)ci.packed_size,
+                                     .unpacked_offset = (uint32_t)((uint64_t)i * z->chunk_stride),
+                                     .unpacked_size = (uint32_t)ci.unpacked_size, .first_line = c.y, .lines = c.h,
+                                     .status = HP_EXR_ZIP_OK, .unused = adler};
+    return HP_OK;
+}
+
+static hp_code inflate_all(chunk_worker *w)
+{
+    const hp_exr_reader *r = w->reader;
+    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+    if (!d)
+        return hp_fail(&w->err, HP_ERR_OUT_OF_MEMORY, "EXR: out of memory for a ZIP decompressor");
+    hp_code code = HP_OK;
+    for (uint32_t i = atomic_fetch_add(w->next, 1); i < r->chunk_count; i = atomic_fetch_add(w->next, 1)) {
+        w->failed_at = i;
+        if ((code = inflate_one(r, w->split, d, i, &w->err)) != HP_OK) {
+            atomic_store(w->next, r->chunk_count); /* the others take no more: the frame is lost */
+            break;
+        }
+    }
+    libdeflate_free_decompressor(d);
+    return code;
+}
+
+hp_code hp_image_zip_inflate(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
+                             void *dst, size_t dst_size, hp_exr_zip_frame *frame, hp_err *err)
+{
+    hp_exr_reader *r = NULL;
+    hp_code code = open_for_gpu(bytes, len, opt, info, &r, frame, err);
+    if (code != HP_OK)
+        return code;
+    const uint64_t line_bytes = (uint64_t)frame->planes * frame->width * 2;
+    const uint64_t whole = line_bytes * (uint64_t)r->lines_per_chunk, last = line_bytes * rect_of_chunk(r, r->chunk_count - 1).h;
+    frame->table_bytes = (uint64_t)frame->chunk_count * sizeof(hp_exr_zip_chunk);
+    frame->unpacked_bytes = (uint64_t)(frame->chunk_count - 1) * ((whole + 3) & ~3ull) + ((last + 3) & ~3ull);
+    frame->max_chunk_bytes = (uint32_t)whole; /* at most EXR_MAX_CHUNK_UNPACKED */
+    if (frame->unpacked_bytes > INT32_MAX || frame->table_bytes + frame->unpacked_bytes > dst_size) {
+        code = hp_fail(err, HP_ERR_UNUSABLE, "EXR: %llu bytes of table and inflated chunks do not fit %zu",
+                       (unsigned long long)(frame->table_bytes + frame->unpacked_bytes), dst_size);
+        hp_exr_close(&r);
+        return code;
+    }
+    struct zip_split z = {.bytes = bytes, .arrival = opt ? opt->arrival : NULL, .table = dst,
+                          .unpacked = (uint8_t *)dst + frame->table_bytes, .line_bytes = line_bytes,
+                          .chunk_stride = (whole + 3) & ~3ull};
+    chunk_worker proto = {.reader = r, .work = inflate_all, .split = &z};
+    uint32_t threads = frame_threads(r, opt, false);
+    hp_depth_stats unused = {0};
+    if (threads <= 1) {
+        _Atomic uint32_t next = 0;
+        proto.next = &next;
+        code = inflate_all(&proto);
+        if (code != HP_OK && err)
+            *err = proto.err;
+    } else {
+        code = decode_threaded(r, threads, &proto, &unused, err);
+    }
+    atomic_fetch_sub(&frames_decoding, 1);
+    hp_exr_close(&r);
+    return code;
 }

@@ -56,7 +56,7 @@ void hp_metrics_cancelled(const char *stage)
 }
 
 static uint64_t g_png_gpu[2]; /* copied, in place */
-static uint64_t g_exr_zip[3];  /* cpu, gpu, gpu_then_cpu */
+static uint64_t g_exr_zip[HP_EXR_ZIP_DECODED_COUNT]; /* by hp_exr_zip_decoded */
 static double g_exr_zip_gpu_s;
 
 void hp_metrics_exr_zip(hp_exr_zip_decoded where)
@@ -227,17 +227,24 @@ int hp_metrics_format(char **buf, size_t *len, size_t *cap)
                             (unsigned long long)g_png_gpu[1], (unsigned long long)g_png_gpu[0]);
     rc |= hp_metrics_printf(buf, len, cap,
                             "# HELP hdrpost_exr_zip_frames_total EXR ZIP frames decoded as their raw body arrived (bodies of "
-                            "64 KiB or more), by where their chunks were inflated (exr_zip_decoder): cpu, gpu, or "
-                            "gpu_then_cpu (the GPU refused a chunk or gave up, and the CPU decoded the frame).\n"
+                            "64 KiB or more), by where their chunks were inflated (exr_zip_decoder): cpu, gpu, split "
+                            "(inflated on the CPU, the predictor, byte split and planes undone on the GPU), or "
+                            "gpu_then_cpu and split_then_cpu (the GPU's path refused a chunk or gave up, and the CPU's "
+                            "decoder decoded the frame).\n"
                             "# TYPE hdrpost_exr_zip_frames_total counter\n"
                             "hdrpost_exr_zip_frames_total{decoder=\"cpu\"} %llu\n"
                             "hdrpost_exr_zip_frames_total{decoder=\"gpu\"} %llu\n"
                             "hdrpost_exr_zip_frames_total{decoder=\"gpu_then_cpu\"} %llu\n"
-                            "# HELP hdrpost_exr_zip_gpu_seconds_total GPU time of the frames' inflate and unzip passes.\n"
+                            "hdrpost_exr_zip_frames_total{decoder=\"split\"} %llu\n"
+                            "hdrpost_exr_zip_frames_total{decoder=\"split_then_cpu\"} %llu\n"
+                            "# HELP hdrpost_exr_zip_gpu_seconds_total GPU time of the frames' passes (inflate and "
+                            "unzip; the split's copy and finish).\n"
                             "# TYPE hdrpost_exr_zip_gpu_seconds_total counter\n"
                             "hdrpost_exr_zip_gpu_seconds_total %.6f\n",
-                            (unsigned long long)g_exr_zip[0], (unsigned long long)g_exr_zip[1],
-                            (unsigned long long)g_exr_zip[2], g_exr_zip_gpu_s);
+                            (unsigned long long)g_exr_zip[HP_EXR_ZIP_ON_CPU], (unsigned long long)g_exr_zip[HP_EXR_ZIP_ON_GPU],
+                            (unsigned long long)g_exr_zip[HP_EXR_ZIP_GPU_THEN_CPU],
+                            (unsigned long long)g_exr_zip[HP_EXR_ZIP_SPLIT],
+                            (unsigned long long)g_exr_zip[HP_EXR_ZIP_SPLIT_THEN_CPU], g_exr_zip_gpu_s);
     rc |= hp_metrics_printf(buf, len, cap,
                             "# HELP hdrpost_log_lines_suppressed_total Repeated warnings left out of the log by its "
                             "rate limit.\n# TYPE hdrpost_log_lines_suppressed_total counter\n"

@@ -28,7 +28,16 @@ void hp_metrics_cancelled(const char *stage);
 void hp_metrics_png_gpu_answer(bool in_place);
 /* An EXR ZIP frame's chunks inflated on the CPU, on the GPU, or on the CPU after the GPU refused a chunk or
  * gave up; the GPU time of its passes, every run's. */
-typedef enum hp_exr_zip_decoded { HP_EXR_ZIP_ON_CPU, HP_EXR_ZIP_ON_GPU, HP_EXR_ZIP_GPU_THEN_CPU } hp_exr_zip_decoded;
+/* Where a ZIP frame's chunks were inflated: the CPU, the GPU, the CPU with the rest on the GPU (the split),
+ * or the CPU's whole decoder after the GPU's path did not finish (the CPU's verdict stands). */
+typedef enum hp_exr_zip_decoded {
+    HP_EXR_ZIP_ON_CPU,
+    HP_EXR_ZIP_ON_GPU,
+    HP_EXR_ZIP_GPU_THEN_CPU,
+    HP_EXR_ZIP_SPLIT,
+    HP_EXR_ZIP_SPLIT_THEN_CPU,
+    HP_EXR_ZIP_DECODED_COUNT
+} hp_exr_zip_decoded;
 void hp_metrics_exr_zip(hp_exr_zip_decoded where);
 void hp_metrics_exr_zip_gpu_time(double gpu_ms);
 /* Log lines left out by a rate limit (common/ratelimit.h), added up. */

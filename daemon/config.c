@@ -97,7 +97,7 @@ bool hp_config_warm_size(const char *value, bool on_gpu, uint32_t *width, uint32
 static const char *const log_level_choices[] = {"error", "warn", "info", "debug", NULL};
 static const char *const reduce_variant_choices[] = {"single_pass", "two_pass", NULL};
 static const char *const console_choices[] = {"auto", "on", "off", NULL};
-static const char *const exr_zip_decoder_choices[] = {"auto", "cpu", "gpu", NULL};
+static const char *const exr_zip_decoder_choices[] = {"auto", "cpu", "gpu", "split", NULL};
 
 int hp_exr_zip_decoder_parse(const char *name)
 {

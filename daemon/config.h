@@ -134,7 +134,7 @@ int hp_console_parse(const char *name);
  * cores are then the bound) and fewer than two frames' passes run on the GPU, the CPU for a frame alone (its chunks decode as they
  * arrive, the shortest answer); never the GPU where the device needs slices (lavapipe) or has no compute
  * queue beside the frame graph's (daemon/main.c says why). */
-enum { HP_EXR_ZIP_DECODER_AUTO, HP_EXR_ZIP_DECODER_CPU, HP_EXR_ZIP_DECODER_GPU };
+enum { HP_EXR_ZIP_DECODER_AUTO, HP_EXR_ZIP_DECODER_CPU, HP_EXR_ZIP_DECODER_GPU, HP_EXR_ZIP_DECODER_SPLIT };
 int hp_exr_zip_decoder_parse(const char *name);
 
 #endif

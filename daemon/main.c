@@ -129,14 +129,25 @@ static unsigned queue_capacity(void *ctx) { return hp_worker_queue_capacity(((ba
  * still inflating). */
 #define ZIP_GPU_AT_ONCE 2u
 
-static bool zip_gpu_wanted(void *ctx)
+static hp_exr_zip_decoded zip_route(void *ctx)
 {
     backend_ctx *b = ctx;
     if (!b->zip)
-        return false;
+        return HP_EXR_ZIP_ON_CPU;
     if (b->zip_mode == HP_EXR_ZIP_DECODER_GPU)
-        return true;
-    return atomic_load(&b->zip_running) < ZIP_GPU_AT_ONCE && hp_image_frames_decoding() > 0;
+        return HP_EXR_ZIP_ON_GPU;
+    if (b->zip_mode == HP_EXR_ZIP_DECODER_SPLIT)
+        return HP_EXR_ZIP_SPLIT;
+    static int at_once = -1, split = -1; /* EXPERIMENT */
+    if (at_once < 0) {
+        at_once = getenv("HDRPOST_ZIP_AT_ONCE") ? atoi(getenv("HDRPOST_ZIP_AT_ONCE")) : (int)ZIP_GPU_AT_ONCE;
+        split = getenv("HDRPOST_ZIP_SPLIT") ? atoi(getenv("HDRPOST_ZIP_SPLIT")) : 1;
+    }
+    if (hp_image_frames_decoding() == 0)
+        return HP_EXR_ZIP_ON_CPU;
+    if (atomic_load(&b->zip_running) < (unsigned)at_once)
+        return HP_EXR_ZIP_ON_GPU;
+    return split ? HP_EXR_ZIP_SPLIT : HP_EXR_ZIP_ON_CPU;
 }
 
 /* A decoding run lost the device or timed out: its frame's blocks may still be written by the GPU, whoever
@@ -159,6 +170,18 @@ static hp_code zip_gpu_decode(void *ctx, const hp_exr_zip_frame *frame, const hp
     if (b->test_lose_in_decode && atomic_fetch_add(&b->zip_runs, 1) + 1 == b->test_lose_in_decode)
         code = hp_fail(err, HP_ERR_DEVICE_LOST, "test_lose_device_in_decode = %u: this frame's inflate is reported "
                        "as a lost device", b->test_lose_in_decode);
+    hp_metrics_exr_zip_gpu_time(ms);
+    if (code == HP_ERR_DEVICE_LOST)
+        zip_device_lost(b, err->message);
+    return code;
+}
+
+static hp_code zip_gpu_finish(void *ctx, const hp_exr_zip_frame *frame, const hp_buffer *input,
+                              const hp_buffer *output, hp_err *err)
+{
+    backend_ctx *b = ctx;
+    double ms = 0;
+    hp_code code = hp_exr_zip_gpu_finish(b->zip, frame, input, output, &ms, err);
     hp_metrics_exr_zip_gpu_time(ms);
     if (code == HP_ERR_DEVICE_LOST)
         zip_device_lost(b, err->message);
@@ -483,8 +506,9 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
             .max_width = (uint32_t)config->max_width,
             .max_height = (uint32_t)config->max_height,
             .max_pixels = (uint64_t)(config->max_megapixels * 1e6),
-            .zip_gpu_wanted = zip_gpu_wanted,
+            .zip_route = zip_route,
             .zip_gpu_decode = zip_gpu_decode,
+            .zip_gpu_finish = zip_gpu_finish,
             .zip_gpu_upload = zip_gpu_upload,
         };
         hp_http_set_backend(http, &backend);

@@ -38,6 +38,7 @@ _Static_assert(sizeof(hp_exr_zip_chunk) == HP_EXR_ZIP_CHUNK_WORDS * 4, "chunk en
 struct hp_exr_zip_gpu {
     hp_gpu *gpu;
     uint32_t slice; /* 0: none, one dispatch, fused */
+    bool lavapipe;
     hp_compute inflate, finish;
 };
 
@@ -57,7 +58,7 @@ hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out,
     z->slice = slice == HP_EXR_ZIP_NO_SLICE ? 0 : slice;
     /* without slices, a chunk's most work (exr_zip.comp's MAX_WORK): the shader's own bound, but under
      * lavapipe's loop limit when the tests ask it for no slices */
-    bool lavapipe = strcmp(hp_gpu_get_info(gpu)->driver_name, "llvmpipe") == 0;
+    bool lavapipe = z->lavapipe = strcmp(hp_gpu_get_info(gpu)->driver_name, "llvmpipe") == 0;
     const uint32_t spec[4] = {z->slice, z->slice == 0, z->slice == 0 ? FUSED_GROUP : 1,
                               z->slice == 0 && lavapipe ? LAVAPIPE_SLICE : 0};
     hp_compute_desc inflate = {.name = "exr_inflate", .spirv = spv_inflate, .spirv_size = sizeof(spv_inflate),
@@ -104,15 +105,20 @@ static void stamp(VkCommandBuffer cmd, const hp_exr_zip_io *io, uint32_t i)
         vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, io->timestamps, io->first_query + i);
 }
 
-void hp_exr_zip_gpu_record(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_zip_frame *f, const hp_exr_zip_io *io)
+static struct exr_zip_push exr_zip_push_of(const hp_exr_zip_frame *f, const hp_exr_zip_io *io)
 {
-    struct exr_zip_push push = {
+    return (struct exr_zip_push){
         .packed = io->packed, .chunks = io->chunks, .unpacked = io->unpacked, .image = io->image,
         .chunk_count = f->chunk_count, .width = f->width, .height = f->height, .planes = f->planes,
         .lines_per_chunk = f->lines_per_chunk,
         .plane_rgba = (uint32_t)f->plane_of[0] | (uint32_t)f->plane_of[1] << 8 | (uint32_t)f->plane_of[2] << 16 |
                       (uint32_t)f->plane_of[3] << 24,
     };
+}
+
+void hp_exr_zip_gpu_record(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_zip_frame *f, const hp_exr_zip_io *io)
+{
+    struct exr_zip_push push = exr_zip_push_of(f, io);
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
                           .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
     stamp(cmd, io, 0);
@@ -242,15 +248,46 @@ static VkResult run_submit_wait(hp_gpu *gpu, zip_run *r)
 {
     VkDevice dev = hp_gpu_device(gpu);
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &r->cmd};
-    VkResult res = hp_gpu_submit(gpu, HP_QUEUE_DECODE, &si, r->fence);
+    uint32_t queue = hp_gpu_decode_take(gpu);
+    VkResult res = hp_gpu_submit_decode(gpu, queue, &si, r->fence);
     if (res == VK_SUCCESS) {
         res = vkWaitForFences(dev, 1, &r->fence, VK_TRUE, RUN_TIMEOUT_NS);
         if (res == VK_TIMEOUT)
             res = VK_ERROR_DEVICE_LOST;
     }
+    hp_gpu_decode_give(gpu, queue);
     if (res != VK_SUCCESS && res != VK_ERROR_DEVICE_LOST)
         run_free(dev, r);
     return res;
+}
+
+/* The statuses, written by the passes into the host's table, for the host to read after the fence. */
+static void record_statuses_to_host(VkCommandBuffer cmd)
+{
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0,
+                         NULL);
+}
+
+/* A recorded run (res: how its recording went) submitted and waited for, its GPU time read, its objects
+ * freed, and the statuses in input's table checked. */
+static hp_code run_finish(hp_gpu *gpu, zip_run *r, VkResult res, const hp_exr_zip_frame *f, const hp_buffer *input,
+                          double *gpu_ms, hp_err *err)
+{
+    if (res == VK_SUCCESS)
+        res = run_submit_wait(gpu, r);
+    else
+        run_free(hp_gpu_device(gpu), r);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "the EXR decoding passes");
+    uint64_t ts[HP_EXR_ZIP_GPU_TIMESTAMPS];
+    if (gpu_ms && vkGetQueryPoolResults(hp_gpu_device(gpu), r->queries, 0, HP_EXR_ZIP_GPU_TIMESTAMPS, sizeof(ts), ts,
+                                        sizeof(ts[0]), VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
+        *gpu_ms = (double)(ts[HP_EXR_ZIP_GPU_TIMESTAMPS - 1] - ts[0]) * hp_gpu_get_info(gpu)->timestamp_period_ns / 1e6;
+    run_free(hp_gpu_device(gpu), r);
+    hp_buffer_invalidate(gpu, input);
+    return hp_exr_zip_gpu_check(f, input->mapped, f->first_row, err);
 }
 
 /* With slices the finishing pass runs a chunk in one workgroup of 256, each invocation over 1/256 of it
@@ -272,7 +309,6 @@ hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const h
                        (unsigned long long)(f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD),
                        (unsigned long long)hp_exr_zip_gpu_output_bytes(f));
     hp_gpu *gpu = z->gpu;
-    VkDevice dev = hp_gpu_device(gpu);
     zip_run r = {0};
     VkResult res = run_begin(gpu, &r);
     if (res == VK_SUCCESS) {
@@ -285,24 +321,54 @@ hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const h
                             .unpacked = output->address + image_bytes, .image = output->address,
                             .timestamps = r.queries};
         hp_exr_zip_gpu_record(z, r.cmd, f, &io);
-        /* The statuses, written by the passes into the host's table, for the host to read after the fence */
-        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
-                              .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
-        vkCmdPipelineBarrier(r.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
-                             NULL, 0, NULL);
+        record_statuses_to_host(r.cmd);
         res = vkEndCommandBuffer(r.cmd);
     }
-    if (res == VK_SUCCESS)
-        res = run_submit_wait(gpu, &r);
-    if (res != VK_SUCCESS)
-        return hp_vk_fail(err, res, "the EXR decoding passes");
-    uint64_t ts[HP_EXR_ZIP_GPU_TIMESTAMPS];
-    if (gpu_ms && vkGetQueryPoolResults(dev, r.queries, 0, HP_EXR_ZIP_GPU_TIMESTAMPS, sizeof(ts), ts, sizeof(ts[0]),
-                                        VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
-        *gpu_ms = (double)(ts[HP_EXR_ZIP_GPU_TIMESTAMPS - 1] - ts[0]) * hp_gpu_get_info(gpu)->timestamp_period_ns / 1e6;
-    run_free(dev, &r);
-    hp_buffer_invalidate(gpu, input);
-    return hp_exr_zip_gpu_check(f, input->mapped, f->first_row, err);
+    return run_finish(gpu, &r, res, f, input, gpu_ms, err);
+}
+
+/* The split's second half (api/image.h's hp_image_zip_inflate did the first): the inflated chunks copied
+ * from host memory into output past the image, then exr_finish over them: the Adler-32 checked again
+ * after the copy, EXR's predictor and byte split undone, the planes gathered into RGBA16F. */
+hp_code hp_exr_zip_gpu_finish(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const hp_buffer *input,
+                              const hp_buffer *output, double *gpu_ms, hp_err *err)
+{
+    if (z->lavapipe && f->max_chunk_bytes > SLICED_CHUNK_MAX)
+        return hp_fail(err, HP_ERR_UNUSABLE, "exr_zip_gpu: chunks of %u bytes are over the %u this device's "
+                       "finishing pass takes", f->max_chunk_bytes, SLICED_CHUNK_MAX);
+    VkDeviceSize image_bytes = (VkDeviceSize)f->width * f->height * 8;
+    if (!input->address || !output->address || output->size < hp_exr_zip_gpu_output_bytes(f) ||
+        input->size < f->table_bytes + f->unpacked_bytes)
+        return hp_fail(err, HP_ERR_INTERNAL, "exr_zip_gpu: buffers of %llu and %llu bytes (with addresses %d, %d) "
+                       "for a frame that needs %llu and %llu", (unsigned long long)input->size,
+                       (unsigned long long)output->size, input->address != 0, output->address != 0,
+                       (unsigned long long)(f->table_bytes + f->unpacked_bytes),
+                       (unsigned long long)hp_exr_zip_gpu_output_bytes(f));
+    hp_gpu *gpu = z->gpu;
+    zip_run r = {0};
+    VkResult res = run_begin(gpu, &r);
+    if (res == VK_SUCCESS) {
+        hp_buffer_flush(gpu, input);
+        vkCmdResetQueryPool(r.cmd, r.queries, 0, HP_EXR_ZIP_GPU_TIMESTAMPS);
+        vkCmdWriteTimestamp(r.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, r.queries, 0);
+        VkBufferCopy cp = {.srcOffset = f->table_bytes, .dstOffset = image_bytes, .size = f->unpacked_bytes};
+        vkCmdCopyBuffer(r.cmd, input->buffer, output->buffer, 1, &cp);
+        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+                              .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+        vkCmdPipelineBarrier(r.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
+                             NULL, 0, NULL);
+        vkCmdWriteTimestamp(r.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, r.queries, 1);
+        struct exr_zip_push push = exr_zip_push_of(f, &(hp_exr_zip_io){.chunks = input->address,
+                                                                        .unpacked = output->address + image_bytes,
+                                                                        .image = output->address});
+        vkCmdBindPipeline(r.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, z->finish.pipeline);
+        vkCmdPushConstants(r.cmd, z->finish.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+        vkCmdDispatch(r.cmd, f->chunk_count < MAX_DISPATCH ? f->chunk_count : MAX_DISPATCH, 1, 1);
+        vkCmdWriteTimestamp(r.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, r.queries, 2);
+        record_statuses_to_host(r.cmd);
+        res = vkEndCommandBuffer(r.cmd);
+    }
+    return run_finish(gpu, &r, res, f, input, gpu_ms, err);
 }
 
 hp_code hp_exr_zip_gpu_upload(hp_exr_zip_gpu *z, const hp_buffer *host, const hp_buffer *output, size_t bytes,

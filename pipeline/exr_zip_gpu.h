@@ -112,6 +112,14 @@ VkDeviceSize hp_exr_zip_gpu_output_bytes(const hp_exr_zip_frame *frame);
 hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *frame, const hp_buffer *input,
                            const hp_buffer *output, double *gpu_ms, hp_err *err);
 
+/* The split: the CPU inflated the frame's chunks (api/image.h's hp_image_zip_inflate) into input, host
+ * memory shaders can read (HP_MEM_READBACK_SHADER): the table, then frame->unpacked_bytes of inflated
+ * chunks. On the decode queue, waited for: those bytes copied past the image in output (device memory of
+ * hp_exr_zip_gpu_output_bytes), then the finishing pass (exr_finish) writes the image. Returns as
+ * hp_exr_zip_gpu_run does; *gpu_ms the copy and the pass. HP_ERR_UNUSABLE: chunks over 1 MiB on lavapipe. */
+hp_code hp_exr_zip_gpu_finish(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *frame, const hp_buffer *input,
+                              const hp_buffer *output, double *gpu_ms, hp_err *err);
+
 /* Copies bytes of host memory into output on the decode queue and waits: a frame decoded on the CPU after
  * the GPU did not finish it, into the device block the frame graph reads. */
 hp_code hp_exr_zip_gpu_upload(hp_exr_zip_gpu *zip, const hp_buffer *host, const hp_buffer *output, size_t bytes,

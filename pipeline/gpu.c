@@ -426,6 +426,12 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
     int transfer = find_transfer_family(fams, nfam);
     int other = compute >= 0 ? find_decode_family(fams, nfam, (uint32_t)compute) : -1;
     uint32_t compute_queues = compute >= 0 && other < 0 && fams[compute].queueCount >= 2 ? 2 : 1;
+    uint32_t decode_queues = other >= 0 ? fams[other].queueCount : 0;
+    if (decode_queues > HP_GPU_DECODE_QUEUES_MAX)
+        decode_queues = HP_GPU_DECODE_QUEUES_MAX;
+    const char *dq = getenv("HDRPOST_DECODE_QUEUES"); /* EXPERIMENT */
+    if (dq && other >= 0 && atoi(dq) >= 1 && (uint32_t)atoi(dq) < decode_queues)
+        decode_queues = (uint32_t)atoi(dq);
     free(fams);
     if (compute < 0)
         return hp_fail(err, HP_ERR_MISSING_FEATURE, "the device has no compute queue");
@@ -434,14 +440,14 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
                        "the device's compute queue has no timestamps (timestampValidBits = 0): "
                        "hdrpostd reports every stage's GPU time from them");
     gpu->compute_family = (uint32_t)compute;
-    const float priority[2] = {1.0f, 1.0f};
+    const float priority[HP_GPU_DECODE_QUEUES_MAX] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
     VkDeviceQueueCreateInfo queues[3] = {
         {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = gpu->compute_family,
          .queueCount = compute_queues, .pQueuePriorities = priority},
         {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = (uint32_t)transfer,
          .queueCount = 1, .pQueuePriorities = priority},
         {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = (uint32_t)other,
-         .queueCount = 1, .pQueuePriorities = priority},
+         .queueCount = decode_queues, .pQueuePriorities = priority},
     };
     uint32_t queue_infos = transfer >= 0 ? 2 : 1;
     if (other >= 0) {
@@ -528,13 +534,16 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
     if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "vkCreateDevice");
     vkGetDeviceQueue(gpu->device, gpu->compute_family, 0, &gpu->compute_queue);
-    gpu->decode_queue = gpu->compute_queue;
+    gpu->decode_queues[0] = gpu->compute_queue;
+    gpu->decode_queue_count = 1;
     gpu->decode_family = gpu->compute_family;
     if (compute_queues == 2)
-        vkGetDeviceQueue(gpu->device, gpu->compute_family, 1, &gpu->decode_queue);
+        vkGetDeviceQueue(gpu->device, gpu->compute_family, 1, &gpu->decode_queues[0]);
     if (other >= 0) {
         gpu->decode_family = (uint32_t)other;
-        vkGetDeviceQueue(gpu->device, gpu->decode_family, 0, &gpu->decode_queue);
+        gpu->decode_queue_count = decode_queues;
+        for (uint32_t q = 0; q < decode_queues; q++)
+            vkGetDeviceQueue(gpu->device, gpu->decode_family, q, &gpu->decode_queues[q]);
     }
     if (transfer >= 0) {
         gpu->transfer_family = (uint32_t)transfer;
@@ -589,7 +598,9 @@ hp_code hp_gpu_create(const hp_gpu_config *config, hp_gpu **out, hp_err *err)
     if (!gpu)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     pthread_mutex_init(&gpu->compute_lock, NULL);
-    pthread_mutex_init(&gpu->decode_lock, NULL);
+    for (uint32_t q = 0; q < HP_GPU_DECODE_QUEUES_MAX; q++)
+        pthread_mutex_init(&gpu->decode_locks[q], NULL);
+    pthread_mutex_init(&gpu->decode_take_lock, NULL);
     if (cfg->pipeline_cache_path && *cfg->pipeline_cache_path) {
         gpu->cache_path = strdup(cfg->pipeline_cache_path);
         if (!gpu->cache_path) {
@@ -634,7 +645,9 @@ void hp_gpu_destroy(hp_gpu **pgpu)
         vkDestroyInstance(gpu->instance, NULL);
     free(gpu->cache_path);
     pthread_mutex_destroy(&gpu->compute_lock);
-    pthread_mutex_destroy(&gpu->decode_lock);
+    for (uint32_t q = 0; q < HP_GPU_DECODE_QUEUES_MAX; q++)
+        pthread_mutex_destroy(&gpu->decode_locks[q]);
+    pthread_mutex_destroy(&gpu->decode_take_lock);
     free(gpu);
     *pgpu = NULL;
 }
@@ -674,30 +687,61 @@ VkDevice hp_gpu_device(const hp_gpu *gpu) { return gpu->device; }
 VkQueue hp_gpu_compute_queue(const hp_gpu *gpu) { return gpu->compute_queue; }
 uint32_t hp_gpu_compute_family(const hp_gpu *gpu) { return gpu->compute_family; }
 
-bool hp_gpu_has_decode_queue(const hp_gpu *gpu) { return gpu->decode_queue != gpu->compute_queue; }
+bool hp_gpu_has_decode_queue(const hp_gpu *gpu) { return gpu->decode_queues[0] != gpu->compute_queue; }
 uint32_t hp_gpu_decode_family(const hp_gpu *gpu) { return gpu->decode_family; }
 bool hp_gpu_decode_runs_beside(const hp_gpu *gpu) { return gpu->decode_family != gpu->compute_family; }
+uint32_t hp_gpu_decode_queue_count(const hp_gpu *gpu) { return gpu->decode_queue_count; }
 
-static pthread_mutex_t *queue_lock(hp_gpu *gpu, hp_gpu_queue which)
+uint32_t hp_gpu_decode_take(hp_gpu *gpu)
 {
-    /* one queue, one lock: the decode queue is the compute queue where the family has only one */
-    return which == HP_QUEUE_DECODE && hp_gpu_has_decode_queue(gpu) ? &gpu->decode_lock : &gpu->compute_lock;
+    pthread_mutex_lock(&gpu->decode_take_lock);
+    uint32_t best = 0;
+    for (uint32_t q = 1; q < gpu->decode_queue_count; q++)
+        if (gpu->decode_runs[q] < gpu->decode_runs[best])
+            best = q;
+    gpu->decode_runs[best]++;
+    pthread_mutex_unlock(&gpu->decode_take_lock);
+    return best;
 }
 
-VkResult hp_gpu_submit(hp_gpu *gpu, hp_gpu_queue which, const VkSubmitInfo *submit, VkFence fence)
+void hp_gpu_decode_give(hp_gpu *gpu, uint32_t queue)
 {
-    pthread_mutex_t *lock = queue_lock(gpu, which);
+    pthread_mutex_lock(&gpu->decode_take_lock);
+    gpu->decode_runs[queue]--;
+    pthread_mutex_unlock(&gpu->decode_take_lock);
+}
+
+/* One queue, one lock: the decode queue is the compute queue where the family has only one. */
+static pthread_mutex_t *queue_lock(hp_gpu *gpu, hp_gpu_queue which, uint32_t index)
+{
+    return which == HP_QUEUE_DECODE && hp_gpu_has_decode_queue(gpu) ? &gpu->decode_locks[index] : &gpu->compute_lock;
+}
+
+static VkResult submit_on(hp_gpu *gpu, hp_gpu_queue which, uint32_t index, const VkSubmitInfo *submit, VkFence fence)
+{
+    pthread_mutex_t *lock = queue_lock(gpu, which, index);
     pthread_mutex_lock(lock);
-    VkResult res = vkQueueSubmit(which == HP_QUEUE_DECODE ? gpu->decode_queue : gpu->compute_queue, 1, submit, fence);
+    VkResult res = vkQueueSubmit(which == HP_QUEUE_DECODE ? gpu->decode_queues[index] : gpu->compute_queue, 1, submit,
+                                 fence);
     pthread_mutex_unlock(lock);
     return res;
 }
 
+VkResult hp_gpu_submit(hp_gpu *gpu, hp_gpu_queue which, const VkSubmitInfo *submit, VkFence fence)
+{
+    return submit_on(gpu, which, 0, submit, fence);
+}
+
+VkResult hp_gpu_submit_decode(hp_gpu *gpu, uint32_t queue, const VkSubmitInfo *submit, VkFence fence)
+{
+    return submit_on(gpu, HP_QUEUE_DECODE, queue < gpu->decode_queue_count ? queue : 0, submit, fence);
+}
+
 VkResult hp_gpu_queue_wait_idle(hp_gpu *gpu, hp_gpu_queue which)
 {
-    pthread_mutex_t *lock = queue_lock(gpu, which);
+    pthread_mutex_t *lock = queue_lock(gpu, which, 0);
     pthread_mutex_lock(lock);
-    VkResult res = vkQueueWaitIdle(which == HP_QUEUE_DECODE ? gpu->decode_queue : gpu->compute_queue);
+    VkResult res = vkQueueWaitIdle(which == HP_QUEUE_DECODE ? gpu->decode_queues[0] : gpu->compute_queue);
     pthread_mutex_unlock(lock);
     return res;
 }

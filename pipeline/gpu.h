@@ -123,6 +123,15 @@ uint32_t hp_gpu_compute_family(const hp_gpu *gpu);
  * queue's lock (Vulkan's external synchronisation); a single-threaded user (the tests) may submit to
  * hp_gpu_compute_queue directly. */
 typedef enum hp_gpu_queue { HP_QUEUE_COMPUTE, HP_QUEUE_DECODE } hp_gpu_queue;
+/* With another family, the decoder has several of its queues: submissions on one queue run one after the
+ * other, and on NVIDIA those on different queues run at once (docs/BENCHMARKS.md). A run takes the queue
+ * with the fewest runs in flight and gives it back when it has waited for it; HP_QUEUE_DECODE in
+ * hp_gpu_submit is the first. */
+#define HP_GPU_DECODE_QUEUES_MAX 8u
+uint32_t hp_gpu_decode_take(hp_gpu *gpu);
+void hp_gpu_decode_give(hp_gpu *gpu, uint32_t queue);
+VkResult hp_gpu_submit_decode(hp_gpu *gpu, uint32_t queue, const VkSubmitInfo *submit, VkFence fence);
+uint32_t hp_gpu_decode_queue_count(const hp_gpu *gpu);
 bool hp_gpu_has_decode_queue(const hp_gpu *gpu);
 uint32_t hp_gpu_decode_family(const hp_gpu *gpu);
 /* The decode queue is of another family than the frame graph's: its passes run beside the graph's. */

@@ -26,12 +26,16 @@ struct hp_gpu {
     VkDevice device;
     uint32_t compute_family;
     VkQueue compute_queue;
-    /* The EXR decoder's queue (hp_gpu_submit, pipeline/gpu.h): a queue of another compute family where the
-     * device has one, else a second queue of the compute family, else compute_queue. Each queue's
-     * submissions under its lock (one lock when they are one queue). */
-    VkQueue decode_queue;
+    /* The EXR decoder's queues (hp_gpu_decode_take, pipeline/gpu.h): up to HP_GPU_DECODE_QUEUES_MAX queues of
+     * another compute family where the device has one, else a second queue of the compute family, else
+     * compute_queue. Each queue's submissions under its lock (one lock when the decode queue is the compute
+     * queue); decode_runs counts the runs each has in flight. */
+    VkQueue decode_queues[HP_GPU_DECODE_QUEUES_MAX];
+    uint32_t decode_queue_count;
     uint32_t decode_family;
-    pthread_mutex_t compute_lock, decode_lock;
+    pthread_mutex_t compute_lock, decode_locks[HP_GPU_DECODE_QUEUES_MAX];
+    pthread_mutex_t decode_take_lock;
+    uint32_t decode_runs[HP_GPU_DECODE_QUEUES_MAX];
     uint32_t transfer_family;
     VkQueue transfer_queue; /* VK_NULL_HANDLE when the device has no separate transfer family */
 

@@ -49,7 +49,7 @@ def post(port, path, body, query, headers=None):
 def zip_frames(port):
     """hdrpost_exr_zip_frames_total by decoder."""
     _, _, text = harness.request(port, "GET", "/metrics")
-    out = {"cpu": 0.0, "gpu": 0.0, "gpu_then_cpu": 0.0}
+    out = {"cpu": 0.0, "gpu": 0.0, "gpu_then_cpu": 0.0, "split": 0.0, "split_then_cpu": 0.0}
     for ln in text.decode(errors="replace").splitlines():
         if ln.startswith("hdrpost_exr_zip_frames_total{"):
             out[ln.split('decoder="')[1].split('"')[0]] = float(ln.split()[-1])
@@ -225,8 +225,71 @@ def lost_in_decode(frames):
         point("the pool was abandoned (its log line)", "host pool: the device is lost" in d.log(), "")
 
 
+def post_trickled(port, body, query, pieces=8, gap_s=0.05):
+    """The body sent in pieces with pauses: the early decoder waits for each chunk's bytes."""
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT_S) as s:
+        s.sendall(f"POST /v1/render?{query} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                  f"Content-Length: {len(body)}\r\n\r\n".encode())
+        step = (len(body) + pieces - 1) // pieces
+        for at in range(0, len(body), step):
+            s.sendall(body[at:at + step])
+            time.sleep(gap_s)
+        status, _, data = harness.read_response(s)
+        return status, data
+
+
+def hang_up(port, body):
+    """A client that goes away after two thirds of its body."""
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(f"POST /v1/render?output.format=png HTTP/1.1\r\nHost: localhost\r\n"
+                  f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:len(body) * 2 // 3])
+        time.sleep(0.3)  # the header is in, the chunks before the cut are inflating
+
+
+def split_daemon(frames, png_of):
+    """exr_zip_decoder split: the chunks inflated on the CPU as they arrive, EXR's predictor, byte split and
+    planes undone on the GPU (exr_finish). png_of: the cpu daemon's PNG of each frame."""
+    if "damaged_chunk" not in png_of:
+        point("split: the cpu daemon's answers to compare with", False, "the gpu and cpu daemons did not serve")
+        return
+    d = harness.start_ready(EXE, "exr_zip split daemon", ["--exr_zip_decoder=split"], ready_timeout=90)
+    with harness.serving(d):
+        if not d:
+            return
+        z0 = zip_frames(d.port)
+        for comp in ("zip", "zips"):
+            s, h, png = post(d.port, "/v1/render", frames[comp], "output.format=png")
+            point(f"split, street {comp.upper()}: the PNG is the cpu daemon's, byte for byte",
+                  s == 200 and png == png_of[comp], f"{s} {len(png)} {png[:200]!r}")
+        st, png_t = post_trickled(d.port, frames["zip"], "output.format=png")
+        point("split, the ZIP frame sent in 8 pieces 50 ms apart (each chunk inflated when its bytes are in): the "
+              "same PNG", st == 200 and png_t == png_of["zip"], f"{st} {png_t[:200]!r}")
+        sl, _, png_l = post(d.port, "/v1/render", frames["lenient"], "output.format=png")
+        z1 = zip_frames(d.port)
+        point("split: the chunk libdeflate takes and zlib refuses is inflated here (libdeflate's rules), the PNG the "
+              "cpu daemon's; four frames counted under split and none elsewhere",
+              sl == 200 and png_l == png_of["lenient"] and z1["split"] - z0["split"] == 4
+              and all(z1[k] == z0[k] for k in z0 if k != "split"), f"{sl} {z0} -> {z1}")
+        e = error_of(*post(d.port, "/v1/render", frames["damaged"], "output.format=png")[::2])
+        z2 = zip_frames(d.port)
+        point("split: a damaged chunk is 400 malformed_image naming the chunk the cpu daemon names, the CPU's decoder "
+              "having judged it (split_then_cpu +1)", e[:2] == (400, "malformed_image")
+              and chunk_named(e[2]) == png_of["damaged_chunk"] and z2["split_then_cpu"] - z1["split_then_cpu"] == 1,
+              f"{e} {z1} -> {z2}")
+        hang_up(d.port, frames["zip"])
+        ok, lines = idle(d.port)
+        point("split: after a client hung up mid-body, no pinned block is out and the memory budget is whole", ok,
+              f"{lines}")
+        s, _, png = post(d.port, "/v1/render", frames["zip"], "output.format=png")
+        point("split: the daemon still serves: the ZIP frame again, the same PNG", s == 200 and png == png_of["zip"],
+              f"{s}")
+
+
 def body(tmp):
     frames = {c: make(tmp, c) for c in ("zip", "zips", "piz")}
+    cpu_answers = {}
     gpu = harness.start_ready(EXE, "exr_zip gpu daemon", ["--exr_zip_decoder=gpu"], ready_timeout=90)
     cpu = harness.start_ready(EXE, "exr_zip cpu daemon", ["--exr_zip_decoder=cpu"], ready_timeout=90)
     with harness.serving(gpu), harness.serving(cpu):
@@ -287,6 +350,9 @@ def body(tmp):
               "as gpu), their answers the cpu daemon's", sp == 200 and sq == 200 and png_p == png_q and sm == 200
               and png_m == png_c and g3["gpu"] == g2["gpu"], f"{sp} {sq} {sm} {g2} -> {g3}")
 
+        sz, _, png_zs = post(cpu.port, "/v1/render", frames["zips"], "output.format=png")
+        cpu_answers.update(zip=png_c, zips=png_zs if sz == 200 else None, lenient=png_k, damaged_chunk=chunk_named(ec[2]))
+        frames.update(lenient=lenient, damaged=bad)
         for d in (gpu, cpu):
             ok, lines = idle(d.port)
             point(f"{d.label}: afterwards no pinned block is out and the memory budget is whole", ok, f"{lines}")
@@ -295,6 +361,7 @@ def body(tmp):
               s == 200 and png == png_c, f"{s}")
 
     lost_in_decode(frames)
+    split_daemon(frames, cpu_answers)
 
     auto = harness.start_ready(EXE, "exr_zip auto daemon", ready_timeout=90)
     with harness.serving(auto):
@@ -304,7 +371,7 @@ def body(tmp):
             counted = zip_frames(auto.port)
             point("exr_zip_decoder auto (the default) on a device whose inflate needs slices: the CPU, said at "
                   "start-up, and the frame counted under cpu", on_cpu and s == 200 and counted == {"cpu": 1.0,
-                  "gpu": 0.0, "gpu_then_cpu": 0.0} or (not on_cpu and "llvmpipe" not in auto.log()), f"{s} {counted}")
+                  "gpu": 0.0, "gpu_then_cpu": 0.0, "split": 0.0, "split_then_cpu": 0.0} or (not on_cpu and "llvmpipe" not in auto.log()), f"{s} {counted}")
 
 
 if __name__ == "__main__":
