@@ -152,6 +152,59 @@ static double inflate_only_ms(const hp_exr_zip_frame *f, const hp_buffer *stagin
     return best;
 }
 
+/* The split (exr_zip_decoder split): the CPU's half (hp_image_zip_inflate, on 1 and on all threads, the best
+ * of cpu_runs) and the GPU's (hp_exr_zip_gpu_finish: the inflated chunks copied in from host memory and the
+ * finishing pass, the median of `runs`); the image checked against the CPU decoder's. */
+static void split(hp_exr_zip_gpu *zip, const uint8_t *file, size_t len, const hp_exr_zip_frame *g, uint32_t runs,
+                  uint32_t cpu_runs, const void *cpu_image, const hp_buffer *readback)
+{
+    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+    hp_image_info info;
+    hp_exr_zip_frame f;
+    hp_buffer in, out;
+    CHECK(hp_image_probe(file, len, &opt, &info, &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, g->table_bytes + g->unpacked_bytes, HP_MEM_READBACK_SHADER, "split_in", &in,
+                           &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, hp_exr_zip_gpu_output_bytes(g), HP_MEM_DEVICE, "split_out", &out, &bench_err) ==
+          HP_OK);
+    double cpu_ms[2] = {1e30, 1e30};
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    for (int k = 0; k < 2; k++) {
+        opt.threads = k == 0 ? 1 : (uint32_t)cores;
+        for (uint32_t r = 0; r < cpu_runs; r++) {
+            double t0 = now_ms();
+            CHECK(hp_image_zip_inflate(file, len, &opt, &info, in.mapped, in.size, &f, &bench_err) == HP_OK);
+            double ms = now_ms() - t0;
+            cpu_ms[k] = ms < cpu_ms[k] ? ms : cpu_ms[k];
+        }
+    }
+    double *gpu_ms = calloc(runs, sizeof(double)), *wall_ms = calloc(runs, sizeof(double));
+    for (uint32_t r = 0; r < runs; r++) {
+        double t0 = now_ms();
+        CHECK(hp_exr_zip_gpu_finish(zip, &f, &in, &out, &gpu_ms[r], &bench_err) == HP_OK);
+        wall_ms[r] = now_ms() - t0;
+    }
+    bench_begin();
+    VkBufferCopy back = {.size = (VkDeviceSize)f.width * f.height * 8};
+    vkCmdCopyBuffer(bench_cmd, out.buffer, readback->buffer, 1, &back);
+    bench_submit_and_wait();
+    hp_buffer_invalidate(bench_gpu, readback);
+    CHECK(memcmp(cpu_image, readback->mapped, back.size) == 0);
+    summary sg = bench_summarize(gpu_ms, runs), sw = bench_summarize(wall_ms, runs);
+    printf("\nthe split: the GPU's image equals the CPU decoder's, bit for bit\n"
+           "| the split's step | ms |\n|---|---|\n"
+           "| CPU: hp_image_zip_inflate, 1 thread (best of %u) | %.1f |\n"
+           "| CPU: hp_image_zip_inflate, %ld threads (best of %u) | %.1f |\n"
+           "| GPU: hp_exr_zip_gpu_finish, copy and pass (median, p10-p90 of %u) | %.2f (%.2f-%.2f) |\n"
+           "| wall: hp_exr_zip_gpu_finish, submitted and waited for | %.2f (%.2f-%.2f) |\n",
+           cpu_runs, cpu_ms[0], cores, cpu_runs, cpu_ms[1], runs, sg.median, sg.p10, sg.p90, sw.median, sw.p10,
+           sw.p90);
+    free(gpu_ms);
+    free(wall_ms);
+    hp_buffer_destroy(bench_gpu, &in);
+    hp_buffer_destroy(bench_gpu, &out);
+}
+
 int main(int argc, char **argv)
 {
     bench_args args = {0};
@@ -229,6 +282,12 @@ int main(int argc, char **argv)
         }
     }
     summary si = bench_summarize(inflate_ms, runs), su = bench_summarize(unzip_ms, runs);
+    {
+        void *cpu = malloc(image_bytes);
+        cpu_decode_ms(file, len, 1, 1, cpu);
+        split(zip, file, len, &f, runs, args.quick ? 1 : 5, cpu, &readback);
+        free(cpu);
+    }
     if (!args.quick)
         at_once(zip, &f, &staging, si.median);
     void *dst = malloc(image_bytes);

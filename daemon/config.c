@@ -173,13 +173,14 @@ static const hp_setting settings[] = {
              "encode_threads)."},
     {.name = "exr_zip_decoder", .type = HP_SETTING_ENUM, .offset = FIELD(exr_zip_decoder), .default_value = "auto",
      .choices = exr_zip_decoder_choices, .parse_choice = hp_exr_zip_decoder_parse,
-     .help = "Where a ZIP or ZIPS EXR frame's chunks are inflated (scanlines, every channel half, posted as the "
-             "raw body): cpu with libdeflate on decode_threads as the frame arrives; gpu on the GPU, the CPU only "
-             "copying the chunks (a tenth of the CPU, tens of milliseconds more a frame; a chunk the GPU refuses "
-             "or gives up on is left to the CPU, whose verdict stands); auto the GPU for a frame whose header "
-             "arrives while others are decoding on the CPU and fewer than two frames' passes run on the GPU, "
-             "where the device has a compute queue beside the frame graph's (NVIDIA), else the CPU. "
-             "docs/PIPELINE.md."},
+     .help = "Where a ZIP or ZIPS EXR frame's chunks are decoded (scanlines, every channel half, posted as the "
+             "raw body): cpu with libdeflate on decode_threads as the frame arrives; split inflated so, and EXR's "
+             "predictor, byte split and planes undone on the GPU (two thirds of the CPU, about 2 ms more a "
+             "frame); gpu inflated on the GPU too, the CPU only copying the chunks (a tenth of the CPU, tens of "
+             "milliseconds more a frame); a frame the GPU's path refuses or gives up on is decoded by the CPU's, "
+             "whose verdict stands; auto split for a frame whose header arrives while others are decoding, cpu "
+             "for a frame alone, where the device has a compute queue beside the frame graph's (NVIDIA), else "
+             "cpu. docs/PIPELINE.md."},
     {.name = "auth_token", .type = HP_SETTING_STRING, .offset = FIELD(auth_token), .default_value = "",
      .metavar = "TOKEN",
      .help = "Bearer token required on every route but /livez and /readyz (and /metrics with metrics_open); "

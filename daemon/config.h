@@ -130,9 +130,9 @@ enum { HP_CONSOLE_AUTO = 0, HP_CONSOLE_ON = 1, HP_CONSOLE_OFF = 2 };
 /* The console setting's value by name, -1 for another. */
 int hp_console_parse(const char *name);
 
-/* exr_zip_decoder: auto takes the GPU for a frame that arrives while others are decoding on the CPU (its
- * cores are then the bound) and fewer than two frames' passes run on the GPU, the CPU for a frame alone (its chunks decode as they
- * arrive, the shortest answer); never the GPU where the device needs slices (lavapipe) or has no compute
+/* exr_zip_decoder: auto splits a frame that arrives while others are decoding (the cores are then the bound:
+ * inflated on the CPU, the rest on the GPU), and decodes a frame alone on the CPU (its rows uploaded as they
+ * are decoded, the shortest answer); never the GPU where the device is a CPU (lavapipe) or has no compute
  * queue beside the frame graph's (daemon/main.c says why). */
 enum { HP_EXR_ZIP_DECODER_AUTO, HP_EXR_ZIP_DECODER_CPU, HP_EXR_ZIP_DECODER_GPU, HP_EXR_ZIP_DECODER_SPLIT };
 int hp_exr_zip_decoder_parse(const char *name);

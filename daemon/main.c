@@ -101,7 +101,6 @@ typedef struct backend_ctx {
     hp_host_pool *host_pool;
     hp_exr_zip_gpu *zip;         /* NULL: exr_zip_decoder cpu, or auto on a device that needs slices */
     int zip_mode;                /* HP_EXR_ZIP_DECODER_* */
-    _Atomic unsigned zip_running; /* frames on the GPU's inflate now */
     _Atomic unsigned zip_runs;    /* every run so far, for test_lose_device_in_decode */
     unsigned test_lose_in_decode;
 } backend_ctx;
@@ -120,34 +119,28 @@ static bool cancel_job(void *ctx, struct hp_job *job) { return hp_worker_cancel(
 static unsigned queue_depth(void *ctx) { return hp_worker_queue_depth(((backend_ctx *)ctx)->worker); }
 static unsigned queue_capacity(void *ctx) { return hp_worker_queue_capacity(((backend_ctx *)ctx)->worker); }
 
-/* exr_zip_decoder (daemon/config.h). auto: a frame goes to the GPU when, as its header arrives, other frames
- * are decoding on the CPU (its cores are then the bound) and fewer than ZIP_GPU_AT_ONCE frames' passes are
- * running on the GPU; alone, the CPU decodes it as it arrives, the shortest answer. The count is of passes
- * running, read when the header is in, not reserved: frames whose headers arrive while others upload may
- * all go. That is the policy measured side by side on the H200 with 16 clients (docs/BENCHMARKS.md): the
- * CPU alone 81.5 frames/s, a limit of one 82.3, two 89.3, four 80.5 (the frame graph then waits for frames
- * still inflating). */
-#define ZIP_GPU_AT_ONCE 2u
-
+/* exr_zip_decoder (daemon/config.h). auto: a frame alone is decoded on the CPU as it arrives (the shortest
+ * answer: its rows are uploaded as they are decoded); a frame that arrives while others are decoding (the
+ * cores are then the bound) is split: inflated on the CPU as it arrives, and EXR's predictor, byte split and
+ * planes, a third of the CPU decoder's time, undone on the GPU. The whole inflate on the GPU is not part of
+ * it: it costs the GPU a chunk's serial chain per workgroup, tens of milliseconds of SMs a frame, which the
+ * frame graph's passes then wait for. Side by side on the H200 with 16 clients (docs/BENCHMARKS.md): the
+ * CPU alone 78.5 and 81.7 frames/s; split when busy 108.8 and 100.5; the same with up to one frame's
+ * inflate on the GPU 84.6 and 83.5, two 78.1; split for every frame 90.3, but one client then waits 2.3 ms
+ * more (19.7 ms p50 against 17.4). */
 static hp_exr_zip_decoded zip_route(void *ctx)
 {
     backend_ctx *b = ctx;
     if (!b->zip)
         return HP_EXR_ZIP_ON_CPU;
-    if (b->zip_mode == HP_EXR_ZIP_DECODER_GPU)
+    switch (b->zip_mode) {
+    case HP_EXR_ZIP_DECODER_GPU:
         return HP_EXR_ZIP_ON_GPU;
-    if (b->zip_mode == HP_EXR_ZIP_DECODER_SPLIT)
+    case HP_EXR_ZIP_DECODER_SPLIT:
         return HP_EXR_ZIP_SPLIT;
-    static int at_once = -1, split = -1; /* EXPERIMENT */
-    if (at_once < 0) {
-        at_once = getenv("HDRPOST_ZIP_AT_ONCE") ? atoi(getenv("HDRPOST_ZIP_AT_ONCE")) : (int)ZIP_GPU_AT_ONCE;
-        split = getenv("HDRPOST_ZIP_SPLIT") ? atoi(getenv("HDRPOST_ZIP_SPLIT")) : 1;
+    default:
+        return hp_image_frames_decoding() > 0 ? HP_EXR_ZIP_SPLIT : HP_EXR_ZIP_ON_CPU;
     }
-    if (hp_image_frames_decoding() == 0)
-        return HP_EXR_ZIP_ON_CPU;
-    if (atomic_load(&b->zip_running) < (unsigned)at_once)
-        return HP_EXR_ZIP_ON_GPU;
-    return split ? HP_EXR_ZIP_SPLIT : HP_EXR_ZIP_ON_CPU;
 }
 
 /* A decoding run lost the device or timed out: its frame's blocks may still be written by the GPU, whoever
@@ -163,10 +156,8 @@ static hp_code zip_gpu_decode(void *ctx, const hp_exr_zip_frame *frame, const hp
                               const hp_buffer *output, hp_err *err)
 {
     backend_ctx *b = ctx;
-    atomic_fetch_add(&b->zip_running, 1);
     double ms = 0;
     hp_code code = hp_exr_zip_gpu_run(b->zip, frame, input, output, &ms, err);
-    atomic_fetch_sub(&b->zip_running, 1);
     if (b->test_lose_in_decode && atomic_fetch_add(&b->zip_runs, 1) + 1 == b->test_lose_in_decode)
         code = hp_fail(err, HP_ERR_DEVICE_LOST, "test_lose_device_in_decode = %u: this frame's inflate is reported "
                        "as a lost device", b->test_lose_in_decode);
@@ -479,15 +470,15 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
         bctx = (backend_ctx){.worker = worker, .gpu = gpu, .host_pool = host_pool, .zip_mode = config->exr_zip_decoder,
                              .test_lose_in_decode = (unsigned)config->test_lose_device_in_decode};
         if (config->exr_zip_decoder != HP_EXR_ZIP_DECODER_CPU) {
-            /* gpu: on any device, in slices where it needs them (lavapipe: slow, for tests); auto: only where
-             * the passes run beside the frame graph's, without slices */
+            /* gpu and split: on any device, the inflate in slices where it needs them (lavapipe: slow, for
+             * tests); auto: only where the decoder's passes run beside the frame graph's on a GPU */
             if ((code = hp_exr_zip_gpu_create(gpu, 0, &zip, &err)) != HP_OK)
                 goto startup_failed;
             if (config->exr_zip_decoder == HP_EXR_ZIP_DECODER_AUTO &&
                 (hp_exr_zip_gpu_sliced(zip) || !hp_gpu_decode_runs_beside(gpu))) {
                 hp_info("exr_zip_decoder auto: EXR ZIP chunks are inflated on the CPU (%s: %s)",
                         hp_gpu_get_info(gpu)->device_name, hp_exr_zip_gpu_sliced(zip)
-                        ? "the GPU's inflate runs only in slices" : "no compute queue of another family");
+                        ? "a CPU device, whose passes would run on the same cores" : "no compute queue of another family");
                 hp_exr_zip_gpu_destroy(&zip);
             }
             bctx.zip = zip;

@@ -429,9 +429,6 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
     uint32_t decode_queues = other >= 0 ? fams[other].queueCount : 0;
     if (decode_queues > HP_GPU_DECODE_QUEUES_MAX)
         decode_queues = HP_GPU_DECODE_QUEUES_MAX;
-    const char *dq = getenv("HDRPOST_DECODE_QUEUES"); /* EXPERIMENT */
-    if (dq && other >= 0 && atoi(dq) >= 1 && (uint32_t)atoi(dq) < decode_queues)
-        decode_queues = (uint32_t)atoi(dq);
     free(fams);
     if (compute < 0)
         return hp_fail(err, HP_ERR_MISSING_FEATURE, "the device has no compute queue");

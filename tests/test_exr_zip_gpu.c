@@ -318,8 +318,27 @@ static void check_file(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *what, c
     free(table);
 }
 
-/* (e): through hp_exr_zip_gpu_run, against hp_image_decode: the same image, or the same chunk named. */
-static void check_run(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *what, const uint8_t *file, size_t len)
+/* How check_run decodes: the GPU's inflate (hp_exr_zip_gpu_run over hp_image_zip_gather's chunks), the split
+ * (hp_image_zip_inflate, then hp_exr_zip_gpu_finish), or the split with chunk 3's Adler-32 in the table
+ * changed after the CPU's inflate (the GPU's check after the copy must refuse it). */
+typedef enum { RUN_GPU, RUN_SPLIT, RUN_SPLIT_BAD_ADLER } run_how;
+
+static hp_code run_how_decode(hp_exr_zip_gpu *zip, run_how how, const uint8_t *file, size_t len, hp_image_info *info,
+                              hp_exr_zip_frame *f, hp_buffer *in, hp_buffer *out, double *ms, hp_err *err)
+{
+    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+    if (how == RUN_GPU)
+        return hp_exr_zip_gpu_run(zip, f, in, out, ms, err);
+    hp_code code = hp_image_zip_inflate(file, len, &opt, info, in->mapped, in->size, f, err);
+    if (code == HP_OK && how == RUN_SPLIT_BAD_ADLER)
+        ((hp_exr_zip_chunk *)in->mapped)[3].unused ^= 1;
+    return code == HP_OK ? hp_exr_zip_gpu_finish(zip, f, in, out, ms, err) : code;
+}
+
+/* (e): through hp_exr_zip_gpu_run or the split, against hp_image_decode: the same image, or the same chunk
+ * named. */
+static void check_run(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *what, const uint8_t *file, size_t len,
+                      run_how how)
 {
     hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
     hp_image_info info;
@@ -328,14 +347,15 @@ static void check_run(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *what, co
     hp_buffer in = {0}, out = {0}, back = {0};
     bool ok = file && hp_image_probe(file, len, &opt, &info, &err) == HP_OK &&
               hp_image_zip_gather(file, len, &opt, &info, NULL, 0, &f, &err) == HP_OK;
-    size_t in_bytes = ok ? f.table_bytes + f.packed_bytes + HP_EXR_ZIP_PACKED_PAD : 0;
+    size_t in_bytes = !ok ? 0 : how == RUN_GPU ? f.table_bytes + f.packed_bytes + HP_EXR_ZIP_PACKED_PAD
+                                               : f.table_bytes + f.unpacked_bytes;
     size_t image_bytes = ok ? (size_t)f.width * f.height * 8 : 0;
     ok = ok && hp_buffer_create(r->gpu, in_bytes, HP_MEM_READBACK_SHADER, "run_in", &in, &err) == HP_OK &&
          hp_buffer_create(r->gpu, hp_exr_zip_gpu_output_bytes(&f), HP_MEM_DEVICE, "run_out", &out, &err) == HP_OK &&
          hp_buffer_create(r->gpu, image_bytes, HP_MEM_READBACK, "run_back", &back, &err) == HP_OK &&
-         hp_image_zip_gather(file, len, &opt, &info, in.mapped, in_bytes, &f, &err) == HP_OK;
+         (how != RUN_GPU || hp_image_zip_gather(file, len, &opt, &info, in.mapped, in_bytes, &f, &err) == HP_OK);
     double ms = 0;
-    hp_code gpu_code = ok ? hp_exr_zip_gpu_run(zip, &f, &in, &out, &ms, &gpu_err) : HP_ERR_INTERNAL;
+    hp_code gpu_code = ok ? run_how_decode(zip, how, file, len, &info, &f, &in, &out, &ms, &gpu_err) : HP_ERR_INTERNAL;
     uint16_t *cpu = ok ? malloc(image_bytes) : NULL;
     hp_code cpu_code = ok ? hp_image_decode(file, len, &opt, &info, cpu, HP_LAYOUT_RGBA16F, NULL, &cpu_err)
                           : HP_ERR_INTERNAL;
@@ -357,7 +377,11 @@ static void check_run(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *what, co
         hp_buffer_invalidate(r->gpu, &back);
         same = same && cpu_code == HP_OK && memcmp(back.mapped, cpu, image_bytes) == 0;
     }
-    if (cpu_code == HP_OK)
+    if (how == RUN_SPLIT_BAD_ADLER)
+        tap_ok(cpu_code == HP_OK && gpu_code == HP_ERR_INVALID_ARGUMENT && strstr(gpu_err.message, "chunk 3 ") &&
+                   strstr(gpu_err.message, "bad checksum"), "%s: the GPU's finish refuses chunk 3: %s", what,
+               gpu_err.message);
+    else if (cpu_code == HP_OK)
         tap_ok(same, "%s: %ux%u in %.1f ms of GPU time, the image is the CPU decoder's %s", what, ok ? f.width : 0,
                ok ? f.height : 0, ms, gpu_err.message);
     else
@@ -500,6 +524,9 @@ int main(void)
             continue;
         }
         check_file(&r, zip, files[i].what, file, len, NULL);
+        char split_what[128];
+        snprintf(split_what, sizeof(split_what), "%s through the split", files[i].what);
+        check_run(&r, zip, split_what, file, len, RUN_SPLIT);
         free(file);
     }
     /* A damaged chunk: chunk 5's Adler-32 (its stream's last byte), then chunk 9's zlib header. */
@@ -565,10 +592,14 @@ int main(void)
     {
         size_t len;
         uint8_t *file = write_exr(rgba, w, h, rgba_names, 4, EXR_COMPRESSION_ZIP, 0, &len);
-        check_run(&r, zip, "street RGBA ZIP through hp_exr_zip_gpu_run", file, len);
+        check_run(&r, zip, "street RGBA ZIP through hp_exr_zip_gpu_run", file, len, RUN_GPU);
+        check_run(&r, zip, "street RGBA ZIP through the split", file, len, RUN_SPLIT);
+        check_run(&r, zip, "street RGBA ZIP through the split, chunk 3's Adler-32 changed in the table", file, len,
+                  RUN_SPLIT_BAD_ADLER);
         if (file) {
             file[len - 1] ^= 0x5a; /* the last chunk's Adler-32 */
-            check_run(&r, zip, "the last chunk damaged, through hp_exr_zip_gpu_run", file, len);
+            check_run(&r, zip, "the last chunk damaged, through hp_exr_zip_gpu_run", file, len, RUN_GPU);
+            check_run(&r, zip, "the last chunk damaged, through the split", file, len, RUN_SPLIT);
         }
         free(file);
         /* the data window from row 37: the damaged chunk's scanlines are the file's (37 + its rows) */
@@ -576,7 +607,9 @@ int main(void)
         if (file) {
             file[len - 1] ^= 0x5a;
             check_run(&r, zip, "the last chunk damaged, the data window from row 37, through hp_exr_zip_gpu_run", file,
-                      len);
+                      len, RUN_GPU);
+            check_run(&r, zip, "the last chunk damaged, the data window from row 37, through the split", file, len,
+                      RUN_SPLIT);
         }
         free(file);
         hp_exr_channel ch[1];
@@ -588,7 +621,9 @@ int main(void)
                             .compression = EXR_COMPRESSION_ZIPS, .channels = ch, .channel_count = 1};
         uint8_t *small = NULL;
         if (hp_exr_write_core(&spec, 1, &small, &len))
-            check_run(&r, fused, "a small grey ZIPS frame through hp_exr_zip_gpu_run, fused", small, len);
+            check_run(&r, fused, "a small grey ZIPS frame through hp_exr_zip_gpu_run, fused", small, len, RUN_GPU);
+        if (small)
+            check_run(&r, zip, "a small grey ZIPS frame through the split", small, len, RUN_SPLIT);
         free(small);
         free(plane);
     }
