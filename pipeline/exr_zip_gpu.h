@@ -8,7 +8,8 @@
  *                buffer and writes the chunk's status word (HP_EXR_ZIP_OK or why not); without slices the
  *                workgroup then finishes the chunk;
  *   exr_finish   with slices, after the last: one workgroup per chunk checks the Adler-32, undoes EXR's
- *                byte predictor and byte split and gathers the planes into RGBA16F.
+ *                byte predictor and byte split and gathers the planes into RGBA16F; and alone for the
+ *                split (hp_exr_zip_gpu_finish), over chunks the CPU inflated.
  * shaders/exr_zip.comp says how and why.
  *
  * What the frame must be: scanlines, ZIP or ZIPS, every channel of the part half and unsampled, so that a
@@ -100,7 +101,7 @@ hp_code hp_exr_zip_gpu_check(const hp_exr_zip_frame *frame, const hp_exr_zip_chu
  * unpacked chunks. */
 VkDeviceSize hp_exr_zip_gpu_output_bytes(const hp_exr_zip_frame *frame);
 
-/* A frame's passes on the decode queue (pipeline/gpu.h's HP_QUEUE_DECODE), waited for: what a decoding
+/* A frame's passes on the least busy decode queue (pipeline/gpu.h's hp_gpu_decode_take), waited for: what a decoding
  * thread calls, several at once. input: host memory shaders can read (HP_MEM_READBACK_SHADER), laid out
  * as api/image.h's hp_image_zip_gather writes it; the passes read it where it lies and write their status
  * words into its table. output: device memory of hp_exr_zip_gpu_output_bytes, the image at its start.

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "api/image.h"
+#include "pipeline/exr_zip_gpu.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -50,6 +51,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fprintf(stderr, "fuzz_image: a %ux%u frame decoded with bytes left unwritten\n", info.width, info.height);
         abort();
     }
+#if HP_FUZZ_FORMAT == 1
+    /* The split's CPU half (exr_zip_decoder split), into memory of exactly the size the daemon gives it
+     * (api/early_decode.c's zip_split): within bounds whatever the file says, a refusal says why, and a
+     * frame it takes the CPU's decoder takes too (else the GPU would finish a frame the CPU refuses). */
+    uint32_t planes, chunks;
+    hp_image_info zinfo = info;
+    if (hp_image_zip_fits(data, size, &opt, &zinfo, &planes, &chunks, &err) == HP_OK) {
+        size_t zbytes = (size_t)chunks * sizeof(hp_exr_zip_chunk) + n * 2 * planes + 4 * (size_t)chunks;
+        uint8_t *dst = malloc(zbytes);
+        hp_exr_zip_frame f;
+        hp_err zerr = {0};
+        hp_code z = dst ? hp_image_zip_inflate(data, size, &opt, &zinfo, dst, zbytes, &f, &zerr) : HP_ERR_OUT_OF_MEMORY;
+        if (z != HP_OK && !zerr.message[0])
+            abort(); /* a refusal that says nothing */
+        if (z == HP_OK && out[0] && out[1] && code[0] != HP_OK && code[0] != HP_ERR_OUT_OF_MEMORY) {
+            fprintf(stderr, "fuzz_image: the split inflated a frame the CPU's decoder refuses\n");
+            abort();
+        }
+        free(dst);
+    }
+#endif
     free(out[0]);
     free(out[1]);
     return 0;
