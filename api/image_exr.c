@@ -1826,7 +1826,8 @@ hp_code hp_image_zip_inflate(const uint8_t *bytes, size_t len, const hp_decode_o
     if (code != HP_OK)
         return code;
     const uint64_t line_bytes = (uint64_t)frame->planes * frame->width * 2;
-    const uint64_t whole = line_bytes * (uint64_t)r->lines_per_chunk, last = line_bytes * rect_of_chunk(r, r->chunk_count - 1).h;
+    const uint64_t whole = line_bytes * (uint64_t)r->lines_per_chunk;
+    const uint64_t last = line_bytes * rect_of_chunk(r, r->chunk_count - 1).h;
     frame->table_bytes = (uint64_t)frame->chunk_count * sizeof(hp_exr_zip_chunk);
     frame->unpacked_bytes = (uint64_t)(frame->chunk_count - 1) * ((whole + 3) & ~3ull) + ((last + 3) & ~3ull);
     frame->max_chunk_bytes = (uint32_t)whole; /* at most EXR_MAX_CHUNK_UNPACKED */

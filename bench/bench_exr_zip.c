@@ -80,7 +80,8 @@ static void at_once(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *f, const hp_buf
     run_thread(&args[0]);
     printf("\none frame through hp_exr_zip_gpu_run (chunks read from host memory): %.2f ms GPU, %.2f ms wall; "
            "decode queue %s (%u of them)\n", args[0].gpu_ms, args[0].wall_ms,
-           hp_gpu_has_decode_queue(bench_gpu) ? "a queue of its own" : "the compute queue", hp_gpu_decode_queue_count(bench_gpu));
+           hp_gpu_has_decode_queue(bench_gpu) ? "a queue of its own" : "the compute queue",
+           hp_gpu_decode_queue_count(bench_gpu));
     pthread_t th[AT_ONCE];
     for (int rep = 0; rep < 2; rep++) {
         for (int i = 0; i < AT_ONCE; i++)

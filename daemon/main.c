@@ -478,7 +478,8 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
                 (hp_exr_zip_gpu_sliced(zip) || !hp_gpu_decode_runs_beside(gpu))) {
                 hp_info("exr_zip_decoder auto: EXR ZIP chunks are inflated on the CPU (%s: %s)",
                         hp_gpu_get_info(gpu)->device_name, hp_exr_zip_gpu_sliced(zip)
-                        ? "a CPU device, whose passes would run on the same cores" : "no compute queue of another family");
+                        ? "a CPU device, whose passes would run on the same cores"
+                        : "no compute queue of another family");
                 hp_exr_zip_gpu_destroy(&zip);
             }
             bctx.zip = zip;

@@ -261,6 +261,19 @@ static VkResult run_submit_wait(hp_gpu *gpu, zip_run *r)
     return res;
 }
 
+/* The caller's buffers: addresses, input of in_bytes at least, output of hp_exr_zip_gpu_output_bytes. */
+static bool buffers_fit(const hp_exr_zip_frame *f, const hp_buffer *input, VkDeviceSize in_bytes,
+                        const hp_buffer *output, hp_err *err)
+{
+    if (input->address && output->address && output->size >= hp_exr_zip_gpu_output_bytes(f) && input->size >= in_bytes)
+        return true;
+    hp_fail(err, HP_ERR_INTERNAL, "exr_zip_gpu: buffers of %llu and %llu bytes (with addresses %d, %d) for a frame "
+            "that needs %llu and %llu", (unsigned long long)input->size, (unsigned long long)output->size,
+            input->address != 0, output->address != 0, (unsigned long long)in_bytes,
+            (unsigned long long)hp_exr_zip_gpu_output_bytes(f));
+    return false;
+}
+
 /* The statuses, written by the passes into the host's table, for the host to read after the fence. */
 static void record_statuses_to_host(VkCommandBuffer cmd)
 {
@@ -301,13 +314,8 @@ hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const h
     if (z->slice != 0 && f->max_chunk_bytes > SLICED_CHUNK_MAX)
         return hp_fail(err, HP_ERR_UNUSABLE, "exr_zip_gpu: chunks of %u bytes are over the %u this device's "
                        "slices take", f->max_chunk_bytes, SLICED_CHUNK_MAX);
-    if (!input->address || !output->address || output->size < hp_exr_zip_gpu_output_bytes(f) ||
-        input->size < f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD)
-        return hp_fail(err, HP_ERR_INTERNAL, "exr_zip_gpu: buffers of %llu and %llu bytes (with addresses %d, %d) "
-                       "for a frame that needs %llu and %llu", (unsigned long long)input->size,
-                       (unsigned long long)output->size, input->address != 0, output->address != 0,
-                       (unsigned long long)(f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD),
-                       (unsigned long long)hp_exr_zip_gpu_output_bytes(f));
+    if (!buffers_fit(f, input, f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD, output, err))
+        return HP_ERR_INTERNAL;
     hp_gpu *gpu = z->gpu;
     zip_run r = {0};
     VkResult res = run_begin(gpu, &r);
@@ -337,13 +345,8 @@ hp_code hp_exr_zip_gpu_finish(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, cons
         return hp_fail(err, HP_ERR_UNUSABLE, "exr_zip_gpu: chunks of %u bytes are over the %u this device's "
                        "finishing pass takes", f->max_chunk_bytes, SLICED_CHUNK_MAX);
     VkDeviceSize image_bytes = (VkDeviceSize)f->width * f->height * 8;
-    if (!input->address || !output->address || output->size < hp_exr_zip_gpu_output_bytes(f) ||
-        input->size < f->table_bytes + f->unpacked_bytes)
-        return hp_fail(err, HP_ERR_INTERNAL, "exr_zip_gpu: buffers of %llu and %llu bytes (with addresses %d, %d) "
-                       "for a frame that needs %llu and %llu", (unsigned long long)input->size,
-                       (unsigned long long)output->size, input->address != 0, output->address != 0,
-                       (unsigned long long)(f->table_bytes + f->unpacked_bytes),
-                       (unsigned long long)hp_exr_zip_gpu_output_bytes(f));
+    if (!buffers_fit(f, input, f->table_bytes + f->unpacked_bytes, output, err))
+        return HP_ERR_INTERNAL;
     hp_gpu *gpu = z->gpu;
     zip_run r = {0};
     VkResult res = run_begin(gpu, &r);
