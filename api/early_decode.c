@@ -64,6 +64,8 @@ static bool early_share_take(const hp_budget *budget, uint64_t bytes)
     return true;
 }
 
+static void early_share_put(uint64_t bytes) { atomic_fetch_sub(&early_share_used, bytes); }
+
 /* Once the body is in (the handler took the frame) or the decoder is dropped. */
 void hp_early_share_give(hp_early *e)
 {
@@ -119,9 +121,17 @@ static hp_code zip_split(hp_early *e, const hp_decode_options *opt, hp_image_inf
     hp_request *req = e->req;
     uint64_t n = (uint64_t)info->width * info->height;
     uint64_t in_bytes = (uint64_t)chunks * sizeof(hp_exr_zip_chunk) + n * 2 * planes + 4ull * chunks;
-    if (!hp_budget_take(e->budget, in_bytes))
-        return hp_fail(err, HP_ERR_UNUSABLE, "EXR ZIP split: no budget for %llu bytes of inflated chunks",
-                       (unsigned long long)in_bytes);
+    /* Held while the body arrives: what the frame's pixels were charged covers it (they are in device memory
+     * here), and the rest, the table, comes from the share of bodies still arriving as they did. */
+    uint64_t extra = in_bytes > e->charged ? in_bytes - e->charged : 0;
+    if (extra && !early_share_take(e->budget, extra))
+        return hp_fail(err, HP_ERR_UNUSABLE, "EXR ZIP split: no share for %llu bytes of chunk table",
+                       (unsigned long long)extra);
+    if (extra && !hp_budget_take(e->budget, extra)) {
+        early_share_put(extra);
+        return hp_fail(err, HP_ERR_UNUSABLE, "EXR ZIP split: no budget for %llu bytes of chunk table",
+                       (unsigned long long)extra);
+    }
     hp_err ignored = {0};
     /* cached host memory: libdeflate reads back what it wrote (its matches), which write-combined memory
      * would make slow */
@@ -133,7 +143,10 @@ static hp_code zip_split(hp_early *e, const hp_decode_options *opt, hp_image_inf
         code = e->be->zip_gpu_finish(e->be->ctx, &f, &in->buf, &out->buf, err);
     if (in)
         hp_host_pool_put(in);
-    hp_budget_give(e->budget, in_bytes);
+    if (extra) {
+        hp_budget_give(e->budget, extra);
+        early_share_put(extra);
+    }
     return code;
 }
 
@@ -178,6 +191,11 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_
         return false;
     /* The image, then every chunk's bytes each rounded to a word: at most hp_exr_zip_gpu_output_bytes. */
     uint64_t n = (uint64_t)info.width * info.height;
+    bool split = route == HP_EXR_ZIP_SPLIT;
+    /* The split holds every inflated byte in host memory while the body arrives: only as much as the pixels
+     * were charged (four planes of halves at most: no extra channels), and within the GPU's 32-bit offsets. */
+    if (split && (planes > 4 || n * 2 * planes + 4ull * chunks > INT32_MAX))
+        return false;
     uint64_t out_bytes = n * 8 + n * 2 * planes + 4ull * chunks + 4;
     hp_err ignored = {0};
     hp_host_block *out = hp_host_pool_get(e->be->host_pool, HP_MEM_DEVICE, (size_t)out_bytes, &ignored);
@@ -189,7 +207,6 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_
     e->on_gpu = true;
     hp_rows_ready_start(&e->rows);
     hp_code code;
-    bool split = route == HP_EXR_ZIP_SPLIT;
     hp_exr_zip_decoded where = route;
     bool arrived = split || hp_arrival_wait(&req->arrival, req->body_cap); /* the split inflates as it comes */
     if (!arrived)
@@ -198,6 +215,8 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_
         code = zip_split(e, opt, &info, planes, chunks, out, &err);
     else
         code = zip_on_gpu(e, opt, &info, chunks, out, &err);
+    if (split && code != HP_OK && code != HP_ERR_DEVICE_LOST) /* a body cut off is no frame for the CPU either */
+        arrived = hp_arrival_wait(&req->arrival, req->body_cap);
     if (arrived && code != HP_OK && code != HP_ERR_DEVICE_LOST) {
         hp_debug("early decode: %s; the CPU decodes the frame", err.message);
         err = (hp_err){0};

@@ -1781,8 +1781,11 @@ static hp_code inflate_one(const hp_exr_reader *r, const struct zip_split *z, st
     if (ci.packed_size == ci.unpacked_size) {
         memcpy(out, in, (size_t)ci.packed_size);
     } else {
-        enum libdeflate_result res =
-            libdeflate_zlib_decompress(d, in, (size_t)ci.packed_size, out, (size_t)ci.unpacked_size, NULL);
+        /* Bytes after the stream's end are ignored, as the CPU's decoder and the GPU's inflate ignore them:
+         * the Adler-32 is where the stream ends */
+        size_t used = 0;
+        enum libdeflate_result res = libdeflate_zlib_decompress_ex(d, in, (size_t)ci.packed_size, out,
+                                                                   (size_t)ci.unpacked_size, &used, NULL);
         if (res != LIBDEFLATE_SUCCESS) {
             snprintf(exr_last_message, sizeof(exr_last_message), "ZIP data of %llu bytes does not inflate to %llu: %s",
                      (unsigned long long)ci.packed_size, (unsigned long long)ci.unpacked_size,
@@ -1790,7 +1793,7 @@ static hp_code inflate_one(const hp_exr_reader *r, const struct zip_split *z, st
             return chunk_fail(r, i, c, EXR_ERR_CORRUPT_CHUNK, "decoding", err);
         }
         /* libdeflate has checked it: a stream that inflates is at least six bytes long */
-        const uint8_t *t = in + ci.packed_size - 4;
+        const uint8_t *t = in + used - 4;
         adler = (uint32_t)t[0] << 24 | (uint32_t)t[1] << 16 | (uint32_t)t[2] << 8 | t[3];
     }
     z->table[i] = (hp_exr_zip_chunk){.packed_size = (uint32_t)ci.packed_size,

@@ -247,8 +247,8 @@ static const hp_setting settings[] = {
              "does then on any GPU. 0 is off."},
     {.name = "test_lose_device_in_decode", .type = HP_SETTING_INT, .offset = FIELD(test_lose_device_in_decode),
      .default_value = "0", .min = 0, .max = 1000000, .metavar = "N",
-     .help = "For tests only, never in production: the Nth EXR frame whose ZIP chunks the GPU inflates "
-             "(exr_zip_decoder) is reported as a lost device when its run has finished (as a run past its "
+     .help = "For tests only, never in production: the Nth EXR ZIP frame decoded with the GPU (exr_zip_decoder "
+             "gpu or split) is reported as a lost device when its run has finished (as a run past its "
              "timeout is), so that tests see what the daemon does then on any GPU. 0 is off."},
     {.name = "test_fail_host_memory", .type = HP_SETTING_INT, .offset = FIELD(test_fail_host_memory),
      .default_value = "0", .min = 0, .max = 2, .metavar = "LEVEL",

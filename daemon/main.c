@@ -152,19 +152,26 @@ static void zip_device_lost(backend_ctx *b, const char *why)
     hp_worker_device_lost(b->worker, why);
 }
 
+/* After a decoding run (the GPU's inflate, or the split's finish): its GPU time counted, the lost device
+ * handled; test_lose_device_in_decode reports the Nth run as lost once it has run. */
+static hp_code zip_run_done(backend_ctx *b, hp_code code, double ms, hp_err *err)
+{
+    if (b->test_lose_in_decode && atomic_fetch_add(&b->zip_runs, 1) + 1 == b->test_lose_in_decode)
+        code = hp_fail(err, HP_ERR_DEVICE_LOST, "test_lose_device_in_decode = %u: this frame's decoding run is "
+                       "reported as a lost device", b->test_lose_in_decode);
+    hp_metrics_exr_zip_gpu_time(ms);
+    if (code == HP_ERR_DEVICE_LOST)
+        zip_device_lost(b, err->message);
+    return code;
+}
+
 static hp_code zip_gpu_decode(void *ctx, const hp_exr_zip_frame *frame, const hp_buffer *input,
                               const hp_buffer *output, hp_err *err)
 {
     backend_ctx *b = ctx;
     double ms = 0;
     hp_code code = hp_exr_zip_gpu_run(b->zip, frame, input, output, &ms, err);
-    if (b->test_lose_in_decode && atomic_fetch_add(&b->zip_runs, 1) + 1 == b->test_lose_in_decode)
-        code = hp_fail(err, HP_ERR_DEVICE_LOST, "test_lose_device_in_decode = %u: this frame's inflate is reported "
-                       "as a lost device", b->test_lose_in_decode);
-    hp_metrics_exr_zip_gpu_time(ms);
-    if (code == HP_ERR_DEVICE_LOST)
-        zip_device_lost(b, err->message);
-    return code;
+    return zip_run_done(b, code, ms, err);
 }
 
 static hp_code zip_gpu_finish(void *ctx, const hp_exr_zip_frame *frame, const hp_buffer *input,
@@ -173,10 +180,7 @@ static hp_code zip_gpu_finish(void *ctx, const hp_exr_zip_frame *frame, const hp
     backend_ctx *b = ctx;
     double ms = 0;
     hp_code code = hp_exr_zip_gpu_finish(b->zip, frame, input, output, &ms, err);
-    hp_metrics_exr_zip_gpu_time(ms);
-    if (code == HP_ERR_DEVICE_LOST)
-        zip_device_lost(b, err->message);
-    return code;
+    return zip_run_done(b, code, ms, err);
 }
 
 static hp_code zip_gpu_upload(void *ctx, const hp_buffer *host, const hp_buffer *output, size_t bytes, hp_err *err)

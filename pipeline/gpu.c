@@ -736,10 +736,14 @@ VkResult hp_gpu_submit_decode(hp_gpu *gpu, uint32_t queue, const VkSubmitInfo *s
 
 VkResult hp_gpu_queue_wait_idle(hp_gpu *gpu, hp_gpu_queue which)
 {
-    pthread_mutex_t *lock = queue_lock(gpu, which, 0);
-    pthread_mutex_lock(lock);
-    VkResult res = vkQueueWaitIdle(which == HP_QUEUE_DECODE ? gpu->decode_queues[0] : gpu->compute_queue);
-    pthread_mutex_unlock(lock);
+    VkResult res = VK_SUCCESS;
+    uint32_t queues = which == HP_QUEUE_DECODE && hp_gpu_has_decode_queue(gpu) ? gpu->decode_queue_count : 1;
+    for (uint32_t q = 0; q < queues && res == VK_SUCCESS; q++) { /* every decode queue */
+        pthread_mutex_t *lock = queue_lock(gpu, which, q);
+        pthread_mutex_lock(lock);
+        res = vkQueueWaitIdle(which == HP_QUEUE_DECODE ? gpu->decode_queues[q] : gpu->compute_queue);
+        pthread_mutex_unlock(lock);
+    }
     return res;
 }
 

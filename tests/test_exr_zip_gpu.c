@@ -327,6 +327,7 @@ static hp_code run_how_decode(hp_exr_zip_gpu *zip, run_how how, const uint8_t *f
                               hp_exr_zip_frame *f, hp_buffer *in, hp_buffer *out, double *ms, hp_err *err)
 {
     hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+    opt.threads = 4; /* the split's chunks taken by several threads, as in the daemon */
     if (how == RUN_GPU)
         return hp_exr_zip_gpu_run(zip, f, in, out, ms, err);
     hp_code code = hp_image_zip_inflate(file, len, &opt, info, in->mapped, in->size, f, err);

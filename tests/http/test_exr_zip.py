@@ -13,7 +13,12 @@ same requests:
     decodes the frame into the GPU's memory: the same PNG;
   - a PIZ frame and a ZIP frame in a multipart form go to the CPU on the gpu daemon too (not counted as gpu);
   - afterwards no pinned block is out and the memory budget is whole; the daemons still serve.
-A daemon left at the default (auto) on lavapipe inflates on the CPU and says so at start-up.
+A daemon with --exr_zip_decoder=split (chunks inflated on the CPU as they arrive, the rest on the GPU) gets the
+same frames and must answer as the cpu daemon: ZIP and ZIPS, a body trickled in pieces, the HLIT-288 chunk (no
+fallback: libdeflate takes it), a chunk with bytes after its stream, a damaged chunk (judged by the CPU's decoder,
+split_then_cpu), a five-channel frame (not split: decoded on the CPU as it arrives), a client hanging up mid-body
+(nothing handed to the CPU, the budget whole). A lost device in the gpu and in the split daemon's run is 503.
+A daemon left at the default (auto) on lavapipe decodes on the CPU and says so at start-up.
 """
 
 import heapq
@@ -181,8 +186,9 @@ def hlit288_stream(raw):
     c, n = lc[256]; bw.huff(c, n)
     return b'\x78\x01' + bw.bytes() + struct.pack('>I', zlib.adler32(raw))
 
-def lenient_exr(data, chunks):
-    """The EXR with its first chunk re-encoded by hlit288_stream."""
+def lenient_exr(data, chunks, recode=None):
+    """The EXR with its first chunk re-encoded (by hlit288_stream unless recode says how)."""
+    recode = recode or (lambda stream: hlit288_stream(zlib.decompress(stream)))
     hdr = exr_chunks(data)
     offsets = list(struct.unpack_from('<%dQ' % chunks, data, hdr))
     body = []
@@ -190,8 +196,7 @@ def lenient_exr(data, chunks):
         at = offsets[i]
         y, size = struct.unpack_from('<ii', data, at)
         body.append((y, data[at + 8: at + 8 + size]))
-    raw = zlib.decompress(body[0][1])
-    body[0] = (body[0][0], hlit288_stream(raw))
+    body[0] = (body[0][0], recode(body[0][1]))
     out = bytearray(data[:hdr])
     pos = hdr + 8 * chunks
     table = []
@@ -203,26 +208,71 @@ def lenient_exr(data, chunks):
     return bytes(out)
 
 
-def lost_in_decode(frames):
-    """A frame's inflate that loses the device (simulated by --test_lose_device_in_decode=1, as a run past its
-    timeout is reported): the frame is 503 device_lost, the daemon leaves the rotation (/readyz and /livez
+def exr_zip_frame(width, height, names, seed=7):
+    """A scanline EXR of half channels `names` (sorted, as the file lists them), ZIP (16-line chunks): noise
+    over a gradient, written here (OpenEXR's layout: each line's channels one after another, then EXR's byte
+    split and predictor, then zlib)."""
+    import random
+    rnd = random.Random(seed)
+    names = sorted(names)
+
+    def attr(name, kind, value):
+        return name.encode() + b"\0" + kind.encode() + b"\0" + struct.pack("<i", len(value)) + value
+
+    chlist = b"".join(n.encode() + b"\0" + struct.pack("<iB3xii", 1, 0, 1, 1) for n in names) + b"\0"
+    box = struct.pack("<4i", 0, 0, width - 1, height - 1)
+    header = (b"\x76\x2f\x31\x01" + struct.pack("<I", 2) + attr("channels", "chlist", chlist)
+              + attr("compression", "compression", b"\x03") + attr("dataWindow", "box2i", box)
+              + attr("displayWindow", "box2i", box) + attr("lineOrder", "lineOrder", b"\x00")
+              + attr("pixelAspectRatio", "float", struct.pack("<f", 1.0))
+              + attr("screenWindowCenter", "v2f", struct.pack("<2f", 0, 0))
+              + attr("screenWindowWidth", "float", struct.pack("<f", 1.0)) + b"\0")
+    chunks = []
+    for y0 in range(0, height, 16):
+        raw = bytearray()
+        for y in range(y0, min(y0 + 16, height)):
+            for c in range(len(names)):
+                for x in range(width):
+                    v = 0.25 + 0.5 * x / width + 0.001 * c + rnd.random() * 0.01
+                    raw += struct.pack("<e", v)
+        split = raw[0::2] + raw[1::2]
+        pred = bytearray(split)
+        for i in range(len(split) - 1, 0, -1):
+            pred[i] = (split[i] - split[i - 1] + 128) & 255
+        chunks.append((y0, zlib.compress(bytes(pred), 6)))
+    table_at = len(header)
+    out = bytearray(header)
+    pos = table_at + 8 * len(chunks)
+    offsets = []
+    for y0, data in chunks:
+        offsets.append(pos)
+        pos += 8 + len(data)
+    out += struct.pack("<%dQ" % len(chunks), *offsets)
+    for y0, data in chunks:
+        out += struct.pack("<ii", y0, len(data)) + data
+    return bytes(out)
+
+
+def lost_in_decode(frames, mode):
+    """A frame's decoding run that loses the device (simulated by --test_lose_device_in_decode=1, as a run past
+    its timeout is reported): the frame is 503 device_lost, the daemon leaves the rotation (/readyz and /livez
     503), and SIGTERM still exits 0 with no validation-layer message (the blocks set aside are freed at the
-    end, the device idle)."""
-    d = harness.start_ready(EXE, "exr_zip daemon losing the device in a decode",
-                            ["--exr_zip_decoder=gpu", "--test_lose_device_in_decode=1"], ready_timeout=90)
+    end, the device idle). mode: gpu (the inflate's run) or split (the finishing run)."""
+    d = harness.start_ready(EXE, f"exr_zip {mode} daemon losing the device in a decode",
+                            [f"--exr_zip_decoder={mode}", "--test_lose_device_in_decode=1"], ready_timeout=90)
     with harness.serving(d):
         if not d:
             return
         s, _, body = post(d.port, "/v1/render", frames["zip"], "output.format=png")
         st, code, msg = error_of(s, body)
-        point("a frame whose inflate loses the device is answered 503 device_lost, not as a bad file",
+        point(f"{mode}: a frame whose decoding run loses the device is answered 503 device_lost, not as a bad file",
               (st, code) == (503, "device_lost") and "test_lose_device_in_decode" in msg, f"{st} {code} {msg}")
         rs, _, _ = harness.request(d.port, "GET", "/readyz")
         ls, _, _ = harness.request(d.port, "GET", "/livez")
         s2, _, body2 = post(d.port, "/v1/render", frames["zip"], "output.format=png")
-        point("then the daemon is out of rotation (/readyz 503, /livez 503), and a new frame is 503",
+        point(f"{mode}: then the daemon is out of rotation (/readyz 503, /livez 503), and a new frame is 503",
               rs == 503 and ls == 503 and s2 == 503, f"readyz {rs} livez {ls} then {s2} {body2[:200]!r}")
-        point("the pool was abandoned (its log line)", "host pool: the device is lost" in d.log(), "")
+        point(f"{mode}: the pool was abandoned (its log line)", "host pool: the device is lost" in d.log(), "")
 
 
 def post_trickled(port, body, query, pieces=8, gap_s=0.05):
@@ -278,10 +328,26 @@ def split_daemon(frames, png_of):
               "having judged it (split_then_cpu +1)", e[:2] == (400, "malformed_image")
               and chunk_named(e[2]) == png_of["damaged_chunk"] and z2["split_then_cpu"] - z1["split_then_cpu"] == 1,
               f"{e} {z1} -> {z2}")
+        z2b = zip_frames(d.port)
+        s5, _, png5 = post(d.port, "/v1/render", frames["five_planes"], "output.format=png")
+        z2c = zip_frames(d.port)
+        point("split: a ZIP frame of five half channels (RGBA and Z) is decoded on the CPU as it arrives, not split "
+              "(the split would hold more host memory than its pixels were charged), the PNG the cpu daemon's",
+              s5 == 200 and png5 == png_of["five_planes"] and z2c["cpu"] - z2b["cpu"] == 1
+              and z2c["split"] == z2b["split"], f"{s5} {z2b} -> {z2c}")
+        z3 = zip_frames(d.port)
+        st, _, png_tr = post(d.port, "/v1/render", frames["trailing"], "output.format=png")
+        z4 = zip_frames(d.port)
+        point("split: a chunk with 8 bytes after its zlib stream (ignored by libdeflate, as by the CPU's decoder): "
+              "its Adler-32 is read where the stream ends, the PNG the cpu daemon's, counted under split",
+              st == 200 and png_tr == png_of["trailing"] and z4["split"] - z3["split"] == 1
+              and z4["split_then_cpu"] == z3["split_then_cpu"], f"{st} {z3} -> {z4}")
         hang_up(d.port, frames["zip"])
         ok, lines = idle(d.port)
-        point("split: after a client hung up mid-body, no pinned block is out and the memory budget is whole", ok,
-              f"{lines}")
+        z5 = zip_frames(d.port)
+        point("split: after a client hung up mid-body, no pinned block is out, the memory budget is whole, and the "
+              "cut-off frame was not handed to the CPU's decoder (split_then_cpu unchanged)",
+              ok and z5["split_then_cpu"] == z4["split_then_cpu"], f"{lines} {z4} -> {z5}")
         s, _, png = post(d.port, "/v1/render", frames["zip"], "output.format=png")
         point("split: the daemon still serves: the ZIP frame again, the same PNG", s == 200 and png == png_of["zip"],
               f"{s}")
@@ -352,7 +418,13 @@ def body(tmp):
 
         sz, _, png_zs = post(cpu.port, "/v1/render", frames["zips"], "output.format=png")
         cpu_answers.update(zip=png_c, zips=png_zs if sz == 200 else None, lenient=png_k, damaged_chunk=chunk_named(ec[2]))
-        frames.update(lenient=lenient, damaged=bad)
+        trailing = lenient_exr(frames["zip"], 34, lambda stream: stream + b"\x00" * 8)
+        st, _, png_tr = post(cpu.port, "/v1/render", trailing, "output.format=png")
+        cpu_answers.update(trailing=png_tr if st == 200 else None)
+        five = exr_zip_frame(320, 64, ["R", "G", "B", "A", "Z"])
+        s5, _, png5 = post(cpu.port, "/v1/render", five, "output.format=png")
+        cpu_answers.update(five_planes=png5 if s5 == 200 else None)
+        frames.update(lenient=lenient, damaged=bad, trailing=trailing, five_planes=five)
         for d in (gpu, cpu):
             ok, lines = idle(d.port)
             point(f"{d.label}: afterwards no pinned block is out and the memory budget is whole", ok, f"{lines}")
@@ -360,7 +432,8 @@ def body(tmp):
         point("the gpu daemon still serves after the damaged frame: the ZIP frame again, the same PNG",
               s == 200 and png == png_c, f"{s}")
 
-    lost_in_decode(frames)
+    lost_in_decode(frames, "gpu")
+    lost_in_decode(frames, "split")
     split_daemon(frames, cpu_answers)
 
     auto = harness.start_ready(EXE, "exr_zip auto daemon", ready_timeout=90)
