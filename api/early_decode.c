@@ -113,17 +113,18 @@ static hp_code zip_on_gpu(hp_early *e, const hp_decode_options *opt, hp_image_in
 }
 
 /* The split: the chunks inflated here as they arrive (on the decoding threads, as the CPU's decoder would)
- * into pinned host memory charged to the budget, sized from the header (a table entry a chunk, every
- * chunk's unpacked bytes); the rest on the GPU, which leaves the image in the device block out. */
+ * into pinned host memory sized from the header (a table entry a chunk, every chunk's unpacked bytes); the
+ * rest on the GPU, which leaves the image in the device block out. */
 static hp_code zip_split(hp_early *e, const hp_decode_options *opt, hp_image_info *info, uint32_t planes,
-                         uint32_t chunks, hp_host_block *out, hp_err *err)
+                         uint32_t chunks, uint64_t charged, hp_host_block *out, hp_err *err)
 {
     hp_request *req = e->req;
     uint64_t n = (uint64_t)info->width * info->height;
     uint64_t in_bytes = (uint64_t)chunks * sizeof(hp_exr_zip_chunk) + n * 2 * planes + 4ull * chunks;
-    /* Held while the body arrives: what the frame's pixels were charged covers it (they are in device memory
-     * here), and the rest, the table, comes from the share of bodies still arriving as they did. */
-    uint64_t extra = in_bytes > e->charged ? in_bytes - e->charged : 0;
+    /* Held while the body arrives: what the frame's pixels were charged (`charged`, read before the handler
+     * could take the charge over) covers it, the pixels being in device memory here; the rest, the table,
+     * comes from the share of bodies still arriving as they did. */
+    uint64_t extra = in_bytes > charged ? in_bytes - charged : 0;
     if (extra && !early_share_take(e->budget, extra))
         return hp_fail(err, HP_ERR_UNUSABLE, "EXR ZIP split: no share for %llu bytes of chunk table",
                        (unsigned long long)extra);
@@ -185,6 +186,7 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_
 {
     hp_request *req = e->req;
     hp_image_info info = e->info;
+    uint64_t charged = e->charged; /* the handler may take it over once the rows have started */
     uint32_t planes, chunks;
     hp_err err = {0};
     if (hp_image_zip_fits(req->body, req->body_cap, opt, &info, &planes, &chunks, &err) != HP_OK)
@@ -193,7 +195,7 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_
     uint64_t n = (uint64_t)info.width * info.height;
     bool split = route == HP_EXR_ZIP_SPLIT;
     /* The split holds every inflated byte in host memory while the body arrives: only as much as the pixels
-     * were charged (four planes of halves at most: no extra channels), and within the GPU's 32-bit offsets. */
+     * were charged (four planes of halves at most), and within the GPU's 32-bit offsets. */
     if (split && (planes > 4 || n * 2 * planes + 4ull * chunks > INT32_MAX))
         return false;
     uint64_t out_bytes = n * 8 + n * 2 * planes + 4ull * chunks + 4;
@@ -212,11 +214,12 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_
     if (!arrived)
         code = hp_fail(&err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended before its last byte");
     else if (split)
-        code = zip_split(e, opt, &info, planes, chunks, out, &err);
+        code = zip_split(e, opt, &info, planes, chunks, charged, out, &err);
     else
         code = zip_on_gpu(e, opt, &info, chunks, out, &err);
-    if (split && code != HP_OK && code != HP_ERR_DEVICE_LOST) /* a body cut off is no frame for the CPU either */
-        arrived = hp_arrival_wait(&req->arrival, req->body_cap);
+    /* A body cut off is no frame for the CPU either; one still arriving the CPU decodes as it comes. */
+    if (split && hp_arrival_cut_short(&req->arrival, req->body_cap))
+        arrived = false;
     if (arrived && code != HP_OK && code != HP_ERR_DEVICE_LOST) {
         hp_debug("early decode: %s; the CPU decodes the frame", err.message);
         err = (hp_err){0};

@@ -60,3 +60,11 @@ bool hp_arrival_wait(hp_arrival *a, size_t end)
     pthread_mutex_unlock(&a->lock);
     return in;
 }
+
+bool hp_arrival_cut_short(hp_arrival *a, size_t end)
+{
+    pthread_mutex_lock(&a->lock);
+    bool cut = a->ended && a->arrived < end;
+    pthread_mutex_unlock(&a->lock);
+    return cut;
+}

@@ -27,5 +27,7 @@ void hp_arrival_add(hp_arrival *a, size_t arrived);
 void hp_arrival_end(hp_arrival *a);
 /* A reader: waits until bytes [0, end) are in; false when the arrival ended before them. */
 bool hp_arrival_wait(hp_arrival *a, size_t end);
+/* Without waiting: the arrival has ended before bytes [0, end) were in (the request was cut off). */
+bool hp_arrival_cut_short(hp_arrival *a, size_t end);
 
 #endif

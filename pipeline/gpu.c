@@ -736,15 +736,17 @@ VkResult hp_gpu_submit_decode(hp_gpu *gpu, uint32_t queue, const VkSubmitInfo *s
 
 VkResult hp_gpu_queue_wait_idle(hp_gpu *gpu, hp_gpu_queue which)
 {
-    VkResult res = VK_SUCCESS;
+    VkResult first = VK_SUCCESS;
     uint32_t queues = which == HP_QUEUE_DECODE && hp_gpu_has_decode_queue(gpu) ? gpu->decode_queue_count : 1;
-    for (uint32_t q = 0; q < queues && res == VK_SUCCESS; q++) { /* every decode queue */
+    for (uint32_t q = 0; q < queues; q++) { /* every decode queue, whatever one of them answered */
         pthread_mutex_t *lock = queue_lock(gpu, which, q);
         pthread_mutex_lock(lock);
-        res = vkQueueWaitIdle(which == HP_QUEUE_DECODE ? gpu->decode_queues[q] : gpu->compute_queue);
+        VkResult res = vkQueueWaitIdle(which == HP_QUEUE_DECODE ? gpu->decode_queues[q] : gpu->compute_queue);
         pthread_mutex_unlock(lock);
+        if (first == VK_SUCCESS)
+            first = res;
     }
-    return res;
+    return first;
 }
 
 void hp_gpu_set_name(hp_gpu *gpu, VkObjectType type, uint64_t handle, const char *name)

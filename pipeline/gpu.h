@@ -126,7 +126,7 @@ typedef enum hp_gpu_queue { HP_QUEUE_COMPUTE, HP_QUEUE_DECODE } hp_gpu_queue;
 /* With another family, the decoder has several of its queues: submissions on one queue run one after the
  * other, and on NVIDIA those on different queues run at once (docs/BENCHMARKS.md). A run takes the queue
  * with the fewest runs in flight and gives it back when it has waited for it. HP_QUEUE_DECODE in
- * hp_gpu_submit is the first of them, taken by no run; in hp_gpu_queue_wait_idle it is all of them. */
+ * hp_gpu_submit is the first of them (runs take it too); in hp_gpu_queue_wait_idle it is all of them. */
 #define HP_GPU_DECODE_QUEUES_MAX 8u
 uint32_t hp_gpu_decode_take(hp_gpu *gpu);
 void hp_gpu_decode_give(hp_gpu *gpu, uint32_t queue);

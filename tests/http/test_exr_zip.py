@@ -333,7 +333,8 @@ def split_daemon(frames, png_of):
         z2c = zip_frames(d.port)
         point("split: a ZIP frame of five half channels (RGBA and Z) is decoded on the CPU as it arrives, not split "
               "(the split would hold more host memory than its pixels were charged), the PNG the cpu daemon's",
-              s5 == 200 and png5 == png_of["five_planes"] and z2c["cpu"] - z2b["cpu"] == 1
+              len(frames["five_planes"]) >= 64 << 10  # decoded as it arrives, where the split is chosen
+              and s5 == 200 and png5 == png_of["five_planes"] and z2c["cpu"] - z2b["cpu"] == 1
               and z2c["split"] == z2b["split"], f"{s5} {z2b} -> {z2c}")
         z3 = zip_frames(d.port)
         st, _, png_tr = post(d.port, "/v1/render", frames["trailing"], "output.format=png")
