@@ -233,13 +233,20 @@ static VkResult run_make(hp_gpu *gpu, zip_run *r)
  * minutes; on a GPU a frame takes tens of milliseconds. */
 #define RUN_TIMEOUT_NS (600ull * 1000 * 1000 * 1000)
 
-/* A run's objects made and its command buffer begun. */
-static VkResult run_begin(hp_gpu *gpu, zip_run *r)
+/* A run's objects made, its command buffer begun with its timestamps reset, and the host's writes to its
+ * input flushed (the submission then makes them visible to the device). */
+static VkResult run_begin(hp_gpu *gpu, zip_run *r, const hp_buffer *input)
 {
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     VkResult res = run_make(gpu, r);
-    return res == VK_SUCCESS ? vkBeginCommandBuffer(r->cmd, &bi) : res;
+    if (res == VK_SUCCESS)
+        res = vkBeginCommandBuffer(r->cmd, &bi);
+    if (res == VK_SUCCESS) {
+        hp_buffer_flush(gpu, input);
+        vkCmdResetQueryPool(r->cmd, r->queries, 0, HP_EXR_ZIP_GPU_TIMESTAMPS);
+    }
+    return res;
 }
 
 /* Submitted on the decode queue and waited for. On failure the run's objects are freed, except when the
@@ -318,12 +325,10 @@ hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const h
         return HP_ERR_INTERNAL;
     hp_gpu *gpu = z->gpu;
     zip_run r = {0};
-    VkResult res = run_begin(gpu, &r);
+    VkResult res = run_begin(gpu, &r, input);
     if (res == VK_SUCCESS) {
-        /* The input is the caller's host memory, read by address where it lies (the submission makes the
-         * host's writes visible): no copy, no barrier before the passes. */
-        hp_buffer_flush(gpu, input);
-        vkCmdResetQueryPool(r.cmd, r.queries, 0, HP_EXR_ZIP_GPU_TIMESTAMPS);
+        /* The input is the caller's host memory, read by address where it lies: no copy, no barrier before
+         * the passes. */
         VkDeviceSize image_bytes = (VkDeviceSize)f->width * f->height * 8;
         hp_exr_zip_io io = {.chunks = input->address, .packed = input->address + f->table_bytes,
                             .unpacked = output->address + image_bytes, .image = output->address,
@@ -349,10 +354,8 @@ hp_code hp_exr_zip_gpu_finish(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, cons
         return HP_ERR_INTERNAL;
     hp_gpu *gpu = z->gpu;
     zip_run r = {0};
-    VkResult res = run_begin(gpu, &r);
+    VkResult res = run_begin(gpu, &r, input);
     if (res == VK_SUCCESS) {
-        hp_buffer_flush(gpu, input);
-        vkCmdResetQueryPool(r.cmd, r.queries, 0, HP_EXR_ZIP_GPU_TIMESTAMPS);
         vkCmdWriteTimestamp(r.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, r.queries, 0);
         VkBufferCopy cp = {.srcOffset = f->table_bytes, .dstOffset = image_bytes, .size = f->unpacked_bytes};
         vkCmdCopyBuffer(r.cmd, input->buffer, output->buffer, 1, &cp);
@@ -379,15 +382,16 @@ hp_code hp_exr_zip_gpu_upload(hp_exr_zip_gpu *z, const hp_buffer *host, const hp
 {
     hp_gpu *gpu = z->gpu;
     zip_run r = {0};
-    VkResult res = run_begin(gpu, &r);
+    VkResult res = run_begin(gpu, &r, host);
     if (res == VK_SUCCESS) {
-        hp_buffer_flush(gpu, host);
         VkBufferCopy cp = {.size = bytes};
         vkCmdCopyBuffer(r.cmd, host->buffer, output->buffer, 1, &cp);
         res = vkEndCommandBuffer(r.cmd);
     }
     if (res == VK_SUCCESS)
         res = run_submit_wait(gpu, &r);
+    else
+        run_free(hp_gpu_device(gpu), &r); /* recording failed: nothing was submitted */
     if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "copying a frame decoded on the CPU to the device");
     run_free(hp_gpu_device(gpu), &r);
