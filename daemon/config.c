@@ -175,7 +175,7 @@ static const hp_setting settings[] = {
      .choices = exr_zip_decoder_choices, .parse_choice = hp_exr_zip_decoder_parse,
      .help = "Where a ZIP or ZIPS EXR frame's chunks are decoded (scanlines, every channel half, posted as the "
              "raw body): cpu with libdeflate on decode_threads as the frame arrives; split inflated so, and EXR's "
-             "predictor, byte split and planes undone on the GPU (two thirds of the CPU, about 2 ms more a "
+             "predictor, byte split and planes undone on the GPU (15-30% less CPU, about 3 ms more a "
              "frame); gpu inflated on the GPU too, the CPU only copying the chunks (a tenth of the CPU, tens of "
              "milliseconds more a frame); a frame the GPU's path refuses or gives up on is decoded by the CPU's, "
              "whose verdict stands; auto split for a frame whose header arrives while others are decoding, cpu "

@@ -122,12 +122,12 @@ static unsigned queue_capacity(void *ctx) { return hp_worker_queue_capacity(((ba
 /* exr_zip_decoder (daemon/config.h). auto: a frame alone is decoded on the CPU as it arrives (the shortest
  * answer: its rows are uploaded as they are decoded); a frame that arrives while others are decoding (the
  * cores are then the bound) is split: inflated on the CPU as it arrives, and EXR's predictor, byte split and
- * planes, a third of the CPU decoder's time, undone on the GPU. The whole inflate on the GPU is not part of
- * it: it costs the GPU a chunk's serial chain per workgroup, tens of milliseconds of SMs a frame, which the
- * frame graph's passes then wait for. Side by side on the H200 with 16 clients (docs/BENCHMARKS.md): the
- * CPU alone 78.5 and 81.7 frames/s; split when busy 108.8 and 100.5; the same with up to one frame's
- * inflate on the GPU 84.6 and 83.5, two 78.1; split for every frame 90.3, but one client then waits 2.3 ms
- * more (19.7 ms p50 against 17.4). */
+ * planes undone on the GPU (15% of the decoder's CPU a 4K frame with 16 clients; 30% of one thread's at 8K).
+ * The whole inflate on the GPU is not part of it: it costs the GPU a chunk's serial chain per workgroup,
+ * tens of milliseconds of SMs a frame, which the frame graph's passes then wait for. Side by side on the H200
+ * with 16 clients (docs/BENCHMARKS.md): the CPU alone 78.5 and 81.7 frames/s; split when busy 108.8 and
+ * 100.5; the same with up to one frame's inflate on the GPU 84.6 and 83.5, two 78.1; split for every frame
+ * 90.3, but one client then waits 2.3 ms more (19.7 ms p50 against 17.4). */
 static hp_exr_zip_decoded zip_route(void *ctx)
 {
     backend_ctx *b = ctx;
