@@ -195,8 +195,9 @@ hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_op
  * does) and the rest left to the GPU (pipeline/exr_zip_gpu.h's hp_exr_zip_gpu_finish: EXR's predictor, the
  * byte split and the planes, 15% of the decoder's CPU a 4K frame with 16 clients, 30% of one thread's at
  * 8K). Fills *frame and writes at dst the chunk table (frame->table_bytes; each entry's status
- * HP_EXR_ZIP_OK and its stream's Adler-32 in word 7), then every chunk's inflated bytes at its unpacked_offset (frame->unpacked_bytes in all). As the body arrives
- * (opt->arrival), on opt->threads threads shared with the frames decoding as hp_image_decode shares them.
+ * HP_EXR_ZIP_OK and its stream's Adler-32 in word 7), then every chunk's inflated bytes at its
+ * unpacked_offset (frame->unpacked_bytes in all). As the body arrives (opt->arrival), on opt->threads threads
+ * shared with the frames decoding as hp_image_decode shares them.
  * HP_ERR_UNUSABLE: not such a frame, or dst_size too small; HP_ERR_INVALID_ARGUMENT: a damaged chunk, in
  * the CPU decoder's words (the caller may still decode it on the CPU for the exact verdict). */
 hp_code hp_image_zip_inflate(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
