@@ -20,7 +20,10 @@
  * to the frame (convert_chunk), for every compression. Parts with subsampled channels, and big-endian
  * hosts, keep the library's unpack into a scratch and finish_chunk(). HP_EXR_GENERIC_DECODE=1 in the
  * environment forces the library's own path for everything (zlib, its unpack, finish_chunk): the tests
- * compare the two, and it is the way back should a file ever decode differently. */
+ * compare the two, and it is the way back should a file ever decode differently.
+ *
+ * ZIP chunks prepared for the GPU (gathered as they lie, or inflated for the split) are api/image_exr_zip.c's,
+ * over the reader's insides that api/image_exr_reader.h shares. */
 #include <libdeflate.h>
 #include <limits.h>
 #include <math.h>
@@ -35,6 +38,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "api/image_exr_reader.h"
 #include "api/image_internal.h"
 #include "common/arrival.h"
 #include "common/rows_ready.h"
@@ -52,41 +56,14 @@
  * 256 lines are 2^22 pixels; only a file of a few giant tiles comes near. */
 #define EXR_MAX_CHUNK_PIXELS ((uint64_t)1 << 24)
 
-enum { SLOT_R, SLOT_G, SLOT_B, SLOT_A, SLOT_Z, SLOT_COUNT };
-
-struct hp_exr_reader {
-    exr_context_t ctx;
-    struct {
-        const uint8_t *bytes;
-        size_t len;
-        hp_arrival *arrival; /* hp_decode_options.arrival: bytes may still be arriving */
-    } stream;
-    int part;
-    int chan[SLOT_COUNT];       /* index in the part's channel list, -1 absent */
-    int copy_from[SLOT_COUNT];  /* a colour slot that repeats an earlier one (grey: G and B copy R), or -1 */
-    uint16_t type[SLOT_COUNT];  /* exr_pixel_type_t of each slot's channel */
-    bool tiled;
-    bool dwa_cxx;               /* DWAA/DWAB read through image_exr_dwa.h (the C core lacks them) */
-    exr_attr_box2i_t data_window;
-    uint32_t width, height;
-    int32_t lines_per_chunk;    /* scanline parts */
-    uint32_t tile_w, tile_h;    /* tiled parts */
-    uint32_t tiles_x, tiles_y;
-    uint32_t chunk_count;
-    uint32_t chunk_w, chunk_h;  /* the largest chunk, for the scratch */
-    exr_compression_t compression;
-    bool library_decode;        /* HP_EXR_GENERIC_DECODE: the library's zlib and unpack, then finish_chunk() */
-    struct hp_rows_ready *rows; /* hp_decode_options.rows: told as each scanline chunk's rows are final */
-    bool direct;                /* convert_chunk() reads the decompressed chunk (see choose_channels) */
-    uint32_t pixel_bytes;       /* of every channel of the part together: a decompressed line is width times this */
-    uint32_t slot_offset[SLOT_COUNT]; /* bytes of the channels before each slot's, per pixel of a line */
-};
 
 /* --- Library plumbing ------------------------------------------------------------------------------ */
 
 /* The library reports a failure's details through a callback; decodes may run on several threads, so
  * each keeps its own last message. */
-static _Thread_local char exr_last_message[256];
+static _Thread_local char exr_last_message[HP_EXR_MESSAGE_SIZE];
+
+char *hp_exr_last_message(void) { return exr_last_message; }
 
 static void exr_error_handler(exr_const_context_t ctxt, exr_result_t code, const char *msg)
 {
@@ -135,7 +112,7 @@ __attribute__((format(printf, 3, 4))) static hp_code exr_fail(hp_err *err, exr_r
     return code;
 }
 
-static const char *compression_name(exr_compression_t c)
+const char *hp_exr_compression_name(exr_compression_t c)
 {
     static const char *const names[] = {"none", "rle", "zips", "zip", "piz", "pxr24", "b44", "b44a", "dwaa",
                                         "dwab"};
@@ -772,7 +749,8 @@ static hp_code check_body_justifies(const hp_exr_reader *r, const exr_attr_chlis
                    "EXR: the %zu-byte file declares %ux%u pixels of %g bytes (part %d, %s); its compression cannot "
                    "justify that many: at its best (%s), with %d bytes for each of its %u chunks, they need at least "
                    "%.0f bytes",
-                   len, r->width, r->height, raw, r->part, compression_name(r->compression), rule, EXR_CHUNK_OVERHEAD,
+                   len, r->width, r->height, raw, r->part, hp_exr_compression_name(r->compression), rule,
+                   EXR_CHUNK_OVERHEAD,
                    r->chunk_count, overhead + pixels * least);
 }
 
@@ -873,7 +851,7 @@ hp_code hp_exr_open(const uint8_t *bytes, size_t len, const hp_decode_options *o
         code = exr_fail(err, rv, "header of part %d", r->part);
         goto fail;
     }
-    snprintf(info->compression, sizeof(info->compression), "%s", compression_name(compression));
+    snprintf(info->compression, sizeof(info->compression), "%s", hp_exr_compression_name(compression));
     r->compression = compression;
     r->tiled = storage == EXR_STORAGE_TILED;
     if ((code = read_chromaticities(r, info, err)) != HP_OK)
@@ -948,15 +926,10 @@ fail:
 
 /* --- Chunks ---------------------------------------------------------------------------------------- */
 
-/* Where a chunk lands in the frame (relative to the data window) and its size, as this file computes them
- * from the header; the library's chunk information must agree. */
-typedef struct chunk_rect {
-    uint32_t x, y, w, h;
-} chunk_rect;
 
-static chunk_rect rect_of_chunk(const hp_exr_reader *r, uint32_t index)
+hp_exr_rect hp_exr_rect_of_chunk(const hp_exr_reader *r, uint32_t index)
 {
-    chunk_rect c;
+    hp_exr_rect c;
     if (r->tiled) {
         c.x = (index % r->tiles_x) * r->tile_w;
         c.y = (index / r->tiles_x) * r->tile_h;
@@ -979,7 +952,7 @@ static chunk_rect rect_of_chunk(const hp_exr_reader *r, uint32_t index)
 #define SCRATCH_PIXEL (SLOT_COUNT * 4)
 
 static void aim_channels(const hp_exr_reader *r, exr_decode_pipeline_t *dec, bool want_depth, uint8_t *scratch,
-                         chunk_rect c)
+                         hp_exr_rect c)
 {
     for (int i = 0; i < dec->channel_count; i++)
         dec->channels[i].decode_to_ptr = NULL;
@@ -1024,7 +997,7 @@ static uint16_t slot_half(const uint8_t *p, uint16_t type)
 
 /* Scratch to frame: types converted, repeated channels (grey) copied, alpha 1 where the file has none;
  * depth to its plane with the counts. */
-static void finish_chunk(const hp_exr_reader *r, const hp_image_dest *dest, const uint8_t *scratch, chunk_rect c,
+static void finish_chunk(const hp_exr_reader *r, const hp_image_dest *dest, const uint8_t *scratch, hp_exr_rect c,
                          hp_depth_stats *stats)
 {
     int src[4];
@@ -1062,7 +1035,7 @@ static void finish_chunk(const hp_exr_reader *r, const hp_image_dest *dest, cons
     }
 }
 
-static hp_code chunk_fail(const hp_exr_reader *r, uint32_t index, chunk_rect c, exr_result_t rv, const char *step,
+hp_code hp_exr_chunk_fail(const hp_exr_reader *r, uint32_t index, hp_exr_rect c, exr_result_t rv, const char *step,
                           hp_err *err)
 {
     /* OpenEXR 3.1's decompressors answer some corrupt data with EXR_ERR_OUT_OF_MEMORY (a PIZ chunk with 64 KiB
@@ -1144,7 +1117,7 @@ static void interleave_halves(uint16_t *o, const uint8_t *r, const uint8_t *g, c
 /* The decompressed chunk (its layout in choose_channels) to the frame, with finish_chunk()'s results:
  * the file's half bits kept, grey repeated (the slots of one channel read the same bytes), alpha 1 where
  * the file has none, depth and its counts. */
-static void convert_chunk(const hp_exr_reader *r, const hp_image_dest *dest, const uint8_t *chunk, chunk_rect c,
+static void convert_chunk(const hp_exr_reader *r, const hp_image_dest *dest, const uint8_t *chunk, hp_exr_rect c,
                           hp_depth_stats *stats)
 {
     bool has_alpha = r->chan[SLOT_A] >= 0;
@@ -1249,7 +1222,7 @@ static void zip_interleave(uint8_t *out, const uint8_t *t, size_t n)
         out[n - 1] = even[pairs];
 }
 
-static const char *libdeflate_result_text(enum libdeflate_result res)
+const char *hp_exr_libdeflate_text(enum libdeflate_result res)
 {
     switch (res) {
     case LIBDEFLATE_BAD_DATA:
@@ -1297,7 +1270,7 @@ static exr_result_t inflate_zip_chunk(exr_decode_pipeline_t *dec)
                                    NULL);
     if (res != LIBDEFLATE_SUCCESS) {
         snprintf(z->failure, sizeof(z->failure), "ZIP data of %llu bytes does not inflate to %llu: %s",
-                 (unsigned long long)packed, (unsigned long long)unpacked, libdeflate_result_text(res));
+                 (unsigned long long)packed, (unsigned long long)unpacked, hp_exr_libdeflate_text(res));
         return EXR_ERR_CORRUPT_CHUNK;
     }
     zip_undo_predictor(z->inflated, (size_t)unpacked);
@@ -1339,7 +1312,7 @@ static hp_code decode_chunks_dwa(hp_exr_reader *r, uint32_t first, uint32_t end,
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended before its last byte");
     hp_code code = hp_exr_dwa_open(r->stream.bytes, r->stream.len, r->part, &expect, &dwa, err);
     for (uint32_t i = first; i < end && code == HP_OK; i++) {
-        chunk_rect c = rect_of_chunk(r, i);
+        hp_exr_rect c = hp_exr_rect_of_chunk(r, i);
         code = hp_exr_dwa_read(dwa, slots, slot_count, SCRATCH_PIXEL, (size_t)c.w * SCRATCH_PIXEL, r->tiled,
                                r->tiled ? (int)(i % r->tiles_x) : 0, r->tiled ? (int)(i / r->tiles_x) : 0,
                                r->data_window.min.x + (int32_t)c.x, r->data_window.min.y + (int32_t)c.y,
@@ -1398,7 +1371,7 @@ static hp_code decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, _At
     hp_code code = HP_OK;
     for (uint32_t i = next ? atomic_fetch_add(next, 1) : first; i < end; i = next ? atomic_fetch_add(next, 1) : i + 1) {
         *failed_at = i;
-        chunk_rect c = rect_of_chunk(r, i);
+        hp_exr_rect c = hp_exr_rect_of_chunk(r, i);
         exr_chunk_info_t ci;
         exr_result_t rv;
         exr_last_message[0] = '\0';
@@ -1407,7 +1380,7 @@ static hp_code decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, _At
         else
             rv = exr_read_scanline_chunk_info(r->ctx, r->part, r->data_window.min.y + (int32_t)c.y, &ci);
         if (rv != EXR_ERR_SUCCESS) {
-            code = chunk_fail(r, i, c, rv, "reading", err);
+            code = hp_exr_chunk_fail(r, i, c, rv, "reading", err);
             break;
         }
         if (ci.width != (int32_t)c.w || ci.height != (int32_t)c.h) {
@@ -1433,7 +1406,7 @@ static hp_code decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, _At
         rv = initialized ? exr_decoding_update(r->ctx, r->part, &ci, &dec)
                          : exr_decoding_initialize(r->ctx, r->part, &ci, &dec);
         if (rv != EXR_ERR_SUCCESS) {
-            code = chunk_fail(r, i, c, rv, "preparing", err);
+            code = hp_exr_chunk_fail(r, i, c, rv, "preparing", err);
             break;
         }
         aim_channels(r, &dec, want_depth, scratch, c);
@@ -1442,7 +1415,7 @@ static hp_code decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, _At
             /* The library's read (and its decompression for all but ZIP) stay; the scratch it was aimed at
              * only made it choose them, and it is not written when convert_chunk() does the unpacking. */
             if ((rv = exr_decoding_choose_default_routines(r->ctx, r->part, &dec)) != EXR_ERR_SUCCESS) {
-                code = chunk_fail(r, i, c, rv, "preparing", err);
+                code = hp_exr_chunk_fail(r, i, c, rv, "preparing", err);
                 break;
             }
             if (zip) {
@@ -1455,11 +1428,11 @@ static hp_code decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, _At
         if ((rv = exr_decoding_run(r->ctx, r->part, &dec)) != EXR_ERR_SUCCESS) {
             if (inflater.failure[0]) /* more to the point than the library's "unable to decompress" */
                 snprintf(exr_last_message, sizeof(exr_last_message), "%s", inflater.failure);
-            code = chunk_fail(r, i, c, rv, "decoding", err);
+            code = hp_exr_chunk_fail(r, i, c, rv, "decoding", err);
             break;
         }
         if (r->direct && !dec.unpacked_buffer) {
-            code = chunk_fail(r, i, c, EXR_ERR_CORRUPT_CHUNK, "decoding", err);
+            code = hp_exr_chunk_fail(r, i, c, EXR_ERR_CORRUPT_CHUNK, "decoding", err);
             break;
         }
         if (r->direct)
@@ -1490,27 +1463,15 @@ hp_code hp_exr_probe(const uint8_t *bytes, size_t len, const hp_decode_options *
     return code;
 }
 
-typedef struct chunk_worker chunk_worker;
-struct chunk_worker {
-    hp_exr_reader *reader;
-    _Atomic uint32_t *next;
-    hp_code (*work)(chunk_worker *w); /* takes chunks from next until none is left: decode_all or inflate_all */
-    const hp_image_dest *dest;        /* decode_all's */
-    const struct zip_split *split;    /* inflate_all's */
-    hp_depth_stats stats;
-    uint32_t failed_at;
-    hp_err err;
-    hp_code code;
-};
 
-static hp_code decode_all(chunk_worker *w)
+static hp_code decode_all(hp_exr_chunk_worker *w)
 {
     return decode_chunks(w->reader, 0, w->reader->chunk_count, w->next, w->dest, &w->stats, &w->failed_at, &w->err);
 }
 
 static void *decode_worker(void *arg)
 {
-    chunk_worker *w = arg;
+    hp_exr_chunk_worker *w = arg;
     w->code = w->work(w);
     return NULL;
 }
@@ -1535,19 +1496,21 @@ static _Atomic uint32_t frames_decoding;
 
 uint32_t hp_image_frames_decoding(void) { return atomic_load(&frames_decoding); }
 
+void hp_exr_frame_done(void) { atomic_fetch_sub(&frames_decoding, 1); }
+
 /* The frame's chunks on `threads` threads (this one among them): each takes the next chunk nobody has
  * taken. Of several failures, the first chunk's in the file: the same error whichever thread met it.
  * proto: the work and its destination, the same for every thread. */
-static hp_code decode_threaded(hp_exr_reader *r, uint32_t threads, const chunk_worker *proto, hp_depth_stats *stats,
-                               hp_err *err)
+hp_code hp_exr_decode_threaded(hp_exr_reader *r, uint32_t threads, const hp_exr_chunk_worker *proto,
+                               hp_depth_stats *stats, hp_err *err)
 {
     threads = threads < 2 ? 2 : threads > HP_EXR_MAX_THREADS ? HP_EXR_MAX_THREADS : threads;
     _Atomic uint32_t next = 0;
-    chunk_worker workers[HP_EXR_MAX_THREADS];
+    hp_exr_chunk_worker workers[HP_EXR_MAX_THREADS];
     pthread_t tids[HP_EXR_MAX_THREADS];
     bool started[HP_EXR_MAX_THREADS] = {false};
     for (uint32_t t = 0; t < threads; t++) {
-        workers[t] = (chunk_worker){.reader = r, .next = &next, .work = proto->work, .dest = proto->dest,
+        workers[t] = (hp_exr_chunk_worker){.reader = r, .next = &next, .work = proto->work, .dest = proto->dest,
                                     .split = proto->split};
         if (t > 0) /* a thread that cannot be had is simply one fewer taking chunks */
             started[t] = pthread_create(&tids[t], NULL, decode_thread, &workers[t]) == 0;
@@ -1574,9 +1537,9 @@ static hp_code decode_threaded(hp_exr_reader *r, uint32_t threads, const chunk_w
     return code;
 }
 
-/* The threads a frame takes, and it counted among frames_decoding (the caller subtracts it when done):
- * its ask divided by the frames decoding, at least 4 chunks a thread; DWA on one. */
-static uint32_t frame_threads(const hp_exr_reader *r, const hp_decode_options *opt, bool dwa)
+/* The threads a frame takes, and it counted among frames_decoding until hp_exr_frame_done: its ask divided
+ * by the frames decoding, at least 4 chunks a thread; DWA on one. */
+uint32_t hp_exr_frame_threads(const hp_exr_reader *r, const hp_decode_options *opt, bool dwa)
 {
     uint32_t sharing = atomic_fetch_add(&frames_decoding, 1) + 1;
     uint32_t threads = opt && opt->threads > 1 ? (opt->threads + sharing - 1) / sharing : 1;
@@ -1605,257 +1568,11 @@ hp_code hp_exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options 
      * chunks a thread, so that a small frame is not split for nothing. */
     if (r->rows && !r->tiled) /* chunk i is rows [i * lines, (i + 1) * lines) of the frame */
         hp_rows_ready_layout(r->rows, r->height, (uint32_t)r->lines_per_chunk);
-    uint32_t threads = frame_threads(r, opt, strncmp(fresh.compression, "dwa", 3) == 0);
-    chunk_worker proto = {.reader = r, .work = decode_all, .dest = dest};
+    uint32_t threads = hp_exr_frame_threads(r, opt, strncmp(fresh.compression, "dwa", 3) == 0);
+    hp_exr_chunk_worker proto = {.reader = r, .work = decode_all, .dest = dest};
     code = threads <= 1 ? hp_exr_decode_chunks(r, 0, r->chunk_count, dest, stats, err)
-                        : decode_threaded(r, threads, &proto, stats, err);
-    atomic_fetch_sub(&frames_decoding, 1);
-    hp_exr_close(&r);
-    return code;
-}
-
-/* --- ZIP chunks for the GPU ------------------------------------------------------------------------- */
-
-/* Whether the part's chunks can go to the GPU as they lie (pipeline/exr_zip_gpu.h): scanlines, ZIP or ZIPS,
- * every channel half and unsampled (a chunk is then lines x planes x width halves). */
-static bool zip_gpu_fits(const hp_exr_reader *r, hp_exr_zip_frame *f, char *why, size_t why_size)
-{
-    const exr_attr_chlist_t *cl;
-    if (r->tiled || (r->compression != EXR_COMPRESSION_ZIP && r->compression != EXR_COMPRESSION_ZIPS) ||
-        !r->direct || r->library_decode) {
-        snprintf(why, why_size, "%s %s", r->tiled ? "tiled" : "scanline", compression_name(r->compression));
-        return false;
-    }
-    if (exr_get_channels(r->ctx, r->part, &cl) != EXR_ERR_SUCCESS || cl->num_channels < 1 || cl->num_channels > 254) {
-        snprintf(why, why_size, "its channel list");
-        return false;
-    }
-    for (int i = 0; i < cl->num_channels; i++)
-        if (cl->entries[i].pixel_type != EXR_PIXEL_HALF) {
-            snprintf(why, why_size, "a channel not half");
-            return false;
-        }
-    if (r->chunk_count > 65535) { /* a dispatch's workgroups */
-        snprintf(why, why_size, "%u chunks", r->chunk_count);
-        return false;
-    }
-    *f = (hp_exr_zip_frame){.width = r->width, .height = r->height, .planes = (uint32_t)cl->num_channels,
-                            .lines_per_chunk = (uint32_t)r->lines_per_chunk, .chunk_count = r->chunk_count,
-                            .first_row = r->data_window.min.y};
-    for (int s = 0; s < 4; s++) {
-        int from = r->copy_from[s] >= 0 ? r->copy_from[s] : s;
-        f->plane_of[s] = r->chan[from] >= 0 ? (uint8_t)(r->slot_offset[from] / 2) : HP_EXR_ZIP_NO_PLANE;
-    }
-    return true;
-}
-
-/* The reader of a frame whose chunks the GPU can take, *frame filled; HP_ERR_UNUSABLE (why) when it is not
- * such a frame, the reader then closed. */
-static hp_code open_for_gpu(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
-                            hp_exr_reader **r, hp_exr_zip_frame *frame, hp_err *err)
-{
-    *frame = (hp_exr_zip_frame){0};
-    if (hp_image_detect(bytes, len) != HP_IMAGE_EXR)
-        return hp_fail(err, HP_ERR_UNUSABLE, "not an EXR frame");
-    hp_code code = hp_exr_open(bytes, len, opt, info, r, err);
-    if (code != HP_OK)
-        return code;
-    char why[96];
-    if (!zip_gpu_fits(*r, frame, why, sizeof(why))) {
-        code = hp_fail(err, HP_ERR_UNUSABLE, "EXR part %d is not for the GPU's inflate: %s", (*r)->part, why);
-        hp_exr_close(r);
-    }
-    return code;
-}
-
-hp_code hp_image_zip_fits(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
-                          uint32_t *planes, uint32_t *chunks, hp_err *err)
-{
-    hp_exr_reader *r = NULL;
-    hp_exr_zip_frame f;
-    hp_code code = open_for_gpu(bytes, len, opt, info, &r, &f, err);
-    *planes = f.planes;
-    *chunks = f.chunk_count;
-    hp_exr_close(&r);
-    return code;
-}
-
-/* Chunk i's place and sizes (from its header in the offset table), checked against the file and against
- * what its lines need (line_bytes each), as the CPU's decode checks them. */
-static hp_code chunk_for_gpu(const hp_exr_reader *r, uint32_t i, uint64_t line_bytes, exr_chunk_info_t *ci,
-                             hp_err *err)
-{
-    chunk_rect c = rect_of_chunk(r, i);
-    exr_last_message[0] = '\0';
-    exr_result_t rv = exr_read_scanline_chunk_info(r->ctx, r->part, r->data_window.min.y + (int32_t)c.y, ci);
-    if (rv != EXR_ERR_SUCCESS)
-        return chunk_fail(r, i, c, rv, "reading", err);
-    uint64_t need = line_bytes * c.h;
-    size_t len = r->stream.len;
-    if (ci->unpacked_size != need || ci->packed_size > need || ci->packed_size == 0 || ci->data_offset > len ||
-        ci->packed_size > len - ci->data_offset)
-        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR chunk %u: %llu bytes at %llu of a %zu-byte file, %llu "
-                       "unpacked, for %ux%u pixels of %llu bytes", i, (unsigned long long)ci->packed_size,
-                       (unsigned long long)ci->data_offset, len, (unsigned long long)ci->unpacked_size, c.w, c.h,
-                       (unsigned long long)line_bytes / c.w);
-    return HP_OK;
-}
-
-hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
-                            void *dst, size_t dst_size, hp_exr_zip_frame *frame, hp_err *err)
-{
-    hp_exr_reader *r = NULL;
-    hp_code code = open_for_gpu(bytes, len, opt, info, &r, frame, err);
-    if (code != HP_OK)
-        return code;
-    /* Table first, then the packed bytes: sizes from the chunks' own headers (the offset table), each
-     * checked against the file and against what its lines need, as the CPU's decode checks them. */
-    const uint64_t table_bytes = (uint64_t)frame->chunk_count * sizeof(hp_exr_zip_chunk);
-    const uint64_t line_bytes = (uint64_t)frame->planes * frame->width * 2;
-    hp_exr_zip_chunk *table = dst;
-    uint64_t packed = 0, unpacked = 0;
-    for (uint32_t i = 0; i < r->chunk_count && code == HP_OK; i++) {
-        chunk_rect c = rect_of_chunk(r, i);
-        exr_chunk_info_t ci;
-        if ((code = chunk_for_gpu(r, i, line_bytes, &ci, err)) != HP_OK)
-            break;
-        uint64_t need = ci.unpacked_size;
-        if (dst && table_bytes + packed + ci.packed_size + HP_EXR_ZIP_PACKED_PAD <= dst_size) {
-            table[i] = (hp_exr_zip_chunk){.packed_offset = (uint32_t)packed, .packed_size = (uint32_t)ci.packed_size,
-                                          .unpacked_offset = (uint32_t)unpacked, .unpacked_size = (uint32_t)need,
-                                          .first_line = c.y, .lines = c.h};
-            memcpy((uint8_t *)dst + table_bytes + packed, bytes + ci.data_offset, (size_t)ci.packed_size);
-        }
-        packed += ci.packed_size;
-        unpacked += (need + 3) & ~(uint64_t)3;
-        if (need > frame->max_chunk_bytes)
-            frame->max_chunk_bytes = (uint32_t)need; /* at most EXR_MAX_CHUNK_UNPACKED */
-    }
-    hp_exr_close(&r);
-    if (code != HP_OK)
-        return code;
-    frame->packed_bytes = packed;
-    frame->unpacked_bytes = unpacked;
-    frame->table_bytes = table_bytes;
-    /* 32-bit offsets in the shaders, with room: the reader's bound (word index x 4) must not wrap */
-    if (table_bytes + packed + HP_EXR_ZIP_PACKED_PAD > INT32_MAX || unpacked > INT32_MAX)
-        return hp_fail(err, HP_ERR_UNUSABLE, "EXR: %llu packed and %llu unpacked bytes are past the GPU's 32-bit "
-                       "offsets", (unsigned long long)packed, (unsigned long long)unpacked);
-    if (dst && table_bytes + packed + HP_EXR_ZIP_PACKED_PAD > dst_size)
-        return hp_fail(err, HP_ERR_UNUSABLE, "EXR: %llu bytes of table and chunks do not fit %zu",
-                       (unsigned long long)(table_bytes + packed + HP_EXR_ZIP_PACKED_PAD), dst_size);
-    if (dst)
-        memset((uint8_t *)dst + table_bytes + packed, 0, HP_EXR_ZIP_PACKED_PAD);
-    return HP_OK;
-}
-
-/* --- ZIP chunks inflated here, unzipped on the GPU ------------------------------------------------------ */
-
-/* What the threads of hp_image_zip_inflate share: the table and the unpacked bytes they fill. */
-struct zip_split {
-    const uint8_t *bytes;
-    hp_arrival *arrival;
-    hp_exr_zip_chunk *table;
-    uint8_t *unpacked;
-    uint64_t line_bytes;
-    uint64_t chunk_stride; /* a whole chunk's bytes rounded to a word: chunk i's are at i times this */
-};
-
-/* Chunk i inflated into its place, its entry written: the stream's Adler-32 (RFC 1950 2.2, its last four
- * bytes, big-endian) goes to the entry's word 7 for exr_finish, which checks it again on the GPU's side
- * of the copy. A stored chunk (packed as large as unpacked) is copied; the GPU's finish then takes it as
- * it is, as the CPU's decoder does. */
-static hp_code inflate_one(const hp_exr_reader *r, const struct zip_split *z, struct libdeflate_decompressor *d,
-                           uint32_t i, hp_err *err)
-{
-    exr_chunk_info_t ci;
-    hp_code code = chunk_for_gpu(r, i, z->line_bytes, &ci, err);
-    if (code != HP_OK)
-        return code;
-    chunk_rect c = rect_of_chunk(r, i);
-    if (z->arrival && !hp_arrival_wait(z->arrival, (size_t)(ci.data_offset + ci.packed_size)))
-        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended before chunk %u's last byte", i);
-    const uint8_t *in = z->bytes + ci.data_offset;
-    uint8_t *out = z->unpacked + (uint64_t)i * z->chunk_stride;
-    uint32_t adler = 0;
-    if (ci.packed_size == ci.unpacked_size) {
-        memcpy(out, in, (size_t)ci.packed_size);
-    } else {
-        /* Bytes after the stream's end are ignored, as the CPU's decoder and the GPU's inflate ignore them:
-         * the Adler-32 is where the stream ends */
-        size_t used = 0;
-        enum libdeflate_result res = libdeflate_zlib_decompress_ex(d, in, (size_t)ci.packed_size, out,
-                                                                   (size_t)ci.unpacked_size, &used, NULL);
-        if (res != LIBDEFLATE_SUCCESS) {
-            snprintf(exr_last_message, sizeof(exr_last_message), "ZIP data of %llu bytes does not inflate to %llu: %s",
-                     (unsigned long long)ci.packed_size, (unsigned long long)ci.unpacked_size,
-                     libdeflate_result_text(res));
-            return chunk_fail(r, i, c, EXR_ERR_CORRUPT_CHUNK, "decoding", err);
-        }
-        /* libdeflate has checked it: a stream that inflates is at least six bytes long */
-        const uint8_t *t = in + used - 4;
-        adler = (uint32_t)t[0] << 24 | (uint32_t)t[1] << 16 | (uint32_t)t[2] << 8 | t[3];
-    }
-    z->table[i] = (hp_exr_zip_chunk){.packed_size = (uint32_t)ci.packed_size,
-                                     .unpacked_offset = (uint32_t)((uint64_t)i * z->chunk_stride),
-                                     .unpacked_size = (uint32_t)ci.unpacked_size, .first_line = c.y, .lines = c.h,
-                                     .status = HP_EXR_ZIP_OK, .unused = adler};
-    return HP_OK;
-}
-
-static hp_code inflate_all(chunk_worker *w)
-{
-    const hp_exr_reader *r = w->reader;
-    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
-    if (!d)
-        return hp_fail(&w->err, HP_ERR_OUT_OF_MEMORY, "EXR: out of memory for a ZIP decompressor");
-    hp_code code = HP_OK;
-    for (uint32_t i = atomic_fetch_add(w->next, 1); i < r->chunk_count; i = atomic_fetch_add(w->next, 1)) {
-        w->failed_at = i;
-        if ((code = inflate_one(r, w->split, d, i, &w->err)) != HP_OK) {
-            atomic_store(w->next, r->chunk_count); /* the others take no more: the frame is lost */
-            break;
-        }
-    }
-    libdeflate_free_decompressor(d);
-    return code;
-}
-
-hp_code hp_image_zip_inflate(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
-                             void *dst, size_t dst_size, hp_exr_zip_frame *frame, hp_err *err)
-{
-    hp_exr_reader *r = NULL;
-    hp_code code = open_for_gpu(bytes, len, opt, info, &r, frame, err);
-    if (code != HP_OK)
-        return code;
-    const uint64_t line_bytes = (uint64_t)frame->planes * frame->width * 2;
-    const uint64_t whole = line_bytes * (uint64_t)r->lines_per_chunk;
-    const uint64_t last = line_bytes * rect_of_chunk(r, r->chunk_count - 1).h;
-    frame->table_bytes = (uint64_t)frame->chunk_count * sizeof(hp_exr_zip_chunk);
-    frame->unpacked_bytes = (uint64_t)(frame->chunk_count - 1) * ((whole + 3) & ~3ull) + ((last + 3) & ~3ull);
-    frame->max_chunk_bytes = (uint32_t)whole; /* at most EXR_MAX_CHUNK_UNPACKED */
-    if (frame->unpacked_bytes > INT32_MAX || frame->table_bytes + frame->unpacked_bytes > dst_size) {
-        code = hp_fail(err, HP_ERR_UNUSABLE, "EXR: %llu bytes of table and inflated chunks do not fit %zu",
-                       (unsigned long long)(frame->table_bytes + frame->unpacked_bytes), dst_size);
-        hp_exr_close(&r);
-        return code;
-    }
-    struct zip_split z = {.bytes = bytes, .arrival = opt ? opt->arrival : NULL, .table = dst,
-                          .unpacked = (uint8_t *)dst + frame->table_bytes, .line_bytes = line_bytes,
-                          .chunk_stride = (whole + 3) & ~3ull};
-    chunk_worker proto = {.reader = r, .work = inflate_all, .split = &z};
-    uint32_t threads = frame_threads(r, opt, false);
-    hp_depth_stats unused = {0};
-    if (threads <= 1) {
-        _Atomic uint32_t next = 0;
-        proto.next = &next;
-        code = inflate_all(&proto);
-        if (code != HP_OK && err)
-            *err = proto.err;
-    } else {
-        code = decode_threaded(r, threads, &proto, &unused, err);
-    }
-    atomic_fetch_sub(&frames_decoding, 1);
+                        : hp_exr_decode_threaded(r, threads, &proto, stats, err);
+    hp_exr_frame_done();
     hp_exr_close(&r);
     return code;
 }
