@@ -172,7 +172,7 @@ hp_code hp_exr_zip_gpu_check(const hp_exr_zip_frame *f, const hp_exr_zip_chunk *
         const hp_exr_zip_chunk *c = &chunks[i];
         if (c->status == HP_EXR_ZIP_OK)
             continue;
-        /* The CPU decoder's wording (api/image_exr.c's inflate_zip_chunk and chunk_fail). */
+        /* The CPU decoder's wording (api/image_exr.c's inflate_zip_chunk and hp_exr_chunk_fail). */
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT,
                        "EXR decoding chunk %u (scanlines %d-%d): ZIP data of %u bytes does not inflate to %u: %s", i,
                        first_line_in_file + (int32_t)c->first_line,
