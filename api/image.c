@@ -1,5 +1,5 @@
-/* Format detection, limits and the two public steps; the formats live in image_exr.c, image_rgbe.c and
- * image_pfm.c. */
+/* Format detection, limits and the two public steps; the formats live in image_exr.c (and its ZIP chunks
+ * for the GPU in image_exr_zip.c), image_rgbe.c and image_pfm.c. */
 #include <stdio.h>
 #include <string.h>
 

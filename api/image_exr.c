@@ -56,7 +56,6 @@
  * 256 lines are 2^22 pixels; only a file of a few giant tiles comes near. */
 #define EXR_MAX_CHUNK_PIXELS ((uint64_t)1 << 24)
 
-
 /* --- Library plumbing ------------------------------------------------------------------------------ */
 
 /* The library reports a failure's details through a callback; decodes may run on several threads, so
@@ -926,7 +925,6 @@ fail:
 
 /* --- Chunks ---------------------------------------------------------------------------------------- */
 
-
 hp_exr_rect hp_exr_rect_of_chunk(const hp_exr_reader *r, uint32_t index)
 {
     hp_exr_rect c;
@@ -1463,7 +1461,6 @@ hp_code hp_exr_probe(const uint8_t *bytes, size_t len, const hp_decode_options *
     return code;
 }
 
-
 static hp_code decode_all(hp_exr_chunk_worker *w)
 {
     return decode_chunks(w->reader, 0, w->reader->chunk_count, w->next, w->dest, &w->stats, &w->failed_at, &w->err);
@@ -1485,7 +1482,7 @@ static void *decode_thread(void *arg)
 
 #define HP_EXR_MAX_THREADS 64
 
-/* Frames in hp_exr_decode at once in this process. Each takes its ask (opt->threads, the daemon's
+/* Frames in hp_exr_decode (or hp_image_zip_inflate, api/image_exr_zip.c) at once in this process. Each takes its ask (opt->threads, the daemon's
  * decode_threads: the cores) divided by the frames decoding when it starts: 16 frames arriving together get
  * N, N/2, ... N/16 threads, about 3.4 N in all rather than 16 N. On the H200 host with 16 clients (the PNG
  * deflated on the GPU, so that the CPU is the bound) that served 72-76 frames/s against 64 without it
@@ -1511,7 +1508,7 @@ hp_code hp_exr_decode_threaded(hp_exr_reader *r, uint32_t threads, const hp_exr_
     bool started[HP_EXR_MAX_THREADS] = {false};
     for (uint32_t t = 0; t < threads; t++) {
         workers[t] = (hp_exr_chunk_worker){.reader = r, .next = &next, .work = proto->work, .dest = proto->dest,
-                                    .split = proto->split};
+                                           .split = proto->split};
         if (t > 0) /* a thread that cannot be had is simply one fewer taking chunks */
             started[t] = pthread_create(&tids[t], NULL, decode_thread, &workers[t]) == 0;
     }

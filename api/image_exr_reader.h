@@ -57,7 +57,7 @@ hp_exr_rect hp_exr_rect_of_chunk(const hp_exr_reader *r, uint32_t index);
 char *hp_exr_last_message(void);
 
 /* HP_ERR_INVALID_ARGUMENT (or what rv maps to) naming the chunk, its scanlines or tile, the step ("reading",
- * "decoding") and the last message. */
+ * "preparing", "decoding") and the last message. */
 hp_code hp_exr_chunk_fail(const hp_exr_reader *r, uint32_t index, hp_exr_rect c, exr_result_t rv, const char *step,
                           hp_err *err);
 
@@ -73,7 +73,7 @@ struct hp_exr_chunk_worker {
     _Atomic uint32_t *next;
     /* Takes chunks from next until none is left: image_exr.c's decode_all, or image_exr_zip.c's inflate_all. */
     hp_code (*work)(hp_exr_chunk_worker *w);
-    const hp_image_dest *dest;             /* decode_all's */
+    const hp_image_dest *dest;            /* decode_all's */
     const struct hp_exr_zip_split *split; /* inflate_all's */
     hp_depth_stats stats;
     uint32_t failed_at;

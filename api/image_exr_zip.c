@@ -3,11 +3,13 @@
  * the predictor, byte split and planes then undone on the GPU. */
 #include <libdeflate.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "api/image_exr_reader.h"
-#include "api/image_internal.h"
+#include "common/arrival.h"
 #include "hp_shared.h" /* the chunk table's status words */
 
 /* --- ZIP chunks for the GPU ------------------------------------------------------------------------- */
@@ -125,7 +127,7 @@ hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_op
         packed += ci.packed_size;
         unpacked += (need + 3) & ~(uint64_t)3;
         if (need > frame->max_chunk_bytes)
-            frame->max_chunk_bytes = (uint32_t)need; /* at most EXR_MAX_CHUNK_UNPACKED */
+            frame->max_chunk_bytes = (uint32_t)need; /* at most EXR_MAX_CHUNK_UNPACKED (image_exr.c's hp_exr_open) */
     }
     hp_exr_close(&r);
     if (code != HP_OK)
@@ -229,7 +231,7 @@ hp_code hp_image_zip_inflate(const uint8_t *bytes, size_t len, const hp_decode_o
     const uint64_t last = line_bytes * hp_exr_rect_of_chunk(r, r->chunk_count - 1).h;
     frame->table_bytes = (uint64_t)frame->chunk_count * sizeof(hp_exr_zip_chunk);
     frame->unpacked_bytes = (uint64_t)(frame->chunk_count - 1) * ((whole + 3) & ~3ull) + ((last + 3) & ~3ull);
-    frame->max_chunk_bytes = (uint32_t)whole; /* at most EXR_MAX_CHUNK_UNPACKED */
+    frame->max_chunk_bytes = (uint32_t)whole; /* at most EXR_MAX_CHUNK_UNPACKED (image_exr.c's hp_exr_open) */
     if (frame->unpacked_bytes > INT32_MAX || frame->table_bytes + frame->unpacked_bytes > dst_size) {
         code = hp_fail(err, HP_ERR_UNUSABLE, "EXR: %llu bytes of table and inflated chunks do not fit %zu",
                        (unsigned long long)(frame->table_bytes + frame->unpacked_bytes), dst_size);
@@ -237,8 +239,8 @@ hp_code hp_image_zip_inflate(const uint8_t *bytes, size_t len, const hp_decode_o
         return code;
     }
     struct hp_exr_zip_split z = {.bytes = bytes, .arrival = opt ? opt->arrival : NULL, .table = dst,
-                          .unpacked = (uint8_t *)dst + frame->table_bytes, .line_bytes = line_bytes,
-                          .chunk_stride = (whole + 3) & ~3ull};
+                                 .unpacked = (uint8_t *)dst + frame->table_bytes, .line_bytes = line_bytes,
+                                 .chunk_stride = (whole + 3) & ~3ull};
     hp_exr_chunk_worker proto = {.reader = r, .work = inflate_all, .split = &z};
     uint32_t threads = hp_exr_frame_threads(r, opt, false);
     hp_depth_stats unused = {0};
