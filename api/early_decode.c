@@ -105,7 +105,7 @@ static hp_code zip_on_gpu(hp_early *e, const hp_decode_options *opt, hp_image_in
                                             err)
                       : hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR ZIP on the GPU: %s", ignored.message);
     if (code == HP_OK)
-        code = e->be->zip_gpu_decode(e->be->ctx, &f, &in->buf, &out->buf, err);
+        code = e->be->zip_gpu_run(e->be->ctx, HP_EXR_ZIP_ON_GPU, &f, &in->buf, &out->buf, err);
     if (in)
         hp_host_pool_put(in);
     hp_budget_give(e->budget, in_bytes);
@@ -113,14 +113,13 @@ static hp_code zip_on_gpu(hp_early *e, const hp_decode_options *opt, hp_image_in
 }
 
 /* The split: the chunks inflated here as they arrive (on the decoding threads, as the CPU's decoder would)
- * into pinned host memory sized from the header (a table entry a chunk, every chunk's unpacked bytes); the
- * rest on the GPU, which leaves the image in the device block out. */
-static hp_code zip_split(hp_early *e, const hp_decode_options *opt, hp_image_info *info, uint32_t planes,
-                         uint32_t chunks, uint64_t charged, hp_host_block *out, hp_err *err)
+ * into pinned host memory sized from the header (a table entry a chunk, then `unpacked` bytes: every chunk's,
+ * each rounded up to a word); the rest on the GPU, which leaves the image in the device block out. */
+static hp_code zip_split(hp_early *e, const hp_decode_options *opt, hp_image_info *info, uint32_t chunks,
+                         uint64_t unpacked, uint64_t charged, hp_host_block *out, hp_err *err)
 {
     hp_request *req = e->req;
-    uint64_t n = (uint64_t)info->width * info->height;
-    uint64_t in_bytes = (uint64_t)chunks * sizeof(hp_exr_zip_chunk) + n * 2 * planes + 4ull * chunks;
+    uint64_t in_bytes = (uint64_t)chunks * sizeof(hp_exr_zip_chunk) + unpacked;
     /* Held while the body arrives: what the frame's pixels were charged (`charged`, read before the handler
      * could take the charge over) covers it, the pixels being in device memory here; the rest, the table,
      * comes from the share of bodies still arriving as they did. */
@@ -141,7 +140,7 @@ static hp_code zip_split(hp_early *e, const hp_decode_options *opt, hp_image_inf
     hp_code code = in ? hp_image_zip_inflate(req->body, req->body_cap, opt, info, in->buf.mapped, in->buf.size, &f, err)
                       : hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR ZIP split: %s", ignored.message);
     if (code == HP_OK)
-        code = e->be->zip_gpu_finish(e->be->ctx, &f, &in->buf, &out->buf, err);
+        code = e->be->zip_gpu_run(e->be->ctx, HP_EXR_ZIP_SPLIT, &f, &in->buf, &out->buf, err);
     if (in)
         hp_host_pool_put(in);
     if (extra) {
@@ -191,14 +190,14 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_
     hp_err err = {0};
     if (hp_image_zip_fits(req->body, req->body_cap, opt, &info, &planes, &chunks, &err) != HP_OK)
         return false;
-    /* The image, then every chunk's bytes each rounded to a word: at most hp_exr_zip_gpu_output_bytes. */
     uint64_t n = (uint64_t)info.width * info.height;
+    uint64_t unpacked = n * 2 * planes + 4ull * chunks; /* every chunk's bytes, each rounded up to a word */
     bool split = route == HP_EXR_ZIP_SPLIT;
     /* The split holds every inflated byte in host memory while the body arrives: only as much as the pixels
      * were charged (four planes of halves at most), and within the GPU's 32-bit offsets. */
-    if (split && (planes > 4 || n * 2 * planes + 4ull * chunks > INT32_MAX))
+    if (split && (planes > 4 || unpacked > INT32_MAX))
         return false;
-    uint64_t out_bytes = n * 8 + n * 2 * planes + 4ull * chunks + 4;
+    uint64_t out_bytes = n * 8 + unpacked + 4; /* the image, then the chunks: hp_exr_zip_gpu_output_bytes */
     hp_err ignored = {0};
     hp_host_block *out = hp_host_pool_get(e->be->host_pool, HP_MEM_DEVICE, (size_t)out_bytes, &ignored);
     if (!out) {
@@ -214,7 +213,7 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_
     if (!arrived)
         code = hp_fail(&err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended before its last byte");
     else if (split)
-        code = zip_split(e, opt, &info, planes, chunks, charged, out, &err);
+        code = zip_split(e, opt, &info, chunks, unpacked, charged, out, &err);
     else
         code = zip_on_gpu(e, opt, &info, chunks, out, &err);
     /* A body cut off is no frame for the CPU either; one still arriving the CPU decodes as it comes. */

@@ -110,15 +110,13 @@ typedef struct hp_http_backend {
     /* EXR ZIP frames and the GPU (pipeline/exr_zip_gpu.h), all NULL where the daemon does not use it.
      * zip_route: where a frame that qualifies, arriving now, is decoded (exr_zip_decoder): HP_EXR_ZIP_ON_CPU,
      * HP_EXR_ZIP_ON_GPU or HP_EXR_ZIP_SPLIT (api/metrics.h).
-     * zip_gpu_decode: runs the passes over `input` (host memory, hp_image_zip_gather's layout) into `output`
-     * (a device block, the RGBA16F image at its start) and waits: the decoding thread's call; any failure
-     * but HP_ERR_DEVICE_LOST leaves the frame to the CPU (api/early_decode.c).
-     * zip_gpu_finish: the split's GPU half, as zip_gpu_decode, over hp_image_zip_inflate's layout. */
+     * zip_gpu_run: a route's passes over `input` (host memory: HP_EXR_ZIP_ON_GPU hp_image_zip_gather's layout,
+     * HP_EXR_ZIP_SPLIT hp_image_zip_inflate's) into `output` (a device block, the RGBA16F image at its start),
+     * waited for: the decoding thread's call; any failure but HP_ERR_DEVICE_LOST leaves the frame to the CPU
+     * (api/early_decode.c). */
     hp_exr_zip_decoded (*zip_route)(void *ctx);
-    hp_code (*zip_gpu_decode)(void *ctx, const hp_exr_zip_frame *frame, const hp_buffer *input,
-                              const hp_buffer *output, hp_err *err);
-    hp_code (*zip_gpu_finish)(void *ctx, const hp_exr_zip_frame *frame, const hp_buffer *input,
-                              const hp_buffer *output, hp_err *err);
+    hp_code (*zip_gpu_run)(void *ctx, hp_exr_zip_decoded route, const hp_exr_zip_frame *frame,
+                           const hp_buffer *input, const hp_buffer *output, hp_err *err);
     /* The CPU's decoding of a frame the GPU did not finish, copied into the device block output. */
     hp_code (*zip_gpu_upload)(void *ctx, const hp_buffer *host, const hp_buffer *output, size_t bytes, hp_err *err);
     uint32_t max_width, max_height;

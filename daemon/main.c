@@ -152,10 +152,16 @@ static void zip_device_lost(backend_ctx *b, const char *why)
     hp_worker_device_lost(b->worker, why);
 }
 
-/* After a decoding run (the GPU's inflate, or the split's finish): its GPU time counted, the lost device
- * handled; test_lose_device_in_decode reports the Nth run as lost once it has run. */
-static hp_code zip_run_done(backend_ctx *b, hp_code code, double ms, hp_err *err)
+/* A frame's decoding run on the GPU: the whole inflate (HP_EXR_ZIP_ON_GPU) or the split's finish, its GPU
+ * time counted and a lost device handled; test_lose_device_in_decode reports the Nth run as lost once it has
+ * run. */
+static hp_code zip_gpu_run(void *ctx, hp_exr_zip_decoded route, const hp_exr_zip_frame *frame,
+                           const hp_buffer *input, const hp_buffer *output, hp_err *err)
 {
+    backend_ctx *b = ctx;
+    double ms = 0;
+    hp_code code = route == HP_EXR_ZIP_ON_GPU ? hp_exr_zip_gpu_run(b->zip, frame, input, output, &ms, err)
+                                              : hp_exr_zip_gpu_finish(b->zip, frame, input, output, &ms, err);
     if (b->test_lose_in_decode && atomic_fetch_add(&b->zip_runs, 1) + 1 == b->test_lose_in_decode)
         code = hp_fail(err, HP_ERR_DEVICE_LOST, "test_lose_device_in_decode = %u: this frame's decoding run is "
                        "reported as a lost device", b->test_lose_in_decode);
@@ -163,24 +169,6 @@ static hp_code zip_run_done(backend_ctx *b, hp_code code, double ms, hp_err *err
     if (code == HP_ERR_DEVICE_LOST)
         zip_device_lost(b, err->message);
     return code;
-}
-
-static hp_code zip_gpu_decode(void *ctx, const hp_exr_zip_frame *frame, const hp_buffer *input,
-                              const hp_buffer *output, hp_err *err)
-{
-    backend_ctx *b = ctx;
-    double ms = 0;
-    hp_code code = hp_exr_zip_gpu_run(b->zip, frame, input, output, &ms, err);
-    return zip_run_done(b, code, ms, err);
-}
-
-static hp_code zip_gpu_finish(void *ctx, const hp_exr_zip_frame *frame, const hp_buffer *input,
-                              const hp_buffer *output, hp_err *err)
-{
-    backend_ctx *b = ctx;
-    double ms = 0;
-    hp_code code = hp_exr_zip_gpu_finish(b->zip, frame, input, output, &ms, err);
-    return zip_run_done(b, code, ms, err);
 }
 
 static hp_code zip_gpu_upload(void *ctx, const hp_buffer *host, const hp_buffer *output, size_t bytes, hp_err *err)
@@ -503,8 +491,7 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
             .max_height = (uint32_t)config->max_height,
             .max_pixels = (uint64_t)(config->max_megapixels * 1e6),
             .zip_route = zip_route,
-            .zip_gpu_decode = zip_gpu_decode,
-            .zip_gpu_finish = zip_gpu_finish,
+            .zip_gpu_run = zip_gpu_run,
             .zip_gpu_upload = zip_gpu_upload,
         };
         hp_http_set_backend(http, &backend);

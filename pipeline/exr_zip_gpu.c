@@ -255,14 +255,9 @@ static VkResult run_submit_wait(hp_gpu *gpu, zip_run *r)
 {
     VkDevice dev = hp_gpu_device(gpu);
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &r->cmd};
-    uint32_t queue = hp_gpu_decode_take(gpu);
-    VkResult res = hp_gpu_submit_decode(gpu, queue, &si, r->fence);
-    if (res == VK_SUCCESS) {
-        res = vkWaitForFences(dev, 1, &r->fence, VK_TRUE, RUN_TIMEOUT_NS);
-        if (res == VK_TIMEOUT)
-            res = VK_ERROR_DEVICE_LOST;
-    }
-    hp_gpu_decode_give(gpu, queue);
+    VkResult res = hp_gpu_decode_submit_wait(gpu, &si, r->fence, RUN_TIMEOUT_NS);
+    if (res == VK_TIMEOUT)
+        res = VK_ERROR_DEVICE_LOST;
     if (res != VK_SUCCESS && res != VK_ERROR_DEVICE_LOST)
         run_free(dev, r);
     return res;

@@ -101,8 +101,8 @@ hp_code hp_exr_zip_gpu_check(const hp_exr_zip_frame *frame, const hp_exr_zip_chu
  * unpacked chunks. */
 VkDeviceSize hp_exr_zip_gpu_output_bytes(const hp_exr_zip_frame *frame);
 
-/* A frame's passes on the least busy decode queue (pipeline/gpu.h's hp_gpu_decode_take), waited for: what a decoding
- * thread calls, several at once. input: host memory shaders can read (HP_MEM_READBACK_SHADER), laid out
+/* A frame's passes on the least busy decode queue (pipeline/gpu.h's hp_gpu_decode_submit_wait), waited for:
+ * what a decoding thread calls, several at once. input: host memory shaders can read (HP_MEM_READBACK_SHADER), laid out
  * as api/image.h's hp_image_zip_gather writes it; the passes read it where it lies and write their status
  * words into its table. output: device memory of hp_exr_zip_gpu_output_bytes, the image at its start.
  * Returns hp_exr_zip_gpu_check's verdict (the first damaged chunk named), or the Vulkan failure;

@@ -360,7 +360,7 @@ hp_code hp_frame_graph_begin_with(hp_frame_graph *g, const hp_frame_desc *desc, 
         return rc;
     frame_ctx *c = &g->ctx[ci];
     if (c->parts_unfenced) /* a frame that failed after parts of its upload: let them finish (rare) */
-        hp_gpu_queue_wait_idle(g->gpu, HP_QUEUE_COMPUTE);
+        hp_gpu_queue_wait_idle(g->gpu);
     if (c->parts) /* its last frame, and with it these parts, is done: waited for, or idle just now */
         vkResetCommandPool(g->gpu->device, c->part_pool, 0);
     c->parts = 0;
@@ -500,7 +500,7 @@ hp_code hp_frame_graph_upload_part(hp_frame_graph *g, size_t upto, hp_err *err)
     res = vkEndCommandBuffer(cmd);
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
     if (res == VK_SUCCESS)
-        res = hp_gpu_submit(g->gpu, HP_QUEUE_COMPUTE, &si, VK_NULL_HANDLE);
+        res = hp_gpu_submit(g->gpu, &si, VK_NULL_HANDLE);
     if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "submitting a part of the upload");
     c->parts++;
@@ -516,7 +516,7 @@ void hp_frame_graph_abandon(hp_frame_graph *g)
         unfenced = unfenced || g->ctx[i].parts_unfenced;
     if (!unfenced)
         return;
-    hp_gpu_queue_wait_idle(g->gpu, HP_QUEUE_COMPUTE); /* rare: a frame that failed after parts of its upload */
+    hp_gpu_queue_wait_idle(g->gpu); /* rare: a frame that failed after parts of its upload */
     for (int i = 0; i < HP_FRAMES_IN_FLIGHT; i++)
         g->ctx[i].parts_unfenced = false;
 }
@@ -773,7 +773,7 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
         return hp_vk_fail(err, res, "vkEndCommandBuffer");
 
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
-    res = hp_gpu_submit(g->gpu, HP_QUEUE_COMPUTE, &si, c->fence);
+    res = hp_gpu_submit(g->gpu, &si, c->fence);
     if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "vkQueueSubmit");
     c->parts_unfenced = false; /* this frame's fence now stands for them */
@@ -948,7 +948,7 @@ hp_code hp_frame_graph_read_buffer(hp_frame_graph *g, const hp_buffer *src, void
     VkResult res = vkEndCommandBuffer(tmp.cmd);
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &tmp.cmd};
     if (res == VK_SUCCESS)
-        res = hp_gpu_submit(g->gpu, HP_QUEUE_COMPUTE, &si, tmp.fence);
+        res = hp_gpu_submit(g->gpu, &si, tmp.fence);
     if (res == VK_SUCCESS)
         res = vkWaitForFences(dev, 1, &tmp.fence, VK_TRUE, FENCE_TIMEOUT_NS);
     if (res == VK_SUCCESS) {

@@ -301,7 +301,7 @@ static int find_transfer_family(const VkQueueFamilyProperties *fams, uint32_t n)
     return -1;
 }
 
-/* The decode queue's family (hp_gpu_submit): another compute family with timestamps where the device has
+/* The decode queues' family (hp_gpu_decode_submit_wait): another compute family with timestamps where the device has
  * one, else -1 (then a second queue of the compute family, else the compute queue itself). On the H200
  * (docs/BENCHMARKS.md) a second queue of the same family ran the frames' inflate passes, tens of
  * milliseconds each, in turn with the frame graph's (16 clients: 25 frames/s, the GPU thread waiting for
@@ -689,7 +689,8 @@ uint32_t hp_gpu_decode_family(const hp_gpu *gpu) { return gpu->decode_family; }
 bool hp_gpu_decode_runs_beside(const hp_gpu *gpu) { return gpu->decode_family != gpu->compute_family; }
 uint32_t hp_gpu_decode_queue_count(const hp_gpu *gpu) { return gpu->decode_queue_count; }
 
-uint32_t hp_gpu_decode_take(hp_gpu *gpu)
+/* The decode queue with the fewest runs in flight, its count raised. */
+static uint32_t decode_take(hp_gpu *gpu)
 {
     pthread_mutex_lock(&gpu->decode_take_lock);
     uint32_t best = 0;
@@ -701,52 +702,45 @@ uint32_t hp_gpu_decode_take(hp_gpu *gpu)
     return best;
 }
 
-void hp_gpu_decode_give(hp_gpu *gpu, uint32_t queue)
+static void decode_give(hp_gpu *gpu, uint32_t queue)
 {
     pthread_mutex_lock(&gpu->decode_take_lock);
     gpu->decode_runs[queue]--;
     pthread_mutex_unlock(&gpu->decode_take_lock);
 }
 
-/* One queue, one lock: the decode queue is the compute queue where the family has only one. */
-static pthread_mutex_t *queue_lock(hp_gpu *gpu, hp_gpu_queue which, uint32_t index)
+/* Under the queue's lock (Vulkan's external synchronisation); one queue, one lock: the decode queue is the
+ * compute queue where the device has no other. */
+static VkResult submit_locked(pthread_mutex_t *lock, VkQueue queue, const VkSubmitInfo *submit, VkFence fence)
 {
-    return which == HP_QUEUE_DECODE && hp_gpu_has_decode_queue(gpu) ? &gpu->decode_locks[index] : &gpu->compute_lock;
-}
-
-static VkResult submit_on(hp_gpu *gpu, hp_gpu_queue which, uint32_t index, const VkSubmitInfo *submit, VkFence fence)
-{
-    pthread_mutex_t *lock = queue_lock(gpu, which, index);
     pthread_mutex_lock(lock);
-    VkResult res = vkQueueSubmit(which == HP_QUEUE_DECODE ? gpu->decode_queues[index] : gpu->compute_queue, 1, submit,
-                                 fence);
+    VkResult res = vkQueueSubmit(queue, 1, submit, fence);
     pthread_mutex_unlock(lock);
     return res;
 }
 
-VkResult hp_gpu_submit(hp_gpu *gpu, hp_gpu_queue which, const VkSubmitInfo *submit, VkFence fence)
+VkResult hp_gpu_submit(hp_gpu *gpu, const VkSubmitInfo *submit, VkFence fence)
 {
-    return submit_on(gpu, which, 0, submit, fence);
+    return submit_locked(&gpu->compute_lock, gpu->compute_queue, submit, fence);
 }
 
-VkResult hp_gpu_submit_decode(hp_gpu *gpu, uint32_t queue, const VkSubmitInfo *submit, VkFence fence)
+VkResult hp_gpu_queue_wait_idle(hp_gpu *gpu)
 {
-    return submit_on(gpu, HP_QUEUE_DECODE, queue < gpu->decode_queue_count ? queue : 0, submit, fence);
+    pthread_mutex_lock(&gpu->compute_lock);
+    VkResult res = vkQueueWaitIdle(gpu->compute_queue);
+    pthread_mutex_unlock(&gpu->compute_lock);
+    return res;
 }
 
-VkResult hp_gpu_queue_wait_idle(hp_gpu *gpu, hp_gpu_queue which)
+VkResult hp_gpu_decode_submit_wait(hp_gpu *gpu, const VkSubmitInfo *submit, VkFence fence, uint64_t timeout_ns)
 {
-    VkResult first = VK_SUCCESS;
-    uint32_t queues = which == HP_QUEUE_DECODE && hp_gpu_has_decode_queue(gpu) ? gpu->decode_queue_count : 1;
-    for (uint32_t q = 0; q < queues; q++) { /* every decode queue, whatever one of them answered */
-        pthread_mutex_t *lock = queue_lock(gpu, which, q);
-        pthread_mutex_lock(lock);
-        VkResult res = vkQueueWaitIdle(which == HP_QUEUE_DECODE ? gpu->decode_queues[q] : gpu->compute_queue);
-        pthread_mutex_unlock(lock);
-        if (first == VK_SUCCESS)
-            first = res;
-    }
-    return first;
+    uint32_t q = decode_take(gpu);
+    pthread_mutex_t *lock = hp_gpu_has_decode_queue(gpu) ? &gpu->decode_locks[q] : &gpu->compute_lock;
+    VkResult res = submit_locked(lock, gpu->decode_queues[q], submit, fence);
+    if (res == VK_SUCCESS)
+        res = vkWaitForFences(gpu->device, 1, &fence, VK_TRUE, timeout_ns);
+    decode_give(gpu, q);
+    return res;
 }
 
 void hp_gpu_set_name(hp_gpu *gpu, VkObjectType type, uint64_t handle, const char *name)

@@ -115,29 +115,26 @@ VkQueue hp_gpu_compute_queue(const hp_gpu *gpu);
 uint32_t hp_gpu_compute_family(const hp_gpu *gpu);
 
 /* The queues the daemon submits to from more than one thread: the frame graph's (the GPU thread) and the
- * EXR decoder's (decoding threads, pipeline/exr_zip_gpu.h): a queue of another compute family where the
+ * EXR decoder's (decoding threads, pipeline/exr_zip_gpu.h): queues of another compute family where the
  * device has one (NVIDIA's compute-only family: its work runs beside the frame graph's), else a second
  * queue of the compute family (the frame graph's barriers then never wait for a decoding frame's passes,
  * though the two queues may take turns), else the compute queue itself. With another family every buffer
- * is shared by both (VK_SHARING_MODE_CONCURRENT). hp_gpu_submit and hp_gpu_queue_wait_idle hold the
- * queue's lock (Vulkan's external synchronisation); a single-threaded user (the tests) may submit to
- * hp_gpu_compute_queue directly. */
-typedef enum hp_gpu_queue { HP_QUEUE_COMPUTE, HP_QUEUE_DECODE } hp_gpu_queue;
-/* With another family, the decoder has several of its queues: submissions on one queue run one after the
- * other, and on NVIDIA those on different queues run at once (docs/BENCHMARKS.md). A run takes the queue
- * with the fewest runs in flight and gives it back when it has waited for it. HP_QUEUE_DECODE in
- * hp_gpu_submit is the first of them (runs take it too); in hp_gpu_queue_wait_idle it is all of them. */
+ * is shared by both (VK_SHARING_MODE_CONCURRENT). Each submission holds its queue's lock (Vulkan's
+ * external synchronisation); a single-threaded user (the tests) may submit to hp_gpu_compute_queue
+ * directly. */
+VkResult hp_gpu_submit(hp_gpu *gpu, const VkSubmitInfo *submit, VkFence fence);
+VkResult hp_gpu_queue_wait_idle(hp_gpu *gpu);
+/* With another family the decoder has up to HP_GPU_DECODE_QUEUES_MAX of its queues: submissions on one queue
+ * run one after the other, and on NVIDIA those on different queues at once (docs/BENCHMARKS.md). A run is
+ * submitted on the queue with the fewest runs in flight and waited for (vkWaitForFences' result: VK_TIMEOUT
+ * after timeout_ns). */
 #define HP_GPU_DECODE_QUEUES_MAX 8u
-uint32_t hp_gpu_decode_take(hp_gpu *gpu);
-void hp_gpu_decode_give(hp_gpu *gpu, uint32_t queue);
-VkResult hp_gpu_submit_decode(hp_gpu *gpu, uint32_t queue, const VkSubmitInfo *submit, VkFence fence);
+VkResult hp_gpu_decode_submit_wait(hp_gpu *gpu, const VkSubmitInfo *submit, VkFence fence, uint64_t timeout_ns);
 uint32_t hp_gpu_decode_queue_count(const hp_gpu *gpu);
 bool hp_gpu_has_decode_queue(const hp_gpu *gpu);
 uint32_t hp_gpu_decode_family(const hp_gpu *gpu);
 /* The decode queue is of another family than the frame graph's: its passes run beside the graph's. */
 bool hp_gpu_decode_runs_beside(const hp_gpu *gpu);
-VkResult hp_gpu_submit(hp_gpu *gpu, hp_gpu_queue which, const VkSubmitInfo *submit, VkFence fence);
-VkResult hp_gpu_queue_wait_idle(hp_gpu *gpu, hp_gpu_queue which);
 
 /* --- Buffers ------------------------------------------------------------------------------------- */
 

@@ -26,7 +26,7 @@ struct hp_gpu {
     VkDevice device;
     uint32_t compute_family;
     VkQueue compute_queue;
-    /* The EXR decoder's queues (hp_gpu_decode_take, pipeline/gpu.h): up to HP_GPU_DECODE_QUEUES_MAX queues of
+    /* The EXR decoder's queues (hp_gpu_decode_submit_wait, pipeline/gpu.h): up to HP_GPU_DECODE_QUEUES_MAX queues of
      * another compute family where the device has one, else a second queue of the compute family, else
      * compute_queue. Each queue's submissions under its lock (one lock when the decode queue is the compute
      * queue); decode_runs counts the runs each has in flight. */
