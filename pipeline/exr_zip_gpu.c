@@ -13,6 +13,9 @@ static const uint32_t spv_inflate[] =
 static const uint32_t spv_finish[] =
 #include "exr_finish.spv.inc"
     ;
+static const uint32_t spv_wide[] =
+#include "exr_inflate_wide.spv.inc"
+    ;
 
 /* Push constants; the layout table in shaders/exr_zip.comp. */
 struct exr_zip_push {
@@ -34,12 +37,14 @@ _Static_assert(sizeof(hp_exr_zip_chunk) == HP_EXR_ZIP_CHUNK_WORDS * 4, "chunk en
 #define MAX_SLICE 50000u
 
 #define FUSED_GROUP 32u /* exr_inflate's workgroup when it unzips its chunk too */
+#define WIDE_GROUP 256u /* exr_inflate_wide's lanes a chunk (its WIDE_MAX, and exr_zip.comp's FINISH_MAX) */
 
 struct hp_exr_zip_gpu {
     hp_gpu *gpu;
     uint32_t slice; /* 0: none, one dispatch, fused */
     bool lavapipe;
-    hp_compute inflate, finish;
+    bool wide; /* hp_exr_zip_gpu_set_wide */
+    hp_compute inflate, finish, inflate_wide;
 };
 
 hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out, hp_err *err)
@@ -66,9 +71,16 @@ hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out,
                                .spec_count = 4};
     hp_compute_desc finish = {.name = "exr_finish", .spirv = spv_finish, .spirv_size = sizeof(spv_finish),
                               .push_constant_size = sizeof(struct exr_zip_push)};
+    /* The wide inflate: no slices, its lanes' work bounded by lavapipe's loop limit there */
+    const uint32_t wide_spec[4] = {0, 0, WIDE_GROUP, lavapipe ? LAVAPIPE_SLICE : 0};
+    hp_compute_desc wide = {.name = "exr_inflate_wide", .spirv = spv_wide, .spirv_size = sizeof(spv_wide),
+                            .push_constant_size = sizeof(struct exr_zip_push), .spec_values = wide_spec,
+                            .spec_count = 4};
     hp_code rc = hp_compute_create(gpu, &inflate, &z->inflate, err);
     if (rc == HP_OK)
         rc = hp_compute_create(gpu, &finish, &z->finish, err);
+    if (rc == HP_OK && hp_gpu_get_info(gpu)->has_8bit_storage)
+        rc = hp_compute_create(gpu, &wide, &z->inflate_wide, err);
     if (rc != HP_OK) {
         hp_exr_zip_gpu_destroy(&z);
         return rc;
@@ -84,13 +96,27 @@ void hp_exr_zip_gpu_destroy(hp_exr_zip_gpu **zp)
         return;
     hp_compute_destroy(z->gpu, &z->inflate);
     hp_compute_destroy(z->gpu, &z->finish);
+    hp_compute_destroy(z->gpu, &z->inflate_wide);
     free(z);
     *zp = NULL;
 }
 
+bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *z, bool on)
+{
+    z->wide = on && z->inflate_wide.pipeline != VK_NULL_HANDLE;
+    return z->wide == on;
+}
+
+/* The wide inflate keeps a flag a byte in the image's memory while it inflates: frames whose chunks' bytes
+ * fit there, those of at most four planes. */
+static bool takes_wide(const hp_exr_zip_gpu *z, const hp_exr_zip_frame *f)
+{
+    return z->wide && f->unpacked_bytes <= (uint64_t)f->width * f->height * 8;
+}
+
 uint32_t hp_exr_zip_gpu_dispatches(const hp_exr_zip_gpu *z, const hp_exr_zip_frame *f)
 {
-    if (z->slice == 0)
+    if (z->slice == 0 || takes_wide(z, f))
         return 1;
     /* A valid stream's work: at most 2 iterations a byte (a literal, or a match's symbol and its bytes) and a
      * block's header every 4096 bytes (zlib ends its blocks every 16384 symbols), each slice also building
@@ -122,9 +148,10 @@ void hp_exr_zip_gpu_record(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
                           .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
     stamp(cmd, io, 0);
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, z->inflate.pipeline);
-    vkCmdPushConstants(cmd, z->inflate.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
-    if (z->slice == 0) { /* one dispatch that unzips too, and no barrier: frames on one queue overlap */
+    const hp_compute *inflate = takes_wide(z, f) ? &z->inflate_wide : &z->inflate;
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, inflate->pipeline);
+    vkCmdPushConstants(cmd, inflate->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+    if (z->slice == 0 || takes_wide(z, f)) { /* one dispatch that unzips too, and no barrier: frames on one queue overlap */
         vkCmdDispatch(cmd, f->chunk_count < MAX_DISPATCH ? f->chunk_count : MAX_DISPATCH, 1, 1);
         stamp(cmd, io, 1);
         stamp(cmd, io, 2);
@@ -313,7 +340,7 @@ static hp_code run_finish(hp_gpu *gpu, zip_run *r, VkResult res, const hp_exr_zi
 hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const hp_buffer *input,
                            const hp_buffer *output, double *gpu_ms, hp_err *err)
 {
-    if (z->slice != 0 && f->max_chunk_bytes > SLICED_CHUNK_MAX)
+    if (z->slice != 0 && !takes_wide(z, f) && f->max_chunk_bytes > SLICED_CHUNK_MAX)
         return hp_fail(err, HP_ERR_UNUSABLE, "exr_zip_gpu: chunks of %u bytes are over the %u this device's "
                        "slices take", f->max_chunk_bytes, SLICED_CHUNK_MAX);
     if (!buffers_fit(f, input, f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD, output, err))

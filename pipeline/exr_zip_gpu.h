@@ -63,7 +63,15 @@ typedef struct hp_exr_zip_gpu hp_exr_zip_gpu;
 #define HP_EXR_ZIP_NO_SLICE UINT32_MAX
 hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out, hp_err *err);
 
-/* The inflate dispatches recorded for this frame: 1 without slices. */
+/* The wide inflate (exr_zip.comp's HP_EXR_WIDE), an experiment the daemon does not use: each chunk's stream
+ * decoded by a workgroup of 256 at once (every start of a lane's span mapped to where it leaves it, the
+ * maps followed, matches copied in rounds) instead of one invocation's serial loop. For frames of at most
+ * four planes (it keeps a flag a byte in the image's memory); the others as before. Off when created;
+ * false where the device lacks storageBuffer8BitAccess or shaderInt8 (it stays off). docs/BENCHMARKS.md
+ * has its numbers: bit-exact, and slower than the serial loop so far. */
+bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *zip, bool on);
+
+/* The inflate dispatches recorded for this frame: 1 without slices, or wide. */
 bool hp_exr_zip_gpu_sliced(const hp_exr_zip_gpu *zip);
 uint32_t hp_exr_zip_gpu_dispatches(const hp_exr_zip_gpu *zip, const hp_exr_zip_frame *frame);
 void hp_exr_zip_gpu_destroy(hp_exr_zip_gpu **zip);

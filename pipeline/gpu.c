@@ -458,11 +458,18 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
     vkGetPhysicalDeviceProperties(gpu->physical, &props);
     gpu->has_creation_feedback = props.apiVersion >= VK_API_VERSION_1_3 && gpu->instance_api >= VK_API_VERSION_1_3;
 
+    /* Optional: bytes in storage buffers, for the wide inflate alone (pipeline/exr_zip_gpu.h). */
+    VkPhysicalDeviceVulkan12Features have12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceFeatures2 have2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &have12};
+    vkGetPhysicalDeviceFeatures2(gpu->physical, &have2);
+    gpu->info.has_8bit_storage = have12.storageBuffer8BitAccess && have12.shaderInt8;
     VkPhysicalDeviceVulkan12Features f12 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
         .bufferDeviceAddress = VK_TRUE,
         .timelineSemaphore = VK_TRUE,
         .shaderSubgroupExtendedTypes = VK_TRUE,
+        .storageBuffer8BitAccess = gpu->info.has_8bit_storage,
+        .shaderInt8 = gpu->info.has_8bit_storage,
     };
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec_props = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,

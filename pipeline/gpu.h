@@ -70,6 +70,7 @@ typedef struct hp_gpu_info {
     uint32_t warps_per_sm;           /* resident warps per SM, likewise; 0: unknown */
     bool has_transfer_queue;         /* a queue family with transfer but not compute/graphics */
     bool has_shader_clock;           /* VK_KHR_shader_clock enabled (hp_gpu_config.shader_clock) */
+    bool has_8bit_storage;           /* storageBuffer8BitAccess and shaderInt8 enabled: the wide inflate */
     hp_cache_state cache_state;
     size_t cache_bytes_loaded;       /* bytes of cache data handed to the driver at start-up */
     uint32_t pipelines_created;

@@ -214,6 +214,27 @@ shared uint s_len[320]; // the code lengths of one block as read: literal/length
 // RFC 1951 3.2.5: base and extra bits of the length symbols 257..285 and the distance symbols 0..29.
 shared uint s_lbase[29], s_lext[29], s_dbase[30], s_dext[30];
 
+// RFC 1951 3.2.5: the length symbols' bases and extra bits, and the distance symbols', into shared memory
+// by the first invocation (read after the workgroup's first barrier, or by that invocation alone).
+void init_length_codes()
+{
+    const uint lbase[29] = uint[](3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83,
+                                  99, 115, 131, 163, 195, 227, 258);
+    const uint lext[29] = uint[](0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0);
+    const uint dbase[30] = uint[](1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769,
+                                  1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577);
+    const uint dext[30] = uint[](0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12,
+                                 12, 13, 13);
+    for (uint i = 0u; i < 30u && gl_LocalInvocationIndex == 0u; i++) {
+        if (i < 29u) {
+            s_lbase[i] = lbase[i];
+            s_lext[i] = lext[i];
+        }
+        s_dbase[i] = dbase[i];
+        s_dext[i] = dext[i];
+    }
+}
+
 // --- Reading bits: a 64-bit buffer filled a word at a time, least significant bit first -------------------
 uint64_t g_bits;
 uint g_nbits;
@@ -296,6 +317,44 @@ uint decode_dist()
     return decode_slow(T_DIST);
 }
 
+// Per code, for filling its table: the first code of each length and the canonical index of its first
+// symbol (RFC 1951 3.2.2's next_code, and the running count of shorter codes).
+shared uint s_first[2][16], s_index[2][16];
+// Whether build() fills the lookup table itself: the wide inflate's first invocation builds the codes and
+// the whole workgroup then fills the table (fill_lut).
+bool g_fill_luts = true;
+
+// Entries of the lookup table of code t, lane's share of them: 0 (no code of at most lut_bits bits here).
+void clear_lut(uint t, uint lut_bits, uint lane, uint lanes)
+{
+    for (uint i = lane; i < (1u << lut_bits); i += lanes) {
+        if (t == T_LIT)
+            s_lit[i] = 0u;
+        else
+            s_dist[i] = 0u;
+    }
+}
+
+// The table's entries of the codes of at most lut_bits bits, lane's share of those codes: a code read least
+// significant bit first fills every entry whose low bits are its bits reversed. After clear_lut.
+void fill_lut(uint t, uint lut_bits, uint lane, uint lanes)
+{
+    uint size = 1u << lut_bits, codes = s_index[t][lut_bits + 1u];
+    for (uint index = lane; index < codes; index += lanes) {
+        uint len = 1u;
+        while (s_index[t][len + 1u] <= index)
+            len++;
+        uint code = s_first[t][len] + index - s_index[t][len];
+        uint e = s_sym[t][index] << 4u | len;
+        for (uint r = bitfieldReverse(code) >> (32u - len); r < size; r += 1u << len) {
+            if (t == T_LIT)
+                s_lit[r] = e;
+            else
+                s_dist[r] = e;
+        }
+    }
+}
+
 // The canonical code of the n lengths at s_len[off]: counts, symbols and, with lut_bits, the table.
 // False for an over-subscribed set, or an incomplete one that zlib would refuse (inftrees.c); the fixed
 // distance code (30 of 32 five-bit codes) is incomplete by the format's own definition.
@@ -322,33 +381,21 @@ bool build(uint t, uint off, uint n, uint lut_bits, bool fixed_set)
     offs[1] = 0u;
     for (uint len = 1u; len < 15u; len++)
         offs[len + 1u] = offs[len] + s_count[t][len];
+    uint code = 0u;
+    for (uint len = 1u; len < 16u; len++) {
+        s_first[t][len] = code;
+        s_index[t][len] = offs[len];
+        code = (code + s_count[t][len]) << 1u;
+    }
     for (uint s = 0u; s < n; s++) {
         uint len = s_len[off + s];
         if (len != 0u)
             s_sym[t][offs[len]++] = s;
     }
-    if (lut_bits == 0u)
+    if (lut_bits == 0u || !g_fill_luts)
         return true;
-    uint size = 1u << lut_bits;
-    for (uint i = 0u; i < size; i++) {
-        if (t == T_LIT)
-            s_lit[i] = 0u;
-        else
-            s_dist[i] = 0u;
-    }
-    uint code = 0u, index = 0u;
-    for (uint len = 1u; len <= lut_bits; len++) {
-        for (uint k = 0u; k < s_count[t][len]; k++, code++, index++) {
-            uint e = s_sym[t][index] << 4u | len;
-            for (uint r = bitfieldReverse(code) >> (32u - len); r < size; r += 1u << len) {
-                if (t == T_LIT)
-                    s_lit[r] = e;
-                else
-                    s_dist[r] = e;
-            }
-        }
-        code <<= 1u;
-    }
+    clear_lut(t, lut_bits, 0u, 1u);
+    fill_lut(t, lut_bits, 0u, 1u);
     return true;
 }
 
@@ -705,23 +752,10 @@ uint inflate_slice(RwWords table, uint e)
     return status;
 }
 
+#ifndef HP_EXR_WIDE
 void main()
 {
-    const uint lbase[29] = uint[](3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83,
-                                  99, 115, 131, 163, 195, 227, 258);
-    const uint lext[29] = uint[](0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0);
-    const uint dbase[30] = uint[](1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769,
-                                  1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577);
-    const uint dext[30] = uint[](0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12,
-                                 12, 13, 13);
-    for (uint i = 0u; i < 30u && gl_LocalInvocationIndex == 0u; i++) {
-        if (i < 29u) {
-            s_lbase[i] = lbase[i];
-            s_lext[i] = lext[i];
-        }
-        s_dbase[i] = dbase[i];
-        s_dext[i] = dext[i];
-    }
+    init_length_codes();
     uint c = gl_WorkGroupID.x; // the same in the whole workgroup: the barrier below is reached by all or none
     if (c >= pc.chunk_count)
         return;
@@ -737,6 +771,560 @@ void main()
     if (gl_LocalInvocationIndex == 0u && status != s_status)
         table.v[e + 6u] = status;
 }
+#endif
+
+#ifdef HP_EXR_WIDE
+// --- The wide inflate: a chunk's stream decoded by the whole workgroup at once ----------------------------
+// The serial loop above holds a warp for some 40 ms a 4K chunk, one symbol after another. Here each of the
+// workgroup's invocations (lanes) takes a span of SPAN bits of a block and decodes it as if a symbol began
+// at its first bit. Huffman codes resynchronise within a few symbols, so a lane's symbols soon fall where
+// the true decoding's do; each lane then starts again where the lane before it ended, until no lane's start
+// changes (speculative parallel decoding: Weissenberger and Schmidt, "Massively Parallel Huffman Decoding on
+// GPUs", ICPP 2018). A symbol here is a literal, the end of the block, or a whole match (its length, distance
+// and their extra bits), so that a bit position alone says where a lane is. The lanes' output counts, summed
+// across the workgroup, say where each lane writes. Literals are written at once; a match is copied once
+// every byte it reads is known, in rounds: a byte of another lane counts as known only if it was written
+// in an earlier round (its flag, the round's number, in the image's memory, which the finish overwrites).
+// A match that reads the bytes of an earlier match, in another lane, waits a round for each such step.
+// The workgroup reads a block's header and builds its codes (the first lane), fills the tables (all), then
+// decodes the block in windows of lanes x SPAN bits. The work of every lane is bounded (MAX_WORK, g_cap): a
+// stream made to be slow stops as HP_EXR_ZIP_UNFINISHED and the host decodes the frame on the CPU.
+#extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+layout(buffer_reference, std430, buffer_reference_align = 1) coherent buffer Bytes { uint8_t v[]; };
+
+#define SPAN 512u     // bits a lane decodes in a window: some 70 symbols of a 4K chunk's blocks
+#define WIDE_MAX 256u // the most lanes (pipeline/exr_zip_gpu.c's WIDE_GROUP)
+// The first lane's loop iterations reading a block's header and building its codes: the code lengths (at most
+// 19 + 316), then counting, ordering and the first codes of each length, twice (the tables' fill is shared).
+#define WIDE_HEADER_COST 1000u
+#define W_RAN 0u      // a lane's symbols ran to its span's end
+#define W_EOB 1u      // it met the end of the block
+#define W_INVALID 2u  // it met a code that is none, or a length or distance symbol past the table
+#define W_DEAD 3u     // past the lane that ended the block or met a bad code: nothing of this block here
+#define W_OVER 4u     // it ran past its work
+
+shared uint w_start[WIDE_MAX], w_exit[WIDE_MAX], w_out[WIDE_MAX], w_state[WIDE_MAX], w_sum[WIDE_MAX];
+// A round's word for the workgroup: bit 0 set by a lane that changed something (or still waits), bit 1 by
+// one that failed. Three, so that the first lane clears one that no lane reads any more.
+shared uint w_any[3];
+uint g_flag_base; // a byte's flag, for q its byte in unpacked: image + g_flag_base + q (uint arithmetic)
+shared uint w_status;
+shared uint w_hdr[3]; // the block the first lane read: its data's first bit, final | type << 1, stored length
+
+void wide_fail(uint status) { atomicCompSwap(w_status, HP_EXR_ZIP_OK, status); }
+
+// Before a phase of rounds (every lane, in uniform control flow): the round words cleared once every lane
+// has read the last phase's.
+void wide_rounds_begin()
+{
+    barrier();
+    if (gl_LocalInvocationIndex == 0u)
+        w_any[0] = w_any[1] = w_any[2] = 0u;
+    barrier();
+}
+
+// A round's end for the whole workgroup: bit 0 if any lane changed something (mine), bit 1 if any failed
+// (stop). The first lane clears the word of the round after next, which no lane reads any more. Every lane
+// calls it, in uniform control flow; w_status itself is only read where no lane can be writing it.
+uint wide_round(uint round, bool mine, bool stop)
+{
+    if (mine || stop)
+        atomicOr(w_any[round % 3u], (mine ? 1u : 0u) | (stop ? 2u : 0u));
+    if (gl_LocalInvocationIndex == 0u)
+        w_any[(round + 1u) % 3u] = 0u;
+    memoryBarrier();
+    barrier();
+    return w_any[round % 3u];
+}
+
+// The symbols from bit `at` whose first bit is before `end`: where the next begins (or where the block ends),
+// how many bytes they make, and why the lane stopped.
+uint g_exit, g_made;
+uint scan(uint at, uint end)
+{
+    seek(at);
+    uint made = 0u, state = W_RAN;
+    while (consumed() < end) {
+        if (++g_used > g_cap) {
+            state = W_OVER;
+            break;
+        }
+        uint sym = decode_lit();
+        if (sym < 256u) {
+            made++;
+            continue;
+        }
+        if (sym == 256u) {
+            state = W_EOB;
+            break;
+        }
+        sym -= 257u;
+        if (sym >= 29u) {
+            state = W_INVALID;
+            break;
+        }
+        made += s_lbase[sym] + bits(s_lext[sym]);
+        uint dsym = decode_dist();
+        if (dsym >= 30u) {
+            state = W_INVALID;
+            break;
+        }
+        bits(s_dext[dsym]);
+    }
+    g_exit = consumed();
+    g_made = made;
+    return state;
+}
+
+// Where a lane's true start lies is known only once the lanes before it are decoded, and these streams do
+// not resynchronise: half their symbols are literals of nearly uniform bytes, codes of 8 or 9 bits, and a
+// decoding started at the wrong bit stays out of step for hundreds of bits (the street frame's chunks: a
+// lane's start fixed from the lane before it, round after round, took 209 rounds of 256 lanes, serial).
+// So each lane maps every start its span can have to where it leaves the span: a symbol is at most 48
+// bits (a 15-bit length code and 5 extra, a 15-bit distance code and 13 extra), so the true start is one of
+// the span's first ENTRIES bits. Decodings from different starts that reach a common symbol boundary are one
+// from there on (owner[]: the start whose decoding reached each bit first), so a lane decodes some 5 times
+// its span's symbols (the street frame's chunks: 318 a lane on average, at most 20 distinct decodings),
+// not 48 times. The first lane then follows the maps from lane 0's start: the true start of every lane.
+#define ENTRIES 48u
+#define EXIT_EOB 0xfeu     // the decoding met the end of the block
+#define EXIT_INVALID 0xffu // it met a code that is none, or ran past its work
+shared uint w_map[WIDE_MAX * ENTRIES / 4u]; // a byte per start: its exit past the span's end, or EXIT_*
+shared uint w_last;   // the lane whose true decoding ends the window or the block
+shared uint w_chains; // the most distinct decodings a lane's map took (the table's word 8, for benchmarks)
+
+uint map_get(uint lane, uint s) { return (w_map[(lane * ENTRIES + s) >> 2] >> (8u * (s & 3u))) & 255u; }
+
+uint byte_of(uint w, uint i) { return (w >> (8u * (i & 3u))) & 255u; }
+
+// Lane's map: for each start s of the first ENTRIES bits of its span [from, from + SPAN), the exit of the
+// decoding from there (the first symbol boundary at or past the span's end, less the end), or EXIT_*.
+void map_span(uint lane, uint from)
+{
+    uint owner[(SPAN + ENTRIES) / 4u]; // a byte a bit of the span and past it: the start that reached it
+    uint exits[ENTRIES / 4u];
+    for (uint i = 0u; i < (SPAN + ENTRIES) / 4u; i++)
+        owner[i] = 0xffffffffu;
+    uint chains = 0u;
+    for (uint s = 0u; s < ENTRIES; s++) {
+        uint exit = EXIT_INVALID, r = s;
+        for (;;) {
+            uint o = byte_of(owner[r >> 2], r);
+            if (o != 0xffu) { // a boundary an earlier start's decoding reached: the same from here on
+                exit = byte_of(exits[o >> 2], o);
+                break;
+            }
+            if (r >= SPAN) {
+                exit = r - SPAN;
+                break;
+            }
+            owner[r >> 2] &= ~(0xffu << (8u * (r & 3u)));
+            owner[r >> 2] |= s << (8u * (r & 3u));
+            if (++g_used > g_cap)
+                break;
+            if (r == s)
+                seek(from + s);
+            uint sym = decode_lit();
+            if (sym == 256u) {
+                exit = EXIT_EOB;
+                break;
+            }
+            if (sym > 256u) {
+                sym -= 257u;
+                if (sym >= 29u)
+                    break;
+                bits(s_lext[sym]);
+                uint dsym = decode_dist();
+                if (dsym >= 30u)
+                    break;
+                bits(s_dext[dsym]);
+            }
+            r = consumed() - from;
+        }
+        if (r == s) // a decoding of its own
+            chains++;
+        if ((s & 3u) == 0u)
+            exits[s >> 2] = 0u;
+        exits[s >> 2] |= exit << (8u * (s & 3u));
+    }
+    for (uint i = 0u; i < ENTRIES / 4u; i++)
+        w_map[lane * (ENTRIES / 4u) + i] = exits[i];
+    atomicMax(w_chains, chains);
+    if (g_used > g_cap)
+        wide_fail(HP_EXR_ZIP_UNFINISHED);
+}
+
+// Every lane's true start (w_start) from the maps, and w_last: the lane that ends the window (the last), or
+// the block (its map says EXIT_EOB), or meets a bad code (EXIT_INVALID). One lane follows them: a lookup a
+// lane, against the decoding's hundreds.
+void wide_starts(uint lane, uint lanes, uint win)
+{
+    map_span(lane, win + lane * SPAN);
+    memoryBarrierShared();
+    barrier();
+    if (lane == 0u) {
+        uint s = 0u, t = 0u;
+        for (; t < lanes; t++) {
+            w_start[t] = win + t * SPAN + s;
+            s = map_get(t, s);
+            if (s >= EXIT_EOB)
+                break;
+        }
+        w_last = min(t, lanes - 1u);
+    }
+    memoryBarrierShared();
+    barrier();
+}
+
+// Inclusive sum of v over lanes 0..lane (Hillis and Steele's scan in shared memory).
+uint wide_prefix(uint lane, uint lanes, uint v)
+{
+    w_sum[lane] = v;
+    barrier();
+    for (uint d = 1u; d < lanes; d <<= 1u) {
+        uint add = lane >= d ? w_sum[lane - d] : 0u;
+        barrier();
+        w_sum[lane] += add;
+        barrier();
+    }
+    return w_sum[lane];
+}
+
+// Whether every byte a match at q of dist and len reads is known in this round: before the window, or
+// flagged in an earlier round, or by this lane ([lo, hi) are its bytes). Bytes at q and past are the
+// match's own, written by it as it goes (an overlapping copy).
+bool sources_known(Bytes flags, uint q, uint dist, uint len, uint round, uint win_lo, uint lo, uint hi)
+{
+    uint from = max(q - dist, win_lo), to = min(q, q - dist + len);
+    for (uint p = from; p < to; p++) {
+        g_used++;
+        uint f = uint(flags.v[g_flag_base + p]);
+        if (f == 0u || (f >= round && (p < lo || p >= hi)))
+            return false;
+    }
+    return true;
+}
+
+// A match copied once every byte it reads is known; its bytes flagged with the round. False: it waits.
+bool try_copy(Bytes dst, Bytes flags, uint q, uint dist, uint len, uint round, uint win_lo, uint lo, uint hi)
+{
+    if (!sources_known(flags, q, dist, len, round, win_lo, lo, hi))
+        return false;
+    for (uint i = 0u; i < len; i++) // in order: a run (dist < len) reads what it has just written
+        dst.v[q + i] = dst.v[q - dist + i];
+    for (uint i = 0u; i < len; i++)
+        flags.v[g_flag_base + q + i] = uint8_t(round);
+    g_used += 2u * len;
+    return true;
+}
+
+// Lane's symbols, walked from g_resume_at: literals written in the first round, matches copied where their
+// bytes are known. The first PENDING matches that wait are kept (g_pend_*) and tried again in the rounds
+// after without decoding; past them the walk resumes at the first that waited (g_resume_*, g_walk).
+// Returns whether any match still waits.
+#define PENDING 32u
+uint g_resume_at, g_resume_q;
+bool g_failed, g_walk;
+uint g_pend_q[PENDING], g_pend_dl[PENDING], g_pend_n;
+
+bool walk(uint end, uint round, uint win_lo, uint lo, uint hi, uint chunk_lo)
+{
+    Bytes dst = Bytes(pc.unpacked), flags = Bytes(pc.image);
+    seek(g_resume_at);
+    uint q = g_resume_q;
+    bool walk_again = false;
+    while (consumed() < end) {
+        if (++g_used > g_cap) {
+            wide_fail(HP_EXR_ZIP_UNFINISHED);
+            g_failed = true;
+            return false;
+        }
+        uint at = consumed();
+        uint sym = decode_lit();
+        if (sym < 256u) {
+            if (round == 1u) {
+                dst.v[q] = uint8_t(sym);
+                flags.v[g_flag_base + q] = uint8_t(1u);
+            }
+            q++;
+            continue;
+        }
+        if (sym == 256u)
+            break;
+        sym -= 257u;
+        uint len = s_lbase[sym] + bits(s_lext[sym]);
+        uint dsym = decode_dist();
+        uint dist = s_dbase[dsym] + bits(s_dext[dsym]);
+        if (dist > q - chunk_lo) {
+            wide_fail(HP_EXR_ZIP_BAD_DATA); // before the chunk's first byte
+            g_failed = true;
+            return false;
+        }
+        if (flags.v[g_flag_base + q] == uint8_t(0u) && !try_copy(dst, flags, q, dist, len, round, win_lo, lo, hi)) {
+            if (!walk_again && g_pend_n < PENDING) {
+                g_pend_q[g_pend_n] = q;
+                g_pend_dl[g_pend_n++] = dist | len << 16;
+            } else if (!walk_again) {
+                walk_again = true;
+                g_resume_at = at;
+                g_resume_q = q;
+            }
+        }
+        q += len;
+    }
+    g_walk = walk_again;
+    return walk_again || g_pend_n != 0u;
+}
+
+// A round after the first: the kept matches tried again in order, those still waiting kept; then the walk
+// from where it stopped keeping them, if it did.
+bool emit_again(uint end, uint round, uint win_lo, uint lo, uint hi, uint chunk_lo)
+{
+    Bytes dst = Bytes(pc.unpacked), flags = Bytes(pc.image);
+    uint kept = 0u;
+    for (uint k = 0u; k < g_pend_n; k++) {
+        g_used++;
+        uint q = g_pend_q[k], dl = g_pend_dl[k];
+        if (!try_copy(dst, flags, q, dl & 0xffffu, dl >> 16, round, win_lo, lo, hi)) {
+            g_pend_q[kept] = q;
+            g_pend_dl[kept++] = dl;
+        }
+    }
+    g_pend_n = kept;
+    if (g_used > g_cap) {
+        wide_fail(HP_EXR_ZIP_UNFINISHED);
+        g_failed = true;
+        return false;
+    }
+    if (g_walk)
+        return walk(end, round, win_lo, lo, hi, chunk_lo);
+    return g_pend_n != 0u;
+}
+
+// One window of a block of Huffman codes from bit win, n bytes of the chunk written before it. Returns
+// where the next window begins, or the block's end with eob; n advanced. w_status says whether it failed,
+// read by the caller after the barrier that follows.
+shared uint w_next, w_eob;
+// For the table's words 9-11 (benchmarks): the most rounds a window took to copy its matches; the windows
+// and the blocks.
+uint g_stat_rounds, g_stat_windows, g_stat_blocks;
+
+uint wide_window(uint lane, uint lanes, uint win, inout uint n, out bool eob, uint chunk_lo)
+{
+    uint end = win + (lane + 1u) * SPAN;
+    wide_starts(lane, lanes, win);
+    uint state = W_DEAD;
+    if (lane <= w_last)
+        state = scan(w_start[lane], end);
+    w_state[lane] = state;
+    w_exit[lane] = g_exit;
+    w_out[lane] = g_made;
+    memoryBarrierShared();
+    barrier();
+    bool live = state == W_RAN || state == W_EOB;
+    if (state == W_INVALID)
+        wide_fail(HP_EXR_ZIP_BAD_DATA);
+    if (state == W_OVER)
+        wide_fail(HP_EXR_ZIP_UNFINISHED);
+    // Lanes 0..k ran their spans; lane k (the last, or the one that ended the block, or failed) says where
+    // the next window or block begins.
+    if (state != W_DEAD && (lane + 1u == lanes || w_state[lane + 1u] == W_DEAD)) {
+        w_next = w_exit[lane];
+        w_eob = state == W_EOB ? 1u : 0u;
+    }
+    uint made = live ? w_out[lane] : 0u;
+    uint upto = wide_prefix(lane, lanes, made); // its barriers publish w_next and w_eob too
+    uint total = w_sum[lanes - 1u], next = w_next;
+    eob = w_eob != 0u;
+    if (lane == 0u && total > g_limit - (n - chunk_lo))
+        wide_fail(HP_EXR_ZIP_LONG);
+    if (lane == 0u && next > g_in_size * 8u)
+        wide_fail(HP_EXR_ZIP_TRUNCATED);
+    memoryBarrierShared();
+    barrier();
+    if (w_status != HP_EXR_ZIP_OK) // no lane writes it before wide_rounds_begin's barriers
+        return next;
+    uint lo = n + upto - made;
+    g_resume_at = w_start[lane];
+    g_resume_q = lo;
+    g_failed = false;
+    g_pend_n = 0u;
+    bool waiting = live;
+    wide_rounds_begin();
+    for (uint round = 1u;; round++) {
+        if (waiting && round == 1u)
+            waiting = walk(end, round, n, lo, lo + made, chunk_lo);
+        else if (waiting)
+            waiting = emit_again(end, round, n, lo, lo + made, chunk_lo);
+        memoryBarrierBuffer();
+        uint word = wide_round(round, waiting, g_failed);
+        if (word == 0u || (word & 2u) != 0u) {
+            g_stat_rounds = max(g_stat_rounds, round);
+            break;
+        }
+        if (round == 254u) { // the flags are bytes
+            if (lane == 0u)
+                wide_fail(HP_EXR_ZIP_UNFINISHED);
+            break;
+        }
+    }
+    n += total;
+    return next;
+}
+
+// The block's header at bit `at`, read by the first lane: w_hdr, and for a block of codes its counts and
+// symbols (the whole workgroup fills the tables after). room: the bytes the chunk still takes.
+void wide_header(uint at, uint room)
+{
+    seek(at);
+    uint last = bits(1), type = bits(2);
+    w_hdr[1] = last | type << 1;
+    g_used += BLOCK_COST;
+    bool ok = true;
+    if (type == 0u) {
+        drop(g_nbits & 7u); // to the byte boundary
+        uint len = bits(16), nlen = bits(16);
+        ok = len == (~nlen & 0xffffu);
+        if (ok && len > room)
+            wide_fail(HP_EXR_ZIP_LONG);
+        w_hdr[2] = len;
+    } else if (type == 1u || type == 2u) {
+        g_used += WIDE_HEADER_COST;
+        ok = type == 1u ? fixed_codes() : dynamic_codes();
+    } else {
+        ok = false;
+    }
+    w_hdr[0] = consumed();
+    if (consumed() > g_in_size * 8u)
+        wide_fail(HP_EXR_ZIP_TRUNCATED);
+    if (!ok)
+        wide_fail(HP_EXR_ZIP_BAD_DATA);
+    if (g_used > g_cap)
+        wide_fail(HP_EXR_ZIP_UNFINISHED);
+}
+
+// A chunk stored as is (its packed size is its unpacked size), a word at a time across the workgroup.
+void wide_copy_stored(uint lane, uint lanes)
+{
+    Words p = Words(pc.packed);
+    uint first = g_in_base >> 2, shift = 8u * (g_in_base & 3u);
+    for (uint w = lane; w < (g_limit + 3u) / 4u; w += lanes) {
+        uint v = p.v[first + w];
+        if (shift != 0u)
+            v = (v >> shift) | (p.v[first + w + 1u] << (32u - shift)); // within the padding at the end
+        CoherentWords(pc.unpacked).v[g_out_words + w] = v;
+    }
+}
+
+// The chunk's zlib stream into its unpacked bytes: its status; the Adler-32 into the table's word 7 for
+// finish_chunk to check.
+uint wide_inflate(uint lane, uint lanes, RwWords table, uint e)
+{
+    if (g_in_size < 6u) // a zlib header and an Adler-32 at the least
+        return HP_EXR_ZIP_TRUNCATED;
+    uint cmf = packed_byte(0u), flg = packed_byte(1u);
+    if ((cmf & 15u) != 8u || (cmf >> 4) > 7u || ((cmf << 8) | flg) % 31u != 0u || (flg & 0x20u) != 0u)
+        return HP_EXR_ZIP_BAD_DATA; // not deflate, a window over 32 KiB, a bad check, or a preset dictionary
+    uint chunk_lo = g_out_words * 4u, n = chunk_lo, at = 16u;
+    g_fill_luts = false;
+    for (bool last = false; !last;) {
+        if (lane == 0u)
+            wide_header(at, g_limit - (n - chunk_lo));
+        memoryBarrierShared();
+        barrier();
+        uint status = w_status;
+        barrier(); // read by all before any lane can write it again
+        if (status != HP_EXR_ZIP_OK)
+            return status;
+        g_stat_blocks++;
+        last = (w_hdr[1] & 1u) != 0u;
+        uint data = w_hdr[0];
+        if ((w_hdr[1] >> 1) == 0u) {
+            uint len = w_hdr[2];
+            if (data + 8u * len > g_in_size * 8u)
+                return HP_EXR_ZIP_TRUNCATED;
+            Bytes dst = Bytes(pc.unpacked);
+            for (uint i = lane; i < len; i += lanes)
+                dst.v[n + i] = uint8_t(packed_byte(data / 8u + i));
+            n += len;
+            at = data + 8u * len;
+            continue;
+        }
+        clear_lut(T_LIT, LUT_BITS, lane, lanes);
+        clear_lut(T_DIST, DIST_LUT_BITS, lane, lanes);
+        memoryBarrierShared();
+        barrier();
+        fill_lut(T_LIT, LUT_BITS, lane, lanes);
+        fill_lut(T_DIST, DIST_LUT_BITS, lane, lanes);
+        memoryBarrierShared();
+        barrier();
+        at = data;
+        for (bool eob = false; !eob;) {
+            g_stat_windows++;
+            at = wide_window(lane, lanes, at, n, eob, chunk_lo);
+            status = w_status;
+            barrier();
+            if (status != HP_EXR_ZIP_OK)
+                return status;
+        }
+    }
+    if (n - chunk_lo < g_limit)
+        return HP_EXR_ZIP_SHORT;
+    uint p = (at + 7u) & ~7u;
+    if (p + 32u > g_in_size * 8u)
+        return HP_EXR_ZIP_TRUNCATED;
+    p >>= 3;
+    if (lane == 0u)
+        table.v[e + 7u] = packed_byte(p) << 24 | packed_byte(p + 1u) << 16 | packed_byte(p + 2u) << 8 | packed_byte(p + 3u);
+    return HP_EXR_ZIP_OK;
+}
+
+void main()
+{
+    init_length_codes();
+    uint c = gl_WorkGroupID.x, lane = gl_LocalInvocationIndex, lanes = gl_WorkGroupSize.x;
+    if (c >= pc.chunk_count)
+        return;
+    RwWords table = RwWords(pc.chunks);
+    uint e = c * HP_EXR_ZIP_CHUNK_WORDS;
+    g_in_base = table.v[e + 0u];
+    g_in_size = table.v[e + 1u];
+    g_out_words = table.v[e + 2u] >> 2;
+    g_limit = table.v[e + 3u];
+    g_used = 0u;
+    g_stat_rounds = g_stat_windows = g_stat_blocks = 0u;
+    uint64_t cap = MAX_WORK != 0u ? uint64_t(MAX_WORK) : 8ul * g_limit + uint64_t(HEADER_COST) * (16u + g_limit / 1024u);
+    g_cap = uint(min(cap, uint64_t(0xffffffffu - 4u * HEADER_COST)));
+    // The copy flags of this chunk's bytes, in the image's memory of its own rows (which only its finish
+    // overwrites, and which hold as many bytes as the chunk has with at most four planes): all 0.
+    uint rows_at = table.v[e + 4u] * pc.width * 8u;
+    g_flag_base = rows_at - g_out_words * 4u; // at or past the chunk's own offset: its rows hold more bytes
+    for (uint w = lane; w < (g_limit + 3u) / 4u; w += lanes)
+        CoherentWords(pc.image).v[rows_at / 4u + w] = 0u;
+    if (lane == 0u) {
+        w_status = HP_EXR_ZIP_OK;
+        w_chains = 0u;
+    }
+    memoryBarrier();
+    barrier();
+    uint status = HP_EXR_ZIP_OK;
+    if (g_in_size == g_limit)
+        wide_copy_stored(lane, lanes);
+    else
+        status = wide_inflate(lane, lanes, table, e);
+    memoryBarrier(); // the chunk's bytes, for the whole workgroup
+    barrier();
+    uint verdict = finish_chunk(e, lane, lanes, status);
+    if (lane == 0u) {
+        table.v[e + 6u] = verdict;
+        table.v[e + 8u] = w_chains;
+        table.v[e + 9u] = g_stat_rounds;
+        table.v[e + 10u] = g_stat_windows;
+        table.v[e + 11u] = g_stat_blocks;
+    }
+}
+#endif
 #endif
 
 #ifdef HP_EXR_FINISH
