@@ -71,16 +71,9 @@ hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out,
                                .spec_count = 4};
     hp_compute_desc finish = {.name = "exr_finish", .spirv = spv_finish, .spirv_size = sizeof(spv_finish),
                               .push_constant_size = sizeof(struct exr_zip_push)};
-    /* The wide inflate: no slices, its lanes' work bounded by lavapipe's loop limit there */
-    const uint32_t wide_spec[4] = {0, 0, WIDE_GROUP, lavapipe ? LAVAPIPE_SLICE : 0};
-    hp_compute_desc wide = {.name = "exr_inflate_wide", .spirv = spv_wide, .spirv_size = sizeof(spv_wide),
-                            .push_constant_size = sizeof(struct exr_zip_push), .spec_values = wide_spec,
-                            .spec_count = 4};
     hp_code rc = hp_compute_create(gpu, &inflate, &z->inflate, err);
     if (rc == HP_OK)
         rc = hp_compute_create(gpu, &finish, &z->finish, err);
-    if (rc == HP_OK && hp_gpu_get_info(gpu)->has_8bit_storage)
-        rc = hp_compute_create(gpu, &wide, &z->inflate_wide, err);
     if (rc != HP_OK) {
         hp_exr_zip_gpu_destroy(&z);
         return rc;
@@ -103,6 +96,17 @@ void hp_exr_zip_gpu_destroy(hp_exr_zip_gpu **zp)
 
 bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *z, bool on)
 {
+    /* Made on first use: the daemon never asks, and a device short of its 30 KB of shared memory keeps the
+     * serial inflate. No slices; its lanes' work bounded under lavapipe's loop limit there. */
+    if (on && z->inflate_wide.pipeline == VK_NULL_HANDLE && hp_gpu_get_info(z->gpu)->has_8bit_storage) {
+        const uint32_t spec[4] = {0, 0, WIDE_GROUP, z->lavapipe ? LAVAPIPE_SLICE : 0};
+        hp_compute_desc wide = {.name = "exr_inflate_wide", .spirv = spv_wide, .spirv_size = sizeof(spv_wide),
+                                .push_constant_size = sizeof(struct exr_zip_push), .spec_values = spec,
+                                .spec_count = 4};
+        hp_err ignored = {0};
+        if (hp_compute_create(z->gpu, &wide, &z->inflate_wide, &ignored) != HP_OK)
+            z->inflate_wide = (hp_compute){0};
+    }
     z->wide = on && z->inflate_wide.pipeline != VK_NULL_HANDLE;
     return z->wide == on;
 }

@@ -923,8 +923,10 @@ void map_span(uint lane, uint from)
             owner[r >> 2] |= s << (8u * (r & 3u));
             if (++g_used > g_cap)
                 break;
-            if (r == s)
+            if (r == s) { // a decoding of its own
                 seek(from + s);
+                chains++;
+            }
             uint sym = decode_lit();
             if (sym == 256u) {
                 exit = EXIT_EOB;
@@ -942,8 +944,6 @@ void map_span(uint lane, uint from)
             }
             r = consumed() - from;
         }
-        if (r == s) // a decoding of its own
-            chains++;
         if ((s & 3u) == 0u)
             exits[s >> 2] = 0u;
         exits[s >> 2] |= exit << (8u * (s & 3u));
@@ -1157,15 +1157,14 @@ uint wide_window(uint lane, uint lanes, uint win, inout uint n, out bool eob, ui
             waiting = walk(end, round, n, lo, lo + made, chunk_lo);
         else if (waiting)
             waiting = emit_again(end, round, n, lo, lo + made, chunk_lo);
+        if (round == 254u && waiting) { // the flags are bytes: no round after this one
+            wide_fail(HP_EXR_ZIP_UNFINISHED);
+            g_failed = true;
+        }
         memoryBarrierBuffer();
-        uint word = wide_round(round, waiting, g_failed);
+        uint word = wide_round(round, waiting, g_failed); // failures written before its barrier, read after
         if (word == 0u || (word & 2u) != 0u) {
             g_stat_rounds = max(g_stat_rounds, round);
-            break;
-        }
-        if (round == 254u) { // the flags are bytes
-            if (lane == 0u)
-                wide_fail(HP_EXR_ZIP_UNFINISHED);
             break;
         }
     }
@@ -1233,20 +1232,19 @@ uint wide_inflate(uint lane, uint lanes, RwWords table, uint e)
             wide_header(at, g_limit - (n - chunk_lo));
         memoryBarrierShared();
         barrier();
-        uint status = w_status;
-        barrier(); // read by all before any lane can write it again
+        uint status = w_status, kind = w_hdr[1], data = w_hdr[0], len = w_hdr[2];
+        barrier(); // read by all before the first lane can write them again (the next block's header)
         if (status != HP_EXR_ZIP_OK)
             return status;
         g_stat_blocks++;
-        last = (w_hdr[1] & 1u) != 0u;
-        uint data = w_hdr[0];
-        if ((w_hdr[1] >> 1) == 0u) {
-            uint len = w_hdr[2];
+        last = (kind & 1u) != 0u;
+        if ((kind >> 1) == 0u) {
             if (data + 8u * len > g_in_size * 8u)
                 return HP_EXR_ZIP_TRUNCATED;
             Bytes dst = Bytes(pc.unpacked);
             for (uint i = lane; i < len; i += lanes)
                 dst.v[n + i] = uint8_t(packed_byte(data / 8u + i));
+            memoryBarrierBuffer(); // for the matches after it, which read it as known, past the next barrier
             n += len;
             at = data + 8u * len;
             continue;

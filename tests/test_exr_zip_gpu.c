@@ -171,6 +171,8 @@ static bool only_unfinished_wrong(const hp_exr_zip_frame *f, const hp_exr_zip_ch
                                              : table[c].status != HP_EXR_ZIP_UNFINISHED)
             return false;
     }
+    /* A frame all of whose chunks are past the cap checks only that they stop (bounded work); a wide inflate
+     * that always gave up would still fail the frames lavapipe decodes whole (check_wide's small sizes). */
     return true;
 }
 
@@ -347,20 +349,13 @@ static void check_file(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *what, c
     bool ran = gathered == HP_OK && zip_run(r, zip, &f, input, gpu, table);
     hp_err gpu_err = {0}, cpu_err = {0};
     hp_code gpu_code = ran ? hp_exr_zip_gpu_check(&f, table, 0, &gpu_err) : HP_ERR_INTERNAL;
-    for (uint32_t l = 0; ran && getenv("HP_WIDE_STATS") && l < 256; l++) {
-        const uint32_t *d = (const uint32_t *)gpu + l * 8;
-        tap_diag("lane %u: first %u-%u state %u; then %u-%u state %u, %u bytes; win %u", l, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]);
-    }
-    for (uint32_t i = 0; ran && getenv("HP_WIDE_STATS") && i < f.chunk_count; i++)
-        tap_diag("chunk %u: status %u, sync rounds %u, copy rounds %u, windows %u, blocks %u", i, table[i].status,
-                 table[i].resume[0], table[i].resume[1], table[i].resume[2], table[i].resume[3]);
     hp_image_info probed;
     hp_code cpu_code = hp_image_probe(file, len, &opt, &probed, &cpu_err);
     if (cpu_code == HP_OK)
         cpu_code = hp_image_decode(file, len, &opt, &probed, cpu, HP_LAYOUT_RGBA16F, NULL, &cpu_err);
     if (!expect_failure && g_wide_on_lavapipe && gpu_code == HP_ERR_INVALID_ARGUMENT) {
-        tap_ok(cpu_code == HP_OK && strstr(gpu_err.message, "needs more work"),
-               "%s: past lavapipe's cap, left to the CPU: %s", what, gpu_err.message);
+        tap_ok(cpu_code == HP_OK && only_unfinished_wrong(&f, table, gpu, cpu),
+               "%s: chunks past lavapipe's cap left to the CPU, the others exact: %s", what, gpu_err.message);
     } else if (!expect_failure) {
         size_t d = ran ? first_difference(gpu, cpu, values) : 0;
         tap_ok(ran && gpu_code == HP_OK && cpu_code == HP_OK && d == SIZE_MAX,
@@ -451,7 +446,9 @@ static void check_run(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *what, co
         tap_ok(same, "%s: %ux%u in %.1f ms of GPU time, the image is the CPU decoder's %s", what, ok ? f.width : 0,
                ok ? f.height : 0, ms, gpu_err.message);
     else if (g_wide_on_lavapipe && gpu_code == HP_ERR_INVALID_ARGUMENT && strstr(gpu_err.message, "needs more work"))
-        tap_ok(true, "%s: past lavapipe's cap, left to the CPU, which refuses it: %s", what, cpu_err.message);
+        tap_ok(ok && ((const hp_exr_zip_chunk *)in.mapped)[f.chunk_count - 1].status != HP_EXR_ZIP_OK,
+               "%s: past lavapipe's cap, left to the CPU, which refuses it; the damaged last chunk not taken: %s",
+               what, cpu_err.message);
     else
         tap_ok(gpu_code == HP_ERR_INVALID_ARGUMENT && strstr(gpu_err.message, "chunk ") &&
                    strncmp(strstr(gpu_err.message, "chunk "), strstr(cpu_err.message, "chunk ") ? strstr(cpu_err.message, "chunk ") : "", 30) == 0,
