@@ -245,6 +245,12 @@ int main(int argc, char **argv)
     CHECK(hp_exr_zip_gpu_create(bench_gpu, 0, &zip, &bench_err) == HP_OK);
     bool wide = getenv("HP_BENCH_WIDE") && strcmp(getenv("HP_BENCH_WIDE"), "1") == 0;
     hp_exr_zip_gpu_set_wide(zip, wide);
+    if (wide && (getenv("HP_BENCH_WIDE_SPAN") || getenv("HP_BENCH_WIDE_ENTRIES"))) {
+        uint32_t span = getenv("HP_BENCH_WIDE_SPAN") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_SPAN")) : 512;
+        uint32_t entries = getenv("HP_BENCH_WIDE_ENTRIES") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_ENTRIES")) : 48;
+        CHECK(hp_exr_zip_gpu_wide_tune(zip, span, entries));
+        printf("wide: spans of %u bits, %u starts mapped\n", span, entries);
+    }
     printf("inflate: %s\n", wide ? "wide (a workgroup of 256 a chunk)" : "serial (one invocation a chunk)");
     printf("frame: %s, %ux%u, %u planes, %u chunks of %u lines, %llu packed bytes, %llu unpacked; %u inflate "
            "dispatch(es); gathering the chunks on the CPU: %.2f ms\n", argv[1], f.width, f.height, f.planes,
@@ -284,17 +290,19 @@ int main(int argc, char **argv)
             free(cpu);
             printf("check: the GPU's RGBA16F equals the CPU decoder's, bit for bit\n");
             const hp_exr_zip_chunk *ct = table_rb.mapped;
-            uint32_t most[4] = {0}, sum[4] = {0};
+            uint32_t most[6] = {0}, sum[6] = {0};
             for (uint32_t c = 0; wide && c < f.chunk_count; c++)
-                for (int k = 0; k < 4; k++) {
+                for (int k = 0; k < 6; k++) {
                     most[k] = ct[c].resume[k] > most[k] ? ct[c].resume[k] : most[k];
                     sum[k] += ct[c].resume[k];
                 }
             if (wide)
-                printf("wide, a chunk: distinct decodings a lane at most %u (mean %.1f), rounds of copies %u (%.1f), "
-                       "windows %u (%.1f), blocks %u (%.1f)\n", most[0], (double)sum[0] / f.chunk_count, most[1],
-                       (double)sum[1] / f.chunk_count, most[2], (double)sum[2] / f.chunk_count, most[3],
-                       (double)sum[3] / f.chunk_count);
+                printf("wide, a chunk: distinct decodings a lane at most %u (mean %.1f), rounds of pointer jumping %u (%.1f), "
+                       "windows %u (%.1f), blocks %u (%.1f); the farthest true start into a span %u bits, true "
+                       "starts 16 bits or more into theirs %u in all, of at most %u lanes' spans\n", most[0],
+                       (double)sum[0] / f.chunk_count, most[1], (double)sum[1] / f.chunk_count, most[2],
+                       (double)sum[2] / f.chunk_count, most[3], (double)sum[3] / f.chunk_count, most[4], sum[5],
+                       sum[2] * 256);
         }
     }
     summary si = bench_summarize(inflate_ms, runs), su = bench_summarize(unzip_ms, runs);

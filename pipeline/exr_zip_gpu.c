@@ -37,13 +37,20 @@ _Static_assert(sizeof(hp_exr_zip_chunk) == HP_EXR_ZIP_CHUNK_WORDS * 4, "chunk en
 #define MAX_SLICE 50000u
 
 #define FUSED_GROUP 32u /* exr_inflate's workgroup when it unzips its chunk too */
-#define WIDE_GROUP 256u /* exr_inflate_wide's lanes a chunk (its WIDE_MAX, and exr_zip.comp's FINISH_MAX) */
+/* The wide inflate's most work a lane on lavapipe, every loop's iterations counted (its limit ends an
+ * invocation at 65535 of its own count, which ran 3-4 times the serial shader's; a damaged stream past
+ * 10000 of ours was cut short there, shaders/exr_zip.comp's verdict word then left unfinished). */
+#define LAVAPIPE_WIDE_WORK 8000u
+#define WIDE_GROUP 256u
+#define WIDE_SPAN 512u   /* exr_zip.comp's SPAN: bits a lane decodes in a window */
+#define WIDE_ENTRIES 16u /* exr_zip.comp's ENTRIES: the starts a lane maps (docs/BENCHMARKS.md: 16 measured best) */ /* exr_inflate_wide's lanes a chunk (its WIDE_MAX, and exr_zip.comp's FINISH_MAX) */
 
 struct hp_exr_zip_gpu {
     hp_gpu *gpu;
     uint32_t slice; /* 0: none, one dispatch, fused */
     bool lavapipe;
-    bool wide; /* hp_exr_zip_gpu_set_wide */
+    bool wide;          /* hp_exr_zip_gpu_set_wide */
+    uint32_t wide_span, wide_entries; /* its pipeline's SPAN and ENTRIES; 0: WIDE_SPAN, WIDE_ENTRIES */
     hp_compute inflate, finish, inflate_wide;
 };
 
@@ -99,16 +106,29 @@ bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *z, bool on)
     /* Made on first use: the daemon never asks, and a device short of its 30 KB of shared memory keeps the
      * serial inflate. No slices; its lanes' work bounded under lavapipe's loop limit there. */
     if (on && z->inflate_wide.pipeline == VK_NULL_HANDLE && hp_gpu_get_info(z->gpu)->has_8bit_storage) {
-        const uint32_t spec[4] = {0, 0, WIDE_GROUP, z->lavapipe ? LAVAPIPE_SLICE : 0};
+        const uint32_t spec[6] = {0, 0, WIDE_GROUP, z->lavapipe ? LAVAPIPE_WIDE_WORK : 0,
+                                  z->wide_span ? z->wide_span : WIDE_SPAN,
+                                  z->wide_entries ? z->wide_entries : WIDE_ENTRIES};
         hp_compute_desc wide = {.name = "exr_inflate_wide", .spirv = spv_wide, .spirv_size = sizeof(spv_wide),
                                 .push_constant_size = sizeof(struct exr_zip_push), .spec_values = spec,
-                                .spec_count = 4};
+                                .spec_count = 6};
         hp_err ignored = {0};
         if (hp_compute_create(z->gpu, &wide, &z->inflate_wide, &ignored) != HP_OK)
             z->inflate_wide = (hp_compute){0};
     }
     z->wide = on && z->inflate_wide.pipeline != VK_NULL_HANDLE;
     return z->wide == on;
+}
+
+bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *z, uint32_t span, uint32_t entries)
+{
+    if (span < 64 || span % 4 || entries < 4 || entries > 48 || entries % 4)
+        return false;
+    hp_compute_destroy(z->gpu, &z->inflate_wide);
+    z->inflate_wide = (hp_compute){0};
+    z->wide_span = span;
+    z->wide_entries = entries;
+    return hp_exr_zip_gpu_set_wide(z, z->wide);
 }
 
 /* The wide inflate keeps a flag a byte in the image's memory while it inflates: frames whose chunks' bytes

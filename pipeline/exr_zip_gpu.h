@@ -70,6 +70,9 @@ hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out,
  * false where the device lacks storageBuffer8BitAccess or shaderInt8 (it stays off). docs/BENCHMARKS.md
  * has its numbers: bit-exact, and slower than the serial loop so far. */
 bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *zip, bool on);
+/* For benchmarks: the bits a lane of the wide inflate decodes in a window (a multiple of 4 from 64 on) and
+ * the starts of its span it maps (a multiple of 4, 4 to 48), its pipeline made again. */
+bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *zip, uint32_t span, uint32_t entries);
 
 /* The inflate dispatches recorded for this frame: 1 without slices, or wide. */
 bool hp_exr_zip_gpu_sliced(const hp_exr_zip_gpu *zip);

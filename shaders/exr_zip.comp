@@ -323,11 +323,13 @@ shared uint s_first[2][16], s_index[2][16];
 // Whether build() fills the lookup table itself: the wide inflate's first invocation builds the codes and
 // the whole workgroup then fills the table (fill_lut).
 bool g_fill_luts = true;
+uint g_fill_work; // the iterations clear_lut and fill_lut took in this invocation (the wide inflate's count)
 
 // Entries of the lookup table of code t, lane's share of them: 0 (no code of at most lut_bits bits here).
 void clear_lut(uint t, uint lut_bits, uint lane, uint lanes)
 {
     for (uint i = lane; i < (1u << lut_bits); i += lanes) {
+        g_fill_work++;
         if (t == T_LIT)
             s_lit[i] = 0u;
         else
@@ -347,6 +349,7 @@ void fill_lut(uint t, uint lut_bits, uint lane, uint lanes)
         uint code = s_first[t][len] + index - s_index[t][len];
         uint e = s_sym[t][index] << 4u | len;
         for (uint r = bitfieldReverse(code) >> (32u - len); r < size; r += 1u << len) {
+            g_fill_work++;
             if (t == T_LIT)
                 s_lit[r] = e;
             else
@@ -793,7 +796,9 @@ void main()
 #extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
 layout(buffer_reference, std430, buffer_reference_align = 1) coherent buffer Bytes { uint8_t v[]; };
 
-#define SPAN 512u     // bits a lane decodes in a window: some 70 symbols of a 4K chunk's blocks
+// Bits a lane decodes in a window (pipeline/exr_zip_gpu.c's WIDE_SPAN; benchmarks try others): 512 is
+// some 70 symbols of a 4K chunk's blocks.
+layout(constant_id = 4) const uint SPAN = 512u;
 #define WIDE_MAX 256u // the most lanes (pipeline/exr_zip_gpu.c's WIDE_GROUP)
 // The first lane's loop iterations reading a block's header and building its codes: the code lengths (at most
 // 19 + 316), then counting, ordering and the first codes of each length, twice (the tables' fill is shared).
@@ -808,7 +813,6 @@ shared uint w_start[WIDE_MAX], w_exit[WIDE_MAX], w_out[WIDE_MAX], w_state[WIDE_M
 // A round's word for the workgroup: bit 0 set by a lane that changed something (or still waits), bit 1 by
 // one that failed. Three, so that the first lane clears one that no lane reads any more.
 shared uint w_any[3];
-uint g_flag_base; // a byte's flag, for q its byte in unpacked: image + g_flag_base + q (uint arithmetic)
 shared uint w_status;
 shared uint w_hdr[3]; // the block the first lane read: its data's first bit, final | type << 1, stored length
 
@@ -887,25 +891,69 @@ uint scan(uint at, uint end)
 // from there on (owner[]: the start whose decoding reached each bit first), so a lane decodes some 5 times
 // its span's symbols (the street frame's chunks: 318 a lane on average, at most 20 distinct decodings),
 // not 48 times. The first lane then follows the maps from lane 0's start: the true start of every lane.
-#define ENTRIES 48u
+// The starts a lane maps (pipeline/exr_zip_gpu.c's WIDE_ENTRIES; a multiple of 4, at most MAX_START): a
+// true start past them is decoded on demand, by its lane alone, while the others wait (wide_starts).
+layout(constant_id = 5) const uint ENTRIES = 48u;
+#define MAX_START 48u // the longest symbol: every true start lies within a span's first 48 bits
 #define EXIT_EOB 0xfeu     // the decoding met the end of the block
 #define EXIT_INVALID 0xffu // it met a code that is none, or ran past its work
 shared uint w_map[WIDE_MAX * ENTRIES / 4u]; // a byte per start: its exit past the span's end, or EXIT_*
 shared uint w_last;   // the lane whose true decoding ends the window or the block
+shared uint w_pos, w_off, w_miss; // following the maps: the next lane, its start in its span; a lane unmapped
 shared uint w_chains; // the most distinct decodings a lane's map took (the table's word 8, for benchmarks)
+// The first lane's, for the table's words 12 and 13 (benchmarks): the farthest true start into a span, and
+// how many true starts lay 16 bits or more into theirs.
+uint g_stat_far_start, g_stat_starts_past16;
 
 uint map_get(uint lane, uint s) { return (w_map[(lane * ENTRIES + s) >> 2] >> (8u * (s & 3u))) & 255u; }
 
 uint byte_of(uint w, uint i) { return (w >> (8u * (i & 3u))) & 255u; }
 
+// One symbol at the reader: 0, or EXIT_EOB (the end of the block), or EXIT_INVALID (a code that is none).
+uint step_symbol()
+{
+    uint sym = decode_lit();
+    if (sym == 256u)
+        return EXIT_EOB;
+    if (sym > 256u) {
+        sym -= 257u;
+        if (sym >= 29u)
+            return EXIT_INVALID;
+        bits(s_lext[sym]);
+        uint dsym = decode_dist();
+        if (dsym >= 30u)
+            return EXIT_INVALID;
+        bits(s_dext[dsym]);
+    }
+    return 0u;
+}
+
+// The exit of the decoding from bit s of the span [from, from + SPAN): the first symbol boundary at or past
+// its end, less the end; or EXIT_*.
+uint chain_exit(uint from, uint s)
+{
+    seek(from + s);
+    for (;;) {
+        uint r = consumed() - from;
+        if (r >= SPAN)
+            return r - SPAN;
+        if (++g_used > g_cap)
+            return EXIT_INVALID;
+        uint why = step_symbol();
+        if (why != 0u)
+            return why;
+    }
+}
+
 // Lane's map: for each start s of the first ENTRIES bits of its span [from, from + SPAN), the exit of the
-// decoding from there (the first symbol boundary at or past the span's end, less the end), or EXIT_*.
+// decoding from there, or EXIT_*.
 void map_span(uint lane, uint from)
 {
-    uint owner[(SPAN + ENTRIES) / 4u]; // a byte a bit of the span and past it: the start that reached it
+    uint owner[(SPAN + MAX_START) / 4u]; // a byte a bit of the span and past it: the start that reached it
     uint exits[ENTRIES / 4u];
-    for (uint i = 0u; i < (SPAN + ENTRIES) / 4u; i++)
+    for (uint i = 0u; i < (SPAN + MAX_START) / 4u; i++)
         owner[i] = 0xffffffffu;
+    g_used += (SPAN + MAX_START) / 4u + ENTRIES / 4u; // these two loops
     uint chains = 0u;
     for (uint s = 0u; s < ENTRIES; s++) {
         uint exit = EXIT_INVALID, r = s;
@@ -927,20 +975,10 @@ void map_span(uint lane, uint from)
                 seek(from + s);
                 chains++;
             }
-            uint sym = decode_lit();
-            if (sym == 256u) {
-                exit = EXIT_EOB;
+            uint why = step_symbol();
+            if (why != 0u) {
+                exit = why;
                 break;
-            }
-            if (sym > 256u) {
-                sym -= 257u;
-                if (sym >= 29u)
-                    break;
-                bits(s_lext[sym]);
-                uint dsym = decode_dist();
-                if (dsym >= 30u)
-                    break;
-                bits(s_dext[dsym]);
             }
             r = consumed() - from;
         }
@@ -956,25 +994,54 @@ void map_span(uint lane, uint from)
 }
 
 // Every lane's true start (w_start) from the maps, and w_last: the lane that ends the window (the last), or
-// the block (its map says EXIT_EOB), or meets a bad code (EXIT_INVALID). One lane follows them: a lookup a
-// lane, against the decoding's hundreds.
+// the block (EXIT_EOB), or meets a bad code (EXIT_INVALID). The first lane follows the maps, a lookup a
+// lane; where a true start lies past a lane's map, that lane decodes it (chain_exit) while the others wait
+// at the barrier, and the first lane goes on from there.
+#define NO_LANE 0xffffffffu
 void wide_starts(uint lane, uint lanes, uint win)
 {
     map_span(lane, win + lane * SPAN);
-    memoryBarrierShared();
-    barrier();
     if (lane == 0u) {
-        uint s = 0u, t = 0u;
-        for (; t < lanes; t++) {
-            w_start[t] = win + t * SPAN + s;
-            s = map_get(t, s);
-            if (s >= EXIT_EOB)
-                break;
-        }
-        w_last = min(t, lanes - 1u);
+        w_pos = 0u;
+        w_off = 0u;
     }
     memoryBarrierShared();
     barrier();
+    for (;;) {
+        if (lane == 0u) {
+            uint s = w_off, t = w_pos;
+            w_miss = NO_LANE;
+            if (s >= EXIT_EOB) { // the unmapped lane before ended the block, or met a bad code
+                w_last = t - 1u;
+            } else {
+                g_used += lanes - t;
+                for (; t < lanes; t++) {
+                    w_start[t] = win + t * SPAN + s;
+                    g_stat_far_start = max(g_stat_far_start, s);
+                    g_stat_starts_past16 += s >= 16u ? 1u : 0u;
+                    if (s >= ENTRIES) {
+                        w_miss = t;
+                        break;
+                    }
+                    s = map_get(t, s);
+                    if (s >= EXIT_EOB)
+                        break;
+                }
+                w_last = min(t, lanes - 1u);
+            }
+        }
+        memoryBarrierShared();
+        barrier();
+        uint miss = w_miss;
+        if (miss == NO_LANE)
+            break;
+        if (lane == miss) {
+            w_off = chain_exit(win + lane * SPAN, w_start[lane] - (win + lane * SPAN));
+            w_pos = lane + 1u; // lanes itself when it is the last: the first lane's loop then ends at once
+        }
+        memoryBarrierShared();
+        barrier();
+    }
 }
 
 // Inclusive sum of v over lanes 0..lane (Hillis and Steele's scan in shared memory).
@@ -983,6 +1050,7 @@ uint wide_prefix(uint lane, uint lanes, uint v)
     w_sum[lane] = v;
     barrier();
     for (uint d = 1u; d < lanes; d <<= 1u) {
+        g_used++;
         uint add = lane >= d ? w_sum[lane - d] : 0u;
         barrier();
         w_sum[lane] += add;
@@ -991,61 +1059,38 @@ uint wide_prefix(uint lane, uint lanes, uint v)
     return w_sum[lane];
 }
 
-// Whether every byte a match at q of dist and len reads is known in this round: before the window, or
-// flagged in an earlier round, or by this lane ([lo, hi) are its bytes). Bytes at q and past are the
-// match's own, written by it as it goes (an overlapping copy).
-bool sources_known(Bytes flags, uint q, uint dist, uint len, uint round, uint win_lo, uint lo, uint hi)
-{
-    uint from = max(q - dist, win_lo), to = min(q, q - dist + len);
-    for (uint p = from; p < to; p++) {
-        g_used++;
-        uint f = uint(flags.v[g_flag_base + p]);
-        if (f == 0u || (f >= round && (p < lo || p >= hi)))
-            return false;
-    }
-    return true;
-}
+// --- The window's bytes, a batch at a time: values where known, pointers where not, then pointer jumping ---
+// Copying a match needs its source bytes, and a source is often an earlier match's bytes in another
+// lane: the high bytes' runs chain from lane to lane, and copying match by match as sources became known
+// took 94 rounds of 256 lanes a window on the 4K frame (the previous build, docs/BENCHMARKS.md). Instead,
+// every byte of a match points at its source, taken back to before the match's own start (a run of
+// distance d repeats its first d bytes: byte x of the match at m reads m - d + (x - m) mod d), so that a
+// step spans a whole match. Literals, and bytes whose source lies before the batch, are written at once and
+// point at themselves. Then each pointer is replaced by its target's, over and over (pointer jumping:
+// Wyllie 1979), until every byte points at a written one: as many rounds as the log of the longest chain.
+// The batch's pointers live in the image's memory of the chunk's own rows (the finish overwrites it), a
+// word a byte, so a batch is as many bytes as those rows hold words.
+uint g_ptr_base, g_batch; // the pointers' first word in the image's memory; bytes a batch
+// For the table's words 9-11 (benchmarks): the most rounds of pointer jumping a batch took; the windows and
+// the blocks.
+uint g_stat_rounds, g_stat_windows, g_stat_blocks;
 
-// A match copied once every byte it reads is known; its bytes flagged with the round. False: it waits.
-bool try_copy(Bytes dst, Bytes flags, uint q, uint dist, uint len, uint round, uint win_lo, uint lo, uint hi)
+// Lane's symbols from its start, its bytes from q on, those in [lo, hi) written: values, or pointers.
+// HP_EXR_ZIP_OK, HP_EXR_ZIP_BAD_DATA (a distance before the chunk's first byte) or HP_EXR_ZIP_UNFINISHED
+// (past the lane's work: the batch's bytes after it are left unwritten, and jump_batch's check of every
+// pointer then fails too).
+uint walk_batch(uint end, uint q, uint lo, uint hi, uint chunk_lo)
 {
-    if (!sources_known(flags, q, dist, len, round, win_lo, lo, hi))
-        return false;
-    for (uint i = 0u; i < len; i++) // in order: a run (dist < len) reads what it has just written
-        dst.v[q + i] = dst.v[q - dist + i];
-    for (uint i = 0u; i < len; i++)
-        flags.v[g_flag_base + q + i] = uint8_t(round);
-    g_used += 2u * len;
-    return true;
-}
-
-// Lane's symbols, walked from g_resume_at: literals written in the first round, matches copied where their
-// bytes are known. The first PENDING matches that wait are kept (g_pend_*) and tried again in the rounds
-// after without decoding; past them the walk resumes at the first that waited (g_resume_*, g_walk).
-// Returns whether any match still waits.
-#define PENDING 32u
-uint g_resume_at, g_resume_q;
-bool g_failed, g_walk;
-uint g_pend_q[PENDING], g_pend_dl[PENDING], g_pend_n;
-
-bool walk(uint end, uint round, uint win_lo, uint lo, uint hi, uint chunk_lo)
-{
-    Bytes dst = Bytes(pc.unpacked), flags = Bytes(pc.image);
-    seek(g_resume_at);
-    uint q = g_resume_q;
-    bool walk_again = false;
-    while (consumed() < end) {
-        if (++g_used > g_cap) {
-            wide_fail(HP_EXR_ZIP_UNFINISHED);
-            g_failed = true;
-            return false;
-        }
-        uint at = consumed();
+    Bytes dst = Bytes(pc.unpacked);
+    CoherentWords ptr = CoherentWords(pc.image);
+    while (consumed() < end && q < hi) {
+        if (++g_used > g_cap)
+            return HP_EXR_ZIP_UNFINISHED;
         uint sym = decode_lit();
         if (sym < 256u) {
-            if (round == 1u) {
+            if (q >= lo) {
                 dst.v[q] = uint8_t(sym);
-                flags.v[g_flag_base + q] = uint8_t(1u);
+                ptr.v[g_ptr_base + q - lo] = q;
             }
             q++;
             continue;
@@ -1056,59 +1101,75 @@ bool walk(uint end, uint round, uint win_lo, uint lo, uint hi, uint chunk_lo)
         uint len = s_lbase[sym] + bits(s_lext[sym]);
         uint dsym = decode_dist();
         uint dist = s_dbase[dsym] + bits(s_dext[dsym]);
-        if (dist > q - chunk_lo) {
-            wide_fail(HP_EXR_ZIP_BAD_DATA); // before the chunk's first byte
-            g_failed = true;
-            return false;
-        }
-        if (flags.v[g_flag_base + q] == uint8_t(0u) && !try_copy(dst, flags, q, dist, len, round, win_lo, lo, hi)) {
-            if (!walk_again && g_pend_n < PENDING) {
-                g_pend_q[g_pend_n] = q;
-                g_pend_dl[g_pend_n++] = dist | len << 16;
-            } else if (!walk_again) {
-                walk_again = true;
-                g_resume_at = at;
-                g_resume_q = q;
+        if (dist > q - chunk_lo)
+            return HP_EXR_ZIP_BAD_DATA;
+        uint from = max(q, lo), to = min(q + len, hi);
+        g_used += to > from ? to - from : 0u;
+        if (g_used > g_cap)
+            return HP_EXR_ZIP_UNFINISHED;
+        for (uint x = from; x < to; x++) {
+            uint y = q - dist + (x - q) % dist;
+            if (y < lo) {
+                dst.v[x] = dst.v[y]; // written in an earlier batch or window
+                ptr.v[g_ptr_base + x - lo] = x;
+            } else {
+                ptr.v[g_ptr_base + x - lo] = y;
             }
         }
         q += len;
     }
-    g_walk = walk_again;
-    return walk_again || g_pend_n != 0u;
+    return HP_EXR_ZIP_OK;
 }
 
-// A round after the first: the kept matches tried again in order, those still waiting kept; then the walk
-// from where it stopped keeping them, if it did.
-bool emit_again(uint end, uint round, uint win_lo, uint lo, uint hi, uint chunk_lo)
+// The batch's pointers jumped until each points at a byte that points at itself, then those bytes copied.
+// Every lane, in uniform control flow. False if a pointer leads outside the batch (a lane that stopped
+// short left its bytes as the memory held them) or past 64 rounds (a batch's chains are at most its length
+// long, so 32 would do), or past the lane's work.
+bool jump_batch(uint lane, uint lanes, uint lo, uint hi)
 {
-    Bytes dst = Bytes(pc.unpacked), flags = Bytes(pc.image);
-    uint kept = 0u;
-    for (uint k = 0u; k < g_pend_n; k++) {
+    CoherentWords ptr = CoherentWords(pc.image);
+    uint n = hi - lo;
+    bool bad = false;
+    wide_rounds_begin();
+    uint round = 0u;
+    for (;; round++) {
+        bool changed = false;
+        for (uint x = lo + lane; x < hi && !bad; x += lanes) {
+            g_used++;
+            uint p = ptr.v[g_ptr_base + x - lo];
+            uint pp = p - lo < n ? ptr.v[g_ptr_base + p - lo] : ~0u;
+            bad = pp - lo >= n;
+            if (!bad && pp != p) {
+                ptr.v[g_ptr_base + x - lo] = pp;
+                changed = true;
+            }
+        }
+        bad = bad || g_used > g_cap;
+        memoryBarrierBuffer();
         g_used++;
-        uint q = g_pend_q[k], dl = g_pend_dl[k];
-        if (!try_copy(dst, flags, q, dl & 0xffffu, dl >> 16, round, win_lo, lo, hi)) {
-            g_pend_q[kept] = q;
-            g_pend_dl[kept++] = dl;
+        uint word = wide_round(round, changed, bad);
+        if (word == 0u || (word & 2u) != 0u || round == 64u) {
+            bad = bad || (word & 2u) != 0u || round == 64u;
+            break;
         }
     }
-    g_pend_n = kept;
-    if (g_used > g_cap) {
-        wide_fail(HP_EXR_ZIP_UNFINISHED);
-        g_failed = true;
-        return false;
+    Bytes dst = Bytes(pc.unpacked);
+    for (uint x = lo + lane; x < hi && !bad; x += lanes) {
+        g_used++;
+        uint p = ptr.v[g_ptr_base + x - lo];
+        if (p != x)
+            dst.v[x] = dst.v[p];
     }
-    if (g_walk)
-        return walk(end, round, win_lo, lo, hi, chunk_lo);
-    return g_pend_n != 0u;
+    memoryBarrierBuffer();
+    barrier();
+    g_stat_rounds = max(g_stat_rounds, round + 1u);
+    return !bad;
 }
 
 // One window of a block of Huffman codes from bit win, n bytes of the chunk written before it. Returns
 // where the next window begins, or the block's end with eob; n advanced. w_status says whether it failed,
 // read by the caller after the barrier that follows.
 shared uint w_next, w_eob;
-// For the table's words 9-11 (benchmarks): the most rounds a window took to copy its matches; the windows
-// and the blocks.
-uint g_stat_rounds, g_stat_windows, g_stat_blocks;
 
 uint wide_window(uint lane, uint lanes, uint win, inout uint n, out bool eob, uint chunk_lo)
 {
@@ -1143,31 +1204,29 @@ uint wide_window(uint lane, uint lanes, uint win, inout uint n, out bool eob, ui
         wide_fail(HP_EXR_ZIP_TRUNCATED);
     memoryBarrierShared();
     barrier();
-    if (w_status != HP_EXR_ZIP_OK) // no lane writes it before wide_rounds_begin's barriers
+    if (w_status != HP_EXR_ZIP_OK) // no lane writes it before the barriers of the batches below
         return next;
-    uint lo = n + upto - made;
-    g_resume_at = w_start[lane];
-    g_resume_q = lo;
-    g_failed = false;
-    g_pend_n = 0u;
-    bool waiting = live;
-    wide_rounds_begin();
-    for (uint round = 1u;; round++) {
-        if (waiting && round == 1u)
-            waiting = walk(end, round, n, lo, lo + made, chunk_lo);
-        else if (waiting)
-            waiting = emit_again(end, round, n, lo, lo + made, chunk_lo);
-        if (round == 254u && waiting) { // the flags are bytes: no round after this one
-            wide_fail(HP_EXR_ZIP_UNFINISHED);
-            g_failed = true;
+    uint lo = n + upto - made, hi = lo + made;
+    for (uint b = n; b < n + total; b += g_batch) {
+        uint b_hi = min(b + g_batch, n + total);
+        if (live && lo < b_hi && hi > b) {
+            seek(w_start[lane]);
+            uint walked = walk_batch(end, lo, b, b_hi, chunk_lo);
+            if (walked != HP_EXR_ZIP_OK)
+                wide_fail(walked);
         }
         memoryBarrierBuffer();
-        uint word = wide_round(round, waiting, g_failed); // failures written before its barrier, read after
-        if (word == 0u || (word & 2u) != 0u) {
-            g_stat_rounds = max(g_stat_rounds, round);
-            break;
+        barrier();
+        // A failed walk left pointers that jump_batch refuses, or lets it finish over bytes nobody reads:
+        // the chunk has failed either way (w_status, read by the caller after the barrier below).
+        if (!jump_batch(lane, lanes, b, b_hi)) {
+            if (lane == 0u)
+                wide_fail(HP_EXR_ZIP_UNFINISHED);
+            break; // uniform: jump_batch's verdict is the workgroup's
         }
     }
+    memoryBarrierShared();
+    barrier(); // the failures above, before the caller reads w_status
     n += total;
     return next;
 }
@@ -1242,6 +1301,7 @@ uint wide_inflate(uint lane, uint lanes, RwWords table, uint e)
             if (data + 8u * len > g_in_size * 8u)
                 return HP_EXR_ZIP_TRUNCATED;
             Bytes dst = Bytes(pc.unpacked);
+            g_used += len / lanes + 1u;
             for (uint i = lane; i < len; i += lanes)
                 dst.v[n + i] = uint8_t(packed_byte(data / 8u + i));
             memoryBarrierBuffer(); // for the matches after it, which read it as known, past the next barrier
@@ -1255,6 +1315,8 @@ uint wide_inflate(uint lane, uint lanes, RwWords table, uint e)
         barrier();
         fill_lut(T_LIT, LUT_BITS, lane, lanes);
         fill_lut(T_DIST, DIST_LUT_BITS, lane, lanes);
+        g_used += g_fill_work;
+        g_fill_work = 0u;
         memoryBarrierShared();
         barrier();
         at = data;
@@ -1291,28 +1353,38 @@ void main()
     g_out_words = table.v[e + 2u] >> 2;
     g_limit = table.v[e + 3u];
     g_used = 0u;
-    g_stat_rounds = g_stat_windows = g_stat_blocks = 0u;
+    g_stat_rounds = g_stat_windows = g_stat_blocks = g_stat_far_start = g_stat_starts_past16 = 0u;
     uint64_t cap = MAX_WORK != 0u ? uint64_t(MAX_WORK) : 8ul * g_limit + uint64_t(HEADER_COST) * (16u + g_limit / 1024u);
     g_cap = uint(min(cap, uint64_t(0xffffffffu - 4u * HEADER_COST)));
-    // The copy flags of this chunk's bytes, in the image's memory of its own rows (which only its finish
-    // overwrites, and which hold as many bytes as the chunk has with at most four planes): all 0.
-    uint rows_at = table.v[e + 4u] * pc.width * 8u;
-    g_flag_base = rows_at - g_out_words * 4u; // at or past the chunk's own offset: its rows hold more bytes
-    for (uint w = lane; w < (g_limit + 3u) / 4u; w += lanes)
-        CoherentWords(pc.image).v[rows_at / 4u + w] = 0u;
+    // The batches' pointers: the image's memory of the chunk's own rows, which only its finish overwrites.
+    g_ptr_base = table.v[e + 4u] * pc.width * 2u; // words: 8 bytes a pixel
+    g_batch = table.v[e + 5u] * pc.width * 2u;
+    g_fill_work = 0u;
     if (lane == 0u) {
         w_status = HP_EXR_ZIP_OK;
         w_chains = 0u;
+        // Until the verdict below: an invocation that lavapipe's loop limit ended leaves the chunk unfinished
+        // (the CPU's), never as the host wrote it.
+        table.v[e + 6u] = HP_EXR_ZIP_UNFINISHED;
     }
     memoryBarrier();
     barrier();
     uint status = HP_EXR_ZIP_OK;
-    if (g_in_size == g_limit)
+    if (g_in_size == g_limit) {
+        g_used += (g_limit / 4u) / lanes + 1u;
         wide_copy_stored(lane, lanes);
-    else
+    } else {
         status = wide_inflate(lane, lanes, table, e);
-    memoryBarrier(); // the chunk's bytes, for the whole workgroup
+    }
+    // The finish's loops too must fit the lane's work: the sums and the predictor over its words (4 bytes
+    // each), the first lane's pass over the lanes' sums, the pixels.
+    uint words = (g_limit + 3u) / 4u, pixels = table.v[e + 5u] * pc.width;
+    if (g_used + 10u * (words / lanes + 1u) + pixels / lanes + 1u + lanes > g_cap)
+        wide_fail(HP_EXR_ZIP_UNFINISHED);
+    memoryBarrier(); // the chunk's bytes, and w_status, for the whole workgroup
     barrier();
+    if (status == HP_EXR_ZIP_OK)
+        status = w_status;
     uint verdict = finish_chunk(e, lane, lanes, status);
     if (lane == 0u) {
         table.v[e + 6u] = verdict;
@@ -1320,6 +1392,8 @@ void main()
         table.v[e + 9u] = g_stat_rounds;
         table.v[e + 10u] = g_stat_windows;
         table.v[e + 11u] = g_stat_blocks;
+        table.v[e + 12u] = g_stat_far_start;
+        table.v[e + 13u] = g_stat_starts_past16;
     }
 }
 #endif
