@@ -247,7 +247,7 @@ int main(int argc, char **argv)
     hp_exr_zip_gpu_set_wide(zip, wide);
     if (wide && (getenv("HP_BENCH_WIDE_SPAN") || getenv("HP_BENCH_WIDE_ENTRIES"))) {
         uint32_t span = getenv("HP_BENCH_WIDE_SPAN") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_SPAN")) : 512;
-        uint32_t entries = getenv("HP_BENCH_WIDE_ENTRIES") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_ENTRIES")) : 48;
+        uint32_t entries = getenv("HP_BENCH_WIDE_ENTRIES") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_ENTRIES")) : 16;
         CHECK(hp_exr_zip_gpu_wide_tune(zip, span, entries));
         printf("wide: spans of %u bits, %u starts mapped\n", span, entries);
     }

@@ -41,9 +41,9 @@ _Static_assert(sizeof(hp_exr_zip_chunk) == HP_EXR_ZIP_CHUNK_WORDS * 4, "chunk en
  * invocation at 65535 of its own count, which ran 3-4 times the serial shader's; a damaged stream past
  * 10000 of ours was cut short there, shaders/exr_zip.comp's verdict word then left unfinished). */
 #define LAVAPIPE_WIDE_WORK 8000u
-#define WIDE_GROUP 256u
+#define WIDE_GROUP 256u  /* exr_inflate_wide's lanes a chunk (its WIDE_MAX, and exr_zip.comp's FINISH_MAX) */
 #define WIDE_SPAN 512u   /* exr_zip.comp's SPAN: bits a lane decodes in a window */
-#define WIDE_ENTRIES 16u /* exr_zip.comp's ENTRIES: the starts a lane maps (docs/BENCHMARKS.md: 16 measured best) */ /* exr_inflate_wide's lanes a chunk (its WIDE_MAX, and exr_zip.comp's FINISH_MAX) */
+#define WIDE_ENTRIES 16u /* exr_zip.comp's ENTRIES: the starts a lane maps (docs/BENCHMARKS.md: 16 measured best) */
 
 struct hp_exr_zip_gpu {
     hp_gpu *gpu;
@@ -122,7 +122,7 @@ bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *z, bool on)
 
 bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *z, uint32_t span, uint32_t entries)
 {
-    if (span < 64 || span % 4 || entries < 4 || entries > 48 || entries % 4)
+    if (span < 64 || span > 4096 || span % 4 || entries < 4 || entries > 48 || entries % 4)
         return false;
     hp_compute_destroy(z->gpu, &z->inflate_wide);
     z->inflate_wide = (hp_compute){0};
@@ -131,11 +131,12 @@ bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *z, uint32_t span, uint32_t entries
     return hp_exr_zip_gpu_set_wide(z, z->wide);
 }
 
-/* The wide inflate keeps a flag a byte in the image's memory while it inflates: frames whose chunks' bytes
- * fit there, those of at most four planes. */
+/* Every frame the passes take: the wide inflate's pointers fill the image's memory of a chunk's rows a batch
+ * at a time, whatever its planes. */
 static bool takes_wide(const hp_exr_zip_gpu *z, const hp_exr_zip_frame *f)
 {
-    return z->wide && f->unpacked_bytes <= (uint64_t)f->width * f->height * 8;
+    (void)f;
+    return z->wide;
 }
 
 uint32_t hp_exr_zip_gpu_dispatches(const hp_exr_zip_gpu *z, const hp_exr_zip_frame *f)

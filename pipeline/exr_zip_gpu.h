@@ -63,15 +63,14 @@ typedef struct hp_exr_zip_gpu hp_exr_zip_gpu;
 #define HP_EXR_ZIP_NO_SLICE UINT32_MAX
 hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out, hp_err *err);
 
-/* The wide inflate (exr_zip.comp's HP_EXR_WIDE), an experiment the daemon does not use: each chunk's stream
- * decoded by a workgroup of 256 at once (every start of a lane's span mapped to where it leaves it, the
- * maps followed, matches copied in rounds) instead of one invocation's serial loop. For frames of at most
- * four planes (it keeps a flag a byte in the image's memory); the others as before. Off when created;
- * false where the device lacks storageBuffer8BitAccess or shaderInt8 (it stays off). docs/BENCHMARKS.md
- * has its numbers: bit-exact, and slower than the serial loop so far. */
+/* The wide inflate (exr_zip.comp's HP_EXR_WIDE): each chunk's stream decoded by a workgroup of 256 at once
+ * (the starts of a lane's span mapped to where it leaves it, the maps followed, matches resolved by pointer
+ * jumping) instead of one invocation's serial loop; 2.6 times faster on a 4K frame (docs/BENCHMARKS.md).
+ * The daemon's whole inflate on a GPU. Off when created; false where the device lacks
+ * storageBuffer8BitAccess or shaderInt8, or the pipeline cannot be made (it stays off). */
 bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *zip, bool on);
-/* For benchmarks: the bits a lane of the wide inflate decodes in a window (a multiple of 4 from 64 on) and
- * the starts of its span it maps (a multiple of 4, 4 to 48), its pipeline made again. */
+/* For benchmarks and tests: the bits a lane of the wide inflate decodes in a window (a multiple of 4, 64 to
+ * 4096) and the starts of its span it maps (a multiple of 4, 4 to 48), its pipeline made again. */
 bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *zip, uint32_t span, uint32_t entries);
 
 /* The inflate dispatches recorded for this frame: 1 without slices, or wide. */

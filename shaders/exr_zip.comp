@@ -1014,8 +1014,8 @@ void wide_starts(uint lane, uint lanes, uint win)
             if (s >= EXIT_EOB) { // the unmapped lane before ended the block, or met a bad code
                 w_last = t - 1u;
             } else {
-                g_used += lanes - t;
                 for (; t < lanes; t++) {
+                    g_used++;
                     w_start[t] = win + t * SPAN + s;
                     g_stat_far_start = max(g_stat_far_start, s);
                     g_stat_starts_past16 += s >= 16u ? 1u : 0u;
@@ -1065,12 +1065,16 @@ uint wide_prefix(uint lane, uint lanes, uint v)
 // took 94 rounds of 256 lanes a window on the 4K frame (the previous build, docs/BENCHMARKS.md). Instead,
 // every byte of a match points at its source, taken back to before the match's own start (a run of
 // distance d repeats its first d bytes: byte x of the match at m reads m - d + (x - m) mod d), so that a
-// step spans a whole match. Literals, and bytes whose source lies before the batch, are written at once and
-// point at themselves. Then each pointer is replaced by its target's, over and over (pointer jumping:
-// Wyllie 1979), until every byte points at a written one: as many rounds as the log of the longest chain.
+// step spans a whole match. Literals are written at once and point at themselves; a pointer before the
+// batch points at a byte already written. Then each pointer is replaced by its target's, over and over
+// (pointer jumping: Wyllie 1979), until every byte points at a written one: as many rounds as the log of
+// the longest chain; then every lane copies its share of the bytes. The walk only stores pointers: a lane's
+// runs can be thousands of bytes, and copying them there (a load that waits on memory for each byte) held
+// its warp 6 ms more a 4K frame (docs/BENCHMARKS.md).
 // The batch's pointers live in the image's memory of the chunk's own rows (the finish overwrites it), a
 // word a byte, so a batch is as many bytes as those rows hold words.
 uint g_ptr_base, g_batch; // the pointers' first word in the image's memory; bytes a batch
+uint g_chunk_lo;          // the chunk's first byte in unpacked: no pointer leads before it
 // For the table's words 9-11 (benchmarks): the most rounds of pointer jumping a batch took; the windows and
 // the blocks.
 uint g_stat_rounds, g_stat_windows, g_stat_blocks;
@@ -1107,14 +1111,12 @@ uint walk_batch(uint end, uint q, uint lo, uint hi, uint chunk_lo)
         g_used += to > from ? to - from : 0u;
         if (g_used > g_cap)
             return HP_EXR_ZIP_UNFINISHED;
+        // Pointers only, one store a byte: the copies are jump_batch's, spread over every lane (a lane's
+        // run can be thousands of bytes, and a load of the byte it repeats waits on memory each time).
+        uint r = from > q ? (from - q) % dist : 0u;
         for (uint x = from; x < to; x++) {
-            uint y = q - dist + (x - q) % dist;
-            if (y < lo) {
-                dst.v[x] = dst.v[y]; // written in an earlier batch or window
-                ptr.v[g_ptr_base + x - lo] = x;
-            } else {
-                ptr.v[g_ptr_base + x - lo] = y;
-            }
+            ptr.v[g_ptr_base + x - lo] = q - dist + r; // before the batch: written, final
+            r = r + 1u == dist ? 0u : r + 1u;
         }
         q += len;
     }
@@ -1137,8 +1139,12 @@ bool jump_batch(uint lane, uint lanes, uint lo, uint hi)
         for (uint x = lo + lane; x < hi && !bad; x += lanes) {
             g_used++;
             uint p = ptr.v[g_ptr_base + x - lo];
+            if (p < lo) { // a byte before the batch: written, the end of the chain
+                bad = p < g_chunk_lo;
+                continue;
+            }
             uint pp = p - lo < n ? ptr.v[g_ptr_base + p - lo] : ~0u;
-            bad = pp - lo >= n;
+            bad = pp != ~0u ? (pp >= lo && pp - lo >= n) || pp < g_chunk_lo : true;
             if (!bad && pp != p) {
                 ptr.v[g_ptr_base + x - lo] = pp;
                 changed = true;
@@ -1204,7 +1210,9 @@ uint wide_window(uint lane, uint lanes, uint win, inout uint n, out bool eob, ui
         wide_fail(HP_EXR_ZIP_TRUNCATED);
     memoryBarrierShared();
     barrier();
-    if (w_status != HP_EXR_ZIP_OK) // no lane writes it before the barriers of the batches below
+    uint status = w_status;
+    barrier(); // read by every lane before a walk below can write it
+    if (status != HP_EXR_ZIP_OK)
         return next;
     uint lo = n + upto - made, hi = lo + made;
     for (uint b = n; b < n + total; b += g_batch) {
@@ -1285,6 +1293,7 @@ uint wide_inflate(uint lane, uint lanes, RwWords table, uint e)
     if ((cmf & 15u) != 8u || (cmf >> 4) > 7u || ((cmf << 8) | flg) % 31u != 0u || (flg & 0x20u) != 0u)
         return HP_EXR_ZIP_BAD_DATA; // not deflate, a window over 32 KiB, a bad check, or a preset dictionary
     uint chunk_lo = g_out_words * 4u, n = chunk_lo, at = 16u;
+    g_chunk_lo = chunk_lo;
     g_fill_luts = false;
     for (bool last = false; !last;) {
         if (lane == 0u)
@@ -1363,8 +1372,9 @@ void main()
     if (lane == 0u) {
         w_status = HP_EXR_ZIP_OK;
         w_chains = 0u;
-        // Until the verdict below: an invocation that lavapipe's loop limit ended leaves the chunk unfinished
-        // (the CPU's), never as the host wrote it.
+        // Until the verdict below, unfinished, not as the host wrote it. Lavapipe's loop limit does not end an
+        // invocation (it leaves the loop and goes on), so what keeps a cut-short loop's bytes from an OK
+        // verdict there is g_cap: MAX_WORK of our count, well under its 65535.
         table.v[e + 6u] = HP_EXR_ZIP_UNFINISHED;
     }
     memoryBarrier();

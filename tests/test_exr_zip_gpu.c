@@ -489,7 +489,7 @@ static uint8_t *write_exr(const float *rgba, int w, int h, const char *const *na
 }
 
 /* (f) The wide inflate (hp_exr_zip_gpu_set_wide): the streams of (a), (b), (c) and (e) again, each chunk
- * decoded by a workgroup of 256 at once. Frames of five planes keep the serial inflate. */
+ * decoded by a workgroup of 256 at once. */
 static void check_wide(gpu_test_cmd *r, hp_gpu *gpu, const float *rgba, int w, int h)
 {
     hp_err err = {0};
