@@ -127,9 +127,9 @@ static unsigned queue_capacity(void *ctx) { return hp_worker_queue_capacity(((ba
  * tens of milliseconds of SMs a frame, which the frame graph's passes then wait for. Side by side on the H200
  * with 16 clients (docs/BENCHMARKS.md): the CPU alone 78.5 and 81.7 frames/s; split when busy 108.8 and
  * 100.5; the same with up to one frame's inflate on the GPU 84.6 and 83.5, two 78.1; split for every frame
- * 90.3, but one client then waits 2.3 ms more (19.7 ms p50 against 17.4). The wide inflate (1.8 times
- * faster than that serial loop) did no better beside the split: 89.4 and 91.9 with one frame at once, 88.5
- * with two, against 110.5 and 101.6, the GPU thread then waiting for the GPU 76-89% of its time. */
+ * 90.3, but one client then waits 2.3 ms more (19.7 ms p50 against 17.4). The wide inflate (2.6 times
+ * faster than that serial loop) did no better beside the split: 97.3-99.4 frames/s with one to three frames
+ * at once against 105.9 and 108.7, the GPU thread then waiting for the GPU 71-91% of its time. */
 static hp_exr_zip_decoded zip_route(void *ctx)
 {
     backend_ctx *b = ctx;
@@ -476,7 +476,7 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
                         : "no compute queue of another family");
                 hp_exr_zip_gpu_destroy(&zip);
             }
-            /* On a GPU the whole inflate is the wide one, 1.8 times faster than the serial loop; lavapipe
+            /* On a GPU the whole inflate is the wide one, 2.6 times faster than the serial loop; lavapipe
              * keeps the serial loop's slices (the wide inflate's work is capped there, for tests). */
             if (zip && !hp_exr_zip_gpu_sliced(zip) && !hp_exr_zip_gpu_set_wide(zip, true))
                 hp_info("exr_zip_decoder: the wide inflate needs storageBuffer8BitAccess and shaderInt8; the "
