@@ -128,7 +128,7 @@ static unsigned queue_capacity(void *ctx) { return hp_worker_queue_capacity(((ba
  * with 16 clients (docs/BENCHMARKS.md): the CPU alone 78.5 and 81.7 frames/s; split when busy 108.8 and
  * 100.5; the same with up to one frame's inflate on the GPU 84.6 and 83.5, two 78.1; split for every frame
  * 90.3, but one client then waits 2.3 ms more (19.7 ms p50 against 17.4). The wide inflate (2.6 times
- * faster than that serial loop) did no better beside the split: 97.3-99.4 frames/s with one to three frames
+ * faster than that serial loop) did no better beside the split: 96.9-99.4 frames/s with one to three frames
  * at once against 105.9 and 108.7, the GPU thread then waiting for the GPU 71-91% of its time. */
 static hp_exr_zip_decoded zip_route(void *ctx)
 {

@@ -103,8 +103,9 @@ void hp_exr_zip_gpu_destroy(hp_exr_zip_gpu **zp)
 
 bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *z, bool on)
 {
-    /* Made on first use: the daemon never asks, and a device short of its 30 KB of shared memory keeps the
-     * serial inflate. No slices; its lanes' work bounded under lavapipe's loop limit there. */
+    /* Made on first use (the daemon asks on a GPU, for exr_zip_decoder gpu): a device short of its 30 KB of
+     * shared memory keeps the serial inflate. No slices; its lanes' work bounded under lavapipe's loop limit
+     * there. */
     if (on && z->inflate_wide.pipeline == VK_NULL_HANDLE && hp_gpu_get_info(z->gpu)->has_8bit_storage) {
         const uint32_t spec[6] = {0, 0, WIDE_GROUP, z->lavapipe ? LAVAPIPE_WIDE_WORK : 0,
                                   z->wide_span ? z->wide_span : WIDE_SPAN,

@@ -68,8 +68,8 @@ hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out,
  * jumping) instead of one invocation's serial loop; 2.6 times faster on a 4K frame (docs/BENCHMARKS.md).
  * The daemon's whole inflate on a GPU. It keeps its pointers in the image's memory of each chunk's rows,
  * so every chunk of the table must have rows of its own, as hp_image_zip_gather writes them. Off when
- * created; false where the device lacks
- * storageBuffer8BitAccess or shaderInt8, or the pipeline cannot be made (it stays off). */
+ * created; false where the device lacks storageBuffer8BitAccess or shaderInt8, or the pipeline cannot be
+ * made (it stays off). */
 bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *zip, bool on);
 /* For benchmarks and tests: the bits a lane of the wide inflate decodes in a window (a multiple of 4, 64 to
  * 4096) and the starts of its span it maps (a multiple of 4, 4 to 48), its pipeline made again. */

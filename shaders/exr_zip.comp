@@ -778,20 +778,18 @@ void main()
 
 #ifdef HP_EXR_WIDE
 // --- The wide inflate: a chunk's stream decoded by the whole workgroup at once ----------------------------
-// The serial loop above holds a warp for some 40 ms a 4K chunk, one symbol after another. Here each of the
-// workgroup's invocations (lanes) takes a span of SPAN bits of a block and decodes it as if a symbol began
-// at its first bit. Huffman codes resynchronise within a few symbols, so a lane's symbols soon fall where
-// the true decoding's do; each lane then starts again where the lane before it ended, until no lane's start
-// changes (speculative parallel decoding: Weissenberger and Schmidt, "Massively Parallel Huffman Decoding on
-// GPUs", ICPP 2018). A symbol here is a literal, the end of the block, or a whole match (its length, distance
-// and their extra bits), so that a bit position alone says where a lane is. The lanes' output counts, summed
-// across the workgroup, say where each lane writes. Literals are written at once; a match is copied once
-// every byte it reads is known, in rounds: a byte of another lane counts as known only if it was written
-// in an earlier round (its flag, the round's number, in the image's memory, which the finish overwrites).
-// A match that reads the bytes of an earlier match, in another lane, waits a round for each such step.
-// The workgroup reads a block's header and builds its codes (the first lane), fills the tables (all), then
-// decodes the block in windows of lanes x SPAN bits. The work of every lane is bounded (MAX_WORK, g_cap): a
-// stream made to be slow stops as HP_EXR_ZIP_UNFINISHED and the host decodes the frame on the CPU.
+// The serial loop above holds a warp for some 40 ms a 4K chunk, one symbol after another. Here the
+// workgroup's invocations (lanes) each take a span of SPAN bits of a block. A symbol here is a literal, the
+// end of the block, or a whole match (its length, distance and their extra bits), so that a bit position
+// alone says where a lane is. Where a lane's true start lies (the first symbol boundary of its span) is
+// known only once the lanes before it are decoded, so each lane maps the starts its span can have to where
+// it leaves the span, and the first lane follows the maps (wide_starts). Each lane then counts its bytes;
+// their sum across the workgroup says where each writes. The window's bytes are made a batch at a time:
+// literals written, match bytes pointing at their sources, pointer jumping, then the copies (walk_batch,
+// jump_batch). The workgroup reads a block's header and builds its codes (the first lane), fills the tables
+// (all), then decodes the block in windows of lanes x SPAN bits. The work of every lane is bounded
+// (MAX_WORK, g_cap): a stream made to be slow stops as HP_EXR_ZIP_UNFINISHED and the host decodes the frame
+// on the CPU. docs/BENCHMARKS.md ("The wide inflate") has what each step measured.
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
 layout(buffer_reference, std430, buffer_reference_align = 1) coherent buffer Bytes { uint8_t v[]; };
@@ -1081,8 +1079,8 @@ uint g_stat_rounds, g_stat_windows, g_stat_blocks;
 
 // Lane's symbols from its start, its bytes from q on, those in [lo, hi) written: values, or pointers.
 // HP_EXR_ZIP_OK, HP_EXR_ZIP_BAD_DATA (a distance before the chunk's first byte) or HP_EXR_ZIP_UNFINISHED
-// (past the lane's work: the batch's bytes after it are left unwritten, and jump_batch's check of every
-// pointer then fails too).
+// (past the lane's work). A failed walk leaves the batch's bytes after it as the memory held them: the
+// caller fails the chunk (wide_fail), whatever jump_batch then makes of them, and the CPU decodes the frame.
 uint walk_batch(uint end, uint q, uint lo, uint hi, uint chunk_lo)
 {
     Bytes dst = Bytes(pc.unpacked);
@@ -1113,7 +1111,7 @@ uint walk_batch(uint end, uint q, uint lo, uint hi, uint chunk_lo)
             return HP_EXR_ZIP_UNFINISHED;
         // Pointers only, one store a byte: the copies are jump_batch's, spread over every lane (a lane's
         // run can be thousands of bytes, and a load of the byte it repeats waits on memory each time).
-        uint r = from > q ? (from - q) % dist : 0u;
+        uint r = from > q && to > from ? (from - q) % dist : 0u; // no division for a match wholly before lo
         for (uint x = from; x < to; x++) {
             ptr.v[g_ptr_base + x - lo] = q - dist + r; // before the batch: written, final
             r = r + 1u == dist ? 0u : r + 1u;
@@ -1123,10 +1121,11 @@ uint walk_batch(uint end, uint q, uint lo, uint hi, uint chunk_lo)
     return HP_EXR_ZIP_OK;
 }
 
-// The batch's pointers jumped until each points at a byte that points at itself, then those bytes copied.
-// Every lane, in uniform control flow. False if a pointer leads outside the batch (a lane that stopped
-// short left its bytes as the memory held them) or past 64 rounds (a batch's chains are at most its length
-// long, so 32 would do), or past the lane's work.
+// The batch's pointers jumped until each points at a literal of the batch (which points at itself) or at a
+// byte before it (written), then those bytes copied. Every lane, in uniform control flow. False if a pointer
+// leads past the batch or before the chunk (memory a failed walk left), or past 64 rounds (jumping halves
+// a chain each round and a batch's chains are at most its length long, so 32 would do), or past the lane's
+// work.
 bool jump_batch(uint lane, uint lanes, uint lo, uint hi)
 {
     CoherentWords ptr = CoherentWords(pc.image);
