@@ -39,11 +39,11 @@ _Static_assert(sizeof(hp_exr_zip_chunk) == HP_EXR_ZIP_CHUNK_WORDS * 4, "chunk en
 #define FUSED_GROUP 32u /* exr_inflate's workgroup when it unzips its chunk too */
 /* The wide inflate's most work a lane on lavapipe, every loop's iterations counted (its limit ends an
  * invocation at 65535 of its own count, which ran 3-4 times the serial shader's; a damaged stream past
- * 10000 of ours was cut short there, shaders/exr_zip.comp's verdict word then left unfinished). */
+ * 10000 of ours was cut short there, exr_inflate_wide.comp's verdict word then left unfinished). */
 #define LAVAPIPE_WIDE_WORK 8000u
-#define WIDE_GROUP 256u  /* exr_inflate_wide's lanes a chunk (its WIDE_MAX, and exr_zip.comp's FINISH_MAX) */
-#define WIDE_SPAN 512u   /* exr_zip.comp's SPAN: bits a lane decodes in a window */
-#define WIDE_ENTRIES 16u /* exr_zip.comp's ENTRIES: the starts a lane maps (docs/BENCHMARKS.md: 16 measured best) */
+#define WIDE_GROUP 256u  /* exr_inflate_wide's lanes a chunk (its WIDE_MAX, and exr_finish.glsl's FINISH_MAX) */
+#define WIDE_SPAN 512u   /* exr_inflate_wide.comp's SPAN: bits a lane decodes in a window */
+#define WIDE_ENTRIES 16u /* exr_inflate_wide.comp's ENTRIES: the starts a lane maps (docs/BENCHMARKS.md: 16 measured best) */
 
 struct hp_exr_zip_gpu {
     hp_gpu *gpu;
@@ -68,7 +68,7 @@ hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out,
         slice = strcmp(hp_gpu_get_info(gpu)->driver_name, "llvmpipe") == 0 ? LAVAPIPE_SLICE : HP_EXR_ZIP_NO_SLICE;
     /* slices of at least HEADER_COST of work besides a block's codes, and under lavapipe's limit */
     z->slice = slice == HP_EXR_ZIP_NO_SLICE ? 0 : slice;
-    /* without slices, a chunk's most work (exr_zip.comp's MAX_WORK): the shader's own bound, but under
+    /* without slices, a chunk's most work (include/exr_inflate.glsl's MAX_WORK): the shader's own bound, but under
      * lavapipe's loop limit when the tests ask it for no slices */
     bool lavapipe = z->lavapipe = strcmp(hp_gpu_get_info(gpu)->driver_name, "llvmpipe") == 0;
     const uint32_t spec[4] = {z->slice, z->slice == 0, z->slice == 0 ? FUSED_GROUP : 1,

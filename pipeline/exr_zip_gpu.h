@@ -63,7 +63,7 @@ typedef struct hp_exr_zip_gpu hp_exr_zip_gpu;
 #define HP_EXR_ZIP_NO_SLICE UINT32_MAX
 hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out, hp_err *err);
 
-/* The wide inflate (exr_zip.comp's HP_EXR_WIDE): each chunk's stream decoded by a workgroup of 256 at once
+/* The wide inflate (shaders/exr_inflate_wide.comp): each chunk's stream decoded by a workgroup of 256 at once
  * (the starts of a lane's span mapped to where it leaves it, the maps followed, matches resolved by pointer
  * jumping) instead of one invocation's serial loop; 2.6 times faster on a 4K frame (docs/BENCHMARKS.md).
  * The daemon's whole inflate on a GPU. It keeps its pointers in the image's memory of each chunk's rows,
@@ -120,7 +120,7 @@ VkDeviceSize hp_exr_zip_gpu_output_bytes(const hp_exr_zip_frame *frame);
  * Returns hp_exr_zip_gpu_check's verdict (the first damaged chunk named), or the Vulkan failure;
  * *gpu_ms (may be NULL): the passes' time on the GPU. HP_ERR_UNUSABLE: the frame's chunks are too large
  * for this device's slices (over 1 MiB; lavapipe). A chunk that would take far more work than a deflate
- * encoder's stream needs (exr_zip.comp's MAX_WORK) stops as HP_EXR_ZIP_UNFINISHED. HP_ERR_DEVICE_LOST
+ * encoder's stream needs (include/exr_inflate.glsl's MAX_WORK) stops as HP_EXR_ZIP_UNFINISHED. HP_ERR_DEVICE_LOST
  * (also after 600 s): the passes may still write input and output; the caller abandons both. */
 hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *frame, const hp_buffer *input,
                            const hp_buffer *output, double *gpu_ms, hp_err *err);

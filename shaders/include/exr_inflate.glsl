@@ -1,0 +1,288 @@
+// EXR ZIP decoding on the GPU: inflating, the pieces both inflates share (RFC 1951): the work bound, the
+// code tables in shared memory, the bit reader, the canonical codes and a block's header. After
+// exr_zip_io.glsl.
+// The most work a chunk may take in one run without slices; 0: four iterations a byte and a block's header
+// every KiB, far more than any deflate encoder's stream needs, so that a stream made to be slow (empty
+// blocks, codes built again and again) stops there: HP_EXR_ZIP_UNFINISHED, and the host decodes the frame on
+// the CPU. Lavapipe's fused pipeline (the tests') takes 10000, under its loop limit.
+layout(constant_id = 3) const uint MAX_WORK = 0u;
+#define HEADER_COST 5000u // loop iterations of reading and building one block's codes, rounded up
+// A block whose codes are not built (stored, or fixed after the first): lavapipe's limiter counted some 30
+// iterations for each such empty block (2000 of them broke a slice of 10000 off, tests/fuzz/regressions),
+// so it is charged that, which no encoder's stream notices.
+#define BLOCK_COST 32u
+uint g_used;            // loop iterations of this slice so far
+uint g_cap;             // its most (MAX_WORK's)
+
+#define LUT_BITS 10u
+#define LUT_MASK ((1u << LUT_BITS) - 1u)
+#define DIST_LUT_BITS 8u
+#define DIST_LUT_MASK ((1u << DIST_LUT_BITS) - 1u)
+#define NO_SYMBOL 0xffffu
+#define T_LIT 0u
+#define T_DIST 1u
+
+// Lookup tables: entry = symbol << 4 | code length; length 0: a longer code, or none (decode_slow).
+shared uint s_lit[1u << LUT_BITS];
+shared uint s_dist[1u << DIST_LUT_BITS];
+// Per code (0 literal/length, 1 distance; the code-length code borrows 1): codes of each length, and the
+// symbols in canonical order (RFC 1951 3.2.2).
+shared uint s_count[2][16];
+shared uint s_sym[2][288];
+shared uint s_len[320]; // the code lengths of one block as read: literal/length then distance
+
+// RFC 1951 3.2.5: base and extra bits of the length symbols 257..285 and the distance symbols 0..29.
+shared uint s_lbase[29], s_lext[29], s_dbase[30], s_dext[30];
+
+// RFC 1951 3.2.5: the length symbols' bases and extra bits, and the distance symbols', into shared memory
+// by the first invocation (read after the workgroup's first barrier, or by that invocation alone).
+void init_length_codes()
+{
+    const uint lbase[29] = uint[](3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83,
+                                  99, 115, 131, 163, 195, 227, 258);
+    const uint lext[29] = uint[](0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0);
+    const uint dbase[30] = uint[](1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769,
+                                  1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577);
+    const uint dext[30] = uint[](0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12,
+                                 12, 13, 13);
+    for (uint i = 0u; i < 30u && gl_LocalInvocationIndex == 0u; i++) {
+        if (i < 29u) {
+            s_lbase[i] = lbase[i];
+            s_lext[i] = lext[i];
+        }
+        s_dbase[i] = dbase[i];
+        s_dext[i] = dext[i];
+    }
+}
+
+// --- Reading bits: a 64-bit buffer filled a word at a time, least significant bit first -------------------
+uint64_t g_bits;
+uint g_nbits;
+uint g_word_at;  // the next word to load from packed
+uint g_in_base, g_in_size;
+uint g_out_words; // the chunk's first word in unpacked
+uint g_limit;     // the chunk's unpacked bytes
+
+void refill()
+{
+    if (g_nbits > 32u)
+        return;
+    // Past the chunk's end (a damaged stream reads on) the next bytes are the next chunk's for 8 bytes, then
+    // zeros: nothing is loaded from 8 bytes past the end, and the packed buffer's 16 bytes of padding keep
+    // the last loads of the last chunk inside it. Reading past the end is TRUNCATED whatever was read.
+    uint w = 0u;
+    if (g_word_at * 4u < g_in_base + g_in_size + 8u)
+        w = Words(pc.packed).v[g_word_at];
+    g_word_at++;
+    g_bits |= uint64_t(w) << g_nbits;
+    g_nbits += 32u;
+}
+
+// Bits taken from the chunk's first byte on.
+uint consumed() { return (g_word_at * 4u - g_in_base) * 8u - g_nbits; }
+
+uint bits(uint n) // n <= 16
+{
+    refill();
+    uint v = uint(g_bits) & ((1u << n) - 1u);
+    g_bits >>= n;
+    g_nbits -= n;
+    return v;
+}
+
+void drop(uint n)
+{
+    g_bits >>= n;
+    g_nbits -= n;
+}
+
+// --- Huffman codes ------------------------------------------------------------------------------------
+
+// Bit by bit from the counts (puff.c's decode): codes past the table, and the code-length code.
+uint decode_slow(uint t)
+{
+    uint code = 0u, first = 0u, index = 0u;
+    for (uint len = 1u; len <= 15u; len++) {
+        code |= uint(g_bits >> (len - 1u)) & 1u;
+        uint count = s_count[t][len];
+        if (code < first + count) {
+            drop(len);
+            g_used += len; // its loop's iterations count toward the slice
+            return s_sym[t][index + code - first];
+        }
+        index += count;
+        first = (first + count) << 1u;
+        code <<= 1u;
+    }
+    return NO_SYMBOL;
+}
+
+uint decode_lit()
+{
+    refill();
+    uint e = s_lit[uint(g_bits) & LUT_MASK];
+    if ((e & 15u) != 0u) {
+        drop(e & 15u);
+        return e >> 4u;
+    }
+    return decode_slow(T_LIT);
+}
+
+uint decode_dist()
+{
+    refill();
+    uint e = s_dist[uint(g_bits) & DIST_LUT_MASK];
+    if ((e & 15u) != 0u) {
+        drop(e & 15u);
+        return e >> 4u;
+    }
+    return decode_slow(T_DIST);
+}
+
+// Per code, for filling its table: the first code of each length and the canonical index of its first
+// symbol (RFC 1951 3.2.2's next_code, and the running count of shorter codes).
+shared uint s_first[2][16], s_index[2][16];
+// Whether build() fills the lookup table itself: the wide inflate's first invocation builds the codes and
+// the whole workgroup then fills the table (fill_lut).
+bool g_fill_luts = true;
+uint g_fill_work; // the iterations clear_lut and fill_lut took in this invocation (the wide inflate's count)
+
+// Entries of the lookup table of code t, lane's share of them: 0 (no code of at most lut_bits bits here).
+void clear_lut(uint t, uint lut_bits, uint lane, uint lanes)
+{
+    for (uint i = lane; i < (1u << lut_bits); i += lanes) {
+        g_fill_work++;
+        if (t == T_LIT)
+            s_lit[i] = 0u;
+        else
+            s_dist[i] = 0u;
+    }
+}
+
+// The table's entries of the codes of at most lut_bits bits, lane's share of those codes: a code read least
+// significant bit first fills every entry whose low bits are its bits reversed. After clear_lut.
+void fill_lut(uint t, uint lut_bits, uint lane, uint lanes)
+{
+    uint size = 1u << lut_bits, codes = s_index[t][lut_bits + 1u];
+    for (uint index = lane; index < codes; index += lanes) {
+        uint len = 1u;
+        while (s_index[t][len + 1u] <= index)
+            len++;
+        uint code = s_first[t][len] + index - s_index[t][len];
+        uint e = s_sym[t][index] << 4u | len;
+        for (uint r = bitfieldReverse(code) >> (32u - len); r < size; r += 1u << len) {
+            g_fill_work++;
+            if (t == T_LIT)
+                s_lit[r] = e;
+            else
+                s_dist[r] = e;
+        }
+    }
+}
+
+// The canonical code of the n lengths at s_len[off]: counts, symbols and, with lut_bits, the table.
+// False for an over-subscribed set, or an incomplete one that zlib would refuse (inftrees.c); the fixed
+// distance code (30 of 32 five-bit codes) is incomplete by the format's own definition.
+bool build(uint t, uint off, uint n, uint lut_bits, bool fixed_set)
+{
+    for (uint len = 0u; len < 16u; len++)
+        s_count[t][len] = 0u;
+    for (uint s = 0u; s < n; s++)
+        s_count[t][s_len[off + s]]++;
+    uint codes = n - s_count[t][0];
+    s_count[t][0] = 0u;
+    int left = 1;
+    uint longest = 0u;
+    for (uint len = 1u; len < 16u; len++) {
+        left = (left << 1) - int(s_count[t][len]);
+        if (left < 0)
+            return false;
+        if (s_count[t][len] != 0u)
+            longest = len;
+    }
+    if (left > 0 && codes != 0u && !fixed_set && !(lut_bits != 0u && longest == 1u))
+        return false; // incomplete: only one code of length 1 (or none at all) is allowed
+    uint offs[16];
+    offs[1] = 0u;
+    for (uint len = 1u; len < 15u; len++)
+        offs[len + 1u] = offs[len] + s_count[t][len];
+    uint code = 0u;
+    for (uint len = 1u; len < 16u; len++) {
+        s_first[t][len] = code;
+        s_index[t][len] = offs[len];
+        code = (code + s_count[t][len]) << 1u;
+    }
+    for (uint s = 0u; s < n; s++) {
+        uint len = s_len[off + s];
+        if (len != 0u)
+            s_sym[t][offs[len]++] = s;
+    }
+    if (lut_bits == 0u || !g_fill_luts)
+        return true;
+    clear_lut(t, lut_bits, 0u, 1u);
+    fill_lut(t, lut_bits, 0u, 1u);
+    return true;
+}
+
+bool fixed_codes() // RFC 1951 3.2.6
+{
+    for (uint s = 0u; s < 288u; s++)
+        s_len[s] = s < 144u ? 8u : s < 256u ? 9u : s < 280u ? 7u : 8u;
+    for (uint s = 0u; s < 30u; s++)
+        s_len[288u + s] = 5u;
+    return build(T_LIT, 0u, 288u, LUT_BITS, true) && build(T_DIST, 288u, 30u, DIST_LUT_BITS, true);
+}
+
+bool dynamic_codes() // RFC 1951 3.2.7
+{
+    uint nlen = bits(5) + 257u, ndist = bits(5) + 1u, ncode = bits(4) + 4u;
+    if (nlen > 286u || ndist > 30u)
+        return false;
+    const uint order[19] = uint[](16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15);
+    for (uint i = 0u; i < 19u; i++)
+        s_len[order[i]] = i < ncode ? bits(3) : 0u;
+    if (!build(T_DIST, 0u, 19u, 0u, false)) // the code-length code, complete, borrowing the distance slots
+        return false;
+    for (uint i = 0u; i < nlen + ndist;) {
+        refill();
+        uint sym = decode_slow(T_DIST);
+        if (sym == NO_SYMBOL)
+            return false;
+        if (sym < 16u) {
+            s_len[i++] = sym;
+            continue;
+        }
+        uint repeat, value = 0u;
+        if (sym == 16u) {
+            if (i == 0u)
+                return false;
+            value = s_len[i - 1u];
+            repeat = 3u + bits(2);
+        } else if (sym == 17u) {
+            repeat = 3u + bits(3);
+        } else {
+            repeat = 11u + bits(7);
+        }
+        if (i + repeat > nlen + ndist)
+            return false;
+        for (; repeat > 0u; repeat--)
+            s_len[i++] = value;
+    }
+    if (s_len[256] == 0u) // no end-of-block code
+        return false;
+    return build(T_LIT, 0u, nlen, LUT_BITS, false) && build(T_DIST, nlen, ndist, DIST_LUT_BITS, false);
+}
+
+uint packed_byte(uint i) { return (Words(pc.packed).v[(g_in_base + i) >> 2] >> (8u * ((g_in_base + i) & 3u))) & 255u; }
+
+// The reader at bit `at` of the chunk (a byte offset first: the chunk may lie anywhere past 512 MiB).
+void seek(uint at)
+{
+    uint byte = g_in_base + (at >> 3);
+    g_word_at = byte >> 2;
+    g_bits = 0ul;
+    g_nbits = 0u;
+    refill();
+    drop(8u * (byte & 3u) + (at & 7u));
+}
+

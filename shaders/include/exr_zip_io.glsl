@@ -1,0 +1,37 @@
+// EXR ZIP decoding on the GPU: what every pass of exr_zip.comp and exr_inflate_wide.comp reads and writes
+// (pipeline/exr_zip_gpu.c binds it).
+#include "hp_shared.h"
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_buffer_reference_uvec2 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Words { uint v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer RwWords { uint v[]; };
+
+// Push constants; pipeline/exr_zip_gpu.c's struct exr_zip_push mirrors it.
+//   offset  field            meaning
+//   0       packed           the chunks' bytes as read from the file, 16 bytes of padding after the last
+//   8       chunks           HP_EXR_ZIP_CHUNK_WORDS words per chunk (hp_shared.h)
+//   16      unpacked         each chunk's bytes (the inflate pass writes them, finish_chunk undoes the predictor)
+//   24      image            RGBA16F, width x height pixels (the unzip pass writes it)
+//   32      chunk_count
+//   36      width            pixels
+//   40      height           rows
+//   44      planes           channels in the file: planes of halves per line
+//   48      lines_per_chunk  16 (ZIP) or 1 (ZIPS)
+//   52      plane_rgba       the plane of R, G, B and A, a byte each; A 0xff: none (1.0)
+layout(push_constant, std430) uniform Push {
+    uvec2 packed;
+    uvec2 chunks;
+    uvec2 unpacked;
+    uvec2 image;
+    uint chunk_count;
+    uint width;
+    uint height;
+    uint planes;
+    uint lines_per_chunk;
+    uint plane_rgba;
+} pc;
+
+layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer CoherentWords { uint v[]; };
+
