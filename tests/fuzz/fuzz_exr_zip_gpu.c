@@ -2,7 +2,8 @@
  * of untrusted zlib streams on the GPU, against zlib. One chunk an input:
  *   byte 0  width 1..64
  *   byte 1  planes 1..4 (bits 0-1), one line or up to 16 (bit 2), the stream as given or made (bit 3), the
- *           pipeline: in slices (lavapipe's) or fused (bit 4)
+ *           serial inflate's pipeline: in slices (lavapipe's) or fused (bit 4); every input then goes through
+ *           the wide inflate too (hp_exr_zip_gpu_set_wide), held to the same rules
  *   byte 2  lines (up to 16), or with a made stream zlib's level and strategy
  *   as given: the rest of the input is the chunk's packed bytes;
  *   made:     the rest are the pixels (repeated), deflated by zlib, then the stream changed at the place and
@@ -31,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct {
     hp_gpu *gpu;
-    hp_exr_zip_gpu *sliced, *fused;
+    hp_exr_zip_gpu *sliced, *fused, *wide;
     gpu_test_cmd cmd;
 } fz;
 
@@ -47,6 +48,7 @@ static void teardown(void)
     gpu_test_cmd_destroy(&fz.cmd);
     hp_exr_zip_gpu_destroy(&fz.sliced);
     hp_exr_zip_gpu_destroy(&fz.fused);
+    hp_exr_zip_gpu_destroy(&fz.wide);
     hp_gpu_destroy(&fz.gpu);
 }
 
@@ -59,8 +61,11 @@ static void init(void)
         fail("device", err.message);
     /* slices of the least work allowed, so that even these small chunks are resumed across dispatches */
     if (hp_exr_zip_gpu_create(fz.gpu, 10000, &fz.sliced, &err) != HP_OK ||
-        hp_exr_zip_gpu_create(fz.gpu, HP_EXR_ZIP_NO_SLICE, &fz.fused, &err) != HP_OK)
+        hp_exr_zip_gpu_create(fz.gpu, HP_EXR_ZIP_NO_SLICE, &fz.fused, &err) != HP_OK ||
+        hp_exr_zip_gpu_create(fz.gpu, 0, &fz.wide, &err) != HP_OK)
         fail("pipelines", err.message);
+    if (!hp_exr_zip_gpu_set_wide(fz.wide, true))
+        fail("pipelines", "the wide inflate: storageBuffer8BitAccess and shaderInt8 are missing");
     if (!gpu_test_cmd_init(&fz.cmd, fz.gpu))
         fail("command buffer", "vkCreateCommandPool, vkCreateFence or vkAllocateCommandBuffers");
     atexit(teardown);
@@ -162,30 +167,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     *(hp_exr_zip_chunk *)input = (hp_exr_zip_chunk){.packed_size = (uint32_t)len, .unpacked_size = (uint32_t)n,
                                                     .lines = lines};
     memcpy(input + f.table_bytes, stream, len);
-    if (!zip_run(&fz.cmd, fused ? fz.fused : fz.sliced, &f, input, gpu, &table))
-        fail("submit", "the command buffer failed");
-
-    char detail[160];
-    snprintf(detail, sizeof(detail), "%ux%u, %u planes, %zu packed bytes for %zu, %s stream, %s, GPU status %u", w,
-             lines, planes, len, n, made ? "made" : "given", fused ? "fused" : "sliced", table.status);
     bool stored = len == n;
     static uint8_t raw[MAX_CHUNK + 1];
     uLongf got = (uLongf)n + 1;
     bool zlib_good = stored || (uncompress(raw, &got, stream, (uLong)len) == Z_OK && got == n);
     if (stored)
         memcpy(raw, stream, n);
-    /* UNFINISHED: more work than a run may take (exr_zip.comp's MAX_WORK, or the slices recorded): the
-     * daemon decodes such a frame on the CPU, so it is no verdict; anything else must be zlib's. */
-    if (table.status != HP_EXR_ZIP_UNFINISHED && zlib_good != (table.status == HP_EXR_ZIP_OK))
-        fail(zlib_good ? "zlib inflates the chunk, the GPU refuses it" : "the GPU takes a chunk zlib refuses", detail);
-    zlib_good = zlib_good && table.status == HP_EXR_ZIP_OK;
-    if (zlib_good) {
+    if (zlib_good)
         expected_image(&f, raw, n, stored, want);
-        if (memcmp(gpu, want, (size_t)w * lines * 8) != 0)
+    for (int pass = 0; pass < 2; pass++) { /* the serial inflate, then the wide one */
+        hp_exr_zip_gpu *zip = pass == 1 ? fz.wide : fused ? fz.fused : fz.sliced;
+        if (!zip_run(&fz.cmd, zip, &f, input, gpu, &table))
+            fail("submit", "the command buffer failed");
+        char detail[160];
+        snprintf(detail, sizeof(detail), "%ux%u, %u planes, %zu packed bytes for %zu, %s stream, %s, GPU status %u",
+                 w, lines, planes, len, n, made ? "made" : "given", pass ? "wide" : fused ? "fused" : "sliced",
+                 table.status);
+        /* UNFINISHED: more work than a run may take (the shaders' MAX_WORK, or the slices recorded): the
+         * daemon decodes such a frame on the CPU, so it is no verdict; anything else must be zlib's. */
+        if (table.status != HP_EXR_ZIP_UNFINISHED && zlib_good != (table.status == HP_EXR_ZIP_OK))
+            fail(zlib_good ? "zlib inflates the chunk, the GPU refuses it" : "the GPU takes a chunk zlib refuses",
+                 detail);
+        if (zlib_good && table.status == HP_EXR_ZIP_OK && memcmp(gpu, want, (size_t)w * lines * 8) != 0)
             fail("the GPU's image differs from zlib's bytes", detail);
+        if (hp_gpu_validation_messages() != 0)
+            fail("the validation layer reported", detail);
     }
-    if (hp_gpu_validation_messages() != 0)
-        fail("the validation layer reported", detail);
     free(input), free(gpu), free(want);
     return 0;
 }
