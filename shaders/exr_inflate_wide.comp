@@ -71,6 +71,30 @@ uint wide_round(uint round, bool mine, bool stop)
     return w_any[round % 3u];
 }
 
+// One symbol at the reader, the decoding every step of the wide inflate takes: a literal's byte (below
+// 256), STEP_EOB, STEP_MATCH with its length and distance, or STEP_INVALID (a code that is none, or a length
+// or distance symbol past the table: RFC 1951 3.2.5's 286, 287, 30 and 31).
+#define STEP_EOB 256u
+#define STEP_MATCH 257u
+#define STEP_INVALID 0xffffu
+uint step_symbol(out uint len, out uint dist)
+{
+    len = 1u;
+    dist = 0u;
+    uint sym = decode_lit();
+    if (sym <= STEP_EOB)
+        return sym;
+    sym -= 257u;
+    if (sym >= 29u)
+        return STEP_INVALID;
+    len = s_lbase[sym] + bits(s_lext[sym]);
+    uint dsym = decode_dist();
+    if (dsym >= 30u)
+        return STEP_INVALID;
+    dist = s_dbase[dsym] + bits(s_dext[dsym]);
+    return STEP_MATCH;
+}
+
 // The symbols from bit `at` whose first bit is before `end`: where the next begins (or where the block ends),
 // how many bytes they make, and why the lane stopped.
 uint g_exit, g_made;
@@ -83,27 +107,12 @@ uint scan(uint at, uint end)
             state = W_OVER;
             break;
         }
-        uint sym = decode_lit();
-        if (sym < 256u) {
-            made++;
-            continue;
-        }
-        if (sym == 256u) {
-            state = W_EOB;
+        uint len, dist, step = step_symbol(len, dist);
+        if (step == STEP_EOB || step == STEP_INVALID) {
+            state = step == STEP_EOB ? W_EOB : W_INVALID;
             break;
         }
-        sym -= 257u;
-        if (sym >= 29u) {
-            state = W_INVALID;
-            break;
-        }
-        made += s_lbase[sym] + bits(s_lext[sym]);
-        uint dsym = decode_dist();
-        if (dsym >= 30u) {
-            state = W_INVALID;
-            break;
-        }
-        bits(s_dext[dsym]);
+        made += len;
     }
     g_exit = consumed();
     g_made = made;
@@ -138,23 +147,11 @@ uint map_get(uint lane, uint s) { return (w_map[(lane * ENTRIES + s) >> 2] >> (8
 
 uint byte_of(uint w, uint i) { return (w >> (8u * (i & 3u))) & 255u; }
 
-// One symbol at the reader: 0, or EXIT_EOB (the end of the block), or EXIT_INVALID (a code that is none).
-uint step_symbol()
+// One step of a decoding in a map: 0 (it goes on), or it ends: EXIT_EOB or EXIT_INVALID.
+uint map_step()
 {
-    uint sym = decode_lit();
-    if (sym == 256u)
-        return EXIT_EOB;
-    if (sym > 256u) {
-        sym -= 257u;
-        if (sym >= 29u)
-            return EXIT_INVALID;
-        bits(s_lext[sym]);
-        uint dsym = decode_dist();
-        if (dsym >= 30u)
-            return EXIT_INVALID;
-        bits(s_dext[dsym]);
-    }
-    return 0u;
+    uint len, dist, step = step_symbol(len, dist);
+    return step == STEP_EOB ? EXIT_EOB : step == STEP_INVALID ? EXIT_INVALID : 0u;
 }
 
 // The exit of the decoding from bit s of the span [from, from + SPAN): the first symbol boundary at or past
@@ -168,7 +165,7 @@ uint chain_exit(uint from, uint s)
             return r - SPAN;
         if (++g_used > g_cap)
             return EXIT_INVALID;
-        uint why = step_symbol();
+        uint why = map_step();
         if (why != 0u)
             return why;
     }
@@ -204,7 +201,7 @@ void map_span(uint lane, uint from)
                 seek(from + s);
                 chains++;
             }
-            uint why = step_symbol();
+            uint why = map_step();
             if (why != 0u) {
                 exit = why;
                 break;
@@ -319,22 +316,19 @@ uint walk_batch(uint end, uint q, uint lo, uint hi, uint chunk_lo)
     while (consumed() < end && q < hi) {
         if (++g_used > g_cap)
             return HP_EXR_ZIP_UNFINISHED;
-        uint sym = decode_lit();
-        if (sym < 256u) {
+        uint len, dist, step = step_symbol(len, dist);
+        if (step < STEP_EOB) {
             if (q >= lo) {
-                dst.v[q] = uint8_t(sym);
+                dst.v[q] = uint8_t(step);
                 ptr.v[g_ptr_base + q - lo] = q;
             }
             q++;
             continue;
         }
-        if (sym == 256u)
+        if (step == STEP_EOB)
             break;
-        sym -= 257u;
-        uint len = s_lbase[sym] + bits(s_lext[sym]);
-        uint dsym = decode_dist();
-        uint dist = s_dbase[dsym] + bits(s_dext[dsym]);
-        if (dist > q - chunk_lo)
+        // STEP_INVALID does not come (scan took these symbols); a distance past the chunk's first byte may
+        if (step == STEP_INVALID || dist > q - chunk_lo)
             return HP_EXR_ZIP_BAD_DATA;
         uint from = max(q, lo), to = min(q + len, hi);
         g_used += to > from ? to - from : 0u;

@@ -117,26 +117,26 @@ uint decode_slow(uint t)
     return NO_SYMBOL;
 }
 
-uint decode_lit()
+// A symbol of code t from its table's entry e for the bits at the reader, or bit by bit past the table.
+uint decode_entry(uint e, uint t)
 {
-    refill();
-    uint e = s_lit[uint(g_bits) & LUT_MASK];
     if ((e & 15u) != 0u) {
         drop(e & 15u);
         return e >> 4u;
     }
-    return decode_slow(T_LIT);
+    return decode_slow(t);
+}
+
+uint decode_lit()
+{
+    refill();
+    return decode_entry(s_lit[uint(g_bits) & LUT_MASK], T_LIT);
 }
 
 uint decode_dist()
 {
     refill();
-    uint e = s_dist[uint(g_bits) & DIST_LUT_MASK];
-    if ((e & 15u) != 0u) {
-        drop(e & 15u);
-        return e >> 4u;
-    }
-    return decode_slow(T_DIST);
+    return decode_entry(s_dist[uint(g_bits) & DIST_LUT_MASK], T_DIST);
 }
 
 // Per code, for filling its table: the first code of each length and the canonical index of its first
