@@ -157,6 +157,19 @@ void hp_route_metrics(hp_request *req, hp_reply *reply)
                                 r.queue_depth, r.queue_capacity, r.in_flight, (unsigned long long)r.frame_graph_bytes,
                                 r.host_blocks_out, (unsigned long long)r.host_kept_bytes);
         rc |= hp_metrics_printf(&buf, &len, &cap,
+                                "# HELP hdrpost_host_memory_blocks_made_total Mapped host and device blocks made "
+                                "because none kept fitted (pinning takes milliseconds): steady after warm-up where "
+                                "the pool keeps up.\n# TYPE hdrpost_host_memory_blocks_made_total counter\n"
+                                "hdrpost_host_memory_blocks_made_total %llu\n"
+                                "# HELP hdrpost_host_memory_blocks_freed_total Blocks given back and freed, the kept "
+                                "ones at their limit.\n# TYPE hdrpost_host_memory_blocks_freed_total counter\n"
+                                "hdrpost_host_memory_blocks_freed_total %llu\n"
+                                "# HELP hdrpost_host_memory_make_seconds_total Time spent making blocks, on the "
+                                "threads that asked for them.\n# TYPE hdrpost_host_memory_make_seconds_total counter\n"
+                                "hdrpost_host_memory_make_seconds_total %.6f\n",
+                                (unsigned long long)r.host_blocks_made, (unsigned long long)r.host_blocks_freed,
+                                r.host_make_seconds);
+        rc |= hp_metrics_printf(&buf, &len, &cap,
                                 "# HELP hdrpost_gpu_thread_seconds_total The GPU thread's time by state: the one "
                                 "serial step of a frame, so where it is never idle its other states say what bounds "
                                 "the frames per second.\n# TYPE hdrpost_gpu_thread_seconds_total counter\n"

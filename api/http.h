@@ -84,6 +84,8 @@ typedef struct hp_gpu_report {
      * bytes kept warm for the next ones. */
     uint32_t host_blocks_out;
     uint64_t host_kept_bytes;
+    uint64_t host_blocks_made, host_blocks_freed; /* hp_host_pool_churn */
+    double host_make_seconds;
     /* The GPU thread's seconds since start by state (daemon/worker.h hp_gpu_thread_time): idle, waiting
      * for the next frame's decoding, for the GPU, for the encoders, and working. */
     double gpu_thread_idle_s, gpu_thread_decode_wait_s, gpu_thread_gpu_wait_s, gpu_thread_encoder_wait_s,

@@ -135,6 +135,28 @@ static void at_once(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *f, const hp_buf
 
 /* libdeflate alone over every chunk, one thread, the best of `runs`: the part of the CPU decoder's time a
  * frame that inflating is (the rest: EXR's predictor, byte split and the planes to RGBA16F). */
+/* The wide inflate's phases (exr_inflate_wide.comp's PH_*, the table's words 8-15): a chunk's mean cycles in
+ * each and its share, and the longest chunk's whole. */
+static void print_phases(const hp_exr_zip_chunk *ct, uint32_t chunks)
+{
+    static const char *names[8] = {"header and tables", "maps", "following", "counting", "walking", "jumping",
+                                   "copying", "stored and finish"};
+    double sum[8] = {0}, all = 0, longest = 0;
+    for (uint32_t c = 0; c < chunks; c++) {
+        double whole = 0;
+        for (int k = 0; k < 8; k++) {
+            sum[k] += ct[c].resume[k];
+            whole += ct[c].resume[k];
+        }
+        all += whole;
+        longest = whole > longest ? whole : longest;
+    }
+    printf("wide phases, a chunk's mean (subgroup clock, Mcycles):");
+    for (int k = 0; k < 8; k++)
+        printf(" %s %.3f (%.1f%%)%s", names[k], sum[k] / chunks / 1e6, 100.0 * sum[k] / all, k < 7 ? "," : "");
+    printf("; whole %.3f, the longest chunk %.3f\n", all / chunks / 1e6, longest / 1e6);
+}
+
 static double inflate_only_ms(const hp_exr_zip_frame *f, const hp_buffer *staging, uint32_t runs)
 {
     const hp_exr_zip_chunk *t = staging->mapped;
@@ -223,7 +245,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_exr_zip: cannot read %s\n", argv[1]);
         return 1;
     }
-    bench_init(args.device, HP_EXR_ZIP_GPU_TIMESTAMPS * runs);
+    /* HP_BENCH_WIDE_PHASES=1: the wide inflate's phases timed by the subgroup clock (its counts then not kept). */
+    bool phases = getenv("HP_BENCH_WIDE_PHASES") && strcmp(getenv("HP_BENCH_WIDE_PHASES"), "1") == 0;
+    bench_init_with(args.device, HP_EXR_ZIP_GPU_TIMESTAMPS * runs, phases);
     const hp_gpu_info *gi = hp_gpu_get_info(bench_gpu);
     printf("device: %s, driver %s %s\n", gi->device_name, gi->driver_name, gi->driver_info);
 
@@ -255,7 +279,17 @@ int main(int argc, char **argv)
         CHECK(hp_exr_zip_gpu_wide_tune(zip, span, entries));
         printf("wide: spans of %u bits, %u starts mapped\n", span, entries);
     }
+    if (wide && phases) {
+        CHECK(hp_exr_zip_gpu_wide_phases(zip, true));
+        printf("wide: phases timed by the subgroup clock\n");
+    }
     printf("inflate: %s\n", wide ? "wide (a workgroup of 256 a chunk)" : "serial (one invocation a chunk)");
+    if (wide) {
+        char text[1024];
+        hp_exr_zip_gpu_wide_statistics(zip, text, sizeof(text));
+        if (text[0])
+            printf("pipeline exr_inflate_wide: %s\n", text);
+    }
     printf("frame: %s, %ux%u, %u planes, %u chunks of %u lines, %llu packed bytes, %llu unpacked; %u inflate "
            "dispatch(es); gathering the chunks on the CPU: %.2f ms\n", argv[1], f.width, f.height, f.planes,
            f.chunk_count, f.lines_per_chunk, (unsigned long long)f.packed_bytes, (unsigned long long)f.unpacked_bytes,
@@ -300,7 +334,9 @@ int main(int argc, char **argv)
                     most[k] = ct[c].resume[k] > most[k] ? ct[c].resume[k] : most[k];
                     sum[k] += ct[c].resume[k];
                 }
-            if (wide)
+            if (wide && phases)
+                print_phases(ct, f.chunk_count);
+            else if (wide)
                 printf("wide, a chunk: distinct decodings a lane at most %u (mean %.1f), rounds of pointer jumping %u (%.1f), "
                        "windows %u (%.1f), blocks %u (%.1f); the farthest true start into a span %u bits, true "
                        "starts 16 bits or more into theirs %u in all, of at most %u lanes' spans\n", most[0],

@@ -206,6 +206,10 @@ def gpu_thread_seconds(port):
     out = {}
     for m in re.finditer(r'^hdrpost_gpu_thread_seconds_total\{state="(\w+)"\} ([0-9.eE+-]+)$', text, re.M):
         out[m.group(1)] = float(m.group(2))
+    for m in re.finditer(r'^hdrpost_exr_zip_frames_total\{decoder="(\w+)"\} ([0-9.eE+-]+)$', text, re.M):
+        out["zip:" + m.group(1)] = float(m.group(2))
+    for m in re.finditer(r'^hdrpost_host_memory_(blocks_made|blocks_freed|make_seconds)_total ([0-9.eE+-]+)$', text, re.M):
+        out["pool:" + m.group(1)] = float(m.group(2))
     return out
 
 
@@ -302,7 +306,9 @@ def throughput(port, body, query, clients, seconds, pid=None, processes=False):
             "daemon_system_ms_per_frame": (d1[2] - d0[2]) / frames,
             "client_cpu_ms_per_frame": client_s * 1000 / frames,
             "host_busy_pct": 100 * (h1[0] - h0[0]) / max(h1[1] - h0[1], 1),
-            "gpu_thread_share": {k: (g1.get(k, 0) - g0.get(k, 0)) / g_total for k in GPU_THREAD_STATES}}
+            "gpu_thread_share": {k: (g1.get(k, 0) - g0.get(k, 0)) / g_total for k in GPU_THREAD_STATES},
+            "host_pool_churn": {k[5:]: g1[k] - g0.get(k, 0) for k in g1 if k.startswith("pool:")},
+            "exr_zip_frames": {k[4:]: g1[k] - g0.get(k, 0) for k in g1 if k.startswith("zip:") and g1[k] > g0.get(k, 0)}}
 
 
 def first_requests(port, body, query, n=10):
@@ -392,6 +398,15 @@ def main():
                     print(f"| {r['output']} | {r['clients']} | {r['daemon_cpu_ms_per_frame']:.1f} "
                           f"({r['daemon_system_ms_per_frame']:.1f}; {threads}) | "
                           f"{r['client_cpu_ms_per_frame']:.1f} | {r['host_busy_pct']:.0f}% | {share} |")
+                print()
+                for r in (r for r in result["throughput"] if r["frame"] == comp and r["exr_zip_frames"]):
+                    print(f"EXR ZIP frames of {r['output']}, {r['clients']} clients, by where they were inflated: " +
+                          ", ".join(f"{k} {v:.0f}" for k, v in sorted(r["exr_zip_frames"].items())))
+                for r in (r for r in result["throughput"] if r["frame"] == comp and r["host_pool_churn"]):
+                    c = r["host_pool_churn"]
+                    print(f"host memory blocks of {r['output']}, {r['clients']} clients, during the run: made "
+                          f"{c.get('blocks_made', 0):.0f}, freed {c.get('blocks_freed', 0):.0f}, making them "
+                          f"{1000 * c.get('make_seconds', 0):.0f} ms")
                 print()
             hwm = memory_kb(proc.pid).get("VmHWM")
             result["rss_hwm_kb"] = hwm

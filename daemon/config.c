@@ -181,6 +181,12 @@ static const hp_setting settings[] = {
              "whose verdict stands; auto split for a frame whose header arrives while others are decoding, cpu "
              "for a frame alone, where the device has a compute queue beside the frame graph's (NVIDIA), else "
              "cpu. docs/PIPELINE.md."},
+    {.name = "exr_zip_gpu_share", .type = HP_SETTING_DOUBLE, .offset = FIELD(exr_zip_gpu_share),
+     .default_value = "-1", .min = -1, .max = 0.5, .metavar = "SHARE",
+     .help = "With exr_zip_decoder auto on a GPU: the share of the frames split while others decode that are "
+             "inflated whole on the GPU instead (the wide inflate), moving their inflating off the cores; 0 "
+             "none, up to 0.5; -1 adapts it to keep the GPU thread fed without making it wait on the GPU. "
+             "docs/PIPELINE.md."},
     {.name = "auth_token", .type = HP_SETTING_STRING, .offset = FIELD(auth_token), .default_value = "",
      .metavar = "TOKEN",
      .help = "Bearer token required on every route but /livez and /readyz (and /metrics with metrics_open); "

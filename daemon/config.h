@@ -67,6 +67,9 @@ typedef struct hp_config {
     int decode_threads;
     /* Where EXR ZIP chunks are inflated (pipeline/exr_zip_gpu.h): HP_EXR_ZIP_DECODER_*, default auto. */
     int exr_zip_decoder;
+    /* With auto, the share of the frames it would split inflated whole on the GPU (daemon/zip_share.h): 0 to
+     * 0.5, or negative to adapt. */
+    double exr_zip_gpu_share;
     /* Threads one large PNG is deflated on (api/encode.h); 0: one per core. 0..256, default 0. */
     int png_threads;
     /* Bearer token for every route but /livez and /readyz; "" disables authentication. Default "". */

@@ -29,6 +29,7 @@
 #include "daemon/config.h"
 #include "daemon/notify.h"
 #include "daemon/worker.h"
+#include "daemon/zip_share.h"
 #include "pipeline/exr_zip_gpu.h"
 #include "pipeline/frame_graph.h"
 #include "pipeline/gpu.h"
@@ -38,9 +39,12 @@
 #define HP_VERSION "unknown"
 #endif
 
-/* Mapped host memory kept between requests for frames and images (pipeline/host_pool.h): a few 4K frames
- * in flight and queued with their images, as common/bigbuf.h keeps for ordinary memory. */
-#define HOST_POOL_KEEP_BYTES ((size_t)1 << 30)
+/* Mapped host memory kept between requests for frames and images (pipeline/host_pool.h): as much as the
+ * requests in flight may hold (max_inflight_mb), so that the blocks of the busiest load seen are kept
+ * rather than made again (and as much of device blocks). The former 1 GiB of each made some 4-12 blocks a
+ * second with 16 clients of 4K frames (a frame's device block, its chunks and its image: some 270 MB), 2.4
+ * to 5.4 s of pinning in 10 s, partly on the GPU thread (docs/BENCHMARKS.md). No more than that is kept:
+ * a block is made only when none kept fits, so the pool holds what the peak held. */
 
 enum {
     EXIT_CLEAN = 0,
@@ -101,6 +105,8 @@ typedef struct backend_ctx {
     hp_host_pool *host_pool;
     hp_exr_zip_gpu *zip;         /* NULL: exr_zip_decoder cpu, or auto on a device that needs slices */
     int zip_mode;                /* HP_EXR_ZIP_DECODER_* */
+    pthread_mutex_t share_lock;   /* over share: zip_route runs on every connection's thread */
+    hp_zip_share share;           /* exr_zip_gpu_share */
     _Atomic unsigned zip_runs;    /* every run so far, for test_lose_device_in_decode */
     unsigned test_lose_in_decode;
 } backend_ctx;
@@ -130,6 +136,24 @@ static unsigned queue_capacity(void *ctx) { return hp_worker_queue_capacity(((ba
  * 90.3, but one client then waits 2.3 ms more (19.7 ms p50 against 17.4). The wide inflate (2.6 times
  * faster than that serial loop) did no better beside the split: 96.9-99.4 frames/s with one to three frames
  * at once against 105.9 and 108.7, the GPU thread then waiting for the GPU 71-91% of its time. */
+/* Whether a frame auto would split goes whole to the GPU instead (daemon/zip_share.h), from what the GPU
+ * thread has waited for so far. */
+static bool share_takes(backend_ctx *b)
+{
+    if (b->share.cfg.fixed == 0)
+        return false;
+    hp_gpu_thread_time t;
+    hp_worker_gpu_thread_time(b->worker, &t);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    hp_zip_share_sample sample = {.decode_wait = t.decode_wait,
+                                  .busy = t.decode_wait + t.gpu_wait + t.encoder_wait + t.work};
+    pthread_mutex_lock(&b->share_lock);
+    bool gpu = hp_zip_share_take(&b->share, (double)now.tv_sec + (double)now.tv_nsec * 1e-9, sample);
+    pthread_mutex_unlock(&b->share_lock);
+    return gpu;
+}
+
 static hp_exr_zip_decoded zip_route(void *ctx)
 {
     backend_ctx *b = ctx;
@@ -141,7 +165,9 @@ static hp_exr_zip_decoded zip_route(void *ctx)
     case HP_EXR_ZIP_DECODER_SPLIT:
         return HP_EXR_ZIP_SPLIT;
     default:
-        return hp_image_frames_decoding() > 0 ? HP_EXR_ZIP_SPLIT : HP_EXR_ZIP_ON_CPU;
+        if (hp_image_frames_decoding() == 0)
+            return HP_EXR_ZIP_ON_CPU;
+        return share_takes(b) ? HP_EXR_ZIP_ON_GPU : HP_EXR_ZIP_SPLIT;
     }
 }
 
@@ -197,6 +223,13 @@ static void report(void *ctx, hp_gpu_report *out)
         hp_host_pool_usage(b->host_pool, &blocks, &kept);
     out->host_blocks_out = blocks;
     out->host_kept_bytes = kept;
+    if (b->host_pool) {
+        hp_host_pool_churn_counts churn;
+        hp_host_pool_churn(b->host_pool, &churn);
+        out->host_blocks_made = churn.made;
+        out->host_blocks_freed = churn.freed;
+        out->host_make_seconds = churn.make_seconds;
+    }
     hp_gpu_thread_time t;
     hp_worker_gpu_thread_time(b->worker, &t);
     out->gpu_thread_idle_s = t.idle;
@@ -451,7 +484,7 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
         if ((code = hp_frame_graph_create(gpu, &graph, &err)) != HP_OK)
             goto startup_failed;
         hp_encode_set_png_threads((unsigned)config->png_threads);
-        if ((code = hp_host_pool_create(gpu, HOST_POOL_KEEP_BYTES, &host_pool, &err)) != HP_OK)
+        if ((code = hp_host_pool_create(gpu, (size_t)budget.limit, &host_pool, &err)) != HP_OK)
             goto startup_failed;
         hp_worker_config wc = {.queue_depth = (unsigned)config->queue_depth,
                                .finish_threads = (unsigned)config->encode_threads,
@@ -462,7 +495,11 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
             goto startup_failed;
         hp_worker_set_on_device_lost(worker, on_device_lost, http);
         bctx = (backend_ctx){.worker = worker, .gpu = gpu, .host_pool = host_pool, .zip_mode = config->exr_zip_decoder,
+                             .share_lock = PTHREAD_MUTEX_INITIALIZER,
                              .test_lose_in_decode = (unsigned)config->test_lose_device_in_decode};
+        hp_zip_share_config share = HP_ZIP_SHARE_DEFAULTS;
+        share.fixed = config->exr_zip_gpu_share;
+        hp_zip_share_init(&bctx.share, &share);
         if (config->exr_zip_decoder != HP_EXR_ZIP_DECODER_CPU) {
             /* gpu and split: on any device, the inflate in slices where it needs them (lavapipe: slow, for
              * tests); auto: only where the decoder's passes run beside the frame graph's on a GPU */
@@ -560,6 +597,9 @@ shutdown:
     if (worker)
         hp_worker_set_on_device_lost(worker, NULL, NULL);
     hp_http_destroy(&http);
+    if (bctx.share.frames)
+        hp_info("exr_zip_gpu_share: %lu of the %lu frames split while others decoded went whole to the GPU "
+                "(the share at the end %.3f)", bctx.share.gpu_frames, bctx.share.frames, bctx.share.share);
     hp_worker_destroy(&worker);
     hp_host_pool_destroy(&host_pool); /* every job is done: every block is back */
     hp_exr_zip_gpu_destroy(&zip);

@@ -16,6 +16,10 @@ static const uint32_t spv_finish[] =
 static const uint32_t spv_wide[] =
 #include "exr_inflate_wide.spv.inc"
     ;
+/* The same with its phases timed by the subgroup clock (benchmarks only: hp_exr_zip_gpu_wide_phases). */
+static const uint32_t spv_wide_phases[] =
+#include "exr_inflate_wide_phases.spv.inc"
+    ;
 
 /* Push constants; the layout table in shaders/exr_zip.comp. */
 struct exr_zip_push {
@@ -51,6 +55,7 @@ struct hp_exr_zip_gpu {
     bool lavapipe;
     bool wide;          /* hp_exr_zip_gpu_set_wide */
     uint32_t wide_span, wide_entries; /* its pipeline's SPAN and ENTRIES; 0: WIDE_SPAN, WIDE_ENTRIES */
+    bool wide_phases;   /* its pipeline the phases-timed variant (hp_exr_zip_gpu_wide_phases) */
     hp_compute inflate, finish, inflate_wide;
 };
 
@@ -110,7 +115,9 @@ bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *z, bool on)
         const uint32_t spec[6] = {0, 0, WIDE_GROUP, z->lavapipe ? LAVAPIPE_WIDE_WORK : 0,
                                   z->wide_span ? z->wide_span : WIDE_SPAN,
                                   z->wide_entries ? z->wide_entries : WIDE_ENTRIES};
-        hp_compute_desc wide = {.name = "exr_inflate_wide", .spirv = spv_wide, .spirv_size = sizeof(spv_wide),
+        hp_compute_desc wide = {.name = z->wide_phases ? "exr_inflate_wide_phases" : "exr_inflate_wide",
+                                .spirv = z->wide_phases ? spv_wide_phases : spv_wide,
+                                .spirv_size = z->wide_phases ? sizeof(spv_wide_phases) : sizeof(spv_wide),
                                 .push_constant_size = sizeof(struct exr_zip_push), .spec_values = spec,
                                 .spec_count = 6};
         hp_err ignored = {0};
@@ -129,6 +136,23 @@ bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *z, uint32_t span, uint32_t entries
     z->inflate_wide = (hp_compute){0};
     z->wide_span = span;
     z->wide_entries = entries;
+    return hp_exr_zip_gpu_set_wide(z, z->wide);
+}
+
+void hp_exr_zip_gpu_wide_statistics(hp_exr_zip_gpu *z, char *buf, size_t len)
+{
+    buf[0] = 0;
+    if (z->inflate_wide.pipeline != VK_NULL_HANDLE)
+        hp_compute_statistics(z->gpu, &z->inflate_wide, buf, len);
+}
+
+bool hp_exr_zip_gpu_wide_phases(hp_exr_zip_gpu *z, bool on)
+{
+    if (on && !hp_gpu_get_info(z->gpu)->has_shader_clock)
+        return false;
+    hp_compute_destroy(z->gpu, &z->inflate_wide);
+    z->inflate_wide = (hp_compute){0};
+    z->wide_phases = on;
     return hp_exr_zip_gpu_set_wide(z, z->wide);
 }
 

@@ -74,6 +74,13 @@ bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *zip, bool on);
 /* For benchmarks and tests: the bits a lane of the wide inflate decodes in a window (a multiple of 4, 64 to
  * 4096) and the starts of its span it maps (a multiple of 4, 4 to 48), its pipeline made again. */
 bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *zip, uint32_t span, uint32_t entries);
+/* For benchmarks: the wide inflate's phases timed by its first lane's subgroup clock, the cycles of each in
+ * the chunk table's words 8-15 (exr_inflate_wide.comp's PH_*) in place of its counts. Needs
+ * hp_gpu_info.has_shader_clock; false without it. */
+bool hp_exr_zip_gpu_wide_phases(hp_exr_zip_gpu *zip, bool on);
+/* For benchmarks: the driver's statistics of the wide inflate's pipeline (hp_compute_statistics); empty when
+ * it is not made or the driver keeps none. */
+void hp_exr_zip_gpu_wide_statistics(hp_exr_zip_gpu *zip, char *buf, size_t len);
 
 /* The inflate dispatches recorded for this frame: 1 without slices, or wide. */
 bool hp_exr_zip_gpu_sliced(const hp_exr_zip_gpu *zip);

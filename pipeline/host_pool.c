@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "common/bigbuf.h"
 #include "common/log.h"
@@ -17,6 +18,10 @@ struct hp_host_pool {
     _Atomic bool abandoned;   /* hp_host_pool_abandon: blocks given back are set aside, none handed out */
     hp_host_block *dropped;   /* given back after that: freed only at destruction, the device idle */
     unsigned out;        /* handed out, not yet back */
+    /* hp_host_pool_churn: blocks made (none kept fitted) and freed (past the keep limit), and the time
+     * making them took */
+    _Atomic unsigned long made, freed;
+    _Atomic unsigned long long make_ns;
     _Atomic int test_fail; /* hp_host_pool_test_fail */
 };
 
@@ -90,6 +95,8 @@ hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes,
     }
     /* A new one, outside the lock: pinning tens of megabytes takes milliseconds. Vulkan lets any thread
      * create buffers and memory (only the objects themselves are externally synchronized). */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     b = calloc(1, sizeof(*b));
     const char *name = kind == HP_MEM_UPLOAD ? "request_frame" : kind == HP_MEM_DEVICE ? "request_decoded" : "request_image";
     hp_code rc = b ? hp_buffer_create(p->gpu, bytes, kind, name, &b->buf, err)
@@ -107,6 +114,9 @@ hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes,
     }
     b->kind = kind;
     b->pool = p;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    atomic_fetch_add(&p->made, 1);
+    atomic_fetch_add(&p->make_ns, (unsigned long long)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec)));
     return b;
 }
 
@@ -134,6 +144,7 @@ void hp_host_pool_put(hp_host_block *b)
     if (!keep) {
         hp_buffer_destroy(p->gpu, &b->buf);
         free(b);
+        atomic_fetch_add(&p->freed, 1);
     }
 }
 
@@ -151,6 +162,12 @@ void hp_host_pool_usage(hp_host_pool *p, unsigned *out_blocks, size_t *kept_byte
     if (kept_bytes)
         *kept_bytes = p->kept_bytes;
     pthread_mutex_unlock(&p->lock);
+}
+
+void hp_host_pool_churn(hp_host_pool *p, hp_host_pool_churn_counts *out)
+{
+    *out = (hp_host_pool_churn_counts){.made = atomic_load(&p->made), .freed = atomic_load(&p->freed),
+                                       .make_seconds = (double)atomic_load(&p->make_ns) * 1e-9};
 }
 
 bool hp_host_mem_get(hp_host_pool *pool, hp_mem_kind kind, size_t bytes, hp_host_mem *out)

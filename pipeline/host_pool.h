@@ -54,6 +54,15 @@ void hp_host_pool_abandon(hp_host_pool *pool);
 /* Blocks out now and bytes kept, for tests and /metrics. */
 void hp_host_pool_usage(hp_host_pool *pool, unsigned *out_blocks, size_t *kept_bytes);
 
+/* Since creation, for /metrics: blocks made because none kept fitted, blocks freed because the kept ones
+ * were at the limit, and the seconds making them took (pinning tens of megabytes takes milliseconds, on
+ * whichever thread asked: the GPU thread's among them). A pool that keeps up makes none after warm-up. */
+typedef struct hp_host_pool_churn_counts {
+    unsigned long made, freed;
+    double make_seconds;
+} hp_host_pool_churn_counts;
+void hp_host_pool_churn(hp_host_pool *pool, hp_host_pool_churn_counts *out);
+
 /* Memory for a job's frame, depth or image: a block of the pool when there is a pool and it can give
  * one, else a warm buffer of common/bigbuf.h (the GPU thread then copies it through the frame graph's own
  * staging). ptr is the memory either way. */

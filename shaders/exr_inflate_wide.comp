@@ -45,6 +45,28 @@ shared uint w_any[3];
 shared uint w_status;
 shared uint w_hdr[3]; // the block the first lane read: its data's first bit, final | type << 1, stored length
 
+// For benchmarks (exr_inflate_wide_phases, hp_exr_zip_gpu_wide_phases): the first lane's subgroup clock at
+// each phase's end, the cycles since the last added to that phase's sum. The phases are split by barriers,
+// so the first lane's time in one is the workgroup's. They go to the table's words 8-15 in place of the
+// counts below: the header and its tables, the maps, following them, counting, walking, jumping, copying,
+// and the rest (the stored blocks and the finish).
+#define PH_HEADER 0
+#define PH_MAPS 1
+#define PH_FOLLOW 2
+#define PH_COUNT 3
+#define PH_WALK 4
+#define PH_JUMP 5
+#define PH_COPY 6
+#define PH_REST 7
+#ifdef HP_WIDE_PHASES
+#extension GL_ARB_shader_clock : require
+// The low word of the clock: a phase's cycles are far fewer than 2^32, and a difference of low words wraps right.
+uint g_clock_at, g_phase[8];
+#define PHASE_END(k) do { uint t_ = clock2x32ARB().x; g_phase[k] += t_ - g_clock_at; g_clock_at = t_; } while (false)
+#else
+#define PHASE_END(k) do { } while (false)
+#endif
+
 void wide_fail(uint status) { atomicCompSwap(w_status, HP_EXR_ZIP_OK, status); }
 
 // Before a phase of rounds (every lane, in uniform control flow): the round words cleared once every lane
@@ -233,6 +255,7 @@ void wide_starts(uint lane, uint lanes, uint win)
     }
     memoryBarrierShared();
     barrier();
+    PHASE_END(PH_MAPS);
     for (;;) {
         if (lane == 0u) {
             uint s = w_off, t = w_pos;
@@ -383,6 +406,7 @@ bool jump_batch(uint lane, uint lanes, uint lo, uint hi)
             break;
         }
     }
+    PHASE_END(PH_JUMP);
     Bytes dst = Bytes(pc.unpacked);
     for (uint x = lo + lane; x < hi && !bad; x += lanes) {
         g_used++;
@@ -392,6 +416,7 @@ bool jump_batch(uint lane, uint lanes, uint lo, uint hi)
     }
     memoryBarrierBuffer();
     barrier();
+    PHASE_END(PH_COPY);
     g_stat_rounds = max(g_stat_rounds, round + 1u);
     return !bad;
 }
@@ -405,6 +430,7 @@ uint wide_window(uint lane, uint lanes, uint win, inout uint n, out bool eob, ui
 {
     uint end = win + (lane + 1u) * SPAN;
     wide_starts(lane, lanes, win);
+    PHASE_END(PH_FOLLOW);
     uint state = W_DEAD;
     if (lane <= w_last)
         state = scan(w_start[lane], end);
@@ -436,6 +462,7 @@ uint wide_window(uint lane, uint lanes, uint win, inout uint n, out bool eob, ui
     barrier();
     uint status = w_status;
     barrier(); // read by every lane before a walk below can write it
+    PHASE_END(PH_COUNT);
     if (status != HP_EXR_ZIP_OK)
         return next;
     uint lo = n + upto - made, hi = lo + made;
@@ -449,6 +476,7 @@ uint wide_window(uint lane, uint lanes, uint win, inout uint n, out bool eob, ui
         }
         memoryBarrierBuffer();
         barrier();
+        PHASE_END(PH_WALK);
         // A failed walk left pointers that jump_batch refuses, or lets it finish over bytes nobody reads:
         // the chunk has failed either way (w_status, read by the caller after the barrier below).
         if (!jump_batch(lane, lanes, b, b_hi)) {
@@ -520,6 +548,7 @@ uint wide_inflate(uint lane, uint lanes, RwWords table, uint e)
     g_chunk_lo = chunk_lo;
     g_fill_luts = false;
     for (bool last = false; !last;) {
+        PHASE_END(PH_REST);
         if (lane == 0u)
             wide_header(at, g_limit - (n - chunk_lo));
         memoryBarrierShared();
@@ -552,6 +581,7 @@ uint wide_inflate(uint lane, uint lanes, RwWords table, uint e)
         g_fill_work = 0u;
         memoryBarrierShared();
         barrier();
+        PHASE_END(PH_HEADER);
         at = data;
         for (bool eob = false; !eob;) {
             g_stat_windows++;
@@ -593,6 +623,11 @@ void main()
     g_ptr_base = table.v[e + 4u] * pc.width * 2u; // words: 8 bytes a pixel
     g_batch = table.v[e + 5u] * pc.width * 2u;
     g_fill_work = 0u;
+#ifdef HP_WIDE_PHASES
+    g_clock_at = clock2x32ARB().x;
+    for (int k = 0; k < 8; k++)
+        g_phase[k] = 0u;
+#endif
     if (lane == 0u) {
         w_status = HP_EXR_ZIP_OK;
         w_chains = 0u;
@@ -620,6 +655,15 @@ void main()
     if (status == HP_EXR_ZIP_OK)
         status = w_status;
     uint verdict = finish_chunk(e, lane, lanes, status);
+    PHASE_END(PH_REST);
+#ifdef HP_WIDE_PHASES
+    if (lane == 0u) {
+        table.v[e + 6u] = verdict;
+        for (uint k = 0u; k < 8u; k++) // cycles
+            table.v[e + 8u + k] = g_phase[k];
+    }
+    return;
+#endif
     if (lane == 0u) {
         table.v[e + 6u] = verdict;
         table.v[e + 8u] = w_chains;

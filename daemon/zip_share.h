@@ -1,0 +1,50 @@
+/* Which of the EXR ZIP frames that exr_zip_decoder auto would split go whole to the GPU's wide inflate
+ * instead (exr_zip_gpu_share).
+ *
+ * Split, a frame's inflating is libdeflate on the cores (some 126 ms of one core a 4K frame), and with 16
+ * clients the cores are the bound. Inflated whole on the GPU, a frame costs the cores a tenth of that and
+ * the GPU some 10 ms of all its SMs, which the frame graph's passes then share: too many such frames and
+ * the GPU thread waits on the GPU instead. Where the balance lies depends on the host's cores against its
+ * GPU (docs/BENCHMARKS.md: one frame in three on the slowest H200 host, 84 -> 103 frames/s; one frame always
+ * in flight on the faster ones lost 8%). So the share adapts to what the GPU thread waits for: while it
+ * waits for frames still decoding on the cores more than the target part of its time, the share grows;
+ * while it waits less, the share shrinks. */
+#ifndef HP_DAEMON_ZIP_SHARE_H
+#define HP_DAEMON_ZIP_SHARE_H
+
+#include <stdbool.h>
+
+typedef struct hp_zip_share_config {
+    double fixed;       /* 0 to max: that share always; negative: adapt (the rest below) */
+    double max;         /* the most the share adapts to */
+    double target;      /* the part of the GPU thread's busy time it should wait for decoding frames */
+    double gain;        /* share added per unit of that part over the target, a period */
+    double period_s;    /* how often the share is adjusted */
+} hp_zip_share_config;
+
+/* Measured on the H200 (docs/BENCHMARKS.md "A share of the busy frames inflated whole on the GPU"). */
+#define HP_ZIP_SHARE_DEFAULTS {.fixed = -1, .max = 0.5, .target = 0.15, .gain = 0.25, .period_s = 0.5}
+
+/* The GPU thread's cumulative seconds (hp_gpu_thread_time's): waiting for a frame still decoding, and
+ * every state (idle excluded: a thread with no frame says nothing about the balance). */
+typedef struct hp_zip_share_sample {
+    double decode_wait;
+    double busy;
+} hp_zip_share_sample;
+
+typedef struct hp_zip_share {
+    hp_zip_share_config cfg;
+    double share;           /* the share now */
+    double credit;          /* frames owed to the GPU: the share added a frame, one taken off each sent */
+    double last_at;         /* the last adjustment's time, seconds; negative before the first sample */
+    hp_zip_share_sample last;
+    unsigned long gpu_frames, frames; /* for the log and tests */
+} hp_zip_share;
+
+void hp_zip_share_init(hp_zip_share *s, const hp_zip_share_config *cfg);
+
+/* One frame that would be split, at time now_s with the GPU thread's times so far: true if it goes whole
+ * to the GPU. Not thread-safe: the caller holds a lock. */
+bool hp_zip_share_take(hp_zip_share *s, double now_s, hp_zip_share_sample sample);
+
+#endif
