@@ -39,8 +39,15 @@ static void test_reuse(void)
     size_t kept;
     hp_host_pool_usage(pool, &out, &kept);
     tap_ok(out == 2 && kept == a->buf.size, "usage: %u out (2), %zu bytes kept", out, kept);
+    hp_host_pool_churn_counts churn;
+    hp_host_pool_churn(pool, &churn);
+    tap_ok(churn.made == 3 && churn.freed == 0 && churn.make_seconds > 0,
+           "churn: 3 blocks made (the reused one not counted), none freed, %.6f s making them (more than none)",
+           churn.make_seconds);
     hp_host_pool_put(c);
     hp_host_pool_put(d);
+    hp_host_pool_churn(pool, &churn);
+    tap_ok(churn.made == 3 && churn.freed == 0, "both given back within the limit: kept, none freed");
     hp_host_pool_destroy(&pool);
     tap_ok(pool == NULL, "pool destroyed with its kept blocks");
 
@@ -48,7 +55,9 @@ static void test_reuse(void)
     a = hp_host_pool_get(pool, HP_MEM_UPLOAD, 4096, &err);
     hp_host_pool_put(a);
     hp_host_pool_usage(pool, &out, &kept);
-    tap_ok(out == 0 && kept == 0, "with a limit of 0 a block given back is freed");
+    hp_host_pool_churn(pool, &churn);
+    tap_ok(out == 0 && kept == 0 && churn.made == 1 && churn.freed == 1,
+           "with a limit of 0 a block given back is freed (churn: %lu made, %lu freed)", churn.made, churn.freed);
     hp_host_pool_destroy(&pool);
 
     hp_host_mem m;

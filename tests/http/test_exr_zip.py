@@ -18,7 +18,9 @@ same frames and must answer as the cpu daemon: ZIP and ZIPS, a body trickled in 
 fallback: libdeflate takes it), a chunk with bytes after its stream, a damaged chunk (judged by the CPU's decoder,
 split_then_cpu), a five-channel frame (not split: decoded on the CPU as it arrives), a client hanging up mid-body
 (nothing handed to the CPU, the budget whole). A lost device in the gpu and in the split daemon's run is 503.
-A daemon left at the default (auto) on lavapipe decodes on the CPU and says so at start-up.
+A daemon left at the default (auto) on lavapipe decodes on the CPU and says so at start-up. One with
+--exr_zip_gpu_share=0.5 sends every second frame that arrives while another decodes whole to the GPU and splits
+the others, the same PNGs (on lavapipe, where auto is the CPU's, every frame the CPU's).
 """
 
 import heapq
@@ -27,6 +29,7 @@ import os
 import struct
 import subprocess
 import sys
+import threading
 import time
 import zlib
 
@@ -354,6 +357,40 @@ def split_daemon(frames, png_of):
               f"{s}")
 
 
+def share_daemon(frames, png_of):
+    """exr_zip_gpu_share = 0.5 with auto: of the frames whose header arrives while another frame decodes, every
+    second goes whole to the GPU (the wide inflate) and the others are split; a frame alone is the CPU's. One
+    frame trickled in 30 pieces 100 ms apart keeps a frame decoding while four more are posted one after
+    another. On a device whose inflate needs slices (lavapipe) auto decodes every frame on the CPU, share or
+    not."""
+    if "zip" not in png_of:
+        point("share: the cpu daemon's answers to compare with", False, "the gpu and cpu daemons did not serve")
+        return
+    d = harness.start_ready(EXE, "exr_zip auto daemon with a share", ["--exr_zip_gpu_share=0.5"], ready_timeout=90)
+    with harness.serving(d):
+        if not d:
+            return
+        on_cpu = "exr_zip_decoder auto: EXR ZIP chunks are inflated on the CPU" in d.log()
+        z0 = zip_frames(d.port)
+        trickled = {}
+        t = threading.Thread(target=lambda: trickled.update(
+            answer=post_trickled(d.port, frames["zip"], "output.format=png", pieces=30, gap_s=0.1)))
+        t.start()
+        time.sleep(0.3)  # its header is in: it decodes as it arrives
+        answers = [post(d.port, "/v1/render", frames["zip"], "output.format=png") for _ in range(4)]
+        t.join()
+        z1 = zip_frames(d.port)
+        got = {k: z1[k] - z0[k] for k in z0 if z1[k] != z0[k]}
+        want = {"cpu": 5.0} if on_cpu else {"cpu": 1.0, "split": 2.0, "gpu": 2.0}
+        same = [s == 200 and png == png_of["zip"] for s, _, png in answers]
+        ts, tpng = trickled.get("answer", (None, b""))
+        point(f"share 0.5 ({'lavapipe: auto on the CPU' if on_cpu else 'a GPU'}): the trickled frame and the four "
+              f"posted while it arrived all give the cpu daemon's PNG, counted {want}",
+              all(same) and ts == 200 and tpng == png_of["zip"] and got == want, f"{same} {ts} {got}")
+        ok, lines = idle(d.port)
+        point("share: afterwards no pinned block is out and the memory budget is whole", ok, f"{lines}")
+
+
 def body(tmp):
     frames = {c: make(tmp, c) for c in ("zip", "zips", "piz")}
     cpu_answers = {}
@@ -436,6 +473,7 @@ def body(tmp):
     lost_in_decode(frames, "gpu")
     lost_in_decode(frames, "split")
     split_daemon(frames, cpu_answers)
+    share_daemon(frames, cpu_answers)
 
     auto = harness.start_ready(EXE, "exr_zip auto daemon", ready_timeout=90)
     with harness.serving(auto):
