@@ -178,9 +178,9 @@ static const hp_setting settings[] = {
              "predictor, byte split and planes undone on the GPU (15-30% less CPU, about 3 ms more a "
              "frame); gpu inflated on the GPU too, the CPU only copying the chunks (a tenth of the CPU, tens of "
              "milliseconds more a frame); a frame the GPU's path refuses or gives up on is decoded by the CPU's, "
-             "whose verdict stands; auto split for a frame whose header arrives while others are decoding, cpu "
-             "for a frame alone, where the device has a compute queue beside the frame graph's (NVIDIA), else "
-             "cpu. docs/PIPELINE.md."},
+             "whose verdict stands; auto split for a frame whose header arrives while others are decoding (a share of "
+             "them gpu: exr_zip_gpu_share), cpu for a frame alone, where the device has a compute queue beside "
+             "the frame graph's (NVIDIA), else cpu. docs/PIPELINE.md."},
     {.name = "exr_zip_gpu_share", .type = HP_SETTING_DOUBLE, .offset = FIELD(exr_zip_gpu_share),
      .default_value = "-1", .min = -1, .max = 0.5, .metavar = "SHARE",
      .help = "With exr_zip_decoder auto on a GPU: the share of the frames split while others decode that are "

@@ -39,13 +39,6 @@
 #define HP_VERSION "unknown"
 #endif
 
-/* Mapped host memory kept between requests for frames and images (pipeline/host_pool.h): as much as the
- * requests in flight may hold (max_inflight_mb), so that the blocks of the busiest load seen are kept
- * rather than made again (and as much of device blocks). The former 1 GiB of each made some 4-12 blocks a
- * second with 16 clients of 4K frames (a frame's device block, its chunks and its image: some 270 MB), 2.4
- * to 5.4 s of pinning in 10 s, partly on the GPU thread (docs/BENCHMARKS.md). No more than that is kept:
- * a block is made only when none kept fits, so the pool holds what the peak held. */
-
 enum {
     EXIT_CLEAN = 0,
     EXIT_STARTUP_FAILED = 1,
@@ -133,9 +126,11 @@ static unsigned queue_capacity(void *ctx) { return hp_worker_queue_capacity(((ba
  * tens of milliseconds of SMs a frame, which the frame graph's passes then wait for. Side by side on the H200
  * with 16 clients (docs/BENCHMARKS.md): the CPU alone 78.5 and 81.7 frames/s; split when busy 108.8 and
  * 100.5; the same with up to one frame's inflate on the GPU 84.6 and 83.5, two 78.1; split for every frame
- * 90.3, but one client then waits 2.3 ms more (19.7 ms p50 against 17.4). The wide inflate (2.6 times
- * faster than that serial loop) did no better beside the split: 96.9-99.4 frames/s with one to three frames
- * at once against 105.9 and 108.7, the GPU thread then waiting for the GPU 71-91% of its time. */
+ * 90.3, but one client then waits 2.3 ms more (19.7 ms p50 against 17.4). A share of the frames it would
+ * split goes whole to the wide inflate instead (exr_zip_gpu_share, daemon/zip_share.h): up to one frame in
+ * flight took so many that the GPU thread waited on the GPU (96.9-99.4 frames/s against 105.9 and 108.7),
+ * while a share kept where the thread waits for decoding frames 15% of its time served 96.0 and 101.0
+ * against 80.7 and 79.7 on a slow host, side by side. */
 /* Whether a frame auto would split goes whole to the GPU instead (daemon/zip_share.h), from what the GPU
  * thread has waited for so far. */
 static bool share_takes(backend_ctx *b)
@@ -484,6 +479,13 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
         if ((code = hp_frame_graph_create(gpu, &graph, &err)) != HP_OK)
             goto startup_failed;
         hp_encode_set_png_threads((unsigned)config->png_threads);
+        /* Mapped host memory kept between requests for frames and images (pipeline/host_pool.h): as much
+         * as the requests in flight may hold (max_inflight_mb), and as much again of device blocks, so
+         * that the blocks of the busiest load are kept rather than made again. The former 1 GiB each made
+         * 4-12 blocks a second with 16 clients of 4K frames (a frame's device block, its chunks and its
+         * image: some 270 MB), 2.4 to 5.4 s of pinning in 10 s, partly on the GPU thread
+         * (docs/BENCHMARKS.md). A block is made only when none kept fits: the pool holds what the peak
+         * held, not the limit. */
         if ((code = hp_host_pool_create(gpu, (size_t)budget.limit, &host_pool, &err)) != HP_OK)
             goto startup_failed;
         hp_worker_config wc = {.queue_depth = (unsigned)config->queue_depth,

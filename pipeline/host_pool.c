@@ -116,7 +116,8 @@ hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes,
     b->pool = p;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     atomic_fetch_add(&p->made, 1);
-    atomic_fetch_add(&p->make_ns, (unsigned long long)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec)));
+    long long ns = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
+    atomic_fetch_add(&p->make_ns, (unsigned long long)ns);
     return b;
 }
 
