@@ -23,6 +23,7 @@ layout(local_size_x_id = 2) in;
 
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#extension GL_EXT_control_flow_attributes : require
 layout(buffer_reference, std430, buffer_reference_align = 1) coherent buffer Bytes { uint8_t v[]; };
 
 // Bits a lane decodes in a window (pipeline/exr_zip_gpu.c's WIDE_SPAN; benchmarks try others): 512 is
@@ -323,6 +324,10 @@ uint wide_prefix(uint lane, uint lanes, uint v)
 // The batch's pointers live in the image's memory of the chunk's own rows (the finish overwrites it), a
 // word a byte, so a batch is as many bytes as those rows hold words.
 uint g_ptr_base, g_batch; // the pointers' first word in the image's memory; bytes a batch
+// A pointer whose target holds its byte already (a literal of the batch, or a byte before it): jumping
+// leaves it be with one load, where following it again would cost a second that waits on memory. Offsets
+// are under 2^31 (the split's and the image's bound, exr_zip_gpu.c).
+#define PTR_FINAL 0x80000000u
 uint g_chunk_lo;          // the chunk's first byte in unpacked: no pointer leads before it
 // For the table's words 9-11 (benchmarks): the most rounds of pointer jumping a batch took; the windows and
 // the blocks.
@@ -343,7 +348,7 @@ uint walk_batch(uint end, uint q, uint lo, uint hi, uint chunk_lo)
         if (step < STEP_EOB) {
             if (q >= lo) {
                 dst.v[q] = uint8_t(step);
-                ptr.v[g_ptr_base + q - lo] = q;
+                ptr.v[g_ptr_base + q - lo] = q | PTR_FINAL;
             }
             q++;
             continue;
@@ -361,7 +366,8 @@ uint walk_batch(uint end, uint q, uint lo, uint hi, uint chunk_lo)
         // run can be thousands of bytes, and a load of the byte it repeats waits on memory each time).
         uint r = from > q && to > from ? (from - q) % dist : 0u; // no division for a match wholly before lo
         for (uint x = from; x < to; x++) {
-            ptr.v[g_ptr_base + x - lo] = q - dist + r; // before the batch: written, final
+            uint src = q - dist + r;
+            ptr.v[g_ptr_base + x - lo] = src < lo ? src | PTR_FINAL : src; // before the batch: written
             r = r + 1u == dist ? 0u : r + 1u;
         }
         q += len;
@@ -369,11 +375,13 @@ uint walk_batch(uint end, uint q, uint lo, uint hi, uint chunk_lo)
     return HP_EXR_ZIP_OK;
 }
 
-// The batch's pointers jumped until each points at a literal of the batch (which points at itself) or at a
-// byte before it (written), then those bytes copied. Every lane, in uniform control flow. False if a pointer
-// leads past the batch or before the chunk (memory a failed walk left), or past 64 rounds (jumping halves
-// a chain each round and a batch's chains are at most its length long, so 32 would do), or past the lane's
-// work.
+// The batch's pointers jumped until each is final (PTR_FINAL: it points at a literal of the batch or at a
+// byte before it), then those bytes copied. Every lane, in uniform control flow. A lane takes its bytes
+// JUMP_WAYS at a time, their loads issued together: each waits on memory, and one after another they held
+// the warp (docs/BENCHMARKS.md). False if a pointer leads past the batch or before the chunk (memory a
+// failed walk left), or past 64 rounds (jumping halves a chain each round and a batch's chains are at most
+// its length long, so 32 would do), or past the lane's work.
+#define JUMP_WAYS 4u
 bool jump_batch(uint lane, uint lanes, uint lo, uint hi)
 {
     CoherentWords ptr = CoherentWords(pc.image);
@@ -383,18 +391,22 @@ bool jump_batch(uint lane, uint lanes, uint lo, uint hi)
     uint round = 0u;
     for (;; round++) {
         bool changed = false;
-        for (uint x = lo + lane; x < hi && !bad; x += lanes) {
+        for (uint x0 = lo + lane; x0 < hi && !bad; x0 += JUMP_WAYS * lanes) {
             g_used++;
-            uint p = ptr.v[g_ptr_base + x - lo];
-            if (p < lo) { // a byte before the batch: written, the end of the chain
-                bad = p < g_chunk_lo;
-                continue;
+            uint v[JUMP_WAYS], w[JUMP_WAYS];
+            [[unroll]] for (uint k = 0u; k < JUMP_WAYS; k++) {
+                uint x = x0 + k * lanes;
+                v[k] = x < hi ? ptr.v[g_ptr_base + x - lo] : PTR_FINAL;
             }
-            uint pp = p - lo < n ? ptr.v[g_ptr_base + p - lo] : ~0u;
-            bad = pp != ~0u ? (pp >= lo && pp - lo >= n) || pp < g_chunk_lo : true;
-            if (!bad && pp != p) {
-                ptr.v[g_ptr_base + x - lo] = pp;
-                changed = true;
+            [[unroll]] for (uint k = 0u; k < JUMP_WAYS; k++) // the next pointer of each not yet final
+                w[k] = (v[k] & PTR_FINAL) == 0u && v[k] - lo < n ? ptr.v[g_ptr_base + v[k] - lo] : v[k];
+            [[unroll]] for (uint k = 0u; k < JUMP_WAYS; k++) {
+                bool inside = v[k] - lo < n; // not final and outside the batch: only a failed walk leaves it
+                bad = bad || ((v[k] & PTR_FINAL) == 0u && !inside);
+                if ((v[k] & PTR_FINAL) == 0u && inside) {
+                    ptr.v[g_ptr_base + x0 + k * lanes - lo] = w[k];
+                    changed = true;
+                }
             }
         }
         bad = bad || g_used > g_cap;
@@ -408,11 +420,21 @@ bool jump_batch(uint lane, uint lanes, uint lo, uint hi)
     }
     PHASE_END(PH_JUMP);
     Bytes dst = Bytes(pc.unpacked);
-    for (uint x = lo + lane; x < hi && !bad; x += lanes) {
+    for (uint x0 = lo + lane; x0 < hi && !bad; x0 += JUMP_WAYS * lanes) {
         g_used++;
-        uint p = ptr.v[g_ptr_base + x - lo];
-        if (p != x)
-            dst.v[x] = dst.v[p];
+        uint p[JUMP_WAYS];
+        uint8_t b[JUMP_WAYS];
+        [[unroll]] for (uint k = 0u; k < JUMP_WAYS; k++) {
+            uint x = x0 + k * lanes;
+            p[k] = x < hi ? ptr.v[g_ptr_base + x - lo] & ~PTR_FINAL : x;
+            // every pointer final by now; one before the chunk or past the batch is memory a failed walk left
+            bad = bad || (x < hi && (p[k] < g_chunk_lo || p[k] >= hi));
+        }
+        [[unroll]] for (uint k = 0u; k < JUMP_WAYS; k++)
+            b[k] = !bad && p[k] != x0 + k * lanes ? dst.v[p[k]] : uint8_t(0);
+        [[unroll]] for (uint k = 0u; k < JUMP_WAYS; k++)
+            if (!bad && p[k] != x0 + k * lanes)
+                dst.v[x0 + k * lanes] = b[k];
     }
     memoryBarrierBuffer();
     barrier();
