@@ -179,17 +179,15 @@ static hp_code zip_on_cpu(hp_early *e, const hp_decode_options *opt, hp_image_in
 /* The frame's ZIP chunks decoded with the GPU (route HP_EXR_ZIP_ON_GPU: inflated there, the body waited for
  * whole; HP_EXR_ZIP_SPLIT: inflated here as they arrive, the rest there), the image left in device memory
  * (e->pixels, a device block with no ptr), which the frame graph copies in. Where the GPU's path does not
- * finish it, the CPU decodes it into the same block. False, before anything started, when the frame is not
- * for the GPU or the memory cannot be had: the caller decodes it on the CPU as it arrives. */
-static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_decoded route)
+ * finish it, the CPU decodes it into the same block. False, before anything started, when the memory cannot
+ * be had: the caller decodes it on the CPU as it arrives. fitted, planes, chunks: hp_image_zip_fits's. */
+static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_decoded route,
+                          const hp_image_info *fitted, uint32_t planes, uint32_t chunks)
 {
     hp_request *req = e->req;
-    hp_image_info info = e->info;
+    hp_image_info info = *fitted;
     uint64_t charged = e->charged; /* the handler may take it over once the rows have started */
-    uint32_t planes, chunks;
     hp_err err = {0};
-    if (hp_image_zip_fits(req->body, req->body_cap, opt, &info, &planes, &chunks, &err) != HP_OK)
-        return false;
     uint64_t n = (uint64_t)info.width * info.height;
     uint64_t unpacked = n * 2 * planes + 4ull * chunks; /* every chunk's bytes, each rounded up to a word */
     bool split = route == HP_EXR_ZIP_SPLIT;
@@ -281,9 +279,16 @@ static bool early_run(hp_early *e)
         return false;
     }
     e->charged = want;
-    hp_exr_zip_decoded route = e->be->zip_route && e->half && !e->want_dof && e->be->host_pool
+    /* Where a frame the GPU's path takes is decoded: asked only for those (a share of them may go to the GPU
+     * whole, daemon/zip_share.h, and a PIZ frame must not take a ZIP frame's turn). */
+    hp_image_info fitted = e->info;
+    uint32_t planes = 0, chunks = 0;
+    hp_err unfit = {0};
+    hp_exr_zip_decoded route = e->be->zip_route && e->half && !e->want_dof && e->be->host_pool &&
+                                       hp_image_zip_fits(req->body, req->body_cap, &opt, &fitted, &planes, &chunks,
+                                                         &unfit) == HP_OK
                                    ? e->be->zip_route(e->be->ctx) : HP_EXR_ZIP_ON_CPU;
-    if (route != HP_EXR_ZIP_ON_CPU && early_zip_gpu(e, &opt, route))
+    if (route != HP_EXR_ZIP_ON_CPU && early_zip_gpu(e, &opt, route, &fitted, planes, chunks))
         return true;
     if (!hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * (e->half ? 8 : 16), &e->pixels) ||
         (e->want_dof && !hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * sizeof(float), &e->depth)))

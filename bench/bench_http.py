@@ -199,7 +199,9 @@ def host_cpu():
     return sum(v) - idle, sum(v)
 
 
-def gpu_thread_seconds(port):
+def metric_counters(port):
+    """/metrics' counters the runs report: the GPU thread's seconds by state, the EXR ZIP frames by decoder
+    (zip:NAME), the host pool's blocks made and freed and the seconds making them (pool:NAME)."""
     c = http.client.HTTPConnection(HOST, port, timeout=10)
     c.request("GET", "/metrics")
     text = c.getresponse().read().decode()
@@ -264,7 +266,7 @@ def throughput(port, body, query, clients, seconds, pid=None, processes=False):
                 pass
             time.sleep(0.25)
 
-    d0, h0, g0, c0 = thread_cpu_ms(pid) if pid else (0, {}, 0), host_cpu(), gpu_thread_seconds(port), os.times()
+    d0, h0, g0, c0 = thread_cpu_ms(pid) if pid else (0, {}, 0), host_cpu(), metric_counters(port), os.times()
     t0 = time.monotonic()
     threads = [] if processes else [threading.Thread(target=client) for _ in range(clients)]
     procs, queue = [], None
@@ -291,7 +293,7 @@ def throughput(port, body, query, clients, seconds, pid=None, processes=False):
     for t in threads + procs:
         t.join(timeout=seconds + 300)
     wall = time.monotonic() - t0
-    d1, h1, g1, c1 = thread_cpu_ms(pid) if pid else (0, {}, 0), host_cpu(), gpu_thread_seconds(port), os.times()
+    d1, h1, g1, c1 = thread_cpu_ms(pid) if pid else (0, {}, 0), host_cpu(), metric_counters(port), os.times()
     fps = done[0] / wall
     frames = max(done[0], 1)
     by_name = {k: (v - d0[1].get(k, 0)) / frames for k, v in d1[1].items() if v - d0[1].get(k, 0) > 0}

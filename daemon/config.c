@@ -185,8 +185,9 @@ static const hp_setting settings[] = {
      .default_value = "-1", .min = -1, .max = 0.5, .metavar = "SHARE",
      .help = "With exr_zip_decoder auto on a GPU: the share of the frames split while others decode that are "
              "inflated whole on the GPU instead (the wide inflate), moving their inflating off the cores; 0 "
-             "none, up to 0.5; -1 adapts it to keep the GPU thread fed without making it wait on the GPU. "
-             "docs/PIPELINE.md."},
+             "none, up to 0.5; -1 (any negative) adapts it to keep the GPU thread fed without making it wait on "
+             "the GPU, while the cores are the bound. Ignored with other decoders and without the wide "
+             "inflate. docs/PIPELINE.md."},
     {.name = "auth_token", .type = HP_SETTING_STRING, .offset = FIELD(auth_token), .default_value = "",
      .metavar = "TOKEN",
      .help = "Bearer token required on every route but /livez and /readyz (and /metrics with metrics_open); "

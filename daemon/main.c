@@ -98,7 +98,7 @@ typedef struct backend_ctx {
     hp_host_pool *host_pool;
     hp_exr_zip_gpu *zip;         /* NULL: exr_zip_decoder cpu, or auto on a device that needs slices */
     int zip_mode;                /* HP_EXR_ZIP_DECODER_* */
-    pthread_mutex_t share_lock;   /* over share: zip_route runs on every connection's thread */
+    pthread_mutex_t share_lock;   /* over share: zip_route runs on every early decoding thread */
     hp_zip_share share;           /* exr_zip_gpu_share */
     _Atomic unsigned zip_runs;    /* every run so far, for test_lose_device_in_decode */
     unsigned test_lose_in_decode;
@@ -118,37 +118,41 @@ static bool cancel_job(void *ctx, struct hp_job *job) { return hp_worker_cancel(
 static unsigned queue_depth(void *ctx) { return hp_worker_queue_depth(((backend_ctx *)ctx)->worker); }
 static unsigned queue_capacity(void *ctx) { return hp_worker_queue_capacity(((backend_ctx *)ctx)->worker); }
 
-/* exr_zip_decoder (daemon/config.h). auto: a frame alone is decoded on the CPU as it arrives (the shortest
- * answer: its rows are uploaded as they are decoded); a frame that arrives while others are decoding (the
- * cores are then the bound) is split: inflated on the CPU as it arrives, and EXR's predictor, byte split and
- * planes undone on the GPU (15% of the decoder's CPU a 4K frame with 16 clients; 30% of one thread's at 8K).
- * The whole inflate on the GPU is not part of it: it costs the GPU a chunk's serial chain per workgroup,
- * tens of milliseconds of SMs a frame, which the frame graph's passes then wait for. Side by side on the H200
- * with 16 clients (docs/BENCHMARKS.md): the CPU alone 78.5 and 81.7 frames/s; split when busy 108.8 and
- * 100.5; the same with up to one frame's inflate on the GPU 84.6 and 83.5, two 78.1; split for every frame
- * 90.3, but one client then waits 2.3 ms more (19.7 ms p50 against 17.4). A share of the frames it would
- * split goes whole to the wide inflate instead (exr_zip_gpu_share, daemon/zip_share.h): up to one frame in
- * flight took so many that the GPU thread waited on the GPU (96.9-99.4 frames/s against 105.9 and 108.7),
- * while a share kept where the thread waits for decoding frames 15% of its time served 96.0 and 101.0
- * against 80.7 and 79.7 on a slow host, side by side. */
 /* Whether a frame auto would split goes whole to the GPU instead (daemon/zip_share.h), from what the GPU
- * thread has waited for so far. */
+ * thread has waited for so far and the process's CPU time; the times are read under the lock, so that each
+ * sample is no older than the one before it. */
 static bool share_takes(backend_ctx *b)
 {
     if (b->share.cfg.fixed == 0)
         return false;
+    pthread_mutex_lock(&b->share_lock);
     hp_gpu_thread_time t;
     hp_worker_gpu_thread_time(b->worker, &t);
-    struct timespec now;
+    struct timespec now, cpu;
     clock_gettime(CLOCK_MONOTONIC, &now);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
     hp_zip_share_sample sample = {.decode_wait = t.decode_wait,
-                                  .busy = t.decode_wait + t.gpu_wait + t.encoder_wait + t.work};
-    pthread_mutex_lock(&b->share_lock);
+                                  .busy = t.decode_wait + t.gpu_wait + t.encoder_wait + t.work,
+                                  .cpu = (double)cpu.tv_sec + (double)cpu.tv_nsec * 1e-9};
     bool gpu = hp_zip_share_take(&b->share, (double)now.tv_sec + (double)now.tv_nsec * 1e-9, sample);
     pthread_mutex_unlock(&b->share_lock);
     return gpu;
 }
 
+/* exr_zip_decoder (daemon/config.h). auto: a frame alone is decoded on the CPU as it arrives (the shortest
+ * answer: its rows are uploaded as they are decoded); a frame that arrives while others are decoding (the
+ * cores are then the bound) is split: inflated on the CPU as it arrives, and EXR's predictor, byte split and
+ * planes undone on the GPU (15% of the decoder's CPU a 4K frame with 16 clients; 30% of one thread's at 8K).
+ * The whole inflate on the GPU cost a chunk's serial chain per workgroup, tens of milliseconds of SMs a
+ * frame, which the frame graph's passes then waited for. Side by side on the H200 with 16 clients
+ * (docs/BENCHMARKS.md): the CPU alone 78.5 and 81.7 frames/s; split when busy 108.8 and
+ * 100.5; the same with up to one frame's inflate on the GPU 84.6 and 83.5, two 78.1; split for every frame
+ * 90.3, but one client then waits 2.3 ms more (19.7 ms p50 against 17.4). Those whole inflates were the
+ * serial loop's. With the wide inflate, a share of the frames auto would split goes whole to the GPU
+ * instead (exr_zip_gpu_share, daemon/zip_share.h): up to one frame in flight took so many that the GPU
+ * thread waited on the GPU (96.9-99.4 frames/s against 105.9 and 108.7), while a share kept where the
+ * thread waits for decoding frames 15% of its time served 107-111 against 94-98 for the split alone on a
+ * slow host (the pool then keeping up), side by side. Asked only for frames the GPU's path takes. */
 static hp_exr_zip_decoded zip_route(void *ctx)
 {
     backend_ctx *b = ctx;
@@ -405,6 +409,29 @@ static uint64_t inflight_budget(const hp_config *config)
     return hp_memory_limit() / 2;
 }
 
+/* Mapped memory the host pool keeps between requests for frames and images (pipeline/host_pool.h): a
+ * quarter of what requests in flight may hold, at least 1 GiB (the former fixed limit), and of device blocks
+ * (gpu given) no more than an eighth of the largest device-local heap. Kept blocks are outside the budget:
+ * the half of the memory it leaves is the driver's, the warm pools' (these) and the encoders'. With 16
+ * clients of 4K frames a frame holds some 270 MB of blocks (a device block of 133 MB, its chunks', its
+ * image's), and 1 GiB of each made 4-12 blocks a second, 2.4 to 5.4 thread-seconds of pinning in 10 s,
+ * partly on the GPU thread (docs/BENCHMARKS.md). A block is made only when none kept fits. */
+static size_t pool_keep_bytes(uint64_t budget, hp_gpu *gpu)
+{
+    uint64_t keep = budget / 4 > (1ull << 30) ? budget / 4 : 1ull << 30;
+    if (gpu) {
+        hp_gpu_memory m;
+        hp_gpu_memory_report(gpu, &m);
+        uint64_t heap = 0;
+        for (uint32_t i = 0; i < m.heap_count; i++)
+            if (m.heaps[i].device_local && m.heaps[i].size > heap)
+                heap = m.heaps[i].size;
+        if (heap && heap / 8 < keep)
+            keep = heap / 8;
+    }
+    return (size_t)keep;
+}
+
 /* SIGHUP's line: what an operator asks a daemon that seems stuck. */
 static void hup_report(hp_http *http, const hp_budget *budget)
 {
@@ -479,15 +506,9 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
         if ((code = hp_frame_graph_create(gpu, &graph, &err)) != HP_OK)
             goto startup_failed;
         hp_encode_set_png_threads((unsigned)config->png_threads);
-        /* Mapped host memory kept between requests for frames and images (pipeline/host_pool.h): as much
-         * as the requests in flight may hold (max_inflight_mb), and as much again of device blocks, so
-         * that the blocks of the busiest load are kept rather than made again. The former 1 GiB each made
-         * 4-12 blocks a second with 16 clients of 4K frames (a frame's device block, its chunks and its
-         * image: some 270 MB), 2.4 to 5.4 s of pinning in 10 s, partly on the GPU thread
-         * (docs/BENCHMARKS.md). A block is made only when none kept fits: the pool holds what the peak
-         * held, not the limit. */
-        if ((code = hp_host_pool_create(gpu, (size_t)budget.limit, &host_pool, &err)) != HP_OK)
+        if ((code = hp_host_pool_create(gpu, pool_keep_bytes(budget.limit, NULL), &host_pool, &err)) != HP_OK)
             goto startup_failed;
+        hp_host_pool_keep_device(host_pool, pool_keep_bytes(budget.limit, gpu));
         hp_worker_config wc = {.queue_depth = (unsigned)config->queue_depth,
                                .finish_threads = (unsigned)config->encode_threads,
                                .test_gpu_delay_ms = (unsigned)config->test_gpu_delay_ms,
@@ -497,11 +518,8 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
             goto startup_failed;
         hp_worker_set_on_device_lost(worker, on_device_lost, http);
         bctx = (backend_ctx){.worker = worker, .gpu = gpu, .host_pool = host_pool, .zip_mode = config->exr_zip_decoder,
-                             .share_lock = PTHREAD_MUTEX_INITIALIZER,
                              .test_lose_in_decode = (unsigned)config->test_lose_device_in_decode};
-        hp_zip_share_config share = HP_ZIP_SHARE_DEFAULTS;
-        share.fixed = config->exr_zip_gpu_share;
-        hp_zip_share_init(&bctx.share, &share);
+        pthread_mutex_init(&bctx.share_lock, NULL);
         if (config->exr_zip_decoder != HP_EXR_ZIP_DECODER_CPU) {
             /* gpu and split: on any device, the inflate in slices where it needs them (lavapipe: slow, for
              * tests); auto: only where the decoder's passes run beside the frame graph's on a GPU */
@@ -517,10 +535,25 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
             }
             /* On a GPU the whole inflate is the wide one, 2.6 times faster than the serial loop; lavapipe
              * keeps the serial loop's slices (the wide inflate's work is capped there, for tests). */
-            if (zip && !hp_exr_zip_gpu_sliced(zip) && !hp_exr_zip_gpu_set_wide(zip, true))
+            bool wide = zip && !hp_exr_zip_gpu_sliced(zip) && hp_exr_zip_gpu_set_wide(zip, true);
+            if (zip && !hp_exr_zip_gpu_sliced(zip) && !wide)
                 hp_info("exr_zip_decoder: the wide inflate needs storageBuffer8BitAccess and shaderInt8; the "
                         "serial one it is");
             bctx.zip = zip;
+            /* The share of busy frames inflated whole on the GPU: only with auto and the wide inflate (the
+             * serial loop's whole frames slowed the node, docs/BENCHMARKS.md). */
+            hp_zip_share_config share = HP_ZIP_SHARE_DEFAULTS;
+            share.fixed = config->exr_zip_gpu_share;
+            share.cores = hp_usable_cpus();
+            bool shares = zip && wide && config->exr_zip_decoder == HP_EXR_ZIP_DECODER_AUTO;
+            if (!shares)
+                share.fixed = 0;
+            hp_zip_share_init(&bctx.share, &share);
+            if (shares)
+                hp_info("exr_zip_decoder auto: %s of the frames it would split inflated whole on the GPU",
+                        share.fixed < 0 ? "an adaptive share (exr_zip_gpu_share)" : "a fixed share");
+            else if (config->exr_zip_gpu_share != 0 && config->exr_zip_decoder == HP_EXR_ZIP_DECODER_AUTO)
+                hp_info("exr_zip_gpu_share: no share on this device (no wide inflate, or auto is the CPU's)");
         }
         hp_http_backend backend = {
             .ctx = &bctx,
@@ -600,8 +633,8 @@ shutdown:
         hp_worker_set_on_device_lost(worker, NULL, NULL);
     hp_http_destroy(&http);
     if (bctx.share.frames)
-        hp_info("exr_zip_gpu_share: %lu of the %lu frames split while others decoded went whole to the GPU "
-                "(the share at the end %.3f)", bctx.share.gpu_frames, bctx.share.frames, bctx.share.share);
+        hp_info("exr_zip_gpu_share: %lu of the %lu frames that arrived while others decoded went whole to the "
+                "GPU (the share at the end %.3f)", bctx.share.gpu_frames, bctx.share.frames, bctx.share.share);
     hp_worker_destroy(&worker);
     hp_host_pool_destroy(&host_pool); /* every job is done: every block is back */
     hp_exr_zip_gpu_destroy(&zip);

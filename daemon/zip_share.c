@@ -7,8 +7,10 @@ void hp_zip_share_init(hp_zip_share *s, const hp_zip_share_config *cfg)
 }
 
 /* The share moved by how far the GPU thread's wait for decoding frames, a part of its busy time over the
- * last period, is from the target: a proportional step, bounded to [0, max]. A period in which the thread
- * was mostly idle (a light load: frames then come alone and go to the cores anyway) leaves it as it is. */
+ * last period, is from the target: a proportional step, bounded to [0, max]. Where the process used less
+ * than cores_busy of its cores the wait is not theirs (bodies slow to arrive), and counts as none. A period
+ * in which the thread was mostly idle (a light load: frames then come alone and go to the cores anyway)
+ * leaves it as it is. */
 static void adjust(hp_zip_share *s, double now_s, hp_zip_share_sample t)
 {
     if (s->last_at < 0) {
@@ -20,8 +22,10 @@ static void adjust(hp_zip_share *s, double now_s, hp_zip_share_sample t)
     if (elapsed < s->cfg.period_s)
         return;
     double busy = t.busy - s->last.busy, waited = t.decode_wait - s->last.decode_wait;
+    bool cores_bound = t.cpu - s->last.cpu >= s->cfg.cores_busy * s->cfg.cores * elapsed;
     if (busy > 0.25 * elapsed) {
-        double share = s->share + s->cfg.gain * (waited / busy - s->cfg.target);
+        double part = cores_bound ? waited / busy : 0;
+        double share = s->share + s->cfg.gain * (part - s->cfg.target);
         s->share = share < 0 ? 0 : share > s->cfg.max ? s->cfg.max : share;
     }
     s->last_at = now_s;

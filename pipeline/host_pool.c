@@ -14,7 +14,7 @@ struct hp_host_pool {
     pthread_mutex_t lock;
     hp_host_block *kept; /* most recently given back first */
     size_t kept_bytes, keep_limit;
-    size_t kept_device_bytes; /* device blocks kept, apart: they take no host memory (keep_limit each) */
+    size_t kept_device_bytes, keep_device_limit; /* device blocks kept, apart: they take no host memory */
     _Atomic bool abandoned;   /* hp_host_pool_abandon: blocks given back are set aside, none handed out */
     hp_host_block *dropped;   /* given back after that: freed only at destruction, the device idle */
     unsigned out;        /* handed out, not yet back */
@@ -25,6 +25,13 @@ struct hp_host_pool {
     _Atomic int test_fail; /* hp_host_pool_test_fail */
 };
 
+void hp_host_pool_keep_device(hp_host_pool *p, size_t keep_bytes)
+{
+    pthread_mutex_lock(&p->lock);
+    p->keep_device_limit = keep_bytes;
+    pthread_mutex_unlock(&p->lock);
+}
+
 void hp_host_pool_test_fail(hp_host_pool *p, int level) { atomic_store(&p->test_fail, level); }
 
 hp_code hp_host_pool_create(hp_gpu *gpu, size_t keep_bytes, hp_host_pool **out, hp_err *err)
@@ -34,6 +41,7 @@ hp_code hp_host_pool_create(hp_gpu *gpu, size_t keep_bytes, hp_host_pool **out, 
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     p->gpu = gpu;
     p->keep_limit = keep_bytes;
+    p->keep_device_limit = keep_bytes;
     pthread_mutex_init(&p->lock, NULL);
     *out = p;
     return HP_OK;
@@ -135,7 +143,7 @@ void hp_host_pool_put(hp_host_block *b)
         return;
     }
     size_t *kept = b->kind == HP_MEM_DEVICE ? &p->kept_device_bytes : &p->kept_bytes;
-    bool keep = *kept + (size_t)b->buf.size <= p->keep_limit;
+    bool keep = *kept + (size_t)b->buf.size <= (b->kind == HP_MEM_DEVICE ? p->keep_device_limit : p->keep_limit);
     if (keep) {
         b->next = p->kept;
         p->kept = b;

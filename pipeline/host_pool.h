@@ -30,8 +30,12 @@ typedef struct hp_host_block {
     struct hp_host_block *next; /* while kept */
 } hp_host_block;
 
-/* keep_bytes: blocks kept for reuse at most (0: none); as much again of device blocks. */
+/* keep_bytes: blocks kept for reuse at most (0: none); as much again of device blocks, unless
+ * hp_host_pool_keep_device says otherwise. */
 hp_code hp_host_pool_create(hp_gpu *gpu, size_t keep_bytes, hp_host_pool **out, hp_err *err);
+/* Device blocks kept for reuse at most (HP_MEM_DEVICE), apart from host blocks: they take the device's memory,
+ * not the host's. Before any block is given back. */
+void hp_host_pool_keep_device(hp_host_pool *pool, size_t keep_bytes);
 /* Frees the kept blocks; every block handed out must be back. */
 void hp_host_pool_destroy(hp_host_pool **pool);
 

@@ -50,7 +50,7 @@ shared uint w_hdr[3]; // the block the first lane read: its data's first bit, fi
 // each phase's end, the cycles since the last added to that phase's sum. The phases are split by barriers,
 // so the first lane's time in one is the workgroup's. They go to the table's words 8-15 in place of the
 // counts below: the header and its tables, the maps, following them, counting, walking, jumping, copying,
-// and the rest (the stored blocks and the finish).
+// and the rest (the setup before the first block, the stored blocks and the finish).
 #define PH_HEADER 0
 #define PH_MAPS 1
 #define PH_FOLLOW 2
@@ -678,22 +678,19 @@ void main()
         status = w_status;
     uint verdict = finish_chunk(e, lane, lanes, status);
     PHASE_END(PH_REST);
-#ifdef HP_WIDE_PHASES
     if (lane == 0u) {
         table.v[e + 6u] = verdict;
+#ifdef HP_WIDE_PHASES
         for (uint k = 0u; k < 8u; k++) // cycles
             table.v[e + 8u + k] = g_phase[k];
-    }
-    return;
-#endif
-    if (lane == 0u) {
-        table.v[e + 6u] = verdict;
+#else
         table.v[e + 8u] = w_chains;
         table.v[e + 9u] = g_stat_rounds;
         table.v[e + 10u] = g_stat_windows;
         table.v[e + 11u] = g_stat_blocks;
         table.v[e + 12u] = g_stat_far_start;
         table.v[e + 13u] = g_stat_starts_past16;
+#endif
     }
 }
 

@@ -378,6 +378,7 @@ def share_daemon(frames, png_of):
         t.start()
         time.sleep(0.3)  # its header is in: it decodes as it arrives
         answers = [post(d.port, "/v1/render", frames["zip"], "output.format=png") for _ in range(4)]
+        still_arriving = t.is_alive()  # else the four did not all arrive while it decoded: no verdict on the share
         t.join()
         z1 = zip_frames(d.port)
         got = {k: z1[k] - z0[k] for k in z0 if z1[k] != z0[k]}
@@ -386,7 +387,9 @@ def share_daemon(frames, png_of):
         ts, tpng = trickled.get("answer", (None, b""))
         point(f"share 0.5 ({'lavapipe: auto on the CPU' if on_cpu else 'a GPU'}): the trickled frame and the four "
               f"posted while it arrived all give the cpu daemon's PNG, counted {want}",
-              all(same) and ts == 200 and tpng == png_of["zip"] and got == want, f"{same} {ts} {got}")
+              all(same) and ts == 200 and tpng == png_of["zip"] and got == want
+              and (still_arriving or on_cpu),  # on lavapipe every frame is the CPU's whenever it arrives
+              f"{same} {ts} {got} trickled frame still arriving after the four: {still_arriving}")
         ok, lines = idle(d.port)
         point("share: afterwards no pinned block is out and the memory budget is whole", ok, f"{lines}")
 
