@@ -285,6 +285,7 @@ static bool early_run(hp_early *e)
     uint32_t planes = 0, chunks = 0;
     hp_err unfit = {0};
     hp_exr_zip_decoded route = e->be->zip_route && e->half && !e->want_dof && e->be->host_pool &&
+                                       strncmp(e->info.compression, "zip", 3) == 0 &&
                                        hp_image_zip_fits(req->body, req->body_cap, &opt, &fitted, &planes, &chunks,
                                                          &unfit) == HP_OK
                                    ? e->be->zip_route(e->be->ctx) : HP_EXR_ZIP_ON_CPU;

@@ -126,11 +126,13 @@ static bool share_takes(backend_ctx *b)
     if (b->share.cfg.fixed == 0)
         return false;
     pthread_mutex_lock(&b->share_lock);
-    hp_gpu_thread_time t;
-    hp_worker_gpu_thread_time(b->worker, &t);
-    struct timespec now, cpu;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+    hp_gpu_thread_time t = {0};
+    struct timespec now = {0}, cpu = {0};
+    if (b->share.cfg.fixed < 0) { /* a fixed share reads no times */
+        hp_worker_gpu_thread_time(b->worker, &t);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+    }
     hp_zip_share_sample sample = {.decode_wait = t.decode_wait,
                                   .busy = t.decode_wait + t.gpu_wait + t.encoder_wait + t.work,
                                   .cpu = (double)cpu.tv_sec + (double)cpu.tv_nsec * 1e-9};
@@ -414,7 +416,7 @@ static uint64_t inflight_budget(const hp_config *config)
  * (gpu given) no more than an eighth of the largest device-local heap. Kept blocks are outside the budget:
  * the half of the memory it leaves is the driver's, the warm pools' (these) and the encoders'. With 16
  * clients of 4K frames a frame holds some 270 MB of blocks (a device block of 133 MB, its chunks', its
- * image's), and 1 GiB of each made 4-12 blocks a second, 2.4 to 5.4 thread-seconds of pinning in 10 s,
+ * image's), and 1 GiB of each made 4-13 blocks a second, 2.4 to 5.4 thread-seconds of pinning in 10 s,
  * partly on the GPU thread (docs/BENCHMARKS.md). A block is made only when none kept fits. */
 static size_t pool_keep_bytes(uint64_t budget, hp_gpu *gpu)
 {

@@ -8,9 +8,10 @@ void hp_zip_share_init(hp_zip_share *s, const hp_zip_share_config *cfg)
 
 /* The share moved by how far the GPU thread's wait for decoding frames, a part of its busy time over the
  * last period, is from the target: a proportional step, bounded to [0, max]. Where the process used less
- * than cores_busy of its cores the wait is not theirs (bodies slow to arrive), and counts as none. A period
- * in which the thread was mostly idle (a light load: frames then come alone and go to the cores anyway)
- * leaves it as it is. */
+ * than cores_busy of its cores the wait is not theirs (bodies slow to arrive): the share does not grow then,
+ * and falls only as the wait says (not forced down: a share that took the cores under the mark would then
+ * swing about it). A period in which the thread was mostly idle (a light load: frames then come alone and
+ * go to the cores anyway) leaves it as it is. */
 static void adjust(hp_zip_share *s, double now_s, hp_zip_share_sample t)
 {
     if (s->last_at < 0) {
@@ -24,7 +25,9 @@ static void adjust(hp_zip_share *s, double now_s, hp_zip_share_sample t)
     double busy = t.busy - s->last.busy, waited = t.decode_wait - s->last.decode_wait;
     bool cores_bound = t.cpu - s->last.cpu >= s->cfg.cores_busy * s->cfg.cores * elapsed;
     if (busy > 0.25 * elapsed) {
-        double part = cores_bound ? waited / busy : 0;
+        double part = waited / busy;
+        if (!cores_bound && part > s->cfg.target)
+            part = s->cfg.target;
         double share = s->share + s->cfg.gain * (part - s->cfg.target);
         s->share = share < 0 ? 0 : share > s->cfg.max ? s->cfg.max : share;
     }

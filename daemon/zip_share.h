@@ -8,8 +8,9 @@
  * GPU (docs/BENCHMARKS.md: one frame in three on the slowest H200 host, 84 -> 103 frames/s; one frame always
  * in flight on the faster ones lost 8%). So the share adapts to what the GPU thread waits for: while it
  * waits for frames still decoding on the cores more than the target part of its time, and the cores are
- * busy, the share grows; while it waits less, or the cores are not the bound (a frame whose body is slow to
- * arrive is waited for too, and the GPU's route waits for the whole body), the share shrinks. */
+ * busy, the share grows; while it waits less, the share shrinks. Where the cores are not the bound (a frame
+ * whose body is slow to arrive is waited for too, and the GPU's route waits for the whole body) it does not
+ * grow. */
 #ifndef HP_DAEMON_ZIP_SHARE_H
 #define HP_DAEMON_ZIP_SHARE_H
 
@@ -21,16 +22,17 @@ typedef struct hp_zip_share_config {
     double target;      /* the part of the GPU thread's busy time it should wait for decoding frames */
     double gain;        /* share added per unit of that part over the target, a period */
     double period_s;    /* how often the share is adjusted at most */
-    double cores;       /* the process's usable CPUs (common/cpus.h) */
+    double cores;       /* the process's usable CPUs (common/cpus.h: a quota rounded up) */
     double cores_busy;  /* the part of them it must use for the share to grow: below it, the cores are not
-                         * the bound and the share falls */
+                         * the bound (under a quota of less than 0.6 CPU, never) */
 } hp_zip_share_config;
 
 /* The target from the H200 sweep of every Nth frame (docs/BENCHMARKS.md, "A share of the busy frames on
  * the GPU"): the best, a third, had the GPU thread waiting for decoding frames 12% of its time, a fifth
- * 26%, a half 2%. The gain and the period are not swept: the share reaches a third in about 2 s, the
- * thread's times over half a second at 100 frames/s are some 50 frames'. Cores: the daemon used 72-88%
- * of them at shares of 0-1/3 with 16 clients. */
+ * 26%, a half 2%. The gain and the period are not swept: from none the share passes a fifth in some 2 s
+ * and settles in some 5 (tests/test_zip_share.c's model), the thread's times over half a second at 100
+ * frames/s are some 50 frames'. Cores: the daemon used 72-88% of them at shares of 0-1/3 with 16 clients,
+ * 63% at a half. */
 #define HP_ZIP_SHARE_DEFAULTS                                                                                    \
     {.fixed = -1, .max = 0.5, .target = 0.15, .gain = 0.25, .period_s = 0.5, .cores = 1, .cores_busy = 0.6}
 

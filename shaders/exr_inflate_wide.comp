@@ -401,8 +401,13 @@ bool jump_batch(uint lane, uint lanes, uint lo, uint hi)
             [[unroll]] for (uint k = 0u; k < JUMP_WAYS; k++) // the next pointer of each not yet final
                 w[k] = (v[k] & PTR_FINAL) == 0u && v[k] - lo < n ? ptr.v[g_ptr_base + v[k] - lo] : v[k];
             [[unroll]] for (uint k = 0u; k < JUMP_WAYS; k++) {
-                bool inside = v[k] - lo < n; // not final and outside the batch: only a failed walk leaves it
-                bad = bad || ((v[k] & PTR_FINAL) == 0u && !inside);
+                // Not final and outside the batch, or final and before the chunk or past the batch: only a
+                // failed walk leaves it (the image's memory as a frame before left it). Judged here, where
+                // wide_round makes it the workgroup's verdict; the last round, which changes nothing, sees
+                // every pointer final.
+                uint at = v[k] & ~PTR_FINAL;
+                bool inside = v[k] - lo < n, source = at >= g_chunk_lo && at < hi;
+                bad = bad || ((v[k] & PTR_FINAL) == 0u ? !inside : x0 + k * lanes < hi && !source);
                 if ((v[k] & PTR_FINAL) == 0u && inside) {
                     ptr.v[g_ptr_base + x0 + k * lanes - lo] = w[k];
                     changed = true;
@@ -427,13 +432,15 @@ bool jump_batch(uint lane, uint lanes, uint lo, uint hi)
         [[unroll]] for (uint k = 0u; k < JUMP_WAYS; k++) {
             uint x = x0 + k * lanes;
             p[k] = x < hi ? ptr.v[g_ptr_base + x - lo] & ~PTR_FINAL : x;
-            // every pointer final by now; one before the chunk or past the batch is memory a failed walk left
-            bad = bad || (x < hi && (p[k] < g_chunk_lo || p[k] >= hi));
+            // The rounds judged every pointer; one out of range here can only be memory a failed walk left
+            // after the verdict, and is skipped, not judged: the verdict must stay the workgroup's.
+            if (p[k] < g_chunk_lo || p[k] >= hi)
+                p[k] = x;
         }
         [[unroll]] for (uint k = 0u; k < JUMP_WAYS; k++)
-            b[k] = !bad && p[k] != x0 + k * lanes ? dst.v[p[k]] : uint8_t(0);
+            b[k] = p[k] != x0 + k * lanes ? dst.v[p[k]] : uint8_t(0);
         [[unroll]] for (uint k = 0u; k < JUMP_WAYS; k++)
-            if (!bad && p[k] != x0 + k * lanes)
+            if (p[k] != x0 + k * lanes)
                 dst.v[x0 + k * lanes] = b[k];
     }
     memoryBarrierBuffer();

@@ -347,6 +347,36 @@ static void test_frames(void)
     hp_host_pool_destroy(&pool);
 }
 
+/* The device blocks' own limit (hp_host_pool_keep_device): a device block over it is freed when given back
+ * while a host block of the same size is kept. */
+static void test_device_limit(void)
+{
+    hp_host_pool *pool = NULL;
+    if (hp_host_pool_create(gpu, 4 << 20, &pool, &err) != HP_OK) {
+        tap_ok(false, "pool: %s", err.message);
+        return;
+    }
+    hp_host_pool_keep_device(pool, 1 << 20);
+    hp_host_block *small = hp_host_pool_get(pool, HP_MEM_DEVICE, 1 << 19, &err);
+    hp_host_block *big = hp_host_pool_get(pool, HP_MEM_DEVICE, 2 << 20, &err);
+    hp_host_block *host = hp_host_pool_get(pool, HP_MEM_UPLOAD, 2 << 20, &err);
+    size_t host_size = host ? (size_t)host->buf.size : 0;
+    hp_host_pool_put(small);
+    hp_host_pool_put(big);
+    hp_host_pool_put(host);
+    hp_host_pool_churn_counts churn;
+    hp_host_pool_churn(pool, &churn);
+    size_t kept = 0;
+    hp_host_pool_usage(pool, NULL, &kept);
+    hp_host_block *again = hp_host_pool_get(pool, HP_MEM_DEVICE, 1 << 19, &err);
+    tap_ok(small && big && host && churn.made == 3 && churn.freed == 1 && kept == host_size &&
+               again == small,
+           "with 1 MiB of device blocks kept and 4 MiB of host blocks: a 2 MiB device block is freed when given "
+           "back (%lu freed), the 2 MiB host block and the 512 KiB device block kept", churn.freed);
+    hp_host_pool_put(again);
+    hp_host_pool_destroy(&pool);
+}
+
 /* Device blocks are kept apart from host ones; after hp_host_pool_abandon (a decoding run lost the device) a
  * block given back is dropped, neither kept nor freed, and none is handed out. */
 static void test_device_and_abandon(void)
@@ -388,6 +418,7 @@ int main(void)
     test_reuse();
     test_threads();
     test_frames();
+    test_device_limit();
     test_device_and_abandon();
     hp_frame_graph_destroy(&graph);
     hp_gpu_destroy(&gpu);

@@ -116,13 +116,28 @@ static void adapts(void)
         run_period(&s, &now, &t, 0.9, 1.0, 0.9, 50);
     tap_ok(s.share == cfg.max, "with the thread always waiting for decoding frames, the share rises to its most, "
            "%.2f, and no further (%.3f)", cfg.max, s.share);
-    /* The thread waiting for frames still arriving (slow clients), the cores mostly idle: not their bound. */
+    /* The thread waiting for frames still arriving (slow clients), the cores mostly idle: not their bound.
+     * From its most the share holds (it is not forced down); from none it does not grow. */
     for (int p = 0; p < 40; p++)
         run_period(&s, &now, &t, 0.9, 1.0, 0.3, 50);
-    tap_ok(s.share == 0, "with the thread waiting for decoding frames but the cores a third busy (bodies slow to "
-           "arrive), the share falls to none (%.3f)", s.share);
+    double held = s.share;
+    hp_zip_share idle;
+    hp_zip_share_init(&idle, &cfg);
+    double idle_now = 0;
+    hp_zip_share_sample idle_t = {0};
     for (int p = 0; p < 40; p++)
-        run_period(&s, &now, &t, 0.9, 1.0, 0.9, 50);
+        run_period(&idle, &idle_now, &idle_t, 0.9, 1.0, 0.3, 50);
+    tap_ok(held == cfg.max && idle.share == 0,
+           "with the thread waiting for decoding frames but the cores a third busy (bodies slow to arrive), the "
+           "share does not grow: from its most it holds (%.3f), from none it stays none (%.3f)", held, idle.share);
+    /* The cores under the mark and the thread seldom waiting for them: it falls as the wait says. */
+    hp_zip_share falls = s;
+    double falls_now = now;
+    hp_zip_share_sample falls_t = t;
+    for (int p = 0; p < 40; p++)
+        run_period(&falls, &falls_now, &falls_t, 0.02, 1.0, 0.3, 50);
+    tap_ok(falls.share == 0, "with the cores under the mark and the thread waiting for them 2%% of the time, the "
+           "share falls to none (%.3f)", falls.share);
     /* A light load: the thread mostly idle, whatever it waited for the rest. The share stays. */
     double before = s.share;
     for (int p = 0; p < 20; p++)

@@ -23,6 +23,7 @@ A daemon left at the default (auto) on lavapipe decodes on the CPU and says so a
 the others, the same PNGs (on lavapipe, where auto is the CPU's, every frame the CPU's).
 """
 
+import contextlib
 import heapq
 import json
 import os
@@ -301,14 +302,24 @@ def hang_up(port, body):
         time.sleep(0.3)  # the header is in, the chunks before the cut are inflating
 
 
+@contextlib.contextmanager
+def compared_daemon(what, label, args, png_of, needs):
+    """A daemon whose answers are compared with the cpu daemon's (png_of, which must hold `needs`): yields it,
+    or None when it or those answers are missing (a failed point says which)."""
+    if needs not in png_of:
+        point(f"{what}: the cpu daemon's answers to compare with", False, "the gpu and cpu daemons did not serve")
+        yield None
+        return
+    d = harness.start_ready(EXE, label, args, ready_timeout=90)
+    with harness.serving(d):
+        yield d
+
+
 def split_daemon(frames, png_of):
     """exr_zip_decoder split: the chunks inflated on the CPU as they arrive, EXR's predictor, byte split and
     planes undone on the GPU (exr_finish). png_of: the cpu daemon's PNG of each frame."""
-    if "damaged_chunk" not in png_of:
-        point("split: the cpu daemon's answers to compare with", False, "the gpu and cpu daemons did not serve")
-        return
-    d = harness.start_ready(EXE, "exr_zip split daemon", ["--exr_zip_decoder=split"], ready_timeout=90)
-    with harness.serving(d):
+    with compared_daemon("split", "exr_zip split daemon", ["--exr_zip_decoder=split"], png_of,
+                         "damaged_chunk") as d:
         if not d:
             return
         z0 = zip_frames(d.port)
@@ -363,11 +374,8 @@ def share_daemon(frames, png_of):
     frame trickled in 30 pieces 100 ms apart keeps a frame decoding while four more are posted one after
     another. On a device whose inflate needs slices (lavapipe) auto decodes every frame on the CPU, share or
     not."""
-    if "zip" not in png_of:
-        point("share: the cpu daemon's answers to compare with", False, "the gpu and cpu daemons did not serve")
-        return
-    d = harness.start_ready(EXE, "exr_zip auto daemon with a share", ["--exr_zip_gpu_share=0.5"], ready_timeout=90)
-    with harness.serving(d):
+    with compared_daemon("share", "exr_zip auto daemon with a share", ["--exr_zip_gpu_share=0.5"], png_of,
+                         "zip") as d:
         if not d:
             return
         on_cpu = "exr_zip_decoder auto: EXR ZIP chunks are inflated on the CPU" in d.log()
