@@ -3,7 +3,9 @@
  *   byte 0  width 1..64
  *   byte 1  planes 1..4 (bits 0-1), one line or up to 16 (bit 2), the stream as given or made (bit 3), the
  *           serial inflate's pipeline: in slices (lavapipe's) or fused (bit 4); every input then goes through
- *           the wide inflate too (hp_exr_zip_gpu_set_wide), held to the same rules
+ *           the wide inflate too (hp_exr_zip_gpu_set_wide), held to the same rules; the image's memory
+ *           before each run holds words with bit 31 set (bit 5), as a frame before with negative halves
+ *           leaves it, which the wide inflate's pointers kept there read as marked final
  *   byte 2  lines (up to 16), or with a made stream zlib's level and strategy
  *   as given: the rest of the input is the chunk's packed bytes;
  *   made:     the rest are the pixels (repeated), deflated by zlib, then the stream changed at the place and
@@ -175,6 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(raw, stream, n);
     if (zlib_good)
         expected_image(&f, raw, n, stored, want);
+    zip_run_image_fill = data[1] & 32 ? 0xfe00fe00u : 0x7e007e00u;
     for (int pass = 0; pass < 2; pass++) { /* the serial inflate, then the wide one */
         hp_exr_zip_gpu *zip = pass == 1 ? fz.wide : fused ? fz.fused : fz.sliced;
         if (!zip_run(&fz.cmd, zip, &f, input, gpu, &table))
