@@ -106,8 +106,9 @@ void hp_route_gpu(hp_request *req, hp_reply *reply)
         hp_cache_state_name(r.info.cache_state), "bytes_loaded", (json_int_t)r.info.cache_bytes_loaded, "frame_graph",
         "sizes_kept", (int)r.frame_sizes_kept, "device_bytes", (json_int_t)r.frame_graph_bytes);
     json_object_set_new(body, "vulkan", json_string(vulkan));
-    json_object_set_new(body, "host_memory", json_pack("{s:i, s:I}", "blocks_in_use", (int)r.host_blocks_out,
-                                                       "kept_bytes", (json_int_t)r.host_kept_bytes));
+    json_object_set_new(body, "host_memory", json_pack("{s:i, s:I, s:I}", "blocks_in_use", (int)r.host_blocks_out,
+                                                       "kept_bytes", (json_int_t)r.host_kept_bytes,
+                                                       "kept_device_bytes", (json_int_t)r.host_kept_device_bytes));
     json_object_set_new(body, "pipelines", json_pack("{s:i, s:i}", "created", (int)r.info.pipelines_created,
                                                      "from_cache", (int)r.info.pipelines_from_cache));
     /* The memory budget of requests in flight (max_inflight_mb, common/budget.h): what they hold now. */
@@ -166,9 +167,13 @@ void hp_route_metrics(hp_request *req, hp_reply *reply)
                                 "hdrpost_host_memory_blocks_freed_total %llu\n"
                                 "# HELP hdrpost_host_memory_make_seconds_total Time spent making blocks, on the "
                                 "threads that asked for them.\n# TYPE hdrpost_host_memory_make_seconds_total counter\n"
-                                "hdrpost_host_memory_make_seconds_total %.6f\n",
+                                "hdrpost_host_memory_make_seconds_total %.6f\n"
+                                "# HELP hdrpost_host_memory_kept_device_bytes Device memory the host pool keeps warm "
+                                "for the next frames' decoded images (EXR ZIP on the GPU).\n"
+                                "# TYPE hdrpost_host_memory_kept_device_bytes gauge\n"
+                                "hdrpost_host_memory_kept_device_bytes %llu\n",
                                 (unsigned long long)r.host_blocks_made, (unsigned long long)r.host_blocks_freed,
-                                r.host_make_seconds);
+                                r.host_make_seconds, (unsigned long long)r.host_kept_device_bytes);
         rc |= hp_metrics_printf(&buf, &len, &cap,
                                 "# HELP hdrpost_gpu_thread_seconds_total The GPU thread's time by state: the one "
                                 "serial step of a frame, so where it is never idle its other states say what bounds "

@@ -84,6 +84,7 @@ typedef struct hp_gpu_report {
      * bytes kept warm for the next ones. */
     uint32_t host_blocks_out;
     uint64_t host_kept_bytes;
+    uint64_t host_kept_device_bytes; /* the pool's device blocks kept (hp_host_pool_kept_device) */
     uint64_t host_blocks_made, host_blocks_freed; /* hp_host_pool_churn */
     double host_make_seconds;
     /* The GPU thread's seconds since start by state (daemon/worker.h hp_gpu_thread_time): idle, waiting

@@ -227,6 +227,7 @@ static void report(void *ctx, hp_gpu_report *out)
     if (b->host_pool) {
         hp_host_pool_churn_counts churn;
         hp_host_pool_churn(b->host_pool, &churn);
+        out->host_kept_device_bytes = hp_host_pool_kept_device(b->host_pool);
         out->host_blocks_made = churn.made;
         out->host_blocks_freed = churn.freed;
         out->host_make_seconds = churn.make_seconds;

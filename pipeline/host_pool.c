@@ -173,6 +173,14 @@ void hp_host_pool_usage(hp_host_pool *p, unsigned *out_blocks, size_t *kept_byte
     pthread_mutex_unlock(&p->lock);
 }
 
+size_t hp_host_pool_kept_device(hp_host_pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    size_t kept = p->kept_device_bytes;
+    pthread_mutex_unlock(&p->lock);
+    return kept;
+}
+
 void hp_host_pool_churn(hp_host_pool *p, hp_host_pool_churn_counts *out)
 {
     *out = (hp_host_pool_churn_counts){.made = atomic_load(&p->made), .freed = atomic_load(&p->freed),

@@ -57,6 +57,8 @@ void hp_host_pool_abandon(hp_host_pool *pool);
 
 /* Blocks out now and bytes kept, for tests and /metrics. */
 void hp_host_pool_usage(hp_host_pool *pool, unsigned *out_blocks, size_t *kept_bytes);
+/* Device blocks' bytes kept (HP_MEM_DEVICE, apart from kept_bytes), for /metrics. */
+size_t hp_host_pool_kept_device(hp_host_pool *pool);
 
 /* Since creation, for /metrics: blocks made because none kept fitted, blocks freed because the kept ones
  * were at the limit, and the seconds making them took (pinning tens of megabytes takes milliseconds, on
