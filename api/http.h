@@ -84,8 +84,8 @@ typedef struct hp_gpu_report {
      * bytes kept warm for the next ones. */
     uint32_t host_blocks_out;
     uint64_t host_kept_bytes;
-    uint64_t host_kept_device_bytes; /* the pool's device blocks kept (hp_host_pool_kept_device) */
-    uint64_t host_blocks_made, host_blocks_freed; /* hp_host_pool_churn */
+    uint64_t host_kept_device_bytes; /* hp_host_pool_counts_get's, as the three below */
+    uint64_t host_blocks_made, host_blocks_freed;
     double host_make_seconds;
     /* The GPU thread's seconds since start by state (daemon/worker.h hp_gpu_thread_time): idle, waiting
      * for the next frame's decoding, for the GPU, for the encoders, and working. */

@@ -225,9 +225,9 @@ static void report(void *ctx, hp_gpu_report *out)
     out->host_blocks_out = blocks;
     out->host_kept_bytes = kept;
     if (b->host_pool) {
-        hp_host_pool_churn_counts churn;
-        hp_host_pool_churn(b->host_pool, &churn);
-        out->host_kept_device_bytes = hp_host_pool_kept_device(b->host_pool);
+        hp_host_pool_counts churn;
+        hp_host_pool_counts_get(b->host_pool, &churn);
+        out->host_kept_device_bytes = churn.kept_device_bytes;
         out->host_blocks_made = churn.made;
         out->host_blocks_freed = churn.freed;
         out->host_make_seconds = churn.make_seconds;

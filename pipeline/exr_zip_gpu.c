@@ -128,15 +128,21 @@ bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *z, bool on)
     return z->wide == on;
 }
 
+/* The wide pipeline made again with what z says now (its SPAN, ENTRIES, variant), as set_wide makes it. */
+static bool remake_wide(hp_exr_zip_gpu *z)
+{
+    hp_compute_destroy(z->gpu, &z->inflate_wide);
+    z->inflate_wide = (hp_compute){0};
+    return hp_exr_zip_gpu_set_wide(z, z->wide);
+}
+
 bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *z, uint32_t span, uint32_t entries)
 {
     if (span < 64 || span > 4096 || span % 4 || entries < 4 || entries > 48 || entries % 4)
         return false;
-    hp_compute_destroy(z->gpu, &z->inflate_wide);
-    z->inflate_wide = (hp_compute){0};
     z->wide_span = span;
     z->wide_entries = entries;
-    return hp_exr_zip_gpu_set_wide(z, z->wide);
+    return remake_wide(z);
 }
 
 void hp_exr_zip_gpu_wide_statistics(hp_exr_zip_gpu *z, char *buf, size_t len)
@@ -150,10 +156,8 @@ bool hp_exr_zip_gpu_wide_phases(hp_exr_zip_gpu *z, bool on)
 {
     if (on && !hp_gpu_get_info(z->gpu)->has_shader_clock)
         return false;
-    hp_compute_destroy(z->gpu, &z->inflate_wide);
-    z->inflate_wide = (hp_compute){0};
     z->wide_phases = on;
-    return hp_exr_zip_gpu_set_wide(z, z->wide);
+    return remake_wide(z);
 }
 
 /* Every frame the passes take: the wide inflate's pointers fill the image's memory of a chunk's rows a batch

@@ -18,7 +18,7 @@ struct hp_host_pool {
     _Atomic bool abandoned;   /* hp_host_pool_abandon: blocks given back are set aside, none handed out */
     hp_host_block *dropped;   /* given back after that: freed only at destruction, the device idle */
     unsigned out;        /* handed out, not yet back */
-    /* hp_host_pool_churn: blocks made (none kept fitted) and freed (past the keep limit), and the time
+    /* hp_host_pool_counts_get: blocks made (none kept fitted) and freed (past the keep limit), and the time
      * making them took */
     _Atomic unsigned long made, freed;
     _Atomic unsigned long long make_ns;
@@ -173,18 +173,14 @@ void hp_host_pool_usage(hp_host_pool *p, unsigned *out_blocks, size_t *kept_byte
     pthread_mutex_unlock(&p->lock);
 }
 
-size_t hp_host_pool_kept_device(hp_host_pool *p)
+void hp_host_pool_counts_get(hp_host_pool *p, hp_host_pool_counts *out)
 {
     pthread_mutex_lock(&p->lock);
-    size_t kept = p->kept_device_bytes;
+    size_t kept_device = p->kept_device_bytes;
     pthread_mutex_unlock(&p->lock);
-    return kept;
-}
-
-void hp_host_pool_churn(hp_host_pool *p, hp_host_pool_churn_counts *out)
-{
-    *out = (hp_host_pool_churn_counts){.made = atomic_load(&p->made), .freed = atomic_load(&p->freed),
-                                       .make_seconds = (double)atomic_load(&p->make_ns) * 1e-9};
+    *out = (hp_host_pool_counts){.made = atomic_load(&p->made), .freed = atomic_load(&p->freed),
+                                 .make_seconds = (double)atomic_load(&p->make_ns) * 1e-9,
+                                 .kept_device_bytes = kept_device};
 }
 
 bool hp_host_mem_get(hp_host_pool *pool, hp_mem_kind kind, size_t bytes, hp_host_mem *out)

@@ -57,17 +57,17 @@ void hp_host_pool_abandon(hp_host_pool *pool);
 
 /* Blocks out now and bytes kept, for tests and /metrics. */
 void hp_host_pool_usage(hp_host_pool *pool, unsigned *out_blocks, size_t *kept_bytes);
-/* Device blocks' bytes kept (HP_MEM_DEVICE, apart from kept_bytes), for /metrics. */
-size_t hp_host_pool_kept_device(hp_host_pool *pool);
 
-/* Since creation, for /metrics: blocks made because none kept fitted, blocks freed because the kept ones
+/* For /metrics. Since creation: blocks made because none kept fitted, blocks freed because the kept ones
  * were at the limit, and the seconds making them took (pinning tens of megabytes takes milliseconds, on
- * whichever thread asked: the GPU thread's among them). A pool that keeps up makes none after warm-up. */
-typedef struct hp_host_pool_churn_counts {
+ * whichever thread asked: the GPU thread's among them); a pool that keeps up makes none after warm-up.
+ * Now: the device blocks' bytes kept (HP_MEM_DEVICE, apart from hp_host_pool_usage's kept_bytes). */
+typedef struct hp_host_pool_counts {
     unsigned long made, freed;
     double make_seconds;
-} hp_host_pool_churn_counts;
-void hp_host_pool_churn(hp_host_pool *pool, hp_host_pool_churn_counts *out);
+    size_t kept_device_bytes;
+} hp_host_pool_counts;
+void hp_host_pool_counts_get(hp_host_pool *pool, hp_host_pool_counts *out);
 
 /* Memory for a job's frame, depth or image: a block of the pool when there is a pool and it can give
  * one, else a warm buffer of common/bigbuf.h (the GPU thread then copies it through the frame graph's own

@@ -39,14 +39,14 @@ static void test_reuse(void)
     size_t kept;
     hp_host_pool_usage(pool, &out, &kept);
     tap_ok(out == 2 && kept == a->buf.size, "usage: %u out (2), %zu bytes kept", out, kept);
-    hp_host_pool_churn_counts churn;
-    hp_host_pool_churn(pool, &churn);
+    hp_host_pool_counts churn;
+    hp_host_pool_counts_get(pool, &churn);
     tap_ok(churn.made == 3 && churn.freed == 0 && churn.make_seconds > 0,
            "churn: 3 blocks made (the reused one not counted), none freed, %.6f s making them (more than none)",
            churn.make_seconds);
     hp_host_pool_put(c);
     hp_host_pool_put(d);
-    hp_host_pool_churn(pool, &churn);
+    hp_host_pool_counts_get(pool, &churn);
     tap_ok(churn.made == 3 && churn.freed == 0, "both given back within the limit: kept, none freed");
     hp_host_pool_destroy(&pool);
     tap_ok(pool == NULL, "pool destroyed with its kept blocks");
@@ -55,7 +55,7 @@ static void test_reuse(void)
     a = hp_host_pool_get(pool, HP_MEM_UPLOAD, 4096, &err);
     hp_host_pool_put(a);
     hp_host_pool_usage(pool, &out, &kept);
-    hp_host_pool_churn(pool, &churn);
+    hp_host_pool_counts_get(pool, &churn);
     tap_ok(out == 0 && kept == 0 && churn.made == 1 && churn.freed == 1,
            "with a limit of 0 a block given back is freed (churn: %lu made, %lu freed)", churn.made, churn.freed);
     hp_host_pool_destroy(&pool);
@@ -364,9 +364,9 @@ static void test_device_limit(void)
     hp_host_pool_put(small);
     hp_host_pool_put(big);
     hp_host_pool_put(host);
-    hp_host_pool_churn_counts churn;
-    hp_host_pool_churn(pool, &churn);
-    size_t kept = 0, kept_device = hp_host_pool_kept_device(pool);
+    hp_host_pool_counts churn;
+    hp_host_pool_counts_get(pool, &churn);
+    size_t kept = 0, kept_device = churn.kept_device_bytes;
     hp_host_pool_usage(pool, NULL, &kept);
     hp_host_block *again = hp_host_pool_get(pool, HP_MEM_DEVICE, 1 << 19, &err);
     tap_ok(small && big && host && churn.made == 3 && churn.freed == 1 && kept == host_size &&
