@@ -393,6 +393,8 @@ static void begins(hp_request *req, bool analyze)
 {
     const char *ctype = MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
     const hp_http_backend *be = hp_http_get_backend(req->http);
+    if (be && be->frame_coming)
+        be->frame_coming(be->ctx);
     if (req->body_cap < EARLY_MIN_BYTES || !be || !be->submit ||
         (ctype && strncasecmp(ctype, "multipart/form-data", 19) == 0))
         return;

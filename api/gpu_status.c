@@ -70,6 +70,7 @@ static bool report(hp_request *req, hp_gpu_report *r)
     const hp_http_backend *be = hp_http_get_backend(req->http);
     if (!be->report)
         return false;
+    *r = (hp_gpu_report){0}; /* what the backend has not (no clock hold, no host pool) reads as none */
     be->report(be->ctx, r);
     return true;
 }
@@ -109,6 +110,8 @@ void hp_route_gpu(hp_request *req, hp_reply *reply)
     json_object_set_new(body, "host_memory", json_pack("{s:i, s:I, s:I}", "blocks_in_use", (int)r.host_blocks_out,
                                                        "kept_bytes", (json_int_t)r.host_kept_bytes,
                                                        "kept_device_bytes", (json_int_t)r.host_kept_device_bytes));
+    json_object_set_new(body, "clock_hold", json_pack("{s:b, s:I, s:f}", "enabled", r.clock_hold, "holds",
+                                                      (json_int_t)r.clock_holds, "gpu_seconds", r.clock_hold_seconds));
     json_object_set_new(body, "pipelines", json_pack("{s:i, s:i}", "created", (int)r.info.pipelines_created,
                                                      "from_cache", (int)r.info.pipelines_from_cache));
     /* The memory budget of requests in flight (max_inflight_mb, common/budget.h): what they hold now. */
@@ -185,6 +188,14 @@ void hp_route_metrics(hp_request *req, hp_reply *reply)
                                 "hdrpost_gpu_thread_seconds_total{state=\"work\"} %.6f\n",
                                 r.gpu_thread_idle_s, r.gpu_thread_decode_wait_s, r.gpu_thread_gpu_wait_s,
                                 r.gpu_thread_encoder_wait_s, r.gpu_thread_work_s);
+        rc |= hp_metrics_printf(&buf, &len, &cap,
+                                "# HELP hdrpost_gpu_clock_holds_total Small dispatches that kept the GPU busy while "
+                                "frames were on their way, so that its clocks stayed up (gpu_clock_hold).\n"
+                                "# TYPE hdrpost_gpu_clock_holds_total counter\nhdrpost_gpu_clock_holds_total %llu\n"
+                                "# HELP hdrpost_gpu_clock_hold_seconds_total The GPU time of those holds.\n"
+                                "# TYPE hdrpost_gpu_clock_hold_seconds_total counter\n"
+                                "hdrpost_gpu_clock_hold_seconds_total %.6f\n",
+                                (unsigned long long)r.clock_holds, r.clock_hold_seconds);
         if (r.memory.has_budget) {
             rc |= hp_metrics_printf(&buf, &len, &cap,
                                     "# HELP hdrpost_gpu_memory_bytes GPU memory heaps: budget and this process's usage.\n"

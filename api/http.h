@@ -91,6 +91,11 @@ typedef struct hp_gpu_report {
      * for the next frame's decoding, for the GPU, for the encoders, and working. */
     double gpu_thread_idle_s, gpu_thread_decode_wait_s, gpu_thread_gpu_wait_s, gpu_thread_encoder_wait_s,
         gpu_thread_work_s;
+    /* Holds of the GPU's clocks while frames come (gpu_clock_hold, pipeline/clock_hold.h): whether the daemon
+     * holds them, the holds submitted since start and their GPU seconds. */
+    bool clock_hold;
+    uint64_t clock_holds;
+    double clock_hold_seconds;
 } hp_gpu_report;
 
 /* What the HTTP routes hand work to: the daemon's queue and GPU, behind function pointers that daemon/
@@ -103,6 +108,9 @@ typedef struct hp_http_backend {
      * (cancelled, its memory given back); one the GPU has already is finished as cancelled when it comes
      * back. True when it was taken out of the queue. May be NULL. */
     bool (*cancel)(void *ctx, struct hp_job *job);
+    /* A frame's body has begun to arrive on a route that renders or analyses it: the GPU will have work
+     * soon (the daemon holds its clocks up meanwhile, pipeline/clock_hold.h). May be NULL. */
+    void (*frame_coming)(void *ctx);
     unsigned (*queue_depth)(void *ctx);
     unsigned (*queue_capacity)(void *ctx);
     void (*report)(void *ctx, hp_gpu_report *out);

@@ -408,7 +408,7 @@ static const struct {
     {"Gpu", JSON_TEXT({
         "type": "object",
         "required": ["state", "device", "vendor", "driver", "driver_info", "vulkan", "vendor_id", "device_id", "memory_heaps",
-                     "queue", "pipeline_cache", "pipelines", "frame_graph", "host_memory"],
+                     "queue", "pipeline_cache", "pipelines", "frame_graph", "host_memory", "clock_hold"],
         "properties": {
             "state": {"$ref": "#/components/schemas/ServiceState"},
             "device": {"type": "string"}, "vendor": {"type": "string", "enum": ["NVIDIA", "AMD", "Intel", "Mesa", "other"]},
@@ -433,6 +433,10 @@ static const struct {
             "host_memory": {"type": "object", "required": ["blocks_in_use", "kept_bytes", "kept_device_bytes"],
                             "properties": {"blocks_in_use": {"type": "integer", "minimum": 0}, "kept_bytes": {"type": "integer", "minimum": 0},
                                            "kept_device_bytes": {"type": "integer", "minimum": 0}}},
+            "clock_hold": {"type": "object", "required": ["enabled", "holds", "gpu_seconds"],
+                           "description": "Small dispatches keeping the GPU busy while frames are on their way, so that its clocks stay up (gpu_clock_hold).",
+                           "properties": {"enabled": {"type": "boolean"}, "holds": {"type": "integer", "minimum": 0},
+                                          "gpu_seconds": {"type": "number", "minimum": 0}}},
             "inflight_memory": {"$ref": "#/components/schemas/InflightMemory"},
             "nvml": {"type": "object", "description": "Where libnvidia-ml is on the host; a field it cannot read is left out.",
                      "properties": {"utilization_percent": {"type": "integer"}, "memory_utilization_percent": {"type": "integer"},

@@ -8,6 +8,7 @@
  * as tools/make_frame does): smooth, so its sizes differ from the tiled ones'. Every stream is checked once:
  * zlib inflates it to the CPU reference's filtered bytes. */
 #include <libdeflate.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "bench_common.h"
 #include "common/cpus.h"
 #include "common/file.h"
+#include "pipeline/clock_hold.h"
 #include "pipeline/cpu_reference.h"
 #include "pipeline/frame_graph.h"
 #include "pipeline/png_gpu.h"
@@ -176,6 +178,35 @@ static double cpu_encoder(const uint8_t *img, uint32_t w, uint32_t h, uint32_t d
 
 static const char *const pass_names[HP_PNG_GPU_PASSES] = {"choose", "apply", "deflate", "offsets", "compact"};
 
+/* The buffers of one image's encode: the image uploaded to the GPU, the passes' own, and read-backs. */
+enum { STAGING, IMAGE, FILTERED, TYPES, SLOTS, TABLE, TOKENS, JOINED, RB_FILTERED, RB_JOINED, RB_TABLE, NBUF };
+
+static void png_buffers_create(const hp_png_gpu_layout *l, const uint8_t *img, hp_buffer *b)
+{
+    const VkDeviceSize sizes[NBUF] = {l->image_size,    l->image_size,  l->filtered_size, l->types_size,
+                                      l->slots_size,    l->table_size,  l->tokens_size,   l->joined_size,
+                                      l->filtered_size, l->joined_size, l->table_size};
+    const hp_mem_kind kinds[NBUF] = {HP_MEM_UPLOAD,   HP_MEM_DEVICE,   HP_MEM_DEVICE, HP_MEM_DEVICE,
+                                     HP_MEM_DEVICE,   HP_MEM_DEVICE,   HP_MEM_DEVICE, HP_MEM_DEVICE,
+                                     HP_MEM_READBACK, HP_MEM_READBACK, HP_MEM_READBACK};
+    for (int i = 0; i < NBUF; i++)
+        CHECK(hp_buffer_create(bench_gpu, sizes[i], kinds[i], "bench_png", &b[i], &bench_err) == HP_OK);
+    memcpy(b[STAGING].mapped, img, l->image_size);
+    hp_buffer_flush(bench_gpu, &b[STAGING]);
+    bench_begin();
+    VkBufferCopy up = {.size = l->image_size};
+    vkCmdCopyBuffer(bench_cmd, b[STAGING].buffer, b[IMAGE].buffer, 1, &up);
+    bench_barrier_all();
+    bench_submit_and_wait();
+}
+
+static hp_png_gpu_io png_io(hp_buffer *b)
+{
+    return (hp_png_gpu_io){.image = b[IMAGE].address, .filtered = &b[FILTERED], .types = &b[TYPES],
+                           .slots = &b[SLOTS], .table = &b[TABLE], .tokens = &b[TOKENS], .joined = &b[JOINED],
+                           .timestamps = bench_queries};
+}
+
 /* The GPU passes' median times over `runs` submissions into pass_ms (the last entry: all of them). */
 static void gpu_times(hp_png_gpu *png, const hp_png_gpu_layout *l, hp_png_gpu_io io, uint32_t runs, double *pass_ms)
 {
@@ -215,11 +246,7 @@ static const char *const variant_names[VARIANTS] = {"GPU, default (hash probe, n
 static bool run_variant(hp_png_gpu *png, const hp_png_gpu_layout *l, hp_buffer *b, const uint8_t *want,
                         uint32_t runs, double *pass_ms, size_t *zlen_out)
 {
-    enum { STAGING, IMAGE, FILTERED, TYPES, SLOTS, TABLE, TOKENS, JOINED, RB_FILTERED, RB_JOINED, RB_TABLE };
-    hp_png_gpu_io io = {.image = b[IMAGE].address, .filtered = &b[FILTERED], .types = &b[TYPES],
-                        .slots = &b[SLOTS], .table = &b[TABLE], .tokens = &b[TOKENS], .joined = &b[JOINED],
-                        .timestamps = bench_queries};
-    gpu_times(png, l, io, runs, pass_ms);
+    gpu_times(png, l, png_io(b), runs, pass_ms);
     /* The result, once: read back, joined, inflated against the CPU reference. */
     bench_begin();
     VkBufferCopy f = {.size = l->filtered_size}, s = {.size = l->joined_size}, t = {.size = l->table_size};
@@ -249,23 +276,8 @@ static bool bench_image(hp_png_gpu *const *png, const uint8_t *img, uint32_t w, 
 {
     hp_png_gpu_layout l;
     CHECK(hp_png_gpu_layout_for(png[0], w, h, 3, depth, &l, &bench_err) == HP_OK);
-    enum { STAGING, IMAGE, FILTERED, TYPES, SLOTS, TABLE, TOKENS, JOINED, RB_FILTERED, RB_JOINED, RB_TABLE, NBUF };
     hp_buffer b[NBUF];
-    const VkDeviceSize sizes[NBUF] = {l.image_size,    l.image_size,  l.filtered_size, l.types_size,
-                                      l.slots_size,    l.table_size,  l.tokens_size,   l.joined_size,
-                                      l.filtered_size, l.joined_size, l.table_size};
-    const hp_mem_kind kinds[NBUF] = {HP_MEM_UPLOAD,   HP_MEM_DEVICE,   HP_MEM_DEVICE, HP_MEM_DEVICE,
-                                     HP_MEM_DEVICE,   HP_MEM_DEVICE,   HP_MEM_DEVICE, HP_MEM_DEVICE,
-                                     HP_MEM_READBACK, HP_MEM_READBACK, HP_MEM_READBACK};
-    for (int i = 0; i < NBUF; i++)
-        CHECK(hp_buffer_create(bench_gpu, sizes[i], kinds[i], "bench_png", &b[i], &bench_err) == HP_OK);
-    memcpy(b[STAGING].mapped, img, l.image_size);
-    hp_buffer_flush(bench_gpu, &b[STAGING]);
-    bench_begin();
-    VkBufferCopy up = {.size = l.image_size};
-    vkCmdCopyBuffer(bench_cmd, b[STAGING].buffer, b[IMAGE].buffer, 1, &up);
-    bench_barrier_all();
-    bench_submit_and_wait();
+    png_buffers_create(&l, img, b);
     uint8_t *want = malloc(l.filtered_size);
     CHECK(want != NULL);
     hp_png_cpu_filter(&l, img, want);
@@ -320,10 +332,103 @@ static bool bench_image(hp_png_gpu *const *png, const uint8_t *img, uint32_t w, 
     return exact;
 }
 
+/* --duty: the encode's GPU time when the GPU works only part of the time, as for one client's frames, each
+ * received and decoded on the CPU while the GPU idles: an encode of bench_http's 4K frame every cycle,
+ * then a gap, for some seconds (the driver lowers the clocks over seconds when the GPU is mostly idle,
+ * where one idle gap alone costs nothing). The gap idle, or its tail filled with holds (clock_hold.h) on
+ * one workgroup. Each variant's median over its last half; the wall-clock time each begins, to match
+ * nvidia-smi's log of clocks and power. */
+static double encode_once(hp_png_gpu *png, const hp_png_gpu_layout *l, hp_buffer *b)
+{
+    bench_begin();
+    vkCmdResetQueryPool(bench_cmd, bench_queries, 0, HP_PNG_GPU_TIMESTAMPS);
+    hp_png_gpu_io io = png_io(b);
+    io.first_query = 0;
+    hp_png_gpu_record(png, bench_cmd, l, &io);
+    bench_barrier_all();
+    bench_submit_and_wait();
+    uint64_t ts[HP_PNG_GPU_TIMESTAMPS];
+    bench_read_timestamps(HP_PNG_GPU_TIMESTAMPS, ts);
+    return (double)(ts[HP_PNG_GPU_PASSES] - ts[0]) * hp_gpu_get_info(bench_gpu)->timestamp_period_ns * 1e-6;
+}
+
+static void sleep_ms(double ms)
+{
+    if (ms <= 0)
+        return;
+    struct timespec ts = {.tv_sec = (time_t)(ms / 1e3), .tv_nsec = (long)(fmod(ms, 1e3) * 1e6)};
+    nanosleep(&ts, NULL);
+}
+
+/* A gap of gap_ms: idle for its first idle_ms, then held as the daemon's GPU thread holds (daemon/worker.c):
+ * a hold kept in flight, looked at every HP_CLOCK_HOLD_MS. */
+static void gap(hp_clock_hold *h, double gap_ms, double idle_ms)
+{
+    double end = now_ms() + gap_ms;
+    sleep_ms(idle_ms < gap_ms ? idle_ms : gap_ms);
+    while (now_ms() < end) {
+        CHECK(hp_clock_hold_keep(h, &bench_err) == HP_OK);
+        sleep_ms(HP_CLOCK_HOLD_MS);
+    }
+}
+
+static void duty_study(hp_png_gpu *png, double seconds)
+{
+    uint32_t w, h;
+    uint8_t *img = street_scaled(8, 4, &w, &h);
+    hp_png_gpu_layout l;
+    CHECK(hp_png_gpu_layout_for(png, w, h, 3, 8, &l, &bench_err) == HP_OK);
+    hp_buffer b[NBUF];
+    png_buffers_create(&l, img, b);
+    hp_clock_hold *hold;
+    CHECK(hp_clock_hold_create(bench_gpu, &hold, &bench_err) == HP_OK);
+    printf("\n## --duty: bench_http's 4K frame encoded every cycle (ms of GPU time, median of each variant's last "
+           "half of %.0f s)\n\n", seconds);
+    /* One client's cycle on the slow H200 hosts: 9-10 ms of GPU work in about 28 ms. */
+    static const struct { double gap, idle; const char *what; } variants[] = {
+        {0, 0, "no gap (the GPU always busy)"},        {20, 20, "gap 20 ms idle"},
+        {20, 0, "gap 20 ms held"},                     {20, 5, "gap 20 ms, 5 idle then held"},
+        {20, 10, "gap 20 ms, 10 idle then held"},      {20, 20, "gap 20 ms idle (again)"},
+        {100, 100, "gap 100 ms idle"},                 {100, 0, "gap 100 ms held"},
+    };
+    printf("| cycle | begins (UTC) | encodes | encode ms p50 | p10 | p90 | holds | their GPU ms | a hold's rounds |\n"
+           "|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
+        struct timespec wall;
+        clock_gettime(CLOCK_REALTIME, &wall);
+        struct tm tm;
+        gmtime_r(&wall.tv_sec, &tm);
+        hp_clock_hold_counts before, after;
+        hp_clock_hold_counts_get(hold, &before);
+        size_t cap = 4096, n = 0;
+        double *ms = malloc(cap * sizeof(double)), start = now_ms();
+        CHECK(ms != NULL);
+        while (now_ms() - start < seconds * 1e3 && n < cap) {
+            ms[n++] = encode_once(png, &l, b);
+            gap(hold, variants[v].gap, variants[v].idle);
+        }
+        hp_clock_hold_counts_get(hold, &after);
+        summary sm = bench_summarize(ms + n / 2, (uint32_t)(n - n / 2));
+        printf("| %s | %02d:%02d:%02d.%03ld | %zu | %.3f | %.3f | %.3f | %llu | %.1f | %u |\n", variants[v].what,
+               tm.tm_hour, tm.tm_min, tm.tm_sec, wall.tv_nsec / 1000000, n, sm.median, sm.p10, sm.p90,
+               (unsigned long long)(after.holds - before.holds), (after.gpu_seconds - before.gpu_seconds) * 1e3,
+               after.rounds);
+        fflush(stdout);
+        free(ms);
+    }
+    free(img);
+    hp_clock_hold_destroy(&hold);
+    for (int i = 0; i < NBUF; i++)
+        hp_buffer_destroy(bench_gpu, &b[i]);
+}
+
 int main(int argc, char **argv)
 {
     bench_args args = {.runs = 20};
-    if (!bench_parse_args(argc, argv, "bench_png_gpu [--runs N] [--quick] [--device D]", 3, &args, NULL, NULL))
+    static const char *const extra[] = {"--duty", NULL};
+    bool duty = false;
+    if (!bench_parse_args(argc, argv, "bench_png_gpu [--runs N] [--quick] [--duty] [--device D]", 3, &args, extra,
+                          &duty))
         return 2;
     uint32_t runs = args.runs < 1 ? 1 : args.runs > 100 ? 100 : args.runs;
     bench_init(args.device, HP_PNG_GPU_TIMESTAMPS * runs);
@@ -340,7 +445,9 @@ int main(int argc, char **argv)
     /* tiles 0: the frame scaled up 4x as bench_http's. --quick: the street frame itself, 8 bits. */
     static const struct { uint32_t tiles, depth; } images[] = {{2, 8}, {4, 8}, {8, 8}, {4, 16}, {0, 8}};
     bool ok = true;
-    for (size_t i = 0; i < sizeof(images) / sizeof(images[0]) && ok; i++) {
+    if (duty)
+        duty_study(png[0], args.quick ? 0.2 : 6);
+    for (size_t i = 0; i < sizeof(images) / sizeof(images[0]) && ok && !duty; i++) {
         uint32_t w, h, depth = images[i].depth;
         char what[96];
         uint8_t *img;

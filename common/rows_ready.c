@@ -1,6 +1,7 @@
 /* Rows ready while a frame decodes (rows_ready.h). */
 #include "common/rows_ready.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,9 +96,18 @@ static uint32_t ready_rows(const hp_rows_ready *t)
 
 uint32_t hp_rows_ready_wait(hp_rows_ready *t, uint32_t rows, bool *finished)
 {
+    return hp_rows_ready_wait_until(t, rows, NULL, finished);
+}
+
+uint32_t hp_rows_ready_wait_until(hp_rows_ready *t, uint32_t rows, const struct timespec *until, bool *finished)
+{
     pthread_mutex_lock(&t->lock);
-    while (t->state != HP_ROWS_FINISHED && t->state != HP_ROWS_ABANDONED && ready_rows(t) < rows)
-        pthread_cond_wait(&t->changed, &t->lock);
+    while (t->state != HP_ROWS_FINISHED && t->state != HP_ROWS_ABANDONED && ready_rows(t) < rows) {
+        if (!until)
+            pthread_cond_wait(&t->changed, &t->lock);
+        else if (pthread_cond_clockwait(&t->changed, &t->lock, CLOCK_MONOTONIC, until) == ETIMEDOUT)
+            break;
+    }
     uint32_t ready = ready_rows(t);
     *finished = t->state == HP_ROWS_FINISHED || t->state == HP_ROWS_ABANDONED;
     pthread_mutex_unlock(&t->lock);

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "common/error.h"
 
@@ -51,6 +52,8 @@ hp_rows_state hp_rows_ready_wait_start(hp_rows_ready *t);
 /* A reader: waits until rows [0, rows) are ready or the decoding has finished; returns the rows ready
  * then (all of them when finished with HP_OK, or whatever was ready when it failed) and *finished. */
 uint32_t hp_rows_ready_wait(hp_rows_ready *t, uint32_t rows, bool *finished);
+/* The same, giving up at `until` (CLOCK_MONOTONIC; NULL: never), when fewer rows may be ready. */
+uint32_t hp_rows_ready_wait_until(hp_rows_ready *t, uint32_t rows, const struct timespec *until, bool *finished);
 /* Finished, and how (*code, *err copied when not NULL); false while still decoding. */
 bool hp_rows_ready_result(hp_rows_ready *t, hp_code *code, hp_err *err);
 

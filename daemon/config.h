@@ -38,8 +38,8 @@ typedef struct hp_config {
     bool validation;
     /* GET /metrics answered without the auth token (api/http.h), default false. */
     bool metrics_open;
-    /* The web console (GET /, /console/...; issue 18): HP_CONSOLE_AUTO (on when listening on loopback), _ON
-     * or _OFF, as the setting says; console_enabled is what it comes to once listen is known. */
+    /* The web console (GET /, /console/...; issue 18): HP_AUTO (on when listening on loopback), HP_ON
+     * or HP_OFF, as the setting says; console_enabled is what it comes to once listen is known. */
     int console;
     bool console_enabled;
     /* An hp_log_level (error, warn, info, debug), default HP_LOG_INFO. Stored as int: the table writes
@@ -70,6 +70,9 @@ typedef struct hp_config {
     /* With auto, the share of the frames it would split inflated whole on the GPU (daemon/zip_share.h): 0 to
      * 0.5, or negative to adapt. */
     double exr_zip_gpu_share;
+    /* Holding the GPU's clocks while frames come (pipeline/clock_hold.h): HP_AUTO (on a GPU, not a CPU
+     * device), HP_ON or HP_OFF. Default auto. */
+    int gpu_clock_hold;
     /* Threads one large PNG is deflated on (api/encode.h); 0: one per core. 0..256, default 0. */
     int png_threads;
     /* Bearer token for every route but /livez and /readyz; "" disables authentication. Default "". */
@@ -129,9 +132,9 @@ void hp_config_free(hp_config *config);
  * on_gpu is false). */
 bool hp_config_warm_size(const char *value, bool on_gpu, uint32_t *width, uint32_t *height);
 
-enum { HP_CONSOLE_AUTO = 0, HP_CONSOLE_ON = 1, HP_CONSOLE_OFF = 2 };
-/* The console setting's value by name, -1 for another. */
-int hp_console_parse(const char *name);
+enum { HP_AUTO = 0, HP_ON = 1, HP_OFF = 2 };
+/* An auto/on/off setting's value by name (console, gpu_clock_hold), -1 for another. */
+int hp_auto_on_off_parse(const char *name);
 
 /* exr_zip_decoder: auto splits a frame that arrives while others are decoding (the cores are then the bound:
  * inflated on the CPU, the rest on the GPU), and decodes a frame alone on the CPU (its rows uploaded as they

@@ -30,6 +30,7 @@
 #include "daemon/notify.h"
 #include "daemon/worker.h"
 #include "daemon/zip_share.h"
+#include "pipeline/clock_hold.h"
 #include "pipeline/exr_zip_gpu.h"
 #include "pipeline/frame_graph.h"
 #include "pipeline/gpu.h"
@@ -96,6 +97,7 @@ typedef struct backend_ctx {
     hp_worker *worker;
     hp_gpu *gpu;
     hp_host_pool *host_pool;
+    hp_clock_hold *clock_hold;   /* NULL: gpu_clock_hold off, or a CPU device */
     hp_exr_zip_gpu *zip;         /* NULL: exr_zip_decoder cpu, or auto on a device that needs slices */
     int zip_mode;                /* HP_EXR_ZIP_DECODER_* */
     pthread_mutex_t share_lock;   /* over share: zip_route runs on every early decoding thread */
@@ -115,6 +117,7 @@ static void on_device_lost(void *ctx)
 
 static bool submit_job(void *ctx, struct hp_job *job) { return hp_worker_submit(((backend_ctx *)ctx)->worker, job); }
 static bool cancel_job(void *ctx, struct hp_job *job) { return hp_worker_cancel(((backend_ctx *)ctx)->worker, job); }
+static void frame_coming(void *ctx) { hp_worker_frame_coming(((backend_ctx *)ctx)->worker); }
 static unsigned queue_depth(void *ctx) { return hp_worker_queue_depth(((backend_ctx *)ctx)->worker); }
 static unsigned queue_capacity(void *ctx) { return hp_worker_queue_capacity(((backend_ctx *)ctx)->worker); }
 
@@ -239,6 +242,33 @@ static void report(void *ctx, hp_gpu_report *out)
     out->gpu_thread_gpu_wait_s = t.gpu_wait;
     out->gpu_thread_encoder_wait_s = t.encoder_wait;
     out->gpu_thread_work_s = t.work;
+    if (b->clock_hold) {
+        hp_clock_hold_counts c;
+        hp_clock_hold_counts_get(b->clock_hold, &c);
+        out->clock_hold = true;
+        out->clock_holds = c.holds;
+        out->clock_hold_seconds = c.gpu_seconds;
+    }
+}
+
+/* The holds of the GPU's clocks while frames come (gpu_clock_hold, pipeline/clock_hold.h): auto holds them
+ * on a GPU, not on a CPU device (lavapipe), where a hold would only take a core. NULL: none. */
+static hp_clock_hold *clock_hold_for(const hp_config *config, hp_gpu *gpu)
+{
+    bool cpu_device = hp_gpu_get_info(gpu)->device_type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    if (config->gpu_clock_hold == HP_OFF || (config->gpu_clock_hold == HP_AUTO && cpu_device)) {
+        hp_info("gpu_clock_hold: the GPU's clocks are left to the driver between frames%s",
+                config->gpu_clock_hold == HP_OFF ? "" : " (a CPU device)");
+        return NULL;
+    }
+    hp_err err = {0};
+    hp_clock_hold *hold = NULL;
+    if (hp_clock_hold_create(gpu, &hold, &err) != HP_OK) {
+        hp_warn("gpu_clock_hold: the GPU's clocks are left to the driver: %s", err.message);
+        return NULL;
+    }
+    hp_info("gpu_clock_hold: the GPU is kept busy while frames are on their way, so that its clocks stay up");
+    return hold;
 }
 
 static double ms_since(const struct timespec *t0)
@@ -460,6 +490,7 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
     hp_worker *worker = NULL;
     hp_host_pool *host_pool = NULL;
     hp_exr_zip_gpu *zip = NULL;
+    hp_clock_hold *clock_hold = NULL;
     static backend_ctx bctx; /* outlives the HTTP server, which holds a pointer to it */
     int exit_code = EXIT_CLEAN;
     const char *cache_path = config->pipeline_cache[0] ? config->pipeline_cache : NULL;
@@ -516,11 +547,14 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
                                .finish_threads = (unsigned)config->encode_threads,
                                .test_gpu_delay_ms = (unsigned)config->test_gpu_delay_ms,
                                .test_lose_device_after = (unsigned)config->test_lose_device_after,
-                               .host_pool = host_pool};
+                               .host_pool = host_pool,
+                               .clock_hold = clock_hold = clock_hold_for(config, gpu),
+                               .budget = &budget};
         if ((code = hp_worker_create(graph, &wc, &worker, &err)) != HP_OK)
             goto startup_failed;
         hp_worker_set_on_device_lost(worker, on_device_lost, http);
-        bctx = (backend_ctx){.worker = worker, .gpu = gpu, .host_pool = host_pool, .zip_mode = config->exr_zip_decoder,
+        bctx = (backend_ctx){.worker = worker, .gpu = gpu, .host_pool = host_pool, .clock_hold = clock_hold,
+                             .zip_mode = config->exr_zip_decoder,
                              .test_lose_in_decode = (unsigned)config->test_lose_device_in_decode};
         pthread_mutex_init(&bctx.share_lock, NULL);
         if (config->exr_zip_decoder != HP_EXR_ZIP_DECODER_CPU) {
@@ -562,6 +596,7 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
             .ctx = &bctx,
             .submit = submit_job,
             .cancel = cancel_job,
+            .frame_coming = frame_coming,
             .queue_depth = queue_depth,
             .queue_capacity = queue_capacity,
             .report = report,
@@ -639,6 +674,12 @@ shutdown:
         hp_info("exr_zip_gpu_share: %lu of the %lu frames that arrived while others decoded went whole to the "
                 "GPU (the share at the end %.3f)", bctx.share.gpu_frames, bctx.share.frames, bctx.share.share);
     hp_worker_destroy(&worker);
+    if (clock_hold) {
+        hp_clock_hold_counts c;
+        hp_clock_hold_counts_get(clock_hold, &c);
+        hp_info("gpu_clock_hold: %llu holds kept the GPU busy for %.1f s", (unsigned long long)c.holds, c.gpu_seconds);
+    }
+    hp_clock_hold_destroy(&clock_hold);
     hp_host_pool_destroy(&host_pool); /* every job is done: every block is back */
     hp_exr_zip_gpu_destroy(&zip);
     /* Only after a warm-up: a cache saved before it holds no pipelines and would replace a good file. */

@@ -7,9 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/budget.h"
 #include "common/clock.h"
 #include "common/cpus.h"
 #include "common/log.h"
+#include "pipeline/clock_hold.h"
 
 /* The GPU thread's states (hp_gpu_thread_time). */
 enum { STATE_WORK, STATE_IDLE, STATE_DECODE_WAIT, STATE_GPU_WAIT, STATE_ENCODER_WAIT, GPU_THREAD_STATES };
@@ -106,6 +108,9 @@ struct hp_worker {
     void (*on_device_lost)(void *ctx); /* under lock: hp_worker_set_on_device_lost */
     void *on_device_lost_ctx;
     hp_host_pool *host_pool;    /* hp_worker_config */
+    hp_clock_hold *clock_hold;  /* hp_worker_config; the GPU thread's alone, NULL once a hold failed */
+    const hp_budget *budget;    /* hp_worker_config */
+    bool holds_clocks;          /* a clock hold was given (any thread reads it; clock_hold is the GPU thread's) */
     /* The GPU thread's time by state (hp_gpu_thread_time): the state it is in and since when (its own),
      * the totals in nanoseconds (read by any thread). */
     int state;
@@ -157,6 +162,25 @@ static void hand_to_pool(hp_worker *w, hp_job *job)
     pthread_mutex_unlock(&w->lock);
 }
 
+/* Keeps a hold of the clocks in flight (pipeline/clock_hold.h) and sets *until to when to look again; false
+ * without holds. A hold that cannot be submitted (a lost device) ends the holding for good: the frame's own
+ * submission then finds out what is wrong. */
+static bool hold_clocks(hp_worker *w, struct timespec *until)
+{
+    if (!w->clock_hold)
+        return false;
+    hp_err err = {0};
+    if (hp_clock_hold_keep(w->clock_hold, &err) != HP_OK) {
+        hp_warn("worker: the GPU's clocks are no longer held: %s", err.message);
+        w->clock_hold = NULL;
+        return false;
+    }
+    clock_gettime(CLOCK_MONOTONIC, until);
+    long ns = until->tv_nsec + (long)(HP_CLOCK_HOLD_MS * 1e6);
+    until->tv_sec += ns / 1000000000L, until->tv_nsec = ns % 1000000000L;
+    return true;
+}
+
 /* A frame still decoding (job->rows): its final rows are uploaded in parts as they come when the GPU
  * reads them from the job's own memory (upload_parts), then this waits for the end. False when the
  * decoding failed: the job then carries the decoder's code and message. */
@@ -170,8 +194,12 @@ static bool wait_decoded(hp_worker *w, hp_job *job, bool upload_parts)
     uint32_t uploaded = 0;
     gpu_thread_enters(w, STATE_DECODE_WAIT); /* the parts' submissions are counted in it: they are short */
     for (bool finished = false; !finished;) {
-        /* Without parts (not the pool's memory, or a part refused) only the end is waited for. */
-        uint32_t ready = hp_rows_ready_wait(job->rows, upload_parts ? uploaded + step : UINT32_MAX, &finished);
+        /* Without parts (not the pool's memory, or a part refused) only the end is waited for; with holds,
+         * until the next look at the hold in flight. */
+        struct timespec until;
+        bool holding = hold_clocks(w, &until);
+        uint32_t ready = hp_rows_ready_wait_until(job->rows, upload_parts ? uploaded + step : UINT32_MAX,
+                                                  holding ? &until : NULL, &finished);
         ready = ready < height ? ready : height;
         if (upload_parts && !finished && ready > uploaded) {
             hp_err ignored = {0}; /* a part that cannot be submitted goes with the frame's own upload */
@@ -343,6 +371,22 @@ static void done(hp_worker *w, hp_job *job)
     hand_to_pool(w, job);
 }
 
+/* Nothing queued, under the lock: waits for a job. While requests in flight hold bytes (a frame arriving
+ * will soon be queued) the clocks are held, and the wait ends at the next look at the hold. */
+static void idle_wait(hp_worker *w)
+{
+    struct timespec until;
+    if (w->clock_hold && w->budget && hp_budget_used(w->budget) > 0) {
+        pthread_mutex_unlock(&w->lock); /* a submission takes a while: the HTTP threads may queue meanwhile */
+        bool holding = hold_clocks(w, &until);
+        pthread_mutex_lock(&w->lock);
+        if (holding && w->waiting.count == 0 && !w->stopping)
+            pthread_cond_clockwait(&w->gpu_wake, &w->lock, CLOCK_MONOTONIC, &until);
+        return;
+    }
+    pthread_cond_wait(&w->gpu_wake, &w->lock);
+}
+
 /* The GPU thread keeps two frames in flight (HP_FRAMES_IN_FLIGHT): it copies the next frame into its
  * staging and submits it while the GPU runs the one before, then waits for that one and copies its image
  * out while the GPU runs the next. With nothing more queued it finishes the frame in flight at once. */
@@ -368,7 +412,7 @@ static void *gpu_main(void *arg)
             if (w->stopping)
                 break;
             gpu_thread_enters(w, STATE_IDLE);
-            pthread_cond_wait(&w->gpu_wake, &w->lock);
+            idle_wait(w);
             gpu_thread_enters(w, STATE_WORK);
             continue;
         }
@@ -437,6 +481,9 @@ hp_code hp_worker_create(hp_frame_graph *graph, const hp_worker_config *config, 
     w->test_gpu_delay_ms = config ? config->test_gpu_delay_ms : 0;
     w->test_lose_device_after = config ? config->test_lose_device_after : 0;
     w->host_pool = config ? config->host_pool : NULL;
+    w->clock_hold = config ? config->clock_hold : NULL;
+    w->holds_clocks = w->clock_hold != NULL;
+    w->budget = config ? config->budget : NULL;
     unsigned depth = config && config->queue_depth ? config->queue_depth : 16;
     w->pool_size = config && config->finish_threads ? config->finish_threads : hp_usable_cpus();
     w->waiting.capacity = depth;
@@ -520,6 +567,15 @@ void hp_worker_set_on_device_lost(hp_worker *w, void (*fn)(void *ctx), void *ctx
     pthread_mutex_lock(&w->lock);
     w->on_device_lost = fn;
     w->on_device_lost_ctx = ctx;
+    pthread_mutex_unlock(&w->lock);
+}
+
+void hp_worker_frame_coming(hp_worker *w)
+{
+    if (!w->holds_clocks)
+        return;
+    pthread_mutex_lock(&w->lock);
+    pthread_cond_signal(&w->gpu_wake); /* its only waiter is the GPU thread, idle */
     pthread_mutex_unlock(&w->lock);
 }
 

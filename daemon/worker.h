@@ -33,6 +33,12 @@ typedef struct hp_worker_config {
     /* Where the images are read back into (the same pool the submitters take frames from), or NULL
      * for the frame graph's own read-back memory and a copy. */
     hp_host_pool *host_pool;
+    /* Holds of the GPU's clocks (pipeline/clock_hold.h), or NULL for none: the GPU thread keeps one in flight
+     * while it waits for a frame's decoding, and while idle as long as requests in flight hold bytes of
+     * `budget` (a frame arriving, decoding, queued or being answered). The worker uses both, the caller
+     * destroys them after hp_worker_destroy. */
+    struct hp_clock_hold *clock_hold;
+    const struct hp_budget *budget;
 } hp_worker_config;
 
 typedef struct hp_worker hp_worker;
@@ -51,6 +57,10 @@ void hp_worker_set_on_device_lost(hp_worker *worker, void (*fn)(void *ctx), void
 /* Another thread's submission found the device lost (an EXR frame's inflate, pipeline/exr_zip_gpu.h): the
  * same callback, so that the daemon leaves the rotation; the GPU thread finds out at its next frame. */
 void hp_worker_device_lost(hp_worker *worker, const char *why);
+
+/* A frame has begun to arrive (its body's first bytes): an idle GPU thread starts holding the clocks
+ * (hp_worker_config.clock_hold) before the frame is queued. Any thread; nothing without holds. */
+void hp_worker_frame_coming(hp_worker *worker);
 
 /* Queues a job. Returns false when the queue is full (the caller answers 429) or the worker is
  * stopping; the job is then still the caller's. */

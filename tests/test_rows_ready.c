@@ -51,8 +51,22 @@ int main(void)
     hp_rows_ready_piece(&t, 1);
     hp_rows_ready_piece(&t, 2);
     tap_ok(hp_rows_ready_wait(&t, 0, &finished) == 0 && !finished, "pieces 1 and 2 without 0: no row is ready");
+    /* A wait with an end (the daemon's GPU thread, holding the clocks: daemon/worker.c) gives up at it. */
+    struct timespec before, until, after;
+    clock_gettime(CLOCK_MONOTONIC, &before);
+    until = before;
+    until.tv_nsec += 20000000L; /* 20 ms */
+    if (until.tv_nsec >= 1000000000L)
+        until.tv_sec++, until.tv_nsec -= 1000000000L;
+    uint32_t early = hp_rows_ready_wait_until(&t, 48, &until, &finished);
+    clock_gettime(CLOCK_MONOTONIC, &after);
+    double waited_ms = (double)(after.tv_sec - before.tv_sec) * 1e3 + (double)(after.tv_nsec - before.tv_nsec) / 1e6;
+    tap_ok(early == 0 && !finished && waited_ms >= 19.9, "a wait until a time gives up at it with the rows ready "
+           "then (%u after %.1f ms)", early, waited_ms);
     hp_rows_ready_piece(&t, 0);
-    tap_ok(hp_rows_ready_wait(&t, 48, &finished) == 48 && !finished, "then piece 0: rows [0, 48) are ready");
+    until.tv_sec += 3600; /* rows ready before it: no wait */
+    tap_ok(hp_rows_ready_wait_until(&t, 48, &until, &finished) == 48 && !finished,
+           "then piece 0: rows [0, 48) are ready, before the time");
     hp_rows_ready_piece(&t, 6);
     hp_rows_ready_piece(&t, 5);
     hp_rows_ready_piece(&t, 4);

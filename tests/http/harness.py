@@ -237,6 +237,32 @@ def request(port, method, path, body=None, headers=None, timeout=5):
         conn.close()
 
 
+def post_trickled(port, body, query, pieces=8, gap_s=0.05, timeout=120):
+    """(status, body) of a POST /v1/render whose body is sent in pieces with pauses: the early decoder waits
+    for each chunk's bytes, and the frame is on its way for pieces x gap_s."""
+    with socket.create_connection((HOST, port), timeout=timeout) as s:
+        s.sendall(f"POST /v1/render?{query} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                  f"Content-Length: {len(body)}\r\n\r\n".encode())
+        step = (len(body) + pieces - 1) // pieces
+        for at in range(0, len(body), step):
+            s.sendall(body[at:at + step])
+            time.sleep(gap_s)
+        status, _, data = read_response(s)
+        return status, data
+
+
+def metric(port, name, headers=None):
+    """The value of one /metrics exposition line (name with its labels), or None."""
+    try:
+        _, _, body = request(port, "GET", "/metrics", headers=headers, timeout=10)
+    except OSError:
+        return None
+    for line in body.decode("utf-8", "replace").splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return None
+
+
 def json_body(body):
     try:
         return json.loads(body.decode("utf-8"))

@@ -118,6 +118,8 @@ def config_errors(tmp):
          [r"http_threads", r"1 to 256"]),
         ("bad enum exits 2 listing the allowed values", ["--log_level=loud"], {},
          [r"log_level", r"error, warn, info, debug"]),
+        ("bad --gpu_clock_hold exits 2 naming it, the value and auto, on, off", ["--gpu_clock_hold=maybe"], {},
+         [r"gpu_clock_hold", r"maybe", r"auto, on, off"]),
         ("bad environment value exits 2 naming the variable", [], {"HDRPOST_SHUTDOWN_TIMEOUT_S": "soon"},
          [r"HDRPOST_SHUTDOWN_TIMEOUT_S", r"shutdown_timeout_s"]),
         ("bad --warm_frame exits 2 naming the setting and what is allowed", ["--warm_frame=4096"], {},

@@ -279,20 +279,6 @@ def lost_in_decode(frames, mode):
         point(f"{mode}: the pool was abandoned (its log line)", "host pool: the device is lost" in d.log(), "")
 
 
-def post_trickled(port, body, query, pieces=8, gap_s=0.05):
-    """The body sent in pieces with pauses: the early decoder waits for each chunk's bytes."""
-    import socket
-    with socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT_S) as s:
-        s.sendall(f"POST /v1/render?{query} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
-                  f"Content-Length: {len(body)}\r\n\r\n".encode())
-        step = (len(body) + pieces - 1) // pieces
-        for at in range(0, len(body), step):
-            s.sendall(body[at:at + step])
-            time.sleep(gap_s)
-        status, _, data = harness.read_response(s)
-        return status, data
-
-
 def hang_up(port, body):
     """A client that goes away after two thirds of its body."""
     import socket
@@ -327,7 +313,7 @@ def split_daemon(frames, png_of):
             s, h, png = post(d.port, "/v1/render", frames[comp], "output.format=png")
             point(f"split, street {comp.upper()}: the PNG is the cpu daemon's, byte for byte",
                   s == 200 and png == png_of[comp], f"{s} {len(png)} {png[:200]!r}")
-        st, png_t = post_trickled(d.port, frames["zip"], "output.format=png")
+        st, png_t = harness.post_trickled(d.port, frames["zip"], "output.format=png", timeout=REQUEST_TIMEOUT_S)
         point("split, the ZIP frame sent in 8 pieces 50 ms apart (each chunk inflated when its bytes are in): the "
               "same PNG", st == 200 and png_t == png_of["zip"], f"{st} {png_t[:200]!r}")
         sl, _, png_l = post(d.port, "/v1/render", frames["lenient"], "output.format=png")
@@ -382,7 +368,8 @@ def share_daemon(frames, png_of):
         z0 = zip_frames(d.port)
         trickled = {}
         t = threading.Thread(target=lambda: trickled.update(
-            answer=post_trickled(d.port, frames["zip"], "output.format=png", pieces=30, gap_s=0.1)))
+            answer=harness.post_trickled(d.port, frames["zip"], "output.format=png", pieces=30, gap_s=0.1,
+                                         timeout=REQUEST_TIMEOUT_S)))
         t.start()
         time.sleep(0.3)  # its header is in: it decodes as it arrives
         answers = [post(d.port, "/v1/render", frames["zip"], "output.format=png") for _ in range(4)]

@@ -1,0 +1,202 @@
+/* Holding the GPU's clocks up while the frame graph waits for a frame (clock_hold.h). */
+#include "pipeline/clock_hold.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "common/log.h"
+
+static const uint32_t spv_clock_hold[] =
+#include "clock_hold.spv.inc"
+    ;
+
+/* shaders/clock_hold.comp's push constants. */
+struct clock_hold_push {
+    VkDeviceAddress sink;
+    uint32_t rounds, never;
+};
+
+/* The generator's step, x -> A x + C mod 2^32 (shaders/clock_hold.comp). */
+#define LCG_A 1664525u
+#define LCG_C 1013904223u
+/* The first hold's rounds of HP_CLOCK_HOLD_ROUND steps, before any was timed: about 0.05 ms on an H200 at
+ * full clock (7 cycles a step at 1980 MHz). At most lavapipe's 65535 loop iterations (the shader says why). */
+#define FIRST_ROUNDS 1000u
+#define MIN_ROUNDS 64u
+#define MAX_ROUNDS HP_CLOCK_HOLD_MAX_ROUNDS
+
+struct hp_clock_hold {
+    hp_gpu *gpu;
+    hp_compute compute;
+    hp_buffer sink;
+    VkCommandPool pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    VkQueryPool queries; /* the hold in flight's start and end */
+    bool in_flight;
+    double best_ns_per_round; /* the shortest seen; 0 before the first hold was timed */
+    uint32_t rounds, never;   /* the next hold's, and the generator's image of 0 after its steps */
+    _Atomic uint64_t holds, held_ns;
+    _Atomic uint32_t next_rounds;
+};
+
+uint32_t hp_clock_hold_step(uint32_t seed, uint32_t steps)
+{
+    /* n steps of x -> a x + c compose to x -> A x + C, found by squaring: (a, c) applied twice is
+     * (a^2, a c + c). Any n in at most 32 squarings, where a hold is up to a million steps. */
+    uint32_t a = LCG_A, c = LCG_C, acc_a = 1, acc_c = 0;
+    for (uint32_t n = steps; n; n >>= 1) {
+        if (n & 1)
+            acc_a = acc_a * a, acc_c = acc_c * a + c;
+        c = c * a + c, a = a * a;
+    }
+    return acc_a * seed + acc_c;
+}
+
+static void set_rounds(hp_clock_hold *h, double rounds)
+{
+    h->rounds = rounds < MIN_ROUNDS ? MIN_ROUNDS : rounds > MAX_ROUNDS ? MAX_ROUNDS : (uint32_t)rounds;
+    h->never = hp_clock_hold_step(0, h->rounds * HP_CLOCK_HOLD_ROUND);
+    atomic_store(&h->next_rounds, h->rounds);
+}
+
+static hp_code create_submission(hp_clock_hold *h, hp_err *err)
+{
+    VkDevice dev = hp_gpu_device(h->gpu);
+    VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                  .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
+                                  .queueFamilyIndex = hp_gpu_compute_family(h->gpu)};
+    VkResult res = vkCreateCommandPool(dev, &pi, NULL, &h->pool);
+    if (res == VK_SUCCESS) {
+        VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                          .commandPool = h->pool,
+                                          .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                          .commandBufferCount = 1};
+        res = vkAllocateCommandBuffers(dev, &ai, &h->cmd);
+    }
+    if (res == VK_SUCCESS) {
+        VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        res = vkCreateFence(dev, &fi, NULL, &h->fence);
+    }
+    if (res == VK_SUCCESS) {
+        VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                                    .queryType = VK_QUERY_TYPE_TIMESTAMP,
+                                    .queryCount = 2};
+        res = vkCreateQueryPool(dev, &qi, NULL, &h->queries);
+    }
+    return res == VK_SUCCESS ? HP_OK : hp_vk_fail(err, res, "creating the clock hold's command buffer and fence");
+}
+
+hp_code hp_clock_hold_create(hp_gpu *gpu, hp_clock_hold **out, hp_err *err)
+{
+    *out = NULL;
+    hp_clock_hold *h = calloc(1, sizeof(*h));
+    if (!h)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    h->gpu = gpu;
+    set_rounds(h, FIRST_ROUNDS);
+    hp_compute_desc desc = {.name = "clock_hold", .spirv = spv_clock_hold, .spirv_size = sizeof(spv_clock_hold),
+                            .push_constant_size = sizeof(struct clock_hold_push)};
+    hp_code rc = hp_buffer_create(gpu, 16, HP_MEM_DEVICE, "clock_hold_sink", &h->sink, err);
+    if (rc == HP_OK)
+        rc = hp_compute_create(gpu, &desc, &h->compute, err);
+    if (rc == HP_OK)
+        rc = create_submission(h, err);
+    if (rc != HP_OK) {
+        hp_clock_hold_destroy(&h);
+        return rc;
+    }
+    *out = h;
+    return HP_OK;
+}
+
+void hp_clock_hold_record(const hp_clock_hold *h, VkCommandBuffer cmd, uint32_t groups, uint32_t rounds,
+                          uint32_t never)
+{
+    struct clock_hold_push push = {.sink = h->sink.address, .rounds = rounds < MAX_ROUNDS ? rounds : MAX_ROUNDS,
+                                   .never = never};
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, h->compute.pipeline);
+    vkCmdPushConstants(cmd, h->compute.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+    vkCmdDispatch(cmd, groups ? groups : 1, 1, 1);
+}
+
+const hp_buffer *hp_clock_hold_sink(const hp_clock_hold *h) { return &h->sink; }
+
+/* The finished hold's timestamps: its GPU time counted, and the next hold's rounds from the shortest time a
+ * round has taken (the highest clock seen). */
+static void learn(hp_clock_hold *h)
+{
+    uint64_t ts[2];
+    VkResult res = vkGetQueryPoolResults(hp_gpu_device(h->gpu), h->queries, 0, 2, sizeof(ts), ts, sizeof(uint64_t),
+                                         VK_QUERY_RESULT_64_BIT);
+    if (res != VK_SUCCESS || ts[1] <= ts[0])
+        return;
+    double ns = (double)(ts[1] - ts[0]) * hp_gpu_get_info(h->gpu)->timestamp_period_ns;
+    atomic_fetch_add(&h->held_ns, (uint64_t)ns);
+    double per = ns / h->rounds;
+    if (h->best_ns_per_round == 0 || per < h->best_ns_per_round) {
+        h->best_ns_per_round = per;
+        set_rounds(h, HP_CLOCK_HOLD_MS * 1e6 / per);
+    }
+}
+
+void hp_clock_hold_destroy(hp_clock_hold **hp)
+{
+    hp_clock_hold *h = *hp;
+    if (!h)
+        return;
+    VkDevice dev = hp_gpu_device(h->gpu);
+    if (h->in_flight && vkWaitForFences(dev, 1, &h->fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS)
+        learn(h);
+    if (h->queries)
+        vkDestroyQueryPool(dev, h->queries, NULL);
+    if (h->fence)
+        vkDestroyFence(dev, h->fence, NULL);
+    if (h->pool)
+        vkDestroyCommandPool(dev, h->pool, NULL);
+    hp_compute_destroy(h->gpu, &h->compute);
+    hp_buffer_destroy(h->gpu, &h->sink);
+    free(h);
+    *hp = NULL;
+}
+
+hp_code hp_clock_hold_keep(hp_clock_hold *h, hp_err *err)
+{
+    VkDevice dev = hp_gpu_device(h->gpu);
+    if (h->in_flight) {
+        VkResult res = vkGetFenceStatus(dev, h->fence);
+        if (res == VK_NOT_READY)
+            return HP_OK;
+        if (res != VK_SUCCESS)
+            return hp_vk_fail(err, res, "the clock hold's fence");
+        h->in_flight = false;
+        learn(h);
+        vkResetFences(dev, 1, &h->fence);
+    }
+    vkResetCommandPool(dev, h->pool, 0);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    VkResult res = vkBeginCommandBuffer(h->cmd, &bi);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "vkBeginCommandBuffer (clock hold)");
+    vkCmdResetQueryPool(h->cmd, h->queries, 0, 2);
+    vkCmdWriteTimestamp(h->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, h->queries, 0);
+    hp_clock_hold_record(h, h->cmd, 1, h->rounds, h->never);
+    vkCmdWriteTimestamp(h->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, h->queries, 1);
+    res = vkEndCommandBuffer(h->cmd);
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &h->cmd};
+    if (res == VK_SUCCESS)
+        res = hp_gpu_submit(h->gpu, &si, h->fence);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "submitting a clock hold");
+    h->in_flight = true;
+    atomic_fetch_add(&h->holds, 1);
+    return HP_OK;
+}
+
+void hp_clock_hold_counts_get(const hp_clock_hold *h, hp_clock_hold_counts *out)
+{
+    *out = (hp_clock_hold_counts){.holds = atomic_load(&h->holds),
+                                  .gpu_seconds = (double)atomic_load(&h->held_ns) * 1e-9,
+                                  .rounds = atomic_load(&h->next_rounds)};
+}

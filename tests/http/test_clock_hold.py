@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Holding the GPU's clocks while frames come (gpu_clock_hold; pipeline/clock_hold.h) over HTTP.
+
+Usage: test_clock_hold.py PATH/TO/hdrpostd. Prints TAP. Two daemons on the test's device, with --validation
+(any validation-layer message fails, harness.stop_clean):
+  - the default, auto: /v1/gpu's clock_hold says it holds on a GPU and not on a CPU device (lavapipe), and
+    a frame it renders is the reference PNG;
+  - gpu_clock_hold=on: before the frame is queued, while its body is still arriving (sent in 15 pieces 0.1 s
+    apart), holds are submitted (hdrpost_gpu_clock_holds_total, read mid-body); the frame's PNG is the first
+    daemon's byte for byte; once answered and idle the count no longer moves; /v1/gpu's clock_hold agrees
+    with /metrics, and its GPU seconds grew.
+"""
+
+import os
+import sys
+import threading
+import time
+
+import harness
+from harness import point
+
+EXE = sys.argv[1] if len(sys.argv) > 1 else "hdrpostd"
+FRAME = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "blender_street_960x540_singlelayer.exr")
+REQUEST_TIMEOUT_S = 120
+HOLDS = "hdrpost_gpu_clock_holds_total"
+
+
+def clock_hold(port):
+    status, _, body = harness.request(port, "GET", "/v1/gpu", timeout=10)
+    return (harness.json_body(body) or {}).get("clock_hold") if status == 200 else None
+
+
+def body(tmp):
+    with open(FRAME, "rb") as f:
+        frame = f.read()
+    with harness.serving(harness.start_ready(EXE, "auto")) as d:
+        if not d:
+            return
+        _, _, gpu = harness.request(d.port, "GET", "/v1/gpu", timeout=10)
+        info = harness.json_body(gpu) or {}
+        on_cpu_device = info.get("vendor") == "Mesa" and "llvmpipe" in info.get("device", "")
+        hold = info.get("clock_hold") or {}
+        point(f"auto holds the clocks on a GPU, not on a CPU device ({info.get('device')}: enabled "
+              f"{hold.get('enabled')})", hold.get("enabled") is (not on_cpu_device) and hold.get("holds") == 0,
+              f"{hold}")
+        status, _, reference = harness.request(d.port, "POST", "/v1/render?output.format=png", frame,
+                                               timeout=REQUEST_TIMEOUT_S)
+        point("auto: the frame renders (200, a PNG)", status == 200 and reference[:8] == b"\x89PNG\r\n\x1a\n",
+              f"{status} {reference[:200]!r}")
+
+    with harness.serving(harness.start_ready(EXE, "on", ["--gpu_clock_hold=on"])) as d:
+        if not d:
+            return
+        before = harness.metric(d.port, HOLDS)
+        point("on: /v1/gpu says the clocks are held, none yet", (clock_hold(d.port) or {}).get("enabled") is True
+              and before == 0, f"{clock_hold(d.port)} {before}")
+        answer = {}
+        t = threading.Thread(target=lambda: answer.update(r=harness.post_trickled(
+            d.port, frame, "output.format=png", pieces=15, gap_s=0.1, timeout=REQUEST_TIMEOUT_S)))
+        t.start()
+        time.sleep(0.7)
+        during = harness.metric(d.port, HOLDS)
+        still_arriving = t.is_alive()
+        t.join()
+        point("on: holds are submitted while the frame's body is still arriving (before it is queued)",
+              still_arriving and during is not None and during > 0, f"{during} holds, arriving {still_arriving}")
+        status, png = answer.get("r", (None, b""))
+        point("on: the frame's PNG is the default daemon's byte for byte", status == 200 and png == reference,
+              f"{status} {len(png)} bytes against {len(reference)}")
+        time.sleep(0.5)  # the request's completion gives its memory back just after the answer
+        idle1 = harness.metric(d.port, HOLDS)
+        time.sleep(1.0)
+        idle2 = harness.metric(d.port, HOLDS)
+        point("on: once answered and idle, no more holds", idle1 is not None and idle1 == idle2 and idle1 >= during,
+              f"{during} -> {idle1} -> {idle2}")
+        hold = clock_hold(d.port) or {}
+        seconds = harness.metric(d.port, "hdrpost_gpu_clock_hold_seconds_total")
+        point("on: /v1/gpu's clock_hold agrees with /metrics, and the holds took GPU time",
+              hold.get("holds") == idle2 and seconds is not None and seconds > 0 and
+              abs(hold.get("gpu_seconds", -1) - seconds) < 1e-5, f"{hold} {idle2} {seconds}")
+
+
+if __name__ == "__main__":
+    sys.exit(harness.run_suite([EXE], "hdrpost-clock-hold-", body))
