@@ -815,9 +815,18 @@ def metrics_values(port):
 
 def status_routes(d):
     """GET /v1/gpu and GET /metrics on the main daemon (--queue_depth=64), after it has rendered frames:
-    the device and memory as /v1/gpu says them, and /metrics counting exactly the requests made here."""
-    status, headers, body = request(d.port, "GET", "/v1/gpu")
-    doc = json_body(body) if status == 200 else None
+    the device and memory as /v1/gpu says them, and /metrics counting exactly the requests made here. The
+    GPU thread counts a frame out of flight just after the finishing thread may have answered it, and the
+    request's memory goes back at its completion: /v1/gpu is read until both are settled (at most 5 s)."""
+    deadline = time.monotonic() + 5
+    while True:
+        status, headers, body = request(d.port, "GET", "/v1/gpu")
+        doc = json_body(body) if status == 200 else None
+        settled = isinstance(doc, dict) and (doc.get("queue") or {}).get("frames_in_flight") == 0 and \
+            (doc.get("host_memory") or {}).get("blocks_in_use") == 0
+        if settled or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     ok = isinstance(doc, dict)
     heaps = doc.get("memory_heaps") if ok else None
     queue = doc.get("queue") if ok else None
