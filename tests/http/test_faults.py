@@ -41,9 +41,7 @@ def error_code(body):
 
 
 def metric(port, name):
-    body = request(port, "GET", "/metrics")[2].decode()
-    m = re.search(rf"^{re.escape(name)} (\S+)$", body, re.M)
-    return float(m.group(1)) if m else None
+    return harness.metric(port, name)
 
 
 def settled(port, name, want, timeout=5.0):

@@ -208,14 +208,7 @@ def refuse_open_listen():
 
 def metric(port, name):
     """The value of one exposition line (name with its labels), or None."""
-    try:
-        _, _, body = harness.request(port, "GET", "/metrics", headers=AUTH, timeout=10)
-    except OSError:
-        return None
-    for line in body.decode("utf-8", "replace").splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[-1])
-    return None
+    return harness.metric(port, name, headers=AUTH)
 
 
 def closed_within(sock, seconds):
