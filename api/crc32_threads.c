@@ -4,8 +4,9 @@
 #include <libdeflate.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include <time.h>
 #include <zlib.h>
+
+#include "common/clock.h"
 
 #define MAX_THREADS 16
 
@@ -23,19 +24,13 @@ static void *piece_crc(void *arg)
     return NULL;
 }
 
-static double thread_cpu_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
 
 static void *piece_thread(void *arg)
 {
     pthread_setname_np(pthread_self(), "hp-crc32");
-    double c0 = thread_cpu_ms();
+    double c0 = hp_thread_cpu_ms();
     piece_crc(arg);
-    ((crc_piece *)arg)->cpu_ms = thread_cpu_ms() - c0;
+    ((crc_piece *)arg)->cpu_ms = hp_thread_cpu_ms() - c0;
     return NULL;
 }
 

@@ -14,7 +14,7 @@
 /* Below this, one thread: starting threads costs tens of microseconds each. */
 #define HP_CRC32_THREADS_MIN_BYTES ((size_t)4 << 20)
 /* Each thread's piece is at least this long. */
-#define HP_CRC32_THREADS_PIECE ((size_t)1 << 20)
+#define HP_CRC32_THREADS_PIECE ((size_t)2 << 20)
 
 /* crc continued over data[0, len), as libdeflate_crc32(crc, data, len), on up to `threads` threads (this one
  * among them); a thread that cannot start has its piece done here. *helper_cpu_ms (when not NULL) is set to

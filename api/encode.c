@@ -20,6 +20,7 @@
 /* Generated at build time by tools/make_icc.c (api/meson.build): the profiles of the wide-gamut outputs and
  * their cHRM values, by hp_output_colorspace and hp_output_encoding. */
 #include "api/icc_profiles.h"
+#include "common/clock.h"
 #include "common/cpus.h"
 #include "common/log.h"
 
@@ -751,21 +752,12 @@ static void be32(uint8_t *p, uint32_t v)
     p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
 }
 
-/* Runs fn on every strip, a thread each; a strip whose thread cannot start runs on this one. */
-/* The CPU time of the calling thread, ms. */
-static double thread_cpu_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
 static void *strip_timed(void *arg)
 {
     png_strip *st = arg;
-    double c0 = thread_cpu_ms();
+    double c0 = hp_thread_cpu_ms();
     st->phase(st);
-    st->cpu_ms += thread_cpu_ms() - c0;
+    st->cpu_ms += hp_thread_cpu_ms() - c0;
     return NULL;
 }
 
@@ -776,6 +768,7 @@ static void *strip_thread(void *arg)
     return strip_timed(arg);
 }
 
+/* Runs fn on every strip, a thread each; a strip whose thread cannot start runs on this one. */
 static void run_strips(void *(*fn)(void *), png_strip *strips, uint32_t n, pthread_t *tid, bool *started)
 {
     if (n == 1) {
@@ -991,10 +984,10 @@ hp_code hp_encode_webp_yuv420(const hp_yuv420 *planes, uint32_t width, uint32_t 
                        "hp_output_encoding", (int)encoding);
     const frame f = {.width = width, .height = height, .bit_depth = 8, .alpha = planes->a != NULL, .yuv = planes,
                      .encoding = encoding};
-    double c0 = thread_cpu_ms();
+    double c0 = hp_thread_cpu_ms();
     hp_code code = encode_webp(&f, out, result, err);
     if (code == HP_OK)
-        result->cpu_ms += thread_cpu_ms() - c0;
+        result->cpu_ms += hp_thread_cpu_ms() - c0;
     return code;
 }
 
@@ -1034,7 +1027,7 @@ hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t 
                        width, height, bit_depth);
     const frame f = {.pixels = pixels, .width = width, .height = height, .bit_depth = bit_depth, .alpha = alpha,
                      .src_row_bytes = src_row_bytes, .encoding = encoding};
-    double c0 = thread_cpu_ms();
+    double c0 = hp_thread_cpu_ms();
     unsigned threads = png_threads();
     /* The run-length coder is used at the fast efforts whatever the size (one strip below
      * STRIP_MIN_PIXELS); zlib's efforts go through libspng on one thread below it. */
@@ -1044,7 +1037,7 @@ hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t 
                        ? encode_png_strips(&f, out, encoding, small ? 1 : threads, result, err)
                        : encode_png(&f, out, encoding, result, err);
     if (code == HP_OK)
-        result->cpu_ms += thread_cpu_ms() - c0;
+        result->cpu_ms += hp_thread_cpu_ms() - c0;
     return code;
 }
 
@@ -1079,10 +1072,10 @@ hp_code hp_encode_png_deflated(const uint8_t *zlib, size_t zlib_len, uint32_t wi
     hp_code code = deflated_check(zlib, width, height, bit_depth, encoding, out, result, err);
     if (code != HP_OK)
         return code;
-    double c0 = thread_cpu_ms();
+    double c0 = hp_thread_cpu_ms();
     code = png_write_file(width, height, bit_depth, alpha, out, encoding, zlib, zlib_len, result, err);
     if (code == HP_OK)
-        result->cpu_ms += thread_cpu_ms() - c0;
+        result->cpu_ms += hp_thread_cpu_ms() - c0;
     return code;
 }
 
@@ -1096,13 +1089,13 @@ hp_code hp_encode_png_in_place(uint8_t *zlib, size_t zlib_len, size_t room_befor
     size_t head = png_head_bytes(out, encoding) + 8; /* and IDAT's length and type */
     if (head > room_before || room_after < 4 + 12 || zlib_len > PNG_IDAT_MAX)
         return hp_encode_png_deflated(zlib, zlib_len, width, height, bit_depth, alpha, encoding, out, result, err);
-    double c0 = thread_cpu_ms();
+    double c0 = hp_thread_cpu_ms();
     uint8_t *start = zlib - head, *w = png_head(start, width, height, bit_depth, alpha, out, encoding);
     if (w + 8 != zlib) /* png_head_bytes and png_head disagree: a bug, never a file with a hole */
         return hp_fail(err, HP_ERR_INTERNAL, "the PNG's head is %td bytes, not the %zu counted", w - start, head - 8);
     double helpers = png_chunk(&w, "IDAT", zlib, zlib_len); /* w + 8 is zlib: nothing is copied */
     png_chunk(&w, "IEND", NULL, 0);
     *result = (hp_encoded){.data = start, .size = (size_t)(w - start), .mime = "image/png", .in_place = true,
-                           .cpu_ms = thread_cpu_ms() - c0 + helpers};
+                           .cpu_ms = hp_thread_cpu_ms() - c0 + helpers};
     return HP_OK;
 }

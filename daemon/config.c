@@ -193,8 +193,8 @@ static const hp_setting settings[] = {
      .help = "Keep the GPU busy with a small dispatch (one workgroup, a quarter of a millisecond at a time) while "
              "a frame is on its way (its body arriving, decoding, queued or answered), so that the driver keeps "
              "the clocks up between one client's frames: on an H200 the PNG encode of a 4K frame took 3.7 ms "
-             "held and 8.7-21 ms not, for some 45 W more while frames come. auto: on a GPU, off on a CPU device "
-             "(lavapipe); off: never. docs/PIPELINE.md."},
+             "held and 6.8-21 ms not, for some 50 W more while frames come (none when idle). auto: on a discrete "
+             "GPU, not on an integrated one or a CPU device (lavapipe); off: never. docs/PIPELINE.md."},
     {.name = "auth_token", .type = HP_SETTING_STRING, .offset = FIELD(auth_token), .default_value = "",
      .metavar = "TOKEN",
      .help = "Bearer token required on every route but /livez and /readyz (and /metrics with metrics_open); "

@@ -242,23 +242,25 @@ static void report(void *ctx, hp_gpu_report *out)
     out->gpu_thread_gpu_wait_s = t.gpu_wait;
     out->gpu_thread_encoder_wait_s = t.encoder_wait;
     out->gpu_thread_work_s = t.work;
+    out->clock_hold = hp_worker_holds_clocks(b->worker);
     if (b->clock_hold) {
         hp_clock_hold_counts c;
         hp_clock_hold_counts_get(b->clock_hold, &c);
-        out->clock_hold = true;
         out->clock_holds = c.holds;
         out->clock_hold_seconds = c.gpu_seconds;
     }
 }
 
 /* The holds of the GPU's clocks while frames come (gpu_clock_hold, pipeline/clock_hold.h): auto holds them
- * on a GPU, not on a CPU device (lavapipe), where a hold would only take a core. NULL: none. */
+ * on a discrete GPU, where they were measured; not on a CPU device (lavapipe), where a hold would only take
+ * a core, nor on an integrated GPU, whose clocks share the package's power with the cores that decode the
+ * frame. NULL: none. */
 static hp_clock_hold *clock_hold_for(const hp_config *config, hp_gpu *gpu)
 {
-    bool cpu_device = hp_gpu_get_info(gpu)->device_type == VK_PHYSICAL_DEVICE_TYPE_CPU;
-    if (config->gpu_clock_hold == HP_OFF || (config->gpu_clock_hold == HP_AUTO && cpu_device)) {
+    bool discrete = hp_gpu_get_info(gpu)->device_type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+    if (config->gpu_clock_hold == HP_OFF || (config->gpu_clock_hold == HP_AUTO && !discrete)) {
         hp_info("gpu_clock_hold: the GPU's clocks are left to the driver between frames%s",
-                config->gpu_clock_hold == HP_OFF ? "" : " (a CPU device)");
+                config->gpu_clock_hold == HP_OFF ? "" : " (not a discrete GPU)");
         return NULL;
     }
     hp_err err = {0};

@@ -110,7 +110,9 @@ struct hp_worker {
     hp_host_pool *host_pool;    /* hp_worker_config */
     hp_clock_hold *clock_hold;  /* hp_worker_config; the GPU thread's alone, NULL once a hold failed */
     const hp_budget *budget;    /* hp_worker_config */
-    bool holds_clocks;          /* a clock hold was given (any thread reads it; clock_hold is the GPU thread's) */
+    _Atomic bool holds_clocks;  /* clock_hold given and not failed (any thread reads it; clock_hold is the GPU
+                                 * thread's) */
+    _Atomic uint64_t last_activity_ns; /* a frame coming, queued or finished: idle holds end HOLD_IDLE_NS on */
     /* The GPU thread's time by state (hp_gpu_thread_time): the state it is in and since when (its own),
      * the totals in nanoseconds (read by any thread). */
     int state;
@@ -162,23 +164,41 @@ static void hand_to_pool(hp_worker *w, hp_job *job)
     pthread_mutex_unlock(&w->lock);
 }
 
+/* Idle holds end this long after the last frame came, was queued or finished: a body arriving for minutes at
+ * min_body_rate, or an answer read slowly, does not keep the GPU at full clocks all that while (the clocks
+ * fall over seconds, so little is lost), and neither would memory a request failed to give back. */
+#define HOLD_IDLE_NS 2000000000ull
+
+static void activity(hp_worker *w) { atomic_store(&w->last_activity_ns, hp_now_ns()); }
+
 /* Keeps a hold of the clocks in flight (pipeline/clock_hold.h) and sets *until to when to look again; false
  * without holds. A hold that cannot be submitted (a lost device) ends the holding for good: the frame's own
  * submission then finds out what is wrong. */
 static bool hold_clocks(hp_worker *w, struct timespec *until)
 {
-    if (!w->clock_hold)
+    if (!w->clock_hold || w->device_lost)
         return false;
     hp_err err = {0};
     if (hp_clock_hold_keep(w->clock_hold, &err) != HP_OK) {
         hp_warn("worker: the GPU's clocks are no longer held: %s", err.message);
         w->clock_hold = NULL;
+        atomic_store(&w->holds_clocks, false);
         return false;
     }
-    clock_gettime(CLOCK_MONOTONIC, until);
-    long ns = until->tv_nsec + (long)(HP_CLOCK_HOLD_MS * 1e6);
-    until->tv_sec += ns / 1000000000L, until->tv_nsec = ns % 1000000000L;
+    *until = hp_monotonic_after_ns((uint64_t)(HP_CLOCK_HOLD_MS * 1e6));
     return true;
+}
+
+/* Rows [0, want) of a frame still decoding, or its end: while they are missing, with the clocks held and a
+ * look at the hold every HP_CLOCK_HOLD_MS; not for a frame the GPU itself decodes, which keeps it busy. */
+static uint32_t rows_wait(hp_worker *w, hp_job *job, uint32_t want, bool *finished)
+{
+    struct timespec now = hp_monotonic_after_ns(0), until;
+    uint32_t ready = hp_rows_ready_wait_until(job->rows, want, &now, finished); /* a look: no wait */
+    if (*finished || ready >= want)
+        return ready;
+    bool holding = !job->decoding_on_gpu && hold_clocks(w, &until);
+    return hp_rows_ready_wait_until(job->rows, want, holding ? &until : NULL, finished);
 }
 
 /* A frame still decoding (job->rows): its final rows are uploaded in parts as they come when the GPU
@@ -194,12 +214,8 @@ static bool wait_decoded(hp_worker *w, hp_job *job, bool upload_parts)
     uint32_t uploaded = 0;
     gpu_thread_enters(w, STATE_DECODE_WAIT); /* the parts' submissions are counted in it: they are short */
     for (bool finished = false; !finished;) {
-        /* Without parts (not the pool's memory, or a part refused) only the end is waited for; with holds,
-         * until the next look at the hold in flight. */
-        struct timespec until;
-        bool holding = hold_clocks(w, &until);
-        uint32_t ready = hp_rows_ready_wait_until(job->rows, upload_parts ? uploaded + step : UINT32_MAX,
-                                                  holding ? &until : NULL, &finished);
+        /* Without parts (not the pool's memory, or a part refused) only the end is waited for. */
+        uint32_t ready = rows_wait(w, job, upload_parts ? uploaded + step : UINT32_MAX, &finished);
         ready = ready < height ? ready : height;
         if (upload_parts && !finished && ready > uploaded) {
             hp_err ignored = {0}; /* a part that cannot be submitted goes with the frame's own upload */
@@ -358,6 +374,7 @@ static void finish_job(hp_worker *w, hp_job *job, uint32_t ticket)
 
 static void done(hp_worker *w, hp_job *job)
 {
+    activity(w);
     atomic_store(&w->graph_sizes, hp_frame_graph_cached_sizes(w->graph));
     atomic_store(&w->graph_bytes, hp_frame_graph_device_bytes(w->graph));
     if (job->code == HP_ERR_DEVICE_LOST && !w->device_lost) {
@@ -371,12 +388,21 @@ static void done(hp_worker *w, hp_job *job)
     hand_to_pool(w, job);
 }
 
+static void set_in_flight(hp_worker *w, unsigned n)
+{
+    pthread_mutex_lock(&w->lock);
+    w->in_flight = n;
+    pthread_mutex_unlock(&w->lock);
+}
+
 /* Nothing queued, under the lock: waits for a job. While requests in flight hold bytes (a frame arriving
- * will soon be queued) the clocks are held, and the wait ends at the next look at the hold. */
+ * will soon be queued) the clocks are held, up to HOLD_IDLE_NS after the last frame came, was queued or
+ * finished, and the wait ends at the next look at the hold. */
 static void idle_wait(hp_worker *w)
 {
     struct timespec until;
-    if (w->clock_hold && w->budget && hp_budget_used(w->budget) > 0) {
+    if (w->clock_hold && w->budget && hp_budget_used(w->budget) > 0 &&
+        hp_now_ns() - atomic_load(&w->last_activity_ns) < HOLD_IDLE_NS) {
         pthread_mutex_unlock(&w->lock); /* a submission takes a while: the HTTP threads may queue meanwhile */
         bool holding = hold_clocks(w, &until);
         pthread_mutex_lock(&w->lock);
@@ -403,10 +429,10 @@ static void *gpu_main(void *arg)
             if (flying) {
                 pthread_mutex_unlock(&w->lock);
                 finish_job(w, flying, flying_ticket);
+                set_in_flight(w, 0); /* before its answer can go out: /v1/gpu then reads it settled */
                 done(w, flying);
                 flying = NULL;
                 pthread_mutex_lock(&w->lock);
-                w->in_flight = 0;
                 continue;
             }
             if (w->stopping)
@@ -421,16 +447,16 @@ static void *gpu_main(void *arg)
             /* The next frame is still decoding, and this thread will wait for it: the frame in flight is
              * finished first, so that its image goes to the encoder without that wait. */
             finish_job(w, flying, flying_ticket);
+            set_in_flight(w, 0);
             done(w, flying);
             flying = NULL;
         }
         uint32_t ticket;
         bool submitted = start_job(w, job, &ticket);
-        pthread_mutex_lock(&w->lock);
-        w->in_flight = (flying ? 1u : 0u) + (submitted ? 1u : 0u);
-        pthread_mutex_unlock(&w->lock);
+        set_in_flight(w, (flying ? 1u : 0u) + (submitted ? 1u : 0u));
         if (flying) {
             finish_job(w, flying, flying_ticket);
+            set_in_flight(w, submitted ? 1u : 0u);
             done(w, flying);
         }
         if (submitted) {
@@ -482,7 +508,8 @@ hp_code hp_worker_create(hp_frame_graph *graph, const hp_worker_config *config, 
     w->test_lose_device_after = config ? config->test_lose_device_after : 0;
     w->host_pool = config ? config->host_pool : NULL;
     w->clock_hold = config ? config->clock_hold : NULL;
-    w->holds_clocks = w->clock_hold != NULL;
+    atomic_init(&w->holds_clocks, w->clock_hold != NULL);
+    atomic_init(&w->last_activity_ns, 0);
     w->budget = config ? config->budget : NULL;
     unsigned depth = config && config->queue_depth ? config->queue_depth : 16;
     w->pool_size = config && config->finish_threads ? config->finish_threads : hp_usable_cpus();
@@ -572,16 +599,20 @@ void hp_worker_set_on_device_lost(hp_worker *w, void (*fn)(void *ctx), void *ctx
 
 void hp_worker_frame_coming(hp_worker *w)
 {
-    if (!w->holds_clocks)
+    if (!atomic_load(&w->holds_clocks))
         return;
+    activity(w);
     pthread_mutex_lock(&w->lock);
     pthread_cond_signal(&w->gpu_wake); /* its only waiter is the GPU thread, idle */
     pthread_mutex_unlock(&w->lock);
 }
 
+bool hp_worker_holds_clocks(hp_worker *w) { return atomic_load(&w->holds_clocks); }
+
 bool hp_worker_submit(hp_worker *w, hp_job *job)
 {
     clock_gettime(CLOCK_MONOTONIC, &job->queued_at);
+    activity(w);
     pthread_mutex_lock(&w->lock);
     bool ok = !w->stopping && fifo_push(&w->waiting, job);
     if (ok)

@@ -62,6 +62,9 @@ void hp_worker_device_lost(hp_worker *worker, const char *why);
  * (hp_worker_config.clock_hold) before the frame is queued. Any thread; nothing without holds. */
 void hp_worker_frame_coming(hp_worker *worker);
 
+/* Whether the GPU thread holds the clocks while frames come: a hold was given and none has failed. */
+bool hp_worker_holds_clocks(hp_worker *worker);
+
 /* Queues a job. Returns false when the queue is full (the caller answers 429) or the worker is
  * stopping; the job is then still the caller's. */
 bool hp_worker_submit(hp_worker *worker, hp_job *job);

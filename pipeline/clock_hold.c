@@ -16,12 +16,12 @@ struct clock_hold_push {
     uint32_t rounds, never;
 };
 
-/* The generator's step, x -> A x + C mod 2^32 (shaders/clock_hold.comp). */
-#define LCG_A 1664525u
-#define LCG_C 1013904223u
-/* The first hold's rounds of HP_CLOCK_HOLD_ROUND steps, before any was timed: about 0.05 ms on an H200 at
- * full clock (7 cycles a step at 1980 MHz). At most lavapipe's 65535 loop iterations (the shader says why). */
+/* The first hold's rounds of HP_CLOCK_HOLD_ROUND steps, before any was timed (docs/BENCHMARKS.md gives what a
+ * round takes on an H200). At most lavapipe's 65535 loop iterations (the shader says why). */
 #define FIRST_ROUNDS 1000u
+/* The shortest time a round took over the last LEARN_WINDOW holds sets the next hold's rounds: the highest
+ * clock of late, and one odd sample is forgotten 16 ms on. */
+#define LEARN_WINDOW 64u
 #define MIN_ROUNDS 64u
 #define MAX_ROUNDS HP_CLOCK_HOLD_MAX_ROUNDS
 
@@ -34,29 +34,16 @@ struct hp_clock_hold {
     VkFence fence;
     VkQueryPool queries; /* the hold in flight's start and end */
     bool in_flight;
-    double best_ns_per_round; /* the shortest seen; 0 before the first hold was timed */
-    uint32_t rounds, never;   /* the next hold's, and the generator's image of 0 after its steps */
+    double ns_per_round[LEARN_WINDOW]; /* the last holds', a ring; 0: none yet */
+    uint32_t timed;                    /* holds timed so far */
+    uint32_t rounds;                   /* the next hold's */
     _Atomic uint64_t holds, held_ns;
     _Atomic uint32_t next_rounds;
 };
 
-uint32_t hp_clock_hold_step(uint32_t seed, uint32_t steps)
-{
-    /* n steps of x -> a x + c compose to x -> A x + C, found by squaring: (a, c) applied twice is
-     * (a^2, a c + c). Any n in at most 32 squarings, where a hold is up to a million steps. */
-    uint32_t a = LCG_A, c = LCG_C, acc_a = 1, acc_c = 0;
-    for (uint32_t n = steps; n; n >>= 1) {
-        if (n & 1)
-            acc_a = acc_a * a, acc_c = acc_c * a + c;
-        c = c * a + c, a = a * a;
-    }
-    return acc_a * seed + acc_c;
-}
-
 static void set_rounds(hp_clock_hold *h, double rounds)
 {
     h->rounds = rounds < MIN_ROUNDS ? MIN_ROUNDS : rounds > MAX_ROUNDS ? MAX_ROUNDS : (uint32_t)rounds;
-    h->never = hp_clock_hold_step(0, h->rounds * HP_CLOCK_HOLD_ROUND);
     atomic_store(&h->next_rounds, h->rounds);
 }
 
@@ -123,7 +110,7 @@ void hp_clock_hold_record(const hp_clock_hold *h, VkCommandBuffer cmd, uint32_t 
 const hp_buffer *hp_clock_hold_sink(const hp_clock_hold *h) { return &h->sink; }
 
 /* The finished hold's timestamps: its GPU time counted, and the next hold's rounds from the shortest time a
- * round has taken (the highest clock seen). */
+ * round took over the last LEARN_WINDOW holds. */
 static void learn(hp_clock_hold *h)
 {
     uint64_t ts[2];
@@ -133,11 +120,11 @@ static void learn(hp_clock_hold *h)
         return;
     double ns = (double)(ts[1] - ts[0]) * hp_gpu_get_info(h->gpu)->timestamp_period_ns;
     atomic_fetch_add(&h->held_ns, (uint64_t)ns);
-    double per = ns / h->rounds;
-    if (h->best_ns_per_round == 0 || per < h->best_ns_per_round) {
-        h->best_ns_per_round = per;
-        set_rounds(h, HP_CLOCK_HOLD_MS * 1e6 / per);
-    }
+    h->ns_per_round[h->timed++ % LEARN_WINDOW] = ns / h->rounds;
+    double best = 0;
+    for (uint32_t i = 0; i < LEARN_WINDOW && i < h->timed; i++)
+        best = best == 0 || h->ns_per_round[i] < best ? h->ns_per_round[i] : best;
+    set_rounds(h, HP_CLOCK_HOLD_MS * 1e6 / best);
 }
 
 void hp_clock_hold_destroy(hp_clock_hold **hp)
@@ -181,7 +168,7 @@ hp_code hp_clock_hold_keep(hp_clock_hold *h, hp_err *err)
         return hp_vk_fail(err, res, "vkBeginCommandBuffer (clock hold)");
     vkCmdResetQueryPool(h->cmd, h->queries, 0, 2);
     vkCmdWriteTimestamp(h->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, h->queries, 0);
-    hp_clock_hold_record(h, h->cmd, 1, h->rounds, h->never);
+    hp_clock_hold_record(h, h->cmd, 1, h->rounds, 0); /* 0: no invocation ends there (the shader says why) */
     vkCmdWriteTimestamp(h->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, h->queries, 1);
     res = vkEndCommandBuffer(h->cmd);
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &h->cmd};

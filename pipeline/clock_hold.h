@@ -11,7 +11,7 @@
  * about HP_CLOCK_HOLD_MS long at the GPU's highest clock. The GPU thread keeps one in flight while it waits
  * for a frame that is on its way (daemon/worker.c), so that the driver sees a busy GPU; the frame's own
  * work then queues behind at most one hold. A hold's length adapts: each one's timestamps give the time an
- * iteration took, and the shortest seen (the highest clock) sets the next one's iterations.
+ * round took, and the shortest of the last few (the highest clock of late) sets the next one's rounds.
  *
  * One thread keeps holds (hp_clock_hold_keep); the counts may be read from any thread. */
 #ifndef HP_CLOCK_HOLD_H
@@ -25,7 +25,7 @@
  * waiting thread wakes to submit the next. */
 #define HP_CLOCK_HOLD_MS 0.25
 /* A hold's loop runs rounds of this many steps, at most HP_CLOCK_HOLD_MAX_ROUNDS of them (lavapipe's limit
- * of a shader's loop iterations; about 3.7 ms on an H200 at full clock). */
+ * of a shader's loop iterations). */
 #define HP_CLOCK_HOLD_ROUND 16u
 #define HP_CLOCK_HOLD_MAX_ROUNDS 65535u
 
@@ -48,13 +48,10 @@ void hp_clock_hold_counts_get(const hp_clock_hold *h, hp_clock_hold_counts *out)
 
 /* For tests and benchmarks: records a hold of `groups` workgroups of 64 invocations, `rounds` rounds long
  * (at most HP_CLOCK_HOLD_MAX_ROUNDS), whose invocation that ends on `never` writes its index to the sink's
- * first word. */
+ * first word; invocation i starts at 2 i + 1 (shaders/clock_hold.comp gives the step). A hold of the
+ * daemon's passes 0, where none ends. */
 void hp_clock_hold_record(const hp_clock_hold *h, VkCommandBuffer cmd, uint32_t groups, uint32_t rounds,
                           uint32_t never);
 const hp_buffer *hp_clock_hold_sink(const hp_clock_hold *h);
-/* The generator's image of `seed` after `steps` steps (the CPU's reference of the shader): after r rounds
- * invocation i ends on hp_clock_hold_step(2 i + 1, r HP_CLOCK_HOLD_ROUND); a hold passes the image of 0 as
- * `never`. */
-uint32_t hp_clock_hold_step(uint32_t seed, uint32_t steps);
 
 #endif

@@ -1,7 +1,6 @@
-/* Holding the GPU's clocks (pipeline/clock_hold.h): the generator's n steps composed on the CPU against the
- * plain loop; the shader against them (the invocation that ends on a value finds it, for lengths from one
- * round to the most, past lavapipe's limit of loop iterations, and nothing is written for the value a hold
- * passes); holds kept in flight learn a length of
+/* Holding the GPU's clocks (pipeline/clock_hold.h): the shader against the CPU's loop (the invocation that
+ * ends on a value finds it, for lengths from one round to the most, past lavapipe's limit of loop
+ * iterations, and nothing is written for 0, the value a hold passes); holds kept in flight learn a length of
  * about HP_CLOCK_HOLD_MS and count their GPU time; one destroyed in flight is waited for. Validation on. */
 #include <stdlib.h>
 #include <string.h>
@@ -9,11 +8,11 @@
 #include "gpu_test.h"
 #include "pipeline/clock_hold.h"
 
-/* The CPU's reference: the shader's loop as it is written. */
+/* The CPU's reference: shaders/clock_hold.comp's step, n times. */
 static uint32_t plain_steps(uint32_t x, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
-        x = x * 1664525u + 1013904223u;
+        x = (x ^ (x >> 15)) * 0x2c1b3c6du;
     return x;
 }
 
@@ -58,14 +57,6 @@ int main(void)
     if (rc)
         return rc;
 
-    static const uint32_t lengths[] = {0, 1, 2, 3, 1000, 65537, 1u << 20};
-    static const uint32_t seeds[] = {0, 1, 275, 0xffffffffu};
-    bool same = true;
-    for (size_t i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++)
-        for (size_t j = 0; j < sizeof(seeds) / sizeof(seeds[0]); j++)
-            same = same && hp_clock_hold_step(seeds[j], lengths[i]) == plain_steps(seeds[j], lengths[i]);
-    tap_ok(same, "n steps composed by squaring equal the plain loop's (n from 0 to 2^20, four seeds)");
-
     hp_clock_hold *hold = NULL;
     if (hp_clock_hold_create(gpu, &hold, &err) != HP_OK)
         return tap_bail("create the clock hold: %s", err.message);
@@ -83,8 +74,8 @@ int main(void)
             uint32_t inv = invocations[j], got = run_hold(&c, hold, &rb, 4, rounds[i], plain_steps(2 * inv + 1, steps));
             tap_ok(got == inv, "a hold of %u steps: invocation %u ends on the CPU's value (sink %u)", steps, inv, got);
         }
-        uint32_t got = run_hold(&c, hold, &rb, 4, rounds[i], hp_clock_hold_step(0, steps));
-        tap_ok(got == 0xffffffffu, "a hold of %u steps passing the image of 0 writes nothing (sink %#x)", steps, got);
+        uint32_t got = run_hold(&c, hold, &rb, 4, rounds[i], 0);
+        tap_ok(got == 0xffffffffu, "a hold of %u steps passing 0 writes nothing (sink %#x)", steps, got);
     }
 
     /* Holds kept one after another, each waited for: the next keep learns the last one's time. */
@@ -114,10 +105,10 @@ int main(void)
            "a hold lasts about %.2f ms once learned: median %.3f ms of %d (%u rounds)", HP_CLOCK_HOLD_MS, median, TIMED,
            n1.rounds);
 
-    /* Destroyed with a hold in flight: it is waited for (the layer would report a fence or buffer in use). */
-    tap_ok(hp_clock_hold_keep(hold, &err) == HP_OK, "one more hold in flight");
+    /* Destroyed right after a keep, the hold likely in flight: it is waited for (the layer's closing check
+     * would report a fence or buffer destroyed in use). */
+    tap_ok(hp_clock_hold_keep(hold, &err) == HP_OK, "one more hold submitted, then the hold destroyed at once");
     hp_clock_hold_destroy(&hold);
-    tap_ok(hold == NULL, "destroyed with a hold in flight");
 
     hp_buffer_destroy(gpu, &rb);
     gpu_test_cmd_destroy(&c);

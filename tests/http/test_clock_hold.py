@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Holding the GPU's clocks while frames come (gpu_clock_hold; pipeline/clock_hold.h) over HTTP.
 
-Usage: test_clock_hold.py PATH/TO/hdrpostd. Prints TAP. Two daemons on the test's device, with --validation
+Usage: test_clock_hold.py PATH/TO/hdrpostd. Prints TAP. Three daemons on the test's device, with --validation
 (any validation-layer message fails, harness.stop_clean):
-  - the default, auto: /v1/gpu's clock_hold says it holds on a GPU and not on a CPU device (lavapipe), and
-    a frame it renders is the reference PNG;
+  - the default, auto: /v1/gpu's clock_hold says it holds on a discrete GPU and not on a CPU device
+    (lavapipe), and a frame it renders is the reference PNG;
   - gpu_clock_hold=on: before the frame is queued, while its body is still arriving (sent in 15 pieces 0.1 s
     apart), holds are submitted (hdrpost_gpu_clock_holds_total, read mid-body); the frame's PNG is the first
-    daemon's byte for byte; once answered and idle the count no longer moves; /v1/gpu's clock_hold agrees
-    with /metrics, and its GPU seconds grew.
+    daemon's byte for byte; once answered and idle (the requests' memory given back) the count no longer
+    moves; /v1/gpu's clock_hold agrees with /metrics, and its GPU seconds grew;
+  - gpu_clock_hold=on again: SIGTERM while a body arrives and holds run drains it, answers it and exits 0.
 """
 
 import os
@@ -30,6 +31,36 @@ def clock_hold(port):
     return (harness.json_body(body) or {}).get("clock_hold") if status == 200 else None
 
 
+def idle_memory(port, timeout=10.0):
+    """Polls /v1/gpu until requests in flight hold no memory (bounded); True when they came to none."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, _, body = harness.request(port, "GET", "/v1/gpu", timeout=10)
+        used = ((harness.json_body(body) or {}).get("inflight_memory") or {}).get("used_bytes")
+        if status == 200 and used == 0:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def sigterm_while_holding(frame):
+    """SIGTERM while a body arrives over 3 s and the GPU thread holds: the drain answers it, exit 0."""
+    d = harness.start_ready(EXE, "on, SIGTERM", ["--gpu_clock_hold=on"])
+    if not d:
+        return
+    answer = {}
+    t = threading.Thread(target=lambda: answer.update(r=harness.post_trickled(
+        d.port, frame, "output.format=png", pieces=30, gap_s=0.1, timeout=REQUEST_TIMEOUT_S)))
+    t.start()
+    time.sleep(1.0)
+    holding = (harness.metric(d.port, HOLDS) or 0) > 0
+    harness.stop_clean(d)  # SIGTERM; exit 0 and no validation message
+    t.join()
+    status, png = answer.get("r", (None, b""))
+    point("on, SIGTERM: holds ran while the body arrived, and the drain still answered the frame",
+          holding and status == 200 and png[:8] == b"\x89PNG\r\n\x1a\n", f"holding {holding}, {status}")
+
+
 def body(tmp):
     with open(FRAME, "rb") as f:
         frame = f.read()
@@ -40,7 +71,7 @@ def body(tmp):
         info = harness.json_body(gpu) or {}
         on_cpu_device = info.get("vendor") == "Mesa" and "llvmpipe" in info.get("device", "")
         hold = info.get("clock_hold") or {}
-        point(f"auto holds the clocks on a GPU, not on a CPU device ({info.get('device')}: enabled "
+        point(f"auto holds the clocks on a discrete GPU, not on a CPU device ({info.get('device')}: enabled "
               f"{hold.get('enabled')})", hold.get("enabled") is (not on_cpu_device) and hold.get("holds") == 0,
               f"{hold}")
         status, _, reference = harness.request(d.port, "POST", "/v1/render?output.format=png", frame,
@@ -67,17 +98,19 @@ def body(tmp):
         status, png = answer.get("r", (None, b""))
         point("on: the frame's PNG is the default daemon's byte for byte", status == 200 and png == reference,
               f"{status} {len(png)} bytes against {len(reference)}")
-        time.sleep(0.5)  # the request's completion gives its memory back just after the answer
+        settled = idle_memory(d.port)  # the request's completion gives its memory back just after the answer
         idle1 = harness.metric(d.port, HOLDS)
         time.sleep(1.0)
         idle2 = harness.metric(d.port, HOLDS)
-        point("on: once answered and idle, no more holds", idle1 is not None and idle1 == idle2 and idle1 >= during,
-              f"{during} -> {idle1} -> {idle2}")
+        point("on: once answered and idle, no more holds", settled and idle1 is not None and idle1 == idle2 and
+              idle1 >= during, f"memory settled {settled}, {during} -> {idle1} -> {idle2}")
         hold = clock_hold(d.port) or {}
         seconds = harness.metric(d.port, "hdrpost_gpu_clock_hold_seconds_total")
         point("on: /v1/gpu's clock_hold agrees with /metrics, and the holds took GPU time",
               hold.get("holds") == idle2 and seconds is not None and seconds > 0 and
               abs(hold.get("gpu_seconds", -1) - seconds) < 1e-5, f"{hold} {idle2} {seconds}")
+
+    sigterm_while_holding(frame)
 
 
 if __name__ == "__main__":
