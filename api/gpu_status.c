@@ -75,6 +75,18 @@ static bool report(hp_request *req, hp_gpu_report *r)
     return true;
 }
 
+/* VkPhysicalDeviceType as a word (what gpu_clock_hold's auto goes by: daemon/main.c). */
+static const char *device_type_name(VkPhysicalDeviceType t)
+{
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
+    }
+}
+
 void hp_route_gpu(hp_request *req, hp_reply *reply)
 {
     hp_gpu_report r;
@@ -107,6 +119,7 @@ void hp_route_gpu(hp_request *req, hp_reply *reply)
         hp_cache_state_name(r.info.cache_state), "bytes_loaded", (json_int_t)r.info.cache_bytes_loaded, "frame_graph",
         "sizes_kept", (int)r.frame_sizes_kept, "device_bytes", (json_int_t)r.frame_graph_bytes);
     json_object_set_new(body, "vulkan", json_string(vulkan));
+    json_object_set_new(body, "device_type", json_string(device_type_name(r.info.device_type)));
     json_object_set_new(body, "host_memory", json_pack("{s:i, s:I, s:I}", "blocks_in_use", (int)r.host_blocks_out,
                                                        "kept_bytes", (json_int_t)r.host_kept_bytes,
                                                        "kept_device_bytes", (json_int_t)r.host_kept_device_bytes));

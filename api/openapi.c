@@ -407,11 +407,13 @@ static const struct {
             "timings_ms": {"$ref": "#/components/schemas/Timings"}}})},
     {"Gpu", JSON_TEXT({
         "type": "object",
-        "required": ["state", "device", "vendor", "driver", "driver_info", "vulkan", "vendor_id", "device_id", "memory_heaps",
+        "required": ["state", "device", "device_type", "vendor", "driver", "driver_info", "vulkan", "vendor_id", "device_id", "memory_heaps",
                      "queue", "pipeline_cache", "pipelines", "frame_graph", "host_memory", "clock_hold"],
         "properties": {
             "state": {"$ref": "#/components/schemas/ServiceState"},
-            "device": {"type": "string"}, "vendor": {"type": "string", "enum": ["NVIDIA", "AMD", "Intel", "Mesa", "other"]},
+            "device": {"type": "string"},
+            "device_type": {"type": "string", "enum": ["discrete", "integrated", "virtual", "cpu", "other"]},
+            "vendor": {"type": "string", "enum": ["NVIDIA", "AMD", "Intel", "Mesa", "other"]},
             "driver": {"type": "string"}, "driver_info": {"type": "string"},
             "vulkan": {"type": "string", "pattern": "^[0-9]+\\.[0-9]+\\.[0-9]+$"},
             "vendor_id": {"type": "integer", "minimum": 0}, "device_id": {"type": "integer", "minimum": 0},

@@ -191,7 +191,8 @@ static const hp_setting settings[] = {
     {.name = "gpu_clock_hold", .type = HP_SETTING_ENUM, .offset = FIELD(gpu_clock_hold), .default_value = "auto",
      .choices = auto_on_off_choices, .parse_choice = hp_auto_on_off_parse,
      .help = "Keep the GPU busy with a small dispatch (one workgroup, a quarter of a millisecond at a time) while "
-             "a frame is on its way (its body arriving, decoding, queued or answered), so that the driver keeps "
+             "a frame is on its way (its body arriving, decoding, queued or answered; at most 2 s after the last frame "
+             "came, was queued or finished), so that the driver keeps "
              "the clocks up between one client's frames: on an H200 the PNG encode of a 4K frame took 3.7 ms "
              "held and 6.8-21 ms not, for some 50 W more while frames come (none when idle). auto: on a discrete "
              "GPU, not on an integrated one or a CPU device (lavapipe); off: never. docs/PIPELINE.md."},

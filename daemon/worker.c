@@ -217,7 +217,7 @@ static bool wait_decoded(hp_worker *w, hp_job *job, bool upload_parts)
         /* Without parts (not the pool's memory, or a part refused) only the end is waited for. */
         uint32_t ready = rows_wait(w, job, upload_parts ? uploaded + step : UINT32_MAX, &finished);
         ready = ready < height ? ready : height;
-        if (upload_parts && !finished && ready > uploaded) {
+        if (upload_parts && !finished && ready >= uploaded + step) { /* not at each look at a hold */
             hp_err ignored = {0}; /* a part that cannot be submitted goes with the frame's own upload */
             upload_parts = hp_frame_graph_upload_part(w->graph, (size_t)ready * row_bytes, &ignored) == HP_OK;
             uploaded = ready;
@@ -380,6 +380,7 @@ static void done(hp_worker *w, hp_job *job)
     if (job->code == HP_ERR_DEVICE_LOST && !w->device_lost) {
         hp_error("gpu: device lost: %s", job->err.message);
         w->device_lost = true;
+        atomic_store(&w->holds_clocks, false); /* no hold runs on it again */
         pthread_mutex_lock(&w->lock);
         if (w->on_device_lost)
             w->on_device_lost(w->on_device_lost_ctx);
@@ -401,16 +402,20 @@ static void set_in_flight(hp_worker *w, unsigned n)
 static void idle_wait(hp_worker *w)
 {
     struct timespec until;
-    if (w->clock_hold && w->budget && hp_budget_used(w->budget) > 0 &&
-        hp_now_ns() - atomic_load(&w->last_activity_ns) < HOLD_IDLE_NS) {
+    uint64_t last = atomic_load(&w->last_activity_ns); /* before now: a newer store cannot make it later */
+    if (w->clock_hold && !w->device_lost && w->budget && hp_budget_used(w->budget) > 0 &&
+        hp_now_ns() - last < HOLD_IDLE_NS) {
         pthread_mutex_unlock(&w->lock); /* a submission takes a while: the HTTP threads may queue meanwhile */
         bool holding = hold_clocks(w, &until);
         pthread_mutex_lock(&w->lock);
-        if (holding && w->waiting.count == 0 && !w->stopping)
+        if (w->waiting.count > 0 || w->stopping)
+            return;
+        if (holding) {
             pthread_cond_clockwait(&w->gpu_wake, &w->lock, CLOCK_MONOTONIC, &until);
-        return;
+            return;
+        }
     }
-    pthread_cond_wait(&w->gpu_wake, &w->lock);
+    pthread_cond_wait(&w->gpu_wake, &w->lock); /* also when a hold could not be kept: never a spin */
 }
 
 /* The GPU thread keeps two frames in flight (HP_FRAMES_IN_FLIGHT): it copies the next frame into its

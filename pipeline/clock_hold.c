@@ -20,7 +20,7 @@ struct clock_hold_push {
  * round takes on an H200). At most lavapipe's 65535 loop iterations (the shader says why). */
 #define FIRST_ROUNDS 1000u
 /* The shortest time a round took over the last LEARN_WINDOW holds sets the next hold's rounds: the highest
- * clock of late, and one odd sample is forgotten 16 ms on. */
+ * clock of late, and one odd sample is forgotten 64 holds on. */
 #define LEARN_WINDOW 64u
 #define MIN_ROUNDS 64u
 #define MAX_ROUNDS HP_CLOCK_HOLD_MAX_ROUNDS

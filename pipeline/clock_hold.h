@@ -10,7 +10,7 @@
  * A hold is a dispatch of one workgroup of arithmetic (shaders/clock_hold.comp) on the frame graph's queue,
  * about HP_CLOCK_HOLD_MS long at the GPU's highest clock. The GPU thread keeps one in flight while it waits
  * for a frame that is on its way (daemon/worker.c), so that the driver sees a busy GPU; the frame's own
- * work then queues behind at most one hold. A hold's length adapts: each one's timestamps give the time an
+ * work then queues behind at most one hold. A hold's length adapts: each one's timestamps give the time a
  * round took, and the shortest of the last few (the highest clock of late) sets the next one's rounds.
  *
  * One thread keeps holds (hp_clock_hold_keep); the counts may be read from any thread. */
