@@ -98,9 +98,10 @@ if [ ! -f build-asan/build.ninja ]; then
 else
   meson configure build-asan "${asan_options[@]}"
 fi
-asan_suites=(params image deflate_runs bigbuf cpus budget rows_ready
+asan_suites=(params image deflate_runs crc32_threads bigbuf cpus budget rows_ready
              fuzz_replay_form fuzz_replay_params fuzz_replay_exr fuzz_replay_rgbe fuzz_replay_pfm fuzz_replay_png
-             daemon_http security_http render_http client_http faults_http live_http png_gpu_http exr_zip_http)
+             daemon_http security_http render_http client_http faults_http live_http png_gpu_http exr_zip_http
+             clock_hold_http)
 ninja -C build-asan
 asan_rt=$(gcc -print-file-name=libasan.so)
 HDRPOST_TEST_PRELOAD="$asan_rt $lvp" UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -109,7 +110,7 @@ HDRPOST_TEST_PRELOAD="$asan_rt $lvp" UBSAN_OPTIONS=print_stacktrace=1:halt_on_er
 # adds the wrapper's name to the log's: devices-env.json).
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 meson test -C build-asan --no-rebuild --print-errorlogs \
   --wrapper "env LD_PRELOAD=$asan_rt:$lvp" --logbase devices host_pool pipeline_cache fuzz_replay_png_gpu \
-  fuzz_replay_exr_zip_gpu || status=$?
+  fuzz_replay_exr_zip_gpu clock_hold || status=$?
 
 python3 tests/summarize.py build/meson-logs/testlog.json build-fuzz/meson-logs/testlog.json \
   build-asan/meson-logs/testlog.json build-asan/meson-logs/devices*.json || status=1
