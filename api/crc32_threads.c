@@ -24,7 +24,6 @@ static void *piece_crc(void *arg)
     return NULL;
 }
 
-
 static void *piece_thread(void *arg)
 {
     pthread_setname_np(pthread_self(), "hp-crc32");

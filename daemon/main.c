@@ -545,12 +545,13 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
         if ((code = hp_host_pool_create(gpu, pool_keep_bytes(budget.limit, NULL), &host_pool, &err)) != HP_OK)
             goto startup_failed;
         hp_host_pool_keep_device(host_pool, pool_keep_bytes(budget.limit, gpu));
+        clock_hold = clock_hold_for(config, gpu);
         hp_worker_config wc = {.queue_depth = (unsigned)config->queue_depth,
                                .finish_threads = (unsigned)config->encode_threads,
                                .test_gpu_delay_ms = (unsigned)config->test_gpu_delay_ms,
                                .test_lose_device_after = (unsigned)config->test_lose_device_after,
                                .host_pool = host_pool,
-                               .clock_hold = clock_hold = clock_hold_for(config, gpu),
+                               .clock_hold = clock_hold,
                                .budget = &budget};
         if ((code = hp_worker_create(graph, &wc, &worker, &err)) != HP_OK)
             goto startup_failed;

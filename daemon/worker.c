@@ -108,10 +108,9 @@ struct hp_worker {
     void (*on_device_lost)(void *ctx); /* under lock: hp_worker_set_on_device_lost */
     void *on_device_lost_ctx;
     hp_host_pool *host_pool;    /* hp_worker_config */
-    hp_clock_hold *clock_hold;  /* hp_worker_config; the GPU thread's alone, NULL once a hold failed */
+    hp_clock_hold *clock_hold;  /* hp_worker_config; the GPU thread's alone */
     const hp_budget *budget;    /* hp_worker_config */
-    _Atomic bool holds_clocks;  /* clock_hold given and not failed (any thread reads it; clock_hold is the GPU
-                                 * thread's) */
+    _Atomic bool holds_clocks;  /* clock_hold given, no hold failed, the device not lost (any thread reads it) */
     _Atomic uint64_t last_activity_ns; /* a frame coming, queued or finished: idle holds end HOLD_IDLE_NS on */
     /* The GPU thread's time by state (hp_gpu_thread_time): the state it is in and since when (its own),
      * the totals in nanoseconds (read by any thread). */
@@ -176,12 +175,11 @@ static void activity(hp_worker *w) { atomic_store(&w->last_activity_ns, hp_now_n
  * submission then finds out what is wrong. */
 static bool hold_clocks(hp_worker *w, struct timespec *until)
 {
-    if (!w->clock_hold || w->device_lost)
+    if (!atomic_load(&w->holds_clocks))
         return false;
     hp_err err = {0};
     if (hp_clock_hold_keep(w->clock_hold, &err) != HP_OK) {
         hp_warn("worker: the GPU's clocks are no longer held: %s", err.message);
-        w->clock_hold = NULL;
         atomic_store(&w->holds_clocks, false);
         return false;
     }
@@ -403,7 +401,7 @@ static void idle_wait(hp_worker *w)
 {
     struct timespec until;
     uint64_t last = atomic_load(&w->last_activity_ns); /* before now: a newer store cannot make it later */
-    if (w->clock_hold && !w->device_lost && w->budget && hp_budget_used(w->budget) > 0 &&
+    if (atomic_load(&w->holds_clocks) && w->budget && hp_budget_used(w->budget) > 0 &&
         hp_now_ns() - last < HOLD_IDLE_NS) {
         pthread_mutex_unlock(&w->lock); /* a submission takes a while: the HTTP threads may queue meanwhile */
         bool holding = hold_clocks(w, &until);
@@ -471,8 +469,7 @@ static void *gpu_main(void *arg)
             flying = NULL;
             done(w, job);
         }
-        pthread_mutex_lock(&w->lock);
-        w->in_flight = flying ? 1u : 0u;
+        pthread_mutex_lock(&w->lock); /* in_flight is set already: before each done() */
     }
     pthread_mutex_unlock(&w->lock);
     return NULL;

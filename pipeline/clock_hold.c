@@ -36,15 +36,13 @@ struct hp_clock_hold {
     bool in_flight;
     double ns_per_round[LEARN_WINDOW]; /* the last holds', a ring; 0: none yet */
     uint32_t timed;                    /* holds timed so far */
-    uint32_t rounds;                   /* the next hold's */
+    _Atomic uint32_t rounds;           /* the next hold's (hp_clock_hold_counts_get reads it from any thread) */
     _Atomic uint64_t holds, held_ns;
-    _Atomic uint32_t next_rounds;
 };
 
 static void set_rounds(hp_clock_hold *h, double rounds)
 {
-    h->rounds = rounds < MIN_ROUNDS ? MIN_ROUNDS : rounds > MAX_ROUNDS ? MAX_ROUNDS : (uint32_t)rounds;
-    atomic_store(&h->next_rounds, h->rounds);
+    atomic_store(&h->rounds, rounds < MIN_ROUNDS ? MIN_ROUNDS : rounds > MAX_ROUNDS ? MAX_ROUNDS : (uint32_t)rounds);
 }
 
 static hp_code create_submission(hp_clock_hold *h, hp_err *err)
@@ -120,7 +118,7 @@ static void learn(hp_clock_hold *h)
         return;
     double ns = (double)(ts[1] - ts[0]) * hp_gpu_get_info(h->gpu)->timestamp_period_ns;
     atomic_fetch_add(&h->held_ns, (uint64_t)ns);
-    h->ns_per_round[h->timed++ % LEARN_WINDOW] = ns / h->rounds;
+    h->ns_per_round[h->timed++ % LEARN_WINDOW] = ns / atomic_load(&h->rounds);
     double best = 0;
     for (uint32_t i = 0; i < LEARN_WINDOW && i < h->timed; i++)
         best = best == 0 || h->ns_per_round[i] < best ? h->ns_per_round[i] : best;
@@ -168,7 +166,7 @@ hp_code hp_clock_hold_keep(hp_clock_hold *h, hp_err *err)
         return hp_vk_fail(err, res, "vkBeginCommandBuffer (clock hold)");
     vkCmdResetQueryPool(h->cmd, h->queries, 0, 2);
     vkCmdWriteTimestamp(h->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, h->queries, 0);
-    hp_clock_hold_record(h, h->cmd, 1, h->rounds, 0); /* 0: no invocation ends there (the shader says why) */
+    hp_clock_hold_record(h, h->cmd, 1, atomic_load(&h->rounds), 0); /* 0: no invocation ends there (the shader says why) */
     vkCmdWriteTimestamp(h->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, h->queries, 1);
     res = vkEndCommandBuffer(h->cmd);
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &h->cmd};
@@ -185,5 +183,5 @@ void hp_clock_hold_counts_get(const hp_clock_hold *h, hp_clock_hold_counts *out)
 {
     *out = (hp_clock_hold_counts){.holds = atomic_load(&h->holds),
                                   .gpu_seconds = (double)atomic_load(&h->held_ns) * 1e-9,
-                                  .rounds = atomic_load(&h->next_rounds)};
+                                  .rounds = atomic_load(&h->rounds)};
 }
