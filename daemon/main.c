@@ -680,7 +680,7 @@ shutdown:
     if (clock_hold) {
         hp_clock_hold_counts c;
         hp_clock_hold_counts_get(clock_hold, &c);
-        hp_info("gpu_clock_hold: %llu holds kept the GPU busy for %.1f s", (unsigned long long)c.holds, c.gpu_seconds);
+        hp_info("gpu_clock_hold: %llu holds kept the GPU busy for %.3f s", (unsigned long long)c.holds, c.gpu_seconds);
     }
     hp_clock_hold_destroy(&clock_hold);
     hp_host_pool_destroy(&host_pool); /* every job is done: every block is back */
