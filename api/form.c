@@ -8,6 +8,7 @@
 
 #include "api/params_json.h"
 #include "common/bigbuf.h"
+#include "common/budget.h"
 
 /* --- Multipart ------------------------------------------------------------------------------------- */
 
@@ -21,8 +22,8 @@ static enum MHD_Result on_form_part(void *cls, enum MHD_ValueKind kind, const ch
     (void)kind, (void)filename, (void)content_type, (void)transfer_encoding;
     hp_form *f = cls;
     /* A part whose Content-Disposition has no name comes with key NULL (found by tests/fuzz/fuzz_form: it
-     * was passed to strcmp). */
-    if (!key) {
+     * was passed to strcmp); name="" comes as "", and was kept and ignored. */
+    if (!key || !key[0]) {
         f->unnamed = true;
         return MHD_YES;
     }
@@ -41,6 +42,10 @@ static enum MHD_Result on_form_part(void *cls, enum MHD_ValueKind kind, const ch
     p->present = true;
     if (size == 0)
         return MHD_YES;
+    if (p == &f->params && p->len + size > HP_PARAMS_PART_MAX) {
+        f->params_too_large = true; /* the rest of it is dropped as it comes: 413 before any parse */
+        return MHD_YES;
+    }
     if (p->len + size > p->cap) {
         /* An image part is sized for the whole form at once (no doubling copies of a 28 MB frame), from the
          * pool of warm buffers (common/bigbuf.h); params starts small. */
@@ -162,6 +167,9 @@ static bool form_parts_ok(const hp_form *f, hp_reply *reply)
     else if (f->unnamed)
         hp_reply_error(reply, 400, "unknown_part", NULL, "a form part has no name; the parts are frame, depth and "
                        "params (Content-Disposition: form-data; name=\"frame\")");
+    else if (f->params_too_large)
+        hp_reply_error(reply, 413, "params_too_large", "params", "the params part is over %d KiB; the API's "
+                       "parameters (GET /v1/params) fit in a few hundred bytes", HP_PARAMS_PART_MAX >> 10);
     else if (f->repeated[0])
         hp_reply_error(reply, 400, "duplicate_part", f->repeated,
                        "the form has more than one \"%s\" part; send each of frame, depth and params once",
@@ -177,22 +185,34 @@ static bool form_parts_ok(const hp_form *f, hp_reply *reply)
     return false;
 }
 
-bool hp_form_read_params(const hp_form_part *pp, hp_params *params, hp_reply *reply)
+/* The params part's JSON, parsed (NULL: jerr says why), applied on top of *params. */
+static bool params_from_object(json_t *obj, const json_error_t *jerr, hp_params *params, hp_reply *reply)
 {
-    json_error_t jerr;
-    json_t *obj = json_loadb((const char *)pp->data, pp->len, 0, &jerr);
     if (!obj || !json_is_object(obj)) {
         hp_reply_error(reply, 400, "malformed_params", "params", "the params part is not a JSON object: %s (line %d, "
-                       "column %d)", obj ? "not an object" : jerr.text, jerr.line, jerr.column);
-        json_decref(obj);
+                       "column %d)", obj ? "not an object" : jerr->text, jerr->line, jerr->column);
         return false;
     }
     hp_err err = {0};
     hp_code pc = hp_params_from_json(obj, params, &err);
-    json_decref(obj);
     if (pc != HP_OK)
         hp_reply_error(reply, 400, "invalid_parameter", err.field[0] ? err.field : NULL, "%s", err.message);
     return pc == HP_OK;
+}
+
+bool hp_form_read_params(hp_request *req, const hp_form_part *pp, hp_params *params, hp_reply *reply)
+{
+    /* The parse's memory is the request's while it lasts (docs/SECURITY.md): a part of the largest size the
+     * form reader keeps, at jansson's worst measured ratio, is 2 MiB. */
+    uint64_t parse_bytes = (uint64_t)pp->len * HP_PARAMS_PARSE_FACTOR;
+    if (hp_budget_refused(req->http, parse_bytes, req->budget_bytes, "parsing the params part", reply))
+        return false;
+    json_error_t jerr;
+    json_t *obj = json_loadb((const char *)pp->data, pp->len, 0, &jerr);
+    bool ok = params_from_object(obj, &jerr, params, reply);
+    json_decref(obj);
+    hp_budget_give(hp_http_budget(req->http), parse_bytes);
+    return ok;
 }
 
 /* A multipart/form-data body read into *f (libmicrohttpd's post processor, on_form_part) and its parts

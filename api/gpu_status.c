@@ -5,6 +5,7 @@
  * its few entry points are declared here: NVML's header is not in Debian main. */
 #include <dlfcn.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,6 +222,22 @@ void hp_route_metrics(hp_request *req, hp_reply *reply)
                                         (unsigned long long)r.memory.heaps[i].usage);
         }
     }
+    unsigned open = 0;
+    uint64_t evicted = 0;
+    hp_http_connections(req->http, &open, &evicted);
+    struct mallinfo2 mi = mallinfo2();
+    if (rc == 0)
+        rc |= hp_metrics_printf(&buf, &len, &cap,
+                                "# HELP hdrpost_connections_open Connections open on the API's address.\n"
+                                "# TYPE hdrpost_connections_open gauge\nhdrpost_connections_open %u\n"
+                                "# HELP hdrpost_accepting Whether the API's address takes connections (0: some have "
+                                "waited a second with none taken; /readyz says 503).\n"
+                                "# TYPE hdrpost_accepting gauge\nhdrpost_accepting %d\n"
+                                "# HELP hdrpost_malloc_bytes The C heap (glibc's malloc, every arena): in_use by the "
+                                "process, free (held by the allocator for reuse, given back to the system after a "
+                                "second idle).\n# TYPE hdrpost_malloc_bytes gauge\n"
+                                "hdrpost_malloc_bytes{state=\"in_use\"} %zu\nhdrpost_malloc_bytes{state=\"free\"} %zu\n",
+                                open, hp_http_accepting(req->http) ? 1 : 0, mi.uordblks + mi.hblkhd, mi.fordblks);
     const hp_budget *budget = hp_http_budget(req->http);
     if (rc == 0 && budget)
         rc |= hp_metrics_printf(&buf, &len, &cap,

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -96,6 +97,8 @@ struct hp_http {
     pthread_mutex_t lock;
     pthread_cond_t idle; /* signalled when in_flight drops to 0 */
     unsigned in_flight;
+    bool trim_due;           /* requests have ended since the heap was last trimmed */
+    struct timespec idle_since; /* when in_flight last fell to 0 */
     hp_deferred_list deferred; /* deferred replies not yet freed, for a drain that times out */
 
     _Atomic unsigned long long id_counter; /* request ids when getrandom() fails */
@@ -104,6 +107,7 @@ struct hp_http {
     hp_http_backend backend;
     _Atomic bool backend_set; /* backend is whole (hp_http_set_backend) */
     bool local_names_only;    /* no token and a loopback listener: Host must name this machine (host_problem) */
+    char *allowed_origins;    /* allowed_origins' copy: origins besides the daemon's own; NULL: none */
     struct timespec created; /* CLOCK_MONOTONIC */
 };
 
@@ -148,6 +152,13 @@ hp_service_state hp_http_get_state(const hp_http *http)
     return (hp_service_state)atomic_load(&http->state);
 }
 const char *hp_http_address(const hp_http *http) { return http->address; }
+bool hp_http_accepting(const hp_http *http) { return !http->guard || hp_guard_accepting(http->guard); }
+void hp_http_connections(const hp_http *http, unsigned *open, uint64_t *evicted)
+{
+    *open = 0, *evicted = 0;
+    if (http->guard)
+        hp_guard_counts(http->guard, open, evicted);
+}
 const char *hp_http_probe_address(const hp_http *http) { return http->probe_mhd ? http->probe_address : NULL; }
 
 /* --- Listen address ---------------------------------------------------------------------------------- */
@@ -529,7 +540,7 @@ static hp_request *request_begin(hp_http *http, struct MHD_Connection *connectio
 }
 
 typedef struct header_counts {
-    unsigned host, content_length, transfer_encoding;
+    unsigned host, content_length, transfer_encoding, authorization;
 } header_counts;
 
 static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
@@ -539,6 +550,7 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const ch
     n->host += strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0;
     n->content_length += strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0;
     n->transfer_encoding += strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0;
+    n->authorization += strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION) == 0;
     return MHD_YES;
 }
 
@@ -562,22 +574,66 @@ static bool host_is_local(struct MHD_Connection *c)
     return inet_pton(AF_INET, name, &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
 }
 
+/* What the request line held that libmicrohttpd let through (api/http_guard.h): a literal NUL or control
+ * byte in the target, a %00, more query arguments than a connection can hold. False: none. */
+static bool target_problem(hp_request *req, const char *version, hp_reply *reply)
+{
+    switch (hp_guard_target_problem(req->connection, version)) {
+    case HP_TARGET_OK: return false;
+    case HP_TARGET_ENCODED_NUL:
+        hp_reply_error(reply, 400, "bad_url", NULL, "the path or query holds an encoded NUL (%%00)");
+        break;
+    case HP_TARGET_LITERAL_NUL:
+        hp_reply_error(reply, 400, "bad_url", NULL, "the request target holds a NUL byte (the path would end there)");
+        break;
+    case HP_TARGET_CONTROL:
+        hp_reply_error(reply, 400, "bad_url", NULL, "the request target holds a control byte (0x01-0x1f or 0x7f); "
+                       "escape it as %%XX");
+        break;
+    case HP_TARGET_TOO_MANY_ARGS:
+        hp_reply_error(reply, 400, "too_many_arguments", NULL, "the query has more than %d arguments; the API has "
+                       "far fewer parameters (GET /v1/params)", HP_GUARD_QUERY_ARGS_MAX);
+        break;
+    }
+    return true;
+}
+
+/* Transfer-Encoding as this server reads it: "chunked" alone, once. RFC 9112 6.1: chunked must be the final
+ * coding and applied once, and a request whose chunked is not final is answered 400; libmicrohttpd reads
+ * any other value as a body of unknown length and waited for the connection to close. */
+static bool transfer_encoding_bad(struct MHD_Connection *c, unsigned count, hp_reply *reply)
+{
+    const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    if (count > 1)
+        hp_reply_error(reply, 400, "bad_framing", NULL, "the request has %u Transfer-Encoding headers; send one, "
+                       "\"chunked\"", count);
+    else if (te && strcasecmp(te, "chunked") != 0)
+        hp_reply_error(reply, 400, "bad_framing", NULL, "Transfer-Encoding \"%.64s\": this server takes \"chunked\" "
+                       "alone (or a Content-Length)", te);
+    else
+        return false;
+    return true;
+}
+
 /* Framing that libmicrohttpd accepts and a proxy in front may read otherwise (RFC 9112 6.3: more than one
  * Content-Length, or one beside Transfer-Encoding, is how requests are smuggled past a proxy), a missing or
- * repeated Host (RFC 9112 3.2: 400), and a %00 in the URL. Answered 400, and the connection closed: what
- * follows on it cannot be trusted to be a request. */
+ * repeated Host (RFC 9112 3.2: 400), a target libmicrohttpd would cut short, and two Authorization headers
+ * (the first won: a proxy that checks the last would let another token through). Answered 400, and the
+ * connection closed: what follows on it cannot be trusted to be a request. */
 static bool header_problem(hp_request *req, const char *version, hp_reply *reply)
 {
     header_counts n = {0};
     MHD_get_connection_values(req->connection, MHD_HEADER_KIND, count_header, &n);
-    if (hp_guard_nul_in_url(req->connection))
-        hp_reply_error(reply, 400, "bad_url", NULL, "the path or query holds an encoded NUL (%%00)");
+    if (target_problem(req, version, reply))
+        ;
     else if (n.content_length > 1)
         hp_reply_error(reply, 400, "bad_framing", NULL, "the request has %u Content-Length headers; send one",
                        n.content_length);
     else if (n.content_length && n.transfer_encoding)
         hp_reply_error(reply, 400, "bad_framing", NULL,
                        "the request has both Content-Length and Transfer-Encoding; send one of them");
+    else if (transfer_encoding_bad(req->connection, n.transfer_encoding, reply))
+        ;
     else if (n.host > 1)
         hp_reply_error(reply, 400, "bad_host", NULL, "the request has %u Host headers; send one", n.host);
     else if (!n.host && version && strcmp(version, MHD_HTTP_VERSION_1_0) != 0)
@@ -587,9 +643,62 @@ static bool header_problem(hp_request *req, const char *version, hp_reply *reply
                        "without an auth_token this daemon answers requests addressed to localhost, 127.0.0.1 or "
                        "[::1] only (so that a web page elsewhere cannot reach it by DNS rebinding); set auth_token "
                        "to serve other names");
+    else if (n.authorization > 1)
+        hp_reply_error(reply, 400, "bad_header", "Authorization", "the request has %u Authorization headers; send one",
+                       n.authorization);
     else
         return false;
     hp_reply_header_add(reply, MHD_HTTP_HEADER_CONNECTION, "close");
+    return true;
+}
+
+/* host[:port] without the scheme's default port, for comparing origins: its length. */
+static size_t origin_host_len(const char *host, bool tls)
+{
+    size_t n = strlen(host);
+    const char *port = tls ? ":443" : ":80";
+    size_t p = strlen(port);
+    return n > p && strcmp(host + n - p, port) == 0 && host[n - p - 1] != ':' ? n - p : n;
+}
+
+/* Whether origin is one of allowed_origins (comma- or space-separated; "*" allows every origin). */
+static bool origin_listed(const char *list, const char *origin)
+{
+    size_t want = strlen(origin);
+    for (const char *p = list ? list : ""; *p;) {
+        p += strspn(p, ", \t");
+        size_t n = strcspn(p, ", \t");
+        if (n && ((n == 1 && *p == '*') || (n == want && strncasecmp(p, origin, n) == 0)))
+            return true;
+        p += n;
+    }
+    return false;
+}
+
+/* A browser says where a page came from in Origin (RFC 6454) on every cross-origin request, and on a
+ * same-origin POST. A page on another site may send a "simple" POST (a form, text/plain) that no CORS
+ * preflight stops: without a token it would render on this GPU. A foreign Origin is refused 403 unless
+ * allowed_origins names it; the console's own page (Origin: the scheme and Host it was served from) and
+ * clients that send no Origin (curl, hdrpost, render farm jobs) pass. */
+static bool origin_refused(hp_request *req, hp_reply *reply)
+{
+    struct MHD_Connection *c = req->connection;
+    const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    if (!origin || req->probe || origin_listed(req->http->allowed_origins, origin))
+        return false;
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    bool tls = req->http->tls;
+    const char *scheme = tls ? "https://" : "http://";
+    size_t sl = strlen(scheme);
+    if (host && strncasecmp(origin, scheme, sl) == 0) {
+        size_t ol = origin_host_len(origin + sl, tls), hl = origin_host_len(host, tls);
+        if (ol == hl && strncasecmp(origin + sl, host, hl) == 0)
+            return false;
+    }
+    char shown[128];
+    log_safe(origin, shown, sizeof(shown));
+    hp_reply_error(reply, 403, "foreign_origin", "Origin", "requests from a page at %s are refused: this daemon "
+                   "answers its own console and clients that send no Origin; allowed_origins names others", shown);
     return true;
 }
 
@@ -696,6 +805,17 @@ static enum MHD_Result send_now(hp_request *req, hp_reply *reply)
     return ret;
 }
 
+/* A refusal from the headers: answered now to a client waiting for 100 Continue or sending no body, else once
+ * its body, discarded as it arrives, is in. */
+static enum MHD_Result refuse_after_body(hp_request *req, hp_reply *refusal)
+{
+    if (expects_continue(req->connection) || !body_declared(req->connection) ||
+        declared_length(req->connection) > HP_HTTP_DISCARD_MAX)
+        return send_now(req, refusal);
+    req->refusal = *refusal;
+    return MHD_YES;
+}
+
 static enum MHD_Result on_headers(hp_http *http, hp_request *req, const char *version)
 {
     const hp_route *r = req->route;
@@ -704,15 +824,12 @@ static enum MHD_Result on_headers(hp_http *http, hp_request *req, const char *ve
     hp_guard_headers_in(req->connection, body_declared(req->connection));
     if (header_problem(req, version, &early) || body_unreadable(http, req, r, &early))
         return send_now(req, &early);
+    if (origin_refused(req, &early))
+        return refuse_after_body(req, &early);
     if (!r || !r->takes_body)
         return MHD_YES;
-    if (body_inadmissible(http, req, r, &early)) {
-        if (expects_continue(req->connection) || !body_declared(req->connection) ||
-            declared_length(req->connection) > HP_HTTP_DISCARD_MAX)
-            return send_now(req, &early);
-        req->refusal = early; /* answered once the body, discarded, is in */
-        return MHD_YES;
-    }
+    if (body_inadmissible(http, req, r, &early))
+        return refuse_after_body(req, &early);
     body_reserve(req, r);
     return MHD_YES;
 }
@@ -918,9 +1035,31 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     *req_cls = NULL;
 
     pthread_mutex_lock(&http->lock);
-    if (--http->in_flight == 0)
+    if (--http->in_flight == 0) {
         pthread_cond_broadcast(&http->idle);
+        http->trim_due = true;
+        clock_gettime(CLOCK_MONOTONIC, &http->idle_since);
+    }
     pthread_mutex_unlock(&http->lock);
+}
+
+/* The C heap given back to the system once requests have stopped for HP_HTTP_TRIM_IDLE_MS (the guard's tick).
+ * glibc's malloc keeps what its arenas freed for reuse, one arena per thread that allocated at once (up to
+ * 8 per core): after a 2-minute soak of mixed requests the process kept 476-492 MB against 192 at start,
+ * most of it free in those arenas (docs/SECURITY.md, "Memory after a load"). malloc_trim(0) returns every
+ * arena's free pages; between requests nothing is lost but the next allocation's page faults. */
+#define HP_HTTP_TRIM_IDLE_MS 1000.0
+
+static void idle_tick(void *ctx)
+{
+    hp_http *http = ctx;
+    pthread_mutex_lock(&http->lock);
+    bool due = http->trim_due && http->in_flight == 0 && ms_since(&http->idle_since) >= HP_HTTP_TRIM_IDLE_MS;
+    if (due)
+        http->trim_due = false;
+    pthread_mutex_unlock(&http->lock);
+    if (due)
+        malloc_trim(0);
 }
 
 /* libmicrohttpd's messages (MHD_USE_ERROR_LOG) go to our log, without their trailing newline. Most are
@@ -1008,7 +1147,7 @@ static hp_code load_tls(const hp_http_params *params, char **cert, char **key, h
 /* One libmicrohttpd daemon on a bound socket, with its connection limits and guard; threads 0 or 1: its one
  * internal thread, no pool (the option is then left out: libmicrohttpd warns about a pool of 0 or 1). */
 static struct MHD_Daemon *start_mhd(hp_http *http, int fd, int family, unsigned threads, unsigned limit,
-                                    unsigned per_ip, hp_guard *guard, const char *cert, const char *key)
+                                    hp_guard *guard, const char *cert, const char *key)
 {
     /* MHD_USE_ITC: MHD_quiesce_daemon() needs it to wake the polling threads. */
     unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
@@ -1022,8 +1161,10 @@ static struct MHD_Daemon *start_mhd(hp_http *http, int fd, int family, unsigned 
         {MHD_OPTION_CONNECTION_TIMEOUT, http->params.idle_timeout_s, NULL},
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, HP_HTTP_CONNECTION_MEMORY, NULL},
         {MHD_OPTION_CONNECTION_LIMIT, limit, NULL},
-        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, NULL},
+        /* No MHD_OPTION_PER_IP_CONNECTION_LIMIT: the guard's accept policy counts an IPv6 /64 as one client,
+         * where libmicrohttpd counts every address. */
         {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)hp_guard_on_connection, guard},
+        {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)hp_guard_uri_log, guard},
         {MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)hp_guard_unescape, guard},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, http},
         {threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, threads, NULL},
@@ -1037,7 +1178,11 @@ static struct MHD_Daemon *start_mhd(hp_http *http, int fd, int family, unsigned 
         options[10] = options[11];
         options[11] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     }
-    return MHD_start_daemon(flags, 0, NULL, NULL, on_request, http, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+    struct MHD_Daemon *mhd = MHD_start_daemon(flags, 0, hp_guard_accept_policy, guard, on_request, http,
+                                              MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+    if (mhd)
+        hp_guard_watch_listener(guard, fd);
+    return mhd;
 }
 
 /* The probe listener: /livez and /readyz on an address of their own, plain HTTP, one thread, a few
@@ -1052,14 +1197,14 @@ static hp_code start_probe(hp_http *http, const char *listen, hp_err *err)
 {
     int fd = -1, family = 0;
     hp_code code = bind_listener(listen, &fd, &family, http->probe_address, sizeof(http->probe_address), err);
-    hp_guard_params gp = {.header_timeout_s = HP_PROBE_HEADER_TIMEOUT_S, .min_body_rate = http->params.min_body_rate,
-                          .body_grace_s = http->params.body_grace_s};
+    hp_guard_params gp = {.name = "probe", .max_connections = HP_PROBE_CONNECTIONS, .threads = 1,
+                          .per_client = HP_PROBE_CONNECTIONS_PER_IP, .header_timeout_s = HP_PROBE_HEADER_TIMEOUT_S,
+                          .min_body_rate = http->params.min_body_rate, .body_grace_s = http->params.body_grace_s};
     if (code == HP_OK && (code = hp_guard_create(&gp, &http->probe_guard, err)) != HP_OK)
         close(fd);
     if (code != HP_OK)
         return code;
-    http->probe_mhd = start_mhd(http, fd, family, 0, HP_PROBE_CONNECTIONS, HP_PROBE_CONNECTIONS_PER_IP,
-                                http->probe_guard, NULL, NULL);
+    http->probe_mhd = start_mhd(http, fd, family, 0, HP_PROBE_CONNECTIONS, http->probe_guard, NULL, NULL);
     if (http->probe_mhd)
         return HP_OK;
     close(fd);
@@ -1077,7 +1222,11 @@ static hp_http *http_new(const hp_http_params *params)
     http->params.auth_token = NULL;
     if (!http->params.max_body_bytes)
         http->params.max_body_bytes = 1ull << 30;
-    if (params->auth_token && *params->auth_token && !(http->auth_token = strdup(params->auth_token))) {
+    http->params.allowed_origins = NULL;
+    if ((params->auth_token && *params->auth_token && !(http->auth_token = strdup(params->auth_token))) ||
+        (params->allowed_origins && *params->allowed_origins &&
+         !(http->allowed_origins = strdup(params->allowed_origins)))) {
+        free(http->auth_token);
         free(http);
         return NULL;
     }
@@ -1103,6 +1252,7 @@ static void http_free(hp_http *http)
     pthread_cond_destroy(&http->idle);
     pthread_mutex_destroy(&http->lock);
     free(http->auth_token);
+    free(http->allowed_origins);
     free(http);
 }
 
@@ -1117,8 +1267,10 @@ hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
     if (!http)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory creating the HTTP server");
     clock_gettime(CLOCK_MONOTONIC, &http->created);
-    hp_guard_params gp = {.header_timeout_s = params->header_timeout_s, .min_body_rate = params->min_body_rate,
-                          .body_grace_s = params->body_grace_s};
+    hp_guard_params gp = {.name = "api", .max_connections = params->max_connections, .threads = params->threads,
+                          .per_client = params->max_connections_per_ip, .header_timeout_s = params->header_timeout_s,
+                          .min_body_rate = params->min_body_rate, .body_grace_s = params->body_grace_s,
+                          .tick = idle_tick, .tick_ctx = http};
     int fd = -1, family = 0;
     char *cert = NULL, *key = NULL;
     hp_code code = hp_guard_create(&gp, &http->guard, err);
@@ -1134,8 +1286,7 @@ hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
         http_free(http);
         return code;
     }
-    http->mhd = start_mhd(http, fd, family, params->threads, params->max_connections,
-                          params->max_connections_per_ip, http->guard, cert, key);
+    http->mhd = start_mhd(http, fd, family, params->threads, params->max_connections, http->guard, cert, key);
     /* libmicrohttpd copies the PEM text into GnuTLS at start: ours can go (the key wiped first). */
     if (key)
         explicit_bzero(key, strlen(key));
@@ -1172,6 +1323,7 @@ void hp_http_destroy(hp_http **p)
      * once would drop a response half-written. A kept-alive connection that sends a new request in the
      * instant between the count reaching zero and the stop sees its connection closed unanswered, which
      * HTTP allows for idle connections and clients retry. */
+    hp_guard_watch_listener(http->guard, -1);
     MHD_socket fd = MHD_quiesce_daemon(http->mhd);
     if (fd != MHD_INVALID_SOCKET)
         close(fd);

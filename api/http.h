@@ -59,6 +59,9 @@ typedef struct hp_http_params {
     double header_timeout_s;
     uint64_t min_body_rate;
     double body_grace_s;
+    /* Origins whose pages may call the API besides the daemon's own (comma-separated, "*" for any): a request
+     * with another Origin is refused 403 (a web page's simple POST needs no preflight). NULL or "": none. */
+    const char *allowed_origins;
     /* A second address answering /livez and /readyz alone (a kubelet's probes), with connections of its
      * own: they answer while the API's limit is full. NULL or "": none. */
     const char *probe_listen;
@@ -175,6 +178,11 @@ void hp_http_set_state(hp_http *http, hp_service_state state);
 /* Sets the state to `to` only if it is `from` (atomically); returns whether it did. */
 bool hp_http_advance_state(hp_http *http, hp_service_state from, hp_service_state to);
 hp_service_state hp_http_get_state(const hp_http *http);
+/* Whether the API's address takes connections: false while some have waited to be accepted for a second
+ * with none taken (every slot holds a request in progress; api/http_guard.h). /readyz says 503 then. */
+bool hp_http_accepting(const hp_http *http);
+/* The API's connections open now, and those closed to make room while its slots ran short. */
+void hp_http_connections(const hp_http *http, unsigned *open, uint64_t *evicted);
 
 /* Stops accepting connections, waits up to drain_timeout_s for the requests in flight to be answered, then
  * stops the threads and frees everything; sets *http to NULL. Sets the state to draining if it was not. */

@@ -1,46 +1,62 @@
-/* The connection guard (api/http_guard.h): a record per connection, the phase of its request, and a thread
- * that closes the connections whose requests arrive too slowly. */
+/* The connection guard (api/http_guard.h): a record per connection in a connection table
+ * (api/conn_table.h), the accept policy and the eviction it decides, the request line's checks, and a
+ * thread that closes the connections whose requests arrive too slowly and watches the accept queue. */
 #include "api/http_guard.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
+#include "api/conn_table.h"
 #include "api/metrics.h"
-#include "common/clock.h"
 #include "common/log.h"
+#include "common/ratelimit.h"
 
 /* How often the thread looks: a deadline is kept to within this. */
 #define GUARD_PERIOD_MS 250
+/* Connections waiting in the accept queue this long with none accepted: the API cannot take work. */
+#define GUARD_STALL_S 1.0
+/* libmicrohttpd's polling threads a guard tells apart (http_threads' maximum). */
+#define GUARD_WORKERS_MAX 256
 
-typedef enum conn_phase {
-    PHASE_HEADERS, /* waiting for a request's headers (a new or kept-alive connection) */
-    PHASE_BODY,    /* the headers are in, the body arriving */
-    PHASE_HANDLED, /* the request is the server's: handled, queued, answered */
-} conn_phase;
-
+/* A connection's record: its row in the table, and what its current request line held. */
 typedef struct conn {
-    struct conn *prev, *next;
+    hp_conn row; /* linked in the table while `linked` */
     hp_guard *guard;
-    int fd;
-    conn_phase phase;
-    struct timespec since; /* the phase's start */
-    uint64_t bytes;        /* of the body so far */
-    bool nul_in_url;
-    bool closing;          /* shut down by the guard: counted once */
+    bool linked;
+    hp_target_problem target; /* found in the request line (uri log, unescape) */
+    const char *target_text;  /* the raw target as libmicrohttpd's buffer holds it */
+    size_t target_len;        /* its length up to the first NUL */
 } conn;
 
 struct hp_guard {
     hp_guard_params params;
-    pthread_mutex_t lock; /* the list and every record's fields */
+    pthread_mutex_t lock; /* the table, every record's fields, and what follows */
     pthread_cond_t wake;
-    conn *head;
+    hp_conn_table *table;
+    pthread_t workers[GUARD_WORKERS_MAX]; /* the polling threads seen, in the order they were: their index */
+    unsigned worker_count;
     bool stop;
     pthread_t thread;
+    int listen_fd;
+    uint64_t accepts, accepts_seen; /* connections accepted; as the thread last saw it */
+    double stalled_since;           /* the accept queue not moving since (0: it moves) */
+    bool accepting;
+    uint64_t evicted, refused;
+    hp_ratelimit log_limit;
 };
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 static conn *conn_of(struct MHD_Connection *connection)
 {
@@ -48,34 +64,35 @@ static conn *conn_of(struct MHD_Connection *connection)
     return ci ? ci->socket_context : NULL;
 }
 
-static void set_phase(struct MHD_Connection *connection, conn_phase phase)
+static void set_phase(struct MHD_Connection *connection, hp_conn_phase phase)
 {
     conn *c = conn_of(connection);
     if (!c)
         return;
     pthread_mutex_lock(&c->guard->lock);
-    c->phase = phase;
-    c->bytes = 0;
-    clock_gettime(CLOCK_MONOTONIC, &c->since);
+    if (c->linked)
+        hp_conns_set_phase(c->guard->table, &c->row, phase, now_s());
     pthread_mutex_unlock(&c->guard->lock);
 }
 
 void hp_guard_headers_in(struct MHD_Connection *connection, bool body_follows)
 {
-    set_phase(connection, body_follows ? PHASE_BODY : PHASE_HANDLED);
+    set_phase(connection, body_follows ? HP_CONN_BODY : HP_CONN_HANDLED);
 }
 
-void hp_guard_body_in(struct MHD_Connection *connection) { set_phase(connection, PHASE_HANDLED); }
+void hp_guard_body_in(struct MHD_Connection *connection) { set_phase(connection, HP_CONN_HANDLED); }
 
 void hp_guard_request_done(struct MHD_Connection *connection)
 {
     conn *c = conn_of(connection);
     if (c) {
         pthread_mutex_lock(&c->guard->lock);
-        c->nul_in_url = false;
+        c->target = HP_TARGET_OK;
+        c->target_text = NULL;
+        c->target_len = 0;
         pthread_mutex_unlock(&c->guard->lock);
     }
-    set_phase(connection, PHASE_HEADERS);
+    set_phase(connection, HP_CONN_HEADERS);
 }
 
 void hp_guard_body_bytes(struct MHD_Connection *connection, size_t bytes)
@@ -84,19 +101,88 @@ void hp_guard_body_bytes(struct MHD_Connection *connection, size_t bytes)
     if (!c)
         return;
     pthread_mutex_lock(&c->guard->lock);
-    c->bytes += bytes;
+    hp_conns_add_bytes(&c->row, bytes);
     pthread_mutex_unlock(&c->guard->lock);
 }
 
-bool hp_guard_nul_in_url(struct MHD_Connection *connection)
+/* --- Accepting, evicting --------------------------------------------------------------------------------- */
+
+/* Under the lock: the calling polling thread's index. */
+static unsigned worker_index(hp_guard *g)
 {
-    conn *c = conn_of(connection);
+    pthread_t self = pthread_self();
+    for (unsigned i = 0; i < g->worker_count; i++)
+        if (pthread_equal(g->workers[i], self))
+            return i;
+    if (g->worker_count < GUARD_WORKERS_MAX)
+        g->workers[g->worker_count++] = self;
+    return g->worker_count - 1;
+}
+
+enum MHD_Result hp_guard_accept_policy(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+    hp_guard *g = cls;
+    hp_client_key key = hp_client_key_of(addr, addrlen);
+    pthread_mutex_lock(&g->lock);
+    bool ok = hp_conns_admit(g->table, &key);
+    if (!ok)
+        g->refused++;
+    pthread_mutex_unlock(&g->lock);
+    if (!ok) {
+        hp_metrics_connection_closed("client_limit");
+        uint64_t left_out = 0;
+        if (hp_ratelimit_allow(&g->log_limit, &left_out)) {
+            char who[64];
+            hp_client_key_format(&key, who, sizeof(who));
+            hp_warn("http: %s: refused a connection from %s, which holds max_connections_per_ip (%u) already",
+                    g->params.name, who, g->params.per_client);
+        }
+    }
+    return ok ? MHD_YES : MHD_NO;
+}
+
+/* Under the lock, for a connection just linked: when its polling thread's slots run short, one other
+ * connection of that thread is closed to make room (libmicrohttpd sees the end of the stream on its next
+ * read and closes it itself). */
+static void make_room(hp_guard *g, conn *c, double now)
+{
+    hp_conn *v = hp_conns_victim(g->table, &c->row, now);
+    if (!v)
+        return;
+    shutdown(v->fd, SHUT_RDWR);
+    g->evicted++;
+    hp_metrics_connection_closed("evicted");
+    uint64_t left_out = 0;
+    if (hp_ratelimit_allow(&g->log_limit, &left_out)) {
+        char who[64];
+        hp_client_key_format(hp_conns_client_key(v), who, sizeof(who));
+        hp_warn("http: %s: connection slots short (%u open of max_connections %u; a polling thread holds %u of "
+                "its %u): closing idle and slow connections to make room, the busiest clients' first (this one "
+                "%s's, which holds %u; %llu closed so far)", g->params.name, hp_conns_open(g->table),
+                g->params.max_connections, hp_conns_live(g->table, c->row.worker), hp_conns_policy(g->table)->slots,
+                who, hp_conns_client_count(v), (unsigned long long)g->evicted);
+    }
+}
+
+static void on_started(hp_guard *g, struct MHD_Connection *connection, void **socket_context)
+{
+    conn *c = calloc(1, sizeof(*c));
     if (!c)
-        return false;
-    pthread_mutex_lock(&c->guard->lock);
-    bool nul = c->nul_in_url;
-    pthread_mutex_unlock(&c->guard->lock);
-    return nul;
+        return; /* not guarded: libmicrohttpd's idle timeout still bounds it */
+    const union MHD_ConnectionInfo *fi = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *ai = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ai ? ai->client_addr : NULL;
+    hp_client_key key = hp_client_key_of(sa, !sa ? 0 : sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                                                 : sizeof(struct sockaddr_in));
+    c->guard = g;
+    double now = now_s();
+    pthread_mutex_lock(&g->lock);
+    g->accepts++;
+    c->linked = hp_conns_add(g->table, &c->row, &key, worker_index(g), fi ? fi->connect_fd : -1, now);
+    if (c->linked)
+        make_room(g, c, now);
+    pthread_mutex_unlock(&g->lock);
+    *socket_context = c;
 }
 
 void hp_guard_on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
@@ -104,38 +190,75 @@ void hp_guard_on_connection(void *cls, struct MHD_Connection *connection, void *
 {
     hp_guard *g = cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        conn *c = calloc(1, sizeof(*c));
-        if (!c)
-            return; /* not guarded: libmicrohttpd's idle timeout still bounds it */
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
-        c->guard = g;
-        c->fd = ci ? ci->connect_fd : -1;
-        c->phase = PHASE_HEADERS;
-        clock_gettime(CLOCK_MONOTONIC, &c->since);
-        pthread_mutex_lock(&g->lock);
-        c->next = g->head;
-        if (g->head)
-            g->head->prev = c;
-        g->head = c;
-        pthread_mutex_unlock(&g->lock);
-        *socket_context = c;
+        on_started(g, connection, socket_context);
         return;
     }
-    /* Closed: libmicrohttpd closes the socket after this returns, so while the record is in the list (under
-     * the lock) its fd is the connection's and the thread may shut it down. */
+    /* Closed: libmicrohttpd closes the socket after this returns, so while the record is in the table (under
+     * the lock) its fd is the connection's and the other threads may shut it down. */
     conn *c = *socket_context;
     if (!c)
         return;
     pthread_mutex_lock(&g->lock);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        g->head = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    if (c->linked)
+        hp_conns_remove(g->table, &c->row);
     pthread_mutex_unlock(&g->lock);
     free(c);
     *socket_context = NULL;
+}
+
+/* --- The request line -------------------------------------------------------------------------------------- */
+
+/* Called once per request with the raw target, after libmicrohttpd has found where the query starts and
+ * before it splits the query into arguments or decodes anything (connection.c, parse_initial_message). The
+ * target lies in the connection's own read buffer, which is writable. */
+void *hp_guard_uri_log(void *cls, const char *uri, struct MHD_Connection *connection)
+{
+    (void)cls;
+    conn *c = conn_of(connection);
+    if (!c)
+        return NULL;
+    hp_target_problem problem = HP_TARGET_OK;
+    size_t args = 0, len = 0;
+    const char *query = NULL;
+    for (; uri[len]; len++) {
+        unsigned char ch = (unsigned char)uri[len];
+        if (ch < 0x20 || ch == 0x7f)
+            problem = HP_TARGET_CONTROL;
+        if (ch == '?' && !query)
+            query = uri + len;
+        args += query && (ch == '&' || ch == '?');
+    }
+    if (args > HP_GUARD_QUERY_ARGS_MAX && problem == HP_TARGET_OK) {
+        /* libmicrohttpd ends the target at the '?' and parses what follows it: with an empty query there it
+         * keeps no argument at all, and the handler answers 400 instead of the connection closing unanswered
+         * once its memory is full. */
+        ((char *)query)[1] = '\0';
+        problem = HP_TARGET_TOO_MANY_ARGS;
+    }
+    pthread_mutex_lock(&c->guard->lock);
+    c->target = problem;
+    c->target_text = uri;
+    c->target_len = len;
+    pthread_mutex_unlock(&c->guard->lock);
+    return NULL;
+}
+
+hp_target_problem hp_guard_target_problem(struct MHD_Connection *connection, const char *version)
+{
+    conn *c = conn_of(connection);
+    if (!c)
+        return HP_TARGET_OK;
+    pthread_mutex_lock(&c->guard->lock);
+    hp_target_problem problem = c->target;
+    /* libmicrohttpd found the version from the end of the line and ended the target with a NUL just before
+     * it: a target whose first NUL lies earlier held a literal NUL (the request line is at most the 64 KiB of
+     * the connection's memory). */
+    uintptr_t text = (uintptr_t)c->target_text, v = (uintptr_t)version;
+    if (problem == HP_TARGET_OK && c->target_text && v > text && v - text <= (64u << 10) &&
+        v != text + c->target_len + 1)
+        problem = HP_TARGET_LITERAL_NUL;
+    pthread_mutex_unlock(&c->guard->lock);
+    return problem;
 }
 
 static int hex_value(char ch)
@@ -176,22 +299,57 @@ size_t hp_guard_unescape(void *cls, struct MHD_Connection *connection, char *s)
     conn *c = nul ? conn_of(connection) : NULL;
     if (c) {
         pthread_mutex_lock(&c->guard->lock);
-        c->nul_in_url = true;
+        if (c->target == HP_TARGET_OK)
+            c->target = HP_TARGET_ENCODED_NUL;
         pthread_mutex_unlock(&c->guard->lock);
     }
     return (size_t)(out - s);
 }
 
-/* Under the lock: the reason a connection is past its deadline, or NULL. */
-static const char *overdue(const hp_guard *g, const conn *c, const struct timespec *now)
+/* --- The thread ---------------------------------------------------------------------------------------------- */
+
+/* Under the lock: the connections past their deadlines shut down. */
+static void close_overdue(hp_guard *g, double now)
 {
-    double age = hp_ms_between(&c->since, now) / 1e3;
-    if (c->phase == PHASE_HEADERS && g->params.header_timeout_s > 0 && age > g->params.header_timeout_s)
-        return "header_timeout";
-    if (c->phase == PHASE_BODY && g->params.min_body_rate && age > g->params.body_grace_s &&
-        (double)c->bytes < (double)g->params.min_body_rate * age)
-        return "slow_body";
-    return NULL;
+    for (hp_conn *r = hp_conns_first(g->table); r; r = r->next) {
+        const char *why = r->closing || r->fd < 0 ? NULL : hp_conns_overdue(g->table, r, now);
+        if (!why)
+            continue;
+        /* libmicrohttpd sees the end of the stream on its next read and closes the connection itself
+         * (an error reply would need a write the client may never read). */
+        shutdown(r->fd, SHUT_RDWR);
+        hp_conns_give_up(g->table, r);
+        hp_metrics_connection_closed(why);
+        hp_debug("http: %s: closed a connection: %s", g->params.name, why);
+    }
+}
+
+/* Under the lock: whether the accept queue moves. Linux reports a listening socket's accept queue length in
+ * TCP_INFO's tcpi_unacked (tcp_get_info: sk_ack_backlog). */
+static void watch_accepts(hp_guard *g, double now)
+{
+    if (g->listen_fd < 0)
+        return;
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    unsigned waiting = getsockopt(g->listen_fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 ? ti.tcpi_unacked : 0;
+    bool moved = g->accepts != g->accepts_seen;
+    g->accepts_seen = g->accepts;
+    if (!waiting || moved) {
+        if (!g->accepting)
+            hp_info("http: %s: accepting connections again", g->params.name);
+        g->stalled_since = 0;
+        g->accepting = true;
+        return;
+    }
+    if (!g->stalled_since)
+        g->stalled_since = now;
+    if (g->accepting && now - g->stalled_since >= GUARD_STALL_S) {
+        g->accepting = false;
+        hp_warn("http: %s: %u connection(s) wait to be accepted and none was for %.1f s: every slot holds a "
+                "request in progress (%u open of max_connections %u); /readyz says 503 until one is taken",
+                g->params.name, waiting, now - g->stalled_since, hp_conns_open(g->table), g->params.max_connections);
+    }
 }
 
 static void *guard_main(void *arg)
@@ -200,22 +358,18 @@ static void *guard_main(void *arg)
     hp_guard *g = arg;
     pthread_mutex_lock(&g->lock);
     while (!g->stop) {
-        struct timespec now, until;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        until = now;
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_nsec += GUARD_PERIOD_MS * 1000000L;
         if (until.tv_nsec >= 1000000000L)
             until.tv_sec++, until.tv_nsec -= 1000000000L;
-        for (conn *c = g->head; c; c = c->next) {
-            const char *why = c->closing || c->fd < 0 ? NULL : overdue(g, c, &now);
-            if (!why)
-                continue;
-            /* libmicrohttpd sees the end of the stream on its next read and closes the connection itself
-             * (an error reply would need a write the client may never read). */
-            shutdown(c->fd, SHUT_RDWR);
-            c->closing = true;
-            hp_metrics_connection_closed(why);
-            hp_debug("http: closed a connection: %s", why);
+        double now = now_s();
+        close_overdue(g, now);
+        watch_accepts(g, now);
+        if (g->params.tick) {
+            pthread_mutex_unlock(&g->lock);
+            g->params.tick(g->params.tick_ctx);
+            pthread_mutex_lock(&g->lock);
         }
         while (!g->stop && pthread_cond_timedwait(&g->wake, &g->lock, &until) != ETIMEDOUT)
             ;
@@ -224,12 +378,60 @@ static void *guard_main(void *arg)
     return NULL;
 }
 
+void hp_guard_watch_listener(hp_guard *g, int fd)
+{
+    pthread_mutex_lock(&g->lock);
+    g->listen_fd = fd;
+    g->accepting = true;
+    g->stalled_since = 0;
+    pthread_mutex_unlock(&g->lock);
+}
+
+bool hp_guard_accepting(hp_guard *g)
+{
+    pthread_mutex_lock(&g->lock);
+    bool accepting = g->accepting;
+    pthread_mutex_unlock(&g->lock);
+    return accepting;
+}
+
+void hp_guard_counts(hp_guard *g, unsigned *open, uint64_t *evicted)
+{
+    pthread_mutex_lock(&g->lock);
+    *open = hp_conns_open(g->table);
+    *evicted = g->evicted;
+    pthread_mutex_unlock(&g->lock);
+}
+
 hp_code hp_guard_create(const hp_guard_params *params, hp_guard **out, hp_err *err)
 {
     hp_guard *g = calloc(1, sizeof(*g));
     if (!g)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for the connection guard");
     g->params = *params;
+    if (!g->params.name)
+        g->params.name = "api";
+    unsigned threads = params->threads > 1 ? params->threads : 1;
+    /* libmicrohttpd gives each polling thread max_connections / threads (MHD_start_daemon: conns_per_thread,
+     * the first threads one more of the rest): the smaller share is every thread's. */
+    hp_conn_policy policy = {
+        .slots = params->max_connections / threads ? params->max_connections / threads : 1,
+        .workers = threads,
+        .per_client = params->per_client,
+        .header_timeout_s = params->header_timeout_s,
+        .pressed_header_timeout_s = HP_GUARD_PRESSED_HEADER_TIMEOUT_S,
+        .min_body_rate = params->min_body_rate,
+        .body_grace_s = params->body_grace_s,
+        .pressed_body_rate = params->min_body_rate * HP_GUARD_PRESSED_BODY_RATE_FACTOR,
+    };
+    g->table = hp_conns_create(&policy);
+    g->listen_fd = -1;
+    g->accepting = true;
+    g->log_limit = (hp_ratelimit)HP_RATELIMIT_INIT(10.0, 2);
+    if (!g->table) {
+        free(g);
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for the connection guard");
+    }
     pthread_mutex_init(&g->lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -240,6 +442,7 @@ hp_code hp_guard_create(const hp_guard_params *params, hp_guard **out, hp_err *e
     if (e) {
         pthread_cond_destroy(&g->wake);
         pthread_mutex_destroy(&g->lock);
+        hp_conns_destroy(g->table);
         free(g);
         return hp_fail(err, HP_ERR_IO, "cannot start the connection guard's thread: %s", strerror(e));
     }
@@ -259,10 +462,12 @@ void hp_guard_destroy(hp_guard **p)
     pthread_mutex_unlock(&g->lock);
     pthread_join(g->thread, NULL);
     /* Records of connections libmicrohttpd never reported closed (none after its stop), freed anyway. */
-    for (conn *c = g->head, *next; c; c = next) {
-        next = c->next;
-        free(c);
+    for (hp_conn *r = hp_conns_first(g->table), *next; r; r = next) {
+        next = r->next;
+        hp_conns_remove(g->table, r);
+        free((conn *)r);
     }
+    hp_conns_destroy(g->table);
     pthread_cond_destroy(&g->wake);
     pthread_mutex_destroy(&g->lock);
     free(g);

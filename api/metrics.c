@@ -25,7 +25,8 @@ static const double bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0
                                 0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,     10};
 #define BUCKETS (sizeof(bounds) / sizeof(bounds[0]))
 
-static const char *const close_reasons[] = {"header_timeout", "slow_body", "limit", "protocol"};
+static const char *const close_reasons[] = {"header_timeout", "slow_body", "limit", "protocol", "evicted",
+                                             "client_limit"};
 #define CLOSE_REASONS (sizeof(close_reasons) / sizeof(close_reasons[0]))
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;

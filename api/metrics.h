@@ -15,8 +15,9 @@ void hp_metrics_stage(const char *stage, double ms);
 /* A frame processed: the bytes of its body and its pixels. */
 void hp_metrics_frame(uint64_t body_bytes, uint64_t pixels);
 
-/* A connection the server closed before its request was in: "header_timeout", "slow_body" (the connection
- * guard, api/http_guard.h), "limit" (over max_connections or max_connections_per_ip), "protocol"
+/* A connection the server closed before its request was in: "header_timeout", "slow_body", "evicted" (closed
+ * to make room while slots ran short), "client_limit" (refused: its client held max_connections_per_ip) (the
+ * connection guard, api/http_guard.h), "limit" (libmicrohttpd's, over max_connections), "protocol"
  * (libmicrohttpd refused its framing). */
 void hp_metrics_connection_closed(const char *reason);
 /* A frame whose client went away before its answer: "arriving" (its body cut off while an early decoder

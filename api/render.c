@@ -166,7 +166,7 @@ static hp_code read_request_params(const void *src, hp_params *p, hp_err *err)
 {
     const request_params *r = src;
     (void)err;
-    return (!r->form->params.present || hp_form_read_params(&r->form->params, p, r->reply)) &&
+    return (!r->form->params.present || hp_form_read_params(r->req, &r->form->params, p, r->reply)) &&
                    hp_query_read(r->req->connection, p, r->reply)
                ? HP_OK
                : HP_ERR_INVALID_ARGUMENT;

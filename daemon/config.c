@@ -55,6 +55,27 @@ static bool check_listen(const char *value, char *why, size_t why_size)
 }
 
 /* The probe listener: an address as for listen, or "" for none. */
+/* allowed_origins: "*" or origins as a browser sends them (RFC 6454: scheme://host[:port], no path). */
+static bool check_allowed_origins(const char *value, char *why, size_t why_size)
+{
+    for (const char *p = value; *p;) {
+        p += strspn(p, ", \t");
+        size_t n = strcspn(p, ", \t");
+        if (!n)
+            break;
+        const char *host = n > 7 && !strncmp(p, "http://", 7) ? p + 7 : n > 8 && !strncmp(p, "https://", 8) ? p + 8
+                                                                                                          : NULL;
+        bool ok = (n == 1 && *p == '*') || (host && memchr(host, '/', n - (size_t)(host - p)) == NULL);
+        if (!ok) {
+            snprintf(why, why_size, "\"%.*s\" is not an origin: write scheme://host[:port] (no path), as "
+                     "http://review.example:8080, or *", (int)(n > 80 ? 80 : n), p);
+            return false;
+        }
+        p += n;
+    }
+    return true;
+}
+
 static bool check_probe_listen(const char *value, char *why, size_t why_size)
 {
     return !*value || check_listen(value, why, why_size);
@@ -214,6 +235,12 @@ static const hp_setting settings[] = {
      .help = "The web console at / (status, live charts, try a frame; docs/CONSOLE.md): auto serves it when "
              "listen is a loopback address, on also elsewhere, off never. Its pages are static and open; every "
              "API call it makes carries the auth token the page asks for."},
+    {.name = "allowed_origins", .type = HP_SETTING_STRING, .offset = FIELD(allowed_origins), .default_value = "",
+     .check = check_allowed_origins, .metavar = "ORIGINS",
+     .help = "Web origins (scheme://host[:port], comma-separated; * for any) whose pages may call the API besides "
+             "the daemon's own console. A request from a browser page elsewhere (its Origin header) is refused "
+             "403: a page on another site could otherwise make a visitor's browser post frames to it. Clients "
+             "that send no Origin (curl, hdrpost, render jobs) are not affected."},
     {.name = "probe_listen", .type = HP_SETTING_STRING, .offset = FIELD(probe_listen), .default_value = "",
      .check = check_probe_listen, .metavar = "HOST:PORT",
      .help = "A second address answering /livez and /readyz alone, over plain HTTP and with connections of its "

@@ -80,6 +80,8 @@ typedef struct hp_config {
     /* The probe listener's address ("" none), the connection limits and deadlines (api/http.h), and the
      * memory budget of requests in flight in MiB (0: half the memory limit; common/budget.h). */
     char *probe_listen;
+    /* Origins besides the daemon's own whose pages may call the API (api/http.h); "" none. */
+    char *allowed_origins;
     int max_connections, max_connections_per_ip;
     double header_timeout_s;
     int min_body_rate_kbs;

@@ -509,6 +509,7 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
     http_params.tls_cert = config->tls_cert;
     http_params.tls_key = config->tls_key;
     http_params.probe_listen = config->probe_listen;
+    http_params.allowed_origins = config->allowed_origins;
     http_params.max_connections = (unsigned)config->max_connections;
     http_params.max_connections_per_ip = (unsigned)config->max_connections_per_ip;
     http_params.header_timeout_s = config->header_timeout_s;
