@@ -12,6 +12,7 @@
 
 #include "api/live_stats.h"
 #include "api/metrics.h"
+#include "common/bigbuf.h"
 #include "common/budget.h"
 #include "api/route.h"
 
@@ -236,8 +237,12 @@ void hp_route_metrics(hp_request *req, hp_reply *reply)
                                 "# HELP hdrpost_malloc_bytes The C heap (glibc's malloc, every arena): in_use by the "
                                 "process, free (held by the allocator for reuse, given back to the system after a "
                                 "second idle).\n# TYPE hdrpost_malloc_bytes gauge\n"
-                                "hdrpost_malloc_bytes{state=\"in_use\"} %zu\nhdrpost_malloc_bytes{state=\"free\"} %zu\n",
-                                open, hp_http_accepting(req->http) ? 1 : 0, mi.uordblks + mi.hblkhd, mi.fordblks);
+                                "hdrpost_malloc_bytes{state=\"in_use\"} %zu\nhdrpost_malloc_bytes{state=\"free\"} %zu\n"
+                                "# HELP hdrpost_warm_buffers_bytes Large buffers (frames, depth, images) kept for the "
+                                "next requests instead of being freed (common/bigbuf.h), part of the heap in use.\n"
+                                "# TYPE hdrpost_warm_buffers_bytes gauge\nhdrpost_warm_buffers_bytes %zu\n",
+                                open, hp_http_accepting(req->http) ? 1 : 0, mi.uordblks + mi.hblkhd, mi.fordblks,
+                                hp_bigbuf_kept());
     const hp_budget *budget = hp_http_budget(req->http);
     if (rc == 0 && budget)
         rc |= hp_metrics_printf(&buf, &len, &cap,
