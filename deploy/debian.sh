@@ -30,8 +30,9 @@ packages=(
 # that Chromium; an OpenAPI validator): Debian's nodejs and npm where the machine has no node of its own.
 # The image test builds deploy/Dockerfile with buildah and makes its Debian bases with mmdebstrap where no
 # registry is reachable (deploy/image.sh). The systemd test runs systemd-analyze verify on deploy/systemd/.
+# security_http gives an IPv6 /64 of addresses to a loopback of its own (unshare -n, then ip from iproute2).
 if [ "$mode" = test ]; then
-  packages+=(clang libclang-rt-14-dev libfuzzer-14-dev chromium buildah mmdebstrap systemd)
+  packages+=(clang libclang-rt-14-dev libfuzzer-14-dev chromium buildah mmdebstrap systemd iproute2)
   command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 fi
 missing=()

@@ -5,11 +5,14 @@
  * The spec table here is written from the issue independently of pipeline/params.c: each row's name,
  * field, default and range must match the schema, so the table cannot drift from what was asked. */
 #include <float.h>
+#include <jansson.h>
+#include <malloc.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/form.h"
 #include "api/params_json.h"
 #include "pipeline/looks.h"
 #include "pipeline/params.h"
@@ -1275,6 +1278,70 @@ static void test_err_field(void)
            "a long unknown key is cut to the field's %zu bytes", sizeof(err.field));
 }
 
+/* --- The params part's parse and the memory budget (api/form.h) -------------------------------------------- */
+
+/* jansson's allocations while it parses, through json_set_alloc_funcs: the bytes held at once, as the
+ * allocator sizes them (malloc_usable_size) plus 16 bytes of its own per block. */
+static size_t g_json_now, g_json_peak;
+static void *counting_malloc(size_t n)
+{
+    void *p = malloc(n);
+    if (p && (g_json_now += malloc_usable_size(p) + 16) > g_json_peak)
+        g_json_peak = g_json_now;
+    return p;
+}
+static void counting_free(void *p)
+{
+    if (p)
+        g_json_now -= malloc_usable_size(p) + 16;
+    free(p);
+}
+
+/* A text of `unit` repeated to HP_PARAMS_PART_MAX bytes between open and close. */
+static size_t fill_part(char *buf, const char *open, const char *unit, const char *close, bool numbered)
+{
+    size_t n = (size_t)sprintf(buf, "%s", open);
+    for (int k = 0; n + 32 < (size_t)HP_PARAMS_PART_MAX; k++)
+        n += numbered ? (size_t)sprintf(buf + n, unit, k) : (size_t)sprintf(buf + n, "%s", unit);
+    if (buf[n - 1] == ',')
+        n--;
+    return n + (size_t)sprintf(buf + n, "%s", close);
+}
+
+/* HP_PARAMS_PARSE_FACTOR is what the budget takes for a params part's parse: jansson must stay under it for
+ * the texts that cost it most per byte, at the largest part the form reader keeps. */
+static void test_parse_memory(void)
+{
+    static const struct {
+        const char *what, *open, *unit, *close;
+        bool numbered;
+    } texts[] = {
+        {"empty objects", "[", "{},", "]", false},  {"empty arrays", "[", "[],", "]", false},
+        {"empty strings", "[", "\"\",", "]", false}, {"small integers", "[", "1,", "]", false},
+        {"keys to objects", "{", "\"%d\":{},", "}", true}, {"keys to integers", "{", "\"%d\":0,", "}", true},
+        {"nested arrays", "", "[", "", false},
+    };
+    char *buf = malloc(HP_PARAMS_PART_MAX + 64);
+    json_set_alloc_funcs(counting_malloc, counting_free);
+    double worst = 0;
+    for (size_t i = 0; buf && i < sizeof(texts) / sizeof(texts[0]); i++) {
+        size_t n = fill_part(buf, texts[i].open, texts[i].unit, texts[i].close, texts[i].numbered);
+        g_json_now = g_json_peak = 0;
+        json_error_t jerr;
+        json_t *j = json_loadb(buf, n, 0, &jerr);
+        json_decref(j);
+        double ratio = (double)g_json_peak / (double)n;
+        worst = ratio > worst ? ratio : worst;
+        tap_ok(n <= HP_PARAMS_PART_MAX && ratio <= HP_PARAMS_PARSE_FACTOR,
+               "parsing %zu bytes of %s took %zu bytes at most (%.1f per byte; the budget takes %d)", n,
+               texts[i].what, g_json_peak, ratio, HP_PARAMS_PARSE_FACTOR);
+    }
+    json_set_alloc_funcs(malloc, free);
+    tap_ok(worst > HP_PARAMS_PARSE_FACTOR / 4.0, "the factor is not far above jansson's worst (%.1f of %d)", worst,
+           HP_PARAMS_PARSE_FACTOR);
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
     test_schema();
@@ -1290,5 +1357,6 @@ int main(int argc, char **argv)
     test_looks();
     test_docs(argc > 1 ? argv[1] : NULL);
     test_err_field();
+    test_parse_memory();
     return tap_done();
 }
