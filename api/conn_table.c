@@ -181,10 +181,21 @@ void hp_conns_set_phase(hp_conn_table *t, hp_conn *c, hp_conn_phase phase, doubl
     (void)t;
     c->phase = phase;
     c->bytes = 0;
+    c->unsent = 0;
+    c->stalled_since = 0;
     c->since = now;
 }
 
 void hp_conns_add_bytes(hp_conn *c, uint64_t bytes) { c->bytes += bytes; }
+
+void hp_conns_reply_progress(hp_conn *c, uint64_t unsent, double now)
+{
+    if (!unsent || unsent < c->unsent)
+        c->stalled_since = 0;
+    else if (!c->stalled_since)
+        c->stalled_since = now;
+    c->unsent = unsent;
+}
 
 bool hp_conns_pressed(const hp_conn_table *t, unsigned worker)
 {
@@ -198,8 +209,21 @@ static bool body_laggard(const hp_conn_table *t, const hp_conn *c, double now)
     return t->policy.pressed_body_rate && age > 1.0 && (double)c->bytes < (double)t->policy.pressed_body_rate * age;
 }
 
-/* The order victims are chosen in: a lower kind first (0 headers, 1 a lagging body), then the client with the
- * most connections, then the longest in its phase. Negative: a before b. */
+/* What a connection is as a victim: 0 waiting for headers, 1 a lagging body, 2 an answer its client does not
+ * read, 3 none (never chosen). */
+static int victim_kind(const hp_conn_table *t, const hp_conn *c, double now)
+{
+    switch (c->phase) {
+    case HP_CONN_HEADERS: return 0;
+    case HP_CONN_BODY: return body_laggard(t, c, now) ? 1 : 3;
+    case HP_CONN_REPLYING: return c->stalled_since && now - c->stalled_since >= HP_CONNS_REPLY_STALL_S ? 2 : 3;
+    case HP_CONN_HANDLED: return 3;
+    }
+    return 3;
+}
+
+/* The order victims are chosen in: a lower kind first, then the client with the most connections, then the
+ * longest in its phase. Negative: a before b. */
 static int victim_order(const hp_conn *a, int kind_a, const hp_conn *b, int kind_b)
 {
     if (kind_a != kind_b)
@@ -209,17 +233,18 @@ static int victim_order(const hp_conn *a, int kind_a, const hp_conn *b, int kind
     return a->since < b->since ? -1 : a->since > b->since ? 1 : 0;
 }
 
-hp_conn *hp_conns_victim(hp_conn_table *t, const hp_conn *c, double now)
+static hp_conn *victim_except(hp_conn_table *t, unsigned worker, const hp_conn *except, double now)
 {
-    if (!hp_conns_pressed(t, c->worker))
+    worker = worker_of(t, worker);
+    if (!hp_conns_pressed(t, worker))
         return NULL;
     hp_conn *best = NULL;
-    int best_kind = 2;
+    int best_kind = 3;
     for (hp_conn *v = t->head; v; v = v->next) {
-        if (v == c || v->closing || v->worker != c->worker)
+        if (v == except || v->closing || v->worker != worker)
             continue;
-        int kind = v->phase == HP_CONN_HEADERS ? 0 : v->phase == HP_CONN_BODY && body_laggard(t, v, now) ? 1 : 2;
-        if (kind < 2 && (!best || victim_order(v, kind, best, best_kind) < 0)) {
+        int kind = victim_kind(t, v, now);
+        if (kind < 3 && (!best || victim_order(v, kind, best, best_kind) < 0)) {
             best = v;
             best_kind = kind;
         }
@@ -227,6 +252,16 @@ hp_conn *hp_conns_victim(hp_conn_table *t, const hp_conn *c, double now)
     if (best)
         hp_conns_give_up(t, best);
     return best;
+}
+
+hp_conn *hp_conns_victim(hp_conn_table *t, const hp_conn *c, double now)
+{
+    return victim_except(t, c->worker, c, now);
+}
+
+hp_conn *hp_conns_victim_on(hp_conn_table *t, unsigned worker, double now)
+{
+    return victim_except(t, worker, NULL, now);
 }
 
 const char *hp_conns_overdue(const hp_conn_table *t, const hp_conn *c, double now)

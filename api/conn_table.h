@@ -11,8 +11,9 @@
  * as nginx and HAProxy reclaim idle keep-alive connections:
  *   1. one waiting for a request's headers (an idle keep-alive, or headers not yet complete), then
  *   2. one whose body arrives slower than pressed_body_rate after its first second;
+ *   3. one whose answer has not moved for HP_CONNS_REPLY_STALL_S: its client does not read it;
  * within a kind, the one whose client holds the most connections, then the longest in its phase. A request
- * being handled (queued, on the GPU, answered) is never chosen. Under pressure a request's headers also
+ * being handled (queued, on the GPU, its answer being made) is never chosen. Under pressure a request's headers also
  * get pressed_header_timeout_s instead of header_timeout_s.
  *
  * Pure bookkeeping: no sockets, no threads, no clock (every call is given `now` in seconds), so that
@@ -29,7 +30,8 @@
 typedef enum hp_conn_phase {
     HP_CONN_HEADERS, /* waiting for a request's headers: a new or kept-alive connection */
     HP_CONN_BODY,    /* the headers are in, the body arriving */
-    HP_CONN_HANDLED, /* the request is the server's: handled, queued, answered */
+    HP_CONN_HANDLED, /* the request is the server's: handled, queued, its answer being made */
+    HP_CONN_REPLYING, /* its answer queued, being sent to the client */
 } hp_conn_phase;
 
 /* An IPv4 address as ::ffff:a.b.c.d, or an IPv6 address's first 64 bits and zeros. */
@@ -47,6 +49,8 @@ typedef struct hp_conn {
     hp_conn_phase phase;
     double since;        /* the phase's start */
     uint64_t bytes;      /* of the body so far */
+    uint64_t unsent;     /* replying: the answer's bytes the socket has not sent, when last told */
+    double stalled_since; /* replying: since when unsent has not fallen (0: it moves) */
     bool closing;        /* given up (victim or overdue): no longer live, counted once */
 } hp_conn;
 
@@ -78,12 +82,20 @@ bool hp_conns_add(hp_conn_table *t, hp_conn *c, const hp_client_key *key, unsign
 void hp_conns_remove(hp_conn_table *t, hp_conn *c);
 void hp_conns_set_phase(hp_conn_table *t, hp_conn *c, hp_conn_phase phase, double now);
 void hp_conns_add_bytes(hp_conn *c, uint64_t bytes);
+/* An answer's progress: the bytes its socket has yet to send (the guard reads them every period). */
+void hp_conns_reply_progress(hp_conn *c, uint64_t unsent, double now);
+/* An answer whose unsent bytes have not fallen this long, under pressure, is its client's not reading. */
+#define HP_CONNS_REPLY_STALL_S 2.0
 
 /* Whether the worker holds more live connections than its mark. */
 bool hp_conns_pressed(const hp_conn_table *t, unsigned worker);
 /* Under pressure on c's worker, the connection to give up for c (never c itself), marked closing; NULL when
  * there is no pressure or no connection may be given up. */
 hp_conn *hp_conns_victim(hp_conn_table *t, const hp_conn *c, double now);
+/* The same for a worker under pressure with connections waiting to be accepted (none new to exclude): the
+ * guard's thread asks it, for a connection that became a victim since the last accept (an answer that
+ * stalled) while the worker's slots are full and libmicrohttpd accepts nothing. */
+hp_conn *hp_conns_victim_on(hp_conn_table *t, unsigned worker, double now);
 /* Why c is past its deadline ("header_timeout", "slow_body"), or NULL. */
 const char *hp_conns_overdue(const hp_conn_table *t, const hp_conn *c, double now);
 /* Marks c closing (overdue): it is no longer live. */

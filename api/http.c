@@ -392,8 +392,10 @@ static enum MHD_Result send_reply(hp_request *req, hp_reply *reply)
 
     enum MHD_Result ret = MHD_queue_response(req->connection, status, resp);
     MHD_destroy_response(resp);
-    if (ret == MHD_YES)
+    if (ret == MHD_YES) {
         req->status = status;
+        hp_guard_replying(req->connection); /* a client that does not read it may be closed under pressure */
+    }
     return ret;
 }
 

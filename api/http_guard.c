@@ -9,6 +9,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -81,6 +83,7 @@ void hp_guard_headers_in(struct MHD_Connection *connection, bool body_follows)
 }
 
 void hp_guard_body_in(struct MHD_Connection *connection) { set_phase(connection, HP_CONN_HANDLED); }
+void hp_guard_replying(struct MHD_Connection *connection) { set_phase(connection, HP_CONN_REPLYING); }
 
 void hp_guard_request_done(struct MHD_Connection *connection)
 {
@@ -141,14 +144,10 @@ enum MHD_Result hp_guard_accept_policy(void *cls, const struct sockaddr *addr, s
     return ok ? MHD_YES : MHD_NO;
 }
 
-/* Under the lock, for a connection just linked: when its polling thread's slots run short, one other
- * connection of that thread is closed to make room (libmicrohttpd sees the end of the stream on its next
- * read and closes it itself). */
-static void make_room(hp_guard *g, conn *c, double now)
+/* Under the lock: a victim closed to make room on its polling thread (libmicrohttpd sees the end of the
+ * stream on its next read and closes it itself), counted and logged. */
+static void evict(hp_guard *g, hp_conn *v)
 {
-    hp_conn *v = hp_conns_victim(g->table, &c->row, now);
-    if (!v)
-        return;
     shutdown(v->fd, SHUT_RDWR);
     g->evicted++;
     hp_metrics_connection_closed("evicted");
@@ -159,9 +158,18 @@ static void make_room(hp_guard *g, conn *c, double now)
         hp_warn("http: %s: connection slots short (%u open of max_connections %u; a polling thread holds %u of "
                 "its %u): closing idle and slow connections to make room, the busiest clients' first (this one "
                 "%s's, which holds %u; %llu closed so far)", g->params.name, hp_conns_open(g->table),
-                g->params.max_connections, hp_conns_live(g->table, c->row.worker), hp_conns_policy(g->table)->slots,
+                g->params.max_connections, hp_conns_live(g->table, v->worker), hp_conns_policy(g->table)->slots,
                 who, hp_conns_client_count(v), (unsigned long long)g->evicted);
     }
+}
+
+/* Under the lock, for a connection just linked: when its polling thread's slots run short, one other
+ * connection of that thread is closed to make room. */
+static void make_room(hp_guard *g, conn *c, double now)
+{
+    hp_conn *v = hp_conns_victim(g->table, &c->row, now);
+    if (v)
+        evict(g, v);
 }
 
 static void on_started(hp_guard *g, struct MHD_Connection *connection, void **socket_context)
@@ -308,10 +316,14 @@ size_t hp_guard_unescape(void *cls, struct MHD_Connection *connection, char *s)
 
 /* --- The thread ---------------------------------------------------------------------------------------------- */
 
-/* Under the lock: the connections past their deadlines shut down. */
+/* Under the lock: the connections past their deadlines shut down, and the answers' progress read (the bytes
+ * their sockets have not sent, SIOCOUTQ: a client that does not read leaves them there). */
 static void close_overdue(hp_guard *g, double now)
 {
     for (hp_conn *r = hp_conns_first(g->table); r; r = r->next) {
+        int unsent = 0;
+        if (r->phase == HP_CONN_REPLYING && !r->closing && r->fd >= 0 && ioctl(r->fd, SIOCOUTQ, &unsent) == 0)
+            hp_conns_reply_progress(r, unsent > 0 ? (uint64_t)unsent : 0, now);
         const char *why = r->closing || r->fd < 0 ? NULL : hp_conns_overdue(g->table, r, now);
         if (!why)
             continue;
@@ -333,6 +345,16 @@ static void watch_accepts(hp_guard *g, double now)
     struct tcp_info ti;
     socklen_t len = sizeof(ti);
     unsigned waiting = getsockopt(g->listen_fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 ? ti.tcpi_unacked : 0;
+    /* A thread whose slots are all taken accepts nothing, so nothing makes room as connections come: a
+     * connection that has become a victim since (an answer that stalled) is closed here, one per connection
+     * waiting, so that libmicrohttpd accepts again. */
+    for (unsigned w = 0, left = waiting; w < g->worker_count && left; w++) {
+        hp_conn *v;
+        while (left && (v = hp_conns_victim_on(g->table, w, now)) != NULL) {
+            evict(g, v);
+            left--;
+        }
+    }
     bool moved = g->accepts != g->accepts_seen;
     g->accepts_seen = g->accepts;
     if (!waiting || moved) {

@@ -9,7 +9,8 @@
  *   - refuses a connection whose client (an IPv4 address or an IPv6 /64) holds max_connections_per_ip
  *     (the accept policy callback);
  *   - when a polling thread's slots run short, closes one idle or slow connection of that thread for each
- *     one it accepts (shutdown(2));
+ *     one it accepts (shutdown(2)): waiting for headers, a slow body, or an answer its client does not read
+ *     (the socket's unsent bytes, SIOCOUTQ, not falling);
  *   - closes, from a thread of its own, a connection whose headers are not in within header_timeout_s (5 s
  *     under pressure) or whose body arrives slower than min_body_rate after body_grace_s;
  *   - watches the listening socket's accept queue: connections waiting there for a second while nothing is
@@ -93,6 +94,7 @@ void hp_guard_counts(hp_guard *guard, unsigned *open, uint64_t *evicted);
 void hp_guard_headers_in(struct MHD_Connection *connection, bool body_follows); /* timing the body, or not */
 void hp_guard_body_bytes(struct MHD_Connection *connection, size_t bytes);
 void hp_guard_body_in(struct MHD_Connection *connection);       /* handled from here on: not timed */
+void hp_guard_replying(struct MHD_Connection *connection);      /* its answer queued: being sent */
 void hp_guard_request_done(struct MHD_Connection *connection);  /* waiting for the next request's headers */
 
 /* What the request's target held (the handler's first call passes libmicrohttpd's version string, which

@@ -842,10 +842,10 @@ class Flood:
             t.join()
 
 
-def timed_request(port, method, path, body=None, headers=None, source="127.0.0.99"):
+def timed_request(port, method, path, body=None, headers=None, source="127.0.0.99", timeout=10):
     """(status, seconds) of one request on a fresh connection from another loopback address."""
     t0 = time.monotonic()
-    conn = http.client.HTTPConnection(HOST, port, timeout=10, source_address=(source, 0))
+    conn = http.client.HTTPConnection(HOST, port, timeout=timeout, source_address=(source, 0))
     try:
         conn.request(method, path, body=body, headers=headers or {})
         resp = conn.getresponse()
@@ -945,6 +945,42 @@ def readiness_when_full(tmp):
         point("13. ... and /readyz says 200 again", s == 200 and accepting is None, f"{s} {b[:200]!r}")
         point("13. ... the four frames were answered", all(r and r[0] == 200 for r in results), str(results))
     finally:
+        stop(d)
+
+
+def slow_readers(tmp):
+    """Connections whose clients ask for answers and never read them hold their slots while libmicrohttpd waits
+    to write: every slot of 8 taken by 12 such clients (40 pipelined GET /openapi.json each, a 4 KiB receive
+    buffer). Once an answer has not moved for 2 s its connection may be closed to make room."""
+    d = start("slow readers", ["--max_connections=8", "--http_threads=1"], {"HDRPOST_AUTH_TOKEN": TOKEN})
+    if not d:
+        return
+    socks = []
+    try:
+        time.sleep(1.0)  # the readiness polls' connections closed on the server's side
+        ask = (b"GET /openapi.json HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + TOKEN.encode() +
+               b"\r\n\r\n") * 40
+        for i in range(12):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.bind((f"127.0.0.{2 + i % 3}", 0))
+            s.settimeout(5)
+            try:
+                s.connect((HOST, d.port))
+                s.sendall(ask)
+            except OSError:
+                pass
+            socks.append(s)
+            time.sleep(0.05)
+        answers = [timed_request(d.port, "GET", "/livez", timeout=10) for _ in range(3)]
+        point("13. with every slot held by clients that do not read their answers, /livez from another address "
+              "answers within 5 s (an answer stalled 2 s gives way), 3 times of 3",
+              all(st == 200 and t < 5.0 for st, t in answers), str([(st, round(t, 2)) for st, t in answers]))
+        evicted = metric(d.port, 'hdrpost_connections_closed_total{reason="evicted"}') or 0
+        point("13. ... counted as evicted", evicted >= 1, str(evicted))
+    finally:
+        for s in socks:
+            s.close()
         stop(d)
 
 
@@ -1257,6 +1293,7 @@ def main():
         params_budget(tmp)
         connection_flood(tmp)
         readiness_when_full(tmp)
+        slow_readers(tmp)
         per_client_v6(tmp)
         foreign_origin(tmp)
         heap_after_load(tmp)
