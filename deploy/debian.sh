@@ -81,7 +81,7 @@ else
   meson configure build-fuzz "${fuzz_options[@]}"
 fi
 fuzz_targets=(tests/fuzz/fuzz_params tests/fuzz/fuzz_form tests/fuzz/fuzz_exr tests/fuzz/fuzz_rgbe tests/fuzz/fuzz_pfm
-              tests/fuzz/fuzz_png tests/fuzz/fuzz_png_gpu tests/fuzz/fuzz_exr_zip_gpu)
+              tests/fuzz/fuzz_png tests/fuzz/fuzz_png_gpu tests/fuzz/fuzz_exr_zip_gpu tests/fuzz/fuzz_conns)
 ninja -C build-fuzz "${fuzz_targets[@]}"
 lvp=$(dpkg -L mesa-vulkan-drivers | grep -m1 '/libvulkan_lvp\.so$')
 HDRPOST_FUZZ_PRELOAD=$lvp HDRPOST_FUZZ_SECONDS=${HDRPOST_FUZZ_SECONDS:-45} \
@@ -99,8 +99,9 @@ if [ ! -f build-asan/build.ninja ]; then
 else
   meson configure build-asan "${asan_options[@]}"
 fi
-asan_suites=(params image deflate_runs crc32_threads bigbuf cpus budget rows_ready
+asan_suites=(params image deflate_runs crc32_threads bigbuf cpus budget rows_ready conn_table
              fuzz_replay_form fuzz_replay_params fuzz_replay_exr fuzz_replay_rgbe fuzz_replay_pfm fuzz_replay_png
+             fuzz_replay_conns
              daemon_http security_http render_http client_http faults_http live_http png_gpu_http exr_zip_http
              clock_hold_http)
 ninja -C build-asan
