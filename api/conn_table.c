@@ -182,19 +182,21 @@ void hp_conns_set_phase(hp_conn_table *t, hp_conn *c, hp_conn_phase phase, doubl
     c->phase = phase;
     c->bytes = 0;
     c->unsent = 0;
+    c->acked = 0;
     c->stalled_since = 0;
     c->since = now;
 }
 
 void hp_conns_add_bytes(hp_conn *c, uint64_t bytes) { c->bytes += bytes; }
 
-void hp_conns_reply_progress(hp_conn *c, uint64_t unsent, double now)
+void hp_conns_reply_progress(hp_conn *c, uint64_t unsent, uint64_t acked, double now)
 {
-    if (!unsent || unsent < c->unsent)
+    if (!unsent || acked > c->acked)
         c->stalled_since = 0;
     else if (!c->stalled_since)
         c->stalled_since = now;
     c->unsent = unsent;
+    c->acked = acked;
 }
 
 bool hp_conns_pressed(const hp_conn_table *t, unsigned worker)

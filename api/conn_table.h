@@ -11,7 +11,7 @@
  * as nginx and HAProxy reclaim idle keep-alive connections:
  *   1. one waiting for a request's headers (an idle keep-alive, or headers not yet complete), then
  *   2. one whose body arrives slower than pressed_body_rate after its first second;
- *   3. one whose answer has not moved for HP_CONNS_REPLY_STALL_S: its client does not read it;
+ *   3. one whose client has taken none of its answer for HP_CONNS_REPLY_STALL_S: it does not read;
  * within a kind, the one whose client holds the most connections, then the longest in its phase. A request
  * being handled (queued, on the GPU, its answer being made) is never chosen. Under pressure a request's headers also
  * get pressed_header_timeout_s instead of header_timeout_s.
@@ -49,8 +49,9 @@ typedef struct hp_conn {
     hp_conn_phase phase;
     double since;        /* the phase's start */
     uint64_t bytes;      /* of the body so far */
-    uint64_t unsent;     /* replying: the answer's bytes the socket has not sent, when last told */
-    double stalled_since; /* replying: since when unsent has not fallen (0: it moves) */
+    uint64_t unsent;     /* replying: the answer's bytes in the socket not yet taken by the client, last told */
+    uint64_t acked;      /* replying: the bytes the client has taken (acknowledged), last told */
+    double stalled_since; /* replying: since when the client has taken nothing while bytes wait (0: it reads) */
     bool closing;        /* given up (victim or overdue): no longer live, counted once */
 } hp_conn;
 
@@ -82,9 +83,11 @@ bool hp_conns_add(hp_conn_table *t, hp_conn *c, const hp_client_key *key, unsign
 void hp_conns_remove(hp_conn_table *t, hp_conn *c);
 void hp_conns_set_phase(hp_conn_table *t, hp_conn *c, hp_conn_phase phase, double now);
 void hp_conns_add_bytes(hp_conn *c, uint64_t bytes);
-/* An answer's progress: the bytes its socket has yet to send (the guard reads them every period). */
-void hp_conns_reply_progress(hp_conn *c, uint64_t unsent, double now);
-/* An answer whose unsent bytes have not fallen this long, under pressure, is its client's not reading. */
+/* An answer's progress, read by the guard every period: the bytes waiting in its socket and the bytes the
+ * client has acknowledged so far. A client that acknowledges nothing while bytes wait is not reading; one that
+ * reads slowly, however slowly, acknowledges more each time (its socket may stay full: that is no stall). */
+void hp_conns_reply_progress(hp_conn *c, uint64_t unsent, uint64_t acked, double now);
+/* An answer whose client has taken nothing this long, under pressure, is its client's not reading. */
 #define HP_CONNS_REPLY_STALL_S 2.0
 
 /* Whether the worker holds more live connections than its mark. */

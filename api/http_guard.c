@@ -4,8 +4,9 @@
 #include "api/http_guard.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_acked (glibc's netinet/tcp.h stops before it) */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,14 +317,24 @@ size_t hp_guard_unescape(void *cls, struct MHD_Connection *connection, char *s)
 
 /* --- The thread ---------------------------------------------------------------------------------------------- */
 
-/* Under the lock: the connections past their deadlines shut down, and the answers' progress read (the bytes
- * their sockets have not sent, SIOCOUTQ: a client that does not read leaves them there). */
+/* An answer's progress: the bytes waiting in its socket (SIOCOUTQ) and those its client has acknowledged
+ * (TCP_INFO's tcpi_bytes_acked): a client that does not read leaves the first and stops the second. */
+static void read_progress(hp_conn *r, double now)
+{
+    int unsent = 0;
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    if (ioctl(r->fd, SIOCOUTQ, &unsent) == 0 && getsockopt(r->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+        len >= offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(ti.tcpi_bytes_acked))
+        hp_conns_reply_progress(r, unsent > 0 ? (uint64_t)unsent : 0, ti.tcpi_bytes_acked, now);
+}
+
+/* Under the lock: the answers' progress read, and the connections past their deadlines shut down. */
 static void close_overdue(hp_guard *g, double now)
 {
     for (hp_conn *r = hp_conns_first(g->table); r; r = r->next) {
-        int unsent = 0;
-        if (r->phase == HP_CONN_REPLYING && !r->closing && r->fd >= 0 && ioctl(r->fd, SIOCOUTQ, &unsent) == 0)
-            hp_conns_reply_progress(r, unsent > 0 ? (uint64_t)unsent : 0, now);
+        if (r->phase == HP_CONN_REPLYING && !r->closing && r->fd >= 0)
+            read_progress(r, now);
         const char *why = r->closing || r->fd < 0 ? NULL : hp_conns_overdue(g->table, r, now);
         if (!why)
             continue;

@@ -10,7 +10,7 @@
  *     (the accept policy callback);
  *   - when a polling thread's slots run short, closes one idle or slow connection of that thread for each
  *     one it accepts (shutdown(2)): waiting for headers, a slow body, or an answer its client does not read
- *     (the socket's unsent bytes, SIOCOUTQ, not falling);
+ *     (bytes waiting in the socket and none acknowledged for 2 s);
  *   - closes, from a thread of its own, a connection whose headers are not in within header_timeout_s (5 s
  *     under pressure) or whose body arrives slower than min_body_rate after body_grace_s;
  *   - watches the listening socket's accept queue: connections waiting there for a second while nothing is

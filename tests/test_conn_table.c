@@ -353,32 +353,32 @@ static void replies(void)
         hp_conns_set_phase(t, &c[i], HP_CONN_HANDLED, 100);
     }
     hp_conns_set_phase(t, &c[1], HP_CONN_REPLYING, 100);
-    hp_conns_reply_progress(&c[1], 5000, 101);
+    hp_conns_reply_progress(&c[1], 5000, 0, 101);
     hp_conns_add(t, &n[0], &who[7], 0, 7, 102); /* 8 live: pressed */
     tap_ok(hp_conns_victim(t, &n[0], 102.75) == NULL, "an answer stalled 1.75 s is not a victim yet");
-    tap_ok(hp_conns_victim(t, &n[0], 103) == &c[1], "an answer whose unsent bytes have not fallen for 2 s is the victim");
+    tap_ok(hp_conns_victim(t, &n[0], 103) == &c[1], "an answer whose client has acknowledged nothing for 2 s while bytes wait is the victim");
     hp_conns_remove(t, &c[1]);
     hp_conns_add(t, &c[1], &who[1], 0, 1, 100);
     hp_conns_set_phase(t, &c[1], HP_CONN_REPLYING, 100);
     hp_conns_set_phase(t, &n[0], HP_CONN_HANDLED, 100); /* 8 live again, only c[1] a candidate */
-    hp_conns_reply_progress(&c[1], 5000, 100);
-    hp_conns_reply_progress(&c[1], 4000, 101);
+    hp_conns_reply_progress(&c[1], 5000, 1000, 100);
+    hp_conns_reply_progress(&c[1], 5000, 2000, 101);
     tap_ok(c[1].stalled_since == 0 && hp_conns_victim(t, &n[0], 103) == NULL,
-           "unsent bytes that fell are no stall (the answer moves)");
-    hp_conns_reply_progress(&c[1], 4000, 101.5);
-    hp_conns_reply_progress(&c[1], 4100, 102);
+           "a client that acknowledges more each time is no stall, its socket full or not (a slow, steady reader)");
+    hp_conns_reply_progress(&c[1], 5000, 2000, 101.5);
+    hp_conns_reply_progress(&c[1], 5100, 2000, 102);
     tap_ok(hp_conns_victim(t, &n[0], 103) == NULL && hp_conns_victim(t, &n[0], 103.5) == &c[1],
-           "the same count, or more, starts a stall (101.5 s): a victim 2 s later, not before");
+           "nothing more acknowledged while bytes wait starts a stall (101.5 s): a victim 2 s later, not before");
     hp_conns_remove(t, &c[1]);
     hp_conns_add(t, &c[1], &who[1], 0, 1, 100);
     hp_conns_set_phase(t, &c[1], HP_CONN_REPLYING, 100);
-    hp_conns_reply_progress(&c[1], 0, 100);
-    hp_conns_reply_progress(&c[1], 0, 101);
+    hp_conns_reply_progress(&c[1], 0, 0, 100);
+    hp_conns_reply_progress(&c[1], 0, 0, 101);
     tap_ok(c[1].stalled_since == 0 && hp_conns_victim(t, &n[0], 110) == NULL,
            "an answer with nothing left unsent is not stalled");
-    hp_conns_reply_progress(&c[1], 300, 101);
+    hp_conns_reply_progress(&c[1], 300, 700, 101);
     hp_conns_set_phase(t, &c[1], HP_CONN_HEADERS, 104);
-    tap_ok(c[1].unsent == 0 && c[1].stalled_since == 0, "a phase change forgets the answer's progress");
+    tap_ok(c[1].unsent == 0 && c[1].acked == 0 && c[1].stalled_since == 0, "a phase change forgets the answer's progress");
     hp_conns_set_phase(t, &c[1], HP_CONN_REPLYING, 104);
     tap_ok(hp_conns_overdue(t, &c[1], 1e6) == NULL && hp_conns_overdue(t, &n[0], 1e6) == NULL,
            "an answer being sent, or a request being handled, is never overdue here (neither header nor body deadline)");
@@ -391,7 +391,7 @@ static void replies(void)
         hp_conns_set_phase(t, &c[i], HP_CONN_HANDLED, 100);
     }
     hp_conns_set_phase(t, &c[0], HP_CONN_REPLYING, 100);
-    hp_conns_reply_progress(&c[0], 9000, 100);
+    hp_conns_reply_progress(&c[0], 9000, 0, 100);
     hp_conns_set_phase(t, &c[2], HP_CONN_BODY, 100);
     hp_conns_set_phase(t, &c[3], HP_CONN_HEADERS, 109);
     hp_conn *got[3];

@@ -36,7 +36,8 @@ typedef struct shadow {
     double since;
     uint64_t bytes;
     uint64_t unsent;     /* replying: the last reading */
-    double stalled_since; /* replying: since when unsent has not fallen, 0 while it falls */
+    uint64_t acked;      /* replying: the bytes acknowledged at the last reading */
+    double stalled_since; /* replying: since when nothing was acknowledged while bytes waited, 0 while read */
 } shadow;
 
 typedef struct program {
@@ -156,7 +157,7 @@ NOT_TRACED static void agree(state *s)
         check(hp_conns_client_count(r) == s->client_count[c->client]);
         check(r->closing == c->closing && r->worker == c->worker && r->phase == c->phase);
         check(r->since == c->since && r->bytes == c->bytes);
-        check(r->unsent == c->unsent && r->stalled_since == c->stalled_since);
+        check(r->unsent == c->unsent && r->acked == c->acked && r->stalled_since == c->stalled_since);
         check(!s->policy.per_client || s->client_count[c->client] <= s->policy.per_client);
     }
     check(walked == s->open);
@@ -211,6 +212,7 @@ static void op_open(state *s, program *p)
     c->since = s->now;
     c->bytes = 0;
     c->unsent = 0;
+    c->acked = 0;
     c->stalled_since = 0;
     s->client_count[client]++;
     s->live[c->worker]++;
@@ -276,23 +278,28 @@ static void op_phase(state *s, program *p)
     c->since = s->now;
     c->bytes = 0;
     c->unsent = 0;
+    c->acked = 0;
     c->stalled_since = 0;
 }
 
-/* The guard reads a live answer's unsent bytes every period: a stall starts when they stop falling. */
+/* The guard reads a live answer's progress every period: a stall starts when bytes wait and the client has
+ * acknowledged nothing more. The acknowledged count only grows (TCP's), by 0..255 a reading. */
 static void op_unsent(state *s, program *p)
 {
     shadow *c = pick(s, next(p));
     uint64_t unsent = next(p);
     unsent |= (uint64_t)next(p) << 8;
+    uint64_t more = next(p) % 4 ? 0 : next(p);
     if (!c || c->phase != HP_CONN_REPLYING || c->closing)
         return;
-    hp_conns_reply_progress(&c->rec, unsent, s->now);
-    if (!unsent || unsent < c->unsent)
+    uint64_t acked = c->acked + more;
+    hp_conns_reply_progress(&c->rec, unsent, acked, s->now);
+    if (!unsent || acked > c->acked)
         c->stalled_since = 0;
     else if (!c->stalled_since)
         c->stalled_since = s->now;
     c->unsent = unsent;
+    c->acked = acked;
 }
 
 /* watch_accepts: for each connection waiting to be accepted, a victim on a worker while there is one. The
