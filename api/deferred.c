@@ -12,11 +12,24 @@
 
 #include "common/log.h"
 
+/* A request's deferred reply and its connection have one owner: the slot's lock. Whoever holds it decides,
+ * and the connection is suspended and resumed under it alone:
+ *   - the handler's thread suspends the connection (hp_deferred_suspend), or resumes it at once when the reply
+ *     came first;
+ *   - the completer (the finishing thread, hp_deferred_complete) or a drain that timed out
+ *     (hp_deferred_list_force) hands the reply over and resumes a suspended connection;
+ *   - the watch tells the job that its client has gone (it is completed as cancelled, as above);
+ *   - libmicrohttpd's thread ends the request (hp_deferred_request_gone, from the request's completion):
+ *     req becomes NULL, and nothing touches the request or its connection after that.
+ * A suspended connection cannot complete until it is resumed, and it is resumed only under the lock with req
+ * still set: so a resume never reaches a request that is gone, whichever of the completer, the watch, the
+ * drain and the connection's end comes first (docs/RELIABILITY.md, "Threads"). Before, the completer read
+ * req->connection after letting go of the lock, which ThreadSanitizer saw race with the request's free. */
 struct hp_deferred {
     pthread_mutex_t lock;
     hp_request *req; /* NULL once the request is gone */
     int refs;        /* the request's and the completer's */
-    bool suspended;  /* MHD_suspend_connection has been called */
+    bool suspended;  /* suspended by us and not yet resumed */
     bool reply_ready;
     bool forced;     /* answered by a drain that timed out: the completer's reply is dropped */
     void (*gone)(void *arg); /* hp_deferred_watch; NULL once told */
@@ -89,26 +102,32 @@ void hp_request_undefer(hp_request *req)
     free(d);
 }
 
+/* Under the slot's lock: resumes a connection this slot suspended. libmicrohttpd's resume only marks it and
+ * wakes its polling thread (its inter-thread channel); the request's completion, which ends the slot's hold
+ * on it, waits for the lock (hp_deferred_request_gone). */
+static void resume_locked(hp_deferred *d)
+{
+    if (d->suspended && d->req) {
+        MHD_resume_connection(d->req->connection);
+        d->suspended = false;
+    }
+}
+
 void hp_deferred_complete(hp_deferred *d, hp_reply *reply)
 {
     pthread_mutex_lock(&d->lock);
     hp_request *req = d->req;
-    bool resume = false;
     bool taken = req && !d->forced;
     if (taken) {
         req->deferred_reply = *reply;
         memset(reply, 0, sizeof(*reply));
         d->reply_ready = true;
-        resume = d->suspended;
+        resume_locked(d);
     }
     d->gone = NULL;
     pthread_mutex_unlock(&d->lock);
     if (!taken)
         hp_reply_release(reply); /* the request is gone, or was answered by the drain: nobody to answer */
-    /* A suspended connection cannot complete, so req is still there. Thread-safe in libmicrohttpd (it
-     * wakes the polling thread through its inter-thread channel). */
-    if (resume)
-        MHD_resume_connection(req->connection);
     slot_unref(d);
 }
 
@@ -124,13 +143,13 @@ void hp_deferred_watch(hp_deferred *d, void (*gone)(void *arg), void *arg)
 
 void hp_deferred_suspend(hp_request *req)
 {
-    pthread_mutex_lock(&req->slot->lock);
+    hp_deferred *d = req->slot;
+    pthread_mutex_lock(&d->lock);
     MHD_suspend_connection(req->connection);
-    req->slot->suspended = true;
-    bool ready = req->slot->reply_ready;
-    pthread_mutex_unlock(&req->slot->lock);
-    if (ready) /* the reply came first: resume at once */
-        MHD_resume_connection(req->connection);
+    d->suspended = true;
+    if (d->reply_ready) /* the reply came first: resume at once */
+        resume_locked(d);
+    pthread_mutex_unlock(&d->lock);
 }
 
 bool hp_deferred_ready(hp_deferred *d)
@@ -230,12 +249,8 @@ hp_code hp_deferred_list_init(hp_deferred_list *list, hp_err *err)
 
 unsigned hp_deferred_list_force(hp_deferred_list *list, double drain_timeout_s)
 {
-    unsigned forced = 0, n = 0, cap = 0;
-    struct MHD_Connection **resume = NULL;
+    unsigned forced = 0;
     pthread_mutex_lock(&deferred_lock);
-    for (hp_deferred *d = list->head; d; d = d->next)
-        cap++;
-    resume = cap ? calloc(cap, sizeof(*resume)) : NULL;
     for (hp_deferred *d = list->head; d; d = d->next) {
         pthread_mutex_lock(&d->lock);
         hp_request *req = d->req;
@@ -245,18 +260,14 @@ unsigned hp_deferred_list_force(hp_deferred_list *list, double drain_timeout_s)
                            "(%g s)", drain_timeout_s);
             d->reply_ready = d->forced = true;
             forced++;
-            /* A suspended connection is not processed, so it stays until resumed below. One not yet
-             * suspended sees reply_ready when its handler returns and resumes itself. */
-            if (d->suspended && resume)
-                resume[n++] = req->connection;
+            /* One not yet suspended sees reply_ready when its handler returns and resumes itself. The resumed
+             * connection's completion unlinks its slot on libmicrohttpd's thread, which waits for
+             * deferred_lock: resuming never waits for that thread. */
+            resume_locked(d);
         }
         pthread_mutex_unlock(&d->lock);
     }
     pthread_mutex_unlock(&deferred_lock);
-    /* Outside the lock: completing a resumed connection takes it (slot_unlink). */
-    for (unsigned i = 0; i < n; i++)
-        MHD_resume_connection(resume[i]);
-    free(resume);
     return forced;
 }
 
