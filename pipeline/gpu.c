@@ -657,6 +657,10 @@ void hp_gpu_destroy(hp_gpu **pgpu)
 }
 
 const hp_gpu_info *hp_gpu_get_info(const hp_gpu *gpu) { return &gpu->info; }
+uint32_t hp_gpu_buffers_created(const hp_gpu *gpu)
+{
+    return atomic_load_explicit(&gpu->buffers_created, memory_order_relaxed);
+}
 
 void hp_gpu_memory_report(hp_gpu *gpu, hp_gpu_memory *out)
 {
@@ -874,7 +878,7 @@ hp_code hp_buffer_create(hp_gpu *gpu, VkDeviceSize size, hp_mem_kind kind, const
     }
     out->size = size;
     /* Atomic: the host pool (host_pool.h) creates buffers from the HTTP threads too. */
-    __atomic_add_fetch(&gpu->info.buffers_created, 1, __ATOMIC_RELAXED);
+    atomic_fetch_add_explicit(&gpu->buffers_created, 1, memory_order_relaxed);
 
     VkMemoryPropertyFlags mf = gpu->memory_props.memoryTypes[type].propertyFlags;
     if (mf & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT && kind != HP_MEM_DEVICE) {

@@ -9,6 +9,7 @@
 #include "pipeline/gpu.h"
 
 struct hp_gpu {
+    _Atomic uint32_t buffers_created; /* hp_gpu_buffers_created */
     VkInstance instance;
     uint32_t instance_api;
     VkDebugUtilsMessengerEXT messenger;

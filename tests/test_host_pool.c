@@ -17,7 +17,7 @@ static hp_gpu *gpu;
 static hp_frame_graph *graph;
 static hp_err err;
 
-static uint32_t created(void) { return hp_gpu_get_info(gpu)->buffers_created; }
+static uint32_t created(void) { return hp_gpu_buffers_created(gpu); }
 
 static void test_reuse(void)
 {

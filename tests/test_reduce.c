@@ -532,10 +532,10 @@ int main(void)
         hp_lum_stats got;
         hp_reduce_params rp = HP_REDUCE_PARAMS_DEFAULTS;
         run_frame(graph, &desc, DATA_LOGNORMAL, &rp, &got, &err);
-        uint32_t before = hp_gpu_get_info(gpu)->buffers_created;
+        uint32_t before = hp_gpu_buffers_created(gpu);
         bool ok = run_frame(graph, &desc, DATA_LOGNORMAL, &rp, &got, &err) &&
                   run_frame(graph, &desc, DATA_HOSTILE, &rp, &got, &err);
-        uint32_t after = hp_gpu_get_info(gpu)->buffers_created;
+        uint32_t after = hp_gpu_buffers_created(gpu);
         tap_ok(ok && after == before, "repeated frame size allocates no buffer (%u before, %u after)", before, after);
     }
 
