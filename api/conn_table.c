@@ -23,6 +23,7 @@ struct hp_conn_table {
     hp_conn *head;
     unsigned open;
     unsigned *live;    /* by worker */
+    unsigned *held;    /* by worker: linked, live or closing (libmicrohttpd's count of the worker's) */
     hp_conn_client *buckets[CLIENT_BUCKETS];
 };
 
@@ -40,7 +41,10 @@ hp_conn_table *hp_conns_create(const hp_conn_policy *policy)
     unsigned reserve = t->policy.slots / 8 ? t->policy.slots / 8 : 1;
     t->mark = t->policy.slots > reserve ? t->policy.slots - reserve : 0;
     t->live = calloc(t->policy.workers, sizeof(*t->live));
-    if (!t->live) {
+    t->held = calloc(t->policy.workers, sizeof(*t->held));
+    if (!t->live || !t->held) {
+        free(t->live);
+        free(t->held);
         free(t);
         return NULL;
     }
@@ -57,6 +61,7 @@ void hp_conns_destroy(hp_conn_table *t)
             free(cl);
         }
     free(t->live);
+    free(t->held);
     free(t);
 }
 
@@ -143,6 +148,7 @@ bool hp_conns_add(hp_conn_table *t, hp_conn *c, const hp_client_key *key, unsign
     t->head = c;
     t->open++;
     t->live[c->worker]++;
+    t->held[c->worker]++;
     return true;
 }
 
@@ -165,6 +171,7 @@ void hp_conns_remove(hp_conn_table *t, hp_conn *c)
         c->next->prev = c->prev;
     c->prev = c->next = NULL;
     t->open--;
+    t->held[c->worker]--;
     hp_conn_client *cl = c->client;
     c->client = NULL;
     if (cl && --cl->count == 0) {
@@ -183,20 +190,33 @@ void hp_conns_set_phase(hp_conn_table *t, hp_conn *c, hp_conn_phase phase, doubl
     c->bytes = 0;
     c->unsent = 0;
     c->acked = 0;
-    c->stalled_since = 0;
+    c->window_open = c->reply_lagging = false;
     c->since = now;
 }
 
 void hp_conns_add_bytes(hp_conn *c, uint64_t bytes) { c->bytes += bytes; }
 
-void hp_conns_reply_progress(hp_conn *c, uint64_t unsent, uint64_t acked, double now)
+void hp_conns_reply_progress(const hp_conn_table *t, hp_conn *c, uint64_t unsent, uint64_t acked, double now)
 {
-    if (!unsent || acked > c->acked)
-        c->stalled_since = 0;
-    else if (!c->stalled_since)
-        c->stalled_since = now;
     c->unsent = unsent;
     c->acked = acked;
+    if (!unsent) { /* nothing waits for the client: it keeps up, whatever its rate */
+        c->window_open = c->reply_lagging = false;
+        return;
+    }
+    if (!c->window_open) {
+        c->window_open = true;
+        c->window_since = now;
+        c->window_acked = acked;
+        return;
+    }
+    double span = now - c->window_since;
+    if (span < HP_CONNS_REPLY_WINDOW_S)
+        return;
+    uint64_t taken = acked > c->window_acked ? acked - c->window_acked : 0;
+    c->reply_lagging = !taken || (double)taken < (double)t->policy.pressed_reply_rate * span;
+    c->window_since = now;
+    c->window_acked = acked;
 }
 
 bool hp_conns_pressed(const hp_conn_table *t, unsigned worker)
@@ -218,7 +238,7 @@ static int victim_kind(const hp_conn_table *t, const hp_conn *c, double now)
     switch (c->phase) {
     case HP_CONN_HEADERS: return 0;
     case HP_CONN_BODY: return body_laggard(t, c, now) ? 1 : 3;
-    case HP_CONN_REPLYING: return c->stalled_since && now - c->stalled_since >= HP_CONNS_REPLY_STALL_S ? 2 : 3;
+    case HP_CONN_REPLYING: return c->reply_lagging ? 2 : 3;
     case HP_CONN_HANDLED: return 3;
     }
     return 3;
@@ -263,6 +283,8 @@ hp_conn *hp_conns_victim(hp_conn_table *t, const hp_conn *c, double now)
 
 hp_conn *hp_conns_victim_on(hp_conn_table *t, unsigned worker, double now)
 {
+    if (t->held[worker_of(t, worker)] < t->policy.slots)
+        return NULL;
     return victim_except(t, worker, NULL, now);
 }
 

@@ -11,7 +11,9 @@
  * as nginx and HAProxy reclaim idle keep-alive connections:
  *   1. one waiting for a request's headers (an idle keep-alive, or headers not yet complete), then
  *   2. one whose body arrives slower than pressed_body_rate after its first second;
- *   3. one whose client has taken none of its answer for HP_CONNS_REPLY_STALL_S: it does not read;
+ *   3. one whose client took its answer slower than pressed_reply_rate over the last HP_CONNS_REPLY_WINDOW_S
+ *      while bytes waited for it (one that does not read, or reads a trickle: either holds its slot while
+ *      libmicrohttpd waits to write, and libmicrohttpd's idle timeout restarts with every byte taken);
  * within a kind, the one whose client holds the most connections, then the longest in its phase. A request
  * being handled (queued, on the GPU, its answer being made) is never chosen. Under pressure a request's headers also
  * get pressed_header_timeout_s instead of header_timeout_s.
@@ -49,9 +51,12 @@ typedef struct hp_conn {
     hp_conn_phase phase;
     double since;        /* the phase's start */
     uint64_t bytes;      /* of the body so far */
-    uint64_t unsent;     /* replying: the answer's bytes in the socket not yet taken by the client, last told */
-    uint64_t acked;      /* replying: the bytes the client has taken (acknowledged), last told */
-    double stalled_since; /* replying: since when the client has taken nothing while bytes wait (0: it reads) */
+    uint64_t unsent;       /* replying: the answer's bytes in the socket not yet taken by the client, last told */
+    uint64_t acked;        /* replying: the bytes the client has taken (acknowledged), last told */
+    bool window_open;      /* replying: a window of the client's reading is being measured */
+    double window_since;   /* ... since then */
+    uint64_t window_acked; /* ... from acked then */
+    bool reply_lagging;    /* the last whole window was read slower than pressed_reply_rate, bytes waiting */
     bool closing;        /* given up (victim or overdue): no longer live, counted once */
 } hp_conn;
 
@@ -64,6 +69,8 @@ typedef struct hp_conn_policy {
     uint64_t min_body_rate;          /* bytes/s a body must average after body_grace_s; 0: none */
     double body_grace_s;
     uint64_t pressed_body_rate;      /* under pressure a body slower than this after 1 s may be given up; 0: none */
+    uint64_t pressed_reply_rate;     /* under pressure an answer read slower than this may be given up; 0: only one
+                                      * whose client read nothing in a window */
 } hp_conn_policy;
 
 typedef struct hp_conn_table hp_conn_table;
@@ -84,20 +91,19 @@ void hp_conns_remove(hp_conn_table *t, hp_conn *c);
 void hp_conns_set_phase(hp_conn_table *t, hp_conn *c, hp_conn_phase phase, double now);
 void hp_conns_add_bytes(hp_conn *c, uint64_t bytes);
 /* An answer's progress, read by the guard every period: the bytes waiting in its socket and the bytes the
- * client has acknowledged so far. A client that acknowledges nothing while bytes wait is not reading; one that
- * reads slowly, however slowly, acknowledges more each time (its socket may stay full: that is no stall). */
-void hp_conns_reply_progress(hp_conn *c, uint64_t unsent, uint64_t acked, double now);
-/* An answer whose client has taken nothing this long, under pressure, is its client's not reading. */
-#define HP_CONNS_REPLY_STALL_S 2.0
+ * client has acknowledged so far. Each HP_CONNS_REPLY_WINDOW_S with bytes waiting throughout ends a window:
+ * the client read it slower than pressed_reply_rate (or read nothing) or not. Nothing waiting: it keeps up. */
+void hp_conns_reply_progress(const hp_conn_table *t, hp_conn *c, uint64_t unsent, uint64_t acked, double now);
+#define HP_CONNS_REPLY_WINDOW_S 2.0
 
 /* Whether the worker holds more live connections than its mark. */
 bool hp_conns_pressed(const hp_conn_table *t, unsigned worker);
 /* Under pressure on c's worker, the connection to give up for c (never c itself), marked closing; NULL when
  * there is no pressure or no connection may be given up. */
 hp_conn *hp_conns_victim(hp_conn_table *t, const hp_conn *c, double now);
-/* The same for a worker under pressure with connections waiting to be accepted (none new to exclude): the
- * guard's thread asks it, for a connection that became a victim since the last accept (an answer that
- * stalled) while the worker's slots are full and libmicrohttpd accepts nothing. */
+/* The same for a worker whose slots are all taken, live or closing (libmicrohttpd accepts nothing on it),
+ * while connections wait to be accepted: the guard's thread asks it, for a connection that became a victim
+ * since the last accept (an answer read too slowly). NULL while the worker has a free slot. */
 hp_conn *hp_conns_victim_on(hp_conn_table *t, unsigned worker, double now);
 /* Why c is past its deadline ("header_timeout", "slow_body"), or NULL. */
 const char *hp_conns_overdue(const hp_conn_table *t, const hp_conn *c, double now);

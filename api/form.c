@@ -42,16 +42,16 @@ static enum MHD_Result on_form_part(void *cls, enum MHD_ValueKind kind, const ch
     p->present = true;
     if (size == 0)
         return MHD_YES;
-    if (p == &f->params && p->len + size > HP_PARAMS_PART_MAX) {
+    if (p == &f->params && (f->params_too_large || p->len + size > HP_PARAMS_PART_MAX)) {
         f->params_too_large = true; /* the rest of it is dropped as it comes: 413 before any parse */
         return MHD_YES;
     }
     if (p->len + size > p->cap) {
         /* An image part is sized for the whole form at once (no doubling copies of a 28 MB frame), from the
          * pool of warm buffers (common/bigbuf.h); params starts small. */
-        size_t cap = p->cap ? p->cap * 2 : p == &f->params ? (size_t)1 << 16 : f->body_len;
-        if (cap < ((size_t)1 << 16))
-            cap = (size_t)1 << 16;
+        size_t cap = p->cap ? p->cap * 2 : p == &f->params ? (size_t)HP_PARAMS_PART_MAX : f->body_len;
+        if (cap < (size_t)HP_PARAMS_PART_MAX)
+            cap = HP_PARAMS_PART_MAX;
         while (cap < p->len + size)
             cap *= 2;
         uint8_t *grown = hp_bigbuf_get(cap + 1);

@@ -663,14 +663,24 @@ static size_t origin_host_len(const char *host, bool tls)
     return n > p && strcmp(host + n - p, port) == 0 && host[n - p - 1] != ':' ? n - p : n;
 }
 
-/* Whether origin is one of allowed_origins (comma- or space-separated; "*" allows every origin). */
+/* An origin's length without its scheme's default port (a browser never sends "http://host:80"). */
+static size_t origin_len(const char *origin, size_t n)
+{
+    bool tls = n > 8 && !strncasecmp(origin, "https://", 8);
+    const char *port = tls ? ":443" : ":80";
+    size_t p = strlen(port);
+    return n > p && !strncmp(origin + n - p, port, p) && origin[n - p - 1] != ':' ? n - p : n;
+}
+
+/* Whether origin is one of allowed_origins (comma- or space-separated; "*" allows every origin), the
+ * scheme's default port written or not. */
 static bool origin_listed(const char *list, const char *origin)
 {
-    size_t want = strlen(origin);
+    size_t want = origin_len(origin, strlen(origin));
     for (const char *p = list ? list : ""; *p;) {
         p += strspn(p, ", \t");
         size_t n = strcspn(p, ", \t");
-        if (n && ((n == 1 && *p == '*') || (n == want && strncasecmp(p, origin, n) == 0)))
+        if (n && ((n == 1 && *p == '*') || (origin_len(p, n) == want && strncasecmp(p, origin, want) == 0)))
             return true;
         p += n;
     }
@@ -1245,6 +1255,10 @@ static hp_http *http_new(const hp_http_params *params)
 
 static void http_free(hp_http *http)
 {
+    /* The guards' threads stop looking at the listening sockets before libmicrohttpd closes them (a number
+     * closed may be reused at once). */
+    if (http->probe_guard)
+        hp_guard_watch_listener(http->probe_guard, -1);
     if (http->probe_mhd)
         MHD_stop_daemon(http->probe_mhd);
     if (http->deferred.watching)
@@ -1303,8 +1317,10 @@ hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
         code = start_probe(http, params->probe_listen, err);
     }
     if (code != HP_OK) {
-        if (http->mhd)
+        if (http->mhd) {
+            hp_guard_watch_listener(http->guard, -1);
             MHD_stop_daemon(http->mhd);
+        }
         http_free(http);
         return code;
     }

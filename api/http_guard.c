@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_acked (glibc's netinet/tcp.h stops before it) */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/sockios.h>
@@ -52,6 +53,7 @@ struct hp_guard {
     bool accepting;
     uint64_t evicted, refused;
     hp_ratelimit log_limit;
+    bool nul_by_layout; /* the request line laid out as libmicrohttpd 0.9 does: a literal NUL can be found */
 };
 
 static double now_s(void)
@@ -123,31 +125,51 @@ static unsigned worker_index(hp_guard *g)
     return g->worker_count - 1;
 }
 
+/* A line for the log, made under the guard's lock and written after it (the log takes a lock of its own and
+ * writes to stderr). At most two a 10 s (log_limit): a flood would otherwise write a line a connection. */
+typedef struct guard_note {
+    char text[400];
+} guard_note;
+
+static void note_write(hp_guard *g, guard_note *n)
+{
+    if (n->text[0])
+        hp_warn("http: %s: %s", g->params.name, n->text);
+    n->text[0] = '\0';
+}
+
+/* Under the lock: a refusal counted, and noted when the rate limit lets it. */
+static void refuse(hp_guard *g, const hp_client_key *key, guard_note *n)
+{
+    g->refused++;
+    hp_metrics_connection_closed("client_limit");
+    uint64_t left_out = 0;
+    if (hp_ratelimit_allow(&g->log_limit, &left_out)) {
+        char who[64];
+        hp_client_key_format(key, who, sizeof(who));
+        snprintf(n->text, sizeof(n->text), "refused a connection from %s, which holds max_connections_per_ip (%u) "
+                 "already (%llu refused so far)", who, g->params.per_client, (unsigned long long)g->refused);
+    }
+}
+
 enum MHD_Result hp_guard_accept_policy(void *cls, const struct sockaddr *addr, socklen_t addrlen)
 {
     hp_guard *g = cls;
     hp_client_key key = hp_client_key_of(addr, addrlen);
+    guard_note n = {{0}};
     pthread_mutex_lock(&g->lock);
+    g->accepts++; /* taken from the accept queue, admitted or not: the queue moves (watch_accepts) */
     bool ok = hp_conns_admit(g->table, &key);
     if (!ok)
-        g->refused++;
+        refuse(g, &key, &n);
     pthread_mutex_unlock(&g->lock);
-    if (!ok) {
-        hp_metrics_connection_closed("client_limit");
-        uint64_t left_out = 0;
-        if (hp_ratelimit_allow(&g->log_limit, &left_out)) {
-            char who[64];
-            hp_client_key_format(&key, who, sizeof(who));
-            hp_warn("http: %s: refused a connection from %s, which holds max_connections_per_ip (%u) already",
-                    g->params.name, who, g->params.per_client);
-        }
-    }
+    note_write(g, &n);
     return ok ? MHD_YES : MHD_NO;
 }
 
 /* Under the lock: a victim closed to make room on its polling thread (libmicrohttpd sees the end of the
- * stream on its next read and closes it itself), counted and logged. */
-static void evict(hp_guard *g, hp_conn *v)
+ * stream on its next read and closes it itself), counted, and noted. */
+static void evict(hp_guard *g, hp_conn *v, guard_note *n)
 {
     shutdown(v->fd, SHUT_RDWR);
     g->evicted++;
@@ -156,21 +178,30 @@ static void evict(hp_guard *g, hp_conn *v)
     if (hp_ratelimit_allow(&g->log_limit, &left_out)) {
         char who[64];
         hp_client_key_format(hp_conns_client_key(v), who, sizeof(who));
-        hp_warn("http: %s: connection slots short (%u open of max_connections %u; a polling thread holds %u of "
-                "its %u): closing idle and slow connections to make room, the busiest clients' first (this one "
-                "%s's, which holds %u; %llu closed so far)", g->params.name, hp_conns_open(g->table),
-                g->params.max_connections, hp_conns_live(g->table, v->worker), hp_conns_policy(g->table)->slots,
-                who, hp_conns_client_count(v), (unsigned long long)g->evicted);
+        snprintf(n->text, sizeof(n->text), "connection slots short (%u open of max_connections %u; a polling "
+                 "thread holds %u of its %u): closing idle and slow connections to make room, the busiest "
+                 "clients' first (this one %s's, which holds %u; %llu closed so far)", hp_conns_open(g->table),
+                 g->params.max_connections, hp_conns_live(g->table, v->worker), hp_conns_policy(g->table)->slots,
+                 who, hp_conns_client_count(v), (unsigned long long)g->evicted);
     }
 }
 
-/* Under the lock, for a connection just linked: when its polling thread's slots run short, one other
- * connection of that thread is closed to make room. */
-static void make_room(hp_guard *g, conn *c, double now)
+/* Under the lock, for a connection just linked: its client over max_connections_per_ip (the accept policy
+ * looked before the connection was counted, and polling threads accept at once: it is counted here, so the
+ * limit holds exactly), or, when its polling thread's slots run short, one other connection of that thread
+ * closed to make room. */
+static void admit_linked(hp_guard *g, conn *c, const hp_client_key *key, double now, guard_note *n)
 {
+    unsigned per_client = hp_conns_policy(g->table)->per_client;
+    if (per_client && hp_conns_client_count(&c->row) > per_client) {
+        shutdown(c->row.fd, SHUT_RDWR);
+        hp_conns_give_up(g->table, &c->row);
+        refuse(g, key, n);
+        return;
+    }
     hp_conn *v = hp_conns_victim(g->table, &c->row, now);
     if (v)
-        evict(g, v);
+        evict(g, v, n);
 }
 
 static void on_started(hp_guard *g, struct MHD_Connection *connection, void **socket_context)
@@ -185,12 +216,13 @@ static void on_started(hp_guard *g, struct MHD_Connection *connection, void **so
                                                                                  : sizeof(struct sockaddr_in));
     c->guard = g;
     double now = now_s();
+    guard_note n = {{0}};
     pthread_mutex_lock(&g->lock);
-    g->accepts++;
     c->linked = hp_conns_add(g->table, &c->row, &key, worker_index(g), fi ? fi->connect_fd : -1, now);
     if (c->linked)
-        make_room(g, c, now);
+        admit_linked(g, c, &key, now, &n);
     pthread_mutex_unlock(&g->lock);
+    note_write(g, &n);
     *socket_context = c;
 }
 
@@ -237,12 +269,13 @@ void *hp_guard_uri_log(void *cls, const char *uri, struct MHD_Connection *connec
             query = uri + len;
         args += query && (ch == '&' || ch == '?');
     }
-    if (args > HP_GUARD_QUERY_ARGS_MAX && problem == HP_TARGET_OK) {
+    if (args > HP_GUARD_QUERY_ARGS_MAX) {
         /* libmicrohttpd ends the target at the '?' and parses what follows it: with an empty query there it
          * keeps no argument at all, and the handler answers 400 instead of the connection closing unanswered
          * once its memory is full. */
         ((char *)query)[1] = '\0';
-        problem = HP_TARGET_TOO_MANY_ARGS;
+        if (problem == HP_TARGET_OK)
+            problem = HP_TARGET_TOO_MANY_ARGS;
     }
     pthread_mutex_lock(&c->guard->lock);
     c->target = problem;
@@ -263,7 +296,7 @@ hp_target_problem hp_guard_target_problem(struct MHD_Connection *connection, con
      * it: a target whose first NUL lies earlier held a literal NUL (the request line is at most the 64 KiB of
      * the connection's memory). */
     uintptr_t text = (uintptr_t)c->target_text, v = (uintptr_t)version;
-    if (problem == HP_TARGET_OK && c->target_text && v > text && v - text <= (64u << 10) &&
+    if (problem == HP_TARGET_OK && c->guard->nul_by_layout && c->target_text && v > text && v - text <= (64u << 10) &&
         v != text + c->target_len + 1)
         problem = HP_TARGET_LITERAL_NUL;
     pthread_mutex_unlock(&c->guard->lock);
@@ -319,14 +352,14 @@ size_t hp_guard_unescape(void *cls, struct MHD_Connection *connection, char *s)
 
 /* An answer's progress: the bytes waiting in its socket (SIOCOUTQ) and those its client has acknowledged
  * (TCP_INFO's tcpi_bytes_acked): a client that does not read leaves the first and stops the second. */
-static void read_progress(hp_conn *r, double now)
+static void read_progress(hp_guard *g, hp_conn *r, double now)
 {
     int unsent = 0;
     struct tcp_info ti;
     socklen_t len = sizeof(ti);
     if (ioctl(r->fd, SIOCOUTQ, &unsent) == 0 && getsockopt(r->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
         len >= offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(ti.tcpi_bytes_acked))
-        hp_conns_reply_progress(r, unsent > 0 ? (uint64_t)unsent : 0, ti.tcpi_bytes_acked, now);
+        hp_conns_reply_progress(g->table, r, unsent > 0 ? (uint64_t)unsent : 0, ti.tcpi_bytes_acked, now);
 }
 
 /* Under the lock: the answers' progress read, and the connections past their deadlines shut down. */
@@ -334,7 +367,7 @@ static void close_overdue(hp_guard *g, double now)
 {
     for (hp_conn *r = hp_conns_first(g->table); r; r = r->next) {
         if (r->phase == HP_CONN_REPLYING && !r->closing && r->fd >= 0)
-            read_progress(r, now);
+            read_progress(g, r, now);
         const char *why = r->closing || r->fd < 0 ? NULL : hp_conns_overdue(g->table, r, now);
         if (!why)
             continue;
@@ -359,12 +392,18 @@ static void watch_accepts(hp_guard *g, double now)
     /* A thread whose slots are all taken accepts nothing, so nothing makes room as connections come: a
      * connection that has become a victim since (an answer that stalled) is closed here, one per connection
      * waiting, so that libmicrohttpd accepts again. */
+    guard_note n = {{0}};
     for (unsigned w = 0, left = waiting; w < g->worker_count && left; w++) {
         hp_conn *v;
         while (left && (v = hp_conns_victim_on(g->table, w, now)) != NULL) {
-            evict(g, v);
+            evict(g, v, &n);
             left--;
         }
+    }
+    if (n.text[0]) { /* watch_accepts runs under the lock: the line goes out after it */
+        pthread_mutex_unlock(&g->lock);
+        note_write(g, &n);
+        pthread_mutex_lock(&g->lock);
     }
     bool moved = g->accepts != g->accepts_seen;
     g->accepts_seen = g->accepts;
@@ -444,6 +483,12 @@ hp_code hp_guard_create(const hp_guard_params *params, hp_guard **out, hp_err *e
     g->params = *params;
     if (!g->params.name)
         g->params.name = "api";
+    /* hp_guard_target_problem finds a literal NUL by where libmicrohttpd 0.9 puts the version, just after the
+     * target (connection.c, parse_initial_message); 1.0 parses the request line otherwise. */
+    g->nul_by_layout = strncmp(MHD_get_version(), "0.9.", 4) == 0;
+    if (!g->nul_by_layout)
+        hp_warn("http: libmicrohttpd %s: a literal NUL in a request's target is not looked for (0.9's request line "
+                "layout is assumed)", MHD_get_version());
     unsigned threads = params->threads > 1 ? params->threads : 1;
     /* libmicrohttpd gives each polling thread max_connections / threads (MHD_start_daemon: conns_per_thread,
      * the first threads one more of the rest): the smaller share is every thread's. */
@@ -456,11 +501,14 @@ hp_code hp_guard_create(const hp_guard_params *params, hp_guard **out, hp_err *e
         .min_body_rate = params->min_body_rate,
         .body_grace_s = params->body_grace_s,
         .pressed_body_rate = params->min_body_rate * HP_GUARD_PRESSED_BODY_RATE_FACTOR,
+        .pressed_reply_rate = params->min_body_rate * HP_GUARD_PRESSED_BODY_RATE_FACTOR,
     };
     g->table = hp_conns_create(&policy);
     g->listen_fd = -1;
     g->accepting = true;
-    g->log_limit = (hp_ratelimit)HP_RATELIMIT_INIT(10.0, 2);
+    pthread_mutex_init(&g->log_limit.lock, NULL);
+    g->log_limit.window_s = 10.0;
+    g->log_limit.burst = 2;
     if (!g->table) {
         free(g);
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for the connection guard");
@@ -503,5 +551,6 @@ void hp_guard_destroy(hp_guard **p)
     hp_conns_destroy(g->table);
     pthread_cond_destroy(&g->wake);
     pthread_mutex_destroy(&g->lock);
+    pthread_mutex_destroy(&g->log_limit.lock);
     free(g);
 }

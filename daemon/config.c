@@ -54,8 +54,8 @@ static bool check_listen(const char *value, char *why, size_t why_size)
     return false;
 }
 
-/* The probe listener: an address as for listen, or "" for none. */
-/* allowed_origins: "*" or origins as a browser sends them (RFC 6454: scheme://host[:port], no path). */
+/* allowed_origins: "*" or origins as a browser sends them (RFC 6454: scheme://host[:port], no path, no
+ * wildcard in the host: a browser sends one origin, which is matched whole). */
 static bool check_allowed_origins(const char *value, char *why, size_t why_size)
 {
     for (const char *p = value; *p;) {
@@ -65,7 +65,9 @@ static bool check_allowed_origins(const char *value, char *why, size_t why_size)
             break;
         const char *host = n > 7 && !strncmp(p, "http://", 7) ? p + 7 : n > 8 && !strncmp(p, "https://", 8) ? p + 8
                                                                                                           : NULL;
-        bool ok = (n == 1 && *p == '*') || (host && memchr(host, '/', n - (size_t)(host - p)) == NULL);
+        size_t host_len = host ? n - (size_t)(host - p) : 0;
+        bool ok = (n == 1 && *p == '*') ||
+                  (host && host_len && !memchr(host, '/', host_len) && !memchr(host, '*', host_len));
         if (!ok) {
             snprintf(why, why_size, "\"%.*s\" is not an origin: write scheme://host[:port] (no path), as "
                      "http://review.example:8080, or *", (int)(n > 80 ? 80 : n), p);
@@ -76,6 +78,7 @@ static bool check_allowed_origins(const char *value, char *why, size_t why_size)
     return true;
 }
 
+/* The probe listener: an address as for listen, or "" for none. */
 static bool check_probe_listen(const char *value, char *why, size_t why_size)
 {
     return !*value || check_listen(value, why, why_size);

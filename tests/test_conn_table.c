@@ -331,12 +331,14 @@ static void victims(void)
     clear(t);
 }
 
-/* Answers being sent: one whose unsent bytes have not fallen for HP_CONNS_REPLY_STALL_S (2 s) is a victim,
- * after connections waiting for headers and lagging bodies. */
+/* Answers being sent: one whose client read it slower than pressed_reply_rate over a window of
+ * HP_CONNS_REPLY_WINDOW_S (2 s) while bytes waited is a victim, after connections waiting for headers and
+ * lagging bodies. */
 static void replies(void)
 {
     hp_conn_policy p = policy_of(8, 1, 0);
     p.pressed_body_rate = 1000;
+    p.pressed_reply_rate = 1000;
     p.header_timeout_s = 30;
     p.min_body_rate = 100;
     p.body_grace_s = 10;
@@ -353,36 +355,56 @@ static void replies(void)
         hp_conns_set_phase(t, &c[i], HP_CONN_HANDLED, 100);
     }
     hp_conns_set_phase(t, &c[1], HP_CONN_REPLYING, 100);
-    hp_conns_reply_progress(&c[1], 5000, 0, 101);
-    hp_conns_add(t, &n[0], &who[7], 0, 7, 102); /* 8 live: pressed */
-    tap_ok(hp_conns_victim(t, &n[0], 102.75) == NULL, "an answer stalled 1.75 s is not a victim yet");
-    tap_ok(hp_conns_victim(t, &n[0], 103) == &c[1], "an answer whose client has acknowledged nothing for 2 s while bytes wait is the victim");
+    hp_conns_reply_progress(t, &c[1], 5000, 0, 101); /* a window opens */
+    hp_conns_add(t, &n[0], &who[7], 0, 7, 102);   /* 8 live: pressed */
+    hp_conns_reply_progress(t, &c[1], 5000, 0, 102.75);
+    tap_ok(hp_conns_victim(t, &n[0], 102.75) == NULL, "an answer not read for 1.75 s is not a victim yet (its window "
+           "is not over)");
+    hp_conns_reply_progress(t, &c[1], 5000, 0, 103);
+    tap_ok(hp_conns_victim(t, &n[0], 103) == &c[1], "an answer whose client read nothing in a 2 s window while bytes "
+           "waited is the victim");
     hp_conns_remove(t, &c[1]);
     hp_conns_add(t, &c[1], &who[1], 0, 1, 100);
     hp_conns_set_phase(t, &c[1], HP_CONN_REPLYING, 100);
     hp_conns_set_phase(t, &n[0], HP_CONN_HANDLED, 100); /* 8 live again, only c[1] a candidate */
-    hp_conns_reply_progress(&c[1], 5000, 1000, 100);
-    hp_conns_reply_progress(&c[1], 5000, 2000, 101);
-    tap_ok(c[1].stalled_since == 0 && hp_conns_victim(t, &n[0], 103) == NULL,
-           "a client that acknowledges more each time is no stall, its socket full or not (a slow, steady reader)");
-    hp_conns_reply_progress(&c[1], 5000, 2000, 101.5);
-    hp_conns_reply_progress(&c[1], 5100, 2000, 102);
-    tap_ok(hp_conns_victim(t, &n[0], 103) == NULL && hp_conns_victim(t, &n[0], 103.5) == &c[1],
-           "nothing more acknowledged while bytes wait starts a stall (101.5 s): a victim 2 s later, not before");
+    hp_conns_reply_progress(t, &c[1], 5000, 1000, 100);
+    hp_conns_reply_progress(t, &c[1], 5000, 4000, 102); /* 1500 B/s, its socket full throughout */
+    tap_ok(!c[1].reply_lagging && hp_conns_victim(t, &n[0], 102) == NULL,
+           "a client reading faster than pressed_reply_rate is no victim, its socket full or not");
+    hp_conns_reply_progress(t, &c[1], 5000, 5000, 104); /* 500 B/s over the next window */
+    tap_ok(c[1].reply_lagging && hp_conns_victim(t, &n[0], 104) == &c[1],
+           "one reading a trickle (500 B/s, under pressed_reply_rate's 1000) over a whole window is the victim: a "
+           "slow reader holds its slot as one that does not read");
     hp_conns_remove(t, &c[1]);
     hp_conns_add(t, &c[1], &who[1], 0, 1, 100);
     hp_conns_set_phase(t, &c[1], HP_CONN_REPLYING, 100);
-    hp_conns_reply_progress(&c[1], 0, 0, 100);
-    hp_conns_reply_progress(&c[1], 0, 0, 101);
-    tap_ok(c[1].stalled_since == 0 && hp_conns_victim(t, &n[0], 110) == NULL,
-           "an answer with nothing left unsent is not stalled");
-    hp_conns_reply_progress(&c[1], 300, 700, 101);
-    hp_conns_set_phase(t, &c[1], HP_CONN_HEADERS, 104);
-    tap_ok(c[1].unsent == 0 && c[1].acked == 0 && c[1].stalled_since == 0, "a phase change forgets the answer's progress");
-    hp_conns_set_phase(t, &c[1], HP_CONN_REPLYING, 104);
+    hp_conns_reply_progress(t, &c[1], 300, 0, 100);
+    hp_conns_reply_progress(t, &c[1], 0, 0, 101);
+    hp_conns_reply_progress(t, &c[1], 0, 0, 110);
+    tap_ok(!c[1].reply_lagging && !c[1].window_open && hp_conns_victim(t, &n[0], 110) == NULL,
+           "an answer with nothing waiting in its socket keeps up, whatever its rate");
+    hp_conns_reply_progress(t, &c[1], 300, 700, 111);
+    hp_conns_set_phase(t, &c[1], HP_CONN_HEADERS, 114);
+    tap_ok(c[1].unsent == 0 && c[1].acked == 0 && !c[1].window_open && !c[1].reply_lagging,
+           "a phase change forgets the answer's progress");
+    hp_conns_set_phase(t, &c[1], HP_CONN_REPLYING, 114);
     tap_ok(hp_conns_overdue(t, &c[1], 1e6) == NULL && hp_conns_overdue(t, &n[0], 1e6) == NULL,
            "an answer being sent, or a request being handled, is never overdue here (neither header nor body deadline)");
     clear(t);
+
+    /* pressed_reply_rate 0: only an answer read not at all is a victim. */
+    p.pressed_reply_rate = 0;
+    t = hp_conns_create(&p);
+    hp_conns_add(t, &c[0], &who[0], 0, 0, 100);
+    hp_conns_set_phase(t, &c[0], HP_CONN_REPLYING, 100);
+    hp_conns_reply_progress(t, &c[0], 5000, 0, 100);
+    hp_conns_reply_progress(t, &c[0], 5000, 1, 102);
+    bool trickle = c[0].reply_lagging;
+    hp_conns_reply_progress(t, &c[0], 5000, 1, 104);
+    tap_ok(!trickle && c[0].reply_lagging, "with pressed_reply_rate 0 a byte a window keeps an answer off the list, "
+           "nothing at all puts it on");
+    clear(t);
+    p.pressed_reply_rate = 1000;
 
     /* A stalled answer, a lagging body and a connection waiting for headers: in that order from the end. */
     t = hp_conns_create(&p);
@@ -391,7 +413,8 @@ static void replies(void)
         hp_conns_set_phase(t, &c[i], HP_CONN_HANDLED, 100);
     }
     hp_conns_set_phase(t, &c[0], HP_CONN_REPLYING, 100);
-    hp_conns_reply_progress(&c[0], 9000, 0, 100);
+    hp_conns_reply_progress(t, &c[0], 9000, 0, 100);
+    hp_conns_reply_progress(t, &c[0], 9000, 0, 102);
     hp_conns_set_phase(t, &c[2], HP_CONN_BODY, 100);
     hp_conns_set_phase(t, &c[3], HP_CONN_HEADERS, 109);
     hp_conn *got[3];
@@ -418,6 +441,21 @@ static void replies(void)
     hp_conns_set_phase(t, &n[1], HP_CONN_HANDLED, 200);
     tap_ok(hp_conns_pressed(t, 0) && hp_conns_victim_on(t, 0, 300) == NULL,
            "every connection being handled: hp_conns_victim_on finds none");
+    clear(t);
+    /* Pressed but with a slot free: libmicrohttpd still accepts on that thread, and room is made as each
+     * connection comes, not by the guard's thread. */
+    hp_conn_policy q = policy_of(16, 1, 0); /* mark 14 */
+    t = hp_conns_create(&q);
+    hp_conn m[15];
+    hp_client_key one = key_v4("203.0.113.9");
+    for (int i = 0; i < 15; i++)
+        hp_conns_add(t, &m[i], &one, 0, i, 100 + i);
+    tap_ok(hp_conns_pressed(t, 0) && hp_conns_victim_on(t, 0, 200) == NULL,
+           "a thread pressed but with a slot free (15 of 16): hp_conns_victim_on gives up nothing");
+    hp_conns_give_up(t, &m[0]);
+    hp_conns_add(t, &n[2], &one, 0, 20, 150);
+    tap_ok(hp_conns_victim_on(t, 0, 200) == &m[1],
+           "all 16 slots held, one of them closing: hp_conns_victim_on gives up the oldest waiting for headers");
     clear(t);
 }
 

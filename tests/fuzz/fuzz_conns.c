@@ -37,7 +37,10 @@ typedef struct shadow {
     uint64_t bytes;
     uint64_t unsent;     /* replying: the last reading */
     uint64_t acked;      /* replying: the bytes acknowledged at the last reading */
-    double stalled_since; /* replying: since when nothing was acknowledged while bytes waited, 0 while read */
+    bool window_open;    /* replying: a window of the client's reading is measured */
+    double window_since;
+    uint64_t window_acked;
+    bool lagging;        /* the last whole window was read slower than pressed_reply_rate, bytes waiting */
 } shadow;
 
 typedef struct program {
@@ -107,7 +110,7 @@ static hp_client_key address_of(uint8_t k, uint8_t low, int *client)
 static bool pressed(const state *s, unsigned worker) { return s->live[worker] > s->mark; }
 
 /* The policy's victim kinds: 0 waiting for headers, 1 a body slower than pressed_body_rate after its first
- * second, 2 an answer whose unsent bytes have not fallen for HP_CONNS_REPLY_STALL_S, 3 never a victim. */
+ * second, 2 an answer its client read slower than pressed_reply_rate over its last whole window, 3 never. */
 static int kind_of(const state *s, const shadow *c)
 {
     if (c->phase == HP_CONN_HEADERS)
@@ -116,7 +119,7 @@ static int kind_of(const state *s, const shadow *c)
     if (c->phase == HP_CONN_BODY && s->policy.pressed_body_rate && age > 1.0 &&
         (double)c->bytes < (double)s->policy.pressed_body_rate * age)
         return 1;
-    if (c->phase == HP_CONN_REPLYING && c->stalled_since && s->now - c->stalled_since >= HP_CONNS_REPLY_STALL_S)
+    if (c->phase == HP_CONN_REPLYING && c->lagging)
         return 2;
     return 3;
 }
@@ -157,7 +160,9 @@ NOT_TRACED static void agree(state *s)
         check(hp_conns_client_count(r) == s->client_count[c->client]);
         check(r->closing == c->closing && r->worker == c->worker && r->phase == c->phase);
         check(r->since == c->since && r->bytes == c->bytes);
-        check(r->unsent == c->unsent && r->acked == c->acked && r->stalled_since == c->stalled_since);
+        check(r->unsent == c->unsent && r->acked == c->acked && r->window_open == c->window_open &&
+              r->reply_lagging == c->lagging && (!c->window_open || (r->window_since == c->window_since &&
+                                                                       r->window_acked == c->window_acked)));
         check(!s->policy.per_client || s->client_count[c->client] <= s->policy.per_client);
     }
     check(walked == s->open);
@@ -213,7 +218,7 @@ static void op_open(state *s, program *p)
     c->bytes = 0;
     c->unsent = 0;
     c->acked = 0;
-    c->stalled_since = 0;
+    c->window_open = c->lagging = false;
     s->client_count[client]++;
     s->live[c->worker]++;
     s->open++;
@@ -228,6 +233,11 @@ static bool make_room(state *s, unsigned index, const shadow *except)
 {
     unsigned worker = index % s->policy.workers;
     bool was_pressed = pressed(s, worker);
+    unsigned held = 0; /* the worker's linked connections, live or closing: libmicrohttpd's count */
+    for (unsigned i = 0; i < MAX_CONNS; i++)
+        held += s->conn[i].linked && s->conn[i].worker == worker;
+    if (!except) /* hp_conns_victim_on: only a thread whose slots are all held */
+        was_pressed = was_pressed && held >= s->policy.slots;
     const shadow *best = NULL;
     for (const hp_conn *r = hp_conns_first(s->t); r; r = r->next) {
         const shadow *v = shadow_of(s, r);
@@ -279,11 +289,12 @@ static void op_phase(state *s, program *p)
     c->bytes = 0;
     c->unsent = 0;
     c->acked = 0;
-    c->stalled_since = 0;
+    c->window_open = c->lagging = false;
 }
 
-/* The guard reads a live answer's progress every period: a stall starts when bytes wait and the client has
- * acknowledged nothing more. The acknowledged count only grows (TCP's), by 0..255 a reading. */
+/* The guard reads a live answer's progress every period: with bytes waiting, each window of
+ * HP_CONNS_REPLY_WINDOW_S ends with the client read slower than pressed_reply_rate or not; nothing waiting
+ * ends the window, not lagging. The acknowledged count only grows (TCP's), by 0..255 a reading. */
 static void op_unsent(state *s, program *p)
 {
     shadow *c = pick(s, next(p));
@@ -293,13 +304,21 @@ static void op_unsent(state *s, program *p)
     if (!c || c->phase != HP_CONN_REPLYING || c->closing)
         return;
     uint64_t acked = c->acked + more;
-    hp_conns_reply_progress(&c->rec, unsent, acked, s->now);
-    if (!unsent || acked > c->acked)
-        c->stalled_since = 0;
-    else if (!c->stalled_since)
-        c->stalled_since = s->now;
+    hp_conns_reply_progress(s->t, &c->rec, unsent, acked, s->now);
     c->unsent = unsent;
     c->acked = acked;
+    if (!unsent) {
+        c->window_open = c->lagging = false;
+    } else if (!c->window_open) {
+        c->window_open = true;
+        c->window_since = s->now;
+        c->window_acked = acked;
+    } else if (s->now - c->window_since >= HP_CONNS_REPLY_WINDOW_S) {
+        uint64_t taken = acked - c->window_acked;
+        c->lagging = !taken || (double)taken < (double)s->policy.pressed_reply_rate * (s->now - c->window_since);
+        c->window_since = s->now;
+        c->window_acked = acked;
+    }
 }
 
 /* watch_accepts: for each connection waiting to be accepted, a victim on a worker while there is one. The
@@ -370,6 +389,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .min_body_rate = (b[5] % 16) * 100,
         .body_grace_s = (b[6] % 64) * 0.25,
         .pressed_body_rate = (b[7] % 16) * 100,
+        .pressed_reply_rate = (b[7] % 16) * 100, /* the guard gives both the same rate */
     };
     unsigned reserve = s->policy.slots / 8 > 1 ? s->policy.slots / 8 : 1;
     s->mark = s->policy.slots - reserve;
