@@ -99,11 +99,11 @@ if [ ! -f build-asan/build.ninja ]; then
 else
   meson configure build-asan "${asan_options[@]}"
 fi
-asan_suites=(params image deflate_runs crc32_threads bigbuf cpus budget rows_ready conn_table
+asan_suites=(params image deflate_runs crc32_threads bigbuf cpus budget rows_ready conn_table deferred
              fuzz_replay_form fuzz_replay_params fuzz_replay_exr fuzz_replay_rgbe fuzz_replay_pfm fuzz_replay_png
              fuzz_replay_conns
              daemon_http security_http render_http client_http faults_http live_http png_gpu_http exr_zip_http
-             clock_hold_http)
+             clock_hold_http threads_http)
 ninja -C build-asan
 asan_rt=$(gcc -print-file-name=libasan.so)
 HDRPOST_TEST_PRELOAD="$asan_rt $lvp" UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -114,6 +114,24 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 meson test -C build-asan --no-r
   --wrapper "env LD_PRELOAD=$asan_rt:$lvp" --logbase devices host_pool pipeline_cache fuzz_replay_png_gpu \
   fuzz_replay_exr_zip_gpu clock_hold || status=$?
 
+# Then the suites that run the daemon's threads once more under ThreadSanitizer (gcc, build-tsan/; issue 38,
+# docs/RELIABILITY.md "Threads"): the deferred replies' interleavings, the thread tests of common/, and the daemon
+# end to end with its threads stressed (threads_http: clients hanging up at random points, the guard and the watch
+# closing connections, SIGTERM during load) and through the HTTP suites. halt_on_error stops a daemon at its first
+# report: the suites check every exit code, so a report fails them, and the report is in the log they show.
+# tests/tsan.supp says why each suppression is there (uninstrumented libraries only).
+tsan_options=(--buildtype=debugoptimized -Dwerror=true -Db_sanitize=thread)
+if [ ! -f build-tsan/build.ninja ]; then
+  meson setup build-tsan "${tsan_options[@]}"
+else
+  meson configure build-tsan "${tsan_options[@]}"
+fi
+tsan_suites=(deferred rows_ready budget crc32_threads threads_http daemon_http security_http faults_http client_http
+             live_http render_http soak)
+ninja -C build-tsan
+TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
+  meson test -C build-tsan --no-rebuild --print-errorlogs --timeout-multiplier 3 "${tsan_suites[@]}" || status=$?
+
 python3 tests/summarize.py build/meson-logs/testlog.json build-fuzz/meson-logs/testlog.json \
-  build-asan/meson-logs/testlog.json build-asan/meson-logs/devices*.json || status=1
+  build-asan/meson-logs/testlog.json build-asan/meson-logs/devices*.json build-tsan/meson-logs/testlog.json || status=1
 exit $status
