@@ -2,6 +2,7 @@
 #ifndef HP_CLIENT_CLI_H
 #define HP_CLIENT_CLI_H
 
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdbool.h>
 
@@ -20,7 +21,7 @@ typedef struct hp_cli_options {
     unsigned jobs, retries;
     bool json, csv, resume, overwrite;
     const char *out_dir, *timings, *format, *exposure;
-    volatile sig_atomic_t *stop; /* SIGINT or SIGTERM */
+    _Atomic int *stop; /* SIGINT or SIGTERM */
 } hp_cli_options;
 
 int hp_verb_render(hp_cli_options *o);

@@ -5,6 +5,7 @@
  *   hdrpost status                      the daemon's state, device, queue and memory
  *
  * Exit status: 0 every frame done, 1 some frames failed (listed), 2 usage, server unreachable or refused. */
+#include <stdatomic.h>
 #include <curl/curl.h>
 #include <getopt.h>
 #include <signal.h>
@@ -14,7 +15,10 @@
 
 #include "client/cli.h"
 
-static volatile sig_atomic_t stop_requested;
+/* An atomic, not a volatile sig_atomic_t: the frames' threads read it while the handler, on whichever thread
+ * took the signal, writes it (ThreadSanitizer's pass over client_http saw that race); a lock-free atomic is
+ * async-signal-safe. */
+static _Atomic int stop_requested;
 static void on_signal(int sig)
 {
     (void)sig;

@@ -4,6 +4,7 @@
 #ifndef HP_CLIENT_RUN_H
 #define HP_CLIENT_RUN_H
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -33,7 +34,7 @@ struct hp_run {
     const char *phase;               /* "analysing", "rendering": the progress line's word */
     hp_frame_work work;
     void *user;
-    volatile sig_atomic_t *stop;     /* SIGINT: no new frame is taken */
+    _Atomic int *stop;     /* SIGINT: no new frame is taken */
     /* Results, one per frame (filled by the run). */
     bool *done;
     char **failure;                  /* the reason, or NULL */

@@ -1,5 +1,6 @@
 #include "client/transport.h"
 
+#include <stdatomic.h>
 #include <curl/curl.h>
 #include <jansson.h>
 #include <math.h>
@@ -11,14 +12,14 @@
 
 struct hp_client {
     CURL *curl;
-    volatile sig_atomic_t *stop;
+    _Atomic int *stop;
     int abort_at;
     char server[512];
     struct curl_slist *auth; /* "Authorization: Bearer ..." or NULL */
     unsigned seed;           /* the jitter's, per thread */
 };
 
-hp_client *hp_client_new(const char *server, const char *token, volatile sig_atomic_t *stop, int abort_at)
+hp_client *hp_client_new(const char *server, const char *token, _Atomic int *stop, int abort_at)
 {
     hp_client *c = calloc(1, sizeof(*c));
     if (!c || !(c->curl = curl_easy_init())) {
@@ -172,7 +173,7 @@ void hp_client_send(hp_client *c, const char *path, const uint8_t *body, size_t 
 }
 
 /* Sleeps up to seconds, waking early when *stop is set. */
-static void pause_for(double seconds, volatile sig_atomic_t *stop)
+static void pause_for(double seconds, _Atomic int *stop)
 {
     struct timespec step = {.tv_nsec = 50 * 1000000L};
     for (double slept = 0; slept < seconds && !(stop && *stop); slept += 0.05)

@@ -6,6 +6,7 @@
 #ifndef HP_CLIENT_TRANSPORT_H
 #define HP_CLIENT_TRANSPORT_H
 
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,7 +28,7 @@ typedef struct hp_client hp_client;
 /* server: "http://host:port" (no trailing slash needed); token: NULL or "" for none. stop: the run's signal
  * count (NULL: none): an exchange is abandoned once it reaches abort_at (2 for frames, which a first SIGINT
  * lets finish; 1 for the short questions asked before a run). */
-hp_client *hp_client_new(const char *server, const char *token, volatile sig_atomic_t *stop, int abort_at);
+hp_client *hp_client_new(const char *server, const char *token, _Atomic int *stop, int abort_at);
 void hp_client_free(hp_client *client);
 
 /* One exchange. body NULL: GET. accept: NULL, or the Accept header's value. */
@@ -37,7 +38,7 @@ void hp_client_send(hp_client *client, const char *path, const uint8_t *body, si
 typedef struct hp_retry_policy {
     unsigned retries;            /* connection failures and 5xx (but a 503 with Retry-After) retried this often */
     double max_wait_s;           /* 429 and 503 with Retry-After waited out this long in all, per request */
-    volatile sig_atomic_t *stop; /* set: no further attempt is made (SIGINT) */
+    _Atomic int *stop; /* set: no further attempt is made (SIGINT) */
 } hp_retry_policy;
 
 /* hp_client_send under the policy: the last answer. */
