@@ -172,6 +172,17 @@ NOT_TRACED static void agree(state *s)
     }
 }
 
+/* A phase begun, as hp_conns_add and hp_conns_set_phase begin one: its time, nothing of its body or answer. */
+static void shadow_phase(shadow *c, hp_conn_phase phase, double now)
+{
+    c->phase = phase;
+    c->since = now;
+    c->bytes = 0;
+    c->unsent = 0;
+    c->acked = 0;
+    c->window_open = c->lagging = false;
+}
+
 /* The i-th linked connection, counting on from the start (NULL when none is linked). */
 static shadow *pick(state *s, uint8_t i)
 {
@@ -213,12 +224,7 @@ static void op_open(state *s, program *p)
     c->closing = false;
     c->client = client;
     c->worker = (w % 12) % s->policy.workers;
-    c->phase = HP_CONN_HEADERS;
-    c->since = s->now;
-    c->bytes = 0;
-    c->unsent = 0;
-    c->acked = 0;
-    c->window_open = c->lagging = false;
+    shadow_phase(c, HP_CONN_HEADERS, s->now);
     s->client_count[client]++;
     s->live[c->worker]++;
     s->open++;
@@ -284,12 +290,7 @@ static void op_phase(state *s, program *p)
         return;
     /* A connection given up but not yet closed by libmicrohttpd can still move on: the guard sets it. */
     hp_conns_set_phase(s->t, &c->rec, phase, s->now);
-    c->phase = phase;
-    c->since = s->now;
-    c->bytes = 0;
-    c->unsent = 0;
-    c->acked = 0;
-    c->window_open = c->lagging = false;
+    shadow_phase(c, phase, s->now);
 }
 
 /* The guard reads a live answer's progress every period: with bytes waiting, each window of
