@@ -186,11 +186,11 @@ void hp_conns_remove(hp_conn_table *t, hp_conn *c)
 void hp_conns_set_phase(hp_conn_table *t, hp_conn *c, hp_conn_phase phase, double now)
 {
     (void)t;
+    /* The answers' window runs on across a connection's answers: a client that pipelines small answers and
+     * reads a trickle finishes each within a window, and would otherwise never be measured. The bytes it has
+     * taken are counted by its socket, whatever answer they were. Only a socket found empty ends it. */
     c->phase = phase;
     c->bytes = 0;
-    c->unsent = 0;
-    c->acked = 0;
-    c->window_open = c->reply_lagging = false;
     c->since = now;
 }
 

@@ -53,7 +53,7 @@ typedef struct hp_conn {
     uint64_t bytes;      /* of the body so far */
     uint64_t unsent;       /* replying: the answer's bytes in the socket not yet taken by the client, last told */
     uint64_t acked;        /* replying: the bytes the client has taken (acknowledged), last told */
-    bool window_open;      /* replying: a window of the client's reading is being measured */
+    bool window_open;      /* a window of the client's reading is being measured (across its answers) */
     double window_since;   /* ... since then */
     uint64_t window_acked; /* ... from acked then */
     bool reply_lagging;    /* the last whole window was read slower than pressed_reply_rate, bytes waiting */

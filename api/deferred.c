@@ -141,10 +141,27 @@ void hp_deferred_watch(hp_deferred *d, void (*gone)(void *arg), void *arg)
     pthread_mutex_unlock(&d->lock);
 }
 
+/* Under the slot's lock: the drain's answer (503) for a request it reached, or one deferred after it. */
+static void force_locked(hp_deferred *d, double drain_timeout_s)
+{
+    hp_reply_error(&d->req->deferred_reply, 503, "not_ready", NULL, "draining: shutting down, and this request did "
+                   "not finish within the drain timeout (%g s)", drain_timeout_s);
+    d->reply_ready = d->forced = true;
+    resume_locked(d);
+}
+
 void hp_deferred_suspend(hp_request *req)
 {
     hp_deferred *d = req->slot;
+    /* A request deferred after the drain's force (its body came in during the last wait) is answered by the
+     * drain at once: libmicrohttpd's stop would abort on a connection still suspended. */
+    pthread_mutex_lock(&deferred_lock);
+    bool forced = d->list && d->list->forced;
+    double drain_timeout_s = forced ? d->list->drain_timeout_s : 0;
     pthread_mutex_lock(&d->lock);
+    pthread_mutex_unlock(&deferred_lock);
+    if (forced && !d->reply_ready)
+        force_locked(d, drain_timeout_s);
     MHD_suspend_connection(req->connection);
     d->suspended = true;
     if (d->reply_ready) /* the reply came first: resume at once */
@@ -251,19 +268,16 @@ unsigned hp_deferred_list_force(hp_deferred_list *list, double drain_timeout_s)
 {
     unsigned forced = 0;
     pthread_mutex_lock(&deferred_lock);
+    list->forced = true;
+    list->drain_timeout_s = drain_timeout_s;
     for (hp_deferred *d = list->head; d; d = d->next) {
         pthread_mutex_lock(&d->lock);
-        hp_request *req = d->req;
-        if (req && !d->reply_ready) {
-            hp_reply_error(&req->deferred_reply, 503, "not_ready", NULL,
-                           "draining: shutting down, and this request did not finish within the drain timeout "
-                           "(%g s)", drain_timeout_s);
-            d->reply_ready = d->forced = true;
-            forced++;
+        if (d->req && !d->reply_ready) {
             /* One not yet suspended sees reply_ready when its handler returns and resumes itself. The resumed
              * connection's completion unlinks its slot on libmicrohttpd's thread, which waits for
              * deferred_lock: resuming never waits for that thread. */
-            resume_locked(d);
+            force_locked(d, drain_timeout_s);
+            forced++;
         }
         pthread_mutex_unlock(&d->lock);
     }

@@ -18,6 +18,8 @@ typedef struct hp_deferred_list {
     pthread_t watch;
     pthread_cond_t wake;
     bool watching, stop;
+    bool forced; /* the drain timed out and answered those waiting: one deferred after that is answered at once */
+    double drain_timeout_s;
 } hp_deferred_list;
 
 /* Starts the watch thread. */

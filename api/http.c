@@ -988,7 +988,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     hp_request *req = *req_cls;
 
     if (!req) {
-        if (!(req = request_begin(http, connection, method, url)))
+        if (hp_guard_refused(connection) || !(req = request_begin(http, connection, method, url)))
             return MHD_NO;
         *req_cls = req;
         return on_headers(http, req, version);

@@ -33,6 +33,7 @@ typedef struct conn {
     hp_conn row; /* linked in the table while `linked` */
     hp_guard *guard;
     bool linked;
+    bool refused;             /* over max_connections_per_ip once counted: its requests are not served */
     hp_target_problem target; /* found in the request line (uri log, unescape) */
     const char *target_text;  /* the raw target as libmicrohttpd's buffer holds it */
     size_t target_len;        /* its length up to the first NUL */
@@ -194,6 +195,7 @@ static void admit_linked(hp_guard *g, conn *c, const hp_client_key *key, double 
 {
     unsigned per_client = hp_conns_policy(g->table)->per_client;
     if (per_client && hp_conns_client_count(&c->row) > per_client) {
+        c->refused = true; /* bytes that came with the connect would still be read and served */
         shutdown(c->row.fd, SHUT_RDWR);
         hp_conns_give_up(g->table, &c->row);
         refuse(g, key, n);
@@ -283,6 +285,17 @@ void *hp_guard_uri_log(void *cls, const char *uri, struct MHD_Connection *connec
     c->target_len = len;
     pthread_mutex_unlock(&c->guard->lock);
     return NULL;
+}
+
+bool hp_guard_refused(struct MHD_Connection *connection)
+{
+    conn *c = conn_of(connection);
+    if (!c)
+        return false;
+    pthread_mutex_lock(&c->guard->lock);
+    bool refused = c->refused;
+    pthread_mutex_unlock(&c->guard->lock);
+    return refused;
 }
 
 hp_target_problem hp_guard_target_problem(struct MHD_Connection *connection, const char *version)
@@ -501,7 +514,9 @@ hp_code hp_guard_create(const hp_guard_params *params, hp_guard **out, hp_err *e
         .min_body_rate = params->min_body_rate,
         .body_grace_s = params->body_grace_s,
         .pressed_body_rate = params->min_body_rate * HP_GUARD_PRESSED_BODY_RATE_FACTOR,
-        .pressed_reply_rate = params->min_body_rate * HP_GUARD_PRESSED_BODY_RATE_FACTOR,
+        /* An answer's floor is the body's own: a client downloading slower than 64 KiB/s is rare, and the
+         * answer is work already done. */
+        .pressed_reply_rate = params->min_body_rate,
     };
     g->table = hp_conns_create(&policy);
     g->listen_fd = -1;

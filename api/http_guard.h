@@ -97,6 +97,9 @@ void hp_guard_body_in(struct MHD_Connection *connection);       /* handled from 
 void hp_guard_replying(struct MHD_Connection *connection);      /* its answer queued: being sent */
 void hp_guard_request_done(struct MHD_Connection *connection);  /* waiting for the next request's headers */
 
+/* Whether the connection was refused after it was counted (max_connections_per_ip): close it unanswered. */
+bool hp_guard_refused(struct MHD_Connection *connection);
+
 /* What the request's target held (the handler's first call passes libmicrohttpd's version string, which
  * lies just after the target in the request line: a literal NUL is found by where it lies). */
 hp_target_problem hp_guard_target_problem(struct MHD_Connection *connection, const char *version);

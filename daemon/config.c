@@ -63,8 +63,9 @@ static bool check_allowed_origins(const char *value, char *why, size_t why_size)
         size_t n = strcspn(p, ", \t");
         if (!n)
             break;
-        const char *host = n > 7 && !strncmp(p, "http://", 7) ? p + 7 : n > 8 && !strncmp(p, "https://", 8) ? p + 8
-                                                                                                          : NULL;
+        const char *host = n > 7 && !strncasecmp(p, "http://", 7)    ? p + 7
+                           : n > 8 && !strncasecmp(p, "https://", 8) ? p + 8
+                                                                     : NULL;
         size_t host_len = host ? n - (size_t)(host - p) : 0;
         bool ok = (n == 1 && *p == '*') ||
                   (host && host_len && !memchr(host, '/', host_len) && !memchr(host, '*', host_len));

@@ -384,10 +384,14 @@ static void replies(void)
     tap_ok(!c[1].reply_lagging && !c[1].window_open && hp_conns_victim(t, &n[0], 110) == NULL,
            "an answer with nothing waiting in its socket keeps up, whatever its rate");
     hp_conns_reply_progress(t, &c[1], 300, 700, 111);
-    hp_conns_set_phase(t, &c[1], HP_CONN_HEADERS, 114);
-    tap_ok(c[1].unsent == 0 && c[1].acked == 0 && !c[1].window_open && !c[1].reply_lagging,
-           "a phase change forgets the answer's progress");
-    hp_conns_set_phase(t, &c[1], HP_CONN_REPLYING, 114);
+    hp_conns_set_phase(t, &c[1], HP_CONN_HEADERS, 112);
+    hp_conns_set_phase(t, &c[1], HP_CONN_HANDLED, 112.5);
+    hp_conns_set_phase(t, &c[1], HP_CONN_REPLYING, 113);
+    tap_ok(c[1].unsent == 300 && c[1].acked == 700 && c[1].window_open && c[1].window_since == 111,
+           "the window runs on across the connection's next request and answer (its socket counts what was taken)");
+    hp_conns_reply_progress(t, &c[1], 300, 800, 113.5);
+    tap_ok(c[1].reply_lagging && hp_conns_victim(t, &n[0], 113.5) == &c[1],
+           "a client pipelining small answers and reading 40 B/s is measured over both answers: the victim");
     tap_ok(hp_conns_overdue(t, &c[1], 1e6) == NULL && hp_conns_overdue(t, &n[0], 1e6) == NULL,
            "an answer being sent, or a request being handled, is never overdue here (neither header nor body deadline)");
     clear(t);

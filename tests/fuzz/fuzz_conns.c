@@ -172,15 +172,13 @@ NOT_TRACED static void agree(state *s)
     }
 }
 
-/* A phase begun, as hp_conns_add and hp_conns_set_phase begin one: its time, nothing of its body or answer. */
+/* A phase begun, as hp_conns_set_phase begins one: its time, nothing of its body; the answers' window runs on
+ * across the connection's answers. */
 static void shadow_phase(shadow *c, hp_conn_phase phase, double now)
 {
     c->phase = phase;
     c->since = now;
     c->bytes = 0;
-    c->unsent = 0;
-    c->acked = 0;
-    c->window_open = c->lagging = false;
 }
 
 /* The i-th linked connection, counting on from the start (NULL when none is linked). */
@@ -225,6 +223,8 @@ static void op_open(state *s, program *p)
     c->client = client;
     c->worker = (w % 12) % s->policy.workers;
     shadow_phase(c, HP_CONN_HEADERS, s->now);
+    c->unsent = c->acked = 0; /* a new connection: its socket has sent nothing */
+    c->window_open = c->lagging = false;
     s->client_count[client]++;
     s->live[c->worker]++;
     s->open++;

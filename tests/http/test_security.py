@@ -952,7 +952,7 @@ def slow_readers(tmp):
     """Connections whose clients ask for answers and do not read them, or read a trickle, hold their slots while
     libmicrohttpd waits to write (its idle timeout restarts with every byte taken): every slot of 8 taken by 12
     such clients (40 pipelined GET /openapi.json each, a 4 KiB receive buffer), half of them reading 1 KiB every
-    250 ms. An answer read slower than 4 x min_body_rate_kbs over 2 s may be closed to make room."""
+    250 ms. An answer read slower than min_body_rate_kbs over 2 s may be closed to make room."""
     d = start("slow readers", ["--max_connections=8", "--http_threads=1"], {"HDRPOST_AUTH_TOKEN": TOKEN})
     if not d:
         return
