@@ -180,6 +180,14 @@ def impatient_load():
             time.sleep(0.2)
             held = harness.metric(d.port, "hdrpost_inflight_bytes")
         point("... and every request's memory is given back", held == 0, str(held))
+        # The paths the load is for were taken: the watch cancelled frames whose clients left, the guard closed
+        # connections that trickled or idled.
+        cancelled = sum(harness.metric(d.port, f'hdrpost_frames_cancelled_total{{stage="{st}"}}') or 0
+                        for st in ("arriving", "queued", "running"))
+        closed = sum(harness.metric(d.port, f'hdrpost_connections_closed_total{{reason="{r}"}}') or 0
+                     for r in ("header_timeout", "slow_body"))
+        point("... clients that left had their frames cancelled, and the guard closed the slow ones",
+              cancelled > 0 and closed > 0, f"cancelled {cancelled}, closed by the guard {closed}")
     finally:
         rc = d.stop(timeout=120)
         bad = reports(d)
