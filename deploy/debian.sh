@@ -113,7 +113,7 @@ HDRPOST_TEST_PRELOAD="$asan_rt $lvp" UBSAN_OPTIONS=print_stacktrace=1:halt_on_er
 # A second log for the wrapped ones: meson test writes testlog.json afresh on every run (with a wrapper, meson
 # adds the wrapper's name to the log's: devices-env.json).
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 meson test -C build-asan --no-rebuild --print-errorlogs \
-  --wrapper "env LD_PRELOAD=$asan_rt:$lvp" --logbase devices host_pool pipeline_cache fuzz_replay_png_gpu \
+  --timeout-multiplier 2 --wrapper "env LD_PRELOAD=$asan_rt:$lvp" --logbase devices host_pool pipeline_cache fuzz_replay_png_gpu \
   fuzz_replay_exr_zip_gpu clock_hold || status=$?
 
 # Then the suites that run the daemon's threads once more under ThreadSanitizer (gcc, build-tsan/; issue 38,
