@@ -654,22 +654,19 @@ static bool header_problem(hp_request *req, const char *version, hp_reply *reply
     return true;
 }
 
-/* host[:port] without the scheme's default port, for comparing origins: its length. */
-static size_t origin_host_len(const char *host, bool tls)
+/* The length of n bytes ending in host[:port] without the scheme's default port, for comparing origins (a
+ * browser never sends "http://host:80"; a Host header may). */
+static size_t without_default_port(const char *text, size_t n, bool tls)
 {
-    size_t n = strlen(host);
     const char *port = tls ? ":443" : ":80";
     size_t p = strlen(port);
-    return n > p && strcmp(host + n - p, port) == 0 && host[n - p - 1] != ':' ? n - p : n;
+    return n > p && !strncmp(text + n - p, port, p) && text[n - p - 1] != ':' ? n - p : n;
 }
 
-/* An origin's length without its scheme's default port (a browser never sends "http://host:80"). */
+/* An origin's (scheme://host[:port]) length without its scheme's default port. */
 static size_t origin_len(const char *origin, size_t n)
 {
-    bool tls = n > 8 && !strncasecmp(origin, "https://", 8);
-    const char *port = tls ? ":443" : ":80";
-    size_t p = strlen(port);
-    return n > p && !strncmp(origin + n - p, port, p) && origin[n - p - 1] != ':' ? n - p : n;
+    return without_default_port(origin, n, n > 8 && !strncasecmp(origin, "https://", 8));
 }
 
 /* Whether origin is one of allowed_origins (comma- or space-separated; "*" allows every origin), the
@@ -703,7 +700,8 @@ static bool origin_refused(hp_request *req, hp_reply *reply)
     const char *scheme = tls ? "https://" : "http://";
     size_t sl = strlen(scheme);
     if (host && strncasecmp(origin, scheme, sl) == 0) {
-        size_t ol = origin_host_len(origin + sl, tls), hl = origin_host_len(host, tls);
+        size_t ol = without_default_port(origin + sl, strlen(origin + sl), tls);
+        size_t hl = without_default_port(host, strlen(host), tls);
         if (ol == hl && strncasecmp(origin + sl, host, hl) == 0)
             return false;
     }

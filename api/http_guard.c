@@ -18,6 +18,7 @@
 
 #include "api/conn_table.h"
 #include "api/metrics.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/ratelimit.h"
 
@@ -57,12 +58,7 @@ struct hp_guard {
     bool nul_by_layout; /* the request line laid out as libmicrohttpd 0.9 does: a literal NUL can be found */
 };
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+static double now_s(void) { return (double)hp_now_ns() * 1e-9; }
 
 static conn *conn_of(struct MHD_Connection *connection)
 {
