@@ -196,7 +196,7 @@ static bool params_from_object(json_t *obj, const json_error_t *jerr, hp_params 
     hp_err err = {0};
     hp_code pc = hp_params_from_json(obj, params, &err);
     if (pc != HP_OK)
-        hp_reply_error(reply, 400, "invalid_parameter", err.field[0] ? err.field : NULL, "%s", err.message);
+        hp_reply_error(reply, 400, err.word ? err.word : "invalid_parameter", err.field[0] ? err.field : NULL, "%s", err.message);
     return pc == HP_OK;
 }
 
@@ -243,7 +243,7 @@ bool hp_query_read(struct MHD_Connection *c, hp_params *params, hp_reply *reply)
     hp_code pc = query && query[0] ? hp_params_from_query(query, params, &err) : HP_OK;
     free(query);
     if (pc != HP_OK)
-        hp_reply_error(reply, 400, "invalid_parameter", err.field[0] ? err.field : NULL, "%s", err.message);
+        hp_reply_error(reply, 400, err.word ? err.word : "invalid_parameter", err.field[0] ? err.field : NULL, "%s", err.message);
     return pc == HP_OK;
 }
 

@@ -109,7 +109,8 @@ static void job_error_reply(const hp_job *job, bool cancelled, hp_reply *reply)
     else if (job->code == HP_ERR_UNUSABLE)
         hp_reply_error(reply, 422, "unusable_image", job->err.field[0] ? job->err.field : NULL, "%s", job->err.message);
     else if (job->code == HP_ERR_INVALID_ARGUMENT)
-        hp_reply_error(reply, 400, "invalid_parameter", job->err.field[0] ? job->err.field : NULL, "%s",
+        hp_reply_error(reply, 400, job->err.word ? job->err.word : "invalid_parameter",
+                       job->err.field[0] ? job->err.field : NULL, "%s",
                        job->err.message);
     else
         hp_reply_error(reply, 500, "internal_error", NULL, "%s: %s", hp_code_name(job->code), job->err.message);

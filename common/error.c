@@ -31,6 +31,7 @@ hp_code hp_fail(hp_err *err, hp_code code, const char *fmt, ...)
         vsnprintf(err->message, sizeof(err->message), fmt, ap);
         va_end(ap);
         err->field[0] = '\0'; /* a reused hp_err must not keep an earlier failure's field */
+        err->word = NULL;
     }
     return code;
 }
@@ -44,6 +45,21 @@ hp_code hp_fail_field(hp_err *err, hp_code code, const char *field, const char *
         vsnprintf(err->message, sizeof(err->message), fmt, ap);
         va_end(ap);
         snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
+        err->word = NULL;
+    }
+    return code;
+}
+
+hp_code hp_fail_word(hp_err *err, hp_code code, const char *word, const char *field, const char *fmt, ...)
+{
+    if (err) {
+        err->code = code;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof(err->message), fmt, ap);
+        va_end(ap);
+        snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
+        err->word = word;
     }
     return code;
 }

@@ -23,6 +23,9 @@ typedef struct hp_err {
     hp_code code;
     char message[512];
     char field[128]; /* the request parameter at fault ("tonemap.white_point"), or empty */
+    /* The word the HTTP answer's error carries where the code's usual one would not say it (a static string:
+     * "no_ocio_config"), or NULL. */
+    const char *word;
 } hp_err;
 
 const char *hp_code_name(hp_code code);
@@ -33,5 +36,8 @@ hp_code hp_fail(hp_err *err, hp_code code, const char *fmt, ...) __attribute__((
 /* The same, naming the request parameter at fault, which the HTTP error body reports as "field". */
 hp_code hp_fail_field(hp_err *err, hp_code code, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The same with the answer's error word (hp_err.word). */
+hp_code hp_fail_word(hp_err *err, hp_code code, const char *word, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 #endif

@@ -215,7 +215,7 @@ static hp_code zip_gpu_upload(void *ctx, const hp_buffer *host, const hp_buffer 
 static void report(void *ctx, hp_gpu_report *out)
 {
     backend_ctx *b = ctx;
-    out->info = *hp_gpu_get_info(b->gpu);
+    hp_gpu_info_copy(b->gpu, &out->info);
     hp_gpu_memory_report(b->gpu, &out->memory);
     out->queue_depth = hp_worker_queue_depth(b->worker);
     out->queue_capacity = hp_worker_queue_capacity(b->worker);
@@ -638,9 +638,11 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
         }
         /* Not over a device lost during the warm-up (on_device_lost): that state stays. */
         if (hp_http_advance_state(http, HP_SERVICE_STARTING, HP_SERVICE_READY)) {
+            hp_gpu_info now;
+            hp_gpu_info_copy(gpu, &now);
             hp_info("ready in %.0f ms: device \"%s\", pipeline cache %s, %u pipeline(s), %u from cache",
-                    ms_since(&started), info->device_name, hp_cache_state_name(info->cache_state),
-                    info->pipelines_created, info->pipelines_from_cache);
+                    ms_since(&started), now.device_name, hp_cache_state_name(now.cache_state),
+                    now.pipelines_created, now.pipelines_from_cache);
             notify("READY=1");
         } else {
             hp_error("not ready after the warm-up: %s", hp_service_state_name(hp_http_get_state(http)));

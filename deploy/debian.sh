@@ -17,12 +17,14 @@ esac
 # Build tools, the libraries hdrpostd and hdrpost (libcurl) link, lcms2 (the build makes the encoders' ICC
 # profiles with it, tools/make_icc.c, and test_encode reads them back; the daemon does not link it), Mesa's
 # lavapipe (a Vulkan device on the CPU, used when there is no GPU), the Khronos validation layer (on in every
-# test) and PyYAML (the deployment's test reads the Kubernetes manifest).
+# test), PyYAML (the deployment's test reads the Kubernetes manifest), OpenColorIO (a studio's config, ocio/) and
+# glslang with SPIRV-Tools (the OCIO stage's shader is compiled at run time: pipeline/ocio_program.c).
 packages=(
   gcc libc6-dev pkg-config meson ninja-build glslc python3 python3-yaml
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers
   libmicrohttpd-dev libjansson-dev zlib1g-dev libopenexr-dev g++
   libwebp-dev libspng-dev libdeflate-dev openssl libcurl4-openssl-dev liblcms2-dev
+  libopencolorio-dev glslang-dev spirv-tools
 )
 # The tests also build the fuzz targets (tests/fuzz) with clang's libFuzzer, AddressSanitizer and UBSan.
 # browser_http shows the daemon's images in headless Chromium and reads their colours off the screen.
@@ -66,6 +68,10 @@ fi
 # The npm packages of the Node tests, exactly as tests/node/package-lock.json pins them (no browser download:
 # playwright-core drives Debian's chromium).
 npm ci --prefix tests/node --no-audit --no-fund --loglevel=error
+
+# Blender's OpenColorIO config (Filmic's 3D and 1D LUTs), the OCIO tests' real-LUT case: 31 MB of package, so
+# fetched here rather than committed (tools/fetch_blender_ocio.sh; nothing to do once it is there).
+bash tools/fetch_blender_ocio.sh .cache/blender-ocio
 
 # Every suite; the last line counts every check of every suite (tests speak TAP).
 status=0

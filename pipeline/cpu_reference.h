@@ -71,6 +71,12 @@ double hp_cpu_kwon_gamma(double lan);
 /* The dither noise of pixel (x, y), bit-identical to the shader's. */
 float hp_dither_noise(uint32_t x, uint32_t y);
 
+/* The OCIO stage (shaders/ocio_display.comp) on the CPU, pipeline/cpu_ocio.c: a frame of RGBA floats (as the
+ * GPU reads them: a half frame's values as halves) times the exposure's scale, through OCIO's CPU processor of
+ * the same transform, quantized to `bits` (8 or 16) into RGBA8 or RGBA16 (host order) as the GPU writes them. */
+hp_code hp_cpu_ocio(const hp_ocio_cpu *cpu, const float *rgba, uint32_t width, uint32_t height, double scale,
+                    bool dither, uint32_t bits, void *out, hp_err *err);
+
 /* One pixel through the tone pass: display-encoded RGB in [0, 1] and alpha, before quantization.
  * lan < 0: the pixel's own tone-mapped luminance is the adaptation luminance. *lum gets that luminance. */
 void hp_cpu_tone_pixel(const float rgba[4], const hp_tone_state *ts, const hp_params *p, double lan, double out[4],

@@ -584,6 +584,8 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     hp_code rc = hp_reduce_params_check(&reduce, err);
     if (rc == HP_OK)
         rc = hp_params_check(&params->params, err);
+    if (rc == HP_OK && params->ocio && (params->yuv420 || params->output_luminance))
+        rc = hp_fail(err, HP_ERR_INTERNAL, "the OCIO stage writes RGBA: not with yuv420 or output_luminance");
     if (rc == HP_OK && params->params.color.output != params->params.output.colorspace)
         rc = hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.colorspace",
                            "the frame's colour was resolved for output.colorspace %d, not %d: resolve it again "
@@ -600,8 +602,9 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
         if (!c->depth_staged)
             return hp_fail_field(err, HP_ERR_UNUSABLE, "depth",
                                  "depth of field needs the frame's depth: a depth channel in the EXR or a depth part");
+        /* The OCIO stage reads the composite as an image, as output_dof's tone pass does. */
         rc = hp_dof_frame_prepare(g->dof, &slot->dof, slot->desc.width, slot->desc.height, ds->method == HP_DOF_SAT,
-                                  bokeh, params->output_dof, err);
+                                  bokeh, params->output_dof || params->ocio, err);
         for (int i = 0; i < HP_FRAMES_IN_FLIGHT && rc == HP_OK && params->output_dof; i++)
             if (!slot->host[i].dof_host.buffer)
                 rc = hp_buffer_create(g->gpu, (VkDeviceSize)slot->desc.width * slot->desc.height * 16,
@@ -610,7 +613,7 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
             return rc;
     }
     bool local = p->gamma.mode == HP_GAMMA_LOCAL || p->gamma.mode == HP_GAMMA_LOCAL_LUMINANCE;
-    uint32_t radius = tone && local && !params->output_luminance ? p->gamma.radius : 0;
+    uint32_t radius = tone && local && !params->output_luminance && !params->ocio ? p->gamma.radius : 0;
     if (radius > 0 && !slot->lan_a.buffer) {
         VkDeviceSize lan_bytes = (VkDeviceSize)slot->desc.width * slot->desc.height * sizeof(float);
         rc = hp_buffer_create(g->gpu, lan_bytes, HP_MEM_DEVICE, "adaptation_a", &slot->lan_a, err);
@@ -690,7 +693,7 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
         /* With depth of field the tone pass composites each pixel from the DOF stage's fields as it reads
          * the frame; output_dof instead writes the composite as an image and tone-maps that. */
-        bool fused = dof && !params->output_dof;
+        bool fused = dof && !params->output_dof && !params->ocio;
         hp_tone_io tio = {
             .pixels = dof && !fused ? slot->dof.output.address : slot->input.address,
             .format = dof && !fused ? HP_PIXEL_RGBA32F : slot->desc.format,
@@ -718,7 +721,13 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
         if (dof && !fused)
             hp_dof_record_composite(g->dof, cmd, &dio, ds);
         vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_DOF);
-        hp_tone_record_map(g->tone, cmd, &tio);
+        if (params->ocio) {
+            hp_ocio_io oio = {.pixels = tio.pixels, .format = tio.format, .width = tio.width, .height = tio.height,
+                              .state = tio.state, .output = tio.output, .kind = kind, .dither = p->output.dither};
+            hp_ocio_stage_record(params->ocio, cmd, &oio);
+        } else {
+            hp_tone_record_map(g->tone, cmd, &tio);
+        }
     } else {
         for (uint32_t t = TS_EXPOSURE; t < TS_TONEMAP; t++)
             vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, t);

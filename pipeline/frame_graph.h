@@ -17,6 +17,7 @@
 
 #include "pipeline/dof.h"
 #include "pipeline/gpu.h"
+#include "pipeline/ocio_stage.h"
 #include "pipeline/params.h"
 #include "pipeline/png_gpu.h"
 #include "pipeline/reduce.h"
@@ -58,6 +59,11 @@ typedef struct hp_frame_params {
      * its translucent word on the GPU (hp_png_gpu_io.alpha_auto), as the CPU's encoder reads it back. */
     uint32_t png_channels;
     bool png_alpha_auto;
+    /* A studio's OCIO display/view (issue 34): the program, held by the caller from hp_ocio_stage_acquire
+     * (for this frame's input format and RGBA8 or RGBA16) until the frame is done, takes the tone pass's
+     * place after the exposure and the depth of field; NULL: the built-in operators. Not with yuv420 nor
+     * output_luminance. */
+    const hp_ocio_entry *ocio;
 } hp_frame_params;
 
 /* Every parameter at its schema default. */

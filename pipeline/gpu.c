@@ -657,6 +657,13 @@ void hp_gpu_destroy(hp_gpu **pgpu)
 }
 
 const hp_gpu_info *hp_gpu_get_info(const hp_gpu *gpu) { return &gpu->info; }
+void hp_gpu_info_copy(const hp_gpu *gpu, hp_gpu_info *out)
+{
+    *out = gpu->info;
+    out->pipelines_created = atomic_load_explicit(&gpu->pipelines_created, memory_order_relaxed);
+    out->pipelines_from_cache = atomic_load_explicit(&gpu->pipelines_from_cache, memory_order_relaxed);
+}
+
 uint32_t hp_gpu_buffers_created(const hp_gpu *gpu)
 {
     return atomic_load_explicit(&gpu->buffers_created, memory_order_relaxed);
@@ -772,8 +779,8 @@ void hp_gpu_set_name(hp_gpu *gpu, VkObjectType type, uint64_t handle, const char
  * reuses them for every later frame of that size, so a sub-allocator (VMA, which is C++ and not packaged
  * for Debian 12) would buy nothing: it too gives large buffers dedicated allocations. */
 
-static int find_memory_type(const hp_gpu *gpu, uint32_t type_bits, VkMemoryPropertyFlags want,
-                            VkMemoryPropertyFlags avoid)
+int hp_gpu_memory_type(const hp_gpu *gpu, uint32_t type_bits, VkMemoryPropertyFlags want,
+                       VkMemoryPropertyFlags avoid)
 {
     const VkPhysicalDeviceMemoryProperties *mp = &gpu->memory_props;
     for (uint32_t i = 0; i < mp->memoryTypeCount; i++) {
@@ -826,23 +833,23 @@ hp_code hp_buffer_create(hp_gpu *gpu, VkDeviceSize size, hp_mem_kind kind, const
     int type = -1;
     switch (kind) {
     case HP_MEM_DEVICE:
-        type = find_memory_type(gpu, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+        type = hp_gpu_memory_type(gpu, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
         break;
     case HP_MEM_UPLOAD:
         /* Write-combined (uncached) host memory is fastest for a one-way stream of writes. */
-        type = find_memory_type(gpu, req.memoryTypeBits,
+        type = hp_gpu_memory_type(gpu, req.memoryTypeBits,
                                 VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
                                 VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
         break;
     case HP_MEM_READBACK:
     case HP_MEM_READBACK_SHADER:
-        type = find_memory_type(gpu, req.memoryTypeBits,
+        type = hp_gpu_memory_type(gpu, req.memoryTypeBits,
                                 VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, 0);
         break;
     }
     if (type < 0) /* any host-visible type will do: a fallback is logged, never silent */
-        type = kind == HP_MEM_DEVICE ? find_memory_type(gpu, req.memoryTypeBits, 0, 0)
-                                     : find_memory_type(gpu, req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, 0);
+        type = kind == HP_MEM_DEVICE ? hp_gpu_memory_type(gpu, req.memoryTypeBits, 0, 0)
+                                     : hp_gpu_memory_type(gpu, req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, 0);
     if (type < 0) {
         hp_buffer_destroy(gpu, out);
         return hp_fail(err, HP_ERR_MISSING_FEATURE, "no memory type fits %s", name);
@@ -946,6 +953,8 @@ hp_code hp_compute_create(hp_gpu *gpu, const hp_compute_desc *desc, hp_compute *
     VkPushConstantRange range = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = desc->push_constant_size};
     VkPipelineLayoutCreateInfo li = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+        .setLayoutCount = desc->set_layout ? 1 : 0,
+        .pSetLayouts = &desc->set_layout,
         .pushConstantRangeCount = desc->push_constant_size ? 1 : 0,
         .pPushConstantRanges = &range,
     };
@@ -992,11 +1001,11 @@ hp_code hp_compute_create(hp_gpu *gpu, const hp_compute_desc *desc, hp_compute *
     }
     hp_gpu_set_name(gpu, VK_OBJECT_TYPE_PIPELINE, (uint64_t)out->pipeline, desc->name);
     out->push_constant_size = desc->push_constant_size;
-    gpu->info.pipelines_created++;
+    atomic_fetch_add(&gpu->pipelines_created, 1);
     bool hit = (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
                (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT);
     if (hit)
-        gpu->info.pipelines_from_cache++;
+        atomic_fetch_add(&gpu->pipelines_from_cache, 1);
     hp_debug("vulkan: pipeline %s created in %.2f ms%s", desc->name, feedback.duration / 1e6,
              hit ? " (pipeline cache hit)" : "");
     return HP_OK;

@@ -73,6 +73,7 @@ typedef struct hp_gpu_info {
     bool has_8bit_storage;           /* storageBuffer8BitAccess and shaderInt8 enabled: the wide inflate */
     hp_cache_state cache_state;
     size_t cache_bytes_loaded;       /* bytes of cache data handed to the driver at start-up */
+    /* Filled by hp_gpu_info_copy() only (the OCIO stage makes pipelines while the daemon serves): */
     uint32_t pipelines_created;
     uint32_t pipelines_from_cache;   /* pipelines the driver reported as cache hits (creation feedback) */
 } hp_gpu_info;
@@ -102,6 +103,8 @@ hp_code hp_gpu_create(const hp_gpu_config *config, hp_gpu **out, hp_err *err);
 void hp_gpu_destroy(hp_gpu **gpu);
 
 const hp_gpu_info *hp_gpu_get_info(const hp_gpu *gpu);
+/* A copy with the pipeline counts as they are now; safe from any thread. */
+void hp_gpu_info_copy(const hp_gpu *gpu, hp_gpu_info *out);
 /* Every hp_buffer_create since start-up (tests check reuse with it). Not in hp_gpu_info: buffers are created
  * from the HTTP threads too (the host pool), while /v1/gpu copies the info (ThreadSanitizer saw that race). */
 uint32_t hp_gpu_buffers_created(const hp_gpu *gpu);
@@ -176,6 +179,9 @@ typedef struct hp_compute_desc {
     uint32_t push_constant_size; /* bytes, at most 128 (the minimum every device supports) */
     const uint32_t *spec_values; /* specialization constants 0..spec_count-1, as 32-bit words */
     uint32_t spec_count;
+    /* Set 0's layout, or VK_NULL_HANDLE (every stage but one): buffers travel by address. The OCIO stage's
+     * LUTs are sampled images, which have no address (pipeline/ocio_program.h). */
+    VkDescriptorSetLayout set_layout;
 } hp_compute_desc;
 
 typedef struct hp_compute {

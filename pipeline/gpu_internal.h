@@ -10,6 +10,9 @@
 
 struct hp_gpu {
     _Atomic uint32_t buffers_created; /* hp_gpu_buffers_created */
+    /* hp_gpu_info's counts of pipelines, atomic because the OCIO stage makes pipelines while the daemon
+     * serves (pipeline/ocio_stage.h): hp_gpu_info_copy reads them. */
+    _Atomic uint32_t pipelines_created, pipelines_from_cache;
     VkInstance instance;
     uint32_t instance_api;
     VkDebugUtilsMessengerEXT messenger;
@@ -45,6 +48,10 @@ struct hp_gpu {
 
     hp_gpu_info info;
 };
+
+/* The first memory type among type_bits with every flag of want and none of avoid; -1 if none. */
+int hp_gpu_memory_type(const hp_gpu *gpu, uint32_t type_bits, VkMemoryPropertyFlags want,
+                       VkMemoryPropertyFlags avoid);
 
 /* pipeline_cache.c: reads cache_path (if any), validates it, creates gpu->pipeline_cache. */
 hp_code hp_gpu_load_pipeline_cache(hp_gpu *gpu, hp_err *err);

@@ -106,7 +106,10 @@ const hp_param_def hp_param_schema[] = {
     /* Colour spaces (issue 17; pipeline/colorspace.c has the matrices and their sources). */
     {.name = "input.colorspace", .type = HP_PARAM_ENUM, .offset = U32_AT(input.colorspace),
      .def = HP_INPUT_COLORSPACE_AUTO, .choices = input_colorspaces, .unit = "",
-     .help = "The primaries and white of the frame's linear RGB. `auto`: an OpenEXR file's `chromaticities` "
+     .open_offset = STRING_AT(ocio.input),
+     .help = "The primaries and white of the frame's linear RGB. With an OCIO config loaded (`ocio_config`) "
+             "also any colour space or role of the config (`ACEScg`, `scene_linear`): the frame then goes "
+             "through the config's display/view (`ocio.*`, docs/COLOR.md). Else `auto`: an OpenEXR file's `chromaticities` "
              "attribute or a Radiance file's PRIMARIES= line when it has one (any primaries, a white other "
              "than D65 adapted by Bradford), else `rec709`. Named: `rec709` (linear sRGB, D65), `rec2020`, "
              "`acescg` (ACES AP1), `aces2065` (ACES AP0), `p3d65` (linear Display P3). The frame is taken to "
@@ -454,6 +457,20 @@ const hp_param_def hp_param_schema[] = {
     {.name = "output.dither", .type = HP_PARAM_BOOL, .offset = BOOL_AT(output.dither), .def = 1, .unit = "",
      .help = "Add triangular noise of one quantization step before rounding, so that smooth gradients do "
              "not band."},
+    /* Issue 34: a studio's OCIO display/view in place of the operator, the gamut fold and the transfer. The
+     * names are the config's, checked by hp_params_ocio_check once a config is loaded. */
+    {.name = "ocio.display", .type = HP_PARAM_STRING, .offset = STRING_AT(ocio.display), .min = 0,
+     .max = HP_PARAM_STRING_MAX, .unit = "", .applies = "an OCIO config loaded",
+     .help = "A display of the daemon's OCIO config (`GET /v1/ocio` lists them): the frame goes through its "
+             "view's transform instead of `tonemap.operator`, the gamut fold and the output transfer. \"\": the "
+             "config's default display when `ocio.view` or `ocio.looks` is set."},
+    {.name = "ocio.view", .type = HP_PARAM_STRING, .offset = STRING_AT(ocio.view), .min = 0,
+     .max = HP_PARAM_STRING_MAX, .unit = "", .applies = "an OCIO config loaded",
+     .help = "A view of `ocio.display` (`GET /v1/ocio`). \"\": the display's default view when the display is set."},
+    {.name = "ocio.looks", .type = HP_PARAM_STRING, .offset = STRING_AT(ocio.looks), .min = 0,
+     .max = HP_PARAM_STRING_MAX, .unit = "", .applies = "an OCIO config loaded",
+     .help = "Looks of the config in OCIO's syntax (`+grade, -shot`), applied in place of the view's own. "
+             "\"\": the view's own looks."},
     /* Issue 20: the GPU's stream is a different (valid) deflate stream of the same filtered rows, so the
      * decoded samples are the CPU path's exactly; only the compressed bytes cross the bus. auto is the
      * default: on the benchmark host it frees 270 ms of CPU a 4K frame for files of the same size. */
@@ -798,8 +815,21 @@ hp_code hp_param_set_string(hp_params *p, const hp_param_def *def, const char *v
         for (size_t i = 0; def->choices[i]; i++) {
             if (strcmp(def->choices[i], value) == 0) {
                 put_u32(p, def->offset, (uint32_t)i);
+                if (def->open_offset)
+                    *(char *)at(p, def->open_offset) = '\0';
                 return HP_OK;
             }
+        }
+        /* An open enum keeps another name for hp_params_ocio_check, once a config can say what it is. */
+        if (def->open_offset && hp_params_ocio_config()) {
+            const hp_param_def text = {.type = HP_PARAM_STRING, .min = 1, .max = HP_PARAM_STRING_MAX};
+            char got[120];
+            size_t len = strlen(value);
+            if (!string_allowed(&text, value, len, got, sizeof(got)))
+                return fail_expected(def, err, "%s", got);
+            memcpy(at(p, def->open_offset), value, len + 1);
+            put_u32(p, def->offset, 0);
+            return HP_OK;
         }
         return fail_expected(def, err, "%s", quoted);
     case HP_PARAM_BOOL:
@@ -1054,6 +1084,12 @@ static hp_code rule_hable_white(const hp_params *p, const char *field, hp_err *e
                          field, p->tonemap.hable_e, p->tonemap.hable_f, p->tonemap.hable_white, u);
 }
 
+static hp_code rule_ocio(const hp_params *p, const char *field, hp_err *err)
+{
+    (void)field;
+    return hp_params_ocio_check(p, err);
+}
+
 static const param_rule rules[] = {
     {"analysis.histogram_max_log2", "`analysis.histogram_max_log2` > `analysis.histogram_min_log2`.",
      rule_histogram_range},
@@ -1084,6 +1120,10 @@ static const param_rule rules[] = {
     {"input.layer", "The OpenEXR names (`input.layer`, `input.channel_*`, `input.depth`) only with a file, not with "
                     "raw samples (`input.width` > 0).",
      rule_raw_names},
+    {"ocio.view", "`ocio.*` and an OCIO colour space in `input.colorspace` need an OCIO config (400 `no_ocio_config`); "
+                  "their names are the config's; with them `tonemap.operator`, `gamma.*` and `output.colorspace` "
+                  "stay at their defaults (the view replaces them).",
+     rule_ocio},
 };
 
 const char *hp_param_rule_doc(size_t i, const char **field)

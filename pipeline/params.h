@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "common/error.h"
+#include "ocio/config.h"
 #include "pipeline/colorspace.h"
 
 typedef enum hp_exposure_mode {
@@ -201,6 +202,18 @@ typedef struct hp_bokeh_params {
     double squeeze;       /* anamorphic: sprites this many times taller than wide */
 } hp_bokeh_params;
 
+/* A studio's OpenColorIO display/view (issue 34; docs/COLOR.md), from the config the daemon loaded at start
+ * (ocio/config.h). Empty: not asked for. Any of them set puts the config's transform in place of the tone
+ * operator, the gamut fold and the output transfer (hp_params_ocio_on). */
+typedef struct hp_ocio_params {
+    char display[HP_PARAM_STRING_MAX + 1]; /* "": the config's default display */
+    char view[HP_PARAM_STRING_MAX + 1];    /* "": the display's default view */
+    char looks[HP_PARAM_STRING_MAX + 1];   /* OCIO's look syntax; "": the view's own looks */
+    /* Not a parameter of its own: input.colorspace's text when it names a colour space or role of the config
+     * rather than one of hdrpostd's spaces (the schema keeps it here: hp_param_def.open_offset). */
+    char input[HP_PARAM_STRING_MAX + 1];
+} hp_ocio_params;
+
 typedef struct hp_params {
     hp_input_params input;
     hp_analysis_params analysis;
@@ -210,6 +223,7 @@ typedef struct hp_params {
     hp_tonemap_params tonemap;
     hp_gamma_params gamma;
     hp_output_params output;
+    hp_ocio_params ocio;
     uint32_t look; /* hp_looks' index: applied before the other parameters (api/params_json.c) */
     /* Not a request parameter: the frame's colour, resolved by api/ from input.colorspace and the file's
      * chromaticities before the frame is queued (zero: Rec.709, nothing converted). */
@@ -241,6 +255,9 @@ typedef struct hp_param_def {
     const char *unit;      /* shown in the docs: "stops", "pixels", "" */
     const char *applies;   /* which modes or operators read it, or NULL for always */
     const char *help;      /* one or two sentences for docs/PARAMETERS.md */
+    /* ENUM: where a name that is none of the choices is kept as text, once an OCIO config is loaded
+     * (hp_params_use_ocio): input.colorspace's colour spaces of the config. 0: none, the choices alone. */
+    size_t open_offset;
 } hp_param_def;
 
 extern const hp_param_def hp_param_schema[];
@@ -268,6 +285,21 @@ hp_code hp_param_set_string(hp_params *p, const hp_param_def *def, const char *v
 
 /* Checks the rules that span fields (low_percent < high_percent, 16-bit only for PNG...). */
 hp_code hp_params_check(const hp_params *p, hp_err *err);
+
+/* --- OCIO (pipeline/params_ocio.c) ------------------------------------------------------------------- */
+
+/* The config requests are checked against, set once at start before any request (NULL: none): ocio.* and
+ * input.colorspace's config names are refused without one (400 no_ocio_config). */
+void hp_params_use_ocio(const hp_ocio_config *config);
+const hp_ocio_config *hp_params_ocio_config(void);
+/* Whether the request asks for the config's display/view. */
+bool hp_params_ocio_on(const hp_params *p);
+/* The request's transform with the config's defaults filled in and every name checked (an error names the
+ * field and lists the valid names). */
+hp_code hp_params_ocio_key(const hp_params *p, hp_ocio_view_key *key, hp_err *err);
+/* The rule hp_params_check applies: a config is loaded; no parameter the view replaces (tonemap.operator,
+ * gamma.*, output.colorspace) is set away from its default; every name is the config's. */
+hp_code hp_params_ocio_check(const hp_params *p, hp_err *err);
 
 /* Writes docs/PARAMETERS.md's text from the schema. */
 void hp_params_write_markdown(FILE *out);

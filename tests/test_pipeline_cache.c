@@ -41,7 +41,7 @@ static bool start(bool save, hp_gpu_info *info, hp_err *err)
         }
     }
     if (gpu)
-        *info = *hp_gpu_get_info(gpu);
+        hp_gpu_info_copy(gpu, info);
     if (ok && save)
         ok = hp_gpu_save_pipeline_cache(gpu, err) == HP_OK;
     hp_frame_graph_destroy(&graph);

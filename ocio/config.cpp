@@ -1,0 +1,402 @@
+// A studio's OpenColorIO config behind a C interface (ocio/config.h says what and why). C++ because
+// OpenColorIO's API is C++ only; every OCIO call is inside a try block and every exception becomes an hp_err,
+// so nothing of C++ leaves this file.
+#include "ocio/config.h"
+
+#include <OpenColorIO/OpenColorIO.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace OCIO = OCIO_NAMESPACE;
+
+struct hp_ocio_config {
+    OCIO::ConstConfigRcPtr cfg;
+    std::string path, name, description, default_input;
+    std::vector<std::string> lists[4]; // by hp_ocio_list
+    std::vector<std::string> role_spaces;
+};
+
+struct hp_ocio_cpu {
+    OCIO::ConstCPUProcessorRcPtr cpu;
+};
+
+namespace {
+
+// OCIO's message, or the standard library's, as an hp_err. Allocation failures keep their meaning.
+hp_code fail_from(hp_err *err, const char *what, const std::exception &e)
+{
+    if (dynamic_cast<const std::bad_alloc *>(&e))
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+    return hp_fail(err, HP_ERR_UNUSABLE, "%s: %s", what, e.what());
+}
+
+// The processor of a key: OCIO's display/view transform from the input colour space, with the looks the key
+// names in place of the view's own (LegacyViewingPipeline's looks override, as OCIO's applications do).
+OCIO::ConstProcessorRcPtr processor_for(const hp_ocio_config *c, const hp_ocio_view_key *key)
+{
+    OCIO::DisplayViewTransformRcPtr dv = OCIO::DisplayViewTransform::Create();
+    dv->setSrc(key->input);
+    dv->setDisplay(key->display);
+    dv->setView(key->view);
+    OCIO::LegacyViewingPipelineRcPtr vp = OCIO::LegacyViewingPipeline::Create();
+    vp->setDisplayViewTransform(dv);
+    if (key->looks[0]) {
+        vp->setLooksOverrideEnabled(true);
+        vp->setLooksOverride(key->looks);
+    }
+    return vp->getProcessor(c->cfg);
+}
+
+// Every name of a list in one line for an error, cut where the message would overflow.
+std::string joined(const std::vector<std::string> &names)
+{
+    std::string s;
+    for (const std::string &n : names) {
+        if (s.size() + n.size() > 360) {
+            s += ", ...";
+            break;
+        }
+        s += s.empty() ? "" : ", ";
+        s += "\"" + n + "\"";
+    }
+    return s;
+}
+
+bool contains(const std::vector<std::string> &names, const char *name)
+{
+    for (const std::string &n : names)
+        if (n == name)
+            return true;
+    return false;
+}
+
+std::vector<std::string> views_of(const hp_ocio_config *c, const char *display)
+{
+    std::vector<std::string> v;
+    int n = c->cfg->getNumViews(display);
+    for (int i = 0; i < n; i++)
+        v.emplace_back(c->cfg->getView(display, i));
+    return v;
+}
+
+void read_lists(hp_ocio_config *c)
+{
+    const OCIO::ConstConfigRcPtr &cfg = c->cfg;
+    for (int i = 0; i < cfg->getNumDisplays(); i++)
+        c->lists[HP_OCIO_DISPLAYS].emplace_back(cfg->getDisplay(i));
+    for (int i = 0; i < cfg->getNumLooks(); i++)
+        c->lists[HP_OCIO_LOOKS].emplace_back(cfg->getLookNameByIndex(i));
+    for (int i = 0; i < cfg->getNumColorSpaces(); i++)
+        c->lists[HP_OCIO_COLORSPACES].emplace_back(cfg->getColorSpaceNameByIndex(i));
+    for (int i = 0; i < cfg->getNumRoles(); i++) {
+        c->lists[HP_OCIO_ROLES].emplace_back(cfg->getRoleName(i));
+        c->role_spaces.emplace_back(cfg->getRoleColorSpace(i));
+    }
+    const char *name = cfg->getName();
+    c->name = name ? name : "";
+    const char *desc = cfg->getDescription();
+    c->description = desc ? desc : "";
+    OCIO::ConstColorSpaceRcPtr linear = cfg->getColorSpace(OCIO::ROLE_SCENE_LINEAR);
+    if (!linear)
+        linear = cfg->getColorSpace(OCIO::ROLE_DEFAULT);
+    c->default_input = linear ? linear->getName() : "";
+}
+
+// OCIO's validate() checks the config's structure but opens no LUT file; a processor does. So every
+// display/view is built once here, from the default input, so that a missing or broken LUT stops the start.
+void build_every_view(const hp_ocio_config *c)
+{
+    for (const std::string &d : c->lists[HP_OCIO_DISPLAYS]) {
+        for (const std::string &v : views_of(c, d.c_str())) {
+            hp_ocio_view_key key = {};
+            snprintf(key.input, sizeof key.input, "%s", c->default_input.c_str());
+            snprintf(key.display, sizeof key.display, "%s", d.c_str());
+            snprintf(key.view, sizeof key.view, "%s", v.c_str());
+            processor_for(c, &key)->getDefaultCPUProcessor();
+        }
+    }
+}
+
+// Each look a looks string names ("+grade, -shot | alt"): OCIO's syntax separates looks by commas and
+// alternatives by '|', a leading '+' or '-' picks the direction. The first unknown one, or "".
+std::string unknown_look(const hp_ocio_config *c, const char *looks)
+{
+    std::string s(looks), tok;
+    for (size_t i = 0; i <= s.size(); i++) {
+        char ch = i < s.size() ? s[i] : ',';
+        if (ch != ',' && ch != '|') {
+            tok += ch;
+            continue;
+        }
+        size_t a = tok.find_first_not_of(" \t+-"), b = tok.find_last_not_of(" \t");
+        std::string name = a == std::string::npos ? "" : tok.substr(a, b - a + 1);
+        if (!name.empty() && !c->cfg->getLook(name.c_str()))
+            return name;
+        tok.clear();
+    }
+    return "";
+}
+
+} // namespace
+
+extern "C" {
+
+hp_code hp_ocio_config_load(const char *path, hp_ocio_config **out, hp_err *err)
+{
+    *out = nullptr;
+    if (!path || !path[0])
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "ocio_config: no path given");
+    hp_ocio_config *c = new (std::nothrow) hp_ocio_config;
+    if (!c)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "ocio_config: out of memory");
+    std::string what = std::string("ocio_config ") + path;
+    try {
+        c->path = path;
+        c->cfg = OCIO::Config::CreateFromFile(path);
+        c->cfg->validate();
+        read_lists(c);
+        if (c->lists[HP_OCIO_DISPLAYS].empty())
+            throw OCIO::Exception("the config has no display");
+        if (c->default_input.empty())
+            throw OCIO::Exception("the config has neither a scene_linear nor a default role");
+        build_every_view(c);
+    } catch (const std::exception &e) {
+        delete c;
+        return fail_from(err, what.c_str(), e);
+    }
+    *out = c;
+    return HP_OK;
+}
+
+void hp_ocio_config_free(hp_ocio_config *config)
+{
+    delete config;
+}
+
+const char *hp_ocio_config_path(const hp_ocio_config *c) { return c->path.c_str(); }
+const char *hp_ocio_config_name(const hp_ocio_config *c) { return c->name.c_str(); }
+const char *hp_ocio_config_description(const hp_ocio_config *c) { return c->description.c_str(); }
+const char *hp_ocio_default_input(const hp_ocio_config *c) { return c->default_input.c_str(); }
+
+size_t hp_ocio_count(const hp_ocio_config *c, hp_ocio_list list)
+{
+    return c->lists[list].size();
+}
+
+const char *hp_ocio_name(const hp_ocio_config *c, hp_ocio_list list, size_t i)
+{
+    return i < c->lists[list].size() ? c->lists[list][i].c_str() : nullptr;
+}
+
+const char *hp_ocio_role_colorspace(const hp_ocio_config *c, size_t i)
+{
+    return i < c->role_spaces.size() ? c->role_spaces[i].c_str() : nullptr;
+}
+
+size_t hp_ocio_view_count(const hp_ocio_config *c, const char *display)
+{
+    int n = c->cfg->getNumViews(display);
+    return n > 0 ? (size_t)n : 0;
+}
+
+const char *hp_ocio_view_name(const hp_ocio_config *c, const char *display, size_t i)
+{
+    return i < hp_ocio_view_count(c, display) ? c->cfg->getView(display, (int)i) : nullptr;
+}
+
+const char *hp_ocio_default_display(const hp_ocio_config *c)
+{
+    return c->cfg->getDefaultDisplay();
+}
+
+const char *hp_ocio_default_view(const hp_ocio_config *c, const char *display)
+{
+    return c->cfg->getDefaultView(display);
+}
+
+void hp_ocio_luma(const hp_ocio_config *c, double rgb[3])
+{
+    c->cfg->getDefaultLumaCoefs(rgb);
+}
+
+bool hp_ocio_has_colorspace(const hp_ocio_config *c, const char *name)
+{
+    try {
+        return name && name[0] && c->cfg->getColorSpace(name) != nullptr;
+    } catch (const std::exception &) {
+        return false;
+    }
+}
+
+hp_code hp_ocio_resolve(const hp_ocio_config *c, hp_ocio_view_key *key, hp_err *err)
+{
+    try {
+        if (!key->input[0])
+            snprintf(key->input, sizeof key->input, "%s", c->default_input.c_str());
+        else if (!hp_ocio_has_colorspace(c, key->input))
+            return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "input.colorspace",
+                                 "input.colorspace \"%s\" is neither one of hdrpostd's spaces nor a colour space or "
+                                 "role of the OCIO config; its colour spaces: %s; its roles: %s",
+                                 key->input, joined(c->lists[HP_OCIO_COLORSPACES]).c_str(),
+                                 joined(c->lists[HP_OCIO_ROLES]).c_str());
+        if (!key->display[0])
+            snprintf(key->display, sizeof key->display, "%s", c->cfg->getDefaultDisplay());
+        else if (!contains(c->lists[HP_OCIO_DISPLAYS], key->display))
+            return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "ocio.display",
+                                 "ocio.display \"%s\" is not a display of the OCIO config; its displays: %s",
+                                 key->display, joined(c->lists[HP_OCIO_DISPLAYS]).c_str());
+        std::vector<std::string> views = views_of(c, key->display);
+        if (!key->view[0])
+            snprintf(key->view, sizeof key->view, "%s", c->cfg->getDefaultView(key->display));
+        else if (!contains(views, key->view))
+            return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "ocio.view",
+                                 "ocio.view \"%s\" is not a view of the display \"%s\"; its views: %s", key->view,
+                                 key->display, joined(views).c_str());
+        std::string bad = unknown_look(c, key->looks);
+        if (!bad.empty())
+            return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "ocio.looks",
+                                 "ocio.looks names \"%s\", not a look of the OCIO config; its looks: %s",
+                                 bad.c_str(),
+                                 c->lists[HP_OCIO_LOOKS].empty() ? "none" : joined(c->lists[HP_OCIO_LOOKS]).c_str());
+    } catch (const std::exception &e) {
+        return fail_from(err, "ocio", e);
+    }
+    return HP_OK;
+}
+
+// The C++ objects behind an hp_ocio_shader: the shader description owns the text and the LUT values.
+struct shader_owner {
+    OCIO::GpuShaderDescRcPtr desc;
+    std::string text;
+    std::vector<hp_ocio_lut> luts;
+};
+
+static void add_luts(shader_owner *o)
+{
+    const OCIO::GpuShaderDescRcPtr &d = o->desc;
+    for (unsigned i = 0; i < d->getNumTextures(); i++) {
+        const char *tex = nullptr, *sampler = nullptr;
+        unsigned w = 0, h = 0;
+        OCIO::GpuShaderDesc::TextureType channel;
+        OCIO::Interpolation interp;
+        d->getTexture(i, tex, sampler, w, h, channel, interp);
+        hp_ocio_lut l = {};
+        snprintf(l.sampler, sizeof l.sampler, "%s", sampler);
+        // OCIO 2.1 declares a sampler2D for a LUT folded into rows (height > 1), else a sampler1D.
+        l.dims = h > 1 ? 2 : 1;
+        l.width = w;
+        l.height = h;
+        l.depth = 1;
+        l.channels = channel == OCIO::GpuShaderDesc::TEXTURE_RED_CHANNEL ? 1 : 3;
+        l.linear = interp != OCIO::INTERP_NEAREST;
+        d->getTextureValues(i, l.values);
+        o->luts.push_back(l);
+    }
+    for (unsigned i = 0; i < d->getNum3DTextures(); i++) {
+        const char *tex = nullptr, *sampler = nullptr;
+        unsigned edge = 0;
+        OCIO::Interpolation interp;
+        d->get3DTexture(i, tex, sampler, edge, interp);
+        hp_ocio_lut l = {};
+        snprintf(l.sampler, sizeof l.sampler, "%s", sampler);
+        l.dims = 3;
+        l.width = l.height = l.depth = edge;
+        l.channels = 3;
+        // Tetrahedral interpolation is computed in the shader from nearest fetches (OCIO's GPU Lut3D op);
+        // only trilinear asks the sampler to interpolate.
+        l.linear = interp == OCIO::INTERP_LINEAR || interp == OCIO::INTERP_DEFAULT;
+        d->get3DTextureValues(i, l.values);
+        o->luts.push_back(l);
+    }
+}
+
+hp_code hp_ocio_shader_make(const hp_ocio_config *c, const hp_ocio_view_key *key, hp_ocio_shader **out, hp_err *err)
+{
+    *out = nullptr;
+    std::unique_ptr<shader_owner> o(new (std::nothrow) shader_owner);
+    hp_ocio_shader *s = (hp_ocio_shader *)calloc(1, sizeof *s);
+    if (!o || !s) {
+        free(s);
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "ocio shader: out of memory");
+    }
+    try {
+        OCIO::ConstProcessorRcPtr proc = processor_for(c, key);
+        OCIO::ConstGPUProcessorRcPtr gpu = proc->getDefaultGPUProcessor();
+        o->desc = OCIO::GpuShaderDesc::CreateShaderDesc();
+        o->desc->setLanguage(OCIO::GPU_LANGUAGE_GLSL_4_0);
+        o->desc->setFunctionName("hp_ocio");
+        o->desc->setResourcePrefix("hp_ocio_");
+        o->desc->setPixelName("px");
+        gpu->extractGpuShaderInfo(o->desc);
+        if (o->desc->getNumUniforms() > 0) {
+            OCIO::GpuShaderDesc::UniformData data;
+            const char *u = o->desc->getUniform(0, data);
+            free(s);
+            return hp_fail(err, HP_ERR_UNUSABLE,
+                           "the OCIO transform %s / %s from \"%s\" has dynamic properties (uniform %s), which "
+                           "hdrpostd does not take: make them static in the config",
+                           key->display, key->view, key->input, u);
+        }
+        o->text = o->desc->getShaderText();
+        add_luts(o.get());
+        snprintf(s->cache_id, sizeof s->cache_id, "%s", proc->getCacheID());
+    } catch (const std::exception &e) {
+        free(s);
+        return fail_from(err, "ocio shader", e);
+    }
+    s->text = o->text.data();
+    s->lut_count = o->luts.size();
+    s->luts = o->luts.data();
+    s->owner = o.release();
+    *out = s;
+    return HP_OK;
+}
+
+void hp_ocio_shader_free(hp_ocio_shader *s)
+{
+    if (!s)
+        return;
+    delete static_cast<shader_owner *>(s->owner);
+    free(s);
+}
+
+hp_code hp_ocio_cpu_make(const hp_ocio_config *c, const hp_ocio_view_key *key, hp_ocio_cpu **out, hp_err *err)
+{
+    *out = nullptr;
+    hp_ocio_cpu *p = new (std::nothrow) hp_ocio_cpu;
+    if (!p)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "ocio cpu: out of memory");
+    try {
+        p->cpu = processor_for(c, key)->getDefaultCPUProcessor();
+    } catch (const std::exception &e) {
+        delete p;
+        return fail_from(err, "ocio cpu", e);
+    }
+    *out = p;
+    return HP_OK;
+}
+
+void hp_ocio_cpu_apply(const hp_ocio_cpu *p, float *rgba, size_t n)
+{
+    // In rows of at most 1 << 20 pixels: PackedImageDesc takes a long width.
+    const size_t row = (size_t)1 << 20;
+    for (size_t at = 0; at < n; at += row) {
+        long w = (long)(n - at < row ? n - at : row);
+        OCIO::PackedImageDesc img(rgba + 4 * at, w, 1, 4);
+        p->cpu->apply(img);
+    }
+}
+
+void hp_ocio_cpu_free(hp_ocio_cpu *p)
+{
+    delete p;
+}
+
+} // extern "C"
