@@ -61,6 +61,7 @@ static const hp_route routes[] = {
     {"GET",    "/metrics",     hp_route_metrics,   NULL,                     false, false},
     {"GET",    "/v1/stats",    hp_route_stats,     NULL,                     false, false},
     {"GET",    "/v1/params",   hp_route_params,    NULL,                     false, false},
+    {"GET",    "/v1/ocio",     hp_route_ocio,      NULL,                     false, false},
     /* Behind the token like /v1/params, which it is made from: it names the daemon's version (as /v1/stats
      * does). A client that can call the API has the token to read it. */
     {"GET",    "/openapi.json", hp_route_openapi,  NULL,                     false, false},

@@ -135,6 +135,8 @@ typedef struct hp_http_backend {
     hp_code (*zip_gpu_upload)(void *ctx, const hp_buffer *host, const hp_buffer *output, size_t bytes, hp_err *err);
     uint32_t max_width, max_height;
     uint64_t max_pixels;
+    /* A studio's OCIO programs (pipeline/ocio_stage.h), NULL without a config; it outlives the server. */
+    struct hp_ocio_stage *ocio;
 } hp_http_backend;
 
 typedef struct hp_http hp_http;

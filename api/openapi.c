@@ -681,6 +681,32 @@ static void build_params(doc *d, json_t *op)
                 schema_ref(d, "ParamTable")));
 }
 
+static void build_ocio(doc *d, json_t *op)
+{
+    put(d, json_object_get(op, "responses"), "200",
+        json_ok(d, "The OCIO config, or config null without one.", NULL,
+                parse(d, "ocio", JSON_TEXT({
+                    "type": "object", "additionalProperties": false,
+                    "required": ["config", "default_display", "scene_linear", "displays", "looks", "colorspaces", "roles", "programs"],
+                    "properties": {
+                        "config": {"type": ["object", "null"], "required": ["path", "name", "description"],
+                                   "properties": {"path": {"type": "string"}, "name": {"type": "string"},
+                                                  "description": {"type": "string"}}},
+                        "default_display": {"type": ["string", "null"]},
+                        "scene_linear": {"type": ["string", "null"], "description": "The colour space of a frame that names none."},
+                        "displays": {"type": "array", "items": {"type": "object", "required": ["name", "default_view", "views"],
+                                     "properties": {"name": {"type": "string"}, "default_view": {"type": "string"},
+                                                    "views": {"type": "array", "items": {"type": "string"}}}}},
+                        "looks": {"type": "array", "items": {"type": "string"}},
+                        "colorspaces": {"type": "array", "items": {"type": "string"}},
+                        "roles": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "programs": {"type": ["object", "null"], "description": "The GPU programs made from the config: kept, made, found kept, evicted, failed, and the time spent making them.",
+                                     "properties": {"kept": {"type": "integer"}, "made": {"type": "integer"},
+                                                    "found": {"type": "integer"}, "evicted": {"type": "integer"},
+                                                    "failed": {"type": "integer"}, "made_ms_total": {"type": "number"},
+                                                    "made_ms_last": {"type": "number"}}}}}))));
+}
+
 static void build_openapi(doc *d, json_t *op)
 {
     put(d, json_object_get(op, "responses"), "200",
@@ -740,10 +766,11 @@ static void build_console_file(doc *d, json_t *op)
 #define FRAME_ERRORS(encode_413, encode_500)                                                                   \
     {400,                                                                                                       \
      "invalid_parameter malformed_params malformed_multipart missing_frame unknown_part duplicate_part "       \
-     "empty_part malformed_image " FRAMING_CODES,                                                               \
+     "empty_part malformed_image no_ocio_config ocio_conflict " FRAMING_CODES,                                  \
      "A parameter unknown, of the wrong type or out of range (the message names it and what it accepts, "      \
      "field its dotted name); the body, a form part or the image malformed; a form part repeated, empty or "   \
-     "unknown (field names it). Or: " FRAMING_WHEN,                                                             \
+     "unknown (field names it); ocio.* without an OCIO config, or with a parameter the view replaces. Or: "    \
+     FRAMING_WHEN,                                                                                              \
      NULL},                                                                                                     \
     {411, "length_required", "A body without Content-Length and not chunked.", NULL},                           \
     {413, "body_too_large too_large",                                                                           \
@@ -758,7 +785,8 @@ static void build_console_file(doc *d, json_t *op)
      "image of another size, or dof.enabled without any depth.",                                               \
      NULL},                                                                                                     \
     {429, "queue_full", "queue_depth frames are waiting already; retry after Retry-After.", "Retry-After"},     \
-    {500, "internal_error internal" encode_500, "A failure of the daemon's own (the message says which).",      \
+    {500, "internal_error internal ocio_failed" encode_500,                                                     \
+     "A failure of the daemon's own (the message says which), or an OCIO view that could not be made for the GPU.", \
      NULL},                                                                                                     \
     {503, "not_ready device_lost memory_full out_of_memory",                                                    \
      "Starting (Retry-After: 1), draining, or the GPU was lost; the requests in flight hold so much of "       \
@@ -797,6 +825,10 @@ static const op_doc ops[] = {
      "Every request parameter with its type, default, range or choices, unit and description, the looks and "
      "the rules across parameters, made from the table the parsers read (the console builds its form from it).",
      build_params, {FRAMING_400, NO_BODY_413, OOM_503}},
+    {"GET", "/v1/ocio", NULL, "ocio", "describe", "The studio's OCIO config",
+     "The OpenColorIO config the daemon loaded (ocio_config; docs/COLOR.md): its displays with their views, looks, "
+     "colour spaces and roles, the names ocio.display, ocio.view, ocio.looks and input.colorspace take.",
+     build_ocio, {FRAMING_400, NO_BODY_413, OOM_503}},
     {"GET", "/openapi.json", NULL, "openapi", "describe", "This document",
      "The API as OpenAPI 3.1, made from the route table and the parameter table the server runs on.",
      build_openapi, {FRAMING_400, NO_BODY_413, OOM_503}},

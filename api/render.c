@@ -52,6 +52,8 @@ typedef struct frame_plan {
     bool use_early;                   /* the early decoder's frame is this frame */
     const char *color_space;          /* the frame's colour space: a name of hp_colorspace, or "custom" */
     const char *color_source;         /* why: "parameter", "attribute" (the file's) or "default" */
+    bool ocio;                        /* through a studio's OCIO view (issue 34): ocio_key's */
+    hp_ocio_view_key ocio_key;
 } frame_plan;
 
 /* Raw little-endian samples (input.*) to the RGBA32F frame the pipeline takes: grey to R, G and B,
@@ -285,6 +287,19 @@ static bool check_choices(const frame_request *fr, frame_plan *pl, hp_reply *rep
 static bool resolve_color(frame_request *fr, frame_plan *pl, hp_reply *reply)
 {
     hp_err err = {0};
+    /* Through an OCIO view the config's processor takes the frame from its colour space (input.colorspace's
+     * config name, else the config's scene_linear): nothing is converted before it. */
+    if (!fr->analyze && hp_params_ocio_on(&fr->fp.params)) {
+        if (hp_params_ocio_key(&fr->fp.params, &pl->ocio_key, &err) != HP_OK) {
+            hp_reply_error(reply, 400, err.word ? err.word : "invalid_parameter", err.field[0] ? err.field : NULL,
+                           "%s", err.message);
+            return false;
+        }
+        pl->ocio = true;
+        fr->fp.params.color = (hp_input_color){.convert = false, .output = fr->fp.params.output.colorspace};
+        pl->color_source = fr->fp.params.ocio.input[0] ? "parameter" : "ocio_scene_linear";
+        return true;
+    }
     if (hp_input_color_resolve(fr->fp.params.input.colorspace, pl->info.has_chromaticities ? &pl->info.chromaticities
                                                                                           : NULL,
                                fr->fp.params.output.colorspace, &fr->fp.params.color, &pl->color_space, &pl->color_source, &err) != HP_OK) {
@@ -442,6 +457,11 @@ static void describe(const hp_request *req, const frame_request *fr, const frame
     ctx->early = pl->use_early;
     ctx->color_space = pl->color_space;
     ctx->color_source = pl->color_source;
+    if (pl->ocio) {
+        ctx->ocio = true;
+        ctx->ocio_key = pl->ocio_key;
+        ctx->color_space = ctx->ocio_key.input; /* the config's name, for the answer */
+    }
     if (pl->raw || info->format != HP_IMAGE_EXR)
         return;
     /* Names from the file, quoted in the JSON answer: made UTF-8 (jansson refuses anything else). */
@@ -479,6 +499,27 @@ static void set_deadline(hp_job *job, double timeout_s)
 
 /* Hands the job to the daemon's queue, with the connection's reply deferred to the finishing thread. False
  * (the reply says why): the job is still the caller's. */
+/* The OCIO view's program for the frame's format and bit depth, made now on its first use (the request waits:
+ * docs/COLOR.md says how long, and ocio_warm makes programs before the daemon is ready). The OCIO stage writes
+ * RGBA: lossy WebP's 4:2:0 planes are then made on the CPU. */
+static bool ocio_program(hp_request *req, hp_job *job, render_ctx *ctx, hp_reply *reply)
+{
+    ctx->ocio_stage = hp_http_get_backend(req->http)->ocio;
+    hp_err err = {0};
+    bool made = false;
+    hp_tone_output kind = job->params.params.output.bit_depth == 16 ? HP_TONE_OUT_RGBA16 : HP_TONE_OUT_RGBA8;
+    job->params.yuv420 = job->params.yuv_alpha = false;
+    if (!ctx->ocio_stage || hp_ocio_stage_acquire(ctx->ocio_stage, &ctx->ocio_key, job->desc.format, kind,
+                                                  &ctx->ocio_entry, &made, &err) != HP_OK) {
+        hp_reply_error(reply, 500, "ocio_failed", "ocio.view", "the OCIO view %s / %s from \"%s\" could not be made "
+                       "for the GPU: %s", ctx->ocio_key.display, ctx->ocio_key.view, ctx->ocio_key.input,
+                       ctx->ocio_stage ? err.message : "the daemon has no OCIO stage");
+        return false;
+    }
+    job->params.ocio = ctx->ocio_entry;
+    return true;
+}
+
 static bool queue(hp_request *req, frame_request *fr, const frame_plan *pl, render_ctx *ctx, hp_job *job,
                   hp_reply *reply)
 {
@@ -496,6 +537,8 @@ static bool queue(hp_request *req, frame_request *fr, const frame_plan *pl, rend
      * GPU from the tone pass's word on whether any alpha is translucent (hp_frame_params.png_alpha_auto). */
     job->params.png_channels = pl->info.has_alpha && p->output.alpha != HP_ALPHA_DROP ? 4 : 3;
     job->params.png_alpha_auto = pl->info.has_alpha && p->output.alpha == HP_ALPHA_AUTO;
+    if (ctx->ocio && !ocio_program(req, job, ctx, reply))
+        return false;
     job->finish = hp_render_finish;
     job->client_gone = client_gone;
     job->rows = pl->use_early && fr->early->pending ? &fr->early->rows : NULL;

@@ -38,6 +38,12 @@ typedef struct render_ctx {
     char exr_layer[HP_IMAGE_NAME_MAX];
     char exr_channels[4][HP_IMAGE_NAME_MAX]; /* R, G, B, A */
     char exr_depth[HP_IMAGE_NAME_MAX];
+    /* A studio's OCIO view (issue 34): the transform, resolved, and its program, held from before the job is
+     * queued until the request lets go (hp_render_ctx_free): the GPU is done with it by then. */
+    bool ocio;
+    hp_ocio_view_key ocio_key;
+    struct hp_ocio_stage *ocio_stage;
+    struct hp_ocio_entry *ocio_entry;
 } render_ctx;
 
 /* On a finishing thread, the job's finish: encode (render) or describe (analyze), answer, free the job and

@@ -367,6 +367,8 @@ void hp_render_ctx_free(render_ctx *ctx)
     if (!ctx)
         return;
     hp_budget_give(ctx->budget, ctx->charged);
+    if (ctx->ocio_entry)
+        hp_ocio_stage_release(ctx->ocio_stage, ctx->ocio_entry);
     free(ctx);
 }
 

@@ -147,6 +147,9 @@ void hp_route_stats(hp_request *request, hp_reply *reply);
  * keep a page of ours from running anything but its own scripts; 404 when the console is off. */
 void hp_route_console(hp_request *request, hp_reply *reply);
 
+/* ocio_route.c: GET /v1/ocio (issue 34): the studio's OCIO config as clients and the console need it. */
+void hp_route_ocio(hp_request *request, hp_reply *reply);
+
 /* describe.c: GET /v1/params (the parameter table as data) and GET /openapi.json (the API described). */
 void hp_route_params(hp_request *request, hp_reply *reply);
 void hp_route_openapi(hp_request *request, hp_reply *reply);

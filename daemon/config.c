@@ -245,6 +245,22 @@ static const hp_setting settings[] = {
              "the daemon's own console. A request from a browser page elsewhere (its Origin header) is refused "
              "403: a page on another site could otherwise make a visitor's browser post frames to it. Clients "
              "that send no Origin (curl, hdrpost, render jobs) are not affected."},
+    {.name = "ocio_config", .type = HP_SETTING_STRING, .offset = FIELD(ocio_config), .default_value = "",
+     .metavar = "PATH",
+     .help = "An OpenColorIO config (config.ocio) whose displays, views, looks and colour spaces requests may name "
+             "(ocio.*, input.colorspace; docs/COLOR.md). Not set: the OCIO environment variable, as every OCIO "
+             "application reads it; empty: none. Loaded at start with every view built: a config OCIO cannot use, "
+             "or a LUT it names that is missing, stops the start with OCIO's message."},
+    {.name = "ocio_cache", .type = HP_SETTING_INT, .offset = FIELD(ocio_cache), .default_value = "32", .min = 1,
+     .max = 4096, .metavar = "N",
+     .help = "OCIO programs kept compiled (one per input colour space, display, view and looks: a shader, its LUTs "
+             "on the GPU, its pipelines); past this the least recently used is let go, and made again on its next "
+             "use."},
+    {.name = "ocio_warm", .type = HP_SETTING_STRING, .offset = FIELD(ocio_warm), .default_value = "",
+     .metavar = "LIST",
+     .help = "OCIO programs made before the daemon says ready, so that no request waits for one: entries "
+             "DISPLAY/VIEW or INPUT:DISPLAY/VIEW separated by ';' (the input: the config's scene_linear when left "
+             "out), or * for every display and view from scene_linear. A name the config lacks stops the start."},
     {.name = "probe_listen", .type = HP_SETTING_STRING, .offset = FIELD(probe_listen), .default_value = "",
      .check = check_probe_listen, .metavar = "HOST:PORT",
      .help = "A second address answering /livez and /readyz alone, over plain HTTP and with connections of its "
@@ -645,6 +661,12 @@ hp_config_result hp_config_load(hp_config *config, int argc, char **argv, hp_err
             goto done;
     }
     if (check_exposure(config, err) != HP_OK)
+        goto done;
+    /* ocio_config set nowhere: the OCIO environment variable, as every OpenColorIO application reads it. */
+    const char *ocio_env = getenv("OCIO");
+    const hp_setting *ocio = find_setting("ocio_config", strlen("ocio_config"));
+    if (ocio_env && *ocio_env && config->source[ocio - settings] == HP_CONFIG_FROM_DEFAULT &&
+        apply(config, ocio, ocio_env, HP_CONFIG_FROM_ENV, "environment OCIO", err) != HP_OK)
         goto done;
     config->console_enabled = config->console == HP_ON ||
                               (config->console == HP_AUTO && listen_is_loopback(config->listen));

@@ -80,6 +80,11 @@ typedef struct hp_config {
     /* The probe listener's address ("" none), the connection limits and deadlines (api/http.h), and the
      * memory budget of requests in flight in MiB (0: half the memory limit; common/budget.h). */
     char *probe_listen;
+    /* A studio's OpenColorIO config (ocio/config.h): its path ("" none; the OCIO environment variable when set
+     * nowhere else), the programs kept compiled, those made before ready (pipeline/ocio_stage.h). */
+    char *ocio_config;
+    int ocio_cache;
+    char *ocio_warm;
     /* Origins besides the daemon's own whose pages may call the API (api/http.h); "" none. */
     char *allowed_origins;
     int max_connections, max_connections_per_ip;

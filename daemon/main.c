@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "daemon/config.h"
 #include "daemon/notify.h"
+#include "daemon/ocio_setup.h"
 #include "daemon/worker.h"
 #include "daemon/zip_share.h"
 #include "pipeline/clock_hold.h"
@@ -493,9 +494,16 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
     hp_host_pool *host_pool = NULL;
     hp_exr_zip_gpu *zip = NULL;
     hp_clock_hold *clock_hold = NULL;
+    hp_ocio_config *ocio_config = NULL;
+    hp_ocio_stage *ocio_stage = NULL;
     static backend_ctx bctx; /* outlives the HTTP server, which holds a pointer to it */
     int exit_code = EXIT_CLEAN;
     const char *cache_path = config->pipeline_cache[0] ? config->pipeline_cache : NULL;
+
+    /* A studio's OCIO config first: one OCIO cannot use stops the start before anything listens. */
+    if ((code = hp_daemon_ocio_load(config->ocio_config, &ocio_config, &err)) != HP_OK)
+        goto startup_failed;
+    hp_params_use_ocio(ocio_config);
 
     hp_http_params http_params = HP_HTTP_PARAMS_DEFAULTS;
     http_params.listen = config->listen;
@@ -596,8 +604,13 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
             else if (config->exr_zip_gpu_share != 0 && config->exr_zip_decoder == HP_EXR_ZIP_DECODER_AUTO)
                 hp_info("exr_zip_gpu_share: no share on this device (no wide inflate, or auto is the CPU's)");
         }
+        if (ocio_config && ((code = hp_ocio_stage_create(gpu, ocio_config, (uint32_t)config->ocio_cache, &ocio_stage,
+                                                         &err)) != HP_OK ||
+                            (code = hp_daemon_ocio_warm(ocio_stage, config->ocio_warm, &err)) != HP_OK))
+            goto startup_failed;
         hp_http_backend backend = {
             .ctx = &bctx,
+            .ocio = ocio_stage,
             .submit = submit_job,
             .cancel = cancel_job,
             .frame_coming = frame_coming,
@@ -688,11 +701,14 @@ shutdown:
     hp_clock_hold_destroy(&clock_hold);
     hp_host_pool_destroy(&host_pool); /* every job is done: every block is back */
     hp_exr_zip_gpu_destroy(&zip);
+    hp_ocio_stage_destroy(&ocio_stage); /* every job is done: no frame holds a program */
     /* Only after a warm-up: a cache saved before it holds no pipelines and would replace a good file. */
     if (gpu && graph && cache_path)
         save_pipeline_cache(gpu, cache_path);
     hp_frame_graph_destroy(&graph);
     hp_gpu_destroy(&gpu);
+    hp_params_use_ocio(NULL);
+    hp_ocio_config_free(ocio_config);
     /* Counted after the destroys: leaked objects are reported by vkDestroyDevice and vkDestroyInstance. */
     if (config->validation && hp_gpu_validation_messages() > 0) {
         hp_error("the validation layer reported %u message(s)", hp_gpu_validation_messages());
