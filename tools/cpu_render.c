@@ -3,6 +3,10 @@
  * in double precision (pipeline/cpu_*.c) with the request's parameters, and writes the quantized image
  * as raw RGBA rows (8-bit bytes, or 16-bit little-endian) plus the statistics as JSON on stdout.
  *
+ * With ocio.* (or input.colorspace naming a colour space of the config) the frame goes through OCIO's own CPU
+ * processor after the exposure, as the daemon's OCIO stage does on the GPU (pipeline/cpu_ocio.c); the config is
+ * the OCIO environment variable's, as for every OCIO application.
+ *
  * Usage: cpu_render FRAME [PARAMS_JSON [OUT.rgba]] */
 #include <jansson.h>
 #include <stdio.h>
@@ -12,6 +16,23 @@
 #include "api/params_json.h"
 #include "common/file.h"
 #include "pipeline/cpu_reference.h"
+
+/* The image again through the OCIO view, with the exposure the reference's stages found. */
+static bool ocio_render(const hp_params *p, const float *rgba, const hp_image_info *info, const hp_tone_state *ts,
+                        void *out)
+{
+    hp_err err = {0};
+    hp_ocio_view_key key;
+    hp_ocio_cpu *cpu = NULL;
+    bool ok = hp_params_ocio_key(p, &key, &err) == HP_OK &&
+              hp_ocio_cpu_make(hp_params_ocio_config(), &key, &cpu, &err) == HP_OK &&
+              hp_cpu_ocio(cpu, rgba, info->width, info->height, ts->scale, p->output.dither, p->output.bit_depth, out,
+                          &err) == HP_OK;
+    if (!ok)
+        fprintf(stderr, "cpu_render: ocio: %s\n", err.message);
+    hp_ocio_cpu_free(cpu);
+    return ok;
+}
 
 int main(int argc, char **argv)
 {
@@ -27,6 +48,13 @@ int main(int argc, char **argv)
     }
 
     hp_err err = {0};
+    hp_ocio_config *ocio = NULL;
+    const char *ocio_path = getenv("OCIO");
+    if (ocio_path && *ocio_path && hp_ocio_config_load(ocio_path, &ocio, &err) != HP_OK) {
+        fprintf(stderr, "cpu_render: %s\n", err.message);
+        return 1;
+    }
+    hp_params_use_ocio(ocio);
     hp_params p;
     hp_params_defaults(&p);
     if (argc > 2 && argv[2][0]) {
@@ -51,7 +79,10 @@ int main(int argc, char **argv)
         return 1;
     }
     const char *space, *source;
-    if (hp_input_color_resolve(p.input.colorspace, info.has_chromaticities ? &info.chromaticities : NULL, p.output.colorspace, &p.color,
+    bool through_ocio = hp_params_ocio_on(&p);
+    if (through_ocio)
+        p.color = (hp_input_color){.convert = false, .output = p.output.colorspace}; /* OCIO converts */
+    else if (hp_input_color_resolve(p.input.colorspace, info.has_chromaticities ? &info.chromaticities : NULL, p.output.colorspace, &p.color,
                                &space, &source, &err) != HP_OK) {
         fprintf(stderr, "cpu_render: %s\n", err.message);
         return 1;
@@ -63,6 +94,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "cpu_render: out of memory\n");
         return 1;
     }
+    if (through_ocio && !ocio_render(&p, rgba, &info, &ts, out))
+        return 1;
     if (argc > 3) {
         FILE *o = fopen(argv[3], "wb");
         size_t bytes_out = n * (p.output.bit_depth == 16 ? 8 : 4);
@@ -87,5 +120,7 @@ int main(int argc, char **argv)
     free(out);
     free(rgba);
     free(bytes);
+    hp_params_use_ocio(NULL);
+    hp_ocio_config_free(ocio);
     return 0;
 }
