@@ -16,6 +16,7 @@
 
 #include "api/crc32_threads.h"
 #include "api/deflate_runs.h"
+#include "api/encode_png_hdr.h"
 #include "api/image.h"
 /* Generated at build time by tools/make_icc.c (api/meson.build): the profiles of the wide-gamut outputs and
  * their cHRM values, by hp_output_colorspace and hp_output_encoding. */
@@ -67,6 +68,7 @@ typedef struct frame {
     size_t src_row_bytes; /* width * 4 samples * bit_depth / 8 */
     const hp_yuv420 *yuv; /* lossy WebP from these planes instead of pixels (hp_encode_webp_yuv420) */
     hp_output_encoding encoding; /* the samples' transfer: the colour chunks, and a WebP's ICC profile */
+    const uint8_t *cicp;  /* PNG: a cICP chunk's 4 bytes instead of the colour chunks (encode_png_hdr.h), or NULL */
 } frame;
 
 /* --- WebP ------------------------------------------------------------------------------------------- */
@@ -419,17 +421,24 @@ static const uint32_t *png_chrm(hp_output_colorspace space)
     return space == HP_OUTPUT_SRGB ? srgb : hp_icc_spaces[space].chrm;
 }
 
-/* gAMA, cHRM, sRGB or iCCP, and tEXt as encode.h lists them. comment: the tEXt chunk, written for the local
- * modes; iccp: room for the iCCP chunk. libspng keeps both pointers, not copies, so they live in the caller
- * until spng_ctx_free().
+/* gAMA, cHRM, sRGB or iCCP, and tEXt as encode.h lists them; or, with cicp (4 bytes), the cICP chunk alone
+ * (encode_png_hdr.h). comment: the tEXt chunk, written for the local modes; iccp: room for the iCCP or cICP
+ * chunk. libspng keeps both pointers (and cicp), not copies, so they live in the caller until spng_ctx_free().
  * The iCCP chunk goes to libspng whole, name, method and compressed profile as make_icc wrote them, as a
  * chunk it need not know (spng_set_unknown_chunks, placed after IHDR: after cHRM and gAMA, where libspng
  * would write its own iCCP). spng_set_iccp() would compress the profile on every request with zlib's own
  * allocator, whose failure libspng reports as a zlib error (SPNG_EZLIB), not as memory, and would write
  * other bytes than the strips' chunk. */
 static hp_code png_set_colour_chunks(spng_ctx *ctx, hp_output_colorspace space, hp_output_encoding encoding,
-                                     struct spng_text *comment, struct spng_unknown_chunk *iccp, hp_err *err)
+                                     const uint8_t *cicp, struct spng_text *comment, struct spng_unknown_chunk *iccp,
+                                     hp_err *err)
 {
+    if (cicp) { /* libspng 0.7.3 has no spng_set_cicp: a chunk it need not know, right after IHDR */
+        *iccp = (struct spng_unknown_chunk){.type = {'c', 'I', 'C', 'P'}, .length = 4, .data = (void *)cicp,
+                                            .location = SPNG_AFTER_IHDR};
+        int rc = spng_set_unknown_chunks(ctx, iccp, 1);
+        return rc == SPNG_OK ? HP_OK : png_failure(rc, "setting the cICP chunk", err);
+    }
     const uint32_t *c = png_chrm(space);
     struct spng_chrm_int chrm = {.white_point_x = c[0], .white_point_y = c[1], .red_x = c[2], .red_y = c[3],
                                  .green_x = c[4], .green_y = c[5], .blue_x = c[6], .blue_y = c[7]};
@@ -482,7 +491,7 @@ static hp_code encode_png(const frame *f, const hp_output_params *out, hp_output
     struct spng_text comment = {.keyword = "Comment", .type = SPNG_TEXT, .length = sizeof(comment_text) - 1,
                                 .text = comment_text};
     struct spng_unknown_chunk iccp;
-    if ((code = png_set_colour_chunks(ctx, out->colorspace, encoding, &comment, &iccp, err)) != HP_OK)
+    if ((code = png_set_colour_chunks(ctx, out->colorspace, encoding, f->cicp, &comment, &iccp, err)) != HP_OK)
         goto done;
 
     /* Progressive: one row at a time, so no full-size converted copy of the frame is ever made.
@@ -789,8 +798,8 @@ static void run_strips(void *(*fn)(void *), png_strip *strips, uint32_t n, pthre
 }
 
 static hp_code png_write_file(uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
-                              const hp_output_params *out, hp_output_encoding encoding, const uint8_t *zbuf,
-                              size_t z_total, hp_encoded *result, hp_err *err);
+                              const hp_output_params *out, hp_output_encoding encoding, const uint8_t *cicp,
+                              const uint8_t *zbuf, size_t z_total, hp_encoded *result, hp_err *err);
 
 static hp_code encode_png_strips(const frame *f, const hp_output_params *out, hp_output_encoding encoding,
                                  unsigned threads, hp_encoded *result, hp_err *err)
@@ -860,7 +869,8 @@ static hp_code encode_png_strips(const frame *f, const hp_output_params *out, hp
             adler = adler32_combine(adler, strips[i].adler, (z_off_t)((strips[i].y1 - strips[i].y0) * stride));
     }
     be32(zw, (uint32_t)adler);
-    code = png_write_file(f->width, f->height, f->bit_depth, f->alpha, out, encoding, zbuf, z_total, result, err);
+    code = png_write_file(f->width, f->height, f->bit_depth, f->alpha, out, encoding, f->cicp, zbuf, z_total, result,
+                          err);
     free(zbuf);
     for (uint32_t i = 0; code == HP_OK && i < n; i++)
         result->cpu_ms += strips[i].cpu_ms;
@@ -883,16 +893,18 @@ static const char png_comment[] = "Comment\0" PNG_KWON_COMMENT;
 #define PNG_IDAT_MAX ((size_t)1 << 30) /* PNG chunks hold up to 2^31 - 1 bytes */
 
 /* The bytes png_head writes, exactly (hp_encode_png_in_place puts IDAT right after them). */
-static size_t png_head_bytes(const hp_output_params *out, hp_output_encoding encoding)
+static size_t png_head_bytes(const hp_output_params *out, hp_output_encoding encoding, const uint8_t *cicp)
 {
+    if (cicp)
+        return 8 + (12 + 13) + (12 + 4);
     const hp_icc_profile *icc = output_profile(out->colorspace, encoding);
     return 8 + (12 + 13) + (12 + 32) + (12 + 4) + (encoding == HP_ENCODING_SRGB && !icc ? 12 + 1 : 0) +
            (icc ? 12 + icc->iccp_size : 0) + (encoding == HP_ENCODING_SRGB_LIKE ? 12 + sizeof(png_comment) - 1 : 0);
 }
 
-/* Signature, IHDR and the chunks before IDAT at w; returns where they end. */
+/* Signature, IHDR and the chunks before IDAT at w (cicp: the cICP chunk alone); returns where they end. */
 static uint8_t *png_head(uint8_t *w, uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
-                         const hp_output_params *out, hp_output_encoding encoding)
+                         const hp_output_params *out, hp_output_encoding encoding, const uint8_t *cicp)
 {
     static const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     memcpy(w, signature, 8);
@@ -902,6 +914,10 @@ static uint8_t *png_head(uint8_t *w, uint32_t width, uint32_t height, uint32_t b
     be32(ihdr + 4, height);
     ihdr[8] = (uint8_t)bit_depth, ihdr[9] = alpha ? 6 : 2, ihdr[10] = ihdr[11] = ihdr[12] = 0;
     png_chunk(&w, "IHDR", ihdr, 13);
+    if (cicp) {
+        png_chunk(&w, "cICP", cicp, 4);
+        return w;
+    }
     /* The chunks png_set_colour_chunks() sets through libspng (encode.h), in the order libspng writes them. */
     const hp_icc_profile *icc = output_profile(out->colorspace, encoding);
     const uint32_t *chrm = png_chrm(out->colorspace);
@@ -923,15 +939,15 @@ static uint8_t *png_head(uint8_t *w, uint32_t width, uint32_t height, uint32_t b
 }
 
 static hp_code png_write_file(uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
-                              const hp_output_params *out, hp_output_encoding encoding, const uint8_t *zbuf,
-                              size_t z_total, hp_encoded *result, hp_err *err)
+                              const hp_output_params *out, hp_output_encoding encoding, const uint8_t *cicp,
+                              const uint8_t *zbuf, size_t z_total, hp_encoded *result, hp_err *err)
 {
     size_t idat_chunks = (z_total + PNG_IDAT_MAX - 1) / PNG_IDAT_MAX;
-    size_t cap = png_head_bytes(out, encoding) + 12 * idat_chunks + z_total + 12;
+    size_t cap = png_head_bytes(out, encoding, cicp) + 12 * idat_chunks + z_total + 12;
     uint8_t *png = malloc(cap);
     if (!png)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte PNG", cap);
-    uint8_t *w = png_head(png, width, height, bit_depth, alpha, out, encoding);
+    uint8_t *w = png_head(png, width, height, bit_depth, alpha, out, encoding, cicp);
     double helpers = 0;
     for (size_t at = 0; at < z_total; at += PNG_IDAT_MAX)
         helpers += png_chunk(&w, "IDAT", zbuf + at, z_total - at < PNG_IDAT_MAX ? z_total - at : PNG_IDAT_MAX);
@@ -991,8 +1007,10 @@ hp_code hp_encode_webp_yuv420(const hp_yuv420 *planes, uint32_t width, uint32_t 
     return code;
 }
 
-hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
-                  hp_output_encoding encoding, const hp_output_params *out, hp_encoded *result, hp_err *err)
+/* hp_encode(), and hp_encode_png_cicp() with cicp (4 bytes; format png only). */
+static hp_code encode_frame(const void *pixels, uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
+                            hp_output_encoding encoding, const uint8_t *cicp, const hp_output_params *out,
+                            hp_encoded *result, hp_err *err)
 {
     if (result)
         *result = (hp_encoded){0};
@@ -1026,7 +1044,7 @@ hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t 
         return hp_fail(err, HP_ERR_TOO_LARGE, "a %ux%u frame of %u-bit samples is over this host's address space",
                        width, height, bit_depth);
     const frame f = {.pixels = pixels, .width = width, .height = height, .bit_depth = bit_depth, .alpha = alpha,
-                     .src_row_bytes = src_row_bytes, .encoding = encoding};
+                     .src_row_bytes = src_row_bytes, .encoding = encoding, .cicp = cicp};
     double c0 = hp_thread_cpu_ms();
     unsigned threads = png_threads();
     /* The run-length coder is used at the fast efforts whatever the size (one strip below
@@ -1039,6 +1057,12 @@ hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t 
     if (code == HP_OK)
         result->cpu_ms += hp_thread_cpu_ms() - c0;
     return code;
+}
+
+hp_code hp_encode(const void *pixels, uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
+                  hp_output_encoding encoding, const hp_output_params *out, hp_encoded *result, hp_err *err)
+{
+    return encode_frame(pixels, width, height, bit_depth, alpha, encoding, NULL, out, result, err);
 }
 
 /* What hp_encode_png_deflated and hp_encode_png_in_place take, checked. */
@@ -1073,10 +1097,34 @@ hp_code hp_encode_png_deflated(const uint8_t *zlib, size_t zlib_len, uint32_t wi
     if (code != HP_OK)
         return code;
     double c0 = hp_thread_cpu_ms();
-    code = png_write_file(width, height, bit_depth, alpha, out, encoding, zlib, zlib_len, result, err);
+    code = png_write_file(width, height, bit_depth, alpha, out, encoding, NULL, zlib, zlib_len, result, err);
     if (code == HP_OK)
         result->cpu_ms += hp_thread_cpu_ms() - c0;
     return code;
+}
+
+/* hp_encode_png_in_place's file, checked already; cicp: the cICP chunk instead of the colour chunks, or NULL. */
+static hp_code png_in_place(uint8_t *zlib, size_t zlib_len, size_t room_before, size_t room_after, uint32_t width,
+                            uint32_t height, uint32_t bit_depth, bool alpha, hp_output_encoding encoding,
+                            const uint8_t *cicp, const hp_output_params *out, hp_encoded *result, hp_err *err)
+{
+    double c0 = hp_thread_cpu_ms();
+    size_t head = png_head_bytes(out, encoding, cicp) + 8; /* and IDAT's length and type */
+    if (head > room_before || room_after < 4 + 12 || zlib_len > PNG_IDAT_MAX) {
+        hp_code code = png_write_file(width, height, bit_depth, alpha, out, encoding, cicp, zlib, zlib_len, result,
+                                      err);
+        if (code == HP_OK)
+            result->cpu_ms += hp_thread_cpu_ms() - c0;
+        return code;
+    }
+    uint8_t *start = zlib - head, *w = png_head(start, width, height, bit_depth, alpha, out, encoding, cicp);
+    if (w + 8 != zlib) /* png_head_bytes and png_head disagree: a bug, never a file with a hole */
+        return hp_fail(err, HP_ERR_INTERNAL, "the PNG's head is %td bytes, not the %zu counted", w - start, head - 8);
+    double helpers = png_chunk(&w, "IDAT", zlib, zlib_len); /* w + 8 is zlib: nothing is copied */
+    png_chunk(&w, "IEND", NULL, 0);
+    *result = (hp_encoded){.data = start, .size = (size_t)(w - start), .mime = "image/png", .in_place = true,
+                           .cpu_ms = hp_thread_cpu_ms() - c0 + helpers};
+    return HP_OK;
 }
 
 hp_code hp_encode_png_in_place(uint8_t *zlib, size_t zlib_len, size_t room_before, size_t room_after, uint32_t width,
@@ -1086,16 +1134,111 @@ hp_code hp_encode_png_in_place(uint8_t *zlib, size_t zlib_len, size_t room_befor
     hp_code code = deflated_check(zlib, width, height, bit_depth, encoding, out, result, err);
     if (code != HP_OK)
         return code;
-    size_t head = png_head_bytes(out, encoding) + 8; /* and IDAT's length and type */
-    if (head > room_before || room_after < 4 + 12 || zlib_len > PNG_IDAT_MAX)
-        return hp_encode_png_deflated(zlib, zlib_len, width, height, bit_depth, alpha, encoding, out, result, err);
-    double c0 = hp_thread_cpu_ms();
-    uint8_t *start = zlib - head, *w = png_head(start, width, height, bit_depth, alpha, out, encoding);
-    if (w + 8 != zlib) /* png_head_bytes and png_head disagree: a bug, never a file with a hole */
-        return hp_fail(err, HP_ERR_INTERNAL, "the PNG's head is %td bytes, not the %zu counted", w - start, head - 8);
-    double helpers = png_chunk(&w, "IDAT", zlib, zlib_len); /* w + 8 is zlib: nothing is copied */
-    png_chunk(&w, "IEND", NULL, 0);
-    *result = (hp_encoded){.data = start, .size = (size_t)(w - start), .mime = "image/png", .in_place = true,
-                           .cpu_ms = hp_thread_cpu_ms() - c0 + helpers};
+    return png_in_place(zlib, zlib_len, room_before, room_after, width, height, bit_depth, alpha, encoding, NULL, out,
+                        result, err);
+}
+
+/* --- PNG tagged with cICP (encode_png_hdr.h) ------------------------------------------------------ */
+
+/* The code points are checked here, beside the PNG that carries them, and the AVIF encoder
+ * (encode_avif.c) calls the same check. */
+
+/* ITU-T H.273 (07/2021) tables 2, 3 and 4: the values defined, less 2 (unspecified), which a tag whose
+ * purpose is to say what the samples are cannot use. */
+static bool primaries_defined(uint8_t v)
+{
+    return v == 1 || (v >= 4 && v <= 12) || v == 22;
+}
+
+static bool transfer_defined(uint8_t v)
+{
+    return v == 1 || (v >= 4 && v <= 18);
+}
+
+/* The matrices libavif 0.11's RGB -> YUV conversion takes (avifPrepareReformatState in src/reformat.c refuses
+ * 3, reserved, 10 and 13, the constant-luminance ones, 11, SMPTE ST 2085, and 14 and up, ICtCp onwards). */
+static bool matrix_converted(uint8_t v)
+{
+    return v == 0 || v == 1 || (v >= 4 && v <= 9) || v == 12;
+}
+
+hp_code hp_cicp_check(const hp_cicp *cicp, bool with_matrix, const char *field, hp_err *err)
+{
+    if (!cicp)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, field, "no colour code points given");
+    if (!primaries_defined(cicp->primaries))
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, field,
+                             "colour primaries %u is not an ITU-T H.273 value that names primaries (1, 4..12, 22; "
+                             "1 BT.709, 9 BT.2020, 12 Display P3)", cicp->primaries);
+    if (!transfer_defined(cicp->transfer))
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, field,
+                             "transfer characteristics %u is not an ITU-T H.273 value that names a transfer (1, "
+                             "4..18; 13 sRGB, 16 PQ, 18 HLG)", cicp->transfer);
+    if (with_matrix && !matrix_converted(cicp->matrix))
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, field,
+                             "matrix coefficients %u are not ones libavif converts RGB with (0, 1, 4..9, 12; 9 "
+                             "BT.2020 non-constant luminance, 1 BT.709, 6 BT.601)", cicp->matrix);
     return HP_OK;
+}
+
+uint8_t hp_cicp_primaries_of(hp_output_colorspace space)
+{
+    switch (space) {
+    case HP_OUTPUT_SRGB: return HP_CICP_PRIMARIES_BT709;
+    case HP_OUTPUT_DISPLAY_P3: return HP_CICP_PRIMARIES_DISPLAY_P3;
+    case HP_OUTPUT_REC2020: return HP_CICP_PRIMARIES_BT2020;
+    case HP_OUTPUT_COLORSPACE_COUNT: break;
+    }
+    return 0;
+}
+
+/* The cICP chunk's data for cicp, checked against out (format png, the primaries of out->colorspace). */
+static hp_code png_cicp_bytes(const hp_cicp *cicp, const hp_output_params *out, uint8_t bytes[4], hp_err *err)
+{
+    if (!out)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "hp_encode_png_cicp: out must not be NULL");
+    if (out->format != HP_OUTPUT_PNG)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.format",
+                             "a cICP tag is written in PNG only (output.format %d)", (int)out->format);
+    hp_code code = hp_cicp_check(cicp, false, "output.cicp", err);
+    if (code != HP_OK)
+        return code;
+    uint8_t space_primaries = hp_cicp_primaries_of(out->colorspace);
+    if (space_primaries && cicp->primaries != space_primaries)
+        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.colorspace",
+                             "cICP colour primaries %u would mislabel samples in output.colorspace %d's primaries (%u)",
+                             cicp->primaries, (int)out->colorspace, space_primaries);
+    /* PNG stores RGB: matrix coefficients 0; the GPU writes full-range code values: VideoFullRangeFlag 1. */
+    bytes[0] = cicp->primaries, bytes[1] = cicp->transfer, bytes[2] = 0, bytes[3] = 1;
+    return HP_OK;
+}
+
+hp_code hp_encode_png_cicp(const void *pixels, uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
+                           const hp_cicp *cicp, const hp_output_params *out, hp_encoded *result, hp_err *err)
+{
+    if (result)
+        *result = (hp_encoded){0};
+    uint8_t bytes[4]; /* libspng keeps the pointer until its context is freed, within encode_frame */
+    hp_code code = png_cicp_bytes(cicp, out, bytes, err);
+    if (code != HP_OK)
+        return code;
+    /* The encoding only chooses colour chunks, which cICP replaces: any valid value. */
+    return encode_frame(pixels, width, height, bit_depth, alpha, HP_ENCODING_SRGB, bytes, out, result, err);
+}
+
+hp_code hp_encode_png_cicp_in_place(uint8_t *zlib, size_t zlib_len, size_t room_before, size_t room_after,
+                                    uint32_t width, uint32_t height, uint32_t bit_depth, bool alpha,
+                                    const hp_cicp *cicp, const hp_output_params *out, hp_encoded *result,
+                                    hp_err *err)
+{
+    if (result)
+        *result = (hp_encoded){0};
+    uint8_t bytes[4];
+    hp_code code = png_cicp_bytes(cicp, out, bytes, err);
+    if (code == HP_OK)
+        code = deflated_check(zlib, width, height, bit_depth, HP_ENCODING_SRGB, out, result, err);
+    if (code != HP_OK)
+        return code;
+    return png_in_place(zlib, zlib_len, room_before, room_after, width, height, bit_depth, alpha, HP_ENCODING_SRGB,
+                        bytes, out, result, err);
 }

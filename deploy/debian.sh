@@ -25,6 +25,10 @@ packages=(
   libmicrohttpd-dev libjansson-dev zlib1g-dev libopenexr-dev g++
   libwebp-dev libspng-dev libdeflate-dev openssl libcurl4-openssl-dev liblcms2-dev
   libopencolorio-dev glslang-dev spirv-tools
+  # JPEG and AVIF output (api/encode_jpeg.c: libjpeg-turbo's libjpeg API; api/encode_avif.c: libavif, whose
+  # Debian build brings libaom to encode and dav1d to decode). The image's runtime stage gets libjpeg62-turbo
+  # and libavif15 from deploy/runtime-packages.sh (ldd), as every other library.
+  libavif-dev libjpeg62-turbo-dev
 )
 # The tests also build the fuzz targets (tests/fuzz) with clang's libFuzzer, AddressSanitizer and UBSan.
 # browser_http shows the daemon's images in headless Chromium and reads their colours off the screen.
