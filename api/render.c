@@ -23,6 +23,7 @@
 
 #include "api/early_decode.h"
 #include "api/form.h"
+#include "api/output_encode.h"
 #include "api/image.h"
 #include "api/params_json.h"
 #include "common/bigbuf.h"
@@ -54,6 +55,7 @@ typedef struct frame_plan {
     const char *color_source;         /* why: "parameter", "attribute" (the file's) or "default" */
     bool ocio;                        /* through a studio's OCIO view (issue 34): ocio_key's */
     hp_ocio_view_key ocio_key;
+    hp_ocio_encoding ocio_enc;        /* what its display measures as */
 } frame_plan;
 
 /* Raw little-endian samples (input.*) to the RGBA32F frame the pipeline takes: grey to R, G and B,
@@ -120,7 +122,7 @@ static uint64_t frame_bytes(const hp_image_info *info, bool half, bool want_dof,
     uint64_t bytes = n * (half ? 8 : 16);
     if (want_dof)
         bytes += n * sizeof(float) + (depth_part ? n * 16 : 0);
-    return bytes + n * (p->output.bit_depth == 16 ? 8 : 4);
+    return bytes + n * (p->output.bit_depth > 8 ? 8 : 4);
 }
 
 /* Takes the frame's bytes from the budget before they are allocated (docs/SECURITY.md): what an early
@@ -295,6 +297,11 @@ static bool resolve_color(frame_request *fr, frame_plan *pl, hp_reply *reply)
                            "%s", err.message);
             return false;
         }
+        pl->ocio_enc = hp_ocio_encoding_of(hp_params_ocio_config(), pl->ocio_key.display, pl->ocio_key.view);
+        if (hp_output_tag_check(&fr->fp.params, &pl->ocio_enc, pl->ocio_key.display, &err) != HP_OK) {
+            hp_reply_error(reply, 400, "invalid_parameter", err.field, "%s", err.message);
+            return false;
+        }
         pl->ocio = true;
         fr->fp.params.color = (hp_input_color){.convert = false, .output = fr->fp.params.output.colorspace};
         pl->color_source = fr->fp.params.ocio.input[0] ? "parameter" : "ocio_scene_linear";
@@ -460,6 +467,7 @@ static void describe(const hp_request *req, const frame_request *fr, const frame
     if (pl->ocio) {
         ctx->ocio = true;
         ctx->ocio_key = pl->ocio_key;
+        ctx->ocio_enc = pl->ocio_enc;
         ctx->color_space = ctx->ocio_key.input; /* the config's name, for the answer */
     }
     if (pl->raw || info->format != HP_IMAGE_EXR)
@@ -507,7 +515,7 @@ static bool ocio_program(hp_request *req, hp_job *job, render_ctx *ctx, hp_reply
     ctx->ocio_stage = hp_http_get_backend(req->http)->ocio;
     hp_err err = {0};
     bool made = false;
-    hp_tone_output kind = job->params.params.output.bit_depth == 16 ? HP_TONE_OUT_RGBA16 : HP_TONE_OUT_RGBA8;
+    hp_tone_output kind = job->params.params.output.bit_depth > 8 ? HP_TONE_OUT_RGBA16 : HP_TONE_OUT_RGBA8;
     job->params.yuv420 = job->params.yuv_alpha = false;
     if (!ctx->ocio_stage || hp_ocio_stage_acquire(ctx->ocio_stage, &ctx->ocio_key, job->desc.format, kind,
                                                   &ctx->ocio_entry, &made, &err) != HP_OK) {

@@ -12,6 +12,7 @@
 #include "api/job.h"
 #include "api/route.h"
 #include "common/budget.h"
+#include "pipeline/ocio_encoding.h"
 
 /* What a request keeps from its handler to its answer (job->user). */
 typedef struct render_ctx {
@@ -42,6 +43,7 @@ typedef struct render_ctx {
      * queued until the request lets go (hp_render_ctx_free): the GPU is done with it by then. */
     bool ocio;
     hp_ocio_view_key ocio_key;
+    hp_ocio_encoding ocio_enc;    /* what its display measures as: the file's tag (api/output_encode.h) */
     struct hp_ocio_stage *ocio_stage;
     struct hp_ocio_entry *ocio_entry;
 } render_ctx;

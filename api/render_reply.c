@@ -10,6 +10,7 @@
 
 #include "api/early_decode.h"
 #include "api/encode.h"
+#include "api/output_encode.h"
 #include "api/metrics.h"
 #include "api/params_json.h"
 #include "common/budget.h"
@@ -230,19 +231,24 @@ static void held_answer_release(void *owner)
  * the file finished around it in the job's image memory, which the answer then owns: the 11 MB of a 4K
  * frame's stream are not copied on the way out (worker.c put them there, or copied them once from the
  * graph's memory). */
-static hp_code encode_png_gpu(render_ctx *ctx, hp_job *job, bool *alpha, hp_encoded *enc, hp_err *err)
+static hp_code encode_png_gpu(render_ctx *ctx, hp_job *job, const hp_output_tag *tag, bool *alpha, hp_encoded *enc,
+                              hp_err *err)
 {
     const hp_frame_result *r = &job->result;
-    const hp_params *p = &job->params.params;
     const hp_png_gpu_layout *l = &r->png_layout;
     *alpha = l->channels == 4;
     size_t zlib_len;
     hp_code code = hp_png_gpu_seal(l, r->png_table, r->png_joined, &zlib_len, err);
     if (code != HP_OK)
         return code;
-    code = hp_encode_png_in_place(r->png_joined - 2, zlib_len, HP_PNG_GPU_HEAD_ROOM - 2,
-                                  HP_PNG_GPU_TAIL_ROOM - 4, l->width, l->height,
-                                  l->depth, *alpha, hp_output_encoding_for_gamma(p->gamma.mode), &p->output, enc, err);
+    if (tag->use_cicp)
+        code = hp_encode_png_cicp_in_place(r->png_joined - 2, zlib_len, HP_PNG_GPU_HEAD_ROOM - 2,
+                                           HP_PNG_GPU_TAIL_ROOM - 4, l->width, l->height, l->depth, *alpha,
+                                           &tag->cicp, &tag->out, enc, err);
+    else
+        code = hp_encode_png_in_place(r->png_joined - 2, zlib_len, HP_PNG_GPU_HEAD_ROOM - 2,
+                                      HP_PNG_GPU_TAIL_ROOM - 4, l->width, l->height, l->depth, *alpha, tag->encoding,
+                                      &tag->out, enc, err);
     if (code == HP_OK)
         hp_metrics_png_gpu_answer(enc->in_place && r->png_in_caller_memory);
     if (code != HP_OK || !enc->in_place)
@@ -275,13 +281,20 @@ static hp_code encode_image(render_ctx *ctx, hp_job *job, bool *alpha, hp_encode
 {
     const hp_frame_result *r = &job->result;
     const hp_params *p = &job->params.params;
+    hp_output_tag tag;
+    hp_output_tag_for(p, ctx->ocio ? &ctx->ocio_enc : NULL, &tag);
     if (r->png_gpu) /* filtered and deflated on the GPU: the stream joined, the chunks written here */
-        return encode_png_gpu(ctx, job, alpha, enc, err);
+        return encode_png_gpu(ctx, job, &tag, alpha, enc, err);
     *alpha = ctx->alpha && (p->output.alpha == HP_ALPHA_KEEP ||
                             (p->output.alpha == HP_ALPHA_AUTO && r->tone.translucent));
+    if (p->output.format == HP_OUTPUT_JPEG || p->output.format == HP_OUTPUT_AVIF)
+        return hp_output_encode_other(job->image.ptr, r->width, r->height, *alpha, &tag, enc, err);
+    if (!r->yuv420 && tag.use_cicp)
+        return hp_encode_png_cicp(job->image.ptr, r->width, r->height, p->output.bit_depth, *alpha, &tag.cicp,
+                                  &tag.out, enc, err);
     if (!r->yuv420)
-        return hp_encode(job->image.ptr, r->width, r->height, p->output.bit_depth, *alpha,
-                         hp_output_encoding_for_gamma(p->gamma.mode), &p->output, enc, err);
+        return hp_encode(job->image.ptr, r->width, r->height, p->output.bit_depth, *alpha, tag.encoding, &tag.out,
+                         enc, err);
     const uint8_t *base = job->image.ptr;
     uint32_t w = r->width, h = r->height;
     hp_yuv420 planes = {.y = base, .u = base + HP_YUV_OFF_U(w, h), .v = base + HP_YUV_OFF_V(w, h),
@@ -290,11 +303,13 @@ static hp_code encode_image(render_ctx *ctx, hp_job *job, bool *alpha, hp_encode
     return hp_encode_webp_yuv420(&planes, w, h, hp_output_encoding_for_gamma(p->gamma.mode), &p->output, enc, err);
 }
 
-/* output.colorspace as the parameter spells it (the schema's own choices). */
-static const char *output_colorspace_name(const hp_params *p)
+/* The file's colour tag as the answer names it: output.colorspace as the parameter spells it, and through an
+ * OCIO view what its display measured as (api/output_encode.h). */
+static void output_colorspace_name(const render_ctx *ctx, const hp_params *p, char *out, size_t size)
 {
-    const hp_param_def *def = hp_param_find("output.colorspace");
-    return def->choices[p->output.colorspace];
+    hp_output_tag tag;
+    hp_output_tag_for(p, ctx->ocio ? &ctx->ocio_enc : NULL, &tag);
+    hp_output_tag_name(&tag, ctx->ocio ? &ctx->ocio_enc : NULL, out, size);
 }
 
 /* The JSON answer (analyze, or a render that asked for application/json): the frame, its statistics, the
@@ -311,9 +326,14 @@ static void reply_json(const render_ctx *ctx, const hp_job *job, const hp_encode
     if (!ctx->raw && ctx->input_format == HP_IMAGE_EXR)
         json_object_set_new(body, "exr", exr_json(ctx));
     json_object_set_new(body, "decoded_while_receiving", json_boolean(ctx->early));
+    char output[128];
+    output_colorspace_name(ctx, &job->params.params, output, sizeof output);
     json_object_set_new(body, "colorspace", json_pack("{s:s, s:s, s:s}", "input", ctx->color_space, "source",
-                                                      ctx->color_source, "output",
-                                                      output_colorspace_name(&job->params.params)));
+                                                      ctx->color_source, "output", output));
+    if (ctx->ocio)
+        json_object_set_new(body, "ocio", json_pack("{s:s, s:s, s:s, s:s}", "input", ctx->ocio_key.input, "display",
+                                                    ctx->ocio_key.display, "view", ctx->ocio_key.view, "looks",
+                                                    ctx->ocio_key.looks));
     if (r->dof_ran)
         json_object_set_new(body, "dof", dof_json(&job->params, r));
     if (ctx->analyze) {
@@ -351,7 +371,12 @@ static void reply_image(const render_ctx *ctx, const hp_job *job, hp_encoded *en
     hp_reply_header_add(reply, "X-Exposure", "scale=%.6g; key=%.4g; adaptation=%.6g", r->tone.scale, r->tone.key,
                         r->tone.adaptation);
     hp_reply_header_add(reply, "X-Input-Colorspace", "%s; source=%s", ctx->color_space, ctx->color_source);
-    hp_reply_header_add(reply, "X-Output-Colorspace", "%s", output_colorspace_name(&job->params.params));
+    char output[128];
+    output_colorspace_name(ctx, &job->params.params, output, sizeof output);
+    hp_reply_header_add(reply, "X-Output-Colorspace", "%s", output);
+    if (ctx->ocio)
+        hp_reply_header_add(reply, "X-OCIO", "display=\"%s\"; view=\"%s\"; looks=\"%s\"", ctx->ocio_key.display,
+                            ctx->ocio_key.view, ctx->ocio_key.looks);
     if (!r->dof_ran)
         return;
     const hp_dof_settings *ds = &job->params.dof_settings;

@@ -235,6 +235,42 @@ bool hp_ocio_has_colorspace(const hp_ocio_config *c, const char *name)
     }
 }
 
+const char *hp_ocio_display_colorspace(const hp_ocio_config *c, const char *display, const char *view)
+{
+    try {
+        const char *cs = c->cfg->getDisplayViewColorSpaceName(display, view);
+        if (cs && !strcmp(cs, "<USE_DISPLAY_NAME>")) /* OCIO 2's token: the space named as the display */
+            return c->cfg->getColorSpace(display) ? c->cfg->getColorSpace(display)->getName() : "";
+        return cs ? cs : "";
+    } catch (const std::exception &) {
+        return "";
+    }
+}
+
+hp_code hp_ocio_display_probe(const hp_ocio_config *c, const char *display, const char *view, float *xyz, size_t n,
+                              hp_err *err)
+{
+    const char *dst = hp_ocio_display_colorspace(c, display, view);
+    try {
+        OCIO::ConstColorSpaceRcPtr xyz_space = c->cfg->getColorSpace("cie_xyz_d65_interchange");
+        if (!xyz_space || !dst[0])
+            return hp_fail(err, HP_ERR_UNUSABLE, "the config has no cie_xyz_d65_interchange role%s",
+                           dst[0] ? "" : " and the view no display colour space");
+        /* Display-referred on both sides, or OCIO would put its default view transform between them. */
+        OCIO::ConstColorSpaceRcPtr out = c->cfg->getColorSpace(dst);
+        if (xyz_space->getReferenceSpaceType() != OCIO::REFERENCE_SPACE_DISPLAY || !out ||
+            out->getReferenceSpaceType() != OCIO::REFERENCE_SPACE_DISPLAY)
+            return hp_fail(err, HP_ERR_UNUSABLE, "the interchange XYZ or \"%s\" is not a display colour space", dst);
+        OCIO::ConstCPUProcessorRcPtr p =
+            c->cfg->getProcessor(xyz_space->getName(), dst)->getDefaultCPUProcessor();
+        for (size_t i = 0; i < n; i++)
+            p->applyRGB(xyz + 3 * i);
+    } catch (const std::exception &e) {
+        return fail_from(err, "ocio display probe", e);
+    }
+    return HP_OK;
+}
+
 hp_code hp_ocio_resolve(const hp_ocio_config *c, hp_ocio_view_key *key, hp_err *err)
 {
     try {

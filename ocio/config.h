@@ -75,6 +75,16 @@ hp_code hp_ocio_resolve(const hp_ocio_config *config, hp_ocio_view_key *key, hp_
 /* Whether name is a colour space or a role of the config. */
 bool hp_ocio_has_colorspace(const hp_ocio_config *config, const char *name);
 
+/* The display colour space a display/view writes ("" when the config cannot say), and whether the config has the
+ * cie_xyz_d65_interchange role through which hp_ocio_display_probe measures it. */
+const char *hp_ocio_display_colorspace(const hp_ocio_config *config, const char *display, const char *view);
+/* Display-referred CIE XYZ (D65; Y 1 = the display's reference white, 100 cd/m2 for OCIO's HDR built-ins) through
+ * the config's own conversion to that display colour space: n triplets in place. HP_ERR_UNUSABLE when the config
+ * has no cie_xyz_d65_interchange role, or OCIO cannot make the conversion. pipeline/ocio_encoding.c tells the
+ * primaries and transfer from what comes out. */
+hp_code hp_ocio_display_probe(const hp_ocio_config *config, const char *display, const char *view, float *xyz,
+                              size_t n, hp_err *err);
+
 /* --- The GPU's program --------------------------------------------------------------------------------- */
 
 /* A LUT of the shader: OCIO's 1D LUTs come as 1D or 2D textures (long ones folded into rows), 3D LUTs as

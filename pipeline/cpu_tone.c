@@ -554,7 +554,7 @@ hp_code hp_cpu_tone_frame(const void *pixels, hp_pixel_format format, uint32_t w
     hp_code rc = local_adaptation(pixels, format, width, height, p, ts, &lan);
     if (rc != HP_OK)
         return rc;
-    bool sixteen = p->output.bit_depth == 16;
+    bool sixteen = p->output.bit_depth > 8; /* 10 and 12 (AVIF) are written as 16 and reduced by the encoder */
     double levels = sixteen ? 65535.0 : 255.0;
     ts->translucent = false;
     for (uint32_t y = 0; y < height; y++) {

@@ -681,7 +681,7 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_REDUCE);
 
     hp_tone_output kind = params->output_luminance ? HP_TONE_OUT_LUMINANCE
-                          : p->output.bit_depth == 16 ? HP_TONE_OUT_RGBA16
+                          : p->output.bit_depth > 8   ? HP_TONE_OUT_RGBA16
                           : params->yuv420            ? HP_TONE_OUT_YUV420
                                                       : HP_TONE_OUT_RGBA8;
     bool detail = dof && params->detailed_timings;

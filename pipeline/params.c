@@ -45,11 +45,12 @@ static const char *const tone_operators[] = {"linear", "reinhard", "reinhard_ext
                                              "aces_narkowicz", "hable", "lottes", "uchimura",
                                              "aces_hill", "agx", "khronos_neutral", "false_color", NULL};
 static const char *const gamma_modes[] = {"local", "local_luminance", "srgb", "linear", NULL};
-static const char *const output_formats[] = {"webp", "png", NULL};
+static const char *const output_formats[] = {"webp", "png", "jpeg", "avif", NULL};
+static const char *const output_chromas[] = {"auto", "420", "444", NULL};
 static const char *const output_alphas[] = {"auto", "keep", "drop", NULL};
 static const char *const png_encoders[] = {"cpu", "gpu", "auto", NULL};
 /* An integer with a choices list takes exactly those values. */
-static const char *const bit_depths[] = {"8", "16", NULL};
+static const char *const bit_depths[] = {"8", "10", "12", "16", NULL};
 static const char *const input_channels[] = {"1", "3", "4", NULL};
 static const char *const input_types[] = {"float32", "float16", NULL};
 /* "auto", then pipeline/colorspace.h's hp_colorspace in order (hp_colorspace_name). */
@@ -415,12 +416,19 @@ const hp_param_def hp_param_schema[] = {
     /* --- output: quantization and encoding --- */
     {.name = "output.format", .type = HP_PARAM_ENUM, .offset = ENUM_AT(output.format), .def = HP_OUTPUT_WEBP,
      .choices = output_formats, .unit = "",
-     .help = "Image format of the response."},
+     .help = "Image format of the response: `webp` (libwebp), `png` (8 or 16 bits; HDR displays tagged with cICP), "
+             "`jpeg` (libjpeg-turbo, 8 bits, for review tools and dashboards), `avif` (libavif with aom: 8, 10 or 12 "
+             "bits, tagged with CICP; an OCIO HDR display's PQ or HLG)."},
     {.name = "output.quality", .type = HP_PARAM_INTEGER, .offset = U32_AT(output.quality), .min = 0, .max = 100,
-     .def = 75, .unit = "", .applies = "format `webp` when lossless is false",
-     .help = "WebP quality: higher is larger, slower and closer to the tone-mapped frame. The default 75 is "
-             "libwebp's own (cwebp's): on a 4K render 0.71-0.76 times the encode time of 88 on the H200 host, "
-             "for a file 40% smaller at 35.9 dB PSNR against 39.1; use 85-90 for a closer look, or PNG."},
+     .def = 75, .unit = "", .applies = "format `webp` when lossless is false, `jpeg`, `avif`",
+     .help = "WebP, JPEG and AVIF quality: higher is larger, slower and closer to the tone-mapped frame. WebP's "
+             "default 75 is libwebp's own (cwebp's): on a 4K render 0.71-0.76 times the encode time of 88 on the "
+             "H200 host, for a file 40% smaller at 35.9 dB PSNR against 39.1; use 85-90 for a closer look, or PNG. "
+             "AVIF: the quantizer (100 - quality) x 63 / 100 (libavif 1.0's mapping), 100 lossless."},
+    {.name = "output.chroma", .type = HP_PARAM_ENUM, .offset = ENUM_AT(output.chroma), .def = HP_CHROMA_AUTO,
+     .choices = output_chromas, .unit = "", .applies = "format `jpeg`, `avif`",
+     .help = "Chroma subsampling of JPEG and AVIF: `420` (a quarter of the colour samples) or `444` (all); "
+             "`auto`: 4:2:0 for JPEG, as review tools expect, 4:4:4 for AVIF, whose HDR grades keep their colour."},
     {.name = "output.lossless", .type = HP_PARAM_BOOL, .offset = BOOL_AT(output.lossless), .def = 0, .unit = "",
      .applies = "format `webp`",
      .help = "Encode WebP losslessly, ignoring quality. PNG is always lossless."},
@@ -432,7 +440,7 @@ const hp_param_def hp_param_schema[] = {
              "and text."},
     {.name = "output.bit_depth", .type = HP_PARAM_INTEGER, .offset = U32_AT(output.bit_depth), .min = 8,
      .max = 16, .def = 8, .choices = bit_depths, .unit = "bits",
-     .help = "Bits per channel of the encoded image; 16 only with format png."},
+     .help = "Bits per channel of the encoded image: 16 only with format png, 10 and 12 only with avif."},
     /* An alpha at 1 everywhere (a beauty render's) looks the same left out: PNG then has a quarter less to
      * filter and deflate, and libwebp skips its scan and clean-up of the plane (it never stores an opaque
      * alpha anyway). The tone pass finds out as it writes the alpha (tone_state's translucent word: within
@@ -821,7 +829,7 @@ hp_code hp_param_set_string(hp_params *p, const hp_param_def *def, const char *v
             }
         }
         /* An open enum keeps another name for hp_params_ocio_check, once a config can say what it is. */
-        if (def->open_offset && hp_params_ocio_config()) {
+        if (def->open_offset && hp_params_open_names()) {
             const hp_param_def text = {.type = HP_PARAM_STRING, .min = 1, .max = HP_PARAM_STRING_MAX};
             char got[120];
             size_t len = strlen(value);
@@ -892,18 +900,21 @@ static hp_code rule_percentiles(const hp_params *p, const char *field, hp_err *e
 
 static hp_code rule_bit_depth(const hp_params *p, const char *field, hp_err *err)
 {
-    if (p->output.bit_depth != 16 || p->output.format == HP_OUTPUT_PNG)
+    uint32_t bits = p->output.bit_depth;
+    hp_output_format f = p->output.format;
+    if (bits == 8 || (bits == 16 && f == HP_OUTPUT_PNG) || ((bits == 10 || bits == 12) && f == HP_OUTPUT_AVIF))
         return HP_OK;
     return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, field,
-                         "%s 16 needs output.format png (WebP stores 8 bits per channel), got format %s", field,
-                         (size_t)p->output.format < choice_count(output_formats) ? output_formats[p->output.format]
-                                                                                  : "?");
+                         "%s %u needs output.format %s (WebP and JPEG store 8 bits per channel, PNG 8 or 16, AVIF 8, "
+                         "10 or 12), got format %s", field, bits, bits == 16 ? "png" : "avif",
+                         (size_t)f < choice_count(output_formats) ? output_formats[f] : "?");
 }
 
 /* BT.2020's gamut is wide enough that 8 bits band visibly across it (BT.2020 itself specifies 10 or 12 bits). */
 static hp_code rule_rec2020_png16(const hp_params *p, const char *field, hp_err *err)
 {
-    if (p->output.colorspace != HP_OUTPUT_REC2020 || (p->output.format == HP_OUTPUT_PNG && p->output.bit_depth == 16))
+    if (p->output.colorspace != HP_OUTPUT_REC2020 || (p->output.format == HP_OUTPUT_PNG && p->output.bit_depth == 16) ||
+        (p->output.format == HP_OUTPUT_AVIF && p->output.bit_depth > 8))
         return HP_OK;
     return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, field,
                          "%s rec2020 needs output.format png and output.bit_depth 16 (8 bits band across "
@@ -1108,8 +1119,10 @@ static const param_rule rules[] = {
      "which ends at linear_start + linear_length (max_brightness - linear_start), leaves room for the "
      "shoulder.",
      rule_uchimura_linear},
-    {"output.bit_depth", "`output.bit_depth` 16 only with `output.format` `png`.", rule_bit_depth},
-    {"output.colorspace", "`output.colorspace` `rec2020` only with `output.format` `png` and `output.bit_depth` 16.",
+    {"output.bit_depth", "`output.bit_depth` 16 only with `output.format` `png`, 10 and 12 only with `avif`.",
+     rule_bit_depth},
+    {"output.colorspace", "`output.colorspace` `rec2020` only with `output.format` `png` and `output.bit_depth` 16, or "
+                          "`avif` with 10 or 12.",
      rule_rec2020_png16},
     {"dof.focus_distance_m", "`dof.focus_distance_m` beyond the focal length (in metres).", rule_focus_beyond_focal},
     {"input.height", "`input.width` and `input.height` are given together (both 0 for a file).", rule_raw_size},
@@ -1204,6 +1217,10 @@ static const stage_doc stages[] = {
     {"gamma", "gamma: output encoding",
      "Encodes the tone-mapped linear values for display. The `local` modes replace the display gamma, so no "
      "sRGB curve is applied after them."},
+    {"ocio", "ocio: a studio's OpenColorIO view",
+     "With an OCIO config loaded (the `ocio_config` setting; docs/COLOR.md), the config's display/view transform "
+     "in place of `tonemap.operator`, the gamut fold and the output transfer, after the exposure and the depth of "
+     "field; its names are listed by `GET /v1/ocio`, and the file is tagged with what the display measures as."},
     {"output", "output: the encoded image", "Quantization and the image encoder."},
 };
 

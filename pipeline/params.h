@@ -87,7 +87,16 @@ typedef struct hp_gamma_params {
 typedef enum hp_output_format {
     HP_OUTPUT_WEBP = 0,
     HP_OUTPUT_PNG = 1,
+    HP_OUTPUT_JPEG = 2, /* api/encode_jpeg.h */
+    HP_OUTPUT_AVIF = 3, /* api/encode_avif.h */
 } hp_output_format;
+
+/* JPEG's and AVIF's chroma subsampling. */
+typedef enum hp_output_chroma {
+    HP_CHROMA_AUTO = 0, /* JPEG 4:2:0, AVIF 4:4:4 */
+    HP_CHROMA_420 = 1,
+    HP_CHROMA_444 = 2,
+} hp_output_chroma;
 
 /* Whether the encoded image carries the frame's alpha. */
 typedef enum hp_output_alpha {
@@ -114,7 +123,8 @@ typedef struct hp_output_params {
     uint32_t quality;   /* WebP lossy quality, 0..100 */
     bool lossless;      /* WebP lossless */
     uint32_t effort;    /* WebP method / PNG compression effort, 0 (fastest) .. 6 */
-    uint32_t bit_depth; /* 8, or 16 (PNG only) */
+    uint32_t bit_depth; /* 8, 16 (PNG only), 10 or 12 (AVIF only): above 8 the GPU writes 16 bits */
+    hp_output_chroma chroma; /* JPEG and AVIF */
     hp_output_alpha alpha;
     bool dither;        /* triangular noise of one step before rounding, so gradients do not band */
     hp_output_colorspace colorspace; /* the display's primaries: the working space and the file's tags */
@@ -300,6 +310,12 @@ hp_code hp_params_ocio_key(const hp_params *p, hp_ocio_view_key *key, hp_err *er
 /* The rule hp_params_check applies: a config is loaded; no parameter the view replaces (tonemap.operator,
  * gamma.*, output.colorspace) is set away from its default; every name is the config's. */
 hp_code hp_params_ocio_check(const hp_params *p, hp_err *err);
+/* For hdrpost alone (client/), which checks requests with this parser but has no config: true keeps any
+ * well-formed name of ocio.* and of an open enum (input.colorspace) for the daemon to check, rather than refusing
+ * it (no_ocio_config); the rules that need no config (ocio_conflict) still hold. The daemon never calls it. */
+void hp_params_accept_open_names(bool accept);
+/* Whether an open enum keeps a name outside its choices: a config is loaded, or open names are accepted. */
+bool hp_params_open_names(void);
 
 /* Writes docs/PARAMETERS.md's text from the schema. */
 void hp_params_write_markdown(FILE *out);
