@@ -383,6 +383,10 @@ static json_t *value_json(const hp_params *p, const hp_param_def *def)
         return json_integer((json_int_t)u32);
     case HP_PARAM_BOOL: return json_boolean(*(const bool *)field);
     case HP_PARAM_ENUM: {
+        /* An open enum's name from the OCIO config (input.colorspace "ACEScg") is what the request chose. */
+        const char *open = def->open_offset ? (const char *)p + def->open_offset : NULL;
+        if (open && open[0])
+            return memchr(open, '\0', HP_PARAM_STRING_MAX + 1) ? json_string(open) : json_null();
         memcpy(&u32, field, sizeof(u32));
         for (uint32_t i = 0; def->choices[i]; i++)
             if (i == u32)

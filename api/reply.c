@@ -22,7 +22,7 @@ void hp_reply_json(hp_reply *reply, unsigned status, json_t *body)
 
 void hp_reply_error(hp_reply *reply, unsigned status, const char *code, const char *field, const char *fmt, ...)
 {
-    char message[512], field_text[128];
+    char message[1200], field_text[128]; /* an hp_err message and some words around it */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(message, sizeof(message), fmt, ap);

@@ -44,9 +44,12 @@ def free_port():
         return s.getsockname()[1]
 
 
+DAEMON_ARGS = []  # --daemon-arg: settings every daemon of the run gets (an OCIO config, say)
+
+
 def start(exe, port, cache, device):
     args = [exe, f"--listen={HOST}:{port}", f"--pipeline_cache={cache}", "--log_level=warn", "--queue_depth=256",
-            "--request_timeout_s=600"]
+            "--request_timeout_s=600", *DAEMON_ARGS]
     if device:
         args.append(f"--device={device}")
     t0 = time.monotonic()
@@ -339,7 +342,14 @@ def main():
     ap.add_argument("--json", help="write every figure here")
     ap.add_argument("--client-processes", action="store_true",
                     help="each throughput client a process of its own, not a thread of this one")
+    ap.add_argument("--daemon-arg", action="append", default=[], help="a setting for the daemon, repeatable")
+    ap.add_argument("--format-query", action="append", default=[],
+                    help="NAME=QUERY: one more output to measure, its query string (an OCIO view, say), repeatable")
     a = ap.parse_args()
+    DAEMON_ARGS.extend(a.daemon_arg)
+    for fq in a.format_query:
+        name, query = fq.split("=", 1)
+        FORMATS[name] = query
     result = {"date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "latency": {}, "throughput": [],
               "first_requests": {}}
     with tempfile.TemporaryDirectory(prefix="hdrpost-bench-") as tmp:

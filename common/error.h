@@ -21,7 +21,7 @@ typedef enum hp_code {
 
 typedef struct hp_err {
     hp_code code;
-    char message[512];
+    char message[1024]; /* room for a list of valid names (an OCIO config's colour spaces and roles) */
     char field[128]; /* the request parameter at fault ("tonemap.white_point"), or empty */
     /* The word the HTTP answer's error carries where the code's usual one would not say it (a static string:
      * "no_ocio_config"), or NULL. */

@@ -59,8 +59,8 @@ std::string joined(const std::vector<std::string> &names)
 {
     std::string s;
     for (const std::string &n : names) {
-        if (s.size() + n.size() > 360) {
-            s += ", ...";
+        if (s.size() + n.size() > 400) {
+            s += ", ... (GET /v1/ocio lists them all)";
             break;
         }
         s += s.empty() ? "" : ", ";

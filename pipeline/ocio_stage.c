@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "pipeline/ocio_program.h"
@@ -142,9 +143,14 @@ static hp_code make_entry(hp_ocio_stage *s, hp_ocio_entry *e, hp_pixel_format fo
                           hp_err *err)
 {
     const hp_compute *pipe;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     hp_code code = hp_ocio_program_make(s->gpu, s->config, &e->key, &e->program, err);
     if (code == HP_OK)
         code = hp_ocio_program_pipeline(s->gpu, &e->program, format, kind, &pipe, err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    /* The whole first use: OCIO's shader, glslang, the LUTs and the first pipeline (the driver's compile). */
+    e->program.compile_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
     pthread_mutex_lock(&s->lock);
     e->making = false;
     if (code == HP_OK) {

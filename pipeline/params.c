@@ -917,8 +917,9 @@ static hp_code rule_rec2020_png16(const hp_params *p, const char *field, hp_err 
         (p->output.format == HP_OUTPUT_AVIF && p->output.bit_depth > 8))
         return HP_OK;
     return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, field,
-                         "%s rec2020 needs output.format png and output.bit_depth 16 (8 bits band across "
-                         "BT.2020's gamut), got format %s with %u bits; use display_p3 for 8-bit or WebP output",
+                         "%s rec2020 needs output.format png with output.bit_depth 16, or avif with 10 or 12 (8 bits "
+                         "band across BT.2020's gamut), got format %s with %u bits; use display_p3 for 8-bit, WebP or "
+                         "JPEG output",
                          field,
                          (size_t)p->output.format < choice_count(output_formats) ? output_formats[p->output.format]
                                                                                   : "?",
@@ -1166,6 +1167,17 @@ hp_code hp_params_check(const hp_params *p, hp_err *err)
         }
         if (def->type == HP_PARAM_NUMBER_OR_AUTO && *(const bool *)cat(p, def->aux_offset))
             continue;
+        if (def->open_offset) {
+            /* An open enum's text, held as the setter keeps it: the OCIO check reads it as a C string. */
+            const hp_param_def open = {.type = HP_PARAM_STRING, .min = 0, .max = HP_PARAM_STRING_MAX};
+            const char *text = cat(p, def->open_offset);
+            const char *end = memchr(text, '\0', HP_PARAM_STRING_MAX + 1);
+            char got[120];
+            if (!end)
+                return fail_expected(def, err, "a name of %d bytes with no NUL to end it", HP_PARAM_STRING_MAX + 1);
+            if (!string_allowed(&open, text, (size_t)(end - text), got, sizeof(got)))
+                return fail_expected(def, err, "%s", got);
+        }
         double v = get_value(p, def);
         if (!value_allowed(def, v))
             return fail_got_number(def, v, err);

@@ -8,6 +8,7 @@
 #include "pipeline/params.h"
 
 static const hp_ocio_config *active;
+static bool open_names; /* hdrpost: names left to the daemon (hp_params_accept_open_names) */
 
 void hp_params_use_ocio(const hp_ocio_config *config)
 {
@@ -17,6 +18,16 @@ void hp_params_use_ocio(const hp_ocio_config *config)
 const hp_ocio_config *hp_params_ocio_config(void)
 {
     return active;
+}
+
+void hp_params_accept_open_names(bool accept)
+{
+    open_names = accept;
+}
+
+bool hp_params_open_names(void)
+{
+    return active || open_names;
 }
 
 bool hp_params_ocio_on(const hp_params *p)
@@ -72,7 +83,8 @@ hp_code hp_params_ocio_check(const hp_params *p, hp_err *err)
     if (!hp_params_ocio_on(p))
         return HP_OK;
     hp_ocio_view_key key;
-    hp_code code = hp_params_ocio_key(p, &key, err);
+    /* Without a config, hdrpost leaves the names to the daemon that has one; the conflicts below need none. */
+    hp_code code = !active && open_names ? HP_OK : hp_params_ocio_key(p, &key, err);
     static const char *const replaced_names[] = {"tonemap.operator", "gamma.mode", "gamma.radius",
                                                  "output.colorspace"};
     for (size_t i = 0; code == HP_OK && i < sizeof replaced_names / sizeof replaced_names[0]; i++)

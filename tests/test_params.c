@@ -14,6 +14,7 @@
 
 #include "api/form.h"
 #include "api/params_json.h"
+#include "ocio/config.h"
 #include "pipeline/looks.h"
 #include "pipeline/params.h"
 #include "tap.h"
@@ -53,7 +54,10 @@ static const enum_choice operators[] = {
     {"agx", HP_TONE_AGX}, {"khronos_neutral", HP_TONE_KHRONOS_NEUTRAL}, {"false_color", HP_TONE_FALSE_COLOR}, {NULL, 0}};
 static const enum_choice gamma_modes[] = {{"local", HP_GAMMA_LOCAL}, {"local_luminance", HP_GAMMA_LOCAL_LUMINANCE},
                                           {"srgb", HP_GAMMA_SRGB}, {"linear", HP_GAMMA_LINEAR}, {NULL, 0}};
-static const enum_choice formats[] = {{"webp", HP_OUTPUT_WEBP}, {"png", HP_OUTPUT_PNG}, {NULL, 0}};
+static const enum_choice formats[] = {{"webp", HP_OUTPUT_WEBP}, {"png", HP_OUTPUT_PNG}, {"jpeg", HP_OUTPUT_JPEG},
+                                      {"avif", HP_OUTPUT_AVIF}, {NULL, 0}};
+static const enum_choice chromas[] = {{"auto", HP_CHROMA_AUTO}, {"420", HP_CHROMA_420}, {"444", HP_CHROMA_444},
+                                      {NULL, 0}};
 static const enum_choice alphas[] = {{"auto", HP_ALPHA_AUTO}, {"keep", HP_ALPHA_KEEP}, {"drop", HP_ALPHA_DROP}, {NULL, 0}};
 static const enum_choice png_encoders[] = {
     {"cpu", HP_PNG_ENCODER_CPU}, {"gpu", HP_PNG_ENCODER_GPU}, {"auto", HP_PNG_ENCODER_AUTO}, {NULL, 0}};
@@ -142,14 +146,36 @@ static const spec specs[] = {
     {"output.quality", INT, F(output.quality), "75", "[0, 100]", NULL},
     {"output.lossless", HP_PARAM_BOOL, F(output.lossless), "false", NULL, NULL},
     {"output.effort", INT, F(output.effort), "2", "[0, 6]", NULL},
-    {"output.bit_depth", INT, F(output.bit_depth), "8", "8, 16", NULL},
+    {"output.bit_depth", INT, F(output.bit_depth), "8", "8, 10, 12, 16", NULL},
+    {"output.chroma", HP_PARAM_ENUM, F(output.chroma), "auto", NULL, chromas},
     {"output.alpha", HP_PARAM_ENUM, F(output.alpha), "auto", NULL, alphas},
     {"output.dither", HP_PARAM_BOOL, F(output.dither), "true", NULL, NULL},
     {"output.colorspace", HP_PARAM_ENUM, F(output.colorspace), "srgb", NULL, output_colorspaces},
     {"output.png_encoder", HP_PARAM_ENUM, F(output.png_encoder), "auto", NULL, png_encoders},
+    /* Issue 34: a studio's OCIO display, view and looks; "" asks for nothing (the config's defaults). */
+    {"ocio.display", STR, F(ocio.display), "", NULL, NULL},
+    {"ocio.view", STR, F(ocio.view), "", NULL, NULL},
+    {"ocio.looks", STR, F(ocio.looks), "", NULL, NULL},
 };
 
 #define SPEC_COUNT (sizeof(specs) / sizeof(specs[0]))
+
+/* The open enums (issue 34): where a name outside the choices is kept as text once an OCIO config is loaded.
+ * Every other parameter has none. */
+static const struct {
+    const char *name;
+    size_t text_offset;
+} open_enums[] = {{"input.colorspace", F(ocio.input)}};
+
+#define OPEN_COUNT (sizeof(open_enums) / sizeof(open_enums[0]))
+
+static size_t spec_open_offset(const char *name)
+{
+    for (size_t i = 0; i < OPEN_COUNT; i++)
+        if (strcmp(open_enums[i].name, name) == 0)
+            return open_enums[i].text_offset;
+    return 0;
+}
 
 /* --- Helpers ----------------------------------------------------------------------------------------- */
 
@@ -200,6 +226,8 @@ static bool params_equal(const hp_params *a, const hp_params *b, const char **di
     for (size_t i = 0; i < hp_param_schema_count; i++) {
         const hp_param_def *def = &hp_param_schema[i];
         bool same = same_value(def, a, b);
+        if (def->open_offset) /* an open enum: its kept text too (input.colorspace's config space) */
+            same = same && strcmp(field_text(a, def->open_offset), field_text(b, def->open_offset)) == 0;
         if (def->type == HP_PARAM_NUMBER_OR_AUTO) {
             bool auto_a = *(const bool *)((const char *)a + def->aux_offset);
             bool auto_b = *(const bool *)((const char *)b + def->aux_offset);
@@ -298,16 +326,30 @@ static void test_schema(void)
                "%s has the spec's type and sets its field (offset %zu, expected %zu)", specs[i].name,
                def->offset, specs[i].offset);
     }
+    size_t open = 0;
+    bool open_right = true;
+    for (size_t i = 0; i < hp_param_schema_count; i++) {
+        const hp_param_def *def = &hp_param_schema[i];
+        size_t want = spec_open_offset(def->name);
+        open += def->open_offset != 0;
+        if (def->open_offset != want || (want && def->type != HP_PARAM_ENUM)) {
+            tap_diag("%s: open_offset %zu, expected %zu", def->name, def->open_offset, want);
+            open_right = false;
+        }
+    }
+    tap_ok(open_right && open == OPEN_COUNT,
+           "exactly input.colorspace is an open enum, keeping a config's name in ocio.input (%zu open)", open);
 
     /* Every byte of hp_params that is not padding belongs to one entry: padding before a field is
      * shorter than the field's alignment, so a gap that could hold the next field is a field the table
-     * left out. After the last field (output.colorspace) only the padding to hp_params' alignment. */
+     * left out. After the last field (color) only the padding to hp_params' alignment. An open enum's text
+     * (ocio.input) is its entry's too, through open_offset. */
     struct span {
         size_t start, size;
         const char *name;
-    } spans[2 * SPEC_COUNT] = {{0}};
+    } spans[3 * SPEC_COUNT + 1] = {{0}};
     size_t n = 0;
-    for (size_t i = 0; i < hp_param_schema_count && n + 2 <= 2 * SPEC_COUNT; i++) {
+    for (size_t i = 0; i < hp_param_schema_count && n + 3 <= 3 * SPEC_COUNT; i++) {
         const hp_param_def *def = &hp_param_schema[i];
         size_t size = def->type == HP_PARAM_BOOL     ? sizeof(bool)
                       : def->type == HP_PARAM_STRING ? HP_PARAM_STRING_MAX + 1
@@ -316,6 +358,8 @@ static void test_schema(void)
         spans[n++] = (struct span){def->offset, size, def->name};
         if (def->type == HP_PARAM_NUMBER_OR_AUTO)
             spans[n++] = (struct span){def->aux_offset, sizeof(bool), "an \"auto\" flag"};
+        if (def->open_offset)
+            spans[n++] = (struct span){def->open_offset, HP_PARAM_STRING_MAX + 1, "an open enum's text"};
     }
     /* The one field that is no parameter: the frame's colour, resolved from input.colorspace and the file by
      * api/render.c before the frame is queued (pipeline/params.h). */
@@ -407,6 +451,8 @@ static void test_defaults(void)
                s->name, s->def, got, def->def);
     }
     tap_ok(!p.exposure.key_auto, "exposure.key defaults to the number 0.18, not \"auto\"");
+    tap_ok(p.ocio.input[0] == '\0' && !hp_params_ocio_on(&p),
+           "input.colorspace's kept text (ocio.input) defaults to \"\": the defaults ask for no OCIO view");
 
     hp_err err = {0};
     tap_ok(hp_params_check(&p, &err) == HP_OK, "the defaults pass hp_params_check: %s", err.message);
@@ -532,14 +578,15 @@ static void test_bounds(void)
     }
 
     const hp_param_def *depth = hp_param_find("output.bit_depth");
-    tap_ok(accepts(depth, 8) && accepts(depth, 16), "output.bit_depth takes 8 and 16");
-    tap_ok(refuses(depth, 12) && refuses(depth, 9) && refuses(depth, 15) && refuses(depth, 0) && refuses(depth, 32) &&
-               refuses(depth, 8.5),
-           "output.bit_depth refuses everything else (12, 9, 15, 0, 32, 8.5)");
+    tap_ok(accepts(depth, 8) && accepts(depth, 10) && accepts(depth, 12) && accepts(depth, 16),
+           "output.bit_depth takes 8, 10, 12 and 16 (the format is a rule's)");
+    tap_ok(refuses(depth, 9) && refuses(depth, 11) && refuses(depth, 14) && refuses(depth, 15) && refuses(depth, 0) &&
+               refuses(depth, 32) && refuses(depth, 8.5) && refuses(depth, 10.5),
+           "output.bit_depth refuses everything else (9, 11, 14, 15, 0, 32, 8.5, 10.5)");
     hp_params p = defaults();
     hp_err err = {0};
-    hp_param_set_number(&p, depth, 12, &err);
-    tap_ok(strcmp(err.message, "output.bit_depth must be one of 8, 16, got 12") == 0, "bit_depth message: %s",
+    hp_param_set_number(&p, depth, 11, &err);
+    tap_ok(strcmp(err.message, "output.bit_depth must be one of 8, 10, 12, 16, got 11") == 0, "bit_depth message: %s",
            err.message);
     const hp_param_def *channels = hp_param_find("input.channels");
     tap_ok(accepts(channels, 1) && accepts(channels, 3) && accepts(channels, 4) && refuses(channels, 0) &&
@@ -799,6 +846,30 @@ static void test_rules(void)
     tap_ok(refused(check_json("{\"output\": {\"bit_depth\": 16}}", &err), &err, "output.bit_depth", "png", NULL) &&
                check_json("{\"output\": {\"bit_depth\": 16, \"format\": \"png\"}}", &err) == HP_OK,
            "output.bit_depth 16 only with output.format png");
+    tap_ok(refused(check_json("{\"output\": {\"bit_depth\": 16, \"format\": \"avif\"}}", &err), &err,
+                   "output.bit_depth", "output.bit_depth 16 needs output.format png", "got format avif", NULL) &&
+               refused(check_json("{\"output\": {\"bit_depth\": 16, \"format\": \"jpeg\"}}", &err), &err,
+                       "output.bit_depth", "needs output.format png", "got format jpeg", NULL),
+           "output.bit_depth 16 with avif or jpeg is refused, naming png: %s", err.message);
+    static const char *const not_avif[] = {"webp", "png", "jpeg"};
+    for (size_t i = 0; i < sizeof(not_avif) / sizeof(not_avif[0]); i++) {
+        char ten[96], twelve[96], got[40];
+        snprintf(ten, sizeof(ten), "{\"output\": {\"bit_depth\": 10, \"format\": \"%s\"}}", not_avif[i]);
+        snprintf(twelve, sizeof(twelve), "{\"output\": {\"bit_depth\": 12, \"format\": \"%s\"}}", not_avif[i]);
+        snprintf(got, sizeof(got), "got format %s", not_avif[i]);
+        tap_ok(refused(check_json(ten, &err), &err, "output.bit_depth", "output.bit_depth 10 needs output.format avif",
+                       got, NULL) &&
+                   refused(check_json(twelve, &err), &err, "output.bit_depth",
+                           "output.bit_depth 12 needs output.format avif", got, NULL),
+               "output.bit_depth 10 and 12 with %s are refused, naming avif", not_avif[i]);
+    }
+    tap_ok(check_json("{\"output\": {\"bit_depth\": 10, \"format\": \"avif\"}}", &err) == HP_OK &&
+               check_json("{\"output\": {\"bit_depth\": 12, \"format\": \"avif\", \"chroma\": \"420\"}}",
+                          &err) == HP_OK &&
+               check_json("{\"output\": {\"format\": \"avif\"}}", &err) == HP_OK &&
+               check_json("{\"output\": {\"format\": \"jpeg\", \"chroma\": \"444\", \"quality\": 90}}", &err) ==
+                   HP_OK,
+           "avif takes 8, 10 and 12 bits; jpeg 8 bits with either chroma");
     tap_ok(refused(check_json("{\"output\": {\"colorspace\": \"rec2020\"}}", &err), &err, "output.colorspace",
                    "output.bit_depth 16", NULL) &&
                refused(check_json("{\"output\": {\"colorspace\": \"rec2020\", \"format\": \"png\"}}", &err), &err,
@@ -807,6 +878,19 @@ static void test_rules(void)
                           &err) == HP_OK &&
                check_json("{\"output\": {\"colorspace\": \"display_p3\"}}", &err) == HP_OK,
            "output.colorspace rec2020 only with 16-bit PNG, named in the refusal; display_p3 with anything");
+    tap_ok(check_json("{\"output\": {\"colorspace\": \"rec2020\", \"format\": \"avif\", \"bit_depth\": 10}}",
+                      &err) == HP_OK &&
+               check_json("{\"output\": {\"colorspace\": \"rec2020\", \"format\": \"avif\", \"bit_depth\": 12}}",
+                          &err) == HP_OK,
+           "output.colorspace rec2020 with avif at 10 or 12 bits is accepted");
+    tap_ok(refused(check_json("{\"output\": {\"colorspace\": \"rec2020\", \"format\": \"avif\"}}", &err), &err,
+                   "output.colorspace", "avif with 10 or 12", "got format avif with 8 bits", NULL),
+           "output.colorspace rec2020 with 8-bit avif is refused: %s", err.message);
+    tap_ok(refused(check_json("{\"output\": {\"colorspace\": \"rec2020\", \"format\": \"jpeg\"}}", &err), &err,
+                   "output.colorspace", "output.bit_depth 16", "avif with 10 or 12", "got format jpeg with 8 bits",
+                   NULL) &&
+               check_json("{\"output\": {\"colorspace\": \"display_p3\", \"format\": \"jpeg\"}}", &err) == HP_OK,
+           "output.colorspace rec2020 with jpeg is refused naming png 16 and avif 10/12; display_p3 with jpeg is taken");
     tap_ok(refused(check_json("{\"input\": {\"width\": 10}}", &err), &err, "input.height", "go together", NULL) &&
                check_json("{\"input\": {\"width\": 10, \"height\": 2}}", &err) == HP_OK,
            "input.width and input.height go together");
@@ -1031,6 +1115,9 @@ static void test_query(void)
         {"output.quality=9.5", "output.quality", "got 9.5"},
         {"output.dither=yes", "output.dither", "true or false, got \"yes\""},
         {"output.bit_depth=16", "output.bit_depth", "png"},
+        {"output.bit_depth=12", "output.bit_depth", "needs output.format avif"},
+        {"output.chroma=422", "output.chroma", "one of auto, 420, 444, got \"422\""},
+        {"output.format=jpg", "output.format", "one of webp, png, jpeg, avif, got \"jpg\""},
     };
     for (size_t i = 0; i < sizeof(bad_values) / sizeof(bad_values[0]); i++) {
         p = defaults();
@@ -1069,9 +1156,27 @@ typedef enum sample_names {
     NAMES_LAYER,    /* a file with a layer, alpha and depth */
 } sample_names;
 
+/* The ACES test config (tests/data/ocio/aces_builtin), loaded once by main; NULL when it would not load. */
+static hp_ocio_config *g_aces;
+
+/* The OCIO sample's names, all the ACES config's: a display, one of its views, a look, a colour space. */
+#define SAMPLE_DISPLAY "sRGB - Display"
+#define SAMPLE_VIEW "Raw"
+#define SAMPLE_LOOKS "ACES 1.3 Reference Gamut Compression"
+#define SAMPLE_INPUT "ACEScg"
+
+/* The parameters an OCIO view takes the place of: a request with ocio.* leaves them at their defaults. */
+static bool replaced_by_view(const char *name)
+{
+    return strcmp(name, "tonemap.operator") == 0 || strcmp(name, "gamma.mode") == 0 ||
+           strcmp(name, "gamma.radius") == 0 || strcmp(name, "output.colorspace") == 0;
+}
+
 /* Every parameter moved off its default to another valid value, but for the names that this sample's
- * kind of input cannot take (sample_names). */
-static hp_params everything_changed(sample_names names)
+ * kind of input cannot take (sample_names). ocio: the OCIO sample (the ACES config registered by the caller):
+ * ocio.* and input.colorspace take the config's names and the parameters the view replaces stay; else
+ * ocio.* stay "" (without a config they are refused). */
+static hp_params everything_changed(sample_names names, bool ocio)
 {
     hp_params p = defaults();
     hp_err err = {0};
@@ -1080,6 +1185,18 @@ static hp_params everything_changed(sample_names names)
         if (names != NAMES_NONE && (def->offset == offsetof(hp_params, input.width) ||
                                     def->offset == offsetof(hp_params, input.height)))
             continue; /* a file, not raw samples */
+        bool is_ocio = strncmp(def->name, "ocio.", 5) == 0;
+        if ((ocio && replaced_by_view(def->name)) || (!ocio && is_ocio))
+            continue;
+        if (ocio && (is_ocio || def->open_offset)) {
+            const char *name = def->offset == offsetof(hp_params, ocio.display) ? SAMPLE_DISPLAY
+                               : def->offset == offsetof(hp_params, ocio.view)  ? SAMPLE_VIEW
+                               : def->offset == offsetof(hp_params, ocio.looks) ? SAMPLE_LOOKS
+                                                                                : SAMPLE_INPUT;
+            if (hp_param_set_string(&p, def, name, &err) != HP_OK)
+                tap_diag("OCIO sample: %s", err.message);
+            continue;
+        }
         switch (def->type) {
         case HP_PARAM_STRING: {
             bool is_layer = def->offset == offsetof(hp_params, input.layer);
@@ -1150,7 +1267,7 @@ static void test_to_json(void)
     json_t *j = hp_params_to_json(&p);
     json_t *hable = json_object_get(json_object_get(j, "tonemap"), "hable");
     json_t *layer = json_object_get(json_object_get(j, "input"), "layer");
-    tap_ok(j && count_leaves(j) == hp_param_schema_count && json_object_size(j) == 9 /* 8 stages and look */ &&
+    tap_ok(j && count_leaves(j) == hp_param_schema_count && json_object_size(j) == 10 /* 9 stages and look */ &&
                json_is_string(json_object_get(j, "look")) &&
                json_is_string(layer) && strcmp(json_string_value(layer), "") == 0 &&
                json_real_value(json_object_get(hable, "white")) == 11.2 &&
@@ -1160,13 +1277,25 @@ static void test_to_json(void)
            j ? count_leaves(j) : 0);
     json_decref(j);
 
-    /* Three samples, because the rules let no request set every name at once (a layer or channels, and
-     * neither with raw samples); together they move every parameter. */
-    static const char *const sample_names_text[] = {"raw samples", "named channels", "a layer"};
+    /* Four samples, because the rules let no request set every name at once (a layer or channels, and
+     * neither with raw samples; ocio.* only with a config, and then not the operator, gamma or output space);
+     * together they move every parameter. The fourth has the ACES config registered, the others none. */
+    static const char *const sample_names_text[] = {"raw samples", "named channels", "a layer",
+                                                    "an OCIO view, the ACES config loaded"};
     bool moved_any[256] = {false};
-    for (int kind = NAMES_NONE; kind <= NAMES_LAYER; kind++) {
+    for (int kind = NAMES_NONE; kind <= NAMES_LAYER + 1; kind++) {
         hp_err err = {0};
-        hp_params changed = everything_changed((sample_names)kind);
+        bool ocio = kind > NAMES_LAYER;
+        hp_params_use_ocio(ocio ? g_aces : NULL);
+        hp_params changed = everything_changed(ocio ? NAMES_CHANNELS : (sample_names)kind, ocio);
+        if (ocio)
+            tap_ok(g_aces && strcmp(changed.ocio.input, SAMPLE_INPUT) == 0 && changed.input.colorspace == 0 &&
+                       strcmp(changed.ocio.view, SAMPLE_VIEW) == 0,
+                   "the OCIO sample keeps input.colorspace %s as the config's (ocio.input) and sets ocio.*",
+                   SAMPLE_INPUT);
+        else
+            tap_ok(!hp_params_ocio_on(&changed), "the sample with %s sets no ocio.* (no config registered)",
+                   sample_names_text[kind]);
         const char *differs = "";
         if (hp_params_check(&changed, &err) != HP_OK)
             tap_diag("%s", err.message);
@@ -1190,6 +1319,7 @@ static void test_to_json(void)
         free(text);
         json_decref(again);
         json_decref(j);
+        hp_params_use_ocio(NULL);
     }
     size_t moved = 0;
     for (size_t i = 0; i < hp_param_schema_count && i < 256; i++)
@@ -1198,11 +1328,215 @@ static void test_to_json(void)
            hp_param_schema_count, moved);
 
     hp_err err = {0};
-    hp_params start = everything_changed(NAMES_LAYER);
+    hp_params start = everything_changed(NAMES_LAYER, false);
     j = hp_params_to_json(&p);
     hp_code code = hp_params_from_json(j, &start, &err);
     tap_ok(code == HP_OK && params_equal(&start, &p, NULL), "echoed defaults read back as the defaults");
     json_decref(j);
+}
+
+/* --- OCIO (issue 34): the open enum, ocio.* and their rules --------------------------------------------- */
+
+/* A refusal by the OCIO rule: the field, the answer's word, and each needle in the message. */
+static bool refused_word(hp_code code, const hp_err *err, const char *field, const char *word, const char *needle)
+{
+    bool ok = refused(code, err, field, needle, NULL) && err->word && strcmp(err->word, word) == 0;
+    if (!ok)
+        tap_diag("word %s, wanted %s", err->word ? err->word : "NULL", word);
+    return ok;
+}
+
+static void test_ocio_params(void)
+{
+    const hp_param_def *cs = hp_param_find("input.colorspace");
+    const hp_param_def *view = hp_param_find("ocio.view");
+    hp_err err = {0};
+
+    bool stated = true;
+    static const char *const ocio_names[] = {"ocio.display", "ocio.view", "ocio.looks"};
+    for (size_t i = 0; i < 3; i++) {
+        const hp_param_def *def = hp_param_find(ocio_names[i]);
+        stated = stated && def && def->type == HP_PARAM_STRING && def->min == 0 && def->max == SPEC_STRING_MAX;
+    }
+    tap_ok(stated && sizeof(((hp_params *)0)->ocio.input) == SPEC_STRING_MAX + 1,
+           "ocio.display, ocio.view and ocio.looks are strings of 0 to %d bytes, ocio.input holds as much",
+           SPEC_STRING_MAX);
+
+    /* No config: the open enum is a closed one, and ocio.* are refused with the word no_ocio_config. */
+    hp_params_use_ocio(NULL);
+    hp_params p = defaults(), before = defaults();
+    tap_ok(!hp_params_ocio_config() && !hp_params_open_names() &&
+               refused(hp_param_set_string(&p, cs, "ACEScg", &err), &err, "input.colorspace",
+                       "input.colorspace must be one of auto, rec709, rec2020, acescg, aces2065, p3d65, got "
+                       "\"ACEScg\"", NULL) &&
+               !err.word && params_equal(&p, &before, NULL) && p.ocio.input[0] == '\0',
+           "without a config, input.colorspace refuses ACEScg, listing its choices");
+    tap_ok(refused(from_json_text("{\"input\": {\"colorspace\": \"ACEScg\"}}", &p, &err), &err, "input.colorspace",
+                   "must be one of auto", NULL) &&
+               refused(hp_params_from_query("input.colorspace=scene_linear", &p, &err), &err, "input.colorspace",
+                       "got \"scene_linear\"", NULL) &&
+               params_equal(&p, &before, NULL),
+           "without a config, JSON and query refuse a config's colour space or role the same way");
+    static const char *const no_config[][2] = {
+        {"{\"ocio\": {\"view\": \"Raw\"}}", "ocio.view"},
+        {"{\"ocio.display\": \"sRGB - Display\", \"ocio.view\": \"Raw\"}", "ocio.display"},
+        {"{\"ocio\": {\"looks\": \"+grade\"}}", "ocio.looks"},
+    };
+    for (size_t i = 0; i < sizeof(no_config) / sizeof(no_config[0]); i++) {
+        p = defaults();
+        tap_ok(refused_word(from_json_text(no_config[i][0], &p, &err), &err, no_config[i][1], "no_ocio_config",
+                            "but the daemon has no OCIO config") &&
+                   params_equal(&p, &before, NULL),
+               "without a config, %s is refused naming %s with the word no_ocio_config", no_config[i][0],
+               no_config[i][1]);
+    }
+    p = defaults();
+    tap_ok(hp_param_set_string(&p, view, "Raw", &err) == HP_OK && strcmp(p.ocio.view, "Raw") == 0 &&
+               refused_word(hp_params_check(&p, &err), &err, "ocio.view", "no_ocio_config", "no OCIO config"),
+           "ocio.view is a string its setter takes; hp_params_check's rule refuses it without a config");
+    p = defaults();
+    snprintf(p.ocio.input, sizeof(p.ocio.input), "ACEScg");
+    tap_ok(refused_word(hp_params_check(&p, &err), &err, "input.colorspace", "no_ocio_config",
+                        "input.colorspace names an OpenColorIO"),
+           "a config's colour space put in ocio.input from C is refused without a config, naming input.colorspace");
+    tap_ok(refused(hp_params_from_query("output.quality=300", &p, &err), &err, "output.quality", "got 300", NULL) &&
+               err.word == NULL,
+           "a later refusal of another kind carries no word (no_ocio_config is not left over)");
+
+    /* hdrpost (client/) checks requests without a config and leaves the names to the daemon. */
+    hp_params_accept_open_names(true);
+    p = defaults();
+    hp_code kept = from_json_text("{\"input.colorspace\": \"Any Space\", \"ocio.view\": \"Any View\"}", &p, &err);
+    hp_params q = defaults();
+    tap_ok(kept == HP_OK && strcmp(p.ocio.input, "Any Space") == 0 && strcmp(p.ocio.view, "Any View") == 0 &&
+               refused_word(from_json_text("{\"ocio.view\": \"Any View\", \"gamma.mode\": \"srgb\"}", &q, &err),
+                            &err, "gamma.mode", "ocio_conflict", "gamma.mode does not apply with an OCIO view"),
+           "with open names accepted (hdrpost) any name is kept without a config; conflicts are still refused");
+    hp_params_accept_open_names(false);
+    p = defaults();
+    tap_ok(refused(hp_param_set_string(&p, cs, "Any Space", &err), &err, "input.colorspace", "must be one of", NULL),
+           "open names turned off again: refused as before");
+
+    if (!g_aces) {
+        tap_ok(false, "the ACES test config is loaded (the rest of the OCIO points need it)");
+        return;
+    }
+    hp_params_use_ocio(g_aces);
+    tap_ok(hp_params_ocio_config() == g_aces && hp_params_open_names(), "the ACES config is registered");
+
+    /* The open enum with a config: a name outside the choices is kept as text, the enum at auto. */
+    p = defaults();
+    hp_code code = hp_param_set_string(&p, cs, "ACEScg", &err);
+    tap_ok(code == HP_OK && p.input.colorspace == HP_INPUT_COLORSPACE_AUTO && strcmp(p.ocio.input, "ACEScg") == 0 &&
+               hp_params_ocio_on(&p) && hp_params_check(&p, &err) == HP_OK,
+           "with a config, input.colorspace ACEScg is kept in ocio.input (the enum at auto) and passes the check");
+    json_t *j = hp_params_to_json(&p);
+    json_t *echoed = json_object_get(json_object_get(j, "input"), "colorspace");
+    tap_ok(json_is_string(echoed) && strcmp(json_string_value(echoed), "ACEScg") == 0,
+           "the echo (to_json) gives input.colorspace as the config's name (got %s)",
+           json_is_string(echoed) ? json_string_value(echoed) : "no string");
+    json_decref(j);
+    code = hp_param_set_string(&p, cs, "rec2020", &err);
+    tap_ok(code == HP_OK && p.input.colorspace == HP_COLORSPACE_REC2020 + 1 && p.ocio.input[0] == '\0' &&
+               !hp_params_ocio_on(&p),
+           "a later choice (rec2020) clears the kept name");
+    p = defaults();
+    tap_ok(hp_param_set_string(&p, cs, "acescg", &err) == HP_OK && p.input.colorspace == HP_COLORSPACE_ACESCG + 1 &&
+               p.ocio.input[0] == '\0',
+           "hdrpostd's own choice (acescg) is the enum, not the config's ACEScg");
+    p = defaults();
+    tap_ok(hp_params_from_query("input.colorspace=scene_linear", &p, &err) == HP_OK &&
+               strcmp(p.ocio.input, "scene_linear") == 0 &&
+               from_json_text("{\"input\": {\"colorspace\": \"Linear Rec.709 (sRGB)\"}}", &q, &err) == HP_OK &&
+               strcmp(q.ocio.input, "Linear Rec.709 (sRGB)") == 0,
+           "a role (scene_linear) from a query and a colour space from JSON are kept");
+
+    p = defaults();
+    tap_ok(hp_param_set_string(&p, cs, "NoSuchSpace", &err) == HP_OK &&
+               refused(hp_params_check(&p, &err), &err, "input.colorspace", "input.colorspace \"NoSuchSpace\"",
+                       "ACEScg", NULL),
+           "an unknown name is kept by the setter and refused by hp_params_check naming input.colorspace, "
+           "listing the config's spaces");
+    p = defaults();
+    tap_ok(refused(from_json_text("{\"input.colorspace\": \"NoSuchSpace\"}", &p, &err), &err, "input.colorspace",
+                   "neither one of hdrpostd's spaces nor a colour space", NULL) &&
+               params_equal(&p, &before, NULL),
+           "a request with an unknown colour space is refused and leaves the parameters as they were");
+    char longest[SPEC_STRING_MAX + 2];
+    memset(longest, 'S', SPEC_STRING_MAX + 1);
+    longest[SPEC_STRING_MAX + 1] = '\0';
+    p = defaults();
+    tap_ok(refused(from_json_text("{\"input.colorspace\": \"\"}", &p, &err), &err, "input.colorspace",
+                   "got an empty string", NULL) &&
+               refused(hp_params_from_query("input.colorspace=AC%0AEScg", &p, &err), &err, "input.colorspace",
+                       "control character U+000A", NULL) &&
+               refused(hp_param_set_string(&p, cs, longest, &err), &err, "input.colorspace", "got 256 bytes", NULL) &&
+               params_equal(&p, &before, NULL),
+           "the kept name is held to a string's limits: not empty, no control characters, 255 bytes");
+    p = defaults();
+    memset(p.ocio.input, 'a', sizeof(p.ocio.input));
+    tap_ok(refused(hp_params_check(&p, &err), &err, "input.colorspace", "no NUL", NULL),
+           "hp_params_check refuses a kept name with no NUL in its array (put there in C)");
+
+    /* ocio.* against the config. */
+    p = defaults();
+    tap_ok(from_json_text("{\"ocio\": {\"display\": \"sRGB - Display\", \"view\": \"Raw\"}}", &p, &err) == HP_OK &&
+               strcmp(p.ocio.display, "sRGB - Display") == 0 && strcmp(p.ocio.view, "Raw") == 0 &&
+               hp_params_ocio_on(&p),
+           "ocio.display sRGB - Display with view Raw is taken");
+    static const char *const taken[] = {"{\"ocio.view\": \"ACES 1.0 - SDR Video\"}",
+                                        "{\"ocio.looks\": \"+ACES 1.3 Reference Gamut Compression\"}",
+                                        "?ocio.display=Rec.2100-PQ+-+Display&input.colorspace=ACEScct"};
+    bool all_taken = true;
+    for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++) {
+        p = defaults();
+        code = taken[i][0] == '?' ? hp_params_from_query(taken[i] + 1, &p, &err) : from_json_text(taken[i], &p, &err);
+        if (code != HP_OK)
+            tap_diag("%s: %s", taken[i], err.message);
+        all_taken = all_taken && code == HP_OK;
+    }
+    tap_ok(all_taken, "a view of the default display, a look alone, a display and a colour space from a query are taken");
+    struct {
+        const char *json, *field, *needle;
+    } unknown[] = {
+        {"{\"ocio\": {\"display\": \"sRGB\"}}", "ocio.display", "sRGB - Display"},
+        {"{\"ocio\": {\"display\": \"sRGB - Display\", \"view\": \"Film\"}}", "ocio.view", "Raw"},
+        {"{\"ocio\": {\"display\": \"sRGB - Display\", \"view\": \"ACES 1.1 - HDR Video (1000 nits & P3 lim)\"}}",
+         "ocio.view", "not a view of the display"},
+        {"{\"ocio\": {\"looks\": \"+grade\"}}", "ocio.looks", "Blue Light Artifact Fix"},
+    };
+    for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
+        p = defaults();
+        tap_ok(refused(from_json_text(unknown[i].json, &p, &err), &err, unknown[i].field, unknown[i].needle, NULL) &&
+                   params_equal(&p, &before, NULL),
+               "%s is refused naming %s, listing the config's names", unknown[i].json, unknown[i].field);
+    }
+
+    /* What the view replaces stays at its default: word ocio_conflict. */
+    static const char *const conflicts[][2] = {
+        {"\"tonemap.operator\": \"hable\"", "tonemap.operator"},
+        {"\"gamma.mode\": \"srgb\"", "gamma.mode"},
+        {"\"gamma.radius\": 4", "gamma.radius"},
+        {"\"output.colorspace\": \"display_p3\"", "output.colorspace"},
+    };
+    for (size_t i = 0; i < sizeof(conflicts) / sizeof(conflicts[0]); i++) {
+        char json[160];
+        snprintf(json, sizeof(json), "{\"ocio.view\": \"Raw\", %s}", conflicts[i][0]);
+        p = defaults();
+        tap_ok(refused_word(from_json_text(json, &p, &err), &err, conflicts[i][1], "ocio_conflict",
+                            "does not apply with an OCIO view"),
+               "%s with an OCIO view is refused naming it (word ocio_conflict)", conflicts[i][1]);
+    }
+    p = defaults();
+    tap_ok(from_json_text("{\"ocio.view\": \"Raw\", \"tonemap.operator\": \"reinhard_extended\", \"gamma\": "
+                          "{\"mode\": \"local\", \"radius\": 0}, \"output.colorspace\": \"srgb\"}", &p, &err) == HP_OK,
+           "those parameters given at their defaults pass (they ask for nothing)");
+    p = defaults();
+    tap_ok(refused_word(from_json_text("{\"input.colorspace\": \"ACEScg\", \"tonemap.operator\": \"agx\"}", &p, &err),
+                        &err, "tonemap.operator", "ocio_conflict", "tonemap.operator does not apply") &&
+               from_json_text("{\"input.colorspace\": \"rec2020\", \"tonemap.operator\": \"agx\"}", &p, &err) == HP_OK,
+           "a config's colour space alone asks for the view too (agx refused); hdrpostd's rec2020 with agx is taken");
+    hp_params_use_ocio(NULL);
 }
 
 /* --- docs/PARAMETERS.md --------------------------------------------------------------------------------- */
@@ -1343,6 +1677,11 @@ static void test_parse_memory(void)
 
 int main(int argc, char **argv)
 {
+    hp_err err = {0};
+    if (hp_ocio_config_load(HP_TEST_DATA_DIR "/ocio/aces_builtin/config.ocio", &g_aces, &err) != HP_OK) {
+        tap_diag("%s", err.message);
+        g_aces = NULL;
+    }
     test_schema();
     test_defaults();
     test_enums();
@@ -1354,8 +1693,10 @@ int main(int argc, char **argv)
     test_query();
     test_to_json();
     test_looks();
+    test_ocio_params();
     test_docs(argc > 1 ? argv[1] : NULL);
     test_err_field();
     test_parse_memory();
+    hp_ocio_config_free(g_aces);
     return tap_done();
 }

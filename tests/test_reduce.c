@@ -291,7 +291,7 @@ static void check_other_shapes(hp_gpu *gpu)
             rp.variant = (hp_reduce_variant)v;
             for (int f = 0; f < 2; f++) {
                 hp_lum_stats got;
-                char why[640] = "";
+                char why[1200] = "";
                 bool ok = direct_reduce(&d, reduce, hostile[f], count, (hp_pixel_format)f, &rp, &got, &err);
                 ok = ok ? compare(&got, &want_hostile[f], why, sizeof(why)) : (snprintf(why, sizeof(why), "%s", err.message), false);
                 tap_ok(ok, "%s, %s: %ux%u %s hostile: %s", name, hp_reduce_variant_name(rp.variant), w, h,
@@ -299,7 +299,7 @@ static void check_other_shapes(hp_gpu *gpu)
             }
             rp.hist_min_log2 = -3, rp.hist_max_log2 = 2;
             hp_lum_stats got;
-            char why[640] = "";
+            char why[1200] = "";
             bool ok = direct_reduce(&d, reduce, edge_frame, 510, HP_PIXEL_RGBA32F, &rp, &got, &err);
             ok = ok ? compare(&got, &want_edges, why, sizeof(why)) : (snprintf(why, sizeof(why), "%s", err.message), false);
             tap_ok(ok, "%s, %s: pixels on either side of all 255 edges of [-3, 2]: %s", name,
@@ -324,7 +324,7 @@ static void check_other_shapes(hp_gpu *gpu)
         rp.hist_min_log2 = -1.0, rp.hist_max_log2 = -0.999;
         hp_lum_stats want, got;
         hp_cpu_reduce(px, HP_PIXEL_RGBA32F, nw * nh, rp.hist_min_log2, rp.hist_max_log2, &want);
-        char why[640] = "";
+        char why[1200] = "";
         int occupied = 0;
         for (int b = 0; b < 256; b++)
             occupied += want.histogram[b] != 0;
@@ -350,7 +350,7 @@ static void check_other_shapes(hp_gpu *gpu)
         hp_lum_stats want, want709, got;
         hp_cpu_reduce_row(px, HP_PIXEL_RGBA32F, n, rp.hist_min_log2, rp.hist_max_log2, rp.luma, &want);
         hp_cpu_reduce(px, HP_PIXEL_RGBA32F, n, rp.hist_min_log2, rp.hist_max_log2, &want709);
-        char why[640] = "";
+        char why[1200] = "";
         ok = ok && direct_reduce(&d, reduce, px, n, HP_PIXEL_RGBA32F, &rp, &got, &err);
         ok = ok ? compare(&got, &want, why, sizeof(why)) : (snprintf(why, sizeof(why), "%s", err.message), false);
         tap_ok(ok && want.log_average != want709.log_average,
@@ -474,7 +474,7 @@ int main(void)
             fp.params.analysis.histogram_min_log2 = lo;
             fp.params.analysis.histogram_max_log2 = hi;
             hp_frame_result res;
-            char why[640] = "";
+            char why[1200] = "";
             bool ran = hp_frame_graph_begin(graph, &desc, &pixels, &err) == HP_OK;
             if (ran)
                 memcpy(pixels, frame, sizeof(frame));
@@ -512,7 +512,7 @@ int main(void)
                     hp_reduce_params rp = HP_REDUCE_PARAMS_DEFAULTS;
                     rp.variant = (hp_reduce_variant)v;
                     hp_lum_stats got;
-                    char why[640] = "";
+                    char why[1200] = "";
                     bool ok = run_frame(graph, &desc, (data_kind)k, &rp, &got, &err);
                     if (!ok)
                         snprintf(why, sizeof(why), "run failed: %s", err.message);

@@ -1,17 +1,47 @@
 /* Fuzz target: the request parameters' two parsers (api/params_json.h), which read untrusted text from every
- * request. The first byte chooses the form: even, a JSON body as the params part is parsed (json_loadb, then
- * hp_params_from_json); odd, a query string (hp_params_from_query). Beyond "no crash, no sanitizer report",
+ * request. The first byte chooses the form: bit 0 clear, a JSON body as the params part is parsed (json_loadb,
+ * then hp_params_from_json); set, a query string (hp_params_from_query). Bit 1 registers the ACES test config
+ * (tests/data/ocio/aces_builtin, issue 34), as a daemon with ocio_config has: ocio.* and input.colorspace's
+ * config names are then checked against it; clear, no config, and they are refused (no_ocio_config). Bit 2,
+ * without the config, accepts open names as hdrpost (client/) does. Beyond "no crash, no sanitizer report",
  * it checks what the parsers promise: a failure leaves the parameters unchanged and names what was wrong,
  * and a success passes hp_params_check and survives a round trip through hp_params_to_json with every
- * value the same. */
+ * value the same, input.colorspace's kept config name too. */
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/params_json.h"
+#include "ocio/config.h"
 
+#ifndef HP_FUZZ_OCIO_CONFIG
+#error "HP_FUZZ_OCIO_CONFIG: the ACES test config's path (tests/fuzz/meson.build)"
+#endif
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static hp_ocio_config *aces; /* loaded once, kept for the process (reachable: not a leak) */
+
+static void load_config(void)
+{
+    if (aces)
+        return;
+    hp_err err = {0};
+    if (hp_ocio_config_load(HP_FUZZ_OCIO_CONFIG, &aces, &err) != HP_OK) {
+        fprintf(stderr, "fuzz_params: the OCIO config did not load: %s\n", err.message);
+        abort(); /* the OCIO branches would go untested without a word */
+    }
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    load_config(); /* before the first input: the config builds every display's processor */
+    return 0;
+}
 
 static void check(hp_code code, const hp_params *before, const hp_params *after, const hp_err *err)
 {
@@ -32,6 +62,8 @@ static void check(hp_code code, const hp_params *before, const hp_params *after,
     json_t *twice = round ? hp_params_to_json(&back) : NULL;
     if (round && twice && !json_equal(round, twice))
         abort();
+    if (round && strcmp(back.ocio.input, after->ocio.input) != 0)
+        abort(); /* the echo lost input.colorspace's config name (it reads back as another space) */
     json_decref(twice);
     json_decref(round);
 }
@@ -40,6 +72,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
+    load_config(); /* replay.c calls no LLVMFuzzerInitialize */
+    hp_params_use_ocio(data[0] & 2 ? aces : NULL);
+    hp_params_accept_open_names(!(data[0] & 2) && (data[0] & 4));
     hp_params defaults, p;
     hp_params_defaults(&defaults);
     p = defaults;
