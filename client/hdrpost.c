@@ -2,7 +2,7 @@
  *
  *   hdrpost render FRAMES... -o DIR     every frame rendered, with the shot's exposure locked
  *   hdrpost analyze FRAMES...           every frame's statistics
- *   hdrpost status                      the daemon's state, device, queue and memory
+ *   hdrpost status                      the daemon's state, device, queue, memory and OCIO config
  *
  * Exit status: 0 every frame done, 1 some frames failed (listed), 2 usage, server unreachable or refused. */
 #include <stdatomic.h>
@@ -46,7 +46,8 @@ static const char render_help[] =
     "  --server URL            default http://127.0.0.1:8080, or HDRPOST_SERVER\n"
     "  --token TOKEN           the daemon's bearer token, or HDRPOST_TOKEN\n"
     "  --params FILE|JSON      request parameters (docs/PARAMETERS.md) as a JSON object\n"
-    "  --set NAME=VALUE        one parameter (repeatable; wins over --params)\n"
+    "  --set NAME=VALUE        one parameter (repeatable; wins over --params); the names of the daemon's\n"
+    "                          OCIO config (ocio.display, ocio.view, ocio.looks, input.colorspace) it checks\n"
     "  --format png|webp       output.format\n"
     "  --exposure MODE         shot (one exposure for the shot; the default for more than one frame),\n"
     "                          window=N (a centred window of N frames), frame (each its own)\n"
@@ -72,7 +73,8 @@ static const char analyze_help[] =
 static const char status_help[] =
     "usage: hdrpost status [--server URL] [--token TOKEN] [--json]\n"
     "\n"
-    "The daemon's ready state, device, queue and GPU memory in one screen (/readyz and /v1/gpu).\n";
+    "The daemon's ready state, device, queue, GPU memory and OCIO config in one screen (/readyz, /v1/gpu and\n"
+    "/v1/ocio).\n";
 
 /* Options common to the verbs; returns 0 to go on, or an exit status. */
 static int parse(const char *verb, const char *help, int argc, char **argv, hp_cli_options *o)
@@ -161,6 +163,9 @@ int main(int argc, char **argv)
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    /* Names of the daemon's OCIO config (ocio.*, input.colorspace) cannot be checked here, with no config: the
+     * daemon checks them, with its messages; everything else is still checked before a frame is sent. */
+    hp_params_accept_open_names(true);
     hp_cli_options o = {.stop = &stop_requested};
     int rc = parse(verb, verbs[v].help, argc - 1, argv + 1, &o);
     if (rc == 0)

@@ -53,9 +53,22 @@ static void output_path(const hp_shot_job *job, size_t i, char *out, size_t size
     snprintf(out, size, "%s/%s.%s", job->out_dir, job->frames->items[i].name, job->extension);
 }
 
-/* One frame posted under the retry policy: DONE with the answer in r when it is 200. A refused token (every
- * frame would get it) and a daemon that no longer answers after every retry stop the run; a frame the run
- * was stopped on while it waited is not done (--resume does it). */
+/* A 400 naming a parameter that only the daemon could check: its OCIO config's names (ocio.*, input.colorspace;
+ * hdrpost.c leaves them to it). Every frame would get the same answer, as with a bad parameter checked here. */
+static bool refused_config_name(const hp_response *r)
+{
+    if (r->status != 400)
+        return false;
+    json_t *doc = json_loadb((const char *)r->body, r->len, 0, NULL);
+    const char *field = json_string_value(json_object_get(json_object_get(doc, "error"), "field"));
+    bool name = field && (!strncmp(field, "ocio.", 5) || !strcmp(field, "input.colorspace"));
+    json_decref(doc);
+    return name;
+}
+
+/* One frame posted under the retry policy: DONE with the answer in r when it is 200. A refused token or
+ * config name (every frame would get it) and a daemon that no longer answers after every retry stop the run;
+ * a frame the run was stopped on while it waited is not done (--resume does it). */
 static hp_frame_outcome post_frame(hp_run *run, hp_client *client, size_t i, const char *path, hp_response *r,
                                    char *why, size_t why_size, bool *fatal)
 {
@@ -73,7 +86,7 @@ static hp_frame_outcome post_frame(hp_run *run, hp_client *client, size_t i, con
         return HP_FRAME_DONE;
     if (run->stop && *run->stop && !hp_response_refused(r))
         return HP_FRAME_NOT_DONE;
-    *fatal = r->status == 401 || r->status == 403 || r->status == 0;
+    *fatal = r->status == 401 || r->status == 403 || r->status == 0 || refused_config_name(r);
     if (r->status == 0)
         snprintf(why, why_size, "%s unreachable after %u attempt(s): %s", run->server, r->attempts, r->error);
     else

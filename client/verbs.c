@@ -460,57 +460,89 @@ int hp_verb_render(hp_cli_options *o)
 
 /* --- status ----------------------------------------------------------------------------------------- */
 
+/* A string of the daemon's JSON, or fallback where it has none (printf's %s must never see NULL). */
+static const char *text_of(const json_t *obj, const char *key, const char *fallback)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s && *s ? s : fallback;
+}
+
+static void print_gpu(const json_t *gpu, const hp_response *r)
+{
+    if (!gpu) {
+        printf("gpu      %s\n", r->error);
+        return;
+    }
+    json_t *q = json_object_get(gpu, "queue"), *h = json_object_get(gpu, "host_memory");
+    printf("device   %s (%s %s, Vulkan %s)\n", text_of(gpu, "device", "?"), text_of(gpu, "driver", "?"),
+           text_of(gpu, "driver_info", ""), text_of(gpu, "vulkan", "?"));
+    printf("queue    %lld waiting of %lld, %lld in flight\n", (long long)json_integer_value(json_object_get(q, "depth")),
+           (long long)json_integer_value(json_object_get(q, "capacity")),
+           (long long)json_integer_value(json_object_get(q, "frames_in_flight")));
+    size_t i;
+    json_t *heap;
+    json_array_foreach(json_object_get(gpu, "memory_heaps"), i, heap)
+    {
+        json_t *usage = json_object_get(heap, "usage_bytes"), *budget = json_object_get(heap, "budget_bytes");
+        printf("heap %zu   %.0f MiB%s", i, json_number_value(json_object_get(heap, "size_bytes")) / 1048576.0,
+               json_is_true(json_object_get(heap, "device_local")) ? " device-local" : "");
+        if (usage && budget)
+            printf(", %.0f MiB used of a %.0f MiB budget", json_number_value(usage) / 1048576.0,
+                   json_number_value(budget) / 1048576.0);
+        printf("\n");
+    }
+    printf("host     %lld blocks in use, %.0f MiB kept warm\n",
+           (long long)json_integer_value(json_object_get(h, "blocks_in_use")),
+           json_number_value(json_object_get(h, "kept_bytes")) / 1048576.0);
+}
+
+/* The studio config (GET /v1/ocio): its name, path and displays; "none" when the daemon runs without one;
+ * "unknown" from a daemon older than the route (404), which cannot say either way. */
+static void print_ocio(const json_t *ocio, const hp_response *r)
+{
+    const json_t *config = json_object_get(ocio, "config");
+    if (json_is_object(config))
+        printf("ocio     %s (%s), %zu displays, default %s\n", text_of(config, "name", "(unnamed)"),
+               text_of(config, "path", "?"), json_array_size(json_object_get(ocio, "displays")),
+               text_of(ocio, "default_display", "?"));
+    else if (ocio)
+        printf("ocio     none\n");
+    else if (r->status == 404)
+        printf("ocio     unknown (no /v1/ocio: the daemon is older than OCIO support)\n");
+    else
+        printf("ocio     %s\n", r->error);
+}
+
 int hp_verb_status(hp_cli_options *o)
 {
     hp_client *client = hp_client_new(o->server, o->token, o->stop, 1);
-    hp_response ready = {0}, r = {0};
+    hp_response ready = {0}, r = {0}, ro = {0};
     hp_retry_policy once = {.retries = 0};
     if (client)
         hp_client_send_retrying(client, &once, "/readyz", NULL, 0, NULL, &ready);
     json_t *gpu = client && ready.status ? get_json(client, "/v1/gpu", &r) : NULL;
+    json_t *ocio = client && ready.status ? get_json(client, "/v1/ocio", &ro) : NULL;
     int rc = HP_EXIT_DONE;
     if (!ready.status) {
         fprintf(stderr, "hdrpost status: %s: unreachable: %s\n", o->server, ready.error);
         rc = HP_EXIT_USAGE;
     } else if (o->json) {
-        json_t *doc = json_pack("{s:s, s:b, s:O?}", "server", o->server, "ready", ready.status == 200, "gpu", gpu);
+        /* ocio: /v1/ocio's answer ("config" null without one), or null where the daemon could not say. */
+        json_t *doc = json_pack("{s:s, s:b, s:O?, s:O?}", "server", o->server, "ready", ready.status == 200, "gpu",
+                                gpu, "ocio", ocio);
         json_dumpf(doc, stdout, JSON_INDENT(1));
         printf("\n");
         json_decref(doc);
     } else {
-        json_t *q = json_object_get(gpu, "queue"), *h = json_object_get(gpu, "host_memory");
         printf("server   %s\nready    %s\n", o->server, ready.status == 200 ? "yes" : ready.error);
-        if (gpu) {
-            printf("device   %s (%s %s, Vulkan %s)\n", json_string_value(json_object_get(gpu, "device")),
-                   json_string_value(json_object_get(gpu, "driver")),
-                   json_string_value(json_object_get(gpu, "driver_info")),
-                   json_string_value(json_object_get(gpu, "vulkan")));
-            printf("queue    %lld waiting of %lld, %lld in flight\n",
-                   (long long)json_integer_value(json_object_get(q, "depth")),
-                   (long long)json_integer_value(json_object_get(q, "capacity")),
-                   (long long)json_integer_value(json_object_get(q, "frames_in_flight")));
-            size_t i;
-            json_t *heap;
-            json_array_foreach(json_object_get(gpu, "memory_heaps"), i, heap)
-            {
-                json_t *usage = json_object_get(heap, "usage_bytes"), *budget = json_object_get(heap, "budget_bytes");
-                printf("heap %zu   %.0f MiB%s", i, json_number_value(json_object_get(heap, "size_bytes")) / 1048576.0,
-                       json_is_true(json_object_get(heap, "device_local")) ? " device-local" : "");
-                if (usage && budget)
-                    printf(", %.0f MiB used of a %.0f MiB budget", json_number_value(usage) / 1048576.0,
-                           json_number_value(budget) / 1048576.0);
-                printf("\n");
-            }
-            printf("host     %lld blocks in use, %.0f MiB kept warm\n",
-                   (long long)json_integer_value(json_object_get(h, "blocks_in_use")),
-                   json_number_value(json_object_get(h, "kept_bytes")) / 1048576.0);
-        } else {
-            printf("gpu      %s\n", r.error);
-        }
+        print_gpu(gpu, &r);
+        print_ocio(ocio, &ro);
     }
     json_decref(gpu);
+    json_decref(ocio);
     hp_response_free(&ready);
     hp_response_free(&r);
+    hp_response_free(&ro);
     hp_client_free(client);
     return rc;
 }

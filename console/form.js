@@ -5,6 +5,9 @@
 // The form keeps what the user changed (overrides) apart from what the look and the table's defaults give, and
 // the query it makes carries the look and the overrides only, so the daemon's own defaults stay its own. The
 // console asks for PNG (output.format=png) unless the user picks webp.
+//
+// ocio.* have no control of their own here: with an OCIO config ocio.js's selects set them (attach()), and
+// without one the daemon would refuse them.
 import { el, inline } from './util.js';
 
 // Groups open at first; the others (input, analysis, dof, bokeh and any new one) start collapsed.
@@ -79,19 +82,21 @@ export class ParamForm {
   constructor(schema, onChange) {
     this.schema = schema;
     this.onChange = onChange;
-    this.params = schema.parameters.filter((p) => p.name !== 'look');
+    this.params = schema.parameters.filter((p) => p.name !== 'look' && !p.name.startsWith('ocio.'));
     this.byName = new Map(schema.parameters.map((p) => [p.name, p]));
     this.looks = new Map((schema.looks || []).map((l) => [l.name, l]));
     this.look = 'default';
     this.overrides = new Map();
     this.controls = new Map(); // name -> {row, show(value), error}
     this.dependents = [];
+    this.ocio = null; // ocio.js's OcioPanel, when the daemon has a config
     this.build();
   }
 
-  // The value the daemon will use for a parameter, as a query writes it.
+  // The value the daemon will use for a parameter, as a query writes it. One the OCIO view replaces is not sent,
+  // so the user's value of it is not the daemon's.
   effective(name) {
-    if (this.overrides.has(name)) return this.overrides.get(name);
+    if (this.overrides.has(name) && !this.replaced(name)) return this.overrides.get(name);
     const look = this.looks.get(this.look);
     if (look && look.sets && name in look.sets) return queryValue(look.sets[name]);
     if (name in CONSOLE_DEFAULTS) return CONSOLE_DEFAULTS[name];
@@ -105,8 +110,51 @@ export class ParamForm {
     const q = new URLSearchParams();
     if (this.look !== 'default') q.set('look', this.look);
     for (const [k, v] of Object.entries(CONSOLE_DEFAULTS)) if (!this.overrides.has(k)) q.set(k, v);
-    for (const [k, v] of this.overrides) if (v !== '') q.set(k, v);
+    for (const [k, v] of this.overrides) if (v !== '' && !this.replaced(k)) q.set(k, v);
+    if (this.ocio) this.ocio.apply(q);
     return q;
+  }
+
+  replaced(name) {
+    return Boolean(this.ocio && this.ocio.replaces(name));
+  }
+
+  // The comparison's linear clip: the same frame through hdrpostd's own curve, so without the OCIO view and a
+  // colour space of the config (which would bring the view back); the daemon's auto colour space instead.
+  linearClip(query) {
+    const clip = new URLSearchParams(query);
+    for (const k of [...clip.keys()]) if (k.startsWith('ocio.')) clip.delete(k);
+    if (this.ocio && this.ocio.configSpace(clip.get('input.colorspace'))) clip.delete('input.colorspace');
+    clip.set('tonemap.operator', 'linear');
+    clip.set('gamma.mode', 'srgb');
+    return clip;
+  }
+
+  attach(ocio) {
+    this.ocio = ocio;
+    this.refreshAll();
+  }
+
+  // A choice of the OCIO block: the controls it replaces follow, then a render. A look of the daemon's that sets
+  // one of them would be refused (ocio_conflict) with a view, so it gives way to the default.
+  ocioChanged(name) {
+    const look = this.looks.get(this.look);
+    if (look && Object.keys(look.sets || {}).some((k) => this.replaced(k))) {
+      this.look = 'default';
+      document.getElementById('look').value = 'default';
+      document.getElementById('look-description').replaceChildren(inline((this.looks.get('default') || {}).description));
+    }
+    this.refreshAll();
+    this.onChange(name);
+  }
+
+  // Back to the look's or the default value without a render of its own (the caller renders).
+  clear(name) {
+    this.overrides.delete(name);
+    const c = this.controls.get(name);
+    if (c) c.show(this.effective(name));
+    this.markChanged(name);
+    this.clearError(name);
   }
 
   set(name, value) {
@@ -149,13 +197,19 @@ export class ParamForm {
 
   markChanged(name) {
     const c = this.controls.get(name);
-    if (c) c.row.classList.toggle('changed', this.overrides.has(name));
+    if (c) c.row.classList.toggle('changed', this.overrides.has(name) && !this.replaced(name));
   }
 
   // Dims what the chosen operator or mode does not read; a nested group (tonemap.hable) opens when its operator
-  // is chosen and closes when another is, and is otherwise left as the user put it.
+  // is chosen and closes when another is, and is otherwise left as the user put it. What an OCIO view replaces
+  // is disabled, saying so, and so are the daemon's looks that set it.
   refreshApplies() {
     const get = (n) => this.effective(n);
+    for (const [name, c] of this.controls) c.replace(this.replaced(name));
+    for (const o of document.getElementById('look').options) {
+      const look = this.looks.get(o.value);
+      o.disabled = Boolean(look && Object.keys(look.sets || {}).some((k) => this.replaced(k)));
+    }
     for (const d of this.dependents) {
       const on = d.applies.test(get);
       d.row.classList.toggle('inapplicable', !on);
@@ -339,7 +393,19 @@ export class ParamForm {
     const hint = [rangeText(p), p.applies && p.applies !== 'always' ? `for ${p.applies}` : ''].filter(Boolean).join(' · ');
     if (hint) row.append(el('div', { class: 'hint', id: `${id}-range` }, inline(hint)));
     row.append(error);
-    this.controls.set(p.name, { row, show, error });
+    const replace = (off) => {
+      if (off === row.classList.contains('replaced')) return;
+      row.classList.toggle('replaced', off);
+      for (const c of row.querySelectorAll('input, select, button')) c.disabled = off;
+      let note = row.querySelector('.replaced-note');
+      if (off && !note) {
+        note = el('div', { class: 'hint replaced-note', text: 'off: the OCIO view replaces it (ocio.display)' });
+        row.insertBefore(note, error);
+      }
+      if (note) note.hidden = !off;
+      if (!off) show(this.effective(p.name)); // an "auto" box disabled by its own state again
+    };
+    this.controls.set(p.name, { row, show, error, replace });
     return row;
   }
 }

@@ -2,6 +2,7 @@
 // answered, so a slow daemon is never asked twice at once).
 import { api, ApiError } from './api.js';
 import { StageChart, ThroughputChart } from './charts.js';
+import { ocioInfo } from './ocio.js';
 import { bytes, clock, duration, el, ms, num, orderStages } from './util.js';
 
 const PERIOD_MS = 2000;
@@ -34,6 +35,7 @@ export class StatusView {
     this.last = null;
     this.visible = false;
     this.timer = null;
+    this.ocioShown = false;
     window.addEventListener('resize', () => this.resize());
   }
 
@@ -60,6 +62,7 @@ export class StatusView {
       const s = await res.json();
       this.last = s;
       this.render(s);
+      if (!this.ocioShown) this.showOcio();
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) {
         setPill('pill-wait', 'token needed', 'the daemon answered 401; enter its token');
@@ -118,6 +121,27 @@ export class StatusView {
     this.renderStageTable(s.stages_ms || {});
     this.renderErrors(s);
     if (this.visible) this.drawCharts(s);
+  }
+
+  // The OCIO config, read once (the daemon loads it at start): in the Daemon card, and by the device in the
+  // header when there is one. A failure is asked again at the next poll.
+  async showOcio() {
+    let doc;
+    try {
+      doc = await ocioInfo();
+    } catch {
+      return;
+    }
+    this.ocioShown = true;
+    const c = doc && doc.config;
+    const header = $('ocio-config');
+    header.hidden = !c;
+    if (c) {
+      header.textContent = `OCIO ${c.name || c.path}`;
+      header.title = `${c.path}: ${doc.displays.length} displays, default ${doc.default_display}`;
+    }
+    $('s-ocio').textContent = c ? `OCIO ${c.name || '(unnamed)'} · ${doc.displays.length} displays` : 'OCIO config: none';
+    $('s-ocio').title = c ? `${c.path}${c.description ? `\n${c.description}` : ''}` : 'no ocio_config set';
   }
 
   drawCharts(s) {

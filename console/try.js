@@ -4,6 +4,7 @@
 import { api, ApiError } from './api.js';
 import { HistogramChart } from './charts.js';
 import { ParamForm } from './form.js';
+import { OcioPanel, ocioInfo } from './ocio.js';
 import { bytes, el, ms, num, orderStages, stageColour } from './util.js';
 
 const DEBOUNCE_MS = 300;
@@ -29,6 +30,7 @@ function stem(name) {
 export class TryView {
   constructor() {
     this.form = null;
+    this.ocio = null; // the OCIO block (ocio.js), with a config
     this.frame = null; // {name, blob}
     this.seq = 0;
     this.abort = null;
@@ -47,13 +49,15 @@ export class TryView {
 
   async loadParams() {
     try {
-      const res = await api('/v1/params');
-      this.form = new ParamForm(await res.json(), (name) => this.changed(name));
+      const schema = await (await api('/v1/params')).json();
+      const ocio = await ocioInfo(); // null without a config: no OCIO block
+      this.form = new ParamForm(schema, (name) => this.changed(name));
+      this.ocio = ocio ? new OcioPanel(ocio, this.form) : null;
       this.banner('');
       $('render').disabled = !this.frame;
       if (this.frame) this.render(); // a frame picked while the table was on its way
     } catch (e) {
-      this.banner(`The parameter table could not be read (GET /v1/params): ${e.message}`);
+      this.banner(`The parameter table could not be read (GET /v1/params, /v1/ocio): ${e.message}`);
       // Without the token (the dialog cancelled) or while the daemon is away: again until it answers.
       setTimeout(() => this.loadParams(), 2000);
     }
@@ -228,6 +232,7 @@ export class TryView {
       this.showImage('after', image);
       const img = $('img-after');
       img.dataset.query = query.toString();
+      $('tag-after').textContent = (this.ocio && this.ocio.label()) || 'tone-mapped';
       img.dataset.seq = String(seq);
       this.showTiming(parseServerTiming(res.headers.get('Server-Timing')), wall);
       this.showFacts(res.headers, image);
@@ -238,9 +243,7 @@ export class TryView {
 
       let clipShown = false;
       if ($('compare').checked) {
-        const clip = new URLSearchParams(query);
-        clip.set('tonemap.operator', 'linear');
-        clip.set('gamma.mode', 'srgb');
+        const clip = this.form.linearClip(query);
         try {
           const r2 = await api(`/v1/render?${clip}`, {
             method: 'POST', body: this.frame.blob, signal: abort.signal,
@@ -284,9 +287,9 @@ export class TryView {
     if (this.urls.download) URL.revokeObjectURL(this.urls.download);
     this.urls.download = URL.createObjectURL(blob);
     const ext = blob.type === 'image/webp' ? 'webp' : 'png';
-    const op = this.form.effective('tonemap.operator');
+    const curve = query.get('look') || (this.form.ocio && this.form.ocio.label()) || this.form.effective('tonemap.operator');
     a.href = this.urls.download;
-    a.download = `${stem(this.frame.name)}_${query.get('look') || op}.${ext}`;
+    a.download = `${stem(this.frame.name)}_${curve.replace(/[^\w.-]+/g, '_')}.${ext}`;
     a.textContent = `Download ${ext.toUpperCase()} (${bytes(blob.size)})`;
     a.hidden = false;
   }

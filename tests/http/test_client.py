@@ -3,7 +3,8 @@
 
 Usage: test_client.py PATH/TO/hdrpost PATH/TO/hdrpostd PATH/TO/make_frame. Prints TAP. The shot: 24 OpenEXR
 frames (64x32, written from PFMs by tools/make_frame) of a dim gradient into which a bright light moves from
-frame 8 on, from the right. Standard library only; loopback only; every wait is bounded.
+frame 8 on, from the right. Standard library only; loopback only; every wait is bounded. The OCIO points start a
+daemon with tests/data/ocio/aces_builtin/config.ocio, and a stand-in for a daemon older than GET /v1/ocio.
 """
 
 import json
@@ -26,8 +27,17 @@ TOKEN = "client-test-token"
 W, H, FRAMES, FIRST = 64, 32, 24, 1001
 STATIC_COLUMNS = range(0, 16)  # the light never reaches the left quarter
 
-from harness import free_port, png_decode, point  # noqa: E402
+from harness import free_port, png_decode, point, scaled  # noqa: E402
 import harness  # noqa: E402
+
+
+def gpu_delay(ms):
+    """--test_gpu_delay_ms for the points that send SIGINT or SIGKILL a set time into a run: the run's pace
+    (the GPU thread's sleep per frame) and the test's sleeps are stretched alike by HDRPOST_TEST_TIME_FACTOR,
+    so that the signal still comes at the same point of the run (a few frames written, the shot being
+    measured) when a sanitizer build is slower to start and to answer. The delay is the test's pacing, not
+    something under test; at factor 1 it is the value given."""
+    return f"--test_gpu_delay_ms={int(ms * harness.TIME_FACTOR)}"
 
 
 def start(label, args=(), port=None):
@@ -68,7 +78,7 @@ def hdrpost(*args, port, token=TOKEN, timeout=120, env=None):
     e.pop("HDRPOST_SERVER", None)
     e.pop("HDRPOST_TOKEN", None)
     argv = [HDRPOST, *args, "--server", f"http://{HOST}:{port}"] + (["--token", token] if token else [])
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=e)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=scaled(timeout), env=e)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -292,7 +302,7 @@ def busy_daemon(tmp, pattern):
 
 
 def interrupted_and_resumed(tmp, pattern):
-    d = start("slow daemon", ["--test_gpu_delay_ms=400"])
+    d = start("slow daemon", [gpu_delay(400)])
     if not d:
         return
     try:
@@ -302,9 +312,9 @@ def interrupted_and_resumed(tmp, pattern):
             argv = [HDRPOST, "render", pattern, "--frames", rng, "-o", out_dir, "--jobs", "2", "--format", "png",
                     *extra, "--server", f"http://{HOST}:{d.port}", "--token", TOKEN]
             proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            time.sleep(after_s)
+            time.sleep(scaled(after_s))  # with gpu_delay(): the same point of the run at any factor
             proc.send_signal(signal.SIGINT)
-            _, err = proc.communicate(timeout=60)
+            _, err = proc.communicate(timeout=scaled(60))
             return proc.returncode, err
 
         out_dir = os.path.join(tmp, "resume")
@@ -344,37 +354,40 @@ def interrupted_and_resumed(tmp, pattern):
 
 def daemon_gone(tmp, pattern):
     """A daemon that dies for good mid-run: the run stops with exit 2 once a frame has had every retry."""
-    d = start("daemon to lose", ["--test_gpu_delay_ms=300"])
+    d = start("daemon to lose", [gpu_delay(300)])
     if not d:
         return
     argv = [HDRPOST, "render", pattern, "--frames", f"{FIRST}-{FIRST + 23}", "-o", os.path.join(tmp, "gone"),
             "--jobs", "2", "--exposure", "frame", "--retries", "2", "--server", f"http://{HOST}:{d.port}", "--token",
             TOKEN]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)
+    time.sleep(scaled(1.0))  # mid-run (gpu_delay: the same point of the run at any factor)
     d.kill()
     t0 = time.monotonic()
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=scaled(120))
     took = time.monotonic() - t0
+    # The 20 s is not stretched by HDRPOST_TEST_TIME_FACTOR: it is what the point checks, that the run stops
+    # once one frame has had its retries (2: 0.5 + 1 s of back-off, the client's own clock) rather than
+    # after every frame's, and a dead port is refused at once in any build.
     point(f"the daemon gone mid-run: exit 2 saying it is unreachable, in {took:.1f} s, not frame after frame",
           proc.returncode == 2 and "unreachable" in err and took < 20, err[-1500:])
 
 
 def restarted_daemon(tmp, pattern):
     port = free_port()
-    d = start("daemon to restart", ["--test_gpu_delay_ms=300"], port=port)
+    d = start("daemon to restart", [gpu_delay(300)], port=port)
     if not d:
         return
     out_dir = os.path.join(tmp, "restart")
     argv = [HDRPOST, "render", pattern, "--frames", f"{FIRST}-{FIRST + 9}", "-o", out_dir, "--jobs", "2",
             "--exposure", "frame", "--format", "png", "--server", f"http://{HOST}:{port}", "--token", TOKEN]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)
+    time.sleep(scaled(1.0))
     d.kill()  # SIGKILL mid-run
-    time.sleep(1.0)
-    d2 = start("the daemon restarted", ["--test_gpu_delay_ms=300"], port=port)
+    time.sleep(scaled(1.0))
+    d2 = start("the daemon restarted", [gpu_delay(300)], port=port)
     try:
-        out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=scaled(120))
         point("the daemon killed mid-run and restarted: the client retries and finishes every frame",
               proc.returncode == 0 and len([n for n in os.listdir(out_dir) if n.endswith(".png")]) == 10, err)
     finally:
@@ -392,7 +405,7 @@ def progress(d, tmp, pattern):
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=secondary)
     os.close(secondary)
     seen = b""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + scaled(60)
     while time.monotonic() < deadline:
         r, _, _ = select.select([primary], [], [], 0.5)
         if r:
@@ -405,7 +418,7 @@ def progress(d, tmp, pattern):
             seen += chunk
         elif proc.poll() is not None:
             break
-    proc.wait(timeout=30)
+    proc.wait(timeout=scaled(30))
     os.close(primary)
     text = seen.decode("utf-8", "replace")
     point("on a terminal: one progress line redrawn in place (carriage returns), frames done/total and frames/s",
@@ -416,15 +429,114 @@ def progress(d, tmp, pattern):
           and len(re.findall(r"beauty\.\d+ rendered \(", err)) == 4, err)
 
 
+# --- Studio colour through the daemon's OCIO config (issue 34) ----------------------------------------------
+
+ACES_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "ocio", "aces_builtin",
+                           "config.ocio")
+
+
+def direct_render(d, query, frame_path):
+    with open(frame_path, "rb") as f:
+        frame = f.read()
+    return harness.request(d.port, "POST", "/v1/render?" + query, frame, {"Authorization": f"Bearer {TOKEN}"},
+                           timeout=scaled(60))
+
+
+def ocio_names_left_to_daemon(d, tmp, pattern):
+    """Against a daemon without a config: the client has none either, so it sends the names and the daemon says."""
+    rc, _, err = hdrpost("render", pattern.replace("####", f"{FIRST:04d}"), "-o", os.path.join(tmp, "no-config"),
+                         "--set", "ocio.view=Un-tone-mapped", port=d.port)
+    point("--set ocio.view to a daemon without an OCIO config: sent, and its no_ocio_config stops the run (exit 2)",
+          rc == 2 and "no_ocio_config" in err and "stopped" in err, err)
+    rc, out, err = hdrpost("status", port=d.port)
+    point("status of a daemon without an OCIO config: \"ocio     none\"", rc == 0 and "\nocio     none\n" in out,
+          out + err)
+
+
+def ocio_config(tmp, pattern):
+    d = start("daemon with an OCIO config", [f"--ocio_config={ACES_CONFIG}"])
+    if not d:
+        return
+    try:
+        frame = pattern.replace("####", f"{FIRST + 12:04d}")
+        out = os.path.join(tmp, "ocio")
+        look = "+ACES 1.3 Reference Gamut Compression"
+        rc, _, err = hdrpost("render", frame, "-o", out, "--format", "png", "--set", "ocio.view=Un-tone-mapped",
+                             "--set", "input.colorspace=ACEScg", "--params", json.dumps({"ocio": {"looks": look}}),
+                             port=d.port)
+        query = ("ocio.view=Un-tone-mapped&input.colorspace=ACEScg&ocio.looks=%2BACES%201.3%20Reference%20Gamut"
+                 "%20Compression&output.format=png")
+        status, _, body = direct_render(d, query, frame)
+        written = os.path.join(out, f"beauty.{FIRST + 12:04d}.png")
+        same = rc == 0 and status == 200 and os.path.exists(written) and open(written, "rb").read() == body
+        point("render --set ocio.view=Un-tone-mapped --set input.colorspace=ACEScg (a name of the config, which the "
+              "client cannot check) and ocio.looks from --params: exit 0, byte for byte the direct request's image",
+              same, f"exit {rc}, direct {status}\n{err}")
+        rc, _, err = hdrpost("render", frame, "-o", os.path.join(tmp, "ocio-bad"), "--set", "ocio.view=No Such View",
+                             port=d.port)
+        status, _, body = direct_render(d, "ocio.view=No%20Such%20View", frame)
+        message = (harness.json_body(body) or {}).get("error", {}).get("message", "?")
+        point("a view the config lacks: exit 2, the daemon's 400 message shown, nothing written",
+              rc == 2 and status == 400 and "HTTP 400" in err and message in err
+              and not [n for n in os.listdir(tmp) if n == "ocio-bad" and os.listdir(os.path.join(tmp, n))],
+              f"exit {rc}, daemon: {message}\n{err}")
+        rc, _, err = hdrpost("render", frame, "-o", os.path.join(tmp, "ocio-conflict"), "--set",
+                             "ocio.view=Un-tone-mapped", "--set", "tonemap.operator=agx", port=d.port)
+        point("an operator with a view: exit 2 before a frame is sent, with the daemon's own ocio_conflict message",
+              rc == 2 and "tonemap.operator does not apply with an OCIO view" in err
+              and not os.path.exists(os.path.join(tmp, "ocio-conflict")), err)
+        rc, out, err = hdrpost("status", port=d.port)
+        rc2, out2, _ = hdrpost("status", "--json", port=d.port)
+        doc = json.loads(out2) if rc2 == 0 else {}
+        point("status names the OCIO config: its name, path and displays (and --json gives /v1/ocio's answer)",
+              rc == 0 and re.search(r"\nocio     hdrpostd-aces-builtin-v1 \(.*aces_builtin/config\.ocio\), 5 displays",
+                                    out) is not None
+              and doc.get("ocio", {}).get("config", {}).get("name") == "hdrpostd-aces-builtin-v1", out + err)
+    finally:
+        stop(d)
+
+
+def older_daemon_status():
+    """A daemon from before GET /v1/ocio (a stand-in: /readyz and /v1/gpu, 404 elsewhere): status says unknown."""
+    import http.server
+    import threading
+
+    class Old(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            known = {"/readyz": b'{"ready": true}', "/v1/gpu": b'{"device": "stand-in", "queue": {"capacity": 1}}'}
+            body = known.get(self.path, b'{"error": {"code": "not_found", "message": "no such route"}}')
+            self.send_response(200 if self.path in known else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer((HOST, 0), Old)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        rc, out, err = hdrpost("status", port=server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
+    point("status of a daemon older than /v1/ocio (404): \"ocio     unknown\"",
+          rc == 0 and "\nocio     unknown" in out, out + err)
+
+
 def main():
     def suite(tmp):
         pattern = make_shot(tmp)
         with harness.serving(start("client daemon")) as d:
             if d:
-                for group in (exposure_lock, user_exposure, analyze_and_status, refusals, progress):
+                for group in (exposure_lock, user_exposure, analyze_and_status, refusals, progress,
+                              ocio_names_left_to_daemon):
                     group(d, tmp, pattern)
         for group in (busy_daemon, interrupted_and_resumed, restarted_daemon, daemon_gone):
             group(tmp, pattern)
+        ocio_config(tmp, pattern)
+        older_daemon_status()
 
     return harness.run_suite([HDRPOST, EXE, MAKE_FRAME], "hdrpost-client-", suite)
 

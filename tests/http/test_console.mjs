@@ -23,6 +23,10 @@
 // - with --auth_token set (a second daemon), the page asks for the token once, does not ask again by itself after
 //   Cancel (the header offers it), says so when a token is refused, then works, sending Authorization: Bearer;
 //   a look and a checkbox of a closed group (dof.enabled on the street sample) render as they should;
+// - without an OCIO config, no OCIO select shows; with the ACES test config (a third daemon), the try view's selects
+//   hold the config's displays, views, looks and colour spaces at its defaults, what a view replaces is disabled,
+//   a frame through a chosen display, view, look and colour space shows the pixels of the same request by hand,
+//   and display "none" gives the built-in form back; the config's name shows in the status area;
 // - with --console=off, / is 404 and the API still answers; each daemon exits 0 on SIGTERM with no
 //   validation-layer message.
 //
@@ -53,6 +57,7 @@ const TOKEN = 'console-test-' + randomBytes(8).toString('hex');
 const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; connect-src 'self'; " +
   "font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 const SAMPLE = path.join(CONSOLE_DIR, 'samples', 'park.exr'); // 256x128 half RGB, ZIP
+const ACES_CONFIG = path.join(ROOT, 'tests', 'data', 'ocio', 'aces_builtin', 'config.ocio'); // OCIO built-ins, no LUT
 
 // --- TAP ------------------------------------------------------------------------------------------------
 
@@ -450,12 +455,27 @@ async function consoleSession(browser, d, shots) {
     groups: [...document.querySelectorAll('#param-groups > details.group')].map((e) => e.dataset.group),
     looks: [...document.querySelectorAll('#look option')].map((o) => o.value),
   }));
-  const wantParams = schema.parameters.filter((p) => p.name !== 'look').map((p) => p.name);
-  const wantGroups = [...new Set(schema.parameters.filter((p) => p.name !== 'look').map((p) => p.group))];
-  point('the form has a control for every parameter of /v1/params, grouped by stage, in the table\'s order, and every look',
+  // ocio.* have controls only with an OCIO config (ocioSession), as selects of the config's names.
+  const formParams = schema.parameters.filter((p) => p.name !== 'look' && !p.name.startsWith('ocio.'));
+  const wantParams = formParams.map((p) => p.name);
+  const wantGroups = [...new Set(formParams.map((p) => p.group))];
+  point('the form has a control for every parameter of /v1/params but ocio.*, grouped by stage, in the table\'s order, and every look',
     JSON.stringify(form.params) === JSON.stringify(wantParams) && JSON.stringify(form.groups) === JSON.stringify(wantGroups) &&
     JSON.stringify(form.looks) === JSON.stringify(schema.looks.map((l) => l.name)),
     `form ${JSON.stringify(form)}\nwant ${JSON.stringify({ wantParams, wantGroups })}`);
+  await page.waitForFunction(() => document.getElementById('s-ocio').textContent !== '', null, { timeout: STEP_TIMEOUT_MS });
+  const noOcio = await page.evaluate(() => ({
+    block: document.getElementById('ocio-block').hidden,
+    controls: document.querySelectorAll('#ocio-display, #ocio-view, #ocio-looks, [data-param^="ocio."]').length,
+    header: document.getElementById('ocio-config').hidden,
+    status: document.getElementById('s-ocio').textContent,
+    spaces: [...document.querySelectorAll('#p-input-colorspace option')].map((o) => o.value),
+  }));
+  const ownSpaces = schema.parameters.find((p) => p.name === 'input.colorspace').choices;
+  point('without an OCIO config: no OCIO block, select or ocio.* control, input.colorspace offers hdrpostd\'s own ' +
+    'spaces alone, and the status says "OCIO config: none"', noOcio.block && noOcio.controls === 0 && noOcio.header &&
+    noOcio.status === 'OCIO config: none' && JSON.stringify(noOcio.spaces) === JSON.stringify(ownSpaces),
+  JSON.stringify(noOcio));
   let problems = await page.problems();
   point('the page loaded with no console error, uncaught exception or CSP violation', problems.length === 0,
     problems.join('\n'));
@@ -698,6 +718,94 @@ async function tokenSession(browser, d, shots) {
   await page.context().close();
 }
 
+// The try view with the daemon's OCIO config (issue 34): the selects hold the config's names and defaults, what a
+// view replaces is disabled and not sent, a frame through a chosen view, look and config colour space is the same
+// request made by hand, and "none" gives the built-in form back.
+async function ocioSession(browser, d, shots) {
+  const page = await openPage(browser, shots);
+  const requests = renderRequests(page);
+  const doc = await (await fetch(`${d.base}/v1/ocio`)).json();
+  const schema = await (await fetch(`${d.base}/v1/params`)).json();
+  await page.goto(`${d.base}/#try`);
+  await page.waitForSelector('#ocio-block:not([hidden]) #ocio-view option', { state: 'attached', timeout: STEP_TIMEOUT_MS });
+  await page.waitForFunction(() => document.getElementById('s-ocio').textContent !== '', null, { timeout: STEP_TIMEOUT_MS });
+  const shown = await page.evaluate(() => {
+    const opts = (sel) => [...document.querySelectorAll(`${sel} option`)].map((o) => o.value);
+    return {
+      name: document.getElementById('ocio-name').textContent, header: document.getElementById('ocio-config').textContent,
+      status: document.getElementById('s-ocio').textContent, displays: opts('#ocio-display'),
+      display: document.getElementById('ocio-display').value, views: opts('#ocio-view'),
+      view: document.getElementById('ocio-view').value, looks: opts('#ocio-looks'), spaces: opts('#p-input-colorspace'),
+      inBlock: Boolean(document.querySelector('#ocio-block [data-param="input.colorspace"]')),
+    };
+  });
+  const own = schema.parameters.find((p) => p.name === 'input.colorspace').choices;
+  const defaultDisplay = doc.displays.find((x) => x.name === doc.default_display);
+  point(`with an OCIO config: its name (${doc.config.name}) in the try view, the header and the status card`,
+    shown.name === doc.config.name && shown.header.includes(doc.config.name) && shown.status.includes(doc.config.name),
+    JSON.stringify(shown));
+  point('the display select lists none and the config\'s displays, at its default display; the view select that ' +
+    'display\'s views, at its default view; the look select none and each look as +Name',
+  JSON.stringify(shown.displays) === JSON.stringify(['', ...doc.displays.map((x) => x.name)]) &&
+    shown.display === doc.default_display && JSON.stringify(shown.views) === JSON.stringify(defaultDisplay.views) &&
+    shown.view === defaultDisplay.default_view &&
+    JSON.stringify(shown.looks) === JSON.stringify(['', ...doc.looks.map((l) => `+${l}`)]), JSON.stringify(shown));
+  point('the input colour-space select (in the OCIO block) offers hdrpostd\'s spaces and the config\'s',
+    shown.inBlock && JSON.stringify(shown.spaces) === JSON.stringify([...own, ...doc.colorspaces.filter((c) => !own.includes(c))]),
+    JSON.stringify(shown.spaces));
+  const off = await page.evaluate(() => ['tonemap.operator', 'gamma.mode', 'gamma.radius', 'output.colorspace'].map((n) => {
+    const row = document.querySelector(`[data-param="${n}"]`);
+    const note = row.querySelector('.replaced-note');
+    return row.querySelector('select, input').disabled && note && !note.hidden && /OCIO view/.test(note.textContent);
+  }));
+  point('what the view replaces (tonemap.operator, gamma.mode, gamma.radius, output.colorspace) is disabled, saying why',
+    off.every(Boolean), JSON.stringify(off));
+
+  // The default display and view first, then a chosen view, look and config colour space.
+  const frame = fs.readFileSync(SAMPLE);
+  const first = await afterRender(page, () => page.setInputFiles('#file', SAMPLE));
+  const q1 = new URL(mainRenders(requests).at(-1).url()).searchParams;
+  point('a frame renders through the default display and view: ocio.display and ocio.view sent, no ocio.looks, no operator',
+    first === 'ok' && q1.get('ocio.display') === doc.default_display && q1.get('ocio.view') === defaultDisplay.default_view &&
+    !q1.has('ocio.looks') && !q1.has('tonemap.operator'), `outcome ${first}, query ${q1}`);
+  const display = doc.displays.find((x) => x.name !== doc.default_display && x.views.includes('Un-tone-mapped')) || defaultDisplay;
+  const view = display.views.find((v) => v !== display.default_view);
+  const look = doc.looks[0];
+  await afterRender(page, () => page.selectOption('#ocio-display', display.name));
+  await afterRender(page, () => page.selectOption('#ocio-view', view));
+  await afterRender(page, () => page.selectOption('#ocio-looks', `+${look}`));
+  const out = await afterRender(page, () => page.selectOption('#p-input-colorspace', doc.scene_linear));
+  const main = mainRenders(requests).at(-1);
+  const q = new URL(main.url()).searchParams;
+  const hand = await handRender(d, main.url(), frame);
+  const diff = hand.status === 200 ? await shownDiff(page, '#img-after', hand.bytes) : `hand ${hand.status} ${hand.bytes}`;
+  point(`display "${display.name}", view "${view}", look +${look}, input ${doc.scene_linear}: sent as chosen, and the ` +
+    'page shows the pixels of the same request made by hand',
+  out === 'ok' && q.get('ocio.display') === display.name && q.get('ocio.view') === view && q.get('ocio.looks') === `+${look}` &&
+    q.get('input.colorspace') === doc.scene_linear && diff === '', `outcome ${out}, query ${q}, ${diff || 'same pixels'}`);
+  const clip = new URLSearchParams(await page.getAttribute('#img-before', 'data-query'));
+  point('the comparison\'s linear clip is the built-in curve: no ocio.*, no config colour space',
+    clip.get('tonemap.operator') === 'linear' && ![...clip.keys()].some((k) => k.startsWith('ocio.')) &&
+    !clip.has('input.colorspace'), String(clip));
+  await page.shot('09-ocio');
+
+  // Back to none: the built-in form, nothing of OCIO sent, the config's space back to auto.
+  const none = await afterRender(page, () => page.selectOption('#ocio-display', ''));
+  const q3 = new URL(mainRenders(requests).at(-1).url()).searchParams;
+  const enabled = await page.evaluate(() => !document.getElementById('p-tonemap-operator').disabled &&
+    document.getElementById('p-input-colorspace').value === 'auto' && document.getElementById('ocio-view').disabled);
+  point('display none: nothing of OCIO sent, the operator enabled again, the input colour space back to auto',
+    none === 'ok' && ![...q3.keys()].some((k) => k.startsWith('ocio.')) && !q3.has('input.colorspace') && enabled,
+    `outcome ${none}, query ${q3}, enabled ${enabled}`);
+  const hable = await afterRender(page, () => page.selectOption('#p-tonemap-operator', 'hable'));
+  const q4 = new URL(mainRenders(requests).at(-1).url()).searchParams;
+  point('... and an operator chosen then renders as without a config', hable === 'ok' && q4.get('tonemap.operator') === 'hable',
+    `outcome ${hable}, query ${q4}`);
+  const problems = await page.problems();
+  point('the OCIO session had no console error, exception or CSP violation', problems.length === 0, problems.join('\n'));
+  await page.context().close();
+}
+
 // --- Main ---------------------------------------------------------------------------------------------
 
 async function main() {
@@ -730,6 +838,11 @@ async function main() {
       daemons.push(d);
       await checkFiles(d);
       await consoleSession(browser, d, shots);
+    }
+    const o = await Daemon.start('console with an OCIO config', [`--ocio_config=${ACES_CONFIG}`]);
+    if (o) {
+      daemons.push(o);
+      await ocioSession(browser, o, shots);
     }
     const t = await Daemon.start('console with auth_token', [`--auth_token=${TOKEN}`]);
     if (t) {
