@@ -389,6 +389,10 @@ do_smoke() {
     note "volume $mount_path"
     if [ "$mount_path" = "$(dirname "$cache_path")" ]; then cache_volume=$tmp/volume-$i; fi
   done < <(pod_mounts)
+  # A studio's OCIO config, read-only as a ConfigMap would mount it (issue 34): the image must carry the OCIO
+  # runtime that reads it (docs/COLOR.md).
+  vols+=(--volume "$root/tests/data/ocio/aces_builtin:/etc/hdrpostd/ocio:ro")
+  envs+=(--env HDRPOST_OCIO_CONFIG=/etc/hdrpostd/ocio/config.ocio)
 
   mnt=$(buildah mount "$ctr") && root_ok "$mnt" || die "buildah could not mount the image's container ('$mnt')"
   touch "$tmp/started"
@@ -443,6 +447,19 @@ sys.exit(0 if (w, h) == (960, 540) else 1)' "$tmp/image.png" 2>"$tmp/png.err"; t
   else
     point FAIL "$(basename "$frame") renders to a 960x540 PNG that decodes" "status $render_status" \
       "$(cat "$tmp/png.err")" "$(head -c 300 "$tmp/image.png" 2>/dev/null)"
+  fi
+  local ocio_status
+  ocio_status=$(http "$port" POST \
+    '/v1/render?output.format=png&output.bit_depth=16&ocio.display=Rec.2100-PQ%20-%20Display' "$frame" "$tmp/pq.png")
+  if [ "$ocio_status" = 200 ] && hp '
+d = open(sys.argv[1], "rb").read()
+w, h, c, depth, _ = harness.png_decode(d)
+sys.exit(0 if (w, h, depth) == (960, 540, 16) and b"cICP\x09\x10\x00\x01" in d else 1)' "$tmp/pq.png" 2>"$tmp/pq.err"; then
+    point OK "through the mounted OCIO config's PQ display: a 16-bit PNG tagged cICP 9/16/0/1 (the image carries OCIO)"
+  else
+    point FAIL "through the mounted OCIO config's PQ display: a 16-bit PNG tagged cICP 9/16/0/1" \
+      "status $ocio_status" "$(cat "$tmp/pq.err")" "$(head -c 300 "$tmp/pq.png" 2>/dev/null)" \
+      "$(grep -i ocio "$tmp/daemon.log" | tail -n 5)"
   fi
   render2_status=$(http "$port" POST '/v1/render?output.format=webp' "$frame2" "$tmp/image2.webp")
   if [ "$render2_status" = 200 ] && [ "$(hp 'print(harness.webp_size(open(sys.argv[1], "rb").read()))' \

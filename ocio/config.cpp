@@ -21,6 +21,7 @@ struct hp_ocio_config {
     std::string path, name, description, default_input;
     std::vector<std::string> lists[4]; // by hp_ocio_list
     std::vector<std::string> role_spaces;
+    std::vector<std::pair<std::string, std::string>> bad_inputs; /* colour spaces OCIO cannot take as an input */
 };
 
 struct hp_ocio_cpu {
@@ -124,24 +125,65 @@ void build_every_view(const hp_ocio_config *c)
     }
 }
 
-// Each look a looks string names ("+grade, -shot | alt"): OCIO's syntax separates looks by commas and
-// alternatives by '|', a leading '+' or '-' picks the direction. The first unknown one, or "".
-std::string unknown_look(const hp_ocio_config *c, const char *looks)
+// A looks string in OCIO's syntax ("+grade, -shot | alt": looks separated by commas, alternatives by '|', a leading
+// '+' or '-' for the direction) rewritten with the config's own spelling of each look and no spaces: OCIO finds
+// looks whatever their case and spacing, and the programs' set is keyed by this text, so "+Grade" and " +grade"
+// must be one program, not one each. *unknown gets the first name the config lacks.
+std::string canonical_looks(const hp_ocio_config *c, const char *looks, std::string *unknown)
 {
-    std::string s(looks), tok;
+    std::string s(looks), tok, out;
     for (size_t i = 0; i <= s.size(); i++) {
-        char ch = i < s.size() ? s[i] : ',';
-        if (ch != ',' && ch != '|') {
+        char ch = i < s.size() ? s[i] : '\0';
+        if (ch && ch != ',' && ch != '|') {
             tok += ch;
             continue;
         }
-        size_t a = tok.find_first_not_of(" \t+-"), b = tok.find_last_not_of(" \t");
-        std::string name = a == std::string::npos ? "" : tok.substr(a, b - a + 1);
-        if (!name.empty() && !c->cfg->getLook(name.c_str()))
-            return name;
+        size_t a = tok.find_first_not_of(" \t"), b = tok.find_last_not_of(" \t");
+        std::string t = a == std::string::npos ? "" : tok.substr(a, b - a + 1), sign;
+        if (!t.empty() && (t[0] == '+' || t[0] == '-')) {
+            sign = t.substr(0, 1);
+            size_t n = t.find_first_not_of(" \t", 1);
+            t = n == std::string::npos ? "" : t.substr(n);
+        }
+        OCIO::ConstLookRcPtr look = t.empty() ? nullptr : c->cfg->getLook(t.c_str());
+        if (!t.empty() && !look && unknown->empty())
+            *unknown = t;
+        out += sign + (look ? look->getName() : t);
+        if (ch)
+            out += ch;
         tok.clear();
     }
-    return "";
+    return out;
+}
+
+// The default display and view from one input, with the given looks (or the view's own).
+void build_from(const hp_ocio_config *c, const char *input, const char *looks)
+{
+    hp_ocio_view_key key = {};
+    snprintf(key.input, sizeof key.input, "%s", input);
+    snprintf(key.display, sizeof key.display, "%s", c->cfg->getDefaultDisplay());
+    snprintf(key.view, sizeof key.view, "%s", c->cfg->getDefaultView(key.display));
+    snprintf(key.looks, sizeof key.looks, "%s", looks);
+    processor_for(c, &key)->getDefaultCPUProcessor();
+}
+
+// Each look and each colour space as an input, built once so that their LUT files are opened at start too. A
+// missing file stops the start, as for a view. A colour space OCIO cannot invert (Blender's "False Color", a
+// display-only space) is no error of the config: it is remembered, and a request naming it as its input is
+// refused with OCIO's reason.
+void build_looks_and_inputs(hp_ocio_config *c)
+{
+    for (const std::string &l : c->lists[HP_OCIO_LOOKS])
+        build_from(c, c->default_input.c_str(), ("+" + l).c_str());
+    for (const std::string &cs : c->lists[HP_OCIO_COLORSPACES]) {
+        try {
+            build_from(c, cs.c_str(), "");
+        } catch (const OCIO::ExceptionMissingFile &) {
+            throw;
+        } catch (const OCIO::Exception &e) {
+            c->bad_inputs.emplace_back(cs, e.what());
+        }
+    }
 }
 
 } // namespace
@@ -167,6 +209,7 @@ hp_code hp_ocio_config_load(const char *path, hp_ocio_config **out, hp_err *err)
         if (c->default_input.empty())
             throw OCIO::Exception("the config has neither a scene_linear nor a default role");
         build_every_view(c);
+        build_looks_and_inputs(c);
     } catch (const std::exception &e) {
         delete c;
         return fail_from(err, what.c_str(), e);
@@ -282,6 +325,13 @@ hp_code hp_ocio_resolve(const hp_ocio_config *c, hp_ocio_view_key *key, hp_err *
                                  "role of the OCIO config; its colour spaces: %s; its roles: %s",
                                  key->input, joined(c->lists[HP_OCIO_COLORSPACES]).c_str(),
                                  joined(c->lists[HP_OCIO_ROLES]).c_str());
+        /* The space's own name: a role, an alias or another case is the same program. */
+        snprintf(key->input, sizeof key->input, "%s", c->cfg->getColorSpace(key->input)->getName());
+        for (const auto &bad : c->bad_inputs)
+            if (bad.first == key->input)
+                return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "input.colorspace",
+                                     "input.colorspace \"%s\" cannot be a frame's colour space in this config: %s",
+                                     key->input, bad.second.c_str());
         if (!key->display[0])
             snprintf(key->display, sizeof key->display, "%s", c->cfg->getDefaultDisplay());
         else if (!contains(c->lists[HP_OCIO_DISPLAYS], key->display))
@@ -295,7 +345,10 @@ hp_code hp_ocio_resolve(const hp_ocio_config *c, hp_ocio_view_key *key, hp_err *
             return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "ocio.view",
                                  "ocio.view \"%s\" is not a view of the display \"%s\"; its views: %s", key->view,
                                  key->display, joined(views).c_str());
-        std::string bad = unknown_look(c, key->looks);
+        std::string bad;
+        std::string looks = canonical_looks(c, key->looks, &bad);
+        if (bad.empty())
+            snprintf(key->looks, sizeof key->looks, "%s", looks.c_str());
         if (!bad.empty())
             return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "ocio.looks",
                                  "ocio.looks names \"%s\", not a look of the OCIO config; its looks: %s",

@@ -87,9 +87,10 @@ def main():
     point("runtime-packages.sh names a package for every library hdrpostd links", done.returncode == 0,
           done.stderr)
     needed = {"libvulkan1", "libmicrohttpd12", "libjansson4", "libwebp7", "libspng0", "libdeflate0",
-              "libc6"}
+              "libc6", "libavif15", "libjpeg62-turbo"}
     point("among them the Vulkan loader and the libraries of the HTTP, JSON, EXR and image codecs",
-          needed <= set(packages) and any(p.startswith("libopenexr") for p in packages),
+          needed <= set(packages) and any(p.startswith("libopenexr") for p in packages)
+          and any(p.startswith("libopencolorio") for p in packages),
           f"missing {sorted(needed - set(packages))} in {packages}")
     status = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${Status}\n", *packages],
                             capture_output=True, text=True).stdout
