@@ -516,8 +516,10 @@ static bool ocio_program(hp_request *req, hp_job *job, render_ctx *ctx, hp_reply
     hp_err err = {0};
     bool made = false;
     hp_tone_output kind = job->params.params.output.bit_depth > 8 ? HP_TONE_OUT_RGBA16 : HP_TONE_OUT_RGBA8;
+    /* With depth of field the pass reads the DOF composite, which is RGBA32F whatever the frame was. */
+    hp_pixel_format format = job->params.dof ? HP_PIXEL_RGBA32F : job->desc.format;
     job->params.yuv420 = job->params.yuv_alpha = false;
-    if (!ctx->ocio_stage || hp_ocio_stage_acquire(ctx->ocio_stage, &ctx->ocio_key, job->desc.format, kind,
+    if (!ctx->ocio_stage || hp_ocio_stage_acquire(ctx->ocio_stage, &ctx->ocio_key, format, kind,
                                                   &ctx->ocio_entry, &made, &err) != HP_OK) {
         hp_reply_error(reply, 500, "ocio_failed", "ocio.view", "the OCIO view %s / %s from \"%s\" could not be made "
                        "for the GPU: %s", ctx->ocio_key.display, ctx->ocio_key.view, ctx->ocio_key.input,

@@ -418,6 +418,10 @@ void hp_render_finish(hp_job *job)
      * did and nobody reads its image, which is then not encoded. */
     /* Read once: the watch may set it at any moment, and the answer, its status and its count must agree. */
     bool cancelled = atomic_load(&job->cancelled);
+    /* A device lost may still run the frame's commands (the worker leaves its host memory behind for that
+     * reason): its OCIO program is left held, never evicted or destroyed under them. */
+    if (job->code == HP_ERR_DEVICE_LOST)
+        ctx->ocio_entry = NULL;
     if (cancelled) {
         hp_metrics_cancelled(job->code == HP_OK ? "running" : "queued");
         if (job->code == HP_OK)

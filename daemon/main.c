@@ -503,6 +503,8 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
     /* A studio's OCIO config first: one OCIO cannot use stops the start before anything listens. */
     if ((code = hp_daemon_ocio_load(config->ocio_config, &ocio_config, &err)) != HP_OK)
         goto startup_failed;
+    if (!ocio_config && config->ocio_warm[0])
+        hp_warn("ocio_warm is set but there is no OCIO config (ocio_config, OCIO): nothing to warm");
     hp_params_use_ocio(ocio_config);
 
     hp_http_params http_params = HP_HTTP_PARAMS_DEFAULTS;

@@ -105,6 +105,13 @@ hp_code hp_daemon_ocio_warm(hp_ocio_stage *stage, const char *list, hp_err *err)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "ocio_warm: out of memory");
     hp_code code = HP_OK;
     for (char *entry = strtok_r(copy, ";", &save); entry && code == HP_OK; entry = strtok_r(NULL, ";", &save)) {
+        /* "A/B; C/D": the spaces around an entry are the list's, not the names'. */
+        while (*entry == ' ')
+            entry++;
+        for (size_t n = strlen(entry); n && entry[n - 1] == ' '; n--)
+            entry[n - 1] = '\0';
+        if (!*entry)
+            continue;
         hp_ocio_view_key key;
         code = parse_entry(entry, &key, err);
         if (code == HP_OK)

@@ -132,6 +132,7 @@ void build_every_view(const hp_ocio_config *c)
 std::string canonical_looks(const hp_ocio_config *c, const char *looks, std::string *unknown)
 {
     std::string s(looks), tok, out;
+    char before = ','; /* the separator before the token being read: '|' (an alternative) or ',' */
     for (size_t i = 0; i <= s.size(); i++) {
         char ch = i < s.size() ? s[i] : '\0';
         if (ch && ch != ',' && ch != '|') {
@@ -148,9 +149,15 @@ std::string canonical_looks(const hp_ocio_config *c, const char *looks, std::str
         OCIO::ConstLookRcPtr look = t.empty() ? nullptr : c->cfg->getLook(t.c_str());
         if (!t.empty() && !look && unknown->empty())
             *unknown = t;
-        out += sign + (look ? look->getName() : t);
-        if (ch)
-            out += ch;
+        /* Empty tokens (",,", a trailing ',' or a lone '+') name nothing: left out, so they make no new key. */
+        if (!t.empty()) {
+            if (!out.empty())
+                out += before;
+            out += sign + (look ? look->getName() : t);
+            before = ',';
+        }
+        if (ch == '|')
+            before = '|';
         tok.clear();
     }
     return out;

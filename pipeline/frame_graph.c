@@ -586,6 +586,12 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
         rc = hp_params_check(&params->params, err);
     if (rc == HP_OK && params->ocio && (params->yuv420 || params->output_luminance))
         rc = hp_fail(err, HP_ERR_INTERNAL, "the OCIO stage writes RGBA: not with yuv420 or output_luminance");
+    /* The pass reads the frame, or with depth of field the RGBA32F composite: its pipeline must be the one the
+     * caller acquired (a pipeline never made would be bound as VK_NULL_HANDLE). */
+    if (rc == HP_OK && params->ocio &&
+        !hp_ocio_stage_has(params->ocio, params->dof ? HP_PIXEL_RGBA32F : slot->desc.format,
+                           params->params.output.bit_depth > 8 ? HP_TONE_OUT_RGBA16 : HP_TONE_OUT_RGBA8))
+        rc = hp_fail(err, HP_ERR_INTERNAL, "the OCIO program was not acquired for this frame's format and depth");
     if (rc == HP_OK && params->params.color.output != params->params.output.colorspace)
         rc = hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.colorspace",
                            "the frame's colour was resolved for output.colorspace %d, not %d: resolve it again "

@@ -215,6 +215,12 @@ void hp_ocio_stage_release(hp_ocio_stage *s, hp_ocio_entry *e)
     pthread_mutex_unlock(&s->lock);
 }
 
+bool hp_ocio_stage_has(const hp_ocio_entry *e, hp_pixel_format format, hp_tone_output kind)
+{
+    return (kind == HP_TONE_OUT_RGBA8 || kind == HP_TONE_OUT_RGBA16) &&
+           e->program.pipelines[format == HP_PIXEL_RGBA16F ? 1 : 0][kind == HP_TONE_OUT_RGBA16 ? 1 : 0].pipeline;
+}
+
 void hp_ocio_stage_record(const hp_ocio_entry *e, VkCommandBuffer cmd, const hp_ocio_io *io)
 {
     const hp_compute *c = &e->program.pipelines[io->format == HP_PIXEL_RGBA16F ? 1 : 0]

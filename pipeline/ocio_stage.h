@@ -45,6 +45,9 @@ typedef struct hp_ocio_io {
     bool dither;
 } hp_ocio_io;
 
+/* Whether the entry has the pipeline for this input format and output kind (it was acquired for them). */
+bool hp_ocio_stage_has(const hp_ocio_entry *entry, hp_pixel_format format, hp_tone_output kind);
+
 /* Records the pass. The caller puts the barriers before (the exposure's state, the frame) and after. */
 void hp_ocio_stage_record(const hp_ocio_entry *entry, VkCommandBuffer cmd, const hp_ocio_io *io);
 

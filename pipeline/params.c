@@ -1135,8 +1135,9 @@ static const param_rule rules[] = {
                     "raw samples (`input.width` > 0).",
      rule_raw_names},
     {"ocio.view", "`ocio.*` and an OCIO colour space in `input.colorspace` need an OCIO config (400 `no_ocio_config`); "
-                  "their names are the config's; with them `tonemap.operator`, `gamma.*` and `output.colorspace` "
-                  "stay at their defaults (the view replaces them).",
+                  "their names are the config's; with them `tonemap.operator`, `gamma.*`, `output.colorspace` and "
+                  "`input.colorspace`'s own spaces stay at their defaults (400 `ocio_conflict`: the view replaces "
+                  "them).",
      rule_ocio},
 };
 

@@ -85,8 +85,10 @@ hp_code hp_params_ocio_check(const hp_params *p, hp_err *err)
     hp_ocio_view_key key;
     /* Without a config, hdrpost leaves the names to the daemon that has one; the conflicts below need none. */
     hp_code code = !active && open_names ? HP_OK : hp_params_ocio_key(p, &key, err);
+    /* input.colorspace with one of hdrpostd's own spaces too: through a view the frame is in a colour space of
+     * the config (its scene_linear unless named), and hdrpostd's matrices are not applied. */
     static const char *const replaced_names[] = {"tonemap.operator", "gamma.mode", "gamma.radius",
-                                                 "output.colorspace"};
+                                                 "output.colorspace", "input.colorspace"};
     for (size_t i = 0; code == HP_OK && i < sizeof replaced_names / sizeof replaced_names[0]; i++)
         code = replaced(p, replaced_names[i], err);
     return code;

@@ -26,8 +26,8 @@ static bool ocio_render(const hp_params *p, const float *rgba, const hp_image_in
     hp_ocio_cpu *cpu = NULL;
     bool ok = hp_params_ocio_key(p, &key, &err) == HP_OK &&
               hp_ocio_cpu_make(hp_params_ocio_config(), &key, &cpu, &err) == HP_OK &&
-              hp_cpu_ocio(cpu, rgba, info->width, info->height, ts->scale, p->output.dither, p->output.bit_depth, out,
-                          &err) == HP_OK;
+              hp_cpu_ocio(cpu, rgba, info->width, info->height, ts->scale, p->output.dither,
+                          p->output.bit_depth > 8 ? 16 : 8, out, &err) == HP_OK; /* 10 and 12 bits are written as 16 */
     if (!ok)
         fprintf(stderr, "cpu_render: ocio: %s\n", err.message);
     hp_ocio_cpu_free(cpu);
@@ -98,7 +98,7 @@ int main(int argc, char **argv)
         return 1;
     if (argc > 3) {
         FILE *o = fopen(argv[3], "wb");
-        size_t bytes_out = n * (p.output.bit_depth == 16 ? 8 : 4);
+        size_t bytes_out = n * (p.output.bit_depth > 8 ? 8 : 4);
         if (!o || fwrite(out, 1, bytes_out, o) != bytes_out) {
             fprintf(stderr, "cpu_render: cannot write %s\n", argv[3]);
             return 1;

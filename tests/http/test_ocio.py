@@ -353,7 +353,7 @@ def aces_errors(d):
     point("aces: the unknown input.colorspace's message lists every role of the config too", s == 400 and not missing,
           f"{len(msg)} characters; roles not in it: {missing}")
     for field, value in (("tonemap.operator", "agx"), ("gamma.mode", "srgb"), ("gamma.radius", 4),
-                         ("output.colorspace", "display_p3")):
+                         ("output.colorspace", "display_p3"), ("input.colorspace", "acescg")):
         s, e, _ = render_query(d, {"ocio.view": SDR, field: value, "output.format": "png"})
         error_point(f"aces: {field}={value} with ocio.view: 400 ocio_conflict naming {field}", s, e, 400,
                     "ocio_conflict", field, [field])
@@ -499,6 +499,32 @@ def environment():
                         "no_ocio_config", "ocio.view")
 
 
+def aces_respelled_and_dof(d):
+    """One transform written several ways is one program; depth of field before a view on a half frame."""
+    before = programs(d)
+    looks = ["+" + GAMUT_LOOK, " +" + GAMUT_LOOK.lower() + " ,", ",+" + GAMUT_LOOK.upper() + ",,"]
+    statuses = [render(d, PARK, {"ocio.display": SRGB, "ocio.looks": spelled, "output.format": "png"})[0]
+                for spelled in looks]
+    statuses += [render(d, PARK, {"ocio.display": SRGB, "input.colorspace": space, "output.format": "png"})[0]
+                 for space in ("scene_linear", "rendering", "ACEScg")]
+    after = programs(d)
+    point("aces: a look respelled (case, spaces, empty tokens) and a role for its colour space are one program each "
+          "(2 made for 6 requests)", statuses == [200] * 6 and after["made"] - before["made"] <= 2,
+          f"statuses {statuses}, programs before {before}, after {after}")
+    # The street render is half RGBA with a float depth: the DOF composite (RGBA32F) is what the view reads.
+    for bits in (8, 16):
+        status, headers, data, _ = render(d, STREET, {"dof.enabled": True, "ocio.display": PQ if bits == 16 else SRGB,
+                                                       "output.format": "png", "output.bit_depth": bits})
+        ok = status == 200
+        try:
+            w, h, _, depth, _ = png_decode(data) if ok else (0, 0, 0, 0, None)
+            ok = ok and (w, h, depth) == (960, 540, bits)
+        except PngError as e:
+            ok, data = False, str(e).encode()
+        point(f"aces: depth of field then a view on a half frame, {bits}-bit PNG: 200 and the daemon lives",
+              ok and d.alive(), f"{status} {data[:300]!r}")
+
+
 def main():
     def body(tmp):
         # 1, 2, 4 (and 8, timed inside 2): the ACES daemon.
@@ -508,6 +534,7 @@ def main():
                 aces_describe(d)
                 aces_renders(d, tmp)
                 aces_errors(d)
+                aces_respelled_and_dof(d)
         # 4: a daemon with no config at all (and no OCIO variable).
         with serving(start_ready(EXE, "no config", ["--warm_frame=none"])) as d:
             if d:
