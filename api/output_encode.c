@@ -79,6 +79,10 @@ hp_code hp_output_encode_other(const void *pixels, uint32_t width, uint32_t heig
     a.quality = o->quality;
     a.subsampling = o->chroma == HP_CHROMA_420 ? HP_AVIF_SUBSAMPLING_420 : HP_AVIF_SUBSAMPLING_444;
     a.cicp = tag->cicp;
+    /* Quality 100 is AV1's lossless coding: with 4:4:4 the RGB samples go as they are (matrix 0, identity: G, B,
+     * R planes), so the file holds the GPU's code values exactly; a Y'CbCr matrix would round them again. */
+    if (o->quality == 100 && a.subsampling == HP_AVIF_SUBSAMPLING_444)
+        a.cicp.matrix = 0;
     a.speed = hp_avif_speed_for_effort(o->effort);
     return hp_encode_avif(pixels, width, height, o->bit_depth > 8 ? 16 : 8, alpha, &a, result, err);
 }
@@ -91,7 +95,9 @@ void hp_output_tag_name(const hp_output_tag *tag, const hp_ocio_encoding *ocio, 
         snprintf(out, size, "srgb; assumed (the OCIO display's encoding could not be measured)");
     else if (tag->use_cicp || tag->out.format == HP_OUTPUT_AVIF)
         snprintf(out, size, "%s; cicp=%u/%u/%u/1", name, tag->cicp.primaries, tag->cicp.transfer,
-                 tag->out.format == HP_OUTPUT_AVIF ? tag->cicp.matrix : 0);
+                 tag->out.format != HP_OUTPUT_AVIF                                          ? 0
+                 : tag->out.quality == 100 && tag->out.chroma != HP_CHROMA_420 ? 0 /* lossless: RGB as it is */
+                                                                                : tag->cicp.matrix);
     else
         snprintf(out, size, "%s", name);
 }

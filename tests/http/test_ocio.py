@@ -32,6 +32,7 @@ from harness import (Daemon, PngError, json_body, multipart, png_decode, point, 
 EXE = sys.argv[1] if len(sys.argv) > 1 else "hdrpostd"
 CPU_RENDER = sys.argv[2] if len(sys.argv) > 2 else "cpu_render"
 BLENDER = sys.argv[3] if len(sys.argv) > 3 else ""
+AVIF_TO_RGBA = sys.argv[4] if len(sys.argv) > 4 else "avif_to_rgba"
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.normpath(os.path.join(HERE, "..", "data"))
 ACES = os.path.join(DATA, "ocio", "aces_builtin", "config.ocio")
@@ -499,6 +500,35 @@ def environment():
                         "no_ocio_config", "ocio.view")
 
 
+def aces_avif(d, tmp):
+    """HDR AVIF through the PQ and HLG views at quality 100 (lossless, RGB as it is): decoded by libavif, within 1
+    code value at the file's depth of OCIO's CPU processor (cpu_render's 16-bit samples taken to that depth), and
+    the CICP of the display."""
+    for bits, display, transfer in ((10, PQ, 16), (12, HLG, 18)):
+        flat = {"ocio.display": display, "output.format": "avif", "output.bit_depth": bits, "output.quality": 100,
+                "exposure.mode": "fixed", "exposure.stops": 0.5}
+        status, headers, data, _ = render(d, PARK, flat)
+        path, raw = os.path.join(tmp, f"pq{bits}.avif"), os.path.join(tmp, f"pq{bits}.rgba")
+        ok, detail = status == 200 and headers.get("content-type") == "image/avif", f"{status} {data[:200]!r}"
+        if ok:
+            with open(path, "wb") as f:
+                f.write(data)
+            proc = subprocess.run([AVIF_TO_RGBA, path, raw], capture_output=True, text=True, timeout=scaled(60))
+            info = proc.stdout.split()
+            ok = proc.returncode == 0 and info[2:7] == [str(bits), "9", str(transfer), "0", "1"]
+            detail = f"avif_to_rgba: {proc.stdout.strip()} {proc.stderr.strip()}"
+        if ok:
+            got = array.array("H", open(raw, "rb").read())
+            _, ref16 = cpu(tmp, PARK, {**flat, "output.format": "png", "output.bit_depth": 16}, ACES)
+            want = array.array("H", ref16)
+            top = (1 << bits) - 1
+            worst = max(abs(g - round(w * top / 65535)) for i, (g, w) in enumerate(zip(got, want)) if i % 4 != 3)
+            ok = len(got) == len(want) and worst <= 1
+            detail = f"worst {worst} code values of {top}"
+        point(f"aces: {display} as a {bits}-bit AVIF at quality 100: CICP 9/{transfer}/0, full range, within 1 code "
+              f"value of OCIO's CPU processor", ok, detail)
+
+
 def aces_respelled_and_dof(d):
     """One transform written several ways is one program; depth of field before a view on a half frame."""
     before = programs(d)
@@ -535,6 +565,7 @@ def main():
                 aces_renders(d, tmp)
                 aces_errors(d)
                 aces_respelled_and_dof(d)
+                aces_avif(d, tmp)
         # 4: a daemon with no config at all (and no OCIO variable).
         with serving(start_ready(EXE, "no config", ["--warm_frame=none"])) as d:
             if d:
