@@ -22,16 +22,23 @@ const char *hp_code_name(hp_code code)
     return "unknown";
 }
 
+/* Every failure's one shape: the code, the sentence, the field ("" for none) and the answer's word. A reused
+ * hp_err must not keep an earlier failure's field or word. */
+static void fill(hp_err *err, hp_code code, const char *word, const char *field, const char *fmt, va_list ap)
+{
+    err->code = code;
+    vsnprintf(err->message, sizeof(err->message), fmt, ap);
+    snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
+    err->word = word;
+}
+
 hp_code hp_fail(hp_err *err, hp_code code, const char *fmt, ...)
 {
     if (err) {
-        err->code = code;
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->message, sizeof(err->message), fmt, ap);
+        fill(err, code, NULL, NULL, fmt, ap);
         va_end(ap);
-        err->field[0] = '\0'; /* a reused hp_err must not keep an earlier failure's field */
-        err->word = NULL;
     }
     return code;
 }
@@ -39,13 +46,10 @@ hp_code hp_fail(hp_err *err, hp_code code, const char *fmt, ...)
 hp_code hp_fail_field(hp_err *err, hp_code code, const char *field, const char *fmt, ...)
 {
     if (err) {
-        err->code = code;
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->message, sizeof(err->message), fmt, ap);
+        fill(err, code, NULL, field, fmt, ap);
         va_end(ap);
-        snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
-        err->word = NULL;
     }
     return code;
 }
@@ -53,13 +57,10 @@ hp_code hp_fail_field(hp_err *err, hp_code code, const char *field, const char *
 hp_code hp_fail_word(hp_err *err, hp_code code, const char *word, const char *field, const char *fmt, ...)
 {
     if (err) {
-        err->code = code;
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->message, sizeof(err->message), fmt, ap);
+        fill(err, code, word, field, fmt, ap);
         va_end(ap);
-        snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
-        err->word = word;
     }
     return code;
 }
