@@ -1096,6 +1096,62 @@ static hp_code rule_hable_white(const hp_params *p, const char *field, hp_err *e
                          field, p->tonemap.hable_e, p->tonemap.hable_f, p->tonemap.hable_white, u);
 }
 
+/* --- OCIO: the request's names and what its view replaces (pipeline/params_ocio.h keeps the config) -------- */
+
+bool hp_params_ocio_on(const hp_params *p)
+{
+    const hp_ocio_params *o = &p->ocio;
+    return o->display[0] || o->view[0] || o->looks[0] || o->input[0];
+}
+
+/* The first OCIO field the request sets, for the error that there is no config. */
+static const char *first_field(const hp_params *p)
+{
+    return p->ocio.display[0] ? "ocio.display"
+           : p->ocio.view[0]  ? "ocio.view"
+           : p->ocio.looks[0] ? "ocio.looks"
+                              : "input.colorspace";
+}
+
+/* A parameter the view replaces, set away from its default: named in the refusal, so that a request never
+ * believes its operator or gamma was applied. An explicit default passes: it asks for nothing. */
+static hp_code replaced(const hp_params *p, const char *name, hp_err *err)
+{
+    const hp_param_def *def = hp_param_find(name);
+    hp_params defaults;
+    hp_params_defaults(&defaults);
+    uint32_t now, was;
+    memcpy(&now, (const char *)p + def->offset, sizeof now);
+    memcpy(&was, (const char *)&defaults + def->offset, sizeof was);
+    if (now == was)
+        return HP_OK;
+    return hp_fail_word(err, HP_ERR_INVALID_ARGUMENT, "ocio_conflict", name,
+                        "%s does not apply with an OCIO view: the config's display/view transform takes the place "
+                        "of the tone operator, the gamut fold, the display gamma and the output's colour space; "
+                        "leave %s out (or at its default) or leave out ocio.*", name, name);
+}
+
+hp_code hp_params_ocio_key(const hp_params *p, hp_ocio_view_key *key, hp_err *err)
+{
+    return hp_params_ocio_names(p->ocio.input, p->ocio.display, p->ocio.view, p->ocio.looks, first_field(p), key, err);
+}
+
+hp_code hp_params_ocio_check(const hp_params *p, hp_err *err)
+{
+    if (!hp_params_ocio_on(p))
+        return HP_OK;
+    hp_ocio_view_key key;
+    /* Without a config, hdrpost leaves the names to the daemon that has one; the conflicts below need none. */
+    hp_code code = hp_params_ocio_unchecked() ? HP_OK : hp_params_ocio_key(p, &key, err);
+    /* input.colorspace with one of hdrpostd's own spaces too: through a view the frame is in a colour space of
+     * the config (its scene_linear unless named), and hdrpostd's matrices are not applied. */
+    static const char *const replaced_names[] = {"tonemap.operator", "gamma.mode", "gamma.radius",
+                                                 "output.colorspace", "input.colorspace"};
+    for (size_t i = 0; code == HP_OK && i < sizeof replaced_names / sizeof replaced_names[0]; i++)
+        code = replaced(p, replaced_names[i], err);
+    return code;
+}
+
 static hp_code rule_ocio(const hp_params *p, const char *field, hp_err *err)
 {
     (void)field;

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "ocio/config.h"
+#include "pipeline/params_ocio.h"
 #include "pipeline/colorspace.h"
 
 typedef enum hp_exposure_mode {
@@ -296,26 +297,17 @@ hp_code hp_param_set_string(hp_params *p, const hp_param_def *def, const char *v
 /* Checks the rules that span fields (low_percent < high_percent, 16-bit only for PNG...). */
 hp_code hp_params_check(const hp_params *p, hp_err *err);
 
-/* --- OCIO (pipeline/params_ocio.c) ------------------------------------------------------------------- */
+/* --- OCIO (the config and the client's mode: pipeline/params_ocio.h) ------------------------------------ */
 
-/* The config requests are checked against, set once at start before any request (NULL: none): ocio.* and
- * input.colorspace's config names are refused without one (400 no_ocio_config). */
-void hp_params_use_ocio(const hp_ocio_config *config);
-const hp_ocio_config *hp_params_ocio_config(void);
 /* Whether the request asks for the config's display/view. */
 bool hp_params_ocio_on(const hp_params *p);
 /* The request's transform with the config's defaults filled in and every name checked (an error names the
- * field and lists the valid names). */
+ * field and lists the valid names; no config: no_ocio_config). */
 hp_code hp_params_ocio_key(const hp_params *p, hp_ocio_view_key *key, hp_err *err);
 /* The rule hp_params_check applies: a config is loaded; no parameter the view replaces (tonemap.operator,
- * gamma.*, output.colorspace) is set away from its default; every name is the config's. */
+ * gamma.*, output.colorspace, input.colorspace's own spaces) is set away from its default; every name is the
+ * config's. */
 hp_code hp_params_ocio_check(const hp_params *p, hp_err *err);
-/* For hdrpost alone (client/), which checks requests with this parser but has no config: true keeps any
- * well-formed name of ocio.* and of an open enum (input.colorspace) for the daemon to check, rather than refusing
- * it (no_ocio_config); the rules that need no config (ocio_conflict) still hold. The daemon never calls it. */
-void hp_params_accept_open_names(bool accept);
-/* Whether an open enum keeps a name outside its choices: a config is loaded, or open names are accepted. */
-bool hp_params_open_names(void);
 
 /* Writes docs/PARAMETERS.md's text from the schema. */
 void hp_params_write_markdown(FILE *out);
