@@ -83,9 +83,19 @@ static bool route_open(const hp_http_params *params, const hp_route *route)
     return route->open || (params->metrics_open && route->handler == hp_route_metrics);
 }
 
+/* Which listener a request came in on, as the closure libmicrohttpd hands on_request: set before that
+ * listener's threads start, so a request reads it without a race. (Comparing the connection's daemon with
+ * probe_mhd did race: probe_mhd is written once the probe's MHD_start_daemon returns, while the API's
+ * threads already answer; ThreadSanitizer found it, issue 38.) */
+typedef struct listener {
+    struct hp_http *http;
+    bool probe;
+} listener;
+
 struct hp_http {
     struct MHD_Daemon *mhd;
     struct MHD_Daemon *probe_mhd; /* the probe listener's, or NULL */
+    listener api_listener, probe_listener;
     hp_guard *guard;              /* the API's connections */
     hp_guard *probe_guard;        /* the probe listener's */
     hp_budget *budget;            /* bytes held by requests in flight (the daemon's; may be NULL) */
@@ -515,7 +525,7 @@ static const hp_route *request_route(const hp_request *req, bool *path_known, ch
 }
 
 /* First call: the headers are complete. The request object lives until on_completed. */
-static hp_request *request_begin(hp_http *http, struct MHD_Connection *connection, const char *method,
+static hp_request *request_begin(hp_http *http, bool probe, struct MHD_Connection *connection, const char *method,
                                  const char *url)
 {
     hp_request *req = calloc(1, sizeof(*req));
@@ -526,8 +536,7 @@ static hp_request *request_begin(hp_http *http, struct MHD_Connection *connectio
     req->connection = connection;
     req->method = method;
     req->path = url;
-    const union MHD_ConnectionInfo *di = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_DAEMON);
-    req->probe = di && http->probe_mhd && di->daemon == http->probe_mhd;
+    req->probe = probe;
     char allow[128];
     req->route = request_route(req, &req->path_known, allow, sizeof(allow));
     clock_gettime(CLOCK_MONOTONIC, &req->started);
@@ -983,11 +992,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls)
 {
-    hp_http *http = cls;
+    const listener *from = cls;
+    hp_http *http = from->http;
     hp_request *req = *req_cls;
 
     if (!req) {
-        if (hp_guard_refused(connection) || !(req = request_begin(http, connection, method, url)))
+        if (hp_guard_refused(connection) || !(req = request_begin(http, from->probe, connection, method, url)))
             return MHD_NO;
         *req_cls = req;
         return on_headers(http, req, version);
@@ -1157,8 +1167,8 @@ static hp_code load_tls(const hp_http_params *params, char **cert, char **key, h
 
 /* One libmicrohttpd daemon on a bound socket, with its connection limits and guard; threads 0 or 1: its one
  * internal thread, no pool (the option is then left out: libmicrohttpd warns about a pool of 0 or 1). */
-static struct MHD_Daemon *start_mhd(hp_http *http, int fd, int family, unsigned threads, unsigned limit,
-                                    hp_guard *guard, const char *cert, const char *key)
+static struct MHD_Daemon *start_mhd(hp_http *http, const listener *from, int fd, int family, unsigned threads,
+                                    unsigned limit, hp_guard *guard, const char *cert, const char *key)
 {
     /* MHD_USE_ITC: MHD_quiesce_daemon() needs it to wake the polling threads. */
     unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
@@ -1189,7 +1199,7 @@ static struct MHD_Daemon *start_mhd(hp_http *http, int fd, int family, unsigned 
         options[10] = options[11];
         options[11] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     }
-    struct MHD_Daemon *mhd = MHD_start_daemon(flags, 0, hp_guard_accept_policy, guard, on_request, http,
+    struct MHD_Daemon *mhd = MHD_start_daemon(flags, 0, hp_guard_accept_policy, guard, on_request, (void *)from,
                                               MHD_OPTION_ARRAY, options, MHD_OPTION_END);
     if (mhd)
         hp_guard_watch_listener(guard, fd);
@@ -1215,7 +1225,9 @@ static hp_code start_probe(hp_http *http, const char *listen, hp_err *err)
         close(fd);
     if (code != HP_OK)
         return code;
-    http->probe_mhd = start_mhd(http, fd, family, 0, HP_PROBE_CONNECTIONS, http->probe_guard, NULL, NULL);
+    http->probe_listener = (listener){.http = http, .probe = true};
+    http->probe_mhd = start_mhd(http, &http->probe_listener, fd, family, 0, HP_PROBE_CONNECTIONS, http->probe_guard,
+                                NULL, NULL);
     if (http->probe_mhd)
         return HP_OK;
     close(fd);
@@ -1301,7 +1313,9 @@ hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
         http_free(http);
         return code;
     }
-    http->mhd = start_mhd(http, fd, family, params->threads, params->max_connections, http->guard, cert, key);
+    http->api_listener = (listener){.http = http, .probe = false};
+    http->mhd = start_mhd(http, &http->api_listener, fd, family, params->threads, params->max_connections,
+                          http->guard, cert, key);
     /* libmicrohttpd copies the PEM text into GnuTLS at start: ours can go (the key wiped first). */
     if (key)
         explicit_bzero(key, strlen(key));

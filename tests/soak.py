@@ -42,6 +42,10 @@ from harness import PngError, json_body, multipart, png_decode, point, webp_size
 
 HOST = harness.HOST
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+# The waits below are the plain build's, stretched by HDRPOST_TEST_TIME_FACTOR (harness.scaled, as in the HTTP
+# suites; harness.request and start_ready do it themselves): the sanitizer passes of deploy/debian.sh set it.
+# The soak's own pace (its length, the monitor's period, the SIGHUPs, the clients' choices and back-off) is not
+# a wait and stays as it is.
 READY_TIMEOUT_S = 60
 REQUEST_TIMEOUT_S = 60   # one exchange, the whole way; a small frame takes well under a second even queued
 SAMPLE_S = 0.5           # the monitor's period
@@ -51,6 +55,7 @@ HUP_LOG_WAIT_S = 5       # for the daemon's "received SIGHUP" line
 WARMUP_FRACTION = 0.2    # of the run: memory growth is measured from its end
 SETTLE_S = 10            # after the clients: for the counts, the budget and the descriptors to settle
 CANCEL_LOG_WAIT_S = 5    # after that: for the cancellations counted queued and their log lines to agree
+scaled = harness.scaled
 
 # The daemon's settings for the soak. queue_depth: an eighth of the clients, at least 4 (8 for the GPU
 # host's 64), so that the queue fills at times and 429 queue_full is answered under load, without most
@@ -326,7 +331,7 @@ def exchange_once(port, t, body, rid, conn=None, body_iter=None):
     short); other failures raise what http.client raises."""
     own = conn is None
     if own:
-        conn = http.client.HTTPConnection(HOST, port, timeout=REQUEST_TIMEOUT_S)
+        conn = http.client.HTTPConnection(HOST, port, timeout=scaled(REQUEST_TIMEOUT_S))
     headers = dict(t.headers)
     headers["X-Request-Id"] = rid
     start = time.monotonic()
@@ -446,7 +451,7 @@ class Client(threading.Thread):
         head = (f"POST {t.path} HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: {rid}\r\n"
                 f"Content-Type: application/octet-stream\r\nContent-Length: {len(body)}\r\n\r\n").encode()
         try:
-            with socket.create_connection((HOST, self.port), timeout=REQUEST_TIMEOUT_S) as s:
+            with socket.create_connection((HOST, self.port), timeout=scaled(REQUEST_TIMEOUT_S)) as s:
                 s.sendall(head + body[:n])
                 # Mid-upload: long enough for the early decoder to start on what came. Queued: the frame is
                 # decoded and waits in the queue, or runs, or is done, as the load has it.
@@ -471,7 +476,7 @@ class Client(threading.Thread):
         """2 to 4 requests, one after the other on one HTTP/1.1 connection; now and then a malformed one
         among them (an error answer keeps the connection). Each request after the first must go on the
         same connection unless the answer before it said Connection: close."""
-        conn = http.client.HTTPConnection(HOST, self.port, timeout=REQUEST_TIMEOUT_S)
+        conn = http.client.HTTPConnection(HOST, self.port, timeout=scaled(REQUEST_TIMEOUT_S))
         try:
             prev = None  # (local port, whether the answer said close)
             for i in range(self.rng.randint(2, 4)):
@@ -634,7 +639,7 @@ class Monitor(threading.Thread):
         t = time.monotonic() - self.t0
         self.d.proc.send_signal(signal.SIGHUP)
         self.hups_sent += 1
-        deadline = time.monotonic() + HUP_LOG_WAIT_S
+        deadline = time.monotonic() + scaled(HUP_LOG_WAIT_S)
         while hup_lines(self.d) < self.hups_sent and time.monotonic() < deadline and self.d.proc.poll() is None:
             time.sleep(0.05)
         seen = hup_lines(self.d)
@@ -711,8 +716,8 @@ def counts_problems(server, before, answered, cut, unknown):
 
 
 def poll(fn, timeout, period=0.1):
-    """fn() until it returns a true value or timeout seconds pass; its last value."""
-    deadline = time.monotonic() + timeout
+    """fn() until it returns a true value or timeout seconds (harness.scaled) pass; its last value."""
+    deadline = time.monotonic() + scaled(timeout)
     while True:
         v = fn()
         if v or time.monotonic() >= deadline:
@@ -757,7 +762,7 @@ def run_soak(args, d, seconds, seed, extra):
                  f"{WIDTH}x{HEIGHT} PNG or WebP, or statistics)", not problems, "\n".join(problems)):
         return
     # Idle after the reference requests: the descriptors to come back to, and the counts before the load.
-    time.sleep(0.5)
+    time.sleep(scaled(0.5))
     fds_start = poll(lambda: fd_count(d.proc.pid), 1)
     values_before = scrape(d.port)[0]
     before = server_counts(values_before)
@@ -775,7 +780,7 @@ def run_soak(args, d, seconds, seed, extra):
         c.start()
     next_note = t0 + 15
     for c in clients:
-        while c.is_alive() and time.monotonic() < t_end + REQUEST_TIMEOUT_S + 30:
+        while c.is_alive() and time.monotonic() < t_end + scaled(REQUEST_TIMEOUT_S + 30):
             c.join(timeout=1)
             if time.monotonic() >= next_note and time.monotonic() < t_end:
                 next_note += 15
@@ -785,7 +790,7 @@ def run_soak(args, d, seconds, seed, extra):
     load_s = time.monotonic() - t0
     hung = [c.name for c in clients if c.is_alive()]
     monitor.stop.set()
-    monitor.join(timeout=30)
+    monitor.join(timeout=scaled(30))
     # A run shorter than HUP_FIRST_S: one all the same, once the monitor has stopped (hup() takes hup_lock
     # besides, should the monitor still be running after the 30 s).
     if monitor.hups_sent == 0 and d.proc.poll() is None:
@@ -808,7 +813,7 @@ def run_soak(args, d, seconds, seed, extra):
     bad = [r["problem"] for r in records if r["problem"]]
     bad += [f"{c.name} stopped: {c.failure}" for c in clients if c.failure]
     bad += [f"{c.name}: {p}" for c in clients for p in c.problems]
-    bad += [f"{name} still waiting {REQUEST_TIMEOUT_S + 30} s after the end" for name in hung]
+    bad += [f"{name} still waiting {scaled(REQUEST_TIMEOUT_S + 30):g} s after the end" for name in hung]
     server_errors = [r for r in records if r["status"] is not None and r["status"] >= 500 and r["status"] != 503]
     point("every request a client completed got a complete, well-formed answer of the statuses its kind allows "
           "(good: 200 with the reference's image or statistics; malformed: its 4xx error code; either: 429 "
@@ -1004,7 +1009,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("hdrpostd")
     span = ap.add_mutually_exclusive_group()
-    span.add_argument("--seconds", type=float, default=75.0, help="how long the clients run (default 75)")
+    # HDRPOST_SOAK_SECONDS: the default for a run meson starts (the ThreadSanitizer pass of deploy/debian.sh
+    # runs a shorter soak: its daemon answers many times slower, and the pass has minutes, not hours).
+    span.add_argument("--seconds", type=float, default=float(os.environ.get("HDRPOST_SOAK_SECONDS") or 75.0),
+                      help="how long the clients run (default 75, or HDRPOST_SOAK_SECONDS)")
     span.add_argument("--minutes", type=float, help="the same in minutes")
     ap.add_argument("--clients", type=int, default=8, help="client threads (default 8)")
     ap.add_argument("--out", help="a directory for soak.json (samples and totals; tools/plot_soak.py draws it)")

@@ -496,7 +496,7 @@ def ocio_config(tmp, pattern):
         stop(d)
 
 
-def older_daemon_status():
+def older_daemon_status(tmp=None, pattern=None):
     """A daemon from before GET /v1/ocio (a stand-in: /readyz and /v1/gpu, 404 elsewhere): status says unknown."""
     import http.server
     import threading
@@ -525,18 +525,25 @@ def older_daemon_status():
           rc == 0 and "\nocio     unknown" in out, out + err)
 
 
+def client_daemon(tmp, pattern):
+    with harness.serving(start("client daemon")) as d:
+        if d:
+            for group in (exposure_lock, user_exposure, analyze_and_status, refusals, progress,
+                          ocio_names_left_to_daemon):
+                group(d, tmp, pattern)
+
+
+# Under HDRPOST_TEST_QUICK (the ThreadSanitizer pass): SIGINT while the client's frames are in flight on its
+# threads, then --resume (where TSan found the stop flag's race).
+QUICK = (interrupted_and_resumed,)
+
+
 def main():
     def suite(tmp):
         pattern = make_shot(tmp)
-        with harness.serving(start("client daemon")) as d:
-            if d:
-                for group in (exposure_lock, user_exposure, analyze_and_status, refusals, progress,
-                              ocio_names_left_to_daemon):
-                    group(d, tmp, pattern)
-        for group in (busy_daemon, interrupted_and_resumed, restarted_daemon, daemon_gone):
+        for group in harness.groups((client_daemon, busy_daemon, interrupted_and_resumed, restarted_daemon,
+                                     daemon_gone, ocio_config, older_daemon_status), QUICK):
             group(tmp, pattern)
-        ocio_config(tmp, pattern)
-        older_daemon_status()
 
     return harness.run_suite([HDRPOST, EXE, MAKE_FRAME], "hdrpost-client-", suite)
 

@@ -21,13 +21,23 @@ import time
 
 EXE = sys.argv[1] if len(sys.argv) > 1 else "hdrpostd"
 HOST = "127.0.0.1"
+# The plain build's deadlines: every wait stretches them by HDRPOST_TEST_TIME_FACTOR (harness.scaled; the
+# harness's wait_line and wait_exit do it themselves, so they are given these as they are).
 START_TIMEOUT_S = 30   # until the port answers
 READY_TIMEOUT_S = 60   # until /readyz says 200
 STOP_TIMEOUT_S = 60    # from the signal to the exit
 CONFIG_EXIT_TIMEOUT_S = 15
 
-from harness import Child, clean_env, device_args, free_port, json_body, point, validation_lines  # noqa: E402
+from harness import Child, clean_env, device_args, free_port, json_body, point, scaled, validation_lines  # noqa: E402
 import harness  # noqa: E402
+
+
+def gpu_delay(ms):
+    """--test_gpu_delay_ms for the points whose order of events is made by a sleep of the test against the GPU
+    thread's sleep per frame (frames queued behind a lost one, a loss after the drain): both are stretched by
+    HDRPOST_TEST_TIME_FACTOR, so that the order holds when a sanitizer build is slower to take a request. The
+    delay is the test's pacing, not something under test; at factor 1 it is the value given."""
+    return f"--test_gpu_delay_ms={int(ms * harness.TIME_FACTOR)}"
 
 
 class Daemon(Child):
@@ -61,7 +71,7 @@ class NotifySocket:
         self.messages = []
 
     def wait_for(self, text, timeout):
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while text not in self.messages and time.monotonic() < deadline:
             try:
                 data = self.sock.recv(4096)
@@ -79,16 +89,16 @@ def wait_until_ready(daemon, port):
     Returns (samples, first_answer_s) where samples is [(livez_status, readyz_status, readyz_headers,
     readyz_body)], or (samples, None) when the port never answered."""
     samples = []
-    deadline = time.monotonic() + START_TIMEOUT_S
+    deadline = time.monotonic() + scaled(START_TIMEOUT_S)
     while True:  # until the port accepts
         try:
-            with socket.create_connection((HOST, port), timeout=1):
+            with socket.create_connection((HOST, port), timeout=scaled(1)):
                 break
         except OSError:
             if daemon.proc.poll() is not None or time.monotonic() > deadline:
                 return samples, None
             time.sleep(0.005)
-    deadline = time.monotonic() + READY_TIMEOUT_S
+    deadline = time.monotonic() + scaled(READY_TIMEOUT_S)
     while time.monotonic() < deadline and daemon.proc.poll() is None:
         try:
             live = request(port, "GET", "/livez")[0]
@@ -151,7 +161,7 @@ def config_errors(tmp):
         d.kill()
 
 
-def address_in_use():
+def address_in_use(tmp=None):
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
         holder.bind((HOST, 0))
         holder.listen(1)
@@ -171,13 +181,13 @@ def drain(d, port):
     and meanwhile answer /readyz 503 on a connection kept alive from before. Returns (request answered and
     exit 0 after it, readyz draining ok, detail)."""
     detail = []
-    idle = socket.create_connection((HOST, port), timeout=10)
-    slow = socket.create_connection((HOST, port), timeout=10)
+    idle = socket.create_connection((HOST, port), timeout=scaled(10))
+    slow = socket.create_connection((HOST, port), timeout=scaled(10))
     try:
         idle.sendall(b"GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n")
         detail.append(f"kept-alive warm-up: {harness.read_response(idle)[0]}")
         slow.sendall(b"POST /readyz HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\n\r\n12345")
-        time.sleep(0.3)  # the daemon has the headers and half the body: the request is in flight
+        time.sleep(scaled(0.3))  # the daemon has the headers and half the body: the request is in flight
         d.proc.send_signal(signal.SIGTERM)
         seen = d.wait_line(r"received SIGTERM", 10) is not None
         idle.sendall(b"GET /readyz HTTP/1.1\r\nHost: localhost\r\n\r\n")
@@ -187,7 +197,7 @@ def drain(d, port):
                      and doc["error"]["message"].startswith("draining")
                      and headers.get("connection", "").lower() == "close")
         detail.append(f"readyz while draining: {status} {headers} {body!r}")
-        time.sleep(0.5)
+        time.sleep(scaled(0.5))  # longer only makes "still running" stricter
         waited = d.proc.poll() is None
         detail.append(f"still running while the body is pending: {waited}")
         slow.sendall(b"67890")
@@ -352,7 +362,7 @@ def tls(tmp):
     cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
     made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
                            "-days", "2", "-subj", "/CN=127.0.0.1"], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, timeout=60)
+                          stderr=subprocess.PIPE, timeout=scaled(60))
     if not point("openssl made a test certificate", made.returncode == 0, made.stderr):
         return
     port = free_port()
@@ -364,10 +374,10 @@ def tls(tmp):
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
         status = None
-        deadline = time.monotonic() + READY_TIMEOUT_S
+        deadline = time.monotonic() + scaled(READY_TIMEOUT_S)
         while time.monotonic() < deadline and d.proc.poll() is None:
             try:
-                conn = http.client.HTTPSConnection(HOST, port, timeout=5, context=ctx)
+                conn = http.client.HTTPSConnection(HOST, port, timeout=scaled(5), context=ctx)
                 conn.request("GET", "/readyz")
                 status = conn.getresponse().status
                 conn.close()
@@ -459,6 +469,10 @@ def metrics_open(tmp):
         d.dump()
 
 
+# A 2 x 2 grey PFM (little-endian: scale -1), posted as the raw body by the device_lost groups.
+GREY_PFM = b"PF\n2 2\n-1.0\n" + struct.pack("<12f", *([0.18] * 12))
+
+
 def device_lost(tmp):
     """A lost device (simulated by --test_lose_device_after=1: the first frame the GPU finishes is reported
     as a frame past its fence's timeout is): that frame is answered 503 device_lost, then the daemon is out
@@ -467,8 +481,7 @@ def device_lost(tmp):
     port = free_port()
     d = Daemon("device lost", [f"--listen={HOST}:{port}", "--validation", "--pipeline_cache=", "--warm_frame=none",
                                "--test_lose_device_after=1"] + device_args())
-    # A 2 x 2 grey PFM (little-endian: scale -1), posted as the raw body.
-    pfm = b"PF\n2 2\n-1.0\n" + struct.pack("<12f", *([0.18] * 12))
+    pfm = GREY_PFM
     try:
         samples, answered = wait_until_ready(d, port)
         ready = answered is not None and bool(samples) and samples[-1][1] == 200
@@ -495,12 +508,16 @@ def device_lost(tmp):
         d.kill()
         d.dump()
 
-    # Frames queued behind the one the device is lost on are not run: answered device_lost at once. Each frame
-    # waits 1 s on the GPU thread; three are sent 0.2 s apart, so the third is still queued when the first
-    # reports the loss (the second may already be on the GPU: two frames are in flight).
+
+def device_lost_queued(tmp):
+    """Frames queued behind the one the device is lost on are not run: answered device_lost at once. Each frame
+    waits 1 s on the GPU thread; three are sent 0.2 s apart, so the third is still queued when the first
+    reports the loss (the second may already be on the GPU: two frames are in flight). Both times stretch
+    by HDRPOST_TEST_TIME_FACTOR (gpu_delay, scaled), keeping that order."""
+    pfm = GREY_PFM
     port = free_port()
     d = Daemon("device lost, queued frames", [f"--listen={HOST}:{port}", "--pipeline_cache=", "--warm_frame=none",
-                                             "--test_lose_device_after=1", "--test_gpu_delay_ms=1000"]
+                                             "--test_lose_device_after=1", gpu_delay(1000)]
                + device_args())
     try:
         samples, answered = wait_until_ready(d, port)
@@ -516,9 +533,9 @@ def device_lost(tmp):
         for i in range(3):
             threads.append(threading.Thread(target=post, args=(i,)))
             threads[-1].start()
-            time.sleep(0.2)
+            time.sleep(scaled(0.2))
         for t in threads:
-            t.join(timeout=40)
+            t.join(timeout=scaled(40))
         codes = [(a[0], (json_body(a[2]) or {}).get("error", {}).get("code")) if a else None for a in answers]
         point("the frames queued behind the lost one are answered 503 device_lost without running",
               codes[0] == (503, "device_lost") and codes[2] == (503, "device_lost")
@@ -529,12 +546,15 @@ def device_lost(tmp):
         d.kill()
         d.dump()
 
-    # Lost after the HTTP server is gone: a frame still on the GPU thread when a short drain ends reports the
-    # loss after hp_http_destroy. The worker must tell nobody then (in an AddressSanitizer build, telling the
-    # freed server was a use after free).
+
+def device_lost_after_drain(tmp):
+    """Lost after the HTTP server is gone: a frame still on the GPU thread when a short drain ends reports the
+    loss after hp_http_destroy. The worker must tell nobody then (in an AddressSanitizer build, telling the
+    freed server was a use after free)."""
+    pfm = GREY_PFM
     port = free_port()
     d = Daemon("device lost after the drain", [f"--listen={HOST}:{port}", "--pipeline_cache=", "--warm_frame=none",
-                                               "--test_lose_device_after=1", "--test_gpu_delay_ms=2000",
+                                               "--test_lose_device_after=1", gpu_delay(2000),
                                                "--shutdown_timeout_s=0.3"] + device_args())
     try:
         samples, answered = wait_until_ready(d, port)
@@ -548,9 +568,9 @@ def device_lost(tmp):
 
         t = threading.Thread(target=post_one)
         t.start()
-        time.sleep(0.5)
+        time.sleep(scaled(0.5))  # the frame on the GPU thread, in its delay (gpu_delay: at any factor)
         rc = d.stop(signal.SIGTERM)
-        t.join(timeout=30)
+        t.join(timeout=scaled(30))
         lost = d.wait_line(r"device lost: test_lose_device_after", 1)
         point("a loss reported after the HTTP drain ended: the daemon still exits 0 (no use of the freed server)",
               rc == 0 and lost is not None and "AddressSanitizer" not in d.log(),
@@ -559,7 +579,9 @@ def device_lost(tmp):
         d.kill()
         d.dump()
 
-    # Lost during the warm-up: never ready, /livez 503, and the log says why.
+
+def device_lost_in_warmup(tmp):
+    """Lost during the warm-up: never ready, /livez 503, and the log says why."""
     port = free_port()
     d = Daemon("device lost in the warm-up", [f"--listen={HOST}:{port}", "--pipeline_cache=", "--warm_frame=16x16",
                                               "--test_lose_device_after=1"] + device_args())
@@ -578,18 +600,26 @@ def device_lost(tmp):
         d.dump()
 
 
+def starts(tmp):
+    """The first start (its drain: a body pending at SIGTERM, /readyz on a kept-alive connection), then the
+    second start and the corrupt cache, which need the first's cache."""
+    cache = os.path.join(tmp, "cache", "sub", "pipeline.cache")  # directories made by the daemon
+    if first_start(tmp, cache):
+        second_start(tmp, cache)
+        corrupt_cache(tmp, cache)
+
+
+# Under HDRPOST_TEST_QUICK (the ThreadSanitizer pass): the device lost after the drain has freed the HTTP
+# server, a frame still on the GPU thread (the worker and the server's end, on two threads).
+QUICK = (device_lost_after_drain,)
+
+
 def main():
     def suite(tmp):
-        config_errors(tmp)
-        address_in_use()
-        cache = os.path.join(tmp, "cache", "sub", "pipeline.cache")  # directories made by the daemon
-        if first_start(tmp, cache):
-            second_start(tmp, cache)
-            corrupt_cache(tmp, cache)
-        tls(tmp)
-        warm_frame(tmp)
-        device_lost(tmp)
-        metrics_open(tmp)
+        for group in harness.groups((config_errors, address_in_use, starts, tls, warm_frame, device_lost,
+                                     device_lost_queued, device_lost_after_drain, device_lost_in_warmup,
+                                     metrics_open), QUICK):
+            group(tmp)
 
     return harness.run_suite([EXE], "hdrpostd-test-", suite)
 

@@ -46,7 +46,7 @@ def metric(port, name):
 
 def settled(port, name, want, timeout=5.0):
     """Polls a gauge until it reads want (a frame's memory goes back on a finishing thread)."""
-    deadline, value = time.monotonic() + timeout, None
+    deadline, value = time.monotonic() + harness.scaled(timeout), None
     while time.monotonic() < deadline:
         value = metric(port, name)
         if value == want:
@@ -142,7 +142,7 @@ def load(port, clients, per_client, stop, timeout=60, pause=0.0):
         for _ in range(per_client):
             if stop.is_set():
                 return
-            conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
+            conn = http.client.HTTPConnection(HOST, port, timeout=harness.scaled(timeout))
             connected = None
             try:
                 conn.connect()
@@ -163,8 +163,8 @@ def load(port, clients, per_client, stop, timeout=60, pause=0.0):
 
 
 def join_all(threads, seconds):
-    """Joins the threads within one overall deadline; the ones still running."""
-    deadline = time.monotonic() + seconds
+    """Joins the threads within one overall deadline (harness.scaled); the ones still running."""
+    deadline = time.monotonic() + harness.scaled(seconds)
     for t in threads:
         t.join(max(0.0, deadline - time.monotonic()))
     return [t for t in threads if t.is_alive()]
@@ -212,7 +212,7 @@ def sigterm_under_load():
         return
     stop = threading.Event()
     out, threads = load(d.port, 8, 100000, stop, pause=0.01)
-    time.sleep(2.0)
+    time.sleep(harness.scaled(2.0))  # the load under way: frames queued and running when the signal comes
     d.proc.send_signal(signal.SIGTERM)
     signalled = time.monotonic()  # after the signal: a connection made before it was surely accepted before
     rc = d.wait_exit(harness.STOP_TIMEOUT_S)
@@ -241,18 +241,26 @@ def sigterm_under_load():
     d.dump()
 
 
+# Under HDRPOST_TEST_QUICK (the ThreadSanitizer pass): the device lost under a load of 8 clients (SIGTERM under
+# load is threads_http's drain as well).
+QUICK = (device_lost_under_load,)
+
+
 def body(tmp):
-    d = start_ready(EXE, "normal daemon")
-    with harness.serving(d):
-        if not d:
-            return
-        status, _, reference = request(d.port, "POST", RENDER, FRAME, timeout=60)
-        point("a normal daemon renders the test frame", status == 200 and good_png(reference), f"{status}")
-        encoder_failure(d)
-    host_memory(reference)
-    full_disk(tmp)
-    device_lost_under_load()
-    sigterm_under_load()
+    if harness.QUICK:
+        print("# HDRPOST_TEST_QUICK: left out encoder_failure, host_memory, full_disk", flush=True)
+    else:
+        d = start_ready(EXE, "normal daemon")
+        with harness.serving(d):
+            if not d:
+                return
+            status, _, reference = request(d.port, "POST", RENDER, FRAME, timeout=60)
+            point("a normal daemon renders the test frame", status == 200 and good_png(reference), f"{status}")
+            encoder_failure(d)
+        host_memory(reference)
+        full_disk(tmp)
+    for group in harness.groups((device_lost_under_load, sigterm_under_load), QUICK):
+        group()
 
 
 if __name__ == "__main__":

@@ -45,14 +45,18 @@ MAKE_FRAME = sys.argv[3] if len(sys.argv) > 3 else "make_frame"
 WEBP_TO_RGBA = sys.argv[4] if len(sys.argv) > 4 else "webp_to_rgba"
 HOST = "127.0.0.1"
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+# The plain build's deadlines; every wait stretches them by HDRPOST_TEST_TIME_FACTOR (harness.scaled: the
+# harness's request, start_ready, wait_line and wait_exit do it themselves, and are given these as they are).
 START_TIMEOUT_S = 60     # from the start to /readyz 200
 STOP_TIMEOUT_S = 60      # from SIGTERM to the exit
 REQUEST_TIMEOUT_S = 120  # one HTTP exchange, the whole way (a frame takes well under a second)
 CPU_TIMEOUT_S = 120      # one cpu_render run
 # The GPU thread's sleep before each frame for the tests of dropped, expired and drained frames: long
 # against decoding a 512x256 frame (about 10 ms) and a hung-up client's 0.15 s, short enough that a
-# queue of six frames drains in a few seconds.
-SLOW_GPU_MS = 500
+# queue of six frames drains in a few seconds. It is the tests' pacing, not something under test: it
+# stretches with HDRPOST_TEST_TIME_FACTOR like the sleeps it is set against (a sanitizer build decodes
+# many times slower), so that the order of events those points make holds; at factor 1 it is 500 (set
+# below the harness's import).
 
 # The error code for a bad request parameter: docs/API.md and api/render.c say invalid_parameter (the text
 # of docs/PARAMETERS.md, from pipeline/params.c, still says invalid_argument).
@@ -61,8 +65,15 @@ PARAM_ERROR = "invalid_parameter"
 PHASES = ["recv", "decode", "queue", "upload", "reduce", "tonemap", "download", "encode", "total"]
 
 from harness import (PngError, json_body, mat_inv, mat_mul, mat_vec, multipart, png_decode, point,  # noqa: E402
-                     rgb_to_xyz_d65, validation_lines, webp_size)
+                     rgb_to_xyz_d65, scaled, validation_lines, webp_size)
 import harness  # noqa: E402
+
+SLOW_GPU_MS = int(500 * harness.TIME_FACTOR)
+
+
+def gpu_delay(ms):
+    """--test_gpu_delay_ms stretched as SLOW_GPU_MS is, for the points that set a sleep of their own against it."""
+    return f"--test_gpu_delay_ms={int(ms * harness.TIME_FACTOR)}"
 
 
 def start(label, extra_args=()):
@@ -108,19 +119,20 @@ def is_error(status, body, want_status, code, field="any"):
 
 def raw_exchange(port, head, timeout=10):
     """Sends head (bytes) on a raw socket and reads one response: (status, headers, body)."""
-    with socket.create_connection((HOST, port), timeout=timeout) as s:
+    with socket.create_connection((HOST, port), timeout=scaled(timeout)) as s:
         s.sendall(head)
         return harness.read_response(s)
 
 
 def concurrently(fns, timeout=REQUEST_TIMEOUT_S + 30):
-    """Runs every fn at once (threads released together by a barrier); returns [(result, exception)]."""
+    """Runs every fn at once (threads released together by a barrier); returns [(result, exception)]. The
+    barrier's wait and the overall deadline are stretched by harness.scaled."""
     barrier = threading.Barrier(len(fns))
     results = [(None, TimeoutError("never finished"))] * len(fns)
 
     def run(i):
         try:
-            barrier.wait(timeout=30)
+            barrier.wait(timeout=scaled(30))
             results[i] = (fns[i](), None)
         except Exception as e:  # noqa: BLE001 - every failure is reported
             results[i] = (None, e)
@@ -128,7 +140,7 @@ def concurrently(fns, timeout=REQUEST_TIMEOUT_S + 30):
     threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(fns))]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     for t in threads:
         t.join(timeout=max(0.1, deadline - time.monotonic()))
     return results
@@ -193,7 +205,7 @@ def webp_psnr(tmp, webp, ref, w, h):
     src, dst = os.path.join(tmp, "check.webp"), os.path.join(tmp, "check.rgba")
     with open(src, "wb") as f:
         f.write(webp)
-    proc = subprocess.run([WEBP_TO_RGBA, src, dst], capture_output=True, timeout=60)
+    proc = subprocess.run([WEBP_TO_RGBA, src, dst], capture_output=True, timeout=scaled(60))
     if proc.returncode != 0:
         return False, 0.0, False, f"webp_to_rgba: {proc.stderr!r}"
     gw, gh, _ = (int(v) for v in proc.stdout.split())
@@ -227,7 +239,7 @@ def cpu(tmp, frame, params=None):
             return _cpu_cache[key]
         out = os.path.join(tmp, f"cpu-{len(_cpu_cache)}.rgba")
         proc = subprocess.run([CPU_RENDER, os.path.join(DATA, frame), key[1], out], capture_output=True,
-                              timeout=CPU_TIMEOUT_S)
+                              timeout=scaled(CPU_TIMEOUT_S))
         if proc.returncode != 0:
             raise RuntimeError(f"cpu_render {frame} {key[1]!r} exited {proc.returncode}: {proc.stderr!r}")
         with open(out, "rb") as f:
@@ -368,7 +380,7 @@ def render_raw_exr(d, tmp):
 def render_chunked(d):
     """A raw body sent with Transfer-Encoding: chunked (no Content-Length)."""
     exr = read_data("pmndrs_park.exr")
-    conn = http.client.HTTPConnection(HOST, d.port, timeout=REQUEST_TIMEOUT_S)
+    conn = http.client.HTTPConnection(HOST, d.port, timeout=scaled(REQUEST_TIMEOUT_S))
     try:
         conn.request("POST", "/v1/render", body=iter([exr[i:i + 10000] for i in range(0, len(exr), 10000)]),
                      headers={"Transfer-Encoding": "chunked"}, encode_chunked=True)
@@ -492,7 +504,7 @@ def alpha_output(d, tmp):
         src, dst = os.path.join(tmp, "alpha.webp"), os.path.join(tmp, "alpha.rgba")
         with open(src, "wb") as f:
             f.write(data)
-        proc = subprocess.run([WEBP_TO_RGBA, src, dst], capture_output=True, timeout=60)
+        proc = subprocess.run([WEBP_TO_RGBA, src, dst], capture_output=True, timeout=scaled(60))
         has_alpha = int(proc.stdout.split()[2]) if proc.returncode == 0 else -1
         ok, psnr, alpha_exact, detail = webp_psnr(tmp, data, image, w, h)
         point(name, img.get("alpha") is bool(want_alpha) and has_alpha == want_alpha and ok and alpha_exact
@@ -685,7 +697,7 @@ def slow_post(port, path, body, pieces=8, pause_s=0.03, headers=None):
             yield body[i:i + step]
             time.sleep(pause_s)
 
-    conn = http.client.HTTPConnection(HOST, port, timeout=REQUEST_TIMEOUT_S)
+    conn = http.client.HTTPConnection(HOST, port, timeout=scaled(REQUEST_TIMEOUT_S))
     try:
         h = {"Content-Length": str(len(body)), "Content-Type": "application/octet-stream"}
         h.update(headers or {})
@@ -764,7 +776,7 @@ def early_decoding(d, tmp):
     # Content-Length and chunked at once, the chunks longer than the length: refused from the headers
     # (docs/SECURITY.md: the framing a proxy may read otherwise), the connection closed; nothing reads the
     # body early.
-    with socket.create_connection((HOST, d.port), timeout=60) as s:
+    with socket.create_connection((HOST, d.port), timeout=scaled(60)) as s:
         s.sendall(f"POST /v1/analyze HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {len(desk) // 2}\r\n"
                   f"Transfer-Encoding: chunked\r\n\r\n".encode())
         data = desk + bytes(100000)
@@ -787,10 +799,10 @@ def early_decoding(d, tmp):
           f"{answer[:200]!r}; livez {status}")
 
     # Half the body, then the client hangs up: the decoder waiting for the rest gives up, the server goes on.
-    with socket.create_connection((HOST, d.port), timeout=10) as s:
+    with socket.create_connection((HOST, d.port), timeout=scaled(10)) as s:
         s.sendall(f"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: early-hangup\r\n"
                   f"Content-Length: {len(desk)}\r\n\r\n".encode() + desk[:len(desk) // 2])
-        time.sleep(0.3)  # the early decoder is waiting for the second half
+        time.sleep(scaled(0.3))  # the early decoder is waiting for the second half
     line = d.wait_line(r"id=early-hangup POST /v1/render ", 30)
     status, _, body = request(d.port, "POST", "/v1/analyze", desk)
     doc = json_body(body) if status == 200 else None
@@ -817,8 +829,9 @@ def status_routes(d):
     """GET /v1/gpu and GET /metrics on the main daemon (--queue_depth=64), after it has rendered frames:
     the device and memory as /v1/gpu says them, and /metrics counting exactly the requests made here. The
     GPU thread counts a frame out of flight just after the finishing thread may have answered it, and the
-    request's memory goes back at its completion: /v1/gpu is read until both are settled (at most 5 s)."""
-    deadline = time.monotonic() + 5
+    request's memory goes back at its completion: /v1/gpu is read until both are settled (at most 5 s,
+    harness.scaled)."""
+    deadline = time.monotonic() + scaled(5)
     while True:
         status, headers, body = request(d.port, "GET", "/v1/gpu")
         doc = json_body(body) if status == 200 else None
@@ -856,7 +869,7 @@ def status_routes(d):
         return (after.get(key) or 0) - (before.get(key) or 0)
 
     # A request is counted when libmicrohttpd says it is complete, just after the client has its answer.
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + scaled(5)
     while True:
         _, _, after = metrics_values(d.port)
         if (delta(ok200) >= 2 and delta(ok400) >= 1) or time.monotonic() > deadline:
@@ -898,7 +911,7 @@ def compressions(d, tmp):
         label = comp + (" tiled" if tiled else "")
         path = os.path.join(tmp, f"park-{comp}{'-tiled' if tiled else ''}.exr")
         subprocess.run([MAKE_FRAME, park, path, "1", comp] + (["tiled"] if tiled else []), check=True,
-                       stdout=subprocess.DEVNULL, timeout=CPU_TIMEOUT_S)
+                       stdout=subprocess.DEVNULL, timeout=scaled(CPU_TIMEOUT_S))
         ref, _ = cpu(tmp, path)
         with open(path, "rb") as f:
             status, _, body = request(d.port, "POST", "/v1/analyze", f.read())
@@ -1096,7 +1109,7 @@ def limits(tmp):
               is_error(status, body, 411, "length_required"), detail)
 
         pfm = read_data("pmndrs_park.pfm")  # 1.5 MiB
-        conn = http.client.HTTPConnection(HOST, d.port, timeout=REQUEST_TIMEOUT_S)
+        conn = http.client.HTTPConnection(HOST, d.port, timeout=scaled(REQUEST_TIMEOUT_S))
         try:
             conn.request("POST", "/v1/render", body=iter([pfm[i:i + 65536] for i in range(0, len(pfm), 65536)]),
                          headers={"Transfer-Encoding": "chunked"}, encode_chunked=True)
@@ -1219,12 +1232,13 @@ def hang_up(d):
 
     def hanger(i):
         # Behind the keepers in the queue: their frames are decoded and queued well within 0.3 s even on a
-        # loaded 2-core machine (0.02 s let a hanger's frame overtake one still decoding, and run).
-        time.sleep(0.3)
-        with socket.create_connection((HOST, d.port), timeout=10) as s:
+        # loaded 2-core machine (0.02 s let a hanger's frame overtake one still decoding, and run). Both sleeps
+        # stretch by HDRPOST_TEST_TIME_FACTOR as SLOW_GPU_MS does: the same order of events at any factor.
+        time.sleep(scaled(0.3))
+        with socket.create_connection((HOST, d.port), timeout=scaled(10)) as s:
             s.sendall(f"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: hang-drop-{i}\r\n"
                       f"Content-Length: {len(exr)}\r\n\r\n".encode() + exr)
-            time.sleep(0.15)  # the body is in; the frame waits behind the keepers
+            time.sleep(scaled(0.15))  # the body is in; the frame waits behind the keepers
         return None
 
     results = concurrently([lambda i=i: keeper(i) for i in range(4)] + [lambda i=i: hanger(i) for i in range(4)])
@@ -1267,12 +1281,12 @@ def hang_up_arriving(d):
     it took from the memory budget are back: hdrpost_inflight_bytes returns to 0."""
     exr = read_data("pmndrs_park.exr")  # over 64 KiB: decoded as it arrives
     before = metrics_values(d.port)[2]
-    with socket.create_connection((HOST, d.port), timeout=10) as s:
+    with socket.create_connection((HOST, d.port), timeout=scaled(10)) as s:
         s.sendall(f"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: hang-arriving\r\n"
                   f"Content-Length: {len(exr)}\r\n\r\n".encode() + exr[:len(exr) * 2 // 3])
-        time.sleep(0.3)  # the header is in, the decoder has begun
+        time.sleep(scaled(0.3))  # the header is in, the decoder has begun
     logged = d.wait_line(r"id=hang-arriving POST /v1/render ", 10)
-    after, deadline = {}, time.time() + 5
+    after, deadline = {}, time.time() + scaled(5)
     while time.time() < deadline:
         after = metrics_values(d.port)[2]
         if after.get("hdrpost_inflight_bytes") == 0:
@@ -1358,11 +1372,11 @@ def drain(d):
     sent = threading.Barrier(7)
 
     def one(i):
-        conn = http.client.HTTPConnection(HOST, d.port, timeout=REQUEST_TIMEOUT_S)
+        conn = http.client.HTTPConnection(HOST, d.port, timeout=scaled(REQUEST_TIMEOUT_S))
         try:
             conn.request("POST", "/v1/render?output.format=png", body=exr, headers={"X-Request-Id": f"drain-{i}"})
             try:
-                sent.wait(timeout=30)
+                sent.wait(timeout=scaled(30))
             except threading.BrokenBarrierError:
                 pass
             resp = conn.getresponse()
@@ -1379,13 +1393,13 @@ def drain(d):
     t = threading.Thread(target=fire, daemon=True)
     t.start()
     try:
-        sent.wait(timeout=30)
+        sent.wait(timeout=scaled(30))
     except threading.BrokenBarrierError:
         pass
-    time.sleep(0.2)  # the handlers have decoded and queued the frames; the first is on the GPU
+    time.sleep(scaled(0.2))  # the handlers have decoded and queued the frames; the first is on the GPU
     signalled = time.monotonic()
     d.proc.send_signal(signal.SIGTERM)
-    t.join(timeout=REQUEST_TIMEOUT_S + 60)
+    t.join(timeout=scaled(REQUEST_TIMEOUT_S + 60))
     rc = d.wait_exit(STOP_TIMEOUT_S)
     problems, counts, after = [], {}, 0
     for k, (res, exc) in enumerate(holder.get("results", [(None, TimeoutError("no results"))] * 6)):
@@ -1433,8 +1447,8 @@ def drain_timeout():
     """14: a drain that times out: SIGTERM while a frame holds the GPU for 3 s, with --shutdown_timeout_s=0.3.
     The client waiting for it gets 503 not_ready saying the drain timed out, and the daemon exits 0
     (libmicrohttpd aborts the process if it is stopped with that connection still suspended: it did)."""
-    d = start("drain-timeout daemon (--shutdown_timeout_s=0.3 --test_gpu_delay_ms=3000)",
-              ["--shutdown_timeout_s=0.3", "--test_gpu_delay_ms=3000"])
+    d = start(f"drain-timeout daemon (--shutdown_timeout_s=0.3 {gpu_delay(3000)})",
+              ["--shutdown_timeout_s=0.3", gpu_delay(3000)])
     if not d:
         return
     try:
@@ -1446,9 +1460,9 @@ def drain_timeout():
 
         t = threading.Thread(target=one, daemon=True)
         t.start()
-        time.sleep(0.8)  # the frame is on the GPU thread, in its 3 s delay
+        time.sleep(scaled(0.8))  # the frame is on the GPU thread, in its 3 s delay (both stretched alike)
         d.proc.send_signal(signal.SIGTERM)
-        t.join(timeout=30)
+        t.join(timeout=scaled(30))
         rc = d.wait_exit(STOP_TIMEOUT_S)
         status, _, body = holder.get("answer", (None, None, b""))
         text = body.decode("utf-8", "replace") if body else ""
@@ -1672,6 +1686,12 @@ def raw_input(d):
           is_error(status, body, 400, PARAM_ERROR, "input.height") is not None, f"{status} {body!r}")
 
 
+# Under HDRPOST_TEST_QUICK (the ThreadSanitizer pass): on the main daemon, frames decoded while they arrive
+# (the early decoders), 32 requests at once, and a client gone while its frame decodes. (Clients gone while
+# their frames are queued, and the drain, are threads_http's too.)
+QUICK = (early_decoding, parallel, hang_up_arriving)
+
+
 def main():
     for exe in (EXE, CPU_RENDER):
         if not os.access(exe, os.X_OK):
@@ -1684,21 +1704,23 @@ def main():
         d = guarded(start, "main daemon", ["--queue_depth=64"])
         if d:
             try:
-                guarded(render_chunked, d)
-                for test in (render_raw_exr, render_png_8bit, render_png_16bit, render_multipart, alpha_output,
-                             render_json, analyze, early_decoding, parallel, exr_layers, looks, colorspaces):
-                    guarded(test, d, tmp)
-                for test in (render_depth, depth_of_field, errors, raw_input, status_routes, hang_up_arriving):
+                for test in harness.groups((render_chunked,), QUICK):
                     guarded(test, d)
-                guarded(compressions, d, tmp)
+                for test in harness.groups((render_raw_exr, render_png_8bit, render_png_16bit, render_multipart,
+                                            alpha_output, render_json, analyze, early_decoding, parallel, exr_layers,
+                                            looks, colorspaces), QUICK):
+                    guarded(test, d, tmp)
+                for test in harness.groups((render_depth, depth_of_field, errors, raw_input, status_routes,
+                                            hang_up_arriving), QUICK):
+                    guarded(test, d)
+                for test in harness.groups((compressions,), QUICK):
+                    guarded(test, d, tmp)
             finally:
                 stop(d)
-        guarded(limits, tmp)
-        guarded(auth)
-        guarded(overload)
-        guarded(deadline)
-        guarded(slow_gpu)
-        guarded(drain_timeout)
+        for test in harness.groups((limits,), QUICK):
+            guarded(test, tmp)
+        for test in harness.groups((auth, overload, deadline, slow_gpu, drain_timeout), QUICK):
+            guarded(test)
     print(f"# {time.monotonic() - t_start:.1f} s", flush=True)
     print(f"1..{harness.count()}", flush=True)
     return 1 if harness.failed() else 0

@@ -21,11 +21,23 @@ import time
 EXE = sys.argv[1] if len(sys.argv) > 1 else "hdrpostd"
 HOST = "127.0.0.1"
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+# The plain build's deadlines. Every wait for something to happen stretches by HDRPOST_TEST_TIME_FACTOR
+# (harness.scaled; the harness's request, Daemon, wait_line and wait_exit do it themselves, and are given these
+# as they are). The bounds the points check (a connection closed at header_timeout_s, an answer "at once") are
+# what is under test and stay as they are, unless a comment there says otherwise.
 READY_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 60
 
-from harness import Child, device_args, free_port, json_body, multipart, point  # noqa: E402
+from harness import Child, device_args, free_port, json_body, multipart, point, scaled  # noqa: E402
 import harness  # noqa: E402
+
+
+def gpu_delay(ms):
+    """--test_gpu_delay_ms for the points whose order of events is made by sleeps of the test against the GPU
+    thread's sleep per frame (frames that fill the budget, the queue, the slots): both stretch by
+    HDRPOST_TEST_TIME_FACTOR, so that the order holds when a sanitizer build is slower to take a request. The
+    delay is the test's pacing, not something under test; at factor 1 it is the value given."""
+    return f"--test_gpu_delay_ms={int(ms * harness.TIME_FACTOR)}"
 
 TOKEN = "s3cret-token-never-logged-7f3a"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -61,8 +73,9 @@ def error_of(status, body, want_status, code, field="any"):
 
 
 def raw_exchange(port, data, timeout=10):
-    """Sends bytes on a fresh connection and reads until the server closes it or timeout: the whole reply."""
-    with socket.create_connection((HOST, port), timeout=timeout) as s:
+    """Sends bytes on a fresh connection and reads until the server closes it or timeout (harness.scaled): the
+    whole reply."""
+    with socket.create_connection((HOST, port), timeout=scaled(timeout)) as s:
         s.sendall(data)
         out = b""
         try:
@@ -181,7 +194,7 @@ def secrets_not_logged(tmp):
 # --- 3. No token, no network -----------------------------------------------------------------------------
 
 
-def refuse_open_listen():
+def refuse_open_listen(tmp=None):
     for listen in ("0.0.0.0:0", "[::]:0"):
         d = Child("open listen", [EXE, f"--listen={listen}", "--pipeline_cache=", *device_args()])
         rc = d.wait_exit(30)
@@ -212,10 +225,11 @@ def metric(port, name):
 
 
 def closed_within(sock, seconds):
-    """Seconds until the server closed the connection (reads EOF or an error), or None if it stayed open."""
+    """Seconds until the server closed the connection (reads EOF or an error), or None if it stayed open for
+    seconds (harness.scaled: how long to wait; the bounds on the time returned are the points' own)."""
     t0 = time.monotonic()
     sock.settimeout(0.2)
-    while time.monotonic() - t0 < seconds:
+    while time.monotonic() - t0 < scaled(seconds):
         try:
             if sock.recv(65536) == b"":
                 return time.monotonic() - t0
@@ -242,7 +256,7 @@ def header_size(d):
 
 def trickle(d):
     before = metric(d.port, 'hdrpost_connections_closed_total{reason="header_timeout"}') or 0
-    s = socket.create_connection((HOST, d.port), timeout=5)
+    s = socket.create_connection((HOST, d.port), timeout=scaled(5))
     t0 = time.monotonic()
     closed = None
     try:
@@ -263,7 +277,7 @@ def trickle(d):
     point("4. ... and counted in hdrpost_connections_closed_total{reason=\"header_timeout\"}", after >= before + 1,
           f"{before} -> {after}")
     # A kept-alive connection idle past the deadline is closed too, a busy one is not.
-    s = socket.create_connection((HOST, d.port), timeout=5)
+    s = socket.create_connection((HOST, d.port), timeout=scaled(5))
     s.sendall(b"GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n")
     first = s.recv(65536)
     gone = closed_within(s, 5)
@@ -274,7 +288,7 @@ def trickle(d):
 
 def slow_body(d):
     before = metric(d.port, 'hdrpost_connections_closed_total{reason="slow_body"}') or 0
-    s = socket.create_connection((HOST, d.port), timeout=5)
+    s = socket.create_connection((HOST, d.port), timeout=scaled(5))
     s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + TOKEN.encode() +
               b"\r\nContent-Length: 10000000\r\n\r\n")
     t0 = time.monotonic()
@@ -298,8 +312,8 @@ def connection_limit(d, limit):
     idle = []
     try:
         for _ in range(limit + 5):
-            idle.append(socket.create_connection((HOST, d.port), timeout=5))
-        time.sleep(0.3)
+            idle.append(socket.create_connection((HOST, d.port), timeout=scaled(5)))
+        time.sleep(scaled(0.3))  # the idle connections accepted
         t0 = time.monotonic()
         try:
             probe = harness.request(d.probe_port, "GET", "/livez", timeout=3)[0]
@@ -318,20 +332,20 @@ def connection_limit(d, limit):
     finally:
         for s in idle:
             s.close()
-    time.sleep(0.5)
+    time.sleep(scaled(0.5))
     idle_keepalive_reclaimed(d, limit)
 
 
 def per_ip_limit(port, per_ip):
     """per_ip + 1 connections from 127.0.0.1, each with a request: per_ip answered, one closed unanswered
     (which one depends on the order the server accepts them in)."""
-    time.sleep(1.0)  # the readiness polls' connections closed on the server's side too
-    conns = [socket.create_connection((HOST, port), timeout=5) for _ in range(per_ip + 1)]
+    time.sleep(scaled(1.0))  # the readiness polls' connections closed on the server's side too
+    conns = [socket.create_connection((HOST, port), timeout=scaled(5)) for _ in range(per_ip + 1)]
     answers = []
     for s in conns:
         try:
             s.sendall(b"GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n")
-            s.settimeout(3)
+            s.settimeout(scaled(3))
             answers.append(status_of(s.recv(65536)))
         except OSError:
             answers.append(None)
@@ -339,7 +353,7 @@ def per_ip_limit(port, per_ip):
           "one is closed", answers.count(200) == per_ip and answers.count(None) == 1, str(answers))
     for s in conns:
         s.close()
-    time.sleep(0.3)
+    time.sleep(scaled(0.3))
     try:
         st = harness.request(port, "GET", "/livez", timeout=3)[0]
     except OSError as e:
@@ -349,7 +363,7 @@ def per_ip_limit(port, per_ip):
 
 def probe_listener(d):
     """The probe listener's own defences: a short header deadline, 405 for other methods."""
-    s = socket.create_connection((HOST, d.probe_port), timeout=5)
+    s = socket.create_connection((HOST, d.probe_port), timeout=scaled(5))
     gone = closed_within(s, 9)
     s.close()
     point("4. an idle connection to the probe listener is closed within its 5 s header deadline",
@@ -360,7 +374,7 @@ def probe_listener(d):
 
 def slow_body_anywhere(d):
     """A body trickled to a route that takes none (libmicrohttpd reads and drops it) is timed as well."""
-    s = socket.create_connection((HOST, d.port), timeout=5)
+    s = socket.create_connection((HOST, d.port), timeout=scaled(5))
     s.sendall(b"POST /livez HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000000\r\n\r\n")
     t0 = time.monotonic()
     closed = None
@@ -387,11 +401,11 @@ def early_share(tmp):
         before = vm_size_kb(d)
         socks = []
         for _ in range(8):
-            c = socket.create_connection((HOST, d.port), timeout=30)
+            c = socket.create_connection((HOST, d.port), timeout=scaled(30))
             c.sendall(b"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + TOKEN.encode() +
                       b"\r\nContent-Length: 2000000\r\n\r\n" + head)
             socks.append(c)
-        time.sleep(1.0)
+        time.sleep(scaled(1.0))  # the headers read (the daemon would reserve a frame from them now)
         grown = (vm_size_kb(d) - before) >> 10
         held = metric(d.port, "hdrpost_inflight_bytes") or 0
         point("6. 8 headers of 16384x16384 ZIP frames with 2 MB bodies coming reserve no frame ahead of their "
@@ -399,7 +413,7 @@ def early_share(tmp):
               grown < 1024 and held < (1 << 30), f"address space +{grown} MiB, budget held {held / 2**20:.0f} MiB")
         for c in socks:
             c.close()
-        time.sleep(0.5)
+        time.sleep(scaled(0.5))
         held = metric(d.port, "hdrpost_inflight_bytes")
         point("6. ... and the budget is all given back when they hang up", held == 0, f"held {held}")
     finally:
@@ -410,7 +424,7 @@ def discard_cap(d):
     """A body read only to be dropped is read up to 64 MiB, then the connection is closed."""
     reply = raw_exchange(d.port, b"GET /livez HTTP/1.1\r\nHost: localhost\r\nContent-Length: 104857600\r\n\r\n")
     point("4. GET /livez declaring a 100 MiB body: 413 from its headers", status_of(reply) == 413, reply[:200])
-    s = socket.create_connection((HOST, d.port), timeout=10)
+    s = socket.create_connection((HOST, d.port), timeout=scaled(10))
     s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n")  # no token
     sent, closed = 0, False
     chunk = b"100000\r\n" + b"\0" * (1 << 20) + b"\r\n"
@@ -479,11 +493,11 @@ def bombs(d):
     before = vm_size_kb(d)
     socks = []
     for _ in range(8):
-        c = socket.create_connection((HOST, d.port), timeout=10)
+        c = socket.create_connection((HOST, d.port), timeout=scaled(10))
         c.sendall(b"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + TOKEN.encode() +
                   b"\r\nContent-Length: 1000000\r\n\r\n" + head)
         socks.append(c)
-    time.sleep(1.0)
+    time.sleep(scaled(1.0))  # the headers read (the daemon would reserve a frame from them now)
     grown = (vm_size_kb(d) - before) >> 10
     point(f"6. 8 connections that sent an {len(head)}-byte header of a 16384x16384 frame (Content-Length 1 MB) "
           "reserve no frame: the address space grew by less than 1 GiB", grown < 1024, f"{grown} MiB")
@@ -502,7 +516,7 @@ def bombs(d):
 def budget(tmp):
     """A budget of 10 MiB, frames held 1.5 s on the GPU thread: each 512x256 PFM request holds its body (1.5 MB)
     and its frame (2.6 MB), so two fit and the third is answered 503 memory_full at once."""
-    d = start("budget", ["--max_inflight_mb=10", "--test_gpu_delay_ms=1500", "--queue_depth=8"],
+    d = start("budget", ["--max_inflight_mb=10", gpu_delay(1500), "--queue_depth=8"],
               {"HDRPOST_AUTH_TOKEN": TOKEN})
     if not d:
         return
@@ -519,7 +533,7 @@ def budget(tmp):
         threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
         for t in threads:
             t.start()
-            time.sleep(0.3)
+            time.sleep(scaled(0.3))  # each frame in before the next comes (gpu_delay: at any factor)
         for t in threads:
             t.join()
         codes = sorted(r[0] for r in results)
@@ -531,7 +545,7 @@ def budget(tmp):
               str([r[1] for r in refused]))
         s, _, b = post(d.port, "/v1/render", pfm, timeout=60)
         point("5. the budget is given back: a frame after them is served", s == 200, f"{s} {b[:200]!r}")
-        time.sleep(0.3)
+        time.sleep(scaled(0.3))
         held, limit = metric(d.port, "hdrpost_inflight_bytes"), metric(d.port, "hdrpost_inflight_limit_bytes")
         point("5. once every frame is answered, /metrics shows nothing held of the 10 MiB budget",
               held == 0 and limit == 10 << 20, f"held {held}, limit {limit}")
@@ -552,10 +566,10 @@ def budget(tmp):
               error_of(s, b, 413, "too_large"), f"{s} {b[:300]!r}")
         # The same without a length (chunked): found out as it grows past the whole budget. (Once the frames
         # before it have given their bytes back: a budget full for the moment is a 503, rightly.)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + scaled(10)
         while metric(d.port, "hdrpost_inflight_bytes") != 0 and time.monotonic() < deadline:
             time.sleep(0.1)
-        conn = http.client.HTTPConnection(HOST, d.port, timeout=60)
+        conn = http.client.HTTPConnection(HOST, d.port, timeout=scaled(60))
         try:
             conn.request("POST", "/v1/render?input.width=1024&input.height=1024&input.channels=4&input.type=float32",
                          body=iter([b"\0" * (1 << 20)] * 16), headers=dict(AUTH), encode_chunked=True)
@@ -575,7 +589,7 @@ def budget(tmp):
 
 
 def queue_full_first(tmp):
-    d = start("admission", ["--queue_depth=1", "--test_gpu_delay_ms=3000"], {"HDRPOST_AUTH_TOKEN": TOKEN})
+    d = start("admission", ["--queue_depth=1", gpu_delay(3000)], {"HDRPOST_AUTH_TOKEN": TOKEN})
     if not d:
         return
     try:
@@ -584,8 +598,8 @@ def queue_full_first(tmp):
         threads = [threading.Thread(target=lambda: post(d.port, "/v1/render", pfm, timeout=60)) for _ in range(3)]
         for t in threads:  # two in flight on the GPU thread, one waiting: the queue is full
             t.start()
-            time.sleep(0.4)
-        s = socket.create_connection((HOST, d.port), timeout=5)
+            time.sleep(scaled(0.4))  # gpu_delay: the same order at any factor
+        s = socket.create_connection((HOST, d.port), timeout=scaled(5))
         t0 = time.monotonic()
         s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + TOKEN.encode() +
                   b"\r\nExpect: 100-continue\r\nContent-Length: 10000000\r\n\r\n")  # waits for 100 Continue
@@ -609,7 +623,7 @@ def queue_full_first(tmp):
               f"{st} {b[:200]!r}; log: {line}")
         for t in threads:
             t.join()
-        s = socket.create_connection((HOST, d.port), timeout=5)
+        s = socket.create_connection((HOST, d.port), timeout=scaled(5))
         s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 10000000\r\n\r\n")
         reply = s.recv(65536)
         s.close()
@@ -692,12 +706,12 @@ def framing(d):
 def log_flood(d):
     before = len(d.log().splitlines())
     for _ in range(300):
-        s = socket.create_connection((HOST, d.port), timeout=5)
+        s = socket.create_connection((HOST, d.port), timeout=scaled(5))
         s.sendall(b"GET /livez HTTP/1.1\r\nHost: localhost\r\nX-Half: ")
         time.sleep(0.003)  # read by the server before the reset
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # a reset, as a crash would
         s.close()
-    time.sleep(0.5)
+    time.sleep(scaled(0.5))  # the resets seen and logged
     d.alive()
     lines = d.log().splitlines()[before:]
     warns = [l for l in lines if " warn " in l]
@@ -771,7 +785,7 @@ def params_budget(tmp):
                   f"{'more than the budget: 413 too_large naming it' if want == 413 else 'taken and given back: 200'}",
                   ok, f"{s} {b[:300]!r}")
         # A request's bytes go back when libmicrohttpd reports it complete, just after its answer was sent.
-        held, deadline = None, time.monotonic() + 5
+        held, deadline = None, time.monotonic() + scaled(5)
         while held != 0 and time.monotonic() < deadline:
             held = metric(d.port, "hdrpost_inflight_bytes")
             time.sleep(0.05)
@@ -794,7 +808,7 @@ class Flood:
         want = addresses * per_address + 256
         if soft < want:
             resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
-        self.port, self.stop_at = port, time.monotonic() + seconds
+        self.port, self.stop_at = port, time.monotonic() + scaled(seconds)
         self.reopened = 0
         self.done = threading.Event()
         self.threads = [threading.Thread(target=self.run, args=(f"127.0.0.{i + 2}", per_address, selectors),
@@ -849,7 +863,7 @@ class Flood:
 def timed_request(port, method, path, body=None, headers=None, source="127.0.0.99", timeout=10):
     """(status, seconds) of one request on a fresh connection from another loopback address."""
     t0 = time.monotonic()
-    conn = http.client.HTTPConnection(HOST, port, timeout=timeout, source_address=(source, 0))
+    conn = http.client.HTTPConnection(HOST, port, timeout=scaled(timeout), source_address=(source, 0))
     try:
         conn.request(method, path, body=body, headers=headers or {})
         resp = conn.getresponse()
@@ -873,7 +887,7 @@ def connection_flood(tmp):
         path = "/v1/render?input.width=16&input.height=16&input.channels=4&input.type=float32"
         post(d.port, path, frame)  # the size's first frame makes its pipelines: before the flood, not timed
         flood = Flood(d.port)
-        time.sleep(3)  # the flood at its full 1,100 connections, reopened as they are closed
+        time.sleep(scaled(3))  # the flood at its full 1,100 connections, reopened as they are closed
         livez, renders, readyz = [], [], []
         for i in range(10):
             livez.append(timed_request(d.port, "GET", "/livez"))
@@ -897,7 +911,7 @@ def connection_flood(tmp):
         point("13. ... the log says so, at most 2 lines in 10 s",
               "connection slots short" in log and log.count("connection slots short") <= 2 * (1 + 8 // 10 + 2),
               "\n".join(l for l in log.splitlines() if "slots short" in l)[:1500])
-        time.sleep(1)
+        time.sleep(scaled(1))  # the flood's connections closed on the server's side
         point("13. after the flood the daemon answers, and its connections are back to a few",
               d.alive() and (metric(d.port, "hdrpost_connections_open") or 99) <= 4,
               str(metric(d.port, "hdrpost_connections_open")))
@@ -909,7 +923,7 @@ def small_slots():
     """A daemon with 4 connection slots on one polling thread and frames held 1.5 s on the GPU thread, for the
     points that fill every slot (readiness_when_full, slow_readers)."""
     probe_port = free_port()
-    d = start("small slots", ["--max_connections=4", "--http_threads=1", "--test_gpu_delay_ms=1500",
+    d = start("small slots", ["--max_connections=4", "--http_threads=1", gpu_delay(1500),
                               "--queue_depth=8", f"--probe_listen={HOST}:{probe_port}"], {"HDRPOST_AUTH_TOKEN": TOKEN})
     if d:
         d.probe_port = probe_port
@@ -921,7 +935,7 @@ def readiness_when_full(d):
     connection waits in the accept queue, and /readyz on the probe listener says 503 not_accepting until a
     slot is free again."""
     probe_port = d.probe_port
-    time.sleep(1.0)  # the earlier connections closed on the server's side
+    time.sleep(scaled(1.0))  # the earlier connections closed on the server's side
     frame = struct.pack("<4f", 1.0, 0.5, 0.25, 1.0) * 256
     path = "/v1/render?input.width=16&input.height=16&input.channels=4&input.type=float32"
     results = [None] * 4
@@ -933,10 +947,10 @@ def readiness_when_full(d):
     for i in range(4):  # one at a time, so that each is in before the next connects
         threads.append(threading.Thread(target=one, args=(i,)))
         threads[-1].start()
-        time.sleep(0.3)
-    waiting = socket.create_connection((HOST, d.port), timeout=15)
+        time.sleep(scaled(0.3))  # gpu_delay: the same order at any factor
+    waiting = socket.create_connection((HOST, d.port), timeout=scaled(15))
     waiting.sendall(b"GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n")
-    time.sleep(1.6)
+    time.sleep(scaled(1.6))
     s, _, b = harness.request(probe_port, "GET", "/readyz", timeout=5)
     point("13. with every slot holding a frame in progress, /readyz on the probe listener says 503 not_accepting",
           error_of(s, b, 503, "not_accepting"), f"{s} {b[:300]!r}")
@@ -949,7 +963,7 @@ def readiness_when_full(d):
     waiting.close()
     point("13. ... the waiting connection is answered once a slot is free", status_of(answer) == 200,
           answer[:200])
-    time.sleep(0.6)
+    time.sleep(scaled(0.6))
     s, _, b = harness.request(probe_port, "GET", "/readyz", timeout=5)
     point("13. ... and /readyz says 200 again, the log having said why it did not",
           s == 200 and "wait to be accepted" in d.log(), f"{s} {b[:200]!r}")
@@ -974,14 +988,14 @@ def slow_readers(d):
 
     reader = None
     try:
-        time.sleep(1.0)  # the readiness polls' connections closed on the server's side
+        time.sleep(scaled(1.0))  # the readiness polls' connections closed on the server's side
         ask = (b"GET /openapi.json HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + TOKEN.encode() +
                b"\r\n\r\n") * 40
         for i in range(6):  # every slot, and two waiting to be accepted ahead of the request measured
             s = socket.socket()
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             s.bind((f"127.0.0.{2 + i % 3}", 0))
-            s.settimeout(5)
+            s.settimeout(scaled(5))
             try:
                 s.connect((HOST, d.port))
                 s.sendall(ask)
@@ -1003,7 +1017,7 @@ def slow_readers(d):
             reader.join()
         for s in socks:
             s.close()
-        time.sleep(0.5)
+        time.sleep(scaled(0.5))
 
 
 def refused_flood_ready(d, per_ip):
@@ -1056,8 +1070,8 @@ def idle_keepalive_reclaimed(d, limit):
     idle = []
     try:
         for _ in range(limit + 5):
-            idle.append(socket.create_connection((HOST, d.port), timeout=5))
-        time.sleep(0.5)
+            idle.append(socket.create_connection((HOST, d.port), timeout=scaled(5)))
+        time.sleep(scaled(0.5))  # the idle connections accepted
         status, took = timed_request(d.port, "GET", "/livez", source="127.0.0.1")
         point(f"13. with {limit + 5} idle connections against max_connections {limit}, a new request is answered "
               "within 1 s (idle ones closed to make room)", status == 200 and took < 1.0, f"{status} in {took:.2f} s")
@@ -1084,11 +1098,11 @@ def per_client_v6_inside():
     d = Child("ipv6", [EXE, f"--listen=[{V6_NET[0]}]:{port}", "--validation", "--pipeline_cache=", "--warm_frame=none",
                        "--max_connections_per_ip=3", *device_args()], {"HDRPOST_AUTH_TOKEN": TOKEN})
     out = {"listening": d.wait_line(r"http: listening", READY_TIMEOUT_S) is not None}
-    time.sleep(0.5)
+    time.sleep(scaled(0.5))
 
     def ask(source):
         s = socket.socket(socket.AF_INET6)
-        s.settimeout(5)
+        s.settimeout(scaled(5))
         try:
             s.bind((source, 0))
             s.connect((V6_NET[0], port))
@@ -1104,9 +1118,9 @@ def per_client_v6_inside():
     out["refused_metric"] = None
     for s, _ in held + [(s4, 0), (s5, 0)]:
         s.close()
-    time.sleep(0.3)
+    time.sleep(scaled(0.3))
     conn = socket.socket(socket.AF_INET6)
-    conn.settimeout(5)
+    conn.settimeout(scaled(5))
     conn.connect((V6_NET[0], port))
     conn.sendall(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nAuthorization: Bearer " +
                  TOKEN.encode() + b"\r\n\r\n")
@@ -1130,7 +1144,7 @@ def per_client_v6(tmp):
     connections, an address of another /64 has its own. In a network namespace made for it (unshare -n), whose
     loopback carries the addresses."""
     r = subprocess.run(["unshare", "-n", sys.executable, os.path.abspath(__file__), EXE, "--v6-namespace"],
-                       capture_output=True, text=True, timeout=120)  # the inner harness makes the daemon's env
+                       capture_output=True, text=True, timeout=scaled(120))  # the inner harness makes the daemon's env
     try:
         out = json.loads(r.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -1303,7 +1317,7 @@ def heap_after_load(d):
         for t in threads:
             t.join()
         ends.append(rss_kb(d) >> 10)
-        time.sleep(2.0)  # a second idle, and the guard's tick
+        time.sleep(scaled(2.0))  # a second idle, and the guard's tick
         idles.append(rss_kb(d) >> 10)
     free = metric(d.port, 'hdrpost_malloc_bytes{state="free"}')
     in_use = metric(d.port, 'hdrpost_malloc_bytes{state="in_use"}')
@@ -1321,42 +1335,54 @@ def heap_after_load(d):
               "the later rounds reuse what the arenas kept)", ends[0] - idles[0] >= 8, detail)
 
 
+def forms(tmp):
+    with harness.serving(start("forms", env={"HDRPOST_AUTH_TOKEN": TOKEN})) as d:
+        if d:
+            for group in (empty_parts, repeated_parts, framing, discard_cap, bombs, exr_attribute_bomb,
+                          log_flood, params_cap, target_bytes, unanswered, smaller_holes, heap_after_load):
+                group(d)
+
+
+def limits(tmp):
+    probe_port = free_port()
+    with harness.serving(start("limits", ["--max_connections=40", "--max_connections_per_ip=0",
+                                          "--header_timeout_s=2", f"--probe_listen={HOST}:{probe_port}"],
+                               {"HDRPOST_AUTH_TOKEN": TOKEN})) as d:
+        if d:
+            d.probe_port = probe_port
+            for group in (header_size, trickle, slow_body, slow_body_anywhere, probe_listener):
+                group(d)
+            connection_limit(d, 40)
+
+
+def per_ip(tmp):
+    probe_port = free_port()
+    with harness.serving(start("per-ip limit", ["--max_connections_per_ip=5", f"--probe_listen={HOST}:{probe_port}"],
+                               {"HDRPOST_AUTH_TOKEN": TOKEN})) as d:
+        if d:
+            d.probe_port = probe_port
+            per_ip_limit(d.port, 5)
+            refused_flood_ready(d, 5)
+
+
+def slots(tmp):
+    with harness.serving(small_slots()) as d:
+        if d:
+            readiness_when_full(d)
+            slow_readers(d)
+
+
+# Under HDRPOST_TEST_QUICK (the ThreadSanitizer pass): the flood of 1,100 idle connections from 20 addresses,
+# closed to make room (the guard and libmicrohttpd's threads) while requests are answered.
+QUICK = (connection_flood,)
+
+
 def main():
     def suite(tmp):
-        secrets_not_logged(tmp)
-        refuse_open_listen()
-        with harness.serving(start("forms", env={"HDRPOST_AUTH_TOKEN": TOKEN})) as d:
-            if d:
-                for group in (empty_parts, repeated_parts, framing, discard_cap, bombs, exr_attribute_bomb,
-                              log_flood, params_cap, target_bytes, unanswered, smaller_holes, heap_after_load):
-                    group(d)
-        probe_port = free_port()
-        with harness.serving(start("limits", ["--max_connections=40", "--max_connections_per_ip=0",
-                                              "--header_timeout_s=2", f"--probe_listen={HOST}:{probe_port}"],
-                                   {"HDRPOST_AUTH_TOKEN": TOKEN})) as d:
-            if d:
-                d.probe_port = probe_port
-                for group in (header_size, trickle, slow_body, slow_body_anywhere, probe_listener):
-                    group(d)
-                connection_limit(d, 40)
-        probe_port = free_port()
-        with harness.serving(start("per-ip limit", ["--max_connections_per_ip=5", f"--probe_listen={HOST}:{probe_port}"],
-                                   {"HDRPOST_AUTH_TOKEN": TOKEN})) as d:
-            if d:
-                d.probe_port = probe_port
-                per_ip_limit(d.port, 5)
-                refused_flood_ready(d, 5)
-        budget(tmp)
-        early_share(tmp)
-        queue_full_first(tmp)
-        params_budget(tmp)
-        connection_flood(tmp)
-        with harness.serving(small_slots()) as d:
-            if d:
-                readiness_when_full(d)
-                slow_readers(d)
-        per_client_v6(tmp)
-        foreign_origin(tmp)
+        for group in harness.groups((secrets_not_logged, refuse_open_listen, forms, limits, per_ip,
+                                     budget, early_share, queue_full_first, params_budget, connection_flood, slots,
+                                     per_client_v6, foreign_origin), QUICK):
+            group(tmp)
 
     return harness.run_suite([EXE], "hdrpostd-sec-", suite)
 

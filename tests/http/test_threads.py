@@ -30,7 +30,8 @@ from harness import HOST, json_body, multipart, point  # noqa: E402
 EXE = sys.argv[1] if len(sys.argv) > 1 else ""
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
-# The sanitizer builds run frames many times slower: room for them.
+# The sanitizer builds run frames many times slower: room for them (and harness.Daemon stretches it by
+# HDRPOST_TEST_TIME_FACTOR besides, as every wait below: harness.scaled).
 READY_TIMEOUT_S = 300
 
 
@@ -80,7 +81,7 @@ def hang_up(port, tally, rng):
             "\r\n").encode()
     where = rng.choice(["headers", "body", "waiting"])
     try:
-        with socket.create_connection((HOST, port), timeout=30) as s:
+        with socket.create_connection((HOST, port), timeout=harness.scaled(30)) as s:
             if where == "headers":
                 s.sendall(head[:rng.randrange(1, len(head))])
             elif where == "body":
@@ -97,7 +98,7 @@ def hang_up(port, tally, rng):
 def guard_closes(port, tally, rng):
     """A body trickled, or a connection left idle: the guard (header deadline 1 s, slow body) closes it."""
     try:
-        with socket.create_connection((HOST, port), timeout=10) as s:
+        with socket.create_connection((HOST, port), timeout=harness.scaled(10)) as s:
             if rng.random() < 0.5:
                 s.sendall(b"POST /v1/render HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100000\r\n\r\n")
                 for _ in range(40):
@@ -105,7 +106,7 @@ def guard_closes(port, tally, rng):
                     time.sleep(0.1)
             else:
                 s.sendall(b"GET /livez HTTP/1.1\r\nHost: local")
-            s.settimeout(8)
+            s.settimeout(harness.scaled(8))
             while s.recv(65536):
                 pass
     except OSError:
@@ -116,7 +117,7 @@ def guard_closes(port, tally, rng):
 def keep_alive(port, tally):
     ok = True
     try:
-        with socket.create_connection((HOST, port), timeout=30) as s:
+        with socket.create_connection((HOST, port), timeout=harness.scaled(30)) as s:
             for path in ("/v1/stats", "/metrics", "/livez", "/v1/gpu"):
                 s.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
                 status, _, _ = harness.read_response(s)
@@ -175,7 +176,7 @@ def impatient_load():
               "well-formed", not tally.bad, "\n".join(tally.bad[:20]))
         point("... and the daemon answers after them", alive, d.log()[-3000:])
         held = harness.metric(d.port, "hdrpost_inflight_bytes")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + harness.scaled(30)
         while held != 0 and time.monotonic() < deadline:
             time.sleep(0.2)
             held = harness.metric(d.port, "hdrpost_inflight_bytes")
@@ -206,10 +207,10 @@ def drain_during_load():
     threads = [threading.Thread(target=client, args=(d.port, tally, 7000 + i, 4)) for i in range(10)]
     for t in threads:
         t.start()
-    time.sleep(2.0)
+    time.sleep(harness.scaled(2.0))  # the load under way: frames queued and running when the signal comes
     rc = d.stop(timeout=120)
     for t in threads:
-        t.join(timeout=300)
+        t.join(timeout=harness.scaled(300))
     bad = reports(d)
     point("SIGTERM during a load of 10 clients (frames queued, running, clients hanging up): exit 0, no sanitizer "
           "report", rc == 0 and not bad, f"exit {rc}\n" + "\n".join(bad[:10] or d.log().splitlines()[-40:]))
