@@ -53,6 +53,7 @@ typedef struct frame_plan {
     bool use_early;                   /* the early decoder's frame is this frame */
     const char *color_space;          /* the frame's colour space: a name of hp_colorspace, or "custom" */
     const char *color_source;         /* why: "parameter", "attribute" (the file's) or "default" */
+    bool ocio_input;                  /* the frame is in a colour space of the OCIO config: ocio_key.input */
     bool ocio;                        /* through a studio's OCIO view (issue 34): ocio_key's */
     hp_ocio_view_key ocio_key;
     hp_ocio_encoding ocio_enc;        /* what its display measures as */
@@ -291,20 +292,27 @@ static bool resolve_color(frame_request *fr, frame_plan *pl, hp_reply *reply)
     hp_err err = {0};
     /* Through an OCIO view the config's processor takes the frame from its colour space (input.colorspace's
      * config name, else the config's scene_linear): nothing is converted before it. */
-    if (!fr->analyze && hp_params_ocio_on(&fr->fp.params)) {
+    if (hp_params_ocio_on(&fr->fp.params)) {
         if (hp_params_ocio_key(&fr->fp.params, &pl->ocio_key, &err) != HP_OK) {
             hp_reply_error(reply, 400, err.word ? err.word : "invalid_parameter", err.field[0] ? err.field : NULL,
                            "%s", err.message);
             return false;
         }
+        /* The frame's luminance is the config's space's own, for a render and an analysis alike: a shot's
+         * statistics (the exposure lock) must be those its frames are rendered with. */
+        hp_input_color *color = &fr->fp.params.color;
+        *color = (hp_input_color){.convert = false, .own_luma = true, .output = fr->fp.params.output.colorspace};
+        hp_ocio_input_luma(hp_params_ocio_config(), pl->ocio_key.input, color->luma);
+        pl->color_source = fr->fp.params.ocio.input[0] ? "parameter" : "ocio_scene_linear";
+        pl->ocio_input = true;
+        if (fr->analyze)
+            return true;
         pl->ocio_enc = hp_ocio_encoding_of(hp_params_ocio_config(), pl->ocio_key.display, pl->ocio_key.view);
         if (hp_output_tag_check(&fr->fp.params, &pl->ocio_enc, pl->ocio_key.display, &err) != HP_OK) {
             hp_reply_error(reply, 400, "invalid_parameter", err.field, "%s", err.message);
             return false;
         }
         pl->ocio = true;
-        fr->fp.params.color = (hp_input_color){.convert = false, .output = fr->fp.params.output.colorspace};
-        pl->color_source = fr->fp.params.ocio.input[0] ? "parameter" : "ocio_scene_linear";
         return true;
     }
     if (hp_input_color_resolve(fr->fp.params.input.colorspace, pl->info.has_chromaticities ? &pl->info.chromaticities
@@ -464,8 +472,8 @@ static void describe(const hp_request *req, const frame_request *fr, const frame
     ctx->early = pl->use_early;
     ctx->color_space = pl->color_space;
     ctx->color_source = pl->color_source;
-    if (pl->ocio) {
-        ctx->ocio = true;
+    if (pl->ocio_input) {
+        ctx->ocio = pl->ocio;
         ctx->ocio_key = pl->ocio_key;
         ctx->ocio_enc = pl->ocio_enc;
         ctx->color_space = ctx->ocio_key.input; /* the config's name, for the answer */

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "pipeline/ocio_encoding.h"
 
 /* The start-up log's lines about the config: an operator checks there that the daemon read the config meant. */
 static void log_config(const hp_ocio_config *c)
@@ -25,6 +26,14 @@ static void log_config(const hp_ocio_config *c)
                                    hp_ocio_view_name(c, display, v));
         hp_info("ocio: display \"%s\"%s: views %s", display,
                 strcmp(display, hp_ocio_default_display(c)) ? "" : " (default)", views);
+        /* What each view writes, measured now (pipeline/ocio_encoding.h): the operator sees how its files will be
+         * tagged, and OCIO's processors for the measure are made here, not by a request. */
+        for (size_t v = 0; v < hp_ocio_view_count(c, display); v++) {
+            char what[128];
+            hp_ocio_encoding e = hp_ocio_encoding_of(c, display, hp_ocio_view_name(c, display, v));
+            hp_info("ocio:   \"%s\" writes %s", hp_ocio_view_name(c, display, v),
+                    hp_ocio_encoding_describe(&e, what, sizeof what));
+        }
     }
     for (size_t l = 0; l < hp_ocio_count(c, HP_OCIO_LOOKS); l++)
         hp_info("ocio: look \"%s\"", hp_ocio_name(c, HP_OCIO_LOOKS, l));

@@ -5,10 +5,13 @@
 
 #include <OpenColorIO/OpenColorIO.h>
 
+#include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <memory>
 #include <new>
 #include <string>
@@ -22,6 +25,7 @@ struct hp_ocio_config {
     std::vector<std::string> lists[4]; // by hp_ocio_list
     std::vector<std::string> role_spaces;
     std::vector<std::pair<std::string, std::string>> bad_inputs; /* colour spaces OCIO cannot take as an input */
+    std::map<std::string, std::array<double, 3>> input_luma;     /* each good input's Y row (input_luma_of) */
 };
 
 struct hp_ocio_cpu {
@@ -174,6 +178,48 @@ void build_from(const hp_ocio_config *c, const char *input, const char *looks)
     processor_for(c, &key)->getDefaultCPUProcessor();
 }
 
+// The Y row of a colour space of the config: the exposure stage weighs a frame in it by this (issue 34), as it
+// weighs a frame of hdrpostd's own spaces by the Y row of its RGB -> XYZ (D65), a white other than D65 adapted by
+// Bradford (pipeline/colorspace.h). OCIO has no call for it: getDefaultLumaCoefs is one row for the whole config,
+// and configs leave it at Rec.709's (the ACES configs and Blender's write [0.2126, 0.7152, 0.0722]) whatever the
+// space. So the row is measured: the three primaries through the config's own conversion into ACES2065-1 (its
+// aces_interchange role), then OCIO's built-in AP0 -> CIE XYZ D65 (Bradford), whose Y is taken. A config without
+// that role goes to its scene_linear and takes the config's luma there, which is what the config declares. A
+// space that is not linear (a log or display encoding: f(2x) is not 2f(x)) has no Y row; it gets the config's
+// luma, and auto exposure over such a frame weighs its code values.
+std::array<double, 3> input_luma_of(const hp_ocio_config *c, const std::string &input)
+{
+    double coefs[3];
+    c->cfg->getDefaultLumaCoefs(coefs);
+    std::array<double, 3> fallback = {coefs[0], coefs[1], coefs[2]};
+    OCIO::ConstColorSpaceRcPtr aces = c->cfg->getColorSpace(OCIO::ROLE_INTERCHANGE_SCENE);
+    OCIO::GroupTransformRcPtr to_xyz = OCIO::GroupTransform::Create();
+    OCIO::ColorSpaceTransformRcPtr to_ref = OCIO::ColorSpaceTransform::Create();
+    to_ref->setSrc(input.c_str());
+    to_ref->setDst(aces ? aces->getName() : c->default_input.c_str());
+    to_xyz->appendTransform(to_ref);
+    if (aces) {
+        OCIO::BuiltinTransformRcPtr ap0 = OCIO::BuiltinTransform::Create();
+        ap0->setStyle("UTILITY - ACES-AP0_to_CIE-XYZ-D65_BFD");
+        to_xyz->appendTransform(ap0);
+    }
+    OCIO::ConstCPUProcessorRcPtr p = c->cfg->getProcessor(to_xyz)->getDefaultCPUProcessor();
+    std::array<double, 3> y = {};
+    for (int k = 0; k < 3; k++) {
+        float one[3] = {0, 0, 0}, two[3] = {0, 0, 0};
+        one[k] = 1.0f, two[k] = 2.0f;
+        p->applyRGB(one);
+        p->applyRGB(two);
+        for (int j = 0; j < 3; j++)
+            if (!std::isfinite(two[j]) || std::fabs(two[j] - 2.0f * one[j]) > 1e-4 * (1.0 + std::fabs(two[j])))
+                return fallback;
+        y[k] = aces ? one[1] : coefs[0] * one[0] + coefs[1] * one[1] + coefs[2] * one[2];
+    }
+    float zero[3] = {0, 0, 0};
+    p->applyRGB(zero);
+    return std::fabs(zero[0]) + std::fabs(zero[1]) + std::fabs(zero[2]) > 1e-6f ? fallback : y;
+}
+
 // Each look and each colour space as an input, built once so that their LUT files are opened at start too. A
 // missing file stops the start, as for a view. A colour space OCIO cannot invert (Blender's "False Color", a
 // display-only space) is no error of the config: it is remembered, and a request naming it as its input is
@@ -185,6 +231,7 @@ void build_looks_and_inputs(hp_ocio_config *c)
     for (const std::string &cs : c->lists[HP_OCIO_COLORSPACES]) {
         try {
             build_from(c, cs.c_str(), "");
+            c->input_luma[cs] = input_luma_of(c, cs);
         } catch (const OCIO::ExceptionMissingFile &) {
             throw;
         } catch (const OCIO::Exception &e) {
@@ -271,8 +318,14 @@ const char *hp_ocio_default_view(const hp_ocio_config *c, const char *display)
     return c->cfg->getDefaultView(display);
 }
 
-void hp_ocio_luma(const hp_ocio_config *c, double rgb[3])
+void hp_ocio_input_luma(const hp_ocio_config *c, const char *input, double rgb[3])
 {
+    auto found = c->input_luma.find(input ? input : "");
+    if (found != c->input_luma.end()) {
+        for (int k = 0; k < 3; k++)
+            rgb[k] = found->second[k];
+        return;
+    }
     c->cfg->getDefaultLumaCoefs(rgb);
 }
 

@@ -55,9 +55,11 @@ const char *hp_ocio_default_display(const hp_ocio_config *config);
 const char *hp_ocio_default_view(const hp_ocio_config *config, const char *display);
 /* The colour space a request's frame is in when it names none: the scene_linear role's. */
 const char *hp_ocio_default_input(const hp_ocio_config *config);
-/* The config's luma coefficients (OCIO's getDefaultLumaCoefs): the exposure stage's luminance row for a frame
- * in a colour space of the config. */
-void hp_ocio_luma(const hp_ocio_config *config, double rgb[3]);
+/* The Y row of a colour space of the config (its own name, as hp_ocio_resolve leaves it): the exposure stage's
+ * luminance for a frame in it. Measured at load through the config's conversion to ACES2065-1 (its
+ * aces_interchange role) and OCIO's AP0 -> XYZ D65 (Bradford), else to its scene_linear with the config's luma; a space that is not linear, or a name
+ * the config lacks, gets the config's luma coefficients (ocio/config.cpp, input_luma_of). */
+void hp_ocio_input_luma(const hp_ocio_config *config, const char *input, double rgb[3]);
 
 /* One output transform: the request's names, empty ones resolved by hp_ocio_resolve(). */
 #define HP_OCIO_NAME_MAX 255

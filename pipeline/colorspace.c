@@ -276,7 +276,9 @@ void hp_input_color_luma(const hp_input_color *c, hp_output_colorspace output, f
 {
     const double rec709[3] = {HP_LUMA_R, HP_LUMA_G, HP_LUMA_B};
     /* HP_LUMA_* are hp_rgb_to_xyz's Rec.709 row rounded to 10 digits: sRGB output keeps them exactly. */
-    const double *row = c->convert ? c->luma : output == HP_OUTPUT_SRGB ? rec709 : hp_working_space_of(output)->luma;
+    const double *row = c->convert || c->own_luma    ? c->luma
+                        : output == HP_OUTPUT_SRGB ? rec709
+                                                   : hp_working_space_of(output)->luma;
     for (int i = 0; i < 3; i++)
         luma[i] = (float)row[i];
 }

@@ -88,9 +88,12 @@ const hp_working_space *hp_working_space_of(hp_output_colorspace output);
  * it already takes RGB to CIE Yxy (DECISIONS.md 5), and the reduction weighs the frame's own RGB by its
  * own Y row. */
 typedef struct hp_input_color {
-    bool convert;         /* false: the frame is in the working space already; the fields below are not used */
+    bool convert;         /* false: the frame is in the working space already; to_work is not used */
     double to_work[3][3]; /* the frame's RGB -> the working RGB: the working XYZ -> RGB . the frame's RGB -> XYZ (D65) */
-    double luma[3];       /* the Y row of the frame's RGB -> XYZ (D65) */
+    double luma[3];       /* the Y row of the frame's RGB -> XYZ (D65); used when convert or own_luma */
+    /* The frame is in a colour space of the OCIO config, which no stage converts (the config's view does): luma
+     * is its Y row all the same (hp_ocio_input_luma), for the exposure's reduction. */
+    bool own_luma;
     /* The output whose working space this was made for: a zeroed hp_input_color is "nothing to convert for
      * sRGB", so a frame made for another output without resolving its colour again is refused
      * (hp_frame_graph_run) rather than read as if already in that output's primaries. */

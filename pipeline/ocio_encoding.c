@@ -3,6 +3,7 @@
 #include "pipeline/ocio_encoding.h"
 
 #include <math.h>
+#include <stdio.h>
 
 #include "pipeline/colorspace.h"
 
@@ -35,12 +36,16 @@ static double hlg(double y)
 static const struct {
     uint8_t code;
     encode_fn encode;
-} transfers[] = {{13, srgb}, {1, power24}, {4, power22}, {16, pq}, {18, hlg}};
+    const char *name;
+} transfers[] = {{13, srgb, "sRGB"}, {1, power24, "2.4 power (BT.1886)"}, {4, power22, "2.2 power"},
+                 {16, pq, "PQ (ST 2084)"}, {18, hlg, "HLG"}};
 
 static const struct {
     uint8_t code;
     hp_colorspace space;
-} primaries[] = {{1, HP_COLORSPACE_REC709}, {12, HP_COLORSPACE_P3D65}, {9, HP_COLORSPACE_REC2020}};
+    const char *name;
+} primaries[] = {{1, HP_COLORSPACE_REC709, "BT.709"}, {12, HP_COLORSPACE_P3D65, "Display P3"},
+                 {9, HP_COLORSPACE_REC2020, "BT.2020"}};
 
 /* Greys of these luminances, D65 white. */
 static const double greys[] = {0.01, 0.05, 0.18, 0.5, 1.0};
@@ -111,4 +116,18 @@ hp_ocio_encoding hp_ocio_encoding_of(const hp_ocio_config *c, const char *displa
 bool hp_ocio_encoding_hdr(const hp_ocio_encoding *e)
 {
     return e->known && (e->transfer == 16 || e->transfer == 18);
+}
+
+const char *hp_ocio_encoding_describe(const hp_ocio_encoding *e, char *buf, size_t size)
+{
+    const char *p = NULL, *t = NULL;
+    for (size_t i = 0; e->known && i < sizeof primaries / sizeof primaries[0]; i++)
+        p = primaries[i].code == e->primaries ? primaries[i].name : p;
+    for (size_t i = 0; e->known && i < sizeof transfers / sizeof transfers[0]; i++)
+        t = transfers[i].code == e->transfer ? transfers[i].name : t;
+    if (p && t)
+        snprintf(buf, size, "%s primaries, %s transfer", p, t);
+    else
+        snprintf(buf, size, "not measured as a known encoding (tagged sRGB, assumed)");
+    return buf;
 }

@@ -12,6 +12,7 @@
 #define HP_OCIO_ENCODING_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ocio/config.h"
@@ -25,5 +26,7 @@ typedef struct hp_ocio_encoding {
 hp_ocio_encoding hp_ocio_encoding_of(const hp_ocio_config *config, const char *display, const char *view);
 /* PQ or HLG. */
 bool hp_ocio_encoding_hdr(const hp_ocio_encoding *e);
+/* "BT.2020 primaries, PQ (ST 2084) transfer", for the start-up log; buf returned. */
+const char *hp_ocio_encoding_describe(const hp_ocio_encoding *e, char *buf, size_t size);
 
 #endif

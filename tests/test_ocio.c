@@ -281,6 +281,53 @@ static void check_names(const hp_ocio_config *cfg)
     hp_params_use_ocio(cfg);
 }
 
+/* The exposure's Y row of a config's colour space (hp_ocio_input_luma) against hdrpostd's own for the same space
+ * (pipeline/colorspace.c: its RGB -> XYZ D65, Bradford from another white), which the built-in input.colorspace
+ * names use: a frame weighs the same whether its space is named by hdrpostd or by the config. */
+static void check_luma(const hp_ocio_config *cfg, const char *space, const double want[3], double tol,
+                       const char *source)
+{
+    double got[3];
+    hp_ocio_input_luma(cfg, space, got);
+    tap_ok(fabs(got[0] - want[0]) < tol && fabs(got[1] - want[1]) < tol && fabs(got[2] - want[2]) < tol,
+           "luma of \"%s\" is %s (%.10f %.10f %.10f; want %.10f %.10f %.10f, within %g)", space, source, got[0],
+           got[1], got[2], want[0], want[1], want[2], tol);
+}
+
+static void own_luma(hp_colorspace space, double out[3])
+{
+    hp_input_color c;
+    const char *name, *source;
+    hp_err e = {0};
+    if (hp_input_color_resolve(space + 1, NULL, HP_OUTPUT_SRGB, &c, &name, &source, &e) != HP_OK || !c.convert)
+        out[0] = out[1] = out[2] = NAN;
+    else
+        memcpy(out, c.luma, sizeof c.luma);
+}
+
+static void check_lumas(const hp_ocio_config *aces, const hp_ocio_config *blender)
+{
+    double ap0[3], ap1[3], bt2020[3];
+    own_luma(HP_COLORSPACE_ACES2065, ap0);
+    own_luma(HP_COLORSPACE_ACESCG, ap1);
+    own_luma(HP_COLORSPACE_REC2020, bt2020);
+    const double rec709[3] = {HP_LUMA_R, HP_LUMA_G, HP_LUMA_B};
+    const double coefs[3] = {0.2126, 0.7152, 0.0722}; /* both configs' luma: line */
+    /* OCIO's CPU processor runs in float: 1e-6 is a few of its steps. */
+    if (aces) {
+        check_luma(aces, "ACES2065-1", ap0, 1e-6, "hdrpostd's aces2065 row");
+        check_luma(aces, "ACEScg", ap1, 1e-6, "hdrpostd's acescg row, through the config's AP1 -> AP0");
+        check_luma(aces, "Linear Rec.2020", bt2020, 1e-6, "hdrpostd's rec2020 row, through the config");
+        check_luma(aces, "ACEScct", coefs, 1e-12, "the config's luma: a log space has no Y row");
+        check_luma(aces, "no such space", coefs, 1e-12, "the config's luma for a name it lacks");
+    }
+    if (blender) {
+        /* Blender's Linear -> Linear ACES matrix is written to 7 digits. */
+        check_luma(blender, "Linear", rec709, 1e-4, "hdrpostd's rec709 row, through Blender's Linear ACES");
+        check_luma(blender, "Filmic Log", coefs, 1e-12, "the config's luma: a log space has no Y row");
+    }
+}
+
 int main(void)
 {
     int bail = gpu_test_open(&gpu, &graph, &err);
@@ -300,6 +347,7 @@ int main(void)
                strstr(e.message, "show_grade.cube") && strstr(e.message, "missing_lut/config.ocio"),
            "a config whose LUT is missing is refused at load, with OCIO's message naming the file: %s", e.message);
 
+    check_lumas(aces, blender);
     if (aces && park.rgba) {
         hp_params_use_ocio(aces);
         check_config("aces", aces, "ACEScg", &park);

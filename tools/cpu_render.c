@@ -80,9 +80,16 @@ int main(int argc, char **argv)
     }
     const char *space, *source;
     bool through_ocio = hp_params_ocio_on(&p);
-    if (through_ocio)
-        p.color = (hp_input_color){.convert = false, .output = p.output.colorspace}; /* OCIO converts */
-    else if (hp_input_color_resolve(p.input.colorspace, info.has_chromaticities ? &info.chromaticities : NULL, p.output.colorspace, &p.color,
+    hp_ocio_view_key key;
+    if (through_ocio) {
+        /* OCIO converts; the exposure weighs the frame by its space's Y row, as the daemon does (api/render.c). */
+        if (hp_params_ocio_key(&p, &key, &err) != HP_OK) {
+            fprintf(stderr, "cpu_render: %s\n", err.message);
+            return 1;
+        }
+        p.color = (hp_input_color){.convert = false, .own_luma = true, .output = p.output.colorspace};
+        hp_ocio_input_luma(ocio, key.input, p.color.luma);
+    } else if (hp_input_color_resolve(p.input.colorspace, info.has_chromaticities ? &info.chromaticities : NULL, p.output.colorspace, &p.color,
                                &space, &source, &err) != HP_OK) {
         fprintf(stderr, "cpu_render: %s\n", err.message);
         return 1;

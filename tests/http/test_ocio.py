@@ -261,6 +261,12 @@ def aces_describe(d):
     point("aces: the log names the config (path and name) and each display with its views",
           any(ACES in l and "hdrpostd-aces-builtin-v1" in l for l in lines) and displays_logged,
           "\n".join(lines) or log[-3000:])
+    writes = {f'"{HDR_2020}" writes BT.2020 primaries, PQ (ST 2084) transfer',
+              f'"{SDR}" writes BT.709 primaries, sRGB transfer', f'"{SDR}" writes Display P3 primaries, sRGB transfer',
+              f'"{SDR}" writes BT.709 primaries, 2.4 power (BT.1886) transfer',
+              f'"{HDR_2020}" writes BT.2020 primaries, HLG transfer'}
+    point("aces: the log says what each view writes, as measured (sRGB, P3, BT.1886, PQ and HLG among them)",
+          all(any(w in l for l in lines) for w in writes), "\n".join(lines) or log[-3000:])
     status, doc = ocio_doc(d)
     doc = doc or {}
     config = doc.get("config") or {}
@@ -529,6 +535,24 @@ def aces_avif(d, tmp):
               f"value of OCIO's CPU processor", ok, detail)
 
 
+def aces_luma(d):
+    """A frame in a config's space is weighed by that space's Y row: /v1/analyze with input.colorspace ACES2065-1 (the
+    config's) gives the statistics of hdrpostd's own aces2065, not Rec.709's, and a render's auto exposure agrees."""
+    def stats(space):
+        status, _, data = request(d.port, "POST", "/v1/analyze?" + query({"input.colorspace": space}), read_data(PARK),
+                                  timeout=REQUEST_TIMEOUT_S)
+        doc = json_body(data) if status == 200 else None
+        st = doc.get("stats") if isinstance(doc, dict) else None
+        return (st.get("log_average"), doc.get("colorspace", {}).get("input")) if isinstance(st, dict) else (None, data[:300])
+    (config, config_name), (own, _), (rec709, _) = stats("ACES2065-1"), stats("aces2065"), stats("rec709")
+    ok = all(isinstance(v, (int, float)) for v in (config, own, rec709))
+    point("aces: /v1/analyze with input.colorspace ACES2065-1 (the config's) has hdrpostd's aces2065 log-average "
+          "(within 1e-5 relative), not Rec.709's (more than 1e-3 apart), and names the config's space",
+          ok and abs(config - own) <= 1e-5 * abs(own) and abs(config - rec709) > 1e-3 * abs(rec709)
+          and config_name == "ACES2065-1",
+          f"log-averages: config {config}, aces2065 {own}, rec709 {rec709}; colour space {config_name!r}")
+
+
 def aces_respelled_and_dof(d):
     """One transform written several ways is one program; depth of field before a view on a half frame."""
     before = programs(d)
@@ -564,6 +588,7 @@ def main():
                 aces_describe(d)
                 aces_renders(d, tmp)
                 aces_errors(d)
+                aces_luma(d)
                 aces_respelled_and_dof(d)
                 aces_avif(d, tmp)
         # 4: a daemon with no config at all (and no OCIO variable).
