@@ -49,11 +49,12 @@ hp_code hp_output_tag_check(const hp_params *p, const hp_ocio_encoding *ocio, co
     hp_output_format f = p->output.format;
     uint32_t bits = p->output.bit_depth;
     bool hdr = hp_ocio_encoding_hdr(ocio);
+    char what[128];
     if (hdr && !((f == HP_OUTPUT_PNG && bits == 16) || (f == HP_OUTPUT_AVIF && bits > 8)))
         return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.format",
-                             "the OCIO display \"%s\" is HDR (%s, BT.2020): it needs output.format png with "
+                             "the OCIO display \"%s\" is HDR (%s): it needs output.format png with "
                              "output.bit_depth 16, or avif with 10 or 12 (8 bits band, and WebP and JPEG cannot say "
-                             "HDR)", display, ocio->transfer == HP_CICP_TRANSFER_PQ ? "PQ" : "HLG");
+                             "HDR)", display, hp_ocio_encoding_describe(ocio, what, sizeof what));
     hp_output_tag tag;
     hp_output_tag_for(p, ocio, &tag);
     if (tag.use_cicp && (f == HP_OUTPUT_WEBP || f == HP_OUTPUT_JPEG))

@@ -5,6 +5,10 @@
 
 #include <OpenColorIO/OpenColorIO.h>
 
+extern "C" {
+#include "common/log.h" /* a C header: its functions have C names */
+}
+
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +17,7 @@
 #include <exception>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -124,7 +129,11 @@ void build_every_view(const hp_ocio_config *c)
             snprintf(key.input, sizeof key.input, "%s", c->default_input.c_str());
             snprintf(key.display, sizeof key.display, "%s", d.c_str());
             snprintf(key.view, sizeof key.view, "%s", v.c_str());
-            processor_for(c, &key)->getDefaultCPUProcessor();
+            try {
+                processor_for(c, &key)->getDefaultCPUProcessor();
+            } catch (const OCIO::ExceptionMissingFile &e) {
+                throw OCIO::ExceptionMissingFile(("the view \"" + v + "\" of the display \"" + d + "\": " + e.what()).c_str());
+            }
         }
     }
 }
@@ -226,18 +235,48 @@ std::array<double, 3> input_luma_of(const hp_ocio_config *c, const std::string &
 // refused with OCIO's reason.
 void build_looks_and_inputs(hp_ocio_config *c)
 {
-    for (const std::string &l : c->lists[HP_OCIO_LOOKS])
-        build_from(c, c->default_input.c_str(), ("+" + l).c_str());
+    for (const std::string &l : c->lists[HP_OCIO_LOOKS]) {
+        try {
+            build_from(c, c->default_input.c_str(), ("+" + l).c_str());
+        } catch (const OCIO::ExceptionMissingFile &e) {
+            throw OCIO::ExceptionMissingFile(("the look \"" + l + "\": " + e.what()).c_str());
+        }
+    }
     for (const std::string &cs : c->lists[HP_OCIO_COLORSPACES]) {
         try {
             build_from(c, cs.c_str(), "");
             c->input_luma[cs] = input_luma_of(c, cs);
-        } catch (const OCIO::ExceptionMissingFile &) {
-            throw;
+        } catch (const OCIO::ExceptionMissingFile &e) {
+            // ociocheck passes such a config (it opens no file); the daemon reads every file at start, so that no
+            // request finds one missing. The message says which space needs it, and that it is as an input.
+            throw OCIO::ExceptionMissingFile(("the colour space \"" + cs + "\" as a frame's input (its conversion "
+                                              "to the reference): " + e.what()).c_str());
         } catch (const OCIO::Exception &e) {
             c->bad_inputs.emplace_back(cs, e.what());
         }
     }
+}
+
+// OCIO's own messages (a config's inactive names, a LUT's oddities) as lines of the daemon's log, with its time
+// and level, not bare lines on stderr between them. OCIO_LOGGING_LEVEL still chooses which OCIO writes.
+void log_from_ocio(const char *message)
+{
+    std::string m = message ? message : "";
+    while (!m.empty() && (m.back() == '\n' || m.back() == ' '))
+        m.pop_back();
+    static const struct {
+        const char *prefix;
+        hp_log_level level;
+    } levels[] = {{"[OpenColorIO Error]: ", HP_LOG_ERROR},
+                  {"[OpenColorIO Warning]: ", HP_LOG_WARN},
+                  {"[OpenColorIO Info]: ", HP_LOG_INFO},
+                  {"[OpenColorIO Debug]: ", HP_LOG_DEBUG}};
+    for (const auto &l : levels)
+        if (m.rfind(l.prefix, 0) == 0) {
+            hp_log(l.level, "ocio: OpenColorIO says: %s", m.c_str() + strlen(l.prefix));
+            return;
+        }
+    hp_log(HP_LOG_WARN, "ocio: OpenColorIO says: %s", m.c_str());
 }
 
 } // namespace
@@ -253,6 +292,8 @@ hp_code hp_ocio_config_load(const char *path, hp_ocio_config **out, hp_err *err)
     if (!c)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "ocio_config: out of memory");
     std::string what = std::string("ocio_config ") + path;
+    static std::once_flag logging;
+    std::call_once(logging, [] { OCIO::SetLoggingFunction(log_from_ocio); });
     try {
         c->path = path;
         c->cfg = OCIO::Config::CreateFromFile(path);
@@ -264,6 +305,12 @@ hp_code hp_ocio_config_load(const char *path, hp_ocio_config **out, hp_err *err)
             throw OCIO::Exception("the config has neither a scene_linear nor a default role");
         build_every_view(c);
         build_looks_and_inputs(c);
+    } catch (const OCIO::ExceptionMissingFile &e) {
+        delete c;
+        return hp_fail(err, HP_ERR_IO, "%s: %s", what.c_str(), e.what());
+    } catch (const OCIO::Exception &e) {
+        delete c;
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "%s: %s", what.c_str(), e.what());
     } catch (const std::exception &e) {
         delete c;
         return fail_from(err, what.c_str(), e);
@@ -359,11 +406,13 @@ hp_code hp_ocio_display_probe(const hp_ocio_config *c, const char *display, cons
         if (!xyz_space || !dst[0])
             return hp_fail(err, HP_ERR_UNUSABLE, "the config has no cie_xyz_d65_interchange role%s",
                            dst[0] ? "" : " and the view no display colour space");
-        /* Display-referred on both sides, or OCIO would put its default view transform between them. */
+        /* The same side of the config on both ends: between a scene-referred and a display-referred space OCIO
+         * puts its default view transform. Configs written before OCIO 2's display-referred spaces (Blender 4's
+         * AgX) make every space scene-referred, the interchange XYZ and the displays alike: measured as well. */
         OCIO::ConstColorSpaceRcPtr out = c->cfg->getColorSpace(dst);
-        if (xyz_space->getReferenceSpaceType() != OCIO::REFERENCE_SPACE_DISPLAY || !out ||
-            out->getReferenceSpaceType() != OCIO::REFERENCE_SPACE_DISPLAY)
-            return hp_fail(err, HP_ERR_UNUSABLE, "the interchange XYZ or \"%s\" is not a display colour space", dst);
+        if (!out || xyz_space->getReferenceSpaceType() != out->getReferenceSpaceType())
+            return hp_fail(err, HP_ERR_UNUSABLE, "the interchange XYZ and \"%s\" are not on the same side "
+                           "(scene- or display-referred) of the config", dst);
         OCIO::ConstCPUProcessorRcPtr p =
             c->cfg->getProcessor(xyz_space->getName(), dst)->getDefaultCPUProcessor();
         for (size_t i = 0; i < n; i++)

@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* --- How the table is written ---------------------------------------------------------------------- */
 
@@ -1113,6 +1114,23 @@ static const char *first_field(const hp_params *p)
                               : "input.colorspace";
 }
 
+/* hdrpostd's own name for a colour space ("acescg") given with a view: the config's space spelled the same but
+ * for case ("ACEScg") is most likely what was meant, and the config names its spaces its own way. */
+static void config_space_hint(const char *own, char *hint, size_t size)
+{
+    const hp_ocio_config *c = hp_params_ocio_config();
+    if (!c)
+        return;
+    for (size_t i = 0; i < hp_ocio_count(c, HP_OCIO_COLORSPACES); i++)
+        if (!strcasecmp(hp_ocio_name(c, HP_OCIO_COLORSPACES, i), own)) {
+            snprintf(hint, size, "; the config's own colour space \"%s\" is named as the config spells it",
+                     hp_ocio_name(c, HP_OCIO_COLORSPACES, i));
+            return;
+        }
+    snprintf(hint, size, "; to name the frame's colour space, give one of the config's (GET /v1/ocio lists them; "
+             "its scene_linear, \"%s\", when left out)", hp_ocio_default_input(c));
+}
+
 /* A parameter the view replaces, set away from its default: named in the refusal, so that a request never
  * believes its operator or gamma was applied. An explicit default passes: it asks for nothing. */
 static hp_code replaced(const hp_params *p, const char *name, hp_err *err)
@@ -1125,10 +1143,13 @@ static hp_code replaced(const hp_params *p, const char *name, hp_err *err)
     memcpy(&was, (const char *)&defaults + def->offset, sizeof was);
     if (now == was)
         return HP_OK;
+    char hint[HP_OCIO_NAME_MAX + 160] = "";
+    if (!strcmp(name, "input.colorspace"))
+        config_space_hint(input_colorspaces[now < HP_COLORSPACE_COUNT + 1 ? now : 0], hint, sizeof hint);
     return hp_fail_word(err, HP_ERR_INVALID_ARGUMENT, "ocio_conflict", name,
                         "%s does not apply with an OCIO view: the config's display/view transform takes the place "
                         "of the tone operator, the gamut fold, the display gamma and the output's colour space; "
-                        "leave %s out (or at its default) or leave out ocio.*", name, name);
+                        "leave %s out (or at its default) or leave out ocio.*%s", name, name, hint);
 }
 
 hp_code hp_params_ocio_key(const hp_params *p, hp_ocio_view_key *key, hp_err *err)

@@ -19,6 +19,7 @@
 #include "common/file.h"
 #include "gpu_test.h"
 #include "pipeline/cpu_reference.h"
+#include "pipeline/ocio_encoding.h"
 #include "pipeline/ocio_stage.h"
 
 static hp_gpu *gpu;
@@ -328,6 +329,26 @@ static void check_lumas(const hp_ocio_config *aces, const hp_ocio_config *blende
     }
 }
 
+/* What a display writes, measured through a config whose every space is scene-referred (the AgX configs' way): the
+ * interchange XYZ and the display on the same side, so OCIO puts no view transform between them. */
+static void check_scene_displays(void)
+{
+    hp_ocio_config *cfg = NULL;
+    hp_err e = {0};
+    if (!tap_ok(hp_ocio_config_load(HP_TEST_DATA_DIR "/ocio/scene_displays/config.ocio", &cfg, &e) == HP_OK,
+                "the config of scene-referred displays loads: %s", e.message))
+        return;
+    hp_ocio_encoding srgb = hp_ocio_encoding_of(cfg, "sRGB", "Standard");
+    hp_ocio_encoding pq = hp_ocio_encoding_of(cfg, "Rec.2100-PQ", "Standard");
+    tap_ok(srgb.known && srgb.primaries == 1 && srgb.transfer == 13,
+           "a scene-referred sRGB display is measured as BT.709 primaries, sRGB transfer (got known %d, %u/%u)",
+           srgb.known, srgb.primaries, srgb.transfer);
+    tap_ok(pq.known && pq.primaries == 9 && pq.transfer == 16,
+           "a scene-referred PQ display is measured as BT.2020 primaries, PQ (got known %d, %u/%u)", pq.known,
+           pq.primaries, pq.transfer);
+    hp_ocio_config_free(cfg);
+}
+
 int main(void)
 {
     int bail = gpu_test_open(&gpu, &graph, &err);
@@ -348,6 +369,7 @@ int main(void)
            "a config whose LUT is missing is refused at load, with OCIO's message naming the file: %s", e.message);
 
     check_lumas(aces, blender);
+    check_scene_displays();
     if (aces && park.rgba) {
         hp_params_use_ocio(aces);
         check_config("aces", aces, "ACEScg", &park);

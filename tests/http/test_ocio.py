@@ -362,8 +362,17 @@ def aces_errors(d):
     for field, value in (("tonemap.operator", "agx"), ("gamma.mode", "srgb"), ("gamma.radius", 4),
                          ("output.colorspace", "display_p3"), ("input.colorspace", "acescg")):
         s, e, _ = render_query(d, {"ocio.view": SDR, field: value, "output.format": "png"})
-        error_point(f"aces: {field}={value} with ocio.view: 400 ocio_conflict naming {field}", s, e, 400,
-                    "ocio_conflict", field, [field])
+        # hdrpostd's "acescg" beside the config's "ACEScg": the refusal points at the config's spelling.
+        hint = ['"ACEScg" is named as the config spells it'] if field == "input.colorspace" else []
+        error_point(f"aces: {field}={value} with ocio.view: 400 ocio_conflict naming {field}"
+                    + (" and the config's ACEScg" if hint else ""), s, e, 400, "ocio_conflict", field, [field] + hint)
+    s, e, _ = render_query(d, {"ocio.view": SDR, "input.colorspace": "p3d65", "output.format": "png"})
+    error_point("aces: input.colorspace=p3d65 (no config space of that name) with ocio.view: 400 ocio_conflict "
+                "pointing at GET /v1/ocio and the config's scene_linear", s, e, 400, "ocio_conflict",
+                "input.colorspace", ["GET /v1/ocio", '"ACEScg"'])
+    s, e, _ = render_query(d, {"ocio.display": PQ, "ocio.view": HDR_2020, "output.format": "webp"})
+    error_point("aces: a PQ display to WebP: 400 naming output.format and the display's measured encoding",
+                s, e, 400, "invalid_parameter", "output.format", ["BT.2020 primaries, PQ (ST 2084) transfer"])
     # An explicit default asks for nothing and passes.
     status, headers, data, _ = render(d, PARK, {"ocio.view": SDR, "gamma.radius": 0, "output.format": "png"})
     point("aces: gamma.radius at its default (0) with ocio.view is not a conflict (200 PNG)",
