@@ -501,8 +501,9 @@ static const struct {
                     "maxLength": {"type": "integer", "minimum": 0},
                     "unit": {"type": "string"}, "applies": {"type": ["string", "null"]}, "description": {"type": "string"}}}},
             "looks": {"type": "array", "items": {
-                "type": "object", "required": ["name", "sets", "description"],
+                "type": "object", "required": ["name", "sets", "description", "studio"],
                 "properties": {"name": {"type": "string"}, "description": {"type": "string"},
+                               "studio": {"type": "boolean", "description": "The daemon's own look (its studio_looks setting), not a built-in one."},
                                "sets": {"type": "object", "additionalProperties": {"type": "string"},
                                         "description": "Dotted parameter name: value, as a query writes it."}}}},
             "rules": {"type": "array", "items": {

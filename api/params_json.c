@@ -489,9 +489,13 @@ static json_t *look_settings_json(const char *settings)
         size_t len = strcspn(at, "&");
         const char *eq = memchr(at, '=', len);
         if (eq) {
-            char key[NAME_MAX_LEN];
+            /* The value as the parameter reads it: a studio look's query is URL-encoded (its view's spaces). */
+            char key[NAME_MAX_LEN], value[HP_PARAM_STRING_MAX * 3 + 1];
+            const char *bad = NULL;
+            size_t vlen = len - (size_t)(eq + 1 - at);
             snprintf(key, sizeof(key), "%.*s", (int)(eq - at), at);
-            if (json_object_set_new(o, key, json_stringn(eq + 1, len - (size_t)(eq + 1 - at))) != 0) {
+            if (vlen >= sizeof value || !url_decode(eq + 1, vlen, value, &bad) ||
+                json_object_set_new(o, key, json_string(value)) != 0) {
                 json_decref(o);
                 return NULL;
             }
@@ -512,10 +516,10 @@ json_t *hp_param_schema_json(void)
     int rc = 0;
     for (size_t i = 0; i < hp_param_schema_count; i++)
         rc |= json_array_append_new(params, param_json(&hp_param_schema[i], &defaults));
-    for (size_t i = 0; i < hp_look_count; i++)
-        rc |= json_array_append_new(looks, json_pack("{s:s, s:o, s:s}", "name", hp_looks[i].name, "sets",
-                                                     look_settings_json(hp_looks[i].settings), "description",
-                                                     hp_looks[i].help));
+    for (size_t i = 0; i < hp_look_total(); i++)
+        rc |= json_array_append_new(looks, json_pack("{s:s, s:o, s:s, s:b}", "name", hp_look_at(i)->name, "sets",
+                                                     look_settings_json(hp_look_at(i)->settings), "description",
+                                                     hp_look_at(i)->help, "studio", i >= hp_look_count));
     const char *field, *doc;
     for (size_t i = 0; (doc = hp_param_rule_doc(i, &field)); i++)
         rc |= json_array_append_new(rules, json_pack("{s:s, s:s}", "field", field, "description", doc));
@@ -528,10 +532,11 @@ json_t *hp_param_schema_json(void)
 
 hp_code hp_params_apply_look(hp_params *p, uint32_t look, hp_err *err)
 {
-    if (look >= hp_look_count)
+    if (look >= hp_look_total())
         return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "look", "look %u is not one of the %zu looks", look,
-                             hp_look_count);
-    hp_code code = hp_looks[look].settings[0] ? hp_params_from_query(hp_looks[look].settings, p, err) : HP_OK;
+                             hp_look_total());
+    const char *settings = hp_look_at(look)->settings;
+    hp_code code = settings[0] ? hp_params_from_query(settings, p, err) : HP_OK;
     if (code == HP_OK)
         p->look = look;
     return code;

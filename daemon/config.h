@@ -85,6 +85,8 @@ typedef struct hp_config {
     char *ocio_config;
     int ocio_cache;
     char *ocio_warm;
+    /* The daemon's own named looks, after the built-in ones (daemon/looks_setup.h): "NAME: QUERY; ..." ("" none). */
+    char *studio_looks;
     /* Origins besides the daemon's own whose pages may call the API (api/http.h); "" none. */
     char *allowed_origins;
     int max_connections, max_connections_per_ip;

@@ -27,6 +27,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "daemon/config.h"
+#include "daemon/looks_setup.h"
 #include "daemon/notify.h"
 #include "daemon/ocio_setup.h"
 #include "daemon/worker.h"
@@ -36,6 +37,7 @@
 #include "pipeline/frame_graph.h"
 #include "pipeline/gpu.h"
 #include "pipeline/host_pool.h"
+#include "pipeline/looks.h"
 
 #ifndef HP_VERSION
 #define HP_VERSION "unknown"
@@ -506,6 +508,8 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
     if (!ocio_config && config->ocio_warm[0])
         hp_warn("ocio_warm is set but there is no OCIO config (ocio_config, OCIO): nothing to warm");
     hp_params_use_ocio(ocio_config);
+    if ((code = hp_daemon_studio_looks(config->studio_looks, &err)) != HP_OK)
+        goto startup_failed;
 
     hp_http_params http_params = HP_HTTP_PARAMS_DEFAULTS;
     http_params.listen = config->listen;
@@ -709,6 +713,7 @@ shutdown:
         save_pipeline_cache(gpu, cache_path);
     hp_frame_graph_destroy(&graph);
     hp_gpu_destroy(&gpu);
+    hp_looks_reset();
     hp_params_use_ocio(NULL);
     hp_ocio_config_free(ocio_config);
     /* Counted after the destroys: leaked objects are reported by vkDestroyDevice and vkDestroyInstance. */

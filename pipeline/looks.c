@@ -11,6 +11,9 @@
  *   colour, the values as rendered (0 EV), the palette written as it is. */
 #include "pipeline/looks.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #define HP_LOOKS(X)                                                                                            \
     X(default, "", "Today's defaults: automatic exposure, `reinhard_extended`, Kwon's dynamic local gamma.")   \
     X(blender, "exposure.mode=fixed&exposure.stops=0&tonemap.operator=agx&gamma.mode=srgb",                     \
@@ -29,4 +32,48 @@
 
 const hp_look hp_looks[] = {HP_LOOKS(HP_LOOK_ROW)};
 const size_t hp_look_count = sizeof(hp_looks) / sizeof(hp_looks[0]);
-const char *const hp_look_names[] = {HP_LOOKS(HP_LOOK_NAME) NULL};
+const char *hp_look_names[HP_LOOKS_MAX + 1] = {HP_LOOKS(HP_LOOK_NAME) NULL};
+_Static_assert(sizeof(hp_looks) / sizeof(hp_looks[0]) < HP_LOOKS_MAX, "room for the built-in looks");
+
+/* The daemon's own looks, after the built-in ones: their rows own their text. */
+static hp_look added[HP_LOOKS_MAX];
+static size_t added_count;
+
+size_t hp_look_total(void)
+{
+    return hp_look_count + added_count;
+}
+
+const hp_look *hp_look_at(size_t i)
+{
+    return i < hp_look_count ? &hp_looks[i] : i < hp_look_total() ? &added[i - hp_look_count] : NULL;
+}
+
+hp_code hp_looks_add(const char *name, const char *settings, const char *help, hp_err *err)
+{
+    for (size_t i = 0; i < hp_look_total(); i++)
+        if (!strcmp(hp_look_at(i)->name, name))
+            return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "the look \"%s\" is already %s", name,
+                           i < hp_look_count ? "a built-in look" : "defined");
+    if (hp_look_total() >= HP_LOOKS_MAX)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "the look \"%s\" is one too many: %d looks at most, the %zu "
+                       "built-in ones included", name, HP_LOOKS_MAX, hp_look_count);
+    hp_look row = {strdup(name), strdup(settings), strdup(help)};
+    if (!row.name || !row.settings || !row.help) {
+        free((char *)row.name), free((char *)row.settings), free((char *)row.help);
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "the look \"%s\": out of memory", name);
+    }
+    added[added_count++] = row;
+    hp_look_names[hp_look_total() - 1] = row.name;
+    hp_look_names[hp_look_total()] = NULL;
+    return HP_OK;
+}
+
+void hp_looks_reset(void)
+{
+    for (size_t i = 0; i < added_count; i++) {
+        free((char *)added[i].name), free((char *)added[i].settings), free((char *)added[i].help);
+        hp_look_names[hp_look_count + i] = NULL;
+    }
+    added_count = 0;
+}

@@ -89,8 +89,11 @@ _Static_assert(HP_EXPOSURE_FIXED == 2 && HP_GAMMA_LINEAR == 3 && HP_OUTPUT_PNG =
 const hp_param_def hp_param_schema[] = {
     /* --- look: a named set of the parameters below (pipeline/looks.c) --- */
     {.name = "look", .type = HP_PARAM_ENUM, .offset = U32_AT(look), .def = 0, .choices = hp_look_names, .unit = "",
+     .open_offset = STRING_AT(look_name), .open_names = hp_params_ocio_unchecked,
      .help = "A named look, applied first: the parameters it sets (listed under \"look\" above) are its "
-             "defaults, and every parameter the request gives overrides them, in whatever order they come."},
+             "defaults, and every parameter the request gives overrides them, in whatever order they come. A "
+             "daemon may add its own (the `studio_looks` setting; `GET /v1/params` lists them), such as a "
+             "studio's OCIO view at a fixed exposure."},
     /* --- input: raw samples instead of a file (api/render.c) --- */
     {.name = "input.width", .type = HP_PARAM_INTEGER, .offset = U32_AT(input.width), .min = 0, .max = 16384,
      .def = 0, .unit = "pixels",
@@ -108,7 +111,7 @@ const hp_param_def hp_param_schema[] = {
     /* Colour spaces (issue 17; pipeline/colorspace.c has the matrices and their sources). */
     {.name = "input.colorspace", .type = HP_PARAM_ENUM, .offset = U32_AT(input.colorspace),
      .def = HP_INPUT_COLORSPACE_AUTO, .choices = input_colorspaces, .unit = "",
-     .open_offset = STRING_AT(ocio.input),
+     .open_offset = STRING_AT(ocio.input), .open_names = hp_params_open_names,
      .help = "The primaries and white of the frame's linear RGB. With an OCIO config loaded (`ocio_config`) "
              "also any colour space or role of the config (`ACEScg`, `scene_linear`): the frame then goes "
              "through the config's display/view (`ocio.*`, docs/COLOR.md). Else `auto`: an OpenEXR file's `chromaticities` "
@@ -829,8 +832,9 @@ hp_code hp_param_set_string(hp_params *p, const hp_param_def *def, const char *v
                 return HP_OK;
             }
         }
-        /* An open enum keeps another name for hp_params_ocio_check, once a config can say what it is. */
-        if (def->open_offset && hp_params_open_names()) {
+        /* An open enum keeps another name for whoever can say what it is: hp_params_ocio_check once a config is
+         * loaded, or the daemon behind hdrpost. */
+        if (def->open_offset && def->open_names()) {
             const hp_param_def text = {.type = HP_PARAM_STRING, .min = 1, .max = HP_PARAM_STRING_MAX};
             char got[120];
             size_t len = strlen(value);

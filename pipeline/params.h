@@ -236,6 +236,9 @@ typedef struct hp_params {
     hp_output_params output;
     hp_ocio_params ocio;
     uint32_t look; /* hp_looks' index: applied before the other parameters (api/params_json.c) */
+    /* Not a parameter of its own: in hdrpost alone, a look the client does not know (a studio look of the
+     * daemon's, studio_looks), kept as text for the daemon to check (hp_param_def.open_offset). */
+    char look_name[HP_PARAM_STRING_MAX + 1];
     /* Not a request parameter: the frame's colour, resolved by api/ from input.colorspace and the file's
      * chromaticities before the frame is queued (zero: Rec.709, nothing converted). */
     hp_input_color color;
@@ -266,9 +269,11 @@ typedef struct hp_param_def {
     const char *unit;      /* shown in the docs: "stops", "pixels", "" */
     const char *applies;   /* which modes or operators read it, or NULL for always */
     const char *help;      /* one or two sentences for docs/PARAMETERS.md */
-    /* ENUM: where a name that is none of the choices is kept as text, once an OCIO config is loaded
-     * (hp_params_use_ocio): input.colorspace's colour spaces of the config. 0: none, the choices alone. */
+    /* ENUM: where a name that is none of the choices is kept as text, when open_names says so:
+     * input.colorspace's colour spaces of the OCIO config, look's studio looks in hdrpost. 0: none, the choices
+     * alone. */
     size_t open_offset;
+    bool (*open_names)(void);
 } hp_param_def;
 
 extern const hp_param_def hp_param_schema[];

@@ -160,12 +160,12 @@ static const spec specs[] = {
 
 #define SPEC_COUNT (sizeof(specs) / sizeof(specs[0]))
 
-/* The open enums (issue 34): where a name outside the choices is kept as text once an OCIO config is loaded.
- * Every other parameter has none. */
+/* The open enums (issue 34): where a name outside the choices is kept as text, once an OCIO config is loaded
+ * (input.colorspace) or in hdrpost for the daemon to check (look: a studio look). Every other parameter has none. */
 static const struct {
     const char *name;
     size_t text_offset;
-} open_enums[] = {{"input.colorspace", F(ocio.input)}};
+} open_enums[] = {{"input.colorspace", F(ocio.input)}, {"look", F(look_name)}};
 
 #define OPEN_COUNT (sizeof(open_enums) / sizeof(open_enums[0]))
 
@@ -338,7 +338,8 @@ static void test_schema(void)
         }
     }
     tap_ok(open_right && open == OPEN_COUNT,
-           "exactly input.colorspace is an open enum, keeping a config's name in ocio.input (%zu open)", open);
+           "exactly input.colorspace and look are open enums, keeping their text in ocio.input and look_name (%zu "
+           "open)", open);
 
     /* Every byte of hp_params that is not padding belongs to one entry: padding before a field is
      * shorter than the field's alignment, so a gap that could hold the next field is a field the table
@@ -1261,6 +1262,60 @@ static void test_looks(void)
            "a look past the table is refused naming look: %s", err.message);
 }
 
+/* The daemon's own looks (hp_looks_add, from studio_looks): after the built-in ones, named by the look parameter,
+ * applied as the built-in ones are, echoed by name; a taken name refused; hdrpost (open names, no config) keeps a
+ * look it does not know for the daemon, and the daemon refuses one it does not have. */
+static void test_studio_looks(void)
+{
+    hp_err err = {0};
+    tap_ok(hp_looks_add("review", "exposure.mode=fixed&exposure.stops=1.5&tonemap.operator=hable", "test", &err) ==
+                   HP_OK && hp_look_total() == hp_look_count + 1 && !strcmp(hp_look_names[hp_look_count], "review") &&
+               hp_look_names[hp_look_count + 1] == NULL,
+           "a studio look is added after the built-in ones, its name among the look parameter's choices: %s",
+           err.message);
+    hp_params p = defaults();
+    hp_code code = hp_params_from_query_with_look("look=review&tonemap.operator=agx", &p, &err);
+    tap_ok(code == HP_OK && p.look == hp_look_count && p.exposure.mode == HP_EXPOSURE_FIXED &&
+               p.exposure.stops == 1.5 && p.tonemap.op == HP_TONE_AGX,
+           "look=review applies its settings, and the request's own tonemap.operator overrides its hable: %s",
+           code ? err.message : "");
+    json_t *echo = hp_params_to_json(&p);
+    tap_ok(echo && !strcmp(json_string_value(json_object_get(echo, "look")) ?: "", "review"),
+           "a studio look is echoed by its name");
+    json_decref(echo);
+    hp_err e2 = {0};
+    tap_ok(hp_looks_add("review", "exposure.stops=2", "test", &e2) != HP_OK && strstr(e2.message, "already"),
+           "a name taken by a studio look is refused: %s", e2.message);
+    hp_err e3 = {0};
+    tap_ok(hp_looks_add("blender", "exposure.stops=2", "test", &e3) != HP_OK && strstr(e3.message, "built-in"),
+           "a built-in look's name is refused: %s", e3.message);
+    hp_looks_reset();
+    p = defaults();
+    hp_err e4 = {0};
+    tap_ok(hp_look_total() == hp_look_count && hp_look_names[hp_look_count] == NULL &&
+               hp_params_from_query_with_look("look=review", &p, &e4) != HP_OK && !strcmp(e4.field, "look"),
+           "after hp_looks_reset the studio look is gone, and look=review is refused naming look: %s", e4.message);
+    const hp_ocio_config *was = hp_params_ocio_config();
+    hp_params_use_ocio(NULL);
+    hp_params_accept_open_names(true);
+    p = defaults();
+    hp_err e5 = {0};
+    code = hp_params_from_query_with_look("look=dailies&exposure.stops=1", &p, &e5);
+    tap_ok(code == HP_OK && p.look == 0 && !strcmp(p.look_name, "dailies") && p.exposure.stops == 1,
+           "hdrpost (open names, no config) keeps a look it does not know as text for the daemon: %s",
+           code ? e5.message : "");
+    echo = hp_params_to_json(&p);
+    tap_ok(echo && !strcmp(json_string_value(json_object_get(echo, "look")) ?: "", "dailies"),
+           "and writes it back by that name");
+    json_decref(echo);
+    hp_params_accept_open_names(false);
+    p = defaults();
+    hp_err e6 = {0};
+    tap_ok(hp_params_from_query_with_look("look=dailies", &p, &e6) != HP_OK,
+           "the daemon (no open names) refuses a look it does not have: %s", e6.message);
+    hp_params_use_ocio(was);
+}
+
 static void test_to_json(void)
 {
     hp_params p = defaults();
@@ -1693,6 +1748,7 @@ int main(int argc, char **argv)
     test_query();
     test_to_json();
     test_looks();
+    test_studio_looks();
     test_ocio_params();
     test_docs(argc > 1 ? argv[1] : NULL);
     test_err_field();

@@ -87,6 +87,9 @@ def nested(flat):
     """{"ocio.view": v, ...} -> {"ocio": {"view": v}, ...}: the params JSON of a multipart request and cpu_render."""
     out = {}
     for name, value in flat.items():
+        if "." not in name:  # look: a top-level parameter
+            out[name] = value
+            continue
         group, key = name.split(".", 1)
         out.setdefault(group, {})[key] = value
     return out
@@ -449,6 +452,41 @@ def must_fail(label, args, names, env=None):
         d.dump()
 
 
+# A studio's own named look (studio_looks): a view at a fixed exposure, undithered, as the artist's viewer shows it.
+REVIEW = {"ocio.view": SDR, "exposure.mode": "fixed", "exposure.stops": 0, "output.dither": False}
+STUDIO_LOOKS = ("review: ocio.view=ACES%201.0%20-%20SDR%20Video&exposure.mode=fixed&exposure.stops=0&"
+                "output.dither=false; hdr_review: ocio.display=Rec.2100-PQ%20-%20Display&output.format=png&"
+                "output.bit_depth=16")
+
+
+def studio_looks(d):
+    """look=review is its parameters: the same bytes as the request that spells them out; the request's own
+    parameters still override it; /v1/params lists the daemon's looks; an unknown look lists them in its refusal."""
+    status, _, by_look, _ = render(d, PARK, {"look": "review", "output.format": "png"})
+    status2, _, spelled, _ = render(d, PARK, {**REVIEW, "output.format": "png"})
+    point("studio look: look=review gives the very bytes of its parameters spelled out (a view at 0 EV)",
+          status == status2 == 200 and by_look == spelled, f"{status} {status2}, {len(by_look)} and {len(spelled)} bytes")
+    status, _, brighter, _ = render(d, PARK, {"look": "review", "exposure.stops": 1, "output.format": "png"})
+    status2, _, spelled, _ = render(d, PARK, {**REVIEW, "exposure.stops": 1, "output.format": "png"})
+    point("studio look: the request's own exposure.stops=1 overrides the look's 0 (the bytes of the spelled-out "
+          "request, and not the look's)", status == status2 == 200 and brighter == spelled and brighter != by_look,
+          f"{status} {status2}")
+    status, headers, data, _ = render(d, PARK, {"look": "hdr_review"})
+    point("studio look: look=hdr_review (a PQ display, 16-bit PNG) answers a cICP-tagged PQ PNG",
+          status == 200 and headers.get("content-type") == "image/png" and
+          "cicp=9/16/0/1" in headers.get("x-output-colorspace", ""), f"{status} {headers.get('x-output-colorspace')}")
+    status, _, body = request(d.port, "GET", "/v1/params")
+    looks = {l.get("name"): l for l in ((json_body(body) or {}).get("looks") or [])}
+    review = looks.get("review") or {}
+    point("studio look: GET /v1/params lists the daemon's looks after the built-in ones, marked studio, with what "
+          "they set", status == 200 and review.get("studio") is True and looks.get("blender", {}).get("studio") is False
+          and review.get("sets", {}).get("ocio.view") == SDR and list(looks)[-2:] == ["review", "hdr_review"],
+          f"{status} {list(looks)} {review}")
+    s, e, _ = render_query(d, {"look": "dailies"})
+    error_point("studio look: an unknown look: 400 naming look and listing the built-in and studio looks", s, e, 400,
+                "invalid_parameter", "look", ["blender", "review", "hdr_review", "dailies"])
+
+
 def start_failures(tmp):
     must_fail("missing LUT", [f"--ocio_config={MISSING_LUT}"],
               ["show_grade.cube", "could not be located", MISSING_LUT])
@@ -456,6 +494,16 @@ def start_failures(tmp):
               [f"--ocio_config={ACES}", f"--ocio_warm={SRGB}/{UNTONED};{SRGB}/Filmic Punchy"], ["Filmic Punchy"])
     must_fail("ocio_warm naming a display the config lacks", [f"--ocio_config={ACES}", "--ocio_warm=P3-DCI/Raw"],
               ["P3-DCI"])
+    must_fail("studio_looks naming a view the config lacks", [f"--ocio_config={ACES}",
+              "--studio_looks=review: ocio.view=Filmic%20Punchy"], ["studio_looks", '"review"', "Filmic Punchy"])
+    must_fail("studio_looks reusing a built-in look's name", [f"--ocio_config={ACES}",
+              "--studio_looks=blender: exposure.stops=1"], ["studio_looks", '"blender" is already a built-in look'])
+    must_fail("studio_looks with a look inside a look", ["--studio_looks=mine: look=blender&exposure.stops=1"],
+              ["studio_looks", '"mine" sets look'])
+    must_fail("studio_looks with a name that is not a-z, 0-9, _ and -", ["--studio_looks=My Look: exposure.stops=1"],
+              ["studio_looks", '"My Look"'])
+    must_fail("studio_looks naming OCIO on a daemon with no config", ["--studio_looks=review: ocio.view=Raw"],
+              ["studio_looks", "no OCIO config"])
     nowhere = os.path.join(tmp, "no-such-dir", "config.ocio")
     must_fail("ocio_config naming a file that does not exist", [f"--ocio_config={nowhere}"], [nowhere])
     # The OCIO variable naming nothing is the same failure, not a silent start without a config.
@@ -592,12 +640,14 @@ def main():
     def body(tmp):
         # 1, 2, 4 (and 8, timed inside 2): the ACES daemon.
         with serving(start_ready(EXE, "aces", [f"--ocio_config={ACES}", f"--ocio_warm={SRGB}/{SDR}",
-                                               "--warm_frame=none"], ready_timeout=120)) as d:
+                                               f"--studio_looks={STUDIO_LOOKS}", "--warm_frame=none"],
+                                 ready_timeout=120)) as d:
             if d:
                 aces_describe(d)
                 aces_renders(d, tmp)
                 aces_errors(d)
                 aces_luma(d)
+                studio_looks(d)
                 aces_respelled_and_dof(d)
                 aces_avif(d, tmp)
         # 4: a daemon with no config at all (and no OCIO variable).
