@@ -54,14 +54,15 @@ static void output_path(const hp_shot_job *job, size_t i, char *out, size_t size
 }
 
 /* A 400 naming a parameter that only the daemon could check: its OCIO config's names (ocio.*, input.colorspace;
- * hdrpost.c leaves them to it). Every frame would get the same answer, as with a bad parameter checked here. */
+ * hdrpost.c leaves them to it) and its own looks (look). Every frame would get the same answer, as with a bad
+ * parameter checked here. */
 static bool refused_config_name(const hp_response *r)
 {
     if (r->status != 400)
         return false;
     json_t *doc = json_loadb((const char *)r->body, r->len, 0, NULL);
     const char *field = json_string_value(json_object_get(json_object_get(doc, "error"), "field"));
-    bool name = field && (!strncmp(field, "ocio.", 5) || !strcmp(field, "input.colorspace"));
+    bool name = field && (!strncmp(field, "ocio.", 5) || !strcmp(field, "input.colorspace") || !strcmp(field, "look"));
     json_decref(doc);
     return name;
 }

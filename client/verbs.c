@@ -13,6 +13,7 @@
 #include "client/run.h"
 #include "client/shot.h"
 #include "client/transport.h"
+#include "pipeline/looks.h"
 
 /* GET path with one retry: the daemon's JSON, or NULL with r saying why. */
 static json_t *get_json(hp_client *client, const char *path, hp_response *r)
@@ -41,6 +42,69 @@ static int check_server(const char *verb, hp_cli_options *o)
         o->jobs = capacity > 0 ? (unsigned)fmin((double)capacity, 8) : 4;
     }
     json_decref(gpu);
+    hp_response_free(&r);
+    hp_client_free(client);
+    return rc;
+}
+
+/* The daemon's look of that name as the query its "sets" make, values escaped as a request's are; NULL with why
+ * (the daemon's looks listed when it has none of that name). */
+static char *look_query(json_t *params_doc, const char *name, char *why, size_t why_size)
+{
+    json_t *looks = json_object_get(params_doc, "looks"), *item, *found = NULL;
+    size_t i, at = 0;
+    json_array_foreach(looks, i, item) {
+        const char *n = json_string_value(json_object_get(item, "name"));
+        if (n && !strcmp(n, name))
+            found = item;
+        if (n && at < why_size)
+            at += (size_t)snprintf(why + at, why_size - at, "%s%s", i ? ", " : "", n);
+    }
+    if (!found)
+        return NULL;
+    hp_param_set set = {0};
+    hp_err err = {0};
+    const char *key;
+    json_t *value;
+    bool ok = true;
+    json_object_foreach(json_object_get(found, "sets"), key, value)
+        ok = ok && json_is_string(value) && hp_param_set_put(&set, key, json_string_value(value), &err) == HP_OK;
+    char *query = NULL;
+    hp_params checked;
+    if (!ok || hp_param_set_query(&set, &query, &checked, &err) != HP_OK)
+        snprintf(why, why_size, "its settings do not parse here: %s", err.message[0] ? err.message : "not text");
+    hp_param_set_free(&set);
+    return query;
+}
+
+/* A look hdrpost does not know (a studio look of the daemon's, its studio_looks setting) is learnt from the daemon
+ * (GET /v1/params), so that the client reads the request as the daemon will: the exposure lock, the files'
+ * extension and every rule see what the look sets. A look the daemon lacks stops the run before a frame is sent. */
+static int learn_look(const char *verb, hp_cli_options *o, const char *name)
+{
+    hp_client *client = hp_client_new(o->server, o->token, o->stop, 1);
+    hp_response r = {0};
+    json_t *doc = client ? get_json(client, "/v1/params", &r) : NULL;
+    char why[1100] = "", message[1700];
+    char *query = doc ? look_query(doc, name, why, sizeof why) : NULL;
+    hp_err err = {0};
+    int rc = 0;
+    if (!doc)
+        snprintf(message, sizeof message, "look %s: the daemon's looks could not be read (GET /v1/params): %s", name,
+                 r.error[0] ? r.error : "not JSON");
+    else if (!query && !strstr(why, "do not parse"))
+        snprintf(message, sizeof message, "look %s: neither hdrpost's nor the daemon's (%s) look; its looks: %s",
+                 name, o->server, why);
+    else if (!query)
+        snprintf(message, sizeof message, "look %s (the daemon's): %s", name, why);
+    else if (hp_looks_add(name, query, "A look of the daemon's own (its studio_looks setting).", &err) != HP_OK)
+        snprintf(message, sizeof message, "look %s: %s", name, err.message);
+    else
+        message[0] = '\0';
+    if (message[0])
+        rc = hp_cli_usage_error(verb, "%s", message);
+    free(query);
+    json_decref(doc);
     hp_response_free(&r);
     hp_client_free(client);
     return rc;
@@ -92,6 +156,16 @@ static int prepare(const char *verb, hp_cli_options *o, char **query, hp_params 
         return hp_cli_usage_error(verb, "%s", err.message);
     int rc = o->frames.count ? check_server(verb, o)
                              : hp_cli_usage_error(verb, "%s", "no frames: give files, directories or a pattern with --frames");
+    if (!rc && params->look_name[0]) {
+        /* Read again with the daemon's look known: its settings first, then the request's own. */
+        char look[sizeof params->look_name];
+        snprintf(look, sizeof look, "%s", params->look_name);
+        free(*query);
+        *query = NULL;
+        rc = learn_look(verb, o, look);
+        if (!rc && hp_param_set_query(&o->params, query, params, &err) != HP_OK)
+            rc = hp_cli_usage_error(verb, "%s", err.message);
+    }
     if (rc) { /* nothing left to the caller on a failure (found by ASan on the wrong-token exit) */
         free(*query);
         *query = NULL;

@@ -453,8 +453,46 @@ def ocio_names_left_to_daemon(d, tmp, pattern):
           out + err)
 
 
+# The daemon's own looks (studio_looks), which hdrpost learns from GET /v1/params.
+STUDIO_LOOKS = ("review: ocio.view=Un-tone-mapped&exposure.mode=fixed&exposure.stops=1; "
+                "pq16: ocio.display=Rec.2100-PQ%20-%20Display&output.format=png&output.bit_depth=16")
+
+
+def studio_looks(d, tmp, pattern):
+    """look=<a studio look> through hdrpost: the client reads it as the daemon will (no shot lock over a look's
+    fixed exposure, the look's format names the files), and a look the daemon lacks stops the run before a frame."""
+    frames = [pattern.replace("####", f"{FIRST + n:04d}") for n in (12, 13)]
+    out = os.path.join(tmp, "studio-look")
+    rc, _, err = hdrpost("render", *frames, "-o", out, "--set", "look=review", port=d.port)
+    same = rc == 0
+    for frame in frames:
+        status, _, body = direct_render(d, "ocio.view=Un-tone-mapped&exposure.mode=fixed&exposure.stops=1", frame)
+        written = os.path.join(out, os.path.basename(frame).replace(".exr", ".webp"))
+        same = same and status == 200 and os.path.exists(written) and open(written, "rb").read() == body
+    lock = {}
+    if os.path.exists(os.path.join(out, "exposure.json")):
+        with open(os.path.join(out, "exposure.json")) as f:
+            lock = json.load(f)
+    request = lock.get("request") or {}
+    point("render two frames --set look=review (a studio look: a view at a fixed +1 stop): exit 0, each frame byte "
+          "for byte the spelled-out request's, and the shot's record keeps the look's fixed +1 stop (no shot "
+          "adaptation laid over it)", same and request.get("fixed") is True and request.get("fixed_stops") == 1.0,
+          f"exit {rc}, exposure.json {lock}\n{err}")
+    out = os.path.join(tmp, "studio-pq")
+    rc, _, err = hdrpost("render", frames[0], "-o", out, "--set", "look=pq16", port=d.port)
+    written = os.path.join(out, os.path.basename(frames[0]).replace(".exr", ".png"))
+    point("render --set look=pq16 (a studio look setting output.format=png, 16-bit PQ): the file is .png and a PNG",
+          rc == 0 and os.path.exists(written) and open(written, "rb").read(8) == b"\x89PNG\r\n\x1a\n",
+          f"exit {rc}, {os.listdir(out) if os.path.isdir(out) else 'no output folder'}\n{err}")
+    out = os.path.join(tmp, "studio-none")
+    rc, _, err = hdrpost("render", frames[0], "-o", out, "--set", "look=dailies", port=d.port)
+    point("render --set look=dailies (neither hdrpost's nor the daemon's): exit 2 before a frame, listing the "
+          "daemon's looks", rc == 2 and "review" in err and "pq16" in err and "dailies" in err
+          and not (os.path.isdir(out) and os.listdir(out)), f"exit {rc}\n{err}")
+
+
 def ocio_config(tmp, pattern):
-    d = start("daemon with an OCIO config", [f"--ocio_config={ACES_CONFIG}"])
+    d = start("daemon with an OCIO config", [f"--ocio_config={ACES_CONFIG}", f"--studio_looks={STUDIO_LOOKS}"])
     if not d:
         return
     try:
@@ -492,6 +530,7 @@ def ocio_config(tmp, pattern):
               rc == 0 and re.search(r"\nocio     hdrpostd-aces-builtin-v1 \(.*aces_builtin/config\.ocio\), 5 displays",
                                     out) is not None
               and doc.get("ocio", {}).get("config", {}).get("name") == "hdrpostd-aces-builtin-v1", out + err)
+        studio_looks(d, tmp, pattern)
     finally:
         stop(d)
 
