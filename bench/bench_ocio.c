@@ -9,6 +9,9 @@
  * (pipeline/cpu_ocio.c) on the whole frame: 8-bit within 1 level, 16-bit within 1e-3. Also printed: the time to
  * make each program (OCIO's shader, glslang, the LUTs, the pipeline), the first request's extra latency.
  *
+ * The daemon's programs read a nearest 3D LUT from a buffer; the rows "3D LUT as an image" make the same view the
+ * way before 2026-11-29 (hp_ocio_program_options.lut3d_images), side by side, each checked the same way.
+ *
  * Usage: bench_ocio ACES_CONFIG BLENDER_CONFIG FRAME.exr [--runs N] [--quick] [--device D] */
 #include <math.h>
 #include <stdio.h>
@@ -24,20 +27,36 @@
 
 enum { TS_START, TS_EXPOSURE, TS_PASS, TS_COUNT };
 
+/* The programs' ways: each its own stage per config, so that a view's programs do not meet in one set. */
+static const hp_ocio_program_options variants[] = {
+    {0},                      /* the daemon's: nearest 3D LUTs in buffers */
+    {.lut3d_images = true},   /* every LUT an image, as before 2026-11-29 */
+};
+#define VARIANTS (sizeof variants / sizeof variants[0])
+enum { V_DAEMON, V_IMAGES };
+
 typedef struct transform {
     const char *label;
     int config;             /* 0 ACES, 1 Blender, -1 the built-in tone pass */
     hp_ocio_view_key key;
     uint32_t bits;
+    int variant;            /* into variants[] */
 } transform;
 
+#define ACES_SDR {.input = "ACEScg", .display = "sRGB - Display", .view = "ACES 1.0 - SDR Video"}
+#define ACES_PQ {.input = "ACEScg", .display = "Rec.2100-PQ - Display", \
+                 .view = "ACES 1.1 - HDR Video (1000 nits & Rec.2020 lim)"}
+#define FILMIC {.input = "Linear", .display = "sRGB", .view = "Filmic"}
+
 static const transform transforms[] = {
-    {"built-in tone pass (default: reinhard_extended, local gamma)", -1, {{0}}, 8},
-    {"ACES 1.0 SDR, sRGB", 0, {.input = "ACEScg", .display = "sRGB - Display", .view = "ACES 1.0 - SDR Video"}, 8},
-    {"Blender Filmic, sRGB (3D LUT + 1D LUT)", 1, {.input = "Linear", .display = "sRGB", .view = "Filmic"}, 8},
-    {"ACES 1.1 HDR 1000 nits, Rec.2100 PQ, 16-bit", 0,
-     {.input = "ACEScg", .display = "Rec.2100-PQ - Display", .view = "ACES 1.1 - HDR Video (1000 nits & Rec.2020 lim)"}, 16},
-    {"built-in tone pass, 16-bit", -1, {{0}}, 16},
+    {"built-in tone pass (default: reinhard_extended, local gamma)", -1, {{0}}, 8, V_DAEMON},
+    {"ACES 1.0 SDR, sRGB", 0, ACES_SDR, 8, V_DAEMON},
+    {"Blender Filmic, sRGB (3D LUT in a buffer, 1D LUT)", 1, FILMIC, 8, V_DAEMON},
+    {"Blender Filmic, sRGB, 3D LUT as an image", 1, FILMIC, 8, V_IMAGES},
+    {"ACES 1.1 HDR 1000 nits, Rec.2100 PQ, 16-bit", 0, ACES_PQ, 16, V_DAEMON},
+    {"Blender Filmic, 16-bit", 1, FILMIC, 16, V_DAEMON},
+    {"Blender Filmic, 16-bit, 3D LUT as an image", 1, FILMIC, 16, V_IMAGES},
+    {"built-in tone pass, 16-bit", -1, {{0}}, 16, V_DAEMON},
 };
 #define TRANSFORMS (sizeof transforms / sizeof transforms[0])
 
@@ -93,9 +112,11 @@ int main(int argc, char **argv)
     hp_ocio_config *configs[2] = {NULL, NULL};
     for (int c = 0; c < 2; c++)
         CHECK(hp_ocio_config_load(argv[1 + c], &configs[c], &bench_err) == HP_OK);
-    hp_ocio_stage *stages[2];
+    hp_ocio_stage *stages[2][VARIANTS];
     for (int c = 0; c < 2; c++)
-        CHECK(hp_ocio_stage_create(bench_gpu, configs[c], 8, &stages[c], &bench_err) == HP_OK);
+        for (size_t v = 0; v < VARIANTS; v++)
+            CHECK(hp_ocio_stage_create_with(bench_gpu, configs[c], 8, &variants[v], &stages[c][v], &bench_err) ==
+                  HP_OK);
     uint32_t w = args.quick ? 640 : 3840, h = args.quick ? 360 : 2160;
     size_t count = (size_t)w * h;
     float *frame = tiled_frame(argv[3], w, h);
@@ -159,14 +180,17 @@ int main(int argc, char **argv)
             hp_tone_pack_params(&p, words);
             hp_tone_output kind = tr->bits == 16 ? HP_TONE_OUT_RGBA16 : HP_TONE_OUT_RGBA8;
             hp_ocio_entry *entry = NULL;
-            bool made = false;
+            hp_ocio_stage *stage = tr->config >= 0 ? stages[tr->config][tr->variant] : NULL;
+            bool made = false, applied = true;
             double made_ms = 0;
-            if (tr->config >= 0) {
+            if (stage) {
                 hp_ocio_view_key key = tr->key;
-                CHECK(hp_ocio_stage_acquire(stages[tr->config], &key, format, kind, &entry, &made, &bench_err) == HP_OK);
+                CHECK(hp_ocio_stage_acquire(stage, &key, format, kind, &entry, &made, &bench_err) == HP_OK);
                 hp_ocio_stage_stats st;
-                hp_ocio_stage_stats_get(stages[tr->config], &st);
+                hp_ocio_stage_stats_get(stage, &st);
                 made_ms = made ? st.last_made_ms : 0;
+                /* A Filmic row of the daemon's way must have its 3D LUT in a buffer, or it measures nothing new. */
+                applied = tr->config != 1 || tr->variant != V_DAEMON || hp_ocio_entry_buffer_luts(entry) > 0;
             }
             hp_tone_io tio = {.pixels = input.address, .format = format, .width = w, .height = h,
                               .stats = stats.address, .params = params_buf.address, .state = state.address,
@@ -210,9 +234,10 @@ int main(int argc, char **argv)
                 bool ok = hp_ocio_cpu_make(configs[tr->config], &tr->key, &proc, &bench_err) == HP_OK &&
                           hp_cpu_ocio(proc, as_read, w, h, 1.0, false, tr->bits, cpu, &bench_err) == HP_OK &&
                           matches(host.mapped, cpu, count * 4, tr->bits, &worst);
-                snprintf(check, sizeof check, "%s (worst %.0f levels)", ok ? "ok" : "MISMATCH", worst);
+                snprintf(check, sizeof check, "%s (worst %.0f levels)%s", ok ? "ok" : "MISMATCH", worst,
+                         applied ? "" : ", 3D LUT NOT IN A BUFFER");
                 hp_ocio_cpu_free(proc);
-                hp_ocio_stage_release(stages[tr->config], entry);
+                hp_ocio_stage_release(stage, entry);
             }
             out_row *r = &rows[nrows++];
             *r = (out_row){.format = hp_pixel_format_name(format), .label = tr->label, .made_ms = made_ms,
@@ -249,7 +274,8 @@ int main(int argc, char **argv)
     hp_buffer_destroy(bench_gpu, &host);
     hp_tone_destroy(&tone);
     for (int c = 0; c < 2; c++) {
-        hp_ocio_stage_destroy(&stages[c]);
+        for (size_t v = 0; v < VARIANTS; v++)
+            hp_ocio_stage_destroy(&stages[c][v]);
         hp_ocio_config_free(configs[c]);
     }
     return bench_shutdown();

@@ -17,12 +17,13 @@
 #include <glslang/Public/resource_limits_c.h>
 
 #include "common/log.h"
+#include "pipeline/cpu_reference.h"
 #include "pipeline/gpu_internal.h"
 
 #include "ocio_display.glsl.inc" /* hp_ocio_display_glsl: shaders/ocio_display.comp with its includes */
 
 #define MARKER "// @HP_OCIO_TRANSFORM@"
-#define PUSH_BYTES 36u /* shaders/ocio_display.comp's Push */
+#define PUSH_BYTES 72u /* shaders/ocio_display.comp's Push */
 
 static pthread_once_t glslang_once = PTHREAD_ONCE_INIT;
 static int glslang_ready;
@@ -84,12 +85,101 @@ done:
     return code;
 }
 
+/* --- OCIO's text --------------------------------------------------------------------------------------- */
+
+/* text with `cut` bytes at `at` replaced by `with`: a new string; text is freed either way (NULL: out of
+ * memory). */
+static char *splice(char *text, size_t at, size_t cut, const char *with)
+{
+    size_t len = strlen(text), add = strlen(with);
+    char *out = malloc(len - cut + add + 1);
+    if (out) {
+        memcpy(out, text, at);
+        memcpy(out + at, with, add);
+        memcpy(out + at + add, text + at + cut, len - at - cut + 1);
+    }
+    free(text);
+    return out;
+}
+
+static bool ident_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Occurrences of the identifier `name` in text (not as part of a longer one). */
+static size_t count_ident(const char *text, const char *name)
+{
+    size_t n = 0, len = strlen(name);
+    for (const char *at = text; (at = strstr(at, name)); at += len)
+        if ((at == text || !ident_char(at[-1])) && !ident_char(at[len]))
+            n++;
+    return n;
+}
+
+static size_t count_str(const char *text, const char *s)
+{
+    size_t n = 0;
+    for (const char *at = text; (at = strstr(at, s)); at += strlen(s))
+        n++;
+    return n;
+}
+
+/* Whether a 3D LUT's reads can move from its sampler to a buffer (HP_OCIO_LUT3D_BUFFER_*): nearest (OCIO's
+ * tetrahedral interpolation from fetches; a trilinear LUT needs the sampler's filter), declared once, and
+ * named nowhere but in `texture(NAME, ` calls. */
+static bool lut_bufferable(const char *text, const hp_ocio_lut *l)
+{
+    if (l->dims != 3 || l->linear || l->channels != 3)
+        return false;
+    char decl[HP_OCIO_NAME_MAX + 32], call[HP_OCIO_NAME_MAX + 16];
+    snprintf(decl, sizeof decl, "uniform sampler3D %s;", l->sampler);
+    snprintf(call, sizeof call, "texture(%s, ", l->sampler);
+    return count_str(text, decl) == 1 && count_ident(text, l->sampler) == 1 + count_str(text, call);
+}
+
+/* A 3D LUT read from a buffer: its declaration becomes a function of OCIO's normalized coordinate that reads
+ * the texel the sampler would (nearest, clamped to the edge: floor(u * edge) clamped to [0, edge - 1]; OCIO
+ * asks for texel centres, half a texel from any boundary, so rounding cannot move it), and each
+ * `texture(NAME, ` becomes `NAME_fetch(`. The buffer's address is the push constants' luts[slot], so that the
+ * SPIR-V is the same for the same transform in every daemon (the pipeline cache finds it). Texels x fastest, as
+ * an image's upload lays them. The reference is a variable of its own: Debian 12's glslang (12.0) crashes
+ * folding `.v` on a reference constructed in the expression. */
+static char *buffer_lut(char *text, const hp_ocio_lut *l, uint32_t slot)
+{
+    char decl[HP_OCIO_NAME_MAX + 32], call[HP_OCIO_NAME_MAX + 16], fetch[HP_OCIO_NAME_MAX + 16], helper[1536];
+    snprintf(decl, sizeof decl, "uniform sampler3D %s;", l->sampler);
+    snprintf(call, sizeof call, "texture(%s, ", l->sampler);
+    snprintf(fetch, sizeof fetch, "%s_fetch(", l->sampler);
+    uint32_t e = l->width;
+    snprintf(helper, sizeof helper,
+             "layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer %s_texels { vec4 v[]; };\n"
+             "vec4 %s_fetch(vec3 u)\n"
+             "{\n"
+             "  ivec3 i = ivec3(clamp(floor(u * %u.0), 0.0, %u.0));\n"
+             "  %s_texels lut = %s_texels(pc.luts[%u]);\n"
+             "  return lut.v[(i.z * %u + i.y) * %u + i.x];\n"
+             "}\n",
+             l->sampler, l->sampler, e, e - 1, l->sampler, l->sampler, slot, e, e);
+    char *at = strstr(text, decl);
+    text = splice(text, (size_t)(at - text), strlen(decl), helper);
+    while (text && (at = strstr(text, call)))
+        text = splice(text, (size_t)(at - text), strlen(call), fetch);
+    return text;
+}
+
 /* OCIO's text with `layout(set = 0, binding = i)` before the declaration of each LUT's sampler, in the
- * order of the LUTs (the descriptor set's order). OCIO 2.1 declares each as `uniform samplerND name;`. */
-static char *bind_samplers(const hp_ocio_shader *s, hp_err *err)
+ * order of the LUTs (the descriptor set's order; a LUT in a buffer has no binding). OCIO 2.1 declares each as
+ * `uniform samplerND name;`. A nearest 3D LUT in a buffer becomes a function of its own (buffer_lut). */
+static char *bind_samplers(const hp_ocio_shader *s, const hp_ocio_program *p, hp_err *err)
 {
     char *text = strdup(s->text);
+    uint32_t slot = 0;
     for (size_t i = 0; text && i < s->lut_count; i++) {
+        if (p->luts[i].buffer.buffer) {
+            text = buffer_lut(text, &s->luts[i], slot++);
+            continue;
+        }
         char decl[HP_OCIO_NAME_MAX + 32];
         snprintf(decl, sizeof decl, "uniform sampler%uD %s;", s->luts[i].dims, s->luts[i].sampler);
         char *at = strstr(text, decl);
@@ -112,9 +202,9 @@ static char *bind_samplers(const hp_ocio_shader *s, hp_err *err)
 }
 
 /* shaders/ocio_display.comp with OCIO's transform where its marker is. */
-static char *whole_source(const hp_ocio_shader *s, hp_err *err)
+static char *whole_source(const hp_ocio_shader *s, const hp_ocio_program *p, hp_err *err)
 {
-    char *transform = bind_samplers(s, err);
+    char *transform = bind_samplers(s, p, err);
     if (!transform)
         return NULL;
     const char *marker = strstr(hp_ocio_display_glsl, MARKER);
@@ -131,8 +221,9 @@ static char *whole_source(const hp_ocio_shader *s, hp_err *err)
 
 /* --- LUTs ------------------------------------------------------------------------------------------- */
 
-/* RGB LUTs become RGBA32F images: three-channel formats are seldom sampleable. Full floats as OCIO gives
- * them: a half LUT would cost 16-bit outputs their last bits. */
+/* RGB LUTs become RGBA32F: three-channel formats are seldom sampleable, and a 16-byte texel is one aligned load
+ * from a buffer. Full floats as OCIO gives them: a half LUT would cost 16-bit outputs their last bits (measured:
+ * Filmic's 3D LUT in halves put 16-bit output 31 levels from OCIO's CPU processor, docs/BENCHMARKS.md). */
 static VkFormat lut_format(const hp_ocio_lut *l)
 {
     return l->channels == 1 ? VK_FORMAT_R32_SFLOAT : VK_FORMAT_R32G32B32A32_SFLOAT;
@@ -143,15 +234,16 @@ static size_t lut_texels(const hp_ocio_lut *l)
     return (size_t)l->width * l->height * l->depth;
 }
 
-static size_t lut_bytes(const hp_ocio_lut *l)
+static size_t lut_bytes(const hp_ocio_lut *l, const hp_ocio_image *img)
 {
-    return lut_texels(l) * (l->channels == 1 ? 4 : 16);
+    size_t texel = img->format == VK_FORMAT_R32_SFLOAT ? 4 : 16;
+    return lut_texels(l) * texel;
 }
 
 static hp_code image_create(hp_gpu *gpu, const hp_ocio_lut *l, hp_ocio_image *img, hp_err *err)
 {
     VkFormatProperties fp;
-    vkGetPhysicalDeviceFormatProperties(gpu->physical, lut_format(l), &fp);
+    vkGetPhysicalDeviceFormatProperties(gpu->physical, img->format, &fp);
     VkFormatFeatureFlags need = VK_FORMAT_FEATURE_SAMPLED_IMAGE_BIT |
                                 (l->linear ? VK_FORMAT_FEATURE_SAMPLED_IMAGE_FILTER_LINEAR_BIT : 0);
     if ((fp.optimalTilingFeatures & need) != need)
@@ -161,7 +253,7 @@ static hp_code image_create(hp_gpu *gpu, const hp_ocio_lut *l, hp_ocio_image *im
     VkImageCreateInfo ii = {
         .sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO,
         .imageType = type,
-        .format = lut_format(l),
+        .format = img->format,
         .extent = {l->width, l->height, l->depth},
         .mipLevels = 1,
         .arrayLayers = 1,
@@ -188,7 +280,7 @@ static hp_code image_create(hp_gpu *gpu, const hp_ocio_lut *l, hp_ocio_image *im
         .sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO,
         .image = img->image,
         .viewType = l->dims == 1 ? VK_IMAGE_VIEW_TYPE_1D : l->dims == 2 ? VK_IMAGE_VIEW_TYPE_2D : VK_IMAGE_VIEW_TYPE_3D,
-        .format = lut_format(l),
+        .format = img->format,
         .subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1},
     };
     if ((res = vkCreateImageView(gpu->device, &vi, NULL, &img->view)) != VK_SUCCESS)
@@ -213,6 +305,8 @@ static hp_code image_create(hp_gpu *gpu, const hp_ocio_lut *l, hp_ocio_image *im
 
 static void image_destroy(hp_gpu *gpu, hp_ocio_image *img)
 {
+    if (img->buffer.buffer)
+        hp_buffer_destroy(gpu, &img->buffer);
     if (img->sampler)
         vkDestroySampler(gpu->device, img->sampler, NULL);
     if (img->view)
@@ -225,7 +319,7 @@ static void image_destroy(hp_gpu *gpu, hp_ocio_image *img)
 }
 
 /* The LUTs' texels into the staging buffer, RGB padded to RGBA. */
-static void stage_texels(const hp_ocio_shader *s, uint8_t *at)
+static void stage_texels(const hp_ocio_shader *s, const hp_ocio_program *p, uint8_t *at)
 {
     for (size_t i = 0; i < s->lut_count; i++) {
         const hp_ocio_lut *l = &s->luts[i];
@@ -241,7 +335,7 @@ static void stage_texels(const hp_ocio_shader *s, uint8_t *at)
                 dst[4 * t + 3] = 1.0f;
             }
         }
-        at += lut_bytes(l);
+        at += lut_bytes(l, &p->luts[i]);
     }
 }
 
@@ -267,8 +361,16 @@ static void image_barrier(VkCommandBuffer cmd, VkImage image, VkImageLayout from
 static void record_upload(VkCommandBuffer cmd, const hp_ocio_shader *s, const hp_ocio_program *p, VkBuffer staging)
 {
     VkDeviceSize offset = 0;
+    bool buffers = false;
     for (size_t i = 0; i < s->lut_count; i++) {
         const hp_ocio_lut *l = &s->luts[i];
+        if (p->luts[i].buffer.buffer) {
+            VkBufferCopy copy = {.srcOffset = offset, .size = lut_bytes(l, &p->luts[i])};
+            vkCmdCopyBuffer(cmd, staging, p->luts[i].buffer.buffer, 1, &copy);
+            offset += copy.size;
+            buffers = true;
+            continue;
+        }
         VkImage image = p->luts[i].image;
         image_barrier(cmd, image, VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 0,
                       VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT);
@@ -279,7 +381,13 @@ static void record_upload(VkCommandBuffer cmd, const hp_ocio_shader *s, const hp
         image_barrier(cmd, image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
                       VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
-        offset += lut_bytes(l);
+        offset += lut_bytes(l, &p->luts[i]);
+    }
+    if (buffers) {
+        VkMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+                             .dstAccessMask = VK_ACCESS_SHADER_READ_BIT};
+        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &b, 0,
+                             NULL, 0, NULL);
     }
 }
 
@@ -288,12 +396,12 @@ static hp_code upload_luts(hp_gpu *gpu, const hp_ocio_shader *s, const hp_ocio_p
 {
     size_t total = 0;
     for (size_t i = 0; i < s->lut_count; i++)
-        total += lut_bytes(&s->luts[i]);
+        total += lut_bytes(&s->luts[i], &p->luts[i]);
     hp_buffer staging;
     hp_code code = hp_buffer_create(gpu, total, HP_MEM_UPLOAD, "ocio LUT staging", &staging, err);
     if (code != HP_OK)
         return code;
-    stage_texels(s, staging.mapped);
+    stage_texels(s, p, staging.mapped);
     hp_buffer_flush(gpu, &staging);
     VkCommandPool pool = VK_NULL_HANDLE;
     VkCommandBuffer cmd = VK_NULL_HANDLE;
@@ -332,19 +440,34 @@ static hp_code upload_luts(hp_gpu *gpu, const hp_ocio_shader *s, const hp_ocio_p
     return code;
 }
 
-/* The set layout, pool and set of the LUTs' combined image samplers, binding i for LUT i. */
+/* The set layout, pool and set of the LUTs' combined image samplers, binding i for LUT i (none for a LUT in a
+ * buffer). */
 static hp_code make_descriptors(hp_gpu *gpu, hp_ocio_program *p, hp_err *err)
 {
     VkDescriptorSetLayoutBinding b[HP_OCIO_MAX_LUTS];
-    for (uint32_t i = 0; i < p->lut_count; i++)
-        b[i] = (VkDescriptorSetLayoutBinding){.binding = i, .descriptorType = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
+    VkDescriptorImageInfo info[HP_OCIO_MAX_LUTS];
+    VkWriteDescriptorSet w[HP_OCIO_MAX_LUTS];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < p->lut_count; i++) {
+        if (p->luts[i].buffer.buffer)
+            continue;
+        b[n] = (VkDescriptorSetLayoutBinding){.binding = i, .descriptorType = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
                                               .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+        info[n] = (VkDescriptorImageInfo){p->luts[i].sampler, p->luts[i].view, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL};
+        w[n] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstBinding = i,
+                                      .descriptorCount = 1,
+                                      .descriptorType = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
+                                      .pImageInfo = &info[n]};
+        n++;
+    }
+    if (n == 0)
+        return HP_OK;
     VkDescriptorSetLayoutCreateInfo li = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-                                          .bindingCount = p->lut_count, .pBindings = b};
+                                          .bindingCount = n, .pBindings = b};
     VkResult res = vkCreateDescriptorSetLayout(gpu->device, &li, NULL, &p->set_layout);
     if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "vkCreateDescriptorSetLayout (ocio)");
-    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, p->lut_count};
+    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, n};
     VkDescriptorPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = 1,
                                      .poolSizeCount = 1, .pPoolSizes = &size};
     if ((res = vkCreateDescriptorPool(gpu->device, &pi, NULL, &p->pool)) != VK_SUCCESS)
@@ -353,16 +476,9 @@ static hp_code make_descriptors(hp_gpu *gpu, hp_ocio_program *p, hp_err *err)
                                       .descriptorPool = p->pool, .descriptorSetCount = 1, .pSetLayouts = &p->set_layout};
     if ((res = vkAllocateDescriptorSets(gpu->device, &ai, &p->set)) != VK_SUCCESS)
         return hp_vk_fail(err, res, "vkAllocateDescriptorSets (ocio)");
-    VkDescriptorImageInfo info[HP_OCIO_MAX_LUTS];
-    VkWriteDescriptorSet w[HP_OCIO_MAX_LUTS];
-    for (uint32_t i = 0; i < p->lut_count; i++) {
-        info[i] = (VkDescriptorImageInfo){p->luts[i].sampler, p->luts[i].view, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL};
-        w[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = p->set, .dstBinding = i,
-                                      .descriptorCount = 1,
-                                      .descriptorType = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
-                                      .pImageInfo = &info[i]};
-    }
-    vkUpdateDescriptorSets(gpu->device, p->lut_count, w, 0, NULL);
+    for (uint32_t k = 0; k < n; k++)
+        w[k].dstSet = p->set;
+    vkUpdateDescriptorSets(gpu->device, n, w, 0, NULL);
     return HP_OK;
 }
 
@@ -371,16 +487,29 @@ static double ms_between(const struct timespec *a, const struct timespec *b)
     return (double)(b->tv_sec - a->tv_sec) * 1e3 + (double)(b->tv_nsec - a->tv_nsec) / 1e6;
 }
 
-static hp_code make_luts(hp_gpu *gpu, const hp_ocio_shader *s, hp_ocio_program *p, hp_err *err)
+/* Each LUT as an image, or a buffer where OCIO's text lets its reads move (lut_bufferable; at most
+ * HP_OCIO_MAX_BUFFER_LUTS, the push constants' slots), uploaded: before the shader's text is finished, which
+ * gives each buffer its slot. A nearest 3D LUT read from a buffer goes through the L1 rather than the texture
+ * units, which fetch 128-bit texels at a quarter of their rate: Blender's Filmic pass took 0.194 ms with its
+ * 65^3 LUT as an image and 0.115 ms as a buffer on the H200, the same values (docs/BENCHMARKS.md). */
+static hp_code make_luts(hp_gpu *gpu, const hp_ocio_shader *s, const hp_ocio_program_options *o, hp_ocio_program *p,
+                         hp_err *err)
 {
     if (s->lut_count > HP_OCIO_MAX_LUTS)
         return hp_fail(err, HP_ERR_UNUSABLE, "the OCIO transform needs %zu LUTs; hdrpostd binds at most %u",
                        s->lut_count, HP_OCIO_MAX_LUTS);
     p->lut_count = (uint32_t)s->lut_count;
     for (uint32_t i = 0; i < p->lut_count; i++) {
-        hp_code code = image_create(gpu, &s->luts[i], &p->luts[i], err);
+        const hp_ocio_lut *l = &s->luts[i];
+        hp_ocio_image *img = &p->luts[i];
+        bool in_buffer = !o->lut3d_images && p->buffer_luts < HP_OCIO_MAX_BUFFER_LUTS && lut_bufferable(s->text, l);
+        img->format = lut_format(l);
+        hp_code code = in_buffer
+                           ? hp_buffer_create(gpu, lut_bytes(l, img), HP_MEM_DEVICE, "ocio LUT", &img->buffer, err)
+                           : image_create(gpu, l, img, err);
         if (code != HP_OK)
             return code;
+        p->buffer_luts += in_buffer;
     }
     if (p->lut_count == 0)
         return HP_OK;
@@ -389,8 +518,10 @@ static hp_code make_luts(hp_gpu *gpu, const hp_ocio_shader *s, hp_ocio_program *
 }
 
 hp_code hp_ocio_program_make(hp_gpu *gpu, const hp_ocio_config *config, const hp_ocio_view_key *key,
-                             hp_ocio_program *out, hp_err *err)
+                             const hp_ocio_program_options *options, hp_ocio_program *out, hp_err *err)
 {
+    static const hp_ocio_program_options today = {0};
+    const hp_ocio_program_options *o = options ? options : &today;
     memset(out, 0, sizeof *out);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -398,14 +529,13 @@ hp_code hp_ocio_program_make(hp_gpu *gpu, const hp_ocio_config *config, const hp
     hp_code code = hp_ocio_shader_make(config, key, &s, err);
     if (code != HP_OK)
         return code;
-    char *src = whole_source(s, err);
-    if (!src)
+    code = make_luts(gpu, s, o, out, err);
+    char *src = NULL;
+    if (code == HP_OK && !(src = whole_source(s, out, err)))
         code = err ? err->code : HP_ERR_INTERNAL;
     if (code == HP_OK)
         code = hp_glsl_compile(src, "ocio_display", &out->spirv, &out->spirv_size, err);
     free(src);
-    if (code == HP_OK)
-        code = make_luts(gpu, s, out, err);
     hp_ocio_shader_free(s);
     if (code != HP_OK) {
         hp_ocio_program_destroy(gpu, out);

@@ -13,11 +13,23 @@
 #define HP_OCIO_MAX_LUTS 16u /* OCIO 2.1 gives a 3D LUT per Lut3D op and a texture per Lut1D op: Blender's
                               * Filmic view needs 3, ACES's built-ins 0 */
 
+/* Nearest 3D LUTs read from buffers, their addresses in the push constants (shaders/ocio_display.comp's luts). */
+#define HP_OCIO_MAX_BUFFER_LUTS 4u
+
+/* How a program is made. Zeroed, or NULL where a function takes them, is the daemon's. */
+typedef struct hp_ocio_program_options {
+    /* Every LUT as an image, as before 2026-11-29: bench/bench_ocio.c weighs the buffers against it. */
+    bool lut3d_images;
+} hp_ocio_program_options;
+
 typedef struct hp_ocio_image {
     VkImage image;
     VkImageView view;
     VkDeviceMemory memory;
     VkSampler sampler;
+    VkFormat format;  /* of its texels, in the image or the buffer */
+    hp_buffer buffer; /* a nearest 3D LUT in a buffer instead: no image, no binding; its slot in the push
+                       * constants is its rank among the program's buffer LUTs */
 } hp_ocio_image;
 
 typedef struct hp_ocio_program {
@@ -31,12 +43,13 @@ typedef struct hp_ocio_program {
     /* By [input format][output kind - 1]: made on first use (pipeline.pipeline 0 until then). */
     hp_compute pipelines[2][2];
     double compile_ms; /* OCIO's shader, glslang and the LUTs' upload */
+    uint32_t buffer_luts; /* LUTs in buffers, at most HP_OCIO_MAX_BUFFER_LUTS */
 } hp_ocio_program;
 
 /* Makes the program of a resolved key: the SPIR-V and the LUTs, no pipeline yet. Uploads through a command
- * buffer of its own on the compute queue and waits for it. */
+ * buffer of its own on the compute queue and waits for it. options: NULL for the daemon's. */
 hp_code hp_ocio_program_make(hp_gpu *gpu, const hp_ocio_config *config, const hp_ocio_view_key *key,
-                             hp_ocio_program *out, hp_err *err);
+                             const hp_ocio_program_options *options, hp_ocio_program *out, hp_err *err);
 /* The pipeline of an input format and output kind (RGBA8 or RGBA16), made now if it is not yet. */
 hp_code hp_ocio_program_pipeline(hp_gpu *gpu, hp_ocio_program *p, hp_pixel_format format, hp_tone_output kind,
                                  const hp_compute **out, hp_err *err);

@@ -25,6 +25,7 @@ struct hp_ocio_entry {
 struct hp_ocio_stage {
     hp_gpu *gpu;
     const hp_ocio_config *config;
+    hp_ocio_program_options options;
     uint32_t capacity;
     pthread_mutex_t lock;
     pthread_cond_t made; /* an entry finished being made (or failed) */
@@ -37,12 +38,20 @@ struct hp_ocio_stage {
 hp_code hp_ocio_stage_create(hp_gpu *gpu, const hp_ocio_config *config, uint32_t capacity, hp_ocio_stage **out,
                              hp_err *err)
 {
+    return hp_ocio_stage_create_with(gpu, config, capacity, NULL, out, err);
+}
+
+hp_code hp_ocio_stage_create_with(hp_gpu *gpu, const hp_ocio_config *config, uint32_t capacity,
+                                  const hp_ocio_program_options *options, hp_ocio_stage **out, hp_err *err)
+{
     *out = NULL;
     hp_ocio_stage *s = calloc(1, sizeof *s);
     if (!s)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "ocio stage: out of memory");
     s->gpu = gpu;
     s->config = config;
+    if (options)
+        s->options = *options;
     s->capacity = capacity ? capacity : 1;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->made, NULL);
@@ -145,7 +154,7 @@ static hp_code make_entry(hp_ocio_stage *s, hp_ocio_entry *e, hp_pixel_format fo
     const hp_compute *pipe;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    hp_code code = hp_ocio_program_make(s->gpu, s->config, &e->key, &e->program, err);
+    hp_code code = hp_ocio_program_make(s->gpu, s->config, &e->key, &s->options, &e->program, err);
     if (code == HP_OK)
         code = hp_ocio_program_pipeline(s->gpu, &e->program, format, kind, &pipe, err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -221,19 +230,34 @@ bool hp_ocio_stage_has(const hp_ocio_entry *e, hp_pixel_format format, hp_tone_o
            e->program.pipelines[format == HP_PIXEL_RGBA16F ? 1 : 0][kind == HP_TONE_OUT_RGBA16 ? 1 : 0].pipeline;
 }
 
+uint32_t hp_ocio_entry_buffer_luts(const hp_ocio_entry *e)
+{
+    return e->program.buffer_luts;
+}
+
 void hp_ocio_stage_record(const hp_ocio_entry *e, VkCommandBuffer cmd, const hp_ocio_io *io)
 {
     const hp_compute *c = &e->program.pipelines[io->format == HP_PIXEL_RGBA16F ? 1 : 0]
                                                 [io->kind == HP_TONE_OUT_RGBA16 ? 1 : 0];
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipeline);
-    if (e->program.lut_count)
+    if (e->program.set) /* none when it has no LUT, or only LUTs in buffers */
         vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->layout, 0, 1, &e->program.set, 0, NULL);
-    /* shaders/ocio_display.comp's Push: three addresses, width, height, dither. */
-    uint32_t words[9] = {
+    /* shaders/ocio_display.comp's Push: three addresses, width, height, dither, a pad, the buffer LUTs'
+     * addresses in the order of the program's LUTs. */
+    uint32_t words[18] = {
         (uint32_t)io->pixels, (uint32_t)(io->pixels >> 32), (uint32_t)io->output, (uint32_t)(io->output >> 32),
         (uint32_t)io->state,  (uint32_t)(io->state >> 32),  io->width,            io->height,
-        io->dither ? 1u : 0u,
+        io->dither ? 1u : 0u, 0u,
     };
+    uint32_t slot = 0;
+    for (uint32_t i = 0; i < e->program.lut_count && slot < HP_OCIO_MAX_BUFFER_LUTS; i++) {
+        VkDeviceAddress a = e->program.luts[i].buffer.buffer ? e->program.luts[i].buffer.address : 0;
+        if (a) {
+            words[10 + 2 * slot] = (uint32_t)a;
+            words[11 + 2 * slot++] = (uint32_t)(a >> 32);
+        }
+    }
+    _Static_assert(sizeof words == 72, "shaders/ocio_display.comp's Push, PUSH_BYTES in pipeline/ocio_program.c");
     vkCmdPushConstants(cmd, c->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof words, words);
     vkCmdDispatch(cmd, (io->width + 31) / 32, (io->height + 7) / 8, 1);
 }

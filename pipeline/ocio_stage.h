@@ -14,6 +14,7 @@
 
 #include "ocio/config.h"
 #include "pipeline/gpu.h"
+#include "pipeline/ocio_program.h"
 #include "pipeline/reduce.h"
 #include "pipeline/tone.h"
 
@@ -23,6 +24,9 @@ typedef struct hp_ocio_entry hp_ocio_entry;
 /* config stays the caller's and must outlive the stage. capacity: programs kept, at least 1. */
 hp_code hp_ocio_stage_create(hp_gpu *gpu, const hp_ocio_config *config, uint32_t capacity, hp_ocio_stage **out,
                              hp_err *err);
+/* The same, its programs made with variants (bench/bench_ocio.c weighs them; options NULL: today's). */
+hp_code hp_ocio_stage_create_with(hp_gpu *gpu, const hp_ocio_config *config, uint32_t capacity,
+                                  const hp_ocio_program_options *options, hp_ocio_stage **out, hp_err *err);
 /* After the device is idle and every entry released. */
 void hp_ocio_stage_destroy(hp_ocio_stage **stage);
 const hp_ocio_config *hp_ocio_stage_config(const hp_ocio_stage *stage);
@@ -47,6 +51,8 @@ typedef struct hp_ocio_io {
 
 /* Whether the entry has the pipeline for this input format and output kind (it was acquired for them). */
 bool hp_ocio_stage_has(const hp_ocio_entry *entry, hp_pixel_format format, hp_tone_output kind);
+/* Its LUTs read from buffers rather than images (pipeline/ocio_program.h). */
+uint32_t hp_ocio_entry_buffer_luts(const hp_ocio_entry *entry);
 
 /* Records the pass. The caller puts the barriers before (the exposure's state, the frame) and after. */
 void hp_ocio_stage_record(const hp_ocio_entry *entry, VkCommandBuffer cmd, const hp_ocio_io *io);

@@ -32,6 +32,8 @@ layout(push_constant, std430) uniform Push {
     uint width;    // 24
     uint height;   // 28
     uint dither;   // 32 1: a step of triangular noise before rounding (output.dither)
+    uint pad_;     // 36
+    uvec2 luts[4]; // 40 nearest 3D LUTs read from buffers (pipeline/ocio_program.c, buffer_lut): their addresses
 } pc;
 
 // @HP_OCIO_TRANSFORM@

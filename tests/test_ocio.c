@@ -391,6 +391,17 @@ int main(void)
         hp_ocio_stage_create(gpu, blender, 4, &stage, &err);
         hp_ocio_view_key key = {.input = "Linear", .display = "sRGB", .view = "Filmic"};
         check_key(stage, blender, key, &half, "blender: sRGB / Filmic");
+        /* Filmic's 65^3 LUT is nearest-sampled (OCIO interpolates it tetrahedrally itself): read from a buffer. */
+        hp_ocio_entry *filmic = NULL;
+        bool made = false;
+        hp_ocio_view_key resolved = key;
+        bool got = hp_ocio_resolve(blender, &resolved, &err) == HP_OK &&
+                   hp_ocio_stage_acquire(stage, &resolved, HP_PIXEL_RGBA16F, HP_TONE_OUT_RGBA8, &filmic, &made, &err) ==
+                       HP_OK;
+        uint32_t buffers = got ? hp_ocio_entry_buffer_luts(filmic) : 0;
+        tap_ok(got && buffers == 1, "blender: Filmic's 3D LUT is read from a buffer, its 1D LUT from an image (%u in "
+               "buffers)", buffers);
+        hp_ocio_stage_release(stage, filmic);
         hp_ocio_stage_destroy(&stage);
         free(half.rgba);
         free(half.half);
