@@ -505,7 +505,7 @@ static const struct {
                 "properties": {"name": {"type": "string"}, "description": {"type": "string"},
                                "studio": {"type": "boolean", "description": "The daemon's own look (its studio_looks setting), not a built-in one."},
                                "sets": {"type": "object", "additionalProperties": {"type": "string"},
-                                        "description": "Dotted parameter name: value, as a query writes it."}}}},
+                                        "description": "Dotted parameter name: value, as the parameter reads it (escapes decoded)."}}}},
             "rules": {"type": "array", "items": {
                 "type": "object", "required": ["field", "description"],
                 "properties": {"field": {"type": "string"}, "description": {"type": "string"}}}}}})},

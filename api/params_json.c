@@ -128,9 +128,15 @@ static void type_phrase(const hp_param_def *def, char *out, size_t size)
     case HP_PARAM_INTEGER: snprintf(out, size, "an integer"); return;
     case HP_PARAM_BOOL: snprintf(out, size, "true or false"); return;
     case HP_PARAM_ENUM: {
+        static const char more[] = ", ... (GET /v1/params lists them all)";
         size_t n = (size_t)snprintf(out, size, "a string, one of ");
-        for (size_t i = 0; def->choices[i] && n < size; i++)
+        for (size_t i = 0; def->choices[i] && n < size; i++) {
+            if (n + strlen(def->choices[i]) + 2 + sizeof more > size) {
+                snprintf(out + n, size - n, "%s", more);
+                return;
+            }
             n += (size_t)snprintf(out + n, size - n, "%s%s", i ? ", " : "", def->choices[i]);
+        }
         return;
     }
     case HP_PARAM_STRING: snprintf(out, size, "a string"); return;
@@ -481,7 +487,8 @@ static json_t *param_json(const hp_param_def *def, const hp_params *defaults)
     return o;
 }
 
-/* A look's settings ("a=1&b=x") as {"a": "1", "b": "x"}: the values as a query writes them. */
+/* A look's settings ("a=1&b=x") as {"a": "1", "b": "x"}: names and values as the parameters read them, escapes
+ * decoded (a studio look's query is URL-encoded: its view's spaces). */
 static json_t *look_settings_json(const char *settings)
 {
     json_t *o = json_object();
@@ -489,13 +496,14 @@ static json_t *look_settings_json(const char *settings)
         size_t len = strcspn(at, "&");
         const char *eq = memchr(at, '=', len);
         if (eq) {
-            /* The value as the parameter reads it: a studio look's query is URL-encoded (its view's spaces). */
-            char key[NAME_MAX_LEN], value[HP_PARAM_STRING_MAX * 3 + 1];
+            size_t klen = (size_t)(eq - at), vlen = len - klen - 1;
+            char *key = malloc(klen + 1), *value = malloc(vlen + 1);
             const char *bad = NULL;
-            size_t vlen = len - (size_t)(eq + 1 - at);
-            snprintf(key, sizeof(key), "%.*s", (int)(eq - at), at);
-            if (vlen >= sizeof value || !url_decode(eq + 1, vlen, value, &bad) ||
-                json_object_set_new(o, key, json_string(value)) != 0) {
+            bool ok = key && value && url_decode(at, klen, key, &bad) && url_decode(eq + 1, vlen, value, &bad) &&
+                      json_object_set_new(o, key, json_string(value)) == 0;
+            free(key);
+            free(value);
+            if (!ok) {
                 json_decref(o);
                 return NULL;
             }

@@ -8,6 +8,7 @@
 //
 // ocio.* have no control of their own here: with an OCIO config ocio.js's selects set them (attach()), and
 // without one the daemon would refuse them.
+import { REPLACED } from './ocio.js';
 import { el, inline } from './util.js';
 
 // Groups open at first; the others (input, analysis, dof, bokeh and any new one) start collapsed.
@@ -115,14 +116,27 @@ export class ParamForm {
     return q;
   }
 
+  // A parameter an OCIO view replaces, through the panel's view or the view a look of the daemon's names
+  // (studio_looks): the user's value of it is not sent, or the daemon would refuse the pair (ocio_conflict).
   replaced(name) {
-    return Boolean(this.ocio && this.ocio.replaces(name));
+    return Boolean(this.ocio && this.ocio.replaces(name)) || (this.lookUsesOcio() && REPLACED.includes(name));
+  }
+
+  lookUsesOcio() {
+    const look = this.looks.get(this.look);
+    return Boolean(look && look.sets && Object.keys(look.sets).some((k) => k.startsWith('ocio.')));
   }
 
   // The comparison's linear clip: the same frame through hdrpostd's own curve, so without the OCIO view and a
   // colour space of the config (which would bring the view back); the daemon's auto colour space instead.
   linearClip(query) {
     const clip = new URLSearchParams(query);
+    if (this.lookUsesOcio()) {
+      // The look's view would come back with it: its other parameters stay, spelled out.
+      const look = this.looks.get(this.look);
+      clip.delete('look');
+      for (const [k, v] of Object.entries(look.sets)) if (!k.startsWith('ocio.') && !clip.has(k)) clip.set(k, queryValue(v));
+    }
     for (const k of [...clip.keys()]) if (k.startsWith('ocio.')) clip.delete(k);
     if (this.ocio && this.ocio.configSpace(clip.get('input.colorspace'))) clip.delete('input.colorspace');
     clip.set('tonemap.operator', 'linear');

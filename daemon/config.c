@@ -266,8 +266,9 @@ static const hp_setting settings[] = {
      .help = "Named looks of this daemon's own, which requests name as look=NAME beside the built-in ones: entries "
              "NAME: QUERY separated by ';', QUERY the parameters the look sets as a query writes them (values "
              "URL-encoded), e.g. \"review: ocio.view=ACES%201.0%20-%20SDR%20Video&exposure.mode=fixed&"
-             "exposure.stops=0\". NAME is lower-case letters, digits, '_' or '-'. Each is checked as a request "
-             "would be, against the OCIO config too, at start: one that fails stops the start."},
+             "exposure.stops=0\" (a ';' inside a value is %3B). NAME is lower-case letters, digits, '_' or '-'. "
+             "Each is checked as a request would be, against the OCIO config too (a display's encoding against "
+             "output.format included), at start: one that fails stops the start."},
     {.name = "probe_listen", .type = HP_SETTING_STRING, .offset = FIELD(probe_listen), .default_value = "",
      .check = check_probe_listen, .metavar = "HOST:PORT",
      .help = "A second address answering /livez and /readyz alone, over plain HTTP and with connections of its "

@@ -4,11 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/output_encode.h"
 #include "api/params_json.h"
 #include "common/log.h"
+#include "pipeline/ocio_encoding.h"
+#include "pipeline/params_ocio.h"
 #include "pipeline/looks.h"
 
 #define NAME_MAX_LEN 32
+#define QUERY_MAX_LEN 2048 /* a look is a handful of parameters; GET /v1/params lists each */
 
 static bool name_ok(const char *name)
 {
@@ -16,18 +20,25 @@ static bool name_ok(const char *name)
     return n > 0 && n <= NAME_MAX_LEN && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
 }
 
-/* A look sets parameters, not another look: the parameter look inside one would apply nothing (a look is applied
- * first, once), so it is refused rather than silently dropped. */
-static bool sets_look(const char *query)
+static void trim(char *text)
 {
-    for (const char *at = query; *at;) {
-        size_t key = strcspn(at, "=&");
-        if (key == 4 && !strncmp(at, "look", 4))
-            return true;
-        at += strcspn(at, "&");
-        at += *at == '&';
-    }
-    return false;
+    for (size_t n = strlen(text); n && strchr(" \t\n", text[n - 1]); n--)
+        text[n - 1] = '\0';
+}
+
+/* What a request with only the look's parameters would be refused for after its parameters parse: the OCIO
+ * display's encoding against output.format (a PQ display needs PNG 16 or AVIF 10/12), checked per request by
+ * api/render.c, so a look that could never render is refused at start. */
+static hp_code renders(const hp_params *p, hp_err *why)
+{
+    if (!hp_params_ocio_on(p))
+        return HP_OK;
+    hp_ocio_view_key key;
+    hp_code code = hp_params_ocio_key(p, &key, why);
+    if (code != HP_OK)
+        return code;
+    hp_ocio_encoding enc = hp_ocio_encoding_of(hp_params_ocio_config(), key.display, key.view);
+    return hp_output_tag_check(p, &enc, key.display, why);
 }
 
 /* One entry "NAME: QUERY", trimmed, checked and added. */
@@ -38,21 +49,25 @@ static hp_code add_entry(char *entry, hp_err *err)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "studio_looks: \"%s\" is not NAME: QUERY", entry);
     *colon = '\0';
     char *query = colon + 1;
-    for (size_t n = strlen(entry); n && entry[n - 1] == ' '; n--)
-        entry[n - 1] = '\0';
-    query += strspn(query, " ");
+    trim(entry);
+    query += strspn(query, " \t\n");
     if (!name_ok(entry))
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "studio_looks: the name \"%s\" must be 1 to %d of a-z, 0-9, "
                        "'_' and '-' (a look is named in queries and URLs)", entry, NAME_MAX_LEN);
-    if (sets_look(query))
-        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "studio_looks: the look \"%s\" sets look: a look sets "
-                       "parameters, not another look", entry);
+    if (strlen(query) > QUERY_MAX_LEN)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "studio_looks: the look \"%s\" is %zu bytes of query, more "
+                       "than %d", entry, strlen(query), QUERY_MAX_LEN);
     hp_params p;
     hp_params_defaults(&p);
     hp_err why = {0};
-    if (hp_params_from_query(query, &p, &why) != HP_OK)
+    if (hp_params_from_query(query, &p, &why) != HP_OK || renders(&p, &why) != HP_OK)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "studio_looks: the look \"%s\" (%s): %s", entry, query,
                        why.message);
+    /* A look sets parameters, not another look: look inside one would apply nothing (a look is applied first,
+     * once), so it is refused rather than silently dropped; read from what parsed, escapes and all. */
+    if (p.look != 0 || p.look_name[0])
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "studio_looks: the look \"%s\" sets look: a look sets "
+                       "parameters, not another look", entry);
     hp_code code = hp_looks_add(entry, query, "A look of this daemon's own (its studio_looks setting).", &why);
     if (code != HP_OK)
         return hp_fail(err, code, "studio_looks: %s", why.message);
@@ -70,8 +85,7 @@ hp_code hp_daemon_studio_looks(const char *list, hp_err *err)
     hp_code code = HP_OK;
     for (char *entry = strtok_r(copy, ";", &save); entry && code == HP_OK; entry = strtok_r(NULL, ";", &save)) {
         entry += strspn(entry, " \t\n");
-        for (size_t n = strlen(entry); n && strchr(" \t\n", entry[n - 1]); n--)
-            entry[n - 1] = '\0';
+        trim(entry);
         if (*entry)
             code = add_entry(entry, err);
     }

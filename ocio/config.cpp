@@ -9,7 +9,10 @@ extern "C" {
 #include "common/log.h" /* a C header: its functions have C names */
 }
 
+#include <sys/stat.h>
+
 #include <array>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -229,6 +232,21 @@ std::array<double, 3> input_luma_of(const hp_ocio_config *c, const std::string &
     return std::fabs(zero[0]) + std::fabs(zero[1]) + std::fabs(zero[2]) > 1e-6f ? fallback : y;
 }
 
+// The Y row, or the config's luma where measuring it fails (its aces_interchange space unusable, say): a space
+// that builds as an input stays usable whatever its luminance row comes to, and the log says so.
+std::array<double, 3> luma_or_coefs(const hp_ocio_config *c, const std::string &input)
+{
+    try {
+        return input_luma_of(c, input);
+    } catch (const OCIO::Exception &e) {
+        double coefs[3];
+        c->cfg->getDefaultLumaCoefs(coefs);
+        hp_warn("ocio: the luminance of \"%s\" could not be measured (%s): the config's luma coefficients are used",
+                input.c_str(), e.what());
+        return {coefs[0], coefs[1], coefs[2]};
+    }
+}
+
 // Each look and each colour space as an input, built once so that their LUT files are opened at start too. A
 // missing file stops the start, as for a view. A colour space OCIO cannot invert (Blender's "False Color", a
 // display-only space) is no error of the config: it is remembered, and a request naming it as its input is
@@ -245,7 +263,7 @@ void build_looks_and_inputs(hp_ocio_config *c)
     for (const std::string &cs : c->lists[HP_OCIO_COLORSPACES]) {
         try {
             build_from(c, cs.c_str(), "");
-            c->input_luma[cs] = input_luma_of(c, cs);
+            c->input_luma[cs] = luma_or_coefs(c, cs);
         } catch (const OCIO::ExceptionMissingFile &e) {
             // ociocheck passes such a config (it opens no file); the daemon reads every file at start, so that no
             // request finds one missing. The message says which space needs it, and that it is as an input.
@@ -294,6 +312,12 @@ hp_code hp_ocio_config_load(const char *path, hp_ocio_config **out, hp_err *err)
     std::string what = std::string("ocio_config ") + path;
     static std::once_flag logging;
     std::call_once(logging, [] { OCIO::SetLoggingFunction(log_from_ocio); });
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        int e = errno;
+        delete c;
+        return hp_fail(err, HP_ERR_IO, "%s: %s", what.c_str(), strerror(e));
+    }
     try {
         c->path = path;
         c->cfg = OCIO::Config::CreateFromFile(path);

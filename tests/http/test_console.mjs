@@ -801,6 +801,16 @@ async function ocioSession(browser, d, shots) {
   const q4 = new URL(mainRenders(requests).at(-1).url()).searchParams;
   point('... and an operator chosen then renders as without a config', hable === 'ok' && q4.get('tonemap.operator') === 'hable',
     `outcome ${hable}, query ${q4}`);
+  // A look of the daemon's own that names a view (studio_looks): the operator chosen above is then not sent (the
+  // view replaces it; the daemon would refuse the pair), and the comparison's clip drops the look's view.
+  const studio = await afterRender(page, () => page.selectOption('#look', 'review'));
+  const q5 = new URL(mainRenders(requests).at(-1).url()).searchParams;
+  const clip5 = new URLSearchParams(await page.getAttribute('#img-before', 'data-query'));
+  point('the studio look "review" (a view at 0 EV) renders: look=review sent, the operator it replaces not sent; the ' +
+    'clip spells out its exposure without its view',
+  studio === 'ok' && q5.get('look') === 'review' && !q5.has('tonemap.operator') && !clip5.has('look') &&
+    ![...clip5.keys()].some((k) => k.startsWith('ocio.')) && clip5.get('exposure.mode') === 'fixed' &&
+    clip5.get('tonemap.operator') === 'linear', `outcome ${studio}, query ${q5}, clip ${clip5}`);
   const problems = await page.problems();
   point('the OCIO session had no console error, exception or CSP violation', problems.length === 0, problems.join('\n'));
   await page.context().close();
@@ -839,7 +849,8 @@ async function main() {
       await checkFiles(d);
       await consoleSession(browser, d, shots);
     }
-    const o = await Daemon.start('console with an OCIO config', [`--ocio_config=${ACES_CONFIG}`]);
+    const o = await Daemon.start('console with an OCIO config', [`--ocio_config=${ACES_CONFIG}`,
+      '--studio_looks=review: ocio.view=Un-tone-mapped&exposure.mode=fixed&exposure.stops=0']);
     if (o) {
       daemons.push(o);
       await ocioSession(browser, o, shots);

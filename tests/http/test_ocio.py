@@ -500,6 +500,11 @@ def start_failures(tmp):
               "--studio_looks=blender: exposure.stops=1"], ["studio_looks", '"blender" is already a built-in look'])
     must_fail("studio_looks with a look inside a look", ["--studio_looks=mine: look=blender&exposure.stops=1"],
               ["studio_looks", '"mine" sets look'])
+    must_fail("studio_looks with a look inside a look, its name escaped", ["--studio_looks=mine: lo%6Fk=blender"],
+              ["studio_looks", '"mine" sets look'])
+    must_fail("studio_looks naming a PQ display without an output that can hold it", [f"--ocio_config={ACES}",
+              "--studio_looks=hdr: ocio.display=Rec.2100-PQ%20-%20Display"], ["studio_looks", '"hdr"', "output.format",
+                                                                             "PQ (ST 2084)"])
     must_fail("studio_looks with a name that is not a-z, 0-9, _ and -", ["--studio_looks=My Look: exposure.stops=1"],
               ["studio_looks", '"My Look"'])
     must_fail("studio_looks naming OCIO on a daemon with no config", ["--studio_looks=review: ocio.view=Raw"],
