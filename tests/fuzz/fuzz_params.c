@@ -3,7 +3,9 @@
  * then hp_params_from_json); set, a query string (hp_params_from_query). Bit 1 registers the ACES test config
  * (tests/data/ocio/aces_builtin, issue 34), as a daemon with ocio_config has: ocio.* and input.colorspace's
  * config names are then checked against it; clear, no config, and they are refused (no_ocio_config). Bit 2,
- * without the config, accepts open names as hdrpost (client/) does. Beyond "no crash, no sanitizer report",
+ * without the config, accepts open names as hdrpost (client/) does. Bit 3 adds a daemon's own look (studio_looks:
+ * "review", a view at a fixed exposure) for the input, reads it with the look applied first (the _with_look
+ * parsers) and makes GET /v1/params' table with it. Beyond "no crash, no sanitizer report",
  * it checks what the parsers promise: a failure leaves the parameters unchanged and names what was wrong,
  * and a success passes hp_params_check and survives a round trip through hp_params_to_json with every
  * value the same, input.colorspace's kept config name too. */
@@ -14,6 +16,7 @@
 #include <string.h>
 
 #include "api/params_json.h"
+#include "pipeline/looks.h"
 #include "ocio/config.h"
 
 #ifndef HP_FUZZ_OCIO_CONFIG
@@ -64,6 +67,8 @@ static void check(hp_code code, const hp_params *before, const hp_params *after,
         abort();
     if (round && strcmp(back.ocio.input, after->ocio.input) != 0)
         abort(); /* the echo lost input.colorspace's config name (it reads back as another space) */
+    if (round && (back.look != after->look || strcmp(back.look_name, after->look_name) != 0))
+        abort(); /* the echo lost the look, or hdrpost's kept name of one */
     json_decref(twice);
     json_decref(round);
 }
@@ -75,6 +80,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     load_config(); /* replay.c calls no LLVMFuzzerInitialize */
     hp_params_use_ocio(data[0] & 2 ? aces : NULL);
     hp_params_accept_open_names(!(data[0] & 2) && (data[0] & 4));
+    bool studio = data[0] & 8;
+    if (studio) {
+        hp_err added = {0};
+        if (hp_looks_add("review", "ocio.view=Raw&exposure.mode=fixed&exposure.stops=0.5", "fuzz", &added) != HP_OK)
+            abort();
+        json_t *table = hp_param_schema_json(); /* the looks' sets decoded, the studio look among them */
+        if (!table)
+            abort();
+        json_decref(table);
+    }
     hp_params defaults, p;
     hp_params_defaults(&defaults);
     p = defaults;
@@ -87,7 +102,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             json_decref(obj);
             return 0; /* the handler answers malformed_params before the parameters are read */
         }
-        code = hp_params_from_json(obj, &p, &err);
+        code = studio ? hp_params_from_json_with_look(obj, &p, &err) : hp_params_from_json(obj, &p, &err);
         json_decref(obj);
     } else {
         char *query = malloc(size);
@@ -95,9 +110,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             return 0;
         memcpy(query, data + 1, size - 1);
         query[size - 1] = '\0';
-        code = hp_params_from_query(query, &p, &err);
+        code = studio ? hp_params_from_query_with_look(query, &p, &err) : hp_params_from_query(query, &p, &err);
         free(query);
     }
     check(code, &defaults, &p, &err);
+    if (studio)
+        hp_looks_reset();
     return 0;
 }
