@@ -110,7 +110,11 @@ export class ParamForm {
   query() {
     const q = new URLSearchParams();
     if (this.look !== 'default') q.set('look', this.look);
-    for (const [k, v] of Object.entries(CONSOLE_DEFAULTS)) if (!this.overrides.has(k)) q.set(k, v);
+    const look = this.looks.get(this.look);
+    // The console's own defaults give way to the look's (a studio look's output.format=avif for a PQ display).
+    for (const [k, v] of Object.entries(CONSOLE_DEFAULTS)) {
+      if (!this.overrides.has(k) && !(look && look.sets && k in look.sets)) q.set(k, v);
+    }
     for (const [k, v] of this.overrides) if (v !== '' && !this.replaced(k)) q.set(k, v);
     if (this.ocio) this.ocio.apply(q);
     return q;
@@ -120,6 +124,12 @@ export class ParamForm {
   // (studio_looks): the user's value of it is not sent, or the daemon would refuse the pair (ocio_conflict).
   replaced(name) {
     return Boolean(this.ocio && this.ocio.replaces(name)) || (this.lookUsesOcio() && REPLACED.includes(name));
+  }
+
+  // What the OCIO panel's view replaces, whatever the look: the looks that set it give way to the panel. (A look
+  // that names a view of its own replaces them only while it is chosen: another look may still be chosen.)
+  panelReplaces(name) {
+    return Boolean(this.ocio && this.ocio.replaces(name));
   }
 
   lookUsesOcio() {
@@ -153,7 +163,7 @@ export class ParamForm {
   // one of them would be refused (ocio_conflict) with a view, so it gives way to the default.
   ocioChanged(name) {
     const look = this.looks.get(this.look);
-    if (look && Object.keys(look.sets || {}).some((k) => this.replaced(k))) {
+    if (look && Object.keys(look.sets || {}).some((k) => this.panelReplaces(k))) {
       this.look = 'default';
       document.getElementById('look').value = 'default';
       document.getElementById('look-description').replaceChildren(inline((this.looks.get('default') || {}).description));
@@ -222,7 +232,7 @@ export class ParamForm {
     for (const [name, c] of this.controls) c.replace(this.replaced(name));
     for (const o of document.getElementById('look').options) {
       const look = this.looks.get(o.value);
-      o.disabled = Boolean(look && Object.keys(look.sets || {}).some((k) => this.replaced(k)));
+      o.disabled = Boolean(look && Object.keys(look.sets || {}).some((k) => this.panelReplaces(k)));
     }
     for (const d of this.dependents) {
       const on = d.applies.test(get);

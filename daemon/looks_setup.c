@@ -12,7 +12,7 @@
 #include "pipeline/looks.h"
 
 #define NAME_MAX_LEN 32
-#define QUERY_MAX_LEN 2048 /* a look is a handful of parameters; GET /v1/params lists each */
+#define QUERY_MAX_LEN 4096 /* four OCIO names of 255 bytes, each escaped, and a few parameters more */
 
 static bool name_ok(const char *name)
 {
@@ -27,8 +27,8 @@ static void trim(char *text)
 }
 
 /* What a request with only the look's parameters would be refused for after its parameters parse: the OCIO
- * display's encoding against output.format (a PQ display needs PNG 16 or AVIF 10/12), checked per request by
- * api/render.c, so a look that could never render is refused at start. */
+ * display's encoding against output.format (a PQ display needs PNG 16 or AVIF 10/12), which api/render.c checks
+ * per request. */
 static hp_code renders(const hp_params *p, hp_err *why)
 {
     if (!hp_params_ocio_on(p))
@@ -60,12 +60,21 @@ static hp_code add_entry(char *entry, hp_err *err)
     hp_params p;
     hp_params_defaults(&p);
     hp_err why = {0};
+    /* Renderable as it stands: a look is a review's whole request in one word, so one that only renders with
+     * more parameters (a PQ display without its output format) is a mistake to say at start. */
     if (hp_params_from_query(query, &p, &why) != HP_OK || renders(&p, &why) != HP_OK)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "studio_looks: the look \"%s\" (%s): %s", entry, query,
                        why.message);
     /* A look sets parameters, not another look: look inside one would apply nothing (a look is applied first,
-     * once), so it is refused rather than silently dropped; read from what parsed, escapes and all. */
-    if (p.look != 0 || p.look_name[0])
+     * once), so it is refused rather than silently dropped. Read from what parsed, escapes and all: parsed over
+     * two different looks, the query leaves both as they were unless it sets look itself. */
+    hp_params one, two;
+    hp_params_defaults(&one);
+    hp_params_defaults(&two);
+    one.look = 1, two.look = 2;
+    bool sets_look = hp_params_from_query(query, &one, &why) != HP_OK ||
+                     hp_params_from_query(query, &two, &why) != HP_OK || one.look != 1 || two.look != 2;
+    if (sets_look || p.look_name[0])
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "studio_looks: the look \"%s\" sets look: a look sets "
                        "parameters, not another look", entry);
     hp_code code = hp_looks_add(entry, query, "A look of this daemon's own (its studio_looks setting).", &why);

@@ -238,6 +238,8 @@ std::array<double, 3> luma_or_coefs(const hp_ocio_config *c, const std::string &
 {
     try {
         return input_luma_of(c, input);
+    } catch (const OCIO::ExceptionMissingFile &) {
+        throw; /* a missing file stops the start, wherever it is found */
     } catch (const OCIO::Exception &e) {
         double coefs[3];
         c->cfg->getDefaultLumaCoefs(coefs);
@@ -312,6 +314,7 @@ hp_code hp_ocio_config_load(const char *path, hp_ocio_config **out, hp_err *err)
     std::string what = std::string("ocio_config ") + path;
     static std::once_flag logging;
     std::call_once(logging, [] { OCIO::SetLoggingFunction(log_from_ocio); });
+    /* A file that is not there is io, as a missing LUT is; OCIO 2.1 reads files only (ocio:// URIs came in 2.2). */
     struct stat st;
     if (stat(path, &st) != 0) {
         int e = errno;

@@ -17,13 +17,11 @@
 #include <glslang/Public/resource_limits_c.h>
 
 #include "common/log.h"
-#include "pipeline/cpu_reference.h"
 #include "pipeline/gpu_internal.h"
 
 #include "ocio_display.glsl.inc" /* hp_ocio_display_glsl: shaders/ocio_display.comp with its includes */
 
 #define MARKER "// @HP_OCIO_TRANSFORM@"
-#define PUSH_BYTES 72u /* shaders/ocio_display.comp's Push */
 
 static pthread_once_t glslang_once = PTHREAD_ONCE_INIT;
 static int glslang_ready;
@@ -130,8 +128,8 @@ static size_t count_str(const char *text, const char *s)
  * named nowhere but in `texture(NAME, ` calls. */
 static bool lut_bufferable(const char *text, const hp_ocio_lut *l)
 {
-    if (l->dims != 3 || l->linear || l->channels != 3)
-        return false;
+    if (l->dims != 3 || l->linear || l->channels != 3 || l->height != l->width || l->depth != l->width)
+        return false; /* buffer_lut indexes a cube */
     char decl[HP_OCIO_NAME_MAX + 32], call[HP_OCIO_NAME_MAX + 16];
     snprintf(decl, sizeof decl, "uniform sampler3D %s;", l->sampler);
     snprintf(call, sizeof call, "texture(%s, ", l->sampler);
@@ -139,7 +137,8 @@ static bool lut_bufferable(const char *text, const hp_ocio_lut *l)
 }
 
 /* A 3D LUT read from a buffer: its declaration becomes a function of OCIO's normalized coordinate that reads
- * the texel the sampler would (nearest, clamped to the edge: floor(u * edge) clamped to [0, edge - 1]; OCIO
+ * the texel the sampler would (nearest, clamped to the edge: floor(u * edge) clamped to [0, edge - 1], in integers
+ * so that a NaN coordinate, whose conversion GLSL leaves undefined, still reads inside the buffer; OCIO
  * asks for texel centres, half a texel from any boundary, so rounding cannot move it), and each
  * `texture(NAME, ` becomes `NAME_fetch(`. The buffer's address is the push constants' luts[slot], so that the
  * SPIR-V is the same for the same transform in every daemon (the pipeline cache finds it). Texels x fastest, as
@@ -147,7 +146,7 @@ static bool lut_bufferable(const char *text, const hp_ocio_lut *l)
  * folding `.v` on a reference constructed in the expression. */
 static char *buffer_lut(char *text, const hp_ocio_lut *l, uint32_t slot)
 {
-    char decl[HP_OCIO_NAME_MAX + 32], call[HP_OCIO_NAME_MAX + 16], fetch[HP_OCIO_NAME_MAX + 16], helper[1536];
+    char decl[HP_OCIO_NAME_MAX + 32], call[HP_OCIO_NAME_MAX + 16], fetch[HP_OCIO_NAME_MAX + 16], helper[4096];
     snprintf(decl, sizeof decl, "uniform sampler3D %s;", l->sampler);
     snprintf(call, sizeof call, "texture(%s, ", l->sampler);
     snprintf(fetch, sizeof fetch, "%s_fetch(", l->sampler);
@@ -156,7 +155,7 @@ static char *buffer_lut(char *text, const hp_ocio_lut *l, uint32_t slot)
              "layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer %s_texels { vec4 v[]; };\n"
              "vec4 %s_fetch(vec3 u)\n"
              "{\n"
-             "  ivec3 i = ivec3(clamp(floor(u * %u.0), 0.0, %u.0));\n"
+             "  ivec3 i = clamp(ivec3(floor(u * %u.0)), ivec3(0), ivec3(%u));\n"
              "  %s_texels lut = %s_texels(pc.luts[%u]);\n"
              "  return lut.v[(i.z * %u + i.y) * %u + i.x];\n"
              "}\n",
@@ -555,7 +554,7 @@ hp_code hp_ocio_program_pipeline(hp_gpu *gpu, hp_ocio_program *p, hp_pixel_forma
     if (!c->pipeline) {
         uint32_t spec[2] = {format == HP_PIXEL_RGBA16F, (uint32_t)kind};
         hp_compute_desc d = {.name = "ocio_display", .spirv = p->spirv, .spirv_size = p->spirv_size,
-                             .push_constant_size = PUSH_BYTES, .spec_values = spec, .spec_count = 2,
+                             .push_constant_size = HP_OCIO_PUSH_BYTES, .spec_values = spec, .spec_count = 2,
                              .set_layout = p->set_layout};
         hp_code code = hp_compute_create(gpu, &d, c, err);
         if (code != HP_OK)

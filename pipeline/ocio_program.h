@@ -15,6 +15,9 @@
 
 /* Nearest 3D LUTs read from buffers, their addresses in the push constants (shaders/ocio_display.comp's luts). */
 #define HP_OCIO_MAX_BUFFER_LUTS 4u
+/* shaders/ocio_display.comp's Push: three addresses, width, height, dither, a pad, HP_OCIO_MAX_BUFFER_LUTS
+ * addresses. */
+#define HP_OCIO_PUSH_BYTES 72u
 
 /* How a program is made. Zeroed, or NULL where a function takes them, is the daemon's. */
 typedef struct hp_ocio_program_options {

@@ -257,7 +257,7 @@ void hp_ocio_stage_record(const hp_ocio_entry *e, VkCommandBuffer cmd, const hp_
             words[11 + 2 * slot++] = (uint32_t)(a >> 32);
         }
     }
-    _Static_assert(sizeof words == 72, "shaders/ocio_display.comp's Push, PUSH_BYTES in pipeline/ocio_program.c");
+    _Static_assert(sizeof words == HP_OCIO_PUSH_BYTES, "shaders/ocio_display.comp's Push");
     vkCmdPushConstants(cmd, c->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof words, words);
     vkCmdDispatch(cmd, (io->width + 31) / 32, (io->height + 7) / 8, 1);
 }

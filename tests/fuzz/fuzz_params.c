@@ -81,6 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     hp_params_use_ocio(data[0] & 2 ? aces : NULL);
     hp_params_accept_open_names(!(data[0] & 2) && (data[0] & 4));
     bool studio = data[0] & 8;
+    hp_looks_reset(); /* whatever an input before left (its early returns skip the reset at the end) */
     if (studio) {
         hp_err added = {0};
         if (hp_looks_add("review", "ocio.view=Raw&exposure.mode=fixed&exposure.stops=0.5", "fuzz", &added) != HP_OK)
