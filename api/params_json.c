@@ -128,15 +128,9 @@ static void type_phrase(const hp_param_def *def, char *out, size_t size)
     case HP_PARAM_INTEGER: snprintf(out, size, "an integer"); return;
     case HP_PARAM_BOOL: snprintf(out, size, "true or false"); return;
     case HP_PARAM_ENUM: {
-        static const char more[] = ", ... (GET /v1/params lists them all)";
         size_t n = (size_t)snprintf(out, size, "a string, one of ");
-        for (size_t i = 0; def->choices[i] && n < size; i++) {
-            if (n + strlen(def->choices[i]) + 2 + sizeof more > size) {
-                snprintf(out + n, size - n, "%s", more);
-                return;
-            }
-            n += (size_t)snprintf(out + n, size - n, "%s%s", i ? ", " : "", def->choices[i]);
-        }
+        if (n < size)
+            hp_param_choices_text(def, out + n, size - n);
         return;
     }
     case HP_PARAM_STRING: snprintf(out, size, "a string"); return;

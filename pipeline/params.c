@@ -590,21 +590,26 @@ static double upper_bound(const hp_param_def *def, bool *exclusive)
 }
 
 /* "[0, 1e9]", "(0, 1]", "[0, 100)", or for an integer with choices "8, 16". */
+void hp_param_choices_text(const hp_param_def *def, char *out, size_t size)
+{
+    /* A list that does not fit (a daemon's many studio looks) ends with where the rest is, never mid-name. */
+    static const char more[] = ", ... (GET /v1/params lists them all)";
+    size_t n = 0;
+    out[0] = '\0';
+    for (size_t i = 0; def->choices[i]; i++) {
+        size_t need = strlen(def->choices[i]) + (i ? 2 : 0);
+        if (n + need + sizeof more > size) {
+            snprintf(out + n, size - n, "%s", more);
+            return;
+        }
+        n += (size_t)snprintf(out + n, size - n, "%s%s", i ? ", " : "", def->choices[i]);
+    }
+}
+
 static void range_text(const hp_param_def *def, char *out, size_t size)
 {
     if (def->choices) {
-        /* A list that does not fit (a daemon's many studio looks) ends with where the rest is, never mid-name. */
-        static const char more[] = ", ... (GET /v1/params lists them all)";
-        size_t n = 0;
-        out[0] = '\0';
-        for (size_t i = 0; def->choices[i]; i++) {
-            size_t need = strlen(def->choices[i]) + (i ? 2 : 0);
-            if (n + need + sizeof more > size) {
-                snprintf(out + n, size - n, "%s", more);
-                return;
-            }
-            n += (size_t)snprintf(out + n, size - n, "%s%s", i ? ", " : "", def->choices[i]);
-        }
+        hp_param_choices_text(def, out, size);
         return;
     }
     bool max_exclusive;

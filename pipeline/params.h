@@ -290,6 +290,8 @@ const char *hp_param_rule_doc(size_t i, const char **field);
 void hp_params_defaults(hp_params *p);
 /* Finds a parameter by its dotted name, or NULL. */
 const hp_param_def *hp_param_find(const char *name);
+/* An enum's choices, comma-separated, for a message; a list too long for size ends with where the rest is. */
+void hp_param_choices_text(const hp_param_def *def, char *out, size_t size);
 
 /* Setting one value, with the checks and messages the API returns (they name the parameter, the
  * expected type or the allowed range). The JSON and query-string front ends both come through here. */
