@@ -61,20 +61,18 @@ static hp_code add_entry(char *entry, hp_err *err)
     hp_params_defaults(&p);
     hp_err why = {0};
     /* Renderable as it stands: a look is a review's whole request in one word, so one that only renders with
-     * more parameters (a PQ display without its output format) is a mistake to say at start. */
+     * more parameters (a PQ display without its output format) is a mistake to say at start. Parsed over the
+     * look 1, and again over 2: a query leaves both as they were unless it sets look itself (escapes and all). */
+    p.look = 1;
     if (hp_params_from_query(query, &p, &why) != HP_OK || renders(&p, &why) != HP_OK)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "studio_looks: the look \"%s\" (%s): %s", entry, query,
                        why.message);
     /* A look sets parameters, not another look: look inside one would apply nothing (a look is applied first,
-     * once), so it is refused rather than silently dropped. Read from what parsed, escapes and all: parsed over
-     * two different looks, the query leaves both as they were unless it sets look itself. */
-    hp_params one, two;
-    hp_params_defaults(&one);
+     * once), so it is refused rather than silently dropped. */
+    hp_params two;
     hp_params_defaults(&two);
-    one.look = 1, two.look = 2;
-    bool sets_look = hp_params_from_query(query, &one, &why) != HP_OK ||
-                     hp_params_from_query(query, &two, &why) != HP_OK || one.look != 1 || two.look != 2;
-    if (sets_look || p.look_name[0])
+    two.look = 2;
+    if (hp_params_from_query(query, &two, &why) != HP_OK || p.look != 1 || two.look != 2 || p.look_name[0])
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "studio_looks: the look \"%s\" sets look: a look sets "
                        "parameters, not another look", entry);
     hp_code code = hp_looks_add(entry, query, "A look of this daemon's own (its studio_looks setting).", &why);
