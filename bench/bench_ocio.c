@@ -237,6 +237,11 @@ int main(int argc, char **argv)
                 snprintf(check, sizeof check, "%s (worst %.0f levels)%s", ok ? "ok" : "MISMATCH", worst,
                          applied ? "" : ", 3D LUT NOT IN A BUFFER");
                 hp_ocio_cpu_free(proc);
+                if (f == 0) { /* the driver's statistics: registers, binary size (docs/BENCHMARKS.md, 2026-11-29) */
+                    char st[512];
+                    hp_ocio_entry_statistics(bench_gpu, entry, format, kind, st, sizeof st);
+                    printf("# %s: %s\n", tr->label, st);
+                }
                 hp_ocio_stage_release(stage, entry);
             }
             out_row *r = &rows[nrows++];

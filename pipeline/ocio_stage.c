@@ -235,6 +235,13 @@ uint32_t hp_ocio_entry_buffer_luts(const hp_ocio_entry *e)
     return e->program.buffer_luts;
 }
 
+void hp_ocio_entry_statistics(hp_gpu *gpu, const hp_ocio_entry *e, hp_pixel_format format, hp_tone_output kind,
+                              char *buf, size_t len)
+{
+    hp_compute_statistics(gpu, &e->program.pipelines[format == HP_PIXEL_RGBA16F ? 1 : 0]
+                                                   [kind == HP_TONE_OUT_RGBA16 ? 1 : 0], buf, len);
+}
+
 void hp_ocio_stage_record(const hp_ocio_entry *e, VkCommandBuffer cmd, const hp_ocio_io *io)
 {
     const hp_compute *c = &e->program.pipelines[io->format == HP_PIXEL_RGBA16F ? 1 : 0]

@@ -53,6 +53,10 @@ typedef struct hp_ocio_io {
 bool hp_ocio_stage_has(const hp_ocio_entry *entry, hp_pixel_format format, hp_tone_output kind);
 /* Its LUTs read from buffers rather than images (pipeline/ocio_program.h). */
 uint32_t hp_ocio_entry_buffer_luts(const hp_ocio_entry *entry);
+/* The driver's statistics of an entry's pipeline for a format and kind (registers, ...; empty without
+ * hp_gpu_config.capture_statistics): for bench/bench_ocio.c. */
+void hp_ocio_entry_statistics(hp_gpu *gpu, const hp_ocio_entry *e, hp_pixel_format format, hp_tone_output kind,
+                              char *buf, size_t len);
 
 /* Records the pass. The caller puts the barriers before (the exposure's state, the frame) and after. */
 void hp_ocio_stage_record(const hp_ocio_entry *entry, VkCommandBuffer cmd, const hp_ocio_io *io);
