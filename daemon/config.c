@@ -152,8 +152,11 @@ static const hp_setting settings[] = {
      .help = "Vulkan device: empty chooses discrete, then integrated, virtual, CPU; a number is an index "
              "into the device list; anything else is a case-insensitive substring of the device name."},
     {.name = "pipeline_cache", .type = HP_SETTING_STRING, .offset = FIELD(pipeline_cache),
-     .default_value = "/var/cache/hdrpostd/pipeline.cache", .metavar = "PATH",
-     .help = "Pipeline cache file, read at start-up to warm faster and written at exit; empty disables it."},
+     .default_value = "auto", .metavar = "PATH",
+     .help = "Pipeline cache file, read at start-up to warm faster and written at exit; empty disables it. "
+             "auto: $CACHE_DIRECTORY/pipeline.cache under systemd's CacheDirectory=, else "
+             "/var/cache/hdrpostd/pipeline.cache for root, else $XDG_CACHE_HOME/hdrpostd/pipeline.cache or "
+             "~/.cache/hdrpostd/pipeline.cache for a user."},
     {.name = "validation", .type = HP_SETTING_BOOL, .offset = FIELD(validation), .default_value = "false",
      .help = "Enable the Vulkan validation layer and log its messages; any message makes the exit code 3."},
     {.name = "log_level", .type = HP_SETTING_ENUM, .offset = FIELD(log_level), .default_value = "info",

@@ -31,8 +31,8 @@ typedef struct hp_config {
     char *listen;
     /* Vulkan device: "" chooses by type, a decimal index, or a case-insensitive name substring. Default "". */
     char *device;
-    /* Pipeline cache file, loaded at start-up and saved at exit; "" disables it.
-     * Default "/var/cache/hdrpostd/pipeline.cache". */
+    /* Pipeline cache file, loaded at start-up and saved at exit; "" disables it; "auto" (the default): by the
+     * conventions of daemon/cache_dir.h. */
     char *pipeline_cache;
     /* Vulkan validation layer on, its messages logged (0 off, 1 on), default 0. */
     bool validation;

@@ -26,6 +26,7 @@
 #include "common/cpus.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "daemon/cache_dir.h"
 #include "daemon/config.h"
 #include "daemon/looks_setup.h"
 #include "daemon/notify.h"
@@ -293,7 +294,8 @@ static void notify(const char *state)
 }
 
 /* mkdir -p of the cache file's directory: /var/cache/hdrpostd may not exist on a fresh host unless the
- * unit's CacheDirectory= made it. */
+ * unit's CacheDirectory= made it, nor ~/.cache for a new user. Mode 0700, as the XDG Base Directory
+ * Specification asks of directories a program makes under its base directories: the cache is the daemon's. */
 static int make_parent_dirs(const char *path)
 {
     char dir[4096];
@@ -307,11 +309,11 @@ static int make_parent_dirs(const char *path)
         if (*p != '/')
             continue;
         *p = '\0';
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        if (mkdir(dir, 0700) != 0 && errno != EEXIST)
             return errno;
         *p = '/';
     }
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return errno;
     return 0;
 }
@@ -425,6 +427,23 @@ static void warm_up(hp_worker *worker, hp_host_pool *pool, uint32_t width, uint3
         hp_info("warm-up: %ux%u frames ready in %.0f ms", width, height, ms_since(&t0));
 }
 
+static const char *env_lookup(const char *name)
+{
+    return getenv(name);
+}
+
+/* The pipeline_cache setting as a path: NULL for none ("", or "auto" where no convention applies). */
+static const char *pipeline_cache_path(const char *setting, char *buf, size_t len)
+{
+    if (strcmp(setting, "auto") != 0)
+        return setting[0] ? setting : NULL;
+    if (hp_cache_dir_pipeline_path(env_lookup, geteuid() == 0, buf, len))
+        return buf;
+    hp_warn("pipeline cache: none (pipeline_cache is auto, and neither CACHE_DIRECTORY, XDG_CACHE_HOME nor HOME "
+            "is set): every start compiles its pipelines");
+    return NULL;
+}
+
 /* A cache that cannot be written costs the next start its warm-up time, not this stop its exit code. */
 static void save_pipeline_cache(hp_gpu *gpu, const char *path)
 {
@@ -500,7 +519,8 @@ static int run(const hp_config *config, const sigset_t *wait_mask)
     hp_ocio_stage *ocio_stage = NULL;
     static backend_ctx bctx; /* outlives the HTTP server, which holds a pointer to it */
     int exit_code = EXIT_CLEAN;
-    const char *cache_path = config->pipeline_cache[0] ? config->pipeline_cache : NULL;
+    static char auto_cache[4096];
+    const char *cache_path = pipeline_cache_path(config->pipeline_cache, auto_cache, sizeof auto_cache);
 
     /* A studio's OCIO config first: one OCIO cannot use stops the start before anything listens. */
     if ((code = hp_daemon_ocio_load(config->ocio_config, &ocio_config, &err)) != HP_OK)

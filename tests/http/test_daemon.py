@@ -609,6 +609,28 @@ def starts(tmp):
         corrupt_cache(tmp, cache)
 
 
+def cache_by_convention(tmp):
+    """pipeline_cache's default, auto: under systemd's CacheDirectory= the cache goes in $CACHE_DIRECTORY
+    (daemon/cache_dir.h; the other rules are tests/test_cache_dir.c's)."""
+    cache_dir = os.path.join(tmp, "systemd-cache")
+    os.makedirs(cache_dir)
+    port = free_port()
+    d = Daemon("cache by convention", [f"--listen={HOST}:{port}", "--log_level=info"] + device_args(),
+               {"CACHE_DIRECTORY": cache_dir})
+    try:
+        samples, _ = wait_until_ready(d, port)
+        line = d.wait_line(r"pipeline cache: .* does not exist yet", 5)
+        want = os.path.join(cache_dir, "pipeline.cache")
+        point("pipeline_cache auto: the daemon looks for $CACHE_DIRECTORY/pipeline.cache",
+              line is not None and want in line, line or d.log())
+        rc = d.stop(signal.SIGTERM)
+        point("pipeline_cache auto: the cache is written there at exit", rc == 0 and os.path.isfile(want),
+              f"exit code {rc}, {os.listdir(cache_dir)}\n{d.log()}")
+    finally:
+        d.kill()
+        d.dump()
+
+
 # Under HDRPOST_TEST_QUICK (the ThreadSanitizer pass): the device lost after the drain has freed the HTTP
 # server, a frame still on the GPU thread (the worker and the server's end, on two threads).
 QUICK = (device_lost_after_drain,)
@@ -616,7 +638,7 @@ QUICK = (device_lost_after_drain,)
 
 def main():
     def suite(tmp):
-        for group in harness.groups((config_errors, address_in_use, starts, tls, warm_frame, device_lost,
+        for group in harness.groups((config_errors, address_in_use, starts, cache_by_convention, tls, warm_frame, device_lost,
                                      device_lost_queued, device_lost_after_drain, device_lost_in_warmup,
                                      metrics_open), QUICK):
             group(tmp)
