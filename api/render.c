@@ -177,9 +177,52 @@ static hp_code read_request_params(const void *src, hp_params *p, hp_err *err)
                : HP_ERR_INVALID_ARGUMENT;
 }
 
-/* With a named look applied first (pipeline/looks.h, hp_params_read_with_look). */
+/* The image format an Accept header asks for (RFC 9110 12.5.1): of the media ranges naming a format this daemon
+ * writes, the one of highest weight (the first of equals); -1 when none does. Wildcards (image/any, any/any) choose
+ * nothing: the default stands. An unknown or unwritable type is ignored rather than refused with 406, as the
+ * RFC allows: the image is still what the client would get without the header. */
+static int accepted_format(const char *accept)
+{
+    static const struct { const char *type; int format; } types[] = {
+        {"image/png", HP_OUTPUT_PNG}, {"image/webp", HP_OUTPUT_WEBP},
+        {"image/jpeg", HP_OUTPUT_JPEG}, {"image/avif", HP_OUTPUT_AVIF},
+    };
+    int best = -1;
+    double best_q = 0;
+    for (const char *at = accept; at && *at;) {
+        size_t len = strcspn(at, ","), type_len = strcspn(at, ",;");
+        const char *type = at;
+        while (type_len && (*type == ' ' || *type == '\t'))
+            type++, type_len--;
+        while (type_len && (type[type_len - 1] == ' ' || type[type_len - 1] == '\t'))
+            type_len--;
+        double q = 1;
+        const char *qp = NULL;
+        for (const char *p = at; p < at + len && (p = memchr(p, ';', (size_t)(at + len - p))); p++) {
+            const char *v = p + 1 + strspn(p + 1, " \t");
+            if ((v[0] == 'q' || v[0] == 'Q') && v[1] == '=')
+                qp = v + 2;
+        }
+        if (qp)
+            q = strtod(qp, NULL);
+        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+            if (strlen(types[i].type) == type_len && strncasecmp(type, types[i].type, type_len) == 0 && q > best_q) {
+                best = types[i].format;
+                best_q = q;
+            }
+        at += len + (at[len] == ',');
+    }
+    return best;
+}
+
+/* With a named look applied first (pipeline/looks.h, hp_params_read_with_look). An Accept header that names an
+ * image format sets output.format under the look and the parameters, which override it. */
 static bool read_params_with_look(hp_request *req, frame_request *fr, hp_reply *reply)
 {
+    const char *accept = MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+    int format = fr->analyze ? -1 : accepted_format(accept);
+    if (format >= 0)
+        fr->fp.params.output.format = (hp_output_format)format;
     request_params src = {req, &fr->form, reply};
     hp_err err = {0};
     hp_code code = hp_params_read_with_look(read_request_params, &src, &fr->fp.params, &err);

@@ -595,6 +595,30 @@ def depth_of_field(d):
           status == 200, f"{status} {data[:300]!r}")
 
 
+def render_accept(d, tmp):
+    """An Accept header that names an image format chooses output.format when the request does not (issue 35);
+    output.format itself still wins; wildcards, weight 0 and types the daemon cannot write change nothing."""
+    frame = read_data("pmndrs_park.exr")
+    cases = [
+        ("image/png", "", "image/png"),
+        ("image/webp;q=0.5, image/png", "", "image/png"),
+        ("image/jpeg", "", "image/jpeg"),
+        ("image/png", "?output.format=webp", "image/webp"),
+        ("image/png", "?look=analysis", "image/png"),  # a look that leaves output.format alone keeps Accept's
+        ("image/tiff", "", "image/webp"),
+        ("image/*", "", "image/webp"),
+        ("image/png;q=0", "", "image/webp"),
+    ]
+    for accept, query, want in cases:
+        status, headers, body = request(d.port, "POST", "/v1/render" + query, frame, {"Accept": accept})
+        got = headers.get("content-type")
+        magic_ok = ((want == "image/png" and body[:8] == b"\x89PNG\r\n\x1a\n")
+                    or (want == "image/webp" and body[:4] == b"RIFF" and body[8:12] == b"WEBP")
+                    or (want == "image/jpeg" and body[:3] == b"\xff\xd8\xff"))
+        point(f"Accept: {accept}{' with ' + query if query else ''}: {want}",
+              status == 200 and got == want and magic_ok, f"{status} {got} {body[:120]!r}")
+
+
 def render_json(d, tmp):
     """6: Accept: application/json."""
     ref, _ = cpu(tmp, "pmndrs_park.exr")
@@ -1707,7 +1731,7 @@ def main():
                 for test in harness.groups((render_chunked,), QUICK):
                     guarded(test, d)
                 for test in harness.groups((render_raw_exr, render_png_8bit, render_png_16bit, render_multipart,
-                                            alpha_output, render_json, analyze, early_decoding, parallel, exr_layers,
+                                            alpha_output, render_json, render_accept, analyze, early_decoding, parallel, exr_layers,
                                             looks, colorspaces), QUICK):
                     guarded(test, d, tmp)
                 for test in harness.groups((render_depth, depth_of_field, errors, raw_input, status_routes,
