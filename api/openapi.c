@@ -641,8 +641,9 @@ static void build_render(doc *d, json_t *op)
     media(d, content, "application/json", schema_ref(d, "RenderResult"));
     put(d, json_object_get(op, "responses"), "200",
         response(d,
-                 "The image (output.format: image/webp by default, or image/png), or with Accept: application/json "
-                 "the JSON answer with the image in base64. The X- headers come with the image.",
+                 "The image (output.format: image/webp by default; an Accept header naming image/png, image/webp, "
+                 "image/jpeg or image/avif chooses it when output.format is not set), or with Accept: "
+                 "application/json the JSON answer with the image in base64. The X- headers come with the image.",
                  "Server-Timing X-Luminance-Stats X-Exposure X-Input-Colorspace X-Output-Colorspace X-Depth-Of-Field "
                  "X-Bokeh",
                  content));
