@@ -93,7 +93,11 @@ void hp_route_gpu(hp_request *req, hp_reply *reply)
 {
     hp_gpu_report r;
     if (!report(req, &r)) {
-        hp_reply_error(reply, 503, "not_ready", NULL, "%s: the device is not up", hp_service_state_name(hp_http_get_state(req->http)));
+        hp_service_state state = hp_http_get_state(req->http);
+        hp_reply_error(reply, 503, "not_ready", NULL, "%s: the device is not up", hp_service_state_name(state));
+        /* As /readyz (api/health.c): worth retrying soon while starting; a drain or a lost device is not. */
+        if (state == HP_SERVICE_STARTING)
+            hp_reply_header_add(reply, "Retry-After", "1");
         return;
     }
     json_t *heaps = json_array();
