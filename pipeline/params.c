@@ -3,8 +3,8 @@
  * table (the redis configuration-table habit), so adding a parameter is one row here plus its field in
  * params.h.
  *
- * Formulas and defaults come from ../shared/reference/algorithms.md (cited by section as "A 3.6") and the
- * choices made where sources disagree from ../shared/reference/DECISIONS.md ("D 7"). */
+ * Formulas and defaults come from docs/ALGORITHMS.md (cited by section as "A 3.6") and the choices made where
+ * sources disagree from docs/DECISIONS.md ("D 7"). */
 #include "pipeline/params.h"
 
 #include "hp_dof.h"
@@ -90,8 +90,9 @@ const hp_param_def hp_param_schema[] = {
     /* --- look: a named set of the parameters below (pipeline/looks.c) --- */
     {.name = "look", .type = HP_PARAM_ENUM, .offset = U32_AT(look), .def = 0, .choices = hp_look_names, .unit = "",
      .open_offset = STRING_AT(look_name), .open_names = hp_params_ocio_unchecked,
-     .help = "A named look, applied first: the parameters it sets (listed under \"look\" above) are its "
-             "defaults, and every parameter the request gives overrides them, in whatever order they come. A "
+     .help = "A named look, applied first: the parameters it sets are its defaults, and every parameter the "
+             "request gives overrides them, in whatever order they come (`GET /v1/params` lists each look's "
+             "parameters under `looks`; docs/PARAMETERS.md under Looks). A "
              "daemon may add its own (the `studio_looks` setting; `GET /v1/params` lists them), such as a "
              "studio's OCIO view at a fixed exposure."},
     /* --- input: raw samples instead of a file (api/render.c) --- */

@@ -296,6 +296,22 @@ static interval parse_interval(const char *text)
 
 /* --- Schema against spec ----------------------------------------------------------------------------- */
 
+/* A parameter's help is read on its own (GET /v1/params, the console's form, the OpenAPI document), not only
+ * in docs/PARAMETERS.md's table: it must not point at a place on that page (issue 35: "listed under look
+ * above" reached the JSON). */
+static void test_help_stands_alone(void)
+{
+    static const char *const page_words[] = {"listed under", "see above", "see below", "above)", "below)"};
+    size_t bad = 0;
+    for (size_t i = 0; i < hp_param_schema_count; i++)
+        for (size_t w = 0; w < sizeof page_words / sizeof page_words[0]; w++)
+            if (strstr(hp_param_schema[i].help, page_words[w])) {
+                tap_diag("%s's help says \"%s\"", hp_param_schema[i].name, page_words[w]);
+                bad++;
+            }
+    tap_ok(bad == 0, "no parameter's help points at a place on the documentation's page (%zu do)", bad);
+}
+
 static void test_schema(void)
 {
     size_t matched = 0;
@@ -1738,6 +1754,7 @@ int main(int argc, char **argv)
         g_aces = NULL;
     }
     test_schema();
+    test_help_stands_alone();
     test_defaults();
     test_enums();
     test_bounds();
