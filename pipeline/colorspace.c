@@ -15,7 +15,7 @@ static const struct {
     const char *name;
     hp_chromaticities c;
 } spaces[HP_COLORSPACE_COUNT] = {
-    /* ITU-R BT.709-6 table 1; IEC 61966-2-1 (shared/reference/algorithms.md 2.1) */
+    /* ITU-R BT.709-6 table 1; IEC 61966-2-1 (docs/ALGORITHMS.md 2.1) */
     [HP_COLORSPACE_REC709] = {"rec709", {{0.64, 0.33}, {0.30, 0.60}, {0.15, 0.06}, {0.3127, 0.3290}}},
     /* ITU-R BT.2020-2 table 3 */
     [HP_COLORSPACE_REC2020] = {"rec2020", {{0.708, 0.292}, {0.170, 0.797}, {0.131, 0.046}, {0.3127, 0.3290}}},

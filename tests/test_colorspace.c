@@ -1,4 +1,4 @@
-/* pipeline/colorspace.h against published matrices: BT.709's RGB -> XYZ (shared/reference/algorithms.md 2.1),
+/* pipeline/colorspace.h against published matrices: BT.709's RGB -> XYZ (docs/ALGORITHMS.md 2.1),
  * the ACES AP0 and AP1 matrices and the ACES D60 -> D65 Bradford matrix (aces-dev, transforms/ctl/
  * README-MATRIX.md and utilities/ACESlib.Utilities_Color.ctl), and the refusals of chromaticities that make
  * no RGB space. */

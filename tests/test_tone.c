@@ -781,8 +781,9 @@ int main(void)
         free(calm);
     }
 
-    /* 6b. Real frames (tests/data, from shared/data): an EXR, an HDR and a PFM of the same scene, and two
-     * more EXRs, through every operator at defaults, GPU against CPU, decoded as RGBA16F and RGBA32F. */
+    /* 6b. Real frames (tests/data, origins and licences in its README): an EXR, an HDR and a PFM of the same
+     * scene, and two more EXRs, through every operator at defaults, GPU against CPU, decoded as RGBA16F and
+     * RGBA32F. */
     {
         static const char *const files[] = {"pmndrs_park.exr", "pmndrs_park.hdr", "pmndrs_park.pfm",
                                              "psychtoolbox_Desk.exr", "blender_street_960x540_singlelayer.exr"};

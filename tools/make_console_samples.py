@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Makes the console's sample frames (console/samples/*.exr) from the real frames in ../shared/data.
+"""Makes the console's sample frames (console/samples/*.exr) from real frames in tests/data.
+
+The frames' origins and licences are in tests/data/README.md; this reads three of them.
 
 Run once by hand; the output is committed, and console/samples/README.md says what each file is and whose:
 
     ninja -C build tools/make_frame
-    tools/make_console_samples.py build/tools/make_frame ../shared/data console/samples
+    tools/make_console_samples.py build/tools/make_frame tests/data console/samples
 
 Each sample is a small scanline OpenEXR, half-float colour and ZIP compression (16 rows a chunk), so that the
 console's "try a frame" answers at once on any device and the page's upload is a few hundred kilobytes:
@@ -209,7 +211,7 @@ def write_exr(path, width, height, planes):
 
 def main():
     if len(sys.argv) != 4:
-        sys.exit("usage: make_console_samples.py MAKE_FRAME SHARED_DATA_DIR OUT_DIR")
+        sys.exit("usage: make_console_samples.py MAKE_FRAME FRAMES_DIR OUT_DIR")
     make_frame, data, out = sys.argv[1:]
     os.makedirs(out, exist_ok=True)
 

@@ -1,7 +1,8 @@
 /* Makes a large benchmark frame from a small real one (a real 4K render is too large to keep in the
- * repository, shared/data/README.md): decodes FRAME, scales it up by an integer factor with bilinear
- * interpolation, and writes an RGB(A) half-float OpenEXR with the given compression, in scanlines or in
- * 64x64 tiles. The HTTP tests also use it (factor 1) for one frame in every compression the C core writes.
+ * repository; tests/data/README.md lists the real frames): decodes FRAME, scales it up by an integer
+ * factor with bilinear interpolation, and writes an RGB(A) half-float OpenEXR with the given compression,
+ * in scanlines or in 64x64 tiles. The HTTP tests also use it (factor 1) for one frame in every compression
+ * the C core writes.
  *
  * Usage: make_frame IN OUT.exr FACTOR [none|rle|zips|zip|piz|pxr24|b44|b44a] [tiled] */
 #include <openexr.h>

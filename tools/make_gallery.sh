@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Makes docs/gallery/contact_sheet.png (and looks.png, acescg.png): the real HDR frames of tests/data (copied from shared/data),
-# plus the 1920x1080 Blender render when ../shared/data is beside the checkout, through every tone
+# Makes docs/gallery/contact_sheet.png (and looks.png, acescg.png): the real HDR frames of tests/data
+# (their origins and licences in tests/data/README.md), through every tone
 # operator at default parameters, and the depth-of-field pages (the street render focused near, middle
 # and far, and a bokeh close-up). Runs on any Vulkan device (lavapipe: about a minute).
 set -euo pipefail

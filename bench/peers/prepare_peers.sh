@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares the CPU peers that bench/peers/cpu_tools.py times (pfstools, oiiotool; luminance-hdr-cli on
 # request) for the bare GPU host, as Debian 12 packages in ./.peerdeps (git-ignored), the way
-# ../shared/device/prepare.sh carries the runtime libraries in ./.devdeps. Run it once from the project's
+# bench/device/prepare.sh carries the runtime libraries in ./.devdeps. Run it once from the project's
 # root, after prepare.sh (it needs apt-get, cc, readelf and python3). Then, on the GPU host:
 #   carry: [".devdeps", ".peerdeps", ...]
 #   command: source .peerdeps/enter.sh && bench/peers/cpu_tools.py FRAME.exr --json $OUT/peers.json

@@ -6,7 +6,7 @@
 #define HP_SHARED_H
 
 /* Relative luminance Y: the middle row of the full-precision Rec.709/D65 RGB->XYZ matrix
- * (shared/reference/algorithms.md 2.1, DECISIONS.md 2). Negative channels are clamped to 0 first. */
+ * (docs/ALGORITHMS.md 2.1, docs/DECISIONS.md 2). Negative channels are clamped to 0 first. */
 #define HP_LUMA_R 0.2126390059
 #define HP_LUMA_G 0.7151686788
 #define HP_LUMA_B 0.0721923154
