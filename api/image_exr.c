@@ -1351,7 +1351,7 @@ static hp_code decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, _At
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR: out of memory for a %ux%u chunk", r->chunk_w, r->chunk_h);
     bool want_depth = dest->depth && r->chan[SLOT_Z] >= 0;
 #ifdef HP_EXR_DWA_CXX
-    if (r->dwa_cxx) { /* one thread (hp_exr_decode): no counter */
+    if (r->dwa_cxx) { /* one thread (exr_decode): no counter */
         hp_code dwa_code = decode_chunks_dwa(r, first, end, dest, scratch, want_depth, stats, err);
         free(scratch);
         return dwa_code;
@@ -1452,8 +1452,8 @@ static hp_code decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, _At
 
 /* --- Entry points ---------------------------------------------------------------------------------- */
 
-hp_code hp_exr_probe(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
-                     hp_err *err)
+static hp_code exr_probe(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
+                        hp_err *err)
 {
     hp_exr_reader *r = NULL;
     hp_code code = hp_exr_open(bytes, len, opt, info, &r, err);
@@ -1482,7 +1482,7 @@ static void *decode_thread(void *arg)
 
 #define HP_EXR_MAX_THREADS 64
 
-/* Frames in hp_exr_decode (or hp_image_zip_inflate, api/image_exr_zip.c) at once in this process. Each takes its ask (opt->threads, the daemon's
+/* Frames in exr_decode (or hp_image_zip_inflate, api/image_exr_zip.c) at once in this process. Each takes its ask (opt->threads, the daemon's
  * decode_threads: the cores) divided by the frames decoding when it starts: 16 frames arriving together get
  * N, N/2, ... N/16 threads, about 3.4 N in all rather than 16 N. On the H200 host with 16 clients (the PNG
  * deflated on the GPU, so that the CPU is the bound) that served 72-76 frames/s against 64 without it
@@ -1547,8 +1547,8 @@ uint32_t hp_exr_frame_threads(const hp_exr_reader *r, const hp_decode_options *o
     return threads;
 }
 
-hp_code hp_exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options *opt, const hp_image_info *info,
-                      const hp_image_dest *dest, hp_depth_stats *stats, hp_err *err)
+static hp_code exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options *opt, const hp_image_info *info,
+                          const hp_image_dest *dest, hp_depth_stats *stats, hp_err *err)
 {
     hp_image_info fresh = *info;
     hp_exr_reader *r = NULL;
@@ -1573,3 +1573,14 @@ hp_code hp_exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options 
     hp_exr_close(&r);
     return code;
 }
+
+static bool exr_sniff(const uint8_t *bytes, size_t len)
+{
+    static const uint8_t magic[4] = {0x76, 0x2f, 0x31, 0x01}; /* 20000630 little-endian */
+    return len >= 4 && memcmp(bytes, magic, 4) == 0;
+}
+
+const hp_image_decoder hp_exr_decoder = {
+    .format = HP_IMAGE_EXR, .name = "exr", .magic = "OpenEXR (76 2f 31 01)",
+    .sniff = exr_sniff, .probe = exr_probe, .decode = exr_decode,
+};

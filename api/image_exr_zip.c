@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api/image_exr_reader.h"
+#include "api/image_exr_zip.h"
 #include "common/arrival.h"
 #include "hp_shared.h" /* the chunk table's status words */
 
@@ -53,7 +54,7 @@ static hp_code open_for_gpu(const uint8_t *bytes, size_t len, const hp_decode_op
                             hp_exr_reader **r, hp_exr_zip_frame *frame, hp_err *err)
 {
     *frame = (hp_exr_zip_frame){0};
-    if (hp_image_detect(bytes, len) != HP_IMAGE_EXR)
+    if (!hp_exr_decoder.sniff(bytes, len))
         return hp_fail(err, HP_ERR_UNUSABLE, "not an EXR frame");
     hp_code code = hp_exr_open(bytes, len, opt, info, r, err);
     if (code != HP_OK)

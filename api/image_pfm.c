@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/image_internal.h"
+#include "api/image_decoder.h"
 
 typedef struct pfm_header {
     uint32_t width, height, channels;
@@ -102,8 +102,8 @@ static hp_code parse_header(const uint8_t *bytes, size_t len, const hp_decode_op
     return HP_OK;
 }
 
-hp_code hp_pfm_probe(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
-                     hp_err *err)
+static hp_code pfm_probe(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
+                        hp_err *err)
 {
     pfm_header hdr;
     hp_code code = parse_header(bytes, len, opt, &hdr, err);
@@ -129,9 +129,10 @@ static float load_float(const uint8_t *p, bool little_endian)
     return f;
 }
 
-hp_code hp_pfm_decode(const uint8_t *bytes, size_t len, const hp_decode_options *opt, const hp_image_info *info,
-                      const hp_image_dest *dest, hp_err *err)
+static hp_code pfm_decode(const uint8_t *bytes, size_t len, const hp_decode_options *opt, const hp_image_info *info,
+                          const hp_image_dest *dest, hp_depth_stats *stats, hp_err *err)
 {
+    (void)stats; /* no depth in a PFM file */
     (void)info;
     pfm_header hdr;
     hp_code code = parse_header(bytes, len, opt, &hdr, err);
@@ -152,3 +153,15 @@ hp_code hp_pfm_decode(const uint8_t *bytes, size_t len, const hp_decode_options 
     }
     return HP_OK;
 }
+
+/* "PF" or "Pf" then the whitespace that ends the token: "PFx" is not a PFM. */
+static bool pfm_sniff(const uint8_t *bytes, size_t len)
+{
+    return len >= 3 && bytes[0] == 'P' && (bytes[1] == 'F' || bytes[1] == 'f') &&
+           (bytes[2] == '\n' || bytes[2] == '\r' || bytes[2] == ' ' || bytes[2] == '\t');
+}
+
+const hp_image_decoder hp_pfm_decoder = {
+    .format = HP_IMAGE_PFM, .name = "pfm", .magic = "PFM (\"PF\" or \"Pf\")",
+    .sniff = pfm_sniff, .probe = pfm_probe, .decode = pfm_decode,
+};

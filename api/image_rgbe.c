@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/image_internal.h"
+#include "api/image_decoder.h"
 
 #define RGBE_MAX_LINE 4096          /* bytes in one header line */
 #define RGBE_MAX_HEADER (64 * 1024) /* bytes before the resolution line */
@@ -211,8 +211,8 @@ static hp_code parse_header(const uint8_t *bytes, size_t len, const hp_decode_op
     return HP_OK;
 }
 
-hp_code hp_rgbe_probe(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
-                      hp_err *err)
+static hp_code rgbe_probe(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
+                         hp_err *err)
 {
     rgbe_header hdr;
     hp_code code = parse_header(bytes, len, opt, &hdr, err);
@@ -344,9 +344,10 @@ static hp_code read_scanline(rgbe_cursor *c, uint8_t *scan, hp_err *err)
     return read_new_style(c, scan, err);
 }
 
-hp_code hp_rgbe_decode(const uint8_t *bytes, size_t len, const hp_decode_options *opt, const hp_image_info *info,
-                       const hp_image_dest *dest, hp_err *err)
+static hp_code rgbe_decode(const uint8_t *bytes, size_t len, const hp_decode_options *opt, const hp_image_info *info,
+                           const hp_image_dest *dest, hp_depth_stats *stats, hp_err *err)
 {
+    (void)stats; /* no depth in an RGBE file */
     (void)info;
     rgbe_header hdr;
     hp_code code = parse_header(bytes, len, opt, &hdr, err);
@@ -382,3 +383,19 @@ hp_code hp_rgbe_decode(const uint8_t *bytes, size_t len, const hp_decode_options
     free(scan);
     return code;
 }
+
+static bool starts_with(const uint8_t *bytes, size_t len, const char *magic)
+{
+    size_t n = strlen(magic);
+    return len >= n && memcmp(bytes, magic, n) == 0;
+}
+
+static bool rgbe_sniff(const uint8_t *bytes, size_t len)
+{
+    return starts_with(bytes, len, "#?RADIANCE") || starts_with(bytes, len, "#?RGBE");
+}
+
+const hp_image_decoder hp_rgbe_decoder = {
+    .format = HP_IMAGE_RGBE, .name = "rgbe", .magic = "Radiance HDR (\"#?RADIANCE\" or \"#?RGBE\")",
+    .sniff = rgbe_sniff, .probe = rgbe_probe, .decode = rgbe_decode,
+};
