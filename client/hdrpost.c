@@ -4,7 +4,8 @@
  *   hdrpost analyze FRAMES...           every frame's statistics
  *   hdrpost status                      the daemon's state, device, queue, memory and OCIO config
  *
- * Exit status: 0 every frame done, 1 some frames failed (listed), 2 usage, server unreachable or refused. */
+ * Exit status (cli.h, docs/CLIENT.md): 0 done (status: ready), 1 some frames failed or interrupted, 2 the command
+ * (an option, a file, a parameter), 3 the server unreachable, 4 the token missing or refused, 5 not ready. */
 #include <stdatomic.h>
 #include <curl/curl.h>
 #include <getopt.h>
@@ -35,6 +36,19 @@ int hp_cli_usage_error(const char *verb, const char *fmt, const char *arg)
     return HP_EXIT_USAGE;
 }
 
+int hp_cli_error(const char *verb, const char *fmt, const char *arg)
+{
+    fprintf(stderr, "hdrpost %s: ", verb);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    return HP_EXIT_USAGE;
+}
+
+#define EXIT_STATUS_HELP                                                                                    \
+    "Exit status: 0 done (status: the daemon is ready), 1 some frames failed (listed) or interrupted,\n"    \
+    "2 the command (an option, a file, a parameter), 3 the server unreachable, 4 the token missing or\n"    \
+    "refused, 5 the daemon not ready (still starting after --wait, draining, or its GPU lost).\n"
+
 static const char render_help[] =
     "usage: hdrpost render FRAMES... -o DIR [options]\n"
     "\n"
@@ -53,12 +67,13 @@ static const char render_help[] =
     "                          window=N (a centred window of N frames), frame (each its own)\n"
     "  --jobs N                frames in flight (default from the daemon's queue, else 4)\n"
     "  --retries N             retries of a failed connection or 5xx (default 5)\n"
+    "  --wait SECONDS          how long to wait for a daemon that is starting (503) before the first frame\n"
+    "                          (default 120; 0: not at all)\n"
     "  --resume                skip frames whose output exists (outputs are written whole)\n"
-    "  --overwrite             replace outputs that exist\n"
-    "  --timings FILE.csv      every frame's Server-Timing\n"
+    "  --overwrite             render frames whose output exists again (not with --resume)\n"
+    "  --timings FILE.csv      every frame's Server-Timing, a column per phase the daemon reports\n"
     "  --json                  a summary object on stdout\n"
-    "\n"
-    "Exit status: 0 every frame rendered, 1 some failed (listed), 2 usage, server unreachable or refused.\n";
+    "\n" EXIT_STATUS_HELP;
 
 static const char analyze_help[] =
     "usage: hdrpost analyze FRAMES... [options]\n"
@@ -66,21 +81,25 @@ static const char analyze_help[] =
     "Every frame's luminance statistics (/v1/analyze): a table, or --json / --csv.\n"
     "\n"
     "  --frames FIRST-LAST, --server URL, --token TOKEN, --params FILE|JSON, --set NAME=VALUE, --jobs N,\n"
-    "  --retries N: as for render\n"
+    "  --retries N, --wait SECONDS: as for render\n"
     "  --json                  one object per frame, in an array\n"
-    "  --csv                   frame,log_average,mean,min,max,p01,p50,p99\n";
+    "  --csv                   frame,log_average,mean,min,max,p01,p50,p99\n"
+    "\n" EXIT_STATUS_HELP;
 
 static const char status_help[] =
     "usage: hdrpost status [--server URL] [--token TOKEN] [--json]\n"
     "\n"
     "The daemon's ready state, device, queue, GPU memory and OCIO config in one screen (/readyz, /v1/gpu and\n"
-    "/v1/ocio).\n";
+    "/v1/ocio). It does not wait: its exit status says whether the daemon can take frames now.\n"
+    "\n"
+    "Exit status: 0 ready, 3 the server unreachable, 4 the token missing or refused (the rest is still\n"
+    "shown), 5 not ready (starting, draining, or its GPU lost), 2 a usage error.\n";
 
 /* Options common to the verbs; returns 0 to go on, or an exit status. */
 static int parse(const char *verb, const char *help, int argc, char **argv, hp_cli_options *o)
 {
     enum { O_FRAMES = 256, O_SERVER, O_TOKEN, O_PARAMS, O_SET, O_FORMAT, O_EXPOSURE, O_JOBS, O_RETRIES,
-           O_RESUME, O_OVERWRITE, O_TIMINGS, O_JSON, O_CSV, O_HELP };
+           O_RESUME, O_OVERWRITE, O_TIMINGS, O_JSON, O_CSV, O_WAIT, O_HELP };
     static const struct option long_options[] = {
         {"output", required_argument, NULL, 'o'},      {"frames", required_argument, NULL, O_FRAMES},
         {"server", required_argument, NULL, O_SERVER}, {"token", required_argument, NULL, O_TOKEN},
@@ -90,11 +109,13 @@ static int parse(const char *verb, const char *help, int argc, char **argv, hp_c
         {"resume", no_argument, NULL, O_RESUME},       {"overwrite", no_argument, NULL, O_OVERWRITE},
         {"timings", required_argument, NULL, O_TIMINGS}, {"json", no_argument, NULL, O_JSON},
         {"csv", no_argument, NULL, O_CSV},             {"help", no_argument, NULL, O_HELP},
+        {"wait", required_argument, NULL, O_WAIT},
         {NULL, 0, NULL, 0},
     };
     o->server = getenv("HDRPOST_SERVER") ? getenv("HDRPOST_SERVER") : "http://127.0.0.1:8080";
     o->token = getenv("HDRPOST_TOKEN");
     o->retries = 5;
+    o->wait_s = 120; /* a GPU daemon's start: the device, its pipelines and a warm-up frame, with room to spare */
     hp_err err = {0};
     for (int c; (c = getopt_long(argc, argv, "o:", long_options, NULL)) != -1;) {
         char *end;
@@ -102,19 +123,28 @@ static int parse(const char *verb, const char *help, int argc, char **argv, hp_c
         switch (c) {
         case 'o': o->out_dir = optarg; break;
         case O_FRAMES:
-            if (!hp_frame_range_parse(optarg, &o->first, &o->last))
-                return hp_cli_usage_error(verb, "--frames %s: expected FIRST-LAST, e.g. 1001-1240", optarg);
+            if (!hp_frame_range_parse(optarg, &o->first, &o->last)) {
+                long first, last;
+                char tail;
+                if (sscanf(optarg, "%ld-%ld%c", &first, &last, &tail) == 2 && first > last) {
+                    fprintf(stderr, "hdrpost %s: --frames %s: the first frame (%ld) is after the last (%ld); "
+                                    "give FIRST-LAST, e.g. --frames %ld-%ld\n", verb, optarg, first, last, last, first);
+                    return HP_EXIT_USAGE;
+                }
+                return hp_cli_usage_error(verb, "--frames %s: expected FIRST-LAST, e.g. 1001-1240 (at most a "
+                                          "million frames)", optarg);
+            }
             o->has_range = true;
             break;
         case O_SERVER: o->server = optarg; break;
         case O_TOKEN: o->token = optarg; break;
         case O_PARAMS:
             if (hp_param_set_json(&o->params, optarg, &err) != HP_OK)
-                return hp_cli_usage_error(verb, "%s", err.message);
+                return hp_cli_error(verb, "%s", err.message);
             break;
         case O_SET:
             if (hp_param_set_assign(&o->sets, optarg, &err) != HP_OK)
-                return hp_cli_usage_error(verb, "%s", err.message);
+                return hp_cli_error(verb, "%s", err.message);
             break;
         case O_FORMAT: o->format = optarg; break;
         case O_EXPOSURE: o->exposure = optarg; break;
@@ -129,15 +159,23 @@ static int parse(const char *verb, const char *help, int argc, char **argv, hp_c
         case O_RESUME: o->resume = true; break;
         case O_OVERWRITE: o->overwrite = true; break;
         case O_TIMINGS: o->timings = optarg; break;
+        case O_WAIT:
+            o->wait_s = strtod(optarg, &end);
+            if (end == optarg || *end || !(o->wait_s >= 0 && o->wait_s <= 86400))
+                return hp_cli_usage_error(verb, "--wait %s: expected seconds, 0 to 86400", optarg);
+            break;
         case O_JSON: o->json = true; break;
         case O_CSV: o->csv = true; break;
         case O_HELP: fputs(help, stdout); return -1;
         default: return hp_cli_usage_error(verb, "%s", "unknown option");
         }
     }
+    if (o->resume && o->overwrite)
+        return hp_cli_usage_error(verb, "%s", "--resume and --overwrite together: --resume keeps the frames already "
+                                  "rendered, --overwrite renders them again; give one");
     for (int i = optind; i < argc; i++)
         if (hp_frames_add(&o->frames, argv[i], o->has_range, o->first, o->last, &err) != HP_OK)
-            return hp_cli_usage_error(verb, "%s", err.message);
+            return hp_cli_error(verb, "%s", err.message);
     return 0;
 }
 

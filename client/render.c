@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "client/cli.h"
 #include "client/run.h"
 #include "common/file.h"
 
@@ -67,11 +68,23 @@ static bool refused_config_name(const hp_response *r)
     return name;
 }
 
+/* The policy's on_wait: the run counts the wait and says it. */
+typedef struct frame_waits {
+    hp_run *run;
+    size_t index;
+} frame_waits;
+
+static void on_frame_wait(void *user, const hp_response *r, unsigned retry, double wait_s)
+{
+    const frame_waits *f = user;
+    hp_run_note_wait(f->run, f->index, r, retry, wait_s);
+}
+
 /* One frame posted under the retry policy: DONE with the answer in r when it is 200. A refused token or
  * config name (every frame would get it) and a daemon that no longer answers after every retry stop the run;
  * a frame the run was stopped on while it waited is not done (--resume does it). */
 static hp_frame_outcome post_frame(hp_run *run, hp_client *client, size_t i, const char *path, hp_response *r,
-                                   char *why, size_t why_size, bool *fatal)
+                                   char *why, size_t why_size, int *fatal)
 {
     const hp_shot_job *job = run->user;
     size_t len = 0;
@@ -80,14 +93,21 @@ static hp_frame_outcome post_frame(hp_run *run, hp_client *client, size_t i, con
         snprintf(why, why_size, "cannot read %s: %s", run->frames->items[i].path, strerror(errno));
         return HP_FRAME_FAILED;
     }
-    hp_retry_policy policy = {.retries = job->retries, .max_wait_s = job->max_wait_s, .stop = run->stop};
+    frame_waits waits = {run, i};
+    hp_retry_policy policy = {.retries = job->retries, .max_wait_s = job->max_wait_s, .stop = run->stop,
+                              .on_wait = on_frame_wait, .user = &waits};
     hp_client_send_retrying(client, &policy, path, body, len, job->accept, r);
     free(body);
     if (r->status == 200)
         return HP_FRAME_DONE;
     if (run->stop && *run->stop && !hp_response_refused(r))
         return HP_FRAME_NOT_DONE;
-    *fatal = r->status == 401 || r->status == 403 || r->status == 0 || refused_config_name(r);
+    if (r->status == 401 || r->status == 403) {
+        *fatal = HP_EXIT_REFUSED;
+        hp_auth_refusal(r, run->token && *run->token, why, why_size);
+        return HP_FRAME_FAILED;
+    }
+    *fatal = r->status == 0 ? HP_EXIT_UNREACHABLE : refused_config_name(r) ? HP_EXIT_USAGE : 0;
     if (r->status == 0)
         snprintf(why, why_size, "%s unreachable after %u attempt(s): %s", run->server, r->attempts, r->error);
     else
@@ -98,7 +118,7 @@ static hp_frame_outcome post_frame(hp_run *run, hp_client *client, size_t i, con
 /* --- Analyze ---------------------------------------------------------------------------------------- */
 
 static hp_frame_outcome analyze_one(hp_run *run, hp_client *client, size_t i, char *why, size_t why_size,
-                                    bool *fatal)
+                                    int *fatal)
 {
     hp_shot_job *job = run->user;
     char *path = NULL;
@@ -154,7 +174,7 @@ static char *frame_query(const hp_shot_job *job, size_t i)
 }
 
 static hp_frame_outcome render_one(hp_run *run, hp_client *client, size_t i, char *why, size_t why_size,
-                                   bool *fatal)
+                                   int *fatal)
 {
     hp_shot_job *job = run->user;
     char *query = frame_query(job, i), *path = NULL, out[4200];

@@ -37,9 +37,46 @@ static void progress_line(hp_run *run, bool last)
     double elapsed = hp_now() - run->started;
     double rate = elapsed > 0 ? (double)run->finished / elapsed : 0;
     double left = rate > 0 ? (double)(todo - run->finished) / rate : 0;
-    fprintf(stderr, "\r\033[K%s %zu/%zu, %zu failed, %.1f frames/s, %s%.0f s%s", run->phase, run->finished, todo,
-            run->failed, rate, last ? "took " : "ETA ", last ? elapsed : left, last ? "\n" : "");
+    fprintf(stderr, "\r\033[K%s %zu/%zu, %zu failed, %.1f frames/s, %s%.0f s%s%s%s", run->phase, run->finished,
+            todo, run->failed, rate, last ? "took " : "ETA ", last ? elapsed : left,
+            !last && run->waiting[0] ? "; " : "", last ? "" : run->waiting, last ? "\n" : "");
     fflush(stderr);
+}
+
+void hp_run_note_wait(hp_run *run, size_t i, const hp_response *r, unsigned retry, double wait_s)
+{
+    pthread_mutex_lock(&run->lock);
+    if (r->status == 429)
+        run->waits.busy_429++;
+    else if (r->status == 503 && r->retry_after_s >= 0)
+        run->waits.busy_503++;
+    else
+        run->waits.failures++;
+    char reason[300];
+    if (r->status == 0)
+        snprintf(reason, sizeof(reason), "no answer (%s)", r->error);
+    else if (r->status == 429)
+        snprintf(reason, sizeof(reason), "the daemon's queue is full (HTTP 429)");
+    else
+        snprintf(reason, sizeof(reason), "HTTP %ld, %s", r->status, r->error);
+    if (run->terminal) {
+        snprintf(run->waiting, sizeof(run->waiting), "%s: %s, retry %u in %.1f s",
+                 r->status == 0 || r->status >= 500 ? "waiting for the daemon" : "waiting", reason, retry, wait_s);
+        progress_line(run, false);
+    } else {
+        fprintf(stderr, "hdrpost: %s: %s, retry %u in %.1f s\n", run->frames->items[i].name, reason, retry, wait_s);
+    }
+    pthread_mutex_unlock(&run->lock);
+}
+
+void hp_retry_counts_text(const hp_retry_counts *c, char *out, size_t size)
+{
+    size_t total = c->failures + c->busy_429 + c->busy_503;
+    if (!total)
+        snprintf(out, size, "; no retries");
+    else
+        snprintf(out, size, "; %zu retries: %zu after no answer or a 5xx, %zu answers 429, %zu answers 503 waited out",
+                 total, c->failures, c->busy_429, c->busy_503);
 }
 
 typedef struct worker {
@@ -57,6 +94,7 @@ static void frame_finished(hp_run *run, size_t i, hp_frame_outcome outcome, cons
     pthread_mutex_lock(&run->lock);
     run->finished++;
     run->done[i] = ok;
+    run->waiting[0] = '\0';
     if (!ok) {
         run->failed++;
         run->failure[i] = strdup(why);
@@ -86,14 +124,15 @@ static void *worker_main(void *arg)
         if (stop)
             break;
         char why[512] = "";
-        bool fatal = false;
+        int fatal = 0;
         double t0 = hp_now();
         hp_frame_outcome outcome = run->work(run, client, i, why, sizeof(why), &fatal);
         if (fatal) {
             pthread_mutex_lock(&run->lock);
-            if (!run->fatal)
+            if (!run->fatal) {
                 snprintf(run->fatal_why, sizeof(run->fatal_why), "%s", why);
-            run->fatal = true;
+                run->fatal = fatal;
+            }
             pthread_mutex_unlock(&run->lock);
         }
         frame_finished(run, i, outcome, why, w->terminal, (hp_now() - t0) * 1e3);
@@ -110,7 +149,7 @@ bool hp_run_frames(hp_run *run)
         return false;
     run->started = hp_now();
     run->next = 0;
-    bool terminal = isatty(STDERR_FILENO);
+    bool terminal = run->terminal = isatty(STDERR_FILENO);
     unsigned started = 0;
     for (; started < jobs; started++) {
         workers[started] = (worker){.run = run, .terminal = terminal};

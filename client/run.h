@@ -22,10 +22,15 @@ typedef enum hp_frame_outcome {
     HP_FRAME_NOT_DONE, /* the run was stopped while the frame waited (SIGINT): --resume does it */
 } hp_frame_outcome;
 
-/* Does one frame on the thread's client. fatal: stop the whole run (a refused token, a daemon that no longer
- * answers: every frame would fail the same way). */
+/* Does one frame on the thread's client. fatal: 0, or the exit status that stops the whole run (a refused
+ * token, a daemon that no longer answers: every frame would fail the same way; cli.h's HP_EXIT_*). */
 typedef hp_frame_outcome (*hp_frame_work)(hp_run *run, hp_client *client, size_t index, char *why,
-                                          size_t why_size, bool *fatal);
+                                          size_t why_size, int *fatal);
+
+/* The waits of a run, for its summary: retries after no answer or a 5xx, and answers 429 and 503 waited out. */
+typedef struct hp_retry_counts {
+    size_t failures, busy_429, busy_503;
+} hp_retry_counts;
 
 struct hp_run {
     const hp_frame_list *frames;
@@ -38,13 +43,16 @@ struct hp_run {
     /* Results, one per frame (filled by the run). */
     bool *done;
     char **failure;                  /* the reason, or NULL */
-    bool fatal;                      /* a frame said stop */
+    int fatal;                       /* a frame said stop: its exit status; 0 none */
     char fatal_why[512];
     size_t finished, failed, skipped;
+    hp_retry_counts waits;
     /* Internal. */
     pthread_mutex_t lock;
     size_t next;
     double started;
+    bool terminal;                   /* stderr is one: the progress line, else a line per frame and per wait */
+    char waiting[400];               /* the last wait, on the progress line until a frame finishes */
 };
 
 /* Makes the per-frame results; false when out of memory. */
@@ -55,6 +63,13 @@ void hp_run_free(hp_run *run);
 
 /* Marks a frame as skipped (its output exists: --resume) before the run. */
 void hp_run_skip(hp_run *run, size_t index);
+
+/* A wait of frame i's exchange (hp_retry_policy's on_wait): counted, and said on the progress line or in
+ * a line of the log. */
+void hp_run_note_wait(hp_run *run, size_t i, const hp_response *r, unsigned retry, double wait_s);
+
+/* "; 3 retries: 1 after no answer or a 5xx, 2 answers 429, 0 answers 503" for a summary line; "" if none. */
+void hp_retry_counts_text(const hp_retry_counts *c, char *out, size_t size);
 
 /* Seconds on a monotonic clock. */
 double hp_now(void);

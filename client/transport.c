@@ -172,8 +172,7 @@ void hp_client_send(hp_client *c, const char *path, const uint8_t *body, size_t 
     free(url);
 }
 
-/* Sleeps up to seconds, waking early when *stop is set. */
-static void pause_for(double seconds, _Atomic int *stop)
+void hp_pause(double seconds, _Atomic int *stop)
 {
     struct timespec step = {.tv_nsec = 50 * 1000000L};
     for (double slept = 0; slept < seconds && !(stop && *stop); slept += 0.05)
@@ -198,13 +197,18 @@ void hp_client_send_retrying(hp_client *c, const hp_retry_policy *p, const char 
             /* The daemon says when: waited out, a quarter more at random so that a farm's clients do not all
              * come back at once. */
             double wait = fmin(fmax(out->retry_after_s, 0.1), 30.0) * jitter;
-            pause_for(wait, p->stop);
+            if (p->on_wait)
+                p->on_wait(p->user, out, attempts, wait);
+            hp_pause(wait, p->stop);
             waited += wait;
             continue;
         }
         bool failed = out->status == 0 || (out->status >= 500 && !busy);
         if (failed && failures < p->retries) {
-            pause_for(fmin(0.5 * exp2(failures), 10.0) * jitter, p->stop); /* 0.5, 1, 2, 4, 8, 10 s... */
+            double wait = fmin(0.5 * exp2(failures), 10.0) * jitter; /* 0.5, 1, 2, 4, 8, 10 s... */
+            if (p->on_wait)
+                p->on_wait(p->user, out, attempts, wait);
+            hp_pause(wait, p->stop);
             failures++;
             continue;
         }
@@ -216,6 +220,16 @@ void hp_response_free(hp_response *r)
 {
     free(r->body);
     *r = (hp_response){.retry_after_s = -1};
+}
+
+void hp_auth_refusal(const hp_response *r, bool sent_token, char *out, size_t size)
+{
+    if (sent_token)
+        snprintf(out, size, "the daemon refused the token given (--token or HDRPOST_TOKEN): HTTP %ld, %s", r->status,
+                 r->error);
+    else
+        snprintf(out, size, "the daemon needs a token and none was given: --token TOKEN or HDRPOST_TOKEN (HTTP %ld, "
+                 "%s)", r->status, r->error);
 }
 
 bool hp_response_refused(const hp_response *r) { return r->status >= 400 && r->status < 500 && r->status != 429; }

@@ -39,6 +39,10 @@ typedef struct hp_retry_policy {
     unsigned retries;            /* connection failures and 5xx (but a 503 with Retry-After) retried this often */
     double max_wait_s;           /* 429 and 503 with Retry-After waited out this long in all, per request */
     _Atomic int *stop; /* set: no further attempt is made (SIGINT) */
+    /* Told before each wait, so that a wait is never silent: the answer that made it (status 0: none), the
+     * retry it leads to (1 for the first) and its length. NULL: none. */
+    void (*on_wait)(void *user, const hp_response *r, unsigned retry, double wait_s);
+    void *user;
 } hp_retry_policy;
 
 /* hp_client_send under the policy: the last answer. */
@@ -46,6 +50,13 @@ void hp_client_send_retrying(hp_client *client, const hp_retry_policy *policy, c
                              const uint8_t *body, size_t len, const char *accept, hp_response *out);
 
 void hp_response_free(hp_response *r);
+
+/* Sleeps up to seconds, waking early when *stop (if any) is set. */
+void hp_pause(double seconds, _Atomic int *stop);
+
+/* What a 401 or 403 means for the user: a token the daemon needs and none was given, or the one given refused
+ * (the daemon says the same for both; the client knows which). */
+void hp_auth_refusal(const hp_response *r, bool sent_token, char *out, size_t size);
 
 /* A status that retrying cannot change for the better, and that is the request's fault (4xx but 429). */
 bool hp_response_refused(const hp_response *r);

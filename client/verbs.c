@@ -23,19 +23,83 @@ static json_t *get_json(hp_client *client, const char *path, hp_response *r)
     return r->status == 200 ? json_loadb((const char *)r->body, r->len, 0, NULL) : NULL;
 }
 
-/* Before a single frame: the daemon answers and takes the token, and its queue sizes the default jobs. */
+/* The daemon's 401, 403, 503 or no answer as an exit status (cli.h), with a message; 0 for any other status. */
+static int server_refusal(const hp_cli_options *o, const hp_response *r, char *why, size_t why_size)
+{
+    if (r->status == 0) {
+        snprintf(why, why_size, "%s: unreachable: %s", o->server, r->error);
+        return HP_EXIT_UNREACHABLE;
+    }
+    if (r->status == 401 || r->status == 403) {
+        hp_auth_refusal(r, o->token && *o->token, why, why_size);
+        return HP_EXIT_REFUSED;
+    }
+    if (r->status == 503) {
+        snprintf(why, why_size, "%s: not ready: %s", o->server, r->error);
+        return HP_EXIT_NOT_READY;
+    }
+    return 0;
+}
+
+/* Before a single frame: the daemon is ready (a starting one, 503 with Retry-After from /readyz, is waited for up
+ * to --wait, and the wait is shown), answers and takes the token, and its queue sizes the default jobs. */
 static int check_server(const char *verb, hp_cli_options *o)
 {
     hp_client *client = hp_client_new(o->server, o->token, o->stop, 1);
     hp_response r = {0};
-    json_t *gpu = client ? get_json(client, "/v1/gpu", &r) : NULL;
+    json_t *gpu = NULL;
+    bool terminal = isatty(STDERR_FILENO);
+    double started = hp_now(), said = -1; /* said: when the wait was last shown in a log; -1 never */
+    bool waiting = false;
     int rc = 0;
+    char why[700] = "";
+    while (client && !rc) {
+        hp_retry_policy quick = {.retries = 1, .max_wait_s = 0};
+        hp_client_send_retrying(client, &quick, "/readyz", NULL, 0, NULL, &r);
+        bool starting = r.status == 503 && r.retry_after_s >= 0; /* draining and a lost GPU have no Retry-After */
+        if (!starting) {
+            /* /v1/gpu says what /readyz cannot: the token, the queue (a 404 for /readyz: an older daemon). */
+            if (r.status == 200 || r.status == 404)
+                gpu = get_json(client, "/v1/gpu", &r);
+            starting = !gpu && r.status == 503 && r.retry_after_s >= 0;
+            if (!starting) {
+                if (!gpu && !(rc = server_refusal(o, &r, why, sizeof why)))
+                    rc = HP_EXIT_UNREACHABLE, snprintf(why, sizeof why, "%s: %s", o->server, r.error);
+                break;
+            }
+        }
+        double waited = hp_now() - started;
+        if (o->stop && *o->stop)
+            break;
+        if (waited >= o->wait_s) {
+            snprintf(why, sizeof why, "%s: still not ready after %.0f s (--wait %g): %s", o->server, waited, o->wait_s,
+                     r.error);
+            rc = HP_EXIT_NOT_READY;
+            break;
+        }
+        /* Shown: in place on a terminal, a line every 10 s in a log. */
+        if (terminal)
+            fprintf(stderr, "\r\033[Khdrpost %s: waiting for the daemon to be ready (%.0f s of at most %g, --wait): %s",
+                    verb, waited, o->wait_s, r.error);
+        else if (said < 0 || waited - said >= 10) {
+            fprintf(stderr, "hdrpost %s: waiting for the daemon to be ready (%.0f s of at most %g, --wait): %s\n", verb,
+                    waited, o->wait_s, r.error);
+            said = waited;
+        }
+        waiting = true;
+        hp_pause(fmin(fmax(r.retry_after_s, 0.2), 5.0), o->stop);
+    }
+    if (waiting && terminal)
+        fprintf(stderr, "\r\033[K");
+    if (waiting && gpu)
+        fprintf(stderr, "hdrpost %s: the daemon is ready after %.1f s\n", verb, hp_now() - started);
     if (!gpu && o->stop && *o->stop) {
         fprintf(stderr, "hdrpost %s: interrupted\n", verb);
         rc = HP_EXIT_SOME_FAILED;
     } else if (!gpu) {
-        fprintf(stderr, "hdrpost %s: %s: %s%s\n", verb, o->server, r.status == 0 ? "unreachable: " : "", r.error);
-        rc = HP_EXIT_USAGE;
+        if (!rc)
+            rc = HP_EXIT_UNREACHABLE, snprintf(why, sizeof why, "%s: out of memory", o->server);
+        fprintf(stderr, "hdrpost %s: %s\n", verb, why);
     } else if (!o->jobs) {
         /* As many frames in flight as the daemon queues, at most 8: more would only wait in its queue. */
         json_int_t capacity = json_integer_value(json_object_get(json_object_get(gpu, "queue"), "capacity"));
@@ -102,7 +166,7 @@ static int learn_look(const char *verb, hp_cli_options *o, const char *name)
     else
         message[0] = '\0';
     if (message[0])
-        rc = hp_cli_usage_error(verb, "%s", message);
+        rc = hp_cli_error(verb, "%s", message);
     free(query);
     json_decref(doc);
     hp_response_free(&r);
@@ -130,16 +194,25 @@ static void print_failures(const char *verb, const hp_run *run)
                     run->failure[i]);
 }
 
-/* The run's end: 2 when a frame said stop (a refused token), 1 when frames failed or were left (SIGINT), 0. */
+/* The frames of a run never tried to the end: left when it stopped (a daemon gone, SIGINT). */
+static size_t not_tried(const hp_run *run) { return run->frames->count - run->skipped - run->finished; }
+
+/* The run's end: the status a frame said stop with (a refused token 4, a daemon gone 3, a name only the daemon
+ * knows 2), 1 when frames failed or were left (SIGINT), 0. */
 static int run_status(const char *verb, const hp_run *run)
 {
+    size_t left = not_tried(run);
     if (run->fatal) {
-        fprintf(stderr, "hdrpost %s: stopped: %s\n", verb, run->fatal_why);
-        return HP_EXIT_USAGE;
+        fprintf(stderr, "hdrpost %s: stopped: %s", verb, run->fatal_why);
+        if (left)
+            fprintf(stderr, "; %zu frame(s) not tried (%s does them)", left,
+                    !strcmp(verb, "render") ? "--resume" : "a run once the daemon answers");
+        fprintf(stderr, "\n");
+        return run->fatal;
     }
-    size_t left = run->frames->count - run->skipped - run->finished;
     if (left)
-        fprintf(stderr, "hdrpost %s: interrupted: %zu frame(s) not done (--resume does them)\n", verb, left);
+        fprintf(stderr, "hdrpost %s: interrupted: %zu frame(s) not done%s\n", verb, left,
+                !strcmp(verb, "render") ? " (--resume does them)" : "");
     return run->failed || left ? HP_EXIT_SOME_FAILED : HP_EXIT_DONE;
 }
 
@@ -150,10 +223,10 @@ static int prepare(const char *verb, hp_cli_options *o, char **query, hp_params 
     hp_err err = {0};
     if ((o->format && hp_param_set_put(&o->sets, "output.format", o->format, &err) != HP_OK) ||
         hp_param_set_merge(&o->params, &o->sets, &err) != HP_OK)
-        return hp_cli_usage_error(verb, "%s", err.message);
+        return hp_cli_error(verb, "%s", err.message);
     /* The daemon's own parser and messages, before a single frame is sent. */
     if (hp_param_set_query(&o->params, query, params, &err) != HP_OK)
-        return hp_cli_usage_error(verb, "%s", err.message);
+        return hp_cli_error(verb, "%s", err.message);
     int rc = o->frames.count ? check_server(verb, o)
                              : hp_cli_usage_error(verb, "%s", "no frames: give files, directories or a pattern with --frames");
     if (!rc && params->look_name[0]) {
@@ -164,7 +237,7 @@ static int prepare(const char *verb, hp_cli_options *o, char **query, hp_params 
         *query = NULL;
         rc = learn_look(verb, o, look);
         if (!rc && hp_param_set_query(&o->params, query, params, &err) != HP_OK)
-            rc = hp_cli_usage_error(verb, "%s", err.message);
+            rc = hp_cli_error(verb, "%s", err.message);
     }
     if (rc) { /* nothing left to the caller on a failure (found by ASan on the wrong-token exit) */
         free(*query);
@@ -224,6 +297,10 @@ int hp_verb_analyze(hp_cli_options *o)
         } else {
             analyze_table(&job, o->csv);
         }
+        char retries[200];
+        hp_retry_counts_text(&run.waits, retries, sizeof retries);
+        fprintf(stderr, "hdrpost analyze: %zu analysed, %zu failed, %zu not tried of %zu frames%s\n",
+                run.finished - run.failed, run.failed, not_tried(&run), o->frames.count, retries);
         print_failures("analyze", &run);
         rc = run_status("analyze", &run);
     }
@@ -313,16 +390,41 @@ static bool write_sidecar(const hp_cli_options *o, const hp_shot_job *job, const
     return ok;
 }
 
+/* The parameter a user changes for each field of the lock's "request" (request_json). */
+static const char *request_field_parameter(const char *field)
+{
+    static const char *const names[][2] = {
+        {"mode", "--exposure"}, {"window", "--exposure"}, {"key", "exposure.key"}, {"key_auto", "exposure.key"},
+        {"compensation_ev", "exposure.compensation_ev"}, {"fixed", "exposure.mode"},
+        {"fixed_adaptation", "exposure.adaptation"}, {"fixed_stops", "exposure.stops"},
+        {"fix_white", "tonemap.operator or tonemap.white_point"},
+        {"fix_drago", "tonemap.operator or tonemap.drago.*"}};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!strcmp(field, names[i][0]))
+            return names[i][1];
+    return field;
+}
+
+/* A JSON value as short text ("0.5", "true", "\"shot\""), into out. */
+static const char *value_text(const json_t *v, char *out, size_t size)
+{
+    char *text = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6)) : NULL;
+    snprintf(out, size, "%s", text ? text : "none");
+    free(text);
+    return out;
+}
+
 /* The lock recorded in DIR/exposure.json, when it was made for these frames, in this mode, from the same
  * request: so that frames rendered after an interruption match those rendered before it. Read into locks
- * only on a whole match. */
-static bool reuse_sidecar(const hp_cli_options *o, hp_shot_job *job, const hp_lock_request *req)
+ * only on a whole match; otherwise changed says, in a few words, what differs. */
+static bool reuse_sidecar(const hp_cli_options *o, hp_shot_job *job, const hp_lock_request *req, char *changed,
+                          size_t changed_size)
 {
     char path[4200];
     snprintf(path, sizeof(path), "%s/exposure.json", o->out_dir);
     json_t *doc = json_load_file(path, 0, NULL), *frames = json_object_get(doc, "frames");
-    json_t *want = request_json(req);
-    bool ok = json_array_size(frames) == o->frames.count && json_equal(json_object_get(doc, "request"), want);
+    json_t *want = request_json(req), *had = json_object_get(doc, "request");
+    bool ok = json_array_size(frames) == o->frames.count && json_equal(had, want);
     hp_frame_lock *locks = ok ? calloc(o->frames.count, sizeof(*locks)) : NULL;
     for (size_t i = 0; locks && ok && i < o->frames.count; i++) {
         json_t *f = json_array_get(frames, i);
@@ -337,6 +439,25 @@ static bool reuse_sidecar(const hp_cli_options *o, hp_shot_job *job, const hp_lo
     }
     if (locks && ok)
         memcpy(job->locks, locks, o->frames.count * sizeof(*locks));
+    else if (!doc)
+        snprintf(changed, changed_size, "%.400s is missing or unreadable, so the exposure of the frames already there "
+                 "is not known", path);
+    else if (!json_equal(had, want)) {
+        const char *field;
+        json_t *value;
+        char then[64], now[64];
+        snprintf(changed, changed_size, "the parameters changed since %.400s was recorded", path);
+        json_object_foreach(want, field, value)
+            if (!json_equal(value, json_object_get(had, field))) {
+                snprintf(changed, changed_size, "%s changed since %.400s was recorded (%s then, %s now)",
+                         request_field_parameter(field), path, value_text(json_object_get(had, field), then, sizeof then),
+                         value_text(value, now, sizeof now));
+                break;
+            }
+    } else {
+        snprintf(changed, changed_size, "the frames changed since %.400s was recorded (%zu then, %zu now, from %.200s)", path,
+                 json_array_size(frames), o->frames.count, o->frames.items[0].name);
+    }
     free(locks);
     json_decref(want);
     json_decref(doc);
@@ -345,25 +466,29 @@ static bool reuse_sidecar(const hp_cli_options *o, hp_shot_job *job, const hp_lo
 
 /* The analysis pass and the lock; 0, or the exit status. skipped: outputs already there (--resume), whose
  * exposure a new lock could not match. */
-static int lock_exposure(hp_cli_options *o, hp_shot_job *job, const hp_lock_request *req, size_t skipped)
+static int lock_exposure(hp_cli_options *o, hp_shot_job *job, const hp_lock_request *req, size_t skipped,
+                         hp_retry_counts *waits)
 {
     job->locks = calloc(o->frames.count, sizeof(*job->locks));
     if (!job->locks)
         return HP_EXIT_USAGE;
-    if (skipped && reuse_sidecar(o, job, req)) {
-        fprintf(stderr, "hdrpost render: the exposure recorded in %s/exposure.json (--resume)\n", o->out_dir);
+    char changed[1200] = "";
+    if (skipped && reuse_sidecar(o, job, req, changed, sizeof changed)) {
+        if (skipped < o->frames.count)
+            fprintf(stderr, "hdrpost render: resuming: %zu of %zu frames already done; the rest are rendered with the "
+                    "exposure recorded in %s/exposure.json (--resume).\n", skipped, o->frames.count, o->out_dir);
         return 0;
     }
     if (skipped) {
-        fprintf(stderr, "hdrpost render: %zu frame(s) in %s were rendered under an exposure that %s/exposure.json "
-                        "does not record for these frames and parameters: the shot would change exposure where they "
-                        "end; --overwrite renders them all again\n", skipped, o->out_dir, o->out_dir);
+        fprintf(stderr, "hdrpost render: cannot resume: %s. Run with the same parameters and frames, or with "
+                "--overwrite instead of --resume to render all %zu frames again.\n", changed, o->frames.count);
         return HP_EXIT_USAGE;
     }
     hp_run analysis = {.server = o->server, .token = o->token, .jobs = o->jobs, .stop = o->stop};
     job->accept = "application/json";
     bool ran = hp_run_init(&analysis, &o->frames) && hp_shot_analyze(job, &analysis);
     job->accept = NULL;
+    *waits = analysis.waits;
     int rc = 0;
     if (ran && o->stop && *o->stop) {
         fprintf(stderr, "hdrpost render: interrupted while measuring the shot: nothing rendered\n");
@@ -372,16 +497,13 @@ static int lock_exposure(hp_cli_options *o, hp_shot_job *job, const hp_lock_requ
         fprintf(stderr, "hdrpost render: the shot could not be measured for its exposure%s%s\n",
                 analysis.fatal ? ": " : "", analysis.fatal ? analysis.fatal_why : "");
         print_failures("render (analysis)", &analysis);
-        rc = HP_EXIT_USAGE;
+        rc = analysis.fatal ? analysis.fatal : HP_EXIT_USAGE;
     } else if (!write_sidecar(o, job, req)) {
         rc = HP_EXIT_USAGE;
     }
     hp_run_free(&analysis);
     return rc;
 }
-
-static const char *const timing_columns[] = {"recv", "decode", "queue", "upload", "reduce", "tonemap",
-                                             "download", "encode", "encode_cpu", "total"};
 
 /* The duration of one phase in a Server-Timing value ("recv;dur=0.3, decode;dur=11.1, ..."), or NULL. */
 static const char *timing_of(const char *header, const char *name, char *out, size_t size)
@@ -397,24 +519,57 @@ static const char *timing_of(const char *header, const char *name, char *out, si
     return NULL;
 }
 
-/* --timings: one row per frame, its Server-Timing phases in milliseconds. */
+enum { MAX_TIMING_COLUMNS = 32 };
+
+/* The phases named in the frames' Server-Timing, in the order the daemon first gives them (a phase one frame
+ * lacks, png_gpu with a WebP, is placed where the first frame that has it puts it): no list of the client's own
+ * to go stale when the daemon adds a stage. */
+static size_t timing_columns(const hp_shot_job *job, char (*columns)[32])
+{
+    size_t count = 0;
+    for (size_t i = 0; i < job->frames->count; i++) {
+        if (!job->statuses[i])
+            continue;
+        size_t after = 0; /* the place after this frame's previous phase */
+        for (const char *field = job->timings[i]; *field; field += strcspn(field, ",")) {
+            field += strspn(field, ", ");
+            size_t n = strcspn(field, ";,");
+            if (!n || n >= sizeof(columns[0]))
+                continue;
+            size_t k = 0;
+            while (k < count && (strlen(columns[k]) != n || strncmp(columns[k], field, n)))
+                k++;
+            if (k == count && count < MAX_TIMING_COLUMNS) {
+                memmove(columns + after + 1, columns + after, (count - after) * sizeof(columns[0]));
+                snprintf(columns[after], sizeof(columns[0]), "%.*s", (int)n, field);
+                k = after;
+                count++;
+            }
+            after = k + 1;
+        }
+    }
+    return count;
+}
+
+/* --timings: one row per frame posted, its Server-Timing phases in milliseconds, a column per phase. */
 static bool write_timings(const char *path, const hp_shot_job *job)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return false;
-    const size_t columns = sizeof(timing_columns) / sizeof(timing_columns[0]);
+    char columns[MAX_TIMING_COLUMNS][32];
+    const size_t count = timing_columns(job, columns);
     fprintf(f, "frame,status");
-    for (size_t k = 0; k < columns; k++)
-        fprintf(f, ",%s", timing_columns[k]);
+    for (size_t k = 0; k < count; k++)
+        fprintf(f, ",%s", columns[k]);
     fprintf(f, "\n");
     for (size_t i = 0; i < job->frames->count; i++) {
         if (!job->statuses[i])
             continue; /* not posted (skipped, or the run stopped first) */
         fprintf(f, "%s,%ld", job->frames->items[i].name, job->statuses[i]);
-        for (size_t k = 0; k < columns; k++) {
+        for (size_t k = 0; k < count; k++) {
             char value[32];
-            fprintf(f, ",%s", timing_of(job->timings[i], timing_columns[k], value, sizeof(value)) ? value : "");
+            fprintf(f, ",%s", timing_of(job->timings[i], columns[k], value, sizeof(value)) ? value : "");
         }
         fprintf(f, "\n");
     }
@@ -441,9 +596,12 @@ static int existing_outputs(hp_cli_options *o, hp_shot_job *job, hp_run *run)
 /* The summary: on stdout as JSON with --json (with the lock's values: those of the shot, or where to find
  * each frame's), and in a line on stderr. */
 static void summary(const hp_cli_options *o, const hp_shot_job *job, const hp_run *run, hp_lock_mode mode,
-                    double seconds)
+                    const hp_retry_counts *analysis_waits, double seconds)
 {
     size_t rendered = run->finished - run->failed;
+    hp_retry_counts waits = {run->waits.failures + analysis_waits->failures,
+                             run->waits.busy_429 + analysis_waits->busy_429,
+                             run->waits.busy_503 + analysis_waits->busy_503};
     if (o->json) {
         json_t *exposure = mode == HP_LOCK_SHOT && job->locks ? lock_json(&job->locks[0]) : json_object();
         json_object_set_new(exposure, "mode", json_string(lock_mode_name(mode)));
@@ -452,15 +610,21 @@ static void summary(const hp_cli_options *o, const hp_shot_job *job, const hp_ru
             snprintf(path, sizeof(path), "%s/exposure.json", o->out_dir);
             json_object_set_new(exposure, "frames", json_string(path));
         }
-        json_t *doc = json_pack("{s:i, s:i, s:i, s:o, s:f, s:s, s:o}", "frames", (int)o->frames.count, "rendered",
-                                (int)rendered, "skipped", (int)run->skipped, "failed", failures_json(run), "seconds",
-                                seconds, "output", o->out_dir, "exposure", exposure);
+        json_t *retries = json_pack("{s:i, s:i, s:i}", "no_answer_or_5xx", (int)waits.failures, "busy_429",
+                                    (int)waits.busy_429, "busy_503", (int)waits.busy_503);
+        json_t *doc = json_pack("{s:i, s:i, s:i, s:o, s:i, s:f, s:s, s:o, s:o}", "frames", (int)o->frames.count,
+                                "rendered", (int)rendered, "skipped", (int)run->skipped, "failed", failures_json(run),
+                                "not_tried", (int)not_tried(run), "seconds", seconds, "output", o->out_dir, "exposure",
+                                exposure, "retries", retries);
         json_dumpf(doc, stdout, JSON_INDENT(1));
         printf("\n");
         json_decref(doc);
     }
-    fprintf(stderr, "hdrpost render: %zu rendered, %zu skipped, %zu failed of %zu frames in %.1f s (exposure: %s)\n",
-            rendered, run->skipped, run->failed, o->frames.count, seconds, lock_mode_name(mode));
+    char retries[200];
+    hp_retry_counts_text(&waits, retries, sizeof retries);
+    fprintf(stderr, "hdrpost render: %zu rendered, %zu skipped, %zu failed, %zu not tried of %zu frames in %.1f s "
+            "(exposure: %s)%s\n", rendered, run->skipped, run->failed, not_tried(run), o->frames.count, seconds,
+            lock_mode_name(mode), retries);
     print_failures("render", run);
 }
 
@@ -471,7 +635,7 @@ static int render_options(hp_cli_options *o, hp_lock_mode *mode, unsigned *windo
         return hp_cli_usage_error("render", "%s", "no output directory: -o DIR");
     size_t a, b;
     if (hp_frames_name_clash(&o->frames, &a, &b))
-        return hp_cli_usage_error("render", "two frames would write the same output: %s", o->frames.items[b].path);
+        return hp_cli_error("render", "two frames would write the same output: %s", o->frames.items[b].path);
     *mode = o->frames.count > 1 ? HP_LOCK_SHOT : HP_LOCK_FRAME;
     *window = 0;
     if (o->exposure && !hp_lock_parse(o->exposure, mode, window))
@@ -494,7 +658,7 @@ int hp_verb_render(hp_cli_options *o)
     hp_err err = {0};
     if (mode != HP_LOCK_FRAME && params.exposure.mode == HP_EXPOSURE_HISTOGRAM) {
         free(query);
-        return hp_cli_usage_error("render", "%s", "exposure.mode=histogram exposes every frame by its own histogram; "
+        return hp_cli_error("render", "%s", "exposure.mode=histogram exposes every frame by its own histogram; "
                                   "the shot's lock uses log-averages: use --exposure frame with it, or leave the mode");
     }
     if (mode != HP_LOCK_FRAME)
@@ -510,17 +674,25 @@ int hp_verb_render(hp_cli_options *o)
                        .max_wait_s = 600};
     hp_run run = {.server = o->server, .token = o->token, .jobs = o->jobs, .stop = o->stop};
     double t0 = hp_now();
+    hp_retry_counts analysis_waits = {0};
     if (!hp_shot_job_init(&job) || !hp_run_init(&run, &o->frames))
         rc = HP_EXIT_USAGE;
     else if (!(rc = existing_outputs(o, &job, &run)) && mode != HP_LOCK_FRAME)
-        rc = lock_exposure(o, &job, &req, run.skipped); /* every frame, skipped ones too: they belong to the shot */
-    if (!rc && o->stop && *o->stop) {
+        rc = lock_exposure(o, &job, &req, run.skipped, &analysis_waits); /* skipped ones too: they belong to the shot */
+    else if (!rc && run.skipped && run.skipped < o->frames.count)
+        fprintf(stderr, "hdrpost render: resuming: %zu of %zu frames already done (--resume).\n", run.skipped,
+                o->frames.count);
+    if (!rc && run.skipped == o->frames.count) {
+        fprintf(stderr, "hdrpost render: nothing left to render: %zu frames already done (--resume)\n", run.skipped);
+        if (o->json)
+            summary(o, &job, &run, mode, &analysis_waits, hp_now() - t0);
+    } else if (!rc && o->stop && *o->stop) {
         fprintf(stderr, "hdrpost render: interrupted before rendering\n");
         rc = HP_EXIT_SOME_FAILED;
     } else if (!rc) {
         job.query = render_query;
         hp_shot_render(&job, &run);
-        summary(o, &job, &run, mode, hp_now() - t0);
+        summary(o, &job, &run, mode, &analysis_waits, hp_now() - t0);
         if (o->timings && !write_timings(o->timings, &job))
             fprintf(stderr, "hdrpost render: cannot write %s\n", o->timings);
         rc = run_status("render", &run);
@@ -596,14 +768,22 @@ int hp_verb_status(hp_cli_options *o)
         hp_client_send_retrying(client, &once, "/readyz", NULL, 0, NULL, &ready);
     json_t *gpu = client && ready.status ? get_json(client, "/v1/gpu", &r) : NULL;
     json_t *ocio = client && ready.status ? get_json(client, "/v1/ocio", &ro) : NULL;
+    /* The exit status a script gates on (cli.h): 0 ready, 3 unreachable, 4 the token missing or refused, 5 not
+     * ready (the screen is still shown for 4 and 5: it says why). */
     int rc = HP_EXIT_DONE;
+    char why[700] = "";
+    if (!ready.status)
+        rc = HP_EXIT_UNREACHABLE, snprintf(why, sizeof why, "%s: unreachable: %s", o->server, ready.error);
+    else if (!gpu && (r.status == 401 || r.status == 403))
+        rc = HP_EXIT_REFUSED, hp_auth_refusal(&r, o->token && *o->token, why, sizeof why);
+    else if (ready.status != 200 && ready.status != 404)
+        rc = HP_EXIT_NOT_READY, snprintf(why, sizeof why, "%s: not ready: %s", o->server, ready.error);
     if (!ready.status) {
-        fprintf(stderr, "hdrpost status: %s: unreachable: %s\n", o->server, ready.error);
-        rc = HP_EXIT_USAGE;
+        /* nothing to show */
     } else if (o->json) {
         /* ocio: /v1/ocio's answer ("config" null without one), or null where the daemon could not say. */
-        json_t *doc = json_pack("{s:s, s:b, s:O?, s:O?}", "server", o->server, "ready", ready.status == 200, "gpu",
-                                gpu, "ocio", ocio);
+        json_t *doc = json_pack("{s:s, s:b, s:O?, s:O?, s:i}", "server", o->server, "ready", ready.status == 200,
+                                "gpu", gpu, "ocio", ocio, "exit_status", rc);
         json_dumpf(doc, stdout, JSON_INDENT(1));
         printf("\n");
         json_decref(doc);
@@ -612,6 +792,8 @@ int hp_verb_status(hp_cli_options *o)
         print_gpu(gpu, &r);
         print_ocio(ocio, &ro);
     }
+    if (rc)
+        fprintf(stderr, "hdrpost status: %s\n", why);
     json_decref(gpu);
     json_decref(ocio);
     hp_response_free(&ready);

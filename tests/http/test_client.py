@@ -202,10 +202,31 @@ def user_exposure(d, tmp, pattern):
     rc, _, err = hdrpost("render", pattern, "--frames", f"{FIRST}-{FIRST + 11}", "-o", out, "--resume", port=d.port)
     rc2, _, err2 = hdrpost("render", pattern, "--frames", f"{FIRST}-{FIRST + 3}", "-o", out, "--resume", "--set",
                            "exposure.key=0.5", port=d.port)
+    os.remove(os.path.join(out, f"beauty.{FIRST + 2:04d}.webp"))
     rc3, _, err3 = hdrpost("render", pattern, "--frames", f"{FIRST}-{FIRST + 3}", "-o", out, "--resume", port=d.port)
     point("--resume with other frames or other parameters than the recorded exposure's: exit 2 naming --overwrite; "
           "with the same: the recorded exposure", rc == 2 and "--overwrite" in err and rc2 == 2 and rc3 == 0
           and "exposure.json (--resume)" in err3, f"{rc} {err}\n{rc2} {err2}\n{rc3} {err3}")
+    # Issue 35: each refusal a short sentence naming what changed and what to do.
+    point("--resume refused: a sentence naming what changed (the frames: 4 then, 12 now; exposure.key: 0.18 then, "
+          "0.5 now) and what to do (the same parameters, or --overwrite), without the --help hint",
+          re.search(r"cannot resume: the frames changed since \S+exposure\.json was recorded \(4 then, 12 now", err)
+          is not None and re.search(r"cannot resume: exposure\.key changed since \S+exposure\.json was recorded "
+                                    r"\(0\.18 then, 0\.5 now\)\. Run with the same parameters and frames, or with "
+                                    r"--overwrite", err2) is not None
+          and "--help" not in err + err2 and len(err2.strip().splitlines()) == 1, f"{err}\n{err2}")
+    point("--resume with one frame missing of four: a sentence saying 3 of 4 are done and the rest get the recorded "
+          "exposure; exactly that frame rendered",
+          "resuming: 3 of 4 frames already done; the rest are rendered with the exposure recorded in " in err3
+          and len(re.findall(r" rendered \(", err3)) == 1, err3)
+    rc4, out4, err4 = hdrpost("render", pattern, "--frames", f"{FIRST}-{FIRST + 3}", "-o", out, "--resume", "--json",
+                              port=d.port)
+    summary = json.loads(out4) if rc4 == 0 and out4.strip() else {}
+    point("--resume with every frame done: exit 0, \"nothing left to render: 4 frames already done (--resume)\", "
+          "nothing posted (the --json summary: 0 rendered, 4 skipped)",
+          rc4 == 0 and "nothing left to render: 4 frames already done (--resume)" in err4
+          and " rendered (" not in err4 and " analysed (" not in err4 and summary.get("rendered") == 0
+          and summary.get("skipped") == 4, f"{rc4}\n{out4}\n{err4}")
     # A look's exposure is the request's own (blender: fixed, 0 EV): the shot renders as its parameters sent
     # one by one, not at the lock's automatic exposure.
     outs = [os.path.join(tmp, "look"), os.path.join(tmp, "look-explicit")]
@@ -246,22 +267,51 @@ def analyze_and_status(d, tmp, pattern):
     rc, out, err = hdrpost("status", port=d.port)
     point("status: ready, the device and the queue on one screen", rc == 0 and "ready    yes" in out
           and "queue" in out and "device" in out, out + err)
+    # Issue 35: an exit status a script can gate on; the two refusals told apart.
+    rc, out, err = hdrpost("status", port=d.port, token="wrong")
+    rc2, _, err2 = hdrpost("status", port=d.port, token=None)
+    rc3, _, err3 = hdrpost("status", port=free_port())
+    point("status exits 4 for a refused token (\"refused the token given\") and for none (\"none was given\"), 3 "
+          "for an unreachable server", rc == 4 and "the daemon refused the token given" in err and rc2 == 4
+          and "needs a token and none was given" in err2 and rc3 == 3 and "unreachable" in err3,
+          f"{rc} {err}\n{rc2} {err2}\n{rc3} {err3}")
 
 
 def refusals(d, tmp, pattern):
     rng = f"{FIRST}-{FIRST + 1}"
     rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", os.path.join(tmp, "r1"), port=d.port,
                          token="wrong")
-    point("a wrong token: exit 2 with the daemon's message", rc == 2 and "unauthorized" in err, err)
+    point("a wrong token: exit 4 saying the token given was refused, with the daemon's message",
+          rc == 4 and "the daemon refused the token given" in err and "unauthorized" in err and "--help" not in err,
+          err)
+    rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", os.path.join(tmp, "r1"), port=d.port, token=None)
+    point("no token to a daemon that needs one: exit 4 saying none was given and how to give one",
+          rc == 4 and "needs a token and none was given: --token TOKEN or HDRPOST_TOKEN" in err
+          and "refused the token given" not in err, err)
     rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", os.path.join(tmp, "r2"), port=free_port())
-    point("an unreachable server: exit 2 saying so", rc == 2 and "unreachable" in err, err)
+    point("an unreachable server: exit 3 saying so", rc == 3 and "unreachable" in err, err)
     rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", os.path.join(tmp, "r3"), "--set",
                          "tonemap.white_point=-1", port=d.port)
-    point("a bad parameter: exit 2 before a frame is sent, with the daemon's own message",
-          rc == 2 and "tonemap.white_point must be a number in [0, 1e9], got -1" in err
-          and not os.path.exists(os.path.join(tmp, "r3")), err)
+    point("a bad parameter: exit 2 before a frame is sent, with the daemon's own message (no --help hint: it is "
+          "not an option's fault)", rc == 2 and "tonemap.white_point must be a number in [0, 1e9], got -1" in err
+          and not os.path.exists(os.path.join(tmp, "r3")) and "--help" not in err, err)
     rc, _, err = hdrpost("render", pattern, "-o", os.path.join(tmp, "r4"), port=d.port)
     point("a pattern without --frames: exit 2 saying what to add", rc == 2 and "--frames" in err, err)
+    # Issue 35: the --help hint for a command line that is wrong, not for a missing file.
+    rc, _, err = hdrpost("render", os.path.join(tmp, "no-such-frame.exr"), "-o", os.path.join(tmp, "r6"), port=d.port)
+    rc2, _, err2 = hdrpost("render", pattern, "--frames", rng, "-o", os.path.join(tmp, "r6"), "--no-such-option",
+                           port=d.port)
+    point("a missing file: exit 2 naming it, without \"--help lists the options\"; an unknown option: with it",
+          rc == 2 and "no-such-frame.exr: No such file or directory" in err and "--help" not in err
+          and rc2 == 2 and "(hdrpost render --help lists the options)" in err2, f"{err}\n{err2}")
+    rc, _, err = hdrpost("render", pattern, "--frames", f"{FIRST + 23}-{FIRST}", "-o", os.path.join(tmp, "r7"),
+                         port=d.port)
+    point("--frames 1024-1001: exit 2 saying the first frame is after the last",
+          rc == 2 and f"the first frame ({FIRST + 23}) is after the last ({FIRST})" in err, err)
+    out_dir = os.path.join(tmp, "r8")
+    rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", out_dir, "--resume", "--overwrite", port=d.port)
+    point("--resume with --overwrite: exit 2 before anything is sent, saying they contradict",
+          rc == 2 and "--resume and --overwrite together" in err and not os.path.exists(out_dir), err)
     # A corrupt frame in the shot: that frame fails with the daemon's message, the others are written.
     shot = os.path.join(tmp, "corrupt")
     os.makedirs(shot)
@@ -282,6 +332,26 @@ def refusals(d, tmp, pattern):
                                                     ["exposure.json"]), out + err)
 
 
+def timings(d, tmp, pattern):
+    """Issue 35: --timings has a column for every phase the daemon reports, png_gpu of a GPU-encoded PNG among them:
+    the same names, in the same order, as the Server-Timing of the same request sent by hand."""
+    frame = pattern.replace("####", f"{FIRST:04d}")
+    csv_path = os.path.join(tmp, "timings.csv")
+    rc, _, err = hdrpost("render", frame, pattern.replace("####", f"{FIRST + 1:04d}"), "-o", os.path.join(tmp, "tm"),
+                         "--format", "png", "--set", "output.png_encoder=gpu", "--timings", csv_path, port=d.port)
+    with open(frame, "rb") as f:
+        status, headers, _ = harness.request(d.port, "POST", "/v1/render?output.format=png&output.png_encoder=gpu",
+                                             f.read(), {"Authorization": f"Bearer {TOKEN}"}, timeout=60)
+    phases = [field.split(";")[0].strip() for field in headers.get("server-timing", "").split(",")]
+    rows = open(csv_path).read().splitlines() if os.path.exists(csv_path) else []
+    header = rows[0].split(",") if rows else []
+    point(f"--timings of a GPU-encoded PNG: the columns are frame, status and every phase of the daemon's "
+          f"Server-Timing ({', '.join(phases)}), png_gpu among them, a value in each for both frames",
+          rc == 0 and status == 200 and "png_gpu" in phases and header == ["frame", "status", *phases]
+          and len(rows) == 3 and all(len(r.split(",")) == len(header) and "" not in r.split(",") for r in rows[1:]),
+          f"{rows}\n{phases}\n{err}")
+
+
 def busy_daemon(tmp, pattern):
     """queue_depth 1 and --jobs 8: frames refused 429 are waited out and none is lost."""
     d = start("busy daemon", ["--queue_depth=1", "--test_gpu_delay_ms=100"])
@@ -290,13 +360,27 @@ def busy_daemon(tmp, pattern):
     try:
         out_dir = os.path.join(tmp, "busy")
         rng = f"{FIRST}-{FIRST + 15}"
-        rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", out_dir, "--jobs", "8", "--exposure", "frame",
-                             port=d.port, timeout=300)
+        rc, out, err = hdrpost("render", pattern, "--frames", rng, "-o", out_dir, "--jobs", "8", "--exposure", "frame",
+                               "--json", port=d.port, timeout=300)
         _, _, metrics = harness.request(d.port, "GET", "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
         refused = sum(float(l.split()[-1]) for l in metrics.decode().splitlines()
                       if l.startswith("hdrpost_requests_total{route=\"/v1/render\",status=\"429\"}"))
         point(f"queue_depth 1, --jobs 8: all 16 frames written through {refused:.0f} answers 429, none lost",
               rc == 0 and len(os.listdir(out_dir)) == 16 and refused > 0, err[-2000:])
+        # Issue 35: every 429 waited out is said in the log and counted in the summary, as many as the daemon sent.
+        summary = json.loads(out) if rc == 0 else {}
+        said = len(re.findall(r"hdrpost: beauty\.\d+: the daemon's queue is full \(HTTP 429\), retry \d+ in", err))
+        counted = summary.get("retries", {}).get("busy_429")
+        point(f"the 429s: {said} line(s) in the log, {counted} in the --json summary and on its line, "
+              f"{refused:.0f} sent by the daemon", said == counted == refused > 0
+              and f", {said} answers 429" in err, err[-2000:])
+        text, rc = on_terminal([HDRPOST, "render", pattern, "--frames", rng, "-o", os.path.join(tmp, "busy-tty"),
+                                "--jobs", "8", "--exposure", "frame", "--server", f"http://{HOST}:{d.port}",
+                                "--token", TOKEN], timeout=300)
+        point("on a terminal, the progress line says the wait: \"waiting: the daemon's queue is full (HTTP 429), "
+              "retry N in T s\"", rc == 0 and re.search(r"rendering \d+/16, 0 failed, [0-9.]+ frames/s, ETA [0-9]+ s; "
+                                                       r"waiting: the daemon's queue is full \(HTTP 429\), retry \d+ "
+                                                       r"in [0-9.]+ s", text) is not None, repr(text[-800:]))
     finally:
         stop(d)
 
@@ -358,19 +442,28 @@ def daemon_gone(tmp, pattern):
     if not d:
         return
     argv = [HDRPOST, "render", pattern, "--frames", f"{FIRST}-{FIRST + 23}", "-o", os.path.join(tmp, "gone"),
-            "--jobs", "2", "--exposure", "frame", "--retries", "2", "--server", f"http://{HOST}:{d.port}", "--token",
-            TOKEN]
+            "--jobs", "2", "--exposure", "frame", "--retries", "2", "--json", "--server", f"http://{HOST}:{d.port}",
+            "--token", TOKEN]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(scaled(1.0))  # mid-run (gpu_delay: the same point of the run at any factor)
     d.kill()
     t0 = time.monotonic()
-    _, err = proc.communicate(timeout=scaled(120))
+    out, err = proc.communicate(timeout=scaled(120))
     took = time.monotonic() - t0
     # The 20 s is not stretched by HDRPOST_TEST_TIME_FACTOR: it is what the point checks, that the run stops
     # once one frame has had its retries (2: 0.5 + 1 s of back-off, the client's own clock) rather than
     # after every frame's, and a dead port is refused at once in any build.
-    point(f"the daemon gone mid-run: exit 2 saying it is unreachable, in {took:.1f} s, not frame after frame",
-          proc.returncode == 2 and "unreachable" in err and took < 20, err[-1500:])
+    point(f"the daemon gone mid-run: exit 3 saying it is unreachable, in {took:.1f} s, not frame after frame",
+          proc.returncode == 3 and "unreachable" in err and took < 20, err[-1500:])
+    # Issue 35: the summary counts the frames never tried, on stderr and in --json, and every frame is one of
+    # rendered, failed or not tried.
+    summary = json.loads(out) if out.strip() else {}
+    left = summary.get("not_tried", -1)
+    line = re.search(r"(\d+) rendered, 0 skipped, (\d+) failed, (\d+) not tried of 24 frames", err)
+    point(f"the daemon gone: the summary counts the {left} frame(s) never tried, and the stop says --resume does them",
+          left > 0 and summary.get("rendered", 0) + len(summary.get("failed", [])) + left == 24 and line is not None
+          and int(line.group(3)) == left and f"{left} frame(s) not tried (--resume does them)" in err,
+          f"{out}\n{err[-1500:]}")
 
 
 def restarted_daemon(tmp, pattern):
@@ -390,6 +483,14 @@ def restarted_daemon(tmp, pattern):
         out, err = proc.communicate(timeout=scaled(120))
         point("the daemon killed mid-run and restarted: the client retries and finishes every frame",
               proc.returncode == 0 and len([n for n in os.listdir(out_dir) if n.endswith(".png")]) == 10, err)
+        # Issue 35: the retries are said, each in the log, and counted in the summary.
+        no_answer = re.findall(r"^hdrpost: beauty\.\d+: no answer \([^)]*\), retry \d+ in [0-9.]+ s$", err, re.M)
+        waits = re.findall(r"^hdrpost: beauty\.\d+: .*, retry \d+ in [0-9.]+ s$", err, re.M)
+        counted = re.search(r"; (\d+) retries: (\d+) after no answer or a 5xx, ", err)
+        point(f"the restart's waits: {len(no_answer)} line(s) in the log saying no answer and the retry "
+              f"({len(waits)} waits in all), and the summary counts every one",
+              no_answer and counted is not None and int(counted.group(1)) == len(waits)
+              and int(counted.group(2)) >= len(no_answer), err)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -397,15 +498,13 @@ def restarted_daemon(tmp, pattern):
             stop(d2)
 
 
-def progress(d, tmp, pattern):
-    rng = f"{FIRST}-{FIRST + 3}"
+def on_terminal(argv, timeout=60):
+    """(what hdrpost wrote to its standard error, a terminal (a pty), exit status) of one run."""
     primary, secondary = pty.openpty()
-    argv = [HDRPOST, "render", pattern, "--frames", rng, "-o", os.path.join(tmp, "tty"), "--server",
-            f"http://{HOST}:{d.port}", "--token", TOKEN]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=secondary)
     os.close(secondary)
     seen = b""
-    deadline = time.monotonic() + scaled(60)
+    deadline = time.monotonic() + scaled(timeout)
     while time.monotonic() < deadline:
         r, _, _ = select.select([primary], [], [], 0.5)
         if r:
@@ -420,10 +519,22 @@ def progress(d, tmp, pattern):
             break
     proc.wait(timeout=scaled(30))
     os.close(primary)
-    text = seen.decode("utf-8", "replace")
+    return seen.decode("utf-8", "replace"), proc.returncode
+
+
+def progress(d, tmp, pattern):
+    rng = f"{FIRST}-{FIRST + 3}"
+    argv = [HDRPOST, "render", pattern, "--frames", rng, "-o", os.path.join(tmp, "tty"), "--server",
+            f"http://{HOST}:{d.port}", "--token", TOKEN]
+    text, rc = on_terminal(argv)
     point("on a terminal: one progress line redrawn in place (carriage returns), frames done/total and frames/s",
-          proc.returncode == 0 and "\r" in text and re.search(r"rendering 4/4, 0 failed, [0-9.]+ frames/s", text)
+          rc == 0 and "\r" in text and re.search(r"rendering 4/4, 0 failed, [0-9.]+ frames/s", text)
           and " rendered (" not in text, repr(text[-500:]))
+    text, rc = on_terminal(argv + ["--resume"])
+    point("on a terminal, --resume with nothing left: the sentence \"nothing left to render: 4 frames already done "
+          "(--resume)\", no progress line drawn (no \"rendering 0/0\")",
+          rc == 0 and "nothing left to render: 4 frames already done (--resume)" in text and "rendering" not in text,
+          repr(text[-500:]))
     rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", os.path.join(tmp, "pipe"), port=d.port)
     point("in a pipe: a plain line per frame, no carriage return", rc == 0 and "\r" not in err
           and len(re.findall(r"beauty\.\d+ rendered \(", err)) == 4, err)
@@ -564,10 +675,68 @@ def older_daemon_status(tmp=None, pattern=None):
           rc == 0 and "\nocio     unknown" in out, out + err)
 
 
+def warming_daemon(tmp, pattern):
+    """Issue 35: a daemon that is starting. GET /v1/gpu's 503 says when to come back (Retry-After, as /readyz's);
+    status exits 5 while it warms; render waits for it (up to --wait), saying so, and renders every frame. The
+    warm-up frames (64x32) each wait gpu_delay on the GPU thread: the daemon stays starting for seconds after its
+    device is up, long beyond the client's start."""
+    d = harness.Daemon(EXE, "warming daemon", [f"--auth_token={TOKEN}", "--warm_frame=64x32", gpu_delay(4000)])
+    render = None
+    try:
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        answers = []  # (status, Retry-After) of /v1/gpu from the daemon's first answer until its device is up
+        out_dir = os.path.join(tmp, "warming")
+        deadline = time.monotonic() + scaled(60)
+        while time.monotonic() < deadline and d.proc.poll() is None and (not answers or answers[-1][0] != 200):
+            try:
+                status, headers, _ = harness.request(d.port, "GET", "/v1/gpu", headers=auth)
+                answers.append((status, headers.get("retry-after")))
+            except OSError:
+                pass  # not listening yet
+            if answers and not render:
+                # Started at the daemon's first answer: most likely while its device is still being made (/v1/gpu
+                # 503), else during the warm-up frames (/readyz 503 alone); it must wait through either.
+                render = subprocess.Popen([HDRPOST, "render", pattern, "--frames", f"{FIRST}-{FIRST + 1}", "-o",
+                                           out_dir, "--exposure", "frame", "--format", "png", "--server",
+                                           f"http://{HOST}:{d.port}", "--token", TOKEN], stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True)
+            time.sleep(0.01)
+        early = [a for a in answers if a[0] == 503]
+        point(f"GET /v1/gpu while the daemon is starting: {len(early)} answer(s) 503, each with Retry-After: 1, "
+              "then 200", early and all(a == (503, "1") for a in early) and answers[-1][0] == 200,
+              f"{answers[:5]} ... {answers[-3:]}\n{d.log()[-1500:]}")
+        rc, out, err = hdrpost("status", port=d.port)
+        rc_json, out_json, _ = hdrpost("status", "--json", port=d.port)
+        doc = json.loads(out_json) if out_json.strip() else {}
+        point("status of a warming daemon: exit 5 saying it is not ready (and --json: ready false, exit_status 5)",
+              rc == 5 and "not ready" in err and "starting" in err and rc_json == 5 and doc.get("ready") is False
+              and doc.get("exit_status") == 5, f"{rc} {out}{err}")
+        short_dir = os.path.join(tmp, "warming-short")
+        rc, _, err = hdrpost("render", pattern, "--frames", f"{FIRST}-{FIRST + 1}", "-o", short_dir, "--exposure",
+                             "frame", "--wait", "0.5", port=d.port)
+        point("render --wait 0.5 against a daemon still warming: exit 5, still not ready after the wait, nothing "
+              "written", rc == 5 and "still not ready after" in err and "--wait 0.5" in err
+              and not [n for n in (os.listdir(short_dir) if os.path.isdir(short_dir) else []) if n.endswith(".png")],
+              err)
+        _, err = render.communicate(timeout=scaled(300)) if render else ("", "not started: the daemon never answered")
+        point("render started at the daemon's first answer: it says it waits for the daemon to be ready, then that "
+              "it is, and renders every frame (exit 0)", render and render.returncode == 0
+              and "waiting for the daemon to be ready" in err and "--wait" in err
+              and re.search(r"the daemon is ready after [0-9.]+ s", err) is not None
+              and len([n for n in os.listdir(out_dir) if n.endswith(".png")]) == 2, err)
+        rc, out, err = hdrpost("status", port=d.port)
+        point("status once it is ready: exit 0", rc == 0 and "ready    yes" in out, out + err)
+    finally:
+        if render and render.poll() is None:
+            render.kill()
+            render.wait()
+        harness.stop_clean(d)
+
+
 def client_daemon(tmp, pattern):
     with harness.serving(start("client daemon")) as d:
         if d:
-            for group in (exposure_lock, user_exposure, analyze_and_status, refusals, progress,
+            for group in (exposure_lock, user_exposure, analyze_and_status, refusals, timings, progress,
                           ocio_names_left_to_daemon):
                 group(d, tmp, pattern)
 
@@ -581,7 +750,7 @@ def main():
     def suite(tmp):
         pattern = make_shot(tmp)
         for group in harness.groups((client_daemon, busy_daemon, interrupted_and_resumed, restarted_daemon,
-                                     daemon_gone, ocio_config, older_daemon_status), QUICK):
+                                     daemon_gone, warming_daemon, ocio_config, older_daemon_status), QUICK):
             group(tmp, pattern)
 
     return harness.run_suite([HDRPOST, EXE, MAKE_FRAME], "hdrpost-client-", suite)
