@@ -1,5 +1,5 @@
 /* The Vulkan core: instance, validation messenger, device choice, queues, buffers, compute pipelines.
- * The pipeline cache file lives in pipeline_cache.c. */
+ * The pipeline cache file lives in pipeline_cache.c, which knows nothing of hp_gpu: it is given the device. */
 #include "pipeline/gpu.h"
 
 #include <stdatomic.h>
@@ -13,44 +13,6 @@
 
 /* Vulkan 1.2 core gives buffer device addresses, timeline semaphores and subgroup properties. */
 #define HP_MIN_VULKAN_API VK_API_VERSION_1_2
-
-const char *hp_vk_result_name(VkResult res)
-{
-    switch (res) {
-#define R(x) case x: return #x;
-    R(VK_SUCCESS) R(VK_NOT_READY) R(VK_TIMEOUT) R(VK_INCOMPLETE)
-    R(VK_ERROR_OUT_OF_HOST_MEMORY) R(VK_ERROR_OUT_OF_DEVICE_MEMORY) R(VK_ERROR_INITIALIZATION_FAILED)
-    R(VK_ERROR_DEVICE_LOST) R(VK_ERROR_MEMORY_MAP_FAILED) R(VK_ERROR_LAYER_NOT_PRESENT)
-    R(VK_ERROR_EXTENSION_NOT_PRESENT) R(VK_ERROR_FEATURE_NOT_PRESENT) R(VK_ERROR_INCOMPATIBLE_DRIVER)
-    R(VK_ERROR_TOO_MANY_OBJECTS) R(VK_ERROR_FORMAT_NOT_SUPPORTED) R(VK_ERROR_FRAGMENTED_POOL)
-    R(VK_ERROR_OUT_OF_POOL_MEMORY) R(VK_ERROR_INVALID_EXTERNAL_HANDLE)
-    R(VK_ERROR_INVALID_OPAQUE_CAPTURE_ADDRESS) R(VK_PIPELINE_COMPILE_REQUIRED)
-#undef R
-    default: return "VK_ERROR_UNKNOWN";
-    }
-}
-
-hp_code hp_vk_fail(hp_err *err, VkResult res, const char *what)
-{
-    hp_code code = HP_ERR_VULKAN;
-    if (res == VK_ERROR_DEVICE_LOST)
-        code = HP_ERR_DEVICE_LOST;
-    else if (res == VK_ERROR_OUT_OF_HOST_MEMORY || res == VK_ERROR_OUT_OF_DEVICE_MEMORY)
-        code = HP_ERR_OUT_OF_MEMORY;
-    return hp_fail(err, code, "%s failed: %s", what, hp_vk_result_name(res));
-}
-
-const char *hp_cache_state_name(hp_cache_state state)
-{
-    switch (state) {
-    case HP_CACHE_NONE: return "none";
-    case HP_CACHE_ABSENT: return "absent";
-    case HP_CACHE_LOADED: return "loaded";
-    case HP_CACHE_FOREIGN: return "foreign";
-    case HP_CACHE_CORRUPT: return "corrupt";
-    }
-    return "unknown";
-}
 
 /* --- Validation messages ------------------------------------------------------------------------- */
 
@@ -593,6 +555,29 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
     return HP_OK;
 }
 
+/* --- Pipeline cache (pipeline/pipeline_cache.h: the file) ------------------------------------------------- */
+
+static hp_cache_identity cache_identity(const hp_gpu *gpu)
+{
+    hp_cache_identity id = {.vendor_id = gpu->info.vendor_id, .device_id = gpu->info.device_id,
+                            .driver_version = gpu->info.driver_version};
+    memcpy(id.uuid, gpu->pipeline_cache_uuid, VK_UUID_SIZE);
+    return id;
+}
+
+static hp_code load_pipeline_cache(hp_gpu *gpu, hp_err *err)
+{
+    hp_cache_identity id = cache_identity(gpu);
+    return hp_pipeline_cache_load(gpu->device, &id, gpu->cache_path, &gpu->pipeline_cache, &gpu->info.cache_state,
+                                  &gpu->info.cache_bytes_loaded, err);
+}
+
+hp_code hp_gpu_save_pipeline_cache(hp_gpu *gpu, hp_err *err)
+{
+    hp_cache_identity id = cache_identity(gpu);
+    return hp_pipeline_cache_save(gpu->device, &id, gpu->cache_path, gpu->pipeline_cache, err);
+}
+
 hp_code hp_gpu_create(const hp_gpu_config *config, hp_gpu **out, hp_err *err)
 {
     hp_gpu_config defaults = HP_GPU_CONFIG_DEFAULTS;
@@ -619,7 +604,7 @@ hp_code hp_gpu_create(const hp_gpu_config *config, hp_gpu **out, hp_err *err)
     if (rc == HP_OK)
         rc = create_device(gpu, cfg, err);
     if (rc == HP_OK)
-        rc = hp_gpu_load_pipeline_cache(gpu, err);
+        rc = load_pipeline_cache(gpu, err);
     if (rc != HP_OK) {
         hp_gpu_destroy(&gpu);
         return rc;

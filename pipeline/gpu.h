@@ -18,6 +18,8 @@
 #include <vulkan/vulkan.h>
 
 #include "common/error.h"
+#include "pipeline/pipeline_cache.h"
+#include "pipeline/vk_result.h"
 
 typedef struct hp_gpu_config {
     /* Which device: NULL or "" chooses by type (discrete, then integrated, then virtual, then CPU);
@@ -43,16 +45,6 @@ typedef struct hp_gpu_config {
     {.device = NULL, .pipeline_cache_path = NULL, .validation = false, .capture_statistics = false,      \
      .shader_clock = false}
 
-/* What happened to the pipeline cache file at start-up; reported by /v1/gpu and checked by tests. */
-typedef enum hp_cache_state {
-    HP_CACHE_NONE = 0,     /* no path configured */
-    HP_CACHE_ABSENT,       /* path configured, no file yet: pipelines compiled from scratch */
-    HP_CACHE_LOADED,       /* file valid for this device and driver: handed to vkCreatePipelineCache */
-    HP_CACHE_FOREIGN,      /* file made by another device or driver (vendor, device or UUID differ): ignored */
-    HP_CACHE_CORRUPT,      /* truncated, bad magic or checksum mismatch: ignored */
-} hp_cache_state;
-
-const char *hp_cache_state_name(hp_cache_state state);
 
 typedef struct hp_gpu_info {
     char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
@@ -199,8 +191,5 @@ void hp_compute_destroy(hp_gpu *gpu, hp_compute *c);
 /* Names a Vulkan object for validation messages and captures (no-op without debug utils). */
 void hp_gpu_set_name(hp_gpu *gpu, VkObjectType type, uint64_t handle, const char *name);
 
-/* Maps a VkResult to a code: device lost and out-of-memory keep their meaning, the rest is HP_ERR_VULKAN. */
-hp_code hp_vk_fail(hp_err *err, VkResult res, const char *what);
-const char *hp_vk_result_name(VkResult res);
 
 #endif

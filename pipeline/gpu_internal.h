@@ -53,7 +53,4 @@ struct hp_gpu {
 int hp_gpu_memory_type(const hp_gpu *gpu, uint32_t type_bits, VkMemoryPropertyFlags want,
                        VkMemoryPropertyFlags avoid);
 
-/* pipeline_cache.c: reads cache_path (if any), validates it, creates gpu->pipeline_cache. */
-hp_code hp_gpu_load_pipeline_cache(hp_gpu *gpu, hp_err *err);
-
 #endif

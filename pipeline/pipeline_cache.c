@@ -23,7 +23,8 @@
 
 #include "common/file.h"
 #include "common/log.h"
-#include "pipeline/gpu_internal.h"
+#include "pipeline/pipeline_cache.h"
+#include "pipeline/vk_result.h"
 
 #define CACHE_MAGIC "HDRPCACH"
 #define CACHE_VERSION 1u
@@ -32,15 +33,15 @@
 static void put_u32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); } /* little-endian hosts only (x86-64, arm64) */
 static uint32_t get_u32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 
-static void make_header(const hp_gpu *gpu, const uint8_t *blob, size_t size, uint8_t h[CACHE_HEADER_SIZE])
+static void make_header(const hp_cache_identity *id, const uint8_t *blob, size_t size, uint8_t h[CACHE_HEADER_SIZE])
 {
     memset(h, 0, CACHE_HEADER_SIZE);
     memcpy(h, CACHE_MAGIC, 8);
     put_u32(h + 8, CACHE_VERSION);
-    put_u32(h + 12, gpu->info.vendor_id);
-    put_u32(h + 16, gpu->info.device_id);
-    put_u32(h + 20, gpu->info.driver_version);
-    memcpy(h + 24, gpu->pipeline_cache_uuid, VK_UUID_SIZE);
+    put_u32(h + 12, id->vendor_id);
+    put_u32(h + 16, id->device_id);
+    put_u32(h + 20, id->driver_version);
+    memcpy(h + 24, id->uuid, VK_UUID_SIZE);
     put_u32(h + 40, (uint32_t)size);
     put_u32(h + 44, (uint32_t)crc32(crc32(0L, Z_NULL, 0), blob, (uInt)size));
 }
@@ -88,7 +89,7 @@ static uint8_t *read_file(const char *path, size_t *size)
 }
 
 /* Checks file contents against this device; returns the state and, when loaded, where the blob starts. */
-static hp_cache_state check_file(const hp_gpu *gpu, const uint8_t *data, size_t size, const char **why)
+static hp_cache_state check_file(const hp_cache_identity *id, const uint8_t *data, size_t size, const char **why)
 {
     if (size < CACHE_HEADER_SIZE || memcmp(data, CACHE_MAGIC, 8) != 0) {
         *why = "not an hdrpostd pipeline cache (bad magic or too short)";
@@ -107,9 +108,9 @@ static hp_cache_state check_file(const hp_gpu *gpu, const uint8_t *data, size_t 
         *why = "checksum mismatch";
         return HP_CACHE_CORRUPT;
     }
-    if (get_u32(data + 12) != gpu->info.vendor_id || get_u32(data + 16) != gpu->info.device_id ||
-        get_u32(data + 20) != gpu->info.driver_version ||
-        memcmp(data + 24, gpu->pipeline_cache_uuid, VK_UUID_SIZE) != 0) {
+    if (get_u32(data + 12) != id->vendor_id || get_u32(data + 16) != id->device_id ||
+        get_u32(data + 20) != id->driver_version ||
+        memcmp(data + 24, id->uuid, VK_UUID_SIZE) != 0) {
         *why = "written by another device or driver version";
         return HP_CACHE_FOREIGN;
     }
@@ -120,41 +121,54 @@ static hp_cache_state check_file(const hp_gpu *gpu, const uint8_t *data, size_t 
         *why = "the driver's cache header is malformed";
         return HP_CACHE_CORRUPT;
     }
-    if (get_u32(blob + 8) != gpu->info.vendor_id || get_u32(blob + 12) != gpu->info.device_id ||
-        memcmp(blob + 16, gpu->pipeline_cache_uuid, VK_UUID_SIZE) != 0) {
+    if (get_u32(blob + 8) != id->vendor_id || get_u32(blob + 12) != id->device_id ||
+        memcmp(blob + 16, id->uuid, VK_UUID_SIZE) != 0) {
         *why = "the driver's cache header names another device";
         return HP_CACHE_FOREIGN;
     }
     return HP_CACHE_LOADED;
 }
 
-hp_code hp_gpu_load_pipeline_cache(hp_gpu *gpu, hp_err *err)
+const char *hp_cache_state_name(hp_cache_state state)
+{
+    switch (state) {
+    case HP_CACHE_NONE: return "none";
+    case HP_CACHE_ABSENT: return "absent";
+    case HP_CACHE_LOADED: return "loaded";
+    case HP_CACHE_FOREIGN: return "foreign";
+    case HP_CACHE_CORRUPT: return "corrupt";
+    }
+    return "unknown";
+}
+
+hp_code hp_pipeline_cache_load(VkDevice device, const hp_cache_identity *id, const char *path,
+                               VkPipelineCache *cache, hp_cache_state *state, size_t *bytes_loaded, hp_err *err)
 {
     uint8_t *data = NULL;
     size_t size = 0;
     const uint8_t *blob = NULL;
     size_t blob_size = 0;
 
-    gpu->info.cache_state = HP_CACHE_NONE;
-    if (gpu->cache_path) {
-        data = read_file(gpu->cache_path, &size);
+    *state = HP_CACHE_NONE;
+    if (path) {
+        data = read_file(path, &size);
         if (!data) {
-            gpu->info.cache_state = HP_CACHE_ABSENT;
+            *state = HP_CACHE_ABSENT;
             if (errno == ENOENT)
-                hp_info("pipeline cache: %s does not exist yet; pipelines compile from scratch", gpu->cache_path);
+                hp_info("pipeline cache: %s does not exist yet; pipelines compile from scratch", path);
             else
-                hp_warn("pipeline cache: cannot read %s (%s); pipelines compile from scratch", gpu->cache_path,
+                hp_warn("pipeline cache: cannot read %s (%s); pipelines compile from scratch", path,
                         strerror(errno));
         } else {
             const char *why = "";
-            gpu->info.cache_state = check_file(gpu, data, size, &why);
-            if (gpu->info.cache_state == HP_CACHE_LOADED) {
+            *state = check_file(id, data, size, &why);
+            if (*state == HP_CACHE_LOADED) {
                 blob = data + CACHE_HEADER_SIZE;
                 blob_size = size - CACHE_HEADER_SIZE;
-                hp_info("pipeline cache: loaded %zu bytes from %s", blob_size, gpu->cache_path);
+                hp_info("pipeline cache: loaded %zu bytes from %s", blob_size, path);
             } else {
-                hp_warn("pipeline cache: ignoring %s, %s: %s; pipelines compile from scratch", gpu->cache_path,
-                        hp_cache_state_name(gpu->info.cache_state), why);
+                hp_warn("pipeline cache: ignoring %s, %s: %s; pipelines compile from scratch", path,
+                        hp_cache_state_name(*state), why);
             }
         }
     }
@@ -164,43 +178,44 @@ hp_code hp_gpu_load_pipeline_cache(hp_gpu *gpu, hp_err *err)
         .initialDataSize = blob_size,
         .pInitialData = blob,
     };
-    VkResult res = vkCreatePipelineCache(gpu->device, &info, NULL, &gpu->pipeline_cache);
+    VkResult res = vkCreatePipelineCache(device, &info, NULL, cache);
     free(data);
     if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "vkCreatePipelineCache");
-    gpu->info.cache_bytes_loaded = blob_size;
+    *bytes_loaded = blob_size;
     return HP_OK;
 }
 
-hp_code hp_gpu_save_pipeline_cache(hp_gpu *gpu, hp_err *err)
+hp_code hp_pipeline_cache_save(VkDevice device, const hp_cache_identity *id, const char *path,
+                               VkPipelineCache cache, hp_err *err)
 {
-    if (!gpu->cache_path || !gpu->pipeline_cache)
+    if (!path || !cache)
         return HP_OK;
     size_t size = 0;
-    VkResult res = vkGetPipelineCacheData(gpu->device, gpu->pipeline_cache, &size, NULL);
+    VkResult res = vkGetPipelineCacheData(device, cache, &size, NULL);
     if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "vkGetPipelineCacheData");
     uint8_t *blob = malloc(size ? size : 1);
     if (!blob)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
-    res = vkGetPipelineCacheData(gpu->device, gpu->pipeline_cache, &size, blob);
+    res = vkGetPipelineCacheData(device, cache, &size, blob);
     if (res != VK_SUCCESS) {
         free(blob);
         return hp_vk_fail(err, res, "vkGetPipelineCacheData");
     }
     uint8_t header[CACHE_HEADER_SIZE];
-    make_header(gpu, blob, size, header);
+    make_header(id, blob, size, header);
 
     /* Written whole or not at all (common/file.h): a crash mid-write never leaves a half-written cache for the
      * next start, and the temporary name is unique, so that nobody can have planted a link at it. 0600: the
      * cache is the daemon's own. */
     hp_file_piece pieces[2] = {{header, sizeof(header)}, {blob, size}};
-    int e = hp_write_file_atomically(gpu->cache_path, pieces, 2, 0600);
+    int e = hp_write_file_atomically(path, pieces, 2, 0600);
     hp_code rc = HP_OK;
     if (e)
-        rc = hp_fail(err, HP_ERR_IO, "cannot write pipeline cache %s: %s", gpu->cache_path, strerror(e));
+        rc = hp_fail(err, HP_ERR_IO, "cannot write pipeline cache %s: %s", path, strerror(e));
     else
-        hp_info("pipeline cache: saved %zu bytes to %s", size, gpu->cache_path);
+        hp_info("pipeline cache: saved %zu bytes to %s", size, path);
     free(blob);
     return rc;
 }
