@@ -502,242 +502,293 @@ static void hup_report(hp_http *http, const hp_budget *budget)
             (double)budget->limit / (1 << 20));
 }
 
-static int run(const hp_config *config, const sigset_t *wait_mask)
-{
+/* --- The daemon's life: start in phases, serve until a signal, stop in the reverse order --------------------- */
+
+/* Everything run() makes; a phase that fails leaves what it made here for shut_down. */
+typedef struct daemon_parts {
+    const hp_config *config;
     struct timespec started;
-    clock_gettime(CLOCK_MONOTONIC, &started);
-    hp_err err = {0};
-    hp_code code;
-    hp_http *http = NULL;
-    hp_gpu *gpu = NULL;
-    hp_frame_graph *graph = NULL;
-    hp_worker *worker = NULL;
-    hp_host_pool *host_pool = NULL;
-    hp_exr_zip_gpu *zip = NULL;
-    hp_clock_hold *clock_hold = NULL;
-    hp_ocio_config *ocio_config = NULL;
-    hp_ocio_stage *ocio_stage = NULL;
-    static backend_ctx bctx; /* outlives the HTTP server, which holds a pointer to it */
-    int exit_code = EXIT_CLEAN;
-    static char auto_cache[4096];
-    const char *cache_path = pipeline_cache_path(config->pipeline_cache, auto_cache, sizeof auto_cache);
+    const char *cache_path; /* NULL: no pipeline cache */
+    hp_budget *budget;      /* static: a frame finishing after the HTTP server's drain gives back to it */
+    backend_ctx *bctx;      /* static: the HTTP server holds a pointer to it */
+    hp_http *http;
+    hp_gpu *gpu;
+    hp_frame_graph *graph;
+    hp_worker *worker;
+    hp_host_pool *host_pool;
+    hp_exr_zip_gpu *zip;
+    hp_clock_hold *clock_hold;
+    hp_ocio_config *ocio_config;
+    hp_ocio_stage *ocio_stage;
+} daemon_parts;
 
-    /* A studio's OCIO config first: one OCIO cannot use stops the start before anything listens. */
-    if ((code = hp_daemon_ocio_load(config->ocio_config, &ocio_config, &err)) != HP_OK)
-        goto startup_failed;
-    if (!ocio_config && config->ocio_warm[0])
+/* A studio's OCIO config and its looks first: one OCIO cannot use stops the start before anything listens. */
+static hp_code start_colour(daemon_parts *d, hp_err *err)
+{
+    hp_code code = hp_daemon_ocio_load(d->config->ocio_config, &d->ocio_config, err);
+    if (code != HP_OK)
+        return code;
+    if (!d->ocio_config && d->config->ocio_warm[0])
         hp_warn("ocio_warm is set but there is no OCIO config (ocio_config, OCIO): nothing to warm");
-    hp_params_use_ocio(ocio_config);
-    if ((code = hp_daemon_studio_looks(config->studio_looks, &err)) != HP_OK)
-        goto startup_failed;
+    hp_params_use_ocio(d->ocio_config);
+    return hp_daemon_studio_looks(d->config->studio_looks, err);
+}
 
-    hp_http_params http_params = HP_HTTP_PARAMS_DEFAULTS;
-    http_params.listen = config->listen;
-    http_params.threads = (unsigned)config->http_threads;
-    http_params.drain_timeout_s = config->shutdown_timeout_s;
-    http_params.max_body_bytes = (uint64_t)config->max_body_mb << 20;
-    http_params.auth_token = config->auth_token;
-    http_params.metrics_open = config->metrics_open;
-    http_params.console = config->console_enabled;
-    http_params.version = HP_VERSION;
-    http_params.tls_cert = config->tls_cert;
-    http_params.tls_key = config->tls_key;
-    http_params.probe_listen = config->probe_listen;
-    http_params.allowed_origins = config->allowed_origins;
-    http_params.max_connections = (unsigned)config->max_connections;
-    http_params.max_connections_per_ip = (unsigned)config->max_connections_per_ip;
-    http_params.header_timeout_s = config->header_timeout_s;
-    http_params.min_body_rate = (uint64_t)config->min_body_rate_kbs << 10;
-    static hp_budget budget; /* outlives the HTTP server: a frame finishing after its drain gives back to it */
-    hp_budget_init(&budget, inflight_budget(config));
-    http_params.budget = &budget;
-    if ((code = hp_http_create(&http_params, &http, &err)) != HP_OK)
-        goto startup_failed;
-    if (hp_http_probe_address(http))
-        hp_info("http: probes (/livez, /readyz) also on %s", hp_http_probe_address(http));
-    hp_info("http: requests in flight may hold %.0f MiB (max_inflight_mb%s)",
-            (double)budget.limit / (1 << 20), config->max_inflight_mb ? "" : ": half the memory "
-            "limit");
+/* The port: it accepts from now on, /readyz answering 503 until the pipelines are warm. */
+static hp_code start_http(daemon_parts *d, hp_err *err)
+{
+    const hp_config *config = d->config;
+    hp_http_params p = HP_HTTP_PARAMS_DEFAULTS;
+    p.listen = config->listen;
+    p.threads = (unsigned)config->http_threads;
+    p.drain_timeout_s = config->shutdown_timeout_s;
+    p.max_body_bytes = (uint64_t)config->max_body_mb << 20;
+    p.auth_token = config->auth_token;
+    p.metrics_open = config->metrics_open;
+    p.console = config->console_enabled;
+    p.version = HP_VERSION;
+    p.tls_cert = config->tls_cert;
+    p.tls_key = config->tls_key;
+    p.probe_listen = config->probe_listen;
+    p.allowed_origins = config->allowed_origins;
+    p.max_connections = (unsigned)config->max_connections;
+    p.max_connections_per_ip = (unsigned)config->max_connections_per_ip;
+    p.header_timeout_s = config->header_timeout_s;
+    p.min_body_rate = (uint64_t)config->min_body_rate_kbs << 10;
+    hp_budget_init(d->budget, inflight_budget(config));
+    p.budget = d->budget;
+    hp_code code = hp_http_create(&p, &d->http, err);
+    if (code != HP_OK)
+        return code;
+    if (hp_http_probe_address(d->http))
+        hp_info("http: probes (/livez, /readyz) also on %s", hp_http_probe_address(d->http));
+    hp_info("http: requests in flight may hold %.0f MiB (max_inflight_mb%s)", (double)d->budget->limit / (1 << 20),
+            config->max_inflight_mb ? "" : ": half the memory limit");
     hp_info("http: listening on %s%s with %d thread(s); /readyz is 503 until the pipelines are warm",
-            hp_http_is_tls(http) ? "https://" : "", hp_http_address(http), config->http_threads);
+            hp_http_is_tls(d->http) ? "https://" : "", hp_http_address(d->http), config->http_threads);
+    return HP_OK;
+}
 
-    if (!stop_requested()) {
-        hp_gpu_config gpu_config = HP_GPU_CONFIG_DEFAULTS;
-        gpu_config.device = config->device[0] ? config->device : NULL;
-        gpu_config.pipeline_cache_path = cache_path;
-        gpu_config.validation = config->validation;
-        /* The gpu logs the devices it saw, the one it chose and why, and what became of the cache. */
-        if ((code = hp_gpu_create(&gpu_config, &gpu, &err)) != HP_OK)
-            goto startup_failed;
-    }
+/* The device. It logs the devices it saw, the one it chose and why, and what became of the cache. */
+static hp_code start_gpu(daemon_parts *d, hp_err *err)
+{
+    hp_gpu_config c = HP_GPU_CONFIG_DEFAULTS;
+    c.device = d->config->device[0] ? d->config->device : NULL;
+    c.pipeline_cache_path = d->cache_path;
+    c.validation = d->config->validation;
+    return hp_gpu_create(&c, &d->gpu, err);
+}
 
-    if (!stop_requested()) {
-        struct timespec t0;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        if ((code = hp_frame_graph_create(gpu, &graph, &err)) != HP_OK)
-            goto startup_failed;
-        hp_encode_set_png_threads((unsigned)config->png_threads);
-        if ((code = hp_host_pool_create(gpu, pool_keep_bytes(budget.limit, NULL), &host_pool, &err)) != HP_OK)
-            goto startup_failed;
-        hp_host_pool_keep_device(host_pool, pool_keep_bytes(budget.limit, gpu));
-        clock_hold = clock_hold_for(config, gpu);
-        hp_worker_config wc = {.queue_depth = (unsigned)config->queue_depth,
-                               .finish_threads = (unsigned)config->encode_threads,
-                               .test_gpu_delay_ms = (unsigned)config->test_gpu_delay_ms,
-                               .test_lose_device_after = (unsigned)config->test_lose_device_after,
-                               .host_pool = host_pool,
-                               .clock_hold = clock_hold,
-                               .budget = &budget};
-        if ((code = hp_worker_create(graph, &wc, &worker, &err)) != HP_OK)
-            goto startup_failed;
-        hp_worker_set_on_device_lost(worker, on_device_lost, http);
-        bctx = (backend_ctx){.worker = worker, .gpu = gpu, .host_pool = host_pool, .clock_hold = clock_hold,
-                             .zip_mode = config->exr_zip_decoder,
+/* The frame graph's pipelines, the host memory frames go through, the clock hold and the worker's threads. */
+static hp_code start_worker(daemon_parts *d, hp_err *err)
+{
+    const hp_config *config = d->config;
+    hp_code code = hp_frame_graph_create(d->gpu, &d->graph, err);
+    if (code != HP_OK)
+        return code;
+    hp_encode_set_png_threads((unsigned)config->png_threads);
+    if ((code = hp_host_pool_create(d->gpu, pool_keep_bytes(d->budget->limit, NULL), &d->host_pool, err)) != HP_OK)
+        return code;
+    hp_host_pool_keep_device(d->host_pool, pool_keep_bytes(d->budget->limit, d->gpu));
+    d->clock_hold = clock_hold_for(config, d->gpu);
+    hp_worker_config wc = {.queue_depth = (unsigned)config->queue_depth,
+                           .finish_threads = (unsigned)config->encode_threads,
+                           .test_gpu_delay_ms = (unsigned)config->test_gpu_delay_ms,
+                           .test_lose_device_after = (unsigned)config->test_lose_device_after,
+                           .host_pool = d->host_pool,
+                           .clock_hold = d->clock_hold,
+                           .budget = d->budget};
+    if ((code = hp_worker_create(d->graph, &wc, &d->worker, err)) != HP_OK)
+        return code;
+    hp_worker_set_on_device_lost(d->worker, on_device_lost, d->http);
+    *d->bctx = (backend_ctx){.worker = d->worker, .gpu = d->gpu, .host_pool = d->host_pool,
+                             .clock_hold = d->clock_hold, .zip_mode = config->exr_zip_decoder,
                              .test_lose_in_decode = (unsigned)config->test_lose_device_in_decode};
-        pthread_mutex_init(&bctx.share_lock, NULL);
-        if (config->exr_zip_decoder != HP_EXR_ZIP_DECODER_CPU) {
-            /* gpu and split: on any device, the inflate in slices where it needs them (lavapipe: slow, for
-             * tests); auto: only where the decoder's passes run beside the frame graph's on a GPU */
-            if ((code = hp_exr_zip_gpu_create(gpu, 0, &zip, &err)) != HP_OK)
-                goto startup_failed;
-            if (config->exr_zip_decoder == HP_EXR_ZIP_DECODER_AUTO &&
-                (hp_exr_zip_gpu_sliced(zip) || !hp_gpu_decode_runs_beside(gpu))) {
-                hp_info("exr_zip_decoder auto: EXR ZIP chunks are inflated on the CPU (%s: %s)",
-                        hp_gpu_get_info(gpu)->device_name, hp_exr_zip_gpu_sliced(zip)
-                        ? "a CPU device, whose passes would run on the same cores"
-                        : "no compute queue of another family");
-                hp_exr_zip_gpu_destroy(&zip);
-            }
-            /* On a GPU the whole inflate is the wide one, 2.6 times faster than the serial loop; lavapipe
-             * keeps the serial loop's slices (the wide inflate's work is capped there, for tests). */
-            bool wide = zip && !hp_exr_zip_gpu_sliced(zip) && hp_exr_zip_gpu_set_wide(zip, true);
-            if (zip && !hp_exr_zip_gpu_sliced(zip) && !wide)
-                hp_info("exr_zip_decoder: the wide inflate needs storageBuffer8BitAccess and shaderInt8; the "
-                        "serial one it is");
-            bctx.zip = zip;
-            /* The share of busy frames inflated whole on the GPU: only with auto and the wide inflate (the
-             * serial loop's whole frames slowed the node, docs/BENCHMARKS.md). */
-            hp_zip_share_config share = HP_ZIP_SHARE_DEFAULTS;
-            share.fixed = config->exr_zip_gpu_share;
-            share.cores = hp_usable_cpus();
-            bool shares = zip && wide && config->exr_zip_decoder == HP_EXR_ZIP_DECODER_AUTO;
-            if (!shares)
-                share.fixed = 0;
-            hp_zip_share_init(&bctx.share, &share);
-            if (shares)
-                hp_info("exr_zip_decoder auto: %s of the frames it would split inflated whole on the GPU",
-                        share.fixed < 0 ? "an adaptive share (exr_zip_gpu_share)" : "a fixed share");
-            else if (config->exr_zip_gpu_share != 0 && config->exr_zip_decoder == HP_EXR_ZIP_DECODER_AUTO)
-                hp_info("exr_zip_gpu_share: no share on this device (no wide inflate, or auto is the CPU's)");
-        }
-        if (ocio_config && ((code = hp_ocio_stage_create(gpu, ocio_config, (uint32_t)config->ocio_cache, &ocio_stage,
-                                                         &err)) != HP_OK ||
-                            (code = hp_daemon_ocio_warm(ocio_stage, config->ocio_warm, &err)) != HP_OK))
-            goto startup_failed;
-        hp_http_backend backend = {
-            .ctx = &bctx,
-            .ocio = ocio_stage,
-            .submit = submit_job,
-            .cancel = cancel_job,
-            .frame_coming = frame_coming,
-            .queue_depth = queue_depth,
-            .queue_capacity = queue_capacity,
-            .report = report,
-            .host_pool = host_pool,
-            .request_timeout_s = config->request_timeout_s,
-            .decode_threads = config->decode_threads > 0 ? (unsigned)config->decode_threads
-                                                         : hp_usable_cpus(),
-            .max_width = (uint32_t)config->max_width,
-            .max_height = (uint32_t)config->max_height,
-            .max_pixels = (uint64_t)(config->max_megapixels * 1e6),
-            .zip_route = zip_route,
-            .zip_gpu_run = zip_gpu_run,
-            .zip_gpu_upload = zip_gpu_upload,
-        };
-        hp_http_set_backend(http, &backend);
-        const hp_gpu_info *info = hp_gpu_get_info(gpu);
-        uint32_t warm_w, warm_h;
-        if (hp_config_warm_size(config->warm_frame, info->device_type != VK_PHYSICAL_DEVICE_TYPE_CPU, &warm_w,
-                                &warm_h) &&
-            warm_w > 0 && !stop_requested()) {
-            if (warm_w > backend.max_width || warm_h > backend.max_height ||
-                (uint64_t)warm_w * warm_h > backend.max_pixels)
-                hp_info("warm-up of %ux%u frames skipped: the size limits (max_width, max_height, max_megapixels) "
-                        "refuse frames of that size",
-                        warm_w, warm_h);
-            else
-                warm_up(worker, host_pool, warm_w, warm_h);
-        }
-        hp_debug("pipelines warm in %.0f ms", ms_since(&t0));
-        if (config->test_fail_host_memory && host_pool) {
-            hp_warn("test_fail_host_memory = %d: host memory for frames fails from now on (%s; a setting for tests "
-                    "only)", config->test_fail_host_memory, config->test_fail_host_memory == 1 ? "pinned blocks"
-                    : "pinned blocks and ordinary memory");
-            hp_host_pool_test_fail(host_pool, config->test_fail_host_memory);
-        }
-        /* Not over a device lost during the warm-up (on_device_lost): that state stays. */
-        if (hp_http_advance_state(http, HP_SERVICE_STARTING, HP_SERVICE_READY)) {
-            hp_gpu_info now;
-            hp_gpu_info_copy(gpu, &now);
-            hp_info("ready in %.0f ms: device \"%s\", pipeline cache %s, %u pipeline(s), %u from cache",
-                    ms_since(&started), now.device_name, hp_cache_state_name(now.cache_state),
-                    now.pipelines_created, now.pipelines_from_cache);
-            notify("READY=1");
-        } else {
-            hp_error("not ready after the warm-up: %s", hp_service_state_name(hp_http_get_state(http)));
-        }
-    }
+    pthread_mutex_init(&d->bctx->share_lock, NULL);
+    return HP_OK;
+}
 
-    /* Sleep until a stop signal; one already pending (sent during start-up) returns at once. */
+/* EXR ZIP frames on the GPU (exr_zip_decoder): gpu and split on any device, with the inflate in slices where it
+ * needs them (lavapipe: slow, for tests); auto only where the decoder's passes run beside the frame graph's on a
+ * GPU. */
+static hp_code start_exr_zip(daemon_parts *d, hp_err *err)
+{
+    const hp_config *config = d->config;
+    if (config->exr_zip_decoder == HP_EXR_ZIP_DECODER_CPU)
+        return HP_OK;
+    hp_code code = hp_exr_zip_gpu_create(d->gpu, 0, &d->zip, err);
+    if (code != HP_OK)
+        return code;
+    if (config->exr_zip_decoder == HP_EXR_ZIP_DECODER_AUTO &&
+        (hp_exr_zip_gpu_sliced(d->zip) || !hp_gpu_decode_runs_beside(d->gpu))) {
+        hp_info("exr_zip_decoder auto: EXR ZIP chunks are inflated on the CPU (%s: %s)",
+                hp_gpu_get_info(d->gpu)->device_name, hp_exr_zip_gpu_sliced(d->zip)
+                ? "a CPU device, whose passes would run on the same cores"
+                : "no compute queue of another family");
+        hp_exr_zip_gpu_destroy(&d->zip);
+    }
+    /* On a GPU the whole inflate is the wide one, 2.6 times faster than the serial loop; lavapipe keeps the
+     * serial loop's slices (the wide inflate's work is capped there, for tests). */
+    bool sliced = d->zip && hp_exr_zip_gpu_sliced(d->zip);
+    bool wide = d->zip && !sliced && hp_exr_zip_gpu_set_wide(d->zip, true);
+    if (d->zip && !sliced && !wide)
+        hp_info("exr_zip_decoder: the wide inflate needs storageBuffer8BitAccess and shaderInt8; the serial one it is");
+    d->bctx->zip = d->zip;
+    /* The share of busy frames inflated whole on the GPU: only with auto and the wide inflate (the serial loop's
+     * whole frames slowed the node, docs/BENCHMARKS.md). */
+    hp_zip_share_config share = HP_ZIP_SHARE_DEFAULTS;
+    share.fixed = config->exr_zip_gpu_share;
+    share.cores = hp_usable_cpus();
+    bool shares = d->zip && wide && config->exr_zip_decoder == HP_EXR_ZIP_DECODER_AUTO;
+    if (!shares)
+        share.fixed = 0;
+    hp_zip_share_init(&d->bctx->share, &share);
+    if (shares)
+        hp_info("exr_zip_decoder auto: %s of the frames it would split inflated whole on the GPU",
+                share.fixed < 0 ? "an adaptive share (exr_zip_gpu_share)" : "a fixed share");
+    else if (config->exr_zip_gpu_share != 0 && config->exr_zip_decoder == HP_EXR_ZIP_DECODER_AUTO)
+        hp_info("exr_zip_gpu_share: no share on this device (no wide inflate, or auto is the CPU's)");
+    return HP_OK;
+}
+
+/* The OCIO stage (its warm views made now) and what the HTTP server hands its frames to. */
+static hp_code start_backend(daemon_parts *d, hp_err *err)
+{
+    const hp_config *config = d->config;
+    hp_code code;
+    if (d->ocio_config &&
+        ((code = hp_ocio_stage_create(d->gpu, d->ocio_config, (uint32_t)config->ocio_cache, &d->ocio_stage, err)) !=
+             HP_OK ||
+         (code = hp_daemon_ocio_warm(d->ocio_stage, config->ocio_warm, err)) != HP_OK))
+        return code;
+    hp_http_backend backend = {
+        .ctx = d->bctx,
+        .ocio = d->ocio_stage,
+        .submit = submit_job,
+        .cancel = cancel_job,
+        .frame_coming = frame_coming,
+        .queue_depth = queue_depth,
+        .queue_capacity = queue_capacity,
+        .report = report,
+        .host_pool = d->host_pool,
+        .request_timeout_s = config->request_timeout_s,
+        .decode_threads = config->decode_threads > 0 ? (unsigned)config->decode_threads : hp_usable_cpus(),
+        .max_width = (uint32_t)config->max_width,
+        .max_height = (uint32_t)config->max_height,
+        .max_pixels = (uint64_t)(config->max_megapixels * 1e6),
+        .zip_route = zip_route,
+        .zip_gpu_run = zip_gpu_run,
+        .zip_gpu_upload = zip_gpu_upload,
+    };
+    hp_http_set_backend(d->http, &backend);
+    return HP_OK;
+}
+
+/* The usual frame size warmed (warm_frame), then ready: /readyz 200 and systemd's READY=1. */
+static void warm_and_ready(daemon_parts *d)
+{
+    const hp_config *config = d->config;
+    const hp_gpu_info *info = hp_gpu_get_info(d->gpu);
+    uint32_t w, h;
+    if (hp_config_warm_size(config->warm_frame, info->device_type != VK_PHYSICAL_DEVICE_TYPE_CPU, &w, &h) && w > 0 &&
+        !stop_requested()) {
+        if (w > (uint32_t)config->max_width || h > (uint32_t)config->max_height ||
+            (uint64_t)w * h > (uint64_t)(config->max_megapixels * 1e6))
+            hp_info("warm-up of %ux%u frames skipped: the size limits (max_width, max_height, max_megapixels) "
+                    "refuse frames of that size", w, h);
+        else
+            warm_up(d->worker, d->host_pool, w, h);
+    }
+    if (config->test_fail_host_memory && d->host_pool) {
+        hp_warn("test_fail_host_memory = %d: host memory for frames fails from now on (%s; a setting for tests "
+                "only)", config->test_fail_host_memory, config->test_fail_host_memory == 1 ? "pinned blocks"
+                : "pinned blocks and ordinary memory");
+        hp_host_pool_test_fail(d->host_pool, config->test_fail_host_memory);
+    }
+    /* Not over a device lost during the warm-up (on_device_lost): that state stays. */
+    if (!hp_http_advance_state(d->http, HP_SERVICE_STARTING, HP_SERVICE_READY)) {
+        hp_error("not ready after the warm-up: %s", hp_service_state_name(hp_http_get_state(d->http)));
+        return;
+    }
+    hp_gpu_info now;
+    hp_gpu_info_copy(d->gpu, &now);
+    hp_info("ready in %.0f ms: device \"%s\", pipeline cache %s, %u pipeline(s), %u from cache",
+            ms_since(&d->started), now.device_name, hp_cache_state_name(now.cache_state), now.pipelines_created,
+            now.pipelines_from_cache);
+    notify("READY=1");
+}
+
+/* Every phase in order. A stop signal during start-up skips what is left (the serving loop then returns at
+ * once): only a failure is an error. */
+static hp_code start(daemon_parts *d, hp_err *err)
+{
+    hp_code code;
+    if ((code = start_colour(d, err)) != HP_OK || (code = start_http(d, err)) != HP_OK)
+        return code;
+    if (stop_requested() || (code = start_gpu(d, err)) != HP_OK || stop_requested())
+        return code;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if ((code = start_worker(d, err)) != HP_OK || (code = start_exr_zip(d, err)) != HP_OK ||
+        (code = start_backend(d, err)) != HP_OK)
+        return code;
+    warm_and_ready(d);
+    hp_debug("pipelines warm in %.0f ms", ms_since(&t0));
+    return HP_OK;
+}
+
+/* Sleeps until a stop signal (one already pending, sent during start-up, returns at once), then drains. */
+static void serve(daemon_parts *d, const sigset_t *wait_mask)
+{
     while (!g_stop_signal) {
         sigsuspend(wait_mask);
         if (g_hup) {
             g_hup = 0;
-            hup_report(http, &budget);
+            hup_report(d->http, d->budget);
         }
     }
-
-    /* The state before the line that says so: whoever reads the log and then asks /readyz (the drain test
-     * does) must find it draining (a CI run once got 200 in between). */
-    hp_http_set_state(http, HP_SERVICE_DRAINING);
+    /* The state before the line that says so: whoever reads the log and then asks /readyz (the drain test does)
+     * must find it draining (a CI run once got 200 in between). */
+    hp_http_set_state(d->http, HP_SERVICE_DRAINING);
     hp_info("received SIG%s: draining (finishing requests in flight, up to %g s)", sigabbrev_np(g_stop_signal),
-            config->shutdown_timeout_s);
+            d->config->shutdown_timeout_s);
     notify("STOPPING=1");
-    goto shutdown;
+}
 
-startup_failed:
-    hp_error("start-up failed: %s: %s", hp_code_name(code), err.message);
-    exit_code = EXIT_STARTUP_FAILED;
-
-shutdown:
-    /* HTTP first: its drain waits for the requests in flight, whose jobs the worker is still running. The
-     * worker may still finish frames after it (and find the device lost): it is told of nobody any more. */
-    if (worker)
-        hp_worker_set_on_device_lost(worker, NULL, NULL);
-    hp_http_destroy(&http);
-    if (bctx.share.frames)
-        hp_info("exr_zip_gpu_share: %lu of the %lu frames that arrived while others decoded went whole to the "
-                "GPU (the share at the end %.3f)", bctx.share.gpu_frames, bctx.share.frames, bctx.share.share);
-    hp_worker_destroy(&worker);
-    if (clock_hold) {
+/* Everything made, in the reverse order; the exit code, which the validation layer's messages can still
+ * change. */
+static int shut_down(daemon_parts *d, int exit_code)
+{
+    /* HTTP first: its drain waits for the requests in flight, whose jobs the worker is still running. The worker
+     * may still finish frames after it (and find the device lost): it is told of nobody any more. */
+    if (d->worker)
+        hp_worker_set_on_device_lost(d->worker, NULL, NULL);
+    hp_http_destroy(&d->http);
+    const hp_zip_share *share = &d->bctx->share;
+    if (share->frames)
+        hp_info("exr_zip_gpu_share: %lu of the %lu frames that arrived while others decoded went whole to the GPU "
+                "(the share at the end %.3f)", share->gpu_frames, share->frames, share->share);
+    hp_worker_destroy(&d->worker);
+    if (d->clock_hold) {
         hp_clock_hold_counts c;
-        hp_clock_hold_counts_get(clock_hold, &c);
-        hp_info("gpu_clock_hold: %llu holds kept the GPU busy for %.3f s", (unsigned long long)c.holds, c.gpu_seconds);
+        hp_clock_hold_counts_get(d->clock_hold, &c);
+        hp_info("gpu_clock_hold: %llu holds kept the GPU busy for %.3f s", (unsigned long long)c.holds,
+                c.gpu_seconds);
     }
-    hp_clock_hold_destroy(&clock_hold);
-    hp_host_pool_destroy(&host_pool); /* every job is done: every block is back */
-    hp_exr_zip_gpu_destroy(&zip);
-    hp_ocio_stage_destroy(&ocio_stage); /* every job is done: no frame holds a program */
+    hp_clock_hold_destroy(&d->clock_hold);
+    hp_host_pool_destroy(&d->host_pool); /* every job is done: every block is back */
+    hp_exr_zip_gpu_destroy(&d->zip);
+    hp_ocio_stage_destroy(&d->ocio_stage); /* every job is done: no frame holds a program */
     /* Only after a warm-up: a cache saved before it holds no pipelines and would replace a good file. */
-    if (gpu && graph && cache_path)
-        save_pipeline_cache(gpu, cache_path);
-    hp_frame_graph_destroy(&graph);
-    hp_gpu_destroy(&gpu);
+    if (d->gpu && d->graph && d->cache_path)
+        save_pipeline_cache(d->gpu, d->cache_path);
+    hp_frame_graph_destroy(&d->graph);
+    hp_gpu_destroy(&d->gpu);
     hp_looks_reset();
     hp_params_use_ocio(NULL);
-    hp_ocio_config_free(ocio_config);
+    hp_ocio_config_free(d->ocio_config);
     /* Counted after the destroys: leaked objects are reported by vkDestroyDevice and vkDestroyInstance. */
-    if (config->validation && hp_gpu_validation_messages() > 0) {
+    if (d->config->validation && hp_gpu_validation_messages() > 0) {
         hp_error("the validation layer reported %u message(s)", hp_gpu_validation_messages());
         if (exit_code == EXIT_CLEAN)
             exit_code = EXIT_VALIDATION_MESSAGES;
@@ -745,6 +796,24 @@ shutdown:
     if (exit_code == EXIT_CLEAN)
         hp_info("stopped");
     return exit_code;
+}
+
+static int run(const hp_config *config, const sigset_t *wait_mask)
+{
+    static backend_ctx bctx;
+    static hp_budget budget;
+    static char auto_cache[4096];
+    daemon_parts d = {.config = config, .budget = &budget, .bctx = &bctx,
+                      .cache_path = pipeline_cache_path(config->pipeline_cache, auto_cache, sizeof auto_cache)};
+    clock_gettime(CLOCK_MONOTONIC, &d.started);
+    hp_err err = {0};
+    hp_code code = start(&d, &err);
+    if (code != HP_OK) {
+        hp_error("start-up failed: %s: %s", hp_code_name(code), err.message);
+        return shut_down(&d, EXIT_STARTUP_FAILED);
+    }
+    serve(&d, wait_mask);
+    return shut_down(&d, EXIT_CLEAN);
 }
 
 int main(int argc, char **argv)
