@@ -127,9 +127,10 @@ static int parse(const char *verb, const char *help, int argc, char **argv, hp_c
                 long first, last;
                 char tail;
                 if (sscanf(optarg, "%ld-%ld%c", &first, &last, &tail) == 2 && first > last) {
-                    fprintf(stderr, "hdrpost %s: --frames %s: the first frame (%ld) is after the last (%ld); "
-                                    "give FIRST-LAST, e.g. --frames %ld-%ld\n", verb, optarg, first, last, last, first);
-                    return HP_EXIT_USAGE;
+                    char message[160];
+                    snprintf(message, sizeof message, "the first frame (%ld) is after the last (%ld): give "
+                             "FIRST-LAST, e.g. --frames %ld-%ld", first, last, last, first);
+                    return hp_cli_usage_error(verb, "--frames: %s", message);
                 }
                 return hp_cli_usage_error(verb, "--frames %s: expected FIRST-LAST, e.g. 1001-1240 (at most a "
                                           "million frames)", optarg);

@@ -677,11 +677,11 @@ def older_daemon_status(tmp=None, pattern=None):
 
 def warming_daemon(tmp, pattern):
     """Issue 35: a daemon that is starting. GET /v1/gpu's 503 says when to come back (Retry-After, as /readyz's);
-    status exits 5 while it warms; render waits for it (up to --wait), saying so, and renders every frame. The
+    status exits 5 while it warms; render and analyze wait for it (up to --wait), saying so, then do every frame. The
     warm-up frames (64x32) each wait gpu_delay on the GPU thread: the daemon stays starting for seconds after its
     device is up, long beyond the client's start."""
     d = harness.Daemon(EXE, "warming daemon", [f"--auth_token={TOKEN}", "--warm_frame=64x32", gpu_delay(4000)])
-    render = None
+    render = analyze = None
     try:
         auth = {"Authorization": f"Bearer {TOKEN}"}
         answers = []  # (status, Retry-After) of /v1/gpu from the daemon's first answer until its device is up
@@ -695,11 +695,13 @@ def warming_daemon(tmp, pattern):
                 pass  # not listening yet
             if answers and not render:
                 # Started at the daemon's first answer: most likely while its device is still being made (/v1/gpu
-                # 503), else during the warm-up frames (/readyz 503 alone); it must wait through either.
+                # 503), else during the warm-up frames (/readyz 503 alone); they must wait through either.
+                server = ["--server", f"http://{HOST}:{d.port}", "--token", TOKEN]
                 render = subprocess.Popen([HDRPOST, "render", pattern, "--frames", f"{FIRST}-{FIRST + 1}", "-o",
-                                           out_dir, "--exposure", "frame", "--format", "png", "--server",
-                                           f"http://{HOST}:{d.port}", "--token", TOKEN], stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True)
+                                           out_dir, "--exposure", "frame", "--format", "png", *server],
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                analyze = subprocess.Popen([HDRPOST, "analyze", pattern, "--frames", f"{FIRST}-{FIRST + 1}", "--csv",
+                                            *server], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             time.sleep(0.01)
         early = [a for a in answers if a[0] == 503]
         point(f"GET /v1/gpu while the daemon is starting: {len(early)} answer(s) 503, each with Retry-After: 1, "
@@ -724,12 +726,17 @@ def warming_daemon(tmp, pattern):
               and "waiting for the daemon to be ready" in err and "--wait" in err
               and re.search(r"the daemon is ready after [0-9.]+ s", err) is not None
               and len([n for n in os.listdir(out_dir) if n.endswith(".png")]) == 2, err)
+        out, err = analyze.communicate(timeout=scaled(300)) if analyze else ("", "not started")
+        point("analyze started with it: waits the same way, then a row per frame (exit 0)", analyze
+              and analyze.returncode == 0 and "waiting for the daemon to be ready" in err
+              and "the daemon is ready after" in err and len(out.strip().splitlines()) == 3, out + err)
         rc, out, err = hdrpost("status", port=d.port)
         point("status once it is ready: exit 0", rc == 0 and "ready    yes" in out, out + err)
     finally:
-        if render and render.poll() is None:
-            render.kill()
-            render.wait()
+        for proc in (render, analyze):
+            if proc and proc.poll() is None:
+                proc.kill()
+                proc.wait()
         harness.stop_clean(d)
 
 
