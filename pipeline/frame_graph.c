@@ -565,52 +565,76 @@ static hp_code png_plan(hp_frame_graph *g, frame_ctx *c, host_side *host, const 
     return rc;
 }
 
-hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, uint32_t *ticket, hp_err *err)
+/* What one frame runs, decided once from its parameters. */
+typedef struct frame_plan {
+    hp_reduce_params reduce;
+    bool tone;          /* not analyze_only */
+    bool dof, bokeh;    /* depth of field, and its scattered sprites (a budget of 0 is bokeh off) */
+    bool fused;         /* DOF composited by the tone pass as it reads the frame (not output_dof, not OCIO) */
+    bool detail;        /* the DOF passes' own timestamps */
+    uint32_t radius;    /* local gamma's blur radius; 0: none */
+    hp_tone_output kind;
+} frame_plan;
+
+/* The parameters a frame was queued with, checked where a caller's mistake would otherwise record a wrong
+ * pass; the plan made from them. */
+static hp_code submit_check(const frame_ctx *c, const hp_frame_params *params, frame_plan *plan, hp_err *err)
 {
-    if (g->preparing < 0)
-        return hp_fail(err, HP_ERR_INTERNAL, "hp_frame_graph_submit without hp_frame_graph_begin");
-    uint32_t ci = (uint32_t)g->preparing;
-    frame_ctx *c = &g->ctx[ci];
-    size_slot *slot = c->slot;
-    host_side *host = &slot->host[ci];
-    /* Whatever happens below, this context is no longer being prepared: a failed frame is begun again. */
-    g->preparing = -1;
-    hp_reduce_params reduce = {
-        .variant = (hp_reduce_variant)params->params.analysis.variant,
-        .hist_min_log2 = params->params.analysis.histogram_min_log2,
-        .hist_max_log2 = params->params.analysis.histogram_max_log2,
+    const hp_params *p = &params->params;
+    const size_slot *slot = c->slot;
+    plan->reduce = (hp_reduce_params){
+        .variant = (hp_reduce_variant)p->analysis.variant,
+        .hist_min_log2 = p->analysis.histogram_min_log2,
+        .hist_max_log2 = p->analysis.histogram_max_log2,
     };
-    hp_input_color_luma(&params->params.color, params->params.output.colorspace, reduce.luma);
-    hp_code rc = hp_reduce_params_check(&reduce, err);
+    hp_input_color_luma(&p->color, p->output.colorspace, plan->reduce.luma);
+    hp_code rc = hp_reduce_params_check(&plan->reduce, err);
     if (rc == HP_OK)
-        rc = hp_params_check(&params->params, err);
+        rc = hp_params_check(p, err);
     if (rc == HP_OK && params->ocio && (params->yuv420 || params->output_luminance))
         rc = hp_fail(err, HP_ERR_INTERNAL, "the OCIO stage writes RGBA: not with yuv420 or output_luminance");
     /* The pass reads the frame, or with depth of field the RGBA32F composite: its pipeline must be the one the
      * caller acquired (a pipeline never made would be bound as VK_NULL_HANDLE). */
     if (rc == HP_OK && params->ocio &&
         !hp_ocio_stage_has(params->ocio, params->dof ? HP_PIXEL_RGBA32F : slot->desc.format,
-                           params->params.output.bit_depth > 8 ? HP_TONE_OUT_RGBA16 : HP_TONE_OUT_RGBA8))
+                           p->output.bit_depth > 8 ? HP_TONE_OUT_RGBA16 : HP_TONE_OUT_RGBA8))
         rc = hp_fail(err, HP_ERR_INTERNAL, "the OCIO program was not acquired for this frame's format and depth");
-    if (rc == HP_OK && params->params.color.output != params->params.output.colorspace)
+    if (rc == HP_OK && p->color.output != p->output.colorspace)
         rc = hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, "output.colorspace",
                            "the frame's colour was resolved for output.colorspace %d, not %d: resolve it again "
-                           "(hp_input_color_resolve) after changing the output", (int)params->params.color.output,
-                           (int)params->params.output.colorspace);
+                           "(hp_input_color_resolve) after changing the output", (int)p->color.output,
+                           (int)p->output.colorspace);
     if (rc != HP_OK)
         return rc;
-    const hp_params *p = &params->params;
-    bool tone = !params->analyze_only;
-    bool dof = tone && params->dof;
     const hp_dof_settings *ds = &params->dof_settings;
-    bool bokeh = ds->bokeh && ds->max_sprites > 0; /* a budget of 0 is bokeh off (pipeline/dof.c) */
-    if (dof) {
-        if (!c->depth_staged)
-            return hp_fail_field(err, HP_ERR_UNUSABLE, "depth",
-                                 "depth of field needs the frame's depth: a depth channel in the EXR or a depth part");
+    plan->tone = !params->analyze_only;
+    plan->dof = plan->tone && params->dof;
+    plan->bokeh = ds->bokeh && ds->max_sprites > 0;
+    plan->fused = plan->dof && !params->output_dof && !params->ocio;
+    plan->detail = plan->dof && params->detailed_timings;
+    bool local = p->gamma.mode == HP_GAMMA_LOCAL || p->gamma.mode == HP_GAMMA_LOCAL_LUMINANCE;
+    plan->radius = plan->tone && local && !params->output_luminance && !params->ocio ? p->gamma.radius : 0;
+    plan->kind = params->output_luminance ? HP_TONE_OUT_LUMINANCE
+                 : p->output.bit_depth > 8 ? HP_TONE_OUT_RGBA16
+                 : params->yuv420          ? HP_TONE_OUT_YUV420
+                                           : HP_TONE_OUT_RGBA8;
+    if (plan->dof && !c->depth_staged)
+        return hp_fail_field(err, HP_ERR_UNUSABLE, "depth",
+                             "depth of field needs the frame's depth: a depth channel in the EXR or a depth part");
+    return HP_OK;
+}
+
+/* The size slot's buffers this frame needs and may not have yet: depth of field's, local gamma's, PNG's. */
+static hp_code submit_prepare(hp_frame_graph *g, frame_ctx *c, host_side *host, const hp_frame_params *params,
+                              const frame_plan *plan, hp_err *err)
+{
+    size_slot *slot = c->slot;
+    hp_code rc = HP_OK;
+    if (plan->dof) {
         /* The OCIO stage reads the composite as an image, as output_dof's tone pass does. */
-        rc = hp_dof_frame_prepare(g->dof, &slot->dof, slot->desc.width, slot->desc.height, ds->method == HP_DOF_SAT,
-                                  bokeh, params->output_dof || params->ocio, err);
+        rc = hp_dof_frame_prepare(g->dof, &slot->dof, slot->desc.width, slot->desc.height,
+                                  params->dof_settings.method == HP_DOF_SAT, plan->bokeh,
+                                  params->output_dof || params->ocio, err);
         for (int i = 0; i < HP_FRAMES_IN_FLIGHT && rc == HP_OK && params->output_dof; i++)
             if (!slot->host[i].dof_host.buffer)
                 rc = hp_buffer_create(g->gpu, (VkDeviceSize)slot->desc.width * slot->desc.height * 16,
@@ -618,9 +642,7 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
         if (rc != HP_OK)
             return rc;
     }
-    bool local = p->gamma.mode == HP_GAMMA_LOCAL || p->gamma.mode == HP_GAMMA_LOCAL_LUMINANCE;
-    uint32_t radius = tone && local && !params->output_luminance && !params->ocio ? p->gamma.radius : 0;
-    if (radius > 0 && !slot->lan_a.buffer) {
+    if (plan->radius > 0 && !slot->lan_a.buffer) {
         VkDeviceSize lan_bytes = (VkDeviceSize)slot->desc.width * slot->desc.height * sizeof(float);
         rc = hp_buffer_create(g->gpu, lan_bytes, HP_MEM_DEVICE, "adaptation_a", &slot->lan_a, err);
         if (rc == HP_OK)
@@ -628,19 +650,20 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
         if (rc != HP_OK)
             return rc;
     }
-    rc = png_plan(g, c, host, params, tone && !params->output_luminance, err);
-    if (rc != HP_OK)
-        return rc;
-    g->last = slot;
-    VkDevice dev = g->gpu->device;
-    VkCommandBuffer cmd = c->cmd;
-    VkQueryPool queries = c->queries;
-    uint64_t pixels = (uint64_t)slot->desc.width * slot->desc.height;
+    return png_plan(g, c, host, params, plan->tone && !params->output_luminance, err);
+}
 
+/* The command buffer begun after the frames before it, the parameters written and what the parts submitted
+ * before did not upload (hp_frame_graph_upload_part), then the luminance reduction. */
+static void record_upload_and_reduce(hp_frame_graph *g, frame_ctx *c, const hp_frame_params *params,
+                                     const frame_plan *plan)
+{
+    size_slot *slot = c->slot;
+    VkCommandBuffer cmd = c->cmd;
     hp_buffer_flush(g->gpu, c->src_pixels);
-    if (dof)
+    if (plan->dof)
         hp_buffer_flush(g->gpu, c->src_depth);
-    vkResetCommandPool(dev, c->pool, 0);
+    vkResetCommandPool(g->gpu->device, c->pool, 0);
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     vkBeginCommandBuffer(cmd, &bi);
@@ -648,101 +671,102 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
      * device buffers this one writes (the GPU runs the frames in flight in turn). */
     barrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
             VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
-    vkCmdResetQueryPool(cmd, queries, 0, TS_COUNT + HP_DOF_DETAIL_COUNT);
+    vkCmdResetQueryPool(cmd, c->queries, 0, TS_COUNT + HP_DOF_DETAIL_COUNT);
     if (!g->scratch_ready) {
         hp_reduce_init_scratch(g->reduce, cmd, &g->scratch);
         g->scratch_ready = true;
     }
-    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_START);
-
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->queries, TS_START);
     uint32_t words[HP_TONE_PARAMS_WORDS];
-    hp_tone_pack_params(p, words);
+    hp_tone_pack_params(&params->params, words);
     vkCmdUpdateBuffer(cmd, g->tone_params.buffer, 0, sizeof(words), words); /* made visible with the upload */
-    if (dof)
+    if (plan->dof)
         hp_dof_record_reset(g->dof, cmd); /* likewise */
-    /* What parts submitted before did not copy (hp_frame_graph_upload_part): the barrier above orders
-     * this frame after them. */
+    /* The barrier above orders this frame after the parts submitted before. */
     VkDeviceSize total = frame_bytes(&slot->desc);
     if (c->uploaded < total) {
         VkBufferCopy up = {.srcOffset = c->uploaded, .dstOffset = c->uploaded, .size = total - c->uploaded};
         vkCmdCopyBuffer(cmd, c->src_pixels->buffer, slot->input.buffer, 1, &up);
     }
-    if (dof) {
-        VkBufferCopy dup = {.size = pixels * sizeof(float)};
+    if (plan->dof) {
+        VkBufferCopy dup = {.size = (VkDeviceSize)slot->desc.width * slot->desc.height * sizeof(float)};
         vkCmdCopyBuffer(cmd, c->src_depth->buffer, slot->dof.depth.buffer, 1, &dup);
     }
     barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
-    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_UPLOAD);
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->queries, TS_UPLOAD);
+    hp_reduce_io io = {.pixels = slot->input.address, .pixel_count = (uint64_t)slot->desc.width * slot->desc.height,
+                       .format = slot->desc.format, .stats = &g->stats, .scratch = &g->scratch};
+    hp_reduce_record(g->reduce, cmd, &io, &plan->reduce);
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->queries, TS_REDUCE);
+}
 
-    hp_reduce_io io = {
-        .pixels = slot->input.address,
-        .pixel_count = pixels,
-        .format = slot->desc.format,
-        .stats = &g->stats,
-        .scratch = &g->scratch,
-    };
-    hp_reduce_record(g->reduce, cmd, &io, &reduce);
-    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_REDUCE);
-
-    hp_tone_output kind = params->output_luminance ? HP_TONE_OUT_LUMINANCE
-                          : p->output.bit_depth > 8   ? HP_TONE_OUT_RGBA16
-                          : params->yuv420            ? HP_TONE_OUT_YUV420
-                                                      : HP_TONE_OUT_RGBA8;
-    bool detail = dof && params->detailed_timings;
+/* Exposure, depth of field and the tone pass, or the OCIO stage in its place; none for analyze_only, whose
+ * timestamps are written together so that each stage reads 0. */
+static void record_tone(hp_frame_graph *g, frame_ctx *c, const hp_frame_params *params, const frame_plan *plan)
+{
+    size_slot *slot = c->slot;
+    VkCommandBuffer cmd = c->cmd;
+    if (!plan->tone) {
+        for (uint32_t t = TS_EXPOSURE; t <= TS_TONEMAP; t++)
+            vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->queries, t);
+        return;
+    }
+    const hp_params *p = &params->params;
+    const hp_dof_settings *ds = &params->dof_settings;
     hp_dof_io dio = {.pixels = slot->input.address, .format = slot->desc.format, .stats = g->stats.address,
                      .state = g->tone_state.address, .frame = &slot->dof,
-                     .detail_pool = detail ? queries : VK_NULL_HANDLE, .detail_first = TS_COUNT};
-    if (tone) {
-        barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
-                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
-        /* With depth of field the tone pass composites each pixel from the DOF stage's fields as it reads
-         * the frame; output_dof instead writes the composite as an image and tone-maps that. */
-        bool fused = dof && !params->output_dof && !params->ocio;
-        hp_tone_io tio = {
-            .pixels = dof && !fused ? slot->dof.output.address : slot->input.address,
-            .format = dof && !fused ? HP_PIXEL_RGBA32F : slot->desc.format,
-            .dof = fused ? &slot->dof : NULL,
-            .convert_input = params->params.color.convert && !(dof && !fused),
-            .colorspace = params->params.output.colorspace,
-            .dof_sat = ds->method == HP_DOF_SAT,
-            .dof_bokeh = bokeh,
-            .width = slot->desc.width,
-            .height = slot->desc.height,
-            .stats = g->stats.address,
-            .params = g->tone_params.address,
-            .state = g->tone_state.address,
-            .output = slot->output.address,
-            .kind = kind,
-            .yuv_alpha = params->yuv_alpha,
-            .gamma_radius = radius,
-            .lan_a = slot->lan_a.address,
-            .lan_b = slot->lan_b.address,
-        };
-        hp_tone_record_exposure(g->tone, cmd, &tio);
-        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_EXPOSURE);
-        if (dof)
-            hp_dof_record(g->dof, cmd, &dio, ds);
-        if (dof && !fused)
-            hp_dof_record_composite(g->dof, cmd, &dio, ds);
-        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_DOF);
-        if (params->ocio) {
-            hp_ocio_io oio = {.pixels = tio.pixels, .format = tio.format, .width = tio.width, .height = tio.height,
-                              .state = tio.state, .output = tio.output, .kind = kind, .dither = p->output.dither};
-            hp_ocio_stage_record(params->ocio, cmd, &oio);
-        } else {
-            hp_tone_record_map(g->tone, cmd, &tio);
-        }
+                     .detail_pool = plan->detail ? c->queries : VK_NULL_HANDLE, .detail_first = TS_COUNT};
+    barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_ACCESS_SHADER_READ_BIT);
+    /* With depth of field the tone pass composites each pixel from the DOF stage's fields as it reads the frame;
+     * output_dof (and the OCIO stage) instead write the composite as an image and map that. */
+    bool composite = plan->dof && !plan->fused;
+    hp_tone_io tio = {
+        .pixels = composite ? slot->dof.output.address : slot->input.address,
+        .format = composite ? HP_PIXEL_RGBA32F : slot->desc.format,
+        .dof = plan->fused ? &slot->dof : NULL,
+        .convert_input = p->color.convert && !composite,
+        .colorspace = p->output.colorspace,
+        .dof_sat = ds->method == HP_DOF_SAT,
+        .dof_bokeh = plan->bokeh,
+        .width = slot->desc.width,
+        .height = slot->desc.height,
+        .stats = g->stats.address,
+        .params = g->tone_params.address,
+        .state = g->tone_state.address,
+        .output = slot->output.address,
+        .kind = plan->kind,
+        .yuv_alpha = params->yuv_alpha,
+        .gamma_radius = plan->radius,
+        .lan_a = slot->lan_a.address,
+        .lan_b = slot->lan_b.address,
+    };
+    hp_tone_record_exposure(g->tone, cmd, &tio);
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->queries, TS_EXPOSURE);
+    if (plan->dof)
+        hp_dof_record(g->dof, cmd, &dio, ds);
+    if (composite)
+        hp_dof_record_composite(g->dof, cmd, &dio, ds);
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->queries, TS_DOF);
+    if (params->ocio) {
+        hp_ocio_io oio = {.pixels = tio.pixels, .format = tio.format, .width = tio.width, .height = tio.height,
+                          .state = tio.state, .output = tio.output, .kind = plan->kind, .dither = p->output.dither};
+        hp_ocio_stage_record(params->ocio, cmd, &oio);
     } else {
-        for (uint32_t t = TS_EXPOSURE; t < TS_TONEMAP; t++)
-            vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, t);
+        hp_tone_record_map(g->tone, cmd, &tio);
     }
-    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_TONEMAP);
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->queries, TS_TONEMAP);
+}
+
+/* PNG on the GPU, on the tone pass's RGBA8 / RGBA16 image where it lies: the compaction pass writes the joined
+ * stream straight into the host's memory, after the table. */
+static void record_png(hp_frame_graph *g, frame_ctx *c)
+{
+    size_slot *slot = c->slot;
     if (c->png) {
-        /* On the tone pass's RGBA8 / RGBA16 image where it lies; the compaction pass writes the joined
-         * stream straight into the host's memory, after the table. */
-        barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+        barrier(c->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
         hp_buffer joined = *c->dst_png;
         joined.address += hp_png_gpu_host_layout_for(&c->png_layout).joined_offset;
@@ -750,20 +774,26 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
                              .types = &slot->png_types, .slots = &slot->png_slots, .table = &slot->png_table,
                              .tokens = &slot->png_tokens, .joined = &joined,
                              .alpha_auto = c->png_alpha_auto ? g->tone_state.address : 0};
-        hp_png_gpu_record(g->png, cmd, &c->png_layout, &pio);
+        hp_png_gpu_record(g->png, c->cmd, &c->png_layout, &pio);
     }
-    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_PNG);
+    vkCmdWriteTimestamp(c->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->queries, TS_PNG);
+}
 
+/* What the host reads: the statistics, the tone state, the image (or PNG's table: its stream is in host memory
+ * already), the bokeh's count and output_dof's composite. */
+static void record_readback(hp_frame_graph *g, frame_ctx *c, host_side *host, const hp_frame_params *params,
+                            const frame_plan *plan, size_t out_bytes)
+{
+    size_slot *slot = c->slot;
+    VkCommandBuffer cmd = c->cmd;
     barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_TRANSFER_READ_BIT);
     VkBufferCopy down = {.size = HP_STATS_SIZE};
     vkCmdCopyBuffer(cmd, g->stats.buffer, c->readback.buffer, 1, &down);
-    size_t out_pixel = kind == HP_TONE_OUT_YUV420 ? 0 : hp_tone_output_pixel_size(kind);
-    size_t out_bytes = hp_tone_output_bytes(kind, slot->desc.width, slot->desc.height, params->yuv_alpha);
-    if (tone) {
+    if (plan->tone) {
         VkBufferCopy state = {.dstOffset = READBACK_STATE_OFFSET, .size = HP_TONE_STATE_WORDS * 4};
         vkCmdCopyBuffer(cmd, g->tone_state.buffer, c->readback.buffer, 1, &state);
-        if (c->png) { /* the table only: the stream is in host memory already */
+        if (c->png) {
             VkBufferCopy table = {.size = c->png_layout.table_size};
             vkCmdCopyBuffer(cmd, slot->png_table.buffer, c->dst_png->buffer, 1, &table);
         } else {
@@ -771,37 +801,59 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
             vkCmdCopyBuffer(cmd, slot->output.buffer, c->dst_image->buffer, 1, &image);
         }
     }
-    if (dof) {
+    if (plan->dof) {
         VkBufferCopy ctl = {.dstOffset = READBACK_SPRITES_OFFSET, .size = HP_BOKEH_CTL_WORDS * 4};
         vkCmdCopyBuffer(cmd, hp_dof_sprites(g->dof)->buffer, c->readback.buffer, 1, &ctl);
         if (params->output_dof) {
-            VkBufferCopy image = {.size = pixels * 16};
+            VkBufferCopy image = {.size = (VkDeviceSize)slot->desc.width * slot->desc.height * 16};
             vkCmdCopyBuffer(cmd, slot->dof.output.buffer, host->dof_host.buffer, 1, &image);
         }
     }
     barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
             VK_ACCESS_HOST_READ_BIT);
-    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, TS_DOWNLOAD);
-    VkResult res = vkEndCommandBuffer(cmd);
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->queries, TS_DOWNLOAD);
+}
+
+hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, uint32_t *ticket, hp_err *err)
+{
+    if (g->preparing < 0)
+        return hp_fail(err, HP_ERR_INTERNAL, "hp_frame_graph_submit without hp_frame_graph_begin");
+    uint32_t ci = (uint32_t)g->preparing;
+    frame_ctx *c = &g->ctx[ci];
+    host_side *host = &c->slot->host[ci];
+    /* Whatever happens below, this context is no longer being prepared: a failed frame is begun again. */
+    g->preparing = -1;
+    frame_plan plan;
+    hp_code rc = submit_check(c, params, &plan, err);
+    if (rc == HP_OK)
+        rc = submit_prepare(g, c, host, params, &plan, err);
+    if (rc != HP_OK)
+        return rc;
+    g->last = c->slot;
+    size_t out_bytes = hp_tone_output_bytes(plan.kind, c->slot->desc.width, c->slot->desc.height, params->yuv_alpha);
+    record_upload_and_reduce(g, c, params, &plan);
+    record_tone(g, c, params, &plan);
+    record_png(g, c);
+    record_readback(g, c, host, params, &plan, out_bytes);
+    VkResult res = vkEndCommandBuffer(c->cmd);
     if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "vkEndCommandBuffer");
-
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &c->cmd};
     res = hp_gpu_submit(g->gpu, &si, c->fence);
     if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "vkQueueSubmit");
     c->parts_unfenced = false; /* this frame's fence now stands for them */
     c->in_flight = true;
-    c->tone = tone;
-    c->dof = dof;
-    c->detail = detail;
-    c->output_dof = dof && params->output_dof;
-    c->bokeh = dof && bokeh;
-    c->method = ds->method;
-    c->out_pixel = out_pixel;
+    c->tone = plan.tone;
+    c->dof = plan.dof;
+    c->detail = plan.detail;
+    c->output_dof = plan.dof && params->output_dof;
+    c->bokeh = plan.dof && plan.bokeh;
+    c->method = params->dof_settings.method;
+    c->out_pixel = plan.kind == HP_TONE_OUT_YUV420 ? 0 : hp_tone_output_pixel_size(plan.kind);
     c->out_bytes = out_bytes;
-    c->out_kind = kind;
+    c->out_kind = plan.kind;
     g->next_ctx = (ci + 1) % HP_FRAMES_IN_FLIGHT;
     *ticket = ci;
     return HP_OK;
