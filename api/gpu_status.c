@@ -162,6 +162,21 @@ void hp_route_metrics(hp_request *req, hp_reply *reply)
     char *buf = NULL;
     size_t len = 0, cap = 0;
     int rc = hp_metrics_format(&buf, &len, &cap);
+    /* What /readyz says, for an alert on a node out of rotation (Prometheus's own "up" says only that the
+     * scrape answered), and the state behind it. */
+    hp_service_state state = hp_http_get_state(req->http);
+    bool ready = state == HP_SERVICE_READY && hp_http_accepting(req->http);
+    static const hp_service_state states[] = {HP_SERVICE_STARTING, HP_SERVICE_READY, HP_SERVICE_DRAINING,
+                                              HP_SERVICE_DEVICE_LOST};
+    if (rc == 0)
+        rc |= hp_metrics_printf(&buf, &len, &cap,
+                                "# HELP hdrpost_ready Whether /readyz answers 200 (1) or 503 (0) now.\n"
+                                "# TYPE hdrpost_ready gauge\nhdrpost_ready %d\n"
+                                "# HELP hdrpost_state The daemon's state: 1 for the one it is in.\n"
+                                "# TYPE hdrpost_state gauge\n", ready ? 1 : 0);
+    for (size_t i = 0; rc == 0 && i < sizeof states / sizeof states[0]; i++)
+        rc |= hp_metrics_printf(&buf, &len, &cap, "hdrpost_state{state=\"%s\"} %d\n", hp_service_state_name(states[i]),
+                                states[i] == state ? 1 : 0);
     hp_gpu_report r;
     if (rc == 0 && report(req, &r)) {
         rc |= hp_metrics_printf(&buf, &len, &cap,

@@ -462,6 +462,10 @@ def metrics_open(tmp):
         point("--metrics_open: /metrics is 200 without the token, /v1/gpu still 401 without it and 200 with it",
               metrics[0] == 200 and b"hdrpost_" in metrics[2] and is_error_body(json_body(gpu[2]), "unauthorized")
               and gpu[0] == 401 and keyed[0] == 200, f"metrics {metrics[0]}, gpu {gpu[0]} {gpu[2]!r}, keyed {keyed[0]}")
+        text = metrics[2].decode("utf-8", "replace")
+        point("/metrics says hdrpost_ready 1 and hdrpost_state ready once ready",
+              "\nhdrpost_ready 1\n" in text and 'hdrpost_state{state="ready"} 1' in text
+              and 'hdrpost_state{state="starting"} 0' in text, text[:1500])
         rc = d.stop(signal.SIGTERM)
         point("--metrics_open: SIGTERM exits 0", rc == 0, f"exit code {rc}\n{d.log()}")
     finally:
@@ -496,6 +500,11 @@ def device_lost(tmp):
               and "retry-after" not in ready_headers
               and live_status == 503 and is_error_body(json_body(live_body), "device_lost"),
               f"readyz {ready_status} {ready_body!r}, livez {live_status} {live_body!r}")
+        _, _, metrics = request(port, "GET", "/metrics")
+        text = metrics.decode("utf-8", "replace")
+        point("/metrics says hdrpost_ready 0 and hdrpost_state device_lost",
+              "\nhdrpost_ready 0\n" in text and 'hdrpost_state{state="device_lost"} 1' in text
+              and 'hdrpost_state{state="ready"} 0' in text, text[:1500])
         status, _, body = harness.request(port, "POST", "/v1/render?output.format=png", pfm)
         point("and a new frame is refused 503 not_ready, naming the state",
               status == 503 and is_error_body(json_body(body), "not_ready") and b"device_lost" in body,
