@@ -1,6 +1,6 @@
 /* EXR ZIP chunks inflated on the GPU (pipeline/exr_zip_gpu.h, issue 20): the inflate and unzip passes'
  * GPU time on a real frame's chunks, against the CPU decoder (libdeflate and the SSE2 transform,
- * api/image_exr.c) on one thread and on every core, on the same file in the same run. The GPU's image is
+ * api/codecs/image_exr.c) on one thread and on every core, on the same file in the same run. The GPU's image is
  * checked against the CPU's, bit for bit, before anything is timed.
  *
  * Usage: bench_exr_zip FRAME.exr [--runs N] [--quick] [--device D]   (FRAME: a scanline ZIP or ZIPS EXR of
@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/image.h"
+#include "api/codecs/image.h"
 #include "bench_common.h"
 #include "common/file.h"
 #include "pipeline/exr_zip_gpu.h"

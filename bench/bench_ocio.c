@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/image.h"
+#include "api/codecs/image.h"
 #include "bench/bench_common.h"
 #include "common/file.h"
 #include "hp_shared.h"

@@ -1,8 +1,8 @@
 /* PNG filtering and deflate on the GPU (pipeline/png_gpu.h, issue 20): each pass's GPU time (timestamps
  * around every dispatch, median of the runs) at 1080p, 4K and 8K, beside the CPU on the same host: the
- * daemon's own CPU encoder (api/encode.h, strips on every core, the default effort), libdeflate level 1 on
+ * daemon's own CPU encoder (api/codecs/encode.h, strips on every core, the default effort), libdeflate level 1 on
  * every core (the filtered bytes cut into one strip a core, as the CPU encoder cuts them), zlib level 1 and
- * deflate_runs (api/deflate_runs.h) on one core; every compressed size. The images: tests/data's Blender
+ * deflate_runs (api/codecs/deflate_runs.h) on one core; every compressed size. The images: tests/data's Blender
  * street frame tone-mapped by the CPU reference (default parameters) and tiled 2 x 2, 4 x 4 and 8 x 8 (RGB,
  * 8 bits; 16 bits at 4K), and the frame bench_http.py posts (scaled up 4x bilinearly, through half floats,
  * as tools/make_frame does): smooth, so its sizes differ from the tiled ones'. Every stream is checked once:
@@ -16,9 +16,9 @@
 #include <time.h>
 #include <zlib.h>
 
-#include "api/deflate_runs.h"
-#include "api/encode.h"
-#include "api/image.h"
+#include "api/codecs/deflate_runs.h"
+#include "api/codecs/encode.h"
+#include "api/codecs/image.h"
 #include "bench_common.h"
 #include "common/cpus.h"
 #include "common/file.h"
@@ -152,7 +152,7 @@ static double libdeflate_all_cores(const uint8_t *in, size_t len, unsigned threa
     return now_ms() - t0;
 }
 
-/* The median of `runs` calls' wall ms of the CPU encoder (api/encode.h, every core, default effort). */
+/* The median of `runs` calls' wall ms of the CPU encoder (api/codecs/encode.h, every core, default effort). */
 static double cpu_encoder(const uint8_t *img, uint32_t w, uint32_t h, uint32_t depth, uint32_t runs, size_t *bytes,
                           double *cpu_ms)
 {

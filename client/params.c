@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/params_json.h"
+#include "api/frames/params_json.h"
 
 hp_code hp_param_set_put(hp_param_set *set, const char *name, const char *value, hp_err *err)
 {

@@ -1,6 +1,6 @@
 /* The request parameters of a run: --params FILE|JSON and repeated --set name=value, merged into the
  * query string every frame is posted with, and checked before a single frame is sent by the daemon's own
- * parser (api/params_json.h, over the table of pipeline/params.c), with its messages. */
+ * parser (api/frames/params_json.h, over the table of pipeline/params.c), with its messages. */
 #ifndef HP_CLIENT_PARAMS_H
 #define HP_CLIENT_PARAMS_H
 

@@ -2,7 +2,7 @@
  *
  * Why: a 4K EXR takes about 10 ms to arrive over the network and as long again to decode; the decoder can
  * read the header, the chunk offsets and each chunk as soon as its bytes are in, so the two overlap and
- * the frame is decoded a chunk or two after its last byte (api/render.c, "early decoding"). The receiver
+ * the frame is decoded a chunk or two after its last byte (api/frames/render.c, "early decoding"). The receiver
  * writes into a buffer sized from Content-Length and calls hp_arrival_add after each piece; a reader that
  * needs bytes [0, end) calls hp_arrival_wait first. */
 #ifndef HP_ARRIVAL_H

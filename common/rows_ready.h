@@ -1,7 +1,7 @@
 /* Rows of a frame that are final while the rest is still being decoded: the decoder marks pieces (an EXR
  * chunk's rows) done in any order; a reader waits for the rows [0, n) to be done, or for the end.
  *
- * Why: the daemon decodes a raw EXR body while it arrives (api/render.c), and at its last byte a quarter of
+ * Why: the daemon decodes a raw EXR body while it arrives (api/frames/render.c), and at its last byte a quarter of
  * the frame is typically still being decoded. The GPU thread takes the frame at that moment and uploads
  * the rows that are final (pipeline/frame_graph.h hp_frame_graph_upload_part) while the decoding
  * finishes, so that only the last rows' upload is left when it does. */

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "api/http.h"
+#include "api/http/http.h"
 #include "common/log.h"
 #include "daemon/worker.h"
 #include "pipeline/reduce.h"

@@ -36,7 +36,7 @@ typedef struct hp_config {
     char *pipeline_cache;
     /* Vulkan validation layer on, its messages logged (0 off, 1 on), default 0. */
     bool validation;
-    /* GET /metrics answered without the auth token (api/http.h), default false. */
+    /* GET /metrics answered without the auth token (api/http/http.h), default false. */
     bool metrics_open;
     /* The web console (GET /, /console/...; issue 18): HP_AUTO (on when listening on loopback), HP_ON
      * or HP_OFF, as the setting says; console_enabled is what it comes to once listen is known. */
@@ -73,11 +73,11 @@ typedef struct hp_config {
     /* Holding the GPU's clocks while frames come (pipeline/clock_hold.h): HP_AUTO (on a GPU, not a CPU
      * device), HP_ON or HP_OFF. Default auto. */
     int gpu_clock_hold;
-    /* Threads one large PNG is deflated on (api/encode.h); 0: one per core. 0..256, default 0. */
+    /* Threads one large PNG is deflated on (api/codecs/encode.h); 0: one per core. 0..256, default 0. */
     int png_threads;
     /* Bearer token for every route but /livez and /readyz; "" disables authentication. Default "". */
     char *auth_token;
-    /* The probe listener's address ("" none), the connection limits and deadlines (api/http.h), and the
+    /* The probe listener's address ("" none), the connection limits and deadlines (api/http/http.h), and the
      * memory budget of requests in flight in MiB (0: half the memory limit; common/budget.h). */
     char *probe_listen;
     /* A studio's OpenColorIO config (ocio/config.h): its path ("" none; the OCIO environment variable when set
@@ -87,7 +87,7 @@ typedef struct hp_config {
     char *ocio_warm;
     /* The daemon's own named looks, after the built-in ones (daemon/looks_setup.h): "NAME: QUERY; ..." ("" none). */
     char *studio_looks;
-    /* Origins besides the daemon's own whose pages may call the API (api/http.h); "" none. */
+    /* Origins besides the daemon's own whose pages may call the API (api/http/http.h); "" none. */
     char *allowed_origins;
     int max_connections, max_connections_per_ip;
     double header_timeout_s;

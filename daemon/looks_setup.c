@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/output_encode.h"
-#include "api/params_json.h"
+#include "api/frames/output_encode.h"
+#include "api/frames/params_json.h"
 #include "common/log.h"
 #include "pipeline/ocio_encoding.h"
 #include "pipeline/params_ocio.h"
@@ -27,7 +27,7 @@ static void trim(char *text)
 }
 
 /* What a request with only the look's parameters would be refused for after its parameters parse: the OCIO
- * display's encoding against output.format (a PQ display needs PNG 16 or AVIF 10/12), which api/render.c checks
+ * display's encoding against output.format (a PQ display needs PNG 16 or AVIF 10/12), which api/frames/render.c checks
  * per request. */
 static hp_code renders(const hp_params *p, hp_err *why)
 {

@@ -17,10 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/encode.h"
-#include "api/http.h"
-#include "api/image.h"
-#include "api/metrics.h"
+#include "api/codecs/encode.h"
+#include "api/http/http.h"
+#include "api/routes/routes.h"
+#include "api/codecs/image.h"
+#include "api/http/metrics.h"
 #include "common/bigbuf.h"
 #include "common/budget.h"
 #include "common/cpus.h"
@@ -555,6 +556,8 @@ static hp_code start_http(daemon_parts *d, hp_err *err)
     p.max_connections_per_ip = (unsigned)config->max_connections_per_ip;
     p.header_timeout_s = config->header_timeout_s;
     p.min_body_rate = (uint64_t)config->min_body_rate_kbs << 10;
+    p.routes = hp_api_routes;
+    p.route_count = hp_api_route_count;
     hp_budget_init(d->budget, inflight_budget(config));
     p.budget = d->budget;
     hp_code code = hp_http_create(&p, &d->http, err);

@@ -67,7 +67,7 @@ static hp_job *fifo_pop(job_fifo *f)
 }
 
 /* The next frame for the GPU: the first one queued that is not waiting for its decoding on the GPU, else the
- * head. A frame inflated on the GPU (api/early_decode.c, pipeline/exr_zip_gpu.h) is handed on while its
+ * head. A frame inflated on the GPU (api/frames/early_decode.c, pipeline/exr_zip_gpu.h) is handed on while its
  * passes run, tens of milliseconds; at the head it would hold back every frame ready behind it. A frame
  * decoding on the CPU keeps its place: its tail after the last byte is a few milliseconds, and taking
  * others first measured no better (docs/BENCHMARKS.md). */

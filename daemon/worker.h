@@ -15,7 +15,7 @@
 
 #include <stdbool.h>
 
-#include "api/job.h"
+#include "api/frames/job.h"
 #include "common/error.h"
 #include "pipeline/frame_graph.h"
 #include "pipeline/host_pool.h"

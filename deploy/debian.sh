@@ -25,7 +25,7 @@ packages=(
   libmicrohttpd-dev libjansson-dev zlib1g-dev libopenexr-dev g++
   libwebp-dev libspng-dev libdeflate-dev openssl libcurl4-openssl-dev liblcms2-dev
   libopencolorio-dev glslang-dev spirv-tools
-  # JPEG and AVIF output (api/encode_jpeg.c: libjpeg-turbo's libjpeg API; api/encode_avif.c: libavif, whose
+  # JPEG and AVIF output (api/codecs/encode_jpeg.c: libjpeg-turbo's libjpeg API; api/codecs/encode_avif.c: libavif, whose
   # Debian build brings libaom to encode and dav1d to decode). The image's runtime stage gets libjpeg62-turbo
   # and libavif15 from deploy/runtime-packages.sh (ldd), as every other library.
   libavif-dev libjpeg62-turbo-dev

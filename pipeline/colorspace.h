@@ -41,7 +41,7 @@ extern const hp_xy HP_WHITE_D65;
  * working space: the frame is converted into them where it is read, and every stage after the reduction
  * (depth of field, the tone curve, the fold into [0, 1]) works in them, so a colour the display can show
  * is never clipped to a smaller gamut on the way. The transfer is the gamma stage's (gamma.mode); the
- * encoder tags the file with both (api/encode.h). */
+ * encoder tags the file with both (api/codecs/encode.h). */
 typedef enum hp_output_colorspace {
     HP_OUTPUT_SRGB = 0,       /* Rec.709 primaries, D65: sRGB (IEC 61966-2-1) */
     HP_OUTPUT_DISPLAY_P3 = 1, /* P3 primaries, D65 (SMPTE EG 432-1; Apple's Display P3, sRGB's transfer) */

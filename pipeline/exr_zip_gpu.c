@@ -253,7 +253,7 @@ hp_code hp_exr_zip_gpu_check(const hp_exr_zip_frame *f, const hp_exr_zip_chunk *
         const hp_exr_zip_chunk *c = &chunks[i];
         if (c->status == HP_EXR_ZIP_OK)
             continue;
-        /* The CPU decoder's wording (api/image_exr.c's inflate_zip_chunk and hp_exr_chunk_fail). */
+        /* The CPU decoder's wording (api/codecs/image_exr.c's inflate_zip_chunk and hp_exr_chunk_fail). */
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT,
                        "EXR decoding chunk %u (scanlines %d-%d): ZIP data of %u bytes does not inflate to %u: %s", i,
                        first_line_in_file + (int32_t)c->first_line,
@@ -416,7 +416,7 @@ hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const h
     return run_finish(gpu, &r, res, f, input, gpu_ms, err);
 }
 
-/* The split's second half (api/image.h's hp_image_zip_inflate did the first): the inflated chunks copied
+/* The split's second half (api/codecs/image.h's hp_image_zip_inflate did the first): the inflated chunks copied
  * from host memory into output past the image, then exr_finish over them: the Adler-32 checked again
  * after the copy, EXR's predictor and byte split undone, the planes gathered into RGBA16F. */
 hp_code hp_exr_zip_gpu_finish(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const hp_buffer *input,

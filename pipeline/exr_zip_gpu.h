@@ -13,7 +13,7 @@
  * shaders/exr_zip.comp says how and why.
  *
  * What the frame must be: scanlines, ZIP or ZIPS, every channel of the part half and unsampled, so that a
- * chunk is `lines` x `planes` x `width` halves; api/image.h's hp_image_zip_gather checks that and fills the
+ * chunk is `lines` x `planes` x `width` halves; api/codecs/image.h's hp_image_zip_gather checks that and fills the
  * packed bytes and the chunk table. A chunk that fails leaves its part of the image undefined: the caller
  * reads the statuses back (hp_exr_zip_gpu_check) and refuses the frame. */
 #ifndef HP_EXR_ZIP_GPU_H
@@ -122,7 +122,7 @@ VkDeviceSize hp_exr_zip_gpu_output_bytes(const hp_exr_zip_frame *frame);
 
 /* A frame's passes on the least busy decode queue (pipeline/gpu.h's hp_gpu_decode_submit_wait), waited for:
  * what a decoding thread calls, several at once. input: host memory shaders can read (HP_MEM_READBACK_SHADER), laid out
- * as api/image.h's hp_image_zip_gather writes it; the passes read it where it lies and write their status
+ * as api/codecs/image.h's hp_image_zip_gather writes it; the passes read it where it lies and write their status
  * words into its table. output: device memory of hp_exr_zip_gpu_output_bytes, the image at its start.
  * Returns hp_exr_zip_gpu_check's verdict (the first damaged chunk named), or the Vulkan failure;
  * *gpu_ms (may be NULL): the passes' time on the GPU. HP_ERR_UNUSABLE: the frame's chunks are too large
@@ -132,7 +132,7 @@ VkDeviceSize hp_exr_zip_gpu_output_bytes(const hp_exr_zip_frame *frame);
 hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *frame, const hp_buffer *input,
                            const hp_buffer *output, double *gpu_ms, hp_err *err);
 
-/* The split: the CPU inflated the frame's chunks (api/image.h's hp_image_zip_inflate) into input, host
+/* The split: the CPU inflated the frame's chunks (api/codecs/image.h's hp_image_zip_inflate) into input, host
  * memory shaders can read (HP_MEM_READBACK_SHADER): the table, then frame->unpacked_bytes of inflated
  * chunks. On the decode queue, waited for: those bytes copied past the image in output (device memory of
  * hp_exr_zip_gpu_output_bytes), then the finishing pass (exr_finish) writes the image. Returns as

@@ -1,5 +1,5 @@
 /* The named looks (pipeline/looks.h). Each is written as the query a client would send for it, so a look is
- * exactly its parameters: api/params_json.c applies it through the query parser, and test_params checks
+ * exactly its parameters: api/frames/params_json.c applies it through the query parser, and test_params checks
  * that every one of them parses. One list makes both the rows and the schema's choices.
  *
  * blender: Blender 4.x's default view transform: AgX base, the sRGB display, exposure 0 (the frame's values

@@ -95,7 +95,7 @@ const hp_param_def hp_param_schema[] = {
              "parameters under `looks`; docs/PARAMETERS.md under Looks). A "
              "daemon may add its own (the `studio_looks` setting; `GET /v1/params` lists them), such as a "
              "studio's OCIO view at a fixed exposure."},
-    /* --- input: raw samples instead of a file (api/render.c) --- */
+    /* --- input: raw samples instead of a file (api/frames/render.c) --- */
     {.name = "input.width", .type = HP_PARAM_INTEGER, .offset = U32_AT(input.width), .min = 0, .max = 16384,
      .def = 0, .unit = "pixels",
      .help = "Set for a body of raw samples instead of a file: the pixels per row. 0 (the default) means the "
@@ -122,9 +122,9 @@ const hp_param_def hp_param_schema[] = {
              "linear Rec.709 where the tone stage reads it, colours outside Rec.709 brought in toward the grey "
              "of their own luminance (luminance and hue kept), and its luminance weighs the channels by its "
              "own space's Y row. The answer says which space was used and why."},
-    /* Channel names of a multi-layer OpenEXR (api/image.h, hp_decode_options): "" keeps the decoder's
+    /* Channel names of a multi-layer OpenEXR (api/codecs/image.h, hp_decode_options): "" keeps the decoder's
      * automatic choice, so the default request reads every file as before. A name the file lacks is a
-     * 422 from api/render.c, which only the file can tell. */
+     * 422 from api/frames/render.c, which only the file can tell. */
     {.name = "input.layer", .type = HP_PARAM_STRING, .offset = STRING_AT(input.layer), .min = 0,
      .max = HP_PARAM_STRING_MAX, .unit = "", .applies = EXR_ONLY,
      .help = "The layer whose R, G, B (and A; or Y alone, as grey) become the colour, named by the prefix of "
@@ -1010,7 +1010,7 @@ static const char *exr_name(const hp_params *p, int i, const char **field)
 
 #define EXR_NAME_COUNT 6
 
-/* The decoder takes red, green and blue by name only all three at once (api/image.h); one or two would
+/* The decoder takes red, green and blue by name only all three at once (api/codecs/image.h); one or two would
  * leave it to guess the rest. */
 static hp_code rule_colour_channels(const hp_params *p, const char *field, hp_err *err)
 {

@@ -1,7 +1,7 @@
 /* Every per-request parameter, grouped by stage: plain C structs with their defaults.
  *
  * The one place that gives each field its JSON name, unit, range, default and help is the schema table
- * in pipeline/params.c (hp_param_schema). The HTTP API parses requests through it (api/params_json.c),
+ * in pipeline/params.c (hp_param_schema). The HTTP API parses requests through it (api/frames/params_json.c),
  * docs/PARAMETERS.md is generated from it, and hp_params_defaults() fills these structs from it, so a
  * default cannot differ between the code, the API and the documentation. */
 #ifndef HP_PARAMS_H
@@ -88,8 +88,8 @@ typedef struct hp_gamma_params {
 typedef enum hp_output_format {
     HP_OUTPUT_WEBP = 0,
     HP_OUTPUT_PNG = 1,
-    HP_OUTPUT_JPEG = 2, /* api/encode_jpeg.h */
-    HP_OUTPUT_AVIF = 3, /* api/encode_avif.h */
+    HP_OUTPUT_JPEG = 2, /* api/codecs/encode_jpeg.h */
+    HP_OUTPUT_AVIF = 3, /* api/codecs/encode_avif.h */
 } hp_output_format;
 
 /* JPEG's and AVIF's chroma subsampling. */
@@ -108,14 +108,14 @@ typedef enum hp_output_alpha {
 
 /* Which encoder writes a PNG's deflate stream (issue 20). */
 typedef enum hp_png_encoder {
-    HP_PNG_ENCODER_CPU = 0,  /* api/encode.c: filters and deflate on the encoding pool's cores */
+    HP_PNG_ENCODER_CPU = 0,  /* api/codecs/encode.c: filters and deflate on the encoding pool's cores */
     HP_PNG_ENCODER_GPU = 1,  /* pipeline/png_gpu.c: filters and deflate on the GPU, only the stream read back */
     HP_PNG_ENCODER_AUTO = 2, /* the GPU where the device runs png_gpu's passes and output.effort is at most
                               * HP_PNG_AUTO_GPU_MAX_EFFORT, else the CPU (the default) */
 } hp_png_encoder;
 
 /* output.png_encoder auto takes the GPU up to this output.effort: the CPU encoder's run-length deflate
- * levels (api/encode.c), whose sizes the GPU's stream matches (docs/BENCHMARKS.md, issue 20); the efforts
+ * levels (api/codecs/encode.c), whose sizes the GPU's stream matches (docs/BENCHMARKS.md, issue 20); the efforts
  * above ask for zlib's smaller files, which only the CPU makes. */
 #define HP_PNG_AUTO_GPU_MAX_EFFORT 2u
 
@@ -152,12 +152,12 @@ typedef enum hp_input_type {
 } hp_input_type;
 
 /* Longest text a string parameter holds, in bytes without the NUL: an OpenEXR channel name's limit
- * (api/image.h, HP_IMAGE_NAME_MAX), which bounds every string parameter so far. */
+ * (api/codecs/image.h, HP_IMAGE_NAME_MAX), which bounds every string parameter so far. */
 #define HP_PARAM_STRING_MAX 255
 
 /* How the frame arrives. Raw samples instead of a file: a render farm that already holds the frame in
  * memory sends it as is. Channel names: which channels of a multi-layer OpenEXR file become the colour
- * and the depth; "" leaves the choice to the decoder (api/image.h, hp_decode_options). */
+ * and the depth; "" leaves the choice to the decoder (api/codecs/image.h, hp_decode_options). */
 typedef struct hp_input_params {
     uint32_t width;    /* pixels per row of a raw body; 0: the body is a file (OpenEXR, Radiance, PFM) */
     uint32_t height;   /* rows of a raw body */
@@ -235,7 +235,7 @@ typedef struct hp_params {
     hp_gamma_params gamma;
     hp_output_params output;
     hp_ocio_params ocio;
-    uint32_t look; /* hp_looks' index: applied before the other parameters (api/params_json.c) */
+    uint32_t look; /* hp_looks' index: applied before the other parameters (api/frames/params_json.c) */
     /* Not a parameter of its own: in hdrpost alone, a look the client does not know (a studio look of the
      * daemon's, studio_looks), kept as text for the daemon to check (hp_param_def.open_offset). */
     char look_name[HP_PARAM_STRING_MAX + 1];

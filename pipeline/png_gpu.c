@@ -335,7 +335,7 @@ void hp_png_cpu_filter(const hp_png_gpu_layout *l, const void *image, uint8_t *f
             for (int t = 0; t < 5; t++)
                 sums[t] += (uint32_t)abs((int8_t)ref_filter(t, cur[i], a, prev[i], c));
         }
-        int type = 0; /* the smallest sum; the first type of equal sums (api/encode.c, png_filter_choose) */
+        int type = 0; /* the smallest sum; the first type of equal sums (api/codecs/encode.c, png_filter_choose) */
         for (int t = 1; t < 5; t++)
             if (sums[t] < sums[type])
                 type = t;

@@ -5,7 +5,7 @@
  * Three dispatches, recorded into a command buffer the caller owns (hp_png_gpu_record):
  *   png_filter_choose  one workgroup per row: the filter type of each row, by libpng's heuristic (the
  *                      smallest sum of the filtered bytes' magnitudes, taken as signed; the first type of
- *                      equal sums), as api/encode.c chooses;
+ *                      equal sums), as api/codecs/encode.c chooses;
  *   png_filter_apply   one workgroup per row: the filtered scanlines (type byte, then the row in PNG's
  *                      layout: alpha kept or not, 16-bit samples big-endian);
  *   png_deflate        one workgroup per segment of `segment_bytes` filtered bytes: LZ77 (greedy, matches
@@ -115,7 +115,7 @@ size_t hp_png_gpu_zlib_bound(const hp_png_gpu_layout *layout);
 uint64_t hp_png_gpu_joined_bytes(const hp_png_gpu_layout *layout, const void *table);
 
 /* Room the caller leaves around joined in host memory so that the PNG file can be finished where the GPU
- * wrote the stream, without copying it (hp_png_gpu_seal, then api/encode.h's hp_encode_png_in_place): the
+ * wrote the stream, without copying it (hp_png_gpu_seal, then api/codecs/encode.h's hp_encode_png_in_place): the
  * zlib header and the chunks before IDAT go in front, the Adler-32, IDAT's CRC and IEND after. 4 KiB holds
  * every head hdrpostd writes (signature, IHDR, cHRM, gAMA, sRGB or an iCCP of a few hundred bytes, tEXt);
  * a multiple of 256 keeps joined's offset aligned for the shader's words. */

@@ -6,7 +6,7 @@
 //   HP_PNG_FILTER_CHOOSE  one workgroup per row: every invocation evaluates its columns under the five
 //                         filters and the workgroup keeps the type of the smallest sum of magnitudes,
 //                         the bytes taken as signed (libpng's heuristic); the first type wins a tie, as
-//                         png_filter_choose() in api/encode.c. Writes one word per row: the type.
+//                         png_filter_choose() in api/codecs/encode.c. Writes one word per row: the type.
 //   HP_PNG_FILTER_APPLY   one workgroup per row: writes the 32-bit words whose first byte lies in the row
 //                         (a word that runs into the next row takes that row's bytes too: its type is
 //                         already known), so no word is written twice and nothing needs atomics.
@@ -86,7 +86,7 @@ void neighbours(uint y, uint i, out uint x, out uint a, out uint b, out uint c)
     c = i >= n && y > 0u ? row_byte(y - 1u, i - n) : 0u;
 }
 
-// PNG 9.4, with api/encode.c's tie order: a, then b, then c.
+// PNG 9.4, with api/codecs/encode.c's tie order: a, then b, then c.
 uint paeth(uint a, uint b, uint c)
 {
     int p = int(a) + int(b) - int(c);

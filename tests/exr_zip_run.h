@@ -1,5 +1,5 @@
 /* One run of the EXR ZIP passes on the GPU (pipeline/exr_zip_gpu.h) over a chunk table and packed bytes
- * in host memory, as the daemon lays them out (api/image.h's hp_image_zip_gather: the table, then the
+ * in host memory, as the daemon lays them out (api/codecs/image.h's hp_image_zip_gather: the table, then the
  * packed bytes, then padding), with the image and the statuses copied back. Header-only, as
  * tests/gpu_test.h; for tests/test_exr_zip_gpu.c and the fuzz target. */
 #ifndef HP_EXR_ZIP_RUN_H

@@ -681,7 +681,7 @@ def client_counts(records):
 
 def counts_problems(server, before, answered, cut, unknown):
     """The rule for hdrpost_requests_total{route, status}, counted by the daemon once per request whose
-    headers it read, when the request ends (api/http.c, on_completed), with the status it answered, or 0
+    headers it read, when the request ends (api/http/http.c, on_completed), with the status it answered, or 0
     when it answered nothing:
     - a request a client read the answer of is counted once, with that answer's status;
     - a request cut off mid-upload (headers and part of the body, then the client closes) is counted 0:

@@ -1,4 +1,4 @@
-/* api/conn_table.h: the connection table the HTTP guard keeps. Clients are IPv4 addresses or IPv6 /64s; a
+/* api/http/conn_table.h: the connection table the HTTP guard keeps. Clients are IPv4 addresses or IPv6 /64s; a
  * client's connections are refused past per_client; a worker is pressed above its mark (slots less an
  * eighth, at least one); the victim chosen under pressure is another live connection of the same worker,
  * waiting for headers before a lagging body before a stalled answer, the busiest client's then the oldest,
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/conn_table.h"
+#include "api/http/conn_table.h"
 #include "tap.h"
 
 /* The table's allocations, counted while `counting`: the test is linked with --wrap for these, so that a

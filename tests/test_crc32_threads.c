@@ -1,10 +1,10 @@
-/* The CRC-32 of a large buffer on several threads (api/crc32_threads.h) against zlib's crc32 of the whole
+/* The CRC-32 of a large buffer on several threads (api/codecs/crc32_threads.h) against zlib's crc32 of the whole
  * buffer, an implementation of its own: lengths below, at and past the threaded path's threshold, uneven
  * pieces, 1 to 16 threads, and a CRC continued from a nonzero one; the helper threads' CPU time counted. */
 #include <stdlib.h>
 #include <zlib.h>
 
-#include "api/crc32_threads.h"
+#include "api/codecs/crc32_threads.h"
 #include "tap.h"
 
 int main(void)

@@ -1,4 +1,4 @@
-/* Deferred replies (api/deferred.c) under each interleaving of the threads that touch a suspended request:
+/* Deferred replies (api/http/deferred.c) under each interleaving of the threads that touch a suspended request:
  * the handler's (suspend), the completer's (the finishing pool), the watch's (a client gone), the drain's
  * (force), and libmicrohttpd's, which ends the request (request_gone, then free, as http.c's on_completed).
  *
@@ -21,8 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/deferred.h"
-#include "api/route.h"
+#include "api/http/deferred.h"
+#include "api/http/route.h"
 #include "tap.h"
 
 /* --- libmicrohttpd's side, played here --------------------------------------------------------------------- */

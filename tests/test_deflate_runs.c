@@ -1,4 +1,4 @@
-/* The run-length deflate coder (api/deflate_runs.h) against zlib's inflate, the reference decoder every PNG
+/* The run-length deflate coder (api/codecs/deflate_runs.h) against zlib's inflate, the reference decoder every PNG
  * reader builds on. Every stream must inflate to exactly its input (bit-exact, no tolerance), within
  * hp_deflate_runs_bound(), ending where the format says: a final stream at its last block, a non-final one
  * at an empty stored block so that the next stream joins it. Inputs chosen for the coder's edges: empty,
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "api/deflate_runs.h"
+#include "api/codecs/deflate_runs.h"
 #include "tap.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/image.h"
+#include "api/codecs/image.h"
 #include "common/file.h"
 #include "common/log.h"
 #include "hp_dof.h"

@@ -1,5 +1,5 @@
-/* The studio-colour encoders as a specification: JPEG (api/encode_jpeg.h), AVIF (api/encode_avif.h) and the
- * PNG tagged with cICP (api/encode_png_hdr.h). Every file is decoded again by the library's own decoder
+/* The studio-colour encoders as a specification: JPEG (api/codecs/encode_jpeg.h), AVIF (api/codecs/encode_avif.h) and the
+ * PNG tagged with cICP (api/codecs/encode_png_hdr.h). Every file is decoded again by the library's own decoder
  * (libjpeg, libavif with dav1d or libaom, libspng) and compared with the frame that went in.
  *
  * The frames are real: Blender's evening street (tests/data, 960x540, RGBA half), tone-mapped crudely here
@@ -46,12 +46,12 @@
 
 #include <jpeglib.h>
 
-#include "api/encode.h"
-#include "api/encode_avif.h"
-#include "api/encode_jpeg.h"
-#include "api/encode_png_hdr.h"
+#include "api/codecs/encode.h"
+#include "api/codecs/encode_avif.h"
+#include "api/codecs/encode_jpeg.h"
+#include "api/codecs/encode_png_hdr.h"
 #include "api/icc_profiles.h"
-#include "api/image.h"
+#include "api/codecs/image.h"
 #include "common/file.h"
 #include "tap.h"
 

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "api/image.h"
+#include "api/codecs/image.h"
 #include "common/file.h"
 #include "exr_zip_run.h"
 #include "gpu_test.h"

@@ -1,4 +1,4 @@
-/* The image decoders (api/image.h) as a specification.
+/* The image decoders (api/codecs/image.h) as a specification.
  *
  * Real frames (tests/data): the park HDRI three ways agrees with itself, and the other frames decode with
  * the properties their README states. EXR frames this test writes with OpenEXR's own writers cover every
@@ -36,8 +36,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "api/image.h"
-#include "api/image_internal.h"
+#include "api/codecs/image.h"
+#include "api/codecs/image_internal.h"
 #include "common/arrival.h"
 #include "pipeline/cpu_reference.h"
 #include "tap.h"
@@ -1328,7 +1328,7 @@ static void test_damage(void)
     blob_free(&park_pfm);
 }
 
-/* --- Fast paths against the library's own (api/image_exr.c) --------------------------------------- */
+/* --- Fast paths against the library's own (api/codecs/image_exr.c) --------------------------------------- */
 
 /* The decoder converts straight from each decompressed chunk and inflates ZIP with libdeflate;
  * HP_EXR_GENERIC_DECODE=1 makes it use the library's zlib and unpack instead. Both must give the same
@@ -1788,7 +1788,7 @@ static void test_threaded_decode(void)
     }
 }
 
-/* Frames decoded at once share the threads they ask for (api/image_exr.c frames_decoding): six decodes of
+/* Frames decoded at once share the threads they ask for (api/codecs/image_exr.c frames_decoding): six decodes of
  * one ZIP frame on six threads, each asking for 8 threads, all give the bytes of one decode alone, and
  * none counts as decoding after. */
 typedef struct shared_decode {
@@ -2191,7 +2191,7 @@ static void scribble_heap(unsigned char byte)
 /* tests/fuzz/fuzz_exr found a damaged tiled DWAA part (250x8, grey) that OpenEXR 3.1's C++ library decoded
  * "successfully" from buffers it had allocated and never written: the image was whatever the heap held
  * before. Decoded twice with the heap filled differently before each, the frame must be the same
- * (api/image_exr_dwa.cpp makes the library's allocations zeroed). */
+ * (api/codecs/image_exr_dwa.cpp makes the library's allocations zeroed). */
 static void test_dwa_fresh_memory(void)
 {
     blob b = read_data("../fuzz/regressions/exr/dwa_heap_250x8_tiled");

@@ -1,6 +1,6 @@
 // Writes DWAA/DWAB test frames with OpenEXR's C++ library: the C core of OpenEXR 3.1 cannot compress
 // them ("DWA/A compression not yet implemented in C"). Built only with the decoder's own C++ fallback
-// (api/image_exr_dwa.h), and gone with it.
+// (api/codecs/image_exr_dwa.h), and gone with it.
 #include "test_image_exr.h"
 
 #include <ImfChannelList.h>

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/image.h"
+#include "api/codecs/image.h"
 #include "common/file.h"
 #include "gpu_test.h"
 #include "pipeline/cpu_reference.h"

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/form.h"
-#include "api/params_json.h"
+#include "api/frames/form.h"
+#include "api/frames/params_json.h"
 #include "ocio/config.h"
 #include "pipeline/looks.h"
 #include "pipeline/params.h"
@@ -379,7 +379,7 @@ static void test_schema(void)
             spans[n++] = (struct span){def->open_offset, HP_PARAM_STRING_MAX + 1, "an open enum's text"};
     }
     /* The one field that is no parameter: the frame's colour, resolved from input.colorspace and the file by
-     * api/render.c before the frame is queued (pipeline/params.h). */
+     * api/frames/render.c before the frame is queued (pipeline/params.h). */
     spans[n++] = (struct span){offsetof(hp_params, color), sizeof(hp_input_color), "color (resolved)"};
     for (size_t i = 1; i < n; i++) /* insertion sort by start */
         for (size_t j = i; j > 0 && spans[j - 1].start > spans[j].start; j--) {
@@ -1683,7 +1683,7 @@ static void test_err_field(void)
            "a long unknown key is cut to the field's %zu bytes", sizeof(err.field));
 }
 
-/* --- The params part's parse and the memory budget (api/form.h) -------------------------------------------- */
+/* --- The params part's parse and the memory budget (api/frames/form.h) -------------------------------------------- */
 
 /* jansson's allocations while it parses, through json_set_alloc_funcs: the bytes held at once, as the
  * allocator sizes them (malloc_usable_size) plus 16 bytes of its own per block. */

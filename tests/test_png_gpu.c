@@ -11,7 +11,7 @@
  *   (c) a PNG built around it here (signature, IHDR, IDAT, IEND with their CRCs) decodes with libspng to
  *       exactly the input samples.
  * No tolerance anywhere: every result is exact. The validation layer is on and any message fails.
- * The compressed size against zlib level 1 and our CPU coder (api/deflate_runs.h) on the same filtered
+ * The compressed size against zlib level 1 and our CPU coder (api/codecs/deflate_runs.h) on the same filtered
  * bytes is a diagnostic, not a pass/fail. */
 #include <math.h>
 #include <spng.h>
@@ -21,8 +21,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "api/deflate_runs.h"
-#include "api/image.h"
+#include "api/codecs/deflate_runs.h"
+#include "api/codecs/image.h"
 #include "common/file.h"
 #include "pipeline/cpu_reference.h"
 #include "gpu_test.h"

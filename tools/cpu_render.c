@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "api/image.h"
-#include "api/params_json.h"
+#include "api/codecs/image.h"
+#include "api/frames/params_json.h"
 #include "common/file.h"
 #include "pipeline/cpu_reference.h"
 
@@ -82,7 +82,7 @@ int main(int argc, char **argv)
     bool through_ocio = hp_params_ocio_on(&p);
     hp_ocio_view_key key;
     if (through_ocio) {
-        /* OCIO converts; the exposure weighs the frame by its space's Y row, as the daemon does (api/render.c). */
+        /* OCIO converts; the exposure weighs the frame by its space's Y row, as the daemon does (api/frames/render.c). */
         if (hp_params_ocio_key(&p, &key, &err) != HP_OK) {
             fprintf(stderr, "cpu_render: %s\n", err.message);
             return 1;

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/encode.h"
-#include "api/image.h"
+#include "api/codecs/encode.h"
+#include "api/codecs/image.h"
 #include "common/file.h"
 #include "common/log.h"
 #include "pipeline/frame_graph.h"

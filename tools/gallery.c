@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/encode.h"
-#include "api/params_json.h"
-#include "api/image.h"
+#include "api/codecs/encode.h"
+#include "api/frames/params_json.h"
+#include "api/codecs/image.h"
 #include "common/file.h"
 #include "common/log.h"
 #include "pipeline/cpu_reference.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/image.h"
+#include "api/codecs/image.h"
 #include "common/file.h"
 #include "pipeline/cpu_reference.h"
 #include "tools/exr_write.h"

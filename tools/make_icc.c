@@ -2,7 +2,7 @@
  * written as a C header of byte arrays at build time (api/meson.build), so that the daemon needs no lcms2
  * at run time and tagging a file allocates nothing and cannot fail.
  *
- * One profile per output space (Display P3, Rec.2020) and transfer (api/encode.h's hp_output_encoding):
+ * One profile per output space (Display P3, Rec.2020) and transfer (api/codecs/encode.h's hp_output_encoding):
  *   HP_ENCODING_SRGB       the sRGB curve, IEC 61966-2-1: an ICC parametricCurveType of function type 3
  *                          (ICC.1:2010 table 65; lcms2's type 4) {2.4, 1/1.055, 0.055/1.055, 1/12.92, 0.04045};
  *   HP_ENCODING_SRGB_LIKE  a pure gamma 2.2, the single exponent gAMA also gives Kwon's local gamma;
@@ -153,7 +153,7 @@ int main(int argc, char **argv)
     fprintf(out,
             "/* Generated at build time by tools/make_icc.c (lcms2 %d.%d, zlib %s): the ICC profiles of the output\n"
             " * colour spaces, and each as the data of a PNG iCCP chunk. Not checked in; do not edit. Include after\n"
-            " * api/encode.h (the tables are indexed by its enums). */\n"
+            " * api/codecs/encode.h (the tables are indexed by its enums). */\n"
             "#ifndef HP_ICC_PROFILES_H\n#define HP_ICC_PROFILES_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n"
             "typedef struct hp_icc_profile {\n"
             "    const char *name;     /* its description tag, also the iCCP chunk's profile name */\n"

@@ -31,7 +31,7 @@
 #define HP_DOF_QUARTER_RINGS 3
 
 /* Depth samples at or above this are the background, at infinity (Blender writes 1e10 for the sky;
- * api/image.h HP_IMAGE_DEPTH_BACKGROUND). NaN and +inf are background too. */
+ * api/codecs/image.h HP_IMAGE_DEPTH_BACKGROUND). NaN and +inf are background too. */
 #define HP_DOF_DEPTH_BACKGROUND 1e9
 
 /* Bokeh sprites. The sprite buffer starts with HP_BOKEH_CTL_WORDS control words, then the records.

@@ -1,4 +1,4 @@
-/* Fuzz target: the connection table (api/conn_table.h), driven the way the HTTP guard drives it. The input
+/* Fuzz target: the connection table (api/http/conn_table.h), driven the way the HTTP guard drives it. The input
  * is a program. Its first 8 bytes are the policy (slots 1..64, workers 1..8, per_client 0..16, the header
  * deadlines, the body rates and grace); then each op is a byte and its arguments:
  *   open from client k on worker w (admitted or skipped as the accept policy does, then a victim chosen as
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/conn_table.h"
+#include "api/http/conn_table.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

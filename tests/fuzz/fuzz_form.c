@@ -1,5 +1,5 @@
-/* Fuzz target: the multipart/form-data reader of POST /v1/render and /v1/analyze (api/render.c, through
- * libmicrohttpd's post processor) and the request path around it (api/http.c: admission from the headers,
+/* Fuzz target: the multipart/form-data reader of POST /v1/render and /v1/analyze (api/frames/render.c, through
+ * libmicrohttpd's post processor) and the request path around it (api/http/http.c: admission from the headers,
  * refusals answered before or after the body, the memory budget), driven as a client drives them: each
  * input is one form posted over loopback to a real hp_http server in this process. The input's first byte
  * chooses the request's shape (the route, a Content-Length or chunks, Expect: 100-continue or not, the
@@ -21,10 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/http.h"
+#include "api/http/http.h"
+#include "api/routes/routes.h"
 #include "common/budget.h"
 #include "common/log.h"
-#include "api/job.h"
+#include "api/frames/job.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -58,6 +59,8 @@ static void start_server(void)
 {
     hp_log_set_level(HP_LOG_ERROR);
     hp_http_params params = HP_HTTP_PARAMS_DEFAULTS;
+    params.routes = hp_api_routes;
+    params.route_count = hp_api_route_count;
     params.listen = "127.0.0.1:0";
     params.threads = 2;
     params.max_connections_per_ip = 0; /* thousands of connections a second from 127.0.0.1, closing behind */

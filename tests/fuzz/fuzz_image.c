@@ -1,4 +1,4 @@
-/* Fuzz target: the image decoders (api/image.h) as the daemon runs them on a request's body: probe the
+/* Fuzz target: the image decoders (api/codecs/image.h) as the daemon runs them on a request's body: probe the
  * header under the daemon's limits, then decode into memory sized from the probe, as RGBA16F when the
  * frame is half-exact and RGBA32F otherwise, with a depth plane when the probe found one. One target per
  * format (HP_FUZZ_FORMAT: 1 OpenEXR, 2 Radiance, 3 PFM, the hp_image_format values) so that each has its own
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/image.h"
+#include "api/codecs/image.h"
 #include "pipeline/exr_zip_gpu.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 #if HP_FUZZ_FORMAT == 1
     /* The split's CPU half (exr_zip_decoder split), into memory of exactly the size the daemon gives it
-     * (api/early_decode.c's zip_split): within bounds whatever the file says, a refusal says why, and a
+     * (api/frames/early_decode.c's zip_split): within bounds whatever the file says, a refusal says why, and a
      * frame it takes the CPU's decoder takes too (else the GPU would finish a frame the CPU refuses). */
     uint32_t planes, chunks;
     hp_image_info zinfo = info;

@@ -1,4 +1,4 @@
-/* Fuzz target: the request parameters' two parsers (api/params_json.h), which read untrusted text from every
+/* Fuzz target: the request parameters' two parsers (api/frames/params_json.h), which read untrusted text from every
  * request. The first byte chooses the form: bit 0 clear, a JSON body as the params part is parsed (json_loadb,
  * then hp_params_from_json); set, a query string (hp_params_from_query). Bit 1 registers the ACES test config
  * (tests/data/ocio/aces_builtin, issue 34), as a daemon with ocio_config has: ocio.* and input.colorspace's
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/params_json.h"
+#include "api/frames/params_json.h"
 #include "pipeline/looks.h"
 #include "ocio/config.h"
 

@@ -1,4 +1,4 @@
-/* Fuzz target: the PNG encoder (api/encode.c: our filters and deflate_runs.c in strips on several threads at
+/* Fuzz target: the PNG encoder (api/codecs/encode.c: our filters and deflate_runs.c in strips on several threads at
  * efforts 0-2, libspng above) as a round trip: the input chooses a size, a bit depth, alpha, an effort and
  * the strips' threads, and its bytes are the pixels; the PNG made from them, decoded again by libspng, must
  * give the same samples. A difference, a crash or a sanitizer report is a finding. */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/encode.h"
+#include "api/codecs/encode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

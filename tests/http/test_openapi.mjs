@@ -1,7 +1,7 @@
 // GET /openapi.json (issue 18) against the real daemon: the document is valid OpenAPI 3.1 by a real validator
 // (@seriousme/openapi-schema-validator, tests/node/package.json), and every JSON Schema in it is valid 2020-12
 // under Ajv's strict mode (the validator package's own Ajv: the OpenAPI meta-schema takes any object as a
-// schema, so a misspelt type would pass it); its (method, path) pairs are exactly api/http.c's route table
+// schema, so a misspelt type would pass it); its (method, path) pairs are exactly api/routes/routes.c's route table
 // (read from the source), its security the table's open column and what the daemon does without the token;
 // every parameter of GET /v1/params is a query parameter of both frame routes with the same type, default,
 // range and choices; and real answers (an error, /v1/stats, /v1/params, /v1/gpu, the health checks, a render
@@ -237,9 +237,9 @@ function conforms(schema, value) {
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 const source = readFileSync(httpSource, "utf8");
-const tableStart = source.indexOf("static const hp_route routes[] = {");
+const tableStart = source.indexOf("const hp_route hp_api_routes[] = {");
 const tableText = tableStart < 0 ? "" : source.slice(tableStart, source.indexOf("};", tableStart));
-const rows = [...tableText.matchAll(/^\s*\{\s*"([A-Z]+)"\s*,\s*"([^"]*)"\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(true|false)\s*,\s*(true|false)\s*\}/gm)]
+const rows = [...tableText.matchAll(/^\s*\{\s*"([A-Z]+)"\s*,\s*"([^"]*)"\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(true|false)\s*,\s*(true|false)\s*,\s*(true|false)\s*,\s*(true|false)\s*\}/gm)]
     .map((m) => ({ method: m[1].toLowerCase(), path: m[2], open: m[6] === "true" }))
     // A prefix route ("/console/") holds every path under it: the document's template for it.
     .map((r) => ({ ...r, path: r.path.length > 1 && r.path.endsWith("/") ? `${r.path}{file}` : r.path }));

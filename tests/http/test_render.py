@@ -58,7 +58,7 @@ CPU_TIMEOUT_S = 120      # one cpu_render run
 # many times slower), so that the order of events those points make holds; at factor 1 it is 500 (set
 # below the harness's import).
 
-# The error code for a bad request parameter: docs/API.md and api/render.c say invalid_parameter (the text
+# The error code for a bad request parameter: docs/API.md and api/frames/render.c say invalid_parameter (the text
 # of docs/PARAMETERS.md, from pipeline/params.c, still says invalid_argument).
 PARAM_ERROR = "invalid_parameter"
 
@@ -317,7 +317,7 @@ def close(a, b, rel=1e-4):
 
 
 def percentile(hist, lo, hi, p):
-    """api/render.c's percentile (shaders/exposure.comp): the lower edge of the first bin whose cumulative
+    """api/frames/render.c's percentile (shaders/exposure.comp): the lower edge of the first bin whose cumulative
     count reaches p * total."""
     total = sum(hist)
     k, c = 255, 0
@@ -733,7 +733,7 @@ def slow_post(port, path, body, pieces=8, pause_s=0.03, headers=None):
 
 
 def early_decoding(d, tmp):
-    """A raw EXR body is decoded while it arrives (api/render.c): the same statistics and image as a frame
+    """A raw EXR body is decoded while it arrives (api/frames/render.c): the same statistics and image as a frame
     decoded after its last byte, bad parameters and bad files answered as before, and a client that
     hangs up half-way costs nothing."""
     desk = read_data("psychtoolbox_Desk.exr")  # 2.4 MB, RGBA half PIZ
@@ -1273,7 +1273,7 @@ def hang_up(d):
         elif res[0] != 200 or webp_size(res[2]) != (512, 256):
             problems.append(f"keeper {k}: {res[0]} {res[2][:200]!r}")
     problems += [f"hanger {k}: {exc}" for k, (_, exc) in enumerate(results[4:]) if exc is not None]
-    # Every hanger's frame is dropped unrun, at once: the watch on suspended connections (api/deferred.c)
+    # Every hanger's frame is dropped unrun, at once: the watch on suspended connections (api/http/deferred.c)
     # sees the hang-up within HP_DEFERRED_WATCH_MS and the queue lets go of the frame, so the request ends
     # (logged 499, or with status 0 "(connection error)" when libmicrohttpd saw the closed socket before
     # the answer) well before the keepers ahead of it are done: within SLOW_GPU_MS of being sent, where
@@ -1300,7 +1300,7 @@ def hang_up(d):
 
 
 def hang_up_arriving(d):
-    """A client that goes away while its raw frame arrives: the early decoder reading it (api/early_decode.c)
+    """A client that goes away while its raw frame arrives: the early decoder reading it (api/frames/early_decode.c)
     is dropped with the request, counted as hdrpost_frames_cancelled_total{stage="arriving"}, and the bytes
     it took from the memory budget are back: hdrpost_inflight_bytes returns to 0."""
     exr = read_data("pmndrs_park.exr")  # over 64 KiB: decoded as it arrives
@@ -1438,7 +1438,7 @@ def drain(d):
                 problems.append(f"request {k}: 200 but not the image ({len(body)} bytes against {len(want)})")
         elif not (is_error(status, body, 503, "not_ready") and "draining" in body.decode("utf-8", "replace")):
             problems.append(f"request {k}: {status} {headers} {body[:300]!r}")
-    # A request whose handler had not run at the signal is refused 503 not_ready "draining" (api/render.c
+    # A request whose handler had not run at the signal is refused 503 not_ready "draining" (api/frames/render.c
     # takes no frames unless ready); one that was queued must be finished. At least one must have been
     # answered after the signal, or the drain was not exercised.
     point("drain: SIGTERM 0.2 s after 6 requests: each answered (200 with its image, or 503 draining if it "

@@ -1,0 +1,39 @@
+/* EXR ZIP frames for the GPU's decoders (api/codecs/image_exr_zip.c, pipeline/exr_zip_gpu.h): which frames they can
+ * take, their chunks gathered for the GPU's inflate, or inflated here for the split. */
+#ifndef HP_IMAGE_EXR_ZIP_H
+#define HP_IMAGE_EXR_ZIP_H
+
+#include "api/codecs/image_decoder.h"
+#include "pipeline/exr_zip_gpu.h"
+
+/* EXR ZIP frames inflated on the GPU (pipeline/exr_zip_gpu.h). For a frame whose chunks the GPU can take
+ * (scanlines, ZIP or ZIPS, every channel of the part half and unsampled), fills *frame and, with dst, writes
+ * the chunk table (frame->table_bytes) at dst and the chunks' bytes as they lie in the file right after it,
+ * then HP_EXR_ZIP_PACKED_PAD zero bytes: table_bytes + packed_bytes + HP_EXR_ZIP_PACKED_PAD bytes in all.
+ * dst NULL: the sizes only. Each chunk's sizes are checked against the file and its lines, as the CPU's
+ * decode checks them; its stream is not looked at (the GPU's status words tell). HP_ERR_UNUSABLE: not such
+ * a frame (more than 65535 chunks, or 2 GiB of chunks, included), or dst_size too small: the caller decodes
+ * it on the CPU; other codes as hp_image_decode's. The chunks'
+ * offsets are the data window's: first_line 0 is the data window's first row. Needs every byte: no
+ * arrival. */
+/* hp_image_zip_gather's test from the header alone (with opt->arrival it waits only for the header's
+ * bytes): HP_OK with the part's planes and chunks, HP_ERR_UNUSABLE (why) when the GPU cannot take it. */
+hp_code hp_image_zip_fits(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
+                          uint32_t *planes, uint32_t *chunks, hp_err *err);
+
+hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
+                            void *dst, size_t dst_size, hp_exr_zip_frame *frame, hp_err *err);
+
+/* The split: a frame hp_image_zip_gather takes, its chunks inflated here (libdeflate, as the CPU's decoder
+ * does) and the rest left to the GPU (pipeline/exr_zip_gpu.h's hp_exr_zip_gpu_finish: EXR's predictor, the
+ * byte split and the planes, 15% of the decoder's CPU a 4K frame with 16 clients, 30% of one thread's at
+ * 8K). Fills *frame and writes at dst the chunk table (frame->table_bytes; each entry's status
+ * HP_EXR_ZIP_OK and its stream's Adler-32 in word 7), then every chunk's inflated bytes at its
+ * unpacked_offset (frame->unpacked_bytes in all). As the body arrives (opt->arrival), on opt->threads threads
+ * shared with the frames decoding as hp_image_decode shares them.
+ * HP_ERR_UNUSABLE: not such a frame, or dst_size too small; HP_ERR_INVALID_ARGUMENT: a damaged chunk, in
+ * the CPU decoder's words (the caller may still decode it on the CPU for the exact verdict). */
+hp_code hp_image_zip_inflate(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
+                             void *dst, size_t dst_size, hp_exr_zip_frame *frame, hp_err *err);
+
+#endif
