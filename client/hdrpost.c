@@ -52,7 +52,7 @@ int hp_cli_error(const char *verb, const char *fmt, const char *arg)
 static const char render_help[] =
     "usage: hdrpost render FRAMES... -o DIR [options]\n"
     "\n"
-    "Posts every frame to hdrpostd and writes DIR/<name>.<png|webp>. FRAMES are files, directories (their\n"
+    "Posts every frame to hdrpostd and writes DIR/<name>.<webp|png|jpg|avif>. FRAMES are files, directories (their\n"
     ".exr, .hdr and .pfm files), or numbered patterns (shot.####.exr, shot.%04d.exr) with --frames.\n"
     "\n"
     "  -o, --output DIR        where the images go (made if missing)\n"
@@ -62,7 +62,7 @@ static const char render_help[] =
     "  --params FILE|JSON      request parameters (docs/PARAMETERS.md) as a JSON object\n"
     "  --set NAME=VALUE        one parameter (repeatable; wins over --params); the names of the daemon's\n"
     "                          OCIO config (ocio.display, ocio.view, ocio.looks, input.colorspace) it checks\n"
-    "  --format png|webp       output.format\n"
+    "  --format FORMAT         output.format: webp (the default), png, jpeg or avif\n"
     "  --exposure MODE         shot (one exposure for the shot; the default for more than one frame),\n"
     "                          window=N (a centred window of N frames), frame (each its own)\n"
     "  --jobs N                frames in flight (default from the daemon's queue, else 4)\n"

@@ -16,7 +16,7 @@ typedef struct hp_shot_job {
     const hp_frame_list *frames;
     const char *query;      /* the run's parameters, checked (client/params.h) */
     const char *out_dir;    /* render: where DIR/<name>.<extension> go */
-    const char *extension;  /* "png" or "webp" */
+    const char *extension;  /* "webp", "png", "jpg" or "avif": output.format's */
     const char *accept;     /* NULL, or "application/json" for analyze */
     unsigned retries;
     double max_wait_s;

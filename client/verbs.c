@@ -216,10 +216,21 @@ static int run_status(const char *verb, const hp_run *run)
     return run->failed || left ? HP_EXIT_SOME_FAILED : HP_EXIT_DONE;
 }
 
+/* The file name's extension of an image of this format: what a viewer or a browser expects to find. */
+static const char *output_extension(hp_output_format format)
+{
+    switch (format) {
+    case HP_OUTPUT_PNG: return "png";
+    case HP_OUTPUT_JPEG: return "jpg";
+    case HP_OUTPUT_AVIF: return "avif";
+    case HP_OUTPUT_WEBP: break;
+    }
+    return "webp";
+}
+
 static int prepare(const char *verb, hp_cli_options *o, char **query, hp_params *params)
 {
-    if (o->format && (strcmp(o->format, "png") && strcmp(o->format, "webp")))
-        return hp_cli_usage_error(verb, "--format %s: png or webp", o->format);
+    /* --format is output.format: the daemon's own parser below names the formats when it is none of them. */
     hp_err err = {0};
     if ((o->format && hp_param_set_put(&o->sets, "output.format", o->format, &err) != HP_OK) ||
         hp_param_set_merge(&o->params, &o->sets, &err) != HP_OK)
@@ -670,7 +681,7 @@ int hp_verb_render(hp_cli_options *o)
         return HP_EXIT_USAGE;
     }
     hp_shot_job job = {.frames = &o->frames, .query = query, .out_dir = o->out_dir,
-                       .extension = params.output.format == HP_OUTPUT_PNG ? "png" : "webp", .retries = o->retries,
+                       .extension = output_extension(params.output.format), .retries = o->retries,
                        .max_wait_s = 600};
     hp_run run = {.server = o->server, .token = o->token, .jobs = o->jobs, .stop = o->stop};
     double t0 = hp_now();

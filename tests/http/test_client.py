@@ -740,10 +740,31 @@ def warming_daemon(tmp, pattern):
         harness.stop_clean(d)
 
 
+def formats(d, tmp, pattern):
+    """Every format the daemon writes: --format jpeg writes name.jpg JPEGs, a look or --set that names avif writes
+    name.avif, and a format the daemon does not have is refused before a frame is sent, naming the choices."""
+    frame = pattern.replace("####", f"{FIRST:04d}")
+    out = os.path.join(tmp, "formats")
+    rc, _, err = hdrpost("render", frame, "-o", out, "--format", "jpeg", port=d.port)
+    name = os.path.splitext(os.path.basename(frame))[0]
+    jpg = os.path.join(out, name + ".jpg")
+    data = open(jpg, "rb").read(3) if os.path.exists(jpg) else b""
+    point("--format jpeg: name.jpg, a JPEG", rc == 0 and data == b"\xff\xd8\xff", f"{rc} {os.listdir(out) if os.path.isdir(out) else []}\n{err}")
+    rc, _, err = hdrpost("render", frame, "-o", out, "--set", "output.format=avif", port=d.port)
+    avif = os.path.join(out, name + ".avif")
+    data = open(avif, "rb").read(12) if os.path.exists(avif) else b""
+    point("--set output.format=avif: name.avif, an AVIF (ftyp avif)", rc == 0 and data[4:12] == b"ftypavif",
+          f"{rc} {data!r} {os.listdir(out) if os.path.isdir(out) else []}\n{err}")
+    rc, _, err = hdrpost("render", frame, "-o", os.path.join(tmp, "formats_bad"), "--format", "tiff", port=d.port)
+    point("--format tiff: refused (exit 2) naming output.format and the formats the daemon writes",
+          rc == 2 and "output.format" in err and "png" in err and "avif" in err
+          and not os.path.exists(os.path.join(tmp, "formats_bad", name + ".webp")), f"{rc}\n{err}")
+
+
 def client_daemon(tmp, pattern):
     with harness.serving(start("client daemon")) as d:
         if d:
-            for group in (exposure_lock, user_exposure, analyze_and_status, refusals, timings, progress,
+            for group in (exposure_lock, user_exposure, analyze_and_status, refusals, timings, formats, progress,
                           ocio_names_left_to_daemon):
                 group(d, tmp, pattern)
 
