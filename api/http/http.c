@@ -476,6 +476,17 @@ bool hp_budget_refused(hp_http *http, uint64_t bytes, uint64_t held, const char 
 struct hp_budget *hp_http_budget(hp_http *http) { return http->budget; }
 
 /* The route for a request; on the probe listener only the health checks exist there. */
+/* The route table's path that holds the request's path, whatever the method ("/console/" for each of the
+ * console's files), for the requests' metrics; NULL: none. */
+static const char *metrics_label(const hp_request *req)
+{
+    const hp_http_params *p = &req->http->params;
+    for (size_t i = 0; req->path && i < p->route_count; i++)
+        if (route_path_matches(p->routes[i].path, req->path))
+            return p->routes[i].path;
+    return NULL;
+}
+
 static const hp_route *request_route(const hp_request *req, bool *path_known, char *allow, size_t allow_size)
 {
     const hp_route *r = route_find(req->http, req->method, req->path, path_known, allow, allow_size);
@@ -1005,7 +1016,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     log_safe(req->path, path, sizeof(path));
     hp_info("http: id=%s %s %s %zu bytes%s%s %u %.2f ms%s", req->id, method, path, req->body_len,
             req->log_note[0] ? " " : "", req->log_note, req->status, ms_since(&req->started), reason);
-    hp_metrics_request(req->path, req->status);
+    hp_metrics_request(metrics_label(req), req->status);
     if (live_counts(req, req->status))
         hp_live_request(req->status);
     if (req->slot)

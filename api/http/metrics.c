@@ -10,13 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The routes of api/routes/routes.c, as the requests' label (a fixed set: a label per path a client makes up
- * would let anyone grow the metrics without bound); "/console/" stands for every file of the console. */
-static const char *const known_routes[] = {"/v1/render", "/v1/analyze", "/v1/gpu",     "/metrics",     "/livez",
-                                           "/readyz",    "/v1/params",  "/v1/stats",   "/openapi.json", "/",
-                                           "/console/"};
-#define ROUTES (sizeof(known_routes) / sizeof(known_routes[0]) + 1) /* + "other" */
-
 static const char *const stages[] = {"recv", "decode", "queue", "upload", "reduce", "tonemap", "png_gpu",
                                      "download", "encode", "total"};
 #define STAGES (sizeof(stages) / sizeof(stages[0]))
@@ -32,11 +25,11 @@ static const char *const close_reasons[] = {"header_timeout", "slow_body", "limi
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 typedef struct request_row {
-    unsigned route;
+    const char *route; /* a path of the route table (a fixed set), NULL for "other" */
     unsigned status;
     uint64_t count;
 } request_row;
-static request_row g_requests[ROUTES * 16];
+static request_row g_requests[512]; /* routes x statuses seen: a few dozen */
 static size_t g_request_rows;
 static uint64_t g_stage_buckets[STAGES][BUCKETS + 1];
 static double g_stage_sum[STAGES];
@@ -99,13 +92,8 @@ void hp_metrics_log_suppressed(uint64_t lines)
     pthread_mutex_unlock(&g_lock);
 }
 
-void hp_metrics_request(const char *path, unsigned status)
+void hp_metrics_request(const char *route, unsigned status)
 {
-    unsigned route = (unsigned)(ROUTES - 1);
-    for (unsigned i = 0; i < ROUTES - 1; i++)
-        if (path && (strcmp(path, known_routes[i]) == 0 ||
-                     (strcmp(known_routes[i], "/console/") == 0 && strncmp(path, "/console/", 9) == 0)))
-            route = i;
     pthread_mutex_lock(&g_lock);
     size_t i = 0;
     while (i < g_request_rows && !(g_requests[i].route == route && g_requests[i].status == status))
@@ -115,7 +103,6 @@ void hp_metrics_request(const char *path, unsigned status)
     if (i < g_request_rows)
         g_requests[i].count++;
     pthread_mutex_unlock(&g_lock);
-
 }
 
 void hp_metrics_stage(const char *stage, double ms)
@@ -176,7 +163,7 @@ int hp_metrics_format(char **buf, size_t *len, size_t *cap)
                                            "# TYPE hdrpost_requests_total counter\n");
     for (size_t i = 0; i < g_request_rows; i++)
         rc |= hp_metrics_printf(buf, len, cap, "hdrpost_requests_total{route=\"%s\",status=\"%u\"} %llu\n",
-                                g_requests[i].route < ROUTES - 1 ? known_routes[g_requests[i].route] : "other",
+                                g_requests[i].route ? g_requests[i].route : "other",
                                 g_requests[i].status, (unsigned long long)g_requests[i].count);
     rc |= hp_metrics_printf(buf, len, cap,
                             "# HELP hdrpost_stage_duration_seconds Time of each phase of a frame (GPU stages from "

@@ -8,8 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One finished request: its route (path, or "other" for an unknown one) and status. */
-void hp_metrics_request(const char *path, unsigned status);
+/* One finished request: its route, as the path of its row in the route table (a string that lives as long as
+ * the table: the label set is the table's, whatever paths clients make up), or NULL for "other"; and its
+ * status. */
+void hp_metrics_request(const char *route, unsigned status);
 /* One phase of a frame (DECISIONS.md 10 names), in milliseconds. */
 void hp_metrics_stage(const char *stage, double ms);
 /* A frame processed: the bytes of its body and its pixels. */

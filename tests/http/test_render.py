@@ -914,6 +914,23 @@ def status_routes(d):
           f"{status} {headers.get('content-type')} answers {answers}; deltas 200 {delta(ok200)} 400 {delta(ok400)} "
           f"count {delta(total)} frames {delta('hdrpost_frames_total')} pixels {delta('hdrpost_pixels_total')}; "
           f"buckets {buckets}")
+    # The route label is the route table's path, for every route (/v1/ocio was once left out of a list of its
+    # own and counted as "other"), and "other" for a path no route holds, whatever the path.
+    _, _, first = metrics_values(d.port)
+    paths = {"/v1/ocio": None, "/made/up/path": None}
+    for path in paths:
+        paths[path] = request(d.port, "GET", path)[0]
+    keys = [f'hdrpost_requests_total{{route="/v1/ocio",status="{paths["/v1/ocio"]}"}}',
+            f'hdrpost_requests_total{{route="other",status="{paths["/made/up/path"]}"}}']
+    deadline = time.monotonic() + scaled(5)
+    while True:
+        _, _, last = metrics_values(d.port)
+        counted = [(last.get(k) or 0) - (first.get(k) or 0) for k in keys]
+        if counted == [1, 1] or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    point("GET /metrics: a request to /v1/ocio is counted under its route, one to a made-up path under \"other\"",
+          counted == [1, 1], f"answers {paths}, counted {dict(zip(keys, counted))}")
     states = ("idle", "decode_wait", "gpu_wait", "encoder_wait", "work")
     gpu_thread = {s: after.get(f'hdrpost_gpu_thread_seconds_total{{state="{s}"}}') for s in states}
     moved = {s: delta(f'hdrpost_gpu_thread_seconds_total{{state="{s}"}}') for s in states}
