@@ -20,17 +20,19 @@ size_t hp_pixel_layout_size(hp_pixel_layout layout)
 }
 
 
-/* The formats, in the order their magic is tried (no two magics overlap). A new format is its file's
- * hp_image_decoder and a row here (api/codecs/image_decoder.h). */
-static const hp_image_decoder *const decoders[] = {&hp_exr_decoder, &hp_rgbe_decoder, &hp_pfm_decoder};
+/* The formats, in the order their magic is tried (no two magics overlap). A format's hp_image_format is its row
+ * here plus one: the three named in the enum sit at their values, and a new format is its file's
+ * hp_image_decoder and a row at the end (api/codecs/image_decoder.h); code that never names it needs no value. */
+static const hp_image_decoder *const decoders[] = {
+    [HP_IMAGE_EXR - 1] = &hp_exr_decoder,
+    [HP_IMAGE_RGBE - 1] = &hp_rgbe_decoder,
+    [HP_IMAGE_PFM - 1] = &hp_pfm_decoder,
+};
 #define DECODER_COUNT (sizeof decoders / sizeof decoders[0])
 
 static const hp_image_decoder *decoder_of(hp_image_format format)
 {
-    for (size_t i = 0; i < DECODER_COUNT; i++)
-        if (decoders[i]->format == format)
-            return decoders[i];
-    return NULL;
+    return format >= 1 && (size_t)format <= DECODER_COUNT ? decoders[format - 1] : NULL;
 }
 
 const char *hp_image_format_name(hp_image_format format)
@@ -43,7 +45,7 @@ hp_image_format hp_image_detect(const uint8_t *bytes, size_t len)
 {
     for (size_t i = 0; bytes && i < DECODER_COUNT; i++)
         if (decoders[i]->sniff(bytes, len))
-            return decoders[i]->format;
+            return (hp_image_format)(i + 1);
     return HP_IMAGE_UNKNOWN;
 }
 

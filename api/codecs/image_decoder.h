@@ -1,6 +1,6 @@
-/* What a decoder of api/image*.c works with, and what it gives api/codecs/image.c: one row of the table there
- * (hp_image_decoders). A new format is a file that defines its hp_image_decoder, a value of hp_image_format and
- * that row. The decoders include this header and api/codecs/image_internal.h, never api/codecs/image.h: the dispatcher stands
+/* What a decoder of api/codecs/image_*.c works with, and what it gives api/codecs/image.c: one row of the table
+ * there (decoders[]). A new format is a file that defines its hp_image_decoder and that row. The decoders
+ * include this header (and EXR's api/codecs/image_internal.h), never api/codecs/image.h: the dispatcher stands
  * above them, so that no file imports one that imports it. */
 #ifndef HP_IMAGE_DECODER_H
 #define HP_IMAGE_DECODER_H
@@ -20,6 +20,7 @@ typedef enum hp_pixel_layout {
     HP_LAYOUT_RGBA32F = 1, /* 4 x IEEE float, 16 bytes per pixel */
 } hp_pixel_layout;
 
+/* A format: its row in api/codecs/image.c's table plus one. Named here are the ones code asks about by name. */
 typedef enum hp_image_format {
     HP_IMAGE_UNKNOWN = 0,
     HP_IMAGE_EXR = 1,
@@ -144,7 +145,6 @@ void hp_image_store_pixel(const hp_image_dest *dest, size_t index, float r, floa
  * info completely (after the dispatcher zeroed it and set the format) or fails; every decode is given the info
  * of a probe of the same bytes with the same options, and adds its depth counts to stats. */
 typedef struct hp_image_decoder {
-    hp_image_format format;
     const char *name;   /* "exr": hp_image_format_name's word */
     const char *magic;  /* the first bytes in words, for the message that names every format we read */
     bool (*sniff)(const uint8_t *bytes, size_t len); /* from the first bytes alone (at most 10 are read) */

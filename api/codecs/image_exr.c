@@ -1581,6 +1581,6 @@ static bool exr_sniff(const uint8_t *bytes, size_t len)
 }
 
 const hp_image_decoder hp_exr_decoder = {
-    .format = HP_IMAGE_EXR, .name = "exr", .magic = "OpenEXR (76 2f 31 01)",
+    .name = "exr", .magic = "OpenEXR (76 2f 31 01)",
     .sniff = exr_sniff, .probe = exr_probe, .decode = exr_decode,
 };

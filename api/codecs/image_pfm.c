@@ -109,7 +109,6 @@ static hp_code pfm_probe(const uint8_t *bytes, size_t len, const hp_decode_optio
     hp_code code = parse_header(bytes, len, opt, &hdr, err);
     if (code != HP_OK)
         return code;
-    info->format = HP_IMAGE_PFM;
     info->width = hdr.width, info->height = hdr.height;
     info->data_window = info->display_window =
         (hp_image_window){0, 0, (int32_t)hdr.width - 1, (int32_t)hdr.height - 1};
@@ -162,6 +161,6 @@ static bool pfm_sniff(const uint8_t *bytes, size_t len)
 }
 
 const hp_image_decoder hp_pfm_decoder = {
-    .format = HP_IMAGE_PFM, .name = "pfm", .magic = "PFM (\"PF\" or \"Pf\")",
+    .name = "pfm", .magic = "PFM (\"PF\" or \"Pf\")",
     .sniff = pfm_sniff, .probe = pfm_probe, .decode = pfm_decode,
 };

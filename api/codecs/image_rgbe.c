@@ -218,7 +218,6 @@ static hp_code rgbe_probe(const uint8_t *bytes, size_t len, const hp_decode_opti
     hp_code code = parse_header(bytes, len, opt, &hdr, err);
     if (code != HP_OK)
         return code;
-    info->format = HP_IMAGE_RGBE;
     info->width = hdr.width, info->height = hdr.height;
     info->data_window = info->display_window =
         (hp_image_window){0, 0, (int32_t)hdr.width - 1, (int32_t)hdr.height - 1};
@@ -396,6 +395,6 @@ static bool rgbe_sniff(const uint8_t *bytes, size_t len)
 }
 
 const hp_image_decoder hp_rgbe_decoder = {
-    .format = HP_IMAGE_RGBE, .name = "rgbe", .magic = "Radiance HDR (\"#?RADIANCE\" or \"#?RGBE\")",
+    .name = "rgbe", .magic = "Radiance HDR (\"#?RADIANCE\" or \"#?RGBE\")",
     .sniff = rgbe_sniff, .probe = rgbe_probe, .decode = rgbe_decode,
 };
