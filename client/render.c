@@ -81,7 +81,8 @@ static void on_frame_wait(void *user, const hp_response *r, unsigned retry, doub
 }
 
 /* One frame posted under the retry policy: DONE with the answer in r when it is 200. A refused token or
- * config name (every frame would get it) and a daemon that no longer answers after every retry stop the run;
+ * config name (every frame would get it), a daemon that lost its GPU, and one that no longer answers after every
+ * retry stop the run;
  * a frame the run was stopped on while it waited is not done (--resume does it). */
 static hp_frame_outcome post_frame(hp_run *run, hp_client *client, size_t i, const char *path, hp_response *r,
                                    char *why, size_t why_size, int *fatal)
@@ -107,7 +108,10 @@ static hp_frame_outcome post_frame(hp_run *run, hp_client *client, size_t i, con
         hp_auth_refusal(r, run->token && *run->token, why, why_size);
         return HP_FRAME_FAILED;
     }
-    *fatal = r->status == 0 ? HP_EXIT_UNREACHABLE : refused_config_name(r) ? HP_EXIT_USAGE : 0;
+    *fatal = r->status == 0                ? HP_EXIT_UNREACHABLE
+             : hp_response_device_lost(r) ? HP_EXIT_NOT_READY
+             : refused_config_name(r)     ? HP_EXIT_USAGE
+                                          : 0;
     if (r->status == 0)
         snprintf(why, why_size, "%s unreachable after %u attempt(s): %s", run->server, r->attempts, r->error);
     else

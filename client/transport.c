@@ -179,6 +179,11 @@ void hp_pause(double seconds, _Atomic int *stop)
         nanosleep(&step, NULL);
 }
 
+bool hp_response_device_lost(const hp_response *r)
+{
+    return r->status == 503 && r->retry_after_s < 0 && (strstr(r->error, "device_lost") || strstr(r->error, "device lost"));
+}
+
 void hp_client_send_retrying(hp_client *c, const hp_retry_policy *p, const char *path, const uint8_t *body,
                              size_t len, const char *accept, hp_response *out)
 {
@@ -203,7 +208,7 @@ void hp_client_send_retrying(hp_client *c, const hp_retry_policy *p, const char 
             waited += wait;
             continue;
         }
-        bool failed = out->status == 0 || (out->status >= 500 && !busy);
+        bool failed = out->status == 0 || (out->status >= 500 && !busy && !hp_response_device_lost(out));
         if (failed && failures < p->retries) {
             double wait = fmin(0.5 * exp2(failures), 10.0) * jitter; /* 0.5, 1, 2, 4, 8, 10 s... */
             if (p->on_wait)

@@ -23,6 +23,10 @@ typedef struct hp_response {
     unsigned attempts;     /* requests made for this answer */
 } hp_response;
 
+/* A daemon that lost its GPU: its 503 has no Retry-After (it does not come back; /livez asks for a restart)
+ * and names the state. Nothing sent to it again can succeed. */
+bool hp_response_device_lost(const hp_response *r);
+
 typedef struct hp_client hp_client;
 
 /* server: "http://host:port" (no trailing slash needed); token: NULL or "" for none. stop: the run's signal

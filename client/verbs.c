@@ -508,7 +508,7 @@ static int lock_exposure(hp_cli_options *o, hp_shot_job *job, const hp_lock_requ
         fprintf(stderr, "hdrpost render: the shot could not be measured for its exposure%s%s\n",
                 analysis.fatal ? ": " : "", analysis.fatal ? analysis.fatal_why : "");
         print_failures("render (analysis)", &analysis);
-        rc = analysis.fatal ? analysis.fatal : HP_EXIT_USAGE;
+        rc = analysis.fatal ? analysis.fatal : HP_EXIT_SOME_FAILED; /* its frames' failures, listed */
     } else if (!write_sidecar(o, job, req)) {
         rc = HP_EXIT_USAGE;
     }
@@ -789,16 +789,15 @@ int hp_verb_status(hp_cli_options *o)
         rc = HP_EXIT_REFUSED, hp_auth_refusal(&r, o->token && *o->token, why, sizeof why);
     else if (ready.status != 200 && ready.status != 404)
         rc = HP_EXIT_NOT_READY, snprintf(why, sizeof why, "%s: not ready: %s", o->server, ready.error);
-    if (!ready.status) {
-        /* nothing to show */
-    } else if (o->json) {
-        /* ocio: /v1/ocio's answer ("config" null without one), or null where the daemon could not say. */
+    if (o->json) {
+        /* ocio: /v1/ocio's answer ("config" null without one), or null where the daemon could not say; an
+         * unreachable daemon too gets its object, so that a script reads exit_status from it. */
         json_t *doc = json_pack("{s:s, s:b, s:O?, s:O?, s:i}", "server", o->server, "ready", ready.status == 200,
                                 "gpu", gpu, "ocio", ocio, "exit_status", rc);
         json_dumpf(doc, stdout, JSON_INDENT(1));
         printf("\n");
         json_decref(doc);
-    } else {
+    } else if (ready.status) { /* unreachable: nothing to show but the message */
         printf("server   %s\nready    %s\n", o->server, ready.status == 200 ? "yes" : ready.error);
         print_gpu(gpu, &r);
         print_ocio(ocio, &ro);

@@ -275,6 +275,10 @@ def analyze_and_status(d, tmp, pattern):
           "for an unreachable server", rc == 4 and "the daemon refused the token given" in err and rc2 == 4
           and "needs a token and none was given" in err2 and rc3 == 3 and "unreachable" in err3,
           f"{rc} {err}\n{rc2} {err2}\n{rc3} {err3}")
+    rc, out, err = hdrpost("status", "--json", port=free_port())
+    doc = json.loads(out) if out.strip().startswith("{") else {}
+    point("status --json of an unreachable server: its object still, exit_status 3, ready false",
+          rc == 3 and doc.get("exit_status") == 3 and doc.get("ready") is False, f"{rc} {out!r} {err}")
 
 
 def refusals(d, tmp, pattern):
@@ -761,6 +765,26 @@ def formats(d, tmp, pattern):
           and not os.path.exists(os.path.join(tmp, "formats_bad", name + ".webp")), f"{rc}\n{err}")
 
 
+def device_lost_daemon(tmp, pattern):
+    """A daemon that loses its GPU mid-run answers every later frame 503 without Retry-After: the run stops at
+    once with exit 5 (not ready), retrying nothing, with the frames never tried counted, in both the per-frame
+    exposure and the shot's measuring pass."""
+    with harness.serving(start("device lost", ["--test_lose_device_after=1"])) as d:
+        if not d:
+            return
+        rng = f"{FIRST}-{FIRST + 5}"
+        rc, out, err = hdrpost("render", pattern, "--frames", rng, "-o", os.path.join(tmp, "lost"), "--format", "png",
+                               "--exposure", "frame", "--json", "--retries", "5", "--jobs", "1", port=d.port)
+        summary = json.loads(out) if rc is not None and out.strip().startswith("{") else {}
+        point("GPU lost mid-run: exit 5, no frame retried, the rest counted as not tried, the reason named",
+              rc == 5 and "device" in err and summary.get("retries", {}).get("no_answer_or_5xx", -1) == 0
+              and summary.get("rendered", 0) + len(summary.get("failed", [])) + summary.get("not_tried", 0) == 6
+              and summary.get("not_tried", 0) >= 1, f"rc {rc}\n{out}\n{err}")
+        rc, _, err = hdrpost("render", pattern, "--frames", rng, "-o", os.path.join(tmp, "lost_shot"), "--format",
+                             "png", port=d.port)
+        point("GPU lost before the shot is measured: exit 5 too", rc == 5 and "device" in err, f"rc {rc}\n{err}")
+
+
 def client_daemon(tmp, pattern):
     with harness.serving(start("client daemon")) as d:
         if d:
@@ -778,7 +802,7 @@ def main():
     def suite(tmp):
         pattern = make_shot(tmp)
         for group in harness.groups((client_daemon, busy_daemon, interrupted_and_resumed, restarted_daemon,
-                                     daemon_gone, warming_daemon, ocio_config, older_daemon_status), QUICK):
+                                     daemon_gone, warming_daemon, device_lost_daemon, ocio_config, older_daemon_status), QUICK):
             group(tmp, pattern)
 
     return harness.run_suite([HDRPOST, EXE, MAKE_FRAME], "hdrpost-client-", suite)
