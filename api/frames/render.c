@@ -177,40 +177,65 @@ static hp_code read_request_params(const void *src, hp_params *p, hp_err *err)
                : HP_ERR_INVALID_ARGUMENT;
 }
 
-/* The image format an Accept header asks for (RFC 9110 12.5.1): of the media ranges naming a format this daemon
- * writes, the one of highest weight (the first of equals); -1 when none does. Wildcards (image/any, any/any) choose
- * nothing: the default stands. An unknown or unwritable type is ignored rather than refused with 406, as the
- * RFC allows: the image is still what the client would get without the header. */
+/* A qvalue (RFC 9110 12.4.2): "0" or "1", or either with up to three decimals, 1 at most; -1 for anything else
+ * (strtod would take "2", "inf" or hex). */
+static double qvalue(const char *v, size_t len)
+{
+    if (len == 0 || (v[0] != '0' && v[0] != '1') || (len > 1 && (v[1] != '.' || len > 5)))
+        return -1;
+    double q = v[0] - '0', scale = 0.1;
+    for (size_t i = 2; i < len; i++, scale /= 10) {
+        if (v[i] < '0' || v[i] > '9' || (v[0] == '1' && v[i] != '0'))
+            return -1;
+        q += (v[i] - '0') * scale;
+    }
+    return q;
+}
+
+/* The weight an Accept header gives a media type named exactly (RFC 9110 12.5.1): its q, 1 without one, 0 when
+ * the header does not name it or its q is malformed. Ranges with wildcards are not looked at: they choose
+ * nothing here, where the default stands for them. */
+static double accept_weight(const char *accept, const char *type)
+{
+    double best = 0;
+    size_t want = strlen(type);
+    for (const char *at = accept; at && *at;) {
+        size_t len = strcspn(at, ","), type_len = strcspn(at, ",;");
+        const char *t = at;
+        while (type_len && (*t == ' ' || *t == '\t'))
+            t++, type_len--;
+        while (type_len && (t[type_len - 1] == ' ' || t[type_len - 1] == '\t'))
+            type_len--;
+        double q = 1;
+        for (const char *p = memchr(at, ';', len); p; p = memchr(p + 1, ';', (size_t)(at + len - p - 1))) {
+            const char *v = p + 1 + strspn(p + 1, " \t");
+            if ((v[0] == 'q' || v[0] == 'Q') && v[1] == '=')
+                q = qvalue(v + 2, strcspn(v + 2, " \t;,"));
+        }
+        if (type_len == want && strncasecmp(t, type, want) == 0 && q > best)
+            best = q;
+        at += len + (at[len] == ',');
+    }
+    return best;
+}
+
+/* The image format an Accept header asks for: of the formats this daemon writes, the one of highest weight; on a
+ * tie the first of the server's order, whose first is the default (RFC 9110 leaves ties to the server: a browser
+ * that lists image/avif before image/webp at the same weight gets WebP, much the faster to encode); -1 when no
+ * format is named with a weight above 0. An unknown or unwritable type is ignored rather than refused with 406,
+ * as the RFC allows: the image is still what the client would get without the header. */
 static int accepted_format(const char *accept)
 {
     static const struct { const char *type; int format; } types[] = {
-        {"image/png", HP_OUTPUT_PNG}, {"image/webp", HP_OUTPUT_WEBP},
+        {"image/webp", HP_OUTPUT_WEBP}, {"image/png", HP_OUTPUT_PNG},
         {"image/jpeg", HP_OUTPUT_JPEG}, {"image/avif", HP_OUTPUT_AVIF},
     };
     int best = -1;
     double best_q = 0;
-    for (const char *at = accept; at && *at;) {
-        size_t len = strcspn(at, ","), type_len = strcspn(at, ",;");
-        const char *type = at;
-        while (type_len && (*type == ' ' || *type == '\t'))
-            type++, type_len--;
-        while (type_len && (type[type_len - 1] == ' ' || type[type_len - 1] == '\t'))
-            type_len--;
-        double q = 1;
-        const char *qp = NULL;
-        for (const char *p = at; p < at + len && (p = memchr(p, ';', (size_t)(at + len - p))); p++) {
-            const char *v = p + 1 + strspn(p + 1, " \t");
-            if ((v[0] == 'q' || v[0] == 'Q') && v[1] == '=')
-                qp = v + 2;
-        }
-        if (qp)
-            q = strtod(qp, NULL);
-        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-            if (strlen(types[i].type) == type_len && strncasecmp(type, types[i].type, type_len) == 0 && q > best_q) {
-                best = types[i].format;
-                best_q = q;
-            }
-        at += len + (at[len] == ',');
+    for (size_t i = 0; accept && i < sizeof types / sizeof types[0]; i++) {
+        double q = accept_weight(accept, types[i].type);
+        if (q > best_q)
+            best = types[i].format, best_q = q;
     }
     return best;
 }
@@ -508,7 +533,7 @@ static void describe(const hp_request *req, const frame_request *fr, const frame
     ctx->body_done = req->body_done;
     ctx->recv_ms = hp_ms_between(&req->started, &req->body_done);
     ctx->analyze = fr->analyze;
-    ctx->want_json = accept && strstr(accept, "application/json");
+    ctx->want_json = accept_weight(accept, "application/json") > 0;
     ctx->alpha = info->has_alpha;
     ctx->input_format = info->format;
     ctx->raw = pl->raw;

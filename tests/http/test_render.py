@@ -608,6 +608,11 @@ def render_accept(d, tmp):
         ("image/tiff", "", "image/webp"),
         ("image/*", "", "image/webp"),
         ("image/png;q=0", "", "image/webp"),
+        # A browser's navigation: AVIF and WebP at the same weight; the tie goes to the server's order (WebP first).
+        ("text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8", "", "image/webp"),
+        ("image/avif;q=0.9, image/jpeg;q=0.95", "", "image/jpeg"),
+        ("image/png;q=2", "", "image/webp"),  # not a qvalue (RFC 9110 12.4.2): the range is ignored
+        ("application/json;q=0, image/png", "", "image/png"),  # JSON refused by weight: the image
     ]
     for accept, query, want in cases:
         status, headers, body = request(d.port, "POST", "/v1/render" + query, frame, {"Accept": accept})
