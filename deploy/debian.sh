@@ -18,13 +18,14 @@ esac
 # profiles with it, tools/make_icc.c, and test_encode reads them back; the daemon does not link it), Mesa's
 # lavapipe (a Vulkan device on the CPU, used when there is no GPU), the Khronos validation layer (on in every
 # test), PyYAML (the deployment's test reads the Kubernetes manifest), OpenColorIO (a studio's config, ocio/) and
-# glslang with SPIRV-Tools (the OCIO stage's shader is compiled at run time: pipeline/ocio_program.c).
+# glslang with SPIRV-Tools (the OCIO stage's shader is compiled at run time: pipeline/ocio_program.c), and curl,
+# which the README's first request uses (a minimal Debian 12 has none).
 packages=(
   gcc libc6-dev pkg-config meson ninja-build glslc python3 python3-yaml
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers
   libmicrohttpd-dev libjansson-dev zlib1g-dev libopenexr-dev g++
   libwebp-dev libspng-dev libdeflate-dev openssl libcurl4-openssl-dev liblcms2-dev
-  libopencolorio-dev glslang-dev spirv-tools
+  libopencolorio-dev glslang-dev spirv-tools curl
   # JPEG and AVIF output (api/codecs/encode_jpeg.c: libjpeg-turbo's libjpeg API; api/codecs/encode_avif.c: libavif, whose
   # Debian build brings libaom to encode and dav1d to decode). The image's runtime stage gets libjpeg62-turbo
   # and libavif15 from deploy/runtime-packages.sh (ldd), as every other library.
