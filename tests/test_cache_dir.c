@@ -35,6 +35,9 @@ int main(void)
     const char *const home[] = {"HOME", "/home/ann", NULL};
     const char *const empty_xdg[] = {"XDG_CACHE_HOME", "", "HOME", "/home/ann", NULL};
     const char *const nothing[] = {NULL};
+    const char *const relative_xdg[] = {"XDG_CACHE_HOME", "cache", "HOME", "/home/ann", NULL};
+    const char *const relative_home[] = {"HOME", "ann", NULL};
+    const char *const systemd_empty_first[] = {"CACHE_DIRECTORY", ":/var/cache/b", NULL};
     expect("a unit with CacheDirectory= (systemd's CACHE_DIRECTORY)", systemd, false,
            "/var/cache/hdrpostd/pipeline.cache");
     expect("CACHE_DIRECTORY wins for root too", systemd, true, "/var/cache/hdrpostd/pipeline.cache");
@@ -44,6 +47,10 @@ int main(void)
     expect("a user with HOME only", home, false, "/home/ann/.cache/hdrpostd/pipeline.cache");
     expect("an empty XDG_CACHE_HOME counts as unset", empty_xdg, false, "/home/ann/.cache/hdrpostd/pipeline.cache");
     expect("a user with neither", nothing, false, NULL);
+    expect("a relative XDG_CACHE_HOME counts as unset", relative_xdg, false, "/home/ann/.cache/hdrpostd/pipeline.cache");
+    expect("a relative HOME counts as unset", relative_home, false, NULL);
+    expect("CACHE_DIRECTORY's first path, past an empty entry", systemd_empty_first, false,
+           "/var/cache/b/pipeline.cache");
     vars = home;
     char tiny[16];
     tap_ok(!hp_cache_dir_pipeline_path(lookup, false, tiny, sizeof tiny), "a path that does not fit: no cache");

@@ -477,12 +477,12 @@ struct hp_budget *hp_http_budget(hp_http *http) { return http->budget; }
 
 /* The route for a request; on the probe listener only the health checks exist there. */
 /* The route table's path that holds the request's path, whatever the method ("/console/" for each of the
- * console's files), for the requests' metrics; NULL: none. */
+ * console's files and for itself, as the label always was), for the requests' metrics; NULL: none. */
 static const char *metrics_label(const hp_request *req)
 {
     const hp_http_params *p = &req->http->params;
     for (size_t i = 0; req->path && i < p->route_count; i++)
-        if (route_path_matches(p->routes[i].path, req->path))
+        if (route_path_matches(p->routes[i].path, req->path) || strcmp(p->routes[i].path, req->path) == 0)
             return p->routes[i].path;
     return NULL;
 }

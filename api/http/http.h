@@ -1,5 +1,5 @@
-/* The HTTP server: libmicrohttpd with an internal pool of polling threads, a route table (http.c) and one
- * JSON error shape for every failure. The daemon creates it first thing, so /livez answers while the GPU
+/* The HTTP server: libmicrohttpd with an internal pool of polling threads, a route table (the service's:
+ * api/routes/routes.c) and one JSON error shape for every failure. The daemon creates it first thing, so /livez answers while the GPU
  * warms, and moves its service state as start-up and shutdown progress.
  *
  * Threading: hp_http_set_state() may be called from any thread; create and destroy from one. */

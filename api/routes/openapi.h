@@ -1,6 +1,6 @@
 /* The API described for programs: an OpenAPI 3.1 document (GET /openapi.json; issue 18), made at each request
  * from what the server itself runs on, so that it cannot drift from it:
- *   - the route table (api/http/http.c, hp_http_route_*): every (method, path) of the document is a row of it, and
+ *   - the route table (api/routes/routes.c, hp_api_routes[]): every (method, path) of the document is a row of it, and
  *     every row is in the document; a row's `open` column gives the operation's security;
  *   - the parameter table as GET /v1/params serves it (hp_param_schema_json, made from pipeline/params.c, the
  *     table the parsers read): each parameter a query parameter of POST /v1/render and /v1/analyze, and a
