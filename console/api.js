@@ -102,20 +102,39 @@ async function errorFrom(res) {
   return new ApiError(res.status, code, message, field, after === null ? null : Number(after));
 }
 
-// fetch() for the API. opts: method, body, headers, signal. Resolves with the Response of a 2xx answer;
+// One fetch() that gives up after timeoutMs (none without it) with a TimeoutError, or when signal aborts. Only the
+// request and the answer's head are timed: the token dialog between two tries is not.
+async function fetchWithin(path, init, signal, timeoutMs) {
+  if (!timeoutMs) return fetch(path, { ...init, signal });
+  const attempt = new AbortController();
+  const onAbort = () => attempt.abort(signal.reason);
+  if (signal) {
+    if (signal.aborted) onAbort();
+    signal.addEventListener('abort', onAbort);
+  }
+  const timer = setTimeout(() => attempt.abort(new DOMException(`no answer in ${timeoutMs / 1000} s`, 'TimeoutError')),
+    timeoutMs);
+  try {
+    return await fetch(path, { ...init, signal: attempt.signal });
+  } finally {
+    clearTimeout(timer);
+    if (signal) signal.removeEventListener('abort', onAbort);
+  }
+}
+
+// fetch() for the API. opts: method, body, headers, signal, timeoutMs. Resolves with the Response of a 2xx answer;
 // rejects with ApiError for any other, with the daemon's code, message and field.
 export async function api(path, opts = {}) {
   for (;;) {
     const headers = new Headers(opts.headers || {});
     const sent = token();
     if (sent) headers.set('Authorization', `Bearer ${sent}`);
-    const res = await fetch(path, {
+    const res = await fetchWithin(path, {
       method: opts.method || 'GET',
       body: opts.body,
       headers,
-      signal: opts.signal,
       cache: 'no-store',
-    });
+    }, opts.signal, opts.timeoutMs);
     if (res.status !== 401) {
       if (!res.ok) throw await errorFrom(res);
       return res;

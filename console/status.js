@@ -1,11 +1,14 @@
 // The status view and the header's state: GET /v1/stats every 2 s (the next poll starts when the last one has
-// answered, so a slow daemon is never asked twice at once).
+// answered, so a slow daemon is never asked twice at once). A poll that fails (no answer in POLL_TIMEOUT_MS, the
+// connection refused, an error) leaves the figures of the last answer on the page, marked stale: the pill says
+// why, the figures are greyed under a note with the time of that answer, and the next answer clears it.
 import { api, ApiError } from './api.js';
 import { StageChart, ThroughputChart } from './charts.js';
 import { ocioInfo } from './ocio.js';
 import { bytes, clock, duration, el, ms, num, orderStages } from './util.js';
 
 const PERIOD_MS = 2000;
+const POLL_TIMEOUT_MS = 5000; // /v1/stats answers in a millisecond or two; a daemon this late counts as gone
 const $ = (id) => document.getElementById(id);
 
 const STATE_PILL = {
@@ -33,6 +36,7 @@ export class StatusView {
     this.throughput = new ThroughputChart($('chart-throughput'));
     this.stages = new StageChart($('chart-stages'));
     this.last = null;
+    this.seenAt = null; // Date.now() of the last answer
     this.visible = false;
     this.timer = null;
     this.ocioShown = false;
@@ -58,22 +62,42 @@ export class StatusView {
   async poll() {
     clearTimeout(this.timer);
     try {
-      const res = await api('/v1/stats');
+      const res = await api('/v1/stats', { timeoutMs: POLL_TIMEOUT_MS });
       const s = await res.json();
       this.last = s;
+      this.seenAt = Date.now();
       this.render(s);
       if (!this.ocioShown) this.showOcio();
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) {
-        setPill('pill-wait', 'token needed', 'the daemon answered 401; enter its token');
+        this.stale('token_needed', 'pill-wait', 'token needed', 'the daemon answered 401; enter its token');
         $('token-button').hidden = false;
       } else if (e instanceof ApiError) {
-        setPill('pill-bad', `error ${e.status}`, e.message);
+        this.stale('error', 'pill-bad', `error ${e.status}`, e.message);
       } else {
-        setPill('pill-bad', 'unreachable', 'no answer from the daemon; retrying every 2 s');
+        const why = e.name === 'TimeoutError' ? `no answer in ${POLL_TIMEOUT_MS / 1000} s` : 'no answer from the daemon';
+        this.stale('unreachable', 'pill-bad', 'unreachable', `${why}; retrying every ${PERIOD_MS / 1000} s`);
       }
     }
     this.timer = setTimeout(() => this.poll(), PERIOD_MS);
+  }
+
+  // The last poll failed: the pill and the State card say so, and what the view shows from an earlier answer is
+  // greyed under a note with that answer's time (body[data-stale] for a test or a script).
+  stale(state, cls, text, why) {
+    const seen = this.seenAt ? `last seen at ${clock(this.seenAt / 1000)}` : 'not seen yet';
+    setPill(cls, text, `${why} · ${seen}`);
+    document.body.dataset.state = state;
+    document.body.dataset.ready = 'false';
+    document.body.dataset.stale = 'true';
+    $('view-status').classList.add('stale');
+    $('stale-note').textContent = this.seenAt
+      ? `${text}: ${why}. The figures below are the daemon's last answer, at ${clock(this.seenAt / 1000)}.`
+      : `${text}: ${why}.`;
+    $('stale-note').hidden = false;
+    $('s-state').textContent = text;
+    $('card-state').className = `card ${cls === 'pill-bad' ? 'card-bad' : 'card-wait'}`;
+    $('s-reason').textContent = seen;
   }
 
   render(s) {
@@ -81,6 +105,9 @@ export class StatusView {
     const notReady = !s.ready && s.state === 'ready' ? ['pill-wait', 'not ready'] : null;
     setPill(...(notReady || [cls, text]), s.ready ? '' : s.reason);
     $('token-button').hidden = true;
+    $('view-status').classList.remove('stale');
+    $('stale-note').hidden = true;
+    document.body.dataset.stale = 'false';
     document.body.dataset.state = s.state;
     document.body.dataset.ready = String(Boolean(s.ready));
 

@@ -126,8 +126,9 @@ class Daemon {
     }
   }
 
-  static async start(label, args = []) {
-    const d = new Daemon(label, await freePort(), args);
+  // port: a port of an earlier daemon, to start one again where a page is looking for it.
+  static async start(label, args = [], port = null) {
+    const d = new Daemon(label, port || await freePort(), args);
     const deadline = Date.now() + READY_TIMEOUT_MS;
     let ready = false;
     while (Date.now() < deadline && d.proc.exitCode === null) {
@@ -632,6 +633,100 @@ async function consoleSession(browser, d, shots) {
   await page.context().close();
 }
 
+// The daemon stopped under an open page, then started again on the same port (its listener sets SO_REUSEADDR): the
+// page says it is unreachable, greys the last answer's figures with that answer's time, and comes back by itself.
+async function outageSession(browser, daemons, shots) {
+  const first = await Daemon.start('console, the daemon to stop under the page');
+  if (!first) return;
+  daemons.push(first);
+  const page = await openPage(browser, shots);
+  page.record.expected.push(/Failed to load resource: net::ERR_CONNECTION_REFUSED/);
+  await page.goto(`${first.base}/`);
+  await page.waitForFunction(() => document.body.dataset.ready === 'true', null, { timeout: STEP_TIMEOUT_MS });
+  const fresh = await page.evaluate(() => ({ stale: document.body.dataset.stale,
+    note: document.getElementById('stale-note')?.hidden, cls: document.getElementById('view-status').className }));
+  point('while the daemon answers, nothing is marked stale', fresh.stale === 'false' && fresh.note &&
+    !/stale/.test(fresh.cls), JSON.stringify(fresh));
+
+  // Stopped with SIGSTOP, the daemon's socket still takes connections but nothing answers them: a poll would wait
+  // for ever, and the page kept its green "ready". It gives up on a poll after 5 s and says why.
+  const waitStale = async (want) => {
+    try {
+      await page.waitForFunction((w) => document.body.dataset.stale === w && (w === 'true' || document.body.dataset.ready === 'true'),
+        want, { timeout: STEP_TIMEOUT_MS });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  first.proc.kill('SIGSTOP');
+  const hung = await waitStale('true');
+  const silent = await page.evaluate(() => ({ pill: document.getElementById('state').textContent,
+    pillClass: document.getElementById('state').className, reason: document.getElementById('state-reason').textContent,
+    state: document.getElementById('s-state').textContent }));
+  first.proc.kill('SIGCONT');
+  point('a daemon that takes the connection but does not answer (SIGSTOP): the pill turns from ready to unreachable, ' +
+    '"no answer in 5 s"', hung && silent.pill === 'unreachable' && /pill-bad/.test(silent.pillClass) &&
+    /no answer in 5 s/.test(silent.reason) && silent.state === 'unreachable', JSON.stringify(silent));
+  const resumed = await waitStale('false');
+  point('... and back to ready by itself when it answers again (SIGCONT)', resumed &&
+    await page.textContent('#state') === 'ready', await page.textContent('#state'));
+
+  await first.stop();
+  daemons.splice(daemons.indexOf(first), 1);
+  let marked = false;
+  try {
+    await page.waitForFunction(() => document.body.dataset.stale === 'true', null, { timeout: STEP_TIMEOUT_MS });
+    marked = true;
+  } catch {
+    // reported below
+  }
+  const gone = await page.evaluate(() => {
+    const $ = (id) => document.getElementById(id);
+    return { pill: $('state').textContent, pillClass: $('state').className, reason: $('state-reason').textContent,
+      ready: document.body.dataset.ready, note: $('stale-note')?.hidden === false ? $('stale-note').textContent : null,
+      card: $('card-state').className, state: $('s-state').textContent, seen: $('s-reason').textContent,
+      viewClass: $('view-status').className,
+      queueOpacity: Number(getComputedStyle($('s-queue').closest('.card')).opacity),
+      chartOpacity: Number(getComputedStyle($('chart-stages').closest('.charts')).opacity) };
+  });
+  const time = /last seen at \d{1,2}:\d\d:\d\d/;
+  point('the daemon stopped: the pill says unreachable (not green), with the time it last answered', marked &&
+    gone.pill === 'unreachable' && /pill-bad/.test(gone.pillClass) && !/pill-ok/.test(gone.pillClass) &&
+    time.test(gone.reason) && gone.ready === 'false', JSON.stringify(gone));
+  point('... the State card says unreachable and when it was last seen; the other figures and the charts are greyed ' +
+    'under a note giving the last answer\'s time', gone.state === 'unreachable' && /card-bad/.test(gone.card) &&
+    time.test(gone.seen) && gone.note && /last answer, at \d{1,2}:\d\d:\d\d/.test(gone.note) && /stale/.test(gone.viewClass) &&
+    gone.queueOpacity < 0.6 && gone.chartOpacity < 0.6, JSON.stringify(gone));
+  await page.shot('10-unreachable');
+
+  const again = await Daemon.start('console, the daemon started again on the same port', [], first.port);
+  if (!again) {
+    await page.context().close();
+    return;
+  }
+  daemons.push(again);
+  let back = false;
+  try {
+    await page.waitForFunction(() => document.body.dataset.stale === 'false' && document.body.dataset.ready === 'true',
+      null, { timeout: STEP_TIMEOUT_MS });
+    back = true;
+  } catch {
+    // reported below
+  }
+  const recovered = await page.evaluate(() => ({ pill: document.getElementById('state').textContent,
+    note: document.getElementById('stale-note')?.hidden, viewClass: document.getElementById('view-status').className,
+    state: document.getElementById('s-state').textContent, uptime: document.getElementById('s-uptime').textContent }));
+  point('the daemon started again on the same port: the page recovers by itself (ready, no note, nothing greyed)',
+    back && recovered.pill === 'ready' && recovered.note && !/stale/.test(recovered.viewClass) &&
+    recovered.state === 'ready', JSON.stringify(recovered));
+  await page.shot('11-recovered');
+  const problems = await page.problems();
+  point('the outage had no console error other than the refused connections, no exception, no CSP violation',
+    problems.length === 0, problems.join('\n'));
+  await page.context().close();
+}
+
 async function tokenSession(browser, d, shots) {
   const page = await openPage(browser, shots);
   page.record.expected.push(/Failed to load resource: the server responded with a status of 401/);
@@ -849,6 +944,7 @@ async function main() {
       await checkFiles(d);
       await consoleSession(browser, d, shots);
     }
+    await outageSession(browser, daemons, shots);
     const o = await Daemon.start('console with an OCIO config', [`--ocio_config=${ACES_CONFIG}`,
       '--studio_looks=review: ocio.view=Un-tone-mapped&exposure.mode=fixed&exposure.stops=0']);
     if (o) {
