@@ -2,10 +2,45 @@
 // stacked time per stage, and the analysis's histogram of log2 luminance. uPlot draws on a canvas and sets its
 // elements' sizes through element.style (CSSOM), which the page's CSP (style-src 'self') allows.
 import uPlot from './vendor/uPlot.esm.js';
-import { cssVar, ms, num, orderStages, stageColour } from './util.js';
+import { cssVar, ms, orderStages, stageColour } from './util.js';
 
 const HEIGHT = 210;
 const bars = uPlot.paths.bars({ size: [0.8, 24], gap: 1 });
+
+// The room a y axis's tick labels need: its widest label measured in the axis's own font, plus the tick and the
+// gap. uPlot's fixed 50 px cut the left of a count such as 1.00e+5 off at the canvas's edge. After its second pass
+// uPlot gets the size it has, as uPlot's own demos do, so that the layout settles.
+function fitLabels(u, values, axisIdx, cycleNum) {
+  const axis = u.axes[axisIdx];
+  if (cycleNum > 1) return axis._size;
+  const [font, devicePx, cssPx] = axis.font;
+  u.ctx.save();
+  u.ctx.font = font;
+  let widest = 0;
+  for (const v of values || []) widest = Math.max(widest, u.ctx.measureText(v).width * (cssPx / devicePx));
+  u.ctx.restore();
+  return Math.ceil(widest + (axis.ticks.show ? axis.ticks.size : 0) + axis.gap + 4);
+}
+
+// Tick labels with the decimals that the ticks' step needs (0, 0.5, 1.0 or 0, 10, 20), the same for the whole
+// axis, and zero as 0: ms() gave every tick three significant digits, so the stage chart's axis began at 0.000.
+export function tickText(vals, step) {
+  let digits = 0;
+  while (digits < 6) {
+    const scaled = step * 10 ** digits;
+    if (Math.abs(scaled - Math.round(scaled)) <= 1e-6 * Math.max(1, scaled)) break;
+    digits++;
+  }
+  return vals.map((v) => (v === null ? '' : Math.abs(v) < step / 2 ? '0' : v.toFixed(digits)));
+}
+
+// A pixel count as a tick label: 2500, 12.5k, 1.2M.
+export function countText(v) {
+  const a = Math.abs(v);
+  if (a >= 1e6) return `${Number((v / 1e6).toPrecision(3))}M`;
+  if (a >= 1e4) return `${Number((v / 1e3).toPrecision(3))}k`;
+  return String(Math.round(v));
+}
 
 function axes(yLabel, yValues) {
   const stroke = cssVar('--muted');
@@ -13,7 +48,7 @@ function axes(yLabel, yValues) {
   const ticks = { stroke: cssVar('--grid'), width: 1 };
   return [
     { stroke, grid, ticks },
-    { stroke, grid, ticks, label: yLabel, labelSize: 18, size: 50, values: yValues },
+    { stroke, grid, ticks, label: yLabel, labelSize: 18, size: fitLabels, values: yValues },
   ];
 }
 
@@ -34,6 +69,7 @@ class Chart {
       if (this.plot) this.plot.destroy();
       this.key = key;
       this.plot = new uPlot({ ...makeOpts(), width: widthOf(this.container), height: HEIGHT }, data, this.container);
+      this.container.uplot = this.plot; // for a test or a script reading what the chart drew
     } else {
       this.plot.setData(data);
     }
@@ -93,7 +129,7 @@ export class StageChart extends Chart {
     this.ensure(stages.join(','), () => ({
       cursor: { drag: { x: false, y: false } },
       scales: { y: { range: (u, min, max) => [0, Math.max(1, max * 1.05)] } },
-      axes: axes('ms', (u, vals) => vals.map((v) => ms(v))),
+      axes: axes('ms', (u, vals, axisIdx, space, step) => tickText(vals, step)),
       series: [
         {},
         ...top.map((k) => ({
@@ -148,8 +184,8 @@ export class HistogramChart extends Chart {
       axes: [
         { stroke: cssVar('--muted'), grid: { stroke: cssVar('--grid'), width: 1 }, label: 'log2 luminance (stops)',
           labelSize: 18 },
-        { stroke: cssVar('--muted'), grid: { stroke: cssVar('--grid'), width: 1 }, size: 50,
-          values: (u, vals) => vals.map((v) => num(v, 3)) },
+        { stroke: cssVar('--muted'), grid: { stroke: cssVar('--grid'), width: 1 }, size: fitLabels,
+          values: (u, vals, axisIdx, space, step) => (step >= 1 ? vals.map(countText) : tickText(vals, step)) },
       ],
       series: [
         {},
@@ -172,7 +208,13 @@ export class HistogramChart extends Chart {
           c.stroke();
           c.fillStyle = cssVar('--accent');
           c.font = `${12 * devicePixelRatio}px sans-serif`;
-          c.fillText('log-average', x + 4 * devicePixelRatio, u.bbox.top + 14 * devicePixelRatio);
+          // Right of the line, or left of it when the text would run past the plot's right edge.
+          const text = 'log-average';
+          const room = u.bbox.left + u.bbox.width - x;
+          const gap = 4 * devicePixelRatio;
+          const left = c.measureText(text).width + gap > room;
+          c.textAlign = left ? 'right' : 'left';
+          c.fillText(text, left ? x - gap : x + gap, u.bbox.top + 14 * devicePixelRatio);
           c.restore();
         }],
       },

@@ -427,6 +427,53 @@ async function handRender(d, url, body, headers = {}) {
   return { status: res.status, headers: res.headers, bytes: Buffer.from(await res.arrayBuffer()) };
 }
 
+// The tick labels a uPlot chart of the page drew (the chart's container holds its uPlot as .uplot), per axis, and
+// those that do not fit: a y label wider than its axis's room (it runs into the axis's title or off the canvas's
+// left edge), an x label past either edge of the canvas. Widths are measured in the axis's own font.
+async function axisLabels(page, id) {
+  return page.evaluate((chartId) => {
+    const u = document.getElementById(chartId).uplot;
+    if (!u) return null;
+    const ctx = document.createElement('canvas').getContext('2d');
+    const axes = [];
+    const clipped = [];
+    u.axes.forEach((a, i) => {
+      const values = (a._values || []).map((v) => (v === null ? '' : String(v)));
+      const splits = a._splits || [];
+      ctx.font = a.font[0];
+      const width = (text) => Math.max(...text.split('\n').map((t) => ctx.measureText(t).width)) * (a.font[2] / a.font[1]);
+      const tick = a.ticks.show ? a.ticks.size : 0;
+      values.forEach((text, k) => {
+        if (!text) return;
+        const w = width(text);
+        if (a.side === 3 && w > a._size - tick - a.gap) clipped.push(`axis ${i}: "${text}" ${w.toFixed(1)} px in ${a._size - tick - a.gap} px`);
+        if (a.side === 2) {
+          const x = u.bbox.left / (a.font[1] / a.font[2]) + u.valToPos(splits[k], a.scale);
+          if (x - w / 2 < 0 || x + w / 2 > u.width) clipped.push(`axis ${i}: "${text}" from ${(x - w / 2).toFixed(1)} to ${(x + w / 2).toFixed(1)} of ${u.width} px`);
+        }
+      });
+      axes.push({ side: a.side, values, splits });
+    });
+    return { axes, clipped };
+  }, id);
+}
+
+// A PFM (colour, little-endian) of width x height whose pixels are grey at the luminance value(x, y) gives.
+function pfm(width, height, value) {
+  const head = Buffer.from(`PF\n${width} ${height}\n-1.0\n`, 'latin1');
+  const body = Buffer.alloc(width * height * 12);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const v = value(x, y);
+      const o = (y * width + x) * 12;
+      body.writeFloatLE(v, o);
+      body.writeFloatLE(v, o + 4);
+      body.writeFloatLE(v, o + 8);
+    }
+  }
+  return Buffer.concat([head, body]);
+}
+
 async function consoleSession(browser, d, shots) {
   const page = await openPage(browser, shots);
   const requests = renderRequests(page);
@@ -615,6 +662,18 @@ async function consoleSession(browser, d, shots) {
   }
   point(`the status view follows the daemon: its stage table counts the ${frames} frames of /v1/stats, frames/s > 0`,
     followed, await page.textContent('#stage-table'));
+  // The stage chart's ms axis: zero as 0 (not 0.000), every label with the decimals its step needs (the same for
+  // all), whole inside the canvas, and reading as the value it marks.
+  const stageAxis = await axisLabels(page, 'chart-stages');
+  const msAxis = stageAxis ? stageAxis.axes.find((a) => a.side === 3) : null;
+  const ticks = msAxis ? msAxis.values.filter((t) => t) : [];
+  const decimals = new Set(ticks.filter((t) => t !== '0').map((t) => (t.split('.')[1] || '').length));
+  const step = msAxis && msAxis.splits.length > 1 ? msAxis.splits[1] - msAxis.splits[0] : 0;
+  const wrong = msAxis ? msAxis.values.filter((t, k) => t && Math.abs(Number(t) - msAxis.splits[k]) > step / 100) : [];
+  point('the stage chart\'s ms axis: 0 at zero, one number of decimals for the rest, each label whole and reading as its value',
+    msAxis && ticks.length >= 2 && msAxis.splits[0] === 0 && ticks[0] === '0' && !ticks.includes('0.000') &&
+    decimals.size === 1 && wrong.length === 0 && stageAxis.clipped.length === 0,
+  JSON.stringify({ msAxis, clipped: stageAxis && stageAxis.clipped, wrong }));
   await page.shot('01-status');
   problems = await page.problems();
   point('the whole session had no console error other than the two answers provoked, no exception, no CSP violation',
