@@ -17,26 +17,27 @@
 
 /* Whether the part's chunks can go to the GPU as they lie (pipeline/exr_zip_gpu.h): scanlines, ZIP or ZIPS,
  * every channel half and unsampled (a chunk is then lines x planes x width halves). */
-static bool zip_gpu_fits(const hp_exr_reader *r, hp_exr_zip_frame *f, char *why, size_t why_size)
+static hp_exr_gpu_unfit zip_gpu_fits(const hp_exr_reader *r, hp_exr_zip_frame *f, char *why, size_t why_size)
 {
     const exr_attr_chlist_t *cl;
-    if (r->tiled || (r->compression != EXR_COMPRESSION_ZIP && r->compression != EXR_COMPRESSION_ZIPS) ||
-        !r->direct || r->library_decode) {
-        snprintf(why, why_size, "%s %s", r->tiled ? "tiled" : "scanline", hp_exr_compression_name(r->compression));
-        return false;
+    bool zip = r->compression == EXR_COMPRESSION_ZIP || r->compression == EXR_COMPRESSION_ZIPS;
+    if (r->tiled || !zip || !r->direct || r->library_decode) {
+        snprintf(why, why_size, "%s %s%s", r->tiled ? "tiled" : "scanline", hp_exr_compression_name(r->compression),
+                 zip && !r->tiled ? ", a subsampled channel" : "");
+        return r->tiled ? HP_EXR_UNFIT_TILED : !zip ? HP_EXR_UNFIT_COMPRESSION : HP_EXR_UNFIT_SUBSAMPLED;
     }
     if (exr_get_channels(r->ctx, r->part, &cl) != EXR_ERR_SUCCESS || cl->num_channels < 1 || cl->num_channels > 254) {
         snprintf(why, why_size, "its channel list");
-        return false;
+        return HP_EXR_UNFIT_CHANNELS;
     }
     for (int i = 0; i < cl->num_channels; i++)
         if (cl->entries[i].pixel_type != EXR_PIXEL_HALF) {
             snprintf(why, why_size, "a channel not half");
-            return false;
+            return HP_EXR_UNFIT_NOT_HALF;
         }
     if (r->chunk_count > 65535) { /* a dispatch's workgroups */
         snprintf(why, why_size, "%u chunks", r->chunk_count);
-        return false;
+        return HP_EXR_UNFIT_CHUNKS;
     }
     *f = (hp_exr_zip_frame){.width = r->width, .height = r->height, .planes = (uint32_t)cl->num_channels,
                             .lines_per_chunk = (uint32_t)r->lines_per_chunk, .chunk_count = r->chunk_count,
@@ -45,13 +46,23 @@ static bool zip_gpu_fits(const hp_exr_reader *r, hp_exr_zip_frame *f, char *why,
         int from = r->copy_from[s] >= 0 ? r->copy_from[s] : s;
         f->plane_of[s] = r->chan[from] >= 0 ? (uint8_t)(r->slot_offset[from] / 2) : HP_EXR_ZIP_NO_PLANE;
     }
-    return true;
+    return HP_EXR_GPU_FITS;
 }
 
 /* The reader of a frame whose chunks the GPU can take, *frame filled; HP_ERR_UNUSABLE (why) when it is not
  * such a frame, the reader then closed. */
+const char *hp_exr_gpu_unfit_name(hp_exr_gpu_unfit why)
+{
+    static const char *const names[HP_EXR_GPU_UNFIT_COUNT] = {
+        [HP_EXR_GPU_FITS] = "fits", [HP_EXR_UNFIT_TILED] = "tiled", [HP_EXR_UNFIT_COMPRESSION] = "compression",
+        [HP_EXR_UNFIT_SUBSAMPLED] = "subsampled", [HP_EXR_UNFIT_NOT_HALF] = "not_half",
+        [HP_EXR_UNFIT_CHUNKS] = "chunks", [HP_EXR_UNFIT_CHANNELS] = "channels",
+    };
+    return (unsigned)why < HP_EXR_GPU_UNFIT_COUNT ? names[why] : "unknown";
+}
+
 static hp_code open_for_gpu(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
-                            hp_exr_reader **r, hp_exr_zip_frame *frame, hp_err *err)
+                            hp_exr_reader **r, hp_exr_zip_frame *frame, hp_exr_gpu_unfit *unfit, hp_err *err)
 {
     *frame = (hp_exr_zip_frame){0};
     if (!hp_exr_decoder.sniff(bytes, len))
@@ -60,7 +71,10 @@ static hp_code open_for_gpu(const uint8_t *bytes, size_t len, const hp_decode_op
     if (code != HP_OK)
         return code;
     char why[96];
-    if (!zip_gpu_fits(*r, frame, why, sizeof(why))) {
+    hp_exr_gpu_unfit u = zip_gpu_fits(*r, frame, why, sizeof(why));
+    if (unfit)
+        *unfit = u;
+    if (u != HP_EXR_GPU_FITS) {
         code = hp_fail(err, HP_ERR_UNUSABLE, "EXR part %d is not for the GPU's inflate: %s", (*r)->part, why);
         hp_exr_close(r);
     }
@@ -68,11 +82,11 @@ static hp_code open_for_gpu(const uint8_t *bytes, size_t len, const hp_decode_op
 }
 
 hp_code hp_image_zip_fits(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
-                          uint32_t *planes, uint32_t *chunks, hp_err *err)
+                          uint32_t *planes, uint32_t *chunks, hp_exr_gpu_unfit *unfit, hp_err *err)
 {
     hp_exr_reader *r = NULL;
     hp_exr_zip_frame f;
-    hp_code code = open_for_gpu(bytes, len, opt, info, &r, &f, err);
+    hp_code code = open_for_gpu(bytes, len, opt, info, &r, &f, unfit, err);
     *planes = f.planes;
     *chunks = f.chunk_count;
     hp_exr_close(&r);
@@ -104,7 +118,7 @@ hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_op
                             void *dst, size_t dst_size, hp_exr_zip_frame *frame, hp_err *err)
 {
     hp_exr_reader *r = NULL;
-    hp_code code = open_for_gpu(bytes, len, opt, info, &r, frame, err);
+    hp_code code = open_for_gpu(bytes, len, opt, info, &r, frame, NULL, err);
     if (code != HP_OK)
         return code;
     /* Table first, then the packed bytes: sizes from the chunks' own headers (the offset table), each
@@ -224,7 +238,7 @@ hp_code hp_image_zip_inflate(const uint8_t *bytes, size_t len, const hp_decode_o
                              void *dst, size_t dst_size, hp_exr_zip_frame *frame, hp_err *err)
 {
     hp_exr_reader *r = NULL;
-    hp_code code = open_for_gpu(bytes, len, opt, info, &r, frame, err);
+    hp_code code = open_for_gpu(bytes, len, opt, info, &r, frame, NULL, err);
     if (code != HP_OK)
         return code;
     const uint64_t line_bytes = (uint64_t)frame->planes * frame->width * 2;

@@ -16,10 +16,26 @@
  * it on the CPU; other codes as hp_image_decode's. The chunks'
  * offsets are the data window's: first_line 0 is the data window's first row. Needs every byte: no
  * arrival. */
+/* Why an EXR frame cannot take the GPU's decoders (issue 36): each a label of /metrics'
+ * hdrpost_exr_cpu_frames_total. */
+typedef enum hp_exr_gpu_unfit {
+    HP_EXR_GPU_FITS = 0,
+    HP_EXR_UNFIT_TILED,       /* tiles, not scanlines */
+    HP_EXR_UNFIT_COMPRESSION, /* not ZIP or ZIPS (PIZ, DWA, ...; none) */
+    HP_EXR_UNFIT_SUBSAMPLED,  /* a subsampled channel, or the library's own unpack asked for */
+    HP_EXR_UNFIT_NOT_HALF,    /* a channel of the part that is float or uint */
+    HP_EXR_UNFIT_CHUNKS,      /* more chunks than a dispatch's workgroups */
+    HP_EXR_UNFIT_CHANNELS,    /* no channel list the GPU can lay out */
+    HP_EXR_GPU_UNFIT_COUNT
+} hp_exr_gpu_unfit;
+/* "tiled", "compression", ... */
+const char *hp_exr_gpu_unfit_name(hp_exr_gpu_unfit why);
+
 /* hp_image_zip_gather's test from the header alone (with opt->arrival it waits only for the header's
- * bytes): HP_OK with the part's planes and chunks, HP_ERR_UNUSABLE (why) when the GPU cannot take it. */
+ * bytes): HP_OK with the part's planes and chunks, HP_ERR_UNUSABLE (why, and *unfit: NULL or set then) when the
+ * GPU cannot take it. */
 hp_code hp_image_zip_fits(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
-                          uint32_t *planes, uint32_t *chunks, hp_err *err);
+                          uint32_t *planes, uint32_t *chunks, hp_exr_gpu_unfit *unfit, hp_err *err);
 
 hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
                             void *dst, size_t dst_size, hp_exr_zip_frame *frame, hp_err *err);

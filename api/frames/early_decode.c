@@ -181,6 +181,45 @@ static hp_code zip_on_cpu(hp_early *e, const hp_decode_options *opt, hp_image_in
  * (e->pixels, a device block with no ptr), which the frame graph copies in. Where the GPU's path does not
  * finish it, the CPU decodes it into the same block. False, before anything started, when the memory cannot
  * be had: the caller decodes it on the CPU as it arrives. fitted, planes, chunks: hp_image_zip_fits's. */
+/* Why the GPU's decoders cannot take this frame (hdrpost_exr_cpu_frames_total's reason), or NULL when they can:
+ * its planes and chunks, and the info they would decode it with, are then in the out parameters. */
+static const char *gpu_unfit(const hp_early *e, hp_request *req, const hp_decode_options *opt, hp_image_info *fitted,
+                             uint32_t *planes, uint32_t *chunks)
+{
+    if (!e->half)
+        return hp_exr_gpu_unfit_name(HP_EXR_UNFIT_NOT_HALF);
+    if (e->want_dof)
+        return "depth_of_field";
+    if (strncmp(e->info.compression, "zip", 3) != 0)
+        return hp_exr_gpu_unfit_name(HP_EXR_UNFIT_COMPRESSION);
+    hp_exr_gpu_unfit why = HP_EXR_GPU_FITS;
+    hp_err err = {0};
+    if (hp_image_zip_fits(req->body, req->body_cap, opt, fitted, planes, chunks, &why, &err) == HP_OK)
+        return NULL;
+    /* A header the CPU's decoder will refuse too: its error, not a reason of the GPU's. */
+    return why != HP_EXR_GPU_FITS ? hp_exr_gpu_unfit_name(why) : "header";
+}
+
+/* Counts a frame the GPU's decoders could not take and says so once per reason (a farm's frames are alike: a line
+ * a frame would fill the log). */
+static void note_cpu_frame(const char *reason)
+{
+    static const char *said[16];
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    hp_metrics_exr_cpu(reason);
+    bool first = false;
+    pthread_mutex_lock(&lock);
+    size_t i = 0;
+    while (i < sizeof said / sizeof said[0] && said[i] && strcmp(said[i], reason) != 0)
+        i++;
+    if (i < sizeof said / sizeof said[0] && !said[i])
+        said[i] = reason, first = true;
+    pthread_mutex_unlock(&lock);
+    if (first)
+        hp_info("early decode: EXR frames the GPU's decoders cannot take (%s) are decoded on the CPU; "
+                "hdrpost_exr_cpu_frames_total{reason=\"%s\"} counts them (said once)", reason, reason);
+}
+
 static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_decoded route,
                           const hp_image_info *fitted, uint32_t planes, uint32_t chunks)
 {
@@ -283,13 +322,15 @@ static bool early_run(hp_early *e)
      * whole, daemon/zip_share.h, and a PIZ frame must not take a ZIP frame's turn). */
     hp_image_info fitted = e->info;
     uint32_t planes = 0, chunks = 0;
-    hp_err unfit = {0};
-    hp_exr_zip_decoded route = e->be->zip_route && e->half && !e->want_dof && e->be->host_pool &&
-                                       strncmp(e->info.compression, "zip", 3) == 0 &&
-                                       hp_image_zip_fits(req->body, req->body_cap, &opt, &fitted, &planes, &chunks,
-                                                         &unfit) == HP_OK
-                                   ? e->be->zip_route(e->be->ctx) : HP_EXR_ZIP_ON_CPU;
-    if (route != HP_EXR_ZIP_ON_CPU && early_zip_gpu(e, &opt, route, &fitted, planes, chunks))
+    const char *unfit = NULL;
+    hp_exr_zip_decoded route = HP_EXR_ZIP_ON_CPU;
+    if (e->be->zip_route && e->be->host_pool && (unfit = gpu_unfit(e, req, &opt, &fitted, &planes, &chunks)) == NULL)
+        route = e->be->zip_route(e->be->ctx);
+    if (route == HP_EXR_ZIP_SPLIT && planes > 4)
+        unfit = "split_planes";
+    if (unfit)
+        note_cpu_frame(unfit);
+    if (route != HP_EXR_ZIP_ON_CPU && !unfit && early_zip_gpu(e, &opt, route, &fitted, planes, chunks))
         return true;
     if (!hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * (e->half ? 8 : 16), &e->pixels) ||
         (e->want_dof && !hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * sizeof(float), &e->depth)))

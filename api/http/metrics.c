@@ -68,6 +68,24 @@ void hp_metrics_exr_zip_gpu_time(double gpu_ms)
     pthread_mutex_unlock(&g_lock);
 }
 
+/* Reasons seen so far, each its count; a fixed set of static strings, so a few rows. */
+static struct {
+    const char *reason;
+    uint64_t frames;
+} g_exr_cpu[16];
+
+void hp_metrics_exr_cpu(const char *reason)
+{
+    pthread_mutex_lock(&g_lock);
+    for (size_t i = 0; i < sizeof g_exr_cpu / sizeof g_exr_cpu[0]; i++)
+        if (!g_exr_cpu[i].reason || g_exr_cpu[i].reason == reason || !strcmp(g_exr_cpu[i].reason, reason)) {
+            g_exr_cpu[i].reason = reason;
+            g_exr_cpu[i].frames++;
+            break;
+        }
+    pthread_mutex_unlock(&g_lock);
+}
+
 void hp_metrics_png_gpu_answer(bool in_place)
 {
     pthread_mutex_lock(&g_lock);
@@ -234,6 +252,13 @@ int hp_metrics_format(char **buf, size_t *len, size_t *cap)
                             (unsigned long long)g_exr_zip[HP_EXR_ZIP_GPU_THEN_CPU],
                             (unsigned long long)g_exr_zip[HP_EXR_ZIP_SPLIT],
                             (unsigned long long)g_exr_zip[HP_EXR_ZIP_SPLIT_THEN_CPU], g_exr_zip_gpu_s);
+    rc |= hp_metrics_printf(buf, len, cap,
+                            "# HELP hdrpost_exr_cpu_frames_total EXR frames sent as the raw body that the GPU's "
+                            "decoders could not take, decoded on the CPU, by why (docs/API.md).\n"
+                            "# TYPE hdrpost_exr_cpu_frames_total counter\n");
+    for (size_t i = 0; i < sizeof g_exr_cpu / sizeof g_exr_cpu[0] && g_exr_cpu[i].reason; i++)
+        rc |= hp_metrics_printf(buf, len, cap, "hdrpost_exr_cpu_frames_total{reason=\"%s\"} %llu\n",
+                                g_exr_cpu[i].reason, (unsigned long long)g_exr_cpu[i].frames);
     rc |= hp_metrics_printf(buf, len, cap,
                             "# HELP hdrpost_log_lines_suppressed_total Repeated warnings left out of the log by its "
                             "rate limit.\n# TYPE hdrpost_log_lines_suppressed_total counter\n"

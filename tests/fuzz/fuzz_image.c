@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * frame it takes the CPU's decoder takes too (else the GPU would finish a frame the CPU refuses). */
     uint32_t planes, chunks;
     hp_image_info zinfo = info;
-    if (hp_image_zip_fits(data, size, &opt, &zinfo, &planes, &chunks, &err) == HP_OK) {
+    if (hp_image_zip_fits(data, size, &opt, &zinfo, &planes, &chunks, NULL, &err) == HP_OK) {
         size_t zbytes = (size_t)chunks * sizeof(hp_exr_zip_chunk) + n * 2 * planes + 4 * (size_t)chunks;
         uint8_t *dst = malloc(zbytes);
         hp_exr_zip_frame f;

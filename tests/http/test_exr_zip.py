@@ -65,6 +65,23 @@ def zip_frames(port):
     return out
 
 
+def cpu_reasons(port):
+    """hdrpost_exr_cpu_frames_total by reason."""
+    _, _, text = harness.request(port, "GET", "/metrics")
+    out = {}
+    for ln in text.decode(errors="replace").splitlines():
+        if ln.startswith("hdrpost_exr_cpu_frames_total{"):
+            out[ln.split('reason="')[1].split('"')[0]] = float(ln.split()[-1])
+    return out
+
+
+def make_tiled(tmp):
+    path = os.path.join(tmp, "street_zip_tiled.exr")
+    subprocess.run([MAKE_FRAME, SOURCE, path, "1", "zip", "tiled"], check=True, capture_output=True, timeout=120)
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def error_of(status, data):
     try:
         e = harness.json_body(data)["error"]
@@ -451,6 +468,19 @@ def body(tmp):
         point("on the gpu daemon a PIZ frame and a ZIP frame in a multipart form are decoded on the CPU (not counted "
               "as gpu), their answers the cpu daemon's", sp == 200 and sq == 200 and png_p == png_q and sm == 200
               and png_m == png_c and g3["gpu"] == g2["gpu"], f"{sp} {sq} {sm} {g2} -> {g3}")
+        # Issue 36: why a frame could not take the GPU's decoders is counted by reason, and said once in the log.
+        r0 = cpu_reasons(gpu.port)
+        tiled = make_tiled(tmp)
+        for _ in range(2):
+            post(gpu.port, "/v1/render", frames["piz"], "output.format=png")
+        st, _, _ = post(gpu.port, "/v1/render", tiled, "output.format=png")
+        r1 = cpu_reasons(gpu.port)
+        said = gpu.log().count('decoded on the CPU; hdrpost_exr_cpu_frames_total{reason="compression"}')
+        point("hdrpost_exr_cpu_frames_total: PIZ frames under compression, a tiled ZIP frame under tiled; the log "
+              "says each reason once", st == 200 and r1.get("compression", 0) - r0.get("compression", 0) == 2
+              and r1.get("tiled", 0) - r0.get("tiled", 0) == 1 and said == 1
+              and 'hdrpost_exr_cpu_frames_total{reason="tiled"}' in gpu.log(),
+              f"{r0} -> {r1}; said {said}")
 
         sz, _, png_zs = post(cpu.port, "/v1/render", frames["zips"], "output.format=png")
         cpu_answers.update(zip=png_c, zips=png_zs if sz == 200 else None, lenient=png_k, damaged_chunk=chunk_named(ec[2]))
