@@ -22,6 +22,17 @@ export function parseServerTiming(header) {
   return out;
 }
 
+// The daemon's message, with its Retry-After on a 429 or 503.
+function retryText(e) {
+  const after = e.retryAfter !== null && (e.status === 429 || e.status === 503);
+  return after ? `${e.message} (retry after ${e.retryAfter} s)` : e.message;
+}
+
+// An error as one line: the daemon's status, code and message, or what fetch() said when nothing answered.
+function errorText(e) {
+  return e instanceof ApiError ? `${e.status} ${e.code}: ${retryText(e)}` : `The daemon did not answer: ${e.message}`;
+}
+
 // The frame's name without its extension, for the download's name.
 function stem(name) {
   return (name || 'frame').replace(/\.[^.]*$/, '').replace(/[^\w.-]+/g, '_') || 'frame';
@@ -32,6 +43,7 @@ export class TryView {
     this.form = null;
     this.ocio = null; // the OCIO block (ocio.js), with a config
     this.frame = null; // {name, blob}
+    this.shown = null; // the frame whose picture, timing and analysis are on the page
     this.seq = 0;
     this.abort = null;
     this.timer = null;
@@ -190,19 +202,41 @@ export class TryView {
     b.hidden = !message;
   }
 
-  // Where the daemon's message goes: beside the control of its field, else at the top.
-  showError(e) {
+  // Where the daemon's message goes: beside the control of its field, else at the top, or (inPlace) in the place
+  // of the picture that was cleared for it.
+  showError(e, inPlace) {
     if (!(e instanceof ApiError)) {
-      this.banner(`The daemon did not answer: ${e.message}`);
+      this.banner(inPlace ? '' : `The daemon did not answer: ${e.message}`);
       return;
     }
-    let text = e.message;
-    if (e.retryAfter !== null && (e.status === 429 || e.status === 503)) text += ` (retry after ${e.retryAfter} s)`;
-    if (this.form && this.form.showError(e.field, text)) {
+    if ((this.form && this.form.showError(e.field, retryText(e))) || inPlace) {
       this.banner('');
       return;
     }
-    this.banner(`${e.status} ${e.code}: ${text}`);
+    this.banner(errorText(e));
+  }
+
+  // A new frame that did not render: the picture, timing, facts, analysis and download of the one before go, and
+  // the message takes the picture's place, so that what the page shows is of the frame it names.
+  clearResult(e) {
+    $('compare-box').hidden = true;
+    $('viewer-bar').hidden = true;
+    $('timing').hidden = true;
+    $('analysis').hidden = true;
+    $('download').hidden = true;
+    $('facts').replaceChildren();
+    for (const which of ['after', 'before', 'download']) {
+      if (this.urls[which]) URL.revokeObjectURL(this.urls[which]);
+      this.urls[which] = null;
+    }
+    $('img-after').removeAttribute('src');
+    $('img-before').removeAttribute('src');
+    $('download').removeAttribute('href');
+    const p = $('placeholder');
+    p.replaceChildren(el('b', { text: `No picture of ${this.frame.name}.` }), el('br'), errorText(e));
+    p.classList.add('placeholder-error');
+    p.hidden = false;
+    this.shown = null;
   }
 
   // Renders the frame: the tone-mapped image first, then (with the comparison on) the linear clip, the same
@@ -215,6 +249,7 @@ export class TryView {
     this.abort = abort;
     const seq = ++this.seq;
     const query = this.form.query();
+    $('busy').textContent = this.shown && this.shown !== this.frame ? `rendering ${this.frame.name}…` : 'rendering…';
     $('busy').hidden = false;
     $('viewer').classList.add('rendering');
     let failed = false;
@@ -237,6 +272,7 @@ export class TryView {
       this.showTiming(parseServerTiming(res.headers.get('Server-Timing')), wall);
       this.showFacts(res.headers, image);
       this.showDownload(image, query);
+      this.shown = this.frame;
       $('placeholder').hidden = true;
       $('compare-box').hidden = false;
       $('viewer-bar').hidden = false;
@@ -264,7 +300,9 @@ export class TryView {
     } catch (e) {
       if (e.name === 'AbortError' || seq !== this.seq) return;
       failed = true;
-      this.showError(e);
+      const fresh = this.shown !== this.frame; // the first render of this frame
+      if (fresh) this.clearResult(e);
+      this.showError(e, fresh);
     } finally {
       if (seq === this.seq) {
         $('busy').hidden = true;

@@ -17,8 +17,14 @@
 //   daemon's /v1/analyze; the download link holds the image with the right extension;
 // - changing the operator renders again, the query names it and the image changes (and equals a hand request);
 // - an out-of-range number typed in a field shows the daemon's message beside that field (its reset button clears
-//   it); 100 random bytes as the frame show the daemon's message at the top;
+//   it) and keeps the frame's picture; 100 random bytes as a new frame take the old frame's picture, timing,
+//   analysis and download away and show the daemon's message in the picture's place, under the new name; a
+//   512x512 PFM then renders, and its histogram's count axis (past 100000) has every label whole in the canvas;
 // - the status view follows the daemon: after frames sent from here its stage table counts what /v1/stats does;
+//   the stage chart's ms axis reads 0 at zero and one number of decimals, each label whole;
+// - a daemon stopped under the open page (SIGSTOP: connections taken, never answered; then SIGTERM) turns the pill
+//   to unreachable, says when it was last seen and greys the figures; SIGCONT, and a daemon started again on the
+//   same port, bring the page back to ready by itself;
 // - the CSP check can fail: an inline script added to the page is refused and reported;
 // - with --auth_token set (a second daemon), the page asks for the token once, does not ask again by itself after
 //   Cancel (the header offers it), says so when a token is refused, then works, sending Authorization: Bearer;
@@ -319,9 +325,9 @@ async function openPage(browser, shots) {
     record.errors.push(text);
   });
   page.on('pageerror', (e) => record.exceptions.push(e.stack || e.message));
-  page.shot = async (name) => {
+  page.shot = async (name, selector = null) => {
     const file = path.join(shots, `${name}.png`);
-    await page.screenshot({ path: file });
+    await (selector ? page.locator(selector).screenshot({ path: file }) : page.screenshot({ path: file }));
     return file;
   };
   page.problems = async () => {
@@ -621,10 +627,16 @@ async function consoleSession(browser, d, shots) {
     out3 === 'error' && handBad.status === 400 && badErr.field === field && beside.text === badErr.message &&
     !beside.hidden && beside.visible && beside.banner,
     `outcome ${out3}, page ${JSON.stringify(beside)}, daemon ${handBad.status} ${JSON.stringify(badErr)}`);
+  const kept = await page.evaluate(() => ({ box: !document.getElementById('compare-box').hidden,
+    src: document.getElementById('img-after').getAttribute('src') || '', placeholder: document.getElementById('placeholder').hidden,
+    name: document.getElementById('frame-name').textContent }));
+  point('a refused parameter keeps the last picture of the same frame, under the same name',
+    kept.box && kept.src.startsWith('blob:') && kept.placeholder && kept.name.startsWith('park.exr'), JSON.stringify(kept));
   await page.locator(`[data-param="${field}"]`).scrollIntoViewIfNeeded();
   await page.shot('04-field-error');
 
-  // Back to a valid value (the field's reset button), then a bad file: the daemon's message at the top.
+  // Back to a valid value (the field's reset button), then a bad file: the picture of the frame before goes (the name
+  // above it is the new file's) and the daemon's message takes its place.
   const out35 = await afterRender(page, () => page.click(`[data-param="${field}"] .reset`));
   point('the field\'s reset button clears its error and renders again', out35 === 'ok' &&
     await page.evaluate((f) => document.querySelector(`[data-param="${f}"] .field-error`).hidden, field), `outcome ${out35}`);
@@ -634,15 +646,46 @@ async function consoleSession(browser, d, shots) {
   const junkErr = JSON.parse(handJunk.bytes.toString()).error;
   const out4 = await afterRender(page, () => page.setInputFiles('#file',
     { name: 'random.exr', mimeType: 'application/octet-stream', buffer: junk }));
-  const banner = await page.evaluate(() => ({ hidden: document.getElementById('banner').hidden,
-    text: document.getElementById('banner').textContent }));
-  point('100 random bytes as the frame show the daemon\'s message at the top of the page',
-    out4 === 'error' && handJunk.status >= 400 && !banner.hidden && banner.text.includes(junkErr.message),
-    `outcome ${out4}, banner ${JSON.stringify(banner)}, daemon ${handJunk.status} ${JSON.stringify(junkErr)}`);
+  const refused = await page.evaluate(() => {
+    const shown = (id) => !document.getElementById(id).hidden;
+    return { name: document.getElementById('frame-name').textContent, picture: shown('compare-box'),
+      src: document.getElementById('img-after').getAttribute('src'), placeholder: shown('placeholder'),
+      text: document.getElementById('placeholder').textContent, banner: shown('banner'), timing: shown('timing'),
+      analysis: shown('analysis'), download: shown('download'), facts: document.getElementById('facts').children.length };
+  });
+  point('100 random bytes given after a good frame: the label names random.exr, the picture of park.exr is gone with ' +
+    'its timing, facts, analysis and download, and the daemon\'s message is in its place (once: not also at the top)',
+  out4 === 'error' && handJunk.status >= 400 && refused.name.startsWith('random.exr') && !refused.picture &&
+    !refused.src && refused.placeholder && refused.text.includes('random.exr') && refused.text.includes(junkErr.message) &&
+    !refused.banner && !refused.timing && !refused.analysis && !refused.download && refused.facts === 0,
+  `outcome ${out4}, page ${JSON.stringify(refused)}, daemon ${handJunk.status} ${JSON.stringify(junkErr)}`);
   await page.shot('05-bad-file');
+
+  // A good frame after the refused one renders again. It is large and even (512x512, half the pixels at one
+  // luminance, a quarter at another), so the histogram's counts pass 100000: each tick label of its axes must be
+  // drawn whole inside the canvas (the y axis's were cut at its left edge) and read as the count it marks.
+  const even = pfm(512, 512, (x, y) => (y < 256 ? 0.18 : y < 384 ? 1 : 2 ** ((x / 512) * 16 - 8)));
+  const out5 = await afterRender(page, () => page.setInputFiles('#file',
+    { name: 'even.pfm', mimeType: 'application/octet-stream', buffer: even }));
+  const back = await page.evaluate(() => ({ name: document.getElementById('frame-name').textContent,
+    picture: !document.getElementById('compare-box').hidden, placeholder: !document.getElementById('placeholder').hidden,
+    analysis: !document.getElementById('analysis').hidden }));
+  point('a good frame after the refused one is shown again under its own name, with its analysis',
+    out5 === 'ok' && back.name.startsWith('even.pfm') && back.picture && !back.placeholder && back.analysis, JSON.stringify(back));
+  const hist = await axisLabels(page, 'chart-histogram');
+  const counts = hist ? hist.axes.find((a) => a.side === 3) : null;
+  const parse = (t) => Number(t.replace(/k$/, 'e3').replace(/M$/, 'e6'));
+  const misread = counts ? counts.values.filter((t, k) => t && Math.abs(parse(t) - counts.splits[k]) >
+    0.005 * Math.max(1, Math.abs(counts.splits[k]))) : ['no chart'];
+  point('the histogram of a 512x512 frame: its count axis reaches 100000 and every tick label is whole in the canvas and ' +
+    'reads as its count (100k, 50k, ...)', hist && hist.clipped.length === 0 && misread.length === 0 &&
+    Math.max(...counts.splits) >= 1e5, JSON.stringify({ clipped: hist && hist.clipped, misread, counts }));
+  await page.locator('#analysis').scrollIntoViewIfNeeded();
+  await page.shot('05b-histogram', '#analysis');
 
   // The status view follows the daemon: a few seconds of frames sent from here, then its table counts them all
   // (it polls every 2 s) and the throughput is above zero.
+  await page.evaluate(() => window.scrollTo(0, 0));
   await page.click('#tab-status');
   const ops = ['agx', 'hable', 'aces_hill', 'reinhard', 'khronos_neutral', 'drago'];
   for (let i = 0; i < 16; i++) {
