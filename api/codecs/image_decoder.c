@@ -44,3 +44,9 @@ void hp_image_store_pixel(const hp_image_dest *dest, size_t index, float r, floa
         p[3] = hp_float_to_half(a);
     }
 }
+
+void hp_image_info_whole(hp_image_info *info, uint32_t width, uint32_t height)
+{
+    info->width = width, info->height = height;
+    info->data_window = info->display_window = (hp_image_window){0, 0, (int32_t)width - 1, (int32_t)height - 1};
+}

@@ -141,6 +141,9 @@ hp_code hp_image_check_limits(const char *what, uint64_t width, uint64_t height,
 /* Writes one pixel of floats into the frame (rounded to nearest even for RGBA16F). */
 void hp_image_store_pixel(const hp_image_dest *dest, size_t index, float r, float g, float b, float a);
 
+/* The size of a format without windows (every one but OpenEXR): the data and the display window the whole image. */
+void hp_image_info_whole(hp_image_info *info, uint32_t width, uint32_t height);
+
 /* One format: how its first bytes are recognized, its header read and its pixels decoded. Every probe fills
  * info completely (after the dispatcher zeroed it and set the format) or fails; every decode is given the info
  * of a probe of the same bytes with the same options, and adds its depth counts to stats. */

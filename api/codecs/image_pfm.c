@@ -109,9 +109,7 @@ static hp_code pfm_probe(const uint8_t *bytes, size_t len, const hp_decode_optio
     hp_code code = parse_header(bytes, len, opt, &hdr, err);
     if (code != HP_OK)
         return code;
-    info->width = hdr.width, info->height = hdr.height;
-    info->data_window = info->display_window =
-        (hp_image_window){0, 0, (int32_t)hdr.width - 1, (int32_t)hdr.height - 1};
+    hp_image_info_whole(info, hdr.width, hdr.height);
     info->channel_count = hdr.channels;
     snprintf(info->channel_list, sizeof(info->channel_list), "%s", hdr.channels == 3 ? "R,G,B" : "Y");
     info->grey = hdr.channels == 1;

@@ -218,9 +218,7 @@ static hp_code rgbe_probe(const uint8_t *bytes, size_t len, const hp_decode_opti
     hp_code code = parse_header(bytes, len, opt, &hdr, err);
     if (code != HP_OK)
         return code;
-    info->width = hdr.width, info->height = hdr.height;
-    info->data_window = info->display_window =
-        (hp_image_window){0, 0, (int32_t)hdr.width - 1, (int32_t)hdr.height - 1};
+    hp_image_info_whole(info, hdr.width, hdr.height);
     info->channel_count = 3;
     snprintf(info->channel_list, sizeof(info->channel_list), "R,G,B");
     info->rgbe_exposure = hdr.exposure;
