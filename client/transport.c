@@ -181,7 +181,7 @@ void hp_pause(double seconds, _Atomic int *stop)
 
 bool hp_response_device_lost(const hp_response *r)
 {
-    return r->status == 503 && r->retry_after_s < 0 && (strstr(r->error, "device_lost") || strstr(r->error, "device lost"));
+    return r->status == 503 && r->retry_after_s < 0 && strstr(r->error, "device_lost");
 }
 
 void hp_client_send_retrying(hp_client *c, const hp_retry_policy *p, const char *path, const uint8_t *body,

@@ -200,22 +200,11 @@ static const char *gpu_unfit(const hp_early *e, hp_request *req, const hp_decode
     return why != HP_EXR_GPU_FITS ? hp_exr_gpu_unfit_name(why) : "header";
 }
 
-/* Counts a frame the GPU's decoders could not take and says so once per reason (a farm's frames are alike: a line
- * a frame would fill the log). */
+/* Counts a frame the GPU's decoders could not take and says so once per reason, at its first count (a farm's
+ * frames are alike: a line a frame would fill the log). */
 static void note_cpu_frame(const char *reason)
 {
-    static const char *said[16];
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    hp_metrics_exr_cpu(reason);
-    bool first = false;
-    pthread_mutex_lock(&lock);
-    size_t i = 0;
-    while (i < sizeof said / sizeof said[0] && said[i] && strcmp(said[i], reason) != 0)
-        i++;
-    if (i < sizeof said / sizeof said[0] && !said[i])
-        said[i] = reason, first = true;
-    pthread_mutex_unlock(&lock);
-    if (first)
+    if (hp_metrics_exr_cpu(reason) == 1)
         hp_info("early decode: EXR frames the GPU's decoders cannot take (%s) are decoded on the CPU; "
                 "hdrpost_exr_cpu_frames_total{reason=\"%s\"} counts them (said once)", reason, reason);
 }
@@ -231,8 +220,9 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_
     uint64_t unpacked = n * 2 * planes + 4ull * chunks; /* every chunk's bytes, each rounded up to a word */
     bool split = route == HP_EXR_ZIP_SPLIT;
     /* The split holds every inflated byte in host memory while the body arrives: only as much as the pixels
-     * were charged (four planes of halves at most), and within the GPU's 32-bit offsets. */
-    if (split && (planes > 4 || unpacked > INT32_MAX))
+     * were charged (four planes of halves at most: the caller sends more to the CPU as split_planes), and within
+     * the GPU's 32-bit offsets. */
+    if (split && unpacked > INT32_MAX)
         return false;
     uint64_t out_bytes = n * 8 + unpacked + 4; /* the image, then the chunks: hp_exr_zip_gpu_output_bytes */
     hp_err ignored = {0};

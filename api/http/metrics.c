@@ -74,16 +74,18 @@ static struct {
     uint64_t frames;
 } g_exr_cpu[16];
 
-void hp_metrics_exr_cpu(const char *reason)
+uint64_t hp_metrics_exr_cpu(const char *reason)
 {
+    uint64_t frames = 0;
     pthread_mutex_lock(&g_lock);
     for (size_t i = 0; i < sizeof g_exr_cpu / sizeof g_exr_cpu[0]; i++)
-        if (!g_exr_cpu[i].reason || g_exr_cpu[i].reason == reason || !strcmp(g_exr_cpu[i].reason, reason)) {
+        if (!g_exr_cpu[i].reason || !strcmp(g_exr_cpu[i].reason, reason)) {
             g_exr_cpu[i].reason = reason;
-            g_exr_cpu[i].frames++;
+            frames = ++g_exr_cpu[i].frames;
             break;
         }
     pthread_mutex_unlock(&g_lock);
+    return frames;
 }
 
 void hp_metrics_png_gpu_answer(bool in_place)

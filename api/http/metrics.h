@@ -44,8 +44,8 @@ typedef enum hp_exr_zip_decoded {
 void hp_metrics_exr_zip(hp_exr_zip_decoded where);
 void hp_metrics_exr_zip_gpu_time(double gpu_ms);
 /* An EXR frame the GPU's decoders could not take, by why: reason a static string of a small fixed set
- * (api/frames/early_decode.c names them). */
-void hp_metrics_exr_cpu(const char *reason);
+ * (api/frames/early_decode.c names them). Returns the reason's count with this frame (1: the first). */
+uint64_t hp_metrics_exr_cpu(const char *reason);
 /* Log lines left out by a rate limit (common/ratelimit.h), added up. */
 void hp_metrics_log_suppressed(uint64_t lines);
 
