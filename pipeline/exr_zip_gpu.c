@@ -24,10 +24,12 @@ static const uint32_t spv_wide_phases[] =
 /* Push constants; the layout table in shaders/exr_zip.comp. */
 struct exr_zip_push {
     VkDeviceAddress packed, chunks, unpacked, image;
-    uint32_t chunk_count, width, height, planes, lines_per_chunk, plane_rgba;
+    uint32_t chunk_count, width, height, pixel_bytes, lines_per_chunk, float_image;
+    uint32_t slot[4]; /* a slot's offset | its type << 16 */
 };
-_Static_assert(offsetof(struct exr_zip_push, chunk_count) == 32 && offsetof(struct exr_zip_push, plane_rgba) == 52,
-               "push constant layout drifted from exr_zip.comp");
+_Static_assert(offsetof(struct exr_zip_push, chunk_count) == 32 && offsetof(struct exr_zip_push, float_image) == 52 &&
+               offsetof(struct exr_zip_push, slot) == 56 && sizeof(struct exr_zip_push) == 72,
+               "push constant layout drifted from exr_zip_io.glsl");
 _Static_assert(sizeof(hp_exr_zip_chunk) == HP_EXR_ZIP_CHUNK_WORDS * 4, "chunk entry drifted from hp_shared.h");
 
 #define MAX_DISPATCH 65535u /* maxComputeWorkGroupCount every device gives */
@@ -161,7 +163,7 @@ bool hp_exr_zip_gpu_wide_phases(hp_exr_zip_gpu *z, bool on)
 }
 
 /* Every frame the passes take: the wide inflate's pointers fill the image's memory of a chunk's rows a batch
- * at a time, whatever its planes. */
+ * at a time, whatever its channels. */
 static bool takes_wide(const hp_exr_zip_gpu *z, const hp_exr_zip_frame *f)
 {
     (void)f;
@@ -187,13 +189,31 @@ static void stamp(VkCommandBuffer cmd, const hp_exr_zip_io *io, uint32_t i)
 
 static struct exr_zip_push exr_zip_push_of(const hp_exr_zip_frame *f, const hp_exr_zip_io *io)
 {
-    return (struct exr_zip_push){
+    struct exr_zip_push p = {
         .packed = io->packed, .chunks = io->chunks, .unpacked = io->unpacked, .image = io->image,
-        .chunk_count = f->chunk_count, .width = f->width, .height = f->height, .planes = f->planes,
-        .lines_per_chunk = f->lines_per_chunk,
-        .plane_rgba = (uint32_t)f->plane_of[0] | (uint32_t)f->plane_of[1] << 8 | (uint32_t)f->plane_of[2] << 16 |
-                      (uint32_t)f->plane_of[3] << 24,
+        .chunk_count = f->chunk_count, .width = f->width, .height = f->height, .pixel_bytes = f->pixel_bytes,
+        .lines_per_chunk = f->lines_per_chunk, .float_image = f->float_image,
     };
+    for (int s = 0; s < 4; s++)
+        p.slot[s] = (uint32_t)f->slot_offset[s] | (uint32_t)f->slot_type[s] << 16;
+    return p;
+}
+
+void hp_exr_zip_frame_halves(hp_exr_zip_frame *f, uint32_t planes, const uint8_t plane_of[4])
+{
+    f->planes = planes;
+    f->pixel_bytes = 2 * planes;
+    f->float_image = false;
+    for (int s = 0; s < 4; s++) {
+        bool absent = plane_of[s] == HP_EXR_ZIP_NO_PLANE;
+        f->slot_offset[s] = absent ? 0 : (uint16_t)(2 * plane_of[s]);
+        f->slot_type[s] = absent ? HP_EXR_ZIP_ABSENT : HP_EXR_ZIP_HALF;
+    }
+}
+
+uint64_t hp_exr_zip_image_bytes(const hp_exr_zip_frame *f)
+{
+    return (uint64_t)f->width * f->height * (f->float_image ? 16 : 8);
 }
 
 void hp_exr_zip_gpu_record(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_zip_frame *f, const hp_exr_zip_io *io)
@@ -267,7 +287,7 @@ bool hp_exr_zip_gpu_sliced(const hp_exr_zip_gpu *z) { return z->slice != 0; }
 
 VkDeviceSize hp_exr_zip_gpu_output_bytes(const hp_exr_zip_frame *f)
 {
-    return (VkDeviceSize)f->width * f->height * 8 + f->unpacked_bytes + 4;
+    return hp_exr_zip_image_bytes(f) + f->unpacked_bytes + 4;
 }
 
 /* Everything one run holds, made and freed by the call: a run is a frame's decoding on a decoding thread,
@@ -405,7 +425,7 @@ hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const h
     if (res == VK_SUCCESS) {
         /* The input is the caller's host memory, read by address where it lies: no copy, no barrier before
          * the passes. */
-        VkDeviceSize image_bytes = (VkDeviceSize)f->width * f->height * 8;
+        VkDeviceSize image_bytes = hp_exr_zip_image_bytes(f);
         hp_exr_zip_io io = {.chunks = input->address, .packed = input->address + f->table_bytes,
                             .unpacked = output->address + image_bytes, .image = output->address,
                             .timestamps = r.queries};
@@ -418,14 +438,14 @@ hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const h
 
 /* The split's second half (api/codecs/image.h's hp_image_zip_inflate did the first): the inflated chunks copied
  * from host memory into output past the image, then exr_finish over them: the Adler-32 checked again
- * after the copy, EXR's predictor and byte split undone, the planes gathered into RGBA16F. */
+ * after the copy, EXR's predictor and byte split undone, the planes gathered into the image. */
 hp_code hp_exr_zip_gpu_finish(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const hp_buffer *input,
                               const hp_buffer *output, double *gpu_ms, hp_err *err)
 {
     if (z->lavapipe && f->max_chunk_bytes > SLICED_CHUNK_MAX)
         return hp_fail(err, HP_ERR_UNUSABLE, "exr_zip_gpu: chunks of %u bytes are over the %u this device's "
                        "finishing pass takes", f->max_chunk_bytes, SLICED_CHUNK_MAX);
-    VkDeviceSize image_bytes = (VkDeviceSize)f->width * f->height * 8;
+    VkDeviceSize image_bytes = hp_exr_zip_image_bytes(f);
     if (!buffers_fit(f, input, f->table_bytes + f->unpacked_bytes, output, err))
         return HP_ERR_INTERNAL;
     hp_gpu *gpu = z->gpu;

@@ -1,20 +1,22 @@
 /* EXR's ZIP and ZIPS chunks decoded on the GPU (issue 20): with PNG encoded on the GPU, inflating the
  * frame's chunks on the CPU (libdeflate, three quarters of the decoder's time) was what bounded a node's
  * frames per second. The chunks go to the GPU as they lie in the file, and come out as the pipeline's
- * RGBA16F input.
+ * input image (RGBA16F, or RGBA32F where a colour channel is float).
  *
  * The passes, recorded into a command buffer the caller owns (hp_exr_zip_gpu_record):
  *   exr_inflate  one workgroup per chunk: its first invocation inflates the zlib stream into the unpacked
  *                buffer and writes the chunk's status word (HP_EXR_ZIP_OK or why not); without slices the
  *                workgroup then finishes the chunk;
  *   exr_finish   with slices, after the last: one workgroup per chunk checks the Adler-32, undoes EXR's
- *                byte predictor and byte split and gathers the planes into RGBA16F; and alone for the
+ *                byte predictor and byte split and gathers the planes into the image; and alone for the
  *                split (hp_exr_zip_gpu_finish), over chunks the CPU inflated.
  * shaders/exr_zip.comp says how and why.
  *
- * What the frame must be: scanlines, ZIP or ZIPS, every channel of the part half and unsampled, so that a
- * chunk is `lines` x `planes` x `width` halves; api/codecs/image.h's hp_image_zip_gather checks that and fills the
- * packed bytes and the chunk table. A chunk that fails leaves its part of the image undefined: the caller
+ * What the frame must be: scanlines, ZIP or ZIPS, every channel of the part unsampled (a line of a chunk is then
+ * each channel's `width` values in the part's order: half, float or uint, any number of them), R, G, B and A
+ * half or float; api/codecs/image.h's hp_image_zip_gather checks that and fills the packed bytes and the chunk
+ * table. The image is RGBA16F with the file's half bits where every one of R, G, B and A is half, else RGBA32F
+ * (halves widened exactly), as the CPU's decoder writes the frame (hp_image_info.half_exact). A chunk that fails leaves its part of the image undefined: the caller
  * reads the statuses back (hp_exr_zip_gpu_check) and refuses the frame. */
 #ifndef HP_EXR_ZIP_GPU_H
 #define HP_EXR_ZIP_GPU_H
@@ -34,20 +36,32 @@ typedef struct hp_exr_zip_chunk {
     uint32_t resume[8]; /* the inflate pass's own: zeros from the host */
 } hp_exr_zip_chunk;
 
-#define HP_EXR_ZIP_NO_PLANE 0xffu
+/* What a slot (R, G, B, A) reads: hp_exr_zip_frame.slot_type. */
+enum { HP_EXR_ZIP_ABSENT, HP_EXR_ZIP_HALF, HP_EXR_ZIP_FLOAT };
 
 typedef struct hp_exr_zip_frame {
     uint32_t width, height;   /* pixels, 1..16384 */
-    uint32_t planes;          /* the part's channels, each a plane of halves per line, 1..255 */
+    uint32_t planes;          /* the part's channels, 1..254: a line is a plane of each, width values */
+    uint32_t pixel_bytes;     /* a pixel's bytes of every channel together (2 a half, 4 a float or uint) */
     uint32_t lines_per_chunk; /* 16 (ZIP) or 1 (ZIPS) */
     uint32_t chunk_count;     /* ceil(height / lines_per_chunk) */
-    uint8_t plane_of[4];      /* the plane of R, G, B and A (grey: the same for all three); A NO_PLANE: 1.0 */
+    uint16_t slot_offset[4];  /* R, G, B and A: a pixel's bytes of the channels before theirs (grey: one for all) */
+    uint8_t slot_type[4];     /* R, G, B and A: HP_EXR_ZIP_HALF or _FLOAT; A may be ABSENT (1.0) */
+    bool float_image;         /* the image is RGBA32F (a slot is float), else RGBA16F */
     uint64_t table_bytes;     /* chunk_count x sizeof(hp_exr_zip_chunk) */
     uint64_t packed_bytes;    /* the chunks' bytes together; the packed buffer holds 16 more (padding) */
     uint64_t unpacked_bytes;  /* the unpacked buffer: every chunk's bytes, each rounded up to 4 */
     uint32_t max_chunk_bytes; /* the largest chunk's unpacked_size: how many slices it may take */
     int32_t first_row;        /* the data window's first row in the file: chunks' scanlines in messages */
 } hp_exr_zip_frame;
+
+/* A frame of halves only, for tests and benchmarks: `planes` channels, R, G, B and A in planes plane_of[0..3]
+ * (A 0xff: none). Sets planes, pixel_bytes, the slots and float_image. */
+#define HP_EXR_ZIP_NO_PLANE 0xffu
+void hp_exr_zip_frame_halves(hp_exr_zip_frame *f, uint32_t planes, const uint8_t plane_of[4]);
+
+/* The image's bytes: 8 a pixel (RGBA16F) or 16 (RGBA32F, float_image). */
+uint64_t hp_exr_zip_image_bytes(const hp_exr_zip_frame *f);
 
 /* The padding hp_exr_zip_gpu_record's packed buffer needs after the last chunk's bytes. */
 #define HP_EXR_ZIP_PACKED_PAD 16u
@@ -91,7 +105,7 @@ typedef struct hp_exr_zip_io {
     VkDeviceAddress packed;   /* packed_bytes + HP_EXR_ZIP_PACKED_PAD */
     VkDeviceAddress chunks;   /* chunk_count entries; the passes write their status words */
     VkDeviceAddress unpacked; /* unpacked_bytes, scratch */
-    VkDeviceAddress image;    /* width x height RGBA16F, what the pipeline's first stage reads */
+    VkDeviceAddress image;    /* width x height RGBA16F or RGBA32F, what the pipeline's first stage reads */
     /* Optional: HP_EXR_ZIP_GPU_TIMESTAMPS timestamps written from first_query on (before the first pass,
      * then after each); the caller resets them. VK_NULL_HANDLE: none. */
     VkQueryPool timestamps;
@@ -116,8 +130,8 @@ const char *hp_exr_zip_status_text(uint32_t status);
 hp_code hp_exr_zip_gpu_check(const hp_exr_zip_frame *frame, const hp_exr_zip_chunk *chunks, int32_t first_line_in_file,
                              hp_err *err);
 
-/* The device memory a frame's run writes: the RGBA16F image (width x height x 8 bytes) first, then the
- * unpacked chunks. */
+/* The device memory a frame's run writes: the image (hp_exr_zip_image_bytes) first, then the unpacked
+ * chunks. */
 VkDeviceSize hp_exr_zip_gpu_output_bytes(const hp_exr_zip_frame *frame);
 
 /* A frame's passes on the least busy decode queue (pipeline/gpu.h's hp_gpu_decode_submit_wait), waited for:

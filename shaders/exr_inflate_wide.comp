@@ -649,8 +649,8 @@ void main()
     uint64_t cap = MAX_WORK != 0u ? uint64_t(MAX_WORK) : 8ul * g_limit + uint64_t(HEADER_COST) * (16u + g_limit / 1024u);
     g_cap = uint(min(cap, uint64_t(0xffffffffu - 4u * HEADER_COST)));
     // The batches' pointers: the image's memory of the chunk's own rows, which only its finish overwrites.
-    g_ptr_base = table.v[e + 4u] * pc.width * 2u; // words: 8 bytes a pixel
-    g_batch = table.v[e + 5u] * pc.width * 2u;
+    g_ptr_base = table.v[e + 4u] * pc.width * image_words();
+    g_batch = table.v[e + 5u] * pc.width * image_words();
     g_fill_work = 0u;
 #ifdef HP_WIDE_PHASES
     g_clock_at = clock2x32ARB().x;

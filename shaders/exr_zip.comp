@@ -10,9 +10,10 @@
 //   HP_EXR_FINISH   with slices, after the last: one workgroup per chunk finishes it: the Adler-32 checked,
 //                   EXR's byte predictor undone (OpenEXR's ImfZip.cpp, internal_zip.c: t[i] = t[i-1] + t[i] -
 //                   128 modulo 256, from the second byte), then EXR's byte split (the first half of a chunk's
-//                   bytes are the even ones) and the line's planes of halves (channels in the file's order, a
-//                   plane a channel) gathered into the pipeline's RGBA16F input, alpha 1.0 where the file has
-//                   none, one plane read for R, G and B of a grey frame. The file's half bits are kept.
+//                   bytes are the even ones) and the line's planes (channels in the file's order, a plane a
+//                   channel, half, float or uint) gathered into the pipeline's input: RGBA16F with the file's
+//                   half bits, or RGBA32F where a colour channel is float; alpha 1.0 where the file has none,
+//                   one plane read for R, G and B of a grey frame.
 // Deflate is a serial format: a stream's symbols can only be found one after the other. The parallelism is
 // the chunks': every 16-line chunk is a stream of its own (135 of them in a 4K frame), and the frames'. The
 // decoder is the classic one: a 2^10-entry table of codes read least significant bit first (RFC 1951

@@ -9,12 +9,37 @@
 #include <string.h>
 
 #include "gpu_test.h"
+#include "pipeline/cpu_reference.h"
 #include "pipeline/exr_zip_gpu.h"
+
+/* What the finish writes for pixel x of line ly of a chunk whose bytes, EXR's predictor and byte split undone,
+ * are `plain`: each slot's value as the CPU's decoder converts it (api/codecs/image_exr.c: the file's half bits
+ * in RGBA16F; RGBA32F with halves widened by hp_half_to_float, floats as they are), alpha 1.0 where absent.
+ * out: 8 or 16 bytes. */
+static inline void zip_reference_pixel(const hp_exr_zip_frame *f, const uint8_t *plain, uint32_t ly, uint32_t x,
+                                       uint8_t *out)
+{
+    for (int s = 0; s < 4; s++) {
+        const uint8_t *plane = plain + ((size_t)ly * f->pixel_bytes + f->slot_offset[s]) * f->width;
+        uint16_t h = 0x3c00;
+        float v = 1.0f;
+        if (f->slot_type[s] == HP_EXR_ZIP_HALF) {
+            memcpy(&h, plane + 2 * (size_t)x, 2);
+            v = hp_half_to_float(h);
+        } else if (f->slot_type[s] == HP_EXR_ZIP_FLOAT) {
+            memcpy(&v, plane + 4 * (size_t)x, 4);
+        }
+        if (f->float_image)
+            memcpy(out + 4 * s, &v, 4);
+        else
+            memcpy(out + 2 * s, &h, 2);
+    }
+}
 
 enum { ZIP_RUN_STAGING, ZIP_RUN_INPUT, ZIP_RUN_UNPACKED, ZIP_RUN_IMAGE, ZIP_RUN_RB_IMAGE, ZIP_RUN_RB_TABLE, ZIP_RUN_BUFFERS };
 
 /* Runs the passes over `input` (table_bytes + packed_bytes + HP_EXR_ZIP_PACKED_PAD bytes). The image
- * (width x height RGBA16F) goes to image, the table with its statuses to table. The unpacked scratch and
+ * (hp_exr_zip_image_bytes: RGBA16F, or RGBA32F) goes to image, the table with its statuses to table. The unpacked scratch and
  * the image are filled with garbage first, so that a byte the passes fail to write shows. False when a
  * Vulkan call or an allocation failed. */
 /* What the image's memory holds before a run: the wide inflate keeps its pointers there, so a walk that
@@ -23,12 +48,12 @@ enum { ZIP_RUN_STAGING, ZIP_RUN_INPUT, ZIP_RUN_UNPACKED, ZIP_RUN_IMAGE, ZIP_RUN_
 static uint32_t zip_run_image_fill = 0x7e007e00u;
 
 static inline bool zip_run(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const hp_exr_zip_frame *f, const void *input,
-                           uint16_t *image, hp_exr_zip_chunk *table)
+                           void *image, hp_exr_zip_chunk *table)
 {
     hp_gpu *gpu = r->gpu;
     VkDevice dev = hp_gpu_device(gpu);
     const VkDeviceSize in_bytes = f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD;
-    const VkDeviceSize image_bytes = (VkDeviceSize)f->width * f->height * 8;
+    const VkDeviceSize image_bytes = hp_exr_zip_image_bytes(f);
     const VkDeviceSize size[ZIP_RUN_BUFFERS] = {in_bytes, in_bytes, f->unpacked_bytes + 4, image_bytes, image_bytes,
                                                 f->table_bytes};
     const hp_mem_kind kind[ZIP_RUN_BUFFERS] = {HP_MEM_UPLOAD, HP_MEM_DEVICE,   HP_MEM_DEVICE,

@@ -13,6 +13,7 @@
  *       RGBA16F, bit for bit; a damaged chunk named as the CPU's decode names it; frames the GPU does not
  *       take refused with the reason.
  * No tolerance anywhere: every result is exact. The validation layer is on and any message fails. */
+#include <math.h>
 #include <openexr.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -76,9 +77,19 @@ static uint8_t *deflate_chunk(const uint8_t *in, size_t n, int level, int strate
 /* A made frame: the pixel bytes of every chunk (line after line, plane after plane, width halves). */
 typedef struct made_frame {
     hp_exr_zip_frame f;
-    uint8_t *pixels; /* height x planes x width halves */
-    uint8_t *input;  /* table, packed, padding */
+    uint8_t plane_of[4]; /* R, G, B, A's plane; A HP_EXR_ZIP_NO_PLANE: none */
+    uint8_t *pixels;     /* height x planes x width halves */
+    uint8_t *input;      /* table, packed, padding */
 } made_frame;
+
+/* A made frame of halves: w x h, planes of them, R, G, B, A from plane_of. */
+static made_frame made_halves(uint32_t w, uint32_t h, uint32_t planes, uint32_t lpc, const uint8_t plane_of[4])
+{
+    made_frame m = {.f = {.width = w, .height = h, .lines_per_chunk = lpc}};
+    memcpy(m.plane_of, plane_of, 4);
+    hp_exr_zip_frame_halves(&m.f, planes, plane_of);
+    return m;
+}
 
 enum { PAT_NOISE, PAT_SMOOTH, PAT_FLAT, PAT_COUNT };
 static const char *const pat_names[] = {"noise", "smooth", "flat"};
@@ -135,14 +146,15 @@ static void make_input(made_frame *m, const int *levels, const int *strategies, 
 }
 
 /* The pixel bytes gathered into RGBA16F on the CPU: what exr_unzip must write. */
-static void reference_image(const hp_exr_zip_frame *f, const uint8_t *pixels, uint16_t *out)
+static void reference_image(const made_frame *m, const uint8_t *pixels, uint16_t *out)
 {
+    const hp_exr_zip_frame *f = &m->f;
     for (uint32_t y = 0; y < f->height; y++)
         for (uint32_t x = 0; x < f->width; x++)
             for (int s = 0; s < 4; s++) {
                 uint16_t h = 0x3c00;
-                if (f->plane_of[s] != HP_EXR_ZIP_NO_PLANE)
-                    memcpy(&h, pixels + (((size_t)y * f->planes + f->plane_of[s]) * f->width + x) * 2, 2);
+                if (m->plane_of[s] != HP_EXR_ZIP_NO_PLANE)
+                    memcpy(&h, pixels + (((size_t)y * f->planes + m->plane_of[s]) * f->width + x) * 2, 2);
                 out[((size_t)y * f->width + x) * 4 + s] = h;
             }
 }
@@ -155,19 +167,29 @@ static size_t first_difference(const uint16_t *a, const uint16_t *b, size_t n)
     return SIZE_MAX;
 }
 
+/* The first byte where two images differ, SIZE_MAX where none. */
+static size_t first_byte_difference(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return i;
+    return SIZE_MAX;
+}
+
 /* The wide inflate on lavapipe (check_wide): chunks past its cap on a lane's loop iterations stop
  * HP_EXR_ZIP_UNFINISHED, which the daemon decodes on the CPU. True when that is so of every chunk that failed
  * and every other chunk's pixels are the reference's; false elsewhere than there. */
 static bool g_wide_on_lavapipe;
 
-static bool only_unfinished_wrong(const hp_exr_zip_frame *f, const hp_exr_zip_chunk *table, const uint16_t *got,
-                                  const uint16_t *ref)
+static bool only_unfinished_wrong(const hp_exr_zip_frame *f, const hp_exr_zip_chunk *table, const void *got,
+                                  const void *ref)
 {
     if (!g_wide_on_lavapipe)
         return false;
+    size_t px = f->float_image ? 16 : 8;
     for (uint32_t c = 0; c < f->chunk_count; c++) {
-        size_t from = (size_t)table[c].first_line * f->width * 4, n = (size_t)table[c].lines * f->width * 4;
-        if (table[c].status == HP_EXR_ZIP_OK ? memcmp(got + from, ref + from, n * 2) != 0
+        size_t from = (size_t)table[c].first_line * f->width * px, n = (size_t)table[c].lines * f->width * px;
+        if (table[c].status == HP_EXR_ZIP_OK ? memcmp((const uint8_t *)got + from, (const uint8_t *)ref + from, n) != 0
                                              : table[c].status != HP_EXR_ZIP_UNFINISHED)
             return false;
     }
@@ -180,18 +202,19 @@ static bool only_unfinished_wrong(const hp_exr_zip_frame *f, const hp_exr_zip_ch
 static void check_made(gpu_test_cmd *r, hp_exr_zip_gpu *zip, uint32_t w, uint32_t h, uint32_t planes, uint32_t lpc,
                        int pattern, int level, int strategy, const char *how)
 {
-    made_frame m = {.f = {.width = w, .height = h, .planes = planes, .lines_per_chunk = lpc}};
     /* RGBA from the first four planes; with fewer, grey and no alpha */
+    uint8_t plane_of[4];
     for (int s = 0; s < 4; s++)
-        m.f.plane_of[s] = planes >= 4 ? (uint8_t)(3 - s) : planes == 3 ? (s < 3 ? (uint8_t)(2 - s) : HP_EXR_ZIP_NO_PLANE)
-                          : s < 3 ? 0 : (planes == 2 ? 1 : HP_EXR_ZIP_NO_PLANE);
+        plane_of[s] = planes >= 4 ? (uint8_t)(3 - s) : planes == 3 ? (s < 3 ? (uint8_t)(2 - s) : HP_EXR_ZIP_NO_PLANE)
+                      : s < 3 ? 0 : (planes == 2 ? 1 : HP_EXR_ZIP_NO_PLANE);
+    made_frame m = made_halves(w, h, planes, lpc, plane_of);
     m.pixels = malloc((size_t)h * planes * w * 2);
     make_pixels(&m, pattern);
     make_input(&m, &level, &strategy, 1);
     size_t values = (size_t)w * h * 4;
     uint16_t *gpu = malloc(values * 2), *ref = malloc(values * 2);
     hp_exr_zip_chunk *table = malloc(m.f.table_bytes);
-    reference_image(&m.f, m.pixels, ref);
+    reference_image(&m, m.pixels, ref);
     bool ran = zip_run(r, zip, &m.f, m.input, gpu, table);
     uint32_t bad = 0, why = HP_EXR_ZIP_OK;
     for (uint32_t c = 0; ran && c < m.f.chunk_count; c++) {
@@ -218,7 +241,7 @@ static void check_made(gpu_test_cmd *r, hp_exr_zip_gpu *zip, uint32_t w, uint32_
 static void check_cap(gpu_test_cmd *r, hp_exr_zip_gpu *fused)
 {
     bool lavapipe = strcmp(hp_gpu_get_info(r->gpu)->driver_name, "llvmpipe") == 0;
-    made_frame m = {.f = {.width = 61, .height = 16, .planes = 4, .lines_per_chunk = 16, .plane_of = {3, 2, 1, 0}}};
+    made_frame m = made_halves(61, 16, 4, 16, (const uint8_t[4]){3, 2, 1, 0});
     m.pixels = malloc((size_t)16 * 4 * 61 * 2);
     make_pixels(&m, PAT_SMOOTH); /* literals of Huffman codes: noise would be stored, a copy */
     int level = 6, strategy = Z_HUFFMAN_ONLY;
@@ -237,7 +260,7 @@ static void check_cap(gpu_test_cmd *r, hp_exr_zip_gpu *fused)
 /* A large frame, 64 KiB-plus chunks of every kind in turn. */
 static void check_large(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *how)
 {
-    made_frame m = {.f = {.width = 1031, .height = 67, .planes = 4, .lines_per_chunk = 16, .plane_of = {3, 2, 1, 0}}};
+    made_frame m = made_halves(1031, 67, 4, 16, (const uint8_t[4]){3, 2, 1, 0});
     m.pixels = malloc((size_t)67 * 4 * 1031 * 2);
     make_pixels(&m, PAT_SMOOTH);
     for (size_t i = 0; i < (size_t)67 * 4 * 1031 * 2; i += 3)
@@ -248,7 +271,7 @@ static void check_large(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *how)
     size_t values = (size_t)1031 * 67 * 4;
     uint16_t *g = malloc(values * 2), *ref = malloc(values * 2);
     hp_exr_zip_chunk *table = malloc(m.f.table_bytes);
-    reference_image(&m.f, m.pixels, ref);
+    reference_image(&m, m.pixels, ref);
     bool ran = zip_run(r, zip, &m.f, m.input, g, table);
     uint32_t bad = 0;
     for (uint32_t c = 0; ran && c < m.f.chunk_count; c++)
@@ -268,8 +291,7 @@ static void check_large(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *how)
 static void check_damage(gpu_test_cmd *r, hp_exr_zip_gpu *zip, int level, int strategy, uint32_t lines,
                          const char *memory)
 {
-    made_frame m = {.f = {.width = 97, .height = lines, .planes = 2, .lines_per_chunk = 1,
-                          .plane_of = {0, 0, 0, 1}}};
+    made_frame m = made_halves(97, lines, 2, 1, (const uint8_t[4]){0, 0, 0, 1});
     m.pixels = malloc((size_t)lines * 2 * 97 * 2);
     make_pixels(&m, PAT_SMOOTH);
     for (size_t i = 0; i < (size_t)lines * 2 * 97 * 2; i += 7) /* some noise, so that every block type shows */
@@ -349,26 +371,31 @@ static void check_file(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *what, c
     size_t in_bytes = f.table_bytes + f.packed_bytes + HP_EXR_ZIP_PACKED_PAD;
     uint8_t *input = malloc(in_bytes);
     hp_code gathered = hp_image_zip_gather(file, len, &opt, &info, input, in_bytes, &f, &err);
-    size_t values = (size_t)f.width * f.height * 4;
-    uint16_t *gpu = malloc(values * 2), *cpu = malloc(values * 2);
+    size_t image_bytes = (size_t)hp_exr_zip_image_bytes(&f);
+    uint8_t *gpu = malloc(image_bytes), *cpu = malloc(image_bytes);
     hp_exr_zip_chunk *table = malloc(f.table_bytes);
     bool ran = gathered == HP_OK && zip_run(r, zip, &f, input, gpu, table);
     hp_err gpu_err = {0}, cpu_err = {0};
     hp_code gpu_code = ran ? hp_exr_zip_gpu_check(&f, table, 0, &gpu_err) : HP_ERR_INTERNAL;
     hp_image_info probed;
     hp_code cpu_code = hp_image_probe(file, len, &opt, &probed, &cpu_err);
+    /* the CPU's layout is the GPU's: RGBA16F where the colour and alpha are half */
+    if (cpu_code == HP_OK && probed.half_exact == f.float_image)
+        cpu_code = hp_fail(&cpu_err, HP_ERR_INTERNAL, "the CPU decodes to %s, the GPU to %s",
+                           probed.half_exact ? "RGBA16F" : "RGBA32F", f.float_image ? "RGBA32F" : "RGBA16F");
     if (cpu_code == HP_OK)
-        cpu_code = hp_image_decode(file, len, &opt, &probed, cpu, HP_LAYOUT_RGBA16F, NULL, &cpu_err);
+        cpu_code = hp_image_decode(file, len, &opt, &probed, cpu, f.float_image ? HP_LAYOUT_RGBA32F : HP_LAYOUT_RGBA16F,
+                                   NULL, &cpu_err);
     if (!expect_failure && g_wide_on_lavapipe && gpu_code == HP_ERR_INVALID_ARGUMENT) {
         tap_ok(cpu_code == HP_OK && only_unfinished_wrong(&f, table, gpu, cpu),
                "%s: chunks past lavapipe's cap left to the CPU, the others exact: %s", what, gpu_err.message);
     } else if (!expect_failure) {
-        size_t d = ran ? first_difference(gpu, cpu, values) : 0;
+        size_t d = ran ? first_byte_difference(gpu, cpu, image_bytes) : 0;
         tap_ok(ran && gpu_code == HP_OK && cpu_code == HP_OK && d == SIZE_MAX,
-               "%s: %ux%u, %u planes, %u chunks, %llu packed bytes: the GPU's RGBA16F is the CPU decoder's (first "
-               "difference %zd) %s%s", what, f.width, f.height, f.planes, f.chunk_count,
-               (unsigned long long)f.packed_bytes, d == SIZE_MAX ? (ssize_t)-1 : (ssize_t)d, gpu_err.message,
-               cpu_err.message);
+               "%s: %ux%u, %u channels of %u bytes a pixel, %u chunks, %llu packed bytes: the GPU's %s is the CPU "
+               "decoder's (first difference at byte %zd) %s%s", what, f.width, f.height, f.planes, f.pixel_bytes,
+               f.chunk_count, (unsigned long long)f.packed_bytes, f.float_image ? "RGBA32F" : "RGBA16F",
+               d == SIZE_MAX ? (ssize_t)-1 : (ssize_t)d, gpu_err.message, cpu_err.message);
     } else {
         tap_ok(ran && gpu_code == HP_ERR_INVALID_ARGUMENT && cpu_code == HP_ERR_INVALID_ARGUMENT &&
                    strstr(gpu_err.message, expect_failure) && strstr(cpu_err.message, expect_failure),
@@ -413,15 +440,16 @@ static void check_run(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *what, co
               hp_image_zip_gather(file, len, &opt, &info, NULL, 0, &f, &err) == HP_OK;
     size_t in_bytes = !ok ? 0 : how == RUN_GPU ? f.table_bytes + f.packed_bytes + HP_EXR_ZIP_PACKED_PAD
                                                : f.table_bytes + f.unpacked_bytes;
-    size_t image_bytes = ok ? (size_t)f.width * f.height * 8 : 0;
+    size_t image_bytes = ok ? (size_t)hp_exr_zip_image_bytes(&f) : 0;
     ok = ok && hp_buffer_create(r->gpu, in_bytes, HP_MEM_READBACK_SHADER, "run_in", &in, &err) == HP_OK &&
          hp_buffer_create(r->gpu, hp_exr_zip_gpu_output_bytes(&f), HP_MEM_DEVICE, "run_out", &out, &err) == HP_OK &&
          hp_buffer_create(r->gpu, image_bytes, HP_MEM_READBACK, "run_back", &back, &err) == HP_OK &&
          (how != RUN_GPU || hp_image_zip_gather(file, len, &opt, &info, in.mapped, in_bytes, &f, &err) == HP_OK);
     double ms = 0;
     hp_code gpu_code = ok ? run_how_decode(zip, how, file, len, &info, &f, &in, &out, &ms, &gpu_err) : HP_ERR_INTERNAL;
-    uint16_t *cpu = ok ? malloc(image_bytes) : NULL;
-    hp_code cpu_code = ok ? hp_image_decode(file, len, &opt, &info, cpu, HP_LAYOUT_RGBA16F, NULL, &cpu_err)
+    uint8_t *cpu = ok ? malloc(image_bytes) : NULL;
+    hp_code cpu_code = ok ? hp_image_decode(file, len, &opt, &info, cpu,
+                                            f.float_image ? HP_LAYOUT_RGBA32F : HP_LAYOUT_RGBA16F, NULL, &cpu_err)
                           : HP_ERR_INTERNAL;
     bool same = false;
     if (ok && gpu_code == HP_OK) { /* the image back from the device */
@@ -465,29 +493,92 @@ static void check_run(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *what, co
     hp_buffer_destroy(r->gpu, &back);
 }
 
-static uint8_t *write_exr(const float *rgba, int w, int h, const char *const *names, int count, int compression,
-                          int data_y, size_t *len)
+/* A frame's shape as renderers and oiiotool write them: its channels (name and type: NULL types, all half),
+ * compression, data window and line order. */
+typedef struct file_shape {
+    const char *what;
+    const char *const *names;
+    const int *types; /* exr_pixel_type_t a channel, or NULL: half */
+    int count, compression, data_y, decreasing_y;
+} file_shape;
+
+/* A channel's value at pixel i: R, G, B, A from the frame (Y its G), Z and the AOVs made up; the first
+ * values of R are the edges of half (subnormals, the largest, infinity, NaN), which a float image widens. */
+static float shape_value(const char *name, const float *rgba, size_t i)
 {
-    hp_exr_channel ch[5];
-    uint16_t *planes[5];
-    for (int c = 0; c < count; c++) {
-        planes[c] = malloc((size_t)w * h * 2);
-        int from = names[c][0] == 'R' ? 0 : names[c][0] == 'G' ? 1 : names[c][0] == 'B' ? 2 : names[c][0] == 'A' ? 3
-                   : names[c][0] == 'Y' ? 1 : 0;
-        for (size_t i = 0; i < (size_t)w * h; i++)
-            planes[c][i] = names[c][0] == 'Z' ? hp_float_to_half((float)(i % 977) * 0.25f)
-                                              : hp_float_to_half(rgba[i * 4 + from]);
-        ch[c] = (hp_exr_channel){.name = names[c], .type = EXR_PIXEL_HALF, .data = planes[c]};
+    static const float edges[] = {5.9604645e-8f, -6.1e-5f, 65504.0f, INFINITY, NAN, -0.0f, 1e-7f, 3.0e-5f};
+    int from = name[1] ? -1 : name[0] == 'R' ? 0 : name[0] == 'G' || name[0] == 'Y' ? 1 : name[0] == 'B' ? 2
+               : name[0] == 'A' ? 3 : -1;
+    if (from == 0 && i < sizeof(edges) / sizeof(edges[0]))
+        return edges[i];
+    if (from >= 0)
+        return rgba[i * 4 + from] * (from == 3 ? 1.0f : 1.0f + 1e-4f * (float)(i % 7)); /* below half's step */
+    return (float)(i % 977) * 0.25f + (float)(strlen(name) % 5); /* Z, N.x, ID, ... */
+}
+
+static uint8_t *write_shape(const float *rgba, int w, int h, const file_shape *shape, size_t *len)
+{
+    hp_exr_channel ch[16];
+    void *planes[16];
+    size_t n = (size_t)w * h;
+    for (int c = 0; c < shape->count; c++) {
+        int type = shape->types ? shape->types[c] : EXR_PIXEL_HALF;
+        planes[c] = malloc(n * hp_exr_type_size(type));
+        for (size_t i = 0; i < n; i++) {
+            float v = shape_value(shape->names[c], rgba, i);
+            if (type == EXR_PIXEL_HALF)
+                ((uint16_t *)planes[c])[i] = hp_float_to_half(v);
+            else if (type == EXR_PIXEL_FLOAT)
+                ((float *)planes[c])[i] = v;
+            else
+                ((uint32_t *)planes[c])[i] = (uint32_t)(i * 2654435761u); /* an ID: every bit in use */
+        }
+        ch[c] = (hp_exr_channel){.name = shape->names[c], .type = type, .data = planes[c]};
     }
-    hp_exr_spec spec = {.width = w, .height = h, .data_y = data_y, .display_w = w, .display_h = h + data_y,
-                        .compression = compression, .channels = ch, .channel_count = count};
+    hp_exr_spec spec = {.width = w, .height = h, .data_y = shape->data_y, .display_w = w,
+                        .display_h = h + shape->data_y, .compression = shape->compression,
+                        .decreasing_y = shape->decreasing_y, .channels = ch, .channel_count = shape->count};
     uint8_t *out = NULL;
     if (!hp_exr_write_core(&spec, 1, &out, len))
         out = NULL;
-    for (int c = 0; c < count; c++)
+    for (int c = 0; c < shape->count; c++)
         free(planes[c]);
     return out;
 }
+
+static uint8_t *write_exr(const float *rgba, int w, int h, const char *const *names, int count, int compression,
+                          int data_y, size_t *len)
+{
+    file_shape shape = {.names = names, .count = count, .compression = compression, .data_y = data_y};
+    return write_shape(rgba, w, h, &shape, len);
+}
+
+/* Every shape of issue 36's list: RGB, RGBA and Y; half, float and the two mixed; channels beside the colour
+ * (AOVs of every type, depth), which sort between and around R, G, B and A; both line orders. */
+static const char *const s_rgba[] = {"A", "B", "G", "R"}, *const s_rgb[] = {"B", "G", "R"}, *const s_y[] = {"Y"},
+                         *const s_aov[] = {"A", "B", "G", "ID", "N.x", "N.y", "N.z", "R", "Z", "diffuse.R"},
+                         *const s_aov_rgb[] = {"B", "G", "N.x", "R", "Z"};
+static const int t_float4[] = {EXR_PIXEL_FLOAT, EXR_PIXEL_FLOAT, EXR_PIXEL_FLOAT, EXR_PIXEL_FLOAT},
+                 t_alpha_float[] = {EXR_PIXEL_FLOAT, EXR_PIXEL_HALF, EXR_PIXEL_HALF, EXR_PIXEL_HALF},
+                 t_red_float[] = {EXR_PIXEL_HALF, EXR_PIXEL_HALF, EXR_PIXEL_FLOAT},
+                 t_aov[] = {EXR_PIXEL_HALF, EXR_PIXEL_HALF, EXR_PIXEL_HALF, EXR_PIXEL_UINT, EXR_PIXEL_FLOAT,
+                            EXR_PIXEL_FLOAT, EXR_PIXEL_FLOAT, EXR_PIXEL_HALF, EXR_PIXEL_FLOAT, EXR_PIXEL_HALF},
+                 t_aov_float[] = {EXR_PIXEL_FLOAT, EXR_PIXEL_FLOAT, EXR_PIXEL_HALF, EXR_PIXEL_FLOAT, EXR_PIXEL_UINT};
+static const file_shape shapes[] = {
+    {"RGBA float ZIP", s_rgba, t_float4, 4, EXR_COMPRESSION_ZIP, 0, 0},
+    {"RGB float ZIPS", s_rgb, t_float4, 3, EXR_COMPRESSION_ZIPS, 0, 0},
+    {"Y float ZIP", s_y, t_float4, 1, EXR_COMPRESSION_ZIP, 0, 0},
+    {"RGB half, A float ZIP", s_rgba, t_alpha_float, 4, EXR_COMPRESSION_ZIP, 0, 0},
+    {"RGB, R float, ZIP", s_rgb, t_red_float, 3, EXR_COMPRESSION_ZIP, 0, 0},
+    {"RGBA half with AOVs (uint ID, float normals and Z, half diffuse) ZIP", s_aov, t_aov, 10, EXR_COMPRESSION_ZIP,
+     0, 0},
+    {"RGBA half with AOVs ZIPS, data window from row 5", s_aov, t_aov, 10, EXR_COMPRESSION_ZIPS, 5, 0},
+    {"RGB float with half normals and uint Z ZIP", s_aov_rgb, t_aov_float, 5, EXR_COMPRESSION_ZIP, 0, 0},
+    {"RGBA half ZIP, decreasing Y", s_rgba, NULL, 4, EXR_COMPRESSION_ZIP, 0, 1},
+    {"RGB float ZIPS, decreasing Y", s_rgb, t_float4, 3, EXR_COMPRESSION_ZIPS, 0, 1},
+    {"RGBA half with AOVs ZIP, decreasing Y", s_aov, t_aov, 10, EXR_COMPRESSION_ZIP, 0, 1},
+};
+#define SHAPE_COUNT (sizeof(shapes) / sizeof(shapes[0]))
 
 /* (f) The wide inflate (hp_exr_zip_gpu_set_wide): the streams of (a), (b), (c) and (e) again, each chunk
  * decoded by a workgroup of 256 at once. */
@@ -542,6 +633,16 @@ static void check_wide(gpu_test_cmd *r, hp_gpu *gpu, const float *rgba, int w, i
             check_run(r, wide, "the last chunk damaged, through hp_exr_zip_gpu_run, wide", file, len, RUN_GPU);
         }
         tap_ok(file != NULL, "%s: written", files[i].what);
+        free(file);
+    }
+    for (size_t i = 0; i < SHAPE_COUNT; i++) {
+        size_t len;
+        uint8_t *file = write_shape(rgba, w, h, &shapes[i], &len);
+        char what[160];
+        snprintf(what, sizeof(what), "%s, wide", shapes[i].what);
+        if (file)
+            check_file(r, wide, what, file, len, NULL);
+        tap_ok(file != NULL, "%s: written", what);
         free(file);
     }
     /* A map of 4 starts: most lanes' true starts lie past it and are decoded on demand, one lane at a time
@@ -651,6 +752,21 @@ int main(void)
         check_run(&r, zip, split_what, file, len, RUN_SPLIT);
         free(file);
     }
+    /* Every shape (issue 36), through the GPU's inflate (its table read back) and the daemon's two calls */
+    for (size_t i = 0; i < SHAPE_COUNT; i++) {
+        size_t len;
+        uint8_t *file = write_shape(rgba, w, h, &shapes[i], &len);
+        tap_ok(file != NULL, "%s: written", shapes[i].what);
+        if (!file)
+            continue;
+        char what[160];
+        check_file(&r, zip, shapes[i].what, file, len, NULL);
+        snprintf(what, sizeof(what), "%s through hp_exr_zip_gpu_run", shapes[i].what);
+        check_run(&r, zip, what, file, len, RUN_GPU);
+        snprintf(what, sizeof(what), "%s through the split", shapes[i].what);
+        check_run(&r, zip, what, file, len, RUN_SPLIT);
+        free(file);
+    }
     /* A damaged chunk: chunk 5's Adler-32 (its stream's last byte), then chunk 9's zlib header. */
     {
         size_t len;
@@ -689,7 +805,7 @@ int main(void)
         static const struct { const char *what; int compression, tile, type; const char *why; } refused[] = {
             {"PIZ is", EXR_COMPRESSION_PIZ, 0, EXR_PIXEL_HALF, "piz"},
             {"tiled ZIP is", EXR_COMPRESSION_ZIP, 64, EXR_PIXEL_HALF, "tiled"},
-            {"float channels are", EXR_COMPRESSION_ZIP, 0, EXR_PIXEL_FLOAT, "not half"}};
+            {"a colour of unsigned integers is", EXR_COMPRESSION_ZIP, 0, EXR_PIXEL_UINT, "unsigned integers"}};
         for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
             hp_exr_channel ch[1];
             float *plane = calloc((size_t)w * h, sizeof(float)); /* zeros, as halves or as floats */

@@ -16,7 +16,9 @@
 /* --- ZIP chunks for the GPU ------------------------------------------------------------------------- */
 
 /* Whether the part's chunks can go to the GPU as they lie (pipeline/exr_zip_gpu.h): scanlines, ZIP or ZIPS,
- * every channel half and unsampled (a chunk is then lines x planes x width halves). */
+ * every channel unsampled (a chunk's line is then each channel's width values in turn, whatever their types),
+ * and the colour and alpha half or float (a uint colour would need the CPU's (float) rounding on the GPU; no
+ * renderer writes one). The image is RGBA32F where the CPU's decoder writes it so (not half_exact). */
 static hp_exr_gpu_unfit zip_gpu_fits(const hp_exr_reader *r, hp_exr_zip_frame *f, char *why, size_t why_size)
 {
     const exr_attr_chlist_t *cl;
@@ -26,25 +28,29 @@ static hp_exr_gpu_unfit zip_gpu_fits(const hp_exr_reader *r, hp_exr_zip_frame *f
                  zip && !r->tiled ? ", a subsampled channel" : "");
         return r->tiled ? HP_EXR_UNFIT_TILED : !zip ? HP_EXR_UNFIT_COMPRESSION : HP_EXR_UNFIT_SUBSAMPLED;
     }
-    if (exr_get_channels(r->ctx, r->part, &cl) != EXR_ERR_SUCCESS || cl->num_channels < 1 || cl->num_channels > 254) {
+    if (exr_get_channels(r->ctx, r->part, &cl) != EXR_ERR_SUCCESS || cl->num_channels < 1 || cl->num_channels > 254 ||
+        r->pixel_bytes > 4u * 254) {
         snprintf(why, why_size, "its channel list");
         return HP_EXR_UNFIT_CHANNELS;
     }
-    for (int i = 0; i < cl->num_channels; i++)
-        if (cl->entries[i].pixel_type != EXR_PIXEL_HALF) {
-            snprintf(why, why_size, "a channel not half");
-            return HP_EXR_UNFIT_NOT_HALF;
-        }
     if (r->chunk_count > 65535) { /* a dispatch's workgroups */
         snprintf(why, why_size, "%u chunks", r->chunk_count);
         return HP_EXR_UNFIT_CHUNKS;
     }
     *f = (hp_exr_zip_frame){.width = r->width, .height = r->height, .planes = (uint32_t)cl->num_channels,
-                            .lines_per_chunk = (uint32_t)r->lines_per_chunk, .chunk_count = r->chunk_count,
-                            .first_row = r->data_window.min.y};
+                            .pixel_bytes = r->pixel_bytes, .lines_per_chunk = (uint32_t)r->lines_per_chunk,
+                            .chunk_count = r->chunk_count, .first_row = r->data_window.min.y};
     for (int s = 0; s < 4; s++) {
         int from = r->copy_from[s] >= 0 ? r->copy_from[s] : s;
-        f->plane_of[s] = r->chan[from] >= 0 ? (uint8_t)(r->slot_offset[from] / 2) : HP_EXR_ZIP_NO_PLANE;
+        if (r->chan[from] < 0) /* alpha alone may be absent */
+            continue;
+        if (r->type[from] == EXR_PIXEL_UINT) {
+            snprintf(why, why_size, "a colour channel of unsigned integers");
+            return HP_EXR_UNFIT_UINT;
+        }
+        f->slot_offset[s] = (uint16_t)r->slot_offset[from];
+        f->slot_type[s] = r->type[from] == EXR_PIXEL_HALF ? HP_EXR_ZIP_HALF : HP_EXR_ZIP_FLOAT;
+        f->float_image |= r->type[from] != EXR_PIXEL_HALF;
     }
     return HP_EXR_GPU_FITS;
 }
@@ -55,7 +61,7 @@ const char *hp_exr_gpu_unfit_name(hp_exr_gpu_unfit why)
 {
     static const char *const names[HP_EXR_GPU_UNFIT_COUNT] = {
         [HP_EXR_GPU_FITS] = "fits", [HP_EXR_UNFIT_TILED] = "tiled", [HP_EXR_UNFIT_COMPRESSION] = "compression",
-        [HP_EXR_UNFIT_SUBSAMPLED] = "subsampled", [HP_EXR_UNFIT_NOT_HALF] = "not_half",
+        [HP_EXR_UNFIT_SUBSAMPLED] = "subsampled", [HP_EXR_UNFIT_UINT] = "uint_colour",
         [HP_EXR_UNFIT_CHUNKS] = "chunks", [HP_EXR_UNFIT_CHANNELS] = "channels",
     };
     return (unsigned)why < HP_EXR_GPU_UNFIT_COUNT ? names[why] : "unknown";
@@ -82,13 +88,10 @@ static hp_code open_for_gpu(const uint8_t *bytes, size_t len, const hp_decode_op
 }
 
 hp_code hp_image_zip_fits(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
-                          uint32_t *planes, uint32_t *chunks, hp_exr_gpu_unfit *unfit, hp_err *err)
+                          hp_exr_zip_frame *frame, hp_exr_gpu_unfit *unfit, hp_err *err)
 {
     hp_exr_reader *r = NULL;
-    hp_exr_zip_frame f;
-    hp_code code = open_for_gpu(bytes, len, opt, info, &r, &f, unfit, err);
-    *planes = f.planes;
-    *chunks = f.chunk_count;
+    hp_code code = open_for_gpu(bytes, len, opt, info, &r, frame, unfit, err);
     hp_exr_close(&r);
     return code;
 }
@@ -124,7 +127,7 @@ hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_op
     /* Table first, then the packed bytes: sizes from the chunks' own headers (the offset table), each
      * checked against the file and against what its lines need, as the CPU's decode checks them. */
     const uint64_t table_bytes = (uint64_t)frame->chunk_count * sizeof(hp_exr_zip_chunk);
-    const uint64_t line_bytes = (uint64_t)frame->planes * frame->width * 2;
+    const uint64_t line_bytes = (uint64_t)frame->pixel_bytes * frame->width;
     hp_exr_zip_chunk *table = dst;
     uint64_t packed = 0, unpacked = 0;
     for (uint32_t i = 0; i < r->chunk_count && code == HP_OK; i++) {
@@ -241,7 +244,7 @@ hp_code hp_image_zip_inflate(const uint8_t *bytes, size_t len, const hp_decode_o
     hp_code code = open_for_gpu(bytes, len, opt, info, &r, frame, NULL, err);
     if (code != HP_OK)
         return code;
-    const uint64_t line_bytes = (uint64_t)frame->planes * frame->width * 2;
+    const uint64_t line_bytes = (uint64_t)frame->pixel_bytes * frame->width;
     const uint64_t whole = line_bytes * (uint64_t)r->lines_per_chunk;
     const uint64_t last = line_bytes * hp_exr_rect_of_chunk(r, r->chunk_count - 1).h;
     frame->table_bytes = (uint64_t)frame->chunk_count * sizeof(hp_exr_zip_chunk);

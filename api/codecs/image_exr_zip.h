@@ -7,7 +7,8 @@
 #include "pipeline/exr_zip_gpu.h"
 
 /* EXR ZIP frames inflated on the GPU (pipeline/exr_zip_gpu.h). For a frame whose chunks the GPU can take
- * (scanlines, ZIP or ZIPS, every channel of the part half and unsampled), fills *frame and, with dst, writes
+ * (scanlines, ZIP or ZIPS, every channel of the part unsampled, the colour and alpha half or float: any
+ * channels beside them, any order, either line order), fills *frame and, with dst, writes
  * the chunk table (frame->table_bytes) at dst and the chunks' bytes as they lie in the file right after it,
  * then HP_EXR_ZIP_PACKED_PAD zero bytes: table_bytes + packed_bytes + HP_EXR_ZIP_PACKED_PAD bytes in all.
  * dst NULL: the sizes only. Each chunk's sizes are checked against the file and its lines, as the CPU's
@@ -23,7 +24,7 @@ typedef enum hp_exr_gpu_unfit {
     HP_EXR_UNFIT_TILED,       /* tiles, not scanlines */
     HP_EXR_UNFIT_COMPRESSION, /* not ZIP or ZIPS (PIZ, DWA, ...; none) */
     HP_EXR_UNFIT_SUBSAMPLED,  /* a subsampled channel, or the library's own unpack asked for */
-    HP_EXR_UNFIT_NOT_HALF,    /* a channel of the part that is float or uint */
+    HP_EXR_UNFIT_UINT,        /* a colour or alpha channel of 32-bit unsigned integers */
     HP_EXR_UNFIT_CHUNKS,      /* more chunks than a dispatch's workgroups */
     HP_EXR_UNFIT_CHANNELS,    /* no channel list the GPU can lay out */
     HP_EXR_GPU_UNFIT_COUNT
@@ -32,10 +33,10 @@ typedef enum hp_exr_gpu_unfit {
 const char *hp_exr_gpu_unfit_name(hp_exr_gpu_unfit why);
 
 /* hp_image_zip_gather's test from the header alone (with opt->arrival it waits only for the header's
- * bytes): HP_OK with the part's planes and chunks, HP_ERR_UNUSABLE (why, and *unfit: NULL or set then) when the
- * GPU cannot take it. */
+ * bytes): HP_OK with *frame's layout (its channels, slots and chunk count: not its sizes, which need the
+ * chunks), HP_ERR_UNUSABLE (why, and *unfit: NULL or set then) when the GPU cannot take it. */
 hp_code hp_image_zip_fits(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
-                          uint32_t *planes, uint32_t *chunks, hp_exr_gpu_unfit *unfit, hp_err *err);
+                          hp_exr_zip_frame *frame, hp_exr_gpu_unfit *unfit, hp_err *err);
 
 hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
                             void *dst, size_t dst_size, hp_exr_zip_frame *frame, hp_err *err);

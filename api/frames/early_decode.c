@@ -159,7 +159,7 @@ static hp_code zip_on_cpu(hp_early *e, const hp_decode_options *opt, hp_image_in
                           hp_err *err)
 {
     hp_request *req = e->req;
-    size_t bytes = (size_t)info->width * info->height * 8;
+    size_t bytes = (size_t)info->width * info->height * (e->half ? 8 : 16);
     hp_err ignored = {0};
     hp_host_block *tmp = hp_host_pool_get(e->be->host_pool, HP_MEM_UPLOAD, bytes, &ignored);
     if (!tmp)
@@ -168,33 +168,27 @@ static hp_code zip_on_cpu(hp_early *e, const hp_decode_options *opt, hp_image_in
     hp_decode_options cpu = *opt;
     cpu.rows = NULL; /* told once, by the caller */
     hp_image_info probed = e->info; /* early_run's probe, with these bytes and options */
-    hp_code code = hp_image_decode(req->body, req->body_cap, &cpu, &probed, tmp->buf.mapped, HP_LAYOUT_RGBA16F, NULL,
-                                   err);
+    hp_code code = hp_image_decode(req->body, req->body_cap, &cpu, &probed, tmp->buf.mapped,
+                                   e->half ? HP_LAYOUT_RGBA16F : HP_LAYOUT_RGBA32F, NULL, err);
     if (code == HP_OK)
         code = e->be->zip_gpu_upload(e->be->ctx, &tmp->buf, &out->buf, bytes, err);
     hp_host_pool_put(tmp);
     return code;
 }
 
-/* The frame's ZIP chunks decoded with the GPU (route HP_EXR_ZIP_ON_GPU: inflated there, the body waited for
- * whole; HP_EXR_ZIP_SPLIT: inflated here as they arrive, the rest there), the image left in device memory
- * (e->pixels, a device block with no ptr), which the frame graph copies in. Where the GPU's path does not
- * finish it, the CPU decodes it into the same block. False, before anything started, when the memory cannot
- * be had: the caller decodes it on the CPU as it arrives. fitted, planes, chunks: hp_image_zip_fits's. */
 /* Why the GPU's decoders cannot take this frame (hdrpost_exr_cpu_frames_total's reason), or NULL when they can:
- * its planes and chunks, and the info they would decode it with, are then in the out parameters. */
+ * *layout (hp_image_zip_fits's: its channels and chunk count) and the info they would decode it with are then in
+ * the out parameters. */
 static const char *gpu_unfit(const hp_early *e, hp_request *req, const hp_decode_options *opt, hp_image_info *fitted,
-                             uint32_t *planes, uint32_t *chunks)
+                             hp_exr_zip_frame *layout)
 {
-    if (!e->half)
-        return hp_exr_gpu_unfit_name(HP_EXR_UNFIT_NOT_HALF);
     if (e->want_dof)
         return "depth_of_field";
     if (strncmp(e->info.compression, "zip", 3) != 0)
         return hp_exr_gpu_unfit_name(HP_EXR_UNFIT_COMPRESSION);
     hp_exr_gpu_unfit why = HP_EXR_GPU_FITS;
     hp_err err = {0};
-    if (hp_image_zip_fits(req->body, req->body_cap, opt, fitted, planes, chunks, &why, &err) == HP_OK)
+    if (hp_image_zip_fits(req->body, req->body_cap, opt, fitted, layout, &why, &err) == HP_OK)
         return NULL;
     /* A header the CPU's decoder will refuse too: its error, not a reason of the GPU's. */
     return why != HP_EXR_GPU_FITS ? hp_exr_gpu_unfit_name(why) : "header";
@@ -209,22 +203,28 @@ static void note_cpu_frame(const char *reason)
                 "hdrpost_exr_cpu_frames_total{reason=\"%s\"} counts them (said once)", reason, reason);
 }
 
+/* The frame's ZIP chunks decoded with the GPU (route HP_EXR_ZIP_ON_GPU: inflated there, the body waited for
+ * whole; HP_EXR_ZIP_SPLIT: inflated here as they arrive, the rest there), the image left in device memory
+ * (e->pixels, a device block with no ptr), which the frame graph copies in. Where the GPU's path does not
+ * finish it, the CPU decodes it into the same block. False, before anything started, when the memory cannot
+ * be had: the caller decodes it on the CPU as it arrives. fitted, layout: gpu_unfit's. */
 static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_decoded route,
-                          const hp_image_info *fitted, uint32_t planes, uint32_t chunks)
+                          const hp_image_info *fitted, const hp_exr_zip_frame *layout)
 {
     hp_request *req = e->req;
     hp_image_info info = *fitted;
     uint64_t charged = e->charged; /* the handler may take it over once the rows have started */
     hp_err err = {0};
     uint64_t n = (uint64_t)info.width * info.height;
-    uint64_t unpacked = n * 2 * planes + 4ull * chunks; /* every chunk's bytes, each rounded up to a word */
+    uint32_t chunks = layout->chunk_count;
+    uint64_t unpacked = n * layout->pixel_bytes + 4ull * chunks; /* every chunk's bytes, each rounded up to a word */
     bool split = route == HP_EXR_ZIP_SPLIT;
-    /* The split holds every inflated byte in host memory while the body arrives: only as much as the pixels
-     * were charged (four planes of halves at most: the caller sends more to the CPU as split_planes), and within
-     * the GPU's 32-bit offsets. */
+    /* The split holds every inflated byte in host memory while the body arrives (the caller sends frames of more
+     * bytes than their image whole to the GPU instead), within the GPU's 32-bit offsets. */
     if (split && unpacked > INT32_MAX)
         return false;
-    uint64_t out_bytes = n * 8 + unpacked + 4; /* the image, then the chunks: hp_exr_zip_gpu_output_bytes */
+    /* the image, then the chunks: hp_exr_zip_gpu_output_bytes */
+    uint64_t out_bytes = n * (layout->float_image ? 16 : 8) + unpacked + 4;
     hp_err ignored = {0};
     hp_host_block *out = hp_host_pool_get(e->be->host_pool, HP_MEM_DEVICE, (size_t)out_bytes, &ignored);
     if (!out) {
@@ -311,16 +311,19 @@ static bool early_run(hp_early *e)
     /* Where a frame the GPU's path takes is decoded: asked only for those (a share of them may go to the GPU
      * whole, daemon/zip_share.h, and a PIZ frame must not take a ZIP frame's turn). */
     hp_image_info fitted = e->info;
-    uint32_t planes = 0, chunks = 0;
+    hp_exr_zip_frame layout = {0};
     const char *unfit = NULL;
     hp_exr_zip_decoded route = HP_EXR_ZIP_ON_CPU;
-    if (e->be->zip_route && e->be->host_pool && (unfit = gpu_unfit(e, req, &opt, &fitted, &planes, &chunks)) == NULL)
+    if (e->be->zip_route && e->be->host_pool && (unfit = gpu_unfit(e, req, &opt, &fitted, &layout)) == NULL)
         route = e->be->zip_route(e->be->ctx);
-    if (route == HP_EXR_ZIP_SPLIT && planes > 4)
-        unfit = "split_planes";
+    /* The split holds a frame's inflated chunks in host memory while it arrives, as much as its image was
+     * charged: a frame of more bytes than that (channels beside the colour: AOVs, depth) goes whole to the GPU,
+     * which holds only its packed bytes. */
+    if (route == HP_EXR_ZIP_SPLIT && layout.pixel_bytes > (layout.float_image ? 16u : 8u))
+        route = HP_EXR_ZIP_ON_GPU;
     if (unfit)
         note_cpu_frame(unfit);
-    if (route != HP_EXR_ZIP_ON_CPU && !unfit && early_zip_gpu(e, &opt, route, &fitted, planes, chunks))
+    if (route != HP_EXR_ZIP_ON_CPU && !unfit && early_zip_gpu(e, &opt, route, &fitted, &layout))
         return true;
     if (!hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * (e->half ? 8 : 16), &e->pixels) ||
         (e->want_dof && !hp_host_mem_get(e->be->host_pool, HP_MEM_UPLOAD, n * sizeof(float), &e->depth)))

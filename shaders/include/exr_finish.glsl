@@ -1,20 +1,51 @@
 // EXR ZIP decoding on the GPU: finishing a chunk the inflate wrote (both inflates, and exr_zip.comp's
-// HP_EXR_FINISH pass): the Adler-32, the predictor, the planes to RGBA16F. After exr_zip_io.glsl.
-// --- The unzip: one pixel of a chunk, from its bytes in unpacked to RGBA16F (both variants use it) -------
+// HP_EXR_FINISH pass): the Adler-32, the predictor, the planes to the image. After exr_zip_io.glsl.
+// --- The unzip: one pixel of a chunk, from its bytes in unpacked to the image (both variants use it) --------
 layout(buffer_reference, std430, buffer_reference_align = 4) coherent readonly buffer Unpacked { uint v[]; };
 
-// The half of plane `plane` at pixel x of line ly of the chunk whose bytes start at off (n bytes in all;
-// stored: as is, else the byte split, the low bytes in the first half).
-uint half_at(uint off, uint n, bool stored, uint ly, uint plane, uint x)
+// The 16 bits at bytes 2m and 2m + 1 of the chunk as the file's writer laid it out (a line: each channel's
+// width values in turn), from the chunk whose bytes start at off (n in all; stored: as is, else EXR's byte
+// split, the even bytes in the first half, the odd in the second).
+uint u16_at(uint off, uint n, bool stored, uint m)
 {
     Unpacked u = Unpacked(pc.unpacked);
-    uint m = (ly * pc.planes + plane) * pc.width + x; // the value's index in the chunk
     if (stored) {
         uint at = off + 2u * m;
         return (u.v[at >> 2] >> (8u * (at & 3u))) & 0xffffu;
     }
     uint lo = off + m, hi = off + (n + 1u) / 2u + m;
     return ((u.v[lo >> 2] >> (8u * (lo & 3u))) & 255u) | (((u.v[hi >> 2] >> (8u * (hi & 3u))) & 255u) << 8);
+}
+
+// A half's bits widened to a float's, exactly and in integers (no float unit, so a device that flushes
+// denormals cannot change a subnormal half, and a NaN keeps its payload), as the CPU's hp_half_to_float
+// (pipeline/cpu_reduce.c) does it: IEEE 754-2008's binary16 to binary32.
+uint half_to_float_bits(uint h)
+{
+    uint sign = (h >> 15) << 31, e = (h >> 10) & 31u, m = h & 1023u;
+    if (e == 31u)
+        return sign | 0x7f800000u | (m << 13); // infinity, NaN
+    if (e != 0u)
+        return sign | ((e + 112u) << 23) | (m << 13);
+    if (m == 0u)
+        return sign;
+    uint p = uint(findMSB(m)); // subnormal: m 2^-24 = 1.f 2^(p - 24)
+    return sign | ((p + 103u) << 23) | ((m << (23u - p)) & 0x7fffffu);
+}
+
+// Slot s (R, G, B, A) of pixel x of the chunk's line ly: the bits the image stores (a half's 16 in a
+// RGBA16F image, else a float's 32).
+uint slot_bits(uint off, uint n, bool stored, uint ly, uint s, uint x)
+{
+    uint type = pc.slot[s] >> 16;
+    if (type == SLOT_ABSENT)
+        return pc.float_image != 0u ? 0x3f800000u : 0x3c00u; // 1.0
+    uint m = (ly * pc.pixel_bytes + (pc.slot[s] & 0xffffu)) * pc.width / 2u; // the plane's first value, in 16 bits
+    if (type == SLOT_HALF) {
+        uint h = u16_at(off, n, stored, m + x);
+        return pc.float_image != 0u ? half_to_float_bits(h) : h;
+    }
+    return u16_at(off, n, stored, m + 2u * x) | u16_at(off, n, stored, m + 2u * x + 1u) << 16; // little-endian
 }
 
 // Pixel (x, y) of the frame, in the chunk whose table entry starts at word e.
@@ -24,15 +55,19 @@ void unzip_pixel(uint x, uint y, uint e)
     uint off = table.v[e + 2u], n = table.v[e + 3u];
     bool stored = table.v[e + 1u] == n;
     uint ly = y - table.v[e + 4u];
-    uint pr = pc.plane_rgba & 255u, pg = (pc.plane_rgba >> 8) & 255u, pb = (pc.plane_rgba >> 16) & 255u,
-         pa = pc.plane_rgba >> 24;
-    uint r = half_at(off, n, stored, ly, pr, x), g = half_at(off, n, stored, ly, pg, x),
-         b = half_at(off, n, stored, ly, pb, x);
-    uint a = pa == 255u ? 0x3c00u : half_at(off, n, stored, ly, pa, x); // 1.0
+    uint r = slot_bits(off, n, stored, ly, 0u, x), g = slot_bits(off, n, stored, ly, 1u, x),
+         b = slot_bits(off, n, stored, ly, 2u, x), a = slot_bits(off, n, stored, ly, 3u, x);
     RwWords img = RwWords(pc.image);
-    uint px = (y * pc.width + x) * 2u;
-    img.v[px] = r | g << 16;
-    img.v[px + 1u] = b | a << 16;
+    uint px = (y * pc.width + x) * image_words();
+    if (pc.float_image != 0u) {
+        img.v[px] = r;
+        img.v[px + 1u] = g;
+        img.v[px + 2u] = b;
+        img.v[px + 3u] = a;
+    } else {
+        img.v[px] = r | g << 16;
+        img.v[px + 1u] = b | a << 16;
+    }
 }
 
 // --- Finishing a chunk: the workgroup checks the Adler-32, undoes the predictor, and unzips its pixels -----

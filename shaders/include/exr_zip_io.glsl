@@ -13,13 +13,15 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer RwWords { ui
 //   0       packed           the chunks' bytes as read from the file, 16 bytes of padding after the last
 //   8       chunks           HP_EXR_ZIP_CHUNK_WORDS words per chunk (hp_shared.h)
 //   16      unpacked         each chunk's bytes (the inflate pass writes them, finish_chunk undoes the predictor)
-//   24      image            RGBA16F, width x height pixels (the unzip pass writes it)
+//   24      image            RGBA16F or RGBA32F (float_image), width x height pixels (finish_chunk writes it)
 //   32      chunk_count
 //   36      width            pixels
 //   40      height           rows
-//   44      planes           channels in the file: planes of halves per line
+//   44      pixel_bytes      a pixel's bytes of every channel: a line is width times this
 //   48      lines_per_chunk  16 (ZIP) or 1 (ZIPS)
-//   52      plane_rgba       the plane of R, G, B and A, a byte each; A 0xff: none (1.0)
+//   52      float_image      0: RGBA16F, the file's half bits; 1: RGBA32F
+//   56      slot[4]          R, G, B, A: the bytes before the slot's channel in a pixel's | its type << 16
+//                            (SLOT_ABSENT, SLOT_HALF, SLOT_FLOAT: exr_zip_gpu.h's HP_EXR_ZIP_*)
 layout(push_constant, std430) uniform Push {
     uvec2 packed;
     uvec2 chunks;
@@ -28,10 +30,17 @@ layout(push_constant, std430) uniform Push {
     uint chunk_count;
     uint width;
     uint height;
-    uint planes;
+    uint pixel_bytes;
     uint lines_per_chunk;
-    uint plane_rgba;
+    uint float_image;
+    uint slot[4];
 } pc;
+#define SLOT_ABSENT 0u
+#define SLOT_HALF 1u
+#define SLOT_FLOAT 2u
+
+// The image's words a pixel.
+uint image_words() { return pc.float_image != 0u ? 4u : 2u; }
 
 layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer CoherentWords { uint v[]; };
 

@@ -5,14 +5,17 @@
  *           serial inflate's pipeline: in slices (lavapipe's) or fused (bit 4); every input then goes through
  *           the wide inflate too (hp_exr_zip_gpu_set_wide), held to the same rules; the image's memory
  *           before each run holds words with bit 31 set (bit 5), as a frame before with negative halves
- *           leaves it, which the wide inflate's pointers kept there read as marked final
- *   byte 2  lines (up to 16), or with a made stream zlib's level and strategy
+ *           leaves it, which the wide inflate's pointers kept there read as marked final; the planes' types
+ *           from byte 2's bits, float where set, else half (bit 6: then the image is RGBA32F where one of
+ *           its slots is float); a uint channel before them, which no slot reads (bit 7: an ID AOV)
+ *   byte 2  lines (up to 16), or with a made stream zlib's level and strategy; with bit 6 the planes' types
  *   as given: the rest of the input is the chunk's packed bytes;
  *   made:     the rest are the pixels (repeated), deflated by zlib, then the stream changed at the place and
  *             by the value its last three bytes say (or not at all, when they are zero).
  * zlib's uncompress is the oracle: the chunk must be good on the GPU exactly when zlib inflates it whole to
- * the chunk's size (or stop unfinished: past the work a run may take, which the daemon leaves to the CPU), and then the GPU's RGBA16F must be what zlib's bytes give (EXR's predictor and byte
- * split undone, the planes gathered); packed bytes as many as the chunk's are a stored chunk. A difference,
+ * the chunk's size (or stop unfinished: past the work a run may take, which the daemon leaves to the CPU), and
+ * then the GPU's image must be what zlib's bytes give (EXR's predictor and byte split undone, the planes
+ * gathered and converted as tests/exr_zip_run.h's zip_reference_pixel says); packed bytes as many as the chunk's are a stored chunk. A difference,
  * a crash, a sanitizer report or a validation-layer message is a finding. The device and the pipelines are
  * made once (HDRPOST_TEST_DEVICE, the validation layer on). */
 #include <stdio.h>
@@ -30,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_W 64u
 #define MAX_LINES 16u
 #define MAX_PLANES 4u
-#define MAX_CHUNK (MAX_W * MAX_LINES * MAX_PLANES * 2u)
+#define MAX_CHUNK (MAX_W * MAX_LINES * (MAX_PLANES + 1u) * 4u)
 
 static struct {
     hp_gpu *gpu;
@@ -116,7 +119,7 @@ static size_t made_stream(const uint8_t *data, size_t size, uint8_t level_byte, 
 }
 
 /* zlib's bytes of a good chunk, the transform undone and gathered: what the GPU's image must be. */
-static void expected_image(const hp_exr_zip_frame *f, const uint8_t *raw, size_t n, bool stored, uint16_t *out)
+static void expected_image(const hp_exr_zip_frame *f, const uint8_t *raw, size_t n, bool stored, uint8_t *out)
 {
     uint8_t t[MAX_CHUNK], plain[MAX_CHUNK];
     if (stored) {
@@ -128,14 +131,33 @@ static void expected_image(const hp_exr_zip_frame *f, const uint8_t *raw, size_t
         for (size_t k = 0; k < n; k++)
             plain[k] = t[k % 2 ? (n + 1) / 2 + k / 2 : k / 2];
     }
+    size_t px = f->float_image ? 16 : 8;
     for (uint32_t y = 0; y < f->height; y++)
         for (uint32_t x = 0; x < f->width; x++)
-            for (int s = 0; s < 4; s++) {
-                uint16_t h = 0x3c00;
-                if (f->plane_of[s] != HP_EXR_ZIP_NO_PLANE)
-                    memcpy(&h, plain + (((size_t)y * f->planes + f->plane_of[s]) * f->width + x) * 2, 2);
-                out[((size_t)y * f->width + x) * 4 + s] = h;
-            }
+            zip_reference_pixel(f, plain, y, x, out + ((size_t)y * f->width + x) * px);
+}
+
+/* The chunk's channels: `planes` of half or float (typed: float where types has the plane's bit) and, with an
+ * ID, a uint channel before them; R, G and B from the first three planes (grey with fewer), A the fourth. */
+static void fuzz_layout(hp_exr_zip_frame *f, uint32_t planes, bool typed, uint8_t types, bool id)
+{
+    uint32_t offset[MAX_PLANES], at = id ? 4 : 0;
+    bool is_float[MAX_PLANES];
+    for (uint32_t p = 0; p < planes; p++) {
+        is_float[p] = typed && (types >> p) & 1;
+        offset[p] = at;
+        at += is_float[p] ? 4 : 2;
+    }
+    f->planes = planes + id;
+    f->pixel_bytes = at;
+    f->float_image = false;
+    for (int s = 0; s < 4; s++) {
+        uint32_t p = s < 3 ? (planes >= 3 ? (uint32_t)s : 0) : 3;
+        bool absent = s == 3 && planes < 4;
+        f->slot_offset[s] = absent ? 0 : (uint16_t)offset[p];
+        f->slot_type[s] = absent ? HP_EXR_ZIP_ABSENT : is_float[p] ? HP_EXR_ZIP_FLOAT : HP_EXR_ZIP_HALF;
+        f->float_image |= !absent && is_float[p];
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -146,12 +168,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint32_t w = 1 + data[0] % MAX_W, planes = 1 + (data[1] & 3);
     bool multi = data[1] & 4, made = data[1] & 8, fused = data[1] & 16;
     uint32_t lines = multi ? 1 + (made ? data[0] / MAX_W : data[2]) % MAX_LINES : 1;
-    size_t n = (size_t)lines * planes * w * 2;
-    hp_exr_zip_frame f = {.width = w, .height = lines, .planes = planes, .lines_per_chunk = multi ? 16 : 1,
-                          .chunk_count = 1, .table_bytes = sizeof(hp_exr_zip_chunk), .max_chunk_bytes = (uint32_t)n,
-                          .unpacked_bytes = (n + 3) & ~(size_t)3};
-    for (int s = 0; s < 4; s++) /* RGB from the first planes (grey with one), alpha from the fourth */
-        f.plane_of[s] = s < 3 ? (uint8_t)(planes >= 3 ? s : 0) : planes == 4 ? 3 : HP_EXR_ZIP_NO_PLANE;
+    hp_exr_zip_frame f = {.width = w, .height = lines, .lines_per_chunk = multi ? 16 : 1, .chunk_count = 1,
+                          .table_bytes = sizeof(hp_exr_zip_chunk)};
+    fuzz_layout(&f, planes, data[1] & 64, data[2], data[1] & 128);
+    size_t n = (size_t)lines * f.pixel_bytes * w, image_bytes = (size_t)hp_exr_zip_image_bytes(&f);
+    f.max_chunk_bytes = (uint32_t)n;
+    f.unpacked_bytes = (n + 3) & ~(size_t)3;
 
     static uint8_t stream[MAX_CHUNK * 2 + 1024];
     size_t len = made ? made_stream(data, size, data[2], n, stream, sizeof(stream))
@@ -161,7 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (len == 0)
         return 0;
     uint8_t *input = calloc(1, f.table_bytes + len + HP_EXR_ZIP_PACKED_PAD);
-    uint16_t *gpu = malloc((size_t)w * lines * 8), *want = malloc((size_t)w * lines * 8);
+    uint8_t *gpu = malloc(image_bytes), *want = malloc(image_bytes);
     hp_exr_zip_chunk table;
     if (!input || !gpu || !want)
         fail("memory", "malloc");
@@ -183,15 +205,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!zip_run(&fz.cmd, zip, &f, input, gpu, &table))
             fail("submit", "the command buffer failed");
         char detail[160];
-        snprintf(detail, sizeof(detail), "%ux%u, %u planes, %zu packed bytes for %zu, %s stream, %s, GPU status %u",
-                 w, lines, planes, len, n, made ? "made" : "given", pass ? "wide" : fused ? "fused" : "sliced",
-                 table.status);
+        snprintf(detail, sizeof(detail), "%ux%u, %u planes of %u bytes a pixel, %s image, %zu packed bytes for %zu, "
+                 "%s stream, %s, GPU status %u", w, lines, f.planes, f.pixel_bytes, f.float_image ? "RGBA32F" : "RGBA16F",
+                 len, n, made ? "made" : "given", pass ? "wide" : fused ? "fused" : "sliced", table.status);
         /* UNFINISHED: more work than a run may take (the shaders' MAX_WORK, or the slices recorded): the
          * daemon decodes such a frame on the CPU, so it is no verdict; anything else must be zlib's. */
         if (table.status != HP_EXR_ZIP_UNFINISHED && zlib_good != (table.status == HP_EXR_ZIP_OK))
             fail(zlib_good ? "zlib inflates the chunk, the GPU refuses it" : "the GPU takes a chunk zlib refuses",
                  detail);
-        if (zlib_good && table.status == HP_EXR_ZIP_OK && memcmp(gpu, want, (size_t)w * lines * 8) != 0)
+        if (zlib_good && table.status == HP_EXR_ZIP_OK && memcmp(gpu, want, image_bytes) != 0)
             fail("the GPU's image differs from zlib's bytes", detail);
         if (hp_gpu_validation_messages() != 0)
             fail("the validation layer reported", detail);

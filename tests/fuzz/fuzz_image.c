@@ -55,10 +55,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* The split's CPU half (exr_zip_decoder split), into memory of exactly the size the daemon gives it
      * (api/frames/early_decode.c's zip_split): within bounds whatever the file says, a refusal says why, and a
      * frame it takes the CPU's decoder takes too (else the GPU would finish a frame the CPU refuses). */
-    uint32_t planes, chunks;
+    hp_exr_zip_frame zl;
     hp_image_info zinfo = info;
-    if (hp_image_zip_fits(data, size, &opt, &zinfo, &planes, &chunks, NULL, &err) == HP_OK) {
-        size_t zbytes = (size_t)chunks * sizeof(hp_exr_zip_chunk) + n * 2 * planes + 4 * (size_t)chunks;
+    if (hp_image_zip_fits(data, size, &opt, &zinfo, &zl, NULL, &err) == HP_OK) {
+        size_t chunks = zl.chunk_count;
+        size_t zbytes = chunks * sizeof(hp_exr_zip_chunk) + n * zl.pixel_bytes + 4 * chunks;
         uint8_t *dst = malloc(zbytes);
         hp_exr_zip_frame f;
         hp_err zerr = {0};
