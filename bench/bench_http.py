@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """End-to-end benchmark of hdrpostd over HTTP, for the GPU host (docs/BENCHMARKS.md, issue 4).
 
-Makes a 4K half-float EXR (ZIP, and PIZ) from a small real render with tools/make_frame, starts the
-daemon, and posts the frame:
+Makes a large EXR (ZIP, and PIZ) from a small real frame with tools/make_frame (by default 4 times larger,
+RGBA half, bilinear; --factor and --frame-arg choose the size and the shape: --mirror keeps the source's own
+texture, --float, --channels, --aovs), starts the daemon, and posts the frame:
   - start-up: exec to /readyz 200 without and with the pipeline cache; the first request's latency on
     the fresh daemon against the tenth's;
   - one client, --requests times per output format: the Server-Timing breakdown at p50 and p99, and
@@ -213,6 +214,8 @@ def metric_counters(port):
         out[m.group(1)] = float(m.group(2))
     for m in re.finditer(r'^hdrpost_exr_zip_frames_total\{decoder="(\w+)"\} ([0-9.eE+-]+)$', text, re.M):
         out["zip:" + m.group(1)] = float(m.group(2))
+    for m in re.finditer(r'^hdrpost_exr_cpu_frames_total\{reason="(\w+)"\} ([0-9.eE+-]+)$', text, re.M):
+        out["zip:cpu_because_" + m.group(1)] = float(m.group(2))
     for m in re.finditer(r'^hdrpost_host_memory_(blocks_made|blocks_freed|make_seconds)_total ([0-9.eE+-]+)$', text, re.M):
         out["pool:" + m.group(1)] = float(m.group(2))
     return out
@@ -339,6 +342,9 @@ def main():
     ap.add_argument("--clients", default="1,4,16,64")
     ap.add_argument("--formats", default="webp,png", help="of " + ", ".join(FORMATS))
     ap.add_argument("--compressions", default="zip,piz")
+    ap.add_argument("--factor", default="4", help="make_frame's: the source this many times larger")
+    ap.add_argument("--frame-arg", action="append", default=[],
+                    help="one more argument to make_frame (--mirror, --float, --channels rgb, --aovs), repeatable")
     ap.add_argument("--json", help="write every figure here")
     ap.add_argument("--client-processes", action="store_true",
                     help="each throughput client a process of its own, not a thread of this one")
@@ -357,9 +363,11 @@ def main():
         formats = [(f, FORMATS[f]) for f in a.formats.split(",")]
         for comp in a.compressions.split(","):
             path = os.path.join(tmp, f"frame_{comp}.exr")
-            subprocess.run([a.make_frame, a.source, path, "4", comp], check=True, stdout=subprocess.DEVNULL)
+            made = subprocess.run([a.make_frame, a.source, path, a.factor, comp] + a.frame_arg, check=True,
+                                  capture_output=True, text=True).stdout.strip()
             with open(path, "rb") as f:
                 frames[comp] = f.read()
+            result.setdefault("frames", {})[comp] = made
         cache = os.path.join(tmp, "pipeline.cache")
         port = free_port()
         proc, cold = start(a.hdrpostd, port, cache, a.device)
@@ -378,7 +386,7 @@ def main():
                 print(f"| request {i + 1} | {r['client_ms']:.1f} | {r.get('total', 0):.1f} |")
             print()
             for comp, body in frames.items():
-                print(f"frame: 3840x2160 RGBA half, {comp.upper()}, {len(body) / 1e6:.1f} MB\n")
+                print(f"frame: {result['frames'][comp]} ({os.path.basename(a.source)}), {len(body) / 1e6:.1f} MB\n")
                 print("| output | phase | p50 ms | p99 ms |\n|---|---|---|---|")
                 for fmt, query in formats:
                     rows, size = latency(port, body, query, a.requests)

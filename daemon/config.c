@@ -201,7 +201,7 @@ static const hp_setting settings[] = {
              "encode_threads)."},
     {.name = "exr_zip_decoder", .type = HP_SETTING_ENUM, .offset = FIELD(exr_zip_decoder), .default_value = "auto",
      .choices = exr_zip_decoder_choices, .parse_choice = hp_exr_zip_decoder_parse,
-     .help = "Where a ZIP or ZIPS EXR frame's chunks are decoded (scanlines, every channel half, posted as the "
+     .help = "Where a ZIP or ZIPS EXR frame's chunks are decoded (scanlines, unsampled, posted as the "
              "raw body): cpu with libdeflate on decode_threads as the frame arrives; split inflated so, and EXR's "
              "predictor, byte split and planes undone on the GPU (15-30% less CPU, about 3 ms more a "
              "frame); gpu inflated on the GPU too, the CPU only copying the chunks (a tenth of the CPU, tens of "

@@ -16,11 +16,14 @@ same requests:
 A daemon with --exr_zip_decoder=split (chunks inflated on the CPU as they arrive, the rest on the GPU) gets the
 same frames and must answer as the cpu daemon: ZIP and ZIPS, a body trickled in pieces, the HLIT-288 chunk (no
 fallback: libdeflate takes it), a chunk with bytes after its stream, a damaged chunk (judged by the CPU's decoder,
-split_then_cpu), a five-channel frame (not split: decoded on the CPU as it arrives), a client hanging up mid-body
+split_then_cpu), a five-channel frame (not split: whole to the GPU), a client hanging up mid-body
 (nothing handed to the CPU, the budget whole). A lost device in the gpu and in the split daemon's run is 503.
 A daemon left at the default (auto) on lavapipe decodes on the CPU and says so at start-up. One with
 --exr_zip_gpu_share=0.5 sends every second frame that arrives while another decodes whole to the GPU and splits
 the others, the same PNGs (on lavapipe, where auto is the CPU's, every frame the CPU's).
+Frames of every shape renderers write (issue 36: RGB, RGBA and Y; half, float; AOVs and depth beside the colour;
+decreasing Y), made by tools/make_frame from the repository's real frames, give the same PNG and statistics from
+cpu, gpu and split daemons, none of them left to the CPU.
 """
 
 import contextlib
@@ -348,11 +351,11 @@ def split_daemon(frames, png_of):
         z2b = zip_frames(d.port)
         s5, _, png5 = post(d.port, "/v1/render", frames["five_planes"], "output.format=png")
         z2c = zip_frames(d.port)
-        point("split: a ZIP frame of five half channels (RGBA and Z) is decoded on the CPU as it arrives, not split "
-              "(the split would hold more host memory than its pixels were charged), the PNG the cpu daemon's",
+        point("split: a ZIP frame of five half channels (RGBA and Z) goes whole to the GPU, not split (the split "
+              "would hold more host memory than its pixels were charged), the PNG the cpu daemon's",
               len(frames["five_planes"]) >= 64 << 10  # decoded as it arrives, where the split is chosen
-              and s5 == 200 and png5 == png_of["five_planes"] and z2c["cpu"] - z2b["cpu"] == 1
-              and z2c["split"] == z2b["split"], f"{s5} {z2b} -> {z2c}")
+              and s5 == 200 and png5 == png_of["five_planes"] and z2c["gpu"] - z2b["gpu"] == 1
+              and z2c["split"] == z2b["split"] and z2c["cpu"] == z2b["cpu"], f"{s5} {z2b} -> {z2c}")
         z3 = zip_frames(d.port)
         st, _, png_tr = post(d.port, "/v1/render", frames["trailing"], "output.format=png")
         z4 = zip_frames(d.port)
@@ -406,7 +409,75 @@ def share_daemon(frames, png_of):
         point("share: afterwards no pinned block is out and the memory budget is whole", ok, f"{lines}")
 
 
+# Issue 36: frames of every shape renderers and oiiotool write, made from the repository's real frames (a render
+# with depth, two photographs) by tools/make_frame: (what, source, make_frame's arguments).
+SHAPES = [
+    ("the park photograph, RGB half ZIP", "pmndrs_park.exr", ["zip"]),
+    ("the park photograph, RGBA float ZIPS, mirrored to twice its size, decreasing Y", "pmndrs_park.exr",
+     ["zips", "--float", "--channels", "rgba", "--mirror", "--decreasing"]),
+    ("the desk photograph, Y float ZIP", "psychtoolbox_Desk.exr", ["zip", "--float", "--channels", "y"]),
+    ("the street render, RGBA half with its depth and AOVs (ID uint, normals float, diffuse half) ZIP",
+     "blender_street_960x540_singlelayer.exr", ["zip", "--aovs"]),
+    ("the street render, RGB float with its depth and AOVs ZIP, decreasing Y",
+     "blender_street_960x540_singlelayer.exr", ["zip", "--aovs", "--float", "--channels", "rgb", "--decreasing"]),
+    ("the street render, RGBA half ZIPS", "blender_street_960x540_singlelayer.exr", ["zips"]),
+    ("the street render as Blender wrote it (RGBA half, depth float, ZIP)", "blender_street_960x540_singlelayer.exr",
+     None),
+]
+
+
+def make_shape(tmp, i, source, args):
+    path = os.path.join(DATA, source) if args is None else os.path.join(tmp, f"shape{i}.exr")
+    factor = "2" if args and "--mirror" in args else "1"
+    if args is not None:
+        subprocess.run([MAKE_FRAME, os.path.join(DATA, source), path, factor] + args, check=True,
+                       capture_output=True, timeout=120)
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def shapes(tmp):
+    """Every shape through the cpu, gpu and split daemons at once: the same PNG and /v1/analyze statistics,
+    byte for byte; the gpu daemon's counted under gpu (none refused, none left to the CPU), the split daemon's
+    under split, or gpu where the inflated chunks are larger than the image (the split would hold them all in
+    host memory while the frame arrives)."""
+    frames = [(what, make_shape(tmp, i, src, args), args is None or "--aovs" in args)
+              for i, (what, src, args) in enumerate(SHAPES)]
+    ds = {m: harness.start_ready(EXE, f"exr_zip {m} daemon (shapes)", [f"--exr_zip_decoder={m}"], ready_timeout=90)
+          for m in ("cpu", "gpu", "split")}
+    with harness.serving(ds["cpu"]), harness.serving(ds["gpu"]), harness.serving(ds["split"]):
+        if not all(ds.values()):
+            return
+        for what, frame, aovs in frames:
+            before = {m: zip_frames(d.port) for m, d in ds.items()}
+            reasons = cpu_reasons(ds["gpu"].port)
+            got = {}
+            for m, d in ds.items():
+                s, _, png = post(d.port, "/v1/render", frame, "output.format=png")
+                a, _, js = post(d.port, "/v1/analyze", frame, "")
+                try:
+                    stats = json.loads(js)["stats"] if a == 200 else js[:300]
+                except ValueError as e:
+                    stats = repr(e)
+                got[m] = (s, png, a, stats)
+            after = {m: zip_frames(d.port) for m, d in ds.items()}
+            moved = {m: {k: after[m][k] - before[m][k] for k in after[m] if after[m][k] != before[m][k]} for m in ds}
+            split_to = "gpu" if aovs else "split"
+            point(f"{what} ({len(frame)} bytes): the gpu and split daemons' PNG and statistics are the cpu daemon's, "
+                  f"byte for byte; counted cpu 2, gpu 2, {split_to} 2",
+                  got["cpu"][0] == 200 and got["cpu"][2] == 200 and got["gpu"] == got["cpu"] == got["split"]
+                  and moved == {"cpu": {"cpu": 2.0}, "gpu": {"gpu": 2.0}, "split": {split_to: 2.0}}
+                  and cpu_reasons(ds["gpu"].port) == reasons,
+                  f"{ {m: (g[0], len(g[1]), g[2]) for m, g in got.items()} } {moved} "
+                  f"{got['gpu'][3] if got['gpu'][3] != got['cpu'][3] else ''}")
+        for m, d in ds.items():
+            ok, lines = idle(d.port)
+            point(f"shapes, {m} daemon: afterwards no pinned block is out and the memory budget is whole", ok,
+                  f"{lines}")
+
+
 def body(tmp):
+    shapes(tmp)
     frames = {c: make(tmp, c) for c in ("zip", "zips", "piz")}
     cpu_answers = {}
     gpu = harness.start_ready(EXE, "exr_zip gpu daemon", ["--exr_zip_decoder=gpu"], ready_timeout=90)
