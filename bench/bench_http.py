@@ -342,6 +342,8 @@ def main():
     ap.add_argument("--clients", default="1,4,16,64")
     ap.add_argument("--formats", default="webp,png", help="of " + ", ".join(FORMATS))
     ap.add_argument("--compressions", default="zip,piz")
+    ap.add_argument("--warmup", type=float, default=0,
+                    help="seconds of the same load before each throughput run, not measured (the pools fill)")
     ap.add_argument("--factor", default="4", help="make_frame's: the source this many times larger")
     ap.add_argument("--frame-arg", action="append", default=[],
                     help="one more argument to make_frame (--mirror, --float, --channels rgb, --aovs), repeatable")
@@ -401,6 +403,8 @@ def main():
                       "|---|---|---|---|---|---|---|---|---|")
                 for fmt, query in formats:
                     for clients in (int(c) for c in a.clients.split(",")):
+                        if a.warmup > 0:
+                            throughput(port, body, query, clients, a.warmup, proc.pid, a.client_processes)
                         r = throughput(port, body, query, clients, a.seconds, proc.pid, a.client_processes)
                         result["throughput"].append({"frame": comp, "output": fmt, "clients": clients, **r})
                         mb = lambda v, k=1024: f"{v / k:.0f}" if v else "-"  # noqa: E731

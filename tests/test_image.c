@@ -2043,9 +2043,6 @@ static void test_exr_bomb(void)
 }
 
 #ifdef HP_EXR_DWA_CXX
-int test_write_exr_cxx_attr(const test_exr_spec *spec, const char *name, const char *value, int as_vector,
-                            uint8_t **out, size_t *len);
-
 /* The virtual memory in use now (kB), from /proc/self/status; 0 when unknown. */
 static long vm_size_kb(void)
 {

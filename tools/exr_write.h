@@ -42,8 +42,18 @@ int64_t hp_exr_sink_write(exr_const_context_t ctxt, void *userdata, const void *
 size_t hp_exr_type_size(int type);
 
 /* A file of `count` parts named "p0", "p1"...: 1 on success with the file in *out (malloc'd), 0 on failure.
- * The core cannot write DWAA/DWAB in OpenEXR 3.1 (tests/test_image_dwa.cpp uses the C++ library). */
+ * The core cannot write DWAA/DWAB in OpenEXR 3.1: hp_exr_write_cxx can. */
 int hp_exr_write_core(const hp_exr_spec *specs, int count, uint8_t **out, size_t *len);
+
+#ifdef HP_EXR_WRITE_CXX
+/* One part with OpenEXR's C++ library (tools/exr_write_cxx.cpp, where the C core lacks DWAA/DWAB): 1 on success
+ * with the file in *out (malloc'd), 0 on failure (the library's words on stderr). No line order choice. */
+int hp_exr_write_cxx(const hp_exr_spec *spec, uint8_t **out, size_t *len);
+/* The same with one more attribute in the header: a string, or (as_vector) a stringvector of that one string;
+ * none when name is NULL (tests/test_image.c's damaged attribute sizes). */
+int hp_exr_write_cxx_attr(const hp_exr_spec *spec, const char *name, const char *value, int as_vector, uint8_t **out,
+                          size_t *len);
+#endif
 
 #ifdef __cplusplus
 }

@@ -3,15 +3,17 @@
  * then writes an OpenEXR with the given compression, in scanlines or in 64x64 tiles. The HTTP tests also use
  * it (factor 1) for one frame in every compression and shape the decoders must take.
  *
- * Usage: make_frame IN OUT.exr FACTOR [none|rle|zips|zip|piz|pxr24|b44|b44a] [tiled] [OPTION]...
+ * Usage: make_frame IN OUT.exr FACTOR [none|rle|zips|zip|piz|pxr24|b44|b44a|dwaa|dwab] [tiled] [OPTION]...
+ *   (DWAA and DWAB through OpenEXR's C++ library where the C core cannot write them: increasing Y only)
  *   --mirror        larger by tiling the frame, every other tile mirrored, instead of bilinear interpolation:
  *                   the source's own texture and grain at any size (interpolation smooths them away, which
  *                   makes a frame far easier to compress than the renders and photographs it stands for)
  *   --float         colour and alpha as 32-bit floats (else half)
  *   --channels C    rgb, rgba or y (luminance, Rec. 709 weights); default: the source's, RGBA where it has alpha
- *   --aovs          render passes beside the colour, as a renderer writes them: the source's depth as Z (float;
- *                   where it has one), an object ID (uint), normals N.X, N.Y, N.Z (float) and diffuse.R, .G, .B
- *                   (half), all from the picture
+ *   --depth         the source's depth beside the colour as Z (float; where it has one): a render's own AOV
+ *   --aovs          more render passes, as a renderer writes them: the depth as --depth, an object ID (uint),
+ *                   normals N.X, N.Y, N.Z (float; from the picture's slope, so as noisy as it is) and
+ *                   diffuse.R, .G, .B (half)
  *   --decreasing    decreasing Y line order (the chunks written bottom first) */
 #include <math.h>
 #include <openexr.h>
@@ -27,20 +29,20 @@
 
 typedef struct frame_options {
     int compression, factor;
-    bool tiled, mirror, is_float, aovs, decreasing;
+    bool tiled, mirror, is_float, depth, aovs, decreasing;
     const char *channels; /* NULL: the source's */
 } frame_options;
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: make_frame IN OUT.exr FACTOR [none|rle|zips|zip|piz|pxr24|b44|b44a] [tiled] [--mirror] "
-                    "[--float] [--channels rgb|rgba|y] [--aovs] [--decreasing]\n");
+    fprintf(stderr, "usage: make_frame IN OUT.exr FACTOR [none|rle|zips|zip|piz|pxr24|b44|b44a|dwaa|dwab] [tiled] "
+                    "[--mirror] [--float] [--channels rgb|rgba|y] [--depth] [--aovs] [--decreasing]\n");
     return 2;
 }
 
 static bool parse(int argc, char **argv, frame_options *o)
 {
-    static const char *const names[] = {"none", "rle", "zips", "zip", "piz", "pxr24", "b44", "b44a"};
+    static const char *const names[] = {"none", "rle", "zips", "zip", "piz", "pxr24", "b44", "b44a", "dwaa", "dwab"};
     *o = (frame_options){.compression = EXR_COMPRESSION_ZIP, .factor = argc > 3 ? atoi(argv[3]) : 0};
     for (int i = 4; i < argc; i++) {
         int c = -1;
@@ -56,7 +58,9 @@ static bool parse(int argc, char **argv, frame_options *o)
         else if (!strcmp(argv[i], "--float"))
             o->is_float = true;
         else if (!strcmp(argv[i], "--aovs"))
-            o->aovs = true;
+            o->aovs = o->depth = true;
+        else if (!strcmp(argv[i], "--depth"))
+            o->depth = true;
         else if (!strcmp(argv[i], "--decreasing"))
             o->decreasing = true;
         else if (!strcmp(argv[i], "--channels") && i + 1 < argc &&
@@ -149,8 +153,9 @@ static int pick_channels(const frame_options *o, const hp_image_info *info, int 
     else
         want[CH_R] = want[CH_G] = want[CH_B] = true;
     want[CH_A] = !strcmp(c, "rgba");
-    for (int k = CH_Z; k < CH_COUNT && o->aovs; k++)
-        want[k] = k != CH_Z || info->has_depth;
+    want[CH_Z] = o->depth && info->has_depth;
+    for (int k = CH_ID; k < CH_COUNT && o->aovs; k++)
+        want[k] = true;
     int n = 0;
     for (int k = 0; k < CH_COUNT; k++)
         if (want[k])
@@ -192,7 +197,12 @@ static bool write_frame(const char *path, const float *img, int w, int h, const 
                         .channel_count = n};
     uint8_t *out = NULL;
     size_t out_len = 0;
-    ok = ok && hp_exr_write_core(&spec, 1, &out, &out_len);
+#ifdef HP_EXR_WRITE_CXX
+    if (o->compression >= EXR_COMPRESSION_DWAA)
+        ok = ok && !o->decreasing && hp_exr_write_cxx(&spec, &out, &out_len);
+    else
+#endif
+        ok = ok && hp_exr_write_core(&spec, 1, &out, &out_len);
     FILE *f = ok ? fopen(path, "wb") : NULL;
     ok = f && fwrite(out, 1, out_len, f) == out_len;
     if (f)
@@ -234,9 +244,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "make_frame: %s could not be written\n", argv[2]);
         return 1;
     }
-    static const char *const comp[] = {"none", "rle", "zips", "zip", "piz", "pxr24", "b44", "b44a"};
+    static const char *const comp[] = {"none", "rle", "zips", "zip", "piz", "pxr24", "b44", "b44a", "dwaa", "dwab"};
     printf("make_frame: %s, %dx%d, %s %s %s%s%s%s%s, %zu bytes\n", argv[2], w, h, o.is_float ? "float" : "half",
-           comp[o.compression], o.channels ? o.channels : info.has_alpha ? "rgba" : "rgb", o.aovs ? " with AOVs" : "",
+           comp[o.compression], o.channels ? o.channels : info.has_alpha ? "rgba" : "rgb", o.aovs ? " with AOVs" : o.depth && info.has_depth ? " with depth" : "",
            o.mirror ? ", mirrored tiles" : "", o.tiled ? ", 64x64 tiles" : "", o.decreasing ? ", decreasing Y" : "",
            written);
     free(img);

@@ -1,7 +1,8 @@
-// Writes DWAA/DWAB test frames with OpenEXR's C++ library: the C core of OpenEXR 3.1 cannot compress
-// them ("DWA/A compression not yet implemented in C"). Built only with the decoder's own C++ fallback
+// Writes OpenEXR frames with OpenEXR's C++ library (tools/exr_write.h's hp_exr_write_cxx): the C core of
+// OpenEXR 3.1 cannot compress DWAA/DWAB ("DWA/A compression not yet implemented in C"), which the tests'
+// frames and make_frame's benchmark frames need. Built only with the decoder's own C++ fallback
 // (api/codecs/image_exr_dwa.h), and gone with it.
-#include "test_image_exr.h"
+#include "tools/exr_write.h"
 
 #include <ImfChannelList.h>
 #include <ImfFrameBuffer.h>
@@ -23,7 +24,7 @@ namespace {
 
 class MemoryOut : public Imf::OStream {
   public:
-    MemoryOut() : Imf::OStream("test") {}
+    MemoryOut() : Imf::OStream("memory") {}
     void write(const char c[], int n) override
     {
         if (pos_ + static_cast<uint64_t>(n) > data.size())
@@ -44,18 +45,13 @@ size_t type_size(int t) { return t == 1 ? 2 : 4; }
 
 } // namespace
 
-// With one more attribute in the header: a string, or (as_vector) a stringvector of that one string; no
-// attribute when name is NULL. For tests/test_image.c's damaged attribute sizes (declared there).
-extern "C" int test_write_exr_cxx_attr(const test_exr_spec *spec, const char *name, const char *value, int as_vector,
-                                       uint8_t **out, size_t *len);
-
-extern "C" int test_write_exr_cxx(const test_exr_spec *spec, uint8_t **out, size_t *len)
+extern "C" int hp_exr_write_cxx(const hp_exr_spec *spec, uint8_t **out, size_t *len)
 {
-    return test_write_exr_cxx_attr(spec, nullptr, nullptr, 0, out, len);
+    return hp_exr_write_cxx_attr(spec, nullptr, nullptr, 0, out, len);
 }
 
-extern "C" int test_write_exr_cxx_attr(const test_exr_spec *spec, const char *name, const char *value, int as_vector,
-                                       uint8_t **out, size_t *len)
+extern "C" int hp_exr_write_cxx_attr(const hp_exr_spec *spec, const char *name, const char *value, int as_vector,
+                                     uint8_t **out, size_t *len)
 {
     try {
         const int w = spec->width, h = spec->height;
@@ -71,7 +67,7 @@ extern "C" int test_write_exr_cxx_attr(const test_exr_spec *spec, const char *na
             header.insert(name, Imf::StringAttribute(value));
         Imf::FrameBuffer fb;
         for (int c = 0; c < spec->channel_count; c++) {
-            const test_exr_channel &ch = spec->channels[c];
+            const hp_exr_channel &ch = spec->channels[c];
             header.channels().insert(ch.name, Imf::Channel(pixel_type(ch.type)));
             fb.insert(ch.name, Imf::Slice::Make(pixel_type(ch.type), ch.data, data, type_size(ch.type),
                                                 type_size(ch.type) * static_cast<size_t>(w)));
@@ -94,7 +90,7 @@ extern "C" int test_write_exr_cxx_attr(const test_exr_spec *spec, const char *na
         std::memcpy(*out, stream.data.data(), *len);
         return 1;
     } catch (const std::exception &e) {
-        std::fprintf(stderr, "test_write_exr_cxx_attr: %s\n", e.what());
+        std::fprintf(stderr, "hp_exr_write_cxx: %s\n", e.what());
         return 0;
     }
 }
