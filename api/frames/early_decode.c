@@ -112,26 +112,39 @@ static hp_code zip_on_gpu(hp_early *e, const hp_decode_options *opt, hp_image_in
     return code;
 }
 
+/* What the split holds beyond what the frame's pixels were charged (the chunk table; the channels beside the
+ * colour), taken from the share of bodies still arriving and the budget; false when they cannot give it. */
+static bool split_extra_take(hp_early *e, uint64_t extra)
+{
+    if (!extra)
+        return true;
+    if (!early_share_take(e->budget, extra))
+        return false;
+    if (!hp_budget_take(e->budget, extra)) {
+        early_share_put(extra);
+        return false;
+    }
+    return true;
+}
+
+static void split_extra_give(hp_early *e, uint64_t extra)
+{
+    if (extra) {
+        hp_budget_give(e->budget, extra);
+        early_share_put(extra);
+    }
+}
+
 /* The split: the chunks inflated here as they arrive (on the decoding threads, as the CPU's decoder would)
  * into pinned host memory sized from the header (a table entry a chunk, then `unpacked` bytes: every chunk's,
- * each rounded up to a word); the rest on the GPU, which leaves the image in the device block out. */
+ * each rounded up to a word); the rest on the GPU, which leaves the image in the device block out. That memory
+ * is held while the body arrives: what the frame's pixels were charged covers it, the pixels being in device
+ * memory here, and the caller has taken the rest (split_extra_take). */
 static hp_code zip_split(hp_early *e, const hp_decode_options *opt, hp_image_info *info, uint32_t chunks,
-                         uint64_t unpacked, uint64_t charged, hp_host_block *out, hp_err *err)
+                         uint64_t unpacked, hp_host_block *out, hp_err *err)
 {
     hp_request *req = e->req;
     uint64_t in_bytes = (uint64_t)chunks * sizeof(hp_exr_zip_chunk) + unpacked;
-    /* Held while the body arrives: what the frame's pixels were charged (`charged`, read before the handler
-     * could take the charge over) covers it, the pixels being in device memory here; the rest, the table,
-     * comes from the share of bodies still arriving as they did. */
-    uint64_t extra = in_bytes > charged ? in_bytes - charged : 0;
-    if (extra && !early_share_take(e->budget, extra))
-        return hp_fail(err, HP_ERR_UNUSABLE, "EXR ZIP split: no share for %llu bytes of chunk table",
-                       (unsigned long long)extra);
-    if (extra && !hp_budget_take(e->budget, extra)) {
-        early_share_put(extra);
-        return hp_fail(err, HP_ERR_UNUSABLE, "EXR ZIP split: no budget for %llu bytes of chunk table",
-                       (unsigned long long)extra);
-    }
     hp_err ignored = {0};
     /* cached host memory: libdeflate reads back what it wrote (its matches), which write-combined memory
      * would make slow */
@@ -143,10 +156,6 @@ static hp_code zip_split(hp_early *e, const hp_decode_options *opt, hp_image_inf
         code = e->be->zip_gpu_run(e->be->ctx, HP_EXR_ZIP_SPLIT, &f, &in->buf, &out->buf, err);
     if (in)
         hp_host_pool_put(in);
-    if (extra) {
-        hp_budget_give(e->budget, extra);
-        early_share_put(extra);
-    }
     return code;
 }
 
@@ -218,17 +227,24 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_
     uint64_t n = (uint64_t)info.width * info.height;
     uint32_t chunks = layout->chunk_count;
     uint64_t unpacked = n * layout->pixel_bytes + 4ull * chunks; /* every chunk's bytes, each rounded up to a word */
+    /* The split holds every inflated byte in host memory while the body arrives, within the GPU's 32-bit
+     * offsets: where the share of bodies still arriving cannot give what the pixels' charge does not cover (the
+     * table, and channels beside the colour: AOVs, depth), the frame goes whole to the GPU instead, which holds
+     * only its packed bytes. */
+    uint64_t split_bytes = (uint64_t)chunks * sizeof(hp_exr_zip_chunk) + unpacked;
+    uint64_t extra = route == HP_EXR_ZIP_SPLIT && split_bytes > charged ? split_bytes - charged : 0;
+    if (route == HP_EXR_ZIP_SPLIT && (unpacked > INT32_MAX || !split_extra_take(e, extra))) {
+        route = HP_EXR_ZIP_ON_GPU;
+        extra = 0;
+    }
     bool split = route == HP_EXR_ZIP_SPLIT;
-    /* The split holds every inflated byte in host memory while the body arrives (the caller sends frames of more
-     * bytes than their image whole to the GPU instead), within the GPU's 32-bit offsets. */
-    if (split && unpacked > INT32_MAX)
-        return false;
     /* the image, then the chunks: hp_exr_zip_gpu_output_bytes */
     uint64_t out_bytes = n * (layout->float_image ? 16 : 8) + unpacked + 4;
     hp_err ignored = {0};
     hp_host_block *out = hp_host_pool_get(e->be->host_pool, HP_MEM_DEVICE, (size_t)out_bytes, &ignored);
     if (!out) {
         hp_debug("early decode: no device memory for the GPU's path (%s): the CPU decodes", ignored.message);
+        split_extra_give(e, extra);
         return false;
     }
     e->pixels = (hp_host_mem){.block = out}; /* before the start: the handler may take it over from then on */
@@ -240,9 +256,10 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_
     if (!arrived)
         code = hp_fail(&err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended before its last byte");
     else if (split)
-        code = zip_split(e, opt, &info, chunks, unpacked, charged, out, &err);
+        code = zip_split(e, opt, &info, chunks, unpacked, out, &err);
     else
         code = zip_on_gpu(e, opt, &info, chunks, out, &err);
+    split_extra_give(e, extra); /* the inflated chunks are on the device now, or given up */
     /* A body cut off is no frame for the CPU either; one still arriving the CPU decodes as it comes. */
     if (split && hp_arrival_cut_short(&req->arrival, req->body_cap))
         arrived = false;
@@ -316,11 +333,6 @@ static bool early_run(hp_early *e)
     hp_exr_zip_decoded route = HP_EXR_ZIP_ON_CPU;
     if (e->be->zip_route && e->be->host_pool && (unfit = gpu_unfit(e, req, &opt, &fitted, &layout)) == NULL)
         route = e->be->zip_route(e->be->ctx);
-    /* The split holds a frame's inflated chunks in host memory while it arrives, as much as its image was
-     * charged: a frame of more bytes than that (channels beside the colour: AOVs, depth) goes whole to the GPU,
-     * which holds only its packed bytes. */
-    if (route == HP_EXR_ZIP_SPLIT && layout.pixel_bytes > (layout.float_image ? 16u : 8u))
-        route = HP_EXR_ZIP_ON_GPU;
     if (unfit)
         note_cpu_frame(unfit);
     if (route != HP_EXR_ZIP_ON_CPU && !unfit && early_zip_gpu(e, &opt, route, &fitted, &layout))
