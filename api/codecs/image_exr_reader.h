@@ -83,7 +83,7 @@ struct hp_exr_chunk_worker {
 
 /* The threads a frame takes (its ask divided by the frames decoding), and it counted among the frames
  * decoding (hp_image_frames_decoding) until hp_exr_frame_done. */
-uint32_t hp_exr_frame_threads(const hp_exr_reader *r, const hp_decode_options *opt, bool dwa);
+uint32_t hp_exr_frame_threads(const hp_exr_reader *r, const hp_decode_options *opt);
 void hp_exr_frame_done(void);
 /* proto's work on `threads` threads (this one among them); the first failing chunk's error in the file. */
 hp_code hp_exr_decode_threaded(hp_exr_reader *r, uint32_t threads, const hp_exr_chunk_worker *proto,

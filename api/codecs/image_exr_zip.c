@@ -260,7 +260,7 @@ hp_code hp_image_zip_inflate(const uint8_t *bytes, size_t len, const hp_decode_o
                                  .unpacked = (uint8_t *)dst + frame->table_bytes, .line_bytes = line_bytes,
                                  .chunk_stride = (whole + 3) & ~3ull};
     hp_exr_chunk_worker proto = {.reader = r, .work = inflate_all, .split = &z};
-    uint32_t threads = hp_exr_frame_threads(r, opt, false);
+    uint32_t threads = hp_exr_frame_threads(r, opt);
     hp_depth_stats unused = {0};
     if (threads <= 1) {
         _Atomic uint32_t next = 0;
