@@ -150,7 +150,9 @@ static const hp_setting settings[] = {
     {.name = "device", .type = HP_SETTING_STRING, .offset = FIELD(device), .default_value = "",
      .metavar = "DEVICE",
      .help = "Vulkan device: empty chooses discrete, then integrated, virtual, CPU; a number is an index "
-             "into the device list; anything else is a case-insensitive substring of the device name."},
+             "into the device list; a UUID as nvidia-smi -L prints it (GPU-..., any case, dashes optional); a PCI "
+             "address ([domain:]bus:device.function, hex: 0000:3b:00.0); anything else is a case-insensitive "
+             "substring of the device name. /v1/gpu and the start-up log say each device's UUID and address."},
     {.name = "pipeline_cache", .type = HP_SETTING_STRING, .offset = FIELD(pipeline_cache),
      .default_value = "auto", .metavar = "PATH",
      .help = "Pipeline cache file, read at start-up to warm faster and written at exit; empty disables it. "

@@ -321,15 +321,19 @@ static hp_code choose_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
     for (uint32_t i = 0; i < n; i++) {
         VkPhysicalDeviceProperties props;
         vkGetPhysicalDeviceProperties(pds[i], &props);
+        hp_gpu_identity id;
+        hp_gpu_identity_of(pds[i], &id);
         char buf[96];
         const char *missing = missing_requirement(pds[i], buf, sizeof(buf));
-        hp_info("vulkan: device %u: %s (%s, Vulkan %u.%u)%s%s", i, props.deviceName,
+        hp_info("vulkan: device %u: %s (%s, Vulkan %u.%u), %s%s%s%s%s", i, props.deviceName,
                 device_type_name(props.deviceType), VK_API_VERSION_MAJOR(props.apiVersion),
-                VK_API_VERSION_MINOR(props.apiVersion), missing ? ": unusable, lacks " : "",
-                missing ? missing : "");
+                VK_API_VERSION_MINOR(props.apiVersion), id.uuid, id.has_pci ? ", PCI " : "", id.pci_address,
+                missing ? ": unusable, lacks " : "", missing ? missing : "");
         bool selected;
         if (want && is_decimal(want))
             selected = strtoul(want, NULL, 10) == i;
+        else if (want && hp_gpu_selector_of(want) != HP_GPU_BY_OTHER)
+            selected = hp_gpu_identity_matches(&id, want);
         else if (want)
             selected = strcasestr(props.deviceName, want) != NULL;
         else
@@ -361,8 +365,8 @@ static hp_code choose_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
         free(pds);
         if (want)
             return hp_fail(err, HP_ERR_NO_DEVICE,
-                           "no Vulkan device matches device=\"%s\" (a device index or a name substring; "
-                           "the devices found are logged above)", want);
+                           "no Vulkan device matches device=\"%s\" (a device index, a UUID as nvidia-smi -L prints "
+                           "it, a PCI address, or a name substring; the devices found are logged above)", want);
         return hp_fail(err, HP_ERR_NO_DEVICE, "none of the %u Vulkan devices has what hdrpostd needs "
                        "(see the log above for what each lacks)", n);
     }
@@ -371,7 +375,10 @@ static hp_code choose_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
 
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(gpu->physical, &props);
-    hp_info("vulkan: using device %d: %s, %s", chosen, props.deviceName, reason);
+    gpu->info.vulkan_index = (uint32_t)chosen;
+    hp_gpu_identity_of(gpu->physical, &gpu->info.identity);
+    hp_info("vulkan: using device %d: %s, %s%s%s, %s", chosen, props.deviceName, gpu->info.identity.uuid,
+            gpu->info.identity.has_pci ? ", PCI " : "", gpu->info.identity.pci_address, reason);
     return HP_OK;
 }
 

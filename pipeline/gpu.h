@@ -18,6 +18,7 @@
 #include <vulkan/vulkan.h>
 
 #include "common/error.h"
+#include "pipeline/gpu_identity.h"
 #include "pipeline/pipeline_cache.h"
 #include "pipeline/vk_result.h"
 
@@ -48,6 +49,8 @@ typedef struct hp_gpu_config {
 
 typedef struct hp_gpu_info {
     char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+    hp_gpu_identity identity;        /* its UUID and PCI address: which of a host's GPUs (pipeline/gpu_identity.h) */
+    uint32_t vulkan_index;           /* its index among the instance's devices (device=N) */
     VkPhysicalDeviceType device_type;
     uint32_t vendor_id, device_id;
     uint32_t api_version, driver_version;

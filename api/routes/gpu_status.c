@@ -32,6 +32,8 @@ static struct {
     nvml_return (*utilization)(nvml_device device, nvml_utilization *u);
     nvml_return (*temperature)(nvml_device device, int sensor, unsigned int *celsius);
     nvml_return (*power)(nvml_device device, unsigned int *milliwatts);
+    nvml_return (*by_uuid)(const char *uuid, nvml_device *device);     /* may be missing: then by PCI only */
+    nvml_return (*index)(nvml_device device, unsigned int *index);      /* nvidia-smi's index; may be missing */
 } nvml;
 static pthread_once_t nvml_once = PTHREAD_ONCE_INIT;
 
@@ -47,16 +49,21 @@ static void nvml_load(void)
     nvml.utilization = (nvml_return(*)(nvml_device, nvml_utilization *))dlsym(lib, "nvmlDeviceGetUtilizationRates");
     nvml.temperature = (nvml_return(*)(nvml_device, int, unsigned int *))dlsym(lib, "nvmlDeviceGetTemperature");
     nvml.power = (nvml_return(*)(nvml_device, unsigned int *))dlsym(lib, "nvmlDeviceGetPowerUsage");
+    nvml.by_uuid = (nvml_return(*)(const char *, nvml_device *))dlsym(lib, "nvmlDeviceGetHandleByUUID");
+    nvml.index = (nvml_return(*)(nvml_device, unsigned int *))dlsym(lib, "nvmlDeviceGetIndex");
     nvml.loaded = nvml.init && nvml.by_index && nvml.count && nvml.utilization && nvml.temperature && nvml.power &&
                   nvml.init() == 0;
 }
 
-/* NVML's device for ours: by PCI address when Vulkan told it, else the only NVIDIA device. */
+/* NVML's device for ours: by UUID (NVIDIA's Vulkan deviceUUID is NVML's), else by PCI address when Vulkan
+ * told it, else the only NVIDIA device. */
 static bool nvml_device_for(const hp_gpu_report *r, nvml_device *dev)
 {
     pthread_once(&nvml_once, nvml_load);
     if (!nvml.loaded || r->info.vendor_id != 0x10de)
         return false;
+    if (nvml.by_uuid && nvml.by_uuid(r->info.identity.uuid, dev) == 0)
+        return true;
     if (r->memory.has_pci && nvml.by_pci) {
         char id[32];
         snprintf(id, sizeof(id), "%08x:%02x:%02x.%x", r->memory.pci_domain, r->memory.pci_bus, r->memory.pci_device,
@@ -125,6 +132,11 @@ void hp_route_gpu(hp_request *req, hp_reply *reply)
         hp_cache_state_name(r.info.cache_state), "bytes_loaded", (json_int_t)r.info.cache_bytes_loaded, "frame_graph",
         "sizes_kept", (int)r.frame_sizes_kept, "device_bytes", (json_int_t)r.frame_graph_bytes);
     json_object_set_new(body, "vulkan", json_string(vulkan));
+    /* Which of the host's GPUs (issue 37): what nvidia-smi -L and lspci -D say of it, and device= takes. */
+    const hp_gpu_identity *id = &r.info.identity;
+    json_object_set_new(body, "uuid", json_string(id->uuid));
+    json_object_set_new(body, "pci_address", id->has_pci ? json_string(id->pci_address) : json_null());
+    json_object_set_new(body, "vulkan_index", json_integer(r.info.vulkan_index));
     json_object_set_new(body, "device_type", json_string(device_type_name(r.info.device_type)));
     json_object_set_new(body, "host_memory", json_pack("{s:i, s:I, s:I}", "blocks_in_use", (int)r.host_blocks_out,
                                                        "kept_bytes", (json_int_t)r.host_kept_bytes,
@@ -152,9 +164,42 @@ void hp_route_gpu(hp_request *req, hp_reply *reply)
             json_object_set_new(n, "temperature_celsius", json_integer(celsius));
         if (nvml.power(dev, &mw) == 0)
             json_object_set_new(n, "power_watts", json_real(mw / 1000.0));
+        unsigned int index;
+        if (nvml.index && nvml.index(dev, &index) == 0)
+            json_object_set_new(n, "index", json_integer(index));
         json_object_set_new(body, "nvml", n);
     }
     hp_reply_json(reply, 200, body);
+}
+
+/* A label value in Prometheus's text format: backslash, double quote and newline escaped. */
+static void label_value(char *out, size_t size, const char *in)
+{
+    size_t o = 0;
+    for (; *in && o + 3 < size; in++) {
+        if (*in == '\\' || *in == '"' || *in == '\n')
+            out[o++] = '\\';
+        out[o++] = *in == '\n' ? 'n' : *in;
+    }
+    out[o] = '\0';
+}
+
+/* hdrpost_gpu_info: which GPU this daemon holds, as labels (the info-metric convention: a constant 1 to join
+ * the other series on), so that a dashboard of a host's replicas names each one's GPU. */
+static int gpu_info_metric(char **buf, size_t *len, size_t *cap, const hp_gpu_report *r)
+{
+    char name[2 * VK_MAX_PHYSICAL_DEVICE_NAME_SIZE], nvml_index[32] = "";
+    label_value(name, sizeof(name), r->info.device_name);
+    nvml_device dev;
+    unsigned int index;
+    if (nvml_device_for(r, &dev) && nvml.index && nvml.index(dev, &index) == 0)
+        snprintf(nvml_index, sizeof(nvml_index), ",nvml_index=\"%u\"", index);
+    return hp_metrics_printf(buf, len, cap,
+                             "# HELP hdrpost_gpu_info The GPU this daemon holds: its name, UUID (as nvidia-smi -L "
+                             "prints it), PCI address and indices; always 1.\n# TYPE hdrpost_gpu_info gauge\n"
+                             "hdrpost_gpu_info{device=\"%s\",uuid=\"%s\",pci_address=\"%s\",vulkan_index=\"%u\"%s} 1\n",
+                             name, r->info.identity.uuid, r->info.identity.pci_address, r->info.vulkan_index,
+                             nvml_index);
 }
 
 void hp_route_metrics(hp_request *req, hp_reply *reply)
@@ -179,6 +224,7 @@ void hp_route_metrics(hp_request *req, hp_reply *reply)
                                 states[i] == state ? 1 : 0);
     hp_gpu_report r;
     if (rc == 0 && report(req, &r)) {
+        rc |= gpu_info_metric(&buf, &len, &cap, &r);
         rc |= hp_metrics_printf(&buf, &len, &cap,
                                 "# HELP hdrpost_queue_depth Frames waiting for the GPU.\n# TYPE hdrpost_queue_depth gauge\n"
                                 "hdrpost_queue_depth %u\n"

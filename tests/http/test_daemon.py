@@ -640,6 +640,70 @@ def cache_by_convention(tmp):
         d.dump()
 
 
+UUID_RX = r"GPU-[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}"
+
+
+def gpu_of(d, port, args):
+    """/v1/gpu's document once the daemon is ready, or None."""
+    wait_until_ready(d, port)
+    try:
+        status, _, body = request(port, "GET", "/v1/gpu")
+        return json.loads(body) if status == 200 else None
+    except (OSError, ValueError):
+        return None
+
+
+def which_gpu(tmp):
+    """Which GPU (issue 37): /v1/gpu, /metrics' hdrpost_gpu_info and the start-up log name the device by its
+    UUID (as nvidia-smi -L prints it) and its PCI address where the driver tells it; --device takes the UUID
+    spelled any of the usual ways, or a PCI address; a UUID or an address no device has stops the start naming
+    what device= takes."""
+    port = free_port()
+    d = Daemon("which gpu", [f"--listen={HOST}:{port}", "--log_level=info"] + device_args())
+    try:
+        doc = gpu_of(d, port, [])
+        uuid = doc.get("uuid", "") if doc else ""
+        pci = doc.get("pci_address") if doc else None
+        using = d.wait_line(r"vulkan: using device", 1) or ""
+        point("/v1/gpu names the device by its UUID, its PCI address (null where the driver has none, as lavapipe) "
+              "and its Vulkan index, and the start-up log says the same UUID",
+              doc is not None and re.fullmatch(UUID_RX, uuid) is not None and uuid in using
+              and (pci is None or re.fullmatch(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]", pci) is not None)
+              and isinstance(doc.get("vulkan_index"), int), f"{doc and {k: doc.get(k) for k in ('uuid', 'pci_address', 'vulkan_index')}} {using!r}")
+        _, _, text = request(port, "GET", "/metrics")
+        text = text.decode(errors="replace")
+        info = [ln for ln in text.splitlines() if ln.startswith("hdrpost_gpu_info{")]
+        point("/metrics: hdrpost_gpu_info carries the same UUID, PCI address and index as labels, value 1",
+              len(info) == 1 and f'uuid="{uuid}"' in info[0] and f'pci_address="{pci or ""}"' in info[0]
+              and f'vulkan_index="{doc.get("vulkan_index") if doc else ""}"' in info[0] and info[0].endswith("} 1"),
+              f"{info}")
+    finally:
+        d.stop()
+        d.kill()
+    if not uuid:
+        return
+    spellings = [uuid, uuid[4:].replace("-", "").upper()] + ([pci, "0000" + pci] if pci else [])
+    for want in spellings:
+        port = free_port()
+        d = Daemon(f"device={want}", [f"--listen={HOST}:{port}", f"--device={want}"])
+        try:
+            got = gpu_of(d, port, [])
+            point(f"--device={want}: the daemon holds that GPU", got is not None and got.get("uuid") == uuid,
+                  f"{got and got.get('uuid')}\n{d.log()}")
+        finally:
+            d.stop()
+            d.kill()
+    for want in ("GPU-00000000-0000-0000-0000-000000000000", "0000:ff:1f.7"):
+        d = Daemon(f"device={want}", [f"--listen={HOST}:{free_port()}", f"--device={want}"])
+        try:
+            rc = d.wait_exit(CONFIG_EXIT_TIMEOUT_S * 4)
+            log = d.log()
+            point(f"--device={want} (no such GPU): exit 1, naming the value and what device= takes",
+                  rc == 1 and f'device="{want}"' in log and "UUID" in log and "PCI address" in log, f"exit {rc}\n{log}")
+        finally:
+            d.kill()
+
+
 # Under HDRPOST_TEST_QUICK (the ThreadSanitizer pass): the device lost after the drain has freed the HTTP
 # server, a frame still on the GPU thread (the worker and the server's end, on two threads).
 QUICK = (device_lost_after_drain,)
@@ -647,7 +711,8 @@ QUICK = (device_lost_after_drain,)
 
 def main():
     def suite(tmp):
-        for group in harness.groups((config_errors, address_in_use, starts, cache_by_convention, tls, warm_frame, device_lost,
+        for group in harness.groups((config_errors, address_in_use, starts, cache_by_convention, which_gpu, tls, warm_frame,
+                                     device_lost,
                                      device_lost_queued, device_lost_after_drain, device_lost_in_warmup,
                                      metrics_open), QUICK):
             group(tmp)
