@@ -408,8 +408,8 @@ static const struct {
             "timings_ms": {"$ref": "#/components/schemas/Timings"}}})},
     {"Gpu", JSON_TEXT({
         "type": "object",
-        "required": ["state", "device", "device_type", "vendor", "driver", "driver_info", "vulkan", "vendor_id", "device_id", "memory_heaps",
-                     "queue", "pipeline_cache", "pipelines", "frame_graph", "host_memory", "clock_hold"],
+        "required": ["state", "device", "device_type", "vendor", "driver", "driver_info", "vulkan", "vendor_id", "device_id", "uuid",
+                     "pci_address", "vulkan_index", "memory_heaps", "queue", "pipeline_cache", "pipelines", "frame_graph", "host_memory", "clock_hold"],
         "properties": {
             "state": {"$ref": "#/components/schemas/ServiceState"},
             "device": {"type": "string"},
@@ -418,6 +418,11 @@ static const struct {
             "driver": {"type": "string"}, "driver_info": {"type": "string"},
             "vulkan": {"type": "string", "pattern": "^[0-9]+\\.[0-9]+\\.[0-9]+$"},
             "vendor_id": {"type": "integer", "minimum": 0}, "device_id": {"type": "integer", "minimum": 0},
+            "uuid": {"type": "string", "pattern": "^GPU-[0-9a-f]{8}-([0-9a-f]{4}-){3}[0-9a-f]{12}$",
+                     "description": "Vulkan's deviceUUID, written as nvidia-smi -L writes it (the same bytes as NVML's on NVIDIA); --device takes it."},
+            "pci_address": {"type": ["string", "null"], "pattern": "^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\\.[0-7]$",
+                            "description": "As lspci -D writes it; null where the driver lacks VK_EXT_pci_bus_info. --device takes it."},
+            "vulkan_index": {"type": "integer", "minimum": 0, "description": "The device's place in Vulkan's list (--device=N)."},
             "memory_heaps": {"type": "array", "items": {
                 "type": "object", "required": ["size_bytes", "device_local"],
                 "description": "budget_bytes and usage_bytes where the driver has VK_EXT_memory_budget.",
@@ -443,7 +448,8 @@ static const struct {
             "inflight_memory": {"$ref": "#/components/schemas/InflightMemory"},
             "nvml": {"type": "object", "description": "Where libnvidia-ml is on the host; a field it cannot read is left out.",
                      "properties": {"utilization_percent": {"type": "integer"}, "memory_utilization_percent": {"type": "integer"},
-                                    "temperature_celsius": {"type": "integer"}, "power_watts": {"type": "number"}}}}})},
+                                    "temperature_celsius": {"type": "integer"}, "power_watts": {"type": "number"},
+                                    "index": {"type": "integer", "minimum": 0, "description": "nvidia-smi's index of this GPU."}}}}})},
     {"Stats", JSON_TEXT({
         "type": "object",
         "required": ["version", "uptime_s", "state", "ready", "reason", "device", "queue", "gpu_memory", "inflight_memory",
