@@ -553,6 +553,8 @@ static hp_config_result scan_flags(int argc, char **argv, flag_value *flags, int
         const char *arg = argv[i];
         if (strcmp(arg, "--version") == 0)
             return HP_CONFIG_VERSION;
+        if (strcmp(arg, "--list-devices") == 0 || strcmp(arg, "--list_devices") == 0)
+            return HP_CONFIG_LIST_DEVICES;
         if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
             hp_fail(err, HP_ERR_INVALID_ARGUMENT, "unexpected argument \"%s\": settings are given as "
                     "--name=value (hdrpostd --help lists them)", arg);
@@ -721,6 +723,12 @@ void hp_config_print_help(FILE *out, const char *program)
             "\n"
             "Each setting is taken from, highest precedence first: its flag, its environment variable,\n"
             "the config file, its default. Names may be written with '-' for '_'.\n"
+            "\n"
+            "  --list-devices\n"
+            "      Print the Vulkan devices, a line each (index, UUID, PCI address, type, whether usable,\n"
+            "      name: what --device takes), and exit.\n"
+            "  --version\n"
+            "      Print the version and exit.\n"
             "\n"
             "  --config=FILE\n"
             "      env HDRPOST_CONFIG\n"

@@ -121,6 +121,7 @@ typedef enum hp_config_result {
     HP_CONFIG_RUN = 0, /* *config is filled: start the daemon */
     HP_CONFIG_HELP,    /* --help was given: print hp_config_print_help() and exit 0 */
     HP_CONFIG_VERSION, /* --version was given: print the version and exit 0 */
+    HP_CONFIG_LIST_DEVICES, /* --list-devices: print the Vulkan devices (hp_gpu_list_devices) and exit */
     HP_CONFIG_INVALID, /* err says which setting, which value and what is allowed: exit 2 */
 } hp_config_result;
 

@@ -830,6 +830,12 @@ int main(int argc, char **argv)
     case HP_CONFIG_VERSION:
         printf("hdrpostd %s\n", HP_VERSION);
         return EXIT_CLEAN;
+    case HP_CONFIG_LIST_DEVICES: /* for deploy/replicas.py and an operator choosing device= */
+        if (hp_gpu_list_devices(stdout, &err) != HP_OK) {
+            hp_error("listing the Vulkan devices: %s", err.message);
+            return EXIT_STARTUP_FAILED;
+        }
+        return EXIT_CLEAN;
     case HP_CONFIG_INVALID:
         hp_error("configuration: %s", err.message);
         return EXIT_BAD_CONFIG;

@@ -585,18 +585,64 @@ hp_code hp_gpu_save_pipeline_cache(hp_gpu *gpu, hp_err *err)
     return hp_pipeline_cache_save(gpu->device, &id, gpu->cache_path, gpu->pipeline_cache, err);
 }
 
+/* An empty hp_gpu whose locks are made: hp_gpu_destroy takes it at any stage. */
+static hp_gpu *gpu_alloc(void)
+{
+    hp_gpu *gpu = calloc(1, sizeof(*gpu));
+    if (!gpu)
+        return NULL;
+    pthread_mutex_init(&gpu->compute_lock, NULL);
+    for (uint32_t q = 0; q < HP_GPU_DECODE_QUEUES_MAX; q++)
+        pthread_mutex_init(&gpu->decode_locks[q], NULL);
+    pthread_mutex_init(&gpu->decode_take_lock, NULL);
+    return gpu;
+}
+
+hp_code hp_gpu_list_devices(FILE *out, hp_err *err)
+{
+    hp_gpu_config cfg = HP_GPU_CONFIG_DEFAULTS;
+    cfg.validation = false;
+    hp_gpu *gpu = gpu_alloc();
+    if (!gpu)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    hp_code rc = create_instance(gpu, &cfg, err);
+    uint32_t n = 0;
+    VkPhysicalDevice *pds = NULL;
+    if (rc == HP_OK) {
+        VkResult res = vkEnumeratePhysicalDevices(gpu->instance, &n, NULL);
+        if (res == VK_SUCCESS && n && !(pds = calloc(n, sizeof(*pds))))
+            rc = hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+        else if (res == VK_SUCCESS && n)
+            res = vkEnumeratePhysicalDevices(gpu->instance, &n, pds);
+        if (rc == HP_OK && res != VK_SUCCESS && res != VK_INCOMPLETE)
+            rc = hp_vk_fail(err, res, "vkEnumeratePhysicalDevices");
+    }
+    if (rc == HP_OK)
+        fprintf(out, "# index\tuuid\tpci_address\ttype\tusable\tname\n");
+    for (uint32_t i = 0; rc == HP_OK && i < n; i++) {
+        VkPhysicalDeviceProperties props;
+        vkGetPhysicalDeviceProperties(pds[i], &props);
+        hp_gpu_identity id;
+        hp_gpu_identity_of(pds[i], &id);
+        char buf[96];
+        const char *missing = missing_requirement(pds[i], buf, sizeof(buf));
+        fprintf(out, "%u\t%s\t%s\t%s\t%s%s\t%s\n", i, id.uuid, id.has_pci ? id.pci_address : "-",
+                device_type_name(props.deviceType), missing ? "lacks: " : "usable", missing ? missing : "",
+                props.deviceName);
+    }
+    free(pds);
+    hp_gpu_destroy(&gpu);
+    return rc;
+}
+
 hp_code hp_gpu_create(const hp_gpu_config *config, hp_gpu **out, hp_err *err)
 {
     hp_gpu_config defaults = HP_GPU_CONFIG_DEFAULTS;
     const hp_gpu_config *cfg = config ? config : &defaults;
     *out = NULL;
-    hp_gpu *gpu = calloc(1, sizeof(*gpu));
+    hp_gpu *gpu = gpu_alloc();
     if (!gpu)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
-    pthread_mutex_init(&gpu->compute_lock, NULL);
-    for (uint32_t q = 0; q < HP_GPU_DECODE_QUEUES_MAX; q++)
-        pthread_mutex_init(&gpu->decode_locks[q], NULL);
-    pthread_mutex_init(&gpu->decode_take_lock, NULL);
     if (cfg->pipeline_cache_path && *cfg->pipeline_cache_path) {
         gpu->cache_path = strdup(cfg->pipeline_cache_path);
         if (!gpu->cache_path) {

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <vulkan/vulkan.h>
 
 #include "common/error.h"
@@ -96,6 +97,11 @@ void hp_gpu_memory_report(hp_gpu *gpu, hp_gpu_memory *out);
 hp_code hp_gpu_create(const hp_gpu_config *config, hp_gpu **out, hp_err *err);
 /* Waits for the device to go idle and destroys everything. Does not save the pipeline cache. */
 void hp_gpu_destroy(hp_gpu **gpu);
+
+/* Every Vulkan device the loader lists, a line each, tab-separated after a header line that starts with #:
+ * its index, UUID, PCI address ("-" without one), type, "usable" or "lacks: ..." and name. What device=
+ * takes (pipeline/gpu_identity.h); deploy/replicas.py reads it to write a unit per GPU. */
+hp_code hp_gpu_list_devices(FILE *out, hp_err *err);
 
 const hp_gpu_info *hp_gpu_get_info(const hp_gpu *gpu);
 /* A copy with the pipeline counts as they are now; safe from any thread. */

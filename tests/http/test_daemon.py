@@ -682,6 +682,16 @@ def which_gpu(tmp):
         d.kill()
     if not uuid:
         return
+    lister = Daemon("--list-devices", ["--list-devices"])
+    rc = lister.wait_exit(CONFIG_EXIT_TIMEOUT_S * 4)
+    rows = [ln.split("\t") for ln in lister.stdout if ln and not ln.startswith("#")]
+    mine = [r for r in rows if len(r) == 6 and r[1] == uuid]
+    point("--list-devices exits 0 with a tab-separated line a device: index, UUID, PCI address, type, usable, name; "
+          "the daemon's own GPU among them, usable, at its Vulkan index",
+          rc == 0 and lister.stdout and lister.stdout[0].startswith("# index\tuuid") and len(mine) == 1
+          and mine[0][0] == str(doc.get("vulkan_index")) and mine[0][2] == (pci or "-") and mine[0][4] == "usable",
+          f"exit {rc}\n" + "\n".join(lister.stdout) + lister.log())
+    lister.kill()
     spellings = [uuid, uuid[4:].replace("-", "").upper()] + ([pci, "0000" + pci] if pci else [])
     for want in spellings:
         port = free_port()
