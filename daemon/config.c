@@ -1,3 +1,4 @@
+#include "api/http/trusted_proxies.h"
 #include "daemon/config.h"
 
 #include <ctype.h>
@@ -56,6 +57,17 @@ static bool check_listen(const char *value, char *why, size_t why_size)
 
 /* allowed_origins: "*" or origins as a browser sends them (RFC 6454: scheme://host[:port], no path, no
  * wildcard in the host: a browser sends one origin, which is matched whole). */
+static bool check_trusted_proxies(const char *value, char *why, size_t why_size)
+{
+    hp_trusted_proxies t;
+    hp_err err = {0};
+    if (hp_trusted_proxies_parse(value, &t, &err) == HP_OK)
+        return true;
+    snprintf(why, why_size, "%s (addresses or networks, comma-separated: 127.0.0.1, 10.0.0.0/8, ::1, fd00::/8)",
+             err.message);
+    return false;
+}
+
 static bool check_allowed_origins(const char *value, char *why, size_t why_size)
 {
     for (const char *p = value; *p;) {
@@ -285,8 +297,14 @@ static const hp_setting settings[] = {
              "open-file limit)."},
     {.name = "max_connections_per_ip", .type = HP_SETTING_INT, .offset = FIELD(max_connections_per_ip),
      .default_value = "64", .min = 0, .max = 100000, .metavar = "N",
-     .help = "Connections open at once from one client address; 0: no limit (behind a proxy every client has "
-             "the proxy's address)."},
+     .help = "Connections open at once from one client address; 0: no limit. A trusted proxy's connections "
+             "(trusted_proxies) are not held to it: they carry many clients."},
+    {.name = "trusted_proxies", .type = HP_SETTING_STRING, .offset = FIELD(trusted_proxies), .default_value = "",
+     .check = check_trusted_proxies, .metavar = "ADDRS",
+     .help = "Proxies in front of the daemon (HAProxy, an ingress): addresses or networks, comma-separated "
+             "(127.0.0.1, 10.0.0.0/8, ::1, fd00::/8). Their connections are not held to max_connections_per_ip, "
+             "and a request's log line names the client they pass on in X-Forwarded-For (the right-most address "
+             "that is not a trusted proxy). Anyone else's X-Forwarded-For is ignored. Empty: none."},
     {.name = "header_timeout_s", .type = HP_SETTING_DOUBLE, .offset = FIELD(header_timeout_s),
      .default_value = "30", .min = 0, .max = 3600, .metavar = "SECONDS",
      .help = "A request's headers must be in within this of the connection's start or its previous request's "

@@ -89,6 +89,8 @@ typedef struct hp_config {
     char *studio_looks;
     /* Origins besides the daemon's own whose pages may call the API (api/http/http.h); "" none. */
     char *allowed_origins;
+    /* Proxies trusted to pass the client on (api/http/trusted_proxies.h); "" none. */
+    char *trusted_proxies;
     int max_connections, max_connections_per_ip;
     double header_timeout_s;
     int min_body_rate_kbs;

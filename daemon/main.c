@@ -552,6 +552,7 @@ static hp_code start_http(daemon_parts *d, hp_err *err)
     p.tls_key = config->tls_key;
     p.probe_listen = config->probe_listen;
     p.allowed_origins = config->allowed_origins;
+    p.trusted_proxies = config->trusted_proxies;
     p.max_connections = (unsigned)config->max_connections;
     p.max_connections_per_ip = (unsigned)config->max_connections_per_ip;
     p.header_timeout_s = config->header_timeout_s;

@@ -1,3 +1,4 @@
+#include "api/http/trusted_proxies.h"
 #include "api/http/http.h"
 
 #include <arpa/inet.h>
@@ -84,6 +85,7 @@ struct hp_http {
     _Atomic bool backend_set; /* backend is whole (hp_http_set_backend) */
     bool local_names_only;    /* no token and a loopback listener: Host must name this machine (host_problem) */
     char *allowed_origins;    /* allowed_origins' copy: origins besides the daemon's own; NULL: none */
+    hp_trusted_proxies trusted; /* trusted_proxies, parsed */
     struct timespec created; /* CLOCK_MONOTONIC */
 };
 
@@ -992,6 +994,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     return on_body_in(http, req);
 }
 
+
+/* " for CLIENT" where a trusted proxy (trusted_proxies) passed the client on in X-Forwarded-For: the log line
+ * then names the client, not the proxy; "" otherwise. */
+static void forwarded_client(const hp_request *req, char *out, size_t size)
+{
+    out[0] = '\0';
+    if (!req->http->trusted.count || !req->connection)
+        return;
+    const union MHD_ConnectionInfo *ai = MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ai || !hp_trusted_proxies_has(&req->http->trusted, ai->client_addr))
+        return;
+    const char *xff = MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, "X-Forwarded-For");
+    char addr[64];
+    if (hp_trusted_proxies_client(&req->http->trusted, xff, addr, sizeof(addr)))
+        snprintf(out, size, " for %s", addr);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *connection, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -1011,11 +1030,12 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && (size_t)toe < sizeof(reasons) / sizeof(reasons[0]) &&
         reasons[toe])
         reason = reasons[toe];
-    char method[64], path[512];
+    char method[64], path[512], client[80] = "";
     log_safe(req->method, method, sizeof(method));
     log_safe(req->path, path, sizeof(path));
-    hp_info("http: id=%s %s %s %zu bytes%s%s %u %.2f ms%s", req->id, method, path, req->body_len,
-            req->log_note[0] ? " " : "", req->log_note, req->status, ms_since(&req->started), reason);
+    forwarded_client(req, client, sizeof(client));
+    hp_info("http: id=%s %s %s %zu bytes%s%s %u %.2f ms%s%s", req->id, method, path, req->body_len,
+            req->log_note[0] ? " " : "", req->log_note, req->status, ms_since(&req->started), reason, client);
     hp_metrics_request(metrics_label(req), req->status);
     if (live_counts(req, req->status))
         hp_live_request(req->status);
@@ -1273,8 +1293,14 @@ hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
     if (!http)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of memory creating the HTTP server");
     clock_gettime(CLOCK_MONOTONIC, &http->created);
+    hp_code parsed = hp_trusted_proxies_parse(params->trusted_proxies, &http->trusted, err);
+    if (parsed != HP_OK) {
+        http_free(http);
+        return parsed;
+    }
     hp_guard_params gp = {.name = "api", .max_connections = params->max_connections, .threads = params->threads,
-                          .per_client = params->max_connections_per_ip, .header_timeout_s = params->header_timeout_s,
+                          .per_client = params->max_connections_per_ip, .trusted = &http->trusted,
+                          .header_timeout_s = params->header_timeout_s,
                           .min_body_rate = params->min_body_rate, .body_grace_s = params->body_grace_s,
                           .tick = idle_tick, .tick_ctx = http};
     int fd = -1, family = 0;

@@ -64,6 +64,8 @@ typedef struct hp_http_params {
     /* Origins whose pages may call the API besides the daemon's own (comma-separated, "*" for any): a request
      * with another Origin is refused 403 (a web page's simple POST needs no preflight). NULL or "": none. */
     const char *allowed_origins;
+    /* Proxies trusted to pass the client on (api/http/trusted_proxies.h): "ADDR[/BITS], ...". NULL or "": none. */
+    const char *trusted_proxies;
     /* A second address answering /livez and /readyz alone (a kubelet's probes), with connections of its
      * own: they answer while the API's limit is full. NULL or "": none. */
     const char *probe_listen;

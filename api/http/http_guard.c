@@ -1,6 +1,7 @@
 /* The connection guard (api/http/http_guard.h): a record per connection in a connection table
  * (api/http/conn_table.h), the accept policy and the eviction it decides, the request line's checks, and a
  * thread that closes the connections whose requests arrive too slowly and watches the accept queue. */
+#include "api/http/trusted_proxies.h"
 #include "api/http/http_guard.h"
 
 #include <errno.h>
@@ -153,10 +154,11 @@ enum MHD_Result hp_guard_accept_policy(void *cls, const struct sockaddr *addr, s
 {
     hp_guard *g = cls;
     hp_client_key key = hp_client_key_of(addr, addrlen);
+    bool proxy = hp_trusted_proxies_has(g->params.trusted, addr);
     guard_note n = {{0}};
     pthread_mutex_lock(&g->lock);
     g->accepts++; /* taken from the accept queue, admitted or not: the queue moves (watch_accepts) */
-    bool ok = hp_conns_admit(g->table, &key);
+    bool ok = proxy || hp_conns_admit(g->table, &key);
     if (!ok)
         refuse(g, &key, &n);
     pthread_mutex_unlock(&g->lock);
@@ -187,10 +189,10 @@ static void evict(hp_guard *g, hp_conn *v, guard_note *n)
  * looked before the connection was counted, and polling threads accept at once: it is counted here, so the
  * limit holds exactly), or, when its polling thread's slots run short, one other connection of that thread
  * closed to make room. */
-static void admit_linked(hp_guard *g, conn *c, const hp_client_key *key, double now, guard_note *n)
+static void admit_linked(hp_guard *g, conn *c, const hp_client_key *key, bool proxy, double now, guard_note *n)
 {
     unsigned per_client = hp_conns_policy(g->table)->per_client;
-    if (per_client && hp_conns_client_count(&c->row) > per_client) {
+    if (per_client && !proxy && hp_conns_client_count(&c->row) > per_client) {
         c->refused = true; /* bytes that came with the connect would still be read and served */
         shutdown(c->row.fd, SHUT_RDWR);
         hp_conns_give_up(g->table, &c->row);
@@ -218,7 +220,7 @@ static void on_started(hp_guard *g, struct MHD_Connection *connection, void **so
     pthread_mutex_lock(&g->lock);
     c->linked = hp_conns_add(g->table, &c->row, &key, worker_index(g), fi ? fi->connect_fd : -1, now);
     if (c->linked)
-        admit_linked(g, c, &key, now, &n);
+        admit_linked(g, c, &key, hp_trusted_proxies_has(g->params.trusted, sa), now, &n);
     pthread_mutex_unlock(&g->lock);
     note_write(g, &n);
     *socket_context = c;

@@ -45,6 +45,7 @@ typedef struct hp_guard_params {
     unsigned max_connections;    /* libmicrohttpd's limit, shared among its threads */
     unsigned threads;            /* libmicrohttpd's polling threads */
     unsigned per_client;         /* connections one client (an IPv4 address, an IPv6 /64) may hold; 0: none */
+    const struct hp_trusted_proxies *trusted; /* proxies not held to per_client (they carry many clients); NULL */
     double header_timeout_s;     /* from a connection's start, or its previous request's end, to the end of
                                   * the next request's headers; 0: no deadline */
     uint64_t min_body_rate;      /* bytes per second a body must average once body_grace_s has passed; 0: none */

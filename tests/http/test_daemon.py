@@ -714,6 +714,72 @@ def which_gpu(tmp):
             d.kill()
 
 
+def held_then_live(port, held):
+    """Opens `held` idle connections, then asks /livez on one more; the answer's status (0: none) and how many of
+    the held ones are still open."""
+    socks = []
+    try:
+        for _ in range(held):
+            socks.append(socket.create_connection((HOST, port), timeout=5))
+        time.sleep(0.3)
+        try:
+            status = request(port, "GET", "/livez")[0]
+        except OSError:
+            status = 0
+        still = 0
+        for s in socks:
+            s.setblocking(False)
+            try:
+                still += s.recv(1) != b""  # data would be odd; b"" is a close
+            except BlockingIOError:
+                still += 1  # nothing to read: open
+            except OSError:
+                pass
+        return status, still
+    finally:
+        for s in socks:
+            s.close()
+
+
+def trusted_proxies(tmp):
+    """trusted_proxies (issue 37): a trusted proxy's connections are not held to max_connections_per_ip (they carry
+    many clients), and a request's log line names the client it passes on in X-Forwarded-For; without the setting
+    the same header is ignored and the limit holds; a bad value exits 2 naming the setting."""
+    for trusted in (False, True):
+        port = free_port()
+        args = [f"--listen={HOST}:{port}", "--log_level=info", "--max_connections_per_ip=2"] + device_args()
+        d = Daemon(f"trusted_proxies {'127.0.0.1' if trusted else 'none'}",
+                   args + (["--trusted_proxies=127.0.0.1, 10.0.0.0/8"] if trusted else []))
+        try:
+            wait_until_ready(d, port)
+            status, still = held_then_live(port, 4)
+            for _ in range(20):  # the held connections' ends reach the daemon's count a moment after they close
+                try:
+                    if request(port, "GET", "/livez", {"X-Forwarded-For": "198.51.100.9, 203.0.113.7"})[0] == 200:
+                        break
+                except OSError:
+                    time.sleep(0.1)
+            line = d.wait_line(r"GET /livez .* for 203\.0\.113\.7", 2 if trusted else 0.5)
+            if trusted:
+                point("a trusted proxy (127.0.0.1) holds 4 idle connections and a fifth is answered, past "
+                      "max_connections_per_ip 2; the log names the client it passed on (203.0.113.7)",
+                      status == 200 and still == 4 and line is not None, f"/livez {status}, open {still}, {line!r}")
+            else:
+                point("no trusted proxy: the same client is held to max_connections_per_ip 2, and its "
+                      "X-Forwarded-For is not believed (the log names no client)",
+                      status == 0 and still <= 2 and line is None, f"/livez {status}, open {still}, {line!r}")
+        finally:
+            d.stop()
+            d.kill()
+    d = Daemon("bad trusted_proxies", ["--trusted_proxies=10.0.0.0/33"])
+    try:
+        rc = d.wait_exit(CONFIG_EXIT_TIMEOUT_S)
+        point("--trusted_proxies=10.0.0.0/33 exits 2 naming the setting and what it takes",
+              rc == 2 and "trusted_proxies" in d.log() and "prefix length" in d.log(), f"exit {rc}\n{d.log()}")
+    finally:
+        d.kill()
+
+
 # Under HDRPOST_TEST_QUICK (the ThreadSanitizer pass): the device lost after the drain has freed the HTTP
 # server, a frame still on the GPU thread (the worker and the server's end, on two threads).
 QUICK = (device_lost_after_drain,)
@@ -721,7 +787,7 @@ QUICK = (device_lost_after_drain,)
 
 def main():
     def suite(tmp):
-        for group in harness.groups((config_errors, address_in_use, starts, cache_by_convention, which_gpu, tls, warm_frame,
+        for group in harness.groups((config_errors, address_in_use, starts, cache_by_convention, which_gpu, trusted_proxies, tls, warm_frame,
                                      device_lost,
                                      device_lost_queued, device_lost_after_drain, device_lost_in_warmup,
                                      metrics_open), QUICK):
