@@ -1277,10 +1277,13 @@ static exr_result_t inflate_zip_chunk(exr_decode_pipeline_t *dec)
 }
 
 #ifdef HP_EXR_DWA_CXX
-/* Chunks [first, end), or with next those a shared counter hands out, through the C++ library. Each thread
- * opens a reader of its own over the same bytes (the library's readers are not shared between threads; opening
- * one reads the header and the offset table, microseconds against a 4K DWAA chunk's milliseconds): a 4K DWAA
- * frame took 376 ms on one core, and 16 clients kept a third of the H200 host's 16 cores busy. */
+/* Chunks [first, end), or with next those a shared counter hands out, through the C++ library: a 4K DWAA frame
+ * took 376 ms on one core, and 16 clients kept a third of the H200 host's 16 cores busy. Each chunk gets a
+ * reader of its own over the same bytes, opened after the chunk is taken: the library's readers are not shared
+ * between threads, and a reader reused keeps the buffers of the chunks it read before, which a damaged chunk
+ * can decode "successfully" from (tests/test_image.c's test_dwa_fresh_memory): with one reader a chunk, a
+ * frame decodes the same whatever the threads and their order. Opening one reads the header and the offset
+ * table, tens of microseconds against a 4K DWAA chunk's milliseconds. */
 static hp_code decode_chunks_dwa(hp_exr_reader *r, uint32_t first, uint32_t end, _Atomic uint32_t *next,
                                  const hp_image_dest *dest, uint8_t *scratch, bool want_depth, hp_depth_stats *stats,
                                  uint32_t *failed_at, hp_err *err)
@@ -1309,25 +1312,27 @@ static hp_code decode_chunks_dwa(hp_exr_reader *r, uint32_t first, uint32_t end,
         .slots = slots,
         .slot_count = slot_count,
     };
-    hp_exr_dwa *dwa = NULL;
     /* The C++ library reads the memory itself: every byte must be there. */
     if (r->stream.arrival && !hp_arrival_wait(r->stream.arrival, r->stream.len))
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended before its last byte");
-    hp_code code = hp_exr_dwa_open(r->stream.bytes, r->stream.len, r->part, &expect, &dwa, err);
+    hp_code code = HP_OK;
     for (uint32_t i = next ? atomic_fetch_add(next, 1) : first; i < end && code == HP_OK;
          i = next ? atomic_fetch_add(next, 1) : i + 1) {
         *failed_at = i;
         hp_exr_rect c = hp_exr_rect_of_chunk(r, i);
-        code = hp_exr_dwa_read(dwa, slots, slot_count, SCRATCH_PIXEL, (size_t)c.w * SCRATCH_PIXEL, r->tiled,
-                               r->tiled ? (int)(i % r->tiles_x) : 0, r->tiled ? (int)(i / r->tiles_x) : 0,
-                               r->data_window.min.x + (int32_t)c.x, r->data_window.min.y + (int32_t)c.y,
-                               (int32_t)c.w, (int32_t)c.h, err);
+        hp_exr_dwa *dwa = NULL;
+        code = hp_exr_dwa_open(r->stream.bytes, r->stream.len, r->part, &expect, &dwa, err);
+        if (code == HP_OK)
+            code = hp_exr_dwa_read(dwa, slots, slot_count, SCRATCH_PIXEL, (size_t)c.w * SCRATCH_PIXEL, r->tiled,
+                                   r->tiled ? (int)(i % r->tiles_x) : 0, r->tiled ? (int)(i / r->tiles_x) : 0,
+                                   r->data_window.min.x + (int32_t)c.x, r->data_window.min.y + (int32_t)c.y,
+                                   (int32_t)c.w, (int32_t)c.h, err);
+        hp_exr_dwa_close(&dwa);
         if (code == HP_OK)
             finish_chunk(r, dest, scratch, c, stats);
         if (code == HP_OK && r->rows && !r->tiled)
             hp_rows_ready_piece(r->rows, i);
     }
-    hp_exr_dwa_close(&dwa);
     if (code != HP_OK && next)
         atomic_store(next, end); /* the others take no more: the frame is lost */
     return code;
@@ -1556,6 +1561,25 @@ uint32_t hp_exr_frame_threads(const hp_exr_reader *r, const hp_decode_options *o
     return threads;
 }
 
+#ifdef HP_EXR_DWA_CXX
+/* The threads a DWA frame's memory allows: each holds a reader whose buffers take a whole chunk of every
+ * channel (OpenEXR 3.1's line buffer, and the DWA compressor's), and a scratch of SCRATCH_PIXEL a pixel; a
+ * 16384-wide DWAB chunk of 256 lines and 32 float channels is 512 MiB of the first alone. At most
+ * DWA_THREADS_BYTES together, so that threads do not multiply what a hostile header may claim. */
+#define DWA_THREADS_BYTES ((uint64_t)512 << 20)
+static uint32_t dwa_thread_cap(const hp_exr_reader *r)
+{
+    const exr_attr_chlist_t *cl;
+    uint64_t pixel = SCRATCH_PIXEL;
+    if (exr_get_channels(r->ctx, r->part, &cl) == EXR_ERR_SUCCESS)
+        for (int i = 0; i < cl->num_channels; i++)
+            pixel += cl->entries[i].pixel_type == EXR_PIXEL_HALF ? 2 : 4;
+    uint64_t each = (uint64_t)r->chunk_w * r->chunk_h * pixel;
+    uint64_t cap = each ? DWA_THREADS_BYTES / each : 1;
+    return cap < 1 ? 1 : cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+}
+#endif
+
 static hp_code exr_decode(const uint8_t *bytes, size_t len, const hp_decode_options *opt, const hp_image_info *info,
                           const hp_image_dest *dest, hp_depth_stats *stats, hp_err *err)
 {
@@ -1575,6 +1599,10 @@ static hp_code exr_decode(const uint8_t *bytes, size_t len, const hp_decode_opti
     if (r->rows && !r->tiled) /* chunk i is rows [i * lines, (i + 1) * lines) of the frame */
         hp_rows_ready_layout(r->rows, r->height, (uint32_t)r->lines_per_chunk);
     uint32_t threads = hp_exr_frame_threads(r, opt);
+#ifdef HP_EXR_DWA_CXX
+    if (r->dwa_cxx && threads > dwa_thread_cap(r))
+        threads = dwa_thread_cap(r);
+#endif
     hp_exr_chunk_worker proto = {.reader = r, .work = decode_all, .dest = dest};
     code = threads <= 1 ? hp_exr_decode_chunks(r, 0, r->chunk_count, dest, stats, err)
                         : hp_exr_decode_threaded(r, threads, &proto, stats, err);

@@ -112,9 +112,10 @@ static hp_code zip_on_gpu(hp_early *e, const hp_decode_options *opt, hp_image_in
     return code;
 }
 
-/* What the split holds beyond what the frame's pixels were charged (the chunk table; the channels beside the
- * colour), taken from the share of bodies still arriving and the budget; false when they cannot give it. */
-static bool split_extra_take(hp_early *e, uint64_t extra)
+/* What a frame decoded with the GPU holds beyond what its pixels were charged (the chunk table; the channels
+ * beside the colour), taken from the share of bodies still arriving and the budget; false when they cannot give
+ * it. */
+static bool zip_extra_take(hp_early *e, uint64_t extra)
 {
     if (!extra)
         return true;
@@ -127,7 +128,7 @@ static bool split_extra_take(hp_early *e, uint64_t extra)
     return true;
 }
 
-static void split_extra_give(hp_early *e, uint64_t extra)
+static void zip_extra_give(hp_early *e, uint64_t extra)
 {
     if (extra) {
         hp_budget_give(e->budget, extra);
@@ -139,7 +140,7 @@ static void split_extra_give(hp_early *e, uint64_t extra)
  * into pinned host memory sized from the header (a table entry a chunk, then `unpacked` bytes: every chunk's,
  * each rounded up to a word); the rest on the GPU, which leaves the image in the device block out. That memory
  * is held while the body arrives: what the frame's pixels were charged covers it, the pixels being in device
- * memory here, and the caller has taken the rest (split_extra_take). */
+ * memory here, and the caller has taken the rest (zip_extra_take). */
 static hp_code zip_split(hp_early *e, const hp_decode_options *opt, hp_image_info *info, uint32_t chunks,
                          uint64_t unpacked, hp_host_block *out, hp_err *err)
 {
@@ -227,15 +228,20 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_
     uint64_t n = (uint64_t)info.width * info.height;
     uint32_t chunks = layout->chunk_count;
     uint64_t unpacked = n * layout->pixel_bytes + 4ull * chunks; /* every chunk's bytes, each rounded up to a word */
-    /* The split holds every inflated byte in host memory while the body arrives, within the GPU's 32-bit
-     * offsets: where the share of bodies still arriving cannot give what the pixels' charge does not cover (the
-     * table, and channels beside the colour: AOVs, depth), the frame goes whole to the GPU instead, which holds
-     * only its packed bytes. */
-    uint64_t split_bytes = (uint64_t)chunks * sizeof(hp_exr_zip_chunk) + unpacked;
-    uint64_t extra = route == HP_EXR_ZIP_SPLIT && split_bytes > charged ? split_bytes - charged : 0;
-    if (route == HP_EXR_ZIP_SPLIT && (unpacked > INT32_MAX || !split_extra_take(e, extra))) {
-        route = HP_EXR_ZIP_ON_GPU;
-        extra = 0;
+    /* Past the GPU's 32-bit offsets (an 8K frame of some 30 AOVs): the CPU decodes it as it arrives. */
+    if (unpacked > INT32_MAX) {
+        note_cpu_frame("offsets");
+        return false;
+    }
+    /* Either route holds every inflated byte while the frame is decoded: the split in host memory while the
+     * body arrives, the GPU in the device block after the image. The pixels' charge covers an image's worth;
+     * the rest (the table, and channels beside the colour: AOVs, depth) comes from the share of bodies still
+     * arriving, and where it cannot, the CPU decodes the frame as it arrives (no more memory than its image). */
+    uint64_t held = (uint64_t)chunks * sizeof(hp_exr_zip_chunk) + unpacked;
+    uint64_t extra = held > charged ? held - charged : 0;
+    if (!zip_extra_take(e, extra)) {
+        note_cpu_frame("memory");
+        return false;
     }
     bool split = route == HP_EXR_ZIP_SPLIT;
     /* the image, then the chunks: hp_exr_zip_gpu_output_bytes */
@@ -244,7 +250,7 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_
     hp_host_block *out = hp_host_pool_get(e->be->host_pool, HP_MEM_DEVICE, (size_t)out_bytes, &ignored);
     if (!out) {
         hp_debug("early decode: no device memory for the GPU's path (%s): the CPU decodes", ignored.message);
-        split_extra_give(e, extra);
+        zip_extra_give(e, extra);
         return false;
     }
     e->pixels = (hp_host_mem){.block = out}; /* before the start: the handler may take it over from then on */
@@ -259,7 +265,7 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_
         code = zip_split(e, opt, &info, chunks, unpacked, out, &err);
     else
         code = zip_on_gpu(e, opt, &info, chunks, out, &err);
-    split_extra_give(e, extra); /* the inflated chunks are on the device now, or given up */
+    zip_extra_give(e, extra); /* the inflated chunks are on the device now, or given up */
     /* A body cut off is no frame for the CPU either; one still arriving the CPU decodes as it comes. */
     if (split && hp_arrival_cut_short(&req->arrival, req->body_cap))
         arrived = false;
