@@ -636,6 +636,10 @@ static void check_wide(gpu_test_cmd *r, hp_gpu *gpu, const float *rgba, int w, i
         free(file);
     }
     for (size_t i = 0; i < SHAPE_COUNT; i++) {
+        /* On lavapipe a 16-line chunk of these frames is past the wide inflate's cap there (left to the CPU,
+         * which the first such shape checks): the 1-line ZIPS chunks decode whole, the shapes' real test */
+        if (g_wide_on_lavapipe && i > 0 && shapes[i].compression != EXR_COMPRESSION_ZIPS)
+            continue;
         size_t len;
         uint8_t *file = write_shape(rgba, w, h, &shapes[i], &len);
         char what[160];
