@@ -301,39 +301,70 @@ static bool is_decimal(const char *s)
     return true;
 }
 
+/* The instance's devices (*pds malloc'd; none when *n is 0). */
+static hp_code physical_devices(hp_gpu *gpu, VkPhysicalDevice **pds, uint32_t *n, hp_err *err)
+{
+    *pds = NULL;
+    *n = 0;
+    VkResult res = vkEnumeratePhysicalDevices(gpu->instance, n, NULL);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "vkEnumeratePhysicalDevices");
+    if (*n == 0)
+        return HP_OK;
+    if (!(*pds = calloc(*n, sizeof(**pds))))
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    res = vkEnumeratePhysicalDevices(gpu->instance, n, *pds);
+    if (res != VK_SUCCESS && res != VK_INCOMPLETE) {
+        free(*pds);
+        *pds = NULL;
+        return hp_vk_fail(err, res, "vkEnumeratePhysicalDevices");
+    }
+    return HP_OK;
+}
+
+/* What the log and --list-devices say of a device: its properties, identity, and what it lacks (NULL: none). */
+typedef struct device_view {
+    VkPhysicalDeviceProperties props;
+    hp_gpu_identity id;
+    const char *missing;
+    char buf[96];
+} device_view;
+
+static void view_device(VkPhysicalDevice pd, device_view *v)
+{
+    vkGetPhysicalDeviceProperties(pd, &v->props);
+    hp_gpu_identity_of(pd, &v->id);
+    v->missing = missing_requirement(pd, v->buf, sizeof(v->buf));
+}
+
 static hp_code choose_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
 {
     uint32_t n = 0;
-    VkResult res = vkEnumeratePhysicalDevices(gpu->instance, &n, NULL);
-    if (res != VK_SUCCESS)
-        return hp_vk_fail(err, res, "vkEnumeratePhysicalDevices");
+    VkPhysicalDevice *pds = NULL;
+    hp_code rc = physical_devices(gpu, &pds, &n, err);
+    if (rc != HP_OK)
+        return rc;
     if (n == 0)
         return hp_fail(err, HP_ERR_NO_DEVICE,
                        "no Vulkan device found (install a driver, or Mesa's lavapipe: mesa-vulkan-drivers)");
-    VkPhysicalDevice *pds = calloc(n, sizeof(*pds));
-    if (!pds)
-        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
-    vkEnumeratePhysicalDevices(gpu->instance, &n, pds);
 
     const char *want = cfg->device && *cfg->device ? cfg->device : NULL;
     int chosen = -1, best_rank = -1;
     char reason[160] = "";
     for (uint32_t i = 0; i < n; i++) {
-        VkPhysicalDeviceProperties props;
-        vkGetPhysicalDeviceProperties(pds[i], &props);
-        hp_gpu_identity id;
-        hp_gpu_identity_of(pds[i], &id);
-        char buf[96];
-        const char *missing = missing_requirement(pds[i], buf, sizeof(buf));
+        device_view v;
+        view_device(pds[i], &v);
+        const VkPhysicalDeviceProperties props = v.props;
+        const char *missing = v.missing;
         hp_info("vulkan: device %u: %s (%s, Vulkan %u.%u), %s%s%s%s%s", i, props.deviceName,
                 device_type_name(props.deviceType), VK_API_VERSION_MAJOR(props.apiVersion),
-                VK_API_VERSION_MINOR(props.apiVersion), id.uuid, id.has_pci ? ", PCI " : "", id.pci_address,
+                VK_API_VERSION_MINOR(props.apiVersion), v.id.uuid, v.id.has_pci ? ", PCI " : "", v.id.pci_address,
                 missing ? ": unusable, lacks " : "", missing ? missing : "");
         bool selected;
         if (want && is_decimal(want))
             selected = strtoul(want, NULL, 10) == i;
         else if (want && hp_gpu_selector_of(want) != HP_GPU_BY_OTHER)
-            selected = hp_gpu_identity_matches(&id, want);
+            selected = hp_gpu_identity_matches(&v.id, want);
         else if (want)
             selected = strcasestr(props.deviceName, want) != NULL;
         else
@@ -608,27 +639,16 @@ hp_code hp_gpu_list_devices(FILE *out, hp_err *err)
     hp_code rc = create_instance(gpu, &cfg, err);
     uint32_t n = 0;
     VkPhysicalDevice *pds = NULL;
-    if (rc == HP_OK) {
-        VkResult res = vkEnumeratePhysicalDevices(gpu->instance, &n, NULL);
-        if (res == VK_SUCCESS && n && !(pds = calloc(n, sizeof(*pds))))
-            rc = hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
-        else if (res == VK_SUCCESS && n)
-            res = vkEnumeratePhysicalDevices(gpu->instance, &n, pds);
-        if (rc == HP_OK && res != VK_SUCCESS && res != VK_INCOMPLETE)
-            rc = hp_vk_fail(err, res, "vkEnumeratePhysicalDevices");
-    }
+    if (rc == HP_OK)
+        rc = physical_devices(gpu, &pds, &n, err);
     if (rc == HP_OK)
         fprintf(out, "# index\tuuid\tpci_address\ttype\tusable\tname\n");
     for (uint32_t i = 0; rc == HP_OK && i < n; i++) {
-        VkPhysicalDeviceProperties props;
-        vkGetPhysicalDeviceProperties(pds[i], &props);
-        hp_gpu_identity id;
-        hp_gpu_identity_of(pds[i], &id);
-        char buf[96];
-        const char *missing = missing_requirement(pds[i], buf, sizeof(buf));
-        fprintf(out, "%u\t%s\t%s\t%s\t%s%s\t%s\n", i, id.uuid, id.has_pci ? id.pci_address : "-",
-                device_type_name(props.deviceType), missing ? "lacks: " : "usable", missing ? missing : "",
-                props.deviceName);
+        device_view v;
+        view_device(pds[i], &v);
+        fprintf(out, "%u\t%s\t%s\t%s\t%s%s\t%s\n", i, v.id.uuid, v.id.has_pci ? v.id.pci_address : "-",
+                device_type_name(v.props.deviceType), v.missing ? "lacks: " : "usable", v.missing ? v.missing : "",
+                v.props.deviceName);
     }
     free(pds);
     hp_gpu_destroy(&gpu);
