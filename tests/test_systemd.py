@@ -98,13 +98,19 @@ def main():
             shutil.copy(unit_path, os.path.join(fake_root, "etc/systemd/system"))
             os.makedirs(os.path.join(fake_root, os.path.dirname(exec_path.lstrip("/"))), exist_ok=True)
             shutil.copy(hdrpostd, os.path.join(fake_root, exec_path.lstrip("/")))
-            done = subprocess.run([analyze, "verify", f"--root={fake_root}", "hdrpostd.service"],
-                                  capture_output=True, text=True, timeout=120)
-            said = (done.stdout + done.stderr).strip()
+            # The same file as the template of a replica per GPU (docs/DEPLOY.md, "Several GPUs")
+            shutil.copy(unit_path, os.path.join(fake_root, "etc/systemd/system", "hdrpostd@.service"))
+            runs = [subprocess.run([analyze, "verify", f"--root={fake_root}", name], capture_output=True, text=True,
+                                   timeout=120)
+                    for name in ("hdrpostd.service", "hdrpostd@0.service",
+                                 "hdrpostd@GPU-1a2b3c4d-5e6f-7081-92a3-b4c5d6e7f809.service")]
+            done = runs[0] if all(r.returncode == 0 for r in runs) else next(r for r in runs if r.returncode != 0)
+            said = "".join(r.stdout + r.stderr for r in runs).strip()
         else:
             done, said = None, f"not run: systemd-analyze {analyze}, units {units_dir}, ExecStart {exec_path!r}"
-        point("systemd-analyze verify passes the unit (ExecStart's binary in place) and prints nothing: no unknown "
-              "key, no bad value, no missing unit", done is not None and done.returncode == 0 and not said,
+        point("systemd-analyze verify passes the unit (ExecStart's binary in place), and the same file as the template "
+              "hdrpostd@.service for an instance by index and one by GPU UUID, and prints nothing: no unknown key, no "
+              "bad value, no missing unit", done is not None and done.returncode == 0 and not said,
               f"exit {done.returncode if done else None}\n{said}")
 
     # --- Where the unit looks ---------------------------------------------------------------------------------
@@ -121,8 +127,11 @@ def main():
           f"ExecStart {exec_path!r}, meson installs to {install_path!r}")
     env_files = [v.lstrip("-") for k, v in service if k == "EnvironmentFile"]
     point("the unit is Type=notify and reads /etc/hdrpostd/hdrpostd.env, the file deploy/systemd/hdrpostd.env is "
-          "installed as (docs/DEPLOY.md)", first.get("Type") == "notify" and env_files == ["/etc/hdrpostd/hdrpostd.env"]
-          and "/etc/hdrpostd/hdrpostd.env" in deploy_doc, f"Type {first.get('Type')}, EnvironmentFile {env_files}")
+          "installed as (docs/DEPLOY.md), then its own /etc/hdrpostd/%N.env (%N: hdrpostd, or hdrpostd@0 for a "
+          "replica), a later file winning", first.get("Type") == "notify"
+          and env_files == ["/etc/hdrpostd/hdrpostd.env", "/etc/hdrpostd/%N.env"]
+          and "/etc/hdrpostd/hdrpostd.env" in deploy_doc and "hdrpostd@" in deploy_doc,
+          f"Type {first.get('Type')}, EnvironmentFile {env_files}")
 
     # --- The settings ----------------------------------------------------------------------------------------
     unit_env = {}
@@ -140,7 +149,9 @@ def main():
     cache_dirs = [v for k, v in service if k == "CacheDirectory"]
     cache = unit_env.get("HDRPOST_PIPELINE_CACHE", "")
     point("the pipeline cache, HOME and XDG_CACHE_HOME are in the unit's CacheDirectory, the one place it may write "
-          "(ProtectSystem=strict)", first.get("ProtectSystem") == "strict" and len(cache_dirs) == 1
+          "(ProtectSystem=strict), named by the unit (%N): /var/cache/hdrpostd as before, /var/cache/hdrpostd@0 for "
+          "a replica, so that replicas share no cache file",
+          first.get("ProtectSystem") == "strict" and cache_dirs == ["%N"]
           and os.path.dirname(cache) == f"/var/cache/{cache_dirs[0]}" and unit_env.get("HOME") == os.path.dirname(cache)
           and unit_env.get("XDG_CACHE_HOME") == os.path.dirname(cache), f"{cache_dirs} {unit_env}")
 
