@@ -38,8 +38,9 @@ packages=(
 # The image test builds deploy/Dockerfile with buildah and makes its Debian bases with mmdebstrap where no
 # registry is reachable (deploy/image.sh). The systemd test runs systemd-analyze verify on deploy/systemd/.
 # security_http gives an IPv6 /64 of addresses to a loopback of its own (unshare -n, then ip from iproute2).
+# haproxy_http puts replicas behind Debian's HAProxy (deploy/replicas.py's configuration).
 if [ "$mode" = test ]; then
-  packages+=(clang libclang-rt-14-dev libfuzzer-14-dev chromium buildah mmdebstrap systemd iproute2)
+  packages+=(clang libclang-rt-14-dev libfuzzer-14-dev chromium buildah mmdebstrap systemd iproute2 haproxy)
   command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 fi
 missing=()

@@ -995,8 +995,32 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
 }
 
 
+/* Every X-Forwarded-For line of the request, joined in order with commas (RFC 9110 5.3: one list): a client
+ * may send its own line, and the proxy adds another after it (HAProxy's option forwardfor), so the first line
+ * alone would be the client's word. */
+typedef struct forwarded_lines {
+    char text[512];
+    size_t len;
+    bool cut;
+} forwarded_lines;
+
+static enum MHD_Result collect_forwarded(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    forwarded_lines *f = cls;
+    if (!key || strcasecmp(key, "X-Forwarded-For") != 0 || !value)
+        return MHD_YES;
+    int n = snprintf(f->text + f->len, sizeof(f->text) - f->len, "%s%s", f->len ? ", " : "", value);
+    if (n < 0 || (size_t)n >= sizeof(f->text) - f->len) {
+        f->cut = true;
+        return MHD_NO;
+    }
+    f->len += (size_t)n;
+    return MHD_YES;
+}
+
 /* " for CLIENT" where a trusted proxy (trusted_proxies) passed the client on in X-Forwarded-For: the log line
- * then names the client, not the proxy; "" otherwise. */
+ * then names the client, not the proxy; "" otherwise (a list too long to read whole names no one). */
 static void forwarded_client(const hp_request *req, char *out, size_t size)
 {
     out[0] = '\0';
@@ -1005,9 +1029,10 @@ static void forwarded_client(const hp_request *req, char *out, size_t size)
     const union MHD_ConnectionInfo *ai = MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (!ai || !hp_trusted_proxies_has(&req->http->trusted, ai->client_addr))
         return;
-    const char *xff = MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, "X-Forwarded-For");
+    forwarded_lines f = {.len = 0};
+    MHD_get_connection_values(req->connection, MHD_HEADER_KIND, collect_forwarded, &f);
     char addr[64];
-    if (hp_trusted_proxies_client(&req->http->trusted, xff, addr, sizeof(addr)))
+    if (!f.cut && f.len && hp_trusted_proxies_client(&req->http->trusted, f.text, addr, sizeof(addr)))
         snprintf(out, size, " for %s", addr);
 }
 
