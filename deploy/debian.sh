@@ -120,7 +120,7 @@ asan_suites=(params image deflate_runs crc32_threads bigbuf cpus budget rows_rea
              trusted_proxies gpu_identity
              fuzz_replay_form fuzz_replay_params fuzz_replay_exr fuzz_replay_rgbe fuzz_replay_pfm fuzz_replay_png
              fuzz_replay_conns
-             security_http render_http faults_http exr_zip_http threads_http)
+             security_http render_http faults_http exr_zip_http threads_http haproxy_http)
 ninja -C build-asan
 asan_rt=$(gcc -print-file-name=libasan.so)
 # Twice each suite's timeout: every daemon of these suites starts (40 pipelines on lavapipe) and answers under
