@@ -29,7 +29,7 @@ static void trusted(const hp_trusted_proxies *t, const char *who, bool want)
 static void client(const hp_trusted_proxies *t, const char *xff, const char *want)
 {
     char out[64] = "";
-    bool got = hp_trusted_proxies_client(t, xff, out, sizeof(out));
+    bool got = hp_trusted_proxies_client(t, xff, out, sizeof(out)) == HP_XFF_FOUND;
     tap_ok(want ? got && strcmp(out, want) == 0 : !got, "X-Forwarded-For \"%s\": the client is %s (got %s)",
            xff ? xff : "(none)", want ? want : "none named", got ? out : "none");
 }
@@ -53,6 +53,9 @@ int main(void)
     client(&t, "198.51.100.1, 203.0.113.7, 10.0.0.5", "203.0.113.7"); /* a client's own header, then ours */
     client(&t, "2001:db8::7", "2001:db8::7");
     client(&t, "10.0.0.5", NULL);                              /* only proxies */
+    tap_ok(hp_trusted_proxies_client(&t, "10.0.0.5, 127.0.0.1", (char[64]){0}, 64) == HP_XFF_ONLY_PROXIES &&
+               hp_trusted_proxies_client(&t, "203.0.113.7, junk", (char[64]){0}, 64) == HP_XFF_NONE,
+           "a line of proxies alone lets an earlier line go on; anything not an address ends the search");
     client(&t, "not-an-address", NULL);
     client(&t, "", NULL);
     client(&t, NULL, NULL);

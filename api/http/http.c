@@ -606,6 +606,15 @@ static bool transfer_encoding_bad(struct MHD_Connection *c, unsigned count, hp_r
     return true;
 }
 
+/* Whether the request came through a proxy the daemon trusts (trusted_proxies). */
+static bool from_trusted_proxy(const hp_request *req)
+{
+    if (!req->http->trusted.count)
+        return false;
+    const union MHD_ConnectionInfo *ai = MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return ai && hp_trusted_proxies_has(&req->http->trusted, ai->client_addr);
+}
+
 /* Framing that libmicrohttpd accepts and a proxy in front may read otherwise (RFC 9112 6.3: more than one
  * Content-Length, or one beside Transfer-Encoding, is how requests are smuggled past a proxy), a missing or
  * repeated Host (RFC 9112 3.2: 400), a target libmicrohttpd would cut short, and two Authorization headers
@@ -735,6 +744,28 @@ static bool body_unreadable(hp_http *http, hp_request *req, const hp_route *r, h
  * answered only after the frame was decoded halved the frames served): 401 without the token, 503 while
  * not ready, 429 with the queue full, 503 or 413 when the memory budget cannot take the body. Otherwise the
  * body's bytes are taken from the budget: twice its length for a form, whose frame part is copied. */
+/* A route that needs the token, asked without it: 401. Without a token at all, the daemon serves this machine
+ * alone (it listens on loopback: local_names_only), and a request relayed by a trusted proxy may come from
+ * anywhere (HAProxy on 0.0.0.0 in front of replicas on 127.0.0.1): 403 then, the open routes (health,
+ * metrics where open) still answered, so that the proxy's health checks work. True when refused. */
+static bool unauthenticated(hp_http *http, hp_request *req, const hp_route *r, hp_reply *reply)
+{
+    if (route_open(&http->params, r))
+        return false;
+    if (http->auth_token && !token_matches(http, req->connection)) {
+        hp_reply_error(reply, 401, "unauthorized", NULL, "this server needs \"Authorization: Bearer <token>\"");
+        hp_reply_header_add(reply, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+        return true;
+    }
+    if (!http->auth_token && http->local_names_only && from_trusted_proxy(req)) {
+        hp_reply_error(reply, 403, "proxy_needs_token", NULL,
+                       "without an auth_token this daemon serves this machine alone, and a request relayed by a "
+                       "proxy (trusted_proxies) may come from anywhere: set auth_token to serve through it");
+        return true;
+    }
+    return false;
+}
+
 static bool body_inadmissible(hp_http *http, hp_request *req, const hp_route *r, hp_reply *reply)
 {
     struct MHD_Connection *c = req->connection;
@@ -744,9 +775,8 @@ static bool body_inadmissible(hp_http *http, hp_request *req, const hp_route *r,
     uint64_t charge = (len ? strtoull(len, NULL, 10) : 0) * req->body_factor;
     const hp_http_backend *be = &http->backend;
     hp_service_state state = hp_http_get_state(http);
-    if (!route_open(&http->params, r) && http->auth_token && !token_matches(http, c)) {
-        hp_reply_error(reply, 401, "unauthorized", NULL, "this server needs \"Authorization: Bearer <token>\"");
-        hp_reply_header_add(reply, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (unauthenticated(http, req, r, reply)) {
+        /* answered */
     } else if (state != HP_SERVICE_READY && state != HP_SERVICE_DRAINING) {
         hp_reply_error(reply, 503, "not_ready", NULL, "%s: this server takes no frames now",
                        hp_service_state_name(state));
@@ -934,9 +964,8 @@ static enum MHD_Result on_body_in(hp_http *http, hp_request *req)
     const hp_route *route = req->route;
     if (!route && path_known) /* the Allow list for the 405, only then */
         request_route(req, &path_known, allow, sizeof(allow));
-    if (route && !route_open(&http->params, route) && http->auth_token && !token_matches(http, connection)) {
-        hp_reply_error(&reply, 401, "unauthorized", NULL, "this server needs \"Authorization: Bearer <token>\"");
-        hp_reply_header_add(&reply, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (route && unauthenticated(http, req, route, &reply)) {
+        /* answered */
     } else if (route && route->takes_body && req->budget_never) {
         hp_reply_error(&reply, 413, "too_large", NULL, "the body is more than the %.1f MiB that all requests in "
                        "flight may hold (max_inflight_mb)", (double)http->budget->limit / (1 << 20));
@@ -995,45 +1024,43 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
 }
 
 
-/* Every X-Forwarded-For line of the request, joined in order with commas (RFC 9110 5.3: one list): a client
- * may send its own line, and the proxy adds another after it (HAProxy's option forwardfor), so the first line
- * alone would be the client's word. */
+/* The request's X-Forwarded-For lines in order (RFC 9110 5.3: one list): a client may send its own, and the
+ * proxy adds another after it (HAProxy's option forwardfor), so the first line alone would be the client's
+ * word. Read from the last line back: only the right-hand end matters, however long the client's part. */
 typedef struct forwarded_lines {
-    char text[512];
-    size_t len;
-    bool cut;
+    const char *line[32];
+    unsigned count;
 } forwarded_lines;
 
 static enum MHD_Result collect_forwarded(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
     (void)kind;
     forwarded_lines *f = cls;
-    if (!key || strcasecmp(key, "X-Forwarded-For") != 0 || !value)
-        return MHD_YES;
-    int n = snprintf(f->text + f->len, sizeof(f->text) - f->len, "%s%s", f->len ? ", " : "", value);
-    if (n < 0 || (size_t)n >= sizeof(f->text) - f->len) {
-        f->cut = true;
-        return MHD_NO;
+    if (key && value && strcasecmp(key, "X-Forwarded-For") == 0) {
+        if (f->count == sizeof(f->line) / sizeof(f->line[0])) /* keep the last ones: the proxies' */
+            memmove(f->line, f->line + 1, sizeof(f->line) - sizeof(f->line[0])), f->count--;
+        f->line[f->count++] = value;
     }
-    f->len += (size_t)n;
     return MHD_YES;
 }
 
 /* " for CLIENT" where a trusted proxy (trusted_proxies) passed the client on in X-Forwarded-For: the log line
- * then names the client, not the proxy; "" otherwise (a list too long to read whole names no one). */
+ * then names the client, not the proxy; "" otherwise. */
 static void forwarded_client(const hp_request *req, char *out, size_t size)
 {
     out[0] = '\0';
-    if (!req->http->trusted.count || !req->connection)
+    if (!req->connection || !from_trusted_proxy(req))
         return;
-    const union MHD_ConnectionInfo *ai = MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (!ai || !hp_trusted_proxies_has(&req->http->trusted, ai->client_addr))
-        return;
-    forwarded_lines f = {.len = 0};
+    forwarded_lines f = {.count = 0};
     MHD_get_connection_values(req->connection, MHD_HEADER_KIND, collect_forwarded, &f);
     char addr[64];
-    if (!f.cut && f.len && hp_trusted_proxies_client(&req->http->trusted, f.text, addr, sizeof(addr)))
-        snprintf(out, size, " for %s", addr);
+    for (unsigned i = f.count; i-- > 0;) {
+        hp_xff_result r = hp_trusted_proxies_client(&req->http->trusted, f.line[i], addr, sizeof(addr));
+        if (r == HP_XFF_FOUND)
+            snprintf(out, size, " for %s", addr);
+        if (r != HP_XFF_ONLY_PROXIES)
+            return;
+    }
 }
 
 static void on_completed(void *cls, struct MHD_Connection *connection, void **req_cls,

@@ -106,10 +106,11 @@ bool hp_trusted_proxies_has(const hp_trusted_proxies *t, const struct sockaddr *
     return has_addr(t, a);
 }
 
-bool hp_trusted_proxies_client(const hp_trusted_proxies *t, const char *forwarded_for, char *out, size_t size)
+hp_xff_result hp_trusted_proxies_client(const hp_trusted_proxies *t, const char *forwarded_for, char *out,
+                                        size_t size)
 {
     if (!forwarded_for || size == 0)
-        return false;
+        return HP_XFF_NONE;
     size_t len = strlen(forwarded_for);
     /* From the right: each hop appended the address it saw; the first that is no trusted proxy is the client. */
     while (len > 0) {
@@ -125,16 +126,16 @@ bool hp_trusted_proxies_client(const hp_trusted_proxies *t, const char *forwarde
         char text[64];
         uint8_t a[16];
         if (n == 0 || n >= sizeof(text))
-            return false;
+            return HP_XFF_NONE;
         memcpy(text, p, n);
         text[n] = '\0';
         if (!addr_of_text(text, a))
-            return false; /* not an address (a port, a name, garbage): no client to name */
+            return HP_XFF_NONE; /* not an address (a port, a name, garbage): no client to name */
         if (!has_addr(t, a)) {
             snprintf(out, size, "%s", text);
-            return true;
+            return HP_XFF_FOUND;
         }
         len = start > 0 ? start - 1 : 0;
     }
-    return false;
+    return HP_XFF_ONLY_PROXIES;
 }

@@ -28,8 +28,12 @@ hp_code hp_trusted_proxies_parse(const char *list, hp_trusted_proxies *out, hp_e
 
 bool hp_trusted_proxies_has(const hp_trusted_proxies *t, const struct sockaddr *peer);
 
-/* The client behind a trusted proxy: the right-most address of X-Forwarded-For that is not itself a trusted
- * proxy (each proxy appends the address it saw), written to out; false when the header names none. */
-bool hp_trusted_proxies_client(const hp_trusted_proxies *t, const char *forwarded_for, char *out, size_t size);
+/* The client behind a trusted proxy: the right-most address of an X-Forwarded-For list that is not itself a
+ * trusted proxy (each proxy appends the address it saw), written to out. HP_XFF_FOUND; HP_XFF_ONLY_PROXIES when
+ * every address is a trusted proxy's (an earlier line of the header may go on); HP_XFF_NONE at anything not
+ * an address (a name, a port, garbage: nothing before it can be believed). */
+typedef enum { HP_XFF_NONE = -1, HP_XFF_ONLY_PROXIES = 0, HP_XFF_FOUND = 1 } hp_xff_result;
+hp_xff_result hp_trusted_proxies_client(const hp_trusted_proxies *t, const char *forwarded_for, char *out,
+                                        size_t size);
 
 #endif

@@ -764,6 +764,12 @@ def trusted_proxies(tmp):
                 point("a trusted proxy (127.0.0.1) holds 4 idle connections and a fifth is answered, past "
                       "max_connections_per_ip 2; the log names the client it passed on (203.0.113.7)",
                       status == 200 and still == 4 and line is not None, f"/livez {status}, open {still}, {line!r}")
+                gs, _, gb = request(port, "GET", "/v1/gpu")
+                rs = request(port, "GET", "/readyz")[0]
+                point("without an auth_token, a request a trusted proxy relays (it may come from anywhere) is 403 "
+                      "proxy_needs_token; the health routes still answer, for the proxy's checks",
+                      gs == 403 and b"proxy_needs_token" in gb and b"auth_token" in gb and rs == 200,
+                      f"/v1/gpu {gs} {gb[:300]!r}, /readyz {rs}")
             else:
                 point("no trusted proxy: the same client is held to max_connections_per_ip 2, and its "
                       "X-Forwarded-For is not believed (the log names no client)",

@@ -32,6 +32,10 @@ MAKE_FRAME = sys.argv[2] if len(sys.argv) > 2 else "make_frame"
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 SOURCE = os.path.join(ROOT, "tests", "data", "pmndrs_park.exr")
+# Behind a proxy the replicas need a token: without one a daemon serves its own machine alone, and a request a
+# trusted proxy relays may come from anywhere (403 proxy_needs_token; test_daemon.py's trusted_proxies).
+TOKEN = "haproxy-test-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 spec = importlib.util.spec_from_file_location("replicas", os.path.join(ROOT, "deploy", "replicas.py"))
 replicas = importlib.util.module_from_spec(spec)
@@ -79,7 +83,7 @@ def render(port, frame, tries=4):
     for n in range(1, tries + 1):
         try:
             status, _, body = harness.request(port, "POST", "/v1/render?output.format=png", frame,
-                                              {"Content-Type": "image/x-exr"}, timeout=120)
+                                              {"Content-Type": "image/x-exr", **AUTH}, timeout=120)
         except OSError:
             status = 0
         if status not in (0, 502, 503):
@@ -116,8 +120,8 @@ def body(tmp):
     frame_path = os.path.join(tmp, "park.exr")
     subprocess.run([MAKE_FRAME, SOURCE, frame_path, "1", "zip"], check=True, capture_output=True, timeout=120)
     frame = open(frame_path, "rb").read()
-    ds = [harness.start_ready(EXE, f"replica {n}", ["--trusted_proxies=127.0.0.1", "--log_level=info"],
-                              ready_timeout=90) for n in range(3)]
+    ds = [harness.start_ready(EXE, f"replica {n}", ["--trusted_proxies=127.0.0.1", "--log_level=info",
+                                                    f"--auth_token={TOKEN}"], ready_timeout=90) for n in range(3)]
     front = harness.free_port()
     sock_path = os.path.join(tmp, "haproxy.sock")
     cfg_path = os.path.join(tmp, "haproxy.cfg")
@@ -133,7 +137,7 @@ def body(tmp):
               up == {"gpu0": "UP", "gpu1": "UP", "gpu2": "UP"}
               and all(harness.request(d.port, "GET", "/readyz")[0] == 200 for d in ds), f"{up}\n{hp.log()}")
         s, _, direct = harness.request(ds[0].port, "POST", "/v1/render?output.format=png", frame,
-                                       {"Content-Type": "image/x-exr"}, timeout=120)
+                                       {"Content-Type": "image/x-exr", **AUTH}, timeout=120)
         answers = [render(front, frame) for _ in range(6)]
         point("six frames through HAProxy: each 200 and byte-identical to a replica's own answer",
               s == 200 and all(a[0] == 200 and a[1] == direct for a in answers), f"{s} {[a[0] for a in answers]}")
