@@ -8,7 +8,10 @@ Reads the GPUs from `hdrpostd --list-devices` and writes, under --root (default 
   etc/haproxy/haproxy.cfg                           the load balancer: health from /readyz, least connections,
                                                     per-server maxconn from the replica's queue, connection
                                                     failures and 503 retried elsewhere, X-Forwarded-For
-It prints the commands that install the unit and start everything. The unit itself is
+It prints the commands that install the unit and start everything. The replicas need a token behind a proxy
+(HDRPOST_AUTH_TOKEN in the shared /etc/hdrpostd/hdrpostd.env): without one each serves its own machine alone,
+and answers what HAProxy relays 403 proxy_needs_token. A host's own haproxy.cfg is kept as
+haproxy.cfg.before-hdrpostd. The unit itself is
 deploy/systemd/hdrpostd.service installed as /etc/systemd/system/hdrpostd@.service (docs/DEPLOY.md).
 
 Usage: replicas.py [--hdrpostd PATH] [--root DIR] [--front ADDR:PORT] [--base-port N] [--queue-depth N]
@@ -17,6 +20,7 @@ Usage: replicas.py [--hdrpostd PATH] [--root DIR] [--front ADDR:PORT] [--base-po
 """
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 
@@ -32,12 +36,14 @@ def devices(hdrpostd, take_cpus):
     out = subprocess.run([hdrpostd, "--list-devices"], capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
         sys.exit(f"replicas.py: {hdrpostd} --list-devices failed (exit {out.returncode}): {out.stderr.strip()}")
-    found = []
+    found, seen = [], set()
     for line in out.stdout.splitlines():
         if not line or line.startswith("#"):
             continue
         index, uuid, pci, kind, usable, name = line.split("\t", 5)
-        if usable == "usable" and (take_cpus or kind.lower() != "cpu"):
+        # one replica a GPU: two driver manifests can list the same GPU twice, with one UUID
+        if usable == "usable" and (take_cpus or kind.lower() != "cpu") and uuid not in seen:
+            seen.add(uuid)
             found.append((int(index), uuid, pci, kind, name))
     return found
 
@@ -60,13 +66,16 @@ def write(root, path, text, mode=0o644):
     return full
 
 
-def haproxy_cfg(front, replicas, maxconn, log="/dev/log", stats_socket="/run/haproxy/admin.sock"):
+def haproxy_cfg(front, replicas, maxconn, log="/dev/log", stats_socket="/run/haproxy/admin.sock", drop_root=True):
+    # Started as root by its unit, HAProxy then runs as its own user in a chroot, as Debian's configuration has it.
+    privileges = ("    user haproxy\n    group haproxy\n    chroot /var/lib/haproxy\n" if drop_root else "")
     servers = "\n".join(f"    server gpu{n} 127.0.0.1:{port} check  # {uuid} ({name})"
                         for n, (port, uuid, name) in enumerate(replicas))
     return f"""# hdrpostd's replicas behind HAProxy, written by deploy/replicas.py (docs/SCALING.md).
 global
     log {log} local0
     maxconn 4096
+{privileges}
     # "show stat" and "show servers state" on it: which replicas HAProxy has in rotation.
     stats socket {stats_socket} mode 660 level admin
 
@@ -130,6 +139,9 @@ def main():
               f"# Replica {n}'s share of the host's CPUs (deploy/replicas.py): the daemon sizes its threads by it.\n"
               f"[Service]\nCPUAffinity={shares[n]}\n")
         replicas.append((port, uuid, name))
+    old = os.path.join(a.root, "etc/haproxy/haproxy.cfg")
+    if os.path.exists(old) and not os.path.exists(old + ".before-hdrpostd"):
+        shutil.copy2(old, old + ".before-hdrpostd")  # the host's own, kept once
     cfg = write(a.root, "/etc/haproxy/haproxy.cfg", haproxy_cfg(a.front, replicas, a.queue_depth + IN_FLIGHT))
     units = " ".join(f"hdrpostd@{n}" for n in range(len(found)))
     print(f"replicas.py: {len(found)} replica(s) written under {a.root}; HAProxy's configuration: {cfg}")

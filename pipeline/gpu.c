@@ -641,6 +641,9 @@ hp_code hp_gpu_list_devices(FILE *out, hp_err *err)
     VkPhysicalDevice *pds = NULL;
     if (rc == HP_OK)
         rc = physical_devices(gpu, &pds, &n, err);
+    if (rc == HP_OK && n == 0) /* as the daemon's start would say it */
+        rc = hp_fail(err, HP_ERR_NO_DEVICE,
+                     "no Vulkan device found (install a driver, or Mesa's lavapipe: mesa-vulkan-drivers)");
     if (rc == HP_OK)
         fprintf(out, "# index\tuuid\tpci_address\ttype\tusable\tname\n");
     for (uint32_t i = 0; rc == HP_OK && i < n; i++) {

@@ -88,11 +88,13 @@ static bool pci_parts(const char *s, uint32_t *domain, uint32_t *bus, uint32_t *
     if (!three && !four)
         return false;
     int k = four;
+    if (v[k] > 0xff || v[k + 1] > 0x1f || v[k + 2] > 7 || (four && v[0] > 0xffffffffu))
+        return false; /* checked before narrowing: 0:10000003b:00.0 is no bus 3b */
     *domain = four ? (uint32_t)v[0] : 0;
     *bus = (uint32_t)v[k];
     *device = (uint32_t)v[k + 1];
     *function = (uint32_t)v[k + 2];
-    return *bus <= 0xff && *device <= 0x1f && *function <= 7 && v[0] <= 0xffffffffu;
+    return true;
 }
 
 hp_gpu_selector hp_gpu_selector_of(const char *want)

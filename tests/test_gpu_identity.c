@@ -47,6 +47,7 @@ int main(void)
     expect("3b:00.8", HP_GPU_BY_OTHER, false, false);                   /* function past 7 */
     expect("100:00.0", HP_GPU_BY_OTHER, false, false);                  /* bus past 0xff */
     expect("0000:3b:00.0x", HP_GPU_BY_OTHER, false, false);
+    expect("0:10000003b:00.0", HP_GPU_BY_OTHER, false, false);           /* a bus past 0xff, not narrowed */
     expect("", HP_GPU_BY_OTHER, false, false);
     return tap_done();
 }

@@ -420,7 +420,7 @@ static const struct {
             "vendor_id": {"type": "integer", "minimum": 0}, "device_id": {"type": "integer", "minimum": 0},
             "uuid": {"type": "string", "pattern": "^GPU-[0-9a-f]{8}-([0-9a-f]{4}-){3}[0-9a-f]{12}$",
                      "description": "Vulkan's deviceUUID, written as nvidia-smi -L writes it (the same bytes as NVML's on NVIDIA); --device takes it."},
-            "pci_address": {"type": ["string", "null"], "pattern": "^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\\.[0-7]$",
+            "pci_address": {"type": ["string", "null"], "pattern": "^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\\.[0-7]$",
                             "description": "As lspci -D writes it; null where the driver lacks VK_EXT_pci_bus_info. --device takes it."},
             "vulkan_index": {"type": "integer", "minimum": 0, "description": "The device's place in Vulkan's list (--device=N)."},
             "memory_heaps": {"type": "array", "items": {

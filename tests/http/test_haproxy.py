@@ -88,7 +88,7 @@ def render(port, frame, tries=4):
             status = 0
         if status not in (0, 502, 503):
             return status, body, n
-        time.sleep(0.5)
+        time.sleep(harness.scaled(0.5) * n)  # as hdrpost backs off
     return status, body, tries
 
 
@@ -127,7 +127,7 @@ def body(tmp):
     cfg_path = os.path.join(tmp, "haproxy.cfg")
     with open(cfg_path, "w") as f:
         f.write(replicas.haproxy_cfg(f"127.0.0.1:{front}", [(d.port, uuid, "lavapipe") for d in ds if d],
-                                     10, log="stdout format raw", stats_socket=sock_path))
+                                     10, log="stdout format raw", stats_socket=sock_path, drop_root=False))
     hp = harness.Child("haproxy", [haproxy, "-f", cfg_path, "-db"])
     try:
         if not all(ds):
