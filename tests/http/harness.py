@@ -252,6 +252,16 @@ def validation_lines(daemon):
 # --- HTTP ------------------------------------------------------------------------------------------------
 
 
+def read_to_end(sock):
+    """Every byte a socket gives until its peer closes it."""
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
 def request(port, method, path, body=None, headers=None, timeout=5):
     """(status, lower-cased headers, body) of one exchange on a fresh connection."""
     conn = http.client.HTTPConnection(HOST, port, timeout=scaled(timeout))

@@ -49,12 +49,7 @@ def stats(sock_path):
             s.settimeout(5)
             s.connect(sock_path)
             s.sendall(b"show stat\n")
-            data = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
+            data = harness.read_to_end(s)
     except OSError:
         return {}
     out = {}

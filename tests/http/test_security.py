@@ -1124,12 +1124,7 @@ def per_client_v6_inside():
     conn.connect((V6_NET[0], port))
     conn.sendall(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nAuthorization: Bearer " +
                  TOKEN.encode() + b"\r\n\r\n")
-    text = b""
-    while True:
-        chunk = conn.recv(65536)
-        if not chunk:
-            break
-        text += chunk
+    text = harness.read_to_end(conn)
     conn.close()
     m = re.search(rb'hdrpost_connections_closed_total\{reason="client_limit"\} (\d+)', text)
     out["refused_metric"] = int(m.group(1)) if m else None
