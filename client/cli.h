@@ -8,6 +8,7 @@
 
 #include "client/frames.h"
 #include "client/params.h"
+#include "client/servers.h"
 
 /* Exit statuses, the same for every verb (docs/CLIENT.md's table): a script can tell a daemon to wait for from a
  * token to fix and from a command to fix. */
@@ -21,7 +22,9 @@ enum {
 };
 
 typedef struct hp_cli_options {
-    const char *server, *token;
+    const char *server, *servers_file, *token; /* --server URL[,URL...] (or HDRPOST_SERVER), --servers FILE */
+    hp_servers servers;          /* the list, parsed (hdrpost.c) */
+    size_t asked;                /* the server the questions before a run go to: the first ready one */
     hp_param_set params;         /* --params, then --set merged over it (prepare in verbs.c) */
     hp_param_set sets;           /* --set */
     hp_frame_list frames;

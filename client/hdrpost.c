@@ -57,7 +57,10 @@ static const char render_help[] =
     "\n"
     "  -o, --output DIR        where the images go (made if missing)\n"
     "  --frames FIRST-LAST     the frames of a numbered pattern\n"
-    "  --server URL            default http://127.0.0.1:8080, or HDRPOST_SERVER\n"
+    "  --server URL[,URL...]   default http://127.0.0.1:8080, or HDRPOST_SERVER; several: each frame goes to\n"
+    "                          the one with the fewest in flight, one that stops answering is left for a\n"
+    "                          while and its frames sent elsewhere, and the summary says which rendered what\n"
+    "  --servers FILE          the servers, one URL a line ('#' comments)\n"
     "  --token TOKEN           the daemon's bearer token, or HDRPOST_TOKEN\n"
     "  --params FILE|JSON      request parameters (docs/PARAMETERS.md) as a JSON object\n"
     "  --set NAME=VALUE        one parameter (repeatable; wins over --params); the names of the daemon's\n"
@@ -80,14 +83,15 @@ static const char analyze_help[] =
     "\n"
     "Every frame's luminance statistics (/v1/analyze): a table, or --json / --csv.\n"
     "\n"
-    "  --frames FIRST-LAST, --server URL, --token TOKEN, --params FILE|JSON, --set NAME=VALUE, --jobs N,\n"
+    "  --frames FIRST-LAST, --server URL[,URL...], --servers FILE, --token TOKEN, --params FILE|JSON,\n"
+    "  --set NAME=VALUE, --jobs N,\n"
     "  --retries N, --wait SECONDS: as for render\n"
     "  --json                  one object per frame, in an array\n"
     "  --csv                   frame,log_average,mean,min,max,p01,p50,p99\n"
     "\n" EXIT_STATUS_HELP;
 
 static const char status_help[] =
-    "usage: hdrpost status [--server URL] [--token TOKEN] [--json]\n"
+    "usage: hdrpost status [--server URL[,URL...] | --servers FILE] [--token TOKEN] [--json]\n"
     "\n"
     "The daemon's ready state, device, queue, GPU memory and OCIO config in one screen (/readyz, /v1/gpu and\n"
     "/v1/ocio). It does not wait: its exit status says whether the daemon can take frames now.\n"
@@ -98,11 +102,12 @@ static const char status_help[] =
 /* Options common to the verbs; returns 0 to go on, or an exit status. */
 static int parse(const char *verb, const char *help, int argc, char **argv, hp_cli_options *o)
 {
-    enum { O_FRAMES = 256, O_SERVER, O_TOKEN, O_PARAMS, O_SET, O_FORMAT, O_EXPOSURE, O_JOBS, O_RETRIES,
+    enum { O_FRAMES = 256, O_SERVER, O_SERVERS, O_TOKEN, O_PARAMS, O_SET, O_FORMAT, O_EXPOSURE, O_JOBS, O_RETRIES,
            O_RESUME, O_OVERWRITE, O_TIMINGS, O_JSON, O_CSV, O_WAIT, O_HELP };
     static const struct option long_options[] = {
         {"output", required_argument, NULL, 'o'},      {"frames", required_argument, NULL, O_FRAMES},
         {"server", required_argument, NULL, O_SERVER}, {"token", required_argument, NULL, O_TOKEN},
+        {"servers", required_argument, NULL, O_SERVERS},
         {"params", required_argument, NULL, O_PARAMS}, {"set", required_argument, NULL, O_SET},
         {"format", required_argument, NULL, O_FORMAT}, {"exposure", required_argument, NULL, O_EXPOSURE},
         {"jobs", required_argument, NULL, O_JOBS},     {"retries", required_argument, NULL, O_RETRIES},
@@ -117,6 +122,7 @@ static int parse(const char *verb, const char *help, int argc, char **argv, hp_c
     o->retries = 5;
     o->wait_s = 120; /* a GPU daemon's start: the device, its pipelines and a warm-up frame, with room to spare */
     hp_err err = {0};
+    bool server_given = false;
     for (int c; (c = getopt_long(argc, argv, "o:", long_options, NULL)) != -1;) {
         char *end;
         long n;
@@ -137,7 +143,8 @@ static int parse(const char *verb, const char *help, int argc, char **argv, hp_c
             }
             o->has_range = true;
             break;
-        case O_SERVER: o->server = optarg; break;
+        case O_SERVER: o->server = optarg, server_given = true; break;
+        case O_SERVERS: o->servers_file = optarg; break;
         case O_TOKEN: o->token = optarg; break;
         case O_PARAMS:
             if (hp_param_set_json(&o->params, optarg, &err) != HP_OK)
@@ -171,6 +178,12 @@ static int parse(const char *verb, const char *help, int argc, char **argv, hp_c
         default: return hp_cli_usage_error(verb, "%s", "unknown option");
         }
     }
+    if (server_given && o->servers_file)
+        return hp_cli_usage_error(verb, "%s", "--server and --servers together: give the servers one way");
+    char why[1200];
+    if (o->servers_file ? !hp_servers_read(&o->servers, o->servers_file, why, sizeof why)
+                        : !hp_servers_parse(&o->servers, o->server, why, sizeof why))
+        return hp_cli_usage_error(verb, o->servers_file ? "--servers: %s" : "--server: %s", why);
     if (o->resume && o->overwrite)
         return hp_cli_usage_error(verb, "%s", "--resume and --overwrite together: --resume keeps the frames already "
                                   "rendered, --overwrite renders them again; give one");
@@ -212,6 +225,7 @@ int main(int argc, char **argv)
     hp_param_set_free(&o.params);
     hp_param_set_free(&o.sets);
     hp_frames_free(&o.frames);
+    hp_servers_free(&o.servers);
     curl_global_cleanup();
     return rc < 0 ? HP_EXIT_DONE : rc;
 }

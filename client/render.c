@@ -68,16 +68,16 @@ static bool refused_config_name(const hp_response *r)
     return name;
 }
 
-/* The policy's on_wait: the run counts the wait and says it. */
-typedef struct frame_waits {
+/* The policy's on_retry: the run counts the retry and says it. */
+typedef struct frame_retries {
     hp_run *run;
     size_t index;
-} frame_waits;
+} frame_retries;
 
-static void on_frame_wait(void *user, const hp_response *r, unsigned retry, double wait_s)
+static void on_frame_retry(void *user, const hp_retry_note *note)
 {
-    const frame_waits *f = user;
-    hp_run_note_wait(f->run, f->index, r, retry, wait_s);
+    const frame_retries *f = user;
+    hp_run_note_retry(f->run, f->index, note);
 }
 
 /* One frame posted under the retry policy: DONE with the answer in r when it is 200. A refused token or
@@ -94,11 +94,13 @@ static hp_frame_outcome post_frame(hp_run *run, hp_client *client, size_t i, con
         snprintf(why, why_size, "cannot read %s: %s", run->frames->items[i].path, strerror(errno));
         return HP_FRAME_FAILED;
     }
-    frame_waits waits = {run, i};
+    frame_retries retries = {run, i};
     hp_retry_policy policy = {.retries = job->retries, .max_wait_s = job->max_wait_s, .stop = run->stop,
-                              .on_wait = on_frame_wait, .user = &waits};
-    hp_client_send_retrying(client, &policy, path, body, len, job->accept, r);
+                              .on_retry = on_frame_retry, .user = &retries};
+    size_t server;
+    hp_servers_send(run->servers, client, &policy, path, body, len, job->accept, r, &server);
     free(body);
+    run->server_of[i] = server; /* frame i is this thread's alone until it is finished */
     if (r->status == 200)
         return HP_FRAME_DONE;
     if (run->stop && *run->stop && !hp_response_refused(r))
@@ -112,8 +114,14 @@ static hp_frame_outcome post_frame(hp_run *run, hp_client *client, size_t i, con
              : hp_response_device_lost(r) ? HP_EXIT_NOT_READY
              : refused_config_name(r)     ? HP_EXIT_USAGE
                                           : 0;
-    if (r->status == 0)
-        snprintf(why, why_size, "%s unreachable after %u attempt(s): %s", run->server, r->attempts, r->error);
+    const char *where = server < run->servers->count ? run->servers->items[server].url : "the server";
+    if (r->status == 0 && run->servers->count > 1)
+        snprintf(why, why_size, "no server answered after %u attempt(s); the last, %s: %s", r->attempts, where,
+                 r->error);
+    else if (r->status == 0)
+        snprintf(why, why_size, "%s unreachable after %u attempt(s): %s", where, r->attempts, r->error);
+    else if (run->servers->count > 1)
+        snprintf(why, why_size, "%s: HTTP %ld, %s", where, r->status, r->error);
     else
         snprintf(why, why_size, "HTTP %ld, %s", r->status, r->error);
     return HP_FRAME_FAILED;

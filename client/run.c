@@ -7,20 +7,16 @@
 #include <time.h>
 #include <unistd.h>
 
-double hp_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 bool hp_run_init(hp_run *run, const hp_frame_list *frames)
 {
     run->frames = frames;
     run->done = calloc(frames->count ? frames->count : 1, sizeof(*run->done));
     run->failure = calloc(frames->count ? frames->count : 1, sizeof(*run->failure));
+    run->server_of = malloc((frames->count ? frames->count : 1) * sizeof(*run->server_of));
+    for (size_t i = 0; run->server_of && i < frames->count; i++)
+        run->server_of[i] = SIZE_MAX;
     pthread_mutex_init(&run->lock, NULL);
-    return run->done && run->failure;
+    return run->done && run->failure && run->server_of;
 }
 
 void hp_run_skip(hp_run *run, size_t i)
@@ -43,8 +39,9 @@ static void progress_line(hp_run *run, bool last)
     fflush(stderr);
 }
 
-void hp_run_note_wait(hp_run *run, size_t i, const hp_response *r, unsigned retry, double wait_s)
+void hp_run_note_retry(hp_run *run, size_t i, const hp_retry_note *note)
 {
+    const hp_response *r = note->r;
     pthread_mutex_lock(&run->lock);
     if (r->status == 429)
         run->waits.busy_429++;
@@ -59,12 +56,23 @@ void hp_run_note_wait(hp_run *run, size_t i, const hp_response *r, unsigned retr
         snprintf(reason, sizeof(reason), "the daemon's queue is full (HTTP 429)");
     else
         snprintf(reason, sizeof(reason), "HTTP %ld, %s", r->status, r->error);
+    /* With several servers the line names both: the one that answered, and where the frame goes next. */
+    char from[540] = "", then[600];
+    if (run->servers->count > 1) {
+        snprintf(from, sizeof(from), "%s: ", note->from);
+        if (note->wait_s > 0)
+            snprintf(then, sizeof(then), "retry %u on %s in %.1f s", note->retry, note->to, note->wait_s);
+        else
+            snprintf(then, sizeof(then), "retry %u on %s now", note->retry, note->to);
+    } else {
+        snprintf(then, sizeof(then), "retry %u in %.1f s", note->retry, note->wait_s);
+    }
     if (run->terminal) {
-        snprintf(run->waiting, sizeof(run->waiting), "%s: %s, retry %u in %.1f s",
-                 r->status == 0 || r->status >= 500 ? "waiting for the daemon" : "waiting", reason, retry, wait_s);
+        snprintf(run->waiting, sizeof(run->waiting), "%s: %s%s, %s",
+                 r->status == 0 || r->status >= 500 ? "waiting for the daemon" : "waiting", from, reason, then);
         progress_line(run, false);
     } else {
-        fprintf(stderr, "hdrpost: %s: %s, retry %u in %.1f s\n", run->frames->items[i].name, reason, retry, wait_s);
+        fprintf(stderr, "hdrpost: %s: %s%s, %s\n", run->frames->items[i].name, from, reason, then);
     }
     pthread_mutex_unlock(&run->lock);
 }
@@ -101,6 +109,10 @@ static void frame_finished(hp_run *run, size_t i, hp_frame_outcome outcome, cons
     }
     if (terminal)
         progress_line(run, false);
+    else if (ok && run->servers->count > 1 && run->server_of[i] < run->servers->count)
+        fprintf(stderr, "hdrpost: %s %s by %s (%.0f ms)\n", run->frames->items[i].name,
+                !strcmp(run->phase, "analysing") ? "analysed" : "rendered", run->servers->items[run->server_of[i]].url,
+                ms);
     else if (ok)
         fprintf(stderr, "hdrpost: %s %s (%.0f ms)\n", run->frames->items[i].name,
                 !strcmp(run->phase, "analysing") ? "analysed" : "rendered", ms);
@@ -113,7 +125,7 @@ static void *worker_main(void *arg)
 {
     worker *w = arg;
     hp_run *run = w->run;
-    hp_client *client = hp_client_new(run->server, run->token, run->stop, 2);
+    hp_client *client = hp_client_new(run->servers->items[0].url, run->token, run->stop, 2);
     for (;;) {
         pthread_mutex_lock(&run->lock);
         while (run->next < run->frames->count && run->done[run->next])
@@ -172,6 +184,7 @@ void hp_run_free(hp_run *run)
     for (size_t i = 0; run->failure && i < run->frames->count; i++)
         free(run->failure[i]);
     free(run->failure);
+    free(run->server_of);
     free(run->done);
     pthread_mutex_destroy(&run->lock);
 }

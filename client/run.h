@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "client/frames.h"
+#include "client/servers.h"
 #include "client/transport.h"
 
 typedef struct hp_run hp_run;
@@ -34,7 +35,8 @@ typedef struct hp_retry_counts {
 
 struct hp_run {
     const hp_frame_list *frames;
-    const char *server, *token;
+    hp_servers *servers;             /* where the frames go (client/servers.h) */
+    const char *token;
     unsigned jobs;
     const char *phase;               /* "analysing", "rendering": the progress line's word */
     hp_frame_work work;
@@ -43,6 +45,7 @@ struct hp_run {
     /* Results, one per frame (filled by the run). */
     bool *done;
     char **failure;                  /* the reason, or NULL */
+    size_t *server_of;               /* the server that gave the frame's last answer, SIZE_MAX none */
     int fatal;                       /* a frame said stop: its exit status; 0 none */
     char fatal_why[512];
     size_t finished, failed, skipped;
@@ -52,7 +55,7 @@ struct hp_run {
     size_t next;
     double started;
     bool terminal;                   /* stderr is one: the progress line, else a line per frame and per wait */
-    char waiting[400];               /* the last wait, on the progress line until a frame finishes */
+    char waiting[1400];              /* the last wait, on the progress line until a frame finishes */
 };
 
 /* Makes the per-frame results; false when out of memory. */
@@ -64,14 +67,11 @@ void hp_run_free(hp_run *run);
 /* Marks a frame as skipped (its output exists: --resume) before the run. */
 void hp_run_skip(hp_run *run, size_t index);
 
-/* A wait of frame i's exchange (hp_retry_policy's on_wait): counted, and said on the progress line or in
- * a line of the log. */
-void hp_run_note_wait(hp_run *run, size_t i, const hp_response *r, unsigned retry, double wait_s);
+/* A retry of frame i's exchange (hp_retry_policy's on_retry): counted, and said on the progress line or in a
+ * line of the log, with the servers when the run has several. */
+void hp_run_note_retry(hp_run *run, size_t i, const hp_retry_note *note);
 
 /* "; 3 retries: 1 after no answer or a 5xx, 2 answers 429, 0 answers 503" for a summary line; "" if none. */
 void hp_retry_counts_text(const hp_retry_counts *c, char *out, size_t size);
-
-/* Seconds on a monotonic clock. */
-double hp_now(void);
 
 #endif

@@ -41,6 +41,23 @@ hp_client *hp_client_new(const char *server, const char *token, _Atomic int *sto
     return c;
 }
 
+void hp_client_use(hp_client *c, const char *server)
+{
+    if (strcmp(c->server, server))
+        snprintf(c->server, sizeof(c->server), "%s", server);
+}
+
+const char *hp_client_server(const hp_client *c) { return c->server; }
+
+double hp_client_jitter(hp_client *c) { return 1.0 + 0.25 * rand_r(&c->seed) / (double)RAND_MAX; }
+
+double hp_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 void hp_client_free(hp_client *c)
 {
     if (!c)
@@ -182,43 +199,6 @@ void hp_pause(double seconds, _Atomic int *stop)
 bool hp_response_device_lost(const hp_response *r)
 {
     return r->status == 503 && r->retry_after_s < 0 && strstr(r->error, "device_lost");
-}
-
-void hp_client_send_retrying(hp_client *c, const hp_retry_policy *p, const char *path, const uint8_t *body,
-                             size_t len, const char *accept, hp_response *out)
-{
-    unsigned failures = 0, attempts = 0;
-    double waited = 0;
-    for (;;) {
-        if (attempts && p->stop && *p->stop)
-            return; /* no further attempt once asked to stop (the last answer stands) */
-        hp_client_send(c, path, body, len, accept, out);
-        out->attempts = ++attempts;
-        if (p->stop && *p->stop)
-            return;
-        double jitter = 1.0 + 0.25 * rand_r(&c->seed) / (double)RAND_MAX;
-        bool busy = (out->status == 429 || out->status == 503) && out->retry_after_s >= 0;
-        if (busy && waited < p->max_wait_s) {
-            /* The daemon says when: waited out, a quarter more at random so that a farm's clients do not all
-             * come back at once. */
-            double wait = fmin(fmax(out->retry_after_s, 0.1), 30.0) * jitter;
-            if (p->on_wait)
-                p->on_wait(p->user, out, attempts, wait);
-            hp_pause(wait, p->stop);
-            waited += wait;
-            continue;
-        }
-        bool failed = out->status == 0 || (out->status >= 500 && !busy && !hp_response_device_lost(out));
-        if (failed && failures < p->retries) {
-            double wait = fmin(0.5 * exp2(failures), 10.0) * jitter; /* 0.5, 1, 2, 4, 8, 10 s... */
-            if (p->on_wait)
-                p->on_wait(p->user, out, attempts, wait);
-            hp_pause(wait, p->stop);
-            failures++;
-            continue;
-        }
-        return;
-    }
 }
 
 void hp_response_free(hp_response *r)

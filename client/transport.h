@@ -1,7 +1,5 @@
-/* Talking to hdrpostd: one exchange over HTTP (libcurl, one easy handle per thread, kept alive between
- * requests), and the retry policy a render farm needs (docs/CLIENT.md): 429 and 503 with Retry-After are
- * waited out (bounded, with jitter), a failed connection and other 5xx are retried with backoff up to a
- * count, anything else is the answer. libcurl sends "Expect: 100-continue" with a large body, so a frame
+/* Talking to hdrpostd: one exchange over HTTP (libcurl, one easy handle per thread, its connections kept alive
+ * between requests, to each server it talks to; the retry policy across servers is client/servers.h's). libcurl sends "Expect: 100-continue" with a large body, so a frame
  * the daemon refuses from its headers is not uploaded at all (docs/SECURITY.md). */
 #ifndef HP_CLIENT_TRANSPORT_H
 #define HP_CLIENT_TRANSPORT_H
@@ -34,24 +32,18 @@ typedef struct hp_client hp_client;
  * lets finish; 1 for the short questions asked before a run). */
 hp_client *hp_client_new(const char *server, const char *token, _Atomic int *stop, int abort_at);
 void hp_client_free(hp_client *client);
+/* The server the next exchange goes to ("http://host:port", as hp_client_new takes it). */
+void hp_client_use(hp_client *client, const char *server);
+const char *hp_client_server(const hp_client *client);
+/* 1 to 1.25 at random (the thread's own seed): a wait's jitter. */
+double hp_client_jitter(hp_client *client);
+
+/* Seconds on a monotonic clock. */
+double hp_now(void);
 
 /* One exchange. body NULL: GET. accept: NULL, or the Accept header's value. */
 void hp_client_send(hp_client *client, const char *path, const uint8_t *body, size_t len, const char *accept,
                     hp_response *out);
-
-typedef struct hp_retry_policy {
-    unsigned retries;            /* connection failures and 5xx (but a 503 with Retry-After) retried this often */
-    double max_wait_s;           /* 429 and 503 with Retry-After waited out this long in all, per request */
-    _Atomic int *stop; /* set: no further attempt is made (SIGINT) */
-    /* Told before each wait, so that a wait is never silent: the answer that made it (status 0: none), the
-     * retry it leads to (1 for the first) and its length. NULL: none. */
-    void (*on_wait)(void *user, const hp_response *r, unsigned retry, double wait_s);
-    void *user;
-} hp_retry_policy;
-
-/* hp_client_send under the policy: the last answer. */
-void hp_client_send_retrying(hp_client *client, const hp_retry_policy *policy, const char *path,
-                             const uint8_t *body, size_t len, const char *accept, hp_response *out);
 
 void hp_response_free(hp_response *r);
 

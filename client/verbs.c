@@ -24,91 +24,143 @@ static json_t *get_json(hp_client *client, const char *path, hp_response *r)
 }
 
 /* The daemon's 401, 403, 503 or no answer as an exit status (cli.h), with a message; 0 for any other status. */
-static int server_refusal(const hp_cli_options *o, const hp_response *r, char *why, size_t why_size)
+static int server_refusal(const char *server, const char *token, const hp_response *r, char *why, size_t why_size)
 {
     if (r->status == 0) {
-        snprintf(why, why_size, "%s: unreachable: %s", o->server, r->error);
+        snprintf(why, why_size, "%s: unreachable: %s", server, r->error);
         return HP_EXIT_UNREACHABLE;
     }
     if (r->status == 401 || r->status == 403) {
-        hp_auth_refusal(r, o->token && *o->token, why, why_size);
+        hp_auth_refusal(r, token && *token, why, why_size);
         return HP_EXIT_REFUSED;
     }
     if (r->status == 503) {
-        snprintf(why, why_size, "%s: not ready: %s", o->server, r->error);
+        snprintf(why, why_size, "%s: not ready: %s", server, r->error);
         return HP_EXIT_NOT_READY;
     }
     return 0;
 }
 
-/* Before a single frame: the daemon is ready (a starting one, 503 with Retry-After from /readyz, is waited for up
- * to --wait, and the wait is shown), answers and takes the token, and its queue sizes the default jobs. */
+enum { PROBE_STARTING = -1 };
+
+/* One server asked, before a frame is sent, whether it can take frames: 0 with its /v1/gpu in *gpu, PROBE_STARTING
+ * (503 with Retry-After from /readyz: its device and pipelines are being made; r says until when), else the exit
+ * status with why. */
+static int probe(hp_cli_options *o, const char *server, json_t **gpu, hp_response *r, char *why, size_t why_size)
+{
+    hp_client *client = hp_client_new(server, o->token, o->stop, 1);
+    if (!client)
+        return snprintf(why, why_size, "%s: out of memory", server), HP_EXIT_UNREACHABLE;
+    hp_retry_policy quick = {.retries = 1, .max_wait_s = 0};
+    hp_client_send_retrying(client, &quick, "/readyz", NULL, 0, NULL, r);
+    /* /v1/gpu says what /readyz cannot: the token, the queue (a 404 for /readyz: an older daemon). */
+    bool starting = r->status == 503 && r->retry_after_s >= 0; /* draining and a lost GPU have no Retry-After */
+    if (!starting && (r->status == 200 || r->status == 404))
+        *gpu = get_json(client, "/v1/gpu", r);
+    starting = !*gpu && r->status == 503 && r->retry_after_s >= 0;
+    hp_client_free(client);
+    int rc = *gpu ? 0 : starting ? PROBE_STARTING : server_refusal(server, o->token, r, why, why_size);
+    if (!rc && !*gpu && !starting)
+        rc = HP_EXIT_UNREACHABLE, snprintf(why, why_size, "%s: %s", server, r->error);
+    return rc;
+}
+
+/* The wait for a starting server, shown: in place on a terminal, a line every 10 s in a log (*said: when it was
+ * last shown; -1 never). */
+static void show_wait(const char *verb, const hp_cli_options *o, double waited, double *said, const char *error)
+{
+    const char *who = o->servers.count > 1 ? "a server" : "the daemon";
+    if (isatty(STDERR_FILENO))
+        fprintf(stderr, "\r\033[Khdrpost %s: waiting for %s to be ready (%.0f s of at most %g, --wait): %s", verb, who,
+                waited, o->wait_s, error);
+    else if (*said < 0 || waited - *said >= 10) {
+        fprintf(stderr, "hdrpost %s: waiting for %s to be ready (%.0f s of at most %g, --wait): %s\n", verb, who,
+                waited, o->wait_s, error);
+        *said = waited;
+    }
+}
+
+/* Before a single frame: a server is ready (starting ones, 503 with Retry-After from /readyz, are waited for up
+ * to --wait, and the wait is shown), answers and takes the token, and the ready servers' queues size the default
+ * jobs. With several servers the run starts once one is ready; the others are named, and take frames once they
+ * answer (client/servers.h). A refused token stops it whichever server refuses. */
 static int check_server(const char *verb, hp_cli_options *o)
 {
-    hp_client *client = hp_client_new(o->server, o->token, o->stop, 1);
-    hp_response r = {0};
-    json_t *gpu = NULL;
-    bool terminal = isatty(STDERR_FILENO);
-    double started = hp_now(), said = -1; /* said: when the wait was last shown in a log; -1 never */
+    size_t n = o->servers.count;
+    int *rc = calloc(n, sizeof(*rc));
+    char (*why)[1100] = calloc(n, sizeof(*why));
+    json_int_t capacity = 0;
+    size_t ready = 0;
+    double started = hp_now(), said = -1;
     bool waiting = false;
-    int rc = 0;
-    char why[700] = "";
-    while (client && !rc) {
-        hp_retry_policy quick = {.retries = 1, .max_wait_s = 0};
-        hp_client_send_retrying(client, &quick, "/readyz", NULL, 0, NULL, &r);
-        bool starting = r.status == 503 && r.retry_after_s >= 0; /* draining and a lost GPU have no Retry-After */
-        if (!starting) {
-            /* /v1/gpu says what /readyz cannot: the token, the queue (a 404 for /readyz: an older daemon). */
-            if (r.status == 200 || r.status == 404)
-                gpu = get_json(client, "/v1/gpu", &r);
-            starting = !gpu && r.status == 503 && r.retry_after_s >= 0;
-            if (!starting) {
-                if (!gpu && !(rc = server_refusal(o, &r, why, sizeof why)))
-                    rc = HP_EXIT_UNREACHABLE, snprintf(why, sizeof why, "%s: %s", o->server, r.error);
-                break;
+    int status = rc && why ? 0 : HP_EXIT_UNREACHABLE;
+    hp_response r = {0};
+    while (!status) {
+        size_t starting = 0;
+        const char *error = "";
+        for (size_t k = 0; k < n; k++) {
+            if (ready && rc[k] != PROBE_STARTING)
+                continue; /* asked once more only while starting */
+            json_t *gpu = NULL;
+            rc[k] = probe(o, o->servers.items[k].url, &gpu, &r, why[k], sizeof why[k]);
+            if (!rc[k]) {
+                if (!ready++)
+                    o->asked = k;
+                /* As many frames in flight as the daemon queues, at most 8: more would only wait in its queue. */
+                json_int_t c = json_integer_value(json_object_get(json_object_get(gpu, "queue"), "capacity"));
+                capacity += c > 0 ? (c < 8 ? c : 8) : 4;
             }
+            starting += rc[k] == PROBE_STARTING;
+            if (rc[k] == PROBE_STARTING)
+                error = r.error;
+            if (rc[k] == HP_EXIT_REFUSED)
+                status = rc[k];
+            json_decref(gpu);
         }
+        if (status || ready || !starting || (o->stop && *o->stop))
+            break;
         double waited = hp_now() - started;
-        if (o->stop && *o->stop)
-            break;
         if (waited >= o->wait_s) {
-            snprintf(why, sizeof why, "%s: still not ready after %.0f s (--wait %g): %s", o->server, waited, o->wait_s,
-                     r.error);
-            rc = HP_EXIT_NOT_READY;
+            for (size_t k = 0; k < n; k++)
+                if (rc[k] == PROBE_STARTING)
+                    rc[k] = HP_EXIT_NOT_READY, snprintf(why[k], sizeof why[k], "%s: still not ready after %.0f s "
+                                                        "(--wait %g): %s", o->servers.items[k].url, waited, o->wait_s, r.error);
             break;
         }
-        /* Shown: in place on a terminal, a line every 10 s in a log. */
-        if (terminal)
-            fprintf(stderr, "\r\033[Khdrpost %s: waiting for the daemon to be ready (%.0f s of at most %g, --wait): %s",
-                    verb, waited, o->wait_s, r.error);
-        else if (said < 0 || waited - said >= 10) {
-            fprintf(stderr, "hdrpost %s: waiting for the daemon to be ready (%.0f s of at most %g, --wait): %s\n", verb,
-                    waited, o->wait_s, r.error);
-            said = waited;
-        }
+        show_wait(verb, o, waited, &said, error);
         waiting = true;
         hp_pause(fmin(fmax(r.retry_after_s, 0.2), 5.0), o->stop);
     }
-    if (waiting && terminal)
+    if (waiting && isatty(STDERR_FILENO))
         fprintf(stderr, "\r\033[K");
-    if (waiting && gpu)
-        fprintf(stderr, "hdrpost %s: the daemon is ready after %.1f s\n", verb, hp_now() - started);
-    if (!gpu && o->stop && *o->stop) {
+    if (waiting && ready)
+        fprintf(stderr, "hdrpost %s: %s is ready after %.1f s\n", verb, n > 1 ? o->servers.items[o->asked].url
+                                                                           : "the daemon", hp_now() - started);
+    size_t shown = 0; /* the first failure's status and message stand for all when none is ready */
+    while (shown < n && rc && !rc[shown])
+        shown++;
+    if (!status && !ready && o->stop && *o->stop) {
         fprintf(stderr, "hdrpost %s: interrupted\n", verb);
-        rc = HP_EXIT_SOME_FAILED;
-    } else if (!gpu) {
-        if (!rc)
-            rc = HP_EXIT_UNREACHABLE, snprintf(why, sizeof why, "%s: out of memory", o->server);
-        fprintf(stderr, "hdrpost %s: %s\n", verb, why);
-    } else if (!o->jobs) {
-        /* As many frames in flight as the daemon queues, at most 8: more would only wait in its queue. */
-        json_int_t capacity = json_integer_value(json_object_get(json_object_get(gpu, "queue"), "capacity"));
-        o->jobs = capacity > 0 ? (unsigned)fmin((double)capacity, 8) : 4;
+        status = HP_EXIT_SOME_FAILED;
+    } else if (rc && why && (status || !ready)) {
+        status = status ? status : rc[shown] > 0 ? rc[shown] : HP_EXIT_UNREACHABLE;
+        for (size_t k = 0; k < n; k++)
+            if (rc[k] > 0 && (n > 1 || k == shown) && (status != HP_EXIT_REFUSED || rc[k] == HP_EXIT_REFUSED))
+                fprintf(stderr, "hdrpost %s: %s\n", verb, why[k]);
+    } else if (rc && why) {
+        for (size_t k = 0; k < n; k++)
+            if (rc[k])
+                fprintf(stderr, "hdrpost %s: %s; its frames go to the other servers until it answers\n", verb,
+                        rc[k] == PROBE_STARTING ? o->servers.items[k].url : why[k]);
+        if (!o->jobs)
+            o->jobs = (unsigned)(capacity < 256 ? capacity : 256);
+    } else {
+        fprintf(stderr, "hdrpost %s: out of memory\n", verb);
     }
-    json_decref(gpu);
+    free(rc);
+    free(why);
     hp_response_free(&r);
-    hp_client_free(client);
-    return rc;
+    return status;
 }
 
 /* The daemon's look of that name as the query its "sets" make, values escaped as a request's are; NULL with why
@@ -146,7 +198,8 @@ static char *look_query(json_t *params_doc, const char *name, char *why, size_t 
  * extension and every rule see what the look sets. A look the daemon lacks stops the run before a frame is sent. */
 static int learn_look(const char *verb, hp_cli_options *o, const char *name)
 {
-    hp_client *client = hp_client_new(o->server, o->token, o->stop, 1);
+    const char *server = o->servers.items[o->asked].url;
+    hp_client *client = hp_client_new(server, o->token, o->stop, 1);
     hp_response r = {0};
     json_t *doc = client ? get_json(client, "/v1/params", &r) : NULL;
     char why[1100] = "", message[1700];
@@ -158,7 +211,7 @@ static int learn_look(const char *verb, hp_cli_options *o, const char *name)
                  r.error[0] ? r.error : "not JSON");
     else if (!query && !strstr(why, "do not parse"))
         snprintf(message, sizeof message, "look %s: neither hdrpost's nor the daemon's (%s) look; its looks: %s",
-                 name, o->server, why);
+                 name, server, why);
     else if (!query)
         snprintf(message, sizeof message, "look %s (the daemon's): %s", name, why);
     else if (hp_looks_add(name, query, "A look of the daemon's own (its studio_looks setting).", &err) != HP_OK)
@@ -291,7 +344,7 @@ int hp_verb_analyze(hp_cli_options *o)
         return rc;
     hp_shot_job job = {.frames = &o->frames, .query = query, .accept = "application/json", .retries = o->retries,
                        .max_wait_s = 600};
-    hp_run run = {.server = o->server, .token = o->token, .jobs = o->jobs, .stop = o->stop};
+    hp_run run = {.servers = &o->servers, .token = o->token, .jobs = o->jobs, .stop = o->stop};
     if (!hp_shot_job_init(&job) || !hp_run_init(&run, &o->frames) || !hp_shot_analyze(&job, &run)) {
         fprintf(stderr, "hdrpost analyze: out of memory or threads\n");
         rc = HP_EXIT_USAGE;
@@ -495,7 +548,7 @@ static int lock_exposure(hp_cli_options *o, hp_shot_job *job, const hp_lock_requ
                 "--overwrite instead of --resume to render all %zu frames again.\n", changed, o->frames.count);
         return HP_EXIT_USAGE;
     }
-    hp_run analysis = {.server = o->server, .token = o->token, .jobs = o->jobs, .stop = o->stop};
+    hp_run analysis = {.servers = &o->servers, .token = o->token, .jobs = o->jobs, .stop = o->stop};
     job->accept = "application/json";
     bool ran = hp_run_init(&analysis, &o->frames) && hp_shot_analyze(job, &analysis);
     job->accept = NULL;
@@ -562,22 +615,24 @@ static size_t timing_columns(const hp_shot_job *job, char (*columns)[32])
     return count;
 }
 
-/* --timings: one row per frame posted, its Server-Timing phases in milliseconds, a column per phase. */
-static bool write_timings(const char *path, const hp_shot_job *job)
+/* --timings: one row per frame posted, the server that answered it, its Server-Timing phases in milliseconds, a column per phase. */
+static bool write_timings(const char *path, const hp_shot_job *job, const hp_run *run)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return false;
     char columns[MAX_TIMING_COLUMNS][32];
     const size_t count = timing_columns(job, columns);
-    fprintf(f, "frame,status");
+    fprintf(f, "frame,status,server");
     for (size_t k = 0; k < count; k++)
         fprintf(f, ",%s", columns[k]);
     fprintf(f, "\n");
     for (size_t i = 0; i < job->frames->count; i++) {
         if (!job->statuses[i])
             continue; /* not posted (skipped, or the run stopped first) */
-        fprintf(f, "%s,%ld", job->frames->items[i].name, job->statuses[i]);
+        size_t k = run->server_of[i];
+        fprintf(f, "%s,%ld,%s", job->frames->items[i].name, job->statuses[i],
+                k < run->servers->count ? run->servers->items[k].url : "");
         for (size_t k = 0; k < count; k++) {
             char value[32];
             fprintf(f, ",%s", timing_of(job->timings[i], columns[k], value, sizeof(value)) ? value : "");
@@ -604,6 +659,33 @@ static int existing_outputs(hp_cli_options *o, hp_shot_job *job, hp_run *run)
     return 0;
 }
 
+/* The frames rendered by server k. */
+static size_t rendered_on(const hp_run *run, size_t k)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < run->frames->count; i++)
+        n += run->server_of[i] == k && run->done[i] && !run->failure[i];
+    return n;
+}
+
+/* Which server rendered what: each server's frames, its failed and busy answers (both passes) and its state. */
+static json_t *servers_json(const hp_servers *servers, const hp_run *run)
+{
+    json_t *list = json_array();
+    for (size_t k = 0; k < servers->count; k++) {
+        const hp_server *v = &servers->items[k];
+        json_t *frames = json_array();
+        for (size_t i = 0; i < run->frames->count; i++)
+            if (run->server_of[i] == k && run->done[i] && !run->failure[i])
+                json_array_append_new(frames, json_string(run->frames->items[i].name));
+        json_array_append_new(list, json_pack("{s:s, s:s, s:i, s:o, s:i, s:i, s:s}", "url", v->url, "state",
+                                              hp_server_state(v), "rendered", (int)json_array_size(frames), "frames",
+                                              frames, "failed_attempts", (int)v->failed, "busy_answers", (int)v->busy,
+                                              "last_error", v->last_error));
+    }
+    return list;
+}
+
 /* The summary: on stdout as JSON with --json (with the lock's values: those of the shot, or where to find
  * each frame's), and in a line on stderr. */
 static void summary(const hp_cli_options *o, const hp_shot_job *job, const hp_run *run, hp_lock_mode mode,
@@ -623,10 +705,10 @@ static void summary(const hp_cli_options *o, const hp_shot_job *job, const hp_ru
         }
         json_t *retries = json_pack("{s:i, s:i, s:i}", "no_answer_or_5xx", (int)waits.failures, "busy_429",
                                     (int)waits.busy_429, "busy_503", (int)waits.busy_503);
-        json_t *doc = json_pack("{s:i, s:i, s:i, s:o, s:i, s:f, s:s, s:o, s:o}", "frames", (int)o->frames.count,
+        json_t *doc = json_pack("{s:i, s:i, s:i, s:o, s:i, s:f, s:s, s:o, s:o, s:o}", "frames", (int)o->frames.count,
                                 "rendered", (int)rendered, "skipped", (int)run->skipped, "failed", failures_json(run),
                                 "not_tried", (int)not_tried(run), "seconds", seconds, "output", o->out_dir, "exposure",
-                                exposure, "retries", retries);
+                                exposure, "retries", retries, "servers", servers_json(&o->servers, run));
         json_dumpf(doc, stdout, JSON_INDENT(1));
         printf("\n");
         json_decref(doc);
@@ -636,6 +718,12 @@ static void summary(const hp_cli_options *o, const hp_shot_job *job, const hp_ru
     fprintf(stderr, "hdrpost render: %zu rendered, %zu skipped, %zu failed, %zu not tried of %zu frames in %.1f s "
             "(exposure: %s)%s\n", rendered, run->skipped, run->failed, not_tried(run), o->frames.count, seconds,
             lock_mode_name(mode), retries);
+    for (size_t k = 0; o->servers.count > 1 && k < o->servers.count; k++) {
+        const hp_server *v = &o->servers.items[k];
+        fprintf(stderr, "  %s: %zu rendered, %zu attempts failed, %zu busy answers, %s%s%s\n", v->url,
+                rendered_on(run, k), v->failed, v->busy, hp_server_state(v), v->last_error[0] ? "; last: " : "",
+                v->last_error);
+    }
     print_failures("render", run);
 }
 
@@ -683,7 +771,7 @@ int hp_verb_render(hp_cli_options *o)
     hp_shot_job job = {.frames = &o->frames, .query = query, .out_dir = o->out_dir,
                        .extension = output_extension(params.output.format), .retries = o->retries,
                        .max_wait_s = 600};
-    hp_run run = {.server = o->server, .token = o->token, .jobs = o->jobs, .stop = o->stop};
+    hp_run run = {.servers = &o->servers, .token = o->token, .jobs = o->jobs, .stop = o->stop};
     double t0 = hp_now();
     hp_retry_counts analysis_waits = {0};
     if (!hp_shot_job_init(&job) || !hp_run_init(&run, &o->frames))
@@ -704,7 +792,7 @@ int hp_verb_render(hp_cli_options *o)
         job.query = render_query;
         hp_shot_render(&job, &run);
         summary(o, &job, &run, mode, &analysis_waits, hp_now() - t0);
-        if (o->timings && !write_timings(o->timings, &job))
+        if (o->timings && !write_timings(o->timings, &job, &run))
             fprintf(stderr, "hdrpost render: cannot write %s\n", o->timings);
         rc = run_status("render", &run);
     }
@@ -770,9 +858,10 @@ static void print_ocio(const json_t *ocio, const hp_response *r)
         printf("ocio     %s\n", r->error);
 }
 
-int hp_verb_status(hp_cli_options *o)
+/* One server's screen (or its JSON object, appended to out); its exit status. */
+static int status_one(hp_cli_options *o, const char *server, json_t *out)
 {
-    hp_client *client = hp_client_new(o->server, o->token, o->stop, 1);
+    hp_client *client = hp_client_new(server, o->token, o->stop, 1);
     hp_response ready = {0}, r = {0}, ro = {0};
     hp_retry_policy once = {.retries = 0};
     if (client)
@@ -782,23 +871,20 @@ int hp_verb_status(hp_cli_options *o)
     /* The exit status a script gates on (cli.h): 0 ready, 3 unreachable, 4 the token missing or refused, 5 not
      * ready (the screen is still shown for 4 and 5: it says why). */
     int rc = HP_EXIT_DONE;
-    char why[700] = "";
+    char why[1100] = "";
     if (!ready.status)
-        rc = HP_EXIT_UNREACHABLE, snprintf(why, sizeof why, "%s: unreachable: %s", o->server, ready.error);
+        rc = HP_EXIT_UNREACHABLE, snprintf(why, sizeof why, "%s: unreachable: %s", server, ready.error);
     else if (!gpu && (r.status == 401 || r.status == 403))
         rc = HP_EXIT_REFUSED, hp_auth_refusal(&r, o->token && *o->token, why, sizeof why);
     else if (ready.status != 200 && ready.status != 404)
-        rc = HP_EXIT_NOT_READY, snprintf(why, sizeof why, "%s: not ready: %s", o->server, ready.error);
-    if (o->json) {
+        rc = HP_EXIT_NOT_READY, snprintf(why, sizeof why, "%s: not ready: %s", server, ready.error);
+    if (out) {
         /* ocio: /v1/ocio's answer ("config" null without one), or null where the daemon could not say; an
          * unreachable daemon too gets its object, so that a script reads exit_status from it. */
-        json_t *doc = json_pack("{s:s, s:b, s:O?, s:O?, s:i}", "server", o->server, "ready", ready.status == 200,
-                                "gpu", gpu, "ocio", ocio, "exit_status", rc);
-        json_dumpf(doc, stdout, JSON_INDENT(1));
-        printf("\n");
-        json_decref(doc);
+        json_array_append_new(out, json_pack("{s:s, s:b, s:O?, s:O?, s:i}", "server", server, "ready",
+                                             ready.status == 200, "gpu", gpu, "ocio", ocio, "exit_status", rc));
     } else if (ready.status) { /* unreachable: nothing to show but the message */
-        printf("server   %s\nready    %s\n", o->server, ready.status == 200 ? "yes" : ready.error);
+        printf("server   %s\nready    %s\n", server, ready.status == 200 ? "yes" : ready.error);
         print_gpu(gpu, &r);
         print_ocio(ocio, &ro);
     }
@@ -810,5 +896,25 @@ int hp_verb_status(hp_cli_options *o)
     hp_response_free(&r);
     hp_response_free(&ro);
     hp_client_free(client);
+    return rc;
+}
+
+/* Each server's screen, in the list's order (--json: its object, or an array of them for several). The exit
+ * status is the first server's that is not ready: 0 when every one is. */
+int hp_verb_status(hp_cli_options *o)
+{
+    json_t *docs = o->json ? json_array() : NULL;
+    int rc = HP_EXIT_DONE;
+    for (size_t k = 0; k < o->servers.count; k++) {
+        if (k && !o->json)
+            printf("\n");
+        int one = status_one(o, o->servers.items[k].url, docs);
+        rc = rc ? rc : one;
+    }
+    if (docs) {
+        json_dumpf(o->servers.count > 1 ? docs : json_array_get(docs, 0), stdout, JSON_INDENT(1));
+        printf("\n");
+        json_decref(docs);
+    }
     return rc;
 }

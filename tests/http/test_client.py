@@ -349,9 +349,9 @@ def timings(d, tmp, pattern):
     phases = [field.split(";")[0].strip() for field in headers.get("server-timing", "").split(",")]
     rows = open(csv_path).read().splitlines() if os.path.exists(csv_path) else []
     header = rows[0].split(",") if rows else []
-    point(f"--timings of a GPU-encoded PNG: the columns are frame, status and every phase of the daemon's "
+    point(f"--timings of a GPU-encoded PNG: the columns are frame, status, server and every phase of the daemon's "
           f"Server-Timing ({', '.join(phases)}), png_gpu among them, a value in each for both frames",
-          rc == 0 and status == 200 and "png_gpu" in phases and header == ["frame", "status", *phases]
+          rc == 0 and status == 200 and "png_gpu" in phases and header == ["frame", "status", "server", *phases]
           and len(rows) == 3 and all(len(r.split(",")) == len(header) and "" not in r.split(",") for r in rows[1:]),
           f"{rows}\n{phases}\n{err}")
 

@@ -1,0 +1,241 @@
+#include "client/servers.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- The list ----------------------------------------------------------------------------------------- */
+
+static bool add(hp_servers *s, const char *url, size_t n, char *why, size_t why_size)
+{
+    while (n && url[n - 1] == '/')
+        n--;
+    if (!n) {
+        snprintf(why, why_size, "an empty server in the list: give URL[,URL...], e.g. http://gpu1:8080,http://gpu2:8080");
+        return false;
+    }
+    if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)) {
+        snprintf(why, why_size, "%.*s: not an http:// or https:// URL", (int)(n > 300 ? 300 : n), url);
+        return false;
+    }
+    if (n >= sizeof(s->items[0].url)) {
+        snprintf(why, why_size, "%.300s...: a URL longer than %zu characters", url, sizeof(s->items[0].url) - 1);
+        return false;
+    }
+    for (size_t k = 0; k < s->count; k++)
+        if (strlen(s->items[k].url) == n && !strncmp(s->items[k].url, url, n)) {
+            snprintf(why, why_size, "%s given twice: each server once (frames spread by the fewest in flight)",
+                     s->items[k].url);
+            return false;
+        }
+    hp_server *grown = realloc(s->items, (s->count + 1) * sizeof(*grown));
+    if (!grown) {
+        snprintf(why, why_size, "out of memory");
+        return false;
+    }
+    s->items = grown;
+    s->items[s->count] = (hp_server){0};
+    snprintf(s->items[s->count].url, sizeof(s->items[0].url), "%.*s", (int)n, url);
+    s->count++;
+    return true;
+}
+
+static void init(hp_servers *s)
+{
+    *s = (hp_servers){0};
+    pthread_mutex_init(&s->lock, NULL);
+}
+
+bool hp_servers_parse(hp_servers *s, const char *list, char *why, size_t why_size)
+{
+    init(s);
+    for (const char *p = list;; p++) {
+        size_t n = strcspn(p, ",");
+        size_t skip = strspn(p, " \t"); /* "a, b" as written in a shell variable */
+        if (!add(s, p + (skip < n ? skip : n), n - (skip < n ? skip : n), why, why_size))
+            return false;
+        p += n;
+        if (!*p)
+            return true;
+    }
+}
+
+bool hp_servers_read(hp_servers *s, const char *path, char *why, size_t why_size)
+{
+    init(s);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(why, why_size, "%s: %s", path, strerror(errno));
+        return false;
+    }
+    char line[1024], message[700];
+    bool ok = true;
+    for (unsigned number = 1; ok && fgets(line, sizeof line, f); number++) {
+        line[strcspn(line, "#\r\n")] = '\0';
+        char *url = line + strspn(line, " \t");
+        size_t n = strcspn(url, " \t");
+        if (url[n + strspn(url + n, " \t")]) {
+            snprintf(why, why_size, "%s line %u: one URL a line ('#' starts a comment)", path, number);
+            ok = false;
+        } else if (n && !add(s, url, n, message, sizeof message)) {
+            snprintf(why, why_size, "%s line %u: %s", path, number, message);
+            ok = false;
+        }
+    }
+    fclose(f);
+    if (ok && !s->count) {
+        snprintf(why, why_size, "%s: no server in it (one URL a line)", path);
+        ok = false;
+    }
+    return ok;
+}
+
+void hp_servers_free(hp_servers *s)
+{
+    free(s->items);
+    pthread_mutex_destroy(&s->lock);
+    *s = (hp_servers){0};
+}
+
+const char *hp_server_state(const hp_server *server)
+{
+    return server->gone ? "gone" : server->back_at > hp_now() ? "left" : "in use";
+}
+
+/* --- Where an attempt goes --------------------------------------------------------------------------- */
+
+/* The server the next attempt goes to, counted in flight: of those not gone, the one in use now (else the first
+ * back) with the fewest in flight, ties taken in turn. *wait: seconds until it is back (0: now). SIZE_MAX: every
+ * server is gone. */
+static size_t take(hp_servers *s, double *wait)
+{
+    pthread_mutex_lock(&s->lock);
+    double now = hp_now(), best_wait = 0;
+    size_t best = SIZE_MAX;
+    for (size_t j = 0; j < s->count; j++) {
+        size_t k = (s->turn + j) % s->count;
+        const hp_server *v = &s->items[k];
+        if (v->gone)
+            continue;
+        double w = fmax(v->back_at - now, 0);
+        if (best == SIZE_MAX || w < best_wait || (w == best_wait && v->in_flight < s->items[best].in_flight))
+            best = k, best_wait = w;
+    }
+    if (best != SIZE_MAX) {
+        s->items[best].in_flight++;
+        s->turn = best + 1;
+    }
+    pthread_mutex_unlock(&s->lock);
+    *wait = best_wait;
+    return best;
+}
+
+typedef enum answer_kind { ANSWER_FINAL, ANSWER_BUSY, ANSWER_FAILED, ANSWER_LOST } answer_kind;
+
+static answer_kind kind_of(const hp_response *r)
+{
+    if ((r->status == 429 || r->status == 503) && r->retry_after_s >= 0)
+        return ANSWER_BUSY;
+    if (hp_response_device_lost(r))
+        return ANSWER_LOST;
+    if (r->status == 0 || r->status >= 500)
+        return ANSWER_FAILED;
+    return ANSWER_FINAL;
+}
+
+/* What the answer makes of server k (the header's rules), and the attempt no longer in flight. */
+static void settle(hp_servers *s, size_t k, const hp_response *r, answer_kind kind, double jitter)
+{
+    pthread_mutex_lock(&s->lock);
+    hp_server *v = &s->items[k];
+    v->in_flight--;
+    double now = hp_now();
+    switch (kind) {
+    case ANSWER_FINAL:
+        v->failures_in_a_row = 0;
+        v->answered += r->status == 200;
+        break;
+    case ANSWER_BUSY:
+        v->busy++;
+        v->back_at = fmax(v->back_at, now + fmin(fmax(r->retry_after_s, 0.1), 30.0) * jitter);
+        break;
+    case ANSWER_FAILED:
+        v->failed++;
+        v->back_at = fmax(v->back_at, now + fmin(0.5 * exp2(v->failures_in_a_row), 10.0) * jitter);
+        v->failures_in_a_row++;
+        break;
+    case ANSWER_LOST:
+        v->gone = true;
+        break;
+    }
+    if (kind != ANSWER_FINAL)
+        snprintf(v->last_error, sizeof(v->last_error), "%s",
+                 r->status ? r->error : *r->error ? r->error : "no answer");
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void release(hp_servers *s, size_t k)
+{
+    pthread_mutex_lock(&s->lock);
+    s->items[k].in_flight--;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void hp_servers_send(hp_servers *s, hp_client *client, const hp_retry_policy *p, const char *path,
+                     const uint8_t *body, size_t len, const char *accept, hp_response *out, size_t *server)
+{
+    /* A request may fail once on each further server before it counts against its retries: a dead server in
+     * a list of three costs a frame one attempt, not its budget. */
+    unsigned failures = 0, attempts = 0, allowed = p->retries + (unsigned)(s->count - 1);
+    double waited = 0; /* on busy servers */
+    size_t from = SIZE_MAX;
+    answer_kind last = ANSWER_FINAL;
+    *server = SIZE_MAX;
+    for (;;) {
+        if (p->stop && *p->stop && attempts)
+            return; /* no further attempt once asked to stop (the last answer stands) */
+        double wait;
+        size_t k = take(s, &wait);
+        if (k == SIZE_MAX)
+            return; /* every server's GPU lost: the last answer (device_lost) stands */
+        if (attempts && p->on_retry)
+            p->on_retry(p->user, &(hp_retry_note){.from = s->items[from].url, .to = s->items[k].url, .r = out,
+                                                  .retry = attempts, .wait_s = wait});
+        if (wait > 0) {
+            hp_pause(wait, p->stop);
+            if (last == ANSWER_BUSY)
+                waited += wait;
+            if (p->stop && *p->stop && attempts) {
+                release(s, k);
+                return;
+            }
+        }
+        hp_client_use(client, s->items[k].url);
+        hp_client_send(client, path, body, len, accept, out);
+        out->attempts = ++attempts;
+        *server = from = k;
+        last = kind_of(out);
+        settle(s, k, out, last, hp_client_jitter(client));
+        if (last == ANSWER_FINAL || (p->stop && *p->stop))
+            return;
+        if (last == ANSWER_BUSY && waited >= p->max_wait_s)
+            return;
+        if (last == ANSWER_FAILED && ++failures > allowed)
+            return;
+    }
+}
+
+void hp_client_send_retrying(hp_client *client, const hp_retry_policy *p, const char *path, const uint8_t *body,
+                             size_t len, const char *accept, hp_response *out)
+{
+    /* The client's server was checked when the list was (hdrpost.c): it is taken as it is. */
+    hp_server server = {0};
+    snprintf(server.url, sizeof(server.url), "%s", hp_client_server(client));
+    hp_servers one = {.items = &server, .count = 1};
+    pthread_mutex_init(&one.lock, NULL);
+    size_t index;
+    hp_servers_send(&one, client, p, path, body, len, accept, out, &index);
+    pthread_mutex_destroy(&one.lock);
+}
