@@ -307,6 +307,31 @@ static void note_error(const hp_request *req, const hp_reply *reply)
                   json_string_value(json_object_get(e, "message")), req->path);
 }
 
+static bool from_trusted_proxy(const hp_request *req);
+
+static bool has_header(const hp_reply *reply, const char *name)
+{
+    for (unsigned i = 0; i < reply->header_count; i++)
+        if (!strcasecmp(reply->headers[i].name, name))
+            return true;
+    return false;
+}
+
+/* A replica whose GPU is lost tells a proxy in front "again in a second": the proxy takes it out of the rotation
+ * at its next health checks (/readyz is 503 too; 2 s with deploy/replicas.py's haproxy.cfg), and the request
+ * sent again goes to another replica. To a client talking to it directly the 503 has no Retry-After: this
+ * process takes no frame again, and hdrpost leaves it for the run (client/servers.h). */
+static void device_lost_behind_proxy(hp_request *req, hp_reply *reply)
+{
+    if (reply->status != 503 || !req->connection || has_header(reply, "Retry-After"))
+        return;
+    json_t *e = reply->body ? json_object_get(reply->body, "error") : NULL;
+    const char *code = json_string_value(json_object_get(e, "code"));
+    bool lost = hp_http_get_state(req->http) == HP_SERVICE_DEVICE_LOST || (code && !strcmp(code, "device_lost"));
+    if (lost && from_trusted_proxy(req))
+        hp_reply_header_add(reply, "Retry-After", "1");
+}
+
 static enum MHD_Result send_reply(hp_request *req, hp_reply *reply)
 {
     /* Used when the body cannot be built (out of memory): a constant needs no allocation. */
@@ -314,6 +339,7 @@ static enum MHD_Result send_reply(hp_request *req, hp_reply *reply)
         "{\"error\":{\"code\":\"internal_error\",\"message\":\"cannot build the response\",\"field\":null}}\n";
 
     note_error(req, reply);
+    device_lost_behind_proxy(req, reply);
     char *text = reply->body ? json_dumps(reply->body, JSON_COMPACT) : NULL;
     struct MHD_Response *resp = NULL;
     unsigned status = reply->status;

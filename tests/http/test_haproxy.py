@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Replicas behind a real HAProxy (issue 37; deploy/replicas.py, docs/SCALING.md).
 
-Usage: test_haproxy.py PATH/TO/hdrpostd PATH/TO/make_frame. Prints TAP.
+Usage: test_haproxy.py PATH/TO/hdrpostd PATH/TO/make_frame PATH/TO/hdrpost. Prints TAP.
   - deploy/replicas.py --all (lavapipe is a CPU device) writes each replica's settings (its GPU by UUID as
     --list-devices says it, a loopback port, HAProxy trusted), its CPU share, and an haproxy.cfg that
     `haproxy -c` accepts;
@@ -10,7 +10,10 @@ Usage: test_haproxy.py PATH/TO/hdrpostd PATH/TO/make_frame. Prints TAP.
     daemon's own answer, and the daemons' logs name the client HAProxy passed on (X-Forwarded-For);
   - one daemon drained (SIGTERM) and one killed (SIGKILL) while frames are sent: HAProxy takes each out of
     rotation as /readyz (or the refused connection) says, and every frame is rendered, byte-identical, a
-    frame answered 502 or 503 by a replica going away sent again as a client (hdrpost) does.
+    frame answered 502 or 503 by a replica going away sent again as a client (hdrpost) does;
+  - a replica that loses its GPU behind HAProxy: what HAProxy relays is answered 503 device_lost with
+    Retry-After: 1 (a client asking it directly gets none), and hdrpost's shot through HAProxy ends with every
+    frame, byte-identical, the other replica rendering those the lost one could not.
 """
 import http.client
 import importlib.util
@@ -29,6 +32,7 @@ from harness import point
 
 EXE = sys.argv[1] if len(sys.argv) > 1 else "hdrpostd"
 MAKE_FRAME = sys.argv[2] if len(sys.argv) > 2 else "make_frame"
+HDRPOST = sys.argv[3] if len(sys.argv) > 3 else "hdrpost"
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 SOURCE = os.path.join(ROOT, "tests", "data", "pmndrs_park.exr")
@@ -186,7 +190,62 @@ def body(tmp):
         for d in ds:
             if d:
                 d.kill()
+    lost_gpu_behind_proxy(tmp, haproxy, uuid, frame_path, direct if s == 200 else None)
+
+
+def lost_gpu_behind_proxy(tmp, haproxy, uuid, frame_path, direct):
+    """A replica whose GPU is lost after two frames, beside a sound one, behind HAProxy; hdrpost sends a shot of
+    ten copies of the frame through HAProxy."""
+    ds = [harness.start_ready(EXE, "sound replica", ["--trusted_proxies=127.0.0.1", f"--auth_token={TOKEN}"],
+                              ready_timeout=90),
+          harness.start_ready(EXE, "replica to lose its GPU", ["--trusted_proxies=127.0.0.1", f"--auth_token={TOKEN}",
+                                                               "--test_lose_device_after=2", "--warm_frame=none"],
+                              ready_timeout=90)]
+    front = harness.free_port()
+    sock_path = os.path.join(tmp, "haproxy-lost.sock")
+    cfg_path = os.path.join(tmp, "haproxy-lost.cfg")
+    with open(cfg_path, "w") as f:
+        f.write(replicas.haproxy_cfg(f"127.0.0.1:{front}", [(d.port, uuid, "lavapipe") for d in ds if d],
+                                     10, log="stdout format raw", stats_socket=sock_path, drop_root=False))
+    hp = harness.Child("haproxy", [haproxy, "-f", cfg_path, "-db"])
+    try:
+        if not all(ds) or direct is None:
+            point("the replicas for the lost GPU start", False, "")
+            return
+        wait_status(sock_path, {"gpu0": "UP", "gpu1": "UP"})
+        shot = os.path.join(tmp, "lost-shot")
+        os.makedirs(shot)
+        for n in range(10):
+            shutil.copy(frame_path, os.path.join(shot, f"park.{1001 + n}.exr"))
+        out = os.path.join(tmp, "lost-out")
+        run = subprocess.run([HDRPOST, "render", shot, "-o", out, "--server", f"http://127.0.0.1:{front}", "--token",
+                              TOKEN, "--exposure", "frame", "--format", "png", "--jobs", "4", "--json"],
+                             capture_output=True, text=True, timeout=harness.scaled(300))
+        pngs = sorted(n for n in os.listdir(out) if n.endswith(".png")) if os.path.isdir(out) else []
+        same = all(open(os.path.join(out, n), "rb").read() == direct for n in pngs)
+        ready = harness.request(ds[1].port, "GET", "/readyz")
+        point("the replica's GPU was lost mid-shot (its /readyz 503, device lost), yet hdrpost's shot through HAProxy "
+              f"ends 0 with all 10 frames, byte-identical to a sound replica's ({len(pngs)} written)",
+              ready[0] == 503 and b"device lost" in ready[2] and run.returncode == 0 and len(pngs) == 10 and same,
+              f"{ready[0]} {ready[2][:200]}\n{run.stderr[-2000:]}")
+        relayed = harness.request(ds[1].port, "POST", "/v1/render?output.format=png", b"x", AUTH, timeout=30)
+        conn = http.client.HTTPConnection("127.0.0.1", ds[1].port, timeout=30, source_address=("127.0.0.2", 0))
+        conn.request("POST", "/v1/render?output.format=png", body=b"x", headers=AUTH)
+        r = conn.getresponse()
+        alone = (r.status, r.getheader("Retry-After"), r.read())
+        conn.close()
+        point("the lost replica answers its trusted proxy's address 503 device_lost with Retry-After: 1 (the proxy "
+              "sends the frame again elsewhere), a client asking it directly 503 device_lost without one (this "
+              "process takes no frame again)",
+              relayed[0] == 503 and relayed[1].get("retry-after") == "1" and b"device_lost" in relayed[2]
+              and alone[0] == 503 and alone[1] is None and b"device_lost" in alone[2], f"{relayed}\n{alone}")
+    finally:
+        hp.stop()
+        hp.kill()
+        for d in ds:
+            if d:
+                d.kill()
 
 
 if __name__ == "__main__":
-    sys.exit(harness.run_suite([EXE, MAKE_FRAME], "hdrpost-haproxy-", body))
+    sys.exit(harness.run_suite([EXE, MAKE_FRAME, HDRPOST], "hdrpost-haproxy-", body))
