@@ -1245,8 +1245,14 @@ static hp_code load_tls(const hp_http_params *params, char **cert, char **key, h
 static struct MHD_Daemon *start_mhd(hp_http *http, const listener *from, int fd, int family, unsigned threads,
                                     unsigned limit, hp_guard *guard, const char *cert, const char *key)
 {
-    /* MHD_USE_ITC: MHD_quiesce_daemon() needs it to wake the polling threads. */
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
+    /* MHD_USE_ITC: MHD_quiesce_daemon() needs it to wake the polling threads.
+     * poll(), not epoll (what MHD_USE_AUTO_INTERNAL_THREAD picks on Linux): with epoll and a thread pool,
+     * libmicrohttpd 0.9.75's MHD_quiesce_daemon takes the listening socket out of each worker's epoll set from
+     * the draining thread, while a worker that has seen the quiesce takes it out too, and the second removal
+     * fails (ENOENT) into MHD_PANIC: the daemon aborted at a drain under load ("Failed to remove listen FD from
+     * epoll set"). With poll() the quiesce only wakes the workers (the ITC), and each stops polling the socket
+     * itself. A worker polls its own connections, a few hundred at most (max_connections over the pool). */
+    unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
     if (family == AF_INET6)
         flags |= MHD_USE_IPv6;
     if (cert)
