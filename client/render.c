@@ -116,7 +116,7 @@ static hp_frame_outcome post_frame(hp_run *run, hp_client *client, size_t i, con
                                           : 0;
     const char *where = server < run->servers->count ? run->servers->items[server].url : "the server";
     if (r->status == 0 && run->servers->count > 1)
-        snprintf(why, why_size, "no server answered after %u attempt(s); the last, %s: %s", r->attempts, where,
+        snprintf(why, why_size, "every server unreachable after %u attempt(s); the last, %s: %s", r->attempts, where,
                  r->error);
     else if (r->status == 0)
         snprintf(why, why_size, "%s unreachable after %u attempt(s): %s", where, r->attempts, r->error);

@@ -101,7 +101,7 @@ void hp_servers_free(hp_servers *s)
 
 const char *hp_server_state(const hp_server *server)
 {
-    return server->gone ? "gone" : server->back_at > hp_now() ? "left" : "in use";
+    return server->gone ? "gone" : server->failures_in_a_row || server->back_at > hp_now() ? "left" : "in use";
 }
 
 /* --- Where an attempt goes --------------------------------------------------------------------------- */
@@ -162,9 +162,14 @@ static void settle(hp_servers *s, size_t k, const hp_response *r, answer_kind ki
         v->back_at = fmax(v->back_at, now + fmin(fmax(r->retry_after_s, 0.1), 30.0) * jitter);
         break;
     case ANSWER_FAILED:
+        /* The back-off doubles once a round: the frames in flight when a server dies all fail at once, and
+         * those sent together when its back-off ends too. Only an attempt made after the server came back
+         * lengthens it. */
         v->failed++;
-        v->back_at = fmax(v->back_at, now + fmin(0.5 * exp2(v->failures_in_a_row), 10.0) * jitter);
-        v->failures_in_a_row++;
+        if (now >= v->back_at) {
+            v->back_at = now + fmin(0.5 * exp2(v->failures_in_a_row), 10.0) * jitter;
+            v->failures_in_a_row++;
+        }
         break;
     case ANSWER_LOST:
         v->gone = true;

@@ -6,7 +6,8 @@
  *   - 429, or 503 with Retry-After (busy, or starting): the server is left until the time it gave, a quarter
  *     more at random so that a farm's clients do not all come back at once;
  *   - no answer, or another 5xx (a daemon killed, draining, restarting): left for a back-off that doubles with
- *     its failures in a row (0.5, 1, 2, 4, 8, then 10 s), the same jitter;
+ *     its failures in a row (0.5, 1, 2, 4, 8, then 10 s), the same jitter; the attempts that fail while it is
+ *     already left (sent before it was) do not lengthen it;
  *   - 503 naming device_lost: left for the rest of the run (its GPU does not come back; /livez asks for a
  *     restart, and a restarted daemon is a new run's);
  *   - 200 or another 4xx: the answer; a 200 ends the server's failures in a row.
@@ -75,7 +76,8 @@ void hp_servers_send(hp_servers *s, hp_client *client, const hp_retry_policy *p,
 void hp_client_send_retrying(hp_client *client, const hp_retry_policy *p, const char *path, const uint8_t *body,
                              size_t len, const char *accept, hp_response *out);
 
-/* The server's state in a word for a summary: "in use", "left" (until back_at) or "gone" (its GPU lost).
+/* The server's state in a word for a summary: "in use"; "left" (its last attempt failed, or it is busy until
+ * back_at); "gone" (its GPU lost).
  * Under no lock: for after the run. */
 const char *hp_server_state(const hp_server *server);
 

@@ -99,8 +99,6 @@ static int check_server(const char *verb, hp_cli_options *o)
         size_t starting = 0;
         const char *error = "";
         for (size_t k = 0; k < n; k++) {
-            if (ready && rc[k] != PROBE_STARTING)
-                continue; /* asked once more only while starting */
             json_t *gpu = NULL;
             rc[k] = probe(o, o->servers.items[k].url, &gpu, &r, why[k], sizeof why[k]);
             if (!rc[k]) {

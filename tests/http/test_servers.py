@@ -1,0 +1,561 @@
+#!/usr/bin/env python3
+"""hdrpost with several servers (issue 37, item 4 and item 5's last bullet; client/servers.h) against real daemons
+on 127.0.0.1 (lavapipe in CI, the validation layer on).
+
+Usage: test_servers.py PATH/TO/hdrpost PATH/TO/hdrpostd PATH/TO/make_frame. Prints TAP. Four daemons (a token
+each, no warm-up frame, a GPU delay per frame that paces the runs: gpu_delay()), started together:
+  - a shot of 24 frames (test_client.py's: a dim gradient a light moves into) over three servers: every frame
+    once, byte-identical to one daemon's render, the same exposure.json, the frames spread and the summary's
+    servers (--json, the log's lines, --timings' server column) agreeing;
+  - a server nobody listens on in the list: named at the start, the run done on the others;
+  - --servers FILE (comments, blank lines) the same as --server; every bad list refused (exit 2) naming why;
+  - status of two servers (an array), one unreachable (exit 3, still both);
+  - a pan across the park photograph (tests/data/pmndrs_park.pfm, 96x48 windows): one daemon killed (SIGKILL) and
+    one drained (SIGTERM) while its frames are rendered: every frame rendered, whole and byte-identical, none by a
+    server after it was gone, the killed one's attempts counted;
+  - both servers of a run killed mid-run: exit 3, bounded, the frames never tried counted.
+Standard library only; loopback only; every wait is bounded and scaled (harness.scaled).
+"""
+
+import json
+import os
+import re
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+HDRPOST = sys.argv[1] if len(sys.argv) > 1 else "hdrpost"
+EXE = sys.argv[2] if len(sys.argv) > 2 else "hdrpostd"
+MAKE_FRAME = sys.argv[3] if len(sys.argv) > 3 else "make_frame"
+HOST = "127.0.0.1"
+TOKEN = "servers-test-token"
+W, H, FRAMES, FIRST = 64, 32, 24, 1001
+PAN_W, PAN_H, PAN_FRAMES = 96, 48, 16
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+DELAY_MS = 200  # every daemon's GPU thread sleeps this long per frame (gpu_delay): the runs' pace
+
+from harness import free_port, png_decode, point, scaled  # noqa: E402
+import harness  # noqa: E402
+
+
+def gpu_delay(ms):
+    """--test_gpu_delay_ms (as test_client.py's): the runs' pace and the test's waits stretched alike by
+    HDRPOST_TEST_TIME_FACTOR, so that a signal comes at the same point of a run in a slower build."""
+    return f"--test_gpu_delay_ms={int(ms * harness.TIME_FACTOR)}"
+
+
+def url(d_or_port):
+    port = d_or_port if isinstance(d_or_port, int) else d_or_port.port
+    return f"http://{HOST}:{port}"
+
+
+def start_all(labels):
+    """Daemons started together (their start-ups overlap), each then a point that it became ready; None for one
+    that did not."""
+    ds = [harness.Daemon(EXE, label, [f"--auth_token={TOKEN}", "--warm_frame=none", gpu_delay(DELAY_MS)],
+                         ready_timeout=180) for label in labels]
+    out = []
+    for d in ds:
+        if point(f"{d.label}: the daemon becomes ready (/readyz 200)", d.wait_ready(), d.log()):
+            out.append(d)
+        else:
+            d.kill()
+            d.dump()
+            out.append(None)
+    return out
+
+
+# --- Frames -----------------------------------------------------------------------------------------------
+
+
+def write_pfm(path, w, h, rows):
+    """rows: top to bottom, each w*3 floats."""
+    with open(path, "wb") as out:  # PFM rows bottom to top
+        out.write(b"PF\n%d %d\n-1.0\n" % (w, h))
+        for row in reversed(rows):
+            out.write(struct.pack(f"<{len(row)}f", *row))
+
+
+def to_exr(pfm, exr):
+    subprocess.run([MAKE_FRAME, pfm, exr, "1", "zip"], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=120)
+
+
+def make_shot(tmp):
+    """test_client.py's shot: FRAMES EXR frames shot/beauty.NNNN.exr; the pattern."""
+    shot = os.path.join(tmp, "shot")
+    os.makedirs(shot)
+    for f in range(FRAMES):
+        rows = []
+        for y in range(H):
+            row = []
+            for x in range(W):
+                v = 0.1 + 0.1 * x / W
+                if f >= 8 and x >= W - (f - 7) * 3 and 8 <= y < 24:
+                    v = 40.0  # the light, wider every frame
+                row += [v, v, v]
+            rows.append(row)
+        pfm = os.path.join(tmp, f"f{f}.pfm")
+        write_pfm(pfm, W, H, rows)
+        to_exr(pfm, os.path.join(shot, f"beauty.{FIRST + f:04d}.exr"))
+    return os.path.join(shot, "beauty.####.exr")
+
+
+def make_pan(tmp):
+    """A camera pan across the park photograph (tests/data/pmndrs_park.pfm, 512x256, its real texture and its
+    sun): PAN_FRAMES windows of PAN_W x PAN_H moving right and down, pan/park.NNNN.exr; the pattern."""
+    with open(os.path.join(DATA, "pmndrs_park.pfm"), "rb") as f:
+        data = f.read()
+    parts = data.split(b"\n", 3)
+    sw, sh = (int(v) for v in parts[1].split())
+    little = float(parts[2]) < 0
+    pixels = parts[3]
+    fmt = ("<" if little else ">") + f"{sw * 3}f"
+    rows = [struct.unpack_from(fmt, pixels, y * sw * 12) for y in range(sh)][::-1]  # top to bottom
+    pan = os.path.join(tmp, "pan")
+    os.makedirs(pan)
+    for f in range(PAN_FRAMES):
+        x0, y0 = 20 + f * 24, 60 + f * 4
+        crop = [list(rows[y][x0 * 3:(x0 + PAN_W) * 3]) for y in range(y0, y0 + PAN_H)]
+        pfm = os.path.join(tmp, f"pan{f}.pfm")
+        write_pfm(pfm, PAN_W, PAN_H, crop)
+        to_exr(pfm, os.path.join(pan, f"park.{FIRST + f:04d}.exr"))
+    return os.path.join(pan, "park.####.exr")
+
+
+# --- hdrpost ----------------------------------------------------------------------------------------------
+
+
+def env():
+    e = dict(os.environ)
+    e.pop("HDRPOST_SERVER", None)
+    e.pop("HDRPOST_TOKEN", None)
+    return e
+
+
+def hdrpost(*args, servers=None, timeout=180):
+    """(exit code, stdout, stderr) of one hdrpost run; servers: a list of daemons or ports (--server a,b,...),
+    or None when args name them."""
+    argv = [HDRPOST, *args, "--token", TOKEN]
+    if servers is not None:
+        argv += ["--server", ",".join(url(s) for s in servers)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=scaled(timeout), env=env())
+    return done.returncode, done.stdout, done.stderr
+
+
+def spawn(label, *args, servers):
+    """hdrpost in the background, its stderr lines collected as they come (harness.Child)."""
+    return harness.Child(label, [HDRPOST, *args, "--token", TOKEN, "--server", ",".join(url(s) for s in servers)])
+
+
+def summary_of(out):
+    try:
+        return json.loads(out) if out.strip().startswith("{") else {}
+    except ValueError:
+        return {}
+
+
+def outputs(out_dir, ext=".png"):
+    """{name: bytes} of the images in out_dir."""
+    if not os.path.isdir(out_dir):
+        return {}
+    got = {}
+    for n in sorted(os.listdir(out_dir)):
+        if n.endswith(ext):
+            with open(os.path.join(out_dir, n), "rb") as f:
+                got[n] = f.read()
+    return got
+
+
+def differing(a, b):
+    """The names where two renders differ (missing on one side, or other bytes)."""
+    return sorted(n for n in set(a) | set(b) if a.get(n) != b.get(n))
+
+
+def rendered_by(err):
+    """[(frame name, URL)] of the log's "hdrpost: NAME rendered by URL (N ms)" lines, in order."""
+    return re.findall(r"^hdrpost: (\S+) rendered by (\S+) \(\d+ ms\)$", err, re.M)
+
+
+def server_lines(err):
+    """{URL: (rendered, attempts failed, busy answers, state, last error or None)} of the summary's lines."""
+    got = {}
+    for m in re.finditer(r"^  (\S+): (\d+) rendered, (\d+) attempts failed, (\d+) busy answers, (in use|left|gone)"
+                         r"(?:; last: (.*))?$", err, re.M):
+        got[m.group(1)] = (int(m.group(2)), int(m.group(3)), int(m.group(4)), m.group(5), m.group(6))
+    return got
+
+
+def servers_by_url(summary):
+    return {s.get("url"): s for s in summary.get("servers", []) if isinstance(s, dict)}
+
+
+def exposure_frames(out_dir):
+    """exposure.json's per-frame values (every key but a server's, should it name one) and its mode."""
+    path = os.path.join(out_dir, "exposure.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        doc = json.load(f)
+    return doc.get("mode"), [{k: v for k, v in fr.items() if k not in ("server", "url")} for fr in doc["frames"]]
+
+
+def names(pattern, first, count, ext=".png"):
+    base = os.path.basename(pattern)
+    return [base.replace("####", f"{first + f:04d}").replace(".exr", ext) for f in range(count)]
+
+
+# --- The points -------------------------------------------------------------------------------------------
+
+
+def spread_shot(ds, tmp, pattern):
+    """Item 4: a shot over three servers against the same shot on one: the same bytes and exposure, every frame
+    once, each server some, the summary, the log and --timings agreeing on which rendered what."""
+    a, b, c = ds[:3]
+    rng = f"{FIRST}-{FIRST + FRAMES - 1}"
+    one, three = os.path.join(tmp, "one"), os.path.join(tmp, "three")
+    t0 = time.monotonic()
+    rc1, out1, err1 = hdrpost("render", pattern, "--frames", rng, "-o", one, "--format", "png", "--jobs", "6",
+                              "--json", servers=[a])
+    t1 = time.monotonic()
+    csv_path = os.path.join(tmp, "three-timings.csv")
+    rc3, out3, err3 = hdrpost("render", pattern, "--frames", rng, "-o", three, "--format", "png", "--jobs", "6",
+                              "--json", "--timings", csv_path, servers=[a, b, c])
+    t3 = time.monotonic()
+    print(f"# the shot on one server: {t1 - t0:.1f} s, on three: {t3 - t1:.1f} s", flush=True)
+    single, spread = outputs(one), outputs(three)
+    want = names(pattern, FIRST, FRAMES)
+    point("the shot on one server (--server a): exit 0, every frame written",
+          rc1 == 0 and sorted(single) == sorted(want), f"exit {rc1}\n{err1[-2000:]}")
+    s3 = summary_of(out3)
+    point("the shot on three servers (--server a,b,c --jobs 6 --json): exit 0, 24 rendered, none failed, skipped "
+          "or not tried", rc3 == 0 and s3.get("rendered") == FRAMES and s3.get("failed") == []
+          and s3.get("skipped") == 0 and s3.get("not_tried") == 0, f"exit {rc3}\n{out3[-1500:]}\n{err3[-2000:]}")
+    bad = differing(single, spread)
+    point("every output of the three servers is byte for byte the one server's", single and not bad,
+          f"differ: {bad}")
+    e1, e3 = exposure_frames(one), exposure_frames(three)
+    point("exposure.json the same on one and on three servers (mode shot; each frame's adaptation, key and white "
+          "point): the shot measured as one, whichever server analysed a frame",
+          e1 is not None and e1 == e3 and e1[0] == "shot" and len(e1[1]) == FRAMES, f"{e1}\n{e3}")
+    by_url = servers_by_url(s3)
+    urls = [url(d) for d in (a, b, c)]
+    counts = {u: by_url.get(u, {}).get("rendered") for u in urls}
+    point(f"--json \"servers\": the three in the list's order, each in use, rendered counts {list(counts.values())} "
+          f"summing to 24, each at least 1",
+          [s.get("url") for s in s3.get("servers", [])] == urls and all(isinstance(n, int) and n >= 1
+                                                                         for n in counts.values())
+          and sum(n or 0 for n in counts.values()) == FRAMES
+          and all(by_url[u].get("state") == "in use" for u in urls), json.dumps(s3.get("servers"), indent=1))
+    lists = [by_url.get(u, {}).get("frames", []) for u in urls]
+    flat = [n for fl in lists for n in fl]
+    shot_names = [n[:-4] for n in want]
+    point("--json: the servers' \"frames\" lists are the shot without a duplicate, each as long as its count",
+          sorted(flat) == sorted(shot_names) and len(flat) == len(set(flat))
+          and all(len(fl) == counts[u] for fl, u in zip(lists, urls)), f"{lists}")
+    logged = rendered_by(err3)
+    from_log = {u: sorted(n for n, v in logged if v == u) for u in urls}
+    point("the log's \"hdrpost: NAME rendered by URL (N ms)\" lines: one per frame, each naming the server the "
+          "--json summary gives it", len(logged) == FRAMES and all(from_log[u] == sorted(fl) for u, fl in
+                                                                   zip(urls, lists)),
+          f"{from_log}\n{lists}\n{err3[-2000:]}")
+    analysed = re.findall(r"^hdrpost: (\S+) analysed by (\S+) \(\d+ ms\)$", err3, re.M)
+    point("the measuring pass spread too: a line \"NAME analysed by URL\" per frame, on more than one server",
+          len(analysed) == FRAMES and len({v for _, v in analysed}) > 1, err3[-2000:])
+    lines = server_lines(err3)
+    point("the summary's line per server (\"  URL: N rendered, N attempts failed, N busy answers, in use\") "
+          "agrees with --json", re.search(r"^hdrpost render: 24 rendered, 0 skipped, 0 failed, 0 not tried of 24 "
+                                          r"frames", err3, re.M) is not None
+          and list(lines) == urls and all(lines[u][:4] == (by_url[u].get("rendered"), by_url[u].get("failed_attempts"),
+                                                          by_url[u].get("busy_answers"), by_url[u].get("state"))
+                                          for u in urls), err3[-1500:])
+    rows = open(csv_path).read().splitlines() if os.path.exists(csv_path) else []
+    header = rows[0].split(",") if rows else []
+    from_csv = {}
+    for r in rows[1:]:
+        f = r.split(",")
+        if len(f) >= 3:
+            from_csv.setdefault(f[2], []).append(f[0])
+    point("--timings: columns frame, status, server, ...; a row per frame, its server the one the summary names",
+          header[:3] == ["frame", "status", "server"] and len(rows) == FRAMES + 1
+          and all(sorted(from_csv.get(u, [])) == sorted(fl) for u, fl in zip(urls, lists)),
+          "\n".join(rows[:4]) + f"\n{from_csv}")
+    return single
+
+
+def subset_reference(ds, tmp, pattern):
+    """The first 8 frames on one server (c): the reference of the runs with a server missing and from a file."""
+    out = os.path.join(tmp, "eight-one")
+    rc, _, err = hdrpost("render", pattern, "--frames", f"{FIRST}-{FIRST + 7}", "-o", out, "--format", "png",
+                         servers=[ds[2]])
+    got = outputs(out)
+    point("8 frames on one server (--server c): exit 0, each written", rc == 0 and len(got) == 8, err[-1500:])
+    return got
+
+
+def unreachable_one(ds, tmp, pattern, reference):
+    """A server nobody listens on, in the middle of the list: named at the start, the run done on the others."""
+    a, b = ds[:2]
+    dead = free_port()
+    out = os.path.join(tmp, "with-dead")
+    rc, stdout, err = hdrpost("render", pattern, "--frames", f"{FIRST}-{FIRST + 7}", "-o", out, "--format", "png",
+                              "--jobs", "4", "--json", servers=[a, dead, b])
+    s = summary_of(stdout)
+    by_url = servers_by_url(s)
+    named = re.search(rf"^hdrpost render: .*{re.escape(url(dead))}.*; its frames go to the other servers until it "
+                      r"answers$", err, re.M)
+    point("a server nobody listens on in --server a,DEAD,b: exit 0, every frame rendered, the outputs byte for byte "
+          "one server's", rc == 0 and s.get("rendered") == 8 and not differing(reference, outputs(out)),
+          f"exit {rc}\n{err[-2000:]}")
+    others = re.search(rf"{re.escape(url(a))}.*its frames go to|{re.escape(url(b))}.*its frames go to", err)
+    point("stderr names the unreachable server, after a ready one in the list, at the start: \"hdrpost render: "
+          "<why>; its frames go to the other servers until it answers\" (and names no other)",
+          named is not None and not others, "the start of stderr:\n" + "\n".join(err.splitlines()[:6]))
+    dead_entry = by_url.get(url(dead), {})
+    point("--json: the unreachable server listed with 0 rendered and no frames, the other two all 8",
+          dead_entry.get("rendered") == 0 and dead_entry.get("frames") == []
+          and by_url.get(url(a), {}).get("rendered", 0) + by_url.get(url(b), {}).get("rendered", 0) == 8,
+          json.dumps(s.get("servers"), indent=1))
+    # The same server first in the list, before any ready one.
+    rc2, _, err2 = hdrpost("render", pattern, "--frames", f"{FIRST}-{FIRST + 1}", "-o", os.path.join(tmp, "dead-first"),
+                           "--format", "png", "--exposure", "frame", servers=[dead, a])
+    point("the unreachable server first in the list (--server DEAD,a): exit 0, and it is named the same way",
+          rc2 == 0 and re.search(rf"^hdrpost render: .*{re.escape(url(dead))}.*; its frames go to the other servers "
+                                 r"until it answers$", err2, re.M) is not None, f"exit {rc2}\n{err2[-1500:]}")
+    moved = re.findall(rf"^hdrpost: \S+: {re.escape(url(dead))}: no answer \([^)]*\), retry \d+ on (\S+) (now|in "
+                       r"[0-9.]+ s)$", err, re.M)
+    tried = dead_entry.get("failed_attempts", 0)
+    point(f"each frame tried on the unreachable server ({tried} attempt(s) failed, counted in --json and on its "
+          f"summary line) went on to another at once (\"retry N on URL now\")",
+          len(moved) == tried and all(to in (url(a), url(b)) and when == "now" for to, when in moved)
+          and server_lines(err).get(url(dead), (None, -1))[:2] == (0, tried), f"{moved}\n{err[-2000:]}")
+
+
+def servers_file(ds, tmp, pattern, reference):
+    """--servers FILE the same as --server; each bad list refused before a frame (exit 2), naming what is wrong."""
+    a, b, c = ds[:3]
+    path = os.path.join(tmp, "farm.txt")
+    with open(path, "w") as f:
+        f.write(f"# the render farm\n\n{url(a)}\n   {url(b)}/   # the second, a trailing slash\n\n"
+                f"\t{url(c)}\n# the end\n")
+    out = os.path.join(tmp, "from-file")
+    rc, stdout, err = hdrpost("render", pattern, "--frames", f"{FIRST}-{FIRST + 7}", "-o", out, "--format", "png",
+                              "--jobs", "6", "--json", "--servers", path)
+    s = summary_of(stdout)
+    point("--servers FILE (comments, blank lines, indentation, a trailing slash): exit 0, the three servers in its "
+          "order, every frame rendered once, byte for byte one server's",
+          rc == 0 and [v.get("url") for v in s.get("servers", [])] == [url(a), url(b), url(c)]
+          and s.get("rendered") == 8 and sum(v.get("rendered", 0) for v in s.get("servers", [])) == 8
+          and len(rendered_by(err)) == 8 and not differing(reference, outputs(out)),
+          f"exit {rc}\n{stdout[-1500:]}\n{err[-1500:]}")
+
+    def refused(label, args, *want):
+        out_dir = os.path.join(tmp, "refused-" + re.sub(r"\W", "", label))
+        rc, _, err = hdrpost("render", pattern, "--frames", f"{FIRST}-{FIRST + 1}", "-o", out_dir, *args)
+        point(f"{label}: exit 2 before a frame, saying {' / '.join(want)}",
+              rc == 2 and all(w in err for w in want) and not os.path.exists(out_dir)
+              and len(err.strip().splitlines()) <= 2, f"exit {rc}\n{err}")
+
+    refused("--server a,,b (an empty one)", ["--server", f"{url(a)},,{url(b)}"], "--server:", "an empty server")
+    refused("--server a, (a trailing comma)", ["--server", f"{url(a)},"], "--server:", "an empty server")
+    refused("--server ftp://x (not http)", ["--server", f"{url(a)},ftp://x"], "ftp://x",
+            "not an http:// or https:// URL")
+    refused("--server a,b,a (the same URL twice)", ["--server", f"{url(a)},{url(b)},{url(a)}"], url(a),
+            "given twice")
+    refused("--server a,a/ (the same URL twice, once with a slash)", ["--server", f"{url(a)},{url(a)}/"],
+            "given twice")
+    missing = os.path.join(tmp, "no-such-list.txt")
+    refused("--servers of a missing file", ["--servers", missing], "--servers:", missing,
+            "No such file or directory")
+    empty = os.path.join(tmp, "empty-list.txt")
+    with open(empty, "w") as f:
+        f.write("# nothing here yet\n\n   \n")
+    refused("--servers of a file of comments and blank lines", ["--servers", empty], "--servers:", empty,
+            "no server in it")
+    twice = os.path.join(tmp, "twice.txt")
+    with open(twice, "w") as f:
+        f.write(f"{url(a)}\n# again:\n{url(a)}\n")
+    refused("--servers of a file naming a server twice", ["--servers", twice], f"{twice} line 3", "given twice")
+    bad = os.path.join(tmp, "bad.txt")
+    with open(bad, "w") as f:
+        f.write(f"{url(a)}\nftp://x\n")
+    refused("--servers of a file with an ftp:// line", ["--servers", bad], f"{bad} line 2", "ftp://x",
+            "not an http:// or https:// URL")
+    refused("--server with --servers", ["--server", url(a), "--servers", path], "--server and --servers together")
+
+
+def status_of_two(ds, tmp, pattern):
+    """hdrpost status of several servers: a JSON array, one object per server in the list's order."""
+    a, b = ds[:2]
+    rc, out, err = hdrpost("status", "--json", servers=[a, b])
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        doc = None
+    point("status --server a,b --json: exit 0, an array of two objects, their \"server\" a's and b's, each ready",
+          rc == 0 and isinstance(doc, list) and [o.get("server") for o in doc] == [url(a), url(b)]
+          and all(o.get("ready") is True and o.get("exit_status") == 0 for o in doc), f"exit {rc}\n{out}\n{err}")
+    dead = free_port()
+    rc, out, err = hdrpost("status", "--json", servers=[a, dead])
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        doc = None
+    point("status --server a,DEAD --json: exit 3, the array still has both, the unreachable one ready false and "
+          "exit_status 3, named on stderr", rc == 3 and isinstance(doc, list)
+          and [o.get("server") for o in doc] == [url(a), url(dead)] and doc[0].get("exit_status") == 0
+          and doc[1].get("ready") is False and doc[1].get("exit_status") == 3 and url(dead) in err
+          and "unreachable" in err, f"exit {rc}\n{out}\n{err}")
+    rc, out, err = hdrpost("status", servers=[a, b])
+    point("status --server a,b: a screen per server, each naming its server, exit 0",
+          rc == 0 and f"server   {url(a)}\n" in out and f"server   {url(b)}\n" in out
+          and out.count("ready    yes") == 2,
+          f"exit {rc}\n{out}\n{err}")
+
+
+def kill_and_drain(ds, tmp, pan):
+    """Item 5's last bullet: one daemon killed and one drained while the pan's frames are rendered on three."""
+    a, b, c, d = ds
+    rng = f"{FIRST}-{FIRST + PAN_FRAMES - 1}"
+    one = os.path.join(tmp, "pan-one")
+    rc, _, err = hdrpost("render", pan, "--frames", rng, "-o", one, "--format", "png", "--jobs", "6", servers=[d])
+    reference = outputs(one)
+    point(f"the pan of the park photograph ({PAN_FRAMES} frames of {PAN_W}x{PAN_H}) on one server (--server d): "
+          "exit 0, each written", rc == 0 and len(reference) == PAN_FRAMES, err[-1500:])
+    out = os.path.join(tmp, "pan-three")
+    run = spawn("hdrpost over a, b, c", "render", pan, "--frames", rng, "-o", out, "--format", "png", "--jobs", "6",
+                "--json", servers=[a, b, c])
+    try:
+        # The frames' rendering begun (after the measuring pass): the first "rendered by" line.
+        first = run.wait_line(r" rendered by ", 120)
+        b.kill()  # SIGKILL: connections refused from now on
+        c.proc.send_signal(signal.SIGTERM)  # drained: its frames in flight finish, then it exits
+        killed_at = len(run.lines)
+        time.sleep(scaled(0.5))  # an answer b had sent whole before it died may still be logged
+        b_after = len(run.lines)
+        drained_rc = c.wait_exit(60)
+        time.sleep(scaled(0.5))
+        c_after = len(run.lines)
+        rc = run.wait_exit(180)
+    finally:
+        run.kill()
+    err = run.log()
+    lines = run.lines
+    s = summary_of("\n".join(run.stdout))
+    got = outputs(out)
+    point("SIGKILL to b and SIGTERM to c once frames were being rendered (" + str(first) + "): exit 0, all "
+          f"{PAN_FRAMES} rendered, none failed", first is not None and rc == 0 and s.get("rendered") == PAN_FRAMES
+          and s.get("failed") == [] and len(got) == PAN_FRAMES, f"exit {rc}\n{err[-3000:]}")
+    whole = []
+    for n, data in got.items():
+        try:
+            w, h, *_ = png_decode(data)
+            whole.append(n if (w, h) == (PAN_W, PAN_H) else None)
+        except harness.PngError:
+            pass
+    partial = [n for n in (os.listdir(out) if os.path.isdir(out) else []) if ".part" in n]
+    point("every output decodes whole as a PNG of the frame's size, and no partial file is left",
+          len([n for n in whole if n]) == PAN_FRAMES and not partial, f"{len(whole)} whole, partial {partial}")
+    bad = differing(reference, got)
+    point("every output byte for byte the one server's render", reference and not bad, f"differ: {bad}")
+    point("the drained daemon (SIGTERM) exits 0 once its frames in flight are done", drained_rc == 0,
+          c.log()[-1500:])
+    by_b_late = [l for l in lines[b_after:] if re.search(rf" rendered by {re.escape(url(b))} ", l)]
+    by_c_late = [l for l in lines[c_after:] if re.search(rf" rendered by {re.escape(url(c))} ", l)]
+    by_a_late = [l for l in lines[killed_at:] if re.search(rf" rendered by {re.escape(url(a))} ", l)]
+    point("no frame rendered by b after it was killed, nor by c after it exited; a, the survivor, rendered frames "
+          f"after the kill ({len(by_a_late)})", not by_b_late and not by_c_late and by_a_late,
+          "\n".join(by_b_late + by_c_late) + f"\n{err[-2500:]}")
+    logged = rendered_by(err)
+    point("the log's \"rendered by\" lines: each frame once, every frame of the pan",
+          sorted(n for n, _ in logged) == sorted(n[:-4] for n in reference) and len(logged) == PAN_FRAMES,
+          f"{logged}")
+    by_url = servers_by_url(s)
+    sb = by_url.get(url(b), {})
+    moved = re.findall(rf"^hdrpost: \S+: {re.escape(url(b))}: no answer \([^)]*\), retry \d+ on (\S+) (?:now|in "
+                       r"[0-9.]+ s)$", err, re.M)
+    # Its state at the end is "left": its last attempt failed (servers.h), never "gone" (that is a lost GPU's).
+    point(f"the killed server's attempts counted ({sb.get('failed_attempts')} failed, --json and its summary line "
+          f"alike), its last error said, its state \"left\" ({sb.get('state')!r}) and each of "
+          f"its frames in flight sent on to another server ({len(moved)})",
+          sb.get("failed_attempts", 0) >= 1 and sb.get("last_error") and sb.get("state") == "left"
+          and moved and all(to != url(b) for to in moved)
+          and server_lines(err).get(url(b), (None,))[1:4] == (sb.get("failed_attempts"), sb.get("busy_answers"),
+                                                              sb.get("state")),
+          json.dumps(sb) + f"\n{moved}\n{err[-2500:]}")
+    frames = {u: set(by_url.get(u, {}).get("frames", [])) for u in (url(a), url(b), url(c))}
+    point("--json: the three servers' frames together are the pan, none twice, matching the log",
+          sum(len(v) for v in frames.values()) == PAN_FRAMES
+          and set().union(*frames.values()) == {n[:-4] for n in reference}
+          and all(frames[u] == {n for n, v in logged if v == u} for u in frames), f"{frames}")
+    point("the drained daemon's log has no validation-layer message", not harness.validation_lines(c),
+          "\n".join(harness.validation_lines(c)))
+
+
+def all_gone(ds, tmp, pattern):
+    """Every server of a run killed mid-run: the run stops with exit 3 once a frame has had its retries, the
+    frames never tried counted."""
+    a, d = ds[0], ds[3]
+    run = spawn("hdrpost over a, d", "render", pattern, "--frames", f"{FIRST}-{FIRST + FRAMES - 1}", "-o",
+                os.path.join(tmp, "all-gone"), "--format", "png", "--exposure", "frame", "--jobs", "2",
+                "--retries", "1", "--json", servers=[a, d])
+    try:
+        first = run.wait_line(r" rendered by ", 120)
+        a.kill()
+        d.kill()
+        t0 = time.monotonic()
+        rc = run.wait_exit(120)
+        took = time.monotonic() - t0
+    finally:
+        run.kill()
+    err = run.log()
+    s = summary_of("\n".join(run.stdout))
+    # --retries 1 with two servers: a frame fails after 3 attempts (one more per further server), the servers'
+    # back-offs (0.5, 1 s, ... doubling once a round) the only waits.
+    stop = re.search(r"^hdrpost render: stopped: every server unreachable after \d+ attempt\(s\)", err, re.M)
+    point(f"both servers of a run killed once frames were rendered ({first}): exit 3, the stop saying no server "
+          f"answered, in {took:.1f} s (at most {scaled(20):.0f})", first is not None and rc == 3 and stop is not None
+          and took < scaled(20), f"exit {rc}\n{err[-2500:]}")
+    left = s.get("not_tried", -1)
+    line = re.search(rf"(\d+) rendered, 0 skipped, (\d+) failed, (\d+) not tried of {FRAMES} frames", err)
+    point(f"the summary counts the {left} frame(s) never tried (--json and its line), every frame rendered, "
+          "failed or not tried", left > 0 and s.get("rendered", 0) + len(s.get("failed", [])) + left == FRAMES
+          and line is not None and int(line.group(3)) == left, f"{json.dumps(s)[:1500]}\n{err[-1500:]}")
+    by_url = servers_by_url(s)
+    point("--json: both servers with failed attempts and a last error",
+          all(by_url.get(u, {}).get("failed_attempts", 0) >= 1 and by_url.get(u, {}).get("last_error")
+              for u in (url(a), url(d))), json.dumps(s.get("servers"), indent=1))
+    for x in (a, d):
+        point(f"{x.label}: no validation-layer message in its log", not harness.validation_lines(x),
+              "\n".join(harness.validation_lines(x)))
+
+
+def main():
+    def suite(tmp):
+        pattern = make_shot(tmp)
+        pan = make_pan(tmp)
+        ds = start_all(["server a", "server b", "server c", "server d"])
+        try:
+            if not all(ds):
+                return
+            spread_shot(ds, tmp, pattern)
+            reference = subset_reference(ds, tmp, pattern)
+            unreachable_one(ds, tmp, pattern, reference)
+            servers_file(ds, tmp, pattern, reference)
+            status_of_two(ds, tmp, pattern)
+            kill_and_drain(ds, tmp, pan)
+            all_gone(ds, tmp, pattern)
+        finally:
+            for x in ds:
+                if x:
+                    x.kill()
+                    if harness.failed():
+                        x.dump()
+
+    return harness.run_suite([HDRPOST, EXE, MAKE_FRAME], "hdrpost-servers-", suite)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
