@@ -10,6 +10,8 @@
 
 static bool add(hp_servers *s, const char *url, size_t n, char *why, size_t why_size)
 {
+    while (n && (url[n - 1] == ' ' || url[n - 1] == '\t'))
+        n--;
     while (n && url[n - 1] == '/')
         n--;
     if (!n) {
@@ -132,16 +134,27 @@ static size_t take(hp_servers *s, double *wait)
     return best;
 }
 
-typedef enum answer_kind { ANSWER_FINAL, ANSWER_BUSY, ANSWER_FAILED, ANSWER_LOST } answer_kind;
+/* What an answer says of its server, and of the request. */
+typedef enum answer_kind {
+    ANSWER_FINAL,          /* 200, or a 4xx but 429: the answer */
+    ANSWER_BUSY,           /* 429, or 503 with Retry-After: the server is busy, or starting */
+    ANSWER_SERVER_FAILED,  /* no answer, 502, 503, 504: the server (or what is behind a proxy) is going or gone */
+    ANSWER_REQUEST_FAILED, /* another 5xx (500 internal_error): this request's; the server serves on */
+    ANSWER_LOST,           /* its GPU lost: the server takes no frame again */
+} answer_kind;
 
 static answer_kind kind_of(const hp_response *r)
 {
+    /* A replica behind a proxy says device_lost with a Retry-After (api/http/http.c): the proxy has other
+     * replicas, so it is a failure of the proxy's, retried there, and not a wait. */
+    if (hp_response_names_device_lost(r))
+        return r->retry_after_s >= 0 ? ANSWER_SERVER_FAILED : ANSWER_LOST;
     if ((r->status == 429 || r->status == 503) && r->retry_after_s >= 0)
         return ANSWER_BUSY;
-    if (hp_response_device_lost(r))
-        return ANSWER_LOST;
-    if (r->status == 0 || r->status >= 500)
-        return ANSWER_FAILED;
+    if (r->status == 0 || r->status == 502 || r->status == 503 || r->status == 504)
+        return ANSWER_SERVER_FAILED;
+    if (r->status >= 500)
+        return ANSWER_REQUEST_FAILED;
     return ANSWER_FINAL;
 }
 
@@ -157,11 +170,12 @@ static void settle(hp_servers *s, size_t k, const hp_response *r, answer_kind ki
         v->failures_in_a_row = 0;
         v->answered += r->status == 200;
         break;
-    case ANSWER_BUSY:
+    case ANSWER_BUSY: /* it answers: no longer failing */
         v->busy++;
+        v->failures_in_a_row = 0;
         v->back_at = fmax(v->back_at, now + fmin(fmax(r->retry_after_s, 0.1), 30.0) * jitter);
         break;
-    case ANSWER_FAILED:
+    case ANSWER_SERVER_FAILED:
         /* The back-off doubles once a round: the frames in flight when a server dies all fail at once, and
          * those sent together when its back-off ends too. Only an attempt made after the server came back
          * lengthens it. */
@@ -170,6 +184,9 @@ static void settle(hp_servers *s, size_t k, const hp_response *r, answer_kind ki
             v->back_at = now + fmin(0.5 * exp2(v->failures_in_a_row), 10.0) * jitter;
             v->failures_in_a_row++;
         }
+        break;
+    case ANSWER_REQUEST_FAILED:
+        v->failed++;
         break;
     case ANSWER_LOST:
         v->gone = true;
@@ -188,30 +205,40 @@ static void release(hp_servers *s, size_t k)
     pthread_mutex_unlock(&s->lock);
 }
 
+/* The answer of a request no server can take: each one's GPU lost (after another request's answer said so). */
+static void every_server_lost(hp_response *out)
+{
+    hp_response_free(out);
+    out->status = 503;
+    snprintf(out->error, sizeof(out->error), "device_lost: every server's GPU is lost");
+}
+
 void hp_servers_send(hp_servers *s, hp_client *client, const hp_retry_policy *p, const char *path,
                      const uint8_t *body, size_t len, const char *accept, hp_response *out, size_t *server)
 {
     /* A request may fail once on each further server before it counts against its retries: a dead server in
      * a list of three costs a frame one attempt, not its budget. */
     unsigned failures = 0, attempts = 0, allowed = p->retries + (unsigned)(s->count - 1);
-    double waited = 0; /* on busy servers */
+    double busy_since = -1; /* the first busy answer: max_wait_s is counted from it, on the clock */
+    double not_before = 0;  /* this request's own back-off after a failure of its own (ANSWER_REQUEST_FAILED) */
     size_t from = SIZE_MAX;
-    answer_kind last = ANSWER_FINAL;
     *server = SIZE_MAX;
     for (;;) {
         if (p->stop && *p->stop && attempts)
             return; /* no further attempt once asked to stop (the last answer stands) */
         double wait;
         size_t k = take(s, &wait);
-        if (k == SIZE_MAX)
+        if (k == SIZE_MAX) {
+            if (!attempts)
+                every_server_lost(out);
             return; /* every server's GPU lost: the last answer (device_lost) stands */
+        }
+        wait = fmax(wait, not_before - hp_now());
         if (attempts && p->on_retry)
             p->on_retry(p->user, &(hp_retry_note){.from = s->items[from].url, .to = s->items[k].url, .r = out,
                                                   .retry = attempts, .wait_s = wait});
         if (wait > 0) {
             hp_pause(wait, p->stop);
-            if (last == ANSWER_BUSY)
-                waited += wait;
             if (p->stop && *p->stop && attempts) {
                 release(s, k);
                 return;
@@ -221,14 +248,22 @@ void hp_servers_send(hp_servers *s, hp_client *client, const hp_retry_policy *p,
         hp_client_send(client, path, body, len, accept, out);
         out->attempts = ++attempts;
         *server = from = k;
-        last = kind_of(out);
-        settle(s, k, out, last, hp_client_jitter(client));
-        if (last == ANSWER_FINAL || (p->stop && *p->stop))
+        answer_kind kind = kind_of(out);
+        if (out->status == 0 && p->stop && *p->stop)
+            release(s, k); /* abandoned (a second SIGINT), not the server's failure */
+        else
+            settle(s, k, out, kind, hp_client_jitter(client));
+        if (kind == ANSWER_FINAL || (p->stop && *p->stop))
             return;
-        if (last == ANSWER_BUSY && waited >= p->max_wait_s)
+        if (kind == ANSWER_BUSY) {
+            busy_since = busy_since < 0 ? hp_now() : busy_since;
+            if (hp_now() - busy_since >= p->max_wait_s)
+                return;
+        }
+        if ((kind == ANSWER_SERVER_FAILED || kind == ANSWER_REQUEST_FAILED) && ++failures > allowed)
             return;
-        if (last == ANSWER_FAILED && ++failures > allowed)
-            return;
+        if (kind == ANSWER_REQUEST_FAILED) /* 0.5, 1, 2, 4, 8, then 10 s, as a server's */
+            not_before = hp_now() + fmin(0.5 * exp2(failures - 1), 10.0) * hp_client_jitter(client);
     }
 }
 

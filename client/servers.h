@@ -5,12 +5,17 @@
  * taken in turn). An answer tells what becomes of its server:
  *   - 429, or 503 with Retry-After (busy, or starting): the server is left until the time it gave, a quarter
  *     more at random so that a farm's clients do not all come back at once;
- *   - no answer, or another 5xx (a daemon killed, draining, restarting): left for a back-off that doubles with
- *     its failures in a row (0.5, 1, 2, 4, 8, then 10 s), the same jitter; the attempts that fail while it is
- *     already left (sent before it was) do not lengthen it;
+ *   - no answer, 502, 503 without Retry-After, 504 (a daemon killed, draining, restarting; a proxy with no
+ *     replica left): left for a back-off that doubles with its failures in a row (0.5, 1, 2, 4, 8, then 10 s),
+ *     the same jitter; the attempts that fail while it is already left (sent before it was) do not lengthen it;
+ *   - another 5xx (a 500 internal_error): the request's own failure; the request waits the same back-off, by
+ *     its own failures, and the server serves on;
  *   - 503 naming device_lost: left for the rest of the run (its GPU does not come back; /livez asks for a
- *     restart, and a restarted daemon is a new run's);
- *   - 200 or another 4xx: the answer; a 200 ends the server's failures in a row.
+ *     restart, and a restarted daemon is a new run's); with Retry-After (a replica behind a proxy) a failure of
+ *     the proxy's, as above: the proxy gives the request to another replica;
+ *   - 200 or another 4xx: the answer; it and a busy answer end the server's failures in a row.
+ * Failures count against the request's --retries (one more per further server); busy answers are waited out
+ * for max_wait_s from the first, on the clock.
  * A request whose server was left is sent to another one in use at once, else it waits for the first to come
  * back. With one server this is the policy of a single daemon: every wait is that daemon's. */
 #ifndef HP_CLIENT_SERVERS_H

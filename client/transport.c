@@ -196,9 +196,9 @@ void hp_pause(double seconds, _Atomic int *stop)
         nanosleep(&step, NULL);
 }
 
-bool hp_response_device_lost(const hp_response *r)
+bool hp_response_names_device_lost(const hp_response *r)
 {
-    return r->status == 503 && r->retry_after_s < 0 && strstr(r->error, "device_lost");
+    return r->status == 503 && strstr(r->error, "device_lost");
 }
 
 void hp_response_free(hp_response *r)

@@ -21,9 +21,12 @@ typedef struct hp_response {
     unsigned attempts;     /* requests made for this answer */
 } hp_response;
 
-/* A daemon that lost its GPU: its 503 has no Retry-After (it does not come back; /livez asks for a restart)
- * and names the state. Nothing sent to it again can succeed. */
-bool hp_response_device_lost(const hp_response *r);
+/* A 503 naming device_lost: a daemon that lost its GPU. Said to a client directly it has no Retry-After: it
+ * does not come back (/livez asks for a restart), and nothing sent to it again can succeed. A replica behind a
+ * proxy adds one (api/http/http.c): another replica may take the request. */
+/* A 503 naming device_lost, with or without Retry-After (a replica behind a proxy adds one: another replica may
+ * take the request). */
+bool hp_response_names_device_lost(const hp_response *r);
 
 typedef struct hp_client hp_client;
 

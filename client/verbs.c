@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,26 +44,64 @@ static int server_refusal(const char *server, const char *token, const hp_respon
 
 enum { PROBE_STARTING = -1 };
 
-/* One server asked, before a frame is sent, whether it can take frames: 0 with its /v1/gpu in *gpu, PROBE_STARTING
- * (503 with Retry-After from /readyz: its device and pipelines are being made; r says until when), else the exit
- * status with why. */
-static int probe(hp_cli_options *o, const char *server, json_t **gpu, hp_response *r, char *why, size_t why_size)
+/* One server asked, before a frame is sent, whether it can take frames: rc 0 with its /v1/gpu in gpu,
+ * PROBE_STARTING (503 with Retry-After from /readyz: its device and pipelines are being made; retry_after_s says
+ * when to ask again), else the exit status with why. error: its last answer's, for the wait's line. */
+typedef struct probe_job {
+    hp_cli_options *o;
+    const char *server;
+    pthread_t thread;
+    int rc;
+    json_t *gpu;
+    double retry_after_s;
+    char why[1100], error[256];
+} probe_job;
+
+static void *probe(void *arg)
 {
-    hp_client *client = hp_client_new(server, o->token, o->stop, 1);
-    if (!client)
-        return snprintf(why, why_size, "%s: out of memory", server), HP_EXIT_UNREACHABLE;
+    probe_job *j = arg;
+    hp_response r = {0};
+    j->gpu = NULL;
+    hp_client *client = hp_client_new(j->server, j->o->token, j->o->stop, 1);
+    if (!client) {
+        j->rc = HP_EXIT_UNREACHABLE, snprintf(j->why, sizeof j->why, "%s: out of memory", j->server);
+        return NULL;
+    }
     hp_retry_policy quick = {.retries = 1, .max_wait_s = 0};
-    hp_client_send_retrying(client, &quick, "/readyz", NULL, 0, NULL, r);
-    /* /v1/gpu says what /readyz cannot: the token, the queue (a 404 for /readyz: an older daemon). */
-    bool starting = r->status == 503 && r->retry_after_s >= 0; /* draining and a lost GPU have no Retry-After */
-    if (!starting && (r->status == 200 || r->status == 404))
-        *gpu = get_json(client, "/v1/gpu", r);
-    starting = !*gpu && r->status == 503 && r->retry_after_s >= 0;
+    hp_client_send_retrying(client, &quick, "/readyz", NULL, 0, NULL, &r);
+    /* /v1/gpu says what /readyz cannot: the token, the queue (a 404 for /readyz: an older daemon). Draining and
+     * a lost GPU have no Retry-After. */
+    bool starting = r.status == 503 && r.retry_after_s >= 0 && !hp_response_names_device_lost(&r);
+    if (!starting && (r.status == 200 || r.status == 404))
+        j->gpu = get_json(client, "/v1/gpu", &r);
+    starting = !j->gpu && r.status == 503 && r.retry_after_s >= 0 && !hp_response_names_device_lost(&r);
     hp_client_free(client);
-    int rc = *gpu ? 0 : starting ? PROBE_STARTING : server_refusal(server, o->token, r, why, why_size);
-    if (!rc && !*gpu && !starting)
-        rc = HP_EXIT_UNREACHABLE, snprintf(why, why_size, "%s: %s", server, r->error);
-    return rc;
+    j->rc = j->gpu ? 0 : starting ? PROBE_STARTING : server_refusal(j->server, j->o->token, &r, j->why, sizeof j->why);
+    if (!j->rc && !j->gpu && !starting)
+        j->rc = HP_EXIT_UNREACHABLE, snprintf(j->why, sizeof j->why, "%s: %s", j->server, r.error);
+    j->retry_after_s = r.retry_after_s;
+    snprintf(j->error, sizeof j->error, "%s", r.error);
+    hp_response_free(&r);
+    return NULL;
+}
+
+/* Every server asked at once (a host that does not answer costs its connect timeout once, not once per server
+ * before it); where a thread cannot be made, asked on this one. */
+static void probe_all(probe_job *jobs, size_t n)
+{
+    bool *threaded = calloc(n, sizeof(*threaded));
+    for (size_t k = 0; k < n; k++) {
+        json_decref(jobs[k].gpu);
+        jobs[k].gpu = NULL;
+        if (!threaded || pthread_create(&jobs[k].thread, NULL, probe, &jobs[k]) != 0)
+            probe(&jobs[k]);
+        else
+            threaded[k] = true;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (threaded && threaded[k])
+            pthread_join(jobs[k].thread, NULL);
+    free(threaded);
 }
 
 /* The wait for a starting server, shown: in place on a terminal, a line every 10 s in a log (*said: when it was
@@ -86,48 +125,45 @@ static void show_wait(const char *verb, const hp_cli_options *o, double waited, 
  * answer (client/servers.h). A refused token stops it whichever server refuses. */
 static int check_server(const char *verb, hp_cli_options *o)
 {
-    size_t n = o->servers.count;
-    int *rc = calloc(n, sizeof(*rc));
-    char (*why)[1100] = calloc(n, sizeof(*why));
+    size_t n = o->servers.count, ready = 0;
+    probe_job *jobs = calloc(n, sizeof(*jobs));
+    if (!jobs)
+        return fprintf(stderr, "hdrpost %s: out of memory\n", verb), HP_EXIT_UNREACHABLE;
+    for (size_t k = 0; k < n; k++)
+        jobs[k] = (probe_job){.o = o, .server = o->servers.items[k].url};
     json_int_t capacity = 0;
-    size_t ready = 0;
     double started = hp_now(), said = -1;
     bool waiting = false;
-    int status = rc && why ? 0 : HP_EXIT_UNREACHABLE;
-    hp_response r = {0};
-    while (!status) {
-        size_t starting = 0;
-        const char *error = "";
+    int status = 0;
+    for (;;) {
+        probe_all(jobs, n);
+        size_t starting = SIZE_MAX; /* the first starting server: the wait's line and pace are its */
         for (size_t k = 0; k < n; k++) {
-            json_t *gpu = NULL;
-            rc[k] = probe(o, o->servers.items[k].url, &gpu, &r, why[k], sizeof why[k]);
-            if (!rc[k]) {
-                if (!ready++)
-                    o->asked = k;
-                /* As many frames in flight as the daemon queues, at most 8: more would only wait in its queue. */
-                json_int_t c = json_integer_value(json_object_get(json_object_get(gpu, "queue"), "capacity"));
+            if (!jobs[k].rc && !ready++)
+                o->asked = k;
+            if (!jobs[k].rc) { /* as many frames in flight as the daemon queues, at most 8: more would only wait */
+                json_int_t c = json_integer_value(json_object_get(json_object_get(jobs[k].gpu, "queue"), "capacity"));
                 capacity += c > 0 ? (c < 8 ? c : 8) : 4;
             }
-            starting += rc[k] == PROBE_STARTING;
-            if (rc[k] == PROBE_STARTING)
-                error = r.error;
-            if (rc[k] == HP_EXIT_REFUSED)
-                status = rc[k];
-            json_decref(gpu);
+            if (jobs[k].rc == PROBE_STARTING && starting == SIZE_MAX)
+                starting = k;
+            if (jobs[k].rc == HP_EXIT_REFUSED)
+                status = HP_EXIT_REFUSED;
         }
-        if (status || ready || !starting || (o->stop && *o->stop))
+        if (status || ready || starting == SIZE_MAX || (o->stop && *o->stop))
             break;
         double waited = hp_now() - started;
         if (waited >= o->wait_s) {
             for (size_t k = 0; k < n; k++)
-                if (rc[k] == PROBE_STARTING)
-                    rc[k] = HP_EXIT_NOT_READY, snprintf(why[k], sizeof why[k], "%s: still not ready after %.0f s "
-                                                        "(--wait %g): %s", o->servers.items[k].url, waited, o->wait_s, r.error);
+                if (jobs[k].rc == PROBE_STARTING)
+                    jobs[k].rc = HP_EXIT_NOT_READY,
+                    snprintf(jobs[k].why, sizeof jobs[k].why, "%s: still not ready after %.0f s (--wait %g): %s",
+                             jobs[k].server, waited, o->wait_s, jobs[k].error);
             break;
         }
-        show_wait(verb, o, waited, &said, error);
+        show_wait(verb, o, waited, &said, jobs[starting].error);
         waiting = true;
-        hp_pause(fmin(fmax(r.retry_after_s, 0.2), 5.0), o->stop);
+        hp_pause(fmin(fmax(jobs[starting].retry_after_s, 0.2), 5.0), o->stop);
     }
     if (waiting && isatty(STDERR_FILENO))
         fprintf(stderr, "\r\033[K");
@@ -135,29 +171,27 @@ static int check_server(const char *verb, hp_cli_options *o)
         fprintf(stderr, "hdrpost %s: %s is ready after %.1f s\n", verb, n > 1 ? o->servers.items[o->asked].url
                                                                            : "the daemon", hp_now() - started);
     size_t shown = 0; /* the first failure's status and message stand for all when none is ready */
-    while (shown < n && rc && !rc[shown])
+    while (shown < n && jobs[shown].rc <= 0)
         shown++;
     if (!status && !ready && o->stop && *o->stop) {
         fprintf(stderr, "hdrpost %s: interrupted\n", verb);
         status = HP_EXIT_SOME_FAILED;
-    } else if (rc && why && (status || !ready)) {
-        status = status ? status : rc[shown] > 0 ? rc[shown] : HP_EXIT_UNREACHABLE;
+    } else if (status || !ready) {
+        status = status ? status : shown < n ? jobs[shown].rc : HP_EXIT_UNREACHABLE;
         for (size_t k = 0; k < n; k++)
-            if (rc[k] > 0 && (n > 1 || k == shown) && (status != HP_EXIT_REFUSED || rc[k] == HP_EXIT_REFUSED))
-                fprintf(stderr, "hdrpost %s: %s\n", verb, why[k]);
-    } else if (rc && why) {
+            if (jobs[k].rc > 0 && (n > 1 || k == shown) && (status != HP_EXIT_REFUSED || jobs[k].rc == HP_EXIT_REFUSED))
+                fprintf(stderr, "hdrpost %s: %s\n", verb, jobs[k].why);
+    } else {
         for (size_t k = 0; k < n; k++)
-            if (rc[k])
+            if (jobs[k].rc)
                 fprintf(stderr, "hdrpost %s: %s; its frames go to the other servers until it answers\n", verb,
-                        rc[k] == PROBE_STARTING ? o->servers.items[k].url : why[k]);
+                        jobs[k].rc == PROBE_STARTING ? jobs[k].server : jobs[k].why);
         if (!o->jobs)
             o->jobs = (unsigned)(capacity < 256 ? capacity : 256);
-    } else {
-        fprintf(stderr, "hdrpost %s: out of memory\n", verb);
     }
-    free(rc);
-    free(why);
-    hp_response_free(&r);
+    for (size_t k = 0; k < n; k++)
+        json_decref(jobs[k].gpu);
+    free(jobs);
     return status;
 }
 

@@ -317,13 +317,18 @@ static bool has_header(const hp_reply *reply, const char *name)
     return false;
 }
 
-/* A replica whose GPU is lost tells a proxy in front "again in a second": the proxy takes it out of the rotation
- * at its next health checks (/readyz is 503 too; 2 s with deploy/replicas.py's haproxy.cfg), and the request
- * sent again goes to another replica. To a client talking to it directly the 503 has no Retry-After: this
- * process takes no frame again, and hdrpost leaves it for the run (client/servers.h). */
+/* A replica whose GPU is lost tells a client behind a proxy "again in a second": the proxy takes it out of the
+ * rotation at its next health checks (/readyz is 503 too; 2 s with deploy/replicas.py's haproxy.cfg), and the
+ * frame sent again goes to another replica. Only for a frame's route, relayed: from a trusted proxy
+ * (trusted_proxies) with X-Forwarded-For, as HAProxy's option forwardfor sends it. To a client talking to it
+ * directly, on any address, the 503 has no Retry-After: this process takes no frame again, and hdrpost leaves it
+ * for the run (client/servers.h). hdrpost reads a device_lost with Retry-After as a failure to retry (counted
+ * against --retries), never as a wait. */
 static void device_lost_behind_proxy(hp_request *req, hp_reply *reply)
 {
-    if (reply->status != 503 || !req->connection || has_header(reply, "Retry-After"))
+    if (reply->status != 503 || !req->connection || !req->route || !req->route->frame ||
+        has_header(reply, "Retry-After") ||
+        !MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, "X-Forwarded-For"))
         return;
     json_t *e = reply->body ? json_object_get(reply->body, "error") : NULL;
     const char *code = json_string_value(json_object_get(e, "code"));

@@ -228,17 +228,26 @@ def lost_gpu_behind_proxy(tmp, haproxy, uuid, frame_path, direct):
               f"ends 0 with all 10 frames, byte-identical to a sound replica's ({len(pngs)} written)",
               ready[0] == 503 and b"device lost" in ready[2] and run.returncode == 0 and len(pngs) == 10 and same,
               f"{ready[0]} {ready[2][:200]}\n{run.stderr[-2000:]}")
-        relayed = harness.request(ds[1].port, "POST", "/v1/render?output.format=png", b"x", AUTH, timeout=30)
+        xff = {**AUTH, "X-Forwarded-For": "192.0.2.7"}
+        relayed = harness.request(ds[1].port, "POST", "/v1/render?output.format=png", b"x", xff, timeout=30)
+        # The proxy's own address without X-Forwarded-For: a client on the proxy's host (deploy/replicas.py's
+        # replicas listen on loopback, which they trust) talking to the replica directly.
+        local = harness.request(ds[1].port, "POST", "/v1/render?output.format=png", b"x", AUTH, timeout=30)
+        health = harness.request(ds[1].port, "GET", "/readyz", None, xff, timeout=30)
         conn = http.client.HTTPConnection("127.0.0.1", ds[1].port, timeout=30, source_address=("127.0.0.2", 0))
-        conn.request("POST", "/v1/render?output.format=png", body=b"x", headers=AUTH)
+        conn.request("POST", "/v1/render?output.format=png", body=b"x", headers=xff)
         r = conn.getresponse()
         alone = (r.status, r.getheader("Retry-After"), r.read())
         conn.close()
-        point("the lost replica answers its trusted proxy's address 503 device_lost with Retry-After: 1 (the proxy "
-              "sends the frame again elsewhere), a client asking it directly 503 device_lost without one (this "
+        point("the lost replica answers a frame its trusted proxy relays (X-Forwarded-For) 503 device_lost with "
+              "Retry-After: 1 (the proxy sends it again elsewhere); without one to a client on the proxy's address "
+              "that is not relayed, to an untrusted address however it names its client, and on /readyz (this "
               "process takes no frame again)",
               relayed[0] == 503 and relayed[1].get("retry-after") == "1" and b"device_lost" in relayed[2]
-              and alone[0] == 503 and alone[1] is None and b"device_lost" in alone[2], f"{relayed}\n{alone}")
+              and local[0] == 503 and "retry-after" not in local[1] and b"device_lost" in local[2]
+              and health[0] == 503 and "retry-after" not in health[1]
+              and alone[0] == 503 and alone[1] is None and b"device_lost" in alone[2],
+              f"{relayed}\n{local}\n{health}\n{alone}")
     finally:
         hp.stop()
         hp.kill()
