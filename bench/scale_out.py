@@ -485,7 +485,7 @@ def measure(row, a, n, devs, frame, query, shot, tmp, haproxy, haproxy_why, maxc
                           for r in reps]
         try:
             gpu = get_json(reps[0].port, "/v1/gpu")
-            row["gpu_info"] = {k: gpu.get(k) for k in ("device", "driver", "uuid")}
+            row["gpu_info"] = {k: gpu.get(k) for k in ("device", "driver", "driver_info", "uuid")}
         except (OSError, RuntimeError, ValueError) as e:
             row["gpu_info"] = {"error": str(e)}
         ports = [r.port for r in reps]
@@ -575,6 +575,9 @@ def _ms(v):
 # --- the report -------------------------------------------------------------------------------------------------
 
 def commit():
+    """HP_COMMIT first: the GPU host's copy of the tree may carry a stale .git."""
+    if os.environ.get("HP_COMMIT"):
+        return os.environ["HP_COMMIT"]
     try:
         out = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                              timeout=10)
@@ -746,8 +749,8 @@ def main():
                 measure(row, a, n, devs, frame, query, shot, tmp, haproxy, haproxy_why, maxconn, smi)
                 info = row.get("gpu_info", {})
                 if "device_line" not in result and info and "error" not in info:
-                    result["device_line"] = (f"{info.get('device')}, driver {info.get('driver')}, "
-                                             f"uuid {info.get('uuid')}")
+                    result["device_line"] = (f"{info.get('device')}, driver {info.get('driver')} "
+                                             f"{info.get('driver_info') or ''}, uuid {info.get('uuid')}")
         except KeyboardInterrupt as e:
             result["interrupted"] = str(e) or "interrupted"
             log(f"interrupted ({result['interrupted']}): everything started was stopped")
