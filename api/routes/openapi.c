@@ -798,8 +798,9 @@ static void build_console_file(doc *d, json_t *op)
      "A failure of the daemon's own (the message says which), or an OCIO view that could not be made for the GPU.", \
      NULL},                                                                                                     \
     {503, "not_ready device_lost memory_full out_of_memory",                                                    \
-     "Starting (Retry-After: 1), draining, or the GPU was lost; the requests in flight hold so much of "       \
-     "max_inflight_mb that this one does not fit now (Retry-After: 1); out of memory.",                        \
+     "Starting (Retry-After: 1), draining, or the GPU was lost (Retry-After: 1 only for a frame a trusted "   \
+     "proxy relays: another replica may take it); the requests in flight hold so much of max_inflight_mb "    \
+     "that this one does not fit now (Retry-After: 1); out of memory.",                                         \
      "Retry-After"},                                                                                            \
     {504, "deadline_exceeded", "The frame waited in the queue longer than request_timeout_s.", NULL}
 
