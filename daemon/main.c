@@ -490,6 +490,20 @@ static size_t pool_keep_bytes(uint64_t budget, hp_gpu *gpu)
     return (size_t)keep;
 }
 
+/* Beyond the keep limits the pool keeps what the recent peak held (hp_host_pool_keep_recent_peak), up to what
+ * requests in flight may hold (the budget) for host blocks, and for device blocks that or a quarter of the
+ * largest device-local heap, whichever is less (the frame graph and the encoders need the rest). */
+static size_t pool_peak_device_bytes(uint64_t budget, hp_gpu *gpu)
+{
+    hp_gpu_memory m;
+    hp_gpu_memory_report(gpu, &m);
+    uint64_t heap = 0;
+    for (uint32_t i = 0; i < m.heap_count; i++)
+        if (m.heaps[i].device_local && m.heaps[i].size > heap)
+            heap = m.heaps[i].size;
+    return (size_t)(heap / 4 < budget ? heap / 4 : budget);
+}
+
 /* SIGHUP's line: what an operator asks a daemon that seems stuck. */
 static void hup_report(hp_http *http, const hp_budget *budget)
 {
@@ -594,6 +608,7 @@ static hp_code start_worker(daemon_parts *d, hp_err *err)
     if ((code = hp_host_pool_create(d->gpu, pool_keep_bytes(d->budget->limit, NULL), &d->host_pool, err)) != HP_OK)
         return code;
     hp_host_pool_keep_device(d->host_pool, pool_keep_bytes(d->budget->limit, d->gpu));
+    hp_host_pool_keep_recent_peak(d->host_pool, (size_t)d->budget->limit, pool_peak_device_bytes(d->budget->limit, d->gpu));
     d->clock_hold = clock_hold_for(config, d->gpu);
     hp_worker_config wc = {.queue_depth = (unsigned)config->queue_depth,
                            .finish_threads = (unsigned)config->encode_threads,

@@ -394,6 +394,9 @@ static void set_in_flight(hp_worker *w, unsigned n)
     pthread_mutex_unlock(&w->lock);
 }
 
+/* How often an idle GPU thread has the host pool give back what a passed load kept (pipeline/host_pool.h). */
+#define IDLE_TRIM_S 15
+
 /* Nothing queued, under the lock: waits for a job. While requests in flight hold bytes (a frame arriving
  * will soon be queued) the clocks are held, up to HOLD_IDLE_NS after the last frame came, was queued or
  * finished, and the wait ends at the next look at the hold. */
@@ -413,7 +416,16 @@ static void idle_wait(hp_worker *w)
             return;
         }
     }
-    pthread_cond_wait(&w->gpu_wake, &w->lock); /* also when a hold could not be kept: never a spin */
+    /* Also when a hold could not be kept: never a spin. Every IDLE_TRIM_S the host pool gives back the blocks a
+     * load that has passed kept (hp_host_pool_trim): an idle daemon sees no block given back to do it. */
+    struct timespec trim_at;
+    clock_gettime(CLOCK_MONOTONIC, &trim_at);
+    trim_at.tv_sec += IDLE_TRIM_S;
+    if (pthread_cond_clockwait(&w->gpu_wake, &w->lock, CLOCK_MONOTONIC, &trim_at) == ETIMEDOUT && w->host_pool) {
+        pthread_mutex_unlock(&w->lock);
+        hp_host_pool_trim(w->host_pool);
+        pthread_mutex_lock(&w->lock);
+    }
 }
 
 /* The GPU thread keeps two frames in flight (HP_FRAMES_IN_FLIGHT): it copies the next frame into its

@@ -23,7 +23,112 @@ struct hp_host_pool {
     _Atomic unsigned long made, freed;
     _Atomic unsigned long long make_ns;
     _Atomic int test_fail; /* hp_host_pool_test_fail */
+    /* The recent peak (hp_host_pool_get's "what was out"): by side, host [0] and device [1], the bytes out now,
+     * and the most out in the current window and in the one before it; out and kept together may reach the
+     * larger of the two (within the ceiling), so that a load that held that much gets it back from the pool. */
+    size_t out_bytes[2], peak_now[2], peak_before[2], ceiling[2];
+    double window_start;
+    const double *test_clock; /* hp_host_pool_test_clock */
 };
+
+/* A window of the recent peak: a load's blocks are kept from 30 to 60 s after it last needed them. */
+#define PEAK_WINDOW_S 30.0
+
+static double pool_now(const hp_host_pool *p)
+{
+    if (p->test_clock)
+        return *p->test_clock;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int side_of(hp_mem_kind kind) { return kind == HP_MEM_DEVICE; }
+
+/* Under the lock: the windows moved on to now (a window with no request in it has a peak of what was out). */
+static void windows_advance(hp_host_pool *p)
+{
+    double now = pool_now(p);
+    if (now - p->window_start < PEAK_WINDOW_S)
+        return;
+    bool skipped = now - p->window_start >= 2 * PEAK_WINDOW_S;
+    for (int s = 0; s < 2; s++) {
+        p->peak_before[s] = skipped ? p->out_bytes[s] : p->peak_now[s];
+        p->peak_now[s] = p->out_bytes[s];
+    }
+    p->window_start = now;
+}
+
+/* Under the lock: whether a block of size bytes, given back, is kept. Up to the keep limit always (the floor);
+ * past it while out and kept together stay within the recent peak and the ceiling. */
+static bool keeps(const hp_host_pool *p, int s, size_t size)
+{
+    size_t kept = s ? p->kept_device_bytes : p->kept_bytes, floor = s ? p->keep_device_limit : p->keep_limit;
+    size_t peak = p->peak_now[s] > p->peak_before[s] ? p->peak_now[s] : p->peak_before[s];
+    size_t allowed = peak < p->ceiling[s] ? peak : p->ceiling[s];
+    return kept + size <= floor || p->out_bytes[s] + kept + size <= allowed;
+}
+
+/* Under the lock: the oldest kept blocks past what keeps() allows now, taken off the kept list into *freed. */
+static void trim_locked(hp_host_pool *p, hp_host_block **freed)
+{
+    windows_advance(p);
+    for (int s = 0; s < 2; s++)
+        for (;;) {
+            hp_host_block **oldest = NULL;
+            for (hp_host_block **at = &p->kept; *at; at = &(*at)->next)
+                if (side_of((*at)->kind) == s)
+                    oldest = at;
+            if (!oldest)
+                break;
+            hp_host_block *b = *oldest;
+            size_t size = (size_t)b->buf.size, *kept = s ? &p->kept_device_bytes : &p->kept_bytes;
+            *kept -= size;
+            if (keeps(p, s, size)) { /* it may stay: so may the newer ones */
+                *kept += size;
+                break;
+            }
+            *oldest = b->next;
+            b->next = *freed;
+            *freed = b;
+        }
+}
+
+static void free_blocks(hp_host_pool *p, hp_host_block *list)
+{
+    for (hp_host_block *b = list, *next; b; b = next) {
+        next = b->next;
+        hp_buffer_destroy(p->gpu, &b->buf);
+        free(b);
+        atomic_fetch_add(&p->freed, 1);
+    }
+}
+
+void hp_host_pool_keep_recent_peak(hp_host_pool *p, size_t host_ceiling, size_t device_ceiling)
+{
+    pthread_mutex_lock(&p->lock);
+    p->ceiling[0] = host_ceiling;
+    p->ceiling[1] = device_ceiling;
+    pthread_mutex_unlock(&p->lock);
+}
+
+void hp_host_pool_test_clock(hp_host_pool *p, const double *now_s)
+{
+    pthread_mutex_lock(&p->lock);
+    p->test_clock = now_s;
+    p->window_start = pool_now(p);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void hp_host_pool_trim(hp_host_pool *p)
+{
+    hp_host_block *freed = NULL;
+    pthread_mutex_lock(&p->lock);
+    if (!atomic_load(&p->abandoned))
+        trim_locked(p, &freed);
+    pthread_mutex_unlock(&p->lock);
+    free_blocks(p, freed);
+}
 
 void hp_host_pool_keep_device(hp_host_pool *p, size_t keep_bytes)
 {
@@ -43,6 +148,7 @@ hp_code hp_host_pool_create(hp_gpu *gpu, size_t keep_bytes, hp_host_pool **out, 
     p->keep_limit = keep_bytes;
     p->keep_device_limit = keep_bytes;
     pthread_mutex_init(&p->lock, NULL);
+    p->window_start = pool_now(p);
     *out = p;
     return HP_OK;
 }
@@ -96,6 +202,13 @@ hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes,
             p->kept_bytes -= (size_t)b->buf.size;
     }
     p->out++;
+    /* A new block is counted out at the size asked until it is made (its size then, rounded up, is what
+     * hp_host_pool_put takes back: the difference is settled there). */
+    int s = side_of(kind);
+    p->out_bytes[s] += b ? (size_t)b->buf.size : bytes;
+    windows_advance(p);
+    if (p->out_bytes[s] > p->peak_now[s])
+        p->peak_now[s] = p->out_bytes[s];
     pthread_mutex_unlock(&p->lock);
     if (b) {
         b->next = NULL;
@@ -117,11 +230,15 @@ hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes,
         free(b);
         pthread_mutex_lock(&p->lock);
         p->out--;
+        p->out_bytes[s] -= bytes;
         pthread_mutex_unlock(&p->lock);
         return NULL;
     }
     b->kind = kind;
     b->pool = p;
+    pthread_mutex_lock(&p->lock);
+    p->out_bytes[s] += (size_t)b->buf.size - bytes; /* the block as made (a buffer's size is at least the asked) */
+    pthread_mutex_unlock(&p->lock);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     atomic_fetch_add(&p->made, 1);
     long long ns = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
@@ -134,27 +251,29 @@ void hp_host_pool_put(hp_host_block *b)
     if (!b)
         return;
     hp_host_pool *p = b->pool;
+    int s = side_of(b->kind);
     pthread_mutex_lock(&p->lock);
     p->out--;
+    p->out_bytes[s] -= (size_t)b->buf.size;
     if (atomic_load(&p->abandoned)) { /* the device may still touch it: never reused, freed at destruction */
         b->next = p->dropped;
         p->dropped = b;
         pthread_mutex_unlock(&p->lock);
         return;
     }
-    size_t *kept = b->kind == HP_MEM_DEVICE ? &p->kept_device_bytes : &p->kept_bytes;
-    bool keep = *kept + (size_t)b->buf.size <= (b->kind == HP_MEM_DEVICE ? p->keep_device_limit : p->keep_limit);
-    if (keep) {
+    windows_advance(p);
+    hp_host_block *freed = NULL;
+    if (keeps(p, s, (size_t)b->buf.size)) {
         b->next = p->kept;
         p->kept = b;
-        *kept += (size_t)b->buf.size;
+        *(s ? &p->kept_device_bytes : &p->kept_bytes) += (size_t)b->buf.size;
+        trim_locked(p, &freed); /* older blocks past a peak that has passed */
+    } else {
+        freed = b;
+        b->next = NULL;
     }
     pthread_mutex_unlock(&p->lock);
-    if (!keep) {
-        hp_buffer_destroy(p->gpu, &b->buf);
-        free(b);
-        atomic_fetch_add(&p->freed, 1);
-    }
+    free_blocks(p, freed);
 }
 
 void hp_host_pool_abandon(hp_host_pool *p)

@@ -36,6 +36,18 @@ hp_code hp_host_pool_create(hp_gpu *gpu, size_t keep_bytes, hp_host_pool **out, 
 /* Device blocks kept for reuse at most (HP_MEM_DEVICE), apart from host blocks: they take the device's memory,
  * not the host's. Before any block is given back. */
 void hp_host_pool_keep_device(hp_host_pool *pool, size_t keep_bytes);
+/* Beyond the keep limits, the recent peak: out and kept together may reach the most that was out in the last
+ * 30 to 60 s, within these ceilings (host and device blocks, each its own), so that a load that held that much
+ * finds its blocks kept rather than making them again (64 clients of 4K frames hold more than a quarter of
+ * max_inflight_mb: the pool made and freed blocks under a steady load, docs/BENCHMARKS.md). Once the load has
+ * passed, the blocks past the keep limits are freed (hp_host_pool_put, hp_host_pool_trim). 0, 0: the keep
+ * limits alone (the default). */
+void hp_host_pool_keep_recent_peak(hp_host_pool *pool, size_t host_ceiling, size_t device_ceiling);
+/* Frees the kept blocks past what the recent peak still allows: for an idle daemon, whose pool sees no
+ * hp_host_pool_put to do it. Thread-safe. */
+void hp_host_pool_trim(hp_host_pool *pool);
+/* For tests only: the pool's clock reads *now_s (seconds) from now on. */
+void hp_host_pool_test_clock(hp_host_pool *pool, const double *now_s);
 /* Frees the kept blocks; every block handed out must be back. */
 void hp_host_pool_destroy(hp_host_pool **pool);
 

@@ -411,6 +411,81 @@ static void test_device_and_abandon(void)
     hp_host_pool_destroy(&pool);
 }
 
+/* The recent peak (hp_host_pool_keep_recent_peak): a load that held 8 blocks gets them back from the pool
+ * (none made again) though the keep limit is one; 60 s after it passed, the idle trim frees all but the
+ * limit; a ceiling bounds what is kept; without the peak the keep limit alone holds, as before. The pool's
+ * clock is the test's (hp_host_pool_test_clock). */
+enum { PEAK_BLOCKS = 8 };
+
+static void peak_load(hp_host_pool *pool, hp_host_block *b[PEAK_BLOCKS])
+{
+    for (int i = 0; i < PEAK_BLOCKS; i++)
+        b[i] = hp_host_pool_get(pool, HP_MEM_UPLOAD, 1 << 20, &err);
+    for (int i = 0; i < PEAK_BLOCKS; i++)
+        hp_host_pool_put(b[i]);
+}
+
+static void test_recent_peak(void)
+{
+    double now = 1000;
+    hp_host_pool *pool = NULL;
+    if (hp_host_pool_create(gpu, 1 << 20, &pool, &err) != HP_OK) {
+        tap_ok(false, "pool: %s", err.message);
+        return;
+    }
+    hp_host_pool_test_clock(pool, &now);
+    hp_host_pool_keep_recent_peak(pool, 64 << 20, 64 << 20);
+    hp_host_block *b[PEAK_BLOCKS];
+    peak_load(pool, b);
+    size_t block = b[0] ? (size_t)b[0]->buf.size : 0, kept = 0;
+    hp_host_pool_counts first;
+    hp_host_pool_counts_get(pool, &first);
+    hp_host_pool_usage(pool, NULL, &kept);
+    now += 5;
+    peak_load(pool, b);
+    hp_host_pool_counts again;
+    hp_host_pool_counts_get(pool, &again);
+    tap_ok(block && first.made == PEAK_BLOCKS && first.freed == 0 && kept == PEAK_BLOCKS * block &&
+               again.made == PEAK_BLOCKS && again.freed == 0,
+           "a load of %d blocks of 1 MiB with a keep limit of 1 MiB: all %d kept when given back (%zu bytes), the "
+           "same load again makes none (%lu made, %lu freed in all)", PEAK_BLOCKS, PEAK_BLOCKS, kept, again.made,
+           again.freed);
+    now += 30;
+    hp_host_pool_trim(pool);
+    size_t kept_soon = 0;
+    hp_host_pool_usage(pool, NULL, &kept_soon);
+    now += 31;
+    hp_host_pool_trim(pool);
+    hp_host_pool_counts later;
+    hp_host_pool_counts_get(pool, &later);
+    hp_host_pool_usage(pool, NULL, &kept);
+    tap_ok(kept_soon == PEAK_BLOCKS * block && kept == block && later.freed == PEAK_BLOCKS - 1,
+           "30 s after the load the blocks are still kept (%zu bytes); 61 s after, the idle trim frees all but the "
+           "keep limit's (%zu bytes kept, %lu freed)", kept_soon, kept, later.freed);
+    hp_host_pool_destroy(&pool);
+
+    /* A ceiling of 4 MiB: out and kept together stay within it. */
+    if (hp_host_pool_create(gpu, 1 << 20, &pool, &err) != HP_OK)
+        return;
+    hp_host_pool_test_clock(pool, &now);
+    hp_host_pool_keep_recent_peak(pool, 4 * block, 4 * block);
+    peak_load(pool, b);
+    hp_host_pool_usage(pool, NULL, &kept);
+    tap_ok(kept == 4 * block, "with a ceiling of 4 blocks, 4 of the 8 are kept (%zu bytes)", kept);
+    hp_host_pool_destroy(&pool);
+
+    /* No peak set: the keep limit alone, as before. */
+    if (hp_host_pool_create(gpu, 1 << 20, &pool, &err) != HP_OK)
+        return;
+    hp_host_pool_test_clock(pool, &now);
+    peak_load(pool, b);
+    hp_host_pool_counts_get(pool, &later);
+    hp_host_pool_usage(pool, NULL, &kept);
+    tap_ok(kept == block && later.freed == PEAK_BLOCKS - 1,
+           "without the recent peak, the keep limit alone: 1 block kept, %lu freed", later.freed);
+    hp_host_pool_destroy(&pool);
+}
+
 int main(void)
 {
     int bail = gpu_test_open(&gpu, &graph, &err);
@@ -421,6 +496,7 @@ int main(void)
     test_frames();
     test_device_limit();
     test_device_and_abandon();
+    test_recent_peak();
     hp_frame_graph_destroy(&graph);
     hp_gpu_destroy(&gpu);
     gpu_test_validation_clean();
