@@ -45,7 +45,7 @@ void hp_run_note_retry(hp_run *run, size_t i, const hp_retry_note *note)
     pthread_mutex_lock(&run->lock);
     if (r->status == 429)
         run->waits.busy_429++;
-    else if (r->status == 503 && r->retry_after_s >= 0)
+    else if (r->status == 503 && r->retry_after_s >= 0 && !hp_response_names_device_lost(r)) /* servers.h's kinds */
         run->waits.busy_503++;
     else
         run->waits.failures++;

@@ -14,16 +14,24 @@ each, no warm-up frame, a GPU delay per frame that paces the runs: gpu_delay()),
     one drained (SIGTERM) while its frames are rendered: every frame rendered, whole and byte-identical, none by a
     server after it was gone, the killed one's attempts counted;
   - both servers of a run killed mid-run: exit 3, bounded, the frames never tried counted.
+The group fake_servers checks the retry policy (client/servers.h) against scripted fake servers instead (Python's
+http.server in threads of this process, no daemon, no GPU): every GPU lost (exit 5, bounded), one GPU lost (the
+other renders everything), a relayed device_lost (Retry-After: a failure retried, never a wait), a 500 for one frame
+(the request backs off, not the server), a busy server (its frames elsewhere at once) and a server that dies mid-run.
+HDRPOST_TEST_QUICK=1 runs that group alone (harness.groups).
 Standard library only; loopback only; every wait is bounded and scaled (harness.scaled).
 """
 
+import http.server
 import json
 import os
 import re
 import signal
+import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 HDRPOST = sys.argv[1] if len(sys.argv) > 1 else "hdrpost"
@@ -532,27 +540,483 @@ def all_gone(ds, tmp, pattern):
               "\n".join(harness.validation_lines(x)))
 
 
+# --- Scripted fake servers ----------------------------------------------------------------------------------
+# The retry policy (client/servers.h: hp_servers_send, kind_of) checked against fake servers whose every answer a
+# test scripts: Python's http.server in threads of this process, on 127.0.0.1. hdrpost neither decodes a frame it
+# posts (--exposure frame: no measuring pass) nor the image it gets back (written as it comes), so a frame is a
+# few KB of its own bytes and an answer any bytes.
+#
+# The fakes' answer delays pace the runs; they are not stretched by HDRPOST_TEST_TIME_FACTOR, so that a point
+# comparing a time with the policy's own (a back-off of 0.5 s or more, a Retry-After of 2 s) keeps its meaning.
+# Every wait of the test (a run's time limit, a "bounded" run) is scaled.
+
+# A few KB: libcurl sends such a body with the request's headers. A larger one (1 MB and more with libcurl 7.88)
+# comes after Expect: 100-continue, which the fakes answer too (BaseHTTPRequestHandler.handle_expect_100).
+FAKE_FRAME_BYTES = 3000
+
+
+def error_body(code, message):
+    """The daemon's error body."""
+    return json.dumps({"error": {"code": code, "message": message, "field": None}}).encode()
+
+
+def frame_of(body):
+    """The frame number a fake frame's bytes begin with ("frame-1003 ..."), or None."""
+    m = re.match(rb"frame-(\d+) ", body or b"")
+    return int(m.group(1)) if m else None
+
+
+OK_PNG = b"\x89PNG\r\n\x1a\n" + b"not decoded by hdrpost" * 8
+LOST = (503, {}, error_body("device_lost", "the GPU was lost before this frame ran"))
+
+
+def answer(status, headers=None, body=None, delay=0.0):
+    """A script's answer: (status, headers, body, delay before it is sent)."""
+    if body is None:
+        body = OK_PNG if status == 200 else error_body("test", f"HTTP {status}")
+    return status, dict(headers or {}), body, delay
+
+
+class FakeLog:
+    """Every request the fakes of a point got: dicts of server, method, path, n (the server's POST count), frame,
+    t_in (its body read), t_out (its answer sent, or it dropped), status (None: no answer)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.items = []
+
+    def add(self, **entry):
+        with self.lock:
+            self.items.append(entry)
+
+    def posts(self, server=None):
+        with self.lock:
+            return [e for e in self.items if e["method"] == "POST" and (server is None or e["server"] == server)]
+
+
+class _QuietServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass  # a connection the test dropped on purpose (FakeServer.kill)
+
+
+class FakeServer:
+    """A scripted HTTP server: /readyz 200, /v1/gpu a queue of 4, POST /v1/render answered by
+    script(name, n, body) -> answer(...), n counting the server's POSTs from 1; a status of None there kills the
+    server (FakeServer.kill) with that request unanswered. HTTP/1.1 kept alive, Content-Length on every answer,
+    Expect: 100-continue answered (BaseHTTPRequestHandler.handle_expect_100)."""
+
+    def __init__(self, name, script, log):
+        self.name, self.script, self.log = name, script, log
+        self.lock = threading.Lock()
+        self.posts = 0
+        self.dead = False
+        self.conns = set()
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            timeout = scaled(60)  # an idle kept-alive connection's
+
+            def log_message(self, *args):
+                pass
+
+            def setup(self):
+                super().setup()
+                with fake.lock:
+                    fake.conns.add(self.connection)
+
+            def finish(self):
+                with fake.lock:
+                    fake.conns.discard(self.connection)
+                try:
+                    super().finish()
+                except OSError:
+                    pass
+
+            def _body(self):
+                if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                    data = b""
+                    while True:
+                        size = int(self.rfile.readline().split(b";")[0], 16)
+                        chunk = self.rfile.read(size + 2)[:size]
+                        if not size:
+                            break
+                        data += chunk
+                    return data
+                return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+            def _send(self, status, headers, body, ctype=None):
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, str(v))
+                self.send_header("Content-Type", ctype or ("image/png" if status == 200 else "application/json"))
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                self.wfile.flush()
+
+            def _drop(self):
+                self.close_connection = True
+                try:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+            def do_GET(self):
+                t_in = time.monotonic()
+                if fake.dead:
+                    return self._drop()
+                if self.path == "/readyz":
+                    status, body = 200, b'{"status":"ready"}'
+                elif self.path == "/v1/gpu":
+                    status, body = 200, json.dumps({"queue": {"capacity": 4}}).encode()
+                else:
+                    status, body = 404, error_body("not_found", "no such route on a fake")
+                self._send(status, {}, body, "application/json")
+                fake.log.add(server=fake.name, method="GET", path=self.path, n=None, frame=None, t_in=t_in,
+                             t_out=time.monotonic(), status=status)
+
+            def do_POST(self):
+                body = self._body()
+                t_in = time.monotonic()
+                with fake.lock:
+                    fake.posts += 1
+                    n = fake.posts
+                if not self.path.startswith("/v1/render"):
+                    status, headers, out, delay = 404, {}, error_body("not_found", "a fake renders only"), 0
+                else:
+                    status, headers, out, delay = fake.script(fake.name, n, body)
+                if delay:
+                    time.sleep(delay)
+                if status is None:
+                    fake.kill()
+                if status is None or fake.dead:
+                    fake.log.add(server=fake.name, method="POST", path=self.path, n=n, frame=frame_of(body),
+                                 t_in=t_in, t_out=time.monotonic(), status=None)
+                    return self._drop()
+                self._send(status, headers, out)
+                fake.log.add(server=fake.name, method="POST", path=self.path, n=n, frame=frame_of(body), t_in=t_in,
+                             t_out=time.monotonic(), status=status)
+
+        self.httpd = _QuietServer((HOST, 0), Handler)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def kill(self):
+        """As a killed daemon: the listener closed (connections refused), every connection dropped."""
+        with self.lock:
+            if self.dead:
+                return
+            self.dead = True
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        with self.lock:
+            conns = list(self.conns)
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def fake_shot(tmp, count):
+    """count fake frames fake-shot/f.NNNN.exr of FAKE_FRAME_BYTES each, each beginning "frame-NNNN "; the pattern."""
+    d = os.path.join(tmp, "fake-shot")
+    os.makedirs(d, exist_ok=True)
+    for f in range(FIRST, FIRST + count):
+        path = os.path.join(d, f"f.{f:04d}.exr")
+        if not os.path.exists(path):
+            head = b"frame-%d " % f
+            with open(path, "wb") as out:
+                out.write(head + bytes((f * 7 + k) % 251 for k in range(FAKE_FRAME_BYTES - len(head))))
+    return os.path.join(d, "f.####.exr")
+
+
+def fake_render(tmp, label, fakes, count, *args, timeout=60):
+    """hdrpost render of count fake frames over the fakes (--exposure frame --format png --json): (exit code or
+    None when it ran past timeout (scaled), stdout, stderr, seconds)."""
+    pattern = fake_shot(tmp, count)
+    argv = [HDRPOST, "render", pattern, "--frames", f"{FIRST}-{FIRST + count - 1}", "-o",
+            os.path.join(tmp, "fake-" + label), "--format", "png", "--exposure", "frame", "--json", *args,
+            "--token", TOKEN, "--server", ",".join(url(f.port) for f in fakes)]
+    t0 = time.monotonic()
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=scaled(timeout), env=env())
+        rc, out, err = done.returncode, done.stdout, done.stderr
+    except subprocess.TimeoutExpired as e:
+        text = [v.decode(errors="replace") if isinstance(v, bytes) else v or "" for v in (e.stdout, e.stderr)]
+        rc, out, err = None, text[0], text[1] + f"\n(killed after {scaled(timeout):.0f} s)"
+    return rc, out, err, time.monotonic() - t0
+
+
+def retry_lines(err):
+    """[(frame, from URL, to URL, "now" or "in N s")] of the log's retry lines with several servers."""
+    return re.findall(r"^hdrpost: (\S+): (http://\S+): .*, retry \d+ on (\S+) (now|in [0-9.]+ s)$", err, re.M)
+
+
+def fake_fields(s):
+    """What a point's diagnostics show of a summary."""
+    return json.dumps({k: s.get(k) for k in ("rendered", "failed", "not_tried", "retries", "servers")}, indent=1)
+
+
+def fake_servers(tmp):
+    """The retry policy over scripted fake servers: each point a run of hdrpost render against fakes."""
+    fakes = []
+
+    def start(name, script, log):
+        f = FakeServer(name, script, log)
+        fakes.append(f)
+        return f
+
+    try:
+        fake_every_gpu_lost(tmp, start)
+        fake_one_gpu_lost(tmp, start)
+        fake_relayed_device_lost(tmp, start)
+        fake_500_for_one_frame(tmp, start)
+        fake_busy_server(tmp, start)
+        fake_server_dies(tmp, start)
+    finally:
+        for f in fakes:
+            f.kill()
+
+
+def fake_every_gpu_lost(tmp, start):
+    """Both servers answer device_lost (503, no Retry-After) after a frame or two: the run stops at once."""
+    log = FakeLog()
+    count = 12
+
+    def script(name, n, body):
+        return answer(200, delay=0.05) if n <= (1 if name == "a" else 2) else answer(*LOST, delay=0.05)
+
+    a, b = start("a", script, log), start("b", script, log)
+    rc, out, err, took = fake_render(tmp, "every-gpu-lost", [a, b], count, "--jobs", "4")
+    s = summary_of(out)
+    by_url = servers_by_url(s)
+    point(f"fakes: every server's GPU lost (device_lost 503 without Retry-After after 1 and 2 frames): exit 5 in "
+          f"{took:.1f} s (at most {scaled(5):.0f})", rc == 5 and took < scaled(5),
+          f"exit {rc}\n{err[-2500:]}")
+    point("fakes: every GPU lost: both servers \"gone\" in --json",
+          [by_url.get(url(f.port), {}).get("state") for f in (a, b)] == ["gone", "gone"], fake_fields(s))
+    failed = s.get("failed") if isinstance(s.get("failed"), list) else []
+    rendered, not_tried = s.get("rendered"), s.get("not_tried")
+    point(f"fakes: every GPU lost: rendered {rendered} + failed {len(failed)} + not tried {not_tried} = {count}, "
+          "the rendered ones those the fakes answered 200",
+          isinstance(rendered, int) and isinstance(not_tried, int) and rendered + len(failed) + not_tried == count
+          and rendered == sum(1 for e in log.posts() if e["status"] == 200), fake_fields(s) + f"\n{err[-1500:]}")
+    bad = [f for f in failed if not (f.get("error") or "").strip() or "0 attempt(s)" in f.get("error", "")
+           or "device_lost" not in f.get("error", "")]
+    point(f"fakes: every GPU lost: each of the {len(failed)} failure(s) names device_lost, none with an empty reason "
+          "or \"0 attempt(s)\"", failed and not bad and re.search(r"^hdrpost render: stopped: .*device_lost", err,
+                                                                  re.M), f"{json.dumps(bad, indent=1)}\n{err[-1500:]}")
+
+
+def fake_one_gpu_lost(tmp, start):
+    """A's GPU lost (device_lost on every frame), B renders: every frame B's, A never tried again."""
+    log = FakeLog()
+    count = 48  # 12 rounds of the 4 jobs on B, 1.2 s: longer than the 0.5 s a failed server would be left for
+
+    def script(name, n, body):
+        # A answers late enough that both frames the run's first four jobs give it are there before its answer.
+        return answer(*LOST, delay=0.2) if name == "a" else answer(200, delay=0.1)
+
+    a, b = start("a", script, log), start("b", script, log)
+    rc, out, err, took = fake_render(tmp, "one-gpu-lost", [a, b], count, "--jobs", "4")
+    s = summary_of(out)
+    by_url = servers_by_url(s)
+    sa, sb = by_url.get(url(a.port), {}), by_url.get(url(b.port), {})
+    point(f"fakes: A's GPU lost, B fine (--jobs 4): exit 0, all {count} rendered, every one by B",
+          rc == 0 and s.get("rendered") == count and s.get("failed") == [] and sb.get("rendered") == count
+          and len(log.posts("b")) >= count, f"exit {rc}\n{fake_fields(s)}\n{err[-1500:]}")
+    point("fakes: A \"gone\" with 0 rendered, its last error device_lost",
+          sa.get("state") == "gone" and sa.get("rendered") == 0 and "device_lost" in (sa.get("last_error") or ""),
+          json.dumps(sa))
+    on_a = log.posts("a")
+    first_lost = min((e["t_out"] for e in on_a), default=None)
+    late = [e for e in on_a if first_lost is not None and e["t_in"] > first_lost]
+    point(f"fakes: A tried {len(on_a)} time(s), at most the 2 frames sent to it before its first answer, none after "
+          "it said device_lost", 1 <= len(on_a) <= 2 and not late, f"{on_a}\n{err[-1500:]}")
+
+
+def fake_relayed_device_lost(tmp, start):
+    """A device_lost with Retry-After (a replica behind a proxy): a failure retried against --retries, then exit 5;
+    never a busy answer waited out (600 s)."""
+    log = FakeLog()
+    count, retries = 6, 2
+
+    def script(name, n, body):
+        return answer(LOST[0], {"Retry-After": 1}, LOST[2])
+
+    a = start("a", script, log)
+    rc, out, err, took = fake_render(tmp, "relayed-lost", [a], count, "--jobs", "2", "--retries", str(retries),
+                                     timeout=90)
+    s = summary_of(out)
+    per_frame = {}
+    for e in log.posts():
+        per_frame[e["frame"]] = per_frame.get(e["frame"], 0) + 1
+    point(f"fakes: device_lost 503 with Retry-After: 1 on every frame (--retries {retries}): exit 5 in {took:.1f} s "
+          f"(at most {scaled(15):.0f}), no frame tried more than {retries + 1} times and one that many",
+          rc == 5 and took < scaled(15) and per_frame and max(per_frame.values()) == retries + 1,
+          f"exit {rc}\nattempts per frame {per_frame}\n{err[-2000:]}")
+    w = s.get("retries") or {}
+    sa = (s.get("servers") or [{}])[0]
+    line = re.search(r"; (\d+) retries: (\d+) after no answer or a 5xx, (\d+) answers 429, (\d+) answers 503 "
+                     r"waited out", err)
+    point("fakes: relayed device_lost: the retries counted as failures (\"after no answer or a 5xx\", --json's "
+          "no_answer_or_5xx, the server's failed_attempts), none as a 503 waited out or a busy answer",
+          w.get("no_answer_or_5xx", 0) >= retries and w.get("busy_503") == 0 and w.get("busy_429") == 0
+          and sa.get("busy_answers") == 0 and sa.get("failed_attempts", 0) >= retries + 1
+          and line is not None and int(line.group(2)) >= retries and line.group(4) == "0",
+          f"--json retries {w}, server {json.dumps(sa)}\nsummary line: {line.group(0) if line else None}")
+
+
+def fake_500_for_one_frame(tmp, start):
+    """A 500 internal_error for one frame: that request backs off, the server serves the others meanwhile."""
+    log = FakeLog()
+    count, retries, bad_frame = 24, 2, FIRST + 2
+
+    def script(name, n, body):
+        if frame_of(body) == bad_frame:
+            return answer(500, {}, error_body("internal_error", "the test's frame fails"))
+        return answer(200, delay=0.15)
+
+    a = start("a", script, log)
+    rc, out, err, took = fake_render(tmp, "500-one-frame", [a], count, "--jobs", "3", "--retries", str(retries))
+    s = summary_of(out)
+    posts = log.posts()
+    bad = [e for e in posts if e["frame"] == bad_frame]
+    served = [e for e in posts if e["frame"] != bad_frame and e["status"] == 200]
+    gaps = [(x["t_out"], y["t_in"]) for x, y in zip(bad, bad[1:])]
+    # The server left for a back-off would take no frame for 0.5 s at least after the 500: the frames the other
+    # two jobs had in flight (0.15 s each) are answered, and the next come at once.
+    arrived = [[e for e in served if t0 < e["t_in"] < t1] for t0, t1 in gaps]
+    soon = [min((e["t_in"] - t0 for e in served if e["t_in"] > t0), default=None) for t0, _ in gaps]
+    point(f"fakes: a 500 for one frame (--jobs 3 --retries {retries}): the frame tried {len(bad)} times "
+          f"({retries + 1} expected), other frames arriving between its attempts ({[len(x) for x in arrived]}), the "
+          f"first of them {['%.2f s' % v if v is not None else None for v in soon]} after each 500 (under 0.45: "
+          "the server not backed off)",
+          len(bad) == retries + 1 and all(len(x) >= 2 for x in arrived)
+          and all(v is not None and v < 0.45 for v in soon),
+          "\n".join(f"{e['t_in']:.3f} {e['t_out']:.3f} frame {e['frame']} {e['status']}" for e in posts[:60]))
+    failed = s.get("failed") if isinstance(s.get("failed"), list) else []
+    point("fakes: a 500 for one frame: exit 1, that frame alone failed, listed with HTTP 500 internal_error",
+          rc == 1 and [f.get("frame") for f in failed] == [f"f.{bad_frame:04d}"]
+          and "HTTP 500" in failed[0].get("error", "") and "internal_error" in failed[0].get("error", ""),
+          f"exit {rc}\n{fake_fields(s)}\n{err[-1500:]}")
+    written = outputs(os.path.join(tmp, "fake-500-one-frame"))
+    point(f"fakes: a 500 for one frame: the other {count - 1} rendered and written",
+          s.get("rendered") == count - 1 and s.get("not_tried") == 0
+          and sorted(written) == sorted(f"f.{f:04d}.png" for f in range(FIRST, FIRST + count) if f != bad_frame),
+          f"{sorted(written)}\n{fake_fields(s)}")
+
+
+def fake_busy_server(tmp, start):
+    """A answers 429 with Retry-After: 2 to everything, B renders: A's frames go to B at once, and A is left alone
+    for its 2 s while B takes frames."""
+    log = FakeLog()
+    count, pace = 96, 0.2  # 12 rounds of the 8 jobs on B: the run outlasts A's Retry-After
+
+    def script(name, n, body):
+        # A answers after the frames the run's first jobs give it are all there: a 429 settles them all.
+        return answer(429, {"Retry-After": 2}, error_body("queue_full", "the queue is full"), delay=0.1) \
+            if name == "a" else answer(200, delay=pace)
+
+    a, b = start("a", script, log), start("b", script, log)
+    rc, out, err, took = fake_render(tmp, "busy", [a, b], count)  # --jobs from the queues: 8
+    s = summary_of(out)
+    by_url = servers_by_url(s)
+    sa, sb = by_url.get(url(a.port), {}), by_url.get(url(b.port), {})
+    on_a = log.posts("a")
+    point(f"fakes: A busy (429, Retry-After: 2), B fine: exit 0, all {count} rendered by B, A's {len(on_a)} busy "
+          "answer(s) counted (its busy_answers, --json's busy_429)",
+          rc == 0 and s.get("rendered") == count and sb.get("rendered") == count and sa.get("rendered") == 0
+          and on_a and sa.get("busy_answers") == len(on_a)
+          and (s.get("retries") or {}).get("busy_429") == len(on_a), f"exit {rc}\n{fake_fields(s)}\n{err[-1500:]}")
+    moved = retry_lines(err)
+    slowest = max((int(ms) for ms in re.findall(r"^hdrpost: \S+ rendered by \S+ \((\d+) ms\)$", err, re.M)),
+                  default=None)
+    bound = scaled(count / 8 * pace + 3)
+    # 1.5 s: a frame on B takes 0.2 s (0.3 after a 429 of A's); one that waited A's Retry-After took 2 s more.
+    point(f"fakes: A busy: no frame waited A's 2 s (the slowest took {slowest} ms, under 1500; the run {took:.1f} s, "
+          f"under {bound:.1f}), each frame A answered sent on to B at once ({len(moved)} \"retry N on B now\")",
+          slowest is not None and slowest < 1500 and took < bound and len(moved) == len(on_a)
+          and all(fr == url(a.port) and to == url(b.port) and when == "now" for _, fr, to, when in moved),
+          f"{moved}\n{err[-1500:]}")
+    first = min((e["t_out"] for e in on_a), default=None)
+    again = [round(e["t_in"] - first, 3) for e in on_a if first is not None and first < e["t_in"] < first + 1.5]
+    b_late = [e for e in log.posts("b") if first is not None and e["t_in"] > first + 1.5]
+    point(f"fakes: A busy: no request reached A within 1.5 s of its first 429, while B took frames beyond that "
+          f"({len(b_late)})", on_a and not again and b_late, f"arrivals at A after its first 429 (s): {again}")
+
+
+def fake_server_dies(tmp, start):
+    """A dies at its third frame (its listener closed, its connections dropped, that frame unanswered): the run
+    done on B. Nothing is started on A's port after: the policy tries a left server again after its back-off (it
+    takes frames once it answers), so a replacement there would rightly be given frames."""
+    log = FakeLog()
+    count = 16
+
+    def script(name, n, body):
+        if name == "a" and n >= 3:
+            return None, {}, b"", 0.05
+        return answer(200, delay=0.1)
+
+    a, b = start("a", script, log), start("b", script, log)
+    rc, out, err, took = fake_render(tmp, "dies", [a, b], count, "--jobs", "4")
+    s = summary_of(out)
+    by_url = servers_by_url(s)
+    sa, sb = by_url.get(url(a.port), {}), by_url.get(url(b.port), {})
+    a_ok = [e["frame"] for e in log.posts("a") if e["status"] == 200]
+    dropped = [e["frame"] for e in log.posts("a") if e["status"] is None]
+    b_frames = set(sb.get("frames") or [])
+    point(f"fakes: A dies at its third frame ({len(dropped)} dropped): exit 0, all {count} rendered, A's {len(a_ok)} "
+          "before it died and the rest by B, the dropped ones among them",
+          a.dead and rc == 0 and s.get("rendered") == count and s.get("failed") == []
+          and sa.get("rendered") == len(a_ok) and sb.get("rendered") == count - len(a_ok) and dropped
+          and all(f"f.{f:04d}" in b_frames for f in dropped), f"exit {rc}\n{fake_fields(s)}\n{err[-1500:]}")
+    moved = retry_lines(err)
+    point(f"fakes: A dead: \"left\" ({sa.get('state')!r}) with {sa.get('failed_attempts')} failed attempt(s) and a "
+          f"last error, each of its frames sent on to B ({len(moved)})",
+          sa.get("state") == "left" and sa.get("failed_attempts", 0) >= 1 and sa.get("last_error")
+          and len(moved) >= len(dropped) and all(fr == url(a.port) and to == url(b.port) for _, fr, to, _ in moved),
+          json.dumps(sa) + f"\n{moved}\n{err[-1500:]}")
+
+
+def real_daemons(tmp):
+    """The points against four real daemons (the module's list above)."""
+    pattern = make_shot(tmp)
+    pan = make_pan(tmp)
+    ds = start_all(["server a", "server b", "server c", "server d"])
+    try:
+        if not all(ds):
+            return
+        spread_shot(ds, tmp, pattern)
+        reference = subset_reference(ds, tmp, pattern)
+        unreachable_one(ds, tmp, pattern, reference)
+        servers_file(ds, tmp, pattern, reference)
+        status_of_two(ds, tmp, pattern)
+        kill_and_drain(ds, tmp, pan)
+        all_gone(ds, tmp, pattern)
+    finally:
+        for x in ds:
+            if x:
+                x.kill()
+                if harness.failed():
+                    x.dump()
+
+
+# Under HDRPOST_TEST_QUICK: the scripted fake servers alone. They set the client's threads against each other (its
+# jobs sharing the servers' states, frames moved between servers while others are in flight) in seconds, with no
+# daemon to start; it is also how to run this group alone.
+QUICK = (fake_servers,)
+
+
 def main():
     def suite(tmp):
-        pattern = make_shot(tmp)
-        pan = make_pan(tmp)
-        ds = start_all(["server a", "server b", "server c", "server d"])
-        try:
-            if not all(ds):
-                return
-            spread_shot(ds, tmp, pattern)
-            reference = subset_reference(ds, tmp, pattern)
-            unreachable_one(ds, tmp, pattern, reference)
-            servers_file(ds, tmp, pattern, reference)
-            status_of_two(ds, tmp, pattern)
-            kill_and_drain(ds, tmp, pan)
-            all_gone(ds, tmp, pattern)
-        finally:
-            for x in ds:
-                if x:
-                    x.kill()
-                    if harness.failed():
-                        x.dump()
+        for group in harness.groups((real_daemons, fake_servers), QUICK):
+            group(tmp)
 
     return harness.run_suite([HDRPOST, EXE, MAKE_FRAME], "hdrpost-servers-", suite)
 
