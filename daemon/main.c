@@ -467,33 +467,8 @@ static uint64_t inflight_budget(const hp_config *config)
     return hp_memory_limit() / 2;
 }
 
-/* Mapped memory the host pool keeps between requests for frames and images (pipeline/host_pool.h): a
- * quarter of what requests in flight may hold, at least 1 GiB (the former fixed limit), and of device blocks
- * (gpu given) no more than an eighth of the largest device-local heap. Kept blocks are outside the budget:
- * the half of the memory it leaves is the driver's, the warm pools' (these) and the encoders'. With 16
- * clients of 4K frames a frame holds some 270 MB of blocks (a device block of 133 MB, its chunks', its
- * image's), and 1 GiB of each made 4-13 blocks a second, 2.4 to 5.4 thread-seconds of pinning in 10 s,
- * partly on the GPU thread (docs/BENCHMARKS.md). A block is made only when none kept fits. */
-static size_t pool_keep_bytes(uint64_t budget, hp_gpu *gpu)
-{
-    uint64_t keep = budget / 4 > (1ull << 30) ? budget / 4 : 1ull << 30;
-    if (gpu) {
-        hp_gpu_memory m;
-        hp_gpu_memory_report(gpu, &m);
-        uint64_t heap = 0;
-        for (uint32_t i = 0; i < m.heap_count; i++)
-            if (m.heaps[i].device_local && m.heaps[i].size > heap)
-                heap = m.heaps[i].size;
-        if (heap && heap / 8 < keep)
-            keep = heap / 8;
-    }
-    return (size_t)keep;
-}
-
-/* Beyond the keep limits the pool keeps what the recent peak held (hp_host_pool_keep_recent_peak), up to what
- * requests in flight may hold (the budget) for host blocks, and for device blocks that or a quarter of the
- * largest device-local heap, whichever is less (the frame graph and the encoders need the rest). */
-static size_t pool_peak_device_bytes(uint64_t budget, hp_gpu *gpu)
+/* The largest device-local heap's size (0: none reported). */
+static uint64_t largest_device_heap(hp_gpu *gpu)
 {
     hp_gpu_memory m;
     hp_gpu_memory_report(gpu, &m);
@@ -501,6 +476,29 @@ static size_t pool_peak_device_bytes(uint64_t budget, hp_gpu *gpu)
     for (uint32_t i = 0; i < m.heap_count; i++)
         if (m.heaps[i].device_local && m.heaps[i].size > heap)
             heap = m.heaps[i].size;
+    return heap;
+}
+
+/* Mapped memory the host pool keeps between requests for frames and images (pipeline/host_pool.h): a
+ * quarter of what requests in flight may hold, at least 1 GiB (the former fixed limit), and of device blocks
+ * (gpu given) no more than an eighth of the largest device-local heap. Kept blocks are outside the budget
+ * (beyond these limits the recent peak, within the budget: pool_peak_device_bytes):
+ * the half of the memory it leaves is the driver's, the warm pools' (these) and the encoders'. With 16
+ * clients of 4K frames a frame holds some 270 MB of blocks (a device block of 133 MB, its chunks', its
+ * image's), and 1 GiB of each made 4-13 blocks a second, 2.4 to 5.4 thread-seconds of pinning in 10 s,
+ * partly on the GPU thread (docs/BENCHMARKS.md). A block is made only when none kept fits. */
+static size_t pool_keep_bytes(uint64_t budget, hp_gpu *gpu)
+{
+    uint64_t keep = budget / 4 > (1ull << 30) ? budget / 4 : 1ull << 30, heap = gpu ? largest_device_heap(gpu) : 0;
+    return (size_t)(heap && heap / 8 < keep ? heap / 8 : keep);
+}
+
+/* Beyond the keep limits the pool keeps what the recent peak held (hp_host_pool_keep_recent_peak), up to what
+ * requests in flight may hold (the budget) for host blocks, and for device blocks that or a quarter of the
+ * largest device-local heap, whichever is less (the frame graph and the encoders need the rest). */
+static size_t pool_peak_device_bytes(uint64_t budget, hp_gpu *gpu)
+{
+    uint64_t heap = largest_device_heap(gpu); /* 0 (none reported, which Vulkan does not allow): no peak kept */
     return (size_t)(heap / 4 < budget ? heap / 4 : budget);
 }
 

@@ -108,6 +108,7 @@ struct hp_worker {
     void (*on_device_lost)(void *ctx); /* under lock: hp_worker_set_on_device_lost */
     void *on_device_lost_ctx;
     hp_host_pool *host_pool;    /* hp_worker_config */
+    uint64_t next_trim_ns;      /* GPU thread only: the idle trim's next time (idle_wait); 0 not yet set */
     hp_clock_hold *clock_hold;  /* hp_worker_config; the GPU thread's alone */
     const hp_budget *budget;    /* hp_worker_config */
     _Atomic bool holds_clocks;  /* clock_hold given, no hold failed, the device not lost (any thread reads it) */
@@ -394,8 +395,10 @@ static void set_in_flight(hp_worker *w, unsigned n)
     pthread_mutex_unlock(&w->lock);
 }
 
-/* How often an idle GPU thread has the host pool give back what a passed load kept (pipeline/host_pool.h). */
+/* How often an idle GPU thread has the host pool give back what a passed load kept (pipeline/host_pool.h), and
+ * how many blocks at a time (then again 100 ms later). */
 #define IDLE_TRIM_S 15
+#define IDLE_TRIM_BLOCKS 8
 
 /* Nothing queued, under the lock: waits for a job. While requests in flight hold bytes (a frame arriving
  * will soon be queued) the clocks are held, up to HOLD_IDLE_NS after the last frame came, was queued or
@@ -416,15 +419,19 @@ static void idle_wait(hp_worker *w)
             return;
         }
     }
-    /* Also when a hold could not be kept: never a spin. Every IDLE_TRIM_S the host pool gives back the blocks a
-     * load that has passed kept (hp_host_pool_trim): an idle daemon sees no block given back to do it. */
-    struct timespec trim_at;
-    clock_gettime(CLOCK_MONOTONIC, &trim_at);
-    trim_at.tv_sec += IDLE_TRIM_S;
-    if (pthread_cond_clockwait(&w->gpu_wake, &w->lock, CLOCK_MONOTONIC, &trim_at) == ETIMEDOUT && w->host_pool) {
+    /* Also when a hold could not be kept: never a spin. At next_trim_ns the host pool gives back what a load
+     * that has passed kept (hp_host_pool_trim): an idle daemon sees no block given back to do it. A few blocks
+     * at a time (freeing pinned memory takes a while), so that a frame coming meanwhile waits for no more. */
+    struct timespec trim_at = {.tv_sec = (time_t)(w->next_trim_ns / 1000000000ull),
+                               .tv_nsec = (long)(w->next_trim_ns % 1000000000ull)};
+    if (!w->host_pool || !w->next_trim_ns) {
+        w->next_trim_ns = hp_now_ns() + IDLE_TRIM_S * 1000000000ull;
+        pthread_cond_wait(&w->gpu_wake, &w->lock);
+    } else if (pthread_cond_clockwait(&w->gpu_wake, &w->lock, CLOCK_MONOTONIC, &trim_at) == ETIMEDOUT) {
         pthread_mutex_unlock(&w->lock);
-        hp_host_pool_trim(w->host_pool);
+        bool more = hp_host_pool_trim(w->host_pool, IDLE_TRIM_BLOCKS);
         pthread_mutex_lock(&w->lock);
+        w->next_trim_ns = hp_now_ns() + (more ? 100000000ull : IDLE_TRIM_S * 1000000000ull);
     }
 }
 

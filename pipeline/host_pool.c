@@ -1,6 +1,7 @@
 /* The pool of pipeline/host_pool.h. */
 #include "pipeline/host_pool.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -45,22 +46,32 @@ static double pool_now(const hp_host_pool *p)
 
 static int side_of(hp_mem_kind kind) { return kind == HP_MEM_DEVICE; }
 
-/* Under the lock: the windows moved on to now (a window with no request in it has a peak of what was out). */
+/* Under the lock: the windows moved on to now, on a grid of PEAK_WINDOW_S from the pool's start (so that a
+ * peak is forgotten 30 to 60 s after it, whatever came between); a window with no request in it has a peak of
+ * what was out. */
 static void windows_advance(hp_host_pool *p)
 {
-    double now = pool_now(p);
-    if (now - p->window_start < PEAK_WINDOW_S)
+    double passed = pool_now(p) - p->window_start;
+    if (passed < PEAK_WINDOW_S)
         return;
-    bool skipped = now - p->window_start >= 2 * PEAK_WINDOW_S;
+    double windows = floor(passed / PEAK_WINDOW_S);
     for (int s = 0; s < 2; s++) {
-        p->peak_before[s] = skipped ? p->out_bytes[s] : p->peak_now[s];
+        p->peak_before[s] = windows >= 2 ? p->out_bytes[s] : p->peak_now[s];
         p->peak_now[s] = p->out_bytes[s];
     }
-    p->window_start = now;
+    p->window_start += windows * PEAK_WINDOW_S;
 }
 
-/* Under the lock: whether a block of size bytes, given back, is kept. Up to the keep limit always (the floor);
- * past it while out and kept together stay within the recent peak and the ceiling. */
+/* Under the lock: side s's out bytes are this window's peak if they are the most yet. */
+static void note_peak(hp_host_pool *p, int s)
+{
+    windows_advance(p);
+    if (p->out_bytes[s] > p->peak_now[s])
+        p->peak_now[s] = p->out_bytes[s];
+}
+
+/* Under the lock: whether side s may keep size bytes more. Up to the keep limit always (the floor); past it
+ * while out and kept together stay within the recent peak and the ceiling. */
 static bool keeps(const hp_host_pool *p, int s, size_t size)
 {
     size_t kept = s ? p->kept_device_bytes : p->kept_bytes, floor = s ? p->keep_device_limit : p->keep_limit;
@@ -69,12 +80,23 @@ static bool keeps(const hp_host_pool *p, int s, size_t size)
     return kept + size <= floor || p->out_bytes[s] + kept + size <= allowed;
 }
 
-/* Under the lock: the oldest kept blocks past what keeps() allows now, taken off the kept list into *freed. */
-static void trim_locked(hp_host_pool *p, hp_host_block **freed)
+/* Under the lock: whether the kept blocks of side s are past what keeps() allows now. */
+static bool over(const hp_host_pool *p, int s)
+{
+    size_t kept = s ? p->kept_device_bytes : p->kept_bytes;
+    return kept && !keeps(p, s, 0);
+}
+
+/* Under the lock: the oldest kept blocks past what keeps() allows now, taken off the kept list into *freed, at
+ * most max_blocks of them (0: no limit); whether some are still past it. */
+static bool trim_locked(hp_host_pool *p, hp_host_block **freed, unsigned max_blocks)
 {
     windows_advance(p);
+    unsigned taken = 0;
     for (int s = 0; s < 2; s++)
-        for (;;) {
+        while (over(p, s)) { /* the totals alone say whether anything is to go: most calls end here */
+            if (max_blocks && taken == max_blocks)
+                return true;
             hp_host_block **oldest = NULL;
             for (hp_host_block **at = &p->kept; *at; at = &(*at)->next)
                 if (side_of((*at)->kind) == s)
@@ -82,16 +104,13 @@ static void trim_locked(hp_host_pool *p, hp_host_block **freed)
             if (!oldest)
                 break;
             hp_host_block *b = *oldest;
-            size_t size = (size_t)b->buf.size, *kept = s ? &p->kept_device_bytes : &p->kept_bytes;
-            *kept -= size;
-            if (keeps(p, s, size)) { /* it may stay: so may the newer ones */
-                *kept += size;
-                break;
-            }
+            *(s ? &p->kept_device_bytes : &p->kept_bytes) -= (size_t)b->buf.size;
             *oldest = b->next;
             b->next = *freed;
             *freed = b;
+            taken++;
         }
+    return false;
 }
 
 static void free_blocks(hp_host_pool *p, hp_host_block *list)
@@ -120,14 +139,16 @@ void hp_host_pool_test_clock(hp_host_pool *p, const double *now_s)
     pthread_mutex_unlock(&p->lock);
 }
 
-void hp_host_pool_trim(hp_host_pool *p)
+bool hp_host_pool_trim(hp_host_pool *p, unsigned max_blocks)
 {
     hp_host_block *freed = NULL;
+    bool more = false;
     pthread_mutex_lock(&p->lock);
     if (!atomic_load(&p->abandoned))
-        trim_locked(p, &freed);
+        more = trim_locked(p, &freed, max_blocks);
     pthread_mutex_unlock(&p->lock);
     free_blocks(p, freed);
+    return more;
 }
 
 void hp_host_pool_keep_device(hp_host_pool *p, size_t keep_bytes)
@@ -202,14 +223,18 @@ hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes,
             p->kept_bytes -= (size_t)b->buf.size;
     }
     p->out++;
-    /* A new block is counted out at the size asked until it is made (its size then, rounded up, is what
-     * hp_host_pool_put takes back: the difference is settled there). */
     int s = side_of(kind);
-    p->out_bytes[s] += b ? (size_t)b->buf.size : bytes;
-    windows_advance(p);
-    if (p->out_bytes[s] > p->peak_now[s])
-        p->peak_now[s] = p->out_bytes[s];
+    hp_host_block *freed = NULL;
+    if (b) {
+        p->out_bytes[s] += (size_t)b->buf.size;
+        note_peak(p, s);
+    } else {
+        /* None fits: a load of another size or kind. The kept blocks of a load that has passed go first, so
+         * that they and the new load's never add up past the ceiling. */
+        trim_locked(p, &freed, 0);
+    }
     pthread_mutex_unlock(&p->lock);
+    free_blocks(p, freed);
     if (b) {
         b->next = NULL;
         return b;
@@ -230,14 +255,15 @@ hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes,
         free(b);
         pthread_mutex_lock(&p->lock);
         p->out--;
-        p->out_bytes[s] -= bytes;
         pthread_mutex_unlock(&p->lock);
         return NULL;
     }
     b->kind = kind;
     b->pool = p;
+    /* Counted out once made, never a block that could not be: a failure must not raise the peak. */
     pthread_mutex_lock(&p->lock);
-    p->out_bytes[s] += (size_t)b->buf.size - bytes; /* the block as made (a buffer's size is at least the asked) */
+    p->out_bytes[s] += (size_t)b->buf.size;
+    note_peak(p, s);
     pthread_mutex_unlock(&p->lock);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     atomic_fetch_add(&p->made, 1);
@@ -261,17 +287,19 @@ void hp_host_pool_put(hp_host_block *b)
         pthread_mutex_unlock(&p->lock);
         return;
     }
+    /* Kept if it fits the limits, else freed; either way the oldest of a load that has passed go too (a load of
+     * another size also frees them as it asks: hp_host_pool_get). */
     windows_advance(p);
     hp_host_block *freed = NULL;
     if (keeps(p, s, (size_t)b->buf.size)) {
         b->next = p->kept;
         p->kept = b;
         *(s ? &p->kept_device_bytes : &p->kept_bytes) += (size_t)b->buf.size;
-        trim_locked(p, &freed); /* older blocks past a peak that has passed */
     } else {
-        freed = b;
         b->next = NULL;
+        freed = b;
     }
+    trim_locked(p, &freed, 0);
     pthread_mutex_unlock(&p->lock);
     free_blocks(p, freed);
 }

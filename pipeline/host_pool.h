@@ -10,8 +10,8 @@
  *
  * Blocks are Vulkan buffers with their memory mapped for good: HP_MEM_UPLOAD (write-combined where the
  * device has it: write them in order, never read them) and HP_MEM_READBACK (cached). Like
- * common/bigbuf.h, a given-back block is kept, up to a total, for the next request of a size it fits (no
- * more than twice the size asked): a render farm sends one size over and over, and pinned memory is slow
+ * common/bigbuf.h, a given-back block is kept, up to a total (and the recent peak beyond it:
+ * hp_host_pool_keep_recent_peak), for the next request of a size it fits (no more than twice the size asked): a render farm sends one size over and over, and pinned memory is slow
  * to allocate. A block must go back before the pool is destroyed. Thread-safe. */
 #ifndef HP_HOST_POOL_H
 #define HP_HOST_POOL_H
@@ -43,9 +43,10 @@ void hp_host_pool_keep_device(hp_host_pool *pool, size_t keep_bytes);
  * passed, the blocks past the keep limits are freed (hp_host_pool_put, hp_host_pool_trim). 0, 0: the keep
  * limits alone (the default). */
 void hp_host_pool_keep_recent_peak(hp_host_pool *pool, size_t host_ceiling, size_t device_ceiling);
-/* Frees the kept blocks past what the recent peak still allows: for an idle daemon, whose pool sees no
- * hp_host_pool_put to do it. Thread-safe. */
-void hp_host_pool_trim(hp_host_pool *pool);
+/* Frees the kept blocks past what the recent peak still allows, the oldest first, at most max_blocks of them
+ * (0: every one): for an idle daemon, whose pool sees no hp_host_pool_put to do it. Whether some are still
+ * past it (max_blocks reached). Thread-safe. */
+bool hp_host_pool_trim(hp_host_pool *pool, unsigned max_blocks);
 /* For tests only: the pool's clock reads *now_s (seconds) from now on. */
 void hp_host_pool_test_clock(hp_host_pool *pool, const double *now_s);
 /* Frees the kept blocks; every block handed out must be back. */
@@ -71,7 +72,7 @@ void hp_host_pool_abandon(hp_host_pool *pool);
 void hp_host_pool_usage(hp_host_pool *pool, unsigned *out_blocks, size_t *kept_bytes);
 
 /* For /metrics. Since creation: blocks made because none kept fitted, blocks freed because the kept ones
- * were at the limit, and the seconds making them took (pinning tens of megabytes takes milliseconds, on
+ * were past the limit (or the recent peak that kept them has passed), and the seconds making them took (pinning tens of megabytes takes milliseconds, on
  * whichever thread asked: the GPU thread's among them); a pool that keeps up makes none after warm-up.
  * Now: the device blocks' bytes kept (HP_MEM_DEVICE, apart from hp_host_pool_usage's kept_bytes). */
 typedef struct hp_host_pool_counts {

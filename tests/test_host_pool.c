@@ -451,17 +451,49 @@ static void test_recent_peak(void)
            "same load again makes none (%lu made, %lu freed in all)", PEAK_BLOCKS, PEAK_BLOCKS, kept, again.made,
            again.freed);
     now += 30;
-    hp_host_pool_trim(pool);
+    hp_host_pool_trim(pool, 0);
     size_t kept_soon = 0;
     hp_host_pool_usage(pool, NULL, &kept_soon);
     now += 31;
-    hp_host_pool_trim(pool);
+    hp_host_pool_trim(pool, 0);
     hp_host_pool_counts later;
     hp_host_pool_counts_get(pool, &later);
     hp_host_pool_usage(pool, NULL, &kept);
     tap_ok(kept_soon == PEAK_BLOCKS * block && kept == block && later.freed == PEAK_BLOCKS - 1,
            "30 s after the load the blocks are still kept (%zu bytes); 61 s after, the idle trim frees all but the "
            "keep limit's (%zu bytes kept, %lu freed)", kept_soon, kept, later.freed);
+    hp_host_pool_destroy(&pool);
+
+    /* Device blocks: the same, under their own ceiling. */
+    if (hp_host_pool_create(gpu, 1 << 20, &pool, &err) != HP_OK)
+        return;
+    hp_host_pool_test_clock(pool, &now);
+    hp_host_pool_keep_recent_peak(pool, 64 << 20, 64 << 20);
+    for (int i = 0; i < PEAK_BLOCKS; i++)
+        b[i] = hp_host_pool_get(pool, HP_MEM_DEVICE, 1 << 20, &err);
+    for (int i = 0; i < PEAK_BLOCKS; i++)
+        hp_host_pool_put(b[i]);
+    hp_host_pool_counts_get(pool, &later);
+    tap_ok(later.kept_device_bytes >= PEAK_BLOCKS * (size_t)(1 << 20) && later.freed == 0,
+           "device blocks: all %d of the load kept under their own ceiling (%zu bytes)", PEAK_BLOCKS,
+           later.kept_device_bytes);
+    hp_host_pool_destroy(&pool);
+
+    /* A load of another size after one that has passed: the passed load's blocks, which none of the new one's
+     * requests fit, are freed when the new load asks (not kept beside its own). */
+    if (hp_host_pool_create(gpu, 1 << 20, &pool, &err) != HP_OK)
+        return;
+    hp_host_pool_test_clock(pool, &now);
+    hp_host_pool_keep_recent_peak(pool, 64 << 20, 64 << 20);
+    peak_load(pool, b);
+    now += 61;
+    hp_host_block *other = hp_host_pool_get(pool, HP_MEM_UPLOAD, 3 << 20, &err);
+    hp_host_pool_counts_get(pool, &later);
+    hp_host_pool_usage(pool, NULL, &kept);
+    tap_ok(other && later.freed == PEAK_BLOCKS - 1 && kept == block,
+           "a 3 MiB request 61 s after a load of 1 MiB blocks: the old load's blocks past the keep limit freed as it "
+           "asks (%lu freed, %zu bytes kept)", later.freed, kept);
+    hp_host_pool_put(other);
     hp_host_pool_destroy(&pool);
 
     /* A ceiling of 4 MiB: out and kept together stay within it. */

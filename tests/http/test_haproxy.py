@@ -75,6 +75,18 @@ def wait_status(sock_path, want, timeout=20):
     return got
 
 
+def start_haproxy(haproxy, tmp, name, ds, uuid):
+    """Debian's HAProxy in front of the daemons started, with deploy/replicas.py's configuration (its log on
+    stdout, a stats socket, no chroot): (the child, its front port, the socket's path)."""
+    front = harness.free_port()
+    sock_path = os.path.join(tmp, f"{name}.sock")
+    cfg_path = os.path.join(tmp, f"{name}.cfg")
+    with open(cfg_path, "w") as f:
+        f.write(replicas.haproxy_cfg(f"127.0.0.1:{front}", [(d.port, uuid, "lavapipe") for d in ds if d],
+                                     10, log="stdout format raw", stats_socket=sock_path, drop_root=False))
+    return harness.Child("haproxy", [haproxy, "-f", cfg_path, "-db"]), front, sock_path
+
+
 def render(port, frame, tries=4):
     """A frame through HAProxy, sent again after a 502 or 503 or a failed connection (as hdrpost does):
     (status, body, how many sends)."""
@@ -121,13 +133,7 @@ def body(tmp):
     frame = open(frame_path, "rb").read()
     ds = [harness.start_ready(EXE, f"replica {n}", ["--trusted_proxies=127.0.0.1", "--log_level=info",
                                                     f"--auth_token={TOKEN}"], ready_timeout=90) for n in range(3)]
-    front = harness.free_port()
-    sock_path = os.path.join(tmp, "haproxy.sock")
-    cfg_path = os.path.join(tmp, "haproxy.cfg")
-    with open(cfg_path, "w") as f:
-        f.write(replicas.haproxy_cfg(f"127.0.0.1:{front}", [(d.port, uuid, "lavapipe") for d in ds if d],
-                                     10, log="stdout format raw", stats_socket=sock_path, drop_root=False))
-    hp = harness.Child("haproxy", [haproxy, "-f", cfg_path, "-db"])
+    hp, front, sock_path = start_haproxy(haproxy, tmp, "haproxy", ds, uuid)
     try:
         if not all(ds):
             return
@@ -201,13 +207,7 @@ def lost_gpu_behind_proxy(tmp, haproxy, uuid, frame_path, direct):
           harness.start_ready(EXE, "replica to lose its GPU", ["--trusted_proxies=127.0.0.1", f"--auth_token={TOKEN}",
                                                                "--test_lose_device_after=2", "--warm_frame=none"],
                               ready_timeout=90)]
-    front = harness.free_port()
-    sock_path = os.path.join(tmp, "haproxy-lost.sock")
-    cfg_path = os.path.join(tmp, "haproxy-lost.cfg")
-    with open(cfg_path, "w") as f:
-        f.write(replicas.haproxy_cfg(f"127.0.0.1:{front}", [(d.port, uuid, "lavapipe") for d in ds if d],
-                                     10, log="stdout format raw", stats_socket=sock_path, drop_root=False))
-    hp = harness.Child("haproxy", [haproxy, "-f", cfg_path, "-db"])
+    hp, front, sock_path = start_haproxy(haproxy, tmp, "haproxy-lost", ds, uuid)
     try:
         if not all(ds) or direct is None:
             point("the replicas for the lost GPU start", False, "")

@@ -46,6 +46,8 @@ DELAY_MS = 200  # every daemon's GPU thread sleeps this long per frame (gpu_dela
 
 from harness import free_port, png_decode, point, scaled  # noqa: E402
 import harness  # noqa: E402
+# test_client.py's shot (a dim gradient a light moves into), made the same way: its arguments are this file's.
+from test_client import make_shot  # noqa: E402
 
 
 def gpu_delay(ms):
@@ -89,26 +91,6 @@ def write_pfm(path, w, h, rows):
 def to_exr(pfm, exr):
     subprocess.run([MAKE_FRAME, pfm, exr, "1", "zip"], check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, timeout=120)
-
-
-def make_shot(tmp):
-    """test_client.py's shot: FRAMES EXR frames shot/beauty.NNNN.exr; the pattern."""
-    shot = os.path.join(tmp, "shot")
-    os.makedirs(shot)
-    for f in range(FRAMES):
-        rows = []
-        for y in range(H):
-            row = []
-            for x in range(W):
-                v = 0.1 + 0.1 * x / W
-                if f >= 8 and x >= W - (f - 7) * 3 and 8 <= y < 24:
-                    v = 40.0  # the light, wider every frame
-                row += [v, v, v]
-            rows.append(row)
-        pfm = os.path.join(tmp, f"f{f}.pfm")
-        write_pfm(pfm, W, H, rows)
-        to_exr(pfm, os.path.join(shot, f"beauty.{FIRST + f:04d}.exr"))
-    return os.path.join(shot, "beauty.####.exr")
 
 
 def make_pan(tmp):
