@@ -15,7 +15,8 @@ static bool add(hp_servers *s, const char *url, size_t n, char *why, size_t why_
     while (n && url[n - 1] == '/')
         n--;
     if (!n) {
-        snprintf(why, why_size, "an empty server in the list: give URL[,URL...], e.g. http://gpu1:8080,http://gpu2:8080");
+        snprintf(why, why_size,
+                 "an empty server in the list: give URL[,URL...], e.g. http://gpu1:8080,http://gpu2:8080");
         return false;
     }
     if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)) {

@@ -38,8 +38,8 @@ typedef struct hp_retry_note {
 } hp_retry_note;
 
 typedef struct hp_retry_policy {
-    unsigned retries;  /* attempts without an answer or with a 5xx (but busy) retried this often, one more per further server */
-    double max_wait_s; /* busy answers (429, 503 with Retry-After) waited out this long in all, per request */
+    unsigned retries;  /* failed attempts (no answer, a 5xx but busy) retried this often, one more a further server */
+    double max_wait_s; /* busy answers (above) waited out this long, per request, on the clock */
     _Atomic int *stop; /* set: no further attempt is made (SIGINT) */
     void (*on_retry)(void *user, const hp_retry_note *note); /* NULL: none */
     void *user;

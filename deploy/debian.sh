@@ -112,8 +112,7 @@ else
   meson configure build-asan "${asan_options[@]}"
 fi
 # The HTTP suites whose requests carry untrusted input into the daemon's parsers and paths: every attack
-# (security_http), every route and parameter (render_http), the faults, the EXR decoders on the GPU and the
-# threads. daemon_http (start-up, configuration, the drain), client_http, live_http, png_gpu_http (its encoder
+# (security_http), every route and parameter (render_http), the faults and the threads. daemon_http (start-up, configuration, the drain), client_http, live_http, png_gpu_http (its encoder
 # is fuzzed under ASan above) and clock_hold_http ran here too until CI passed its 45 minutes (together 23
 # minutes of the pass's 48 on two cores); they run once, in the plain pass. So, from 2026-11-29, do
 # exr_zip_http (400 s here; the GPU's EXR decoders are fuzzed under ASan above and their replays run below)

@@ -34,6 +34,9 @@ struct hp_host_pool {
 
 /* A window of the recent peak: a load's blocks are kept from 30 to 60 s after it last needed them. */
 #define PEAK_WINDOW_S 30.0
+/* The most blocks one hp_host_pool_get or hp_host_pool_put frees past the limits: freeing pinned memory takes a
+ * while, and the GPU thread is among the callers; the rest go at the next calls or the idle trim. */
+#define POOL_TRIM_BLOCKS 8
 
 static double pool_now(const hp_host_pool *p)
 {
@@ -231,7 +234,7 @@ hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes,
     } else {
         /* None fits: a load of another size or kind. The kept blocks of a load that has passed go first, so
          * that they and the new load's never add up past the ceiling. */
-        trim_locked(p, &freed, 0);
+        trim_locked(p, &freed, POOL_TRIM_BLOCKS);
     }
     pthread_mutex_unlock(&p->lock);
     free_blocks(p, freed);
@@ -279,6 +282,7 @@ void hp_host_pool_put(hp_host_block *b)
     hp_host_pool *p = b->pool;
     int s = side_of(b->kind);
     pthread_mutex_lock(&p->lock);
+    windows_advance(p); /* first: a window that turns over now counts the block as out */
     p->out--;
     p->out_bytes[s] -= (size_t)b->buf.size;
     if (atomic_load(&p->abandoned)) { /* the device may still touch it: never reused, freed at destruction */
@@ -299,7 +303,7 @@ void hp_host_pool_put(hp_host_block *b)
         b->next = NULL;
         freed = b;
     }
-    trim_locked(p, &freed, 0);
+    trim_locked(p, &freed, POOL_TRIM_BLOCKS);
     pthread_mutex_unlock(&p->lock);
     free_blocks(p, freed);
 }
