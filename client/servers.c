@@ -227,6 +227,19 @@ void hp_servers_send(hp_servers *s, hp_client *client, const hp_retry_policy *p,
     for (;;) {
         if (p->stop && *p->stop && attempts)
             return; /* no further attempt once asked to stop (the last answer stands) */
+        /* The request's own back-off first, then the server: one that died meanwhile is not taken, and none
+         * counts this request in flight while it sleeps. */
+        double own = not_before - hp_now();
+        bool told = false;
+        if (own > 0) {
+            if (p->on_retry)
+                p->on_retry(p->user, &(hp_retry_note){.from = s->items[from].url, .to = s->items[from].url,
+                                                      .r = out, .retry = attempts, .wait_s = own});
+            told = true;
+            hp_pause(own, p->stop);
+            if (p->stop && *p->stop)
+                return;
+        }
         double wait;
         size_t k = take(s, &wait);
         if (k == SIZE_MAX) {
@@ -234,8 +247,7 @@ void hp_servers_send(hp_servers *s, hp_client *client, const hp_retry_policy *p,
                 every_server_lost(out);
             return; /* every server's GPU lost: the last answer (device_lost) stands */
         }
-        wait = fmax(wait, not_before - hp_now());
-        if (attempts && p->on_retry)
+        if (attempts && p->on_retry && !told) /* a retry is told once */
             p->on_retry(p->user, &(hp_retry_note){.from = s->items[from].url, .to = s->items[k].url, .r = out,
                                                   .retry = attempts, .wait_s = wait});
         if (wait > 0) {
