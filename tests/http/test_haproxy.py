@@ -87,6 +87,15 @@ def start_haproxy(haproxy, tmp, name, ds, uuid):
     return harness.Child("haproxy", [haproxy, "-f", cfg_path, "-db"]), front, sock_path
 
 
+def stop_all(hp, ds):
+    """HAProxy and the daemons gone, whatever happened."""
+    hp.stop()
+    hp.kill()
+    for d in ds:
+        if d:
+            d.kill()
+
+
 def render(port, frame, tries=4):
     """A frame through HAProxy, sent again after a 502 or 503 or a failed connection (as hdrpost does):
     (status, body, how many sends)."""
@@ -191,11 +200,7 @@ def body(tmp):
         point("the last replica serves on through HAProxy, the same bytes", all(a[0] == 200 and a[1] == direct
                                                                                 for a in final), f"{final}")
     finally:
-        hp.stop()
-        hp.kill()
-        for d in ds:
-            if d:
-                d.kill()
+        stop_all(hp, ds)
     lost_gpu_behind_proxy(tmp, haproxy, uuid, frame_path, direct if s == 200 else None)
 
 
@@ -249,11 +254,7 @@ def lost_gpu_behind_proxy(tmp, haproxy, uuid, frame_path, direct):
               and alone[0] == 503 and alone[1] is None and b"device_lost" in alone[2],
               f"{relayed}\n{local}\n{health}\n{alone}")
     finally:
-        hp.stop()
-        hp.kill()
-        for d in ds:
-            if d:
-                d.kill()
+        stop_all(hp, ds)
 
 
 if __name__ == "__main__":
