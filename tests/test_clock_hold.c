@@ -1,8 +1,8 @@
 /* Holding the GPU's clocks (pipeline/clock_hold.h): the shader against the CPU's loop (the invocation that
  * ends on a value finds it, for lengths from one round to the most, past lavapipe's limit of loop
- * iterations, and nothing is written for 0, the value a hold passes); holds kept in flight learn a length of
- * about HP_CLOCK_HOLD_MS and count their GPU time; one destroyed in flight is waited for. Validation on. */
-#include <stdlib.h>
+ * iterations, and nothing is written for 0, the value a hold passes); holds kept in flight count their GPU
+ * time and learn their length by the rule (HP_CLOCK_HOLD_MS over the shortest round timed); one destroyed in
+ * flight is waited for. Validation on. */
 #include <string.h>
 
 #include "gpu_test.h"
@@ -43,12 +43,6 @@ static uint32_t run_hold(gpu_test_cmd *c, const hp_clock_hold *h, hp_buffer *rb,
     return word;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(void)
 {
     hp_gpu *gpu = NULL;
@@ -78,33 +72,42 @@ int main(void)
         tap_ok(got == 0xffffffffu, "a hold of %u steps passing 0 writes nothing (sink %#x)", steps, got);
     }
 
-    /* Holds kept one after another, each waited for: the next keep learns the last one's time. */
+    /* Holds kept one after another, each waited for: each keep learns the hold before it, and the hold it
+     * submits is HP_CLOCK_HOLD_MS over the shortest time a round took so far (fewer holds than the window of
+     * 64), within [64, HP_CLOCK_HOLD_MAX_ROUNDS]. Checked against the rule, not a wall-clock length: a loaded
+     * CI machine's lavapipe under ASan stretches every hold (a median of 1.2 ms for 0.25 ms was seen), while
+     * the rule is the code's own. docs/BENCHMARKS.md gives what a hold takes on an H200. */
     hp_clock_hold_counts n0, n1;
     hp_clock_hold_counts_get(hold, &n0);
     tap_ok(n0.holds == 0 && n0.gpu_seconds == 0, "no hold before the first keep");
-    enum { LEARN = 10, TIMED = 15 };
-    double ms[TIMED];
-    bool kept = true;
-    for (int i = 0; i < LEARN + TIMED + 1 && kept; i++) {
+    enum { HOLDS = 26 };
+    bool kept = true, learned = true;
+    double best_ns_per_round = 0;
+    uint32_t last_rounds = 0, expect = 0, got = 0;
+    for (int i = 0; i < HOLDS && kept; i++) {
         hp_clock_hold_counts_get(hold, &n0);
         kept = hp_clock_hold_keep(hold, &err) == HP_OK && hp_gpu_queue_wait_idle(gpu) == VK_SUCCESS;
         hp_clock_hold_counts_get(hold, &n1);
-        if (i > LEARN)
-            ms[i - LEARN - 1] = (n1.gpu_seconds - n0.gpu_seconds) * 1e3; /* the hold before this keep */
+        if (i > 0) { /* this keep timed the hold before it */
+            double ns = (n1.gpu_seconds - n0.gpu_seconds) * 1e9, per_round = ns / last_rounds;
+            if (best_ns_per_round == 0 || per_round < best_ns_per_round)
+                best_ns_per_round = per_round;
+            double want = HP_CLOCK_HOLD_MS * 1e6 / best_ns_per_round;
+            expect = want < 64 ? 64 : want > HP_CLOCK_HOLD_MAX_ROUNDS ? HP_CLOCK_HOLD_MAX_ROUNDS : (uint32_t)want;
+            got = n1.rounds;
+            /* the count keeps whole nanoseconds a hold, the learning the exact time: a round or 0.1% apart */
+            if (ns <= 0 || (got > expect ? got - expect : expect - got) > 1 + expect / 1000)
+                learned = false;
+        }
+        last_rounds = n1.rounds;
     }
-    tap_ok(kept, "%d holds kept and waited for (%s)", LEARN + TIMED + 1, kept ? "ok" : err.message);
+    tap_ok(kept, "%d holds kept and waited for (%s)", HOLDS, kept ? "ok" : err.message);
     hp_clock_hold_counts_get(hold, &n1);
-    tap_ok(n1.holds == LEARN + TIMED + 1, "each keep after a finished hold submitted one (%llu)",
-           (unsigned long long)n1.holds);
-    qsort(ms, TIMED, sizeof(double), cmp_double);
-    double median = ms[TIMED / 2];
-    /* The shortest round of the last holds sets the length: a hold on a steady device is about the target;
-     * the bounds are wide for a loaded CI machine's lavapipe, and fail a length that is not learned (the first
-     * hold's 1000 rounds are about 0.12 ms on an H200, 119 ns a round, and about 0.2 ms on lavapipe) or
-     * learned wrong. */
-    tap_ok(median > HP_CLOCK_HOLD_MS / 4 && median < HP_CLOCK_HOLD_MS * 4,
-           "a hold lasts about %.2f ms once learned: median %.3f ms of %d (%u rounds)", HP_CLOCK_HOLD_MS, median, TIMED,
-           n1.rounds);
+    tap_ok(n1.holds == HOLDS, "each keep after a finished hold submitted one (%llu)", (unsigned long long)n1.holds);
+    tap_ok(learned && got == n1.rounds,
+           "each hold is %.2f ms over the shortest round timed so far: last %u rounds, the rule gives %u "
+           "(%.1f ns a round)",
+           HP_CLOCK_HOLD_MS, got, expect, best_ns_per_round);
 
     /* Destroyed right after a keep, the hold likely in flight: it is waited for (the layer's closing check
      * would report a fence or buffer destroyed in use). */
