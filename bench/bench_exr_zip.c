@@ -275,11 +275,13 @@ int main(int argc, char **argv)
     CHECK(hp_exr_zip_gpu_create(bench_gpu, 0, &zip, &bench_err) == HP_OK);
     bool wide = getenv("HP_BENCH_WIDE") && strcmp(getenv("HP_BENCH_WIDE"), "1") == 0;
     hp_exr_zip_gpu_set_wide(zip, wide);
-    if (wide && (getenv("HP_BENCH_WIDE_SPAN") || getenv("HP_BENCH_WIDE_ENTRIES"))) {
+    uint32_t lanes = 256;
+    if (wide && (getenv("HP_BENCH_WIDE_SPAN") || getenv("HP_BENCH_WIDE_ENTRIES") || getenv("HP_BENCH_WIDE_GROUP"))) {
         uint32_t span = getenv("HP_BENCH_WIDE_SPAN") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_SPAN")) : 512;
         uint32_t entries = getenv("HP_BENCH_WIDE_ENTRIES") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_ENTRIES")) : 16;
-        CHECK(hp_exr_zip_gpu_wide_tune(zip, span, entries));
-        printf("wide: spans of %u bits, %u starts mapped\n", span, entries);
+        lanes = getenv("HP_BENCH_WIDE_GROUP") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_GROUP")) : 256;
+        CHECK(hp_exr_zip_gpu_wide_tune(zip, span, entries, lanes));
+        printf("wide: spans of %u bits, %u starts mapped, %u lanes\n", span, entries, lanes);
     }
     if (wide && phases) {
         if (!hp_exr_zip_gpu_wide_phases(zip, true)) {
@@ -289,7 +291,10 @@ int main(int argc, char **argv)
         }
         printf("wide: phases timed by the subgroup clock\n");
     }
-    printf("inflate: %s\n", wide ? "wide (a workgroup of 256 a chunk)" : "serial (one invocation a chunk)");
+    if (wide)
+        printf("inflate: wide (a workgroup of %u a chunk)\n", lanes);
+    else
+        printf("inflate: serial (one invocation a chunk)\n");
     if (wide) {
         char text[1024];
         hp_exr_zip_gpu_wide_statistics(zip, text, sizeof(text));

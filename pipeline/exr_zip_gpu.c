@@ -47,7 +47,7 @@ _Static_assert(sizeof(hp_exr_zip_chunk) == HP_EXR_ZIP_CHUNK_WORDS * 4, "chunk en
  * invocation at 65535 of its own count, which ran 3-4 times the serial shader's; a damaged stream past
  * 10000 of ours was cut short there, exr_inflate_wide.comp's verdict word then left unfinished). */
 #define LAVAPIPE_WIDE_WORK 8000u
-#define WIDE_GROUP 256u  /* exr_inflate_wide's lanes a chunk (its WIDE_MAX, and exr_finish.glsl's FINISH_MAX) */
+#define WIDE_GROUP 256u  /* exr_inflate_wide's lanes a chunk (its workgroup) */
 #define WIDE_SPAN 512u   /* exr_inflate_wide.comp's SPAN: bits a lane decodes in a window */
 #define WIDE_ENTRIES 16u /* exr_inflate_wide.comp's ENTRIES: the starts a lane maps (docs/BENCHMARKS.md: 16 measured best) */
 
@@ -56,7 +56,7 @@ struct hp_exr_zip_gpu {
     uint32_t slice; /* 0: none, one dispatch, fused */
     bool lavapipe;
     bool wide;          /* hp_exr_zip_gpu_set_wide */
-    uint32_t wide_span, wide_entries; /* its pipeline's SPAN and ENTRIES; 0: WIDE_SPAN, WIDE_ENTRIES */
+    uint32_t wide_span, wide_entries, wide_group; /* its pipeline's SPAN, ENTRIES, lanes; 0: WIDE_* */
     bool wide_phases;   /* its pipeline the phases-timed variant (hp_exr_zip_gpu_wide_phases) */
     hp_compute inflate, finish, inflate_wide;
 };
@@ -114,7 +114,7 @@ bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *z, bool on)
      * shared memory keeps the serial inflate. No slices; its lanes' work bounded under lavapipe's loop limit
      * there. */
     if (on && z->inflate_wide.pipeline == VK_NULL_HANDLE && hp_gpu_get_info(z->gpu)->has_8bit_storage) {
-        const uint32_t spec[6] = {0, 0, WIDE_GROUP, z->lavapipe ? LAVAPIPE_WIDE_WORK : 0,
+        const uint32_t spec[6] = {0, 0, z->wide_group ? z->wide_group : WIDE_GROUP, z->lavapipe ? LAVAPIPE_WIDE_WORK : 0,
                                   z->wide_span ? z->wide_span : WIDE_SPAN,
                                   z->wide_entries ? z->wide_entries : WIDE_ENTRIES};
         hp_compute_desc wide = {.name = z->wide_phases ? "exr_inflate_wide_phases" : "exr_inflate_wide",
@@ -138,12 +138,14 @@ static bool remake_wide(hp_exr_zip_gpu *z)
     return hp_exr_zip_gpu_set_wide(z, z->wide);
 }
 
-bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *z, uint32_t span, uint32_t entries)
+bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *z, uint32_t span, uint32_t entries, uint32_t group)
 {
-    if (span < 64 || span > 4096 || span % 4 || entries < 4 || entries > 48 || entries % 4)
+    if (span < 64 || span > 4096 || span % 4 || entries < 4 || entries > 48 || entries % 4 || group < 32 ||
+        group > 1024 || group % 32)
         return false;
     z->wide_span = span;
     z->wide_entries = entries;
+    z->wide_group = group;
     return remake_wide(z);
 }
 

@@ -86,8 +86,9 @@ hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out,
  * made (it stays off). */
 bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *zip, bool on);
 /* For benchmarks and tests: the bits a lane of the wide inflate decodes in a window (a multiple of 4, 64 to
- * 4096) and the starts of its span it maps (a multiple of 4, 4 to 48), its pipeline made again. */
-bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *zip, uint32_t span, uint32_t entries);
+ * 4096), the starts of its span it maps (a multiple of 4, 4 to 48) and its lanes a chunk (a multiple of 32,
+ * 32 to 1024), its pipeline made again; false where the device cannot make it so. */
+bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *zip, uint32_t span, uint32_t entries, uint32_t group);
 /* For benchmarks: the wide inflate's phases timed by its first lane's subgroup clock, the cycles of each in
  * the chunk table's words 8-15 (exr_inflate_wide.comp's PH_*) in place of its counts. Needs
  * hp_gpu_info.has_shader_clock; false without it. */

@@ -14,11 +14,12 @@
 // (all), then decodes the block in windows of lanes x SPAN bits. The work of every lane is bounded
 // (MAX_WORK, g_cap): a stream made to be slow stops as HP_EXR_ZIP_UNFINISHED and the host decodes the frame
 // on the CPU. docs/BENCHMARKS.md ("The wide inflate") has what each step measured.
+// One workgroup per chunk (pipeline/exr_zip_gpu.c's WIDE_GROUP lanes; benchmarks try others): the lanes'
+// shared arrays, and exr_finish.glsl's, are as long as the workgroup.
+layout(local_size_x_id = 2) in;
+#define FINISH_MAX gl_WorkGroupSize.x
 #include "exr_zip_io.glsl"
 #include "exr_finish.glsl"
-
-// One workgroup per chunk (pipeline/exr_zip_gpu.c's WIDE_GROUP lanes).
-layout(local_size_x_id = 2) in;
 #include "exr_inflate.glsl"
 
 #extension GL_EXT_shader_8bit_storage : require
@@ -29,7 +30,7 @@ layout(buffer_reference, std430, buffer_reference_align = 1) coherent buffer Byt
 // Bits a lane decodes in a window (pipeline/exr_zip_gpu.c's WIDE_SPAN; benchmarks try others): 512 is
 // some 70 symbols of a 4K chunk's blocks.
 layout(constant_id = 4) const uint SPAN = 512u;
-#define WIDE_MAX 256u // the most lanes (pipeline/exr_zip_gpu.c's WIDE_GROUP)
+#define WIDE_MAX gl_WorkGroupSize.x // the lanes
 // The first lane's loop iterations reading a block's header and building its codes: the code lengths (at most
 // 19 + 316), then counting, ordering and the first codes of each length, twice (the tables' fill is shared).
 #define WIDE_HEADER_COST 1000u

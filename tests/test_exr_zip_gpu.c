@@ -651,7 +651,7 @@ static void check_wide(gpu_test_cmd *r, hp_gpu *gpu, const float *rgba, int w, i
     }
     /* A map of 4 starts: most lanes' true starts lie past it and are decoded on demand, one lane at a time
      * (exr_inflate_wide.comp's wide_starts), which the default map of 16 meets only now and then. */
-    tap_ok(hp_exr_zip_gpu_wide_tune(wide, 512, 4), "the wide inflate made again with a map of 4 starts");
+    tap_ok(hp_exr_zip_gpu_wide_tune(wide, 512, 4, 256), "the wide inflate made again with a map of 4 starts");
     for (size_t k = 1; k < 6; k++)
         for (int p = 0; p < PAT_COUNT; p++) {
             check_made(r, wide, 61, 40, 4, 16, p, ways[k].level, ways[k].strategy, "wide, 4 starts mapped");
