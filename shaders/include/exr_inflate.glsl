@@ -63,17 +63,22 @@ uint g_in_base, g_in_size;
 uint g_out_words; // the chunk's first word in unpacked
 uint g_limit;     // the chunk's unpacked bytes
 
+// The word at g_word_at, loaded one refill ahead: its load is issued when the word before it is taken, so
+// that the next refill, some symbols on, finds it arrived instead of waiting on memory.
+uint g_ahead;
+
+// Past the chunk's end (a damaged stream reads on) the next bytes are the next chunk's for 8 bytes, then
+// zeros: nothing is loaded from 8 bytes past the end, and the packed buffer's 16 bytes of padding keep the
+// last loads of the last chunk inside it. Reading past the end is TRUNCATED whatever was read.
+uint load_word(uint at) { return at * 4u < g_in_base + g_in_size + 8u ? Words(pc.packed).v[at] : 0u; }
+
 void refill()
 {
     if (g_nbits > 32u)
         return;
-    // Past the chunk's end (a damaged stream reads on) the next bytes are the next chunk's for 8 bytes, then
-    // zeros: nothing is loaded from 8 bytes past the end, and the packed buffer's 16 bytes of padding keep
-    // the last loads of the last chunk inside it. Reading past the end is TRUNCATED whatever was read.
-    uint w = 0u;
-    if (g_word_at * 4u < g_in_base + g_in_size + 8u)
-        w = Words(pc.packed).v[g_word_at];
+    uint w = g_ahead;
     g_word_at++;
+    g_ahead = load_word(g_word_at);
     g_bits |= uint64_t(w) << g_nbits;
     g_nbits += 32u;
 }
@@ -280,6 +285,7 @@ void seek(uint at)
 {
     uint byte = g_in_base + (at >> 3);
     g_word_at = byte >> 2;
+    g_ahead = load_word(g_word_at);
     g_bits = 0ul;
     g_nbits = 0u;
     refill();
