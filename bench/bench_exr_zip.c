@@ -275,11 +275,11 @@ int main(int argc, char **argv)
     CHECK(hp_exr_zip_gpu_create(bench_gpu, 0, &zip, &bench_err) == HP_OK);
     bool wide = getenv("HP_BENCH_WIDE") && strcmp(getenv("HP_BENCH_WIDE"), "1") == 0;
     hp_exr_zip_gpu_set_wide(zip, wide);
-    uint32_t lanes = 256;
+    uint32_t lanes = hp_exr_zip_gpu_wide_lanes();
     if (wide && (getenv("HP_BENCH_WIDE_SPAN") || getenv("HP_BENCH_WIDE_ENTRIES") || getenv("HP_BENCH_WIDE_GROUP"))) {
-        uint32_t span = getenv("HP_BENCH_WIDE_SPAN") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_SPAN")) : 512;
+        uint32_t span = getenv("HP_BENCH_WIDE_SPAN") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_SPAN")) : 456;
         uint32_t entries = getenv("HP_BENCH_WIDE_ENTRIES") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_ENTRIES")) : 16;
-        lanes = getenv("HP_BENCH_WIDE_GROUP") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_GROUP")) : 256;
+        lanes = getenv("HP_BENCH_WIDE_GROUP") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_GROUP")) : lanes;
         CHECK(hp_exr_zip_gpu_wide_tune(zip, span, entries, lanes));
         printf("wide: spans of %u bits, %u starts mapped, %u lanes\n", span, entries, lanes);
     }
@@ -353,7 +353,7 @@ int main(int argc, char **argv)
                        "starts 16 bits or more into theirs %u in all, of at most %u lanes' spans\n", most[0],
                        (double)sum[0] / f.chunk_count, most[1], (double)sum[1] / f.chunk_count, most[2],
                        (double)sum[2] / f.chunk_count, most[3], (double)sum[3] / f.chunk_count, most[4], sum[5],
-                       sum[2] * 256);
+                       sum[2] * lanes);
         }
     }
     summary si = bench_summarize(inflate_ms, runs), su = bench_summarize(unzip_ms, runs);

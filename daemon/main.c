@@ -649,7 +649,9 @@ static hp_code start_exr_zip(daemon_parts *d, hp_err *err)
     bool sliced = d->zip && hp_exr_zip_gpu_sliced(d->zip);
     bool wide = d->zip && !sliced && hp_exr_zip_gpu_set_wide(d->zip, true);
     if (d->zip && !sliced && !wide)
-        hp_info("exr_zip_decoder: the wide inflate needs storageBuffer8BitAccess and shaderInt8; the serial one it is");
+        hp_info("exr_zip_decoder: the wide inflate needs storageBuffer8BitAccess, shaderInt8, a workgroup of %u and %u "
+                "bytes of shared memory, which %s lacks or whose driver refused it; the serial one it is",
+                hp_exr_zip_gpu_wide_lanes(), hp_exr_zip_gpu_wide_shared_bytes(), hp_gpu_get_info(d->gpu)->device_name);
     d->bctx->zip = d->zip;
     /* The share of busy frames inflated whole on the GPU: only with auto and the wide inflate (the serial loop's
      * whole frames slowed the node, docs/BENCHMARKS.md). */

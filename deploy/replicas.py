@@ -139,17 +139,29 @@ def gpu_node(sysfs, pci):
     return node, None
 
 
-def by_core(sysfs, cpus):
-    """`cpus` with each core's hardware threads together (sysfs's topology/thread_siblings_list; a CPU whose
-    topology is unread stands alone), cores in the order of their first thread, so that a contiguous chunk
-    of the list is whole cores: two replicas never share a core's execution units."""
+def cores(sysfs, cpus):
+    """`cpus` grouped by core: each core's hardware threads together (sysfs's topology/thread_siblings_list; a
+    CPU whose topology is unread is a core of its own), cores in the order of their first thread."""
     def core(c):
         text = read_text(os.path.join(sysfs, f"devices/system/cpu/cpu{c}/topology/thread_siblings_list"))
         try:
             return min(parse_cpulist(text)) if text else c
         except ValueError:
             return c
-    return sorted(cpus, key=lambda c: (core(c), c))
+    groups = {}
+    for c in sorted(cpus):
+        groups.setdefault(core(c), []).append(c)
+    return [groups[k] for k in sorted(groups)]
+
+
+def split_cores(sysfs, cpus, parts, notes, what):
+    """`cpus` in `parts` shares of whole cores, contiguous in core order, so that two replicas never share a
+    core's execution units; with fewer cores than parts, by thread (split), said in notes."""
+    groups = cores(sysfs, cpus)
+    if len(groups) >= parts:
+        return [[c for g in chunk for c in g] for chunk in split(groups, parts)]
+    notes.append(f"{what} has {len(groups)} core(s) for {parts} replicas: split by thread, so some share a core")
+    return split(sorted(cpus), parts)
 
 
 def node_ids(sysfs):
@@ -182,8 +194,7 @@ def node_distances(sysfs, node):
 def numa_shares(sysfs, found, considered):
     """Each replica's CPUs by its GPU's NUMA node: ([(node, cpus, spare nodes)], notes), or (None, why not).
 
-    A node's CPUs go to the replicas of its GPUs, in contiguous chunks of its list ordered by core (by_core),
-    in replica order.
+    A node's CPUs go to the replicas of its GPUs in shares of whole cores (split_cores), in replica order.
     A node without a GPU (a socket whose slots hold none, a sub-NUMA cluster, a small CPU-only node) gives its
     CPUs to the replicas of the nearest node with a GPU (its distance file; equal distances, or none read,
     share them among those nodes' replicas), beside their own. The CPUs are the bound (docs/SCALING.md: a 4K
@@ -205,7 +216,7 @@ def numa_shares(sysfs, found, considered):
                 return None, f"no {path} for replica {nodes.index(node)}'s node {node}"
             continue
         try:
-            cpus_of[node] = by_core(sysfs, [c for c in parse_cpulist(text) if c in allowed])
+            cpus_of[node] = [c for c in parse_cpulist(text) if c in allowed]
         except ValueError as e:
             return None, f"{path}: {e}"
     for n, node in enumerate(nodes):
@@ -218,7 +229,7 @@ def numa_shares(sysfs, found, considered):
     for node, reps in own.items():
         if len(cpus_of[node]) < len(reps):
             notes.append(f"node {node} has {len(cpus_of[node])} CPU(s) for {len(reps)} replicas: some share a CPU")
-        for n, chunk in zip(reps, split(cpus_of[node], len(reps))):
+        for n, chunk in zip(reps, split_cores(sysfs, cpus_of[node], len(reps), notes, f"node {node}")):
             shares[n][1].extend(chunk)
     for node, cpus in cpus_of.items():
         if node in own or not cpus:
@@ -230,7 +241,7 @@ def numa_shares(sysfs, found, considered):
         notes.append(f"node {node} has no GPU: its CPUs {compact(cpus)} go to the replicas of node(s) "
                      f"{', '.join(map(str, to))}, "
                      + (f"the nearest with one (distance {near})" if dist else "no distances read: all alike"))
-        for n, chunk in zip(reps, split(cpus, len(reps))):
+        for n, chunk in zip(reps, split_cores(sysfs, cpus, len(reps), notes, f"GPU-less node {node}")):
             shares[n][1].extend(chunk)
             shares[n][2].append(node)
     left = sorted(allowed - {c for cpus in cpus_of.values() for c in cpus})

@@ -47,8 +47,12 @@ _Static_assert(sizeof(hp_exr_zip_chunk) == HP_EXR_ZIP_CHUNK_WORDS * 4, "chunk en
  * invocation at 65535 of its own count, which ran 3-4 times the serial shader's; a damaged stream past
  * 10000 of ours was cut short there, exr_inflate_wide.comp's verdict word then left unfinished). */
 #define LAVAPIPE_WIDE_WORK 8000u
-#define WIDE_GROUP 256u  /* exr_inflate_wide's lanes a chunk (its workgroup) */
-#define WIDE_SPAN 512u   /* exr_inflate_wide.comp's SPAN: bits a lane decodes in a window */
+/* exr_inflate_wide's lanes a chunk (its workgroup) and SPAN, the bits a lane decodes in a window: 288 x 456
+ * (a window of some 131,000 bits, as 256 x 512's) was 2-5% faster a frame alone than 256 x 512 on three
+ * frames of real texture on the H200, and no slower with 8 at once; 512 lanes fill an SM (docs/BENCHMARKS.md,
+ * "The wide inflate's lanes a chunk"). */
+#define WIDE_GROUP 288u
+#define WIDE_SPAN 456u
 #define WIDE_ENTRIES 16u /* exr_inflate_wide.comp's ENTRIES: the starts a lane maps (docs/BENCHMARKS.md: 16 measured best) */
 
 struct hp_exr_zip_gpu {
@@ -108,15 +112,38 @@ void hp_exr_zip_gpu_destroy(hp_exr_zip_gpu **zp)
     *zp = NULL;
 }
 
+/* exr_inflate_wide.comp's shared memory for `lanes` lanes mapping `entries` starts each: 2405 words of its own
+ * (the code tables, the block's header, the rounds' words: the driver's count at 256 x 16, 21,908 bytes,
+ * less what a lane adds), 8 words a lane (its w_start, w_exit, w_out, w_state, w_sum and exr_finish.glsl's
+ * three) and a byte a start a lane (w_map). The H200's driver reported exactly this for 192 to 512 lanes
+ * (docs/bench-raw/2026-11-29-h200-wide-lanes-*.txt). */
+static uint32_t wide_shared_bytes(uint32_t lanes, uint32_t entries)
+{
+    return 4 * (2405 + 8 * lanes + lanes * entries / 4);
+}
+
+uint32_t hp_exr_zip_gpu_wide_lanes(void) { return WIDE_GROUP; }
+uint32_t hp_exr_zip_gpu_wide_shared_bytes(void) { return wide_shared_bytes(WIDE_GROUP, WIDE_ENTRIES); }
+
+/* Whether the device can run the wide inflate with these lanes and starts: a workgroup that large, and its
+ * shared memory (past them the pipeline would be invalid, not refused). */
+static bool wide_fits(const hp_exr_zip_gpu *z, uint32_t lanes, uint32_t entries)
+{
+    const hp_gpu_info *gi = hp_gpu_get_info(z->gpu);
+    return gi->has_8bit_storage && lanes <= gi->max_workgroup_invocations && lanes <= gi->max_workgroup_size_x &&
+           wide_shared_bytes(lanes, entries) <= gi->max_shared_memory;
+}
+
 bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *z, bool on)
 {
-    /* Made on first use (the daemon asks on a GPU, for exr_zip_decoder gpu): a device short of its 30 KB of
-     * shared memory keeps the serial inflate. No slices; its lanes' work bounded under lavapipe's loop limit
-     * there. */
-    if (on && z->inflate_wide.pipeline == VK_NULL_HANDLE && hp_gpu_get_info(z->gpu)->has_8bit_storage) {
-        const uint32_t spec[6] = {0, 0, z->wide_group ? z->wide_group : WIDE_GROUP, z->lavapipe ? LAVAPIPE_WIDE_WORK : 0,
-                                  z->wide_span ? z->wide_span : WIDE_SPAN,
-                                  z->wide_entries ? z->wide_entries : WIDE_ENTRIES};
+    /* Made on first use (the daemon asks on a GPU, for exr_zip_decoder gpu): a device without 8-bit storage,
+     * or short of the workgroup or the 25 KB of shared memory, keeps the serial inflate. No slices; its lanes'
+     * work bounded under lavapipe's loop limit there. */
+    uint32_t lanes = z->wide_group ? z->wide_group : WIDE_GROUP;
+    uint32_t entries = z->wide_entries ? z->wide_entries : WIDE_ENTRIES;
+    if (on && z->inflate_wide.pipeline == VK_NULL_HANDLE && wide_fits(z, lanes, entries)) {
+        const uint32_t spec[6] = {0, 0, lanes, z->lavapipe ? LAVAPIPE_WIDE_WORK : 0,
+                                  z->wide_span ? z->wide_span : WIDE_SPAN, entries};
         hp_compute_desc wide = {.name = z->wide_phases ? "exr_inflate_wide_phases" : "exr_inflate_wide",
                                 .spirv = z->wide_phases ? spv_wide_phases : spv_wide,
                                 .spirv_size = z->wide_phases ? sizeof(spv_wide_phases) : sizeof(spv_wide),
@@ -130,7 +157,7 @@ bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *z, bool on)
     return z->wide == on;
 }
 
-/* The wide pipeline made again with what z says now (its SPAN, ENTRIES, variant), as set_wide makes it. */
+/* The wide pipeline made again with what z says now (its SPAN, ENTRIES, lanes, variant), as set_wide makes it. */
 static bool remake_wide(hp_exr_zip_gpu *z)
 {
     hp_compute_destroy(z->gpu, &z->inflate_wide);
@@ -140,13 +167,20 @@ static bool remake_wide(hp_exr_zip_gpu *z)
 
 bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *z, uint32_t span, uint32_t entries, uint32_t group)
 {
-    if (span < 64 || span > 4096 || span % 4 || entries < 4 || entries > 48 || entries % 4 || group < 32 ||
-        group > 1024 || group % 32)
+    if (!z->wide || span < 64 || span > 4096 || span % 4 || entries < 4 || entries > 48 || entries % 4 ||
+        group < 32 || group > 1024 || group % 32 || !wide_fits(z, group, entries))
         return false;
+    uint32_t was[3] = {z->wide_span, z->wide_entries, z->wide_group};
     z->wide_span = span;
     z->wide_entries = entries;
     z->wide_group = group;
-    return remake_wide(z);
+    if (remake_wide(z))
+        return true;
+    z->wide_span = was[0]; /* the pipeline as it was, where the driver refused this one */
+    z->wide_entries = was[1];
+    z->wide_group = was[2];
+    (void)remake_wide(z);
+    return false;
 }
 
 void hp_exr_zip_gpu_wide_statistics(hp_exr_zip_gpu *z, char *buf, size_t len)

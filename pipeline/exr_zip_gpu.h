@@ -77,17 +77,21 @@ typedef struct hp_exr_zip_gpu hp_exr_zip_gpu;
 #define HP_EXR_ZIP_NO_SLICE UINT32_MAX
 hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out, hp_err *err);
 
-/* The wide inflate (shaders/exr_inflate_wide.comp): each chunk's stream decoded by a workgroup of 256 at once
+/* The wide inflate (shaders/exr_inflate_wide.comp): each chunk's stream decoded by a workgroup of 288 at once
  * (the starts of a lane's span mapped to where it leaves it, the maps followed, matches resolved by pointer
  * jumping) instead of one invocation's serial loop; 2.6 times faster on a 4K frame (docs/BENCHMARKS.md).
  * The daemon's whole inflate on a GPU. It keeps its pointers in the image's memory of each chunk's rows,
  * so every chunk of the table must have rows of its own, as hp_image_zip_gather writes them. Off when
- * created; false where the device lacks storageBuffer8BitAccess or shaderInt8, or the pipeline cannot be
- * made (it stays off). */
+ * created; false where the device lacks storageBuffer8BitAccess or shaderInt8, a workgroup that large or its
+ * shared memory, or the pipeline cannot be made (it stays off). */
 bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *zip, bool on);
-/* For benchmarks and tests: the bits a lane of the wide inflate decodes in a window (a multiple of 4, 64 to
- * 4096), the starts of its span it maps (a multiple of 4, 4 to 48) and its lanes a chunk (a multiple of 32,
- * 32 to 1024), its pipeline made again; false where the device cannot make it so. */
+/* The wide inflate's lanes a chunk and the shared memory they take, as the daemon makes it (for its log). */
+uint32_t hp_exr_zip_gpu_wide_lanes(void);
+uint32_t hp_exr_zip_gpu_wide_shared_bytes(void);
+/* For benchmarks and tests, with the wide inflate on: the bits a lane decodes in a window (a multiple of 4, 64
+ * to 4096), the starts of its span it maps (a multiple of 4, 4 to 48) and its lanes a chunk (a multiple of 32,
+ * 32 to 1024), its pipeline made again; false, the pipeline as it was, where the wide inflate is off or the
+ * device cannot run it so (its workgroup or shared memory). */
 bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *zip, uint32_t span, uint32_t entries, uint32_t group);
 /* For benchmarks: the wide inflate's phases timed by its first lane's subgroup clock, the cycles of each in
  * the chunk table's words 8-15 (exr_inflate_wide.comp's PH_*) in place of its counts. Needs

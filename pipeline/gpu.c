@@ -577,6 +577,7 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
     memcpy(gi->driver_info, drv.driverInfo, sizeof(gi->driver_info));
     gi->subgroup_size = sub.subgroupSize;
     gi->max_workgroup_invocations = props.limits.maxComputeWorkGroupInvocations;
+    gi->max_workgroup_size_x = props.limits.maxComputeWorkGroupSize[0];
     gi->max_shared_memory = props.limits.maxComputeSharedMemorySize;
     gi->timestamp_period_ns = props.limits.timestampPeriod;
     gi->max_allocation_size = m3.maxMemoryAllocationSize;

@@ -59,6 +59,7 @@ typedef struct hp_gpu_info {
     char driver_info[VK_MAX_DRIVER_INFO_SIZE];
     uint32_t subgroup_size;
     uint32_t max_workgroup_invocations;
+    uint32_t max_workgroup_size_x;   /* maxComputeWorkGroupSize[0] */
     uint32_t max_shared_memory;
     double timestamp_period_ns;      /* nanoseconds per timestamp tick */
     uint64_t max_allocation_size;

@@ -148,6 +148,20 @@ def main():
            "4-7,20-23); node 1, whose topology is unread, by its sorted list", r,
            ["0-3,16-19", "4-7,20-23", "8-15,24-31"])
 
+    # Three replicas on 8 cores of two threads (CPU c's sibling is c + 8): cores split 2, 3, 3, never one core's
+    # threads to two replicas, as a split of the 16 threads in threes would.
+    r = run([("0000:19:00.0", "a"), ("0000:3b:00.0", "b"), ("0000:5d:00.0", "c")], {0: "0-15"},
+            {"0000:19:00.0": 0, "0000:3b:00.0": 0, "0000:5d:00.0": 0}, cpus=16,
+            siblings={c: f"{c % 8},{c % 8 + 8}" for c in range(16)})
+    expect("3 replicas on 8 cores of two threads: whole cores each (0-1,8-9; 2-4,10-12; 5-7,13-15)", r,
+           ["0-1,8-9", "2-4,10-12", "5-7,13-15"])
+    # Fewer cores than replicas: by thread, said.
+    r = run([("0000:19:00.0", "a"), ("0000:3b:00.0", "b"), ("0000:5d:00.0", "c")], {0: "0-3"},
+            {"0000:19:00.0": 0, "0000:3b:00.0": 0, "0000:5d:00.0": 0}, cpus=4,
+            siblings={c: f"{c % 2},{c % 2 + 2}" for c in range(4)})
+    expect("3 replicas on 2 cores of two threads: split by thread (0; 1; 2-3), said", r, ["0", "1", "2-3"],
+           ["node 0 has 2 core(s) for 3 replicas: split by thread"])
+
     # Cpulists of several ranges, as a host numbering its second hardware threads after all the first writes
     # them; CPUs 21.. of --cpus 24 are on no node.
     r = run([("0000:19:00.0", "a"), ("0000:3b:00.0", "b"), ("0000:5d:00.0", "c"), ("0000:9b:00.0", "d")],

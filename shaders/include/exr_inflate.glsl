@@ -58,7 +58,7 @@ void init_length_codes()
 // --- Reading bits: a 64-bit buffer filled a word at a time, least significant bit first -------------------
 uint64_t g_bits;
 uint g_nbits;
-uint g_word_at;  // the next word to load from packed
+uint g_word_at;  // the next word refill takes (held in g_ahead)
 uint g_in_base, g_in_size;
 uint g_out_words; // the chunk's first word in unpacked
 uint g_limit;     // the chunk's unpacked bytes
