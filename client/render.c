@@ -114,7 +114,7 @@ static hp_frame_outcome post_frame(hp_run *run, hp_client *client, size_t i, con
              : hp_response_names_device_lost(r)      ? HP_EXIT_NOT_READY
              : refused_config_name(r)                ? HP_EXIT_USAGE
                                                      : 0;
-    const char *where = server < run->servers->count ? run->servers->items[server].url : "the server";
+    const char *where = server < run->servers->count ? run->servers->items[server].shown : "the server";
     if (r->status == 0 && run->servers->count > 1)
         snprintf(why, why_size, "every server unreachable after %u attempt(s); the last, %s: %s", r->attempts, where,
                  r->error);

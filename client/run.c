@@ -111,8 +111,8 @@ static void frame_finished(hp_run *run, size_t i, hp_frame_outcome outcome, cons
         progress_line(run, false);
     else if (ok && run->servers->count > 1 && run->server_of[i] < run->servers->count)
         fprintf(stderr, "hdrpost: %s %s by %s (%.0f ms)\n", run->frames->items[i].name,
-                !strcmp(run->phase, "analysing") ? "analysed" : "rendered", run->servers->items[run->server_of[i]].url,
-                ms);
+                !strcmp(run->phase, "analysing") ? "analysed" : "rendered",
+                run->servers->items[run->server_of[i]].shown, ms);
     else if (ok)
         fprintf(stderr, "hdrpost: %s %s (%.0f ms)\n", run->frames->items[i].name,
                 !strcmp(run->phase, "analysing") ? "analysed" : "rendered", ms);

@@ -1,12 +1,45 @@
 #include "client/servers.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* --- The list ----------------------------------------------------------------------------------------- */
+
+/* By hand rather than with libcurl's URL API (curl_url, CURLUPART_PASSWORD), weighed and left: the strings that
+ * most need hiding are those it refuses ("http://u:pw@host:bad" is CURLUE_BAD_PORT_NUMBER, "u:pw@host" without a
+ * scheme CURLUE_UNSUPPORTED_SCHEME), and add()'s messages name exactly those; and what it gives back
+ * (CURLUPART_URL) is its own normal form, not the user's text: a '/' added, "../" resolved, the scheme in lower
+ * case, so the shown URL would not be the one the user wrote or grep finds in a list. The rule below is RFC
+ * 3986's (3.2), with the userinfo ended at the authority's last '@' as WHATWG's URL parser does: libcurl 7.88
+ * ends it at the first (and then refuses the '@' left in the host), so what libcurl would send as a password
+ * is always within what is hidden here. */
+const char *hp_url_redact(const char *url, size_t n, char *out, size_t size)
+{
+    size_t scheme = 0;
+    while (scheme < n && !strchr(":/?#@", url[scheme]))
+        scheme++;
+    bool has_scheme = scheme + 3 <= n && !memcmp(url + scheme, "://", 3);
+    size_t start = has_scheme ? scheme + 3 : 0, end = start;
+    while (end < n && (!has_scheme || !strchr("/?#", url[end])))
+        end++;
+    size_t at = SIZE_MAX, colon = SIZE_MAX; /* the authority's last '@', the userinfo's first ':' */
+    for (size_t k = start; k < end; k++)
+        if (url[k] == '@')
+            at = k;
+    for (size_t k = start; at != SIZE_MAX && k < at && colon == SIZE_MAX; k++)
+        if (url[k] == ':')
+            colon = k;
+    if (colon == SIZE_MAX || colon + 1 == at) /* no userinfo, no password, or an empty one: nothing to hide */
+        snprintf(out, size, "%.*s", (int)(n < INT_MAX ? n : INT_MAX), url);
+    else
+        snprintf(out, size, "%.*s***%.*s", (int)(colon + 1), url, (int)(n - at < INT_MAX ? n - at : INT_MAX),
+                 url + at);
+    return out;
+}
 
 static bool add(hp_servers *s, const char *url, size_t n, char *why, size_t why_size)
 {
@@ -19,18 +52,24 @@ static bool add(hp_servers *s, const char *url, size_t n, char *why, size_t why_
                  "an empty server in the list: give URL[,URL...], e.g. http://gpu1:8080,http://gpu2:8080");
         return false;
     }
+    /* The refused one named as shown, redacted whole before it is cut to 300 characters: a cut made first could
+     * end inside a long password, before the '@' that marks it. */
+    char shown[302];
+    hp_url_redact(url, n, shown, sizeof shown);
+    const char *cut = strlen(shown) > 300 ? "..." : "";
+    shown[300] = '\0';
     if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)) {
-        snprintf(why, why_size, "%.*s: not an http:// or https:// URL", (int)(n > 300 ? 300 : n), url);
+        snprintf(why, why_size, "%s%s: not an http:// or https:// URL", shown, cut);
         return false;
     }
     if (n >= sizeof(s->items[0].url)) {
-        snprintf(why, why_size, "%.300s...: a URL longer than %zu characters", url, sizeof(s->items[0].url) - 1);
+        snprintf(why, why_size, "%s%s: a URL longer than %zu characters", shown, cut, sizeof(s->items[0].url) - 1);
         return false;
     }
     for (size_t k = 0; k < s->count; k++)
         if (strlen(s->items[k].url) == n && !strncmp(s->items[k].url, url, n)) {
             snprintf(why, why_size, "%s given twice: each server once (frames spread by the fewest in flight)",
-                     s->items[k].url);
+                     s->items[k].shown);
             return false;
         }
     hp_server *grown = realloc(s->items, (s->count + 1) * sizeof(*grown));
@@ -41,6 +80,7 @@ static bool add(hp_servers *s, const char *url, size_t n, char *why, size_t why_
     s->items = grown;
     s->items[s->count] = (hp_server){0};
     snprintf(s->items[s->count].url, sizeof(s->items[0].url), "%.*s", (int)n, url);
+    hp_url_redact(url, n, s->items[s->count].shown, sizeof(s->items[0].shown));
     s->count++;
     return true;
 }
@@ -233,7 +273,7 @@ void hp_servers_send(hp_servers *s, hp_client *client, const hp_retry_policy *p,
         bool told = false;
         if (own > 0) {
             if (p->on_retry)
-                p->on_retry(p->user, &(hp_retry_note){.from = s->items[from].url, .to = s->items[from].url,
+                p->on_retry(p->user, &(hp_retry_note){.from = s->items[from].shown, .to = s->items[from].shown,
                                                       .r = out, .retry = attempts, .wait_s = own});
             told = true;
             hp_pause(own, p->stop);
@@ -248,7 +288,7 @@ void hp_servers_send(hp_servers *s, hp_client *client, const hp_retry_policy *p,
             return; /* every server's GPU lost: the last answer (device_lost) stands */
         }
         if (attempts && p->on_retry && !told) /* a retry is told once */
-            p->on_retry(p->user, &(hp_retry_note){.from = s->items[from].url, .to = s->items[k].url, .r = out,
+            p->on_retry(p->user, &(hp_retry_note){.from = s->items[from].shown, .to = s->items[k].shown, .r = out,
                                                   .retry = attempts, .wait_s = wait});
         if (wait > 0) {
             hp_pause(wait, p->stop);
@@ -286,6 +326,7 @@ void hp_client_send_retrying(hp_client *client, const hp_retry_policy *p, const 
     /* The client's server was checked when the list was (hdrpost.c): it is taken as it is. */
     hp_server server = {0};
     snprintf(server.url, sizeof(server.url), "%s", hp_client_server(client));
+    hp_url_redact(server.url, strlen(server.url), server.shown, sizeof(server.shown));
     hp_servers one = {.items = &server, .count = 1};
     pthread_mutex_init(&one.lock, NULL);
     size_t index;

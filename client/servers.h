@@ -31,7 +31,8 @@
 
 /* A retry or a wait, told before it happens so that none is silent. */
 typedef struct hp_retry_note {
-    const char *from, *to;  /* the server that answered r, and the one the request goes to next */
+    const char *from, *to;  /* the server that answered r, and the one the request goes to next, as shown
+                             * (hp_server.shown: no password) */
     const hp_response *r;   /* the answer that made it (status 0: none) */
     unsigned retry;         /* 1 for the first */
     double wait_s;          /* 0: sent at once (to another server) */
@@ -46,7 +47,10 @@ typedef struct hp_retry_policy {
 } hp_retry_policy;
 
 typedef struct hp_server {
-    char url[512]; /* "http://host:port", no trailing slash */
+    char url[512];   /* "http://host:port", no trailing slash: the requests', credentials and all (libcurl sends
+                      * "user:password@" as Basic auth); never printed nor written */
+    char shown[516]; /* url with its password "***" (hp_url_redact): what every message, summary, --json and
+                      * --timings names the server by; "***" for a password of 1 character needs 2 more */
     /* Under the set's lock. */
     unsigned in_flight;
     unsigned failures_in_a_row;
@@ -65,7 +69,17 @@ typedef struct hp_servers {
     pthread_mutex_t lock;
 } hp_servers;
 
-/* "URL[,URL...]": each http:// or https://, none twice. false with why naming the one that is not. */
+/* A server URL as it may be shown: the password of its userinfo replaced by "***", the rest as given
+ * ("http://user:***@farm-lb:8080"; the user name kept, it tells servers apart; "http://user@h" unchanged). The
+ * userinfo is everything before the last '@' of the authority (after "scheme://", up to the first '/', '?' or
+ * '#'), the password what follows its first ':'; percent-encoded characters are left as they are. A string without
+ * "scheme://" (one the list refuses) is read as all authority, so that "user:pw@host" without its scheme is hidden
+ * too. The first n characters of url are read (the whole text, even when out is shorter); out is truncated to
+ * size - 1 characters, as snprintf does. Returns out. */
+const char *hp_url_redact(const char *url, size_t n, char *out, size_t size);
+
+/* "URL[,URL...]": each http:// or https://, none twice. false with why naming the one that is not (as shown:
+ * hp_url_redact). */
 bool hp_servers_parse(hp_servers *s, const char *list, char *why, size_t why_size);
 /* A file of URLs, one a line; blank lines and '#' comments are skipped. */
 bool hp_servers_read(hp_servers *s, const char *path, char *why, size_t why_size);

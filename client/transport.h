@@ -35,7 +35,8 @@ typedef struct hp_client hp_client;
  * lets finish; 1 for the short questions asked before a run). */
 hp_client *hp_client_new(const char *server, const char *token, _Atomic int *stop, int abort_at);
 void hp_client_free(hp_client *client);
-/* The server the next exchange goes to ("http://host:port", as hp_client_new takes it). */
+/* The server the next exchange goes to ("http://host:port", as hp_client_new takes it), with any password in
+ * it: for requests; what is shown is hp_url_redact's form (client/servers.h). */
 void hp_client_use(hp_client *client, const char *server);
 const char *hp_client_server(const hp_client *client);
 /* 1 to 1.25 at random (the thread's own seed): a wait's jitter. */

@@ -24,7 +24,8 @@ static json_t *get_json(hp_client *client, const char *path, hp_response *r)
     return r->status == 200 ? json_loadb((const char *)r->body, r->len, 0, NULL) : NULL;
 }
 
-/* The daemon's 401, 403, 503 or no answer as an exit status (cli.h), with a message; 0 for any other status. */
+/* The daemon's 401, 403, 503 or no answer as an exit status (cli.h), with a message naming server (as shown:
+ * hp_server.shown); 0 for any other status. */
 static int server_refusal(const char *server, const char *token, const hp_response *r, char *why, size_t why_size)
 {
     if (r->status == 0) {
@@ -49,7 +50,7 @@ enum { PROBE_STARTING = -1 };
  * when to ask again), else the exit status with why. error: its last answer's, for the wait's line. */
 typedef struct probe_job {
     hp_cli_options *o;
-    const char *server;
+    const hp_server *server; /* asked at its url, named by its shown form */
     pthread_t thread;
     int rc;
     json_t *gpu;
@@ -62,9 +63,9 @@ static void *probe(void *arg)
     probe_job *j = arg;
     hp_response r = {0};
     j->gpu = NULL;
-    hp_client *client = hp_client_new(j->server, j->o->token, j->o->stop, 1);
+    hp_client *client = hp_client_new(j->server->url, j->o->token, j->o->stop, 1);
     if (!client) {
-        j->rc = HP_EXIT_UNREACHABLE, snprintf(j->why, sizeof j->why, "%s: out of memory", j->server);
+        j->rc = HP_EXIT_UNREACHABLE, snprintf(j->why, sizeof j->why, "%s: out of memory", j->server->shown);
         return NULL;
     }
     hp_retry_policy quick = {.retries = 1, .max_wait_s = 0};
@@ -76,9 +77,11 @@ static void *probe(void *arg)
         j->gpu = get_json(client, "/v1/gpu", &r);
     starting = !j->gpu && r.status == 503 && r.retry_after_s >= 0 && !hp_response_names_device_lost(&r);
     hp_client_free(client);
-    j->rc = j->gpu ? 0 : starting ? PROBE_STARTING : server_refusal(j->server, j->o->token, &r, j->why, sizeof j->why);
+    j->rc = j->gpu ? 0
+            : starting ? PROBE_STARTING
+                       : server_refusal(j->server->shown, j->o->token, &r, j->why, sizeof j->why);
     if (!j->rc && !j->gpu && !starting)
-        j->rc = HP_EXIT_UNREACHABLE, snprintf(j->why, sizeof j->why, "%s: %s", j->server, r.error);
+        j->rc = HP_EXIT_UNREACHABLE, snprintf(j->why, sizeof j->why, "%s: %s", j->server->shown, r.error);
     j->retry_after_s = r.retry_after_s;
     snprintf(j->error, sizeof j->error, "%s", r.error);
     hp_response_free(&r);
@@ -130,7 +133,7 @@ static int check_server(const char *verb, hp_cli_options *o)
     if (!jobs)
         return fprintf(stderr, "hdrpost %s: out of memory\n", verb), HP_EXIT_UNREACHABLE;
     for (size_t k = 0; k < n; k++)
-        jobs[k] = (probe_job){.o = o, .server = o->servers.items[k].url};
+        jobs[k] = (probe_job){.o = o, .server = &o->servers.items[k]};
     json_int_t capacity = 0;
     double started = hp_now(), said = -1;
     bool waiting = false;
@@ -158,7 +161,7 @@ static int check_server(const char *verb, hp_cli_options *o)
                 if (jobs[k].rc == PROBE_STARTING)
                     jobs[k].rc = HP_EXIT_NOT_READY,
                     snprintf(jobs[k].why, sizeof jobs[k].why, "%s: still not ready after %.0f s (--wait %g): %s",
-                             jobs[k].server, waited, o->wait_s, jobs[k].error);
+                             jobs[k].server->shown, waited, o->wait_s, jobs[k].error);
             break;
         }
         show_wait(verb, o, waited, &said, jobs[starting].error);
@@ -168,7 +171,7 @@ static int check_server(const char *verb, hp_cli_options *o)
     if (waiting && isatty(STDERR_FILENO))
         fprintf(stderr, "\r\033[K");
     if (waiting && ready)
-        fprintf(stderr, "hdrpost %s: %s is ready after %.1f s\n", verb, n > 1 ? o->servers.items[o->asked].url
+        fprintf(stderr, "hdrpost %s: %s is ready after %.1f s\n", verb, n > 1 ? o->servers.items[o->asked].shown
                                                                            : "the daemon", hp_now() - started);
     size_t shown = 0; /* the first failure's status and message stand for all when none is ready */
     while (shown < n && jobs[shown].rc <= 0)
@@ -185,7 +188,7 @@ static int check_server(const char *verb, hp_cli_options *o)
         for (size_t k = 0; k < n; k++)
             if (jobs[k].rc)
                 fprintf(stderr, "hdrpost %s: %s; its frames go to the other servers until it answers\n", verb,
-                        jobs[k].rc == PROBE_STARTING ? jobs[k].server : jobs[k].why);
+                        jobs[k].rc == PROBE_STARTING ? jobs[k].server->shown : jobs[k].why);
         if (!o->jobs)
             o->jobs = (unsigned)(capacity < 256 ? capacity : 256);
     }
@@ -230,8 +233,8 @@ static char *look_query(json_t *params_doc, const char *name, char *why, size_t 
  * extension and every rule see what the look sets. A look the daemon lacks stops the run before a frame is sent. */
 static int learn_look(const char *verb, hp_cli_options *o, const char *name)
 {
-    const char *server = o->servers.items[o->asked].url;
-    hp_client *client = hp_client_new(server, o->token, o->stop, 1);
+    const hp_server *server = &o->servers.items[o->asked];
+    hp_client *client = hp_client_new(server->url, o->token, o->stop, 1);
     hp_response r = {0};
     json_t *doc = client ? get_json(client, "/v1/params", &r) : NULL;
     char why[1100] = "", message[1700];
@@ -243,7 +246,7 @@ static int learn_look(const char *verb, hp_cli_options *o, const char *name)
                  r.error[0] ? r.error : "not JSON");
     else if (!query && !strstr(why, "do not parse"))
         snprintf(message, sizeof message, "look %s: neither hdrpost's nor the daemon's (%s) look; its looks: %s",
-                 name, server, why);
+                 name, server->shown, why);
     else if (!query)
         snprintf(message, sizeof message, "look %s (the daemon's): %s", name, why);
     else if (hp_looks_add(name, query, "A look of the daemon's own (its studio_looks setting).", &err) != HP_OK)
@@ -664,7 +667,7 @@ static bool write_timings(const char *path, const hp_shot_job *job, const hp_run
             continue; /* not posted (skipped, or the run stopped first) */
         size_t k = run->server_of[i];
         fprintf(f, "%s,%ld,%s", job->frames->items[i].name, job->statuses[i],
-                k < run->servers->count ? run->servers->items[k].url : "");
+                k < run->servers->count ? run->servers->items[k].shown : "");
         for (size_t k = 0; k < count; k++) {
             char value[32];
             fprintf(f, ",%s", timing_of(job->timings[i], columns[k], value, sizeof(value)) ? value : "");
@@ -710,7 +713,7 @@ static json_t *servers_json(const hp_servers *servers, const hp_run *run)
         for (size_t i = 0; i < run->frames->count; i++)
             if (run->server_of[i] == k && run->done[i] && !run->failure[i])
                 json_array_append_new(frames, json_string(run->frames->items[i].name));
-        json_array_append_new(list, json_pack("{s:s, s:s, s:i, s:o, s:i, s:i, s:s}", "url", v->url, "state",
+        json_array_append_new(list, json_pack("{s:s, s:s, s:i, s:o, s:i, s:i, s:s}", "url", v->shown, "state",
                                               hp_server_state(v), "rendered", (int)json_array_size(frames), "frames",
                                               frames, "failed_attempts", (int)v->failed, "busy_answers", (int)v->busy,
                                               "last_error", v->last_error));
@@ -752,7 +755,7 @@ static void summary(const hp_cli_options *o, const hp_shot_job *job, const hp_ru
             lock_mode_name(mode), retries);
     for (size_t k = 0; o->servers.count > 1 && k < o->servers.count; k++) {
         const hp_server *v = &o->servers.items[k];
-        fprintf(stderr, "  %s: %zu rendered, %zu attempts failed, %zu busy answers, %s%s%s\n", v->url,
+        fprintf(stderr, "  %s: %zu rendered, %zu attempts failed, %zu busy answers, %s%s%s\n", v->shown,
                 rendered_on(run, k), v->failed, v->busy, hp_server_state(v), v->last_error[0] ? "; last: " : "",
                 v->last_error);
     }
@@ -890,10 +893,11 @@ static void print_ocio(const json_t *ocio, const hp_response *r)
         printf("ocio     %s\n", r->error);
 }
 
-/* One server's screen (or its JSON object, appended to out); its exit status. */
-static int status_one(hp_cli_options *o, const char *server, json_t *out)
+/* One server's screen (or its JSON object, appended to out), naming it as shown (no password); its exit status. */
+static int status_one(hp_cli_options *o, const hp_server *target, json_t *out)
 {
-    hp_client *client = hp_client_new(server, o->token, o->stop, 1);
+    const char *server = target->shown;
+    hp_client *client = hp_client_new(target->url, o->token, o->stop, 1);
     hp_response ready = {0}, r = {0}, ro = {0};
     hp_retry_policy once = {.retries = 0};
     if (client)
@@ -940,7 +944,7 @@ int hp_verb_status(hp_cli_options *o)
     for (size_t k = 0; k < o->servers.count; k++) {
         if (k && !o->json)
             printf("\n");
-        int one = status_one(o, o->servers.items[k].url, docs);
+        int one = status_one(o, &o->servers.items[k], docs);
         rc = rc ? rc : one;
     }
     if (docs) {

@@ -22,6 +22,7 @@ HDRPOST_TEST_QUICK=1 runs that group alone (harness.groups).
 Standard library only; loopback only; every wait is bounded and scaled (harness.scaled).
 """
 
+import base64
 import http.server
 import json
 import os
@@ -561,7 +562,8 @@ def answer(status, headers=None, body=None, delay=0.0):
 
 class FakeLog:
     """Every request the fakes of a point got: dicts of server, method, path, n (the server's POST count), frame,
-    t_in (its body read), t_out (its answer sent, or it dropped), status (None: no answer)."""
+    t_in (its body read), t_out (its answer sent, or it dropped), status (None: no answer), auth (its Authorization
+    header, or None)."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -586,11 +588,13 @@ class _QuietServer(http.server.ThreadingHTTPServer):
 class FakeServer:
     """A scripted HTTP server: /readyz 200, /v1/gpu a queue of 4, POST /v1/render answered by
     script(name, n, body) -> answer(...), n counting the server's POSTs from 1; a status of None there kills the
-    server (FakeServer.kill) with that request unanswered. HTTP/1.1 kept alive, Content-Length on every answer,
-    Expect: 100-continue answered (BaseHTTPRequestHandler.handle_expect_100)."""
+    server (FakeServer.kill) with that request unanswered. POST /v1/analyze: 404, or with analysis (a dict) that
+    as JSON, 200, outside the script and its count (the measuring pass of a shot's exposure lock). HTTP/1.1 kept
+    alive, Content-Length on every answer, Expect: 100-continue answered
+    (BaseHTTPRequestHandler.handle_expect_100)."""
 
-    def __init__(self, name, script, log):
-        self.name, self.script, self.log = name, script, log
+    def __init__(self, name, script, log, analysis=None):
+        self.name, self.script, self.log, self.analysis = name, script, log, analysis
         self.lock = threading.Lock()
         self.posts = 0
         self.dead = False
@@ -658,11 +662,16 @@ class FakeServer:
                     status, body = 404, error_body("not_found", "no such route on a fake")
                 self._send(status, {}, body, "application/json")
                 fake.log.add(server=fake.name, method="GET", path=self.path, n=None, frame=None, t_in=t_in,
-                             t_out=time.monotonic(), status=status)
+                             t_out=time.monotonic(), status=status, auth=self.headers.get("Authorization"))
 
             def do_POST(self):
                 body = self._body()
                 t_in = time.monotonic()
+                auth = self.headers.get("Authorization")
+                if self.path.startswith("/v1/analyze") and fake.analysis is not None and not fake.dead:
+                    self._send(200, {}, json.dumps(fake.analysis).encode(), "application/json")
+                    return fake.log.add(server=fake.name, method="POST", path=self.path, n=None, frame=frame_of(body),
+                                        t_in=t_in, t_out=time.monotonic(), status=200, auth=auth)
                 with fake.lock:
                     fake.posts += 1
                     n = fake.posts
@@ -676,11 +685,11 @@ class FakeServer:
                     fake.kill()
                 if status is None or fake.dead:
                     fake.log.add(server=fake.name, method="POST", path=self.path, n=n, frame=frame_of(body),
-                                 t_in=t_in, t_out=time.monotonic(), status=None)
+                                 t_in=t_in, t_out=time.monotonic(), status=None, auth=auth)
                     return self._drop()
                 self._send(status, headers, out)
                 fake.log.add(server=fake.name, method="POST", path=self.path, n=n, frame=frame_of(body), t_in=t_in,
-                             t_out=time.monotonic(), status=status)
+                             t_out=time.monotonic(), status=status, auth=auth)
 
         self.httpd = _QuietServer((HOST, 0), Handler)
         self.port = self.httpd.server_address[1]
@@ -748,8 +757,8 @@ def fake_servers(tmp):
     """The retry policy over scripted fake servers: each point a run of hdrpost render against fakes."""
     fakes = []
 
-    def start(name, script, log):
-        f = FakeServer(name, script, log)
+    def start(name, script, log, analysis=None):
+        f = FakeServer(name, script, log, analysis)
         fakes.append(f)
         return f
 
@@ -760,6 +769,9 @@ def fake_servers(tmp):
         fake_500_for_one_frame(tmp, start)
         fake_busy_server(tmp, start)
         fake_server_dies(tmp, start)
+        fake_credentials_render(tmp, start)
+        fake_credentials_status(tmp, start)
+        credentials_in_refused_lists(tmp)
     finally:
         for f in fakes:
             f.kill()
@@ -964,6 +976,177 @@ def fake_server_dies(tmp, start):
           sa.get("state") == "left" and sa.get("failed_attempts", 0) >= 1 and sa.get("last_error")
           and len(moved) >= len(dropped) and all(fr == url(a.port) and to == url(b.port) for _, fr, to, _ in moved),
           json.dumps(sa) + f"\n{moved}\n{err[-1500:]}")
+
+
+# --- A password in a server's URL ----------------------------------------------------------------------------
+# "http://user:s3cr3t-pw@host:port" (a proxy with Basic auth before the daemons): libcurl sends the credentials,
+# and the client names the server "http://user:***@host:port" wherever it names one (client/servers.h,
+# hp_url_redact). No --token in these runs: a request has one Authorization header, and a bearer token's takes the
+# place of the Basic one.
+USER, PASSWORD = "user", "s3cr3t-pw"
+BASIC = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+
+
+def with_password(port):
+    return f"http://{USER}:{PASSWORD}@{HOST}:{port}"
+
+
+def shown(port):
+    return f"http://{USER}:***@{HOST}:{port}"
+
+
+def password_in(texts, out_dir=None):
+    """Where the password is found: the names of the texts (a dict) that hold it, then every file of out_dir that
+    does (read as bytes: images and all)."""
+    found = [name for name, text in texts.items() if PASSWORD in (text or "")]
+    for root, _, files in (os.walk(out_dir) if out_dir else ()):
+        for n in files:
+            with open(os.path.join(root, n), "rb") as f:
+                if PASSWORD.encode() in f.read():
+                    found.append(os.path.join(root, n))
+    return found
+
+
+def fake_credentials_render(tmp, start):
+    """A render over three servers whose URLs carry user:s3cr3t-pw@: a renders, b answers 502 to every frame (its
+    frames go on to a, its last error said), nobody listens on the third. The measuring pass of the exposure lock
+    too, so that DIR/exposure.json is written."""
+    log = FakeLog()
+    count = 8
+    stats = {"stats": {"log_average": 0.2, "mean": 0.3, "min": 0.001, "max": 4.0},
+             "percentiles": {"p01": 0.01, "p50": 0.15, "p99": 2.5}}
+
+    def script(name, n, body):
+        if name == "b":
+            return answer(502, {}, error_body("bad_gateway", "no replica behind the proxy"), delay=0.05)
+        return answer(200, delay=0.05)
+
+    a, b = start("a", script, log, stats), start("b", script, log, stats)
+    dead = free_port()
+    ports = [a.port, b.port, dead]
+    out_dir = os.path.join(tmp, "fake-credentials")
+    timings = os.path.join(tmp, "fake-credentials-timings.csv")
+    argv = [HDRPOST, "render", fake_shot(tmp, count), "--frames", f"{FIRST}-{FIRST + count - 1}", "-o", out_dir,
+            "--format", "png", "--exposure", "shot", "--jobs", "4", "--json", "--timings", timings,
+            "--server", ",".join(with_password(p) for p in ports)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=scaled(60), env=env())
+        rc, out, err = done.returncode, done.stdout, done.stderr
+    except subprocess.TimeoutExpired:
+        rc, out, err = None, "", f"(killed after {scaled(60):.0f} s)"
+    s = summary_of(out)
+    by_url = servers_by_url(s)
+    label = "fakes, user:s3cr3t-pw@ in the URLs of a, b (502 to every frame) and an unreachable one"
+    point(f"{label} (--exposure shot --json --timings): exit 0, all {count} rendered by a, exposure.json written",
+          rc == 0 and s.get("rendered") == count and by_url.get(shown(a.port), {}).get("rendered") == count
+          and os.path.exists(os.path.join(out_dir, "exposure.json")), f"exit {rc}\n{fake_fields(s)}\n{err[-2000:]}")
+    seen = {(e["server"], e["method"], e["path"].split("?")[0]) for e in log.items}
+    wrong = [e for e in log.items if e.get("auth") != BASIC]
+    point(f"{label}: every request the fakes got ({len(log.items)}: /readyz, /v1/gpu, /v1/analyze and /v1/render on "
+          f"both) carried the URL's credentials as \"Authorization: {BASIC}\": the real URL was the request's",
+          not wrong and all((n, m, pth) in seen for n in ("a", "b") for m, pth in
+                            (("GET", "/readyz"), ("GET", "/v1/gpu"), ("POST", "/v1/analyze"), ("POST", "/v1/render"))),
+          f"{sorted(seen)}\nwithout it: {wrong[:5]}")
+    csv = open(timings).read() if os.path.exists(timings) else None
+    leaks = password_in({"stdout": out, "stderr": err, "the --timings file": csv}, out_dir)
+    point(f"{label}: \"{PASSWORD}\" in none of stdout (--json), stderr, the --timings file, or a file of the output "
+          "directory (exposure.json, the images)", csv is not None and os.listdir(out_dir) and not leaks,
+          f"found in: {leaks}\n{out[-1500:]}\n{err[-2000:]}")
+    sb = by_url.get(shown(b.port), {})
+    point(f"{label}: --json \"servers\" names them {shown('PORT')}, in the list's order; b left with its failed "
+          "attempts and its last error",
+          [v.get("url") for v in s.get("servers", [])] == [shown(p) for p in ports] and sb.get("state") == "left"
+          and sb.get("failed_attempts", 0) >= 1 and "bad_gateway" in (sb.get("last_error") or ""),
+          json.dumps(s.get("servers"), indent=1))
+    lines = server_lines(err)
+    moved = retry_lines(err)
+    analysed = re.findall(r"^hdrpost: (\S+) analysed by (\S+) \(\d+ ms\)$", err, re.M)
+    point(f"{label}: stderr names them the same way: the unreachable one at the start, the \"analysed by\" and "
+          "\"rendered by\" lines, the retry notes (FROM: reason, retry N on TO), the summary's line a server with "
+          "b's last error", re.search(rf"^hdrpost render: {re.escape(shown(dead))}: unreachable: .*; its frames go to "
+                                     r"the other servers until it answers$", err, re.M) is not None
+          and len(analysed) == count and all(v in (shown(a.port), shown(b.port)) for _, v in analysed)
+          and [v for _, v in rendered_by(err)] == [shown(a.port)] * count
+          and moved and all(fr in (shown(b.port), shown(dead)) and to in map(shown, ports) for _, fr, to, _ in moved)
+          and list(lines) == [shown(p) for p in ports] and "bad_gateway" in (lines[shown(b.port)][4] or ""),
+          f"retry notes {moved}\n{err[-2500:]}")
+    rows = [r.split(",") for r in (csv or "").splitlines()]
+    point(f"{label}: --timings' server column {shown('PORT')} on each of the {count} rows",
+          rows and rows[0][:3] == ["frame", "status", "server"] and len(rows) == count + 1
+          and all(r[2] == shown(a.port) for r in rows[1:]), csv)
+
+
+def fake_credentials_status(tmp, start):
+    """hdrpost status of a server whose URL carries user:s3cr3t-pw@, and of one nobody listens on: the screens,
+    --json and the message name them with the password hidden; the request carried it."""
+    log = FakeLog()
+    a = start("a", lambda name, n, body: answer(200), log)
+    dead = free_port()
+    servers = ",".join(with_password(p) for p in (a.port, dead))
+    done = subprocess.run([HDRPOST, "status", "--json", "--server", servers], capture_output=True, text=True,
+                          timeout=scaled(60), env=env())
+    try:
+        doc = json.loads(done.stdout)
+    except ValueError:
+        doc = None
+    point(f"fakes: status --json of user:s3cr3t-pw@a and of an unreachable one: exit 3, \"server\" "
+          f"{shown('PORT')} for both, the unreachable one named so on stderr, \"{PASSWORD}\" in neither stream",
+          done.returncode == 3 and isinstance(doc, list) and [o.get("server") for o in doc] == [shown(a.port),
+                                                                                              shown(dead)]
+          and f"hdrpost status: {shown(dead)}: unreachable" in done.stderr
+          and not password_in({"stdout": done.stdout, "stderr": done.stderr}),
+          f"exit {done.returncode}\n{done.stdout}\n{done.stderr}")
+    screen = subprocess.run([HDRPOST, "status", "--server", with_password(a.port)], capture_output=True, text=True,
+                            timeout=scaled(60), env=env())
+    wrong = [e for e in log.items if e.get("auth") != BASIC]
+    point(f"fakes: status of user:s3cr3t-pw@a: exit 0, its screen \"server   {shown('PORT')}\", \"{PASSWORD}\" in "
+          "neither stream; every request of both runs carried the credentials as Basic auth",
+          screen.returncode == 0 and f"server   {shown(a.port)}\n" in screen.stdout
+          and not password_in({"stdout": screen.stdout, "stderr": screen.stderr}) and log.items and not wrong,
+          f"exit {screen.returncode}\n{screen.stdout}\n{screen.stderr}\nwithout the credentials: {wrong[:5]}")
+
+
+def credentials_in_refused_lists(tmp):
+    """The parser's edge cases, through the messages that name a refused server (exit 2 before any request): what
+    is userinfo and what is not, and a password never shown, neither whole nor cut."""
+    twice = os.path.join(tmp, "credentials-twice.txt")
+    with open(twice, "w") as f:
+        f.write(f"http://{HOST}:1\n# the proxy:\n{with_password(2)}\n{with_password(2)}/\n")
+    long_password = PASSWORD + "x" * 600
+    cases = [
+        ("a password: hidden, the user kept", [with_password(1), with_password(1)], f"{shown(1)} given twice"),
+        ("an IPv6 literal host", ["http://u:s3cr3t-pw@[::1]:8080", "http://u:s3cr3t-pw@[::1]:8080/"],
+         "http://u:***@[::1]:8080 given twice"),
+        ("'@' in the path is not userinfo", [f"http://{HOST}:1/farm@b", f"http://{HOST}:1/farm@b"],
+         f"http://{HOST}:1/farm@b given twice"),
+        ("'@' in the query is not userinfo", [f"http://{HOST}:1?to=a@b", f"http://{HOST}:1?to=a@b"],
+         f"http://{HOST}:1?to=a@b given twice"),
+        ("a user and no password: as given", [f"http://{USER}@{HOST}:1"] * 2, f"http://{USER}@{HOST}:1 given twice"),
+        ("'@' in the password: the userinfo ends at the authority's last '@'",
+         [f"http://{USER}:{PASSWORD}@x@{HOST}:1/p@q"] * 2, f"{shown(1)}/p@q given twice"),
+        ("percent-encoded characters left as they are", [f"http://us%40er:{PASSWORD}%3A@{HOST}:1"] * 2,
+         f"http://us%40er:***@{HOST}:1 given twice"),
+        ("not http:// (ftp://)", [f"ftp://{USER}:{PASSWORD}@x"], f"ftp://{USER}:***@x: not an http:// or https:// URL"),
+        ("no scheme at all", [f"{USER}:{PASSWORD}@{HOST}:8080"],
+         f"{USER}:***@{HOST}:8080: not an http:// or https:// URL"),
+        ("too long, by a password of 609 characters", [f"http://{USER}:{long_password}@{HOST}:1"],
+         f"{shown(1)}: a URL longer than 511 characters"),
+        ("too long, by its path: the 300 characters shown, the password hidden in them",
+         [f"{with_password(1)}/{'p' * 600}"], f"{shown(1)}/ppp"),
+    ]
+    for label, urls, want in cases:
+        done = subprocess.run([HDRPOST, "status", "--server", ",".join(urls)], capture_output=True, text=True,
+                              timeout=scaled(30), env=env())
+        point(f"a refused --server list, {label}: exit 2, \"{want}\", no \"{PASSWORD}\"",
+              done.returncode == 2 and want in done.stderr
+              and not password_in({"stdout": done.stdout, "stderr": done.stderr}),
+              f"exit {done.returncode}\n{done.stderr}")
+    done = subprocess.run([HDRPOST, "status", "--servers", twice], capture_output=True, text=True,
+                          timeout=scaled(30), env=env())
+    want = f"{twice} line 4: {shown(2)} given twice"
+    point(f"a refused --servers FILE, a line of a URL with a password given twice: exit 2, \"{want}\", no "
+          f"\"{PASSWORD}\"", done.returncode == 2 and want in done.stderr
+          and not password_in({"stdout": done.stdout, "stderr": done.stderr}), f"exit {done.returncode}\n{done.stderr}")
 
 
 def real_daemons(tmp):
