@@ -295,12 +295,10 @@ int main(int argc, char **argv)
         printf("inflate: wide (a workgroup of %u a chunk)\n", lanes);
     else
         printf("inflate: serial (one invocation a chunk)\n");
-    if (wide) {
-        char text[1024];
-        hp_exr_zip_gpu_wide_statistics(zip, text, sizeof(text));
-        if (text[0])
-            printf("pipeline exr_inflate_wide: %s\n", text);
-    }
+    char stats[1024];
+    hp_exr_zip_gpu_inflate_statistics(zip, stats, sizeof(stats));
+    if (stats[0])
+        printf("pipeline %s: %s\n", wide ? "exr_inflate_wide" : "exr_inflate", stats);
     printf("frame: %s, %ux%u, %u planes, %u chunks of %u lines, %llu packed bytes, %llu unpacked; %u inflate "
            "dispatch(es); gathering the chunks on the CPU: %.2f ms\n", argv[1], f.width, f.height, f.planes,
            f.chunk_count, f.lines_per_chunk, (unsigned long long)f.packed_bytes, (unsigned long long)f.unpacked_bytes,

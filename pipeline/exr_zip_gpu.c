@@ -183,11 +183,12 @@ bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *z, uint32_t span, uint32_t entries
     return false;
 }
 
-void hp_exr_zip_gpu_wide_statistics(hp_exr_zip_gpu *z, char *buf, size_t len)
+void hp_exr_zip_gpu_inflate_statistics(hp_exr_zip_gpu *z, char *buf, size_t len)
 {
     buf[0] = 0;
-    if (z->inflate_wide.pipeline != VK_NULL_HANDLE)
-        hp_compute_statistics(z->gpu, &z->inflate_wide, buf, len);
+    hp_compute *c = z->wide ? &z->inflate_wide : &z->inflate;
+    if (c->pipeline != VK_NULL_HANDLE)
+        hp_compute_statistics(z->gpu, c, buf, len);
 }
 
 bool hp_exr_zip_gpu_wide_phases(hp_exr_zip_gpu *z, bool on)

@@ -97,9 +97,10 @@ bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *zip, uint32_t span, uint32_t entri
  * the chunk table's words 8-15 (exr_inflate_wide.comp's PH_*) in place of its counts. Needs
  * hp_gpu_info.has_shader_clock; false without it. */
 bool hp_exr_zip_gpu_wide_phases(hp_exr_zip_gpu *zip, bool on);
-/* For benchmarks: the driver's statistics of the wide inflate's pipeline (hp_compute_statistics); empty when
- * it is not made or the driver keeps none. */
-void hp_exr_zip_gpu_wide_statistics(hp_exr_zip_gpu *zip, char *buf, size_t len);
+/* For benchmarks: the driver's statistics of the inflate's pipeline in use, the wide one or the serial loop's
+ * (hp_compute_statistics: registers, local memory where it spills, shared memory); empty where the driver
+ * keeps none. */
+void hp_exr_zip_gpu_inflate_statistics(hp_exr_zip_gpu *zip, char *buf, size_t len);
 
 /* The inflate dispatches recorded for this frame: 1 without slices, or wide. */
 bool hp_exr_zip_gpu_sliced(const hp_exr_zip_gpu *zip);
