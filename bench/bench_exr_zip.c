@@ -274,7 +274,7 @@ int main(int argc, char **argv)
     hp_exr_zip_gpu *zip = NULL;
     CHECK(hp_exr_zip_gpu_create(bench_gpu, 0, &zip, &bench_err) == HP_OK);
     bool wide = getenv("HP_BENCH_WIDE") && strcmp(getenv("HP_BENCH_WIDE"), "1") == 0;
-    hp_exr_zip_gpu_set_wide(zip, wide);
+    CHECK(hp_exr_zip_gpu_set_wide(zip, wide));
     uint32_t lanes = hp_exr_zip_gpu_wide_lanes();
     if (wide && (getenv("HP_BENCH_WIDE_SPAN") || getenv("HP_BENCH_WIDE_ENTRIES") || getenv("HP_BENCH_WIDE_GROUP"))) {
         uint32_t span = getenv("HP_BENCH_WIDE_SPAN") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_SPAN")) : 456;

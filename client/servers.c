@@ -23,11 +23,13 @@ const char *hp_url_redact(const char *url, size_t n, char *out, size_t size)
     while (scheme < n && !strchr(":/?#@", url[scheme]))
         scheme++;
     bool has_scheme = scheme + 3 <= n && !memcmp(url + scheme, "://", 3);
-    size_t start = has_scheme ? scheme + 3 : 0, end = start;
-    while (end < n && (!has_scheme || !strchr("/?#", url[end])))
-        end++;
-    size_t at = SIZE_MAX, colon = SIZE_MAX; /* the authority's last '@', the userinfo's first ':' */
-    for (size_t k = start; k < end; k++)
+    size_t start = has_scheme ? scheme + 3 : 0;
+    /* The userinfo ends at the text's last '@', not the authority's: a password may hold '/', '?' or '#'
+     * unencoded (libcurl refuses such a URL, and its refusal names the server), and a server's URL has no
+     * '@' of its own in a path (the client appends its routes to it), so hiding up to the last '@' hides
+     * more only where there is nothing to show. */
+    size_t at = SIZE_MAX, colon = SIZE_MAX; /* the last '@', the userinfo's first ':' */
+    for (size_t k = start; k < n; k++)
         if (url[k] == '@')
             at = k;
     for (size_t k = start; at != SIZE_MAX && k < at && colon == SIZE_MAX; k++)
@@ -91,11 +93,31 @@ static void init(hp_servers *s)
     pthread_mutex_init(&s->lock, NULL);
 }
 
+/* The length of the list's next server at p: up to a ',', or to the end; but not at a ',' whose text up to
+ * the next one holds an '@' and no "://": that is a password's tail (the password holding a ','), which
+ * would otherwise be refused as a server of its own and named in the message. */
+static size_t next_server(const char *p)
+{
+    for (size_t n = 0;; n++) {
+        if (!p[n])
+            return n;
+        if (p[n] != ',')
+            continue;
+        const char *q = p + n + 1;
+        size_t len = strcspn(q, ",");
+        bool at = memchr(q, '@', len) != NULL, scheme = false;
+        for (size_t k = 0; k + 3 <= len && !scheme; k++)
+            scheme = !memcmp(q + k, "://", 3);
+        if (!at || scheme)
+            return n;
+    }
+}
+
 bool hp_servers_parse(hp_servers *s, const char *list, char *why, size_t why_size)
 {
     init(s);
     for (const char *p = list;; p++) {
-        size_t n = strcspn(p, ",");
+        size_t n = next_server(p);
         size_t skip = strspn(p, " \t"); /* "a, b" as written in a shell variable */
         if (!add(s, p + (skip < n ? skip : n), n - (skip < n ? skip : n), why, why_size))
             return false;
@@ -113,10 +135,19 @@ bool hp_servers_read(hp_servers *s, const char *path, char *why, size_t why_size
         snprintf(why, why_size, "%s: %s", path, strerror(errno));
         return false;
     }
-    char line[1024], message[700];
+    char *line = NULL, message[700];
+    size_t cap = 0;
     bool ok = true;
-    for (unsigned number = 1; ok && fgets(line, sizeof line, f); number++) {
-        line[strcspn(line, "#\r\n")] = '\0';
+    /* getline: a line of any length is read whole, so a long password is never cut before the '@' that
+     * marks it (the message would then name part of it). '#' starts a comment at a line's start or after a
+     * blank only: a password may hold one. */
+    for (unsigned number = 1; ok && getline(&line, &cap, f) >= 0; number++) {
+        line[strcspn(line, "\r\n")] = '\0';
+        for (char *h = strchr(line, '#'); h; h = strchr(h + 1, '#'))
+            if (h == line || h[-1] == ' ' || h[-1] == '\t') {
+                *h = '\0';
+                break;
+            }
         char *url = line + strspn(line, " \t");
         size_t n = strcspn(url, " \t");
         if (url[n + strspn(url + n, " \t")]) {
@@ -127,6 +158,7 @@ bool hp_servers_read(hp_servers *s, const char *path, char *why, size_t why_size
             ok = false;
         }
     }
+    free(line);
     fclose(f);
     if (ok && !s->count) {
         snprintf(why, why_size, "%s: no server in it (one URL a line)", path);

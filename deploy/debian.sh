@@ -117,11 +117,13 @@ fi
 # minutes of the pass's 48 on two cores); they run once, in the plain pass. So, from 2026-11-29, do
 # exr_zip_http (400 s here; the GPU's EXR decoders are fuzzed under ASan above and their replays run below)
 # and haproxy_http (174 s; X-Forwarded-For's parser is trusted_proxies', here).
-asan_suites=(params image deflate_runs crc32_threads bigbuf cpus budget rows_ready conn_table deferred
+# Longest first: meson runs named suites in the order named (its test priorities order the plain pass only),
+# and security_http (some 560 s here) begun last ran alone at the pass's end.
+asan_suites=(security_http render_http faults_http threads_http image
+             params deflate_runs crc32_threads bigbuf cpus budget rows_ready conn_table deferred
              trusted_proxies gpu_identity
              fuzz_replay_form fuzz_replay_params fuzz_replay_exr fuzz_replay_rgbe fuzz_replay_pfm fuzz_replay_png
-             fuzz_replay_conns
-             security_http render_http faults_http threads_http)
+             fuzz_replay_conns)
 ninja -C build-asan
 asan_rt=$(gcc -print-file-name=libasan.so)
 # Twice each suite's timeout: every daemon of these suites starts (40 pipelines on lavapipe) and answers under
@@ -158,8 +160,8 @@ if [ ! -f build-tsan/build.ninja ]; then
 else
   meson configure build-tsan "${tsan_options[@]}"
 fi
-tsan_suites=(deferred rows_ready budget crc32_threads threads_http
-             daemon_http render_http security_http client_http faults_http live_http)
+tsan_suites=(threads_http client_http daemon_http render_http security_http faults_http live_http
+             deferred rows_ready budget crc32_threads) # longest first, as the ASan pass's
 # Only what those suites run: the whole tree under TSan would add minutes of compiling for nothing.
 ninja -C build-tsan daemon/hdrpostd client/hdrpost tools/cpu_render tools/make_frame tests/libenospc_preload.so \
   tests/test_deferred tests/test_rows_ready tests/test_budget tests/test_crc32_threads

@@ -154,14 +154,18 @@ def cores(sysfs, cpus):
     return [groups[k] for k in sorted(groups)]
 
 
-def split_cores(sysfs, cpus, parts, notes, what):
+def split_cores(sysfs, cpus, parts, notes, what, spare=False):
     """`cpus` in `parts` shares of whole cores, contiguous in core order, so that two replicas never share a
-    core's execution units; with fewer cores than parts, by thread (split), said in notes."""
+    core's execution units. With fewer cores than parts: a spare node's (spare: the replicas have CPUs of their
+    own) goes a core each to the first replicas and none to the rest; a GPU's node by thread in core order
+    (threads of one core to neighbouring replicas), said in notes."""
     groups = cores(sysfs, cpus)
     if len(groups) >= parts:
         return [[c for g in chunk for c in g] for chunk in split(groups, parts)]
+    if spare:
+        return groups + [[] for _ in range(parts - len(groups))]
     notes.append(f"{what} has {len(groups)} core(s) for {parts} replicas: split by thread, so some share a core")
-    return split(sorted(cpus), parts)
+    return split([c for g in groups for c in g], parts)
 
 
 def node_ids(sysfs):
@@ -241,9 +245,10 @@ def numa_shares(sysfs, found, considered):
         notes.append(f"node {node} has no GPU: its CPUs {compact(cpus)} go to the replicas of node(s) "
                      f"{', '.join(map(str, to))}, "
                      + (f"the nearest with one (distance {near})" if dist else "no distances read: all alike"))
-        for n, chunk in zip(reps, split_cores(sysfs, cpus, len(reps), notes, f"GPU-less node {node}")):
-            shares[n][1].extend(chunk)
-            shares[n][2].append(node)
+        for n, chunk in zip(reps, split_cores(sysfs, cpus, len(reps), notes, f"GPU-less node {node}", spare=True)):
+            if chunk:
+                shares[n][1].extend(chunk)
+                shares[n][2].append(node)
     left = sorted(allowed - {c for cpus in cpus_of.values() for c in cpus})
     if left:
         notes.append(f"CPUs {compact(left)} are on no node in {sysfs}: left out")

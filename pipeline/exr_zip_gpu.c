@@ -137,7 +137,7 @@ static bool wide_fits(const hp_exr_zip_gpu *z, uint32_t lanes, uint32_t entries)
 bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *z, bool on)
 {
     /* Made on first use (the daemon asks on a GPU, for exr_zip_decoder gpu): a device without 8-bit storage,
-     * or short of the workgroup or the 25 KB of shared memory, keeps the serial inflate. No slices; its lanes'
+     * or short of the workgroup or the 23 KB of shared memory, keeps the serial inflate. No slices; its lanes'
      * work bounded under lavapipe's loop limit there. */
     uint32_t lanes = z->wide_group ? z->wide_group : WIDE_GROUP;
     uint32_t entries = z->wide_entries ? z->wide_entries : WIDE_ENTRIES;
@@ -179,6 +179,7 @@ bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *z, uint32_t span, uint32_t entries
     z->wide_span = was[0]; /* the pipeline as it was, where the driver refused this one */
     z->wide_entries = was[1];
     z->wide_group = was[2];
+    z->wide = true; /* the failed remake turned it off: the pipeline as it was, made again */
     (void)remake_wide(z);
     return false;
 }

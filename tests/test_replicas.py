@@ -159,8 +159,17 @@ def main():
     r = run([("0000:19:00.0", "a"), ("0000:3b:00.0", "b"), ("0000:5d:00.0", "c")], {0: "0-3"},
             {"0000:19:00.0": 0, "0000:3b:00.0": 0, "0000:5d:00.0": 0}, cpus=4,
             siblings={c: f"{c % 2},{c % 2 + 2}" for c in range(4)})
-    expect("3 replicas on 2 cores of two threads: split by thread (0; 1; 2-3), said", r, ["0", "1", "2-3"],
+    expect("3 replicas on 2 cores of two threads: split by thread in core order (0; 2; 1,3), said", r,
+           ["0", "2", "1,3"],
            ["node 0 has 2 core(s) for 3 replicas: split by thread"])
+
+    # A GPU-less node of 2 two-thread cores beside a node of 3 replicas: a whole core each to the first two,
+    # none to the third (it has its own node's CPUs), never a core's threads to two replicas.
+    r = run([("0000:19:00.0", "a"), ("0000:3b:00.0", "b"), ("0000:5d:00.0", "c")], {0: "0-5", 1: "6-9"},
+            {"0000:19:00.0": 0, "0000:3b:00.0": 0, "0000:5d:00.0": 0}, cpus=10,
+            siblings={6: "6,8", 8: "6,8", 7: "7,9", 9: "7,9"})
+    expect("a GPU-less node of 2 cores for 3 replicas: a whole core each to the first two, none to the third",
+           r, ["0-1,6,8", "2-3,7,9", "4-5"])
 
     # Cpulists of several ranges, as a host numbering its second hardware threads after all the first writes
     # them; CPUs 21.. of --cpus 24 are on no node.

@@ -1117,13 +1117,18 @@ def credentials_in_refused_lists(tmp):
         ("a password: hidden, the user kept", [with_password(1), with_password(1)], f"{shown(1)} given twice"),
         ("an IPv6 literal host", ["http://u:s3cr3t-pw@[::1]:8080", "http://u:s3cr3t-pw@[::1]:8080/"],
          "http://u:***@[::1]:8080 given twice"),
-        ("'@' in the path is not userinfo", [f"http://{HOST}:1/farm@b", f"http://{HOST}:1/farm@b"],
-         f"http://{HOST}:1/farm@b given twice"),
-        ("'@' in the query is not userinfo", [f"http://{HOST}:1?to=a@b", f"http://{HOST}:1?to=a@b"],
-         f"http://{HOST}:1?to=a@b given twice"),
+        ("'@' in the path: hidden up to it (a server's URL has none of its own, a password may hold '/')",
+         [f"http://{HOST}:1/farm@b", f"http://{HOST}:1/farm@b"], f"http://{HOST}:***@b given twice"),
+        ("'@' in the query: likewise", [f"http://{HOST}:1?to=a@b", f"http://{HOST}:1?to=a@b"],
+         f"http://{HOST}:***@b given twice"),
+        ("'#' in the password, unencoded", [f"http://{USER}:{PASSWORD}#z@{HOST}:1"] * 2, f"{shown(1)} given twice"),
+        ("'?' and '/' in the password, unencoded", [f"http://{USER}:{PASSWORD}?z/y@{HOST}:1"] * 2,
+         f"{shown(1)} given twice"),
+        ("',' in the password: the list is cut only where a URL follows",
+         [f"http://{USER}:{PASSWORD},z@{HOST}:1"] * 2, f"{shown(1)} given twice"),
         ("a user and no password: as given", [f"http://{USER}@{HOST}:1"] * 2, f"http://{USER}@{HOST}:1 given twice"),
-        ("'@' in the password: the userinfo ends at the authority's last '@'",
-         [f"http://{USER}:{PASSWORD}@x@{HOST}:1/p@q"] * 2, f"{shown(1)}/p@q given twice"),
+        ("'@' in the password: hidden to the last '@'",
+         [f"http://{USER}:{PASSWORD}@x@{HOST}:1/p@q"] * 2, f"http://{USER}:***@q given twice"),
         ("percent-encoded characters left as they are", [f"http://us%40er:{PASSWORD}%3A@{HOST}:1"] * 2,
          f"http://us%40er:***@{HOST}:1 given twice"),
         ("not http:// (ftp://)", [f"ftp://{USER}:{PASSWORD}@x"], f"ftp://{USER}:***@x: not an http:// or https:// URL"),
@@ -1141,12 +1146,25 @@ def credentials_in_refused_lists(tmp):
               done.returncode == 2 and want in done.stderr
               and not password_in({"stdout": done.stdout, "stderr": done.stderr}),
               f"exit {done.returncode}\n{done.stderr}")
-    done = subprocess.run([HDRPOST, "status", "--servers", twice], capture_output=True, text=True,
-                          timeout=scaled(30), env=env())
-    want = f"{twice} line 4: {shown(2)} given twice"
-    point(f"a refused --servers FILE, a line of a URL with a password given twice: exit 2, \"{want}\", no "
-          f"\"{PASSWORD}\"", done.returncode == 2 and want in done.stderr
-          and not password_in({"stdout": done.stdout, "stderr": done.stderr}), f"exit {done.returncode}\n{done.stderr}")
+    hash_in = os.path.join(tmp, "credentials-hash.txt")
+    with open(hash_in, "w") as f:
+        f.write(f"http://{USER}:{PASSWORD}#z@{HOST}:1  # a comment after a blank\n"
+                f"http://{USER}:{PASSWORD}#z@{HOST}:1\n")
+    long_line = os.path.join(tmp, "credentials-long.txt")
+    with open(long_line, "w") as f:
+        f.write(f"http://{USER}:{PASSWORD}{'x' * 1100}@{HOST}:1\n")
+    for path, want, label in [
+            (twice, f"{twice} line 4: {shown(2)} given twice", "a line of a URL with a password given twice"),
+            (hash_in, f"{hash_in} line 2: {shown(1)} given twice",
+             "'#' in a password (a comment starts at a line's start or after a blank)"),
+            (long_line, f"{long_line} line 1: {shown(1)}: a URL longer than 511 characters",
+             "a line of 1,100 characters of password (read whole)")]:
+        done = subprocess.run([HDRPOST, "status", "--servers", path], capture_output=True, text=True,
+                              timeout=scaled(30), env=env())
+        point(f"a refused --servers FILE, {label}: exit 2, \"{want}\", no \"{PASSWORD}\"",
+              done.returncode == 2 and want in done.stderr
+              and not password_in({"stdout": done.stdout, "stderr": done.stderr}),
+              f"exit {done.returncode}\n{done.stderr}")
 
 
 def real_daemons(tmp):
