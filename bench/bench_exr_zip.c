@@ -277,11 +277,13 @@ int main(int argc, char **argv)
     CHECK(hp_exr_zip_gpu_set_wide(zip, wide));
     uint32_t lanes = hp_exr_zip_gpu_wide_lanes();
     if (wide && (getenv("HP_BENCH_WIDE_SPAN") || getenv("HP_BENCH_WIDE_ENTRIES") || getenv("HP_BENCH_WIDE_GROUP"))) {
-        uint32_t span = getenv("HP_BENCH_WIDE_SPAN") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_SPAN")) : 456;
-        uint32_t entries = getenv("HP_BENCH_WIDE_ENTRIES") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_ENTRIES")) : 16;
-        lanes = getenv("HP_BENCH_WIDE_GROUP") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_GROUP")) : lanes;
-        CHECK(hp_exr_zip_gpu_wide_tune(zip, span, entries, lanes));
-        printf("wide: spans of %u bits, %u starts mapped, %u lanes\n", span, entries, lanes);
+        /* 0, an unset one: the daemon's own (hp_exr_zip_gpu_wide_tune) */
+        uint32_t span = getenv("HP_BENCH_WIDE_SPAN") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_SPAN")) : 0;
+        uint32_t entries = getenv("HP_BENCH_WIDE_ENTRIES") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_ENTRIES")) : 0;
+        uint32_t group = getenv("HP_BENCH_WIDE_GROUP") ? (uint32_t)atoi(getenv("HP_BENCH_WIDE_GROUP")) : 0;
+        CHECK(hp_exr_zip_gpu_wide_tune(zip, span, entries, group));
+        lanes = group ? group : lanes;
+        printf("wide: tuned (span %u bits, %u starts mapped, %u lanes; 0: the daemon's)\n", span, entries, lanes);
     }
     if (wide && phases) {
         if (!hp_exr_zip_gpu_wide_phases(zip, true)) {

@@ -77,17 +77,13 @@ def parse_cpulist(text):
 
 def compact(cpus):
     """Sorted CPUs as CPUAffinity= and the kernel write them: "0-3,8-9,16"."""
-    out, run = [], []
+    runs = []  # [first, last] of each run of consecutive CPUs
     for c in cpus:
-        if run and c == run[-1] + 1:
-            run.append(c)
-            continue
-        if run:
-            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else f"{run[0]}")
-        run = [c]
-    if run:
-        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else f"{run[0]}")
-    return ",".join(out)
+        if runs and c == runs[-1][1] + 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return ",".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs)
 
 
 def split(cpus, parts):

@@ -167,6 +167,9 @@ static bool remake_wide(hp_exr_zip_gpu *z)
 
 bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *z, uint32_t span, uint32_t entries, uint32_t group)
 {
+    span = span ? span : WIDE_SPAN;
+    entries = entries ? entries : WIDE_ENTRIES;
+    group = group ? group : WIDE_GROUP;
     if (!z->wide || span < 64 || span > 4096 || span % 4 || entries < 4 || entries > 48 || entries % 4 ||
         group < 32 || group > 1024 || group % 32 || !wide_fits(z, group, entries))
         return false;

@@ -90,8 +90,8 @@ uint32_t hp_exr_zip_gpu_wide_lanes(void);
 uint32_t hp_exr_zip_gpu_wide_shared_bytes(void);
 /* For benchmarks and tests, with the wide inflate on: the bits a lane decodes in a window (a multiple of 4, 64
  * to 4096), the starts of its span it maps (a multiple of 4, 4 to 48) and its lanes a chunk (a multiple of 32,
- * 32 to 1024), its pipeline made again; false, the pipeline as it was, where the wide inflate is off or the
- * device cannot run it so (its workgroup or shared memory). */
+ * 32 to 1024), each 0 for the daemon's own, its pipeline made again; false, the pipeline as it was, where the
+ * wide inflate is off or the device cannot run it so (its workgroup or shared memory). */
 bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *zip, uint32_t span, uint32_t entries, uint32_t group);
 /* For benchmarks: the wide inflate's phases timed by its first lane's subgroup clock, the cycles of each in
  * the chunk table's words 8-15 (exr_inflate_wide.comp's PH_*) in place of its counts. Needs

@@ -27,8 +27,8 @@ layout(local_size_x_id = 2) in;
 #extension GL_EXT_control_flow_attributes : require
 layout(buffer_reference, std430, buffer_reference_align = 1) coherent buffer Bytes { uint8_t v[]; };
 
-// Bits a lane decodes in a window (pipeline/exr_zip_gpu.c's WIDE_SPAN; benchmarks try others): 512 is
-// some 70 symbols of a 4K chunk's blocks.
+// Bits a lane decodes in a window (pipeline/exr_zip_gpu.c's WIDE_SPAN, 456; benchmarks try others): some 60
+// symbols of a 4K chunk's blocks.
 layout(constant_id = 4) const uint SPAN = 512u;
 #define WIDE_MAX gl_WorkGroupSize.x // the lanes
 // The first lane's loop iterations reading a block's header and building its codes: the code lengths (at most
