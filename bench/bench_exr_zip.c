@@ -62,6 +62,44 @@ static void *run_thread(void *p)
     return NULL;
 }
 
+/* The chunks of `frames` copies of a frame in one table, inflated by the serial loop in one dispatch: how the
+ * loop's time grows with the chunks an SM is given at once (HP_BENCH_BATCH=1,2,4,8,16 sweeps it). */
+static void one_dispatch(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *f, const hp_buffer *staging, int frames,
+                         bool wide_on)
+{
+    hp_exr_zip_frame big = *f;
+    big.chunk_count = f->chunk_count * (uint32_t)frames;
+    big.table_bytes = f->table_bytes * (uint32_t)frames;
+    big.unpacked_bytes = f->unpacked_bytes * (uint32_t)frames;
+    VkDeviceSize big_in = big.table_bytes + big.packed_bytes + HP_EXR_ZIP_PACKED_PAD;
+    hp_buffer bin, bout;
+    CHECK(hp_buffer_create(bench_gpu, big_in, HP_MEM_READBACK_SHADER, "batch_in", &bin, &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, hp_exr_zip_gpu_output_bytes(&big), HP_MEM_DEVICE, "batch_out", &bout,
+                           &bench_err) == HP_OK);
+    const hp_exr_zip_chunk *t = staging->mapped;
+    hp_exr_zip_chunk *bt = bin.mapped;
+    for (int k = 0; k < frames; k++)
+        for (uint32_t c = 0; c < f->chunk_count; c++) {
+            bt[k * f->chunk_count + c] = t[c];
+            bt[k * f->chunk_count + c].unpacked_offset += (uint32_t)(k * f->unpacked_bytes);
+        }
+    memcpy((uint8_t *)bin.mapped + big.table_bytes, (const uint8_t *)staging->mapped + f->table_bytes,
+           f->packed_bytes + HP_EXR_ZIP_PACKED_PAD);
+    /* The copies share their chunks' rows, where the wide inflate keeps its pointers: the serial loop's */
+    hp_exr_zip_gpu_set_wide(zip, false);
+    run_arg b = {.zip = zip, .f = &big, .in = bin, .out = bout};
+    run_thread(&b);
+    uint32_t bad = 0;
+    for (uint32_t c = 0; c < big.chunk_count; c++)
+        bad += bt[c].status != HP_EXR_ZIP_OK;
+    printf("the %d frames' chunks in one dispatch (%u chunks), the serial loop: %.1f ms GPU, %.1f ms wall, "
+           "%.2f GB/s of output%s\n", frames, big.chunk_count, b.gpu_ms, b.wall_ms,
+           (double)big.unpacked_bytes / (b.gpu_ms * 1e6), bad ? " (SOME CHUNKS FAILED)" : "");
+    hp_exr_zip_gpu_set_wide(zip, wide_on);
+    hp_buffer_destroy(bench_gpu, &bin);
+    hp_buffer_destroy(bench_gpu, &bout);
+}
+
 /* AT_ONCE frames' runs from as many threads (each its own submission on the decode queue, as the daemon's
  * decoding threads do), against the same frames' chunks in one dispatch; and a bandwidth probe on the
  * frame graph's queue alone and while the runs go on. */
@@ -99,34 +137,15 @@ static void at_once(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *f, const hp_buf
         printf("%d frames from %d threads at once: %.1f ms wall for all (one alone: %.1f ms GPU), mean GPU time "
                "each %.1f ms\n", AT_ONCE, AT_ONCE, wall, one_ms, gsum / AT_ONCE);
     }
-    /* the same chunks AT_ONCE times over in one table: one dispatch */
-    hp_exr_zip_frame big = *f;
-    big.chunk_count = f->chunk_count * AT_ONCE;
-    big.table_bytes = f->table_bytes * AT_ONCE;
-    big.unpacked_bytes = f->unpacked_bytes * AT_ONCE;
-    VkDeviceSize big_in = big.table_bytes + big.packed_bytes + HP_EXR_ZIP_PACKED_PAD;
-    hp_buffer bin, bout;
-    CHECK(hp_buffer_create(bench_gpu, big_in, HP_MEM_READBACK_SHADER, "batch_in", &bin, &bench_err) == HP_OK);
-    CHECK(hp_buffer_create(bench_gpu, hp_exr_zip_gpu_output_bytes(&big), HP_MEM_DEVICE, "batch_out", &bout,
-                           &bench_err) == HP_OK);
-    const hp_exr_zip_chunk *t = staging->mapped;
-    hp_exr_zip_chunk *bt = bin.mapped;
-    for (int k = 0; k < AT_ONCE; k++)
-        for (uint32_t c = 0; c < f->chunk_count; c++) {
-            bt[k * f->chunk_count + c] = t[c];
-            bt[k * f->chunk_count + c].unpacked_offset += (uint32_t)(k * f->unpacked_bytes);
-        }
-    memcpy((uint8_t *)bin.mapped + big.table_bytes, (const uint8_t *)staging->mapped + f->table_bytes,
-           f->packed_bytes + HP_EXR_ZIP_PACKED_PAD);
-    /* The copies share their chunks' rows, where the wide inflate keeps its pointers: the serial loop's */
-    hp_exr_zip_gpu_set_wide(zip, false);
-    run_arg b = {.zip = zip, .f = &big, .in = bin, .out = bout};
-    run_thread(&b);
-    printf("the %d frames' chunks in one dispatch (%u chunks), the serial loop: %.1f ms GPU, %.1f ms wall\n",
-           AT_ONCE, big.chunk_count, b.gpu_ms, b.wall_ms);
-    hp_exr_zip_gpu_set_wide(zip, wide_on);
-    hp_buffer_destroy(bench_gpu, &bin);
-    hp_buffer_destroy(bench_gpu, &bout);
+    /* the same chunks in one table, frames' worth at a time: one dispatch each */
+    const char *list = getenv("HP_BENCH_BATCH") ? getenv("HP_BENCH_BATCH") : "8";
+    for (const char *p = list; *p;) {
+        int k = atoi(p);
+        if (k >= 1 && k <= 64)
+            one_dispatch(zip, f, staging, k, wide_on);
+        p += strcspn(p, ",");
+        p += *p == ',';
+    }
     for (int i = 0; i < AT_ONCE; i++) {
         hp_buffer_destroy(bench_gpu, &args[i].in);
         hp_buffer_destroy(bench_gpu, &args[i].out);
@@ -260,10 +279,12 @@ int main(int argc, char **argv)
     CHECK(hp_image_zip_gather(file, len, &opt, &info, NULL, 0, &f, &bench_err) == HP_OK);
     const VkDeviceSize in_bytes = f.table_bytes + f.packed_bytes + HP_EXR_ZIP_PACKED_PAD;
     const VkDeviceSize image_bytes = (VkDeviceSize)f.width * f.height * 8;
-    hp_buffer staging, input, unpacked, image, readback, table_rb;
+    hp_buffer staging, input, unpacked, image, readback, table_rb, tables;
     CHECK(hp_buffer_create(bench_gpu, in_bytes, HP_MEM_UPLOAD, "zip_staging", &staging, &bench_err) == HP_OK);
     CHECK(hp_buffer_create(bench_gpu, in_bytes, HP_MEM_DEVICE, "zip_input", &input, &bench_err) == HP_OK);
     CHECK(hp_buffer_create(bench_gpu, f.unpacked_bytes + 4, HP_MEM_DEVICE, "zip_unpacked", &unpacked, &bench_err) == HP_OK);
+    CHECK(hp_buffer_create(bench_gpu, hp_exr_zip_gpu_tables_bytes(&f), HP_MEM_DEVICE, "zip_tables", &tables,
+                           &bench_err) == HP_OK);
     CHECK(hp_buffer_create(bench_gpu, image_bytes, HP_MEM_DEVICE, "zip_image", &image, &bench_err) == HP_OK);
     CHECK(hp_buffer_create(bench_gpu, image_bytes, HP_MEM_READBACK, "zip_readback", &readback, &bench_err) == HP_OK);
     CHECK(hp_buffer_create(bench_gpu, f.table_bytes, HP_MEM_READBACK, "zip_table", &table_rb, &bench_err) == HP_OK);
@@ -315,7 +336,8 @@ int main(int argc, char **argv)
         vkCmdCopyBuffer(bench_cmd, staging.buffer, input.buffer, 1, &up);
         bench_barrier_all();
         hp_exr_zip_io io = {.chunks = input.address, .packed = input.address + f.table_bytes,
-                            .unpacked = unpacked.address, .image = image.address, .timestamps = bench_queries,
+                            .unpacked = unpacked.address, .image = image.address, .tables = tables.address,
+                            .timestamps = bench_queries,
                             .first_query = r * HP_EXR_ZIP_GPU_TIMESTAMPS};
         vkCmdResetQueryPool(bench_cmd, bench_queries, io.first_query, HP_EXR_ZIP_GPU_TIMESTAMPS);
         hp_exr_zip_gpu_record(zip, bench_cmd, &f, &io);
@@ -382,7 +404,7 @@ int main(int argc, char **argv)
     free(inflate_ms);
     free(unzip_ms);
     hp_exr_zip_gpu_destroy(&zip);
-    hp_buffer *bufs[] = {&staging, &input, &unpacked, &image, &readback, &table_rb};
+    hp_buffer *bufs[] = {&staging, &input, &unpacked, &image, &readback, &table_rb, &tables};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
         hp_buffer_destroy(bench_gpu, bufs[i]);
     free(file);

@@ -26,9 +26,11 @@ struct exr_zip_push {
     VkDeviceAddress packed, chunks, unpacked, image;
     uint32_t chunk_count, width, height, pixel_bytes, lines_per_chunk, float_image;
     uint32_t slot[4]; /* a slot's offset | its type << 16 */
+    VkDeviceAddress tables;
 };
 _Static_assert(offsetof(struct exr_zip_push, chunk_count) == 32 && offsetof(struct exr_zip_push, float_image) == 52 &&
-               offsetof(struct exr_zip_push, slot) == 56 && sizeof(struct exr_zip_push) == 72,
+               offsetof(struct exr_zip_push, slot) == 56 && offsetof(struct exr_zip_push, tables) == 72 &&
+               sizeof(struct exr_zip_push) == 80,
                "push constant layout drifted from exr_zip_io.glsl");
 _Static_assert(sizeof(hp_exr_zip_chunk) == HP_EXR_ZIP_CHUNK_WORDS * 4, "chunk entry drifted from hp_shared.h");
 
@@ -232,7 +234,7 @@ static struct exr_zip_push exr_zip_push_of(const hp_exr_zip_frame *f, const hp_e
 {
     struct exr_zip_push p = {
         .packed = io->packed, .chunks = io->chunks, .unpacked = io->unpacked, .image = io->image,
-        .chunk_count = f->chunk_count, .width = f->width, .height = f->height, .pixel_bytes = f->pixel_bytes,
+        .tables = io->tables, .chunk_count = f->chunk_count, .width = f->width, .height = f->height, .pixel_bytes = f->pixel_bytes,
         .lines_per_chunk = f->lines_per_chunk, .float_image = f->float_image,
     };
     for (int s = 0; s < 4; s++)
@@ -326,9 +328,21 @@ hp_code hp_exr_zip_gpu_check(const hp_exr_zip_frame *f, const hp_exr_zip_chunk *
 
 bool hp_exr_zip_gpu_sliced(const hp_exr_zip_gpu *z) { return z->slice != 0; }
 
+VkDeviceSize hp_exr_zip_gpu_tables_bytes(const hp_exr_zip_frame *f)
+{
+    return (VkDeviceSize)f->chunk_count * HP_EXR_ZIP_TABLE_WORDS * 4;
+}
+
+/* The output buffer of a run: the image, the unpacked bytes (4 more: the last word's rounding), the tables
+ * from the next 64 bytes on (exr_inflate.glsl's buffer_reference_align, and no cache line shared). */
+static VkDeviceSize tables_offset(const hp_exr_zip_frame *f)
+{
+    return (hp_exr_zip_image_bytes(f) + f->unpacked_bytes + 4 + 63) & ~(VkDeviceSize)63;
+}
+
 VkDeviceSize hp_exr_zip_gpu_output_bytes(const hp_exr_zip_frame *f)
 {
-    return hp_exr_zip_image_bytes(f) + f->unpacked_bytes + 4;
+    return tables_offset(f) + hp_exr_zip_gpu_tables_bytes(f);
 }
 
 /* Everything one run holds, made and freed by the call: a run is a frame's decoding on a decoding thread,
@@ -469,6 +483,7 @@ hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const h
         VkDeviceSize image_bytes = hp_exr_zip_image_bytes(f);
         hp_exr_zip_io io = {.chunks = input->address, .packed = input->address + f->table_bytes,
                             .unpacked = output->address + image_bytes, .image = output->address,
+                            .tables = output->address + tables_offset(f),
                             .timestamps = r.queries};
         hp_exr_zip_gpu_record(z, r.cmd, f, &io);
         record_statuses_to_host(r.cmd);

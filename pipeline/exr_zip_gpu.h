@@ -112,6 +112,8 @@ typedef struct hp_exr_zip_io {
     VkDeviceAddress chunks;   /* chunk_count entries; the passes write their status words */
     VkDeviceAddress unpacked; /* unpacked_bytes, scratch */
     VkDeviceAddress image;    /* width x height RGBA16F or RGBA32F, what the pipeline's first stage reads */
+    VkDeviceAddress tables;   /* hp_exr_zip_gpu_tables_bytes, scratch: the serial inflate's code tables, 64-byte
+                               * aligned (unused by the wide inflate and the split) */
     /* Optional: HP_EXR_ZIP_GPU_TIMESTAMPS timestamps written from first_query on (before the first pass,
      * then after each); the caller resets them. VK_NULL_HANDLE: none. */
     VkQueryPool timestamps;
@@ -137,8 +139,11 @@ hp_code hp_exr_zip_gpu_check(const hp_exr_zip_frame *frame, const hp_exr_zip_chu
                              hp_err *err);
 
 /* The device memory a frame's run writes: the image (hp_exr_zip_image_bytes) first, then the unpacked
- * chunks. */
+ * chunks, then the serial inflate's tables (hp_exr_zip_gpu_tables_bytes). */
 VkDeviceSize hp_exr_zip_gpu_output_bytes(const hp_exr_zip_frame *frame);
+/* The serial inflate's scratch of a frame: a chunk's code tables (hp_shared.h's HP_EXR_ZIP_TABLE_WORDS), 2%
+ * of its unpacked bytes for 16-line ZIP chunks of half RGBA, a third or more for ZIPS's one-line ones. */
+VkDeviceSize hp_exr_zip_gpu_tables_bytes(const hp_exr_zip_frame *frame);
 
 /* A frame's passes on the least busy decode queue (pipeline/gpu.h's hp_gpu_decode_submit_wait), waited for:
  * what a decoding thread calls, several at once. input: host memory shaders can read (HP_MEM_READBACK_SHADER), laid out

@@ -111,11 +111,11 @@ uint step_symbol(out uint len, out uint dist)
     sym -= 257u;
     if (sym >= 29u)
         return STEP_INVALID;
-    len = s_lbase[sym] + bits(s_lext[sym]);
+    len = len_base[sym] + bits(len_extra[sym]);
     uint dsym = decode_dist();
     if (dsym >= 30u)
         return STEP_INVALID;
-    dist = s_dbase[dsym] + bits(s_dext[dsym]);
+    dist = dist_base[dsym] + bits(dist_extra[dsym]);
     return STEP_MATCH;
 }
 

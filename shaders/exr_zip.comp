@@ -24,15 +24,20 @@
 // the gathering) is out of the serial loop.
 // Every read stays inside the chunk's packed bytes plus the buffer's 16 bytes of padding, every write
 // inside the chunk's unpacked bytes, whatever the stream says: a damaged chunk is a status, never a fault.
-#include "exr_zip_io.glsl"
-#include "exr_finish.glsl"
-
 #ifdef HP_EXR_INFLATE
 // FUSED (no slices): a workgroup of 32, whose first invocation inflates the chunk while the others wait,
 // then all 32 unzip its pixels; one dispatch and no barrier in the command buffer, so that frames decoded
 // at once on the decode queue overlap (pipeline/exr_zip_gpu.c). Otherwise one invocation, and the unzip is
-// a pass of its own after every slice.
+// a pass of its own after every slice. exr_finish.glsl's shared arrays are as long as the workgroup: what
+// the pass holds of shared memory bounds the chunks an SM runs at once (exr_inflate.glsl's tables).
 layout(local_size_x_id = 2) in;
+#define FINISH_MAX gl_WorkGroupSize.x
+#define HP_INFLATE_TABLES_IN_MEMORY
+#endif
+#include "exr_zip_io.glsl"
+#include "exr_finish.glsl"
+
+#ifdef HP_EXR_INFLATE
 layout(constant_id = 1) const bool FUSED = false;
 
 // Work per dispatch, in loop iterations; 0: no limit (pipeline/exr_zip_gpu.c). Lavapipe ends any invocation
@@ -135,11 +140,11 @@ uint inflate_block_symbols()
         sym -= 257u;
         if (sym >= 29u)
             return HP_EXR_ZIP_BAD_DATA;
-        uint len = s_lbase[sym] + bits(s_lext[sym]);
+        uint len = len_base[sym] + bits(len_extra[sym]);
         uint dsym = decode_dist();
         if (dsym >= 30u)
             return HP_EXR_ZIP_BAD_DATA;
-        uint dist = s_dbase[dsym] + bits(s_dext[dsym]);
+        uint dist = dist_base[dsym] + bits(dist_extra[dsym]);
         if (dist > g_n)
             return HP_EXR_ZIP_BAD_DATA;
         if (len > g_limit - g_n)
@@ -337,10 +342,11 @@ uint inflate_slice(RwWords table, uint e)
 
 void main()
 {
-    init_length_codes();
     uint c = gl_WorkGroupID.x; // the same in the whole workgroup: the barrier below is reached by all or none
     if (c >= pc.chunk_count)
         return;
+    g_tables = InflateTables(packUint2x32(pc.tables) + uint64_t(c) * uint64_t(HP_EXR_ZIP_TABLE_WORDS * 4u));
+    init_length_codes();
     RwWords table = RwWords(pc.chunks);
     uint e = c * HP_EXR_ZIP_CHUNK_WORDS;
     if (gl_LocalInvocationIndex == 0u)

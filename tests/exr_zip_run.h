@@ -36,12 +36,13 @@ static inline void zip_reference_pixel(const hp_exr_zip_frame *f, const uint8_t 
     }
 }
 
-enum { ZIP_RUN_STAGING, ZIP_RUN_INPUT, ZIP_RUN_UNPACKED, ZIP_RUN_IMAGE, ZIP_RUN_RB_IMAGE, ZIP_RUN_RB_TABLE, ZIP_RUN_BUFFERS };
+enum { ZIP_RUN_STAGING, ZIP_RUN_INPUT, ZIP_RUN_UNPACKED, ZIP_RUN_IMAGE, ZIP_RUN_RB_IMAGE, ZIP_RUN_RB_TABLE, ZIP_RUN_TABLES,
+       ZIP_RUN_BUFFERS };
 
 /* Runs the passes over `input` (table_bytes + packed_bytes + HP_EXR_ZIP_PACKED_PAD bytes). The image
- * (hp_exr_zip_image_bytes: RGBA16F, or RGBA32F) goes to image, the table with its statuses to table. The unpacked scratch and
- * the image are filled with garbage first, so that a byte the passes fail to write shows. False when a
- * Vulkan call or an allocation failed. */
+ * (hp_exr_zip_image_bytes: RGBA16F, or RGBA32F) goes to image, the table with its statuses to table. The
+ * unpacked scratch, the inflate's tables and the image are filled with garbage first, so that a byte the
+ * passes fail to write shows. False when a Vulkan call or an allocation failed. */
 /* What the image's memory holds before a run: the wide inflate keeps its pointers there, so a walk that
  * fails leaves the rest of its batch as it was. The default has bit 31 clear; tests set one with it set, as
  * a frame before with negative halves leaves it, which reads as a pointer marked final. */
@@ -55,9 +56,9 @@ static inline bool zip_run(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const hp_exr_zi
     const VkDeviceSize in_bytes = f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD;
     const VkDeviceSize image_bytes = hp_exr_zip_image_bytes(f);
     const VkDeviceSize size[ZIP_RUN_BUFFERS] = {in_bytes, in_bytes, f->unpacked_bytes + 4, image_bytes, image_bytes,
-                                                f->table_bytes};
-    const hp_mem_kind kind[ZIP_RUN_BUFFERS] = {HP_MEM_UPLOAD, HP_MEM_DEVICE,   HP_MEM_DEVICE,
-                                               HP_MEM_DEVICE, HP_MEM_READBACK, HP_MEM_READBACK};
+                                                f->table_bytes, hp_exr_zip_gpu_tables_bytes(f)};
+    const hp_mem_kind kind[ZIP_RUN_BUFFERS] = {HP_MEM_UPLOAD, HP_MEM_DEVICE,   HP_MEM_DEVICE,   HP_MEM_DEVICE,
+                                               HP_MEM_READBACK, HP_MEM_READBACK, HP_MEM_DEVICE};
     hp_buffer b[ZIP_RUN_BUFFERS] = {0};
     hp_err err = {0};
     bool ok = true;
@@ -74,10 +75,12 @@ static inline bool zip_run(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const hp_exr_zi
         VkBufferCopy up = {.size = in_bytes};
         vkCmdCopyBuffer(r->cmd, b[ZIP_RUN_STAGING].buffer, b[ZIP_RUN_INPUT].buffer, 1, &up);
         vkCmdFillBuffer(r->cmd, b[ZIP_RUN_UNPACKED].buffer, 0, VK_WHOLE_SIZE, 0xa5a5a5a5u);
+        vkCmdFillBuffer(r->cmd, b[ZIP_RUN_TABLES].buffer, 0, VK_WHOLE_SIZE, 0x5a5a5a5au);
         vkCmdFillBuffer(r->cmd, b[ZIP_RUN_IMAGE].buffer, 0, VK_WHOLE_SIZE, zip_run_image_fill);
         gpu_test_barrier(r->cmd);
         hp_exr_zip_io io = {.chunks = b[ZIP_RUN_INPUT].address, .packed = b[ZIP_RUN_INPUT].address + f->table_bytes,
-                            .unpacked = b[ZIP_RUN_UNPACKED].address, .image = b[ZIP_RUN_IMAGE].address};
+                            .unpacked = b[ZIP_RUN_UNPACKED].address, .image = b[ZIP_RUN_IMAGE].address,
+                            .tables = b[ZIP_RUN_TABLES].address};
         hp_exr_zip_gpu_record(zip, r->cmd, f, &io);
         gpu_test_barrier(r->cmd);
         VkBufferCopy img = {.size = image_bytes}, tab = {.size = f->table_bytes};

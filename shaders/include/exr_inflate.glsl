@@ -1,5 +1,5 @@
 // EXR ZIP decoding on the GPU: inflating, the pieces both inflates share (RFC 1951): the work bound, the
-// code tables in shared memory, the bit reader, the canonical codes and a block's header. After
+// code tables, the bit reader, the canonical codes and a block's header. After
 // exr_zip_io.glsl.
 // The most work a chunk may take in one run without slices; 0: four iterations a byte and a block's header
 // every KiB, far more than any deflate encoder's stream needs, so that a stream made to be slow (empty
@@ -22,20 +22,59 @@ uint g_cap;             // its most (MAX_WORK's)
 #define T_LIT 0u
 #define T_DIST 1u
 
-// Lookup tables: entry = symbol << 4 | code length; length 0: a longer code, or none (decode_slow).
-shared uint s_lit[1u << LUT_BITS];
-shared uint s_dist[1u << DIST_LUT_BITS];
-// Per code (0 literal/length, 1 distance; the code-length code borrows 1): codes of each length, and the
-// symbols in canonical order (RFC 1951 3.2.2).
-shared uint s_count[2][16];
-shared uint s_sym[2][288];
-shared uint s_len[320]; // the code lengths of one block as read: literal/length then distance
+// --- The code tables --------------------------------------------------------------------------------
+//   lut_lit, lut_dist    lookup tables: entry = symbol << 4 | code length; length 0: a longer code, or none
+//                        (decode_slow)
+//   code_count, code_sym per code (0 literal/length, 1 distance; the code-length code borrows 1): codes of
+//                        each length, and the symbols in canonical order (RFC 1951 3.2.2)
+//   code_lens            the code lengths of one block as read: literal/length then distance
+//   len_base ...         RFC 1951 3.2.5: base and extra bits of the length symbols 257..285 and the distance
+//                        symbols 0..29
+//   code_first, code_index  per code, for filling its table: the first code of each length and the
+//                        canonical index of its first symbol (3.2.2's next_code, and the running count of
+//                        shorter codes)
+// Where they live is the includer's choice. The wide inflate's workgroup shares one set in shared memory.
+// The serial loop (HP_INFLATE_TABLES_IN_MEMORY) decodes a chunk in one invocation, so nothing needs them
+// shared: they are the chunk's own words in memory (pc.tables, hp_shared.h's HP_EXR_ZIP_TABLE_WORDS a chunk),
+// read through the SM's L1 cache. In shared memory they held 9.6 KB a workgroup, and the H200's driver gave
+// the pass 48 KB of shared memory an SM: three chunks an SM at once, however many were waiting (a frame's
+// chunks in one dispatch: 1 to 3 frames took one chunk's time, 4 to 6 twice that, docs/BENCHMARKS.md).
+#define LIT_SYMBOLS 288u
+#ifdef HP_INFLATE_TABLES_IN_MEMORY
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer InflateTables {
+    uint lit[1u << LUT_BITS];
+    uint dist[1u << DIST_LUT_BITS];
+    uint count[2][16];
+    uint sym[2][LIT_SYMBOLS];
+    uint lens[320];
+    uint lbase[29], lext[29], dbase[30], dext[30];
+    uint first[2][16], index[2][16];
+    uint unused[HP_EXR_ZIP_TABLE_WORDS - 2390u]; // the words above: an array of negative size if they outgrow it
+};
+InflateTables g_tables; // the chunk's (main sets it)
+#define lut_lit g_tables.lit
+#define lut_dist g_tables.dist
+#define code_count g_tables.count
+#define code_sym g_tables.sym
+#define code_lens g_tables.lens
+#define len_base g_tables.lbase
+#define len_extra g_tables.lext
+#define dist_base g_tables.dbase
+#define dist_extra g_tables.dext
+#define code_first g_tables.first
+#define code_index g_tables.index
+#else
+shared uint lut_lit[1u << LUT_BITS];
+shared uint lut_dist[1u << DIST_LUT_BITS];
+shared uint code_count[2][16];
+shared uint code_sym[2][LIT_SYMBOLS];
+shared uint code_lens[320];
+shared uint len_base[29], len_extra[29], dist_base[30], dist_extra[30];
+shared uint code_first[2][16], code_index[2][16];
+#endif
 
-// RFC 1951 3.2.5: base and extra bits of the length symbols 257..285 and the distance symbols 0..29.
-shared uint s_lbase[29], s_lext[29], s_dbase[30], s_dext[30];
-
-// RFC 1951 3.2.5: the length symbols' bases and extra bits, and the distance symbols', into shared memory
-// by the first invocation (read after the workgroup's first barrier, or by that invocation alone).
+// RFC 1951 3.2.5: the length symbols' bases and extra bits, and the distance symbols', into their tables by
+// the first invocation (read after the workgroup's first barrier, or by that invocation alone).
 void init_length_codes()
 {
     const uint lbase[29] = uint[](3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83,
@@ -47,11 +86,11 @@ void init_length_codes()
                                  12, 13, 13);
     for (uint i = 0u; i < 30u && gl_LocalInvocationIndex == 0u; i++) {
         if (i < 29u) {
-            s_lbase[i] = lbase[i];
-            s_lext[i] = lext[i];
+            len_base[i] = lbase[i];
+            len_extra[i] = lext[i];
         }
-        s_dbase[i] = dbase[i];
-        s_dext[i] = dext[i];
+        dist_base[i] = dbase[i];
+        dist_extra[i] = dext[i];
     }
 }
 
@@ -109,11 +148,11 @@ uint decode_slow(uint t)
     uint code = 0u, first = 0u, index = 0u;
     for (uint len = 1u; len <= 15u; len++) {
         code |= uint(g_bits >> (len - 1u)) & 1u;
-        uint count = s_count[t][len];
+        uint count = code_count[t][len];
         if (code < first + count) {
             drop(len);
             g_used += len; // its loop's iterations count toward the slice
-            return s_sym[t][index + code - first];
+            return code_sym[t][index + code - first];
         }
         index += count;
         first = (first + count) << 1u;
@@ -135,18 +174,15 @@ uint decode_entry(uint e, uint t)
 uint decode_lit()
 {
     refill();
-    return decode_entry(s_lit[uint(g_bits) & LUT_MASK], T_LIT);
+    return decode_entry(lut_lit[uint(g_bits) & LUT_MASK], T_LIT);
 }
 
 uint decode_dist()
 {
     refill();
-    return decode_entry(s_dist[uint(g_bits) & DIST_LUT_MASK], T_DIST);
+    return decode_entry(lut_dist[uint(g_bits) & DIST_LUT_MASK], T_DIST);
 }
 
-// Per code, for filling its table: the first code of each length and the canonical index of its first
-// symbol (RFC 1951 3.2.2's next_code, and the running count of shorter codes).
-shared uint s_first[2][16], s_index[2][16];
 // Whether build() fills the lookup table itself: the wide inflate's first invocation builds the codes and
 // the whole workgroup then fills the table (fill_lut).
 bool g_fill_luts = true;
@@ -158,9 +194,9 @@ void clear_lut(uint t, uint lut_bits, uint lane, uint lanes)
     for (uint i = lane; i < (1u << lut_bits); i += lanes) {
         g_fill_work++;
         if (t == T_LIT)
-            s_lit[i] = 0u;
+            lut_lit[i] = 0u;
         else
-            s_dist[i] = 0u;
+            lut_dist[i] = 0u;
     }
 }
 
@@ -168,41 +204,41 @@ void clear_lut(uint t, uint lut_bits, uint lane, uint lanes)
 // significant bit first fills every entry whose low bits are its bits reversed. After clear_lut.
 void fill_lut(uint t, uint lut_bits, uint lane, uint lanes)
 {
-    uint size = 1u << lut_bits, codes = s_index[t][lut_bits + 1u];
+    uint size = 1u << lut_bits, codes = code_index[t][lut_bits + 1u];
     for (uint index = lane; index < codes; index += lanes) {
         uint len = 1u;
-        while (s_index[t][len + 1u] <= index)
+        while (code_index[t][len + 1u] <= index)
             len++;
-        uint code = s_first[t][len] + index - s_index[t][len];
-        uint e = s_sym[t][index] << 4u | len;
+        uint code = code_first[t][len] + index - code_index[t][len];
+        uint e = code_sym[t][index] << 4u | len;
         for (uint r = bitfieldReverse(code) >> (32u - len); r < size; r += 1u << len) {
             g_fill_work++;
             if (t == T_LIT)
-                s_lit[r] = e;
+                lut_lit[r] = e;
             else
-                s_dist[r] = e;
+                lut_dist[r] = e;
         }
     }
 }
 
-// The canonical code of the n lengths at s_len[off]: counts, symbols and, with lut_bits, the table.
+// The canonical code of the n lengths at code_lens[off]: counts, symbols and, with lut_bits, the table.
 // False for an over-subscribed set, or an incomplete one that zlib would refuse (inftrees.c); the fixed
 // distance code (30 of 32 five-bit codes) is incomplete by the format's own definition.
 bool build(uint t, uint off, uint n, uint lut_bits, bool fixed_set)
 {
     for (uint len = 0u; len < 16u; len++)
-        s_count[t][len] = 0u;
+        code_count[t][len] = 0u;
     for (uint s = 0u; s < n; s++)
-        s_count[t][s_len[off + s]]++;
-    uint codes = n - s_count[t][0];
-    s_count[t][0] = 0u;
+        code_count[t][code_lens[off + s]]++;
+    uint codes = n - code_count[t][0];
+    code_count[t][0] = 0u;
     int left = 1;
     uint longest = 0u;
     for (uint len = 1u; len < 16u; len++) {
-        left = (left << 1) - int(s_count[t][len]);
+        left = (left << 1) - int(code_count[t][len]);
         if (left < 0)
             return false;
-        if (s_count[t][len] != 0u)
+        if (code_count[t][len] != 0u)
             longest = len;
     }
     if (left > 0 && codes != 0u && !fixed_set && !(lut_bits != 0u && longest == 1u))
@@ -210,17 +246,17 @@ bool build(uint t, uint off, uint n, uint lut_bits, bool fixed_set)
     uint offs[16];
     offs[1] = 0u;
     for (uint len = 1u; len < 15u; len++)
-        offs[len + 1u] = offs[len] + s_count[t][len];
+        offs[len + 1u] = offs[len] + code_count[t][len];
     uint code = 0u;
     for (uint len = 1u; len < 16u; len++) {
-        s_first[t][len] = code;
-        s_index[t][len] = offs[len];
-        code = (code + s_count[t][len]) << 1u;
+        code_first[t][len] = code;
+        code_index[t][len] = offs[len];
+        code = (code + code_count[t][len]) << 1u;
     }
     for (uint s = 0u; s < n; s++) {
-        uint len = s_len[off + s];
+        uint len = code_lens[off + s];
         if (len != 0u)
-            s_sym[t][offs[len]++] = s;
+            code_sym[t][offs[len]++] = s;
     }
     if (lut_bits == 0u || !g_fill_luts)
         return true;
@@ -232,9 +268,9 @@ bool build(uint t, uint off, uint n, uint lut_bits, bool fixed_set)
 bool fixed_codes() // RFC 1951 3.2.6
 {
     for (uint s = 0u; s < 288u; s++)
-        s_len[s] = s < 144u ? 8u : s < 256u ? 9u : s < 280u ? 7u : 8u;
+        code_lens[s] = s < 144u ? 8u : s < 256u ? 9u : s < 280u ? 7u : 8u;
     for (uint s = 0u; s < 30u; s++)
-        s_len[288u + s] = 5u;
+        code_lens[288u + s] = 5u;
     return build(T_LIT, 0u, 288u, LUT_BITS, true) && build(T_DIST, 288u, 30u, DIST_LUT_BITS, true);
 }
 
@@ -245,7 +281,7 @@ bool dynamic_codes() // RFC 1951 3.2.7
         return false;
     const uint order[19] = uint[](16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15);
     for (uint i = 0u; i < 19u; i++)
-        s_len[order[i]] = i < ncode ? bits(3) : 0u;
+        code_lens[order[i]] = i < ncode ? bits(3) : 0u;
     if (!build(T_DIST, 0u, 19u, 0u, false)) // the code-length code, complete, borrowing the distance slots
         return false;
     for (uint i = 0u; i < nlen + ndist;) {
@@ -254,14 +290,14 @@ bool dynamic_codes() // RFC 1951 3.2.7
         if (sym == NO_SYMBOL)
             return false;
         if (sym < 16u) {
-            s_len[i++] = sym;
+            code_lens[i++] = sym;
             continue;
         }
         uint repeat, value = 0u;
         if (sym == 16u) {
             if (i == 0u)
                 return false;
-            value = s_len[i - 1u];
+            value = code_lens[i - 1u];
             repeat = 3u + bits(2);
         } else if (sym == 17u) {
             repeat = 3u + bits(3);
@@ -271,9 +307,9 @@ bool dynamic_codes() // RFC 1951 3.2.7
         if (i + repeat > nlen + ndist)
             return false;
         for (; repeat > 0u; repeat--)
-            s_len[i++] = value;
+            code_lens[i++] = value;
     }
-    if (s_len[256] == 0u) // no end-of-block code
+    if (code_lens[256] == 0u) // no end-of-block code
         return false;
     return build(T_LIT, 0u, nlen, LUT_BITS, false) && build(T_DIST, nlen, ndist, DIST_LUT_BITS, false);
 }

@@ -22,6 +22,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer RwWords { ui
 //   52      float_image      0: RGBA16F, the file's half bits; 1: RGBA32F
 //   56      slot[4]          R, G, B, A: the bytes before the slot's channel in a pixel's | its type << 16
 //                            (SLOT_ABSENT, SLOT_HALF, SLOT_FLOAT: exr_zip_gpu.h's HP_EXR_ZIP_*)
+//   72      tables           the serial inflate's code tables, HP_EXR_ZIP_TABLE_WORDS words a chunk
 layout(push_constant, std430) uniform Push {
     uvec2 packed;
     uvec2 chunks;
@@ -34,6 +35,7 @@ layout(push_constant, std430) uniform Push {
     uint lines_per_chunk;
     uint float_image;
     uint slot[4];
+    uvec2 tables;
 } pc;
 #define SLOT_ABSENT 0u
 #define SLOT_HALF 1u

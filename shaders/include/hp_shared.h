@@ -278,6 +278,9 @@
  *         position, block header's bit position, stored bytes left, last block and type, bytes written
  *   14-15 (unused) */
 #define HP_EXR_ZIP_CHUNK_WORDS 16u
+/* The serial inflate's code tables, a chunk's own words in the output buffer past the unpacked bytes
+ * (shaders/include/exr_inflate.glsl's InflateTables: 2390 words used, 64-byte aligned a chunk). */
+#define HP_EXR_ZIP_TABLE_WORDS 2400u
 #define HP_EXR_ZIP_OK 0u
 #define HP_EXR_ZIP_BAD_DATA 1u     /* not a valid zlib stream: header, block type, code or distance */
 #define HP_EXR_ZIP_SHORT 2u        /* the final block came before unpacked_size bytes */
