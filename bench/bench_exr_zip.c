@@ -44,7 +44,7 @@ static double cpu_decode_ms(const uint8_t *file, size_t len, uint32_t threads, u
 
 /* --- Frames at once: what the daemon does with several clients ---------------------------------------- */
 
-#define AT_ONCE 8
+#define AT_ONCE 16 /* frames at once, at most */
 
 typedef struct run_arg {
     hp_exr_zip_gpu *zip;
@@ -100,9 +100,51 @@ static void one_dispatch(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *f, const h
     hp_buffer_destroy(bench_gpu, &bout);
 }
 
-/* AT_ONCE frames' runs from as many threads (each its own submission on the decode queue, as the daemon's
- * decoding threads do), against the same frames' chunks in one dispatch; and a bandwidth probe on the
- * frame graph's queue alone and while the runs go on. */
+/* k frames as k threads' runs (each as a daemon's decoding thread calls it: the runs that wait while a batch
+ * is on the GPU go on together), twice. */
+static void threads_at_once(run_arg *args, int k, const hp_buffer *staging, const hp_exr_zip_frame *f, double one_ms)
+{
+    pthread_t th[AT_ONCE];
+    for (int rep = 0; rep < 2; rep++) {
+        for (int i = 0; i < k; i++)
+            memcpy(args[i].in.mapped, staging->mapped, f->table_bytes); /* fresh statuses */
+        double t0 = now_ms();
+        for (int i = 0; i < k; i++)
+            pthread_create(&th[i], NULL, run_thread, &args[i]);
+        for (int i = 0; i < k; i++)
+            pthread_join(th[i], NULL);
+        double wall = now_ms() - t0;
+        double gsum = 0;
+        for (int i = 0; i < k; i++)
+            gsum += args[i].gpu_ms;
+        printf("%d frames from %d threads at once: %.1f ms wall for all (one alone: %.1f ms GPU), GPU time %.1f ms "
+               "in all, %.2f GB/s of output over the wall time\n", k, k, wall, one_ms, gsum,
+               (double)f->unpacked_bytes * k / (wall * 1e6));
+    }
+}
+
+/* k frames in one batch (hp_exr_zip_gpu_run_together) by the inflate that wide_chunks picks. */
+static void together(hp_exr_zip_gpu *zip, run_arg *args, int k, const hp_buffer *staging, const hp_exr_zip_frame *f,
+                     uint32_t wide_chunks, const char *name)
+{
+    hp_exr_zip_frame frames[AT_ONCE];
+    hp_buffer in[AT_ONCE], out[AT_ONCE];
+    for (int i = 0; i < k; i++) {
+        memcpy(args[i].in.mapped, staging->mapped, f->table_bytes); /* fresh statuses */
+        frames[i] = *f;
+        in[i] = args[i].in;
+        out[i] = args[i].out;
+    }
+    hp_exr_zip_gpu_batch_tune(zip, wide_chunks);
+    double ms = 0, t0 = now_ms();
+    CHECK(hp_exr_zip_gpu_run_together(zip, (uint32_t)k, frames, in, out, &ms, &bench_err) == HP_OK);
+    double wall = now_ms() - t0;
+    printf("%d frames in one batch (%u chunks), %s: %.1f ms GPU, %.1f ms wall, %.2f GB/s of output\n", k,
+           f->chunk_count * k, name, ms, wall, (double)f->unpacked_bytes * k / (ms * 1e6));
+}
+
+/* Frames at once: AT_ONCE frames' runs from as many threads, k frames in one batch by either inflate
+ * (HP_BENCH_TOGETHER=1,2,4,8,16), and the same chunks in one dispatch (HP_BENCH_BATCH). */
 static void at_once(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *f, const hp_buffer *staging, double one_ms,
                     bool wide_on)
 {
@@ -117,28 +159,27 @@ static void at_once(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *f, const hp_buf
     }
     /* one frame through the run, as the daemon runs it (chunks read from host memory) */
     run_thread(&args[0]);
+    uint32_t wide_chunks = hp_exr_zip_gpu_wide_batch_chunks(bench_gpu);
     printf("\none frame through hp_exr_zip_gpu_run (chunks read from host memory): %.2f ms GPU, %.2f ms wall; "
-           "decode queue %s (%u of them)\n", args[0].gpu_ms, args[0].wall_ms,
-           hp_gpu_has_decode_queue(bench_gpu) ? "a queue of its own" : "the compute queue",
-           hp_gpu_decode_queue_count(bench_gpu));
-    pthread_t th[AT_ONCE];
-    for (int rep = 0; rep < 2; rep++) {
-        for (int i = 0; i < AT_ONCE; i++)
-            memcpy(args[i].in.mapped, staging->mapped, f->table_bytes); /* fresh statuses */
-        double t0 = now_ms();
-        for (int i = 0; i < AT_ONCE; i++)
-            pthread_create(&th[i], NULL, run_thread, &args[i]);
-        for (int i = 0; i < AT_ONCE; i++)
-            pthread_join(th[i], NULL);
-        double wall = now_ms() - t0;
-        double gsum = 0;
-        for (int i = 0; i < AT_ONCE; i++)
-            gsum += args[i].gpu_ms;
-        printf("%d frames from %d threads at once: %.1f ms wall for all (one alone: %.1f ms GPU), mean GPU time "
-               "each %.1f ms\n", AT_ONCE, AT_ONCE, wall, one_ms, gsum / AT_ONCE);
+           "decode queue %s (%u of them); batches of up to %u chunks by the wide inflate\n", args[0].gpu_ms,
+           args[0].wall_ms, hp_gpu_has_decode_queue(bench_gpu) ? "a queue of its own" : "the compute queue",
+           hp_gpu_decode_queue_count(bench_gpu), wide_on ? wide_chunks : 0);
+    threads_at_once(args, 8, staging, f, one_ms);
+    threads_at_once(args, AT_ONCE, staging, f, one_ms);
+    const char *list = getenv("HP_BENCH_TOGETHER") ? getenv("HP_BENCH_TOGETHER") : "1,2,4,8,16";
+    for (const char *p = list; *p;) {
+        int k = atoi(p);
+        if (k >= 1 && k <= AT_ONCE) {
+            together(zip, args, k, staging, f, 0, "the serial loop");
+            if (wide_on)
+                together(zip, args, k, staging, f, UINT32_MAX, "the wide inflate");
+        }
+        p += strcspn(p, ",");
+        p += *p == ',';
     }
+    hp_exr_zip_gpu_batch_tune(zip, wide_chunks);
     /* the same chunks in one table, frames' worth at a time: one dispatch each */
-    const char *list = getenv("HP_BENCH_BATCH") ? getenv("HP_BENCH_BATCH") : "8";
+    list = getenv("HP_BENCH_BATCH") ? getenv("HP_BENCH_BATCH") : "8";
     for (const char *p = list; *p;) {
         int k = atoi(p);
         if (k >= 1 && k <= 64)

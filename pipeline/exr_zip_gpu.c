@@ -1,6 +1,7 @@
 /* EXR's ZIP chunks decoded on the GPU (exr_zip_gpu.h): pipelines, recording, the statuses read back. */
 #include "pipeline/exr_zip_gpu.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,12 @@ struct hp_exr_zip_gpu {
     uint32_t wide_span, wide_entries, wide_group; /* its pipeline's SPAN, ENTRIES, lanes; 0: WIDE_* */
     bool wide_phases;   /* its pipeline the phases-timed variant (hp_exr_zip_gpu_wide_phases) */
     hp_compute inflate, finish, inflate_wide;
+    /* Runs taken together (hp_exr_zip_gpu_run's batches, below) */
+    pthread_mutex_t batch_lock;
+    pthread_cond_t batch_done;
+    struct zip_job *waiting, **waiting_tail; /* frames for the next batch, in arrival order */
+    bool submitting;                         /* a batch is on the GPU */
+    uint32_t wide_chunks;                    /* a batch of more chunks takes the serial loop */
 };
 
 hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out, hp_err *err)
@@ -77,6 +84,10 @@ hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out,
     if (!z)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     z->gpu = gpu;
+    pthread_mutex_init(&z->batch_lock, NULL);
+    pthread_cond_init(&z->batch_done, NULL);
+    z->waiting_tail = &z->waiting;
+    z->wide_chunks = hp_exr_zip_gpu_wide_batch_chunks(gpu);
     if (slice == 0)
         slice = strcmp(hp_gpu_get_info(gpu)->driver_name, "llvmpipe") == 0 ? LAVAPIPE_SLICE : HP_EXR_ZIP_NO_SLICE;
     /* slices of at least HEADER_COST of work besides a block's codes, and under lavapipe's limit */
@@ -110,6 +121,8 @@ void hp_exr_zip_gpu_destroy(hp_exr_zip_gpu **zp)
     hp_compute_destroy(z->gpu, &z->inflate);
     hp_compute_destroy(z->gpu, &z->finish);
     hp_compute_destroy(z->gpu, &z->inflate_wide);
+    pthread_mutex_destroy(&z->batch_lock);
+    pthread_cond_destroy(&z->batch_done);
     free(z);
     *zp = NULL;
 }
@@ -205,17 +218,9 @@ bool hp_exr_zip_gpu_wide_phases(hp_exr_zip_gpu *z, bool on)
     return remake_wide(z);
 }
 
-/* Every frame the passes take: the wide inflate's pointers fill the image's memory of a chunk's rows a batch
- * at a time, whatever its channels. */
-static bool takes_wide(const hp_exr_zip_gpu *z, const hp_exr_zip_frame *f)
-{
-    (void)f;
-    return z->wide;
-}
-
 uint32_t hp_exr_zip_gpu_dispatches(const hp_exr_zip_gpu *z, const hp_exr_zip_frame *f)
 {
-    if (z->slice == 0 || takes_wide(z, f))
+    if (z->slice == 0 || z->wide)
         return 1;
     /* A valid stream's work: at most 2 iterations a byte (a literal, or a match's symbol and its bytes) and a
      * block's header every 4096 bytes (zlib ends its blocks every 16384 symbols), each slice also building
@@ -259,16 +264,18 @@ uint64_t hp_exr_zip_image_bytes(const hp_exr_zip_frame *f)
     return (uint64_t)f->width * f->height * (f->float_image ? 16 : 8);
 }
 
-void hp_exr_zip_gpu_record(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_zip_frame *f, const hp_exr_zip_io *io)
+/* The passes of a frame, by the wide inflate or the serial loop. */
+static void record_passes(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_zip_frame *f, const hp_exr_zip_io *io,
+                          bool wide)
 {
     struct exr_zip_push push = exr_zip_push_of(f, io);
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
                           .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
     stamp(cmd, io, 0);
-    const hp_compute *inflate = takes_wide(z, f) ? &z->inflate_wide : &z->inflate;
+    const hp_compute *inflate = wide ? &z->inflate_wide : &z->inflate;
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, inflate->pipeline);
     vkCmdPushConstants(cmd, inflate->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
-    if (z->slice == 0 || takes_wide(z, f)) { /* one dispatch that unzips too, and no barrier: frames on one queue overlap */
+    if (z->slice == 0 || wide) { /* one dispatch that unzips too, and no barrier: frames on one queue overlap */
         vkCmdDispatch(cmd, f->chunk_count < MAX_DISPATCH ? f->chunk_count : MAX_DISPATCH, 1, 1);
         stamp(cmd, io, 1);
         stamp(cmd, io, 2);
@@ -285,6 +292,11 @@ void hp_exr_zip_gpu_record(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_
     vkCmdPushConstants(cmd, z->finish.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
     vkCmdDispatch(cmd, f->chunk_count < MAX_DISPATCH ? f->chunk_count : MAX_DISPATCH, 1, 1);
     stamp(cmd, io, 2);
+}
+
+void hp_exr_zip_gpu_record(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_zip_frame *f, const hp_exr_zip_io *io)
+{
+    record_passes(z, cmd, f, io, z->wide);
 }
 
 const char *hp_exr_zip_status_text(uint32_t status)
@@ -466,30 +478,191 @@ static hp_code run_finish(hp_gpu *gpu, zip_run *r, VkResult res, const hp_exr_zi
  * gave wrong pixels with a status of OK). Such frames are the CPU's there. */
 #define SLICED_CHUNK_MAX (1u << 20)
 
-hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const hp_buffer *input,
-                           const hp_buffer *output, double *gpu_ms, hp_err *err)
+/* --- Frames decoded at once: one submission -------------------------------------------------------------
+ * Frames submitted apart, each on a decode queue of its own, ran side by side little faster than one after the
+ * other: 8 street frames from 8 threads took 113 ms by the serial loop, the same chunks in one dispatch 44 ms
+ * (H200, docs/BENCHMARKS.md, "Frames' chunks together"). So the runs are taken together, as a database commits
+ * a group: a frame that arrives while a batch is on the GPU waits, and the next batch takes every frame
+ * waiting by then, their passes in one command buffer, no barrier between frames. One batch at a time: a frame
+ * alone goes at once, frames under load go together. A batch of at most wide_chunks chunks takes the wide
+ * inflate (a frame's latency: 7-10 ms a 4K frame against the serial loop's 30-40), a larger one the serial
+ * loop, whose chunks then all run at once (an SM holds some 20 of its chunks and 2 of the wide inflate's). */
+typedef struct zip_job {
+    const hp_exr_zip_frame *f;
+    const hp_buffer *input, *output;
+    VkResult res;  /* its batch's recording, submission and wait */
+    double gpu_ms; /* its share of its batch's time on the GPU */
+    bool done;
+    struct zip_job *next;
+} zip_job;
+
+uint32_t hp_exr_zip_gpu_wide_batch_chunks(const hp_gpu *gpu)
 {
-    if (z->slice != 0 && !takes_wide(z, f) && f->max_chunk_bytes > SLICED_CHUNK_MAX)
+    /* Four waves of the wide inflate, two chunks an SM: on the H200 (132 SMs, 1056 chunks: some 8 frames of
+     * 4K) the serial loop's one wave (40-45 ms) is as fast there (docs/BENCHMARKS.md). 512 where the SMs
+     * are not known. */
+    uint32_t sms = hp_gpu_get_info(gpu)->sm_count;
+    return sms ? 8 * sms : 512;
+}
+
+void hp_exr_zip_gpu_batch_tune(hp_exr_zip_gpu *z, uint32_t wide_chunks)
+{
+    pthread_mutex_lock(&z->batch_lock);
+    z->wide_chunks = wide_chunks;
+    pthread_mutex_unlock(&z->batch_lock);
+}
+
+/* The batch's frames recorded, submitted and waited for: each job's res and its share of the GPU's time. Only
+ * the batch's first and last timestamps: a timestamp between dispatches may wait for the ones before it. */
+static void run_batch(hp_exr_zip_gpu *z, zip_job *jobs, uint32_t wide_chunks)
+{
+    hp_gpu *gpu = z->gpu;
+    uint32_t frames = 0, chunks = 0;
+    for (zip_job *j = jobs; j; j = j->next) {
+        frames++;
+        chunks += j->f->chunk_count;
+    }
+    /* a sliced device (lavapipe) with the wide inflate on (tests) keeps it: chunks past SLICED_CHUNK_MAX are
+     * the wide inflate's only there */
+    bool wide = z->wide && (z->slice != 0 || chunks <= wide_chunks);
+    zip_run r = {0};
+    VkResult res = run_make(gpu, &r);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    if (res == VK_SUCCESS)
+        res = vkBeginCommandBuffer(r.cmd, &bi);
+    if (res == VK_SUCCESS) {
+        vkCmdResetQueryPool(r.cmd, r.queries, 0, HP_EXR_ZIP_GPU_TIMESTAMPS);
+        vkCmdWriteTimestamp(r.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, r.queries, 0);
+        for (zip_job *j = jobs; j; j = j->next) {
+            /* The input is the caller's host memory, read by address where it lies: no copy, no barrier
+             * before the passes. */
+            const hp_exr_zip_frame *f = j->f;
+            hp_buffer_flush(gpu, j->input);
+            hp_exr_zip_io io = {.chunks = j->input->address, .packed = j->input->address + f->table_bytes,
+                                .unpacked = j->output->address + hp_exr_zip_image_bytes(f),
+                                .image = j->output->address, .tables = j->output->address + tables_offset(f)};
+            record_passes(z, r.cmd, f, &io, wide);
+        }
+        vkCmdWriteTimestamp(r.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, r.queries, 1);
+        record_statuses_to_host(r.cmd);
+        res = vkEndCommandBuffer(r.cmd);
+    }
+    if (res == VK_SUCCESS)
+        res = run_submit_wait(gpu, &r);
+    else
+        run_free(hp_gpu_device(gpu), &r);
+    uint64_t ts[2]; /* the batch's first and last: queries 0 and 1 */
+    double ms = 0;
+    if (res == VK_SUCCESS && vkGetQueryPoolResults(hp_gpu_device(gpu), r.queries, 0, 2, sizeof(ts), ts, sizeof(ts[0]),
+                                                   VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
+        ms = (double)(ts[1] - ts[0]) * hp_gpu_get_info(gpu)->timestamp_period_ns / 1e6;
+    if (res == VK_SUCCESS)
+        run_free(hp_gpu_device(gpu), &r);
+    for (zip_job *j = jobs; j; j = j->next) {
+        j->res = res;
+        j->gpu_ms = ms / frames;
+    }
+}
+
+/* Until the job is done: as the batch's leader where no batch is on the GPU, else waiting for the one that is
+ * (whose leader then wakes every waiting frame, one of which leads the next). */
+static void batch_wait(hp_exr_zip_gpu *z, zip_job *me)
+{
+    pthread_mutex_lock(&z->batch_lock);
+    *z->waiting_tail = me;
+    z->waiting_tail = &me->next;
+    while (!me->done) {
+        if (z->submitting) {
+            pthread_cond_wait(&z->batch_done, &z->batch_lock);
+            continue;
+        }
+        zip_job *batch = z->waiting;
+        uint32_t wide_chunks = z->wide_chunks;
+        z->waiting = NULL;
+        z->waiting_tail = &z->waiting;
+        z->submitting = true;
+        pthread_mutex_unlock(&z->batch_lock);
+        run_batch(z, batch, wide_chunks);
+        pthread_mutex_lock(&z->batch_lock);
+        for (zip_job *j = batch, *next; j; j = next) {
+            next = j->next; /* read first: a job marked done may be gone from its caller's stack */
+            j->done = true;
+        }
+        z->submitting = false;
+        pthread_cond_broadcast(&z->batch_done);
+    }
+    pthread_mutex_unlock(&z->batch_lock);
+}
+
+/* A frame the passes can take on this device, into buffers large enough. */
+static hp_code run_fits(const hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const hp_buffer *input,
+                        const hp_buffer *output, hp_err *err)
+{
+    if (z->slice != 0 && !z->wide && f->max_chunk_bytes > SLICED_CHUNK_MAX)
         return hp_fail(err, HP_ERR_UNUSABLE, "exr_zip_gpu: chunks of %u bytes are over the %u this device's "
                        "slices take", f->max_chunk_bytes, SLICED_CHUNK_MAX);
     if (!buffers_fit(f, input, f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD, output, err))
         return HP_ERR_INTERNAL;
-    hp_gpu *gpu = z->gpu;
-    zip_run r = {0};
-    VkResult res = run_begin(gpu, &r, input);
-    if (res == VK_SUCCESS) {
-        /* The input is the caller's host memory, read by address where it lies: no copy, no barrier before
-         * the passes. */
-        VkDeviceSize image_bytes = hp_exr_zip_image_bytes(f);
-        hp_exr_zip_io io = {.chunks = input->address, .packed = input->address + f->table_bytes,
-                            .unpacked = output->address + image_bytes, .image = output->address,
-                            .tables = output->address + tables_offset(f),
-                            .timestamps = r.queries};
-        hp_exr_zip_gpu_record(z, r.cmd, f, &io);
-        record_statuses_to_host(r.cmd);
-        res = vkEndCommandBuffer(r.cmd);
+    return HP_OK;
+}
+
+/* A run's verdict after its batch: the Vulkan failure, or its statuses checked. */
+static hp_code run_verdict(hp_exr_zip_gpu *z, const zip_job *j, double *gpu_ms, hp_err *err)
+{
+    if (j->res != VK_SUCCESS)
+        return hp_vk_fail(err, j->res == VK_TIMEOUT ? VK_ERROR_DEVICE_LOST : j->res, "the EXR decoding passes");
+    if (gpu_ms)
+        *gpu_ms = j->gpu_ms;
+    hp_buffer_invalidate(z->gpu, j->input);
+    return hp_exr_zip_gpu_check(j->f, j->input->mapped, j->f->first_row, err);
+}
+
+hp_code hp_exr_zip_gpu_run_together(hp_exr_zip_gpu *z, uint32_t n, const hp_exr_zip_frame *frames,
+                                    const hp_buffer *inputs, const hp_buffer *outputs, double *gpu_ms, hp_err *err)
+{
+    zip_job *jobs = calloc(n ? n : 1, sizeof(*jobs));
+    if (!jobs)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    hp_code code = HP_OK;
+    for (uint32_t i = 0; i < n && code == HP_OK; i++) {
+        jobs[i] = (zip_job){.f = &frames[i], .input = &inputs[i], .output = &outputs[i],
+                            .next = i + 1 < n ? &jobs[i + 1] : NULL};
+        code = run_fits(z, &frames[i], &inputs[i], &outputs[i], err);
     }
-    return run_finish(gpu, &r, res, f, input, gpu_ms, err);
+    if (code == HP_OK && n > 0) {
+        pthread_mutex_lock(&z->batch_lock); /* after the batch on the GPU, before the next */
+        while (z->submitting)
+            pthread_cond_wait(&z->batch_done, &z->batch_lock);
+        z->submitting = true;
+        uint32_t wide_chunks = z->wide_chunks;
+        pthread_mutex_unlock(&z->batch_lock);
+        run_batch(z, jobs, wide_chunks);
+        pthread_mutex_lock(&z->batch_lock);
+        z->submitting = false;
+        pthread_cond_broadcast(&z->batch_done);
+        pthread_mutex_unlock(&z->batch_lock);
+        double sum = 0;
+        for (uint32_t i = 0; i < n && code == HP_OK; i++) {
+            code = run_verdict(z, &jobs[i], NULL, err);
+            sum += jobs[i].gpu_ms;
+        }
+        if (gpu_ms)
+            *gpu_ms = sum;
+    }
+    free(jobs);
+    return code;
+}
+
+hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const hp_buffer *input,
+                           const hp_buffer *output, double *gpu_ms, hp_err *err)
+{
+    hp_code code = run_fits(z, f, input, output, err);
+    if (code != HP_OK)
+        return code;
+    zip_job me = {.f = f, .input = input, .output = output};
+    batch_wait(z, &me);
+    return run_verdict(z, &me, gpu_ms, err);
 }
 
 /* The split's second half (api/codecs/image.h's hp_image_zip_inflate did the first): the inflated chunks copied

@@ -146,7 +146,9 @@ VkDeviceSize hp_exr_zip_gpu_output_bytes(const hp_exr_zip_frame *frame);
 VkDeviceSize hp_exr_zip_gpu_tables_bytes(const hp_exr_zip_frame *frame);
 
 /* A frame's passes on the least busy decode queue (pipeline/gpu.h's hp_gpu_decode_submit_wait), waited for:
- * what a decoding thread calls, several at once. input: host memory shaders can read (HP_MEM_READBACK_SHADER), laid out
+ * what a decoding thread calls, several at once. Frames that arrive while others are on the GPU wait and go
+ * on together, in one submission (exr_zip_gpu.c's batches): by the wide inflate while a batch holds at most
+ * hp_exr_zip_gpu_batch_tune's chunks, else by the serial loop. input: host memory shaders can read (HP_MEM_READBACK_SHADER), laid out
  * as api/codecs/image.h's hp_image_zip_gather writes it; the passes read it where it lies and write their status
  * words into its table. output: device memory of hp_exr_zip_gpu_output_bytes, the image at its start.
  * Returns hp_exr_zip_gpu_check's verdict (the first damaged chunk named), or the Vulkan failure;
@@ -156,6 +158,15 @@ VkDeviceSize hp_exr_zip_gpu_tables_bytes(const hp_exr_zip_frame *frame);
  * (also after 600 s): the passes may still write input and output; the caller abandons both. */
 hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *frame, const hp_buffer *input,
                            const hp_buffer *output, double *gpu_ms, hp_err *err);
+/* The chunks of a batch past which it takes the serial loop rather than the wide inflate: the device's default
+ * (four waves of the wide inflate's chunks, by its SMs where known), and for benchmarks and tests a count of
+ * their own (0: always the serial loop; UINT32_MAX: the wide inflate whenever it is on). */
+uint32_t hp_exr_zip_gpu_wide_batch_chunks(const hp_gpu *gpu);
+void hp_exr_zip_gpu_batch_tune(hp_exr_zip_gpu *zip, uint32_t wide_chunks);
+/* For benchmarks and tests: n frames in one batch, as hp_exr_zip_gpu_run's waiting frames go; the first
+ * failure, and *gpu_ms the batch's time on the GPU. */
+hp_code hp_exr_zip_gpu_run_together(hp_exr_zip_gpu *zip, uint32_t n, const hp_exr_zip_frame *frames,
+                                    const hp_buffer *inputs, const hp_buffer *outputs, double *gpu_ms, hp_err *err);
 
 /* The split: the CPU inflated the frame's chunks (api/codecs/image.h's hp_image_zip_inflate) into input, host
  * memory shaders can read (HP_MEM_READBACK_SHADER): the table, then frame->unpacked_bytes of inflated

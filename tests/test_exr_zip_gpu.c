@@ -14,6 +14,7 @@
  *       take refused with the reason.
  * No tolerance anywhere: every result is exact. The validation layer is on and any message fails. */
 #include <math.h>
+#include <pthread.h>
 #include <openexr.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -493,6 +494,143 @@ static void check_run(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *what, co
     hp_buffer_destroy(r->gpu, &back);
 }
 
+/* (f): frames decoded together (exr_zip_gpu.c's batches). BATCH_FRAMES made frames, the last with a damaged
+ * chunk: in one batch by hp_exr_zip_gpu_run_together, and from as many threads at once through
+ * hp_exr_zip_gpu_run (those that arrive while a batch is on the device go on together). Each frame's image is
+ * its own reference's and each verdict its own: the damaged frame refused, naming its chunk, the others not. */
+#define BATCH_FRAMES 5
+typedef struct batch_frame {
+    made_frame m;
+    hp_buffer in, out;
+    uint16_t *ref;
+    hp_code code;
+    hp_err err;
+    hp_exr_zip_gpu *zip;
+} batch_frame;
+
+static void *batch_thread(void *p)
+{
+    batch_frame *b = p;
+    b->code = hp_exr_zip_gpu_run(b->zip, &b->m.f, &b->in, &b->out, NULL, &b->err);
+    return NULL;
+}
+
+/* The frame's image from its output buffer equals its reference (its table's statuses fresh for the next run). */
+static bool batch_image_ok(gpu_test_cmd *r, batch_frame *b)
+{
+    size_t bytes = (size_t)b->m.f.width * b->m.f.height * 8;
+    hp_buffer back = {0};
+    hp_err err = {0};
+    VkDevice dev = hp_gpu_device(r->gpu);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &r->cmd};
+    bool ok = hp_buffer_create(r->gpu, bytes, HP_MEM_READBACK, "batch_back", &back, &err) == HP_OK &&
+              vkResetCommandPool(dev, r->pool, 0) == VK_SUCCESS && vkBeginCommandBuffer(r->cmd, &bi) == VK_SUCCESS;
+    if (ok) {
+        vkCmdCopyBuffer(r->cmd, b->out.buffer, back.buffer, 1, &(VkBufferCopy){.size = bytes});
+        gpu_test_barrier(r->cmd);
+    }
+    ok = ok && vkEndCommandBuffer(r->cmd) == VK_SUCCESS && vkResetFences(dev, 1, &r->fence) == VK_SUCCESS &&
+         vkQueueSubmit(hp_gpu_compute_queue(r->gpu), 1, &si, r->fence) == VK_SUCCESS &&
+         vkWaitForFences(dev, 1, &r->fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS;
+    if (ok)
+        hp_buffer_invalidate(r->gpu, &back);
+    ok = ok && memcmp(back.mapped, b->ref, bytes) == 0;
+    hp_buffer_destroy(r->gpu, &back);
+    return ok;
+}
+
+static void batch_verdicts(gpu_test_cmd *r, batch_frame *b, const char *how)
+{
+    for (int i = 0; i < BATCH_FRAMES; i++) {
+        const hp_exr_zip_frame *f = &b[i].m.f;
+        if (i < BATCH_FRAMES - 1)
+            tap_ok(b[i].code == HP_OK && batch_image_ok(r, &b[i]), "%s: frame %d (%ux%u, %u planes, %u-line chunks) "
+                   "is its reference %s", how, i, f->width, f->height, f->planes, f->lines_per_chunk, b[i].err.message);
+        else
+            tap_ok(b[i].code == HP_ERR_INVALID_ARGUMENT && strstr(b[i].err.message, "chunk 1 ") != NULL,
+                   "%s: the damaged frame is refused, its chunk named: %s", how, b[i].err.message);
+        memcpy(b[i].in.mapped, b[i].m.input, f->table_bytes); /* fresh statuses */
+        hp_buffer_flush(r->gpu, &b[i].in);
+        b[i].err = (hp_err){0};
+    }
+}
+
+static void check_together(gpu_test_cmd *r, hp_exr_zip_gpu *zip, bool small, const char *what)
+{
+    typedef struct { uint32_t w, h, planes, lpc; int pattern, level; } made_desc;
+    static const made_desc made[2][BATCH_FRAMES] = {
+        {{61, 40, 4, 16, PAT_NOISE, 6}, {45, 7, 3, 16, PAT_SMOOTH, 9}, {200, 33, 5, 1, PAT_SMOOTH, 1},
+         {517, 35, 4, 16, PAT_SMOOTH, 6}, {61, 40, 4, 16, PAT_SMOOTH, 6}},
+        {{61, 40, 4, 1, PAT_NOISE, 6}, {45, 7, 3, 16, PAT_SMOOTH, 9}, {61, 12, 4, 1, PAT_SMOOTH, 1},
+         {45, 20, 3, 16, PAT_FLAT, 6}, {61, 40, 4, 1, PAT_SMOOTH, 6}},
+    };
+    batch_frame b[BATCH_FRAMES] = {0};
+    bool ok = true;
+    for (int i = 0; i < BATCH_FRAMES && ok; i++) {
+        const made_desc *d = &made[small][i];
+        uint8_t plane_of[4] = {d->planes >= 4 ? 3 : 2, d->planes >= 4 ? 2 : 1, d->planes >= 4 ? 1 : 0,
+                               d->planes >= 4 ? 0 : HP_EXR_ZIP_NO_PLANE};
+        b[i].zip = zip;
+        b[i].m = made_halves(d->w, d->h, d->planes, d->lpc, plane_of);
+        b[i].m.pixels = malloc((size_t)d->h * d->planes * d->w * 2);
+        b[i].ref = malloc((size_t)d->w * d->h * 8);
+        make_pixels(&b[i].m, d->pattern);
+        int strategy = Z_DEFAULT_STRATEGY;
+        make_input(&b[i].m, &d->level, &strategy, 1);
+        reference_image(&b[i].m, b[i].m.pixels, b[i].ref);
+        const hp_exr_zip_frame *f = &b[i].m.f;
+        if (i == BATCH_FRAMES - 1) { /* chunk 1's stream: a byte in its middle */
+            const hp_exr_zip_chunk *t = (const hp_exr_zip_chunk *)b[i].m.input;
+            b[i].m.input[f->table_bytes + t[1].packed_offset + t[1].packed_size / 2] ^= 0x5a;
+        }
+        size_t in_bytes = f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD;
+        ok = hp_buffer_create(r->gpu, in_bytes, HP_MEM_READBACK_SHADER, "batch_in", &b[i].in, &b[i].err) == HP_OK &&
+             hp_buffer_create(r->gpu, hp_exr_zip_gpu_output_bytes(f), HP_MEM_DEVICE, "batch_out", &b[i].out,
+                              &b[i].err) == HP_OK;
+        if (ok) {
+            memcpy(b[i].in.mapped, b[i].m.input, in_bytes);
+            hp_buffer_flush(r->gpu, &b[i].in);
+        }
+    }
+    tap_ok(ok, "%s: %d frames made", what, BATCH_FRAMES);
+    if (ok) {
+        hp_exr_zip_frame frames[BATCH_FRAMES];
+        hp_buffer in[BATCH_FRAMES], out[BATCH_FRAMES];
+        for (int i = 0; i < BATCH_FRAMES; i++) {
+            frames[i] = b[i].m.f;
+            in[i] = b[i].in;
+            out[i] = b[i].out;
+        }
+        char how[160];
+        snprintf(how, sizeof(how), "%s, in one batch", what);
+        hp_err err = {0};
+        double ms = 0;
+        hp_code code = hp_exr_zip_gpu_run_together(zip, BATCH_FRAMES, frames, in, out, &ms, &err);
+        tap_ok(code == HP_ERR_INVALID_ARGUMENT && strstr(err.message, "chunk 1 ") != NULL,
+               "%s: the batch's first failure is the damaged frame's: %s", how, err.message);
+        tap_ok(ms > 0, "%s: the batch's time on the GPU read from its timestamps: %.3f ms", how, ms);
+        for (int i = 0; i < BATCH_FRAMES; i++) /* each frame's own verdict from its table */
+            b[i].code = hp_exr_zip_gpu_check(&b[i].m.f, b[i].in.mapped, 0, &b[i].err);
+        batch_verdicts(r, b, how);
+        pthread_t th[BATCH_FRAMES];
+        for (int i = 0; i < BATCH_FRAMES; i++)
+            pthread_create(&th[i], NULL, batch_thread, &b[i]);
+        for (int i = 0; i < BATCH_FRAMES; i++)
+            pthread_join(th[i], NULL);
+        snprintf(how, sizeof(how), "%s, from %d threads at once", what, BATCH_FRAMES);
+        batch_verdicts(r, b, how);
+    }
+    for (int i = 0; i < BATCH_FRAMES; i++) {
+        hp_buffer_destroy(r->gpu, &b[i].in);
+        hp_buffer_destroy(r->gpu, &b[i].out);
+        free(b[i].m.pixels);
+        free(b[i].m.input);
+        free(b[i].ref);
+    }
+}
+
 /* A frame's shape as renderers and oiiotool write them: its channels (name and type: NULL types, all half),
  * compression, data window and line order. */
 typedef struct file_shape {
@@ -665,6 +803,11 @@ static void check_wide(gpu_test_cmd *r, hp_gpu *gpu, const float *rgba, int w, i
             check_file(r, wide, "street grey ZIP, wide, 4 starts mapped", file, len, NULL);
         tap_ok(file != NULL, "street grey ZIP, 4 starts mapped: written");
         free(file);
+    }
+    /* Frames together by the wide inflate (on a GPU: lavapipe's cap leaves these chunks to the CPU) */
+    if (!g_wide_on_lavapipe) {
+        hp_exr_zip_gpu_batch_tune(wide, UINT32_MAX);
+        check_together(r, wide, false, "the wide inflate");
     }
     g_wide_on_lavapipe = false;
     hp_exr_zip_gpu_destroy(&wide);
@@ -869,6 +1012,11 @@ int main(void)
         free(small);
         free(plane);
     }
+    /* (f) */
+    hp_exr_zip_gpu_batch_tune(zip, 0);
+    check_together(&r, zip, false, "the serial loop");
+    hp_exr_zip_gpu_batch_tune(fused, 0);
+    check_together(&r, fused, true, "the serial loop, fused");
     check_wide(&r, gpu, rgba, w, h);
     free(rgba);
     free(src);
