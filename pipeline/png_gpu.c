@@ -72,10 +72,10 @@ hp_code hp_png_gpu_create(hp_gpu *gpu, const hp_png_gpu_config *config, hp_png_g
     if ((uint64_t)wg * cfg.chunk_bytes > STORED_MAX)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu segment of %u x %u bytes is over one stored block's %u",
                        wg, cfg.chunk_bytes, STORED_MAX);
-    /* png_deflate.comp's shared arrays, word for word: the hash, one scan slot per invocation, frequencies,
-     * lengths and codes of the 335 symbols, the tree's nodes and parents (2 x 286), its leaves (286), the
-     * code lengths as sent (316), and 7 scalars. */
-    uint32_t shared = (DEFLATE_HASH_WORDS + wg + 3 * 335 + 2 * 2 * 286 + 286 + 316 + 7) * 4;
+    /* png_deflate.comp's shared arrays, word for word: the hash (after the parse, the tree's nodes and
+     * parents, its leaves and the code lengths as sent in the same words), one scan slot per invocation,
+     * frequencies, lengths and codes of the 335 symbols, and 7 scalars. */
+    uint32_t shared = (DEFLATE_HASH_WORDS + wg + 3 * 335 + 7) * 4;
     if (wg > gi->max_workgroup_invocations || shared > gi->max_shared_memory)
         return hp_fail(err, HP_ERR_MISSING_FEATURE, "png_gpu workgroup of %u invocations and %u bytes of shared "
                        "memory does not fit this device (%u, %u)", wg, shared, gi->max_workgroup_invocations,

@@ -165,15 +165,25 @@ Shape image_shape()
 #define CL_BASE (LL_CODES + D_CODES)
 #define ALL_CODES (LL_CODES + D_CODES + CL_CODES)
 
+// The parse's hash table, then the Huffman build's arrays in the same words: the table is dead once the
+// parse's last barrier is passed, and the build begins after it. What a workgroup holds of shared memory
+// bounds the segments an SM runs at once: the H200's driver gives the pass 48 KB an SM, and with the build's
+// arrays apart (28.4 KB at 256 invocations) one segment ran on an SM at a time; 21.4 KB lets two
+// (docs/BENCHMARKS.md, "Frames' chunks together").
 shared uint s_hash[HASH_SIZE];
+#define NODE_AT 0u                          // Huffman build: weights, then depths (2 x LL_CODES)
+#define PARENT_AT (2u * LL_CODES)           // (2 x LL_CODES)
+#define LEAF_AT (4u * LL_CODES)             // symbols in ascending (count, symbol) order (LL_CODES)
+#define RLE_AT (5u * LL_CODES)              // the code lengths as sent: code-length symbol | extra << 8
+                                            // (LL_CODES + D_CODES): 1746 words in all, of HASH_SIZE's 4096
+#define s_node(i) s_hash[NODE_AT + (i)]
+#define s_parent(i) s_hash[PARENT_AT + (i)]
+#define s_leaf(i) s_hash[LEAF_AT + (i)]
+#define s_rle(i) s_hash[RLE_AT + (i)]
 shared uint s_scan[gl_WorkGroupSize.x]; // one slot per subgroup: as many as invocations covers any size
 shared uint s_freq[ALL_CODES];
 shared uint s_len[ALL_CODES];
 shared uint s_code[ALL_CODES];          // canonical codes, bit-reversed for the LSB-first writer
-shared uint s_node[2u * LL_CODES];      // Huffman build: weights, then depths
-shared uint s_parent[2u * LL_CODES];
-shared uint s_leaf[LL_CODES];           // symbols in ascending (count, symbol) order
-shared uint s_rle[LL_CODES + D_CODES];  // the code lengths as sent: code-length symbol | extra << 8
 shared uint s_count, s_done, s_hlit, s_hdist, s_hclen, s_nrle, s_header_bits;
 
 uint fbyte(uint i) { return (Bytes(pc.filtered).v[i >> 2u] >> (8u * (i & 3u))) & 0xffu; }
@@ -271,8 +281,8 @@ void build_lengths(uint base, uint n, uint limit)
                 uint g = s_freq[base + o];
                 rank += g != 0u && ((max(g >> shift, 1u) << 9u) | o) < key ? 1u : 0u;
             }
-            s_leaf[rank] = s;
-            s_node[rank] = max(f >> shift, 1u);
+            s_leaf(rank) = s;
+            s_node(rank) = max(f >> shift, 1u);
             atomicAdd(s_count, 1u);
         }
         barrier();
@@ -280,29 +290,29 @@ void build_lengths(uint base, uint n, uint limit)
             uint m = s_count;
             s_done = 1u;
             if (m == 1u) { // a second symbol of length 1 makes the code complete, as zlib wants
-                s_len[base + s_leaf[0]] = 1u;
-                s_len[base + (s_leaf[0] == 0u ? 1u : 0u)] = 1u;
+                s_len[base + s_leaf(0)] = 1u;
+                s_len[base + (s_leaf(0) == 0u ? 1u : 0u)] = 1u;
             } else if (m > 1u) {
                 // Nodes 0..m-1 are the leaves, m..2m-2 the internal nodes in the order made (weights
                 // nondecreasing): two queues, no heap (van Leeuwen 1976).
                 uint li = 0u, ii = m;
                 for (uint next = m; next < 2u * m - 1u; next++) {
-                    uint pick0 = li < m && (ii >= next || s_node[li] <= s_node[ii]) ? li++ : ii++;
-                    uint pick1 = li < m && (ii >= next || s_node[li] <= s_node[ii]) ? li++ : ii++;
-                    s_node[next] = s_node[pick0] + s_node[pick1];
-                    s_parent[pick0] = next;
-                    s_parent[pick1] = next;
+                    uint pick0 = li < m && (ii >= next || s_node(li) <= s_node(ii)) ? li++ : ii++;
+                    uint pick1 = li < m && (ii >= next || s_node(li) <= s_node(ii)) ? li++ : ii++;
+                    s_node(next) = s_node(pick0) + s_node(pick1);
+                    s_parent(pick0) = next;
+                    s_parent(pick1) = next;
                 }
                 // Depths, from the root down (a parent is always made after its children).
-                s_node[2u * m - 2u] = 0u;
+                s_node(2u * m - 2u) = 0u;
                 uint deepest = 0u;
                 for (uint k = 2u * m - 2u; k-- > 0u;) {
-                    s_node[k] = s_node[s_parent[k]] + 1u;
-                    deepest = max(deepest, s_node[k]);
+                    s_node(k) = s_node(s_parent(k)) + 1u;
+                    deepest = max(deepest, s_node(k));
                 }
                 if (deepest <= limit) {
                     for (uint i = 0u; i < m; i++)
-                        s_len[base + s_leaf[i]] = s_node[i];
+                        s_len[base + s_leaf(i)] = s_node(i);
                 } else {
                     s_done = 0u;
                 }
@@ -353,27 +363,27 @@ void rle_lengths()
         if (v == 0u) {
             while (run >= 11u) {
                 uint r = min(run, 138u);
-                s_rle[k++] = 18u | ((r - 11u) << 8u);
+                s_rle(k++) = 18u | ((r - 11u) << 8u);
                 run -= r;
             }
             if (run >= 3u) {
-                s_rle[k++] = 17u | ((run - 3u) << 8u);
+                s_rle(k++) = 17u | ((run - 3u) << 8u);
                 run = 0u;
             }
         } else {
-            s_rle[k++] = v;
+            s_rle(k++) = v;
             run--;
             while (run >= 3u) {
                 uint r = min(run, 6u);
-                s_rle[k++] = 16u | ((r - 3u) << 8u);
+                s_rle(k++) = 16u | ((r - 3u) << 8u);
                 run -= r;
             }
         }
         for (; run > 0u; run--)
-            s_rle[k++] = v;
+            s_rle(k++) = v;
     }
     for (uint j = 0u; j < k; j++)
-        s_freq[CL_BASE + (s_rle[j] & 0xffu)]++;
+        s_freq[CL_BASE + (s_rle(j) & 0xffu)]++;
     s_nrle = k;
 }
 
@@ -521,7 +531,7 @@ void dynamic_code()
         s_hclen = hclen;
         uint bits = 3u + 5u + 5u + 4u + 3u * hclen;
         for (uint j = 0u; j < s_nrle; j++) {
-            uint sym = s_rle[j] & 0xffu;
+            uint sym = s_rle(j) & 0xffu;
             bits += s_len[CL_BASE + sym] + clen_extra_bits(sym);
         }
         s_header_bits = bits;
@@ -737,9 +747,9 @@ void main()
                 for (uint j = 0u; j < s_hclen; j++)
                     put_bits(s_len[CL_BASE + CLEN_ORDER[j]], 3u);
                 for (uint j = 0u; j < s_nrle; j++) {
-                    uint sym = s_rle[j] & 0xffu;
+                    uint sym = s_rle(j) & 0xffu;
                     put_bits(s_code[CL_BASE + sym], s_len[CL_BASE + sym]);
-                    put_bits(s_rle[j] >> 8u, clen_extra_bits(sym));
+                    put_bits(s_rle(j) >> 8u, clen_extra_bits(sym));
                 }
             }
             put_flush();
