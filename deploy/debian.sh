@@ -120,7 +120,7 @@ fi
 # Longest first: meson runs named suites in the order named (its test priorities order the plain pass only),
 # and security_http (some 560 s here) begun last ran alone at the pass's end.
 asan_suites=(security_http render_http faults_http threads_http image
-             params deflate_runs crc32_threads bigbuf cpus budget rows_ready conn_table deferred
+             params deflate_runs crc32_threads bigbuf cpus budget rows_ready group_commit conn_table deferred
              trusted_proxies gpu_identity
              fuzz_replay_form fuzz_replay_params fuzz_replay_exr fuzz_replay_rgbe fuzz_replay_pfm fuzz_replay_png
              fuzz_replay_conns)
@@ -161,10 +161,10 @@ else
   meson configure build-tsan "${tsan_options[@]}"
 fi
 tsan_suites=(threads_http client_http daemon_http render_http security_http faults_http live_http
-             deferred rows_ready budget crc32_threads) # longest first, as the ASan pass's
+             deferred rows_ready budget crc32_threads group_commit) # longest first, as the ASan pass's
 # Only what those suites run: the whole tree under TSan would add minutes of compiling for nothing.
 ninja -C build-tsan daemon/hdrpostd client/hdrpost tools/cpu_render tools/make_frame tests/libenospc_preload.so \
-  tests/test_deferred tests/test_rows_ready tests/test_budget tests/test_crc32_threads
+  tests/test_deferred tests/test_rows_ready tests/test_budget tests/test_crc32_threads tests/test_group_commit
 HDRPOST_TEST_QUICK=1 HDRPOST_TEST_TIME_FACTOR=4 \
   TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
   meson test -C build-tsan --no-rebuild --print-errorlogs --timeout-multiplier 3 "${tsan_suites[@]}" || status=$?

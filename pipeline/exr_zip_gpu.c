@@ -1,11 +1,12 @@
 /* EXR's ZIP chunks decoded on the GPU (exr_zip_gpu.h): pipelines, recording, the statuses read back. */
 #include "pipeline/exr_zip_gpu.h"
 
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/group_commit.h"
 #include "hp_shared.h"
 
 static const uint32_t spv_inflate[] =
@@ -66,12 +67,8 @@ struct hp_exr_zip_gpu {
     uint32_t wide_span, wide_entries, wide_group; /* its pipeline's SPAN, ENTRIES, lanes; 0: WIDE_* */
     bool wide_phases;   /* its pipeline the phases-timed variant (hp_exr_zip_gpu_wide_phases) */
     hp_compute inflate, finish, inflate_wide;
-    /* Runs taken together (hp_exr_zip_gpu_run's batches, below) */
-    pthread_mutex_t batch_lock;
-    pthread_cond_t batch_done;
-    struct zip_job *waiting, **waiting_tail; /* frames for the next batch, in arrival order */
-    bool submitting;                         /* a batch is on the GPU */
-    uint32_t wide_chunks;                    /* a batch of more chunks takes the serial loop */
+    hp_group_commit batches;    /* runs taken together (hp_exr_zip_gpu_run, below) */
+    _Atomic uint32_t wide_chunks; /* a batch of more chunks takes the serial loop */
 };
 
 hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out, hp_err *err)
@@ -84,9 +81,7 @@ hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out,
     if (!z)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     z->gpu = gpu;
-    pthread_mutex_init(&z->batch_lock, NULL);
-    pthread_cond_init(&z->batch_done, NULL);
-    z->waiting_tail = &z->waiting;
+    hp_group_commit_init(&z->batches);
     z->wide_chunks = hp_exr_zip_gpu_wide_batch_chunks(gpu);
     if (slice == 0)
         slice = strcmp(hp_gpu_get_info(gpu)->driver_name, "llvmpipe") == 0 ? LAVAPIPE_SLICE : HP_EXR_ZIP_NO_SLICE;
@@ -121,8 +116,7 @@ void hp_exr_zip_gpu_destroy(hp_exr_zip_gpu **zp)
     hp_compute_destroy(z->gpu, &z->inflate);
     hp_compute_destroy(z->gpu, &z->finish);
     hp_compute_destroy(z->gpu, &z->inflate_wide);
-    pthread_mutex_destroy(&z->batch_lock);
-    pthread_cond_destroy(&z->batch_done);
+    hp_group_commit_destroy(&z->batches);
     free(z);
     *zp = NULL;
 }
@@ -479,52 +473,54 @@ static hp_code run_finish(hp_gpu *gpu, zip_run *r, VkResult res, const hp_exr_zi
 #define SLICED_CHUNK_MAX (1u << 20)
 
 /* --- Frames decoded at once: one submission -------------------------------------------------------------
- * Frames submitted apart, each on a decode queue of its own, ran side by side little faster than one after the
- * other: 8 street frames from 8 threads took 113 ms by the serial loop, the same chunks in one dispatch 44 ms
- * (H200, docs/BENCHMARKS.md, "Frames' chunks together"). So the runs are taken together, as a database commits
- * a group: a frame that arrives while a batch is on the GPU waits, and the next batch takes every frame
- * waiting by then, their passes in one command buffer, no barrier between frames. One batch at a time: a frame
- * alone goes at once, frames under load go together. A batch of at most wide_chunks chunks takes the wide
- * inflate (a frame's latency: 7-10 ms a 4K frame against the serial loop's 30-40), a larger one the serial
- * loop, whose chunks then all run at once (an SM holds some 20 of its chunks and 2 of the wide inflate's). */
+ * Frames submitted apart, each on a decode queue of its own, ran side by side at a fraction of the speed of
+ * one submission: 8 street frames from 8 threads by the serial loop took 113 ms, the same chunks in one
+ * dispatch 44 ms (H200, docs/BENCHMARKS.md, "Frames' chunks together"). So the runs are taken together (common/group_commit.h): a frame that arrives while a batch is
+ * on the GPU waits, and the next batch takes every frame waiting by then, their passes in one command buffer,
+ * no barrier between frames. A frame alone goes at once, frames under load go together. A batch of at most
+ * wide_chunks chunks takes the wide inflate (a frame's latency: 7-11 ms a 4K frame against the serial loop's
+ * 27-42), a larger one the serial loop, whose chunks then run some 16 an SM against the wide inflate's 2. */
 typedef struct zip_job {
+    hp_group_item item; /* first: the batch's items are its jobs */
     const hp_exr_zip_frame *f;
     const hp_buffer *input, *output;
     VkResult res;  /* its batch's recording, submission and wait */
     double gpu_ms; /* its share of its batch's time on the GPU */
-    bool done;
-    struct zip_job *next;
 } zip_job;
+
+static zip_job *job_next(const zip_job *j) { return (zip_job *)j->item.next; }
 
 uint32_t hp_exr_zip_gpu_wide_batch_chunks(const hp_gpu *gpu)
 {
-    /* Four waves of the wide inflate, two chunks an SM: on the H200 (132 SMs, 1056 chunks: some 8 frames of
-     * 4K) the serial loop's one wave (40-45 ms) is as fast there (docs/BENCHMARKS.md). 512 where the SMs
-     * are not known. */
+    /* Four waves of the wide inflate, two chunks an SM: on the H200 (132 SMs, 1056 chunks, some 8 frames of
+     * 4K) the two cross there, on three frames of real texture (docs/BENCHMARKS.md). 512 where the SMs are
+     * not known. */
     uint32_t sms = hp_gpu_get_info(gpu)->sm_count;
     return sms ? 8 * sms : 512;
 }
 
-void hp_exr_zip_gpu_batch_tune(hp_exr_zip_gpu *z, uint32_t wide_chunks)
+void hp_exr_zip_gpu_batch_tune(hp_exr_zip_gpu *z, uint32_t wide_chunks) { z->wide_chunks = wide_chunks; }
+
+void hp_exr_zip_gpu_batch_counts(hp_exr_zip_gpu *z, unsigned long *batches, unsigned long *frames)
 {
-    pthread_mutex_lock(&z->batch_lock);
-    z->wide_chunks = wide_chunks;
-    pthread_mutex_unlock(&z->batch_lock);
+    hp_group_commit_counts(&z->batches, batches, frames);
 }
 
 /* The batch's frames recorded, submitted and waited for: each job's res and its share of the GPU's time. Only
  * the batch's first and last timestamps: a timestamp between dispatches may wait for the ones before it. */
-static void run_batch(hp_exr_zip_gpu *z, zip_job *jobs, uint32_t wide_chunks)
+static void run_batch(void *ctx, hp_group_item *first)
 {
+    hp_exr_zip_gpu *z = ctx;
     hp_gpu *gpu = z->gpu;
+    zip_job *jobs = (zip_job *)first;
     uint32_t frames = 0, chunks = 0;
-    for (zip_job *j = jobs; j; j = j->next) {
+    for (zip_job *j = jobs; j; j = job_next(j)) {
         frames++;
         chunks += j->f->chunk_count;
     }
     /* a sliced device (lavapipe) with the wide inflate on (tests) keeps it: chunks past SLICED_CHUNK_MAX are
      * the wide inflate's only there */
-    bool wide = z->wide && (z->slice != 0 || chunks <= wide_chunks);
+    bool wide = z->wide && (z->slice != 0 || chunks <= z->wide_chunks);
     zip_run r = {0};
     VkResult res = run_make(gpu, &r);
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
@@ -534,7 +530,7 @@ static void run_batch(hp_exr_zip_gpu *z, zip_job *jobs, uint32_t wide_chunks)
     if (res == VK_SUCCESS) {
         vkCmdResetQueryPool(r.cmd, r.queries, 0, HP_EXR_ZIP_GPU_TIMESTAMPS);
         vkCmdWriteTimestamp(r.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, r.queries, 0);
-        for (zip_job *j = jobs; j; j = j->next) {
+        for (zip_job *j = jobs; j; j = job_next(j)) {
             /* The input is the caller's host memory, read by address where it lies: no copy, no barrier
              * before the passes. */
             const hp_exr_zip_frame *f = j->f;
@@ -559,40 +555,10 @@ static void run_batch(hp_exr_zip_gpu *z, zip_job *jobs, uint32_t wide_chunks)
         ms = (double)(ts[1] - ts[0]) * hp_gpu_get_info(gpu)->timestamp_period_ns / 1e6;
     if (res == VK_SUCCESS)
         run_free(hp_gpu_device(gpu), &r);
-    for (zip_job *j = jobs; j; j = j->next) {
+    for (zip_job *j = jobs; j; j = job_next(j)) {
         j->res = res;
         j->gpu_ms = ms / frames;
     }
-}
-
-/* Until the job is done: as the batch's leader where no batch is on the GPU, else waiting for the one that is
- * (whose leader then wakes every waiting frame, one of which leads the next). */
-static void batch_wait(hp_exr_zip_gpu *z, zip_job *me)
-{
-    pthread_mutex_lock(&z->batch_lock);
-    *z->waiting_tail = me;
-    z->waiting_tail = &me->next;
-    while (!me->done) {
-        if (z->submitting) {
-            pthread_cond_wait(&z->batch_done, &z->batch_lock);
-            continue;
-        }
-        zip_job *batch = z->waiting;
-        uint32_t wide_chunks = z->wide_chunks;
-        z->waiting = NULL;
-        z->waiting_tail = &z->waiting;
-        z->submitting = true;
-        pthread_mutex_unlock(&z->batch_lock);
-        run_batch(z, batch, wide_chunks);
-        pthread_mutex_lock(&z->batch_lock);
-        for (zip_job *j = batch, *next; j; j = next) {
-            next = j->next; /* read first: a job marked done may be gone from its caller's stack */
-            j->done = true;
-        }
-        z->submitting = false;
-        pthread_cond_broadcast(&z->batch_done);
-    }
-    pthread_mutex_unlock(&z->batch_lock);
 }
 
 /* A frame the passes can take on this device, into buffers large enough. */
@@ -626,22 +592,12 @@ hp_code hp_exr_zip_gpu_run_together(hp_exr_zip_gpu *z, uint32_t n, const hp_exr_
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     hp_code code = HP_OK;
     for (uint32_t i = 0; i < n && code == HP_OK; i++) {
-        jobs[i] = (zip_job){.f = &frames[i], .input = &inputs[i], .output = &outputs[i],
-                            .next = i + 1 < n ? &jobs[i + 1] : NULL};
+        jobs[i] = (zip_job){.item.next = i + 1 < n ? &jobs[i + 1].item : NULL, .f = &frames[i], .input = &inputs[i],
+                            .output = &outputs[i]};
         code = run_fits(z, &frames[i], &inputs[i], &outputs[i], err);
     }
     if (code == HP_OK && n > 0) {
-        pthread_mutex_lock(&z->batch_lock); /* after the batch on the GPU, before the next */
-        while (z->submitting)
-            pthread_cond_wait(&z->batch_done, &z->batch_lock);
-        z->submitting = true;
-        uint32_t wide_chunks = z->wide_chunks;
-        pthread_mutex_unlock(&z->batch_lock);
-        run_batch(z, jobs, wide_chunks);
-        pthread_mutex_lock(&z->batch_lock);
-        z->submitting = false;
-        pthread_cond_broadcast(&z->batch_done);
-        pthread_mutex_unlock(&z->batch_lock);
+        hp_group_commit_alone(&z->batches, &jobs[0].item, run_batch, z);
         double sum = 0;
         for (uint32_t i = 0; i < n && code == HP_OK; i++) {
             code = run_verdict(z, &jobs[i], NULL, err);
@@ -661,7 +617,7 @@ hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const h
     if (code != HP_OK)
         return code;
     zip_job me = {.f = f, .input = input, .output = output};
-    batch_wait(z, &me);
+    hp_group_commit_join(&z->batches, &me.item, run_batch, z);
     return run_verdict(z, &me, gpu_ms, err);
 }
 

@@ -163,6 +163,8 @@ hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *frame, c
  * their own (0: always the serial loop; UINT32_MAX: the wide inflate whenever it is on). */
 uint32_t hp_exr_zip_gpu_wide_batch_chunks(const hp_gpu *gpu);
 void hp_exr_zip_gpu_batch_tune(hp_exr_zip_gpu *zip, uint32_t wide_chunks);
+/* The batches run so far and the frames in them (hp_exr_zip_gpu_run_together's too). */
+void hp_exr_zip_gpu_batch_counts(hp_exr_zip_gpu *zip, unsigned long *batches, unsigned long *frames);
 /* For benchmarks and tests: n frames in one batch, as hp_exr_zip_gpu_run's waiting frames go; the first
  * failure, and *gpu_ms the batch's time on the GPU. */
 hp_code hp_exr_zip_gpu_run_together(hp_exr_zip_gpu *zip, uint32_t n, const hp_exr_zip_frame *frames,

@@ -1,0 +1,111 @@
+/* common/group_commit.h: THREADS threads each join ITEMS items, one after another. Every item is run exactly
+ * once, in a batch that holds it, before its join returns; no two batches run at once; under load batches
+ * hold more than one item; a caller alone is run at once; hp_group_commit_alone runs its batch between the
+ * others, whole. ThreadSanitizer runs it too (deploy/debian.sh). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "common/group_commit.h"
+#include "tap.h"
+
+#define THREADS 8
+#define ITEMS 400
+
+typedef struct job {
+    hp_group_item item; /* first */
+    int thread, seq;
+    int runs;     /* times a batch ran it */
+    bool was_run; /* set by the batch, read by its caller after the join */
+} job;
+
+static hp_group_commit g_group;
+static atomic_int g_running, g_overlaps, g_max_batch, g_batches_seen;
+
+static void run(void *ctx, hp_group_item *first)
+{
+    (void)ctx;
+    if (atomic_fetch_add(&g_running, 1) != 0)
+        atomic_fetch_add(&g_overlaps, 1);
+    int n = 0;
+    for (hp_group_item *i = first; i; i = i->next) {
+        job *j = (job *)i;
+        j->runs++;
+        j->was_run = true;
+        n++;
+    }
+    struct timespec d = {0, 50000}; /* a batch takes a while: others gather behind it */
+    nanosleep(&d, NULL);
+    int seen = atomic_load(&g_max_batch);
+    while (n > seen && !atomic_compare_exchange_weak(&g_max_batch, &seen, n))
+        ;
+    atomic_fetch_add(&g_batches_seen, 1);
+    atomic_fetch_sub(&g_running, 1);
+}
+
+static job g_jobs[THREADS][ITEMS];
+static atomic_int g_unfinished; /* joins that returned before their item ran */
+
+static void *worker(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    for (int k = 0; k < ITEMS; k++) {
+        job *j = &g_jobs[t][k];
+        j->thread = t;
+        j->seq = k;
+        hp_group_commit_join(&g_group, &j->item, run, NULL);
+        if (!j->was_run || !j->item.done)
+            atomic_fetch_add(&g_unfinished, 1);
+    }
+    return NULL;
+}
+
+int main(void)
+{
+    hp_group_commit_init(&g_group);
+    job alone = {.thread = 0, .seq = 0};
+    hp_group_commit_join(&g_group, &alone.item, run, NULL);
+    unsigned long batches, items;
+    hp_group_commit_counts(&g_group, &batches, &items);
+    tap_ok(alone.runs == 1 && batches == 1 && items == 1, "a caller alone is run at once, in a batch of its own");
+
+    pthread_t th[THREADS];
+    for (int t = 0; t < THREADS; t++)
+        pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t);
+    /* batches of a given size between the others, as hp_exr_zip_gpu_run_together runs them */
+    job together[3] = {{.thread = 0, .seq = 0}, {.thread = 0, .seq = 1}, {.thread = 0, .seq = 2}};
+    int together_whole = 0;
+    for (int r = 0; r < 50; r++) {
+        for (int i = 0; i < 3; i++) {
+            together[i].item.next = i < 2 ? &together[i + 1].item : NULL;
+            together[i].runs = 0;
+        }
+        hp_group_commit_alone(&g_group, &together[0].item, run, NULL);
+        together_whole += together[0].runs == 1 && together[1].runs == 1 && together[2].runs == 1;
+    }
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(th[t], NULL);
+    tap_ok(together_whole == 50, "hp_group_commit_alone runs its batch whole, between the others: %d of 50",
+           together_whole);
+
+    int once = 0;
+    for (int t = 0; t < THREADS; t++)
+        for (int k = 0; k < ITEMS; k++)
+            once += g_jobs[t][k].runs == 1;
+    tap_ok(once == THREADS * ITEMS, "every item is run exactly once: %d of %d", once, THREADS * ITEMS);
+    tap_ok(atomic_load(&g_unfinished) == 0, "no join returns before its item has run: %d did",
+           atomic_load(&g_unfinished));
+    tap_ok(atomic_load(&g_overlaps) == 0, "no two batches run at once: %d overlapped", atomic_load(&g_overlaps));
+    hp_group_commit_counts(&g_group, &batches, &items);
+    unsigned long expect = 1ul + THREADS * ITEMS + 50ul * 3;
+    tap_ok(items == expect && batches == (unsigned long)atomic_load(&g_batches_seen),
+           "the counts: %lu items in %lu batches (%lu items expected; the runs saw %d batches)", items, batches,
+           expect, atomic_load(&g_batches_seen));
+    tap_ok(atomic_load(&g_max_batch) > 1 && batches < items,
+           "under load the batches gather: the largest held %d items, %lu batches for %lu items",
+           atomic_load(&g_max_batch), batches, items);
+    hp_group_commit_destroy(&g_group);
+    return tap_done();
+}
