@@ -23,7 +23,7 @@ static const uint32_t spv_wide_phases[] =
 #include "exr_inflate_wide_phases.spv.inc"
     ;
 
-/* Push constants; the layout table in shaders/exr_zip.comp. */
+/* Push constants; the layout table in shaders/include/exr_zip_io.glsl. */
 struct exr_zip_push {
     VkDeviceAddress packed, chunks, unpacked, image;
     uint32_t chunk_count, width, height, pixel_bytes, lines_per_chunk, float_image;
@@ -340,10 +340,18 @@ VkDeviceSize hp_exr_zip_gpu_tables_bytes(const hp_exr_zip_frame *f)
 }
 
 /* The output buffer of a run: the image, the unpacked bytes (4 more: the last word's rounding), the tables
- * from the next 64 bytes on (exr_inflate.glsl's buffer_reference_align, and no cache line shared). */
+ * from the next 64 bytes on (exr_inflate.glsl's blocks need 16; 64: a chunk's tables share no cache line
+ * with another's, HP_EXR_ZIP_TABLE_WORDS keeping every chunk's on a 64-byte boundary). */
+_Static_assert(HP_EXR_ZIP_TABLE_WORDS * 4 % 64 == 0, "a chunk's tables on a 64-byte boundary");
+
+VkDeviceSize hp_exr_zip_gpu_split_output_bytes(const hp_exr_zip_frame *f)
+{
+    return hp_exr_zip_image_bytes(f) + f->unpacked_bytes + 4;
+}
+
 static VkDeviceSize tables_offset(const hp_exr_zip_frame *f)
 {
-    return (hp_exr_zip_image_bytes(f) + f->unpacked_bytes + 4 + 63) & ~(VkDeviceSize)63;
+    return (hp_exr_zip_gpu_split_output_bytes(f) + 63) & ~(VkDeviceSize)63;
 }
 
 VkDeviceSize hp_exr_zip_gpu_output_bytes(const hp_exr_zip_frame *f)
@@ -392,7 +400,7 @@ static VkResult run_make(hp_gpu *gpu, zip_run *r)
 }
 
 /* How long a run may take before the device is taken as lost: a 16384^2 frame's slices on lavapipe take
- * minutes; on a GPU a frame takes tens of milliseconds. */
+ * minutes; on a GPU a frame takes tens of milliseconds. A batch of frames has this a frame. */
 #define RUN_TIMEOUT_NS (600ull * 1000 * 1000 * 1000)
 
 /* A run's objects made, its command buffer begun with its timestamps reset, and the host's writes to its
@@ -411,13 +419,14 @@ static VkResult run_begin(hp_gpu *gpu, zip_run *r, const hp_buffer *input)
     return res;
 }
 
-/* Submitted on the decode queue and waited for. On failure the run's objects are freed, except when the
- * device is lost or the wait timed out (reported as lost): the GPU may still use them, so they are left. */
-static VkResult run_submit_wait(hp_gpu *gpu, zip_run *r)
+/* Submitted on the decode queue and waited for, a run of `frames` frames. On failure the run's objects are
+ * freed, except when the device is lost or the wait timed out (reported as lost): the GPU may still use them,
+ * so they are left. */
+static VkResult run_submit_wait(hp_gpu *gpu, zip_run *r, uint32_t frames)
 {
     VkDevice dev = hp_gpu_device(gpu);
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &r->cmd};
-    VkResult res = hp_gpu_decode_submit_wait(gpu, &si, r->fence, RUN_TIMEOUT_NS);
+    VkResult res = hp_gpu_decode_submit_wait(gpu, &si, r->fence, RUN_TIMEOUT_NS * (frames ? frames : 1));
     if (res == VK_TIMEOUT)
         res = VK_ERROR_DEVICE_LOST;
     if (res != VK_SUCCESS && res != VK_ERROR_DEVICE_LOST)
@@ -425,16 +434,15 @@ static VkResult run_submit_wait(hp_gpu *gpu, zip_run *r)
     return res;
 }
 
-/* The caller's buffers: addresses, input of in_bytes at least, output of hp_exr_zip_gpu_output_bytes. */
-static bool buffers_fit(const hp_exr_zip_frame *f, const hp_buffer *input, VkDeviceSize in_bytes,
-                        const hp_buffer *output, hp_err *err)
+/* The caller's buffers: addresses, input of in_bytes at least, output of out_bytes. */
+static bool buffers_fit(const hp_buffer *input, VkDeviceSize in_bytes, const hp_buffer *output,
+                        VkDeviceSize out_bytes, hp_err *err)
 {
-    if (input->address && output->address && output->size >= hp_exr_zip_gpu_output_bytes(f) && input->size >= in_bytes)
+    if (input->address && output->address && output->size >= out_bytes && input->size >= in_bytes)
         return true;
     hp_fail(err, HP_ERR_INTERNAL, "exr_zip_gpu: buffers of %llu and %llu bytes (with addresses %d, %d) for a frame "
             "that needs %llu and %llu", (unsigned long long)input->size, (unsigned long long)output->size,
-            input->address != 0, output->address != 0, (unsigned long long)in_bytes,
-            (unsigned long long)hp_exr_zip_gpu_output_bytes(f));
+            input->address != 0, output->address != 0, (unsigned long long)in_bytes, (unsigned long long)out_bytes);
     return false;
 }
 
@@ -453,7 +461,7 @@ static hp_code run_finish(hp_gpu *gpu, zip_run *r, VkResult res, const hp_exr_zi
                           double *gpu_ms, hp_err *err)
 {
     if (res == VK_SUCCESS)
-        res = run_submit_wait(gpu, r);
+        res = run_submit_wait(gpu, r, 1);
     else
         run_free(hp_gpu_device(gpu), r);
     if (res != VK_SUCCESS)
@@ -545,7 +553,7 @@ static void run_batch(void *ctx, hp_group_item *first)
         res = vkEndCommandBuffer(r.cmd);
     }
     if (res == VK_SUCCESS)
-        res = run_submit_wait(gpu, &r);
+        res = run_submit_wait(gpu, &r, frames);
     else
         run_free(hp_gpu_device(gpu), &r);
     uint64_t ts[2]; /* the batch's first and last: queries 0 and 1 */
@@ -568,7 +576,8 @@ static hp_code run_fits(const hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, cons
     if (z->slice != 0 && !z->wide && f->max_chunk_bytes > SLICED_CHUNK_MAX)
         return hp_fail(err, HP_ERR_UNUSABLE, "exr_zip_gpu: chunks of %u bytes are over the %u this device's "
                        "slices take", f->max_chunk_bytes, SLICED_CHUNK_MAX);
-    if (!buffers_fit(f, input, f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD, output, err))
+    if (!buffers_fit(input, f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD, output,
+                     hp_exr_zip_gpu_output_bytes(f), err))
         return HP_ERR_INTERNAL;
     return HP_OK;
 }
@@ -577,7 +586,7 @@ static hp_code run_fits(const hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, cons
 static hp_code run_verdict(hp_exr_zip_gpu *z, const zip_job *j, double *gpu_ms, hp_err *err)
 {
     if (j->res != VK_SUCCESS)
-        return hp_vk_fail(err, j->res == VK_TIMEOUT ? VK_ERROR_DEVICE_LOST : j->res, "the EXR decoding passes");
+        return hp_vk_fail(err, j->res, "the EXR decoding passes");
     if (gpu_ms)
         *gpu_ms = j->gpu_ms;
     hp_buffer_invalidate(z->gpu, j->input);
@@ -598,13 +607,10 @@ hp_code hp_exr_zip_gpu_run_together(hp_exr_zip_gpu *z, uint32_t n, const hp_exr_
     }
     if (code == HP_OK && n > 0) {
         hp_group_commit_alone(&z->batches, &jobs[0].item, run_batch, z);
-        double sum = 0;
-        for (uint32_t i = 0; i < n && code == HP_OK; i++) {
-            code = run_verdict(z, &jobs[i], NULL, err);
-            sum += jobs[i].gpu_ms;
-        }
         if (gpu_ms)
-            *gpu_ms = sum;
+            *gpu_ms = jobs[0].gpu_ms * n; /* each frame's share, the batch's whole */
+        for (uint32_t i = 0; i < n && code == HP_OK; i++)
+            code = run_verdict(z, &jobs[i], NULL, err);
     }
     free(jobs);
     return code;
@@ -631,7 +637,7 @@ hp_code hp_exr_zip_gpu_finish(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, cons
         return hp_fail(err, HP_ERR_UNUSABLE, "exr_zip_gpu: chunks of %u bytes are over the %u this device's "
                        "finishing pass takes", f->max_chunk_bytes, SLICED_CHUNK_MAX);
     VkDeviceSize image_bytes = hp_exr_zip_image_bytes(f);
-    if (!buffers_fit(f, input, f->table_bytes + f->unpacked_bytes, output, err))
+    if (!buffers_fit(input, f->table_bytes + f->unpacked_bytes, output, hp_exr_zip_gpu_split_output_bytes(f), err))
         return HP_ERR_INTERNAL;
     hp_gpu *gpu = z->gpu;
     zip_run r = {0};
@@ -670,7 +676,7 @@ hp_code hp_exr_zip_gpu_upload(hp_exr_zip_gpu *z, const hp_buffer *host, const hp
         res = vkEndCommandBuffer(r.cmd);
     }
     if (res == VK_SUCCESS)
-        res = run_submit_wait(gpu, &r);
+        res = run_submit_wait(gpu, &r, 1);
     else
         run_free(hp_gpu_device(gpu), &r); /* recording failed: nothing was submitted */
     if (res != VK_SUCCESS)

@@ -125,7 +125,7 @@ typedef struct hp_exr_zip_io {
 
 /* Records the two passes with the barrier between them. The caller records the barrier that makes the
  * packed bytes and the table visible before, and the one for whatever reads the image and the statuses
- * after. */
+ * after. io->tables is required unless the wide inflate is on. */
 void hp_exr_zip_gpu_record(hp_exr_zip_gpu *zip, VkCommandBuffer cmd, const hp_exr_zip_frame *frame,
                            const hp_exr_zip_io *io);
 
@@ -139,23 +139,27 @@ hp_code hp_exr_zip_gpu_check(const hp_exr_zip_frame *frame, const hp_exr_zip_chu
                              hp_err *err);
 
 /* The device memory a frame's run writes: the image (hp_exr_zip_image_bytes) first, then the unpacked
- * chunks, then the serial inflate's tables (hp_exr_zip_gpu_tables_bytes). */
+ * chunks, then the serial inflate's tables (hp_exr_zip_gpu_tables_bytes). The split's finish writes the
+ * first two alone (hp_exr_zip_gpu_split_output_bytes). */
 VkDeviceSize hp_exr_zip_gpu_output_bytes(const hp_exr_zip_frame *frame);
+VkDeviceSize hp_exr_zip_gpu_split_output_bytes(const hp_exr_zip_frame *frame);
 /* The serial inflate's scratch of a frame: a chunk's code tables (hp_shared.h's HP_EXR_ZIP_TABLE_WORDS), 2%
- * of its unpacked bytes for 16-line ZIP chunks of half RGBA, a third or more for ZIPS's one-line ones. */
+ * of its unpacked bytes for 16-line ZIP chunks of half RGBA, about a third for ZIPS's one-line ones. */
 VkDeviceSize hp_exr_zip_gpu_tables_bytes(const hp_exr_zip_frame *frame);
 
-/* A frame's passes on the least busy decode queue (pipeline/gpu.h's hp_gpu_decode_submit_wait), waited for:
- * what a decoding thread calls, several at once. Frames that arrive while others are on the GPU wait and go
- * on together, in one submission (exr_zip_gpu.c's batches): by the wide inflate while a batch holds at most
- * hp_exr_zip_gpu_batch_tune's chunks, else by the serial loop. input: host memory shaders can read (HP_MEM_READBACK_SHADER), laid out
- * as api/codecs/image.h's hp_image_zip_gather writes it; the passes read it where it lies and write their status
- * words into its table. output: device memory of hp_exr_zip_gpu_output_bytes, the image at its start.
- * Returns hp_exr_zip_gpu_check's verdict (the first damaged chunk named), or the Vulkan failure;
- * *gpu_ms (may be NULL): the passes' time on the GPU. HP_ERR_UNUSABLE: the frame's chunks are too large
- * for this device's slices (over 1 MiB; lavapipe). A chunk that would take far more work than a deflate
- * encoder's stream needs (include/exr_inflate.glsl's MAX_WORK) stops as HP_EXR_ZIP_UNFINISHED. HP_ERR_DEVICE_LOST
- * (also after 600 s): the passes may still write input and output; the caller abandons both. */
+/* A frame's passes on a decode queue (pipeline/gpu.h's hp_gpu_decode_submit_wait), waited for: what a
+ * decoding thread calls, several at once. Frames that arrive while a batch is on the GPU wait and go on
+ * together in the next, one submission (exr_zip_gpu.c's batches; one batch at a time): by the wide inflate
+ * while a batch holds at most hp_exr_zip_gpu_batch_tune's chunks, else by the serial loop. input: host
+ * memory shaders can read (HP_MEM_READBACK_SHADER), laid out as api/codecs/image.h's hp_image_zip_gather
+ * writes it; the passes read it where it lies and write their status words into its table. output: device
+ * memory of hp_exr_zip_gpu_output_bytes, the image at its start. Returns hp_exr_zip_gpu_check's verdict (the
+ * first damaged chunk named), or the Vulkan failure; *gpu_ms (may be NULL): the frame's share of its batch's
+ * time on the GPU. HP_ERR_UNUSABLE: the frame's chunks are too large for this device's slices (over 1 MiB;
+ * lavapipe). A chunk that would take far more work than a deflate encoder's stream needs
+ * (include/exr_inflate.glsl's MAX_WORK) stops as HP_EXR_ZIP_UNFINISHED. HP_ERR_DEVICE_LOST (also after 600 s
+ * a frame of its batch): the passes may still write input and output; the caller abandons both. The set_wide,
+ * wide_tune and wide_phases calls above remake pipelines: not while runs are in flight. */
 hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *frame, const hp_buffer *input,
                            const hp_buffer *output, double *gpu_ms, hp_err *err);
 /* The chunks of a batch past which it takes the serial loop rather than the wide inflate: the device's default
@@ -166,14 +170,14 @@ void hp_exr_zip_gpu_batch_tune(hp_exr_zip_gpu *zip, uint32_t wide_chunks);
 /* The batches run so far and the frames in them (hp_exr_zip_gpu_run_together's too). */
 void hp_exr_zip_gpu_batch_counts(hp_exr_zip_gpu *zip, unsigned long *batches, unsigned long *frames);
 /* For benchmarks and tests: n frames in one batch, as hp_exr_zip_gpu_run's waiting frames go; the first
- * failure, and *gpu_ms the batch's time on the GPU. */
+ * frame's failure in their order, and *gpu_ms the batch's time on the GPU. */
 hp_code hp_exr_zip_gpu_run_together(hp_exr_zip_gpu *zip, uint32_t n, const hp_exr_zip_frame *frames,
                                     const hp_buffer *inputs, const hp_buffer *outputs, double *gpu_ms, hp_err *err);
 
 /* The split: the CPU inflated the frame's chunks (api/codecs/image.h's hp_image_zip_inflate) into input, host
  * memory shaders can read (HP_MEM_READBACK_SHADER): the table, then frame->unpacked_bytes of inflated
  * chunks. On the decode queue, waited for: those bytes copied past the image in output (device memory of
- * hp_exr_zip_gpu_output_bytes), then the finishing pass (exr_finish) writes the image. Returns as
+ * hp_exr_zip_gpu_split_output_bytes), then the finishing pass (exr_finish) writes the image. Returns as
  * hp_exr_zip_gpu_run does; *gpu_ms the copy and the pass. HP_ERR_UNUSABLE: chunks over 1 MiB on lavapipe. */
 hp_code hp_exr_zip_gpu_finish(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *frame, const hp_buffer *input,
                               const hp_buffer *output, double *gpu_ms, hp_err *err);

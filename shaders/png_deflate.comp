@@ -165,8 +165,9 @@ Shape image_shape()
 #define CL_BASE (LL_CODES + D_CODES)
 #define ALL_CODES (LL_CODES + D_CODES + CL_CODES)
 
-// The parse's hash table, then the Huffman build's arrays in the same words: the table is dead once the
-// parse's last barrier is passed, and the build begins after it. What a workgroup holds of shared memory
+// The parse's hash table, then the Huffman build's arrays in the same words: with HASH_PROBE the table is
+// dead once the parse's last barrier is passed, and the build begins after it; without, nothing but the
+// zeroing at the start touches it. What a workgroup holds of shared memory
 // bounds the segments an SM runs at once: the H200's driver gives the pass 48 KB an SM, and with the build's
 // arrays apart (28.4 KB at 256 invocations) one segment ran on an SM at a time; 21.4 KB lets two
 // (docs/BENCHMARKS.md, "Frames' chunks together").
@@ -180,6 +181,8 @@ shared uint s_hash[HASH_SIZE];
 #define s_parent(i) s_hash[PARENT_AT + (i)]
 #define s_leaf(i) s_hash[LEAF_AT + (i)]
 #define s_rle(i) s_hash[RLE_AT + (i)]
+// A compile error (an array of no words or fewer) if the build's arrays outgrow the hash table.
+struct AliasFits { uint room[int(HASH_SIZE) - int(RLE_AT + LL_CODES + D_CODES) + 1]; };
 shared uint s_scan[gl_WorkGroupSize.x]; // one slot per subgroup: as many as invocations covers any size
 shared uint s_freq[ALL_CODES];
 shared uint s_len[ALL_CODES];

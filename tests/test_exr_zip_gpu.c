@@ -1012,9 +1012,18 @@ int main(void)
         free(small);
         free(plane);
     }
-    /* (f) */
-    hp_exr_zip_gpu_batch_tune(zip, 0);
-    check_together(&r, zip, false, "the serial loop");
+    /* (f): in slices (each frame several dispatches and barriers in the batch's command buffer) on every
+     * device, and fused */
+    hp_exr_zip_gpu *sliced = NULL;
+    if (hp_exr_zip_gpu_create(gpu, 10000, &sliced, &err) != HP_OK)
+        return tap_bail("create the sliced EXR ZIP pipelines: %s", err.message);
+    check_together(&r, sliced, false, "the serial loop in slices");
+    unsigned long batches = 0, batched = 0;
+    hp_exr_zip_gpu_batch_counts(sliced, &batches, &batched);
+    tap_ok(batched == 2 * BATCH_FRAMES && batches >= 2 && batches <= 1 + BATCH_FRAMES,
+           "the batches' counts: %lu frames in %lu batches (the frames of one batch, then those of the threads)",
+           batched, batches);
+    hp_exr_zip_gpu_destroy(&sliced);
     hp_exr_zip_gpu_batch_tune(fused, 0);
     check_together(&r, fused, true, "the serial loop, fused");
     check_wide(&r, gpu, rgba, w, h);

@@ -234,21 +234,23 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_
         return false;
     }
     /* Either route holds every inflated byte while the frame is decoded: the split in host memory while the
-     * body arrives, the GPU in the device block after the image. The pixels' charge covers an image's worth;
-     * the rest (the table, and channels beside the colour: AOVs, depth) comes from the share of bodies still
-     * arriving, and where it cannot, the CPU decodes the frame as it arrives (no more memory than its image). */
+     * body arrives, the GPU in the device block after the image (and the serial inflate's code tables after
+     * them, 2% more for ZIP, about a third for ZIPS). The pixels' charge covers an image's worth; the rest (the
+     * table, and channels beside the colour: AOVs, depth) comes from the share of bodies still arriving, and
+     * where it cannot, the CPU decodes the frame as it arrives (no more memory than its image). */
+    bool split = route == HP_EXR_ZIP_SPLIT;
     hp_exr_zip_frame frame = *layout;
     frame.width = info.width;
     frame.height = info.height;
     frame.unpacked_bytes = unpacked;
-    uint64_t held = (uint64_t)chunks * sizeof(hp_exr_zip_chunk) + unpacked + hp_exr_zip_gpu_tables_bytes(&frame);
+    uint64_t held = (uint64_t)chunks * sizeof(hp_exr_zip_chunk) + unpacked +
+                    (split ? 0 : hp_exr_zip_gpu_tables_bytes(&frame));
     uint64_t extra = held > charged ? held - charged : 0;
     if (!zip_extra_take(e, extra)) {
         note_cpu_frame("memory");
         return false;
     }
-    bool split = route == HP_EXR_ZIP_SPLIT;
-    uint64_t out_bytes = hp_exr_zip_gpu_output_bytes(&frame); /* the image, the chunks, the serial inflate's tables */
+    uint64_t out_bytes = split ? hp_exr_zip_gpu_split_output_bytes(&frame) : hp_exr_zip_gpu_output_bytes(&frame);
     hp_err ignored = {0};
     hp_host_block *out = hp_host_pool_get(e->be->host_pool, HP_MEM_DEVICE, (size_t)out_bytes, &ignored);
     if (!out) {

@@ -75,7 +75,7 @@ void unzip_pixel(uint x, uint y, uint e)
 // s1 = 1 + sum b_i, s2 = n + sum (n - i) b_i, modulo 65521) and the predictor's running sum (t[i] = the sum of
 // raw[0..i] + 128 i, modulo 256: each step adds raw[i] - 128) are sums over the chunk, so each invocation
 // takes a run of its words and the runs are joined in shared memory.
-#ifndef FINISH_MAX // the includer's workgroup where it sets it (exr_inflate_wide.comp)
+#ifndef FINISH_MAX // the includer's workgroup where it sets it (exr_inflate_wide.comp, exr_zip.comp's inflate)
 #define FINISH_MAX 256u
 #endif
 shared uint s_fa[FINISH_MAX], s_fb[FINISH_MAX], s_fc[FINISH_MAX];

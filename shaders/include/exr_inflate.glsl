@@ -37,8 +37,9 @@ uint g_cap;             // its most (MAX_WORK's)
 // The serial loop (HP_INFLATE_TABLES_IN_MEMORY) decodes a chunk in one invocation, so nothing needs them
 // shared: they are the chunk's own words in memory (pc.tables, hp_shared.h's HP_EXR_ZIP_TABLE_WORDS a chunk),
 // read through the SM's L1 cache. In shared memory they held 9.6 KB a workgroup, and the H200's driver gave
-// the pass 48 KB of shared memory an SM: three chunks an SM at once, however many were waiting (a frame's
-// chunks in one dispatch: 1 to 3 frames took one chunk's time, 4 to 6 twice that, docs/BENCHMARKS.md).
+// the pass 48 KB of shared memory an SM: three chunks an SM at once, however many were waiting (frames'
+// chunks in one dispatch: a time that stepped up every 3 chunks an SM, docs/BENCHMARKS.md, "Frames' chunks
+// together").
 #define LIT_SYMBOLS 288u
 #ifdef HP_INFLATE_TABLES_IN_MEMORY
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer InflateTables {
@@ -49,7 +50,10 @@ layout(buffer_reference, std430, buffer_reference_align = 16) buffer InflateTabl
     uint lens[320];
     uint lbase[29], lext[29], dbase[30], dext[30];
     uint first[2][16], index[2][16];
-    uint unused[HP_EXR_ZIP_TABLE_WORDS - 2390u]; // the words above: an array of negative size if they outgrow it
+    // The rest of the chunk's words; an array of no words or fewer (a compile error) if the ones above outgrow
+    // HP_EXR_ZIP_TABLE_WORDS.
+    uint unused[int(HP_EXR_ZIP_TABLE_WORDS) - int((1u << LUT_BITS) + (1u << DIST_LUT_BITS) + 2u * 16u +
+                                                  2u * LIT_SYMBOLS + 320u + 29u + 29u + 30u + 30u + 4u * 16u)];
 };
 InflateTables g_tables; // the chunk's (main sets it)
 #define lut_lit g_tables.lit
