@@ -404,7 +404,7 @@ static VkResult run_make(hp_gpu *gpu, zip_run *r)
 #define RUN_TIMEOUT_NS (600ull * 1000 * 1000 * 1000)
 
 /* A run's objects made, its command buffer begun with its timestamps reset, and the host's writes to its
- * input flushed (the submission then makes them visible to the device). */
+ * input flushed (the submission then makes them visible to the device; NULL: the caller flushes its own). */
 static VkResult run_begin(hp_gpu *gpu, zip_run *r, const hp_buffer *input)
 {
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
@@ -413,7 +413,8 @@ static VkResult run_begin(hp_gpu *gpu, zip_run *r, const hp_buffer *input)
     if (res == VK_SUCCESS)
         res = vkBeginCommandBuffer(r->cmd, &bi);
     if (res == VK_SUCCESS) {
-        hp_buffer_flush(gpu, input);
+        if (input)
+            hp_buffer_flush(gpu, input);
         vkCmdResetQueryPool(r->cmd, r->queries, 0, HP_EXR_ZIP_GPU_TIMESTAMPS);
     }
     return res;
@@ -530,13 +531,8 @@ static void run_batch(void *ctx, hp_group_item *first)
      * the wide inflate's only there */
     bool wide = z->wide && (z->slice != 0 || chunks <= z->wide_chunks);
     zip_run r = {0};
-    VkResult res = run_make(gpu, &r);
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    if (res == VK_SUCCESS)
-        res = vkBeginCommandBuffer(r.cmd, &bi);
+    VkResult res = run_begin(gpu, &r, NULL); /* each frame's input flushed below */
     if (res == VK_SUCCESS) {
-        vkCmdResetQueryPool(r.cmd, r.queries, 0, HP_EXR_ZIP_GPU_TIMESTAMPS);
         vkCmdWriteTimestamp(r.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, r.queries, 0);
         for (zip_job *j = jobs; j; j = job_next(j)) {
             /* The input is the caller's host memory, read by address where it lies: no copy, no barrier
