@@ -205,7 +205,8 @@ def host_cpu():
 
 def metric_counters(port):
     """/metrics' counters the runs report: the GPU thread's seconds by state, the EXR ZIP frames by decoder
-    (zip:NAME), the host pool's blocks made and freed and the seconds making them (pool:NAME)."""
+    (zip:NAME), the host pool's blocks made (on a request's path, and ahead by the pool's own thread) and freed and the seconds
+    making them (pool:NAME)."""
     c = http.client.HTTPConnection(HOST, port, timeout=10)
     c.request("GET", "/metrics")
     text = c.getresponse().read().decode()
@@ -216,7 +217,7 @@ def metric_counters(port):
         out["zip:" + m.group(1)] = float(m.group(2))
     for m in re.finditer(r'^hdrpost_exr_cpu_frames_total\{reason="(\w+)"\} ([0-9.eE+-]+)$', text, re.M):
         out["zip:cpu_because_" + m.group(1)] = float(m.group(2))
-    for m in re.finditer(r'^hdrpost_host_memory_(blocks_made|blocks_freed|make_seconds)_total ([0-9.eE+-]+)$', text, re.M):
+    for m in re.finditer(r'^hdrpost_host_memory_(blocks_made|blocks_freed|make_seconds|blocks_made_ahead|make_ahead_seconds)_total ([0-9.eE+-]+)$', text, re.M):
         out["pool:" + m.group(1)] = float(m.group(2))
     return out
 
@@ -430,7 +431,8 @@ def main():
                     c = r["host_pool_churn"]
                     print(f"host memory blocks of {r['output']}, {r['clients']} clients, during the run: made "
                           f"{c.get('blocks_made', 0):.0f}, freed {c.get('blocks_freed', 0):.0f}, making them "
-                          f"{1000 * c.get('make_seconds', 0):.0f} ms")
+                          f"{1000 * c.get('make_seconds', 0):.0f} ms; made ahead {c.get('blocks_made_ahead', 0):.0f}, "
+                          f"{1000 * c.get('make_ahead_seconds', 0):.0f} ms")
                 print()
             hwm = memory_kb(proc.pid).get("VmHWM")
             result["rss_hwm_kb"] = hwm

@@ -239,6 +239,8 @@ static void report(void *ctx, hp_gpu_report *out)
         out->host_blocks_made = churn.made;
         out->host_blocks_freed = churn.freed;
         out->host_make_seconds = churn.make_seconds;
+        out->host_blocks_made_ahead = churn.made_ahead;
+        out->host_make_ahead_seconds = churn.make_ahead_seconds;
     }
     hp_gpu_thread_time t;
     hp_worker_gpu_thread_time(b->worker, &t);
@@ -607,6 +609,7 @@ static hp_code start_worker(daemon_parts *d, hp_err *err)
         return code;
     hp_host_pool_keep_device(d->host_pool, pool_keep_bytes(d->budget->limit, d->gpu));
     hp_host_pool_keep_recent_peak(d->host_pool, (size_t)d->budget->limit, pool_peak_device_bytes(d->budget->limit, d->gpu));
+    hp_host_pool_make_ahead(d->host_pool, true);
     d->clock_hold = clock_hold_for(config, d->gpu);
     hp_worker_config wc = {.queue_depth = (unsigned)config->queue_depth,
                            .finish_threads = (unsigned)config->encode_threads,

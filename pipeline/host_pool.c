@@ -10,6 +10,21 @@
 #include "common/bigbuf.h"
 #include "common/log.h"
 
+/* A load the pool makes ahead for: one kind of block, sizes within an eighth of each other (a render farm's
+ * frames of one shape: the decoded ones alike to the byte, the compressed ones a little apart). */
+typedef struct ahead_load {
+    hp_mem_kind kind;
+    unsigned bucket;  /* size_bucket(bytes): 0 for an entry not in use */
+    size_t largest;   /* the most bytes asked within it: the size of its spares, which fit every request in it */
+    unsigned out;     /* its blocks out now */
+    unsigned pending; /* spares asked of the pool's thread, not yet made */
+    double last_s;    /* when it was last asked: the oldest idle entry makes room for a new load */
+} ahead_load;
+
+/* Loads tracked at once: a daemon sees a few (per frame shape: the compressed bytes, the decoded ones, the
+ * image); a ninth with every entry busy simply gets no spares. */
+#define AHEAD_LOADS 8
+
 struct hp_host_pool {
     hp_gpu *gpu;
     pthread_mutex_t lock;
@@ -30,6 +45,13 @@ struct hp_host_pool {
     size_t out_bytes[2], peak_now[2], peak_before[2], ceiling[2];
     double window_start;
     const double *test_clock; /* hp_host_pool_test_clock */
+    /* Making ahead (hp_host_pool_make_ahead): the loads seen, and the pool's own thread that makes their spares. */
+    ahead_load loads[AHEAD_LOADS];
+    bool ahead, maker_running, maker_stop;
+    pthread_t maker;
+    pthread_cond_t maker_wake, maker_idle;
+    _Atomic unsigned long made_ahead;
+    _Atomic unsigned long long make_ahead_ns;
 };
 
 /* A window of the recent peak: a load's blocks are kept from 30 to 60 s after it last needed them. */
@@ -126,6 +148,188 @@ static void free_blocks(hp_host_pool *p, hp_host_block *list)
     }
 }
 
+/* A new block of bytes, or NULL and *err; *ns: the time making it took. Vulkan lets any thread create buffers
+ * and memory (only the objects themselves are externally synchronized), so no lock is held. */
+static hp_host_block *make_block(hp_host_pool *p, hp_mem_kind kind, size_t bytes, hp_err *err, unsigned long long *ns)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    hp_host_block *b = calloc(1, sizeof(*b));
+    const char *name = kind == HP_MEM_UPLOAD ? "request_frame" : kind == HP_MEM_DEVICE ? "request_decoded" : "request_image";
+    hp_code rc = b ? hp_buffer_create(p->gpu, bytes, kind, name, &b->buf, err)
+                   : hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (rc == HP_OK && kind != HP_MEM_DEVICE && !b->buf.mapped)
+        rc = hp_fail(err, HP_ERR_MISSING_FEATURE, "the device gave host memory that cannot be mapped");
+    if (rc != HP_OK) {
+        if (b)
+            hp_buffer_destroy(p->gpu, &b->buf);
+        free(b);
+        return NULL;
+    }
+    b->kind = kind;
+    b->pool = p;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *ns = (unsigned long long)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
+    return b;
+}
+
+/* A kept block of size fits a request of bytes: large enough, and not over twice as large (a larger one is left
+ * for a larger request). */
+static bool fits(size_t size, size_t bytes) { return size >= bytes && size / 2 <= bytes; }
+
+/* Sizes within an eighth of each other share a bucket: the size's magnitude and its top four bits (8 to 15
+ * sixteenths of the next power of two), so the largest request of a bucket is at most 9/8 of its smallest, and a
+ * spare made at the largest fits them all. Never 0 (an entry not in use). */
+static unsigned size_bucket(size_t bytes)
+{
+    unsigned k = 0;
+    while ((bytes >> k) >= 16)
+        k++;
+    return (k << 4) + (unsigned)(bytes >> k) + 1;
+}
+
+/* Under the lock: the load of blocks of kind and about bytes; with add, a new entry for it when there is none,
+ * in place of the one idle longest (no block out, no spare pending). NULL when there is none to be had. */
+static ahead_load *load_of(hp_host_pool *p, hp_mem_kind kind, size_t bytes, bool add)
+{
+    unsigned bucket = size_bucket(bytes);
+    ahead_load *idle = NULL;
+    for (int i = 0; i < AHEAD_LOADS; i++) {
+        ahead_load *l = &p->loads[i];
+        if (l->bucket == bucket && l->kind == kind)
+            return l;
+        if (!l->out && !l->pending && (!idle || l->last_s < idle->last_s))
+            idle = l;
+    }
+    if (!add || !idle)
+        return NULL;
+    *idle = (ahead_load){.kind = kind, .bucket = bucket};
+    return idle;
+}
+
+/* Under the lock: whether side s may have bytes more made ahead: out and kept together within the keep limit,
+ * where every block given back is kept, so spares never push a returning block past it (nor the recent peak's
+ * rule into freeing). */
+static bool room_ahead(const hp_host_pool *p, int s, size_t bytes)
+{
+    size_t kept = s ? p->kept_device_bytes : p->kept_bytes, floor = s ? p->keep_device_limit : p->keep_limit;
+    return p->out_bytes[s] + kept + bytes <= floor;
+}
+
+/* Under the lock, a block of kind for bytes just handed out (and counted in out_bytes): its load counts it, and
+ * with making ahead on, the pool's thread is asked for the spares it lacks, a quarter of its blocks out rounded
+ * up. Why a quarter: 64 clients' blocks out at once wander by a few around their mean (docs/BENCHMARKS.md,
+ * 2026-11-30); a quarter covers that, and one client's single block out gets one spare. */
+static void ahead_note_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes)
+{
+    ahead_load *l = load_of(p, kind, bytes, true);
+    if (!l)
+        return;
+    l->out++;
+    l->last_s = pool_now(p);
+    if (bytes > l->largest)
+        l->largest = bytes;
+    if (!p->ahead || atomic_load(&p->abandoned))
+        return;
+    unsigned want = (l->out + 3) / 4, spare = 0;
+    for (hp_host_block *b = p->kept; b && spare < want; b = b->next)
+        if (b->kind == kind && fits((size_t)b->buf.size, l->largest))
+            spare++;
+    unsigned asked = 0;
+    while (spare + l->pending < want && room_ahead(p, side_of(kind), (size_t)(l->pending + 1) * l->largest)) {
+        l->pending++;
+        asked++;
+    }
+    if (asked)
+        pthread_cond_signal(&p->maker_wake);
+}
+
+/* The pool's own thread: makes the spares asked for, one at a time, the lock let go while it pins. A spare that
+ * no longer has room when made (the load grew meanwhile) is freed again; a failure stops that load's spares
+ * (its requests then make their own, or fall back to ordinary memory, as without making ahead). */
+static void *maker_main(void *arg)
+{
+    hp_host_pool *p = arg;
+    bool warned = false;
+    pthread_mutex_lock(&p->lock);
+    while (!p->maker_stop) {
+        ahead_load *l = NULL;
+        for (int i = 0; i < AHEAD_LOADS && !l; i++)
+            if (p->loads[i].pending)
+                l = &p->loads[i];
+        if (!l) {
+            pthread_cond_broadcast(&p->maker_idle);
+            pthread_cond_wait(&p->maker_wake, &p->lock);
+            continue;
+        }
+        hp_mem_kind kind = l->kind;
+        size_t size = l->largest;
+        int s = side_of(kind);
+        if (!p->ahead || atomic_load(&p->abandoned) || atomic_load(&p->test_fail) || !room_ahead(p, s, size)) {
+            l->pending = 0;
+            continue;
+        }
+        pthread_mutex_unlock(&p->lock);
+        hp_err err = {0};
+        unsigned long long ns = 0;
+        hp_host_block *b = make_block(p, kind, size, &err, &ns);
+        if (!b && !warned) {
+            hp_warn("host pool: a block made ahead: %s; the requests make their own", err.message);
+            warned = true;
+        }
+        pthread_mutex_lock(&p->lock);
+        if (!b) {
+            l->pending = 0; /* l is still this load's: an entry with spares pending is never given to another */
+            continue;
+        }
+        l->pending--;
+        atomic_fetch_add(&p->made_ahead, 1);
+        atomic_fetch_add(&p->make_ahead_ns, ns);
+        b->asked = size;
+        if (!atomic_load(&p->abandoned) && room_ahead(p, s, size)) {
+            b->next = p->kept;
+            p->kept = b;
+            *(s ? &p->kept_device_bytes : &p->kept_bytes) += (size_t)b->buf.size;
+        } else { /* never used by the device: freed at once, even after the device is lost */
+            pthread_mutex_unlock(&p->lock);
+            free_blocks(p, b);
+            pthread_mutex_lock(&p->lock);
+        }
+    }
+    pthread_cond_broadcast(&p->maker_idle);
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+void hp_host_pool_make_ahead(hp_host_pool *p, bool on)
+{
+    pthread_mutex_lock(&p->lock);
+    p->ahead = on;
+    if (on && !p->maker_running) {
+        if (pthread_create(&p->maker, NULL, maker_main, p) == 0)
+            p->maker_running = true;
+        else {
+            p->ahead = false;
+            hp_warn("host pool: no thread to make blocks ahead; the requests make their own");
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+void hp_host_pool_ahead_settle(hp_host_pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        bool pending = false;
+        for (int i = 0; i < AHEAD_LOADS; i++)
+            pending |= p->loads[i].pending != 0;
+        if (!pending || !p->maker_running || p->maker_stop)
+            break;
+        pthread_cond_wait(&p->maker_idle, &p->lock);
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
 void hp_host_pool_keep_recent_peak(hp_host_pool *p, size_t host_ceiling, size_t device_ceiling)
 {
     pthread_mutex_lock(&p->lock);
@@ -172,6 +376,8 @@ hp_code hp_host_pool_create(hp_gpu *gpu, size_t keep_bytes, hp_host_pool **out, 
     p->keep_limit = keep_bytes;
     p->keep_device_limit = keep_bytes;
     pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->maker_wake, NULL);
+    pthread_cond_init(&p->maker_idle, NULL);
     p->window_start = pool_now(p);
     *out = p;
     return HP_OK;
@@ -182,6 +388,12 @@ void hp_host_pool_destroy(hp_host_pool **pp)
     hp_host_pool *p = *pp;
     if (!p)
         return;
+    pthread_mutex_lock(&p->lock);
+    p->maker_stop = true;
+    pthread_cond_broadcast(&p->maker_wake);
+    pthread_mutex_unlock(&p->lock);
+    if (p->maker_running)
+        pthread_join(p->maker, NULL);
     if (p->out)
         hp_error("host pool: %u block(s) still out at destruction (leaked)", p->out);
     if (p->dropped) /* nothing of the device's may still use them once it is idle (or lost) */
@@ -193,6 +405,8 @@ void hp_host_pool_destroy(hp_host_pool **pp)
             hp_buffer_destroy(p->gpu, &b->buf);
             free(b);
         }
+    pthread_cond_destroy(&p->maker_wake);
+    pthread_cond_destroy(&p->maker_idle);
     pthread_mutex_destroy(&p->lock);
     free(p);
     *pp = NULL;
@@ -213,7 +427,7 @@ hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes,
     hp_host_block **best = NULL;
     for (hp_host_block **at = &p->kept; *at; at = &(*at)->next) {
         size_t size = (size_t)(*at)->buf.size;
-        if ((*at)->kind == kind && size >= bytes && size / 2 <= bytes && (!best || size < (size_t)(*best)->buf.size))
+        if ((*at)->kind == kind && fits(size, bytes) && (!best || size < (size_t)(*best)->buf.size))
             best = at;
     }
     hp_host_block *b = NULL;
@@ -231,6 +445,8 @@ hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes,
     if (b) {
         p->out_bytes[s] += (size_t)b->buf.size;
         note_peak(p, s);
+        b->asked = bytes;
+        ahead_note_get(p, kind, bytes);
     } else {
         /* None fits: a load of another size or kind. The kept blocks of a load that has passed go first, so
          * that they and the new load's never add up past the ceiling. */
@@ -242,36 +458,23 @@ hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes,
         b->next = NULL;
         return b;
     }
-    /* A new one, outside the lock: pinning tens of megabytes takes milliseconds. Vulkan lets any thread
-     * create buffers and memory (only the objects themselves are externally synchronized). */
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    b = calloc(1, sizeof(*b));
-    const char *name = kind == HP_MEM_UPLOAD ? "request_frame" : kind == HP_MEM_DEVICE ? "request_decoded" : "request_image";
-    hp_code rc = b ? hp_buffer_create(p->gpu, bytes, kind, name, &b->buf, err)
-                   : hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
-    if (rc == HP_OK && kind != HP_MEM_DEVICE && !b->buf.mapped)
-        rc = hp_fail(err, HP_ERR_MISSING_FEATURE, "the device gave host memory that cannot be mapped");
-    if (rc != HP_OK) {
-        if (b)
-            hp_buffer_destroy(p->gpu, &b->buf);
-        free(b);
-        pthread_mutex_lock(&p->lock);
+    /* A new one, outside the lock: pinning tens of megabytes takes milliseconds. */
+    unsigned long long ns = 0;
+    b = make_block(p, kind, bytes, err, &ns);
+    pthread_mutex_lock(&p->lock);
+    if (!b) {
         p->out--;
         pthread_mutex_unlock(&p->lock);
         return NULL;
     }
-    b->kind = kind;
-    b->pool = p;
     /* Counted out once made, never a block that could not be: a failure must not raise the peak. */
-    pthread_mutex_lock(&p->lock);
     p->out_bytes[s] += (size_t)b->buf.size;
     note_peak(p, s);
+    b->asked = bytes;
+    ahead_note_get(p, kind, bytes);
     pthread_mutex_unlock(&p->lock);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
     atomic_fetch_add(&p->made, 1);
-    long long ns = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
-    atomic_fetch_add(&p->make_ns, (unsigned long long)ns);
+    atomic_fetch_add(&p->make_ns, ns);
     return b;
 }
 
@@ -285,6 +488,9 @@ void hp_host_pool_put(hp_host_block *b)
     windows_advance(p); /* first: a window that turns over now counts the block as out */
     p->out--;
     p->out_bytes[s] -= (size_t)b->buf.size;
+    ahead_load *load = load_of(p, b->kind, b->asked, false);
+    if (load && load->out)
+        load->out--;
     if (atomic_load(&p->abandoned)) { /* the device may still touch it: never reused, freed at destruction */
         b->next = p->dropped;
         p->dropped = b;
@@ -331,6 +537,8 @@ void hp_host_pool_counts_get(hp_host_pool *p, hp_host_pool_counts *out)
     pthread_mutex_unlock(&p->lock);
     *out = (hp_host_pool_counts){.made = atomic_load(&p->made), .freed = atomic_load(&p->freed),
                                  .make_seconds = (double)atomic_load(&p->make_ns) * 1e-9,
+                                 .made_ahead = atomic_load(&p->made_ahead),
+                                 .make_ahead_seconds = (double)atomic_load(&p->make_ahead_ns) * 1e-9,
                                  .kept_device_bytes = kept_device};
 }
 

@@ -27,6 +27,7 @@ typedef struct hp_host_block {
     hp_buffer buf;          /* buf.mapped: buf.size bytes */
     hp_mem_kind kind;
     hp_host_pool *pool;     /* where it goes back */
+    size_t asked;           /* the bytes hp_host_pool_get was asked for: its load, for making ahead */
     struct hp_host_block *next; /* while kept */
 } hp_host_block;
 
@@ -43,6 +44,17 @@ void hp_host_pool_keep_device(hp_host_pool *pool, size_t keep_bytes);
  * passed, the blocks past the keep limits are freed (hp_host_pool_put, hp_host_pool_trim). 0, 0: the keep
  * limits alone (the default). */
 void hp_host_pool_keep_recent_peak(hp_host_pool *pool, size_t host_ceiling, size_t device_ceiling);
+/* Blocks made ahead of the requests (issue 36: 64 clients made 1 to 52 blocks after the warm-up, up to 190 ms
+ * each, on the threads that asked, the GPU thread's among them, because more blocks were out at once than ever
+ * before; docs/BENCHMARKS.md). With it on, the pool's own thread keeps, for each load it sees (a kind and
+ * sizes within an eighth of each other), spare blocks kept beside those out: a quarter of the blocks out,
+ * rounded up, made at the load's largest size. So a load that grows finds its blocks made, and a request
+ * makes one itself only when the load outruns that thread. Spares are made only while out and kept together stay
+ * within the keep limit (the floor: never past what the pool would keep anyway, so the recent peak is
+ * untouched). Off by default; the daemon turns it on. Thread-safe; before or while blocks are out. */
+void hp_host_pool_make_ahead(hp_host_pool *pool, bool on);
+/* For tests: waits until the pool's own thread has made the blocks it was asked for (none pending). */
+void hp_host_pool_ahead_settle(hp_host_pool *pool);
 /* Frees the kept blocks past what the recent peak still allows, the oldest first, at most max_blocks of them
  * (0: every one): for an idle daemon, whose pool sees no hp_host_pool_put to do it. Whether some are still
  * past it (max_blocks reached). Thread-safe. */
@@ -78,6 +90,10 @@ void hp_host_pool_usage(hp_host_pool *pool, unsigned *out_blocks, size_t *kept_b
 typedef struct hp_host_pool_counts {
     unsigned long made, freed;
     double make_seconds;
+    /* Blocks the pool's own thread made ahead (hp_host_pool_make_ahead), and its time: no request waited on
+     * them. Not in made and make_seconds above, which count what requests waited for. */
+    unsigned long made_ahead;
+    double make_ahead_seconds;
     size_t kept_device_bytes;
 } hp_host_pool_counts;
 void hp_host_pool_counts_get(hp_host_pool *pool, hp_host_pool_counts *out);

@@ -97,10 +97,11 @@ static void *churn(void *p)
     return NULL;
 }
 
-static void test_threads(void)
+static void test_threads(bool ahead)
 {
     hp_host_pool *pool = NULL;
     hp_host_pool_create(gpu, 8u << 20, &pool, &err);
+    hp_host_pool_make_ahead(pool, ahead);
     enum { N = 8 };
     pthread_t t[N];
     worker_arg args[N];
@@ -117,7 +118,8 @@ static void test_threads(void)
     size_t kept;
     hp_host_pool_usage(pool, &out, &kept);
     tap_ok(ok && out == 0 && kept <= (8u << 20),
-           "8 threads taking and giving back 320 blocks: none shared, all back (%u out), %zu bytes kept", out, kept);
+           "8 threads taking and giving back 320 blocks%s: none shared, all back (%u out), %zu bytes kept",
+           ahead ? ", the pool's thread making blocks ahead beside them" : "", out, kept);
     hp_host_pool_destroy(&pool);
 }
 
@@ -518,13 +520,129 @@ static void test_recent_peak(void)
     hp_host_pool_destroy(&pool);
 }
 
+/* Making ahead (hp_host_pool_make_ahead): the pool's own thread keeps spares, a quarter of a load's blocks out
+ * rounded up, so that a load that grows takes made blocks rather than making them on a request's path. Each
+ * request below waits for the pool's thread to settle first (hp_host_pool_ahead_settle): what a load growing
+ * slower than that thread pins sees. */
+static void ahead_counts(hp_host_pool *pool, hp_host_pool_counts *c, size_t *kept)
+{
+    hp_host_pool_ahead_settle(pool);
+    hp_host_pool_counts_get(pool, c);
+    hp_host_pool_usage(pool, NULL, kept);
+}
+
+static void test_make_ahead(void)
+{
+    enum { LOAD = 8 };
+    const size_t mib = 1 << 20;
+    hp_host_pool *pool = NULL;
+    if (hp_host_pool_create(gpu, 64 * mib, &pool, &err) != HP_OK) {
+        tap_ok(false, "pool: %s", err.message);
+        return;
+    }
+    hp_host_pool_make_ahead(pool, true);
+    hp_host_block *b[LOAD + 2];
+    for (int i = 0; i < LOAD; i++) {
+        hp_host_pool_ahead_settle(pool);
+        b[i] = hp_host_pool_get(pool, HP_MEM_UPLOAD, mib, &err);
+    }
+    hp_host_pool_counts c;
+    size_t kept;
+    ahead_counts(pool, &c, &kept);
+    /* Out 1..8 wants 1, 1, 1, 1, 2, 2, 2, 2 spares: the first request makes its block, each later one takes a
+     * spare that is made again, and at 8 out two are kept. */
+    tap_ok(c.made == 1 && c.made_ahead == 9 && kept == 2 * mib && c.make_ahead_seconds > 0,
+           "a load growing to %d blocks of 1 MiB: the first made on the request's path, the rest taken from the "
+           "spares, which are made again (made %lu, 1; made ahead %lu, 9; kept %zu bytes, 2 MiB; %.6f s ahead)",
+           LOAD, c.made, c.made_ahead, kept, c.make_ahead_seconds);
+    for (int i = 0; i < LOAD; i++)
+        hp_host_pool_put(b[i]);
+    for (int i = 0; i < LOAD + 2; i++)
+        b[i] = hp_host_pool_get(pool, HP_MEM_UPLOAD, mib, &err);
+    ahead_counts(pool, &c, &kept);
+    /* At 9 out one given-back block is left and 3 spares are wanted: 2 asked; at 10, one more. */
+    tap_ok(c.made == 1 && c.freed == 0 && c.made_ahead == 9 + 3 && kept == 3 * mib,
+           "given back and asked again at once, 2 more than before: all 10 from the kept blocks, none made on a "
+           "request's path (made %lu, 1), the 3 spares of 10 out made again (made ahead %lu, 12; kept %zu bytes)",
+           c.made, c.made_ahead, kept);
+    for (int i = 0; i < LOAD + 2; i++)
+        hp_host_pool_put(b[i]);
+
+    /* A load of sizes within an eighth: its spares are made at the largest asked, so a request between the
+     * sizes seen fits one (a spare made at the size of the first would not). */
+    hp_host_block *one = hp_host_pool_get(pool, HP_MEM_READBACK, mib, &err);
+    hp_host_pool_ahead_settle(pool);
+    hp_host_block *larger = hp_host_pool_get(pool, HP_MEM_READBACK, mib + (64 << 10), &err);
+    hp_host_pool_counts before;
+    ahead_counts(pool, &before, &kept);
+    hp_host_block *between = hp_host_pool_get(pool, HP_MEM_READBACK, mib + (32 << 10), &err);
+    ahead_counts(pool, &c, &kept);
+    tap_ok(one && larger && between && between->buf.size >= mib + (64 << 10) && c.made == before.made,
+           "read-back blocks of 1 MiB, then 1 MiB + 64 KiB (made as asked: the spare of 1 MiB too small), then "
+           "1 MiB + 32 KiB: a spare of the largest, %zu bytes, none made (made %lu, %lu before)",
+           between ? (size_t)between->buf.size : 0, c.made, before.made);
+    hp_host_pool_put(one);
+    hp_host_pool_put(larger);
+    hp_host_pool_put(between);
+    hp_host_pool_destroy(&pool);
+
+    /* Within the keep limit only: out and kept together never pass it for a spare. */
+    if (hp_host_pool_create(gpu, 2 * mib, &pool, &err) != HP_OK)
+        return;
+    hp_host_pool_make_ahead(pool, true);
+    for (int i = 0; i < LOAD; i++) {
+        hp_host_pool_ahead_settle(pool);
+        b[i] = hp_host_pool_get(pool, HP_MEM_UPLOAD, mib, &err);
+    }
+    ahead_counts(pool, &c, &kept);
+    tap_ok(c.made_ahead == 1 && c.made == LOAD - 1 && kept == 0,
+           "a keep limit of 2 MiB: one spare (1 MiB out, 1 spare), then none past it; the load's other blocks made "
+           "as asked (made ahead %lu, made %lu, kept %zu)", c.made_ahead, c.made, kept);
+    for (int i = 0; i < LOAD; i++)
+        hp_host_pool_put(b[i]);
+    hp_host_pool_usage(pool, NULL, &kept);
+    tap_ok(kept == 2 * mib, "given back: the keep limit kept, the rest freed (%zu bytes kept)", kept);
+    hp_host_pool_destroy(&pool);
+
+    /* Off (the default), after the device is lost, or failing on purpose: none ahead. */
+    hp_host_pool_create(gpu, 64 * mib, &pool, &err);
+    hp_host_block *plain = hp_host_pool_get(pool, HP_MEM_UPLOAD, mib, &err);
+    ahead_counts(pool, &c, &kept);
+    tap_ok(c.made_ahead == 0 && kept == 0, "without hp_host_pool_make_ahead: no spare (made ahead %lu)", c.made_ahead);
+    hp_host_pool_put(plain);
+    hp_host_pool_make_ahead(pool, true);
+    hp_host_pool_test_fail(pool, 1);
+    hp_host_pool_get(pool, HP_MEM_UPLOAD, mib, &err);
+    hp_host_pool_test_fail(pool, 0);
+    hp_host_pool_abandon(pool);
+    hp_host_pool_get(pool, HP_MEM_UPLOAD, mib, &err);
+    ahead_counts(pool, &c, &kept);
+    tap_ok(c.made_ahead == 0, "while failing on purpose, and after the device is lost: none made ahead (%lu)",
+           c.made_ahead);
+    hp_host_pool_destroy(&pool);
+
+    /* Destroyed while spares are being made: the pool's thread stops, every block freed (the validation layer's
+     * leak check at the end). */
+    hp_host_pool_create(gpu, 256 * mib, &pool, &err);
+    hp_host_pool_make_ahead(pool, true);
+    hp_host_block *many[32];
+    for (int i = 0; i < 32; i++)
+        many[i] = hp_host_pool_get(pool, HP_MEM_DEVICE, mib, &err);
+    for (int i = 0; i < 32; i++)
+        hp_host_pool_put(many[i]);
+    hp_host_pool_destroy(&pool);
+    tap_ok(pool == NULL, "a pool destroyed while its thread makes 8 device spares: it stops, nothing left out");
+}
+
 int main(void)
 {
     int bail = gpu_test_open(&gpu, &graph, &err);
     if (bail)
         return bail;
     test_reuse();
-    test_threads();
+    test_threads(false);
+    test_threads(true);
+    test_make_ahead();
     test_frames();
     test_device_limit();
     test_device_and_abandon();

@@ -94,6 +94,8 @@ typedef struct hp_gpu_report {
     uint64_t host_kept_device_bytes; /* hp_host_pool_counts_get's, as the three below */
     uint64_t host_blocks_made, host_blocks_freed;
     double host_make_seconds;
+    uint64_t host_blocks_made_ahead; /* by the pool's own thread, no request waiting (hp_host_pool_make_ahead) */
+    double host_make_ahead_seconds;
     /* The GPU thread's seconds since start by state (daemon/worker.h hp_gpu_thread_time): idle, waiting
      * for the next frame's decoding, for the GPU, for the encoders, and working. */
     double gpu_thread_idle_s, gpu_thread_decode_wait_s, gpu_thread_gpu_wait_s, gpu_thread_encoder_wait_s,

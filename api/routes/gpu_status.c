@@ -242,9 +242,16 @@ void hp_route_metrics(hp_request *req, hp_reply *reply)
                                 r.host_blocks_out, (unsigned long long)r.host_kept_bytes);
         rc |= hp_metrics_printf(&buf, &len, &cap,
                                 "# HELP hdrpost_host_memory_blocks_made_total Mapped host and device blocks made "
-                                "because none kept fitted (pinning takes milliseconds): steady after warm-up where "
-                                "the pool keeps up.\n# TYPE hdrpost_host_memory_blocks_made_total counter\n"
+                                "because none kept fitted, while a request waited (pinning takes milliseconds): "
+                                "steady after warm-up where the pool keeps up.\n# TYPE hdrpost_host_memory_blocks_made_total counter\n"
                                 "hdrpost_host_memory_blocks_made_total %llu\n"
+                                "# HELP hdrpost_host_memory_blocks_made_ahead_total Blocks the pool's own thread made "
+                                "ahead of the requests, spares for a load that grows (no request waited on them).\n"
+                                "# TYPE hdrpost_host_memory_blocks_made_ahead_total counter\n"
+                                "hdrpost_host_memory_blocks_made_ahead_total %llu\n"
+                                "# HELP hdrpost_host_memory_make_ahead_seconds_total Time the pool's own thread spent "
+                                "making blocks ahead.\n# TYPE hdrpost_host_memory_make_ahead_seconds_total counter\n"
+                                "hdrpost_host_memory_make_ahead_seconds_total %.6f\n"
                                 "# HELP hdrpost_host_memory_blocks_freed_total Blocks freed, the kept ones past their "
                                 "limit or a load's peak passed.\n# TYPE hdrpost_host_memory_blocks_freed_total counter\n"
                                 "hdrpost_host_memory_blocks_freed_total %llu\n"
@@ -255,7 +262,8 @@ void hp_route_metrics(hp_request *req, hp_reply *reply)
                                 "for the next frames' decoded images (EXR ZIP on the GPU).\n"
                                 "# TYPE hdrpost_host_memory_kept_device_bytes gauge\n"
                                 "hdrpost_host_memory_kept_device_bytes %llu\n",
-                                (unsigned long long)r.host_blocks_made, (unsigned long long)r.host_blocks_freed,
+                                (unsigned long long)r.host_blocks_made, (unsigned long long)r.host_blocks_made_ahead,
+                                r.host_make_ahead_seconds, (unsigned long long)r.host_blocks_freed,
                                 r.host_make_seconds, (unsigned long long)r.host_kept_device_bytes);
         rc |= hp_metrics_printf(&buf, &len, &cap,
                                 "# HELP hdrpost_gpu_thread_seconds_total The GPU thread's time by state: the one "
