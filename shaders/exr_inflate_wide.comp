@@ -111,11 +111,11 @@ uint step_symbol(out uint len, out uint dist)
     sym -= 257u;
     if (sym >= 29u)
         return STEP_INVALID;
-    len = length_base(sym) + bits(length_extra(sym));
+    len = len_base[sym] + bits(len_extra[sym]);
     uint dsym = decode_dist();
     if (dsym >= 30u)
         return STEP_INVALID;
-    dist = distance_base(dsym) + bits(distance_extra(dsym));
+    dist = dist_base[dsym] + bits(dist_extra[dsym]);
     return STEP_MATCH;
 }
 
@@ -635,6 +635,7 @@ uint wide_inflate(uint lane, uint lanes, RwWords table, uint e)
 
 void main()
 {
+    init_length_codes();
     uint c = gl_WorkGroupID.x, lane = gl_LocalInvocationIndex, lanes = gl_WorkGroupSize.x;
     if (c >= pc.chunk_count)
         return;

@@ -140,11 +140,11 @@ uint inflate_block_symbols()
         sym -= 257u;
         if (sym >= 29u)
             return HP_EXR_ZIP_BAD_DATA;
-        uint len = length_base(sym) + bits(length_extra(sym));
+        uint len = len_base[sym] + bits(len_extra[sym]);
         uint dsym = decode_dist();
         if (dsym >= 30u)
             return HP_EXR_ZIP_BAD_DATA;
-        uint dist = distance_base(dsym) + bits(distance_extra(dsym));
+        uint dist = dist_base[dsym] + bits(dist_extra[dsym]);
         if (dist > g_n)
             return HP_EXR_ZIP_BAD_DATA;
         if (len > g_limit - g_n)
@@ -346,6 +346,7 @@ void main()
     if (c >= pc.chunk_count)
         return;
     g_tables = InflateTables(packUint2x32(pc.tables) + uint64_t(c) * uint64_t(HP_EXR_ZIP_TABLE_WORDS * 4u));
+    init_length_codes();
     RwWords table = RwWords(pc.chunks);
     uint e = c * HP_EXR_ZIP_CHUNK_WORDS;
     if (gl_LocalInvocationIndex == 0u)

@@ -813,29 +813,6 @@ static void check_wide(gpu_test_cmd *r, hp_gpu *gpu, const float *rgba, int w, i
     hp_exr_zip_gpu_destroy(&wide);
 }
 
-/* hp_shared.h's length and distance bases and extra bits, which the inflates compute, against RFC 1951 3.2.5's
- * tables as printed there, entry by entry: the streams below need not use every symbol. */
-static void check_length_codes(void)
-{
-    static const unsigned lbase[29] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67,
-                                       83, 99, 115, 131, 163, 195, 227, 258};
-    static const unsigned lext[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5,
-                                      5, 0};
-    static const unsigned dbase[30] = {1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769,
-                                       1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
-    static const unsigned dext[30] = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11,
-                                      12, 12, 13, 13};
-    int wrong = -1;
-    for (unsigned s = 0; s < 29 && wrong < 0; s++)
-        if (HP_DEFLATE_LENGTH_BASE(s) != lbase[s] || HP_DEFLATE_LENGTH_EXTRA(s) != lext[s])
-            wrong = (int)s;
-    for (unsigned d = 0; d < 30 && wrong < 0; d++)
-        if (HP_DEFLATE_DISTANCE_BASE(d) != dbase[d] || HP_DEFLATE_DISTANCE_EXTRA(d) != dext[d])
-            wrong = 100 + (int)d;
-    tap_ok(wrong < 0, "the computed length and distance bases and extra bits equal RFC 1951 3.2.5's 29 + 30 entries "
-           "(the first wrong: %d, length symbols 0.., distance 100..)", wrong);
-}
-
 int main(void)
 {
     hp_err err = {0};
@@ -844,7 +821,6 @@ int main(void)
     if (bail)
         return bail;
     tap_diag("device: %s", hp_gpu_get_info(gpu)->device_name);
-    check_length_codes();
     hp_exr_zip_gpu *zip = NULL;
     if (hp_exr_zip_gpu_create(gpu, 0, &zip, &err) != HP_OK)
         return tap_bail("create the EXR ZIP pipelines: %s", err.message);

@@ -28,6 +28,8 @@ uint g_cap;             // its most (MAX_WORK's)
 //   code_count, code_sym per code (0 literal/length, 1 distance; the code-length code borrows 1): codes of
 //                        each length, and the symbols in canonical order (RFC 1951 3.2.2)
 //   code_lens            the code lengths of one block as read: literal/length then distance
+//   len_base ...         RFC 1951 3.2.5: base and extra bits of the length symbols 257..285 and the distance
+//                        symbols 0..29
 //   code_first, code_index  per code, for filling its table: the first code of each length and the
 //                        canonical index of its first symbol (3.2.2's next_code, and the running count of
 //                        shorter codes)
@@ -46,11 +48,12 @@ layout(buffer_reference, std430, buffer_reference_align = 16) buffer InflateTabl
     uint count[2][16];
     uint sym[2][LIT_SYMBOLS];
     uint lens[320];
+    uint lbase[29], lext[29], dbase[30], dext[30];
     uint first[2][16], index[2][16];
     // The rest of the chunk's words; an array of no words or fewer (a compile error) if the ones above outgrow
     // HP_EXR_ZIP_TABLE_WORDS.
     uint unused[int(HP_EXR_ZIP_TABLE_WORDS) - int((1u << LUT_BITS) + (1u << DIST_LUT_BITS) + 2u * 16u +
-                                                  2u * LIT_SYMBOLS + 320u + 4u * 16u)];
+                                                  2u * LIT_SYMBOLS + 320u + 29u + 29u + 30u + 30u + 4u * 16u)];
 };
 InflateTables g_tables; // the chunk's (main sets it)
 #define lut_lit g_tables.lit
@@ -58,6 +61,10 @@ InflateTables g_tables; // the chunk's (main sets it)
 #define code_count g_tables.count
 #define code_sym g_tables.sym
 #define code_lens g_tables.lens
+#define len_base g_tables.lbase
+#define len_extra g_tables.lext
+#define dist_base g_tables.dbase
+#define dist_extra g_tables.dext
 #define code_first g_tables.first
 #define code_index g_tables.index
 #else
@@ -66,16 +73,30 @@ shared uint lut_dist[1u << DIST_LUT_BITS];
 shared uint code_count[2][16];
 shared uint code_sym[2][LIT_SYMBOLS];
 shared uint code_lens[320];
+shared uint len_base[29], len_extra[29], dist_base[30], dist_extra[30];
 shared uint code_first[2][16], code_index[2][16];
 #endif
 
-// RFC 1951 3.2.5's bases and extra bits (hp_shared.h): a few integer operations on every match rather than a
-// table's load, and no table to fill (the serial loop's were in memory, read through L1 and written for every
-// chunk; the wide inflate's filled by each workgroup).
-uint length_extra(uint s) { return HP_DEFLATE_LENGTH_EXTRA(s); }
-uint length_base(uint s) { return HP_DEFLATE_LENGTH_BASE(s); }
-uint distance_extra(uint d) { return HP_DEFLATE_DISTANCE_EXTRA(d); }
-uint distance_base(uint d) { return HP_DEFLATE_DISTANCE_BASE(d); }
+// RFC 1951 3.2.5: the length symbols' bases and extra bits, and the distance symbols', into their tables by
+// the first invocation (read after the workgroup's first barrier, or by that invocation alone).
+void init_length_codes()
+{
+    const uint lbase[29] = uint[](3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83,
+                                  99, 115, 131, 163, 195, 227, 258);
+    const uint lext[29] = uint[](0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0);
+    const uint dbase[30] = uint[](1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769,
+                                  1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577);
+    const uint dext[30] = uint[](0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12,
+                                 12, 13, 13);
+    for (uint i = 0u; i < 30u && gl_LocalInvocationIndex == 0u; i++) {
+        if (i < 29u) {
+            len_base[i] = lbase[i];
+            len_extra[i] = lext[i];
+        }
+        dist_base[i] = dbase[i];
+        dist_extra[i] = dext[i];
+    }
+}
 
 // --- Reading bits: a 64-bit buffer filled a word at a time, least significant bit first -------------------
 uint64_t g_bits;

@@ -279,18 +279,8 @@
  *   14-15 (unused) */
 #define HP_EXR_ZIP_CHUNK_WORDS 16u
 /* The serial inflate's code tables, a chunk's own words in the output buffer past the unpacked bytes
- * (shaders/include/exr_inflate.glsl's InflateTables: 2272 words used, 64-byte aligned a chunk). */
-#define HP_EXR_ZIP_TABLE_WORDS 2288u
-/* RFC 1951 3.2.5: the bases and extra bits of the length symbols (257 + s, s = 0..28) and of the distance
- * symbols (d = 0..29), computed rather than looked up (exr_inflate.glsl says why). The tables are regular past
- * their first rows: from s = 8 every four length symbols double the step and add an extra bit (s = 28, the
- * length 258, the one exception); from d = 4 every two distance symbols do. tests/test_exr_zip_gpu.c compares
- * each entry with the RFC's table. s and d unsigned and in range. */
-#define HP_DEFLATE_LENGTH_EXTRA(s) ((s) < 8u || (s) == 28u ? 0u : ((s) >> 2u) - 1u)
-#define HP_DEFLATE_LENGTH_BASE(s) \
-    ((s) < 8u ? (s) + 3u : (s) == 28u ? 258u : ((4u | ((s) & 3u)) << (((s) >> 2u) - 1u)) + 3u)
-#define HP_DEFLATE_DISTANCE_EXTRA(d) ((d) < 4u ? 0u : ((d) >> 1u) - 1u)
-#define HP_DEFLATE_DISTANCE_BASE(d) ((d) < 4u ? (d) + 1u : ((2u | ((d) & 1u)) << (((d) >> 1u) - 1u)) + 1u)
+ * (shaders/include/exr_inflate.glsl's InflateTables: 2390 words used, 64-byte aligned a chunk). */
+#define HP_EXR_ZIP_TABLE_WORDS 2400u
 #define HP_EXR_ZIP_OK 0u
 #define HP_EXR_ZIP_BAD_DATA 1u     /* not a valid zlib stream: header, block type, code or distance */
 #define HP_EXR_ZIP_SHORT 2u        /* the final block came before unpacked_size bytes */
