@@ -49,8 +49,12 @@ DAEMON_ARGS = []  # --daemon-arg: settings every daemon of the run gets (an OCIO
 
 
 def start(exe, port, cache, device):
+    # Every client here is one address: 64 clients and the sampler's connection passed the default
+    # max_connections_per_ip (64). Until 2026-11-30 the 65th was refused: a client's when the sampler connected
+    # first (one "connection reset by peer" in the run, the only runs with a GPU memory figure), else the
+    # sampler's (no figure). A farm's clients come from many addresses.
     args = [exe, f"--listen={HOST}:{port}", f"--pipeline_cache={cache}", "--log_level=warn", "--queue_depth=256",
-            "--request_timeout_s=600", *DAEMON_ARGS]
+            "--request_timeout_s=600", "--max_connections_per_ip=0", *DAEMON_ARGS]
     if device:
         args.append(f"--device={device}")
     t0 = time.monotonic()

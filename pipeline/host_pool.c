@@ -217,9 +217,11 @@ static bool room_ahead(const hp_host_pool *p, int s, size_t bytes)
 }
 
 /* Under the lock, a block of kind for bytes just handed out (and counted in out_bytes): its load counts it, and
- * with making ahead on, the pool's thread is asked for the spares it lacks, a quarter of its blocks out rounded
- * up. Why a quarter: 64 clients' blocks out at once wander by a few around their mean (docs/BENCHMARKS.md,
- * 2026-11-30); a quarter covers that, and one client's single block out gets one spare. */
+ * with making ahead on, the pool's thread is asked for the spares it lacks, half its blocks out rounded up (one
+ * client's single block out gets one spare). Why half: with a quarter, 64 clients of 4K frames still made 2-4
+ * blocks in 8 s on requests' paths after the warm-up (against 16-56 without spares; docs/BENCHMARKS.md,
+ * 2026-11-30): their blocks out come in bursts that took the spares faster than one thread pins (9 ms a
+ * 66 MB block on the H200 host). */
 static void ahead_note_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes)
 {
     ahead_load *l = load_of(p, kind, bytes, true);
@@ -231,7 +233,7 @@ static void ahead_note_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes)
         l->largest = bytes;
     if (!p->ahead || atomic_load(&p->abandoned))
         return;
-    unsigned want = (l->out + 3) / 4, spare = 0;
+    unsigned want = (l->out + 1) / 2, spare = 0;
     for (hp_host_block *b = p->kept; b && spare < want; b = b->next)
         if (b->kind == kind && fits((size_t)b->buf.size, l->largest))
             spare++;

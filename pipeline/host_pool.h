@@ -47,8 +47,8 @@ void hp_host_pool_keep_recent_peak(hp_host_pool *pool, size_t host_ceiling, size
 /* Blocks made ahead of the requests (issue 36: 64 clients made 1 to 52 blocks after the warm-up, up to 190 ms
  * each, on the threads that asked, the GPU thread's among them, because more blocks were out at once than ever
  * before; docs/BENCHMARKS.md). With it on, the pool's own thread keeps, for each load it sees (a kind and
- * sizes within an eighth of each other), spare blocks kept beside those out: a quarter of the blocks out,
- * rounded up, made at the load's largest size. So a load that grows finds its blocks made, and a request
+ * sizes within an eighth of each other), spare blocks kept beside those out: half the blocks out, rounded
+ * up, made at the load's largest size. So a load that grows finds its blocks made, and a request
  * makes one itself only when the load outruns that thread. Spares are made only while out and kept together stay
  * within the keep limit (the floor: never past what the pool would keep anyway, so the recent peak is
  * untouched). Off by default; the daemon turns it on. Thread-safe; before or while blocks are out. */
