@@ -85,7 +85,8 @@ void hp_host_pool_usage(hp_host_pool *pool, unsigned *out_blocks, size_t *kept_b
 
 /* For /metrics. Since creation: blocks made because none kept fitted, blocks freed because the kept ones
  * were past the limit (or the recent peak that kept them has passed), and the seconds making them took (pinning tens of megabytes takes milliseconds, on
- * whichever thread asked: the GPU thread's among them); a pool that keeps up makes none after warm-up.
+ * whichever thread asked: the GPU thread's among them); a pool that keeps up makes none after warm-up (the
+ * blocks made ahead, and their time, apart).
  * Now: the device blocks' bytes kept (HP_MEM_DEVICE, apart from hp_host_pool_usage's kept_bytes). */
 typedef struct hp_host_pool_counts {
     unsigned long made, freed;
