@@ -140,6 +140,15 @@ static void together(hp_exr_zip_gpu *zip, run_arg *args, int k, const hp_buffer 
            f->chunk_count * k, name, ms, wall, (double)f->unpacked_bytes * k / (ms * 1e6));
 }
 
+/* The next count of a comma-separated list (HP_BENCH_TOGETHER, HP_BENCH_BATCH), *p moved past it and its comma. */
+static int next_count(const char **p)
+{
+    int k = atoi(*p);
+    *p += strcspn(*p, ",");
+    *p += **p == ',';
+    return k;
+}
+
 /* Frames at once: AT_ONCE frames' runs from as many threads, k frames in one batch by either inflate
  * (HP_BENCH_TOGETHER=1,2,4,8,16), and the same chunks in one dispatch (HP_BENCH_BATCH). */
 static void at_once(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *f, const hp_buffer *staging, double one_ms,
@@ -163,27 +172,19 @@ static void at_once(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *f, const hp_buf
            hp_gpu_decode_queue_count(bench_gpu), wide_on ? wide_chunks : 0);
     threads_at_once(args, 8, staging, f, one_ms);
     threads_at_once(args, AT_ONCE, staging, f, one_ms);
-    const char *list = getenv("HP_BENCH_TOGETHER") ? getenv("HP_BENCH_TOGETHER") : "1,2,4,8,16";
-    for (const char *p = list; *p;) {
-        int k = atoi(p);
-        if (k >= 1 && k <= AT_ONCE) {
+    const char *p = getenv("HP_BENCH_TOGETHER") ? getenv("HP_BENCH_TOGETHER") : "1,2,4,8,16";
+    for (int k; *p;)
+        if ((k = next_count(&p)) >= 1 && k <= AT_ONCE) {
             together(zip, args, k, staging, f, 0, "the serial loop");
             if (wide_on)
                 together(zip, args, k, staging, f, UINT32_MAX, "the wide inflate");
         }
-        p += strcspn(p, ",");
-        p += *p == ',';
-    }
     hp_exr_zip_gpu_batch_tune(zip, wide_chunks);
     /* the same chunks in one table, frames' worth at a time: one dispatch each */
-    list = getenv("HP_BENCH_BATCH") ? getenv("HP_BENCH_BATCH") : "8";
-    for (const char *p = list; *p;) {
-        int k = atoi(p); /* the chunks' offsets are 32-bit: k copies' bytes under 4 GiB */
-        if (k >= 1 && k <= 64 && (uint64_t)k * f->unpacked_bytes < UINT32_MAX)
+    p = getenv("HP_BENCH_BATCH") ? getenv("HP_BENCH_BATCH") : "8";
+    for (int k; *p;) /* the chunks' offsets are 32-bit: k copies' bytes under 4 GiB */
+        if ((k = next_count(&p)) >= 1 && k <= 64 && (uint64_t)k * f->unpacked_bytes < UINT32_MAX)
             one_dispatch(zip, f, staging, k, wide_on);
-        p += strcspn(p, ",");
-        p += *p == ',';
-    }
     for (int i = 0; i < AT_ONCE; i++) {
         hp_buffer_destroy(bench_gpu, &args[i].in);
         hp_buffer_destroy(bench_gpu, &args[i].out);

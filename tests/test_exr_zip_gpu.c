@@ -427,6 +427,26 @@ static hp_code run_how_decode(hp_exr_zip_gpu *zip, run_how how, const uint8_t *f
     return code == HP_OK ? hp_exr_zip_gpu_finish(zip, f, in, out, ms, err) : code;
 }
 
+/* bytes of src (device memory) copied into back (host memory) on the compute queue and waited for. */
+static bool copy_back(gpu_test_cmd *r, const hp_buffer *src, const hp_buffer *back, size_t bytes)
+{
+    VkDevice dev = hp_gpu_device(r->gpu);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &r->cmd};
+    bool ok = vkResetCommandPool(dev, r->pool, 0) == VK_SUCCESS && vkBeginCommandBuffer(r->cmd, &bi) == VK_SUCCESS;
+    if (ok) {
+        vkCmdCopyBuffer(r->cmd, src->buffer, back->buffer, 1, &(VkBufferCopy){.size = bytes});
+        gpu_test_barrier(r->cmd);
+    }
+    ok = ok && vkEndCommandBuffer(r->cmd) == VK_SUCCESS && vkResetFences(dev, 1, &r->fence) == VK_SUCCESS &&
+         vkQueueSubmit(hp_gpu_compute_queue(r->gpu), 1, &si, r->fence) == VK_SUCCESS &&
+         vkWaitForFences(dev, 1, &r->fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS;
+    if (ok)
+        hp_buffer_invalidate(r->gpu, back);
+    return ok;
+}
+
 /* (e): through hp_exr_zip_gpu_run or the split, against hp_image_decode: the same image, or the same chunk
  * named. */
 static void check_run(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *what, const uint8_t *file, size_t len,
@@ -452,24 +472,8 @@ static void check_run(gpu_test_cmd *r, hp_exr_zip_gpu *zip, const char *what, co
     hp_code cpu_code = ok ? hp_image_decode(file, len, &opt, &info, cpu,
                                             f.float_image ? HP_LAYOUT_RGBA32F : HP_LAYOUT_RGBA16F, NULL, &cpu_err)
                           : HP_ERR_INTERNAL;
-    bool same = false;
-    if (ok && gpu_code == HP_OK) { /* the image back from the device */
-        VkDevice dev = hp_gpu_device(r->gpu);
-        VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                       .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-        VkBufferCopy cp = {.size = image_bytes};
-        VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &r->cmd};
-        same = vkResetCommandPool(dev, r->pool, 0) == VK_SUCCESS && vkBeginCommandBuffer(r->cmd, &bi) == VK_SUCCESS;
-        if (same) {
-            vkCmdCopyBuffer(r->cmd, out.buffer, back.buffer, 1, &cp);
-            gpu_test_barrier(r->cmd);
-        }
-        same = same && vkEndCommandBuffer(r->cmd) == VK_SUCCESS && vkResetFences(dev, 1, &r->fence) == VK_SUCCESS &&
-               vkQueueSubmit(hp_gpu_compute_queue(r->gpu), 1, &si, r->fence) == VK_SUCCESS &&
-               vkWaitForFences(dev, 1, &r->fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS;
-        hp_buffer_invalidate(r->gpu, &back);
-        same = same && cpu_code == HP_OK && memcmp(back.mapped, cpu, image_bytes) == 0;
-    }
+    bool same = ok && gpu_code == HP_OK && cpu_code == HP_OK && copy_back(r, &out, &back, image_bytes) &&
+                memcmp(back.mapped, cpu, image_bytes) == 0;
     if (how == RUN_SPLIT_BAD_ADLER)
         tap_ok(cpu_code == HP_OK && gpu_code == HP_ERR_INVALID_ARGUMENT && strstr(gpu_err.message, "chunk 3 ") &&
                    strstr(gpu_err.message, "bad checksum"), "%s: the GPU's finish refuses chunk 3: %s", what,
@@ -521,22 +525,8 @@ static bool batch_image_ok(gpu_test_cmd *r, batch_frame *b)
     size_t bytes = (size_t)b->m.f.width * b->m.f.height * 8;
     hp_buffer back = {0};
     hp_err err = {0};
-    VkDevice dev = hp_gpu_device(r->gpu);
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &r->cmd};
     bool ok = hp_buffer_create(r->gpu, bytes, HP_MEM_READBACK, "batch_back", &back, &err) == HP_OK &&
-              vkResetCommandPool(dev, r->pool, 0) == VK_SUCCESS && vkBeginCommandBuffer(r->cmd, &bi) == VK_SUCCESS;
-    if (ok) {
-        vkCmdCopyBuffer(r->cmd, b->out.buffer, back.buffer, 1, &(VkBufferCopy){.size = bytes});
-        gpu_test_barrier(r->cmd);
-    }
-    ok = ok && vkEndCommandBuffer(r->cmd) == VK_SUCCESS && vkResetFences(dev, 1, &r->fence) == VK_SUCCESS &&
-         vkQueueSubmit(hp_gpu_compute_queue(r->gpu), 1, &si, r->fence) == VK_SUCCESS &&
-         vkWaitForFences(dev, 1, &r->fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS;
-    if (ok)
-        hp_buffer_invalidate(r->gpu, &back);
-    ok = ok && memcmp(back.mapped, b->ref, bytes) == 0;
+              copy_back(r, &b->out, &back, bytes) && memcmp(back.mapped, b->ref, bytes) == 0;
     hp_buffer_destroy(r->gpu, &back);
     return ok;
 }
