@@ -10,8 +10,8 @@
 #include "common/bigbuf.h"
 #include "common/log.h"
 
-/* A load the pool makes ahead for: one kind of block, sizes within an eighth of each other (a render farm's
- * frames of one shape: the decoded ones alike to the byte, the compressed ones a little apart). */
+/* A load the pool makes ahead for: one kind of block, sizes in one bucket (size_bucket: a render farm's frames
+ * of one shape, the decoded ones alike to the byte, the compressed ones a little apart). */
 typedef struct ahead_load {
     hp_mem_kind kind;
     unsigned bucket;  /* size_bucket(bytes): 0 for an entry not in use */
@@ -19,11 +19,15 @@ typedef struct ahead_load {
     unsigned out;     /* its blocks out now */
     unsigned pending; /* spares asked of the pool's thread, not yet made */
     double last_s;    /* when it was last asked: the oldest idle entry makes room for a new load */
+    double retry_s;   /* after a spare could not be made, none is asked for until then */
 } ahead_load;
 
 /* Loads tracked at once: a daemon sees a few (per frame shape: the compressed bytes, the decoded ones, the
- * image); a ninth with every entry busy simply gets no spares. */
+ * image); a ninth with every entry busy gets no spares until one is free. */
 #define AHEAD_LOADS 8
+/* After a spare could not be made (pinned memory gone), the seconds before that load asks again: not on every
+ * request while memory is short. */
+#define AHEAD_RETRY_S 1.0
 
 struct hp_host_pool {
     hp_gpu *gpu;
@@ -45,9 +49,13 @@ struct hp_host_pool {
     size_t out_bytes[2], peak_now[2], peak_before[2], ceiling[2];
     double window_start;
     const double *test_clock; /* hp_host_pool_test_clock */
-    /* Making ahead (hp_host_pool_make_ahead): the loads seen, and the pool's own thread that makes their spares. */
+    /* Making ahead (hp_host_pool_make_ahead): the loads seen, the bytes of spares kept and not yet handed out (by
+     * side: counted with out_bytes in the recent peak, so that spares never make the blocks given back past the
+     * keep limit freed), and the pool's own thread that makes them: busy while it pins, held by a test. */
     ahead_load loads[AHEAD_LOADS];
-    bool ahead, maker_running, maker_stop;
+    size_t spare_bytes[2];
+    unsigned next_load; /* where the thread looks first for spares asked: the loads in turn */
+    bool ahead, maker_running, maker_stop, maker_busy, maker_held;
     pthread_t maker;
     pthread_cond_t maker_wake, maker_idle;
     _Atomic unsigned long made_ahead;
@@ -81,18 +89,21 @@ static void windows_advance(hp_host_pool *p)
         return;
     double windows = floor(passed / PEAK_WINDOW_S);
     for (int s = 0; s < 2; s++) {
-        p->peak_before[s] = windows >= 2 ? p->out_bytes[s] : p->peak_now[s];
-        p->peak_now[s] = p->out_bytes[s];
+        size_t held = p->out_bytes[s] + p->spare_bytes[s];
+        p->peak_before[s] = windows >= 2 ? held : p->peak_now[s];
+        p->peak_now[s] = held;
     }
     p->window_start += windows * PEAK_WINDOW_S;
 }
 
-/* Under the lock: side s's out bytes are this window's peak if they are the most yet. */
+/* Under the lock: side s's bytes out (and spares made ahead, which are out's too) are this window's peak if
+ * they are the most yet. */
 static void note_peak(hp_host_pool *p, int s)
 {
     windows_advance(p);
-    if (p->out_bytes[s] > p->peak_now[s])
-        p->peak_now[s] = p->out_bytes[s];
+    size_t held = p->out_bytes[s] + p->spare_bytes[s];
+    if (held > p->peak_now[s])
+        p->peak_now[s] = held;
 }
 
 /* Under the lock: whether side s may keep size bytes more. Up to the keep limit always (the floor); past it
@@ -130,6 +141,8 @@ static bool trim_locked(hp_host_pool *p, hp_host_block **freed, unsigned max_blo
                 break;
             hp_host_block *b = *oldest;
             *(s ? &p->kept_device_bytes : &p->kept_bytes) -= (size_t)b->buf.size;
+            if (b->spare)
+                p->spare_bytes[s] -= (size_t)b->buf.size;
             *oldest = b->next;
             b->next = *freed;
             *freed = b;
@@ -168,6 +181,7 @@ static hp_host_block *make_block(hp_host_pool *p, hp_mem_kind kind, size_t bytes
     }
     b->kind = kind;
     b->pool = p;
+    b->load = -1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     *ns = (unsigned long long)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
     return b;
@@ -177,9 +191,10 @@ static hp_host_block *make_block(hp_host_pool *p, hp_mem_kind kind, size_t bytes
  * for a larger request). */
 static bool fits(size_t size, size_t bytes) { return size >= bytes && size / 2 <= bytes; }
 
-/* Sizes within an eighth of each other share a bucket: the size's magnitude and its top four bits (8 to 15
- * sixteenths of the next power of two), so the largest request of a bucket is at most 9/8 of its smallest, and a
- * spare made at the largest fits them all. Never 0 (an entry not in use). */
+/* A load's bucket: the size's magnitude and its top four bits (8 to 15 sixteenths of the next power of two), so
+ * the largest size in a bucket is under 9/8 of its smallest, and a spare made at a load's largest fits all its
+ * requests. Sizes either side of a bucket's edge (1 MiB - 1 and 1 MiB) are two loads. Never 0 (an entry not in
+ * use). */
 static unsigned size_bucket(size_t bytes)
 {
     unsigned k = 0;
@@ -188,9 +203,9 @@ static unsigned size_bucket(size_t bytes)
     return (k << 4) + (unsigned)(bytes >> k) + 1;
 }
 
-/* Under the lock: the load of blocks of kind and about bytes; with add, a new entry for it when there is none,
- * in place of the one idle longest (no block out, no spare pending). NULL when there is none to be had. */
-static ahead_load *load_of(hp_host_pool *p, hp_mem_kind kind, size_t bytes, bool add)
+/* Under the lock: the load of blocks of kind and about bytes, or a new entry for it in place of the one idle
+ * longest (no block out, no spare pending); NULL when every entry is busy. */
+static ahead_load *load_of(hp_host_pool *p, hp_mem_kind kind, size_t bytes)
 {
     unsigned bucket = size_bucket(bytes);
     ahead_load *idle = NULL;
@@ -201,41 +216,41 @@ static ahead_load *load_of(hp_host_pool *p, hp_mem_kind kind, size_t bytes, bool
         if (!l->out && !l->pending && (!idle || l->last_s < idle->last_s))
             idle = l;
     }
-    if (!add || !idle)
-        return NULL;
-    *idle = (ahead_load){.kind = kind, .bucket = bucket};
+    if (idle)
+        *idle = (ahead_load){.kind = kind, .bucket = bucket};
     return idle;
 }
 
 /* Under the lock: whether side s may have bytes more made ahead: out and kept together within the keep limit,
- * where every block given back is kept, so spares never push a returning block past it (nor the recent peak's
- * rule into freeing). */
+ * where every block given back is kept. */
 static bool room_ahead(const hp_host_pool *p, int s, size_t bytes)
 {
     size_t kept = s ? p->kept_device_bytes : p->kept_bytes, floor = s ? p->keep_device_limit : p->keep_limit;
     return p->out_bytes[s] + kept + bytes <= floor;
 }
 
-/* Under the lock, a block of kind for bytes just handed out (and counted in out_bytes): its load counts it, and
- * with making ahead on, the pool's thread is asked for the spares it lacks, half its blocks out rounded up (one
- * client's single block out gets one spare). Why half: with a quarter, 64 clients of 4K frames still made 2-4
- * blocks in 8 s on requests' paths after the warm-up (against 16-56 without spares; docs/BENCHMARKS.md,
- * 2026-11-30): their blocks out come in bursts that took the spares faster than one thread pins (9 ms a
- * 66 MB block on the H200 host). */
-static void ahead_note_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes)
+/* Under the lock, block b of kind just handed out for a request of bytes: its load counts it (b remembers the
+ * entry), and with making ahead on the pool's thread is asked for the spares the load lacks: half its blocks
+ * out, rounded up (one client's single block out gets one spare). The spares counted are the kept blocks that
+ * fit the load's largest request, whoever gave them back. Why half: with a quarter, 64 clients of 4K frames
+ * still made 2-12 blocks in 8 s on requests' paths after the warm-up (16-56 without spares; docs/BENCHMARKS.md,
+ * 2026-11-30): their blocks out come in bursts that took the spares faster than one thread pins (5-26 ms a
+ * block there). */
+static void ahead_note_get(hp_host_pool *p, hp_host_block *b, hp_mem_kind kind, size_t bytes)
 {
-    ahead_load *l = load_of(p, kind, bytes, true);
+    ahead_load *l = bytes ? load_of(p, kind, bytes) : NULL; /* no load of nothing: its spares never fit */
     if (!l)
         return;
+    b->load = (int)(l - p->loads);
     l->out++;
     l->last_s = pool_now(p);
     if (bytes > l->largest)
         l->largest = bytes;
-    if (!p->ahead || atomic_load(&p->abandoned))
+    if (!p->ahead || atomic_load(&p->abandoned) || l->last_s < l->retry_s)
         return;
     unsigned want = (l->out + 1) / 2, spare = 0;
-    for (hp_host_block *b = p->kept; b && spare < want; b = b->next)
-        if (b->kind == kind && fits((size_t)b->buf.size, l->largest))
+    for (hp_host_block *k = p->kept; k && spare < want; k = k->next)
+        if (k->kind == kind && fits((size_t)k->buf.size, l->largest))
             spare++;
     unsigned asked = 0;
     while (spare + l->pending < want && room_ahead(p, side_of(kind), (size_t)(l->pending + 1) * l->largest)) {
@@ -246,19 +261,74 @@ static void ahead_note_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes)
         pthread_cond_signal(&p->maker_wake);
 }
 
+/* Under the lock, block b back from its request: off the count of the load that counted it, if one did. That
+ * entry is still the load's: an entry with blocks out is never given to another (load_of). */
+static void ahead_note_put(hp_host_pool *p, hp_host_block *b)
+{
+    if (b->load >= 0)
+        p->loads[b->load].out--;
+    b->load = -1;
+}
+
+/* Under the lock: block b, kept or made, handed out for a request of bytes: counted out (a spare's bytes pass
+ * from the spares' to out's), the recent peak noted, and its load told. */
+static void hand_out(hp_host_pool *p, hp_host_block *b, size_t bytes)
+{
+    int s = side_of(b->kind);
+    p->out_bytes[s] += (size_t)b->buf.size;
+    if (b->spare) {
+        p->spare_bytes[s] -= (size_t)b->buf.size;
+        b->spare = false;
+    }
+    note_peak(p, s);
+    ahead_note_get(p, b, b->kind, bytes);
+}
+
+/* Under the lock: the next load with spares asked, the loads in turn (none starves behind a busy one); NULL when
+ * there is none, or the thread is held (hp_host_pool_test_hold_ahead). */
+static ahead_load *pick_pending(hp_host_pool *p)
+{
+    for (unsigned i = 0; i < AHEAD_LOADS && !p->maker_held; i++) {
+        ahead_load *l = &p->loads[(p->next_load + i) % AHEAD_LOADS];
+        if (l->pending) {
+            p->next_load = (p->next_load + i + 1) % AHEAD_LOADS;
+            return l;
+        }
+    }
+    return NULL;
+}
+
+/* Under the lock, a spare b just made for load l: kept as a spare where there is still room for it (the load
+ * may have grown while it was pinned), else freed (never used by the device: at once, even after the device is
+ * lost). Returns what is to be freed outside the lock. */
+static hp_host_block *keep_spare(hp_host_pool *p, ahead_load *l, hp_host_block *b, unsigned long long ns)
+{
+    int s = side_of(b->kind);
+    l->pending--;
+    atomic_fetch_add(&p->made_ahead, 1);
+    atomic_fetch_add(&p->make_ahead_ns, ns);
+    if (atomic_load(&p->abandoned) || !room_ahead(p, s, (size_t)b->buf.size))
+        return b;
+    b->spare = true;
+    b->next = p->kept;
+    p->kept = b;
+    *(s ? &p->kept_device_bytes : &p->kept_bytes) += (size_t)b->buf.size;
+    p->spare_bytes[s] += (size_t)b->buf.size;
+    note_peak(p, s);
+    return NULL;
+}
+
 /* The pool's own thread: makes the spares asked for, one at a time, the lock let go while it pins. A spare that
- * no longer has room when made (the load grew meanwhile) is freed again; a failure stops that load's spares
- * (its requests then make their own, or fall back to ordinary memory, as without making ahead). */
+ * cannot be made ends that load's asking for AHEAD_RETRY_S (its requests then make their own, or fall back to
+ * ordinary memory, as without making ahead). */
 static void *maker_main(void *arg)
 {
     hp_host_pool *p = arg;
+    pthread_setname_np(pthread_self(), "hp-pool-ahead");
     bool warned = false;
     pthread_mutex_lock(&p->lock);
     while (!p->maker_stop) {
-        ahead_load *l = NULL;
-        for (int i = 0; i < AHEAD_LOADS && !l; i++)
-            if (p->loads[i].pending)
-                l = &p->loads[i];
+        ahead_load *l = pick_pending(p);
         if (!l) {
             pthread_cond_broadcast(&p->maker_idle);
             pthread_cond_wait(&p->maker_wake, &p->lock);
@@ -266,11 +336,12 @@ static void *maker_main(void *arg)
         }
         hp_mem_kind kind = l->kind;
         size_t size = l->largest;
-        int s = side_of(kind);
-        if (!p->ahead || atomic_load(&p->abandoned) || atomic_load(&p->test_fail) || !room_ahead(p, s, size)) {
+        if (!p->ahead || atomic_load(&p->abandoned) || atomic_load(&p->test_fail) ||
+            !room_ahead(p, side_of(kind), size)) {
             l->pending = 0;
             continue;
         }
+        p->maker_busy = true;
         pthread_mutex_unlock(&p->lock);
         hp_err err = {0};
         unsigned long long ns = 0;
@@ -280,24 +351,22 @@ static void *maker_main(void *arg)
             warned = true;
         }
         pthread_mutex_lock(&p->lock);
-        if (!b) {
-            l->pending = 0; /* l is still this load's: an entry with spares pending is never given to another */
-            continue;
+        /* l is still this load's: an entry with spares pending is never given to another (load_of) */
+        hp_host_block *freed = NULL;
+        if (b) {
+            freed = keep_spare(p, l, b, ns);
+        } else {
+            l->pending = 0;
+            l->retry_s = pool_now(p) + AHEAD_RETRY_S;
         }
-        l->pending--;
-        atomic_fetch_add(&p->made_ahead, 1);
-        atomic_fetch_add(&p->make_ahead_ns, ns);
-        b->asked = size;
-        if (!atomic_load(&p->abandoned) && room_ahead(p, s, size)) {
-            b->next = p->kept;
-            p->kept = b;
-            *(s ? &p->kept_device_bytes : &p->kept_bytes) += (size_t)b->buf.size;
-        } else { /* never used by the device: freed at once, even after the device is lost */
+        if (freed) {
             pthread_mutex_unlock(&p->lock);
-            free_blocks(p, b);
+            free_blocks(p, freed);
             pthread_mutex_lock(&p->lock);
         }
+        p->maker_busy = false;
     }
+    p->maker_busy = false;
     pthread_cond_broadcast(&p->maker_idle);
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -322,13 +391,21 @@ void hp_host_pool_ahead_settle(hp_host_pool *p)
 {
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        bool pending = false;
+        bool pending = p->maker_busy;
         for (int i = 0; i < AHEAD_LOADS; i++)
             pending |= p->loads[i].pending != 0;
-        if (!pending || !p->maker_running || p->maker_stop)
+        if (!pending || !p->maker_running || p->maker_stop || p->maker_held)
             break;
         pthread_cond_wait(&p->maker_idle, &p->lock);
     }
+    pthread_mutex_unlock(&p->lock);
+}
+
+void hp_host_pool_test_hold_ahead(hp_host_pool *p, bool held)
+{
+    pthread_mutex_lock(&p->lock);
+    p->maker_held = held;
+    pthread_cond_broadcast(&p->maker_wake);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -442,13 +519,9 @@ hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes,
             p->kept_bytes -= (size_t)b->buf.size;
     }
     p->out++;
-    int s = side_of(kind);
     hp_host_block *freed = NULL;
     if (b) {
-        p->out_bytes[s] += (size_t)b->buf.size;
-        note_peak(p, s);
-        b->asked = bytes;
-        ahead_note_get(p, kind, bytes);
+        hand_out(p, b, bytes);
     } else {
         /* None fits: a load of another size or kind. The kept blocks of a load that has passed go first, so
          * that they and the new load's never add up past the ceiling. */
@@ -469,11 +542,7 @@ hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes,
         pthread_mutex_unlock(&p->lock);
         return NULL;
     }
-    /* Counted out once made, never a block that could not be: a failure must not raise the peak. */
-    p->out_bytes[s] += (size_t)b->buf.size;
-    note_peak(p, s);
-    b->asked = bytes;
-    ahead_note_get(p, kind, bytes);
+    hand_out(p, b, bytes); /* counted out once made, never a block that could not be: no peak raised by a failure */
     pthread_mutex_unlock(&p->lock);
     atomic_fetch_add(&p->made, 1);
     atomic_fetch_add(&p->make_ns, ns);
@@ -490,9 +559,7 @@ void hp_host_pool_put(hp_host_block *b)
     windows_advance(p); /* first: a window that turns over now counts the block as out */
     p->out--;
     p->out_bytes[s] -= (size_t)b->buf.size;
-    ahead_load *load = load_of(p, b->kind, b->asked, false);
-    if (load && load->out)
-        load->out--;
+    ahead_note_put(p, b);
     if (atomic_load(&p->abandoned)) { /* the device may still touch it: never reused, freed at destruction */
         b->next = p->dropped;
         p->dropped = b;

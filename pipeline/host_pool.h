@@ -27,7 +27,11 @@ typedef struct hp_host_block {
     hp_buffer buf;          /* buf.mapped: buf.size bytes */
     hp_mem_kind kind;
     hp_host_pool *pool;     /* where it goes back */
-    size_t asked;           /* the bytes hp_host_pool_get was asked for: its load, for making ahead */
+    /* For making ahead (hp_host_pool_make_ahead): the entry of the load that counted it out (-1: none), so that
+     * it comes off that load's count and no other's; whether it is a spare made ahead, kept and not yet handed
+     * out. */
+    int load;
+    bool spare;
     struct hp_host_block *next; /* while kept */
 } hp_host_block;
 
@@ -44,17 +48,20 @@ void hp_host_pool_keep_device(hp_host_pool *pool, size_t keep_bytes);
  * passed, the blocks past the keep limits are freed (hp_host_pool_put, hp_host_pool_trim). 0, 0: the keep
  * limits alone (the default). */
 void hp_host_pool_keep_recent_peak(hp_host_pool *pool, size_t host_ceiling, size_t device_ceiling);
-/* Blocks made ahead of the requests (issue 36: 64 clients made 1 to 52 blocks after the warm-up, up to 190 ms
+/* Blocks made ahead of the requests (issue 36: 64 clients made 0 to 52 blocks after the warm-up, up to 190 ms
  * each, on the threads that asked, the GPU thread's among them, because more blocks were out at once than ever
- * before; docs/BENCHMARKS.md). With it on, the pool's own thread keeps, for each load it sees (a kind and
- * sizes within an eighth of each other), spare blocks kept beside those out: half the blocks out, rounded
- * up, made at the load's largest size. So a load that grows finds its blocks made, and a request
- * makes one itself only when the load outruns that thread. Spares are made only while out and kept together stay
- * within the keep limit (the floor: never past what the pool would keep anyway, so the recent peak is
- * untouched). Off by default; the daemon turns it on. Thread-safe; before or while blocks are out. */
+ * before; docs/BENCHMARKS.md). With it on, the pool's own thread keeps, for each load it sees (a kind of block
+ * and sizes within an eighth of each other; eight loads at once), spares beside the blocks out: half as many,
+ * rounded up, made at the load's largest size. So a load that grows finds its blocks made, and a request makes
+ * one itself only when the load outruns that thread. Spares are made only while out and kept together stay
+ * within the keep limit, and count as out in the recent peak: a block given back is never freed for a spare's
+ * sake. Off by default; the daemon turns it on. Thread-safe; before or while blocks are out. */
 void hp_host_pool_make_ahead(hp_host_pool *pool, bool on);
-/* For tests: waits until the pool's own thread has made the blocks it was asked for (none pending). */
+/* For tests: waits until the pool's own thread has made the blocks it was asked for (none pending, none being
+ * made), or is held. */
 void hp_host_pool_ahead_settle(hp_host_pool *pool);
+/* For tests: while held, the pool's own thread makes nothing (spares are still asked for); released, it goes on. */
+void hp_host_pool_test_hold_ahead(hp_host_pool *pool, bool held);
 /* Frees the kept blocks past what the recent peak still allows, the oldest first, at most max_blocks of them
  * (0: every one): for an idle daemon, whose pool sees no hp_host_pool_put to do it. Whether some are still
  * past it (max_blocks reached). Thread-safe. */

@@ -100,7 +100,10 @@ static void *churn(void *p)
 static void test_threads(bool ahead)
 {
     hp_host_pool *pool = NULL;
-    hp_host_pool_create(gpu, 8u << 20, &pool, &err);
+    if (hp_host_pool_create(gpu, 8u << 20, &pool, &err) != HP_OK) {
+        tap_ok(false, "pool: %s", err.message);
+        return;
+    }
     hp_host_pool_make_ahead(pool, ahead);
     enum { N = 8 };
     pthread_t t[N];
@@ -117,9 +120,11 @@ static void test_threads(bool ahead)
     unsigned out;
     size_t kept;
     hp_host_pool_usage(pool, &out, &kept);
-    tap_ok(ok && out == 0 && kept <= (8u << 20),
-           "8 threads taking and giving back 320 blocks%s: none shared, all back (%u out), %zu bytes kept",
-           ahead ? ", the pool's thread making blocks ahead beside them" : "", out, kept);
+    hp_host_pool_counts c;
+    hp_host_pool_counts_get(pool, &c);
+    tap_ok(ok && out == 0 && kept <= (8u << 20) && (ahead || c.made_ahead == 0),
+           "8 threads taking and giving back 320 blocks%s: none shared, all back (%u out), %zu bytes kept, %lu made "
+           "ahead", ahead ? ", the pool's thread making blocks ahead beside them" : "", out, kept, c.made_ahead);
     hp_host_pool_destroy(&pool);
 }
 
@@ -520,10 +525,12 @@ static void test_recent_peak(void)
     hp_host_pool_destroy(&pool);
 }
 
-/* Making ahead (hp_host_pool_make_ahead): the pool's own thread keeps spares, half a load's blocks out
- * rounded up, so that a load that grows takes made blocks rather than making them on a request's path. Each
- * request below waits for the pool's thread to settle first (hp_host_pool_ahead_settle): what a load growing
- * slower than that thread pins sees. */
+/* Making ahead (hp_host_pool_make_ahead): the pool's own thread keeps spares, half a load's blocks out rounded
+ * up, so that a load that grows takes made blocks rather than making them on a request's path. Most requests
+ * below wait for the pool's thread to settle first (hp_host_pool_ahead_settle): what a load growing slower than
+ * that thread pins sees. */
+static const size_t mib = 1 << 20;
+
 static void ahead_counts(hp_host_pool *pool, hp_host_pool_counts *c, size_t *kept)
 {
     hp_host_pool_ahead_settle(pool);
@@ -531,21 +538,32 @@ static void ahead_counts(hp_host_pool *pool, hp_host_pool_counts *c, size_t *kep
     hp_host_pool_usage(pool, NULL, kept);
 }
 
-static void test_make_ahead(void)
+static hp_host_block *settled_get(hp_host_pool *pool, hp_mem_kind kind, size_t bytes)
 {
-    enum { LOAD = 8 };
-    const size_t mib = 1 << 20;
+    hp_host_pool_ahead_settle(pool);
+    return hp_host_pool_get(pool, kind, bytes, &err);
+}
+
+static hp_host_pool *ahead_pool(size_t keep_bytes)
+{
     hp_host_pool *pool = NULL;
-    if (hp_host_pool_create(gpu, 64 * mib, &pool, &err) != HP_OK) {
+    if (hp_host_pool_create(gpu, keep_bytes, &pool, &err) != HP_OK) {
         tap_ok(false, "pool: %s", err.message);
-        return;
+        return NULL;
     }
     hp_host_pool_make_ahead(pool, true);
+    return pool;
+}
+
+static void test_ahead_growth(void)
+{
+    enum { LOAD = 8 };
+    hp_host_pool *pool = ahead_pool(64 * mib);
+    if (!pool)
+        return;
     hp_host_block *b[LOAD + 2];
-    for (int i = 0; i < LOAD; i++) {
-        hp_host_pool_ahead_settle(pool);
-        b[i] = hp_host_pool_get(pool, HP_MEM_UPLOAD, mib, &err);
-    }
+    for (int i = 0; i < LOAD; i++)
+        b[i] = settled_get(pool, HP_MEM_UPLOAD, mib);
     hp_host_pool_counts c;
     size_t kept;
     ahead_counts(pool, &c, &kept);
@@ -560,40 +578,52 @@ static void test_make_ahead(void)
     for (int i = 0; i < LOAD + 2; i++)
         b[i] = hp_host_pool_get(pool, HP_MEM_UPLOAD, mib, &err);
     ahead_counts(pool, &c, &kept);
-    /* 12 kept; at 9 out 3 are left and 5 wanted; at 10 out 2 left: 3 made in all. */
+    /* 12 kept; at 9 out 3 are left and 5 wanted; at 10 out 2 left: 3 made in all, whatever the thread's pace. */
     tap_ok(c.made == 1 && c.freed == 0 && c.made_ahead == 11 + 3 && kept == 5 * mib,
            "given back and asked again at once, 2 more than before: all 10 from the kept blocks, none made on a "
            "request's path (made %lu, 1), 5 spares for 10 out (made ahead %lu, 14; kept %zu bytes)",
            c.made, c.made_ahead, kept);
     for (int i = 0; i < LOAD + 2; i++)
         hp_host_pool_put(b[i]);
+    hp_host_pool_destroy(&pool);
+}
 
-    /* A load of sizes within an eighth: its spares are made at the largest asked, so a request between the
-     * sizes seen fits one (a spare made at the size of the first would not). */
-    hp_host_block *one = hp_host_pool_get(pool, HP_MEM_READBACK, mib, &err);
-    hp_host_pool_ahead_settle(pool);
-    hp_host_block *larger = hp_host_pool_get(pool, HP_MEM_READBACK, mib + (64 << 10), &err);
-    hp_host_pool_counts before;
+/* A load of sizes within an eighth: its spares are made at the largest asked, not the latest. */
+static void test_ahead_sizes(void)
+{
+    hp_host_pool *pool = ahead_pool(64 * mib);
+    if (!pool)
+        return;
+    hp_host_block *larger = settled_get(pool, HP_MEM_READBACK, mib + (64 << 10));
+    hp_host_block *one = settled_get(pool, HP_MEM_READBACK, mib); /* takes the spare; its own is made */
+    hp_host_pool_counts before, c;
+    size_t kept;
     ahead_counts(pool, &before, &kept);
     hp_host_block *between = hp_host_pool_get(pool, HP_MEM_READBACK, mib + (32 << 10), &err);
     ahead_counts(pool, &c, &kept);
-    tap_ok(one && larger && between && between->buf.size >= mib + (64 << 10) && c.made == before.made,
-           "read-back blocks of 1 MiB, then 1 MiB + 64 KiB (made as asked: the spare of 1 MiB too small), then "
-           "1 MiB + 32 KiB: a spare of the largest, %zu bytes, none made (made %lu, %lu before)",
-           between ? (size_t)between->buf.size : 0, c.made, before.made);
-    hp_host_pool_put(one);
+    tap_ok(larger && one && between && between->buf.size >= mib + (64 << 10) && c.made == before.made &&
+               before.made == 1,
+           "read-back blocks of 1 MiB + 64 KiB, then 1 MiB, then 1 MiB + 32 KiB: the spare made after the 1 MiB "
+           "request is of the largest, %zu bytes, and fits the last (made on requests' paths %lu, 1)",
+           between ? (size_t)between->buf.size : 0, c.made);
     hp_host_pool_put(larger);
+    hp_host_pool_put(one);
     hp_host_pool_put(between);
     hp_host_pool_destroy(&pool);
+}
 
-    /* Within the keep limit only: out and kept together never pass it for a spare. */
-    if (hp_host_pool_create(gpu, 2 * mib, &pool, &err) != HP_OK)
+/* Within the keep limit only: out and kept together never pass it for a spare. */
+static void test_ahead_limit(void)
+{
+    enum { LOAD = 8 };
+    hp_host_pool *pool = ahead_pool(2 * mib);
+    if (!pool)
         return;
-    hp_host_pool_make_ahead(pool, true);
-    for (int i = 0; i < LOAD; i++) {
-        hp_host_pool_ahead_settle(pool);
-        b[i] = hp_host_pool_get(pool, HP_MEM_UPLOAD, mib, &err);
-    }
+    hp_host_block *b[LOAD];
+    for (int i = 0; i < LOAD; i++)
+        b[i] = settled_get(pool, HP_MEM_UPLOAD, mib);
+    hp_host_pool_counts c;
+    size_t kept;
     ahead_counts(pool, &c, &kept);
     tap_ok(c.made_ahead == 1 && c.made == LOAD - 1 && kept == 0,
            "a keep limit of 2 MiB: one spare (1 MiB out, 1 spare), then none past it; the load's other blocks made "
@@ -603,35 +633,127 @@ static void test_make_ahead(void)
     hp_host_pool_usage(pool, NULL, &kept);
     tap_ok(kept == 2 * mib, "given back: the keep limit kept, the rest freed (%zu bytes kept)", kept);
     hp_host_pool_destroy(&pool);
+}
 
-    /* Off (the default), after the device is lost, or failing on purpose: none ahead. */
-    hp_host_pool_create(gpu, 64 * mib, &pool, &err);
-    hp_host_block *plain = hp_host_pool_get(pool, HP_MEM_UPLOAD, mib, &err);
+/* Spares count as out in the recent peak: a load that grows past the keep limit beside another load's spare
+ * keeps all its blocks when they come back, as it would without the spare. A keep limit of 4 MiB: load C (one
+ * read-back block, its spare) then load A (4 upload blocks: the first made as asked, its spare taken by the
+ * second, the last two made as asked, no room for more spares): out and spares peak at 6 MiB; A's last block back finds 4 MiB kept, and fits the peak only if the spare counts. */
+static void test_ahead_peak(void)
+{
+    hp_host_pool *pool = ahead_pool(4 * mib);
+    if (!pool)
+        return;
+    hp_host_pool_keep_recent_peak(pool, 64 * mib, 64 * mib);
+    hp_host_block *c_block = settled_get(pool, HP_MEM_READBACK, mib), *a[4];
+    for (int i = 0; i < 4; i++)
+        a[i] = settled_get(pool, HP_MEM_UPLOAD, mib);
+    hp_host_pool_counts c;
+    size_t kept;
+    ahead_counts(pool, &c, &kept);
+    bool shape = c.made_ahead == 2 && c.made == 4; /* C's first; A's first, third and fourth */
+    for (int i = 0; i < 4; i++)
+        hp_host_pool_put(a[i]);
+    ahead_counts(pool, &c, &kept);
+    tap_ok(shape && c.freed == 0 && kept == 5 * mib,
+           "beside another load's spare, a load of 4 blocks past a 4 MiB keep limit keeps all 4 when given back "
+           "(freed %lu, kept %zu bytes: 5 MiB)", c.freed, kept);
+    hp_host_pool_put(c_block);
+    hp_host_pool_destroy(&pool);
+}
+
+/* Eight loads tracked: a ninth gets no spares until one is free; a block no load counted, given back, comes off
+ * no load's count (were it taken off the ninth's, that entry would look free while its block is out, and a
+ * tenth load would take it). Four kinds of 64 KiB and 256 KiB: no load's blocks fit another's requests. */
+static void test_ahead_loads(void)
+{
+    static const hp_mem_kind kinds[4] = {HP_MEM_UPLOAD, HP_MEM_READBACK, HP_MEM_READBACK_SHADER, HP_MEM_DEVICE};
+    hp_host_pool *pool = ahead_pool(64 * mib);
+    if (!pool)
+        return;
+    hp_host_block *b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = settled_get(pool, kinds[i / 2], (size_t)(64 << 10) << (2 * (i % 2)));
+    hp_host_pool_counts eight, c;
+    size_t kept;
+    ahead_counts(pool, &eight, &kept);
+    hp_host_block *ninth = settled_get(pool, HP_MEM_UPLOAD, mib);
+    ahead_counts(pool, &c, &kept);
+    bool none_for_ninth = c.made_ahead == eight.made_ahead;
+    hp_host_pool_put(b[0]);
+    hp_host_block *ninth_again = settled_get(pool, HP_MEM_UPLOAD, mib);
+    ahead_counts(pool, &c, &kept);
+    bool ninth_served = c.made_ahead == eight.made_ahead + 1;
+    hp_host_pool_put(ninth); /* counted by no load */
+    hp_host_block *tenth = settled_get(pool, HP_MEM_UPLOAD, 4 * mib);
+    hp_host_pool_counts last;
+    ahead_counts(pool, &last, &kept);
+    tap_ok(eight.made_ahead == 8 && none_for_ninth && ninth_served && last.made_ahead == c.made_ahead,
+           "eight loads, a spare each (%lu made ahead); a ninth with every entry busy: none (%s); one load's block "
+           "back, the ninth takes its entry and a spare (%s); the ninth's first block back, counted by no load: "
+           "the tenth finds no entry free (made ahead %lu, %lu before)", eight.made_ahead,
+           none_for_ninth ? "none" : "some", ninth_served ? "taken" : "not", last.made_ahead, c.made_ahead);
+    for (int i = 1; i < 8; i++)
+        hp_host_pool_put(b[i]);
+    hp_host_pool_put(ninth_again);
+    hp_host_pool_put(tenth);
+    hp_host_pool_destroy(&pool);
+}
+
+/* Off (the default), failing on purpose, after the device is lost: none made ahead. The spare is asked for
+ * while the pool's thread is held (hp_host_pool_test_hold_ahead), then the failure set, then the thread let go. */
+static void test_ahead_off(void)
+{
+    hp_host_pool *pool = NULL;
+    if (hp_host_pool_create(gpu, 64 * mib, &pool, &err) != HP_OK)
+        return;
+    hp_host_block *b = hp_host_pool_get(pool, HP_MEM_UPLOAD, mib, &err);
+    hp_host_pool_counts c;
+    size_t kept;
     ahead_counts(pool, &c, &kept);
     tap_ok(c.made_ahead == 0 && kept == 0, "without hp_host_pool_make_ahead: no spare (made ahead %lu)", c.made_ahead);
-    hp_host_pool_put(plain);
+    hp_host_pool_put(b);
     hp_host_pool_make_ahead(pool, true);
+    hp_host_pool_test_hold_ahead(pool, true);
+    b = hp_host_pool_get(pool, HP_MEM_UPLOAD, mib, &err); /* the kept one; a spare asked */
     hp_host_pool_test_fail(pool, 1);
-    hp_host_pool_get(pool, HP_MEM_UPLOAD, mib, &err);
-    hp_host_pool_test_fail(pool, 0);
-    hp_host_pool_abandon(pool);
-    hp_host_pool_get(pool, HP_MEM_UPLOAD, mib, &err);
+    hp_host_pool_test_hold_ahead(pool, false);
     ahead_counts(pool, &c, &kept);
-    tap_ok(c.made_ahead == 0, "while failing on purpose, and after the device is lost: none made ahead (%lu)",
-           c.made_ahead);
+    bool none_failing = c.made_ahead == 0;
+    hp_host_pool_test_fail(pool, 0);
+    hp_host_pool_put(b);
+    hp_host_pool_test_hold_ahead(pool, true);
+    b = hp_host_pool_get(pool, HP_MEM_UPLOAD, mib, &err);
+    hp_host_pool_abandon(pool);
+    hp_host_pool_test_hold_ahead(pool, false);
+    ahead_counts(pool, &c, &kept);
+    tap_ok(b && none_failing && c.made_ahead == 0,
+           "a spare asked, then the pool failing on purpose (%s), or the device lost (made ahead %lu): none made",
+           none_failing ? "none" : "some", c.made_ahead);
+    hp_host_pool_put(b);
     hp_host_pool_destroy(&pool);
 
-    /* Destroyed while spares are being made: the pool's thread stops, every block freed (the validation layer's
-     * leak check at the end). */
-    hp_host_pool_create(gpu, 256 * mib, &pool, &err);
-    hp_host_pool_make_ahead(pool, true);
+    /* Destroyed while spares are being made: the pool's thread stops and every block is freed; the validation
+     * layer's leak check (the last point) fails otherwise. */
+    pool = ahead_pool(256 * mib);
+    if (!pool)
+        return;
     hp_host_block *many[32];
     for (int i = 0; i < 32; i++)
         many[i] = hp_host_pool_get(pool, HP_MEM_DEVICE, mib, &err);
     for (int i = 0; i < 32; i++)
         hp_host_pool_put(many[i]);
     hp_host_pool_destroy(&pool);
-    tap_ok(pool == NULL, "a pool destroyed while its thread makes 16 device spares: it stops, nothing left out");
+}
+
+static void test_make_ahead(void)
+{
+    test_ahead_growth();
+    test_ahead_sizes();
+    test_ahead_limit();
+    test_ahead_peak();
+    test_ahead_loads();
+    test_ahead_off();
 }
 
 int main(void)
