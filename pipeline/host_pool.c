@@ -204,16 +204,18 @@ static unsigned size_bucket(size_t bytes)
 }
 
 /* Under the lock: the load of blocks of kind and about bytes, or a new entry for it in place of the one idle
- * longest (no block out, no spare pending); NULL when every entry is busy. */
+ * longest (no block out, no spare pending, not waiting to ask again after a failure); NULL when every entry is
+ * busy. */
 static ahead_load *load_of(hp_host_pool *p, hp_mem_kind kind, size_t bytes)
 {
     unsigned bucket = size_bucket(bytes);
+    double now = pool_now(p);
     ahead_load *idle = NULL;
     for (int i = 0; i < AHEAD_LOADS; i++) {
         ahead_load *l = &p->loads[i];
         if (l->bucket == bucket && l->kind == kind)
             return l;
-        if (!l->out && !l->pending && (!idle || l->last_s < idle->last_s))
+        if (!l->out && !l->pending && l->retry_s <= now && (!idle || l->last_s < idle->last_s))
             idle = l;
     }
     if (idle)
@@ -346,10 +348,9 @@ static void *maker_main(void *arg)
         hp_err err = {0};
         unsigned long long ns = 0;
         hp_host_block *b = make_block(p, kind, size, &err, &ns);
-        if (!b && !warned) {
+        if (!b && !warned) /* once a shortage: warned again after a block has been made since */
             hp_warn("host pool: a block made ahead: %s; the requests make their own", err.message);
-            warned = true;
-        }
+        warned = !b;
         pthread_mutex_lock(&p->lock);
         /* l is still this load's: an entry with spares pending is never given to another (load_of) */
         hp_host_block *freed = NULL;

@@ -51,7 +51,7 @@ void hp_host_pool_keep_recent_peak(hp_host_pool *pool, size_t host_ceiling, size
 /* Blocks made ahead of the requests (issue 36: 64 clients made 0 to 52 blocks after the warm-up, up to 190 ms
  * each, on the threads that asked, the GPU thread's among them, because more blocks were out at once than ever
  * before; docs/BENCHMARKS.md). With it on, the pool's own thread keeps, for each load it sees (a kind of block
- * and sizes within an eighth of each other; eight loads at once), spares beside the blocks out: half as many,
+ * and sizes in one bucket, within an eighth of each other; eight loads at once), spares beside the blocks out: half as many,
  * rounded up, made at the load's largest size. So a load that grows finds its blocks made, and a request makes
  * one itself only when the load outruns that thread. Spares are made only while out and kept together stay
  * within the keep limit, and count as out in the recent peak: a block given back is never freed for a spare's
@@ -90,11 +90,11 @@ void hp_host_pool_abandon(hp_host_pool *pool);
 /* Blocks out now and bytes kept, for tests and /metrics. */
 void hp_host_pool_usage(hp_host_pool *pool, unsigned *out_blocks, size_t *kept_bytes);
 
-/* For /metrics. Since creation: blocks made because none kept fitted, blocks freed because the kept ones
- * were past the limit (or the recent peak that kept them has passed), and the seconds making them took (pinning tens of megabytes takes milliseconds, on
- * whichever thread asked: the GPU thread's among them); a pool that keeps up makes none after warm-up (the
- * blocks made ahead, and their time, apart).
- * Now: the device blocks' bytes kept (HP_MEM_DEVICE, apart from hp_host_pool_usage's kept_bytes). */
+/* For /metrics. Since creation: blocks made because none kept fitted, and the seconds making them took
+ * (pinning tens of megabytes takes milliseconds, on whichever thread asked: the GPU thread's among them); a pool
+ * that keeps up makes none after warm-up (the blocks made ahead, and their time, apart). Blocks freed: the kept
+ * ones past the limit (or the recent peak that kept them has passed), and spares made ahead that found no room
+ * once made (the load grew while they were pinned). Now: the device blocks' bytes kept (HP_MEM_DEVICE, apart from hp_host_pool_usage's kept_bytes). */
 typedef struct hp_host_pool_counts {
     unsigned long made, freed;
     double make_seconds;

@@ -588,7 +588,7 @@ static void test_ahead_growth(void)
     hp_host_pool_destroy(&pool);
 }
 
-/* A load of sizes within an eighth: its spares are made at the largest asked, not the latest. */
+/* A load of sizes in one bucket (within an eighth): its spares are made at the largest asked, not the latest. */
 static void test_ahead_sizes(void)
 {
     hp_host_pool *pool = ahead_pool(64 * mib);
