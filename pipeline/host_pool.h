@@ -94,7 +94,8 @@ void hp_host_pool_usage(hp_host_pool *pool, unsigned *out_blocks, size_t *kept_b
  * (pinning tens of megabytes takes milliseconds, on whichever thread asked: the GPU thread's among them); a pool
  * that keeps up makes none after warm-up (the blocks made ahead, and their time, apart). Blocks freed: the kept
  * ones past the limit (or the recent peak that kept them has passed), and spares made ahead that found no room
- * once made (the load grew while they were pinned). Now: the device blocks' bytes kept (HP_MEM_DEVICE, apart from hp_host_pool_usage's kept_bytes). */
+ * once made (the load grew while they were pinned). Now: the device blocks' bytes kept (HP_MEM_DEVICE, apart
+ * from hp_host_pool_usage's kept_bytes). */
 typedef struct hp_host_pool_counts {
     unsigned long made, freed;
     double make_seconds;
