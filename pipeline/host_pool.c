@@ -43,6 +43,7 @@ struct hp_host_pool {
     _Atomic unsigned long made, freed;
     _Atomic unsigned long long make_ns;
     _Atomic int test_fail; /* hp_host_pool_test_fail */
+    _Atomic bool test_fail_ahead; /* hp_host_pool_test_fail_ahead */
     /* The recent peak (hp_host_pool_get's "what was out"): by side, host [0] and device [1], the bytes out now,
      * and the most out in the current window and in the one before it; out and kept together may reach the
      * larger of the two (within the ceiling), so that a load that held that much gets it back from the pool. */
@@ -347,7 +348,11 @@ static void *maker_main(void *arg)
         pthread_mutex_unlock(&p->lock);
         hp_err err = {0};
         unsigned long long ns = 0;
-        hp_host_block *b = make_block(p, kind, size, &err, &ns);
+        hp_host_block *b = NULL;
+        if (atomic_load(&p->test_fail_ahead))
+            hp_fail(&err, HP_ERR_OUT_OF_MEMORY, "no pinned block of %zu bytes (hp_host_pool_test_fail_ahead)", size);
+        else
+            b = make_block(p, kind, size, &err, &ns);
         if (!b && !warned) /* once a shortage: warned again after a block has been made since */
             hp_warn("host pool: a block made ahead: %s; the requests make their own", err.message);
         warned = !b;
@@ -446,6 +451,8 @@ void hp_host_pool_keep_device(hp_host_pool *p, size_t keep_bytes)
 }
 
 void hp_host_pool_test_fail(hp_host_pool *p, int level) { atomic_store(&p->test_fail, level); }
+
+void hp_host_pool_test_fail_ahead(hp_host_pool *p, bool fail) { atomic_store(&p->test_fail_ahead, fail); }
 
 hp_code hp_host_pool_create(hp_gpu *gpu, size_t keep_bytes, hp_host_pool **out, hp_err *err)
 {

@@ -81,6 +81,9 @@ void hp_host_pool_put(hp_host_block *block);
 /* For tests only (hdrpostd's test_fail_host_memory): from now on, level 1 fails every hp_host_pool_get
  * (out of memory), level 2 every hp_host_mem_get with this pool as well; 0 is off. */
 void hp_host_pool_test_fail(hp_host_pool *pool, int level);
+/* For tests only: the pool's own thread fails to make every spare (as when pinned memory is gone), requests'
+ * blocks made as usual. */
+void hp_host_pool_test_fail_ahead(hp_host_pool *pool, bool fail);
 
 /* The device is lost (or a submission timed out) while blocks may still be in its use: from now on a block
  * given back is set aside, never reused, and freed only when the pool is destroyed (after the device is

@@ -746,8 +746,38 @@ static void test_ahead_off(void)
     hp_host_pool_destroy(&pool);
 }
 
+/* A spare that cannot be made (hp_host_pool_test_fail_ahead): its load asks for none for a second (the pool's
+ * clock is the test's), then asks again. */
+static void test_ahead_retry(void)
+{
+    double now = 1000;
+    hp_host_pool *pool = ahead_pool(64 * mib);
+    if (!pool)
+        return;
+    hp_host_pool_test_clock(pool, &now);
+    hp_host_pool_test_fail_ahead(pool, true);
+    hp_host_block *b = settled_get(pool, HP_MEM_UPLOAD, mib); /* its spare fails */
+    hp_host_pool_test_fail_ahead(pool, false);
+    hp_host_pool_put(b);
+    now += 0.5;
+    b = settled_get(pool, HP_MEM_UPLOAD, mib); /* the kept one; within the second: no spare asked */
+    hp_host_pool_counts early, later;
+    size_t kept;
+    ahead_counts(pool, &early, &kept);
+    hp_host_pool_put(b);
+    now += 0.6;
+    b = settled_get(pool, HP_MEM_UPLOAD, mib);
+    ahead_counts(pool, &later, &kept);
+    tap_ok(b && early.made_ahead == 0 && later.made_ahead == 1,
+           "a spare that could not be made: its load asks for none 0.5 s later (made ahead %lu), one 1.1 s later "
+           "(%lu)", early.made_ahead, later.made_ahead);
+    hp_host_pool_put(b);
+    hp_host_pool_destroy(&pool);
+}
+
 static void test_make_ahead(void)
 {
+    test_ahead_retry();
     test_ahead_growth();
     test_ahead_sizes();
     test_ahead_limit();
