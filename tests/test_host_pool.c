@@ -756,7 +756,8 @@ static void test_ahead_retry(void)
         return;
     hp_host_pool_test_clock(pool, &now);
     hp_host_pool_test_fail_ahead(pool, true);
-    hp_host_block *b = settled_get(pool, HP_MEM_UPLOAD, mib); /* its spare fails */
+    hp_host_block *b = settled_get(pool, HP_MEM_UPLOAD, mib);
+    hp_host_pool_ahead_settle(pool); /* its spare fails */
     hp_host_pool_test_fail_ahead(pool, false);
     hp_host_pool_put(b);
     now += 0.5;
