@@ -209,8 +209,8 @@ def host_cpu():
 
 def metric_counters(port):
     """/metrics' counters the runs report: the GPU thread's seconds by state, the EXR ZIP frames by decoder
-    (zip:NAME), the host pool's blocks made (on a request's path, and ahead by the pool's own thread) and freed and the seconds
-    making them (pool:NAME)."""
+    (zip:NAME), the host pool's blocks made (on a request's path, and ahead by the pool's own thread) and freed,
+    and the seconds making them (pool:NAME)."""
     c = http.client.HTTPConnection(HOST, port, timeout=10)
     c.request("GET", "/metrics")
     text = c.getresponse().read().decode()
@@ -221,7 +221,8 @@ def metric_counters(port):
         out["zip:" + m.group(1)] = float(m.group(2))
     for m in re.finditer(r'^hdrpost_exr_cpu_frames_total\{reason="(\w+)"\} ([0-9.eE+-]+)$', text, re.M):
         out["zip:cpu_because_" + m.group(1)] = float(m.group(2))
-    for m in re.finditer(r'^hdrpost_host_memory_(blocks_made|blocks_freed|make_seconds|blocks_made_ahead|make_ahead_seconds)_total ([0-9.eE+-]+)$', text, re.M):
+    pool = r'^hdrpost_host_memory_(blocks_made|blocks_freed|make_seconds|blocks_made_ahead|make_ahead_seconds)_total'
+    for m in re.finditer(pool + r' ([0-9.eE+-]+)$', text, re.M):
         out["pool:" + m.group(1)] = float(m.group(2))
     return out
 

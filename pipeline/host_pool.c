@@ -33,8 +33,9 @@ struct hp_host_pool {
     hp_gpu *gpu;
     pthread_mutex_t lock;
     hp_host_block *kept; /* most recently given back first */
-    size_t kept_bytes, keep_limit;
-    size_t kept_device_bytes, keep_device_limit; /* device blocks kept, apart: they take no host memory */
+    /* By side, host [0] and device [1] (side_of; device blocks take no host memory): the bytes kept, and the
+     * keep limit (the floor: kept up to it always) */
+    size_t kept_bytes[2], keep_limit[2];
     _Atomic bool abandoned;   /* hp_host_pool_abandon: blocks given back are set aside, none handed out */
     hp_host_block *dropped;   /* given back after that: freed only at destruction, the device idle */
     unsigned out;        /* handed out, not yet back */
@@ -111,7 +112,7 @@ static void note_peak(hp_host_pool *p, int s)
  * while out and kept together stay within the recent peak and the ceiling. */
 static bool keeps(const hp_host_pool *p, int s, size_t size)
 {
-    size_t kept = s ? p->kept_device_bytes : p->kept_bytes, floor = s ? p->keep_device_limit : p->keep_limit;
+    size_t kept = p->kept_bytes[s], floor = p->keep_limit[s];
     size_t peak = p->peak_now[s] > p->peak_before[s] ? p->peak_now[s] : p->peak_before[s];
     size_t allowed = peak < p->ceiling[s] ? peak : p->ceiling[s];
     return kept + size <= floor || p->out_bytes[s] + kept + size <= allowed;
@@ -120,8 +121,7 @@ static bool keeps(const hp_host_pool *p, int s, size_t size)
 /* Under the lock: whether the kept blocks of side s are past what keeps() allows now. */
 static bool over(const hp_host_pool *p, int s)
 {
-    size_t kept = s ? p->kept_device_bytes : p->kept_bytes;
-    return kept && !keeps(p, s, 0);
+    return p->kept_bytes[s] && !keeps(p, s, 0);
 }
 
 /* Under the lock: the oldest kept blocks past what keeps() allows now, taken off the kept list into *freed, at
@@ -141,7 +141,7 @@ static bool trim_locked(hp_host_pool *p, hp_host_block **freed, unsigned max_blo
             if (!oldest)
                 break;
             hp_host_block *b = *oldest;
-            *(s ? &p->kept_device_bytes : &p->kept_bytes) -= (size_t)b->buf.size;
+            p->kept_bytes[s] -= (size_t)b->buf.size;
             if (b->spare)
                 p->spare_bytes[s] -= (size_t)b->buf.size;
             *oldest = b->next;
@@ -207,10 +207,9 @@ static unsigned size_bucket(size_t bytes)
 /* Under the lock: the load of blocks of kind and about bytes, or a new entry for it in place of the one idle
  * longest (no block out, no spare pending, not waiting to ask again after a failure); NULL when every entry is
  * busy. */
-static ahead_load *load_of(hp_host_pool *p, hp_mem_kind kind, size_t bytes)
+static ahead_load *load_of(hp_host_pool *p, hp_mem_kind kind, size_t bytes, double now)
 {
     unsigned bucket = size_bucket(bytes);
-    double now = pool_now(p);
     ahead_load *idle = NULL;
     for (int i = 0; i < AHEAD_LOADS; i++) {
         ahead_load *l = &p->loads[i];
@@ -228,8 +227,7 @@ static ahead_load *load_of(hp_host_pool *p, hp_mem_kind kind, size_t bytes)
  * where every block given back is kept. */
 static bool room_ahead(const hp_host_pool *p, int s, size_t bytes)
 {
-    size_t kept = s ? p->kept_device_bytes : p->kept_bytes, floor = s ? p->keep_device_limit : p->keep_limit;
-    return p->out_bytes[s] + kept + bytes <= floor;
+    return p->out_bytes[s] + p->kept_bytes[s] + bytes <= p->keep_limit[s];
 }
 
 /* Under the lock, block b of kind just handed out for a request of bytes: its load counts it (b remembers the
@@ -241,12 +239,13 @@ static bool room_ahead(const hp_host_pool *p, int s, size_t bytes)
  * block there). */
 static void ahead_note_get(hp_host_pool *p, hp_host_block *b, hp_mem_kind kind, size_t bytes)
 {
-    ahead_load *l = bytes ? load_of(p, kind, bytes) : NULL; /* no load of nothing: its spares never fit */
+    double now = pool_now(p);
+    ahead_load *l = bytes ? load_of(p, kind, bytes, now) : NULL; /* no load of nothing: its spares never fit */
     if (!l)
         return;
     b->load = (int)(l - p->loads);
     l->out++;
-    l->last_s = pool_now(p);
+    l->last_s = now;
     if (bytes > l->largest)
         l->largest = bytes;
     if (!p->ahead || atomic_load(&p->abandoned) || l->last_s < l->retry_s)
@@ -315,7 +314,7 @@ static hp_host_block *keep_spare(hp_host_pool *p, ahead_load *l, hp_host_block *
     b->spare = true;
     b->next = p->kept;
     p->kept = b;
-    *(s ? &p->kept_device_bytes : &p->kept_bytes) += (size_t)b->buf.size;
+    p->kept_bytes[s] += (size_t)b->buf.size;
     p->spare_bytes[s] += (size_t)b->buf.size;
     note_peak(p, s);
     return NULL;
@@ -446,7 +445,7 @@ bool hp_host_pool_trim(hp_host_pool *p, unsigned max_blocks)
 void hp_host_pool_keep_device(hp_host_pool *p, size_t keep_bytes)
 {
     pthread_mutex_lock(&p->lock);
-    p->keep_device_limit = keep_bytes;
+    p->keep_limit[1] = keep_bytes;
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -460,8 +459,7 @@ hp_code hp_host_pool_create(hp_gpu *gpu, size_t keep_bytes, hp_host_pool **out, 
     if (!p)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     p->gpu = gpu;
-    p->keep_limit = keep_bytes;
-    p->keep_device_limit = keep_bytes;
+    p->keep_limit[0] = p->keep_limit[1] = keep_bytes;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->maker_wake, NULL);
     pthread_cond_init(&p->maker_idle, NULL);
@@ -521,10 +519,7 @@ hp_host_block *hp_host_pool_get(hp_host_pool *p, hp_mem_kind kind, size_t bytes,
     if (best) {
         b = *best;
         *best = b->next;
-        if (b->kind == HP_MEM_DEVICE)
-            p->kept_device_bytes -= (size_t)b->buf.size;
-        else
-            p->kept_bytes -= (size_t)b->buf.size;
+        p->kept_bytes[side_of(kind)] -= (size_t)b->buf.size;
     }
     p->out++;
     hp_host_block *freed = NULL;
@@ -581,7 +576,7 @@ void hp_host_pool_put(hp_host_block *b)
     if (keeps(p, s, (size_t)b->buf.size)) {
         b->next = p->kept;
         p->kept = b;
-        *(s ? &p->kept_device_bytes : &p->kept_bytes) += (size_t)b->buf.size;
+        p->kept_bytes[s] += (size_t)b->buf.size;
     } else {
         b->next = NULL;
         freed = b;
@@ -603,14 +598,14 @@ void hp_host_pool_usage(hp_host_pool *p, unsigned *out_blocks, size_t *kept_byte
     if (out_blocks)
         *out_blocks = p->out;
     if (kept_bytes)
-        *kept_bytes = p->kept_bytes;
+        *kept_bytes = p->kept_bytes[0];
     pthread_mutex_unlock(&p->lock);
 }
 
 void hp_host_pool_counts_get(hp_host_pool *p, hp_host_pool_counts *out)
 {
     pthread_mutex_lock(&p->lock);
-    size_t kept_device = p->kept_device_bytes;
+    size_t kept_device = p->kept_bytes[1];
     pthread_mutex_unlock(&p->lock);
     *out = (hp_host_pool_counts){.made = atomic_load(&p->made), .freed = atomic_load(&p->freed),
                                  .make_seconds = (double)atomic_load(&p->make_ns) * 1e-9,

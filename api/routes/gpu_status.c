@@ -243,7 +243,8 @@ void hp_route_metrics(hp_request *req, hp_reply *reply)
         rc |= hp_metrics_printf(&buf, &len, &cap,
                                 "# HELP hdrpost_host_memory_blocks_made_total Mapped host and device blocks made "
                                 "because none kept fitted, while a request waited (pinning takes milliseconds): "
-                                "steady after warm-up where the pool keeps up.\n# TYPE hdrpost_host_memory_blocks_made_total counter\n"
+                                "steady after warm-up where the pool keeps up.\n"
+                                "# TYPE hdrpost_host_memory_blocks_made_total counter\n"
                                 "hdrpost_host_memory_blocks_made_total %llu\n"
                                 "# HELP hdrpost_host_memory_blocks_made_ahead_total Blocks the pool's own thread made "
                                 "ahead of the requests, spares for a load that grows (no request waited on them).\n"
