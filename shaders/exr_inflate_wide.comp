@@ -105,18 +105,13 @@ uint step_symbol(out uint len, out uint dist)
 {
     len = 1u;
     dist = 0u;
-    uint sym = decode_lit();
-    if (sym <= STEP_EOB)
-        return sym;
-    sym -= 257u;
-    if (sym >= 29u)
-        return STEP_INVALID;
-    len = len_base[sym] + bits(len_extra[sym]);
-    uint dsym = decode_dist();
-    if (dsym >= 30u)
-        return STEP_INVALID;
-    dist = dist_base[dsym] + bits(dist_extra[dsym]);
-    return STEP_MATCH;
+    uint e = decode_lit();
+    if (e < E_LENGTH)
+        return e >> 8;
+    uint kind = e & E_KIND;
+    if (kind != E_LENGTH)
+        return kind == E_END ? STEP_EOB : STEP_INVALID;
+    return decode_match(e, len, dist) ? STEP_MATCH : STEP_INVALID;
 }
 
 // The symbols from bit `at` whose first bit is before `end`: where the next begins (or where the block ends),

@@ -65,10 +65,8 @@ void store_word(uint wi, uint v) { CoherentWords(pc.unpacked).v[g_out_words + wi
 void put(uint b)
 {
     g_word |= b << (8u * (g_n & 3u));
-    if ((g_n & 3u) == 3u) {
-        store_word(g_n >> 2, g_word);
-        g_word = 0u;
-    }
+    store_word(g_n >> 2, g_word);
+    g_word = (g_n & 3u) == 3u ? 0u : g_word;
     g_n++;
 }
 
@@ -122,35 +120,38 @@ void copy(uint dist, uint len)
 
 #define SUSPENDED 0xffffffffu
 
+// Whether a literal counts as an iteration. Where the loop has a limit of its own (lavapipe's, SLICE or
+// MAX_WORK set) every iteration must. Without, a literal is a byte written and g_limit bounds them (bit by
+// bit past the table, decode_slow still charges its bits): the count and its test leave the loop's most
+// frequent path, and the work bound is checked at every match and block.
+const bool COUNT_LITERALS = SLICE != 0u || MAX_WORK != 0u;
+
 uint inflate_block_symbols()
 {
     for (;;) {
-        if (sliced_out())
-            return SUSPENDED;
-        g_used++;
-        uint sym = decode_lit();
-        if (sym < 256u) {
+        if (COUNT_LITERALS) {
+            if (sliced_out())
+                return SUSPENDED;
+            g_used++;
+        }
+        uint e = decode_lit();
+        if (e < E_LENGTH) {
             if (g_n == g_limit)
                 return HP_EXR_ZIP_LONG;
-            put(sym);
+            put(e >> 8);
             continue;
         }
-        if (sym == 256u)
-            return HP_EXR_ZIP_OK;
-        sym -= 257u;
-        if (sym >= 29u)
-            return HP_EXR_ZIP_BAD_DATA;
-        uint len = len_base[sym] + bits(len_extra[sym]);
-        uint dsym = decode_dist();
-        if (dsym >= 30u)
-            return HP_EXR_ZIP_BAD_DATA;
-        uint dist = dist_base[dsym] + bits(dist_extra[dsym]);
-        if (dist > g_n)
+        if ((e & E_KIND) != E_LENGTH)
+            return (e & E_KIND) == E_END ? HP_EXR_ZIP_OK : HP_EXR_ZIP_BAD_DATA;
+        uint len, dist;
+        if (!decode_match(e, len, dist) || dist > g_n)
             return HP_EXR_ZIP_BAD_DATA;
         if (len > g_limit - g_n)
             return HP_EXR_ZIP_LONG;
         g_used += len;
         copy(dist, len);
+        if (!COUNT_LITERALS && sliced_out())
+            return SUSPENDED;
     }
 }
 

@@ -165,14 +165,44 @@ uint decode_slow(uint t)
     return NO_SYMBOL;
 }
 
-// A symbol of code t from its table's entry e for the bits at the reader, or bit by bit past the table.
+// --- Table entries: what a code means, whole ---------------------------------------------------------
+// An entry carries a length's or distance's base and extra bits, not the symbol, so that a match needs no
+// second lookup after its code's (libdeflate's decode tables do the same, deflate_decompress.c):
+//   bits 0-3    the code's length in bits (0 in a table: a longer code, or none; decode_slow)
+//   bits 4-7    the extra bits after the code (RFC 1951 3.2.5: a length's 0-5, a distance's 0-13)
+//   bits 8-23   a literal's byte, or the base of a length (3-258) or distance (1-24577)
+//   bits 28-29  the kind: a literal (0, so that a literal is any entry below E_LENGTH), a length, the end of
+//               the block, or a symbol that is none (286, 287, distances 30 and 31, a code not in the set)
+#define E_LENGTH (1u << 28)
+#define E_END (2u << 28)
+#define E_INVALID (3u << 28)
+#define E_KIND (3u << 28)
+
+// The entry of symbol sym of code t, its length bits 0.
+uint symbol_entry(uint t, uint sym)
+{
+    if (t == T_DIST)
+        return sym < 30u ? dist_base[sym] << 8 | dist_extra[sym] << 4 : E_INVALID;
+    if (sym < 256u)
+        return sym << 8;
+    if (sym == 256u)
+        return E_END;
+    sym -= 257u;
+    return sym < 29u ? E_LENGTH | len_base[sym] << 8 | len_extra[sym] << 4 : E_INVALID;
+}
+
+uint entry_base(uint e) { return (e >> 8) & 0xffffu; }
+uint entry_extra(uint e) { return (e >> 4) & 15u; }
+
+// The entry of code t for the bits at the reader, from its table's entry e or bit by bit past the table;
+// the code's bits taken.
 uint decode_entry(uint e, uint t)
 {
     if ((e & 15u) != 0u) {
         drop(e & 15u);
-        return e >> 4u;
+        return e;
     }
-    return decode_slow(t);
+    return symbol_entry(t, decode_slow(t));
 }
 
 uint decode_lit()
@@ -185,6 +215,15 @@ uint decode_dist()
 {
     refill();
     return decode_entry(lut_dist[uint(g_bits) & DIST_LUT_MASK], T_DIST);
+}
+
+// A match after its length's entry e: its length and distance, false where the distance's code is none.
+bool decode_match(uint e, out uint len, out uint dist)
+{
+    len = entry_base(e) + bits(entry_extra(e));
+    uint d = decode_dist();
+    dist = entry_base(d) + bits(entry_extra(d));
+    return d < E_LENGTH;
 }
 
 // Whether build() fills the lookup table itself: the wide inflate's first invocation builds the codes and
@@ -214,7 +253,7 @@ void fill_lut(uint t, uint lut_bits, uint lane, uint lanes)
         while (code_index[t][len + 1u] <= index)
             len++;
         uint code = code_first[t][len] + index - code_index[t][len];
-        uint e = code_sym[t][index] << 4u | len;
+        uint e = symbol_entry(t, code_sym[t][index]) | len;
         for (uint r = bitfieldReverse(code) >> (32u - len); r < size; r += 1u << len) {
             g_fill_work++;
             if (t == T_LIT)
