@@ -23,8 +23,8 @@ uint g_cap;             // its most (MAX_WORK's)
 #define T_DIST 1u
 
 // --- The code tables --------------------------------------------------------------------------------
-//   lut_lit, lut_dist    lookup tables: entry = symbol << 4 | code length; length 0: a longer code, or none
-//                        (decode_slow)
+//   lut_lit, lut_dist    lookup tables of entries (below: what a code means, and its length; length 0: a
+//                        longer code, or none, decode_slow)
 //   code_count, code_sym per code (0 literal/length, 1 distance; the code-length code borrows 1): codes of
 //                        each length, and the symbols in canonical order (RFC 1951 3.2.2)
 //   code_lens            the code lengths of one block as read: literal/length then distance
