@@ -121,9 +121,10 @@ void copy(uint dist, uint len)
 #define SUSPENDED 0xffffffffu
 
 // Whether a literal counts as an iteration. Where the loop has a limit of its own (lavapipe's, SLICE or
-// MAX_WORK set) every iteration must. Without, a literal is a byte written and g_limit bounds them (bit by
-// bit past the table, decode_slow still charges its bits): the count and its test leave the loop's most
-// frequent path, and the work bound is checked at every match and block.
+// MAX_WORK set) every iteration must. Without, a literal is a byte written and g_limit bounds them: the count
+// and its test leave the loop's most frequent path, and the work bound is checked at every match and block.
+// A literal decoded bit by bit past the table is still charged its bits (decode_slow), acted on at the next
+// match or block: a stream of literals of long codes takes up to 16 iterations a byte, its bytes bounding it.
 const bool COUNT_LITERALS = SLICE != 0u || MAX_WORK != 0u;
 
 uint inflate_block_symbols()

@@ -155,7 +155,9 @@ uint decode_slow(uint t)
         uint count = code_count[t][len];
         if (code < first + count) {
             drop(len);
-            g_used += len; // its loop's iterations count toward the slice
+            // its loop's iterations count toward the slice; held at one past the cap, as a run of literals
+            // charged here may go unchecked (exr_zip.comp's COUNT_LITERALS) and must not wrap the count
+            g_used = min(g_used + len, g_cap + 1u);
             return code_sym[t][index + code - first];
         }
         index += count;
@@ -171,8 +173,9 @@ uint decode_slow(uint t)
 //   bits 0-3    the code's length in bits (0 in a table: a longer code, or none; decode_slow)
 //   bits 4-7    the extra bits after the code (RFC 1951 3.2.5: a length's 0-5, a distance's 0-13)
 //   bits 8-23   a literal's byte, or the base of a length (3-258) or distance (1-24577)
-//   bits 28-29  the kind: a literal (0, so that a literal is any entry below E_LENGTH), a length, the end of
-//               the block, or a symbol that is none (286, 287, distances 30 and 31, a code not in the set)
+//   bits 28-29  the kind: a literal or a distance (0, so that a literal is any entry of the literal/length
+//               code below E_LENGTH), a length, the end of the block, or a symbol that is none (286, 287,
+//               distances 30 and 31, a code not in the set)
 #define E_LENGTH (1u << 28)
 #define E_END (2u << 28)
 #define E_INVALID (3u << 28)
