@@ -81,14 +81,23 @@ void unzip_pixel(uint x, uint y, uint e)
 shared uint s_fa[FINISH_MAX], s_fb[FINISH_MAX], s_fc[FINISH_MAX];
 shared uint s_fverdict;
 
-// The four bytes' part of the sums, from byte index i of the chunk on (bytes at n and past are not the chunk's).
-void sum_word(uint v, uint i, uint n, inout uint sum, inout uint64_t weighted)
+// A word of a run's bytes into the run's sums: a, the bytes' sum, and c, the sum of a after each byte (zlib's
+// adler32.c: s2 gains s1 a byte), so that the run's weighted sum is c plus a times the bytes after the run.
+// The word's part of c is 4a + 4b0 + 3b1 + 2b2 + b3: the bytes in two 16-bit lanes (b0, b2 and b1, b3), each
+// pair's weights in one multiply (the upper lane of (b0 + b2 2^16)(2 + 4 2^16) is 4b0 + 2b2, below 2^16),
+// in place of four bytes taken one by one with a 64-bit product each. r: the word's bytes in the chunk (4,
+// or fewer in its last word, whose other bytes are not counted).
+void sum_word(uint v, uint r, inout uint a, inout uint64_t c)
 {
-    for (uint k = 0u; k < 4u && i + k < n; k++) {
-        uint b = (v >> (8u * k)) & 255u;
-        sum += b;
-        weighted += uint64_t(n - i - k) * uint64_t(b);
-    }
+    if (r < 4u)
+        v &= (1u << (8u * r)) - 1u;
+    uint even = v & 0x00ff00ffu, odd = (v >> 8) & 0x00ff00ffu, pairs = even + odd;
+    uint bytes = (pairs & 0xffffu) + (pairs >> 16);
+    uint weighted = ((even * 0x00040002u) >> 16) + ((odd * 0x00030001u) >> 16); // 4b0 + 2b2 + 3b1 + b3
+    // r bytes: r a + the sum of (r - k) b_k, which is the four-byte sum less (4 - r)(a + bytes) when the
+    // bytes past r are zero
+    c += 4ul * uint64_t(a) + uint64_t(weighted) - uint64_t(4u - r) * uint64_t(a + bytes);
+    a += bytes;
 }
 
 // Called by every invocation of the workgroup (lanes of them, at most FINISH_MAX) with the chunk's entry and
@@ -103,11 +112,13 @@ uint finish_chunk(uint e, uint lane, uint lanes, uint status)
         uint base = off >> 2, words = (n + 3u) / 4u, per = (words + lanes - 1u) / lanes;
         uint w0 = min(lane * per, words), w1 = min(w0 + per, words);
         uint sum = 0u;
-        uint64_t weighted = 0ul;
+        uint64_t c = 0ul;
         for (uint w = w0; w < w1; w++)
-            sum_word(u.v[base + w], 4u * w, n, sum, weighted);
+            sum_word(u.v[base + w], min(n - 4u * w, 4u), sum, c);
+        // the run's part of s2: each byte weighted by the bytes from it to the chunk's end, the run's own in c
+        uint after = n - min(4u * w1, n);
         s_fa[lane] = sum % 65521u;
-        s_fb[lane] = uint(weighted % 65521ul);
+        s_fb[lane] = uint((uint64_t(after) * uint64_t(sum) + c) % 65521ul);
         s_fc[lane] = sum & 255u;
         memoryBarrierShared();
         barrier();
