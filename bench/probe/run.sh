@@ -4,7 +4,7 @@
 # copy and 16 with Nsight Compute: the warps' stall reasons, the scheduler's issue, and the stalls by SASS
 # instruction. Frames: ZIP EXRs (tools/make_frame writes them). Results under OUTDIR.
 #   bench/probe/run.sh OUTDIR FRAME.exr [FRAME.exr ...]
-set -eu
+set -euo pipefail
 out=$1
 shift
 cuda=${CUDA_HOME:-/usr/local/cuda}
