@@ -74,6 +74,9 @@ struct hp_exr_zip_gpu {
 hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out, hp_err *err)
 {
     *out = NULL;
+    bool as_a_gpu = slice == HP_EXR_ZIP_AS_A_GPU;
+    if (as_a_gpu)
+        slice = HP_EXR_ZIP_NO_SLICE;
     if (slice != 0 && slice != HP_EXR_ZIP_NO_SLICE && (slice < 2 * HEADER_COST || slice > MAX_SLICE))
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "exr_zip_gpu slice %u is outside [%u, %u]", slice, 2 * HEADER_COST,
                        MAX_SLICE);
@@ -91,7 +94,7 @@ hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out,
      * lavapipe's loop limit when the tests ask it for no slices */
     bool lavapipe = z->lavapipe = strcmp(hp_gpu_get_info(gpu)->driver_name, "llvmpipe") == 0;
     const uint32_t spec[4] = {z->slice, z->slice == 0, z->slice == 0 ? FUSED_GROUP : 1,
-                              z->slice == 0 && lavapipe ? LAVAPIPE_SLICE : 0};
+                              z->slice == 0 && lavapipe && !as_a_gpu ? LAVAPIPE_SLICE : 0};
     hp_compute_desc inflate = {.name = "exr_inflate", .spirv = spv_inflate, .spirv_size = sizeof(spv_inflate),
                                .push_constant_size = sizeof(struct exr_zip_push), .spec_values = spec,
                                .spec_count = 4};

@@ -73,8 +73,12 @@ typedef struct hp_exr_zip_gpu hp_exr_zip_gpu;
  * and as many dispatches recorded as the largest chunk can need, then the unzip as a pass of its own.
  * Without slices (HP_EXR_ZIP_NO_SLICE) it is one dispatch, each chunk's workgroup unzipping its own pixels,
  * and no barrier: frames submitted one after another run at once. Tests set slices to run them anywhere,
- * and no slices on lavapipe for chunks small enough. */
+ * and no slices on lavapipe for chunks small enough; there the shader's work bound stays under lavapipe's
+ * loop limit (so that a stream made to be slow stops as a status, not at the limiter), unless
+ * HP_EXR_ZIP_AS_A_GPU: no slices and the bound a GPU has, for tests of the shader as a GPU runs it on
+ * chunks known to stay under the limit. */
 #define HP_EXR_ZIP_NO_SLICE UINT32_MAX
+#define HP_EXR_ZIP_AS_A_GPU (UINT32_MAX - 1u)
 hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out, hp_err *err);
 
 /* The wide inflate (shaders/exr_inflate_wide.comp): each chunk's stream decoded by a workgroup of 288 at once

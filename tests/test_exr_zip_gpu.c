@@ -850,6 +850,15 @@ int main(void)
         }
     check_cap(&r, fused);
     check_damage(&r, fused, 6, Z_DEFAULT_STRATEGY, 300, "");
+    /* and as a GPU runs it, with no bound of lavapipe's (exr_zip.comp's COUNT_LITERALS off): valid streams only,
+     * as a damaged one could run into lavapipe's loop limit */
+    hp_exr_zip_gpu *as_gpu = NULL;
+    if (hp_exr_zip_gpu_create(gpu, HP_EXR_ZIP_AS_A_GPU, &as_gpu, &err) != HP_OK)
+        return tap_bail("create the EXR ZIP pipelines as a GPU runs them: %s", err.message);
+    for (size_t k = 0; k < sizeof(ways) / sizeof(ways[0]); k++)
+        for (int p = 0; p < PAT_COUNT; p++)
+            check_made(&r, as_gpu, 45, 7, 3, 16, p, ways[k].level, ways[k].strategy, ways[k].how);
+    hp_exr_zip_gpu_destroy(&as_gpu);
 
     /* (b) */
     check_damage(&r, zip, 6, Z_DEFAULT_STRATEGY, 400, "");
