@@ -61,12 +61,14 @@ _Static_assert(sizeof(hp_exr_zip_chunk) == HP_EXR_ZIP_CHUNK_WORDS * 4, "chunk en
 
 struct hp_exr_zip_gpu {
     hp_gpu *gpu;
-    uint32_t slice; /* 0: none, one dispatch, fused */
+    uint32_t slice; /* 0: none, one dispatch, fused (unless unfused) */
+    uint32_t max_work; /* the serial loop's MAX_WORK without slices (exr_inflate.glsl) */
     bool lavapipe;
+    bool unfused;       /* hp_exr_zip_gpu_set_unfused: without slices, the finish a pass of its own */
     bool wide;          /* hp_exr_zip_gpu_set_wide */
     uint32_t wide_span, wide_entries, wide_group; /* its pipeline's SPAN, ENTRIES, lanes; 0: WIDE_* */
     bool wide_phases;   /* its pipeline the phases-timed variant (hp_exr_zip_gpu_wide_phases) */
-    hp_compute inflate, finish, inflate_wide;
+    hp_compute inflate, finish, inflate_wide, inflate_unfused;
     hp_group_commit batches;    /* runs taken together (hp_exr_zip_gpu_run, below) */
     _Atomic uint32_t wide_chunks; /* a batch of more chunks takes the serial loop */
 };
@@ -93,8 +95,8 @@ hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out,
     /* without slices, a chunk's most work (include/exr_inflate.glsl's MAX_WORK): the shader's own bound, but under
      * lavapipe's loop limit when the tests ask it for no slices */
     bool lavapipe = z->lavapipe = strcmp(hp_gpu_get_info(gpu)->driver_name, "llvmpipe") == 0;
-    const uint32_t spec[4] = {z->slice, z->slice == 0, z->slice == 0 ? FUSED_GROUP : 1,
-                              z->slice == 0 && lavapipe && !as_a_gpu ? LAVAPIPE_SLICE : 0};
+    z->max_work = z->slice == 0 && lavapipe && !as_a_gpu ? LAVAPIPE_SLICE : 0;
+    const uint32_t spec[4] = {z->slice, z->slice == 0, z->slice == 0 ? FUSED_GROUP : 1, z->max_work};
     hp_compute_desc inflate = {.name = "exr_inflate", .spirv = spv_inflate, .spirv_size = sizeof(spv_inflate),
                                .push_constant_size = sizeof(struct exr_zip_push), .spec_values = spec,
                                .spec_count = 4};
@@ -119,6 +121,7 @@ void hp_exr_zip_gpu_destroy(hp_exr_zip_gpu **zp)
     hp_compute_destroy(z->gpu, &z->inflate);
     hp_compute_destroy(z->gpu, &z->finish);
     hp_compute_destroy(z->gpu, &z->inflate_wide);
+    hp_compute_destroy(z->gpu, &z->inflate_unfused);
     hp_group_commit_destroy(&z->batches);
     free(z);
     *zp = NULL;
@@ -207,6 +210,22 @@ void hp_exr_zip_gpu_inflate_statistics(hp_exr_zip_gpu *z, char *buf, size_t len)
         hp_compute_statistics(z->gpu, c, buf, len);
 }
 
+bool hp_exr_zip_gpu_set_unfused(hp_exr_zip_gpu *z, bool on)
+{
+    /* Made on first use, as the sliced inflate is (one invocation a workgroup, no finish of its own) without
+     * slices: with slices the finish is a pass of its own already. */
+    if (on && z->slice == 0 && z->inflate_unfused.pipeline == VK_NULL_HANDLE) {
+        const uint32_t spec[4] = {0, 0, 1, z->max_work};
+        hp_compute_desc d = {.name = "exr_inflate", .spirv = spv_inflate, .spirv_size = sizeof(spv_inflate),
+                             .push_constant_size = sizeof(struct exr_zip_push), .spec_values = spec, .spec_count = 4};
+        hp_err ignored = {0};
+        if (hp_compute_create(z->gpu, &d, &z->inflate_unfused, &ignored) != HP_OK)
+            z->inflate_unfused = (hp_compute){0};
+    }
+    z->unfused = on && z->inflate_unfused.pipeline != VK_NULL_HANDLE;
+    return z->unfused == on;
+}
+
 bool hp_exr_zip_gpu_wide_phases(hp_exr_zip_gpu *z, bool on)
 {
     if (on && !hp_gpu_get_info(z->gpu)->has_shader_clock)
@@ -262,32 +281,63 @@ uint64_t hp_exr_zip_image_bytes(const hp_exr_zip_frame *f)
 }
 
 /* The passes of a frame, by the wide inflate or the serial loop. */
+/* Whether frames' inflate dispatches finish their chunks themselves: the wide inflate's, and the serial loop's
+ * without slices unless unfused. Else the finish is a pass of its own, after a barrier. */
+static bool fused_pass(const hp_exr_zip_gpu *z, bool wide) { return wide || (z->slice == 0 && !z->unfused); }
+
+static void pass_barrier(VkCommandBuffer cmd)
+{
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
+                         NULL, 0, NULL);
+}
+
+static void dispatch_chunks(VkCommandBuffer cmd, const hp_exr_zip_frame *f)
+{
+    /* ZIPS's one-line chunks of a 16384-row frame are 16384 workgroups, within the dispatch limit */
+    vkCmdDispatch(cmd, f->chunk_count < MAX_DISPATCH ? f->chunk_count : MAX_DISPATCH, 1, 1);
+}
+
+/* Frame f's inflate: one dispatch, or its slices' with a barrier between each two (each goes on where the one
+ * before stopped). No barrier after it: frames recorded one after another run at once. Where the finish is
+ * a pass of its own (fused_pass), the caller records it after a barrier (record_finish). */
+static void record_inflate(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_zip_frame *f, const hp_exr_zip_io *io,
+                           bool wide)
+{
+    struct exr_zip_push push = exr_zip_push_of(f, io);
+    const hp_compute *inflate = wide                           ? &z->inflate_wide
+                                : z->slice == 0 && z->unfused ? &z->inflate_unfused
+                                                              : &z->inflate;
+    stamp(cmd, io, 0);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, inflate->pipeline);
+    vkCmdPushConstants(cmd, inflate->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+    uint32_t slices = fused_pass(z, wide) ? 1 : hp_exr_zip_gpu_dispatches(z, f);
+    for (uint32_t d = 0; d < slices; d++) {
+        if (d > 0)
+            pass_barrier(cmd);
+        dispatch_chunks(cmd, f);
+    }
+}
+
+static void record_finish(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_zip_frame *f, const hp_exr_zip_io *io)
+{
+    struct exr_zip_push push = exr_zip_push_of(f, io);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, z->finish.pipeline);
+    vkCmdPushConstants(cmd, z->finish.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+    dispatch_chunks(cmd, f);
+}
+
+/* One frame's passes between its timestamps (io's: 0 before, 1 after the inflate, 2 after the finish). */
 static void record_passes(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_zip_frame *f, const hp_exr_zip_io *io,
                           bool wide)
 {
-    struct exr_zip_push push = exr_zip_push_of(f, io);
-    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
-                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
-    stamp(cmd, io, 0);
-    const hp_compute *inflate = wide ? &z->inflate_wide : &z->inflate;
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, inflate->pipeline);
-    vkCmdPushConstants(cmd, inflate->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
-    if (z->slice == 0 || wide) { /* one dispatch that unzips too, and no barrier: frames on one queue overlap */
-        vkCmdDispatch(cmd, f->chunk_count < MAX_DISPATCH ? f->chunk_count : MAX_DISPATCH, 1, 1);
-        stamp(cmd, io, 1);
-        stamp(cmd, io, 2);
-        return;
-    }
-    for (uint32_t d = hp_exr_zip_gpu_dispatches(z, f); d > 0; d--) {
-        /* ZIPS's one-line chunks of a 16384-row frame are 16384 workgroups, within the dispatch limit */
-        vkCmdDispatch(cmd, f->chunk_count < MAX_DISPATCH ? f->chunk_count : MAX_DISPATCH, 1, 1);
-        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
-                             &mb, 0, NULL, 0, NULL);
-    }
+    record_inflate(z, cmd, f, io, wide);
+    if (!fused_pass(z, wide))
+        pass_barrier(cmd);
     stamp(cmd, io, 1);
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, z->finish.pipeline);
-    vkCmdPushConstants(cmd, z->finish.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
-    vkCmdDispatch(cmd, f->chunk_count < MAX_DISPATCH ? f->chunk_count : MAX_DISPATCH, 1, 1);
+    if (!fused_pass(z, wide))
+        record_finish(z, cmd, f, io);
     stamp(cmd, io, 2);
 }
 
@@ -502,6 +552,16 @@ typedef struct zip_job {
 
 static zip_job *job_next(const zip_job *j) { return (zip_job *)j->item.next; }
 
+/* Where a job's passes read and write: its input's table and packed bytes, its output's image, unpacked bytes
+ * and code tables. */
+static hp_exr_zip_io job_io(const zip_job *j)
+{
+    const hp_exr_zip_frame *f = j->f;
+    return (hp_exr_zip_io){.chunks = j->input->address, .packed = j->input->address + f->table_bytes,
+                           .unpacked = j->output->address + hp_exr_zip_image_bytes(f), .image = j->output->address,
+                           .tables = j->output->address + tables_offset(f)};
+}
+
 uint32_t hp_exr_zip_gpu_wide_batch_chunks(const hp_gpu *gpu)
 {
     /* Four waves of the wide inflate, two chunks an SM: on the H200 (132 SMs, 1056 chunks, some 8 frames of
@@ -537,15 +597,20 @@ static void run_batch(void *ctx, hp_group_item *first)
     VkResult res = run_begin(gpu, &r, NULL); /* each frame's input flushed below */
     if (res == VK_SUCCESS) {
         vkCmdWriteTimestamp(r.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, r.queries, 0);
+        /* The input is the caller's host memory, read by address where it lies: no copy, no barrier before
+         * the passes. Every frame's inflate, then (where it is a pass of its own) one barrier and every
+         * frame's finish: the inflates overlap, and the finishes run on every SM at once. */
         for (zip_job *j = jobs; j; j = job_next(j)) {
-            /* The input is the caller's host memory, read by address where it lies: no copy, no barrier
-             * before the passes. */
-            const hp_exr_zip_frame *f = j->f;
             hp_buffer_flush(gpu, j->input);
-            hp_exr_zip_io io = {.chunks = j->input->address, .packed = j->input->address + f->table_bytes,
-                                .unpacked = j->output->address + hp_exr_zip_image_bytes(f),
-                                .image = j->output->address, .tables = j->output->address + tables_offset(f)};
-            record_passes(z, r.cmd, f, &io, wide);
+            hp_exr_zip_io io = job_io(j);
+            record_inflate(z, r.cmd, j->f, &io, wide);
+        }
+        if (!fused_pass(z, wide)) {
+            pass_barrier(r.cmd);
+            for (zip_job *j = jobs; j; j = job_next(j)) {
+                hp_exr_zip_io io = job_io(j);
+                record_finish(z, r.cmd, j->f, &io);
+            }
         }
         vkCmdWriteTimestamp(r.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, r.queries, 1);
         record_statuses_to_host(r.cmd);

@@ -89,6 +89,12 @@ hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out,
  * created; false where the device lacks storageBuffer8BitAccess or shaderInt8, a workgroup that large or its
  * shared memory, or the pipeline cannot be made (it stays off). */
 bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *zip, bool on);
+/* For benchmarks and tests, without slices: the serial loop's finish (the Adler-32, the predictor, the pixels)
+ * as a pass of its own, 256 invocations a chunk after a barrier that follows every frame's inflate of a batch,
+ * instead of each chunk's 32 after its own inflate (docs/BENCHMARKS.md, "The serial loop's chain": the fused
+ * finish is a sixth to a fifth of 16 frames' time). Not the daemon's until measured. Off when created; false
+ * where there are slices (the finish is a pass of its own there already) or the pipeline cannot be made. */
+bool hp_exr_zip_gpu_set_unfused(hp_exr_zip_gpu *zip, bool on);
 /* The wide inflate's lanes a chunk and the shared memory they take, as the daemon makes it (for its log). */
 uint32_t hp_exr_zip_gpu_wide_lanes(void);
 uint32_t hp_exr_zip_gpu_wide_shared_bytes(void);
@@ -163,7 +169,8 @@ VkDeviceSize hp_exr_zip_gpu_tables_bytes(const hp_exr_zip_frame *frame);
  * lavapipe). A chunk that would take far more work than a deflate encoder's stream needs
  * (include/exr_inflate.glsl's MAX_WORK) stops as HP_EXR_ZIP_UNFINISHED. HP_ERR_DEVICE_LOST (also after 600 s
  * a frame of its batch): the passes may still write input and output; the caller abandons both. The set_wide,
- * wide_tune and wide_phases calls above remake pipelines: not while runs are in flight. */
+ * set_unfused, wide_tune and wide_phases calls above make pipelines or change which runs: not while runs are
+ * in flight. */
 hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *frame, const hp_buffer *input,
                            const hp_buffer *output, double *gpu_ms, hp_err *err);
 /* The chunks of a batch past which it takes the serial loop rather than the wide inflate: the device's default

@@ -858,6 +858,16 @@ int main(void)
     for (size_t k = 0; k < sizeof(ways) / sizeof(ways[0]); k++)
         for (int p = 0; p < PAT_COUNT; p++)
             check_made(&r, as_gpu, 45, 7, 3, 16, p, ways[k].level, ways[k].strategy, ways[k].how);
+    /* and its finish as a pass of its own (hp_exr_zip_gpu_set_unfused): a frame, and a batch's frames with one
+     * barrier between their inflates and their finishes */
+    tap_ok(hp_exr_zip_gpu_set_unfused(as_gpu, true), "without slices, the finish can be a pass of its own");
+    for (size_t k = 0; k < sizeof(ways) / sizeof(ways[0]); k++)
+        for (int p = 0; p < PAT_COUNT; p += 2) {
+            char how[96];
+            snprintf(how, sizeof(how), "%s, the finish a pass of its own", ways[k].how);
+            check_made(&r, as_gpu, 45, 7, 3, 16, p, ways[k].level, ways[k].strategy, how);
+        }
+    check_together(&r, as_gpu, true, "the serial loop as a GPU runs it, its finish a pass of its own");
     hp_exr_zip_gpu_destroy(&as_gpu);
 
     /* (b) */
