@@ -339,7 +339,8 @@ int main(int argc, char **argv)
      * batch's and dispatch's time includes it either way) */
     if (getenv("HP_BENCH_UNFUSED") && strcmp(getenv("HP_BENCH_UNFUSED"), "1") == 0) {
         CHECK(hp_exr_zip_gpu_set_unfused(zip, true));
-        printf("serial loop: the finish a pass of its own (HP_BENCH_UNFUSED)\n");
+        printf("serial loop: the finish a pass of its own (HP_BENCH_UNFUSED)%s\n",
+               wide ? "; batches the wide inflate takes keep theirs" : "");
     }
     uint32_t lanes = hp_exr_zip_gpu_wide_lanes();
     if (wide && (getenv("HP_BENCH_WIDE_SPAN") || getenv("HP_BENCH_WIDE_ENTRIES") || getenv("HP_BENCH_WIDE_GROUP"))) {

@@ -205,7 +205,7 @@ bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *z, uint32_t span, uint32_t entries
 void hp_exr_zip_gpu_inflate_statistics(hp_exr_zip_gpu *z, char *buf, size_t len)
 {
     buf[0] = 0;
-    hp_compute *c = z->wide ? &z->inflate_wide : &z->inflate;
+    hp_compute *c = z->wide ? &z->inflate_wide : z->slice == 0 && z->unfused ? &z->inflate_unfused : &z->inflate;
     if (c->pipeline != VK_NULL_HANDLE)
         hp_compute_statistics(z->gpu, c, buf, len);
 }
@@ -216,7 +216,7 @@ bool hp_exr_zip_gpu_set_unfused(hp_exr_zip_gpu *z, bool on)
      * slices: with slices the finish is a pass of its own already. */
     if (on && z->slice == 0 && z->inflate_unfused.pipeline == VK_NULL_HANDLE) {
         const uint32_t spec[4] = {0, 0, 1, z->max_work};
-        hp_compute_desc d = {.name = "exr_inflate", .spirv = spv_inflate, .spirv_size = sizeof(spv_inflate),
+        hp_compute_desc d = {.name = "exr_inflate_unfused", .spirv = spv_inflate, .spirv_size = sizeof(spv_inflate),
                              .push_constant_size = sizeof(struct exr_zip_push), .spec_values = spec, .spec_count = 4};
         hp_err ignored = {0};
         if (hp_compute_create(z->gpu, &d, &z->inflate_unfused, &ignored) != HP_OK)
@@ -225,6 +225,8 @@ bool hp_exr_zip_gpu_set_unfused(hp_exr_zip_gpu *z, bool on)
     z->unfused = on && z->inflate_unfused.pipeline != VK_NULL_HANDLE;
     return z->unfused == on;
 }
+
+bool hp_exr_zip_gpu_unfused(const hp_exr_zip_gpu *z) { return z->slice == 0 && z->unfused; }
 
 bool hp_exr_zip_gpu_wide_phases(hp_exr_zip_gpu *z, bool on)
 {
@@ -280,7 +282,6 @@ uint64_t hp_exr_zip_image_bytes(const hp_exr_zip_frame *f)
     return (uint64_t)f->width * f->height * (f->float_image ? 16 : 8);
 }
 
-/* The passes of a frame, by the wide inflate or the serial loop. */
 /* Whether frames' inflate dispatches finish their chunks themselves: the wide inflate's, and the serial loop's
  * without slices unless unfused. Else the finish is a pass of its own, after a barrier. */
 static bool fused_pass(const hp_exr_zip_gpu *z, bool wide) { return wide || (z->slice == 0 && !z->unfused); }
@@ -301,7 +302,7 @@ static void dispatch_chunks(VkCommandBuffer cmd, const hp_exr_zip_frame *f)
 
 /* Frame f's inflate: one dispatch, or its slices' with a barrier between each two (each goes on where the one
  * before stopped). No barrier after it: frames recorded one after another run at once. Where the finish is
- * a pass of its own (fused_pass), the caller records it after a barrier (record_finish). */
+ * a pass of its own (not fused_pass), the caller records it after a barrier (record_finish). */
 static void record_inflate(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_zip_frame *f, const hp_exr_zip_io *io,
                            bool wide)
 {

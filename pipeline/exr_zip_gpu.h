@@ -71,8 +71,8 @@ typedef struct hp_exr_zip_gpu hp_exr_zip_gpu;
 /* slice: loop iterations one inflate dispatch may take per chunk, 0 for the device's own choice: none,
  * except on lavapipe, which ends an invocation after 65535 (shaders/exr_zip.comp says why): 10000 there,
  * and as many dispatches recorded as the largest chunk can need, then the unzip as a pass of its own.
- * Without slices (HP_EXR_ZIP_NO_SLICE) it is one dispatch, each chunk's workgroup unzipping its own pixels,
- * and no barrier: frames submitted one after another run at once. Tests set slices to run them anywhere,
+ * Without slices (HP_EXR_ZIP_NO_SLICE) it is one dispatch, each chunk's workgroup unzipping its own pixels
+ * (unless hp_exr_zip_gpu_set_unfused, below), and no barrier: frames submitted one after another run at once. Tests set slices to run them anywhere,
  * and no slices on lavapipe for chunks small enough; there the shader's work bound stays under lavapipe's
  * loop limit (so that a stream made to be slow stops as a status, not at the limiter), unless
  * HP_EXR_ZIP_AS_A_GPU: no slices and the bound a GPU has, for tests of the shader as a GPU runs it on
@@ -95,6 +95,8 @@ bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *zip, bool on);
  * finish is a sixth to a fifth of 16 frames' time). Not the daemon's until measured. Off when created; false
  * where there are slices (the finish is a pass of its own there already) or the pipeline cannot be made. */
 bool hp_exr_zip_gpu_set_unfused(hp_exr_zip_gpu *zip, bool on);
+/* Whether the finish is a pass of its own without slices (set_unfused took). */
+bool hp_exr_zip_gpu_unfused(const hp_exr_zip_gpu *zip);
 /* The wide inflate's lanes a chunk and the shared memory they take, as the daemon makes it (for its log). */
 uint32_t hp_exr_zip_gpu_wide_lanes(void);
 uint32_t hp_exr_zip_gpu_wide_shared_bytes(void);

@@ -6,8 +6,8 @@
 //                   1951) into the unpacked buffer as it comes, and records the stream's Adler-32 and a status
 //                   (whole and valid, or why not). A chunk whose packed size equals its unpacked size was
 //                   stored as is (OpenEXR writes it so when deflate did not make it smaller): copied.
-//                   Without slices (FUSED) the workgroup then finishes its chunk (finish_chunk, below).
-//   HP_EXR_FINISH   with slices, after the last: one workgroup per chunk finishes it: the Adler-32 checked,
+//                   FUSED (without slices, the default) the workgroup then finishes its chunk (finish_chunk).
+//   HP_EXR_FINISH   otherwise (slices, or unfused), after the last: one workgroup per chunk finishes it: the Adler-32 checked,
 //                   EXR's byte predictor undone (OpenEXR's ImfZip.cpp, internal_zip.c: t[i] = t[i-1] + t[i] -
 //                   128 modulo 256, from the second byte), then EXR's byte split (the first half of a chunk's
 //                   bytes are the even ones) and the line's planes (channels in the file's order, a plane a
@@ -27,8 +27,8 @@
 #ifdef HP_EXR_INFLATE
 // FUSED (no slices): a workgroup of 32, whose first invocation inflates the chunk while the others wait,
 // then all 32 unzip its pixels; one dispatch and no barrier in the command buffer, so that frames decoded
-// at once on the decode queue overlap (pipeline/exr_zip_gpu.c). Otherwise one invocation, and the unzip is
-// a pass of its own after every slice. exr_finish.glsl's shared arrays are as long as the workgroup: what
+// at once on the decode queue overlap (pipeline/exr_zip_gpu.c). Otherwise (slices, or hp_exr_zip_gpu_set_unfused)
+// one invocation, and the unzip is a pass of its own after every slice. exr_finish.glsl's shared arrays are as long as the workgroup: what
 // the pass holds of shared memory bounds the chunks an SM runs at once (exr_inflate.glsl's tables).
 layout(local_size_x_id = 2) in;
 #define FINISH_MAX gl_WorkGroupSize.x
@@ -365,8 +365,8 @@ void main()
 #endif
 
 #ifdef HP_EXR_FINISH
-// With slices: after the last, a workgroup of FINISH_MAX per chunk finishes it (the fused inflate does it
-// in its own workgroup of 32).
+// With slices, after the last, or unfused, after every frame's inflate: a workgroup of FINISH_MAX per chunk
+// finishes it (the fused inflate does it in its own workgroup of 32).
 layout(local_size_x = FINISH_MAX) in;
 
 void main()
