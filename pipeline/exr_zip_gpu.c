@@ -64,7 +64,7 @@ struct hp_exr_zip_gpu {
     uint32_t slice; /* 0: none, one dispatch, fused (unless unfused) */
     uint32_t max_work; /* the serial loop's MAX_WORK without slices (exr_inflate.glsl) */
     bool lavapipe;
-    bool unfused;       /* hp_exr_zip_gpu_set_unfused: without slices, the finish a pass of its own */
+    bool unfused;       /* hp_exr_zip_gpu_set_unfused (only without slices): the finish a pass of its own */
     bool wide;          /* hp_exr_zip_gpu_set_wide */
     uint32_t wide_span, wide_entries, wide_group; /* its pipeline's SPAN, ENTRIES, lanes; 0: WIDE_* */
     bool wide_phases;   /* its pipeline the phases-timed variant (hp_exr_zip_gpu_wide_phases) */
@@ -72,6 +72,14 @@ struct hp_exr_zip_gpu {
     hp_group_commit batches;    /* runs taken together (hp_exr_zip_gpu_run, below) */
     _Atomic uint32_t wide_chunks; /* a batch of more chunks takes the serial loop */
 };
+
+/* The serial loop's pipeline: exr_zip.comp's inflate with spec's SLICE, FUSED, workgroup and MAX_WORK. */
+static hp_code make_inflate(hp_gpu *gpu, const char *name, const uint32_t spec[4], hp_compute *out, hp_err *err)
+{
+    hp_compute_desc d = {.name = name, .spirv = spv_inflate, .spirv_size = sizeof(spv_inflate),
+                         .push_constant_size = sizeof(struct exr_zip_push), .spec_values = spec, .spec_count = 4};
+    return hp_compute_create(gpu, &d, out, err);
+}
 
 hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out, hp_err *err)
 {
@@ -97,12 +105,9 @@ hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out,
     bool lavapipe = z->lavapipe = strcmp(hp_gpu_get_info(gpu)->driver_name, "llvmpipe") == 0;
     z->max_work = z->slice == 0 && lavapipe && !as_a_gpu ? LAVAPIPE_SLICE : 0;
     const uint32_t spec[4] = {z->slice, z->slice == 0, z->slice == 0 ? FUSED_GROUP : 1, z->max_work};
-    hp_compute_desc inflate = {.name = "exr_inflate", .spirv = spv_inflate, .spirv_size = sizeof(spv_inflate),
-                               .push_constant_size = sizeof(struct exr_zip_push), .spec_values = spec,
-                               .spec_count = 4};
     hp_compute_desc finish = {.name = "exr_finish", .spirv = spv_finish, .spirv_size = sizeof(spv_finish),
                               .push_constant_size = sizeof(struct exr_zip_push)};
-    hp_code rc = hp_compute_create(gpu, &inflate, &z->inflate, err);
+    hp_code rc = make_inflate(gpu, "exr_inflate", spec, &z->inflate, err);
     if (rc == HP_OK)
         rc = hp_compute_create(gpu, &finish, &z->finish, err);
     if (rc != HP_OK) {
@@ -202,10 +207,13 @@ bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *z, uint32_t span, uint32_t entries
     return false;
 }
 
+/* The serial loop's pipeline in use: its finish fused, or a pass of its own (with slices, or unfused). */
+static hp_compute *serial_inflate(hp_exr_zip_gpu *z) { return z->unfused ? &z->inflate_unfused : &z->inflate; }
+
 void hp_exr_zip_gpu_inflate_statistics(hp_exr_zip_gpu *z, char *buf, size_t len)
 {
     buf[0] = 0;
-    hp_compute *c = z->wide ? &z->inflate_wide : z->slice == 0 && z->unfused ? &z->inflate_unfused : &z->inflate;
+    hp_compute *c = z->wide ? &z->inflate_wide : serial_inflate(z);
     if (c->pipeline != VK_NULL_HANDLE)
         hp_compute_statistics(z->gpu, c, buf, len);
 }
@@ -216,17 +224,15 @@ bool hp_exr_zip_gpu_set_unfused(hp_exr_zip_gpu *z, bool on)
      * slices: with slices the finish is a pass of its own already. */
     if (on && z->slice == 0 && z->inflate_unfused.pipeline == VK_NULL_HANDLE) {
         const uint32_t spec[4] = {0, 0, 1, z->max_work};
-        hp_compute_desc d = {.name = "exr_inflate_unfused", .spirv = spv_inflate, .spirv_size = sizeof(spv_inflate),
-                             .push_constant_size = sizeof(struct exr_zip_push), .spec_values = spec, .spec_count = 4};
         hp_err ignored = {0};
-        if (hp_compute_create(z->gpu, &d, &z->inflate_unfused, &ignored) != HP_OK)
+        if (make_inflate(z->gpu, "exr_inflate_unfused", spec, &z->inflate_unfused, &ignored) != HP_OK)
             z->inflate_unfused = (hp_compute){0};
     }
     z->unfused = on && z->inflate_unfused.pipeline != VK_NULL_HANDLE;
     return z->unfused == on;
 }
 
-bool hp_exr_zip_gpu_unfused(const hp_exr_zip_gpu *z) { return z->slice == 0 && z->unfused; }
+bool hp_exr_zip_gpu_unfused(const hp_exr_zip_gpu *z) { return z->unfused; }
 
 bool hp_exr_zip_gpu_wide_phases(hp_exr_zip_gpu *z, bool on)
 {
@@ -307,9 +313,7 @@ static void record_inflate(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_
                            bool wide)
 {
     struct exr_zip_push push = exr_zip_push_of(f, io);
-    const hp_compute *inflate = wide                           ? &z->inflate_wide
-                                : z->slice == 0 && z->unfused ? &z->inflate_unfused
-                                                              : &z->inflate;
+    const hp_compute *inflate = wide ? &z->inflate_wide : serial_inflate(z);
     stamp(cmd, io, 0);
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, inflate->pipeline);
     vkCmdPushConstants(cmd, inflate->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
@@ -333,11 +337,12 @@ static void record_finish(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_z
 static void record_passes(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_zip_frame *f, const hp_exr_zip_io *io,
                           bool wide)
 {
+    bool fused = fused_pass(z, wide);
     record_inflate(z, cmd, f, io, wide);
-    if (!fused_pass(z, wide))
+    if (!fused)
         pass_barrier(cmd);
     stamp(cmd, io, 1);
-    if (!fused_pass(z, wide))
+    if (!fused)
         record_finish(z, cmd, f, io);
     stamp(cmd, io, 2);
 }
