@@ -335,13 +335,6 @@ int main(int argc, char **argv)
     CHECK(hp_exr_zip_gpu_create(bench_gpu, 0, &zip, &bench_err) == HP_OK);
     bool wide = getenv("HP_BENCH_WIDE") && strcmp(getenv("HP_BENCH_WIDE"), "1") == 0;
     CHECK(hp_exr_zip_gpu_set_wide(zip, wide));
-    /* HP_BENCH_UNFUSED=1: the serial loop's finish as a pass of its own (its time the unzip's line below; every
-     * batch's and dispatch's time includes it either way) */
-    if (getenv("HP_BENCH_UNFUSED") && strcmp(getenv("HP_BENCH_UNFUSED"), "1") == 0) {
-        CHECK(hp_exr_zip_gpu_set_unfused(zip, true));
-        printf("serial loop: the finish a pass of its own (HP_BENCH_UNFUSED)%s\n",
-               wide ? "; batches the wide inflate takes keep theirs" : "");
-    }
     uint32_t lanes = hp_exr_zip_gpu_wide_lanes();
     if (wide && (getenv("HP_BENCH_WIDE_SPAN") || getenv("HP_BENCH_WIDE_ENTRIES") || getenv("HP_BENCH_WIDE_GROUP"))) {
         /* 0, an unset one: the daemon's own (hp_exr_zip_gpu_wide_tune) */

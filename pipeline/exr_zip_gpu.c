@@ -46,7 +46,6 @@ _Static_assert(sizeof(hp_exr_zip_chunk) == HP_EXR_ZIP_CHUNK_WORDS * 4, "chunk en
 #define LAVAPIPE_SLICE 10000u
 #define MAX_SLICE 50000u
 
-#define FUSED_GROUP 32u /* exr_inflate's workgroup when it unzips its chunk too */
 /* The wide inflate's most work a lane on lavapipe, every loop's iterations counted (its limit ends an
  * invocation at 65535 of its own count, which ran 3-4 times the serial shader's; a damaged stream past
  * 10000 of ours was cut short there, exr_inflate_wide.comp's verdict word then left unfinished). */
@@ -61,25 +60,16 @@ _Static_assert(sizeof(hp_exr_zip_chunk) == HP_EXR_ZIP_CHUNK_WORDS * 4, "chunk en
 
 struct hp_exr_zip_gpu {
     hp_gpu *gpu;
-    uint32_t slice; /* 0: none, one dispatch, fused (unless unfused) */
+    uint32_t slice; /* 0: none, one dispatch */
     uint32_t max_work; /* the serial loop's MAX_WORK without slices (exr_inflate.glsl) */
     bool lavapipe;
-    bool unfused;       /* hp_exr_zip_gpu_set_unfused (only without slices): the finish a pass of its own */
     bool wide;          /* hp_exr_zip_gpu_set_wide */
     uint32_t wide_span, wide_entries, wide_group; /* its pipeline's SPAN, ENTRIES, lanes; 0: WIDE_* */
     bool wide_phases;   /* its pipeline the phases-timed variant (hp_exr_zip_gpu_wide_phases) */
-    hp_compute inflate, finish, inflate_wide, inflate_unfused;
+    hp_compute inflate, finish, inflate_wide;
     hp_group_commit batches;    /* runs taken together (hp_exr_zip_gpu_run, below) */
     _Atomic uint32_t wide_chunks; /* a batch of more chunks takes the serial loop */
 };
-
-/* The serial loop's pipeline: exr_zip.comp's inflate with spec's SLICE, FUSED, workgroup and MAX_WORK. */
-static hp_code make_inflate(hp_gpu *gpu, const char *name, const uint32_t spec[4], hp_compute *out, hp_err *err)
-{
-    hp_compute_desc d = {.name = name, .spirv = spv_inflate, .spirv_size = sizeof(spv_inflate),
-                         .push_constant_size = sizeof(struct exr_zip_push), .spec_values = spec, .spec_count = 4};
-    return hp_compute_create(gpu, &d, out, err);
-}
 
 hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out, hp_err *err)
 {
@@ -104,10 +94,14 @@ hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out,
      * lavapipe's loop limit when the tests ask it for no slices */
     bool lavapipe = z->lavapipe = strcmp(hp_gpu_get_info(gpu)->driver_name, "llvmpipe") == 0;
     z->max_work = z->slice == 0 && lavapipe && !as_a_gpu ? LAVAPIPE_SLICE : 0;
-    const uint32_t spec[4] = {z->slice, z->slice == 0, z->slice == 0 ? FUSED_GROUP : 1, z->max_work};
+    /* exr_zip.comp's SLICE (constant 0) and MAX_WORK (3; 1 and 2 are not in that module) */
+    const uint32_t spec[4] = {z->slice, 0, 0, z->max_work};
+    hp_compute_desc inflate = {.name = "exr_inflate", .spirv = spv_inflate, .spirv_size = sizeof(spv_inflate),
+                               .push_constant_size = sizeof(struct exr_zip_push), .spec_values = spec,
+                               .spec_count = 4};
     hp_compute_desc finish = {.name = "exr_finish", .spirv = spv_finish, .spirv_size = sizeof(spv_finish),
                               .push_constant_size = sizeof(struct exr_zip_push)};
-    hp_code rc = make_inflate(gpu, "exr_inflate", spec, &z->inflate, err);
+    hp_code rc = hp_compute_create(gpu, &inflate, &z->inflate, err);
     if (rc == HP_OK)
         rc = hp_compute_create(gpu, &finish, &z->finish, err);
     if (rc != HP_OK) {
@@ -126,7 +120,6 @@ void hp_exr_zip_gpu_destroy(hp_exr_zip_gpu **zp)
     hp_compute_destroy(z->gpu, &z->inflate);
     hp_compute_destroy(z->gpu, &z->finish);
     hp_compute_destroy(z->gpu, &z->inflate_wide);
-    hp_compute_destroy(z->gpu, &z->inflate_unfused);
     hp_group_commit_destroy(&z->batches);
     free(z);
     *zp = NULL;
@@ -207,32 +200,13 @@ bool hp_exr_zip_gpu_wide_tune(hp_exr_zip_gpu *z, uint32_t span, uint32_t entries
     return false;
 }
 
-/* The serial loop's pipeline in use: its finish fused, or a pass of its own (with slices, or unfused). */
-static hp_compute *serial_inflate(hp_exr_zip_gpu *z) { return z->unfused ? &z->inflate_unfused : &z->inflate; }
-
 void hp_exr_zip_gpu_inflate_statistics(hp_exr_zip_gpu *z, char *buf, size_t len)
 {
     buf[0] = 0;
-    hp_compute *c = z->wide ? &z->inflate_wide : serial_inflate(z);
+    hp_compute *c = z->wide ? &z->inflate_wide : &z->inflate;
     if (c->pipeline != VK_NULL_HANDLE)
         hp_compute_statistics(z->gpu, c, buf, len);
 }
-
-bool hp_exr_zip_gpu_set_unfused(hp_exr_zip_gpu *z, bool on)
-{
-    /* Made on first use, as the sliced inflate is (one invocation a workgroup, no finish of its own) without
-     * slices: with slices the finish is a pass of its own already. */
-    if (on && z->slice == 0 && z->inflate_unfused.pipeline == VK_NULL_HANDLE) {
-        const uint32_t spec[4] = {0, 0, 1, z->max_work};
-        hp_err ignored = {0};
-        if (make_inflate(z->gpu, "exr_inflate_unfused", spec, &z->inflate_unfused, &ignored) != HP_OK)
-            z->inflate_unfused = (hp_compute){0};
-    }
-    z->unfused = on && z->inflate_unfused.pipeline != VK_NULL_HANDLE;
-    return z->unfused == on;
-}
-
-bool hp_exr_zip_gpu_unfused(const hp_exr_zip_gpu *z) { return z->unfused; }
 
 bool hp_exr_zip_gpu_wide_phases(hp_exr_zip_gpu *z, bool on)
 {
@@ -288,10 +262,6 @@ uint64_t hp_exr_zip_image_bytes(const hp_exr_zip_frame *f)
     return (uint64_t)f->width * f->height * (f->float_image ? 16 : 8);
 }
 
-/* Whether frames' inflate dispatches finish their chunks themselves: the wide inflate's, and the serial loop's
- * without slices unless unfused. Else the finish is a pass of its own, after a barrier. */
-static bool fused_pass(const hp_exr_zip_gpu *z, bool wide) { return wide || (z->slice == 0 && !z->unfused); }
-
 static void pass_barrier(VkCommandBuffer cmd)
 {
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
@@ -307,17 +277,18 @@ static void dispatch_chunks(VkCommandBuffer cmd, const hp_exr_zip_frame *f)
 }
 
 /* Frame f's inflate: one dispatch, or its slices' with a barrier between each two (each goes on where the one
- * before stopped). No barrier after it: frames recorded one after another run at once. Where the finish is
- * a pass of its own (not fused_pass), the caller records it after a barrier (record_finish). */
+ * before stopped). No barrier after it: frames recorded one after another run at once. The wide inflate
+ * finishes its own chunks; after the serial loop's the caller records the finish, after a barrier
+ * (record_finish). */
 static void record_inflate(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_zip_frame *f, const hp_exr_zip_io *io,
                            bool wide)
 {
     struct exr_zip_push push = exr_zip_push_of(f, io);
-    const hp_compute *inflate = wide ? &z->inflate_wide : serial_inflate(z);
+    const hp_compute *inflate = wide ? &z->inflate_wide : &z->inflate;
     stamp(cmd, io, 0);
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, inflate->pipeline);
     vkCmdPushConstants(cmd, inflate->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
-    uint32_t slices = fused_pass(z, wide) ? 1 : hp_exr_zip_gpu_dispatches(z, f);
+    uint32_t slices = wide ? 1 : hp_exr_zip_gpu_dispatches(z, f);
     for (uint32_t d = 0; d < slices; d++) {
         if (d > 0)
             pass_barrier(cmd);
@@ -337,12 +308,11 @@ static void record_finish(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_z
 static void record_passes(hp_exr_zip_gpu *z, VkCommandBuffer cmd, const hp_exr_zip_frame *f, const hp_exr_zip_io *io,
                           bool wide)
 {
-    bool fused = fused_pass(z, wide);
     record_inflate(z, cmd, f, io, wide);
-    if (!fused)
+    if (!wide)
         pass_barrier(cmd);
     stamp(cmd, io, 1);
-    if (!fused)
+    if (!wide)
         record_finish(z, cmd, f, io);
     stamp(cmd, io, 2);
 }
@@ -604,14 +574,14 @@ static void run_batch(void *ctx, hp_group_item *first)
     if (res == VK_SUCCESS) {
         vkCmdWriteTimestamp(r.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, r.queries, 0);
         /* The input is the caller's host memory, read by address where it lies: no copy, no barrier before
-         * the passes. Every frame's inflate, then (where it is a pass of its own) one barrier and every
-         * frame's finish: the inflates overlap, and the finishes run on every SM at once. */
+         * the passes. Every frame's inflate, then (the serial loop's) one barrier and every frame's finish:
+         * the inflates overlap, and the finishes run on every SM at once. */
         for (zip_job *j = jobs; j; j = job_next(j)) {
             hp_buffer_flush(gpu, j->input);
             hp_exr_zip_io io = job_io(j);
             record_inflate(z, r.cmd, j->f, &io, wide);
         }
-        if (!fused_pass(z, wide)) {
+        if (!wide) {
             pass_barrier(r.cmd);
             for (zip_job *j = jobs; j; j = job_next(j)) {
                 hp_exr_zip_io io = job_io(j);

@@ -70,9 +70,9 @@ typedef struct hp_exr_zip_gpu hp_exr_zip_gpu;
 
 /* slice: loop iterations one inflate dispatch may take per chunk, 0 for the device's own choice: none,
  * except on lavapipe, which ends an invocation after 65535 (shaders/exr_zip.comp says why): 10000 there,
- * and as many dispatches recorded as the largest chunk can need, then the unzip as a pass of its own.
- * Without slices (HP_EXR_ZIP_NO_SLICE) it is one dispatch, each chunk's workgroup unzipping its own pixels
- * (unless hp_exr_zip_gpu_set_unfused, below), and no barrier: frames submitted one after another run at once. Tests set slices to run them anywhere,
+ * and as many dispatches recorded as the largest chunk can need. Without slices (HP_EXR_ZIP_NO_SLICE) it
+ * is one dispatch. Either way the finish (the Adler-32, the predictor, the pixels) is a pass of its own
+ * after a barrier, every frame's of a batch after every frame's inflate. Tests set slices to run them anywhere,
  * and no slices on lavapipe for chunks small enough; there the shader's work bound stays under lavapipe's
  * loop limit (so that a stream made to be slow stops as a status, not at the limiter), unless
  * HP_EXR_ZIP_AS_A_GPU: no slices and the bound a GPU has, for tests of the shader as a GPU runs it on
@@ -89,14 +89,6 @@ hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out,
  * created; false where the device lacks storageBuffer8BitAccess or shaderInt8, a workgroup that large or its
  * shared memory, or the pipeline cannot be made (it stays off). */
 bool hp_exr_zip_gpu_set_wide(hp_exr_zip_gpu *zip, bool on);
-/* For benchmarks and tests, without slices: the serial loop's finish (the Adler-32, the predictor, the pixels)
- * as a pass of its own, 256 invocations a chunk after a barrier that follows every frame's inflate of a batch,
- * instead of each chunk's 32 after its own inflate (docs/BENCHMARKS.md, "The serial loop's chain": the fused
- * finish is a sixth to a fifth of 16 frames' time). Not the daemon's until measured. Off when created; false
- * where there are slices (the finish is a pass of its own there already) or the pipeline cannot be made. */
-bool hp_exr_zip_gpu_set_unfused(hp_exr_zip_gpu *zip, bool on);
-/* Whether the finish is a pass of its own without slices (set_unfused took). */
-bool hp_exr_zip_gpu_unfused(const hp_exr_zip_gpu *zip);
 /* The wide inflate's lanes a chunk and the shared memory they take, as the daemon makes it (for its log). */
 uint32_t hp_exr_zip_gpu_wide_lanes(void);
 uint32_t hp_exr_zip_gpu_wide_shared_bytes(void);
@@ -132,7 +124,7 @@ typedef struct hp_exr_zip_io {
     uint32_t first_query;
 } hp_exr_zip_io;
 
-#define HP_EXR_ZIP_GPU_PASSES 2 /* inflate (all its dispatches), finish (none when fused) */
+#define HP_EXR_ZIP_GPU_PASSES 2 /* inflate (all its dispatches), finish (none after the wide inflate) */
 #define HP_EXR_ZIP_GPU_TIMESTAMPS (HP_EXR_ZIP_GPU_PASSES + 1)
 
 /* Records the two passes with the barrier between them. The caller records the barrier that makes the
@@ -171,7 +163,7 @@ VkDeviceSize hp_exr_zip_gpu_tables_bytes(const hp_exr_zip_frame *frame);
  * lavapipe). A chunk that would take far more work than a deflate encoder's stream needs
  * (include/exr_inflate.glsl's MAX_WORK) stops as HP_EXR_ZIP_UNFINISHED. HP_ERR_DEVICE_LOST (also after 600 s
  * a frame of its batch): the passes may still write input and output; the caller abandons both. The set_wide,
- * set_unfused, wide_tune and wide_phases calls above make pipelines or change which runs: not while runs are
+ * wide_tune and wide_phases calls above make pipelines or change which runs: not while runs are
  * in flight. */
 hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *frame, const hp_buffer *input,
                            const hp_buffer *output, double *gpu_ms, hp_err *err);

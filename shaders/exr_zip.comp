@@ -2,12 +2,12 @@
 // EXR's ZIP and ZIPS chunks decoded on the GPU (issue 20: the CPU's inflate was what bounded throughput).
 // One source, two modules (shaders/meson.build); exr_inflate_wide.comp is the other inflate, a workgroup a
 // chunk at once, and they share include/exr_zip_io.glsl, exr_inflate.glsl and exr_finish.glsl:
-//   HP_EXR_INFLATE  one workgroup per chunk, whose first invocation inflates the chunk's zlib stream (RFC 1950,
-//                   1951) into the unpacked buffer as it comes, and records the stream's Adler-32 and a status
-//                   (whole and valid, or why not). A chunk whose packed size equals its unpacked size was
-//                   stored as is (OpenEXR writes it so when deflate did not make it smaller): copied.
-//                   FUSED (without slices, the default) the workgroup then finishes its chunk (finish_chunk).
-//   HP_EXR_FINISH   otherwise (slices, or unfused), after the last: one workgroup per chunk finishes it: the Adler-32 checked,
+//   HP_EXR_INFLATE  one invocation per chunk inflates the chunk's zlib stream (RFC 1950, 1951) into the
+//                   unpacked buffer as it comes, and records the stream's Adler-32 and a status (whole and
+//                   valid, or why not). A chunk whose packed size equals its unpacked size was stored as is
+//                   (OpenEXR writes it so when deflate did not make it smaller): copied.
+//   HP_EXR_FINISH   after the inflate (its last slice; every frame's in a batch): one workgroup per chunk
+//                   finishes it (exr_finish.glsl's finish_chunk, HP_FINISH_BY_SUBGROUPS): the Adler-32 checked,
 //                   EXR's byte predictor undone (OpenEXR's ImfZip.cpp, internal_zip.c: t[i] = t[i-1] + t[i] -
 //                   128 modulo 256, from the second byte), then EXR's byte split (the first half of a chunk's
 //                   bytes are the even ones) and the line's planes (channels in the file's order, a plane a
@@ -24,21 +24,15 @@
 // the gathering) is out of the serial loop.
 // Every read stays inside the chunk's packed bytes plus the buffer's 16 bytes of padding, every write
 // inside the chunk's unpacked bytes, whatever the stream says: a damaged chunk is a status, never a fault.
-#ifdef HP_EXR_INFLATE
-// FUSED (no slices): a workgroup of 32, whose first invocation inflates the chunk while the others wait,
-// then all 32 unzip its pixels; one dispatch and no barrier in the command buffer, so that frames decoded
-// at once on the decode queue overlap (pipeline/exr_zip_gpu.c). Otherwise (slices, or hp_exr_zip_gpu_set_unfused)
-// one invocation, and the unzip is a pass of its own after every slice. exr_finish.glsl's shared arrays are as long as the workgroup: what
-// the pass holds of shared memory bounds the chunks an SM runs at once (exr_inflate.glsl's tables).
-layout(local_size_x_id = 2) in;
-#define FINISH_MAX gl_WorkGroupSize.x
-#define HP_INFLATE_TABLES_IN_MEMORY
-#endif
+// The finish was once the inflate's own: a workgroup of 32 a chunk, whose first invocation inflated while
+// the others waited, then all 32 finished it. A pass of its own after every chunk's inflate, its workgroups
+// of 256 reading the bytes a subgroup at a time, took 11-13% less time for 16 frames and 1-2.5 ms less for
+// one (H200, docs/BENCHMARKS.md "The finish a pass of its own (issue 36)").
 #include "exr_zip_io.glsl"
-#include "exr_finish.glsl"
 
 #ifdef HP_EXR_INFLATE
-layout(constant_id = 1) const bool FUSED = false;
+layout(local_size_x = 1) in;
+#define HP_INFLATE_TABLES_IN_MEMORY
 
 // Work per dispatch, in loop iterations; 0: no limit (pipeline/exr_zip_gpu.c). Lavapipe ends any invocation
 // after 65535 loop iterations in all (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS, shared by every loop of a
@@ -51,15 +45,15 @@ layout(constant_id = 0) const uint SLICE = 0u;
 bool sliced_out() { return (SLICE != 0u && g_used >= SLICE) || g_used > g_cap; }
 
 // --- Writing bytes: the inflated bytes as they are, a word at a time --------------------------------------
-// The predictor and the Adler-32 are left to finish_chunk, where the workgroup shares them: in this serial
-// loop every operation a byte costs is paid 66 million times a 4K frame. Matches read their source back
+// The predictor and the Adler-32 are left to the finish (HP_EXR_FINISH), where a workgroup shares them: in
+// this serial loop every operation a byte costs is paid 66 million times a 4K frame. Matches read their source back
 // from global memory: a ring of the last words in shared memory measured no faster at 1 and 4 KiB and
 // slower at deflate's whole 32 KiB (H200, bench_exr_zip: 40.6, 40.9 and 68.3 ms a 4K frame; the words just
 // written are in the cache, and 45 KiB of shared memory a workgroup leaves fewer of them on an SM).
 uint g_n;
 uint g_word;      // the bytes of word g_n / 4 written so far
 
-// Stored coherent: with FUSED the workgroup's other invocations read them (finish_chunk) after the barrier.
+// Read by this invocation's matches, and by the finish after a barrier.
 void store_word(uint wi, uint v) { CoherentWords(pc.unpacked).v[g_out_words + wi] = v; }
 
 void put(uint b)
@@ -315,8 +309,6 @@ uint copy_stored(RwWords table, uint e)
     return HP_EXR_ZIP_OK;
 }
 
-shared uint s_status;
-
 // The chunk's next slice (all of it without slices): its status, HP_EXR_ZIP_UNFINISHED to be gone on with.
 uint inflate_slice(RwWords table, uint e)
 {
@@ -344,29 +336,20 @@ uint inflate_slice(RwWords table, uint e)
 
 void main()
 {
-    uint c = gl_WorkGroupID.x; // the same in the whole workgroup: the barrier below is reached by all or none
+    uint c = gl_WorkGroupID.x;
     if (c >= pc.chunk_count)
         return;
     g_tables = InflateTables(packUint2x32(pc.tables) + uint64_t(c) * uint64_t(HP_EXR_ZIP_TABLE_WORDS * 4u));
     init_length_codes();
-    RwWords table = RwWords(pc.chunks);
-    uint e = c * HP_EXR_ZIP_CHUNK_WORDS;
-    if (gl_LocalInvocationIndex == 0u)
-        s_status = inflate_slice(table, e);
-    if (!FUSED)
-        return;
-    memoryBarrier(); // the chunk's bytes, written by the first invocation, for the whole workgroup
-    barrier();
-    uint status = finish_chunk(e, gl_LocalInvocationIndex, gl_WorkGroupSize.x, s_status);
-    if (gl_LocalInvocationIndex == 0u && status != s_status)
-        table.v[e + 6u] = status;
+    inflate_slice(RwWords(pc.chunks), c * HP_EXR_ZIP_CHUNK_WORDS);
 }
 
 #endif
 
 #ifdef HP_EXR_FINISH
-// With slices, after the last, or unfused, after every frame's inflate: a workgroup of FINISH_MAX per chunk
-// finishes it (the fused inflate does it in its own workgroup of 32).
+// After the inflate: a workgroup of FINISH_MAX a chunk finishes it, its subgroups a run of words each.
+#define HP_FINISH_BY_SUBGROUPS
+#include "exr_finish.glsl"
 layout(local_size_x = FINISH_MAX) in;
 
 void main()

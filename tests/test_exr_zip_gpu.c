@@ -235,11 +235,11 @@ static void check_made(gpu_test_cmd *r, hp_exr_zip_gpu *zip, uint32_t w, uint32_
     free(m.input);
 }
 
-/* A chunk that needs more work than the pipeline allows a run (exr_zip.comp's MAX_WORK: lavapipe's fused
- * pipeline 10000 iterations; elsewhere four a byte and more, which no deflate encoder's stream reaches)
+/* A chunk that needs more work than the pipeline allows a run (exr_zip.comp's MAX_WORK: lavapipe's pipeline
+ * without slices 10000 iterations; elsewhere four a byte and more, which no deflate encoder's stream reaches)
  * stops HP_EXR_ZIP_UNFINISHED, and the daemon then decodes it on the CPU. On lavapipe a 7,808-byte chunk of
  * Huffman-only literals is past it; on a GPU the same chunk is not, and inflates. */
-static void check_cap(gpu_test_cmd *r, hp_exr_zip_gpu *fused)
+static void check_cap(gpu_test_cmd *r, hp_exr_zip_gpu *whole)
 {
     bool lavapipe = strcmp(hp_gpu_get_info(r->gpu)->driver_name, "llvmpipe") == 0;
     made_frame m = made_halves(61, 16, 4, 16, (const uint8_t[4]){3, 2, 1, 0});
@@ -249,7 +249,7 @@ static void check_cap(gpu_test_cmd *r, hp_exr_zip_gpu *fused)
     make_input(&m, &level, &strategy, 1);
     uint16_t *img = malloc((size_t)61 * 16 * 8);
     hp_exr_zip_chunk t;
-    bool ran = zip_run(r, fused, &m.f, m.input, img, &t);
+    bool ran = zip_run(r, whole, &m.f, m.input, img, &t);
     tap_ok(ran && t.status == (lavapipe ? HP_EXR_ZIP_UNFINISHED : HP_EXR_ZIP_OK),
            "a chunk past the run's most work (%s) stops unfinished there, else inflates: status %u",
            lavapipe ? "lavapipe's 10000" : "four iterations a byte", t.status);
@@ -835,21 +835,21 @@ int main(void)
             }
     check_large(&r, zip, "");
 
-    /* (a) again without slices: one dispatch, each chunk's workgroup unzipping its own pixels, as on a GPU
-     * (lavapipe's loop limit leaves room for chunks this small) */
-    hp_exr_zip_gpu *fused = NULL;
-    if (hp_exr_zip_gpu_create(gpu, HP_EXR_ZIP_NO_SLICE, &fused, &err) != HP_OK)
-        return tap_bail("create the fused EXR ZIP pipelines: %s", err.message);
-    tap_ok(!hp_exr_zip_gpu_sliced(fused) && hp_exr_zip_gpu_sliced(zip) == (strcmp(hp_gpu_get_info(gpu)->driver_name,
+    /* (a) again without slices: one dispatch, then the finish, as on a GPU (lavapipe's loop limit leaves room
+     * for chunks this small) */
+    hp_exr_zip_gpu *whole = NULL;
+    if (hp_exr_zip_gpu_create(gpu, HP_EXR_ZIP_NO_SLICE, &whole, &err) != HP_OK)
+        return tap_bail("create the EXR ZIP pipelines without slices: %s", err.message);
+    tap_ok(!hp_exr_zip_gpu_sliced(whole) && hp_exr_zip_gpu_sliced(zip) == (strcmp(hp_gpu_get_info(gpu)->driver_name,
                                                                                    "llvmpipe") == 0),
            "slices on lavapipe only, unless asked for");
     for (size_t k = 0; k < sizeof(ways) / sizeof(ways[0]); k++)
         for (int p = 0; p < PAT_COUNT; p++) {
-            check_made(&r, fused, 61, 40, 4, 1, p, ways[k].level, ways[k].strategy, ways[k].how);
-            check_made(&r, fused, 45, 7, 3, 16, p, ways[k].level, ways[k].strategy, ways[k].how);
+            check_made(&r, whole, 61, 40, 4, 1, p, ways[k].level, ways[k].strategy, ways[k].how);
+            check_made(&r, whole, 45, 7, 3, 16, p, ways[k].level, ways[k].strategy, ways[k].how);
         }
-    check_cap(&r, fused);
-    check_damage(&r, fused, 6, Z_DEFAULT_STRATEGY, 300, "");
+    check_cap(&r, whole);
+    check_damage(&r, whole, 6, Z_DEFAULT_STRATEGY, 300, "");
     /* and as a GPU runs it, with no bound of lavapipe's (exr_zip.comp's COUNT_LITERALS off): valid streams only,
      * as a damaged one could run into lavapipe's loop limit */
     hp_exr_zip_gpu *as_gpu = NULL;
@@ -858,18 +858,6 @@ int main(void)
     for (size_t k = 0; k < sizeof(ways) / sizeof(ways[0]); k++)
         for (int p = 0; p < PAT_COUNT; p++)
             check_made(&r, as_gpu, 45, 7, 3, 16, p, ways[k].level, ways[k].strategy, ways[k].how);
-    /* and its finish as a pass of its own (hp_exr_zip_gpu_set_unfused), a frame at a time (a batch's frames,
-     * one barrier between their inflates and their finishes, below: check_together damages a stream) */
-    tap_ok(hp_exr_zip_gpu_set_unfused(as_gpu, true) && hp_exr_zip_gpu_unfused(as_gpu) &&
-               !hp_exr_zip_gpu_unfused(fused) &&
-               (!hp_exr_zip_gpu_sliced(zip) || (!hp_exr_zip_gpu_set_unfused(zip, true) && !hp_exr_zip_gpu_unfused(zip))),
-           "without slices, the finish can be a pass of its own; with them it is already, and the call says no");
-    for (size_t k = 0; k < sizeof(ways) / sizeof(ways[0]); k++)
-        for (int p = 0; p < PAT_COUNT; p += 2) {
-            char how[96];
-            snprintf(how, sizeof(how), "%s, the finish a pass of its own", ways[k].how);
-            check_made(&r, as_gpu, 45, 7, 3, 16, p, ways[k].level, ways[k].strategy, how);
-        }
     hp_exr_zip_gpu_destroy(&as_gpu);
 
     /* (b) */
@@ -1017,14 +1005,14 @@ int main(void)
                             .compression = EXR_COMPRESSION_ZIPS, .channels = ch, .channel_count = 1};
         uint8_t *small = NULL;
         if (hp_exr_write_core(&spec, 1, &small, &len))
-            check_run(&r, fused, "a small grey ZIPS frame through hp_exr_zip_gpu_run, fused", small, len, RUN_GPU);
+            check_run(&r, whole, "a small grey ZIPS frame through hp_exr_zip_gpu_run, no slices", small, len, RUN_GPU);
         if (small)
             check_run(&r, zip, "a small grey ZIPS frame through the split", small, len, RUN_SPLIT);
         free(small);
         free(plane);
     }
     /* (f): in slices (each frame several dispatches and barriers in the batch's command buffer) on every
-     * device, and fused */
+     * device, and without */
     hp_exr_zip_gpu *sliced = NULL;
     if (hp_exr_zip_gpu_create(gpu, 10000, &sliced, &err) != HP_OK)
         return tap_bail("create the sliced EXR ZIP pipelines: %s", err.message);
@@ -1035,15 +1023,13 @@ int main(void)
            "the batches' counts: %lu frames in %lu batches (the frames of one batch, then those of the threads)",
            batched, batches);
     hp_exr_zip_gpu_destroy(&sliced);
-    hp_exr_zip_gpu_batch_tune(fused, 0);
-    check_together(&r, fused, true, "the serial loop, fused");
-    tap_ok(hp_exr_zip_gpu_set_unfused(fused, true), "the fused pipelines' finish made a pass of its own");
-    check_together(&r, fused, true, "the serial loop, its finish a pass of its own");
+    hp_exr_zip_gpu_batch_tune(whole, 0);
+    check_together(&r, whole, true, "the serial loop without slices");
     check_wide(&r, gpu, rgba, w, h);
     free(rgba);
     free(src);
 
-    hp_exr_zip_gpu_destroy(&fused);
+    hp_exr_zip_gpu_destroy(&whole);
     gpu_test_cmd_destroy(&r);
     hp_exr_zip_gpu_destroy(&zip);
     hp_gpu_destroy(&gpu);

@@ -73,14 +73,130 @@ void unzip_pixel(uint x, uint y, uint e)
 // --- Finishing a chunk: the workgroup checks the Adler-32, undoes the predictor, and unzips its pixels -----
 // The inflate loop writes the bytes as they come out of the stream. Both the Adler-32 (RFC 1950 8.2:
 // s1 = 1 + sum b_i, s2 = n + sum (n - i) b_i, modulo 65521) and the predictor's running sum (t[i] = the sum of
-// raw[0..i] + 128 i, modulo 256: each step adds raw[i] - 128) are sums over the chunk, so each invocation
-// takes a run of its words and the runs are joined in shared memory.
+// raw[0..i] + 128 i, modulo 256: each step adds raw[i] - 128) are sums over the chunk, so the workgroup splits
+// the chunk's words into runs and joins the runs' sums in shared memory. Two ways, one for each kind of
+// caller:
+// - HP_FINISH_BY_SUBGROUPS (exr_zip.comp's HP_EXR_FINISH pass, after every chunk's inflate): a run a subgroup,
+//   its invocations reading neighbouring words, so that a subgroup's load is one or two cache lines. The pass
+//   runs thousands of chunks' workgroups at once and the memory's bandwidth is its bound: against a run an
+//   invocation (each of a subgroup's loads 32 lines) 16 frames' chunks took 12% less time (H200, docs/BENCHMARKS.md
+//   "The finish a pass of its own (issue 36)").
+// - otherwise (the inflates that finish their own chunk: the wide inflate, the serial loop's FUSED): a run an
+//   invocation. There a chunk's workgroup finishes alone while others inflate, waiting on each load either
+//   way, and the subgroups' way, whose predictor takes a scan a step, made the wide inflate slower.
 #ifndef FINISH_MAX // the includer's workgroup where it sets it (exr_inflate_wide.comp, exr_zip.comp's inflate)
 #define FINISH_MAX 256u
 #endif
+const uint ADLER_BASE = 65521u;
 shared uint s_fa[FINISH_MAX], s_fb[FINISH_MAX], s_fc[FINISH_MAX];
 shared uint s_fverdict;
 
+#ifdef HP_FINISH_BY_SUBGROUPS
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+// With S = sum b_i and P = sum i b_i, s2 = n + n S - P: S and P can be summed in any order. Per subgroup (at
+// most one an invocation): s_fn its invocations; s_fa and s_fb its run's S and P modulo 65521; s_fc the byte
+// sum of its run (modulo 2^32: the predictor needs it modulo 256), then of the runs before it.
+shared uint s_fn[FINISH_MAX];
+
+// The sum of a word's four bytes, as two 16-bit lanes (b0 + b2, b1 + b3) added.
+uint word_bytes(uint v)
+{
+    uint pairs = (v & 0x00ff00ffu) + ((v >> 8) & 0x00ff00ffu);
+    return (pairs & 0xffffu) + (pairs >> 16);
+}
+
+// Word w of the chunk (v, its bytes past the chunk's n cleared) into S and P: its bytes' positions are 4w + k,
+// so P gains 4w times their sum plus b1 + 2 b2 + 3 b3 (b1 + 3 b3 the upper lane of (b1 + b3 2^16)(3 + 2^16),
+// whose lower lane 3 b1 stays below 2^16).
+void sum_word(uint v, uint w, inout uint64_t s, inout uint64_t p)
+{
+    uint bytes = word_bytes(v);
+    uint inner = ((((v >> 8) & 0x00ff00ffu) * 0x00010003u) >> 16) + 2u * ((v >> 16) & 255u);
+    s += bytes;
+    p += uint64_t(4u * w) * uint64_t(bytes) + uint64_t(inner);
+}
+
+// Bytewise addition modulo 256, no carry from one byte into the next (Hacker's Delight 2-18).
+uint add_bytes(uint a, uint b) { return ((a & 0x7f7f7f7fu) + (b & 0x7f7f7f7fu)) ^ ((a ^ b) & 0x80808080u); }
+
+// EXR's predictor undone on a word whose bytes follow `before` (the sum of the chunk's bytes ahead of it):
+// byte i becomes sum b_0..b_i + 128 i modulo 256 (ImfZip.cpp's t[i] = t[i-1] + t[i] - 128; the word starts at
+// an even i, so bytes 1 and 3 gain 128: their top bits flipped).
+uint unpredict_word(uint v, uint before)
+{
+    uint x = add_bytes(v, v << 8);
+    x = add_bytes(x, x << 16); // byte k: b_0 + .. + b_k
+    return add_bytes(x, (before & 255u) * 0x01010101u) ^ 0x80008000u;
+}
+
+// The chunk's Adler-32 checked (the verdict returned) and, if it holds, its predictor undone; the chunk's n
+// bytes start at word base. Every invocation of the workgroup calls it (lane of lanes).
+uint check_and_unpredict(uint e, uint base, uint n, uint lane, uint lanes)
+{
+    Words table = Words(pc.chunks);
+    CoherentWords u = CoherentWords(pc.unpacked);
+    uint words = (n + 3u) / 4u;
+    // The subgroup's run: words in proportion to its invocations (a subgroup may be partial), its
+    // invocations numbered among themselves (Vulkan does not promise gl_SubgroupInvocationID dense).
+    uint g = gl_SubgroupID, groups = gl_NumSubgroups;
+    uint rank = subgroupExclusiveAdd(1u), here = subgroupAdd(1u);
+    if (subgroupElect())
+        s_fn[g] = here;
+    memoryBarrierShared();
+    barrier();
+    uint ahead = 0u;
+    for (uint h = 0u; h < g; h++)
+        ahead += s_fn[h];
+    uint w0 = uint(uint64_t(words) * ahead / lanes), w1 = uint(uint64_t(words) * (ahead + here) / lanes);
+    uint64_t s = 0ul, p = 0ul;
+    for (uint w = w0 + rank; w < w1; w += here) {
+        uint v = u.v[base + w];
+        if (4u * w + 4u > n)
+            v &= (1u << (8u * (n - 4u * w))) - 1u; // the chunk's last word: bytes past n not summed
+        sum_word(v, w, s, p);
+    }
+    // each invocation's part below 2^16 before they are added: a subgroup's sum stays in 32 bits
+    uint sa = subgroupAdd(uint(s % ADLER_BASE)), sb = subgroupAdd(uint(p % ADLER_BASE)),
+         sc = subgroupAdd(uint(s));
+    if (subgroupElect()) {
+        s_fa[g] = sa % ADLER_BASE;
+        s_fb[g] = sb % ADLER_BASE;
+        s_fc[g] = sc;
+    }
+    memoryBarrierShared();
+    barrier();
+    if (lane == 0u) {
+        uint sum = 0u, weighted = 0u, run = 0u;
+        for (uint h = 0u; h < groups; h++) {
+            sum = (sum + s_fa[h]) % ADLER_BASE;
+            weighted = (weighted + s_fb[h]) % ADLER_BASE;
+            uint c = s_fc[h];
+            s_fc[h] = run; // exclusive: the sum of the runs before
+            run += c;
+        }
+        uint nm = n % ADLER_BASE;
+        uint s1 = (1u + sum) % ADLER_BASE;
+        uint s2 = (nm + (nm * sum) % ADLER_BASE + ADLER_BASE - weighted) % ADLER_BASE;
+        s_fverdict = (s2 << 16 | s1) == table.v[e + 7u] ? HP_EXR_ZIP_OK : HP_EXR_ZIP_CHECKSUM;
+    }
+    memoryBarrierShared();
+    barrier();
+    if (s_fverdict == HP_EXR_ZIP_OK) {
+        // the subgroup steps through its run together: each step's words in order, by a scan
+        uint carry = s_fc[g];
+        for (uint at = w0; at < w1; at += here) {
+            uint w = at + rank;
+            uint v = w < w1 ? u.v[base + w] : 0u, bytes = word_bytes(v);
+            uint before = carry + subgroupInclusiveAdd(bytes) - bytes;
+            if (w < w1)
+                u.v[base + w] = unpredict_word(v, before);
+            carry += subgroupAdd(bytes);
+        }
+    }
+    return s_fverdict;
+}
+#else
 // A word of a run's bytes into the run's sums: a, the bytes' sum, and c, the sum of a after each byte (zlib's
 // adler32.c: s2 gains s1 a byte), so that the run's weighted sum is c plus a times the bytes after the run.
 // The word's part of c is 4a + 4b0 + 3b1 + 2b2 + b3: the bytes in two 16-bit lanes (b0, b2 and b1, b3), each
@@ -100,6 +216,52 @@ void sum_word(uint v, uint r, inout uint a, inout uint64_t c)
     a += bytes;
 }
 
+// As above, a run an invocation.
+uint check_and_unpredict(uint e, uint base, uint n, uint lane, uint lanes)
+{
+    Words table = Words(pc.chunks);
+    CoherentWords u = CoherentWords(pc.unpacked);
+    uint words = (n + 3u) / 4u, per = (words + lanes - 1u) / lanes;
+    uint w0 = min(lane * per, words), w1 = min(w0 + per, words);
+    uint sum = 0u;
+    uint64_t c = 0ul;
+    for (uint w = w0; w < w1; w++)
+        sum_word(u.v[base + w], min(n - 4u * w, 4u), sum, c);
+    // the run's part of s2: each byte weighted by the bytes from it to the chunk's end, the run's own in c
+    uint after = n - min(4u * w1, n);
+    s_fa[lane] = sum % 65521u;
+    s_fb[lane] = uint((uint64_t(after) * uint64_t(sum) + c) % 65521ul);
+    s_fc[lane] = sum & 255u;
+    memoryBarrierShared();
+    barrier();
+    if (lane == 0u) {
+        uint s1 = 1u, s2 = n % 65521u, run = 0u;
+        for (uint l = 0u; l < lanes; l++) {
+            s1 = (s1 + s_fa[l]) % 65521u;
+            s2 = (s2 + s_fb[l]) % 65521u;
+            uint c = s_fc[l];
+            s_fc[l] = run; // exclusive: the sum of the runs before
+            run = (run + c) & 255u;
+        }
+        s_fverdict = (s2 << 16 | s1) == table.v[e + 7u] ? HP_EXR_ZIP_OK : HP_EXR_ZIP_CHECKSUM;
+    }
+    memoryBarrierShared();
+    barrier();
+    if (s_fverdict == HP_EXR_ZIP_OK) {
+        uint running = s_fc[lane];
+        for (uint w = w0; w < w1; w++) {
+            uint v = u.v[base + w], t = 0u;
+            for (uint k = 0u; k < 4u; k++) {
+                running += (v >> (8u * k)) & 255u;
+                t |= ((running + (((4u * w + k) & 1u) << 7)) & 255u) << (8u * k);
+            }
+            u.v[base + w] = t;
+        }
+    }
+    return s_fverdict;
+}
+#endif
+
 // Called by every invocation of the workgroup (lanes of them, at most FINISH_MAX) with the chunk's entry and
 // its inflate status; returns the chunk's final status (the workgroup's first invocation writes it).
 uint finish_chunk(uint e, uint lane, uint lanes, uint status)
@@ -108,45 +270,7 @@ uint finish_chunk(uint e, uint lane, uint lanes, uint status)
     uint off = table.v[e + 2u], n = table.v[e + 3u];
     bool stored = table.v[e + 1u] == n;
     if (status == HP_EXR_ZIP_OK && !stored) {
-        CoherentWords u = CoherentWords(pc.unpacked);
-        uint base = off >> 2, words = (n + 3u) / 4u, per = (words + lanes - 1u) / lanes;
-        uint w0 = min(lane * per, words), w1 = min(w0 + per, words);
-        uint sum = 0u;
-        uint64_t c = 0ul;
-        for (uint w = w0; w < w1; w++)
-            sum_word(u.v[base + w], min(n - 4u * w, 4u), sum, c);
-        // the run's part of s2: each byte weighted by the bytes from it to the chunk's end, the run's own in c
-        uint after = n - min(4u * w1, n);
-        s_fa[lane] = sum % 65521u;
-        s_fb[lane] = uint((uint64_t(after) * uint64_t(sum) + c) % 65521ul);
-        s_fc[lane] = sum & 255u;
-        memoryBarrierShared();
-        barrier();
-        if (lane == 0u) {
-            uint s1 = 1u, s2 = n % 65521u, run = 0u;
-            for (uint l = 0u; l < lanes; l++) {
-                s1 = (s1 + s_fa[l]) % 65521u;
-                s2 = (s2 + s_fb[l]) % 65521u;
-                uint c = s_fc[l];
-                s_fc[l] = run; // exclusive: the sum of the runs before
-                run = (run + c) & 255u;
-            }
-            s_fverdict = (s2 << 16 | s1) == table.v[e + 7u] ? HP_EXR_ZIP_OK : HP_EXR_ZIP_CHECKSUM;
-        }
-        memoryBarrierShared();
-        barrier();
-        status = s_fverdict;
-        if (status == HP_EXR_ZIP_OK) {
-            uint running = s_fc[lane];
-            for (uint w = w0; w < w1; w++) {
-                uint v = u.v[base + w], t = 0u;
-                for (uint k = 0u; k < 4u; k++) {
-                    running += (v >> (8u * k)) & 255u;
-                    t |= ((running + (((4u * w + k) & 1u) << 7)) & 255u) << (8u * k);
-                }
-                u.v[base + w] = t;
-            }
-        }
+        status = check_and_unpredict(e, off >> 2, n, lane, lanes);
         memoryBarrierBuffer();
         barrier();
     }

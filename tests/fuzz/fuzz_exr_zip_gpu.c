@@ -2,7 +2,7 @@
  * of untrusted zlib streams on the GPU, against zlib. One chunk an input:
  *   byte 0  width 1..64
  *   byte 1  planes 1..4 (bits 0-1), one line or up to 16 (bit 2), the stream as given or made (bit 3), the
- *           serial inflate's pipeline: in slices (lavapipe's) or fused (bit 4); every input then goes through
+ *           serial inflate's pipeline: in slices (lavapipe's) or without (bit 4); every input then goes through
  *           the wide inflate too (hp_exr_zip_gpu_set_wide), held to the same rules; the image's memory
  *           before each run holds words with bit 31 set (bit 5), as a frame before with negative halves
  *           leaves it, which the wide inflate's pointers kept there read as marked final; the planes' types
@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct {
     hp_gpu *gpu;
-    hp_exr_zip_gpu *sliced, *fused, *wide;
+    hp_exr_zip_gpu *sliced, *whole, *wide;
     gpu_test_cmd cmd;
 } fz;
 
@@ -52,7 +52,7 @@ static void teardown(void)
     vkDeviceWaitIdle(hp_gpu_device(fz.gpu));
     gpu_test_cmd_destroy(&fz.cmd);
     hp_exr_zip_gpu_destroy(&fz.sliced);
-    hp_exr_zip_gpu_destroy(&fz.fused);
+    hp_exr_zip_gpu_destroy(&fz.whole);
     hp_exr_zip_gpu_destroy(&fz.wide);
     hp_gpu_destroy(&fz.gpu);
 }
@@ -66,7 +66,7 @@ static void init(void)
         fail("device", err.message);
     /* slices of the least work allowed, so that even these small chunks are resumed across dispatches */
     if (hp_exr_zip_gpu_create(fz.gpu, 10000, &fz.sliced, &err) != HP_OK ||
-        hp_exr_zip_gpu_create(fz.gpu, HP_EXR_ZIP_NO_SLICE, &fz.fused, &err) != HP_OK ||
+        hp_exr_zip_gpu_create(fz.gpu, HP_EXR_ZIP_NO_SLICE, &fz.whole, &err) != HP_OK ||
         hp_exr_zip_gpu_create(fz.gpu, 0, &fz.wide, &err) != HP_OK)
         fail("pipelines", err.message);
     if (!hp_exr_zip_gpu_set_wide(fz.wide, true))
@@ -166,7 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     init();
     uint32_t w = 1 + data[0] % MAX_W, planes = 1 + (data[1] & 3);
-    bool multi = data[1] & 4, made = data[1] & 8, fused = data[1] & 16;
+    bool multi = data[1] & 4, made = data[1] & 8, whole = data[1] & 16;
     uint32_t lines = multi ? 1 + (made ? data[0] / MAX_W : data[2]) % MAX_LINES : 1;
     hp_exr_zip_frame f = {.width = w, .height = lines, .lines_per_chunk = multi ? 16 : 1, .chunk_count = 1,
                           .table_bytes = sizeof(hp_exr_zip_chunk)};
@@ -201,13 +201,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         expected_image(&f, raw, n, stored, want);
     zip_run_image_fill = data[1] & 32 ? 0xfe00fe00u : 0x7e007e00u;
     for (int pass = 0; pass < 2; pass++) { /* the serial inflate, then the wide one */
-        hp_exr_zip_gpu *zip = pass == 1 ? fz.wide : fused ? fz.fused : fz.sliced;
+        hp_exr_zip_gpu *zip = pass == 1 ? fz.wide : whole ? fz.whole : fz.sliced;
         if (!zip_run(&fz.cmd, zip, &f, input, gpu, &table))
             fail("submit", "the command buffer failed");
         char detail[160];
         snprintf(detail, sizeof(detail), "%ux%u, %u planes of %u bytes a pixel, %s image, %zu packed bytes for %zu, "
                  "%s stream, %s, GPU status %u", w, lines, f.planes, f.pixel_bytes, f.float_image ? "RGBA32F" : "RGBA16F",
-                 len, n, made ? "made" : "given", pass ? "wide" : fused ? "fused" : "sliced", table.status);
+                 len, n, made ? "made" : "given", pass ? "wide" : whole ? "no slices" : "sliced", table.status);
         /* UNFINISHED: more work than a run may take (the shaders' MAX_WORK, or the slices recorded): the
          * daemon decodes such a frame on the CPU, so it is no verdict; anything else must be zlib's. */
         if (table.status != HP_EXR_ZIP_UNFINISHED && zlib_good != (table.status == HP_EXR_ZIP_OK))
