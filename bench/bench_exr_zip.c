@@ -434,7 +434,8 @@ int main(int argc, char **argv)
     double inflate_only = inflate_only_ms(&f, &staging, cpu_runs);
     printf("\n| step | ms (median, p10-p90 over %u runs) |\n|---|---|\n", runs);
     printf("| GPU inflate (every chunk at once) | %.2f (%.2f-%.2f) |\n", si.median, si.p10, si.p90);
-    printf("| GPU unzip (byte split, planes to RGBA16F) | %.3f (%.3f-%.3f) |\n", su.median, su.p10, su.p90);
+    printf("| GPU finish (Adler-32, predictor, byte split, planes to RGBA16F) | %.3f (%.3f-%.3f) |\n", su.median,
+           su.p10, su.p90);
     printf("| CPU decoder, 1 thread (best of %u) | %.1f |\n", cpu_runs, one);
     printf("| CPU decoder, %ld threads (best of %u) | %.1f |\n", cores, cpu_runs, all);
     printf("| CPU: libdeflate alone over every chunk, 1 thread (best of %u) | %.1f |\n", cpu_runs, inflate_only);

@@ -70,6 +70,9 @@ typedef struct hp_config {
     /* With auto, the share of the frames it would split inflated whole on the GPU (daemon/zip_share.h): 0 to
      * 0.5, or negative to adapt. */
     double exr_zip_gpu_share;
+    /* A batch of EXR ZIP frames on the GPU with more chunks than this takes the serial inflate, not the wide
+     * one (pipeline/exr_zip_gpu.h's hp_exr_zip_gpu_batch_tune); 0: the device's own. 0..1048576, default 0. */
+    int exr_zip_wide_chunks;
     /* Holding the GPU's clocks while frames come (pipeline/clock_hold.h): HP_AUTO (on a GPU, not a CPU
      * device), HP_ON or HP_OFF. Default auto. */
     int gpu_clock_hold;

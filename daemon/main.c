@@ -655,6 +655,8 @@ static hp_code start_exr_zip(daemon_parts *d, hp_err *err)
         hp_info("exr_zip_decoder: the wide inflate needs storageBuffer8BitAccess, shaderInt8, a workgroup of %u and %u "
                 "bytes of shared memory, which %s lacks or whose driver refused it; the serial one it is",
                 hp_exr_zip_gpu_wide_lanes(), hp_exr_zip_gpu_wide_shared_bytes(), hp_gpu_get_info(d->gpu)->device_name);
+    if (wide && config->exr_zip_wide_chunks > 0)
+        hp_exr_zip_gpu_batch_tune(d->zip, (uint32_t)config->exr_zip_wide_chunks);
     d->bctx->zip = d->zip;
     /* The share of busy frames inflated whole on the GPU: only with auto and the wide inflate (the serial loop's
      * whole frames slowed the node, docs/BENCHMARKS.md). */

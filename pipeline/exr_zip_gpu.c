@@ -505,7 +505,7 @@ static hp_code run_finish(hp_gpu *gpu, zip_run *r, VkResult res, const hp_exr_zi
     return hp_exr_zip_gpu_check(f, input->mapped, f->first_row, err);
 }
 
-/* With slices the finishing pass runs a chunk in one workgroup of 256, each invocation over 1/256 of it
+/* On lavapipe the finishing pass runs a chunk in one workgroup of 256, each invocation over 1/256 of it
  * several times: past 1 MiB a chunk that would pass lavapipe's loop limit (a 16384-pixel line of 18 planes
  * gave wrong pixels with a status of OK). Such frames are the CPU's there. */
 #define SLICED_CHUNK_MAX (1u << 20)
@@ -517,7 +517,7 @@ static hp_code run_finish(hp_gpu *gpu, zip_run *r, VkResult res, const hp_exr_zi
  * on the GPU waits, and the next batch takes every frame waiting by then, their passes in one command buffer,
  * no barrier between frames. A frame alone goes at once, frames under load go together. A batch of at most
  * wide_chunks chunks takes the wide inflate (a frame's latency: 7-11 ms a 4K frame against the serial loop's
- * 27-42), a larger one the serial loop, whose chunks then run some 16 an SM against the wide inflate's 2. */
+ * 23-36), a larger one the serial loop, whose chunks then run some 16 an SM against the wide inflate's 2. */
 typedef struct zip_job {
     hp_group_item item; /* first: the batch's items are its jobs */
     const hp_exr_zip_frame *f;
@@ -540,11 +540,15 @@ static hp_exr_zip_io job_io(const zip_job *j)
 
 uint32_t hp_exr_zip_gpu_wide_batch_chunks(const hp_gpu *gpu)
 {
-    /* Four waves of the wide inflate, two chunks an SM: on the H200 (132 SMs, 1056 chunks, some 8 frames of
-     * 4K) the two cross there, on three frames of real texture (docs/BENCHMARKS.md). 512 where the SMs are
-     * not known. */
+    /* Two chunks an SM (264 on the H200): a lone 4K frame (128-219 chunks) takes the wide inflate, for its
+     * latency; a batch of two or more the serial loop. Alone on the GPU the two cross later (4-8 frames: the
+     * serial loop's time hardly grows until the SMs are full, the wide inflate's grows with the batch), but
+     * in the daemon the wide inflate takes every SM from the frame graph's passes, and the serial loop,
+     * bound by each chunk's chain, leaves them room: 16 clients of exr_zip_decoder gpu went 103 -> 110, 145
+     * -> 139 and 111 -> 148 frames/s (street, city, Desk) from 1056 to 230 (docs/BENCHMARKS.md, "The finish
+     * a pass of its own"). 256 where the SMs are not known. */
     uint32_t sms = hp_gpu_get_info(gpu)->sm_count;
-    return sms ? 8 * sms : 512;
+    return sms ? 2 * sms : 256;
 }
 
 void hp_exr_zip_gpu_batch_tune(hp_exr_zip_gpu *z, uint32_t wide_chunks) { z->wide_chunks = wide_chunks; }
@@ -613,9 +617,9 @@ static void run_batch(void *ctx, hp_group_item *first)
 static hp_code run_fits(const hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const hp_buffer *input,
                         const hp_buffer *output, hp_err *err)
 {
-    if (z->slice != 0 && !z->wide && f->max_chunk_bytes > SLICED_CHUNK_MAX)
+    if (z->lavapipe && !z->wide && f->max_chunk_bytes > SLICED_CHUNK_MAX)
         return hp_fail(err, HP_ERR_UNUSABLE, "exr_zip_gpu: chunks of %u bytes are over the %u this device's "
-                       "slices take", f->max_chunk_bytes, SLICED_CHUNK_MAX);
+                       "slices and finishing pass take", f->max_chunk_bytes, SLICED_CHUNK_MAX);
     if (!buffers_fit(input, f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD, output,
                      hp_exr_zip_gpu_output_bytes(f), err))
         return HP_ERR_INTERNAL;

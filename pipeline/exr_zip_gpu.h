@@ -4,12 +4,12 @@
  * input image (RGBA16F, or RGBA32F where a colour channel is float).
  *
  * The passes, recorded into a command buffer the caller owns (hp_exr_zip_gpu_record):
- *   exr_inflate  one workgroup per chunk: its first invocation inflates the zlib stream into the unpacked
- *                buffer and writes the chunk's status word (HP_EXR_ZIP_OK or why not); without slices the
- *                workgroup then finishes the chunk;
- *   exr_finish   with slices, after the last: one workgroup per chunk checks the Adler-32, undoes EXR's
- *                byte predictor and byte split and gathers the planes into the image; and alone for the
- *                split (hp_exr_zip_gpu_finish), over chunks the CPU inflated.
+ *   exr_inflate  one invocation per chunk inflates the zlib stream into the unpacked buffer and writes the
+ *                chunk's status word (HP_EXR_ZIP_OK or why not); in slices on lavapipe;
+ *   exr_finish   after it (its last slice), past a barrier: one workgroup per chunk checks the Adler-32,
+ *                undoes EXR's byte predictor and byte split and gathers the planes into the image; and
+ *                alone for the split (hp_exr_zip_gpu_finish), over chunks the CPU inflated.
+ * The wide inflate (hp_exr_zip_gpu_set_wide) finishes its own chunks in the same workgroup.
  * shaders/exr_zip.comp says how and why.
  *
  * What the frame must be: scanlines, ZIP or ZIPS, every channel of the part unsampled (a line of a chunk is then
@@ -168,8 +168,8 @@ VkDeviceSize hp_exr_zip_gpu_tables_bytes(const hp_exr_zip_frame *frame);
 hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *frame, const hp_buffer *input,
                            const hp_buffer *output, double *gpu_ms, hp_err *err);
 /* The chunks of a batch past which it takes the serial loop rather than the wide inflate: the device's default
- * (four waves of the wide inflate's chunks, by its SMs where known), and for benchmarks and tests a count of
- * their own (0: always the serial loop; UINT32_MAX: the wide inflate whenever it is on). */
+ * (two chunks an SM where the SMs are known: a lone 4K frame), the daemon's exr_zip_wide_chunks, and for
+ * benchmarks and tests 0 (always the serial loop) or UINT32_MAX (the wide inflate whenever it is on). */
 uint32_t hp_exr_zip_gpu_wide_batch_chunks(const hp_gpu *gpu);
 void hp_exr_zip_gpu_batch_tune(hp_exr_zip_gpu *zip, uint32_t wide_chunks);
 /* The batches run so far and the frames in them (hp_exr_zip_gpu_run_together's too). */

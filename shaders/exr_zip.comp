@@ -26,7 +26,7 @@
 // inside the chunk's unpacked bytes, whatever the stream says: a damaged chunk is a status, never a fault.
 // The finish was once the inflate's own: a workgroup of 32 a chunk, whose first invocation inflated while
 // the others waited, then all 32 finished it. A pass of its own after every chunk's inflate, its workgroups
-// of 256 reading the bytes a subgroup at a time, took 11-13% less time for 16 frames and 1-2.5 ms less for
+// of 256 reading the bytes a subgroup at a time, took 10-15% less time for 16 frames and 0.6-2.7 ms less for
 // one (H200, docs/BENCHMARKS.md "The finish a pass of its own (issue 36)").
 #include "exr_zip_io.glsl"
 

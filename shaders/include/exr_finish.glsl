@@ -1,5 +1,6 @@
-// EXR ZIP decoding on the GPU: finishing a chunk the inflate wrote (both inflates, and exr_zip.comp's
-// HP_EXR_FINISH pass): the Adler-32, the predictor, the planes to the image. After exr_zip_io.glsl.
+// EXR ZIP decoding on the GPU: finishing a chunk an inflate wrote (exr_zip.comp's HP_EXR_FINISH pass, after
+// the serial loop or for the split; the wide inflate in its own workgroup): the Adler-32, the predictor, the
+// planes to the image. After exr_zip_io.glsl.
 // --- The unzip: one pixel of a chunk, from its bytes in unpacked to the image (both variants use it) --------
 layout(buffer_reference, std430, buffer_reference_align = 4) coherent readonly buffer Unpacked { uint v[]; };
 
@@ -79,12 +80,12 @@ void unzip_pixel(uint x, uint y, uint e)
 // - HP_FINISH_BY_SUBGROUPS (exr_zip.comp's HP_EXR_FINISH pass, after every chunk's inflate): a run a subgroup,
 //   its invocations reading neighbouring words, so that a subgroup's load is one or two cache lines. The pass
 //   runs thousands of chunks' workgroups at once and the memory's bandwidth is its bound: against a run an
-//   invocation (each of a subgroup's loads 32 lines) 16 frames' chunks took 12% less time (H200, docs/BENCHMARKS.md
-//   "The finish a pass of its own (issue 36)").
-// - otherwise (the inflates that finish their own chunk: the wide inflate, the serial loop's FUSED): a run an
+//   invocation (each of a subgroup's loads 32 lines) 16 frames' chunks took 9-15% less time (H200,
+//   docs/BENCHMARKS.md "The finish a pass of its own (issue 36)").
+// - otherwise (the wide inflate, which finishes its own chunks; the serial loop once did too): a run an
 //   invocation. There a chunk's workgroup finishes alone while others inflate, waiting on each load either
 //   way, and the subgroups' way, whose predictor takes a scan a step, made the wide inflate slower.
-#ifndef FINISH_MAX // the includer's workgroup where it sets it (exr_inflate_wide.comp, exr_zip.comp's inflate)
+#ifndef FINISH_MAX // the includer's workgroup where it sets it (exr_inflate_wide.comp)
 #define FINISH_MAX 256u
 #endif
 const uint ADLER_BASE = 65521u;
@@ -150,7 +151,12 @@ uint check_and_unpredict(uint e, uint base, uint n, uint lane, uint lanes)
         ahead += s_fn[h];
     uint w0 = uint(uint64_t(words) * ahead / lanes), w1 = uint(uint64_t(words) * (ahead + here) / lanes);
     uint64_t s = 0ul, p = 0ul;
-    for (uint w = w0 + rank; w < w1; w += here) {
+    // stepped as the subgroup's loop, not each invocation's own: the sums below need the subgroup whole, and
+    // only maximal reconvergence would promise that after a loop its invocations left apart
+    for (uint at = w0; at < w1; at += here) {
+        uint w = at + rank;
+        if (w >= w1)
+            continue;
         uint v = u.v[base + w];
         if (4u * w + 4u > n)
             v &= (1u << (8u * (n - 4u * w))) - 1u; // the chunk's last word: bytes past n not summed

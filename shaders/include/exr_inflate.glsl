@@ -4,7 +4,7 @@
 // The most work a chunk may take in one run without slices; 0: four iterations a byte and a block's header
 // every KiB, far more than any deflate encoder's stream needs, so that a stream made to be slow (empty
 // blocks, codes built again and again) stops there: HP_EXR_ZIP_UNFINISHED, and the host decodes the frame on
-// the CPU. Lavapipe's fused pipeline (the tests') takes 10000, under its loop limit.
+// the CPU. Lavapipe's pipeline without slices (the tests') takes 10000, under its loop limit.
 layout(constant_id = 3) const uint MAX_WORK = 0u;
 #define HEADER_COST 5000u // loop iterations of reading and building one block's codes, rounded up
 // A block whose codes are not built (stored, or fixed after the first): lavapipe's limiter counted some 30

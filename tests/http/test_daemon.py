@@ -130,6 +130,8 @@ def config_errors(tmp):
          [r"log_level", r"error, warn, info, debug"]),
         ("bad --gpu_clock_hold exits 2 naming it, the value and auto, on, off", ["--gpu_clock_hold=maybe"], {},
          [r"gpu_clock_hold", r"maybe", r"auto, on, off"]),
+        ("a negative --exr_zip_wide_chunks exits 2 naming it and the range", ["--exr_zip_wide_chunks=-5"], {},
+         [r"exr_zip_wide_chunks", r"0 to 1048576"]),
         ("bad environment value exits 2 naming the variable", [], {"HDRPOST_SHUTDOWN_TIMEOUT_S": "soon"},
          [r"HDRPOST_SHUTDOWN_TIMEOUT_S", r"shutdown_timeout_s"]),
         ("bad --warm_frame exits 2 naming the setting and what is allowed", ["--warm_frame=4096"], {},
