@@ -131,17 +131,14 @@ uint unpredict_word(uint v, uint before)
     return add_bytes(x, (before & 255u) * 0x01010101u) ^ 0x80008000u;
 }
 
-// The chunk's Adler-32 checked (the verdict returned) and, if it holds, its predictor undone; the chunk's n
-// bytes start at word base. Every invocation of the workgroup calls it (lane of lanes).
-uint check_and_unpredict(uint e, uint base, uint n, uint lane, uint lanes)
+// The subgroup's run of the chunk's words, [w0, w1): words in proportion to its invocations (a subgroup may
+// be partial), which are numbered among themselves (rank of here: Vulkan does not promise
+// gl_SubgroupInvocationID dense). Every invocation of the workgroup calls it (lanes of them).
+void subgroup_run(uint words, uint lanes, out uint w0, out uint w1, out uint rank, out uint here)
 {
-    Words table = Words(pc.chunks);
-    CoherentWords u = CoherentWords(pc.unpacked);
-    uint words = (n + 3u) / 4u;
-    // The subgroup's run: words in proportion to its invocations (a subgroup may be partial), its
-    // invocations numbered among themselves (Vulkan does not promise gl_SubgroupInvocationID dense).
-    uint g = gl_SubgroupID, groups = gl_NumSubgroups;
-    uint rank = subgroupExclusiveAdd(1u), here = subgroupAdd(1u);
+    uint g = gl_SubgroupID;
+    rank = subgroupExclusiveAdd(1u);
+    here = subgroupAdd(1u);
     if (subgroupElect())
         s_fn[g] = here;
     memoryBarrierShared();
@@ -149,7 +146,16 @@ uint check_and_unpredict(uint e, uint base, uint n, uint lane, uint lanes)
     uint ahead = 0u;
     for (uint h = 0u; h < g; h++)
         ahead += s_fn[h];
-    uint w0 = uint(uint64_t(words) * ahead / lanes), w1 = uint(uint64_t(words) * (ahead + here) / lanes);
+    w0 = uint(uint64_t(words) * ahead / lanes);
+    w1 = uint(uint64_t(words) * (ahead + here) / lanes);
+}
+
+// The chunk's Adler-32 against the stream's (the verdict, also in s_fverdict): each subgroup sums its run
+// into s_fa, s_fb and s_fc, and the first invocation joins them, leaving in s_fc each run's exclusive byte
+// sum for the predictor.
+uint adler_verdict(uint e, uint base, uint n, uint lane, uint w0, uint w1, uint rank, uint here)
+{
+    CoherentWords u = CoherentWords(pc.unpacked);
     uint64_t s = 0ul, p = 0ul;
     // stepped as the subgroup's loop, not each invocation's own: the sums below need the subgroup whole, and
     // only maximal reconvergence would promise that after a loop its invocations left apart
@@ -166,15 +172,15 @@ uint check_and_unpredict(uint e, uint base, uint n, uint lane, uint lanes)
     uint sa = subgroupAdd(uint(s % ADLER_BASE)), sb = subgroupAdd(uint(p % ADLER_BASE)),
          sc = subgroupAdd(uint(s));
     if (subgroupElect()) {
-        s_fa[g] = sa % ADLER_BASE;
-        s_fb[g] = sb % ADLER_BASE;
-        s_fc[g] = sc;
+        s_fa[gl_SubgroupID] = sa % ADLER_BASE;
+        s_fb[gl_SubgroupID] = sb % ADLER_BASE;
+        s_fc[gl_SubgroupID] = sc;
     }
     memoryBarrierShared();
     barrier();
     if (lane == 0u) {
         uint sum = 0u, weighted = 0u, run = 0u;
-        for (uint h = 0u; h < groups; h++) {
+        for (uint h = 0u; h < gl_NumSubgroups; h++) {
             sum = (sum + s_fa[h]) % ADLER_BASE;
             weighted = (weighted + s_fb[h]) % ADLER_BASE;
             uint c = s_fc[h];
@@ -184,23 +190,39 @@ uint check_and_unpredict(uint e, uint base, uint n, uint lane, uint lanes)
         uint nm = n % ADLER_BASE;
         uint s1 = (1u + sum) % ADLER_BASE;
         uint s2 = (nm + (nm * sum) % ADLER_BASE + ADLER_BASE - weighted) % ADLER_BASE;
-        s_fverdict = (s2 << 16 | s1) == table.v[e + 7u] ? HP_EXR_ZIP_OK : HP_EXR_ZIP_CHECKSUM;
+        s_fverdict = (s2 << 16 | s1) == Words(pc.chunks).v[e + 7u] ? HP_EXR_ZIP_OK : HP_EXR_ZIP_CHECKSUM;
     }
     memoryBarrierShared();
     barrier();
-    if (s_fverdict == HP_EXR_ZIP_OK) {
-        // the subgroup steps through its run together: each step's words in order, by a scan
-        uint carry = s_fc[g];
-        for (uint at = w0; at < w1; at += here) {
-            uint w = at + rank;
-            uint v = w < w1 ? u.v[base + w] : 0u, bytes = word_bytes(v);
-            uint before = carry + subgroupInclusiveAdd(bytes) - bytes;
-            if (w < w1)
-                u.v[base + w] = unpredict_word(v, before);
-            carry += subgroupAdd(bytes);
-        }
-    }
     return s_fverdict;
+}
+
+// EXR's predictor undone over the subgroup's run, which steps through it together: each step's words in
+// order by a scan of their byte sums, after s_fc's sum of the runs before.
+void unpredict_run(uint base, uint w0, uint w1, uint rank, uint here)
+{
+    CoherentWords u = CoherentWords(pc.unpacked);
+    uint carry = s_fc[gl_SubgroupID];
+    for (uint at = w0; at < w1; at += here) {
+        uint w = at + rank;
+        uint v = w < w1 ? u.v[base + w] : 0u, bytes = word_bytes(v);
+        uint before = carry + subgroupInclusiveAdd(bytes) - bytes;
+        if (w < w1)
+            u.v[base + w] = unpredict_word(v, before);
+        carry += subgroupAdd(bytes);
+    }
+}
+
+// The chunk's Adler-32 checked (the verdict returned) and, if it holds, its predictor undone; the chunk's n
+// bytes start at word base. Every invocation of the workgroup calls it (lane of lanes).
+uint check_and_unpredict(uint e, uint base, uint n, uint lane, uint lanes)
+{
+    uint w0, w1, rank, here;
+    subgroup_run((n + 3u) / 4u, lanes, w0, w1, rank, here);
+    uint verdict = adler_verdict(e, base, n, lane, w0, w1, rank, here);
+    if (verdict == HP_EXR_ZIP_OK)
+        unpredict_run(base, w0, w1, rank, here);
+    return verdict;
 }
 #else
 // A word of a run's bytes into the run's sums: a, the bytes' sum, and c, the sum of a after each byte (zlib's
