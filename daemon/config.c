@@ -234,9 +234,10 @@ static const hp_setting settings[] = {
      .default_value = "0", .min = 0, .max = 1 << 20, .metavar = "N",
      .help = "A batch of EXR ZIP frames inflated together on the GPU (frames that arrive while others are on it) "
              "with more chunks than N takes the serial inflate, a chunk an invocation, rather than the wide one, a "
-             "chunk a workgroup: the wide inflate's time grows with the batch, the serial loop's hardly until the "
-             "SMs are full. 0: the device's own (2 a multiprocessor: 264 on an H200, so that a lone 4K frame takes the wide "
-             "inflate and a batch of two the serial one). docs/PIPELINE.md."},
+             "chunk a workgroup: the wide inflate's time grows with the batch and takes every multiprocessor, the "
+             "serial loop's hardly grows until they are full. A lone frame keeps the wide inflate up to 4 N chunks, "
+             "for its latency. 0: the device's own, 2 a multiprocessor (264 on an H200: a batch of two 4K ZIP "
+             "frames of RGBA takes the serial inflate). Ignored without the wide inflate. docs/PIPELINE.md."},
     {.name = "gpu_clock_hold", .type = HP_SETTING_ENUM, .offset = FIELD(gpu_clock_hold), .default_value = "auto",
      .choices = auto_on_off_choices, .parse_choice = hp_auto_on_off_parse,
      .help = "Keep the GPU busy with a small dispatch (one workgroup, a quarter of a millisecond at a time) while "

@@ -658,8 +658,9 @@ static hp_code start_exr_zip(daemon_parts *d, hp_err *err)
     if (wide && config->exr_zip_wide_chunks > 0)
         hp_exr_zip_gpu_batch_tune(d->zip, (uint32_t)config->exr_zip_wide_chunks);
     d->bctx->zip = d->zip;
-    /* The share of busy frames inflated whole on the GPU: only with auto and the wide inflate (the serial loop's
-     * whole frames slowed the node, docs/BENCHMARKS.md). */
+    /* The share of busy frames inflated whole on the GPU: only with auto and the wide inflate (whole frames by
+     * the serial loop alone, a chunk's chain each, slowed the node, docs/BENCHMARKS.md; now the share's frames
+     * that arrive together go as one batch, the serial loop's past exr_zip_wide_chunks). */
     hp_zip_share_config share = HP_ZIP_SHARE_DEFAULTS;
     share.fixed = config->exr_zip_gpu_share;
     share.cores = hp_usable_cpus();

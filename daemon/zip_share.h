@@ -1,5 +1,5 @@
-/* Which of the EXR ZIP frames that exr_zip_decoder auto would split go whole to the GPU's wide inflate
- * instead (exr_zip_gpu_share).
+/* Which of the EXR ZIP frames that exr_zip_decoder auto would split go whole to the GPU instead
+ * (exr_zip_gpu_share): the wide inflate, or the serial loop for frames batched past exr_zip_wide_chunks.
  *
  * Split, a frame's inflating is libdeflate on the cores (some 126 ms of one core a 4K frame), and with 16
  * clients the cores are the bound. Inflated whole on the GPU, a frame costs the cores a tenth of that and

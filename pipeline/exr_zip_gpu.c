@@ -540,13 +540,14 @@ static hp_exr_zip_io job_io(const zip_job *j)
 
 uint32_t hp_exr_zip_gpu_wide_batch_chunks(const hp_gpu *gpu)
 {
-    /* Two chunks an SM (264 on the H200): a lone 4K frame (128-219 chunks) takes the wide inflate, for its
-     * latency; a batch of two or more the serial loop. Alone on the GPU the two cross later (4-8 frames: the
-     * serial loop's time hardly grows until the SMs are full, the wide inflate's grows with the batch), but
-     * in the daemon the wide inflate takes every SM from the frame graph's passes, and the serial loop,
-     * bound by each chunk's chain, leaves them room: 16 clients of exr_zip_decoder gpu went 103 -> 110, 145
-     * -> 139 and 111 -> 148 frames/s (street, city, Desk) from 1056 to 230 (docs/BENCHMARKS.md, "The finish
-     * a pass of its own"). 256 where the SMs are not known. */
+    /* Two chunks an SM (264 on the H200): a batch of two 4K ZIP frames (256-438 chunks; the city HDRI's RGB
+     * pair stays under it) takes the serial loop; a lone frame the wide inflate (run_batch: up to four times
+     * this). Alone on the GPU the two cross later (3-12 frames: the serial loop's time hardly grows until the
+     * SMs are full, the wide inflate's grows with the batch), but in the daemon the wide inflate takes every
+     * SM from the frame graph's passes, and the serial loop, bound by each chunk's chain, leaves them room:
+     * 16 clients of exr_zip_decoder gpu went 103 -> 110, 145 -> 139 and 111 -> 148 frames/s (street, city,
+     * Desk) from 1056 to 230, in one call (docs/BENCHMARKS.md, "The finish a pass of its own"). 256 where
+     * the SMs are not known. */
     uint32_t sms = hp_gpu_get_info(gpu)->sm_count;
     return sms ? 2 * sms : 256;
 }
@@ -570,9 +571,12 @@ static void run_batch(void *ctx, hp_group_item *first)
         frames++;
         chunks += j->f->chunk_count;
     }
-    /* a sliced device (lavapipe) with the wide inflate on (tests) keeps it: chunks past SLICED_CHUNK_MAX are
-     * the wide inflate's only there */
-    bool wide = z->wide && (z->slice != 0 || chunks <= z->wide_chunks);
+    /* Lavapipe with the wide inflate on (tests) keeps it: chunks past SLICED_CHUNK_MAX are the wide inflate's
+     * only there. A lone frame keeps it up to four times the batches' crossing (8 chunks an SM, the crossing
+     * before, under which a lone 8K ZIP frame's 270 chunks stay), for its latency: the serial loop's time is its
+     * longest chunk's chain, twice a 4K frame's at 8K. */
+    uint64_t limit = frames == 1 ? 4ull * z->wide_chunks : z->wide_chunks;
+    bool wide = z->wide && (z->lavapipe || z->slice != 0 || chunks <= limit);
     zip_run r = {0};
     VkResult res = run_begin(gpu, &r, NULL); /* each frame's input flushed below */
     if (res == VK_SUCCESS) {
@@ -619,7 +623,7 @@ static hp_code run_fits(const hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, cons
 {
     if (z->lavapipe && !z->wide && f->max_chunk_bytes > SLICED_CHUNK_MAX)
         return hp_fail(err, HP_ERR_UNUSABLE, "exr_zip_gpu: chunks of %u bytes are over the %u this device's "
-                       "slices and finishing pass take", f->max_chunk_bytes, SLICED_CHUNK_MAX);
+                       "finishing pass takes", f->max_chunk_bytes, SLICED_CHUNK_MAX);
     if (!buffers_fit(input, f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD, output,
                      hp_exr_zip_gpu_output_bytes(f), err))
         return HP_ERR_INTERNAL;

@@ -159,8 +159,8 @@ VkDeviceSize hp_exr_zip_gpu_tables_bytes(const hp_exr_zip_frame *frame);
  * writes it; the passes read it where it lies and write their status words into its table. output: device
  * memory of hp_exr_zip_gpu_output_bytes, the image at its start. Returns hp_exr_zip_gpu_check's verdict (the
  * first damaged chunk named), or the Vulkan failure; *gpu_ms (may be NULL): the frame's share of its batch's
- * time on the GPU. HP_ERR_UNUSABLE: the frame's chunks are too large for this device's slices (over 1 MiB;
- * lavapipe). A chunk that would take far more work than a deflate encoder's stream needs
+ * time on the GPU. HP_ERR_UNUSABLE: the frame's chunks are too large for this device's finishing pass (over 1 MiB
+ * on lavapipe without the wide inflate). A chunk that would take far more work than a deflate encoder's stream needs
  * (include/exr_inflate.glsl's MAX_WORK) stops as HP_EXR_ZIP_UNFINISHED. HP_ERR_DEVICE_LOST (also after 600 s
  * a frame of its batch): the passes may still write input and output; the caller abandons both. The set_wide,
  * wide_tune and wide_phases calls above make pipelines or change which runs: not while runs are
