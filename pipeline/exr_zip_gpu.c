@@ -508,7 +508,16 @@ static hp_code run_finish(hp_gpu *gpu, zip_run *r, VkResult res, const hp_exr_zi
 /* On lavapipe the finishing pass runs a chunk in one workgroup of 256, each invocation over 1/256 of it
  * several times: past 1 MiB a chunk that would pass lavapipe's loop limit (a 16384-pixel line of 18 planes
  * gave wrong pixels with a status of OK). Such frames are the CPU's there. */
-#define SLICED_CHUNK_MAX (1u << 20)
+#define LAVAPIPE_FINISH_CHUNK_MAX (1u << 20)
+
+/* Whether the finishing pass can take f's chunks on this device (see above). */
+static hp_code finish_fits(const hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, hp_err *err)
+{
+    if (z->lavapipe && f->max_chunk_bytes > LAVAPIPE_FINISH_CHUNK_MAX)
+        return hp_fail(err, HP_ERR_UNUSABLE, "exr_zip_gpu: chunks of %u bytes are over the %u this device's "
+                       "finishing pass takes", f->max_chunk_bytes, LAVAPIPE_FINISH_CHUNK_MAX);
+    return HP_OK;
+}
 
 /* --- Frames decoded at once: one submission -------------------------------------------------------------
  * Frames submitted apart, each on a decode queue of its own, ran side by side at a fraction of the speed of
@@ -571,7 +580,7 @@ static void run_batch(void *ctx, hp_group_item *first)
         frames++;
         chunks += j->f->chunk_count;
     }
-    /* Lavapipe with the wide inflate on (tests) keeps it: chunks past SLICED_CHUNK_MAX are the wide inflate's
+    /* Lavapipe with the wide inflate on (tests) keeps it: chunks past LAVAPIPE_FINISH_CHUNK_MAX are the wide inflate's
      * only there. A lone frame keeps it up to four times the batches' crossing (8 chunks an SM, the crossing
      * before, under which a lone 8K ZIP frame's 270 chunks stay), for its latency: the serial loop's time is its
      * longest chunk's chain, twice a 4K frame's at 8K. */
@@ -621,9 +630,9 @@ static void run_batch(void *ctx, hp_group_item *first)
 static hp_code run_fits(const hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const hp_buffer *input,
                         const hp_buffer *output, hp_err *err)
 {
-    if (z->lavapipe && !z->wide && f->max_chunk_bytes > SLICED_CHUNK_MAX)
-        return hp_fail(err, HP_ERR_UNUSABLE, "exr_zip_gpu: chunks of %u bytes are over the %u this device's "
-                       "finishing pass takes", f->max_chunk_bytes, SLICED_CHUNK_MAX);
+    hp_code code = z->wide ? HP_OK : finish_fits(z, f, err); /* the wide inflate finishes its own chunks */
+    if (code != HP_OK)
+        return code;
     if (!buffers_fit(input, f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD, output,
                      hp_exr_zip_gpu_output_bytes(f), err))
         return HP_ERR_INTERNAL;
@@ -681,9 +690,9 @@ hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const h
 hp_code hp_exr_zip_gpu_finish(hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, const hp_buffer *input,
                               const hp_buffer *output, double *gpu_ms, hp_err *err)
 {
-    if (z->lavapipe && f->max_chunk_bytes > SLICED_CHUNK_MAX)
-        return hp_fail(err, HP_ERR_UNUSABLE, "exr_zip_gpu: chunks of %u bytes are over the %u this device's "
-                       "finishing pass takes", f->max_chunk_bytes, SLICED_CHUNK_MAX);
+    hp_code code = finish_fits(z, f, err);
+    if (code != HP_OK)
+        return code;
     VkDeviceSize image_bytes = hp_exr_zip_image_bytes(f);
     if (!buffers_fit(input, f->table_bytes + f->unpacked_bytes, output, hp_exr_zip_gpu_split_output_bytes(f), err))
         return HP_ERR_INTERNAL;

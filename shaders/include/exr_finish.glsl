@@ -257,16 +257,16 @@ uint check_and_unpredict(uint e, uint base, uint n, uint lane, uint lanes)
         sum_word(u.v[base + w], min(n - 4u * w, 4u), sum, c);
     // the run's part of s2: each byte weighted by the bytes from it to the chunk's end, the run's own in c
     uint after = n - min(4u * w1, n);
-    s_fa[lane] = sum % 65521u;
-    s_fb[lane] = uint((uint64_t(after) * uint64_t(sum) + c) % 65521ul);
+    s_fa[lane] = sum % ADLER_BASE;
+    s_fb[lane] = uint((uint64_t(after) * uint64_t(sum) + c) % uint64_t(ADLER_BASE));
     s_fc[lane] = sum & 255u;
     memoryBarrierShared();
     barrier();
     if (lane == 0u) {
-        uint s1 = 1u, s2 = n % 65521u, run = 0u;
+        uint s1 = 1u, s2 = n % ADLER_BASE, run = 0u;
         for (uint l = 0u; l < lanes; l++) {
-            s1 = (s1 + s_fa[l]) % 65521u;
-            s2 = (s2 + s_fb[l]) % 65521u;
+            s1 = (s1 + s_fa[l]) % ADLER_BASE;
+            s2 = (s2 + s_fb[l]) % ADLER_BASE;
             uint c = s_fc[l];
             s_fc[l] = run; // exclusive: the sum of the runs before
             run = (run + c) & 255u;
