@@ -221,6 +221,10 @@ def metric_counters(port):
         out["zip:" + m.group(1)] = float(m.group(2))
     for m in re.finditer(r'^hdrpost_exr_cpu_frames_total\{reason="(\w+)"\} ([0-9.eE+-]+)$', text, re.M):
         out["zip:cpu_because_" + m.group(1)] = float(m.group(2))
+    for m in re.finditer(r'^hdrpost_exr_zip_gpu_(batches_total\{inflate="\w+"\}|batches_beside_total|'
+                         r'batch_frames_sum|batch_frames_count|batch_gpu_seconds_total\{inflate="\w+"\}) '
+                         r'([0-9.eE+-]+)$', text, re.M):
+        out["batch:" + re.sub(r'\{inflate="(\w+)"\}', r':\1', m.group(1).replace("_total", ""))] = float(m.group(2))
     pool = r'^hdrpost_host_memory_(blocks_made|blocks_freed|make_seconds|blocks_made_ahead|make_ahead_seconds)_total'
     for m in re.finditer(pool + r' ([0-9.eE+-]+)$', text, re.M):
         out["pool:" + m.group(1)] = float(m.group(2))
@@ -322,7 +326,8 @@ def throughput(port, body, query, clients, seconds, pid=None, processes=False):
             "host_busy_pct": 100 * (h1[0] - h0[0]) / max(h1[1] - h0[1], 1),
             "gpu_thread_share": {k: (g1.get(k, 0) - g0.get(k, 0)) / g_total for k in GPU_THREAD_STATES},
             "host_pool_churn": {k[5:]: g1[k] - g0.get(k, 0) for k in g1 if k.startswith("pool:")},
-            "exr_zip_frames": {k[4:]: g1[k] - g0.get(k, 0) for k in g1 if k.startswith("zip:") and g1[k] > g0.get(k, 0)}}
+            "exr_zip_frames": {k[4:]: g1[k] - g0.get(k, 0) for k in g1 if k.startswith("zip:") and g1[k] > g0.get(k, 0)},
+            "exr_zip_batches": {k[6:]: g1[k] - g0.get(k, 0) for k in g1 if k.startswith("batch:")}}
 
 
 def first_requests(port, body, query, n=10):
@@ -432,6 +437,16 @@ def main():
                 for r in (r for r in result["throughput"] if r["frame"] == comp and r["exr_zip_frames"]):
                     print(f"EXR ZIP frames of {r['output']}, {r['clients']} clients, by where they were inflated: " +
                           ", ".join(f"{k} {v:.0f}" for k, v in sorted(r["exr_zip_frames"].items())))
+                for r in (r for r in result["throughput"] if r["frame"] == comp and
+                          r["exr_zip_batches"].get("batch_frames_count")):
+                    b = r["exr_zip_batches"]
+                    n = b["batch_frames_count"]
+                    print(f"EXR ZIP batches on the GPU of {r['output']}, {r['clients']} clients: {n:.0f}, "
+                          f"{b.get('batch_frames_sum', 0) / n:.1f} frames each; serial "
+                          f"{b.get('batches:serial', 0):.0f} ({1000 * b.get('batch_gpu_seconds:serial', 0):.0f} ms of "
+                          f"GPU), wide {b.get('batches:wide', 0):.0f} "
+                          f"({1000 * b.get('batch_gpu_seconds:wide', 0):.0f} ms); begun beside another "
+                          f"{b.get('batches_beside', 0):.0f}")
                 for r in (r for r in result["throughput"] if r["frame"] == comp and r["host_pool_churn"]):
                     c = r["host_pool_churn"]
                     print(f"host memory blocks of {r['output']}, {r['clients']} clients, during the run: made "

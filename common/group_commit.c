@@ -7,8 +7,17 @@ void hp_group_commit_init(hp_group_commit *g)
     pthread_cond_init(&g->batch_done, NULL);
     g->waiting = NULL;
     g->waiting_tail = &g->waiting;
-    g->running = false;
+    g->running = 0;
+    g->lanes = 1;
+    g->alone = false;
     g->batches = g->items = 0;
+}
+
+void hp_group_commit_lanes(hp_group_commit *g, unsigned lanes)
+{
+    pthread_mutex_lock(&g->lock);
+    g->lanes = lanes ? lanes : 1;
+    pthread_mutex_unlock(&g->lock);
 }
 
 void hp_group_commit_destroy(hp_group_commit *g)
@@ -17,7 +26,7 @@ void hp_group_commit_destroy(hp_group_commit *g)
     pthread_cond_destroy(&g->batch_done);
 }
 
-/* The batch from first run with the lock released; the caller holds it, and g->running is set. */
+/* The batch from first run with the lock released; the caller holds it, and has counted it in g->running. */
 static void run_unlocked(hp_group_commit *g, hp_group_item *first, hp_group_run run, void *ctx)
 {
     pthread_mutex_unlock(&g->lock);
@@ -29,26 +38,29 @@ static void run_unlocked(hp_group_commit *g, hp_group_item *first, hp_group_run 
         g->items++;
     }
     g->batches++;
-    g->running = false;
+    g->running--;
     pthread_cond_broadcast(&g->batch_done);
 }
 
 void hp_group_commit_join(hp_group_commit *g, hp_group_item *item, hp_group_run run, void *ctx)
 {
     item->next = NULL;
-    item->done = false;
+    item->taken = item->done = false;
     pthread_mutex_lock(&g->lock);
     *g->waiting_tail = item;
     g->waiting_tail = &item->next;
     while (!item->done) {
-        if (g->running) {
+        /* taken: another caller's batch holds it; wait for that batch, or for a lane to lead one with it */
+        if (item->taken || g->alone || g->running >= g->lanes) {
             pthread_cond_wait(&g->batch_done, &g->lock);
             continue;
         }
-        hp_group_item *batch = g->waiting; /* item's among them: not done, so still waiting */
+        hp_group_item *batch = g->waiting; /* item's among them: not taken, so still waiting */
+        for (hp_group_item *i = batch; i; i = i->next)
+            i->taken = true;
         g->waiting = NULL;
         g->waiting_tail = &g->waiting;
-        g->running = true;
+        g->running++;
         run_unlocked(g, batch, run, ctx);
     }
     pthread_mutex_unlock(&g->lock);
@@ -57,10 +69,13 @@ void hp_group_commit_join(hp_group_commit *g, hp_group_item *item, hp_group_run 
 void hp_group_commit_alone(hp_group_commit *g, hp_group_item *first, hp_group_run run, void *ctx)
 {
     pthread_mutex_lock(&g->lock);
-    while (g->running)
+    while (g->running || g->alone)
         pthread_cond_wait(&g->batch_done, &g->lock);
-    g->running = true;
+    g->alone = true;
+    g->running++;
     run_unlocked(g, first, run, ctx);
+    g->alone = false;
+    pthread_cond_broadcast(&g->batch_done);
     pthread_mutex_unlock(&g->lock);
 }
 

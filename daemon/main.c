@@ -249,6 +249,10 @@ static void report(void *ctx, hp_gpu_report *out)
     out->gpu_thread_gpu_wait_s = t.gpu_wait;
     out->gpu_thread_encoder_wait_s = t.encoder_wait;
     out->gpu_thread_work_s = t.work;
+    if (b->zip) {
+        out->has_zip_batches = true;
+        hp_exr_zip_gpu_batch_stats(b->zip, &out->zip_batches);
+    }
     out->clock_hold = hp_worker_holds_clocks(b->worker);
     if (b->clock_hold) {
         hp_clock_hold_counts c;
@@ -657,6 +661,12 @@ static hp_code start_exr_zip(daemon_parts *d, hp_err *err)
                 hp_exr_zip_gpu_wide_lanes(), hp_exr_zip_gpu_wide_shared_bytes(), hp_gpu_get_info(d->gpu)->device_name);
     if (wide && config->exr_zip_wide_chunks > 0)
         hp_exr_zip_gpu_batch_tune(d->zip, (uint32_t)config->exr_zip_wide_chunks);
+    if (d->zip) {
+        uint32_t lanes = hp_exr_zip_gpu_batches_in_flight(d->zip, (uint32_t)config->exr_zip_gpu_batches);
+        if (lanes < (uint32_t)config->exr_zip_gpu_batches)
+            hp_info("exr_zip_gpu_batches %d: %s has %u decode queue(s), so %u batch(es) at once",
+                    config->exr_zip_gpu_batches, hp_gpu_get_info(d->gpu)->device_name, lanes, lanes);
+    }
     d->bctx->zip = d->zip;
     /* The share of busy frames inflated whole on the GPU: only with auto and the wide inflate (whole frames by
      * the serial loop alone, a chunk's chain each, slowed the node, docs/BENCHMARKS.md; now the share's frames

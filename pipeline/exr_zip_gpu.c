@@ -1,6 +1,7 @@
 /* EXR's ZIP chunks decoded on the GPU (exr_zip_gpu.h): pipelines, recording, the statuses read back. */
 #include "pipeline/exr_zip_gpu.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -69,7 +70,12 @@ struct hp_exr_zip_gpu {
     hp_compute inflate, finish, inflate_wide;
     hp_group_commit batches;    /* runs taken together (hp_exr_zip_gpu_run, below) */
     _Atomic uint32_t wide_chunks; /* a batch of more chunks takes the serial loop */
+    _Atomic uint32_t running;     /* batches on the GPU now */
+    pthread_mutex_t stats_lock;
+    hp_exr_zip_batch_stats stats; /* under stats_lock */
 };
+
+const uint32_t hp_exr_zip_batch_bounds[HP_EXR_ZIP_BATCH_BOUNDS] = {1, 2, 3, 4, 6, 8, 12, 16};
 
 hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out, hp_err *err)
 {
@@ -85,6 +91,7 @@ hp_code hp_exr_zip_gpu_create(hp_gpu *gpu, uint32_t slice, hp_exr_zip_gpu **out,
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     z->gpu = gpu;
     hp_group_commit_init(&z->batches);
+    pthread_mutex_init(&z->stats_lock, NULL);
     z->wide_chunks = hp_exr_zip_gpu_wide_batch_chunks(gpu);
     if (slice == 0)
         slice = strcmp(hp_gpu_get_info(gpu)->driver_name, "llvmpipe") == 0 ? LAVAPIPE_SLICE : HP_EXR_ZIP_NO_SLICE;
@@ -121,6 +128,7 @@ void hp_exr_zip_gpu_destroy(hp_exr_zip_gpu **zp)
     hp_compute_destroy(z->gpu, &z->finish);
     hp_compute_destroy(z->gpu, &z->inflate_wide);
     hp_group_commit_destroy(&z->batches);
+    pthread_mutex_destroy(&z->stats_lock);
     free(z);
     *zp = NULL;
 }
@@ -563,9 +571,40 @@ uint32_t hp_exr_zip_gpu_wide_batch_chunks(const hp_gpu *gpu)
 
 void hp_exr_zip_gpu_batch_tune(hp_exr_zip_gpu *z, uint32_t wide_chunks) { z->wide_chunks = wide_chunks; }
 
+uint32_t hp_exr_zip_gpu_batches_in_flight(hp_exr_zip_gpu *z, uint32_t n)
+{
+    uint32_t queues = hp_gpu_decode_queue_count(z->gpu);
+    n = n < 1 ? 1 : n > queues ? queues : n;
+    hp_group_commit_lanes(&z->batches, n);
+    return n;
+}
+
 void hp_exr_zip_gpu_batch_counts(hp_exr_zip_gpu *z, unsigned long *batches, unsigned long *frames)
 {
     hp_group_commit_counts(&z->batches, batches, frames);
+}
+
+void hp_exr_zip_gpu_batch_stats(hp_exr_zip_gpu *z, hp_exr_zip_batch_stats *out)
+{
+    pthread_mutex_lock(&z->stats_lock);
+    *out = z->stats;
+    pthread_mutex_unlock(&z->stats_lock);
+}
+
+/* A batch of `frames` counted by the inflate that took it (wide or not), its GPU time and whether it began
+ * while another was on the GPU. */
+static void count_batch(hp_exr_zip_gpu *z, uint32_t frames, bool wide, double ms, bool beside)
+{
+    uint32_t b = 0;
+    while (b < HP_EXR_ZIP_BATCH_BOUNDS && frames > hp_exr_zip_batch_bounds[b])
+        b++;
+    pthread_mutex_lock(&z->stats_lock);
+    z->stats.batches[wide]++;
+    z->stats.frames[wide] += frames;
+    z->stats.gpu_seconds[wide] += ms / 1e3;
+    z->stats.beside += beside;
+    z->stats.sizes[b]++;
+    pthread_mutex_unlock(&z->stats_lock);
 }
 
 /* The batch's frames recorded, submitted and waited for: each job's res and its share of the GPU's time. Only
@@ -583,8 +622,9 @@ static void run_batch(void *ctx, hp_group_item *first)
     /* Lavapipe with the wide inflate on (tests) keeps it: chunks past LAVAPIPE_FINISH_CHUNK_MAX are the wide inflate's
      * only there. A lone frame keeps it up to four times the batches' crossing (8 chunks an SM, the crossing
      * before, under which a lone 8K ZIP frame's 270 chunks stay), for its latency: the serial loop's time is its
-     * longest chunk's chain, twice a 4K frame's at 8K. */
-    uint64_t limit = frames == 1 ? 4ull * z->wide_chunks : z->wide_chunks;
+     * longest chunk's chain, twice a 4K frame's at 8K; not beside another batch, whose SMs it would take. */
+    bool beside = atomic_fetch_add(&z->running, 1) > 0; /* another batch on the GPU (batches_in_flight) */
+    uint64_t limit = frames == 1 && !beside ? 4ull * z->wide_chunks : z->wide_chunks;
     bool wide = z->wide && (z->lavapipe || z->slice != 0 || chunks <= limit);
     zip_run r = {0};
     VkResult res = run_begin(gpu, &r, NULL); /* each frame's input flushed below */
@@ -620,6 +660,8 @@ static void run_batch(void *ctx, hp_group_item *first)
         ms = (double)(ts[1] - ts[0]) * hp_gpu_get_info(gpu)->timestamp_period_ns / 1e6;
     if (res == VK_SUCCESS)
         run_free(hp_gpu_device(gpu), &r);
+    atomic_fetch_sub(&z->running, 1);
+    count_batch(z, frames, wide, ms, beside);
     for (zip_job *j = jobs; j; j = job_next(j)) {
         j->res = res;
         j->gpu_ms = ms / frames;

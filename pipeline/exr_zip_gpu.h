@@ -152,9 +152,10 @@ VkDeviceSize hp_exr_zip_gpu_split_output_bytes(const hp_exr_zip_frame *frame);
 VkDeviceSize hp_exr_zip_gpu_tables_bytes(const hp_exr_zip_frame *frame);
 
 /* A frame's passes on a decode queue (pipeline/gpu.h's hp_gpu_decode_submit_wait), waited for: what a
- * decoding thread calls, several at once. Frames that arrive while a batch is on the GPU wait and go on
- * together in the next, one submission (exr_zip_gpu.c's batches; one batch at a time): by the wide inflate
- * while a batch holds at most hp_exr_zip_gpu_batch_tune's chunks, else by the serial loop. input: host
+ * decoding thread calls, several at once. Frames that arrive while the batches are on the GPU wait and go on
+ * together in the next, one submission (exr_zip_gpu.c's batches; as many at once as
+ * hp_exr_zip_gpu_batches_in_flight says, one unless set): by the wide inflate while a batch holds at most
+ * hp_exr_zip_gpu_batch_tune's chunks, else by the serial loop. input: host
  * memory shaders can read (HP_MEM_READBACK_SHADER), laid out as api/codecs/image.h's hp_image_zip_gather
  * writes it; the passes read it where it lies and write their status words into its table. output: device
  * memory of hp_exr_zip_gpu_output_bytes, the image at its start. Returns hp_exr_zip_gpu_check's verdict (the
@@ -172,8 +173,26 @@ hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *frame, c
  * benchmarks and tests 0 (always the serial loop) or UINT32_MAX (the wide inflate whenever it is on). */
 uint32_t hp_exr_zip_gpu_wide_batch_chunks(const hp_gpu *gpu);
 void hp_exr_zip_gpu_batch_tune(hp_exr_zip_gpu *zip, uint32_t wide_chunks);
+/* At most n batches on the GPU at once, each on a decode queue of its own (up to the device's count of them,
+ * hp_gpu_decode_queue_count; n at least 1): a frame that arrives while fewer run goes at once, in a batch
+ * of its own, rather than waiting for the batch on the GPU to end. Returns the count now in force. Not while
+ * runs are in flight. */
+uint32_t hp_exr_zip_gpu_batches_in_flight(hp_exr_zip_gpu *zip, uint32_t n);
 /* The batches run so far and the frames in them (hp_exr_zip_gpu_run_together's too). */
 void hp_exr_zip_gpu_batch_counts(hp_exr_zip_gpu *zip, unsigned long *batches, unsigned long *frames);
+/* The batches since start, for /metrics: by the inflate that took them, [0] the serial loop and [1] the wide
+ * inflate (a batch's frames, its GPU time), how many began while another was on the GPU, and a histogram of
+ * their frames: sizes[i] the batches of more than hp_exr_zip_batch_bounds[i - 1] frames and at most
+ * hp_exr_zip_batch_bounds[i], sizes[HP_EXR_ZIP_BATCH_BOUNDS] those past the last. */
+#define HP_EXR_ZIP_BATCH_BOUNDS 8
+extern const uint32_t hp_exr_zip_batch_bounds[HP_EXR_ZIP_BATCH_BOUNDS];
+typedef struct hp_exr_zip_batch_stats {
+    uint64_t batches[2], frames[2];
+    double gpu_seconds[2];
+    uint64_t beside;
+    uint64_t sizes[HP_EXR_ZIP_BATCH_BOUNDS + 1];
+} hp_exr_zip_batch_stats;
+void hp_exr_zip_gpu_batch_stats(hp_exr_zip_gpu *zip, hp_exr_zip_batch_stats *out);
 /* For benchmarks and tests: n frames in one batch, as hp_exr_zip_gpu_run's waiting frames go; the first
  * frame's failure in their order, and *gpu_ms the batch's time on the GPU. */
 hp_code hp_exr_zip_gpu_run_together(hp_exr_zip_gpu *zip, uint32_t n, const hp_exr_zip_frame *frames,

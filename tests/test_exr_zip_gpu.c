@@ -621,6 +621,21 @@ static void check_together(gpu_test_cmd *r, hp_exr_zip_gpu *zip, bool small, con
     }
 }
 
+/* check_together with two batches on the GPU at once (hp_exr_zip_gpu_batches_in_flight), each on a decode
+ * queue of its own: the threads' frames then go in batches side by side. A device with one decode queue
+ * (lavapipe) keeps one batch at a time, which the count returned says. */
+static void check_two_at_once(gpu_test_cmd *r, hp_exr_zip_gpu *zip, bool small, const char *what)
+{
+    uint32_t queues = hp_gpu_decode_queue_count(r->gpu);
+    uint32_t lanes = hp_exr_zip_gpu_batches_in_flight(zip, 2);
+    tap_ok(lanes == (queues >= 2 ? 2u : 1u), "%s: two batches at once asked, %u in force (%u decode queues)", what,
+           lanes, queues);
+    char how[160];
+    snprintf(how, sizeof(how), "%s, %u batches at once", what, lanes);
+    check_together(r, zip, small, how);
+    hp_exr_zip_gpu_batches_in_flight(zip, 1);
+}
+
 /* A frame's shape as renderers and oiiotool write them: its channels (name and type: NULL types, all half),
  * compression, data window and line order. */
 typedef struct file_shape {
@@ -798,6 +813,7 @@ static void check_wide(gpu_test_cmd *r, hp_gpu *gpu, const float *rgba, int w, i
     if (!g_wide_on_lavapipe) {
         hp_exr_zip_gpu_batch_tune(wide, UINT32_MAX);
         check_together(r, wide, false, "the wide inflate");
+        check_two_at_once(r, wide, false, "the wide inflate");
     }
     g_wide_on_lavapipe = false;
     hp_exr_zip_gpu_destroy(&wide);
@@ -1025,6 +1041,7 @@ int main(void)
     hp_exr_zip_gpu_destroy(&sliced);
     hp_exr_zip_gpu_batch_tune(whole, 0);
     check_together(&r, whole, true, "the serial loop without slices");
+    check_two_at_once(&r, whole, true, "the serial loop without slices");
     check_wide(&r, gpu, rgba, w, h);
     free(rgba);
     free(src);

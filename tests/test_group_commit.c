@@ -1,7 +1,8 @@
-/* common/group_commit.h: THREADS threads each join ITEMS items, one after another. Every item is run exactly
- * once, in a batch that holds it, before its join returns; no two batches run at once; under load batches
- * hold more than one item; a caller alone is run at once; hp_group_commit_alone runs its batch between the
- * others, whole. ThreadSanitizer runs it too (deploy/debian.sh). */
+/* common/group_commit.h: THREADS threads each join ITEMS items, one after another, with one lane and with two.
+ * Every item is run exactly once, in a batch that holds it, before its join returns; no more batches run at
+ * once than the lanes, and with two lanes two do; under load batches hold more than one item; a caller alone
+ * is run at once; hp_group_commit_alone runs its batch between the others, whole, none beside it.
+ * ThreadSanitizer runs it too (deploy/debian.sh). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -22,13 +23,22 @@ typedef struct job {
 } job;
 
 static hp_group_commit g_group;
-static atomic_int g_running, g_overlaps, g_max_batch, g_batches_seen;
+static atomic_int g_running, g_most_running, g_max_batch, g_batches_seen, g_alone_beside;
+static atomic_bool g_alone_running;
+
+static void most(atomic_int *m, int n)
+{
+    int seen = atomic_load(m);
+    while (n > seen && !atomic_compare_exchange_weak(m, &seen, n))
+        ;
+}
 
 static void run(void *ctx, hp_group_item *first)
 {
     (void)ctx;
-    if (atomic_fetch_add(&g_running, 1) != 0)
-        atomic_fetch_add(&g_overlaps, 1);
+    most(&g_most_running, atomic_fetch_add(&g_running, 1) + 1);
+    if (atomic_load(&g_alone_running))
+        atomic_fetch_add(&g_alone_beside, 1);
     int n = 0;
     for (hp_group_item *i = first; i; i = i->next) {
         job *j = (job *)i;
@@ -38,9 +48,7 @@ static void run(void *ctx, hp_group_item *first)
     }
     struct timespec d = {0, 50000}; /* a batch takes a while: others gather behind it */
     nanosleep(&d, NULL);
-    int seen = atomic_load(&g_max_batch);
-    while (n > seen && !atomic_compare_exchange_weak(&g_max_batch, &seen, n))
-        ;
+    most(&g_max_batch, n);
     atomic_fetch_add(&g_batches_seen, 1);
     atomic_fetch_sub(&g_running, 1);
 }
@@ -53,8 +61,7 @@ static void *worker(void *arg)
     int t = (int)(intptr_t)arg;
     for (int k = 0; k < ITEMS; k++) {
         job *j = &g_jobs[t][k];
-        j->thread = t;
-        j->seq = k;
+        *j = (job){.thread = t, .seq = k};
         hp_group_commit_join(&g_group, &j->item, run, NULL);
         if (!j->was_run || !j->item.done)
             atomic_fetch_add(&g_unfinished, 1);
@@ -62,14 +69,32 @@ static void *worker(void *arg)
     return NULL;
 }
 
-int main(void)
+/* hp_group_commit_alone's batch, run with g_alone_running set for the runs beside it to see. */
+static void run_alone(void *ctx, hp_group_item *first)
 {
+    run(ctx, first);
+    atomic_store(&g_alone_running, true);
+    struct timespec d = {0, 200000}; /* long enough for a batch beside it to start, were one let */
+    nanosleep(&d, NULL);
+    atomic_store(&g_alone_running, false);
+}
+
+static void scenario(unsigned lanes)
+{
+    atomic_store(&g_running, 0);
+    atomic_store(&g_most_running, 0);
+    atomic_store(&g_max_batch, 0);
+    atomic_store(&g_batches_seen, 0);
+    atomic_store(&g_alone_beside, 0);
+    atomic_store(&g_unfinished, 0);
     hp_group_commit_init(&g_group);
+    hp_group_commit_lanes(&g_group, lanes);
     job alone = {.thread = 0, .seq = 0};
     hp_group_commit_join(&g_group, &alone.item, run, NULL);
     unsigned long batches, items;
     hp_group_commit_counts(&g_group, &batches, &items);
-    tap_ok(alone.runs == 1 && batches == 1 && items == 1, "a caller alone is run at once, in a batch of its own");
+    tap_ok(alone.runs == 1 && batches == 1 && items == 1, "%u lane(s): a caller alone is run at once, in a batch of "
+           "its own", lanes);
 
     pthread_t th[THREADS];
     for (int t = 0; t < THREADS; t++)
@@ -82,30 +107,39 @@ int main(void)
             together[i].item.next = i < 2 ? &together[i + 1].item : NULL;
             together[i].runs = 0;
         }
-        hp_group_commit_alone(&g_group, &together[0].item, run, NULL);
+        hp_group_commit_alone(&g_group, &together[0].item, run_alone, NULL);
         together_whole += together[0].runs == 1 && together[1].runs == 1 && together[2].runs == 1;
     }
     for (int t = 0; t < THREADS; t++)
         pthread_join(th[t], NULL);
-    tap_ok(together_whole == 50, "hp_group_commit_alone runs its batch whole, between the others: %d of 50",
-           together_whole);
+    tap_ok(together_whole == 50 && atomic_load(&g_alone_beside) == 0, "%u lane(s): hp_group_commit_alone runs its "
+           "batch whole, between the others: %d of 50, %d batches beside it", lanes, together_whole,
+           atomic_load(&g_alone_beside));
 
     int once = 0;
     for (int t = 0; t < THREADS; t++)
         for (int k = 0; k < ITEMS; k++)
             once += g_jobs[t][k].runs == 1;
-    tap_ok(once == THREADS * ITEMS, "every item is run exactly once: %d of %d", once, THREADS * ITEMS);
-    tap_ok(atomic_load(&g_unfinished) == 0, "no join returns before its item has run: %d did",
+    tap_ok(once == THREADS * ITEMS, "%u lane(s): every item is run exactly once: %d of %d", lanes, once,
+           THREADS * ITEMS);
+    tap_ok(atomic_load(&g_unfinished) == 0, "%u lane(s): no join returns before its item has run: %d did", lanes,
            atomic_load(&g_unfinished));
-    tap_ok(atomic_load(&g_overlaps) == 0, "no two batches run at once: %d overlapped", atomic_load(&g_overlaps));
+    tap_ok(atomic_load(&g_most_running) == (int)lanes, "%u lane(s): at most that many batches run at once, and under "
+           "load that many do: %d at most", lanes, atomic_load(&g_most_running));
     hp_group_commit_counts(&g_group, &batches, &items);
     unsigned long expect = 1ul + THREADS * ITEMS + 50ul * 3;
     tap_ok(items == expect && batches == (unsigned long)atomic_load(&g_batches_seen),
-           "the counts: %lu items in %lu batches (%lu items expected; the runs saw %d batches)", items, batches,
-           expect, atomic_load(&g_batches_seen));
+           "%u lane(s): the counts: %lu items in %lu batches (%lu items expected; the runs saw %d batches)", lanes,
+           items, batches, expect, atomic_load(&g_batches_seen));
     tap_ok(atomic_load(&g_max_batch) > 1 && batches < items,
-           "under load the batches gather: the largest held %d items, %lu batches for %lu items",
+           "%u lane(s): under load the batches gather: the largest held %d items, %lu batches for %lu items", lanes,
            atomic_load(&g_max_batch), batches, items);
     hp_group_commit_destroy(&g_group);
+}
+
+int main(void)
+{
+    scenario(1);
+    scenario(2);
     return tap_done();
 }

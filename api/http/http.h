@@ -105,6 +105,9 @@ typedef struct hp_gpu_report {
     bool clock_hold;
     uint64_t clock_holds;
     double clock_hold_seconds;
+    /* EXR ZIP frames' batches on the GPU (pipeline/exr_zip_gpu.h), where the daemon inflates on it. */
+    bool has_zip_batches;
+    hp_exr_zip_batch_stats zip_batches;
 } hp_gpu_report;
 
 /* What the HTTP routes hand work to: the daemon's queue and GPU, behind function pointers that daemon/

@@ -202,6 +202,45 @@ static int gpu_info_metric(char **buf, size_t *len, size_t *cap, const hp_gpu_re
                              nvml_index);
 }
 
+/* The EXR ZIP decoder's batches on the GPU (exr_zip_gpu_batches, exr_zip_wide_chunks): which inflate took
+ * them and how many frames they held, to say why exr_zip_decoder gpu serves the frames per second it does. */
+static int zip_batch_metrics(char **buf, size_t *len, size_t *cap, const hp_exr_zip_batch_stats *s)
+{
+    static const char *const inflates[2] = {"serial", "wide"};
+    int rc = hp_metrics_printf(buf, len, cap,
+                               "# HELP hdrpost_exr_zip_gpu_batches_total Batches of EXR ZIP frames inflated together "
+                               "on the GPU, by the inflate that took them: wide (a chunk a workgroup) or serial (a "
+                               "chunk an invocation).\n# TYPE hdrpost_exr_zip_gpu_batches_total counter\n");
+    for (int i = 0; i < 2; i++)
+        rc |= hp_metrics_printf(buf, len, cap, "hdrpost_exr_zip_gpu_batches_total{inflate=\"%s\"} %llu\n", inflates[i],
+                                (unsigned long long)s->batches[i]);
+    rc |= hp_metrics_printf(buf, len, cap,
+                            "# HELP hdrpost_exr_zip_gpu_batch_gpu_seconds_total Those batches' time on the GPU, by "
+                            "inflate.\n# TYPE hdrpost_exr_zip_gpu_batch_gpu_seconds_total counter\n");
+    for (int i = 0; i < 2; i++)
+        rc |= hp_metrics_printf(buf, len, cap, "hdrpost_exr_zip_gpu_batch_gpu_seconds_total{inflate=\"%s\"} %.6f\n",
+                                inflates[i], s->gpu_seconds[i]);
+    rc |= hp_metrics_printf(buf, len, cap,
+                            "# HELP hdrpost_exr_zip_gpu_batches_beside_total Batches that began while another was on "
+                            "the GPU (exr_zip_gpu_batches above 1).\n# TYPE hdrpost_exr_zip_gpu_batches_beside_total "
+                            "counter\nhdrpost_exr_zip_gpu_batches_beside_total %llu\n"
+                            "# HELP hdrpost_exr_zip_gpu_batch_frames Frames a batch held.\n"
+                            "# TYPE hdrpost_exr_zip_gpu_batch_frames histogram\n", (unsigned long long)s->beside);
+    uint64_t count = 0;
+    for (int b = 0; b < HP_EXR_ZIP_BATCH_BOUNDS; b++) {
+        count += s->sizes[b];
+        rc |= hp_metrics_printf(buf, len, cap, "hdrpost_exr_zip_gpu_batch_frames_bucket{le=\"%u\"} %llu\n",
+                                hp_exr_zip_batch_bounds[b], (unsigned long long)count);
+    }
+    count += s->sizes[HP_EXR_ZIP_BATCH_BOUNDS];
+    return rc | hp_metrics_printf(buf, len, cap,
+                                  "hdrpost_exr_zip_gpu_batch_frames_bucket{le=\"+Inf\"} %llu\n"
+                                  "hdrpost_exr_zip_gpu_batch_frames_sum %llu\n"
+                                  "hdrpost_exr_zip_gpu_batch_frames_count %llu\n",
+                                  (unsigned long long)count, (unsigned long long)(s->frames[0] + s->frames[1]),
+                                  (unsigned long long)count);
+}
+
 void hp_route_metrics(hp_request *req, hp_reply *reply)
 {
     char *buf = NULL;
@@ -286,6 +325,8 @@ void hp_route_metrics(hp_request *req, hp_reply *reply)
                                 "# TYPE hdrpost_gpu_clock_hold_seconds_total counter\n"
                                 "hdrpost_gpu_clock_hold_seconds_total %.6f\n",
                                 (unsigned long long)r.clock_holds, r.clock_hold_seconds);
+        if (r.has_zip_batches)
+            rc |= zip_batch_metrics(&buf, &len, &cap, &r.zip_batches);
         if (r.memory.has_budget) {
             rc |= hp_metrics_printf(&buf, &len, &cap,
                                     "# HELP hdrpost_gpu_memory_bytes GPU memory heaps: budget and this process's usage.\n"

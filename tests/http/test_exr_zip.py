@@ -68,6 +68,13 @@ def zip_frames(port):
     return out
 
 
+def zip_batches(port):
+    """The batch series of /metrics (hdrpost_exr_zip_gpu_batch*), each line's name and labels to its value."""
+    _, _, text = harness.request(port, "GET", "/metrics")
+    return {ln.rsplit(" ", 1)[0]: float(ln.rsplit(" ", 1)[1]) for ln in text.decode(errors="replace").splitlines()
+            if ln.startswith("hdrpost_exr_zip_gpu_batch")}
+
+
 def cpu_reasons(port):
     """hdrpost_exr_cpu_frames_total by reason."""
     _, _, text = harness.request(port, "GET", "/metrics")
@@ -491,6 +498,7 @@ def body(tmp):
         if not gpu or not cpu:
             return
         g0, c0 = zip_frames(gpu.port), zip_frames(cpu.port)
+        b0 = zip_batches(gpu.port)
         for comp in ("zip", "zips"):
             frame = frames[comp]
             sg, hg, png_g = post(gpu.port, "/v1/render", frame, "output.format=png")
@@ -511,6 +519,19 @@ def body(tmp):
         point("hdrpost_exr_zip_frames_total: the gpu daemon's four frames under gpu, the cpu daemon's under cpu",
               g1["gpu"] - g0["gpu"] == 4 and g1["cpu"] == g0["cpu"] and c1["cpu"] - c0["cpu"] == 4
               and c1["gpu"] == c0["gpu"], f"gpu daemon {g0} -> {g1}; cpu daemon {c0} -> {c1}")
+        b1 = zip_batches(gpu.port)
+        moved = {k: b1[k] - b0.get(k, 0) for k in b1 if b1[k] != b0.get(k, 0)}
+        took = [i for i in ("serial", "wide") if moved.get(f'hdrpost_exr_zip_gpu_batches_total{{inflate="{i}"}}')]
+        hist = ('hdrpost_exr_zip_gpu_batch_frames_bucket{le="%s"}', "hdrpost_exr_zip_gpu_batch_frames_count",
+                "hdrpost_exr_zip_gpu_batch_frames_sum")
+        point("/metrics: the four frames, one after another, are four batches of one frame each, counted under the "
+              "inflate that took them with its GPU time, none beside another, the cpu daemon none",
+              len(took) == 1 and moved[f'hdrpost_exr_zip_gpu_batches_total{{inflate="{took[0]}"}}'] == 4
+              and moved.get(f'hdrpost_exr_zip_gpu_batch_gpu_seconds_total{{inflate="{took[0]}"}}', 0) > 0
+              and all(moved.get(hist[0] % le) == 4 for le in ("1", "2", "16", "+Inf"))
+              and moved.get(hist[1]) == 4 and moved.get(hist[2]) == 4
+              and "hdrpost_exr_zip_gpu_batches_beside_total" not in moved and not zip_batches(cpu.port)
+              and len(moved) == 13, f"{moved}")
 
         lenient = lenient_exr(frames["zip"], 34)
         g4 = zip_frames(gpu.port)
