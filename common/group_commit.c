@@ -10,6 +10,7 @@ void hp_group_commit_init(hp_group_commit *g)
     g->running = 0;
     g->lanes = 1;
     g->alone = false;
+    g->alone_waiting = 0;
     g->batches = g->items = 0;
 }
 
@@ -17,6 +18,7 @@ void hp_group_commit_lanes(hp_group_commit *g, unsigned lanes)
 {
     pthread_mutex_lock(&g->lock);
     g->lanes = lanes ? lanes : 1;
+    pthread_cond_broadcast(&g->batch_done); /* more lanes: waiting callers may lead now */
     pthread_mutex_unlock(&g->lock);
 }
 
@@ -51,7 +53,7 @@ void hp_group_commit_join(hp_group_commit *g, hp_group_item *item, hp_group_run 
     g->waiting_tail = &item->next;
     while (!item->done) {
         /* taken: another caller's batch holds it; wait for that batch, or for a lane to lead one with it */
-        if (item->taken || g->alone || g->running >= g->lanes) {
+        if (item->taken || g->alone_waiting || g->alone || g->running >= g->lanes) {
             pthread_cond_wait(&g->batch_done, &g->lock);
             continue;
         }
@@ -69,8 +71,12 @@ void hp_group_commit_join(hp_group_commit *g, hp_group_item *item, hp_group_run 
 void hp_group_commit_alone(hp_group_commit *g, hp_group_item *first, hp_group_run run, void *ctx)
 {
     pthread_mutex_lock(&g->lock);
+    /* No new batch leads while this one waits (with two lanes or more one would nearly always be running):
+     * the running ones end, then this one runs with none beside it. */
+    g->alone_waiting++;
     while (g->running || g->alone)
         pthread_cond_wait(&g->batch_done, &g->lock);
+    g->alone_waiting--;
     g->alone = true;
     g->running++;
     run_unlocked(g, first, run, ctx);

@@ -31,13 +31,14 @@ typedef struct hp_group_commit {
     unsigned running;                       /* batches running */
     unsigned lanes;                         /* at most this many at once */
     bool alone;                             /* hp_group_commit_alone's batch is running */
+    unsigned alone_waiting;                 /* hp_group_commit_alone callers waiting for the lanes to empty */
     unsigned long batches, items;           /* run so far (for logs and tests; read under lock) */
 } hp_group_commit;
 
 void hp_group_commit_init(hp_group_commit *g);
 void hp_group_commit_destroy(hp_group_commit *g);
 
-/* At most `lanes` batches at once (at least 1; takes effect from the next batch). */
+/* At most `lanes` batches at once (at least 1). */
 void hp_group_commit_lanes(hp_group_commit *g, unsigned lanes);
 
 /* Returns once item has been run, in this caller's batch or another's. */

@@ -240,13 +240,14 @@ static const hp_setting settings[] = {
              "frames of RGBA takes the serial inflate). Ignored without the wide inflate. docs/PIPELINE.md."},
     {.name = "exr_zip_gpu_batches", .type = HP_SETTING_INT, .offset = FIELD(exr_zip_gpu_batches),
      .default_value = "2", .min = 1, .max = 8, .metavar = "N",
-     .help = "Batches of EXR ZIP frames inflated on the GPU at once, each on a compute queue of its own (up to "
-             "the device's count of them; one where the frame graph's queue is the only one): a frame that "
-             "arrives while fewer than N are on the GPU goes at once, in a batch of its own, rather than waiting "
-             "for the batch on it to end (the serial inflate's takes its longest chunk's chain, 20-35 ms for a 4K "
-             "frame, whatever its size). With 16 clients on an H200, 2 served 104 -> 123, 140 -> 154 and "
-             "133 -> 137 frames/s of exr_zip_decoder gpu against 1; with 3 the wide inflate's batches took the "
-             "SMs from the frame graph. docs/PIPELINE.md."},
+     .help = "Batches of EXR ZIP frames inflated on the GPU at once, each submitted to the least busy of the "
+             "device's decode queues (at most as many batches as it has; one on a device with a single decode "
+             "queue, such as lavapipe): a frame that arrives while fewer than N are on the GPU goes at once, in "
+             "a batch of its own, rather than waiting for the batch on it to end (the serial inflate's takes "
+             "its longest chunk's chain, 20-35 ms for a 4K frame, whatever its size). With 16 clients of "
+             "exr_zip_decoder gpu on an H200, 2 against 1 served 123 against 117, 155 against 139 and 142 "
+             "against 134 frames/s (three 4K frames of real texture, one call); 3 served no more. "
+             "docs/PIPELINE.md."},
     {.name = "gpu_clock_hold", .type = HP_SETTING_ENUM, .offset = FIELD(gpu_clock_hold), .default_value = "auto",
      .choices = auto_on_off_choices, .parse_choice = hp_auto_on_off_parse,
      .help = "Keep the GPU busy with a small dispatch (one workgroup, a quarter of a millisecond at a time) while "

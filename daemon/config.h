@@ -73,8 +73,8 @@ typedef struct hp_config {
     /* A batch of EXR ZIP frames on the GPU with more chunks than this takes the serial inflate, not the wide
      * one (pipeline/exr_zip_gpu.h's hp_exr_zip_gpu_batch_tune); 0: the device's own. 0..1048576, default 0. */
     int exr_zip_wide_chunks;
-    /* Batches of EXR ZIP frames on the GPU at once, each on a decode queue of its own
-     * (hp_exr_zip_gpu_batches_in_flight). 1..8, default 2. */
+    /* Batches of EXR ZIP frames on the GPU at once, on the decode queues (hp_exr_zip_gpu_batches_in_flight).
+     * 1..8, default 2. */
     int exr_zip_gpu_batches;
     /* Holding the GPU's clocks while frames come (pipeline/clock_hold.h): HP_AUTO (on a GPU, not a CPU
      * device), HP_ON or HP_OFF. Default auto. */

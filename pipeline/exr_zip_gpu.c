@@ -530,9 +530,12 @@ static hp_code finish_fits(const hp_exr_zip_gpu *z, const hp_exr_zip_frame *f, h
 /* --- Frames decoded at once: one submission -------------------------------------------------------------
  * Frames submitted apart, each on a decode queue of its own, ran side by side at a fraction of the speed of
  * one submission: 8 street frames from 8 threads by the serial loop took 113 ms, the same chunks in one
- * dispatch 44 ms (H200, docs/BENCHMARKS.md, "Frames' chunks together"). So the runs are taken together (common/group_commit.h): a frame that arrives while a batch is
- * on the GPU waits, and the next batch takes every frame waiting by then, their passes in one command buffer,
- * no barrier between frames. A frame alone goes at once, frames under load go together. A batch of at most
+ * dispatch 44 ms (H200, docs/BENCHMARKS.md, "Frames' chunks together"). So the runs are taken together
+ * (common/group_commit.h): a frame that arrives while the batches are on the GPU waits, and the next batch
+ * takes every frame waiting by then, their passes in one command buffer, no barrier between frames. A frame
+ * alone goes at once, frames under load go together. Up to hp_exr_zip_gpu_batches_in_flight batches run at
+ * once (the daemon's default 2): a batch takes its longest chunk's chain whatever its size, so a frame that
+ * arrives just after one began goes in a second beside it rather than waiting the chain out. A batch of at most
  * wide_chunks chunks takes the wide inflate (a frame's latency: 7-11 ms a 4K frame against the serial loop's
  * 23-36), a larger one the serial loop, whose chunks then run some 16 an SM against the wide inflate's 2. */
 typedef struct zip_job {
@@ -609,6 +612,18 @@ static void count_batch(hp_exr_zip_gpu *z, uint32_t frames, bool wide, double ms
 
 /* The batch's frames recorded, submitted and waited for: each job's res and its share of the GPU's time. Only
  * the batch's first and last timestamps: a timestamp between dispatches may wait for the ones before it. */
+/* Whether a batch of `frames` frames and `chunks` chunks takes the wide inflate. Lavapipe with the wide inflate
+ * on (tests) keeps it: chunks past LAVAPIPE_FINISH_CHUNK_MAX are the wide inflate's only there. A lone frame
+ * keeps it up to four times the batches' crossing (8 chunks an SM, the crossing before, under which a lone 8K
+ * ZIP frame's 270 chunks stay), for its latency: the serial loop's time is its longest chunk's chain, twice a
+ * 4K frame's at 8K. Not when it begins beside another batch (whose SMs it would take); a batch that begins
+ * while a lone frame's wide inflate runs still runs beside it. */
+static bool batch_takes_wide(const hp_exr_zip_gpu *z, uint32_t frames, uint32_t chunks, bool beside)
+{
+    uint64_t limit = frames == 1 && !beside ? 4ull * z->wide_chunks : z->wide_chunks;
+    return z->wide && (z->lavapipe || z->slice != 0 || chunks <= limit);
+}
+
 static void run_batch(void *ctx, hp_group_item *first)
 {
     hp_exr_zip_gpu *z = ctx;
@@ -619,13 +634,8 @@ static void run_batch(void *ctx, hp_group_item *first)
         frames++;
         chunks += j->f->chunk_count;
     }
-    /* Lavapipe with the wide inflate on (tests) keeps it: chunks past LAVAPIPE_FINISH_CHUNK_MAX are the wide inflate's
-     * only there. A lone frame keeps it up to four times the batches' crossing (8 chunks an SM, the crossing
-     * before, under which a lone 8K ZIP frame's 270 chunks stay), for its latency: the serial loop's time is its
-     * longest chunk's chain, twice a 4K frame's at 8K; not beside another batch, whose SMs it would take. */
     bool beside = atomic_fetch_add(&z->running, 1) > 0; /* another batch on the GPU (batches_in_flight) */
-    uint64_t limit = frames == 1 && !beside ? 4ull * z->wide_chunks : z->wide_chunks;
-    bool wide = z->wide && (z->lavapipe || z->slice != 0 || chunks <= limit);
+    bool wide = batch_takes_wide(z, frames, chunks, beside);
     zip_run r = {0};
     VkResult res = run_begin(gpu, &r, NULL); /* each frame's input flushed below */
     if (res == VK_SUCCESS) {

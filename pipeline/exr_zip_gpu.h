@@ -173,10 +173,10 @@ hp_code hp_exr_zip_gpu_run(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *frame, c
  * benchmarks and tests 0 (always the serial loop) or UINT32_MAX (the wide inflate whenever it is on). */
 uint32_t hp_exr_zip_gpu_wide_batch_chunks(const hp_gpu *gpu);
 void hp_exr_zip_gpu_batch_tune(hp_exr_zip_gpu *zip, uint32_t wide_chunks);
-/* At most n batches on the GPU at once, each on a decode queue of its own (up to the device's count of them,
- * hp_gpu_decode_queue_count; n at least 1): a frame that arrives while fewer run goes at once, in a batch
- * of its own, rather than waiting for the batch on the GPU to end. Returns the count now in force. Not while
- * runs are in flight. */
+/* At most n batches on the GPU at once (n at least 1, at most hp_gpu_decode_queue_count: each batch is
+ * submitted to the least busy decode queue, and those on different queues run side by side): a frame that
+ * arrives while fewer run goes at once, in a batch of its own, rather than waiting for the batch on the GPU
+ * to end. Returns the count now in force. */
 uint32_t hp_exr_zip_gpu_batches_in_flight(hp_exr_zip_gpu *zip, uint32_t n);
 /* The batches run so far and the frames in them (hp_exr_zip_gpu_run_together's too). */
 void hp_exr_zip_gpu_batch_counts(hp_exr_zip_gpu *zip, unsigned long *batches, unsigned long *frames);

@@ -597,7 +597,17 @@ static void check_together(gpu_test_cmd *r, hp_exr_zip_gpu *zip, bool small, con
         snprintf(how, sizeof(how), "%s, in one batch", what);
         hp_err err = {0};
         double ms = 0;
+        hp_exr_zip_batch_stats s0, s1;
+        hp_exr_zip_gpu_batch_stats(zip, &s0);
         hp_code code = hp_exr_zip_gpu_run_together(zip, BATCH_FRAMES, frames, in, out, &ms, &err);
+        hp_exr_zip_gpu_batch_stats(zip, &s1);
+        /* BATCH_FRAMES (5) frames: the histogram's bucket of more than 4 and at most 6 */
+        tap_ok(s1.sizes[4] - s0.sizes[4] == 1 && s1.batches[0] + s1.batches[1] - s0.batches[0] - s0.batches[1] == 1 &&
+                   s1.frames[0] + s1.frames[1] - s0.frames[0] - s0.frames[1] == BATCH_FRAMES &&
+                   s1.gpu_seconds[0] + s1.gpu_seconds[1] > s0.gpu_seconds[0] + s0.gpu_seconds[1],
+               "%s: the batch counted, its %d frames in the bucket of 5 and 6 (%s, %llu batches of 5-6 before, "
+               "%llu after)", how, BATCH_FRAMES, s1.batches[1] > s0.batches[1] ? "wide" : "serial",
+               (unsigned long long)s0.sizes[4], (unsigned long long)s1.sizes[4]);
         tap_ok(code == HP_ERR_INVALID_ARGUMENT && strstr(err.message, "chunk 1 ") != NULL,
                "%s: the batch's first failure is the damaged frame's: %s", how, err.message);
         tap_ok(ms > 0, "%s: the batch's time on the GPU read from its timestamps: %.3f ms", how, ms);
@@ -632,7 +642,14 @@ static void check_two_at_once(gpu_test_cmd *r, hp_exr_zip_gpu *zip, bool small, 
            lanes, queues);
     char how[160];
     snprintf(how, sizeof(how), "%s, %u batches at once", what, lanes);
+    hp_exr_zip_batch_stats s0, s1;
+    hp_exr_zip_gpu_batch_stats(zip, &s0);
     check_together(r, zip, small, how);
+    hp_exr_zip_gpu_batch_stats(zip, &s1);
+    /* The threads start within microseconds, a batch takes longer on the GPU: the second leads beside the
+     * first. With one lane none may. */
+    tap_ok(lanes == 2 ? s1.beside > s0.beside : s1.beside == s0.beside, "%s: batches begun beside another: %llu",
+           how, (unsigned long long)(s1.beside - s0.beside));
     hp_exr_zip_gpu_batches_in_flight(zip, 1);
 }
 

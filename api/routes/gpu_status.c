@@ -216,7 +216,9 @@ static int zip_batch_metrics(char **buf, size_t *len, size_t *cap, const hp_exr_
                                 (unsigned long long)s->batches[i]);
     rc |= hp_metrics_printf(buf, len, cap,
                             "# HELP hdrpost_exr_zip_gpu_batch_gpu_seconds_total Those batches' time on the GPU, by "
-                            "inflate.\n# TYPE hdrpost_exr_zip_gpu_batch_gpu_seconds_total counter\n");
+                            "inflate, each from its first timestamp to its last: batches side by side "
+                            "(exr_zip_gpu_batches) each count their whole span, so the sum may pass the wall "
+                            "time.\n# TYPE hdrpost_exr_zip_gpu_batch_gpu_seconds_total counter\n");
     for (int i = 0; i < 2; i++)
         rc |= hp_metrics_printf(buf, len, cap, "hdrpost_exr_zip_gpu_batch_gpu_seconds_total{inflate=\"%s\"} %.6f\n",
                                 inflates[i], s->gpu_seconds[i]);
