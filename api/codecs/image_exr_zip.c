@@ -136,6 +136,10 @@ hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_op
         if ((code = chunk_for_gpu(r, i, line_bytes, &ci, err)) != HP_OK)
             break;
         uint64_t need = ci.unpacked_size;
+        if (dst && opt->arrival && !hp_arrival_wait(opt->arrival, (size_t)(ci.data_offset + ci.packed_size))) {
+            code = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended before chunk %u's last byte", i);
+            break;
+        }
         if (dst && table_bytes + packed + ci.packed_size + HP_EXR_ZIP_PACKED_PAD <= dst_size) {
             table[i] = (hp_exr_zip_chunk){.packed_offset = (uint32_t)packed, .packed_size = (uint32_t)ci.packed_size,
                                           .unpacked_offset = (uint32_t)unpacked, .unpacked_size = (uint32_t)need,

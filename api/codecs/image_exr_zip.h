@@ -38,6 +38,9 @@ const char *hp_exr_gpu_unfit_name(hp_exr_gpu_unfit why);
 hp_code hp_image_zip_fits(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
                           hp_exr_zip_frame *frame, hp_exr_gpu_unfit *unfit, hp_err *err);
 
+/* The frame's chunk table and packed bytes written into dst (pipeline/exr_zip_gpu.h's input layout), *frame
+ * their sizes; dst NULL: the sizes alone. With opt->arrival a body still arriving is gathered as it comes,
+ * each chunk copied once its bytes are in (HP_ERR_INVALID_ARGUMENT when the body ends before them). */
 hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
                             void *dst, size_t dst_size, hp_exr_zip_frame *frame, hp_err *err);
 

@@ -82,36 +82,6 @@ static void *early_main(void *arg)
     return NULL;
 }
 
-/* The GPU's run over the whole body: its chunks gathered as they lie into pinned host memory the passes
- * read, sized from the header (a table entry a chunk, at most the body's bytes; a file whose chunks claim
- * more is refused by the gathering and left to the CPU) and charged to the budget; the image left in the
- * device block out. After HP_ERR_DEVICE_LOST the GPU may still write both blocks: the backend has abandoned
- * the pool, which sets them aside when they are given back. */
-static hp_code zip_on_gpu(hp_early *e, const hp_decode_options *opt, hp_image_info *info, uint32_t chunks,
-                          hp_host_block *out, hp_err *err)
-{
-    hp_request *req = e->req;
-    hp_decode_options whole = *opt; /* every byte is in */
-    whole.arrival = NULL;
-    whole.rows = NULL;
-    uint64_t in_bytes = (uint64_t)chunks * sizeof(hp_exr_zip_chunk) + req->body_cap + HP_EXR_ZIP_PACKED_PAD;
-    if (!hp_budget_take(e->budget, in_bytes))
-        return hp_fail(err, HP_ERR_UNUSABLE, "EXR ZIP on the GPU: no budget for %llu bytes of chunks",
-                       (unsigned long long)in_bytes);
-    hp_err ignored = {0};
-    hp_host_block *in = hp_host_pool_get(e->be->host_pool, HP_MEM_READBACK_SHADER, (size_t)in_bytes, &ignored);
-    hp_exr_zip_frame f;
-    hp_code code = in ? hp_image_zip_gather(req->body, req->body_cap, &whole, info, in->buf.mapped, in->buf.size, &f,
-                                            err)
-                      : hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR ZIP on the GPU: %s", ignored.message);
-    if (code == HP_OK)
-        code = e->be->zip_gpu_run(e->be->ctx, HP_EXR_ZIP_ON_GPU, &f, &in->buf, &out->buf, err);
-    if (in)
-        hp_host_pool_put(in);
-    hp_budget_give(e->budget, in_bytes);
-    return code;
-}
-
 /* What a frame decoded with the GPU holds beyond what its pixels were charged (the chunk table; the channels
  * beside the colour), taken from the share of bodies still arriving and the budget; false when they cannot give
  * it. */
@@ -134,6 +104,46 @@ static void zip_extra_give(hp_early *e, uint64_t extra)
         hp_budget_give(e->budget, extra);
         early_share_put(extra);
     }
+}
+
+/* The GPU's run over the whole body: its chunks gathered as they lie into pinned host memory the passes
+ * read, sized from the header (a table entry a chunk, at most the body's bytes; a file whose chunks claim
+ * more is refused by the gathering and left to the CPU), the image left in the device block out. Gathered as
+ * the body arrives where the share of bodies still arriving gives that memory (the copy, some 19 MB for a 4K
+ * frame, is then done by the time the last byte is in, off the frame's path); else, after the whole body,
+ * from the budget. After HP_ERR_DEVICE_LOST the GPU may still write both blocks: the backend has abandoned the
+ * pool, which sets them aside when they are given back. */
+static hp_code zip_on_gpu(hp_early *e, const hp_decode_options *opt, hp_image_info *info, uint32_t chunks,
+                          hp_host_block *out, hp_err *err)
+{
+    hp_request *req = e->req;
+    hp_decode_options gather = *opt;
+    gather.rows = NULL; /* the rows are the GPU's to write */
+    uint64_t in_bytes = (uint64_t)chunks * sizeof(hp_exr_zip_chunk) + req->body_cap + HP_EXR_ZIP_PACKED_PAD;
+    bool as_it_comes = zip_extra_take(e, in_bytes);
+    if (!as_it_comes) {
+        if (!hp_arrival_wait(&req->arrival, req->body_cap))
+            return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended before its last byte");
+        gather.arrival = NULL; /* every byte is in */
+        if (!hp_budget_take(e->budget, in_bytes))
+            return hp_fail(err, HP_ERR_UNUSABLE, "EXR ZIP on the GPU: no budget for %llu bytes of chunks",
+                           (unsigned long long)in_bytes);
+    }
+    hp_err ignored = {0};
+    hp_host_block *in = hp_host_pool_get(e->be->host_pool, HP_MEM_READBACK_SHADER, (size_t)in_bytes, &ignored);
+    hp_exr_zip_frame f;
+    hp_code code = in ? hp_image_zip_gather(req->body, req->body_cap, &gather, info, in->buf.mapped, in->buf.size, &f,
+                                            err)
+                      : hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR ZIP on the GPU: %s", ignored.message);
+    if (code == HP_OK)
+        code = e->be->zip_gpu_run(e->be->ctx, HP_EXR_ZIP_ON_GPU, &f, &in->buf, &out->buf, err);
+    if (in)
+        hp_host_pool_put(in);
+    if (as_it_comes)
+        zip_extra_give(e, in_bytes);
+    else
+        hp_budget_give(e->budget, in_bytes);
+    return code;
 }
 
 /* The split: the chunks inflated here as they arrive (on the decoding threads, as the CPU's decoder would)
@@ -213,10 +223,10 @@ static void note_cpu_frame(const char *reason)
                 "hdrpost_exr_cpu_frames_total{reason=\"%s\"} counts them (said once)", reason, reason);
 }
 
-/* The frame's ZIP chunks decoded with the GPU (route HP_EXR_ZIP_ON_GPU: inflated there, the body waited for
- * whole; HP_EXR_ZIP_SPLIT: inflated here as they arrive, the rest there), the image left in device memory
- * (e->pixels, a device block with no ptr), which the frame graph copies in. Where the GPU's path does not
- * finish it, the CPU decodes it into the same block. False, before anything started, when the memory cannot
+/* The frame's ZIP chunks decoded with the GPU (route HP_EXR_ZIP_ON_GPU: gathered here as they arrive,
+ * inflated there once the body is in; HP_EXR_ZIP_SPLIT: inflated here as they arrive, the rest there), the
+ * image left in device memory (e->pixels, a device block with no ptr), which the frame graph copies in. Where
+ * the GPU's path does not finish it, the CPU decodes it into the same block. False, before anything started, when the memory cannot
  * be had: the caller decodes it on the CPU as it arrives. fitted, layout: gpu_unfit's. */
 static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_decoded route,
                           const hp_image_info *fitted, const hp_exr_zip_frame *layout)
@@ -263,17 +273,14 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_
     hp_rows_ready_start(&e->rows);
     hp_code code;
     hp_exr_zip_decoded where = route;
-    bool arrived = split || hp_arrival_wait(&req->arrival, req->body_cap); /* the split inflates as it comes */
-    if (!arrived)
-        code = hp_fail(&err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended before its last byte");
-    else if (split)
+    /* Both routes take the chunks as they arrive: the split inflates them, the GPU's gathers them. */
+    if (split)
         code = zip_split(e, opt, &info, chunks, unpacked, out, &err);
     else
         code = zip_on_gpu(e, opt, &info, chunks, out, &err);
     zip_extra_give(e, extra); /* the inflated chunks are on the device now, or given up */
     /* A body cut off is no frame for the CPU either; one still arriving the CPU decodes as it comes. */
-    if (split && hp_arrival_cut_short(&req->arrival, req->body_cap))
-        arrived = false;
+    bool arrived = !hp_arrival_cut_short(&req->arrival, req->body_cap);
     if (arrived && code != HP_OK && code != HP_ERR_DEVICE_LOST) {
         hp_debug("early decode: %s; the CPU decodes the frame", err.message);
         err = (hp_err){0};

@@ -21,7 +21,8 @@ split_then_cpu), a five-channel frame (split, its extra bytes from the share), a
 A daemon left at the default (auto) on lavapipe decodes on the CPU and says so at start-up. One with
 --exr_zip_gpu_share=0.5 sends every second frame that arrives while another decodes whole to the GPU and splits
 the others, the same PNGs (on lavapipe, where auto is the CPU's, every frame the CPU's).
-Frames of every shape renderers write (issue 36: RGB, RGBA and Y; half, float; AOVs and depth beside the colour;
+The gpu daemon gathers a trickled body's chunks as they come (the same PNG), and a client hanging up mid-body
+leaves nothing out and nothing handed to the CPU. Frames of every shape renderers write (issue 36: RGB, RGBA and Y; half, float; AOVs and depth beside the colour;
 decreasing Y), made by tools/make_frame from the repository's real frames, give the same PNG and statistics from
 cpu, gpu and split daemons, none of them left to the CPU.
 """
@@ -536,6 +537,20 @@ def body(tmp):
               and moved.get(hist[1]) == 4 and moved.get(hist[2]) == 4
               and "hdrpost_exr_zip_gpu_batches_beside_total" not in moved and not zip_batches(cpu.port)
               and len(moved) in (13, 15), f"{moved}")
+
+        # The GPU's route gathers the chunks as the body arrives (api/frames/early_decode.c's zip_on_gpu)
+        gt0 = zip_frames(gpu.port)
+        st, png_t = harness.post_trickled(gpu.port, frames["zip"], "output.format=png", timeout=REQUEST_TIMEOUT_S)
+        gt1 = zip_frames(gpu.port)
+        point("the ZIP frame sent to the gpu daemon in 8 pieces 50 ms apart (each chunk gathered when its bytes are "
+              "in): the same PNG, counted under gpu", st == 200 and png_t == png_c and gt1["gpu"] - gt0["gpu"] == 1
+              and gt1["gpu_then_cpu"] == gt0["gpu_then_cpu"], f"{st} {gt0} -> {gt1} {png_t[:200]!r}")
+        hang_up(gpu.port, frames["zip"])
+        ok, lines = idle(gpu.port)
+        gt2 = zip_frames(gpu.port)
+        point("gpu: after a client hung up mid-body, no pinned block is out, the memory budget is whole, and the "
+              "cut-off frame was not handed to the CPU's decoder (gpu_then_cpu unchanged)",
+              ok and gt2["gpu_then_cpu"] == gt1["gpu_then_cpu"], f"{lines} {gt1} -> {gt2}")
 
         lenient = lenient_exr(frames["zip"], 34)
         g4 = zip_frames(gpu.port)
