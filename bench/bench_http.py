@@ -225,6 +225,8 @@ def metric_counters(port):
                          r'batch_frames_sum|batch_frames_count|batch_gpu_seconds_total\{inflate="\w+"\}) '
                          r'([0-9.eE+-]+)$', text, re.M):
         out["batch:" + re.sub(r'\{inflate="(\w+)"\}', r':\1', m.group(1).replace("_total", ""))] = float(m.group(2))
+    for m in re.finditer(r'^hdrpost_stage_duration_seconds_(sum|count)\{stage="(\w+)"\} ([0-9.eE+-]+)$', text, re.M):
+        out[f"stage:{m.group(2)}:{m.group(1)}"] = float(m.group(3))
     pool = r'^hdrpost_host_memory_(blocks_made|blocks_freed|make_seconds|blocks_made_ahead|make_ahead_seconds)_total'
     for m in re.finditer(pool + r' ([0-9.eE+-]+)$', text, re.M):
         out["pool:" + m.group(1)] = float(m.group(2))
@@ -327,7 +329,21 @@ def throughput(port, body, query, clients, seconds, pid=None, processes=False):
             "gpu_thread_share": {k: (g1.get(k, 0) - g0.get(k, 0)) / g_total for k in GPU_THREAD_STATES},
             "host_pool_churn": {k[5:]: g1[k] - g0.get(k, 0) for k in g1 if k.startswith("pool:")},
             "exr_zip_frames": {k[4:]: g1[k] - g0.get(k, 0) for k in g1 if k.startswith("zip:") and g1[k] > g0.get(k, 0)},
-            "exr_zip_batches": {k[6:]: g1[k] - g0.get(k, 0) for k in g1 if k.startswith("batch:")}}
+            "exr_zip_batches": {k[6:]: g1[k] - g0.get(k, 0) for k in g1 if k.startswith("batch:")},
+            "stage_mean_ms": stage_means(g0, g1)}
+
+
+def stage_means(g0, g1):
+    """Each phase's mean over the run, ms, from /metrics' hdrpost_stage_duration_seconds (the GPU stages' from
+    their timestamp queries): what a phase takes under the run's load, where the first table is one client's."""
+    out = {}
+    for k in g1:
+        if k.startswith("stage:") and k.endswith(":count"):
+            name = k[6:-6]
+            n = g1[k] - g0.get(k, 0)
+            if n > 0:
+                out[name] = 1000 * (g1[f"stage:{name}:sum"] - g0.get(f"stage:{name}:sum", 0)) / n
+    return out
 
 
 def first_requests(port, body, query, n=10):
@@ -447,6 +463,9 @@ def main():
                           f"GPU), wide {b.get('batches:wide', 0):.0f} "
                           f"({1000 * b.get('batch_gpu_seconds:wide', 0):.0f} ms); begun beside another "
                           f"{b.get('batches_beside', 0):.0f}")
+                for r in (r for r in result["throughput"] if r["frame"] == comp and r["stage_mean_ms"]):
+                    print(f"phases of {r['output']}, {r['clients']} clients, mean ms over the run: " +
+                          ", ".join(f"{k} {v:.2f}" for k, v in r["stage_mean_ms"].items()))
                 for r in (r for r in result["throughput"] if r["frame"] == comp and r["host_pool_churn"]):
                     c = r["host_pool_churn"]
                     print(f"host memory blocks of {r['output']}, {r['clients']} clients, during the run: made "

@@ -122,6 +122,8 @@ static hp_code zip_on_gpu(hp_early *e, const hp_decode_options *opt, hp_image_in
     uint64_t in_bytes = (uint64_t)chunks * sizeof(hp_exr_zip_chunk) + req->body_cap + HP_EXR_ZIP_PACKED_PAD;
     bool as_it_comes = zip_extra_take(e, in_bytes);
     if (!as_it_comes) {
+        hp_debug("early decode: the share of bodies still arriving cannot give %llu pinned bytes: the chunks are "
+                 "gathered after the whole body", (unsigned long long)in_bytes);
         if (!hp_arrival_wait(&req->arrival, req->body_cap))
             return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended before its last byte");
         gather.arrival = NULL; /* every byte is in */

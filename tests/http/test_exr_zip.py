@@ -22,7 +22,8 @@ A daemon left at the default (auto) on lavapipe decodes on the CPU and says so a
 --exr_zip_gpu_share=0.5 sends every second frame that arrives while another decodes whole to the GPU and splits
 the others, the same PNGs (on lavapipe, where auto is the CPU's, every frame the CPU's).
 The gpu daemon gathers a trickled body's chunks as they come (the same PNG), and a client hanging up mid-body
-leaves nothing out and nothing handed to the CPU. Frames of every shape renderers write (issue 36: RGB, RGBA and Y; half, float; AOVs and depth beside the colour;
+leaves nothing out and nothing handed to the CPU; with a budget whose share of bodies arriving cannot give the
+pinned chunks, they are gathered after the whole body (the same PNG). Frames of every shape renderers write (issue 36: RGB, RGBA and Y; half, float; AOVs and depth beside the colour;
 decreasing Y), made by tools/make_frame from the repository's real frames, give the same PNG and statistics from
 cpu, gpu and split daemons, none of them left to the CPU.
 """
@@ -382,6 +383,25 @@ def split_daemon(frames, png_of):
               f"{s}")
 
 
+def gather_after_body(frames, png_of):
+    """exr_zip_decoder gpu with a budget whose share of bodies still arriving (a quarter: 5.5 MiB) gives the frame's
+    table and extra bytes but not, beside them, the pinned copy of its 2.3 MB of chunks: those are then gathered
+    after the whole body, from the budget (api/frames/early_decode.c's zip_on_gpu, said at debug level), the PNG
+    the cpu daemon's, counted under gpu; afterwards nothing is out."""
+    with compared_daemon("gather after the body", "exr_zip gpu daemon, a small budget",
+                         ["--exr_zip_decoder=gpu", "--max_inflight_mb=22", "--log_level=debug"], png_of, "zip") as d:
+        if not d:
+            return
+        z0 = zip_frames(d.port)
+        s, _, png = post(d.port, "/v1/render", frames["zip"], "output.format=png")
+        z1 = zip_frames(d.port)
+        ok, lines = idle(d.port)
+        point("gpu, a share of bodies arriving too small for the pinned chunks: gathered after the whole body, the "
+              "same PNG, counted under gpu, nothing left out", s == 200 and png == png_of["zip"]
+              and z1["gpu"] - z0["gpu"] == 1 and "gathered after the whole body" in d.log() and ok,
+              f"{s} {z0} -> {z1} {lines}")
+
+
 def share_daemon(frames, png_of):
     """exr_zip_gpu_share = 0.5 with auto: of the frames whose header arrives while another frame decodes, every
     second goes whole to the GPU (the wide inflate) and the others are split; a frame alone is the CPU's. One
@@ -617,6 +637,7 @@ def body(tmp):
     lost_in_decode(frames, "gpu")
     lost_in_decode(frames, "split")
     split_daemon(frames, cpu_answers)
+    gather_after_body(frames, cpu_answers)
     share_daemon(frames, cpu_answers)
 
     auto = harness.start_ready(EXE, "exr_zip auto daemon", ready_timeout=90)
