@@ -9,8 +9,8 @@
  * in flight on the faster ones lost 8%). So the share adapts to what the GPU thread waits for: while it
  * waits for frames still decoding on the cores more than the target part of its time, and the cores are
  * busy, the share grows; while it waits less, the share shrinks. Where the cores are not the bound (a frame
- * whose body is slow to arrive is waited for too, and the GPU's route waits for the whole body) it does not
- * grow. */
+ * whose body is slow to arrive is waited for too, and the GPU's route inflates only once the whole body is in)
+ * it does not grow. */
 #ifndef HP_DAEMON_ZIP_SHARE_H
 #define HP_DAEMON_ZIP_SHARE_H
 

@@ -130,19 +130,30 @@ hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_op
     const uint64_t line_bytes = (uint64_t)frame->pixel_bytes * frame->width;
     hp_exr_zip_chunk *table = dst;
     uint64_t packed = 0, unpacked = 0;
-    for (uint32_t i = 0; i < r->chunk_count && code == HP_OK; i++) {
+    hp_arrival *arrival = dst && opt ? opt->arrival : NULL;
+    /* chunk i's unpacked bytes at i times a whole chunk's, rounded to a word, whatever order it is met in (every
+     * chunk but the last is whole, and chunk_for_gpu holds each to its lines) */
+    const uint64_t chunk_stride = (line_bytes * (uint64_t)r->lines_per_chunk + 3) & ~(uint64_t)3;
+    /* In the file's order, so that a body still arriving is gathered as it comes: a decreasing-Y file writes
+     * its last chunk first. */
+    exr_lineorder_t order = EXR_LINEORDER_INCREASING_Y;
+    bool reverse = exr_get_lineorder(r->ctx, r->part, &order) == EXR_ERR_SUCCESS &&
+                   order == EXR_LINEORDER_DECREASING_Y;
+    for (uint32_t k = 0; k < r->chunk_count && code == HP_OK; k++) {
+        uint32_t i = reverse ? r->chunk_count - 1 - k : k;
         hp_exr_rect c = hp_exr_rect_of_chunk(r, i);
         exr_chunk_info_t ci;
         if ((code = chunk_for_gpu(r, i, line_bytes, &ci, err)) != HP_OK)
             break;
         uint64_t need = ci.unpacked_size;
-        if (dst && opt->arrival && !hp_arrival_wait(opt->arrival, (size_t)(ci.data_offset + ci.packed_size))) {
+        if (arrival && !hp_arrival_wait(arrival, (size_t)(ci.data_offset + ci.packed_size))) {
             code = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR: the body ended before chunk %u's last byte", i);
             break;
         }
         if (dst && table_bytes + packed + ci.packed_size + HP_EXR_ZIP_PACKED_PAD <= dst_size) {
             table[i] = (hp_exr_zip_chunk){.packed_offset = (uint32_t)packed, .packed_size = (uint32_t)ci.packed_size,
-                                          .unpacked_offset = (uint32_t)unpacked, .unpacked_size = (uint32_t)need,
+                                          .unpacked_offset = (uint32_t)(i * chunk_stride),
+                                          .unpacked_size = (uint32_t)need,
                                           .first_line = c.y, .lines = c.h};
             memcpy((uint8_t *)dst + table_bytes + packed, bytes + ci.data_offset, (size_t)ci.packed_size);
         }

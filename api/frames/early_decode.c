@@ -66,6 +66,8 @@ static bool early_share_take(const hp_budget *budget, uint64_t bytes)
 
 static void early_share_put(uint64_t bytes) { atomic_fetch_sub(&early_share_used, bytes); }
 
+uint64_t hp_early_share_in_use(void) { return atomic_load(&early_share_used); }
+
 /* Once the body is in (the handler took the frame) or the decoder is dropped. */
 void hp_early_share_give(hp_early *e)
 {
@@ -137,14 +139,13 @@ static hp_code zip_on_gpu(hp_early *e, const hp_decode_options *opt, hp_image_in
     hp_code code = in ? hp_image_zip_gather(req->body, req->body_cap, &gather, info, in->buf.mapped, in->buf.size, &f,
                                             err)
                       : hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR ZIP on the GPU: %s", ignored.message);
+    if (as_it_comes)
+        early_share_put(in_bytes); /* the body is in (or cut off): the block is no longer an arriving body's */
     if (code == HP_OK)
         code = e->be->zip_gpu_run(e->be->ctx, HP_EXR_ZIP_ON_GPU, &f, &in->buf, &out->buf, err);
     if (in)
         hp_host_pool_put(in);
-    if (as_it_comes)
-        zip_extra_give(e, in_bytes);
-    else
-        hp_budget_give(e->budget, in_bytes);
+    hp_budget_give(e->budget, in_bytes);
     return code;
 }
 

@@ -61,6 +61,9 @@ void hp_early_settle(hp_early *e);
 void hp_early_free(hp_early *e);
 /* Its reservation of the share for bodies still arriving, given back once the body is in. */
 void hp_early_share_give(hp_early *e);
+/* The bytes the early decoders hold now from the share of bodies still arriving (a quarter of the budget), for
+ * /metrics: 0 when no body is arriving. */
+uint64_t hp_early_share_in_use(void);
 /* Hands a decoder still decoding on with the job: the request's completion and the job each hold it. */
 void hp_early_hand_over(hp_request *req, hp_early *e);
 /* The job's share let go (after waiting for the decoding to end); returns the decoding's tail after the

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "api/frames/early_decode.h"
 #include "api/http/live_stats.h"
 #include "api/http/metrics.h"
 #include "common/bigbuf.h"
@@ -368,8 +369,13 @@ void hp_route_metrics(hp_request *req, hp_reply *reply)
                                 "images), admitted against max_inflight_mb.\n# TYPE hdrpost_inflight_bytes gauge\n"
                                 "hdrpost_inflight_bytes %llu\n"
                                 "# HELP hdrpost_inflight_limit_bytes max_inflight_mb in bytes.\n"
-                                "# TYPE hdrpost_inflight_limit_bytes gauge\nhdrpost_inflight_limit_bytes %llu\n",
-                                (unsigned long long)hp_budget_used(budget), (unsigned long long)budget->limit);
+                                "# TYPE hdrpost_inflight_limit_bytes gauge\nhdrpost_inflight_limit_bytes %llu\n"
+                                "# HELP hdrpost_inflight_arriving_bytes Of those, what frames decoded as their "
+                                "bodies arrive hold from the share of bodies still arriving (a quarter of "
+                                "max_inflight_mb); 0 with none arriving.\n"
+                                "# TYPE hdrpost_inflight_arriving_bytes gauge\nhdrpost_inflight_arriving_bytes %llu\n",
+                                (unsigned long long)hp_budget_used(budget), (unsigned long long)budget->limit,
+                                (unsigned long long)hp_early_share_in_use());
     if (rc != 0) {
         free(buf);
         hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory formatting the metrics");

@@ -117,13 +117,14 @@ def damaged(frame):
 
 
 def idle(port):
-    """Waits (bounded) for no pinned block out and the budget whole; the two lines as read."""
-    names = ("hdrpost_host_memory_blocks ", "hdrpost_inflight_bytes ")
+    """Waits (bounded) for no pinned block out, the budget whole and nothing held from the share of bodies still
+    arriving; the three lines as read."""
+    names = ("hdrpost_host_memory_blocks ", "hdrpost_inflight_bytes ", "hdrpost_inflight_arriving_bytes ")
     out = []
     for _ in range(60):
         s, _, text = harness.request(port, "GET", "/metrics")
         out = [ln for ln in text.decode(errors="replace").splitlines() if ln.startswith(names)]
-        if s == 200 and len(out) == 2 and all(ln.split()[-1] == "0" for ln in out):
+        if s == 200 and len(out) == 3 and all(ln.split()[-1] == "0" for ln in out):
             return True, out
         time.sleep(0.05)
     return False, out
@@ -317,6 +318,19 @@ def hang_up(port, body):
         time.sleep(0.3)  # the header is in, the chunks before the cut are inflating
 
 
+def hung_up_point(port, body, mode, before):
+    """A client hangs up mid-body on a daemon of exr_zip_decoder `mode` (gpu or split): afterwards no pinned block
+    is out, the budget is whole, nothing is held from the share of bodies arriving, and the cut-off frame was not
+    handed to the CPU's decoder (MODE_then_cpu as `before`, zip_frames' counts)."""
+    hang_up(port, body)
+    ok, lines = idle(port)
+    after = zip_frames(port)
+    point(f"{mode}: after a client hung up mid-body, no pinned block is out, the memory budget is whole, nothing "
+          f"is held from the share of bodies arriving, and the cut-off frame was not handed to the CPU's decoder "
+          f"({mode}_then_cpu unchanged)", ok and after[f"{mode}_then_cpu"] == before[f"{mode}_then_cpu"],
+          f"{lines} {before} -> {after}")
+
+
 @contextlib.contextmanager
 def compared_daemon(what, label, args, png_of, needs):
     """A daemon whose answers are compared with the cpu daemon's (png_of, which must hold `needs`): yields it,
@@ -372,12 +386,7 @@ def split_daemon(frames, png_of):
               "its Adler-32 is read where the stream ends, the PNG the cpu daemon's, counted under split",
               st == 200 and png_tr == png_of["trailing"] and z4["split"] - z3["split"] == 1
               and z4["split_then_cpu"] == z3["split_then_cpu"], f"{st} {z3} -> {z4}")
-        hang_up(d.port, frames["zip"])
-        ok, lines = idle(d.port)
-        z5 = zip_frames(d.port)
-        point("split: after a client hung up mid-body, no pinned block is out, the memory budget is whole, and the "
-              "cut-off frame was not handed to the CPU's decoder (split_then_cpu unchanged)",
-              ok and z5["split_then_cpu"] == z4["split_then_cpu"], f"{lines} {z4} -> {z5}")
+        hung_up_point(d.port, frames["zip"], "split", z4)
         s, _, png = post(d.port, "/v1/render", frames["zip"], "output.format=png")
         point("split: the daemon still serves: the ZIP frame again, the same PNG", s == 200 and png == png_of["zip"],
               f"{s}")
@@ -393,7 +402,9 @@ def gather_after_body(frames, png_of):
         if not d:
             return
         z0 = zip_frames(d.port)
-        s, _, png = post(d.port, "/v1/render", frames["zip"], "output.format=png")
+        # trickled, so that the frame's own reservation from the share (its pixels', given back once the body is
+        # in) is still held when its chunks ask for theirs
+        s, png = harness.post_trickled(d.port, frames["zip"], "output.format=png", timeout=REQUEST_TIMEOUT_S)
         z1 = zip_frames(d.port)
         ok, lines = idle(d.port)
         point("gpu, a share of bodies arriving too small for the pinned chunks: gathered after the whole body, the "
@@ -565,12 +576,7 @@ def body(tmp):
         point("the ZIP frame sent to the gpu daemon in 8 pieces 50 ms apart (each chunk gathered when its bytes are "
               "in): the same PNG, counted under gpu", st == 200 and png_t == png_c and gt1["gpu"] - gt0["gpu"] == 1
               and gt1["gpu_then_cpu"] == gt0["gpu_then_cpu"], f"{st} {gt0} -> {gt1} {png_t[:200]!r}")
-        hang_up(gpu.port, frames["zip"])
-        ok, lines = idle(gpu.port)
-        gt2 = zip_frames(gpu.port)
-        point("gpu: after a client hung up mid-body, no pinned block is out, the memory budget is whole, and the "
-              "cut-off frame was not handed to the CPU's decoder (gpu_then_cpu unchanged)",
-              ok and gt2["gpu_then_cpu"] == gt1["gpu_then_cpu"], f"{lines} {gt1} -> {gt2}")
+        hung_up_point(gpu.port, frames["zip"], "gpu", gt1)
 
         lenient = lenient_exr(frames["zip"], 34)
         g4 = zip_frames(gpu.port)
