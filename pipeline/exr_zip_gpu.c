@@ -610,8 +610,6 @@ static void count_batch(hp_exr_zip_gpu *z, uint32_t frames, bool wide, double ms
     pthread_mutex_unlock(&z->stats_lock);
 }
 
-/* The batch's frames recorded, submitted and waited for: each job's res and its share of the GPU's time. Only
- * the batch's first and last timestamps: a timestamp between dispatches may wait for the ones before it. */
 /* Whether a batch of `frames` frames and `chunks` chunks takes the wide inflate. Lavapipe with the wide inflate
  * on (tests) keeps it: chunks past LAVAPIPE_FINISH_CHUNK_MAX are the wide inflate's only there. A lone frame
  * keeps it up to four times the batches' crossing (8 chunks an SM, the crossing before, under which a lone 8K
@@ -624,6 +622,8 @@ static bool batch_takes_wide(const hp_exr_zip_gpu *z, uint32_t frames, uint32_t 
     return z->wide && (z->lavapipe || z->slice != 0 || chunks <= limit);
 }
 
+/* The batch's frames recorded, submitted and waited for: each job's res and its share of the GPU's time. Only
+ * the batch's first and last timestamps: a timestamp between dispatches may wait for the ones before it. */
 static void run_batch(void *ctx, hp_group_item *first)
 {
     hp_exr_zip_gpu *z = ctx;

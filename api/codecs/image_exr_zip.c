@@ -117,6 +117,15 @@ static hp_code chunk_for_gpu(const hp_exr_reader *r, uint32_t i, uint64_t line_b
     return HP_OK;
 }
 
+/* Whether the file writes its last chunk first (decreasing Y, as its header says): a body still arriving is
+ * then taken from its last chunk, in the order its bytes come. A file whose header says otherwise is still
+ * decoded right, only without that overlap. */
+static bool chunks_last_first(const hp_exr_reader *r)
+{
+    exr_lineorder_t order = EXR_LINEORDER_INCREASING_Y;
+    return exr_get_lineorder(r->ctx, r->part, &order) == EXR_ERR_SUCCESS && order == EXR_LINEORDER_DECREASING_Y;
+}
+
 hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
                             void *dst, size_t dst_size, hp_exr_zip_frame *frame, hp_err *err)
 {
@@ -134,11 +143,7 @@ hp_code hp_image_zip_gather(const uint8_t *bytes, size_t len, const hp_decode_op
     /* chunk i's unpacked bytes at i times a whole chunk's, rounded to a word, whatever order it is met in (every
      * chunk but the last is whole, and chunk_for_gpu holds each to its lines) */
     const uint64_t chunk_stride = (line_bytes * (uint64_t)r->lines_per_chunk + 3) & ~(uint64_t)3;
-    /* In the file's order, so that a body still arriving is gathered as it comes: a decreasing-Y file writes
-     * its last chunk first. */
-    exr_lineorder_t order = EXR_LINEORDER_INCREASING_Y;
-    bool reverse = exr_get_lineorder(r->ctx, r->part, &order) == EXR_ERR_SUCCESS &&
-                   order == EXR_LINEORDER_DECREASING_Y;
+    bool reverse = chunks_last_first(r);
     for (uint32_t k = 0; k < r->chunk_count && code == HP_OK; k++) {
         uint32_t i = reverse ? r->chunk_count - 1 - k : k;
         hp_exr_rect c = hp_exr_rect_of_chunk(r, i);
@@ -190,6 +195,7 @@ struct hp_exr_zip_split {
     uint8_t *unpacked;
     uint64_t line_bytes;
     uint64_t chunk_stride; /* a whole chunk's bytes rounded to a word: chunk i's are at i times this */
+    bool last_first;       /* chunks_last_first */
 };
 
 /* Chunk i inflated into its place, its entry written: the stream's Adler-32 (RFC 1950 2.2, its last four
@@ -241,7 +247,8 @@ static hp_code inflate_all(hp_exr_chunk_worker *w)
     if (!d)
         return hp_fail(&w->err, HP_ERR_OUT_OF_MEMORY, "EXR: out of memory for a ZIP decompressor");
     hp_code code = HP_OK;
-    for (uint32_t i = atomic_fetch_add(w->next, 1); i < r->chunk_count; i = atomic_fetch_add(w->next, 1)) {
+    for (uint32_t k = atomic_fetch_add(w->next, 1); k < r->chunk_count; k = atomic_fetch_add(w->next, 1)) {
+        uint32_t i = w->split->last_first ? r->chunk_count - 1 - k : k; /* in the order the bytes come */
         w->failed_at = i;
         if ((code = inflate_one(r, w->split, d, i, &w->err)) != HP_OK) {
             atomic_store(w->next, r->chunk_count); /* the others take no more: the frame is lost */
@@ -273,7 +280,7 @@ hp_code hp_image_zip_inflate(const uint8_t *bytes, size_t len, const hp_decode_o
     }
     struct hp_exr_zip_split z = {.bytes = bytes, .arrival = opt ? opt->arrival : NULL, .table = dst,
                                  .unpacked = (uint8_t *)dst + frame->table_bytes, .line_bytes = line_bytes,
-                                 .chunk_stride = (whole + 3) & ~3ull};
+                                 .chunk_stride = (whole + 3) & ~3ull, .last_first = chunks_last_first(r)};
     hp_exr_chunk_worker proto = {.reader = r, .work = inflate_all, .split = &z};
     uint32_t threads = hp_exr_frame_threads(r, opt);
     hp_depth_stats unused = {0};

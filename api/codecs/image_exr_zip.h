@@ -15,8 +15,7 @@
  * decode checks them; its stream is not looked at (the GPU's status words tell). HP_ERR_UNUSABLE: not such
  * a frame (more than 65535 chunks, or 2 GiB of chunks, included), or dst_size too small: the caller decodes
  * it on the CPU; other codes as hp_image_decode's. The chunks'
- * offsets are the data window's: first_line 0 is the data window's first row. Needs every byte: no
- * arrival. */
+ * offsets are the data window's: first_line 0 is the data window's first row. */
 /* Why an EXR frame cannot take the GPU's decoders (issue 36): each a label of /metrics'
  * hdrpost_exr_cpu_frames_total. */
 typedef enum hp_exr_gpu_unfit {

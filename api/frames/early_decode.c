@@ -108,6 +108,15 @@ static void zip_extra_give(hp_early *e, uint64_t extra)
     }
 }
 
+/* The GPU's path has its chunks (inflated or gathered; or gave up): what it took from the share of bodies still
+ * arriving goes back to it, the budget keeping those bytes until the GPU's run ends (a frame waiting for the GPU
+ * is no longer an arriving body, and would keep arriving ones from the share). Once: later calls do nothing. */
+static void zip_chunks_in(hp_early *e)
+{
+    early_share_put(e->chunks_share);
+    e->chunks_share = 0;
+}
+
 /* The GPU's run over the whole body: its chunks gathered as they lie into pinned host memory the passes
  * read, sized from the header (a table entry a chunk, at most the body's bytes; a file whose chunks claim
  * more is refused by the gathering and left to the CPU), the image left in the device block out. Gathered as
@@ -123,7 +132,9 @@ static hp_code zip_on_gpu(hp_early *e, const hp_decode_options *opt, hp_image_in
     gather.rows = NULL; /* the rows are the GPU's to write */
     uint64_t in_bytes = (uint64_t)chunks * sizeof(hp_exr_zip_chunk) + req->body_cap + HP_EXR_ZIP_PACKED_PAD;
     bool as_it_comes = zip_extra_take(e, in_bytes);
-    if (!as_it_comes) {
+    if (as_it_comes)
+        e->chunks_share += in_bytes;
+    else {
         hp_debug("early decode: the share of bodies still arriving cannot give %llu pinned bytes: the chunks are "
                  "gathered after the whole body", (unsigned long long)in_bytes);
         if (!hp_arrival_wait(&req->arrival, req->body_cap))
@@ -139,8 +150,7 @@ static hp_code zip_on_gpu(hp_early *e, const hp_decode_options *opt, hp_image_in
     hp_code code = in ? hp_image_zip_gather(req->body, req->body_cap, &gather, info, in->buf.mapped, in->buf.size, &f,
                                             err)
                       : hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR ZIP on the GPU: %s", ignored.message);
-    if (as_it_comes)
-        early_share_put(in_bytes); /* the body is in (or cut off): the block is no longer an arriving body's */
+    zip_chunks_in(e); /* the last chunk's bytes are in (or the body was cut off) */
     if (code == HP_OK)
         code = e->be->zip_gpu_run(e->be->ctx, HP_EXR_ZIP_ON_GPU, &f, &in->buf, &out->buf, err);
     if (in)
@@ -166,6 +176,7 @@ static hp_code zip_split(hp_early *e, const hp_decode_options *opt, hp_image_inf
     hp_exr_zip_frame f;
     hp_code code = in ? hp_image_zip_inflate(req->body, req->body_cap, opt, info, in->buf.mapped, in->buf.size, &f, err)
                       : hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR ZIP split: %s", ignored.message);
+    zip_chunks_in(e);
     if (code == HP_OK)
         code = e->be->zip_gpu_run(e->be->ctx, HP_EXR_ZIP_SPLIT, &f, &in->buf, &out->buf, err);
     if (in)
@@ -229,8 +240,8 @@ static void note_cpu_frame(const char *reason)
 /* The frame's ZIP chunks decoded with the GPU (route HP_EXR_ZIP_ON_GPU: gathered here as they arrive,
  * inflated there once the body is in; HP_EXR_ZIP_SPLIT: inflated here as they arrive, the rest there), the
  * image left in device memory (e->pixels, a device block with no ptr), which the frame graph copies in. Where
- * the GPU's path does not finish it, the CPU decodes it into the same block. False, before anything started, when the memory cannot
- * be had: the caller decodes it on the CPU as it arrives. fitted, layout: gpu_unfit's. */
+ * the GPU's path does not finish it, the CPU decodes it into the same block. False, before anything started,
+ * when the memory cannot be had: the caller decodes it on the CPU as it arrives. fitted, layout: gpu_unfit's. */
 static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_decoded route,
                           const hp_image_info *fitted, const hp_exr_zip_frame *layout)
 {
@@ -271,6 +282,7 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_
         zip_extra_give(e, extra);
         return false;
     }
+    e->chunks_share = extra; /* back to the share once the chunks are in, to the budget after the run */
     e->pixels = (hp_host_mem){.block = out}; /* before the start: the handler may take it over from then on */
     e->on_gpu = true;
     hp_rows_ready_start(&e->rows);
@@ -281,7 +293,9 @@ static bool early_zip_gpu(hp_early *e, const hp_decode_options *opt, hp_exr_zip_
         code = zip_split(e, opt, &info, chunks, unpacked, out, &err);
     else
         code = zip_on_gpu(e, opt, &info, chunks, out, &err);
-    zip_extra_give(e, extra); /* the inflated chunks are on the device now, or given up */
+    zip_chunks_in(e); /* where the path returned before it had them */
+    if (extra)
+        hp_budget_give(e->budget, extra); /* the inflated chunks are on the device now, or given up */
     /* A body cut off is no frame for the CPU either; one still arriving the CPU decodes as it comes. */
     bool arrived = !hp_arrival_cut_short(&req->arrival, req->body_cap);
     if (arrived && code != HP_OK && code != HP_ERR_DEVICE_LOST) {

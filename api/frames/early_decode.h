@@ -41,6 +41,7 @@ typedef struct hp_early {
     hp_budget *budget;       /* its frame's bytes are taken from it before they are allocated */
     uint64_t charged;
     uint64_t early_share;    /* and from the share of it for bodies still arriving (early_share_take) */
+    uint64_t chunks_share;   /* the GPU's path's bytes from that share, given back once its chunks are in */
     /* Handed on while decoding, it has two owners: the request, whose body and arrival it reads until it
      * has finished (the request's completion waits for that), and the job, whose frame it writes. Each
      * lets go with early_release; the last frees it. 1 otherwise. */

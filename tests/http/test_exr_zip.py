@@ -23,9 +23,10 @@ A daemon left at the default (auto) on lavapipe decodes on the CPU and says so a
 the others, the same PNGs (on lavapipe, where auto is the CPU's, every frame the CPU's).
 The gpu daemon gathers a trickled body's chunks as they come (the same PNG), and a client hanging up mid-body
 leaves nothing out and nothing handed to the CPU; with a budget whose share of bodies arriving cannot give the
-pinned chunks, they are gathered after the whole body (the same PNG). Frames of every shape renderers write (issue 36: RGB, RGBA and Y; half, float; AOVs and depth beside the colour;
-decreasing Y), made by tools/make_frame from the repository's real frames, give the same PNG and statistics from
-cpu, gpu and split daemons, none of them left to the CPU.
+pinned chunks, they are gathered after the whole body (the same PNG). Frames of every shape renderers write
+(issue 36: RGB, RGBA and Y; half, float; AOVs and depth beside the colour; decreasing Y), made by tools/make_frame
+from the repository's real frames, give the same PNG and statistics from cpu, gpu and split daemons, none of them
+left to the CPU.
 """
 
 import contextlib
@@ -445,7 +446,8 @@ def share_daemon(frames, png_of):
               and (still_arriving or on_cpu),  # on lavapipe every frame is the CPU's whenever it arrives
               f"{same} {ts} {got} trickled frame still arriving after the four: {still_arriving}")
         ok, lines = idle(d.port)
-        point("share: afterwards no pinned block is out and the memory budget is whole", ok, f"{lines}")
+        point("share: afterwards no pinned block is out, the memory budget is whole and nothing is held from the "
+              "share of bodies arriving", ok, f"{lines}")
 
 
 # Issue 36: frames of every shape renderers and oiiotool write, made from the repository's real frames (a render
@@ -516,7 +518,8 @@ def shapes(tmp):
                   f"{got['gpu'][3] if got['gpu'][3] != got['cpu'][3] else ''}")
         for m, d in ds.items():
             ok, lines = idle(d.port)
-            point(f"shapes, {m} daemon: afterwards no pinned block is out and the memory budget is whole", ok,
+            point(f"shapes, {m} daemon: afterwards no pinned block is out, the memory budget is whole and nothing "
+                  "is held from the share of bodies arriving", ok,
                   f"{lines}")
 
 
@@ -635,7 +638,8 @@ def body(tmp):
         frames.update(lenient=lenient, damaged=bad, trailing=trailing, five_planes=five)
         for d in (gpu, cpu):
             ok, lines = idle(d.port)
-            point(f"{d.label}: afterwards no pinned block is out and the memory budget is whole", ok, f"{lines}")
+            point(f"{d.label}: afterwards no pinned block is out, the memory budget is whole and nothing is held "
+                  "from the share of bodies arriving", ok, f"{lines}")
         s, _, png = post(gpu.port, "/v1/render", frames["zip"], "output.format=png")
         point("the gpu daemon still serves after the damaged frame: the ZIP frame again, the same PNG",
               s == 200 and png == png_c, f"{s}")
