@@ -9,8 +9,7 @@ void hp_group_commit_init(hp_group_commit *g)
     g->waiting_tail = &g->waiting;
     g->running = 0;
     g->lanes = 1;
-    g->alone = false;
-    g->alone_waiting = 0;
+    g->alone = 0;
     g->batches = g->items = 0;
 }
 
@@ -53,7 +52,7 @@ void hp_group_commit_join(hp_group_commit *g, hp_group_item *item, hp_group_run 
     g->waiting_tail = &item->next;
     while (!item->done) {
         /* taken: another caller's batch holds it; wait for that batch, or for a lane to lead one with it */
-        if (item->taken || g->alone_waiting || g->alone || g->running >= g->lanes) {
+        if (item->taken || g->alone || g->running >= g->lanes) {
             pthread_cond_wait(&g->batch_done, &g->lock);
             continue;
         }
@@ -71,18 +70,24 @@ void hp_group_commit_join(hp_group_commit *g, hp_group_item *item, hp_group_run 
 void hp_group_commit_alone(hp_group_commit *g, hp_group_item *first, hp_group_run run, void *ctx)
 {
     pthread_mutex_lock(&g->lock);
-    /* No new batch leads while this one waits (with two lanes or more one would nearly always be running):
-     * the running ones end, then this one runs with none beside it. */
-    g->alone_waiting++;
-    while (g->running || g->alone)
+    /* No new batch leads while this one waits or runs (with two lanes or more one would nearly always be
+     * running): the running ones end, then this one runs with none beside it. */
+    g->alone++;
+    while (g->running)
         pthread_cond_wait(&g->batch_done, &g->lock);
-    g->alone_waiting--;
-    g->alone = true;
     g->running++;
     run_unlocked(g, first, run, ctx);
-    g->alone = false;
+    g->alone--;
     pthread_cond_broadcast(&g->batch_done);
     pthread_mutex_unlock(&g->lock);
+}
+
+unsigned hp_group_commit_running(hp_group_commit *g)
+{
+    pthread_mutex_lock(&g->lock);
+    unsigned running = g->running;
+    pthread_mutex_unlock(&g->lock);
+    return running;
 }
 
 void hp_group_commit_counts(hp_group_commit *g, unsigned long *batches, unsigned long *items)

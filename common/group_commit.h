@@ -30,8 +30,7 @@ typedef struct hp_group_commit {
     hp_group_item *waiting, **waiting_tail; /* the next batch's items, in arrival order */
     unsigned running;                       /* batches running */
     unsigned lanes;                         /* at most this many at once */
-    bool alone;                             /* hp_group_commit_alone's batch is running */
-    unsigned alone_waiting;                 /* hp_group_commit_alone callers waiting for the lanes to empty */
+    unsigned alone;                         /* hp_group_commit_alone callers waiting or running */
     unsigned long batches, items;           /* run so far (for logs and tests; read under lock) */
 } hp_group_commit;
 
@@ -47,6 +46,9 @@ void hp_group_commit_join(hp_group_commit *g, hp_group_item *item, hp_group_run 
 /* Runs the batch from first (linked by next) on its own, between the others: after the batches running,
  * before the next, none beside it. For benchmarks and tests that want a batch of a given size. */
 void hp_group_commit_alone(hp_group_commit *g, hp_group_item *first, hp_group_run run, void *ctx);
+
+/* Batches running now (a batch's run sees itself counted: more than 1, another beside it). */
+unsigned hp_group_commit_running(hp_group_commit *g);
 
 /* Batches and items run so far. */
 void hp_group_commit_counts(hp_group_commit *g, unsigned long *batches, unsigned long *items);

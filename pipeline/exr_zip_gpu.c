@@ -70,7 +70,6 @@ struct hp_exr_zip_gpu {
     hp_compute inflate, finish, inflate_wide;
     hp_group_commit batches;    /* runs taken together (hp_exr_zip_gpu_run, below) */
     _Atomic uint32_t wide_chunks; /* a batch of more chunks takes the serial loop */
-    _Atomic uint32_t running;     /* batches on the GPU now */
     pthread_mutex_t stats_lock;
     hp_exr_zip_batch_stats stats; /* under stats_lock */
 };
@@ -634,7 +633,7 @@ static void run_batch(void *ctx, hp_group_item *first)
         frames++;
         chunks += j->f->chunk_count;
     }
-    bool beside = atomic_fetch_add(&z->running, 1) > 0; /* another batch on the GPU (batches_in_flight) */
+    bool beside = hp_group_commit_running(&z->batches) > 1; /* another batch on the GPU (batches_in_flight) */
     bool wide = batch_takes_wide(z, frames, chunks, beside);
     zip_run r = {0};
     VkResult res = run_begin(gpu, &r, NULL); /* each frame's input flushed below */
@@ -670,7 +669,6 @@ static void run_batch(void *ctx, hp_group_item *first)
         ms = (double)(ts[1] - ts[0]) * hp_gpu_get_info(gpu)->timestamp_period_ns / 1e6;
     if (res == VK_SUCCESS)
         run_free(hp_gpu_device(gpu), &r);
-    atomic_fetch_sub(&z->running, 1);
     count_batch(z, frames, wide, ms, beside);
     for (zip_job *j = jobs; j; j = job_next(j)) {
         j->res = res;
