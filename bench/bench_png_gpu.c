@@ -5,8 +5,11 @@
  * deflate_runs (api/codecs/deflate_runs.h) on one core; every compressed size. The images: tests/data's Blender
  * street frame tone-mapped by the CPU reference (default parameters) and tiled 2 x 2, 4 x 4 and 8 x 8 (RGB,
  * 8 bits; 16 bits at 4K), and the frame bench_http.py posts (scaled up 4x bilinearly, through half floats,
- * as tools/make_frame does): smooth, so its sizes differ from the tiled ones'. Every stream is checked once:
- * zlib inflates it to the CPU reference's filtered bytes. */
+ * as tools/make_frame does): smooth, so its sizes differ from the tiled ones'. HP_BENCH_FRAMES=a.exr,b.exr takes
+ * those frames instead (bench_http's frames of real texture, tools/make_frame ... --mirror); HP_BENCH_PNG_SHAPE=WGxCHUNK
+ * another launch shape; HP_BENCH_GPU_ONLY the first two variants alone, no CPU coders (a study of the shader). Each
+ * variant is timed after a second of encodes (the GPU's clock up). Every stream is checked once: zlib inflates it to
+ * the CPU reference's filtered bytes. */
 #include <libdeflate.h>
 #include <math.h>
 #include <pthread.h>
@@ -34,11 +37,9 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
-/* The street frame as RGBA32F; *w, *h its size. */
-static float *street_frame(uint32_t *w, uint32_t *h)
+/* A frame file's pixels as RGBA32F; *w, *h its size. */
+static float *frame_file(const char *path, uint32_t *w, uint32_t *h)
 {
-    char path[512];
-    snprintf(path, sizeof(path), "%s/blender_street_960x540_singlelayer.exr", HP_TEST_DATA);
     size_t len = 0;
     uint8_t *bytes = hp_read_file(path, &len);
     hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
@@ -49,6 +50,14 @@ static float *street_frame(uint32_t *w, uint32_t *h)
     free(bytes);
     *w = info.width, *h = info.height;
     return frame;
+}
+
+/* The street frame as RGBA32F; *w, *h its size. */
+static float *street_frame(uint32_t *w, uint32_t *h)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/blender_street_960x540_singlelayer.exr", HP_TEST_DATA);
+    return frame_file(path, w, h);
 }
 
 /* A frame tone-mapped to `depth` bits by the CPU reference (default parameters). */
@@ -211,9 +220,20 @@ static hp_png_gpu_io png_io(hp_buffer *b)
 static void gpu_times(hp_png_gpu *png, const hp_png_gpu_layout *l, hp_png_gpu_io io, uint32_t runs, double *pass_ms)
 {
     double period_ms = hp_gpu_get_info(bench_gpu)->timestamp_period_ns * 1e-6;
-    /* A warm-up run, then the timed ones, each its own submission (as a frame's would be). */
-    for (uint32_t r = 0; r <= runs; r++) {
-        uint32_t q = r == 0 ? 0 : (r - 1) * HP_PNG_GPU_TIMESTAMPS;
+    /* The GPU kept busy for a second first: its clocks fall while the CPU works between images (tone-mapping
+     * the next one, the CPU's coders), and a variant timed on a cold GPU took 2-6 times its time (H200,
+     * docs/bench-raw/2026-11-30-h200-png-deflate-shapes.txt). Then the timed runs, each its own submission (as a
+     * frame's would be). */
+    for (double t0 = now_ms(); now_ms() - t0 < 1000;) {
+        bench_begin();
+        io.timestamps = VK_NULL_HANDLE;
+        hp_png_gpu_record(png, bench_cmd, l, &io);
+        bench_barrier_all();
+        bench_submit_and_wait();
+    }
+    io.timestamps = bench_queries;
+    for (uint32_t r = 1; r <= runs; r++) {
+        uint32_t q = (r - 1) * HP_PNG_GPU_TIMESTAMPS;
         bench_begin();
         vkCmdResetQueryPool(bench_cmd, bench_queries, q, HP_PNG_GPU_TIMESTAMPS);
         io.first_query = q;
@@ -285,9 +305,22 @@ static bool bench_image(hp_png_gpu *const *png, const uint8_t *img, uint32_t w, 
     double pass_ms[VARIANTS][HP_PNG_GPU_PASSES + 1];
     size_t zlen[VARIANTS];
     bool exact = true;
-    for (int v = 0; v < VARIANTS; v++)
+    /* HP_BENCH_GPU_ONLY: the first two variants alone (a study of the shader), no CPU coders. */
+    bool gpu_only = getenv("HP_BENCH_GPU_ONLY") != NULL;
+    for (int v = 0; v < (gpu_only ? 2 : VARIANTS); v++)
         exact = run_variant(png[v], &l, b, want, runs, pass_ms[v], &zlen[v]) && exact;
 
+    if (gpu_only) {
+        printf("\n%ux%u RGB %u-bit (%s): %u segments; streams %s\n  | variant | deflate ms | total ms | bytes |\n"
+               "  |---|---|---|---|\n", w, h, depth, what, l.segments, exact ? "inflate exactly" : "WRONG");
+        for (int v = 0; v < 2; v++)
+            printf("  | %s | %.3f | %.3f | %zu |\n", variant_names[v], pass_ms[v][2], pass_ms[v][HP_PNG_GPU_PASSES],
+                   zlen[v]);
+        free(want);
+        for (int i = 0; i < NBUF; i++)
+            hp_buffer_destroy(bench_gpu, &b[i]);
+        return exact;
+    }
     /* The CPU on the same image: the daemon's encoder and libdeflate 1 on every core, zlib 1 and
      * deflate_runs on one. */
     unsigned cores = hp_usable_cpus();
@@ -422,6 +455,28 @@ static void duty_study(hp_png_gpu *png, double seconds)
         hp_buffer_destroy(bench_gpu, &b[i]);
 }
 
+/* HP_BENCH_FRAMES=a.exr,b.exr: those frames (e.g. bench_http's, made by tools/make_frame), each tone-mapped by
+ * the CPU reference to 8 bits and encoded as RGB, as the daemon encodes an opaque frame; instead of the
+ * built-in images. */
+static bool bench_files(hp_png_gpu *const *png, const char *files, uint32_t runs)
+{
+    char stats[1024];
+    hp_png_gpu_deflate_statistics(png[0], stats, sizeof(stats));
+    printf("png_deflate's pipeline (the default variant): %s\n", stats[0] ? stats : "no statistics from the driver");
+    bool ok = true;
+    char *list = strdup(files);
+    CHECK(list != NULL);
+    for (char *save = NULL, *path = strtok_r(list, ",", &save); path && ok; path = strtok_r(NULL, ",", &save)) {
+        uint32_t w, h;
+        float *frame = frame_file(path, &w, &h);
+        uint8_t *img = tone(frame, w, h, 8);
+        ok = bench_image(png, img, w, h, 8, path, runs);
+        free(frame), free(img);
+    }
+    free(list);
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
     bench_args args = {.runs = 20};
@@ -436,6 +491,10 @@ int main(int argc, char **argv)
     for (int v = 0; v < VARIANTS; v++) {
         hp_png_gpu_config c = HP_PNG_GPU_CONFIG_DEFAULTS;
         c.no_hash_probe = v == 1 || v == 3, c.reprice = v == 2 || v == 3;
+        /* HP_BENCH_PNG_SHAPE=WGxCHUNK: another launch shape for every variant (hp_png_gpu_config). */
+        const char *shape = getenv("HP_BENCH_PNG_SHAPE");
+        if (shape)
+            CHECK(sscanf(shape, "%ux%u", &c.workgroup_size, &c.chunk_bytes) == 2);
         CHECK(hp_png_gpu_create(bench_gpu, &c, &png[v], &bench_err) == HP_OK);
     }
     const hp_png_gpu_config *cfg = hp_png_gpu_get_config(png[0]);
@@ -445,9 +504,12 @@ int main(int argc, char **argv)
     /* tiles 0: the frame scaled up 4x as bench_http's. --quick: the street frame itself, 8 bits. */
     static const struct { uint32_t tiles, depth; } images[] = {{2, 8}, {4, 8}, {8, 8}, {4, 16}, {0, 8}};
     bool ok = true;
+    const char *files = getenv("HP_BENCH_FRAMES");
     if (duty)
         duty_study(png[0], args.quick ? 0.2 : 6);
-    for (size_t i = 0; i < sizeof(images) / sizeof(images[0]) && ok && !duty; i++) {
+    else if (files)
+        ok = bench_files(png, files, runs);
+    for (size_t i = 0; i < sizeof(images) / sizeof(images[0]) && ok && !duty && !files; i++) {
         uint32_t w, h, depth = images[i].depth;
         char what[96];
         uint8_t *img;

@@ -49,6 +49,23 @@ _Static_assert(offsetof(struct png_deflate_push, width) == 48 && offsetof(struct
  * token scratch's word index stays below segments x segment_bytes <= that plus one segment. */
 _Static_assert(16384ull * (1 + 16384ull * 8) + 65536 < (1ull << 32), "32-bit byte offsets would overflow");
 
+/* png_deflate.comp's shared arrays, word for word: the hash (after the parse, the tree's nodes and parents, its
+ * leaves and the code lengths as sent in the same words), one scan slot per invocation, frequencies, lengths and
+ * codes of the 335 symbols, and 7 scalars. */
+static uint32_t deflate_shared_bytes(uint32_t workgroup_size)
+{
+    return (DEFLATE_HASH_WORDS + workgroup_size + 3 * 335 + 7) * 4;
+}
+
+void hp_png_gpu_fitted_config(const hp_gpu_info *gi, hp_png_gpu_config *out)
+{
+    *out = (hp_png_gpu_config)HP_PNG_GPU_CONFIG_DEFAULTS;
+    while (out->workgroup_size > 32 &&
+           (out->workgroup_size > gi->max_workgroup_invocations || out->workgroup_size > gi->max_workgroup_size_x ||
+            deflate_shared_bytes(out->workgroup_size) > gi->max_shared_memory))
+        out->workgroup_size /= 2, out->chunk_bytes *= 2;
+}
+
 struct hp_png_gpu {
     hp_gpu *gpu;
     hp_png_gpu_config config;
@@ -59,9 +76,11 @@ hp_code hp_png_gpu_create(hp_gpu *gpu, const hp_png_gpu_config *config, hp_png_g
 {
     *out = NULL;
     hp_png_gpu_config cfg = HP_PNG_GPU_CONFIG_DEFAULTS;
+    const hp_gpu_info *gi = hp_gpu_get_info(gpu);
     if (config)
         cfg = *config;
-    const hp_gpu_info *gi = hp_gpu_get_info(gpu);
+    else
+        hp_png_gpu_fitted_config(gi, &cfg);
     uint32_t wg = cfg.workgroup_size;
     if (wg < 32 || wg > 1024 || (wg & (wg - 1)))
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu workgroup_size %u is not a power of two in [32, 1024]", wg);
@@ -72,11 +91,8 @@ hp_code hp_png_gpu_create(hp_gpu *gpu, const hp_png_gpu_config *config, hp_png_g
     if ((uint64_t)wg * cfg.chunk_bytes > STORED_MAX)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu segment of %u x %u bytes is over one stored block's %u",
                        wg, cfg.chunk_bytes, STORED_MAX);
-    /* png_deflate.comp's shared arrays, word for word: the hash (after the parse, the tree's nodes and
-     * parents, its leaves and the code lengths as sent in the same words), one scan slot per invocation,
-     * frequencies, lengths and codes of the 335 symbols, and 7 scalars. */
-    uint32_t shared = (DEFLATE_HASH_WORDS + wg + 3 * 335 + 7) * 4;
-    if (wg > gi->max_workgroup_invocations || shared > gi->max_shared_memory)
+    uint32_t shared = deflate_shared_bytes(wg);
+    if (wg > gi->max_workgroup_invocations || wg > gi->max_workgroup_size_x || shared > gi->max_shared_memory)
         return hp_fail(err, HP_ERR_MISSING_FEATURE, "png_gpu workgroup of %u invocations and %u bytes of shared "
                        "memory does not fit this device (%u, %u)", wg, shared, gi->max_workgroup_invocations,
                        gi->max_shared_memory);
@@ -128,6 +144,11 @@ void hp_png_gpu_destroy(hp_png_gpu **pp)
 }
 
 const hp_png_gpu_config *hp_png_gpu_get_config(const hp_png_gpu *png) { return &png->config; }
+
+void hp_png_gpu_deflate_statistics(const hp_png_gpu *png, char *buf, size_t len)
+{
+    hp_compute_statistics(png->gpu, &png->deflate, buf, len);
+}
 
 static VkDeviceSize round4(uint64_t n) { return (n + 3) & ~(uint64_t)3; }
 

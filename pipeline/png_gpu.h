@@ -30,8 +30,8 @@
 
 /* Launch shape, fixed when the pipelines are created (specialization constants). */
 typedef struct hp_png_gpu_config {
-    uint32_t workgroup_size; /* invocations per workgroup of every pass, a power of two in [32, 1024]; default 256 */
-    uint32_t chunk_bytes;    /* filtered bytes each deflate invocation parses, [16, 1024]; default 128. A segment
+    uint32_t workgroup_size; /* invocations per workgroup of every pass, a power of two in [32, 1024]; default 1024 */
+    uint32_t chunk_bytes;    /* filtered bytes each deflate invocation parses, [16, 1024]; default 32. A segment
                               * is workgroup_size x chunk_bytes bytes, at most 65535 - 5 - 3 (one stored block) */
     /* Two parts of png_deflate.comp, for bench_png_gpu's side-by-side runs (the shader says what each
      * costs and gives): the hash table's candidate, on unless no_hash_probe; the matches priced by a first
@@ -39,7 +39,11 @@ typedef struct hp_png_gpu_config {
     bool no_hash_probe, reprice;
 } hp_png_gpu_config;
 
-#define HP_PNG_GPU_CONFIG_DEFAULTS {.workgroup_size = 256, .chunk_bytes = 128}
+/* 1024 invocations of 32 bytes: a 4K frame's deflate in 1.1-1.5 ms on an H200 where 256 of 128 took 2.6-3.0, for
+ * 0.01-0.12% more bytes (shorter chunks, shorter matches: docs/BENCHMARKS.md, "The PNG encoder's launch shape").
+ * With config NULL, a device with fewer invocations or less shared memory a workgroup gets half the invocations
+ * of twice the bytes, until they fit (the same 32 KiB segments). */
+#define HP_PNG_GPU_CONFIG_DEFAULTS {.workgroup_size = 1024, .chunk_bytes = 32}
 
 /* Per-segment entry of the table (4 words, host byte order). */
 typedef struct hp_png_gpu_segment {
@@ -67,10 +71,19 @@ typedef struct hp_png_gpu_layout {
 
 typedef struct hp_png_gpu hp_png_gpu;
 
-/* config NULL: HP_PNG_GPU_CONFIG_DEFAULTS. */
+/* The defaults fitted to a device (above): as many invocations as it takes, up to the default's 1024, each
+ * parsing a longer chunk where there are fewer; 32 invocations when nothing fits (hp_png_gpu_create then says
+ * what is missing). */
+void hp_png_gpu_fitted_config(const hp_gpu_info *gi, hp_png_gpu_config *out);
+
+/* config NULL: hp_png_gpu_fitted_config's. */
 hp_code hp_png_gpu_create(hp_gpu *gpu, const hp_png_gpu_config *config, hp_png_gpu **out, hp_err *err);
 void hp_png_gpu_destroy(hp_png_gpu **png);
 const hp_png_gpu_config *hp_png_gpu_get_config(const hp_png_gpu *png);
+
+/* The driver's statistics of the deflate pass's pipeline as "name=value, ..." (registers, shared memory, ...;
+ * empty without hp_gpu_config.capture_statistics): for bench/bench_png_gpu.c. */
+void hp_png_gpu_deflate_statistics(const hp_png_gpu *png, char *buf, size_t len);
 
 /* The buffers an image needs. HP_ERR_INVALID_ARGUMENT for a size, channel count or depth outside the
  * ranges above; HP_ERR_TOO_LARGE when the segments would pass 65535 workgroups. */

@@ -59,6 +59,13 @@
 // 11,224,653 / 9,869,761; 16 KiB segments 11,265,006 / 9,890,967; two blocks a segment +0.3% (the
 // headers cost more than the closer statistics save).
 //
+// The launch shape (pipeline/png_gpu.h's HP_PNG_GPU_CONFIG_DEFAULTS): 1024 invocations of 32 bytes. The sizes
+// above were measured at 256 of 128; the shorter chunks end matches sooner, 0.01-0.12% more bytes on frames of
+// real texture, and the pass is 1.7-1.8 times faster on an H200: each invocation's serial chain of loads is a
+// quarter as long and four times as many run at once (two workgroups an SM either way, docs/BENCHMARKS.md, "The
+// PNG encoder's launch shape"). Four copies of the literal counts by lane, to spread the atomics of equal bytes,
+// gained nothing there.
+//
 // Two switches (specialization constants, pipeline/png_gpu.h's hp_png_gpu_config), measured side by side by
 // bench/bench_png_gpu.c (H200, docs/BENCHMARKS.md, issue 20):
 //   HASH_PROBE, on: the hash table and its two barriers a byte (off: the fixed candidates alone, each

@@ -10,6 +10,7 @@
  *       Adler-32 (which zlib checks) equals zlib's adler32 of the reference;
  *   (c) a PNG built around it here (signature, IHDR, IDAT, IEND with their CRCs) decodes with libspng to
  *       exactly the input samples.
+ * Also: the default launch shape fitted to devices of fewer invocations or less shared memory (hp_png_gpu_fitted_config).
  * No tolerance anywhere: every result is exact. The validation layer is on and any message fails.
  * The compressed size against zlib level 1 and our CPU coder (api/codecs/deflate_runs.h) on the same filtered
  * bytes is a diagnostic, not a pass/fail. */
@@ -357,6 +358,34 @@ int main(void)
         hp_png_gpu *p2 = NULL;
         tap_ok(hp_png_gpu_create(gpu, &big, &p2, &e) == HP_ERR_INVALID_ARGUMENT && !p2,
                "a 64 KiB segment (over one stored block) is refused: %s", e.message);
+    }
+
+    /* The default launch shape fitted to the device: 1024 invocations of 32 bytes where they fit, else half the
+     * invocations of twice the bytes (the same 32 KiB segment) until they do. */
+    {
+        static const struct { uint32_t invocations, size_x, shared, want_wg, want_chunk; } fits[] = {
+            {1024, 1024, 49152, 1024, 32}, /* the H200, lavapipe */
+            {256, 1024, 49152, 256, 128},  /* 256 invocations at most */
+            {1024, 512, 49152, 512, 64},   /* a workgroup's x size of 512 at most */
+            {1024, 1024, 22000, 256, 128}, /* shared memory: 512 invocations need 22,480 bytes */
+            {1024, 1024, 16384, 32, 1024}, /* nothing fits: the smallest shape, refused by the create */
+        };
+        for (size_t i = 0; i < sizeof(fits) / sizeof(fits[0]); i++) {
+            hp_gpu_info gi = {.max_workgroup_invocations = fits[i].invocations,
+                              .max_workgroup_size_x = fits[i].size_x, .max_shared_memory = fits[i].shared};
+            hp_png_gpu_config c;
+            hp_png_gpu_fitted_config(&gi, &c);
+            tap_ok(c.workgroup_size == fits[i].want_wg && c.chunk_bytes == fits[i].want_chunk,
+                   "a device of %u invocations, x size %u, %u bytes of shared memory: %u invocations of %u bytes "
+                   "(got %u of %u)", fits[i].invocations, fits[i].size_x, fits[i].shared, fits[i].want_wg,
+                   fits[i].want_chunk, c.workgroup_size, c.chunk_bytes);
+        }
+        hp_png_gpu_config here;
+        hp_png_gpu_fitted_config(hp_gpu_get_info(gpu), &here);
+        const hp_png_gpu_config *used = hp_png_gpu_get_config(png);
+        tap_ok(used->workgroup_size == here.workgroup_size && used->chunk_bytes == here.chunk_bytes,
+               "the pipelines made without a configuration take the shape fitted to this device: %u x %u",
+               used->workgroup_size, used->chunk_bytes);
     }
 
     typedef struct { uint32_t w, h; } size2;
