@@ -220,16 +220,18 @@ static const hp_setting settings[] = {
              "predictor, byte split and planes undone on the GPU (15-30% less CPU, about 3 ms more a "
              "frame); gpu inflated on the GPU too, the CPU only copying the chunks (a tenth of the CPU, tens of "
              "milliseconds more a frame); a frame the GPU's path refuses or gives up on is decoded by the CPU's, "
-             "whose verdict stands; auto split for a frame whose header arrives while others are decoding (a share of "
-             "them gpu: exr_zip_gpu_share), cpu for a frame alone, where the device has a compute queue beside "
-             "the frame graph's (NVIDIA), else cpu. docs/PIPELINE.md."},
+             "whose verdict stands; auto, where the device has a compute queue beside the frame graph's "
+             "(NVIDIA): gpu for a frame whose header arrives while others are decoding (exr_zip_gpu_share of "
+             "them, every one by default; the rest split), cpu for a frame alone; elsewhere cpu. "
+             "docs/PIPELINE.md."},
     {.name = "exr_zip_gpu_share", .type = HP_SETTING_DOUBLE, .offset = FIELD(exr_zip_gpu_share),
-     .default_value = "-1", .min = -1, .max = 0.5, .metavar = "SHARE",
-     .help = "With exr_zip_decoder auto on a GPU: the share of the frames split while others decode that are "
-             "inflated whole on the GPU instead (the wide inflate), moving their inflating off the cores; 0 "
-             "none, up to 0.5; -1 (any negative) adapts it to keep the GPU thread fed without making it wait on "
-             "the GPU, while the cores are the bound. Ignored with other decoders and without the wide "
-             "inflate. docs/PIPELINE.md."},
+     .default_value = "1", .min = -1, .max = 1, .metavar = "SHARE",
+     .help = "With exr_zip_decoder auto on a GPU: the share of the frames that arrive while others decode "
+             "that are inflated whole on the GPU (the wide inflate) instead of split, moving their inflating off "
+             "the cores; 1, the default, every one (a frame alone stays the CPU's); 0 none (all split); -1 (any "
+             "negative) adapts it, up to 0.5, to keep the GPU thread fed without making it wait on the GPU, "
+             "while the cores are the bound. Ignored with other decoders and without the wide inflate. "
+             "docs/PIPELINE.md."},
     {.name = "exr_zip_wide_chunks", .type = HP_SETTING_INT, .offset = FIELD(exr_zip_wide_chunks),
      .default_value = "0", .min = 0, .max = 1 << 20, .metavar = "N",
      .help = "A batch of EXR ZIP frames inflated together on the GPU (frames that arrive while others are on it) "

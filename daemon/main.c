@@ -679,8 +679,9 @@ static hp_code start_exr_zip(daemon_parts *d, hp_err *err)
         share.fixed = 0;
     hp_zip_share_init(&d->bctx->share, &share);
     if (shares)
-        hp_info("exr_zip_decoder auto: %s of the frames it would split inflated whole on the GPU",
-                share.fixed < 0 ? "an adaptive share (exr_zip_gpu_share)" : "a fixed share");
+        hp_info("exr_zip_decoder auto: frames that arrive while others decode inflated whole on the GPU, %s "
+                "(exr_zip_gpu_share), the rest split; a frame alone on the CPU",
+                share.fixed < 0 ? "an adaptive share" : share.fixed >= 1 ? "every one" : "a fixed share");
     else if (config->exr_zip_gpu_share != 0 && config->exr_zip_decoder == HP_EXR_ZIP_DECODER_AUTO)
         hp_info("exr_zip_gpu_share: no share on this device (no wide inflate, or auto is the CPU's)");
     return HP_OK;

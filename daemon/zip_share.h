@@ -33,6 +33,8 @@ typedef struct hp_zip_share_config {
  * and settles in some 5 (tests/test_zip_share.c's model), the thread's times over half a second at 100
  * frames/s are some 50 frames'. Cores: the daemon used 72-88% of them at shares of 0-1/3 with 16 clients,
  * 63% at a half. */
+/* The daemon's exr_zip_gpu_share sets .fixed: 1 by default (every busy frame whole on the GPU, since the GPU's
+ * inflate and PNG encoder got faster: docs/PIPELINE.md), -1 for the adaptive share below. */
 #define HP_ZIP_SHARE_DEFAULTS                                                                                    \
     {.fixed = -1, .max = 0.5, .target = 0.15, .gain = 0.25, .period_s = 0.5, .cores = 1, .cores_busy = 0.6}
 

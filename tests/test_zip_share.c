@@ -49,8 +49,8 @@ static hp_zip_share_config adaptive(void)
 
 static void fixed_shares(void)
 {
-    static const double shares[] = {0, 0.2, 1.0 / 3, 0.5};
-    for (int k = 0; k < 4; k++) {
+    static const double shares[] = {0, 0.2, 1.0 / 3, 0.5, 1};
+    for (int k = 0; k < 5; k++) {
         hp_zip_share_config cfg = adaptive();
         cfg.fixed = shares[k];
         hp_zip_share s;

@@ -136,6 +136,8 @@ def config_errors(tmp):
          [r"exr_zip_gpu_batches", r"1 to 8"]),
         ("--exr_zip_gpu_batches=9 exits 2 naming it and the range", ["--exr_zip_gpu_batches=9"], {},
          [r"exr_zip_gpu_batches", r"1 to 8"]),
+        ("--exr_zip_gpu_share=1.5 exits 2 naming it and the range (1: every busy frame)",
+         ["--exr_zip_gpu_share=1.5"], {}, [r"exr_zip_gpu_share", r"-1 to 1"]),
         ("bad environment value exits 2 naming the variable", [], {"HDRPOST_SHUTDOWN_TIMEOUT_S": "soon"},
          [r"HDRPOST_SHUTDOWN_TIMEOUT_S", r"shutdown_timeout_s"]),
         ("bad --warm_frame exits 2 naming the setting and what is allowed", ["--warm_frame=4096"], {},
