@@ -460,9 +460,6 @@ static void duty_study(hp_png_gpu *png, double seconds)
  * built-in images. */
 static bool bench_files(hp_png_gpu *const *png, const char *files, uint32_t runs)
 {
-    char stats[1024];
-    hp_png_gpu_deflate_statistics(png[0], stats, sizeof(stats));
-    printf("png_deflate's pipeline (the default variant): %s\n", stats[0] ? stats : "no statistics from the driver");
     bool ok = true;
     char *list = strdup(files);
     CHECK(list != NULL);
@@ -489,7 +486,8 @@ int main(int argc, char **argv)
     bench_init(args.device, HP_PNG_GPU_TIMESTAMPS * runs);
     hp_png_gpu *png[VARIANTS];
     for (int v = 0; v < VARIANTS; v++) {
-        hp_png_gpu_config c = HP_PNG_GPU_CONFIG_DEFAULTS;
+        hp_png_gpu_config c;
+        hp_png_gpu_fitted_config(hp_gpu_get_info(bench_gpu), &c); /* the daemon's shape on this device */
         c.no_hash_probe = v == 1 || v == 3, c.reprice = v == 2 || v == 3;
         /* HP_BENCH_PNG_SHAPE=WGxCHUNK: another launch shape for every variant (hp_png_gpu_config). */
         const char *shape = getenv("HP_BENCH_PNG_SHAPE");
@@ -501,6 +499,9 @@ int main(int argc, char **argv)
     printf("# bench_png_gpu: %s, workgroup %u x chunk %u (segments of %u bytes), %u runs (median); %u usable cores\n",
            hp_gpu_get_info(bench_gpu)->device_name, cfg->workgroup_size, cfg->chunk_bytes,
            cfg->workgroup_size * cfg->chunk_bytes, runs, hp_usable_cpus());
+    char stats[1024];
+    hp_png_gpu_deflate_statistics(png[0], stats, sizeof(stats));
+    printf("png_deflate's pipeline (the default variant): %s\n", stats[0] ? stats : "no statistics from the driver");
     /* tiles 0: the frame scaled up 4x as bench_http's. --quick: the street frame itself, 8 bits. */
     static const struct { uint32_t tiles, depth; } images[] = {{2, 8}, {4, 8}, {8, 8}, {4, 16}, {0, 8}};
     bool ok = true;

@@ -222,7 +222,8 @@ static const hp_setting settings[] = {
              "milliseconds more a frame); a frame the GPU's path refuses or gives up on is decoded by the CPU's, "
              "whose verdict stands; auto, where the device has a compute queue beside the frame graph's "
              "(NVIDIA): gpu for a frame whose header arrives while others are decoding (exr_zip_gpu_share of "
-             "them, every one by default; the rest split), cpu for a frame alone; elsewhere cpu. "
+             "them, every one by default, where the device has the wide inflate; the rest split), cpu for a "
+             "frame alone; elsewhere cpu. "
              "docs/PIPELINE.md."},
     {.name = "exr_zip_gpu_share", .type = HP_SETTING_DOUBLE, .offset = FIELD(exr_zip_gpu_share),
      .default_value = "1", .min = -1, .max = 1, .metavar = "SHARE",

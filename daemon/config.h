@@ -67,8 +67,8 @@ typedef struct hp_config {
     int decode_threads;
     /* Where EXR ZIP chunks are inflated (pipeline/exr_zip_gpu.h): HP_EXR_ZIP_DECODER_*, default auto. */
     int exr_zip_decoder;
-    /* With auto, the share of the frames it would split inflated whole on the GPU (daemon/zip_share.h): 0 to
-     * 0.5, or negative to adapt. */
+    /* With auto, the share of the frames that arrive while others decode inflated whole on the GPU instead of
+     * split (daemon/zip_share.h): 0 to 1, default 1 (every one), or negative to adapt. */
     double exr_zip_gpu_share;
     /* A batch of EXR ZIP frames on the GPU with more chunks than this takes the serial inflate, not the wide
      * one (pipeline/exr_zip_gpu.h's hp_exr_zip_gpu_batch_tune); 0: the device's own. 0..1048576, default 0. */

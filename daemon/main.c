@@ -150,8 +150,9 @@ static bool share_takes(backend_ctx *b)
 }
 
 /* exr_zip_decoder (daemon/config.h). auto: a frame alone is decoded on the CPU as it arrives (the shortest
- * answer: its rows are uploaded as they are decoded); a frame that arrives while others are decoding (the
- * cores are then the bound) is split: inflated on the CPU as it arrives, and EXR's predictor, byte split and
+ * answer: its rows are uploaded as they are decoded); a frame that arrives while others are decoding goes
+ * whole to the GPU by default (exr_zip_gpu_share 1, below), else is split: inflated on the CPU as it arrives,
+ * and EXR's predictor, byte split and
  * planes undone on the GPU (15% of the decoder's CPU a 4K frame with 16 clients; 30% of one thread's at 8K).
  * The whole inflate on the GPU cost a chunk's serial chain per workgroup, tens of milliseconds of SMs a
  * frame, which the frame graph's passes then waited for. Side by side on the H200 with 16 clients
@@ -162,7 +163,9 @@ static bool share_takes(backend_ctx *b)
  * instead (exr_zip_gpu_share, daemon/zip_share.h): up to one frame in flight took so many that the GPU
  * thread waited on the GPU (96.9-99.4 frames/s against 105.9 and 108.7), while a share kept where the
  * thread waits for decoding frames 15% of its time served 107-111 against 94-98 for the split alone on a
- * slow host (the pool then keeping up), side by side. Asked only for frames the GPU's path takes. */
+ * slow host (the pool then keeping up), side by side. Since two batches at once and the PNG encoder's faster
+ * deflate, every busy frame on the GPU served the most with the fewest cores (docs/BENCHMARKS.md, "Every busy
+ * frame on the GPU"): the share's default is 1. Asked only for frames the GPU's path takes. */
 static hp_exr_zip_decoded zip_route(void *ctx)
 {
     backend_ctx *b = ctx;

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 
 typedef struct hp_zip_share_config {
-    double fixed;       /* 0 to max: that share always; negative: adapt (the rest below) */
+    double fixed;       /* 0 to 1: that share always (the daemon's default is 1); negative: adapt, up to max */
     double max;         /* the most the share adapts to */
     double target;      /* the part of the GPU thread's busy time it should wait for decoding frames */
     double gain;        /* share added per unit of that part over the target, a period */

@@ -85,7 +85,7 @@ hp_code hp_png_gpu_create(hp_gpu *gpu, const hp_png_gpu_config *config, hp_png_g
     if (wg < 32 || wg > 1024 || (wg & (wg - 1)))
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu workgroup_size %u is not a power of two in [32, 1024]", wg);
     /* Chunks past about 2040 bytes (some 4096 barriers an invocation) gave wrong streams on lavapipe; 1024 is
-     * far from it and 8x the default. */
+     * far from it, and what a device of 32 invocations at most gets (hp_png_gpu_fitted_config). */
     if (cfg.chunk_bytes < 16 || cfg.chunk_bytes > 1024)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu chunk_bytes %u is outside [16, 1024]", cfg.chunk_bytes);
     if ((uint64_t)wg * cfg.chunk_bytes > STORED_MAX)
@@ -94,8 +94,8 @@ hp_code hp_png_gpu_create(hp_gpu *gpu, const hp_png_gpu_config *config, hp_png_g
     uint32_t shared = deflate_shared_bytes(wg);
     if (wg > gi->max_workgroup_invocations || wg > gi->max_workgroup_size_x || shared > gi->max_shared_memory)
         return hp_fail(err, HP_ERR_MISSING_FEATURE, "png_gpu workgroup of %u invocations and %u bytes of shared "
-                       "memory does not fit this device (%u, %u)", wg, shared, gi->max_workgroup_invocations,
-                       gi->max_shared_memory);
+                       "memory does not fit this device (at most %u invocations, %u in x, %u bytes)", wg, shared,
+                       gi->max_workgroup_invocations, gi->max_workgroup_size_x, gi->max_shared_memory);
     hp_png_gpu *p = calloc(1, sizeof(*p));
     if (!p)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");

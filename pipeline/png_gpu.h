@@ -39,7 +39,7 @@ typedef struct hp_png_gpu_config {
     bool no_hash_probe, reprice;
 } hp_png_gpu_config;
 
-/* 1024 invocations of 32 bytes: a 4K frame's deflate in 1.1-1.5 ms on an H200 where 256 of 128 took 2.6-3.0, for
+/* 1024 invocations of 32 bytes: a 4K frame's deflate in 1.3-1.5 ms on an H200 where 256 of 128 took 2.6-3.0, for
  * 0.01-0.12% more bytes (shorter chunks, shorter matches: docs/BENCHMARKS.md, "The PNG encoder's launch shape").
  * With config NULL, a device with fewer invocations or less shared memory a workgroup gets half the invocations
  * of twice the bytes, until they fit (the same 32 KiB segments). */

@@ -61,9 +61,10 @@
 //
 // The launch shape (pipeline/png_gpu.h's HP_PNG_GPU_CONFIG_DEFAULTS): 1024 invocations of 32 bytes. The sizes
 // above were measured at 256 of 128; the shorter chunks end matches sooner, 0.01-0.12% more bytes on frames of
-// real texture, and the pass is 1.7-1.8 times faster on an H200: each invocation's serial chain of loads is a
-// quarter as long and four times as many run at once (two workgroups an SM either way, docs/BENCHMARKS.md, "The
-// PNG encoder's launch shape"). Four copies of the literal counts by lane, to spread the atomics of equal bytes,
+// real texture, and the pass is 1.8-2.0 times faster on an H200 (filter and deflate 1.7-1.8): each invocation's
+// serial chain of loads is a quarter as long, with four times as many in a workgroup (by its 32 registers and
+// 24.5 KB, two workgroups may share an SM, as two of 256 did; not measured: docs/BENCHMARKS.md, "The PNG
+// encoder's launch shape"). Four copies of the literal counts by lane, to spread the atomics of equal bytes,
 // gained nothing there.
 //
 // Two switches (specialization constants, pipeline/png_gpu.h's hp_png_gpu_config), measured side by side by
@@ -175,9 +176,10 @@ Shape image_shape()
 // The parse's hash table, then the Huffman build's arrays in the same words: with HASH_PROBE the table is
 // dead once the parse's last barrier is passed, and the build begins after it; without, nothing but the
 // zeroing at the start touches it. What a workgroup holds of shared memory
-// bounds the segments an SM runs at once: the H200's driver gives the pass 48 KB an SM, and with the build's
-// arrays apart (28.4 KB at 256 invocations) one segment ran on an SM at a time; 21.4 KB lets two
-// (docs/BENCHMARKS.md, "Frames' chunks together").
+// bounds the segments an SM runs at once: the H200's driver gave the pass 48 KB an SM, and with the build's
+// arrays apart (28.4 KB at 256 invocations) one segment ran on an SM at a time; 21.4 KB let two
+// (docs/BENCHMARKS.md, "Frames' chunks together"). At the default 1024 invocations it is 24.5 KB (the scan
+// slots grow with the invocations).
 shared uint s_hash[HASH_SIZE];
 #define NODE_AT 0u                          // Huffman build: weights, then depths (2 x LL_CODES)
 #define PARENT_AT (2u * LL_CODES)           // (2 x LL_CODES)

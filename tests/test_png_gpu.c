@@ -444,7 +444,8 @@ int main(void)
             if (ok && depth == 8) {
                 check_image(&r, png, "blender street tone-mapped, ", info.width, info.height, 4, depth, IMG_FLAT, toned,
                             true, NULL);
-                hp_png_gpu_config rcfg = HP_PNG_GPU_CONFIG_DEFAULTS;
+                hp_png_gpu_config rcfg;
+                hp_png_gpu_fitted_config(hp_gpu_get_info(gpu), &rcfg);
                 rcfg.reprice = true;
                 hp_png_gpu *repriced = pipelines_for(gpu, &rcfg, "the reprice pipeline");
                 if (repriced)
@@ -470,7 +471,8 @@ int main(void)
     /* The deflate pass's switches for bench_png_gpu (hp_png_gpu_config): without the hash table's candidate,
      * with the second Huffman build; every stream still inflates to the filtered bytes. */
     for (int v = 0; v < 2; v++) {
-        hp_png_gpu_config sw = HP_PNG_GPU_CONFIG_DEFAULTS;
+        hp_png_gpu_config sw;
+        hp_png_gpu_fitted_config(hp_gpu_get_info(gpu), &sw);
         sw.no_hash_probe = v == 0, sw.reprice = v == 1;
         const char *what = v == 0 ? "no hash probe: " : "reprice: ";
         hp_png_gpu *p2 = pipelines_for(gpu, &sw, what);

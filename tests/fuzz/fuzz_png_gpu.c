@@ -82,8 +82,9 @@ static void init(void)
     hp_err err = {0};
     if (gpu_test_device(&fz.gpu, &err) != HP_OK)
         fail("device", err.message);
-    hp_png_gpu_config c[PIPELINES] = {HP_PNG_GPU_CONFIG_DEFAULTS, HP_PNG_GPU_CONFIG_DEFAULTS, HP_PNG_GPU_CONFIG_DEFAULTS,
-                                      {.workgroup_size = 64, .chunk_bytes = 16}};
+    hp_png_gpu_config c[PIPELINES] = {{0}, {0}, {0}, {.workgroup_size = 64, .chunk_bytes = 16}};
+    for (int p = 0; p < 3; p++) /* the daemon's shape on this device */
+        hp_png_gpu_fitted_config(hp_gpu_get_info(fz.gpu), &c[p]);
     c[1].no_hash_probe = true;
     c[2].reprice = true;
     for (int p = 0; p < PIPELINES; p++)
