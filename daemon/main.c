@@ -152,8 +152,8 @@ static bool share_takes(backend_ctx *b)
 /* exr_zip_decoder (daemon/config.h). auto: a frame alone is decoded on the CPU as it arrives (the shortest
  * answer: its rows are uploaded as they are decoded); a frame that arrives while others are decoding goes
  * whole to the GPU by default (exr_zip_gpu_share 1, below), else is split: inflated on the CPU as it arrives,
- * and EXR's predictor, byte split and
- * planes undone on the GPU (15% of the decoder's CPU a 4K frame with 16 clients; 30% of one thread's at 8K).
+ * and EXR's predictor, byte split and planes undone on the GPU (15% of the decoder's CPU a 4K frame with 16
+ * clients; 30% of one thread's at 8K).
  * The whole inflate on the GPU cost a chunk's serial chain per workgroup, tens of milliseconds of SMs a
  * frame, which the frame graph's passes then waited for. Side by side on the H200 with 16 clients
  * (docs/BENCHMARKS.md): the CPU alone 78.5 and 81.7 frames/s; split when busy 108.8 and
