@@ -290,7 +290,65 @@ static bool run_variant(hp_png_gpu *png, const hp_png_gpu_layout *l, hp_buffer *
     return exact;
 }
 
-/* One image through the GPU's variants and the CPU's coders; false when a GPU stream is wrong. */
+/* The GPU's first two variants alone (HP_BENCH_GPU_ONLY: a study of the shader). */
+static void report_gpu_only(const hp_png_gpu_layout *l, const char *what, bool exact,
+                            double pass_ms[][HP_PNG_GPU_PASSES + 1], const size_t *zlen)
+{
+    printf("\n%ux%u RGB %u-bit (%s): %u segments; streams %s\n  | variant | deflate ms | total ms | bytes |\n"
+           "  |---|---|---|---|\n", l->width, l->height, l->depth, what, l->segments,
+           exact ? "inflate exactly" : "WRONG");
+    for (int v = 0; v < 2; v++)
+        printf("  | %s | %.3f | %.3f | %zu |\n", variant_names[v], pass_ms[v][2], pass_ms[v][HP_PNG_GPU_PASSES],
+               zlen[v]);
+}
+
+/* Every variant's passes beside the CPU's coders on the same image: the daemon's encoder and libdeflate 1 on
+ * every core, zlib 1 and deflate_runs on one. */
+static void report_with_cpu(const hp_png_gpu_layout *l, const uint8_t *img, const uint8_t *want, const char *what,
+                            bool exact, double pass_ms[][HP_PNG_GPU_PASSES + 1], const size_t *zlen, uint32_t runs)
+{
+    uint32_t w = l->width, h = l->height, depth = l->depth;
+    unsigned cores = hp_usable_cpus();
+    size_t enc_bytes = 0, ld_bytes = 0;
+    double enc_cpu = 0, enc_ms = cpu_encoder(img, w, h, depth, runs < 5 ? runs : 5, &enc_bytes, &enc_cpu);
+    double ld_ms = libdeflate_all_cores(want, l->filtered_bytes, cores, &ld_bytes);
+    uLongf z1 = compressBound((uLong)l->filtered_bytes);
+    uint8_t *zb = malloc(z1 > hp_deflate_runs_bound(l->filtered_bytes) ? z1 : hp_deflate_runs_bound(l->filtered_bytes));
+    double t0 = now_ms();
+    CHECK(compress2(zb, &z1, want, (uLong)l->filtered_bytes, 1) == Z_OK);
+    double t1 = now_ms();
+    size_t runs_len = 0;
+    CHECK(hp_deflate_runs(want, l->filtered_bytes, true, zb, &runs_len));
+    double t2 = now_ms();
+
+    printf("\n%ux%u RGB %u-bit (%s): %llu filtered bytes, %u segments; streams %s\n", w, h, depth, what,
+           (unsigned long long)l->filtered_bytes, l->segments, exact ? "inflate exactly" : "WRONG");
+    printf("  | GPU pass (ms) |");
+    for (int v = 0; v < VARIANTS; v++)
+        printf(" %s |", variant_names[v]);
+    printf("\n  |---|---|---|---|---|\n");
+    for (int k = 0; k <= HP_PNG_GPU_PASSES; k++) {
+        printf("  | %s |", k < HP_PNG_GPU_PASSES ? pass_names[k] : "total");
+        for (int v = 0; v < VARIANTS; v++)
+            printf(" %.3f |", pass_ms[v][k]);
+        printf("\n");
+    }
+    double fb = (double)l->filtered_bytes;
+    printf("\n  | coder | ms | bytes | of the filtered bytes |\n  |---|---|---|---|\n");
+    for (int v = 0; v < VARIANTS; v++)
+        printf("  | %s (filter and deflate, GPU timestamps) | %.2f | %zu | %.4f |\n", variant_names[v],
+               pass_ms[v][HP_PNG_GPU_PASSES], zlen[v], (double)zlen[v] / fb);
+    printf("  | CPU encoder, %u cores (the whole PNG; %.0f ms of CPU) | %.2f | %zu | %.4f |\n", cores, enc_cpu,
+           enc_ms, enc_bytes, (double)enc_bytes / fb);
+    printf("  | libdeflate level 1, %u cores (deflate of the filtered bytes) | %.2f | %zu | %.4f |\n", cores, ld_ms,
+           ld_bytes, (double)ld_bytes / fb);
+    printf("  | zlib level 1, one core | %.1f | %lu | %.4f |\n", t1 - t0, (unsigned long)z1, (double)z1 / fb);
+    printf("  | deflate_runs, one core | %.1f | %zu | %.4f |\n", t2 - t1, runs_len + 6, (double)(runs_len + 6) / fb);
+    free(zb);
+}
+
+/* One image through the GPU's variants (with HP_BENCH_GPU_ONLY the first two, and no CPU coders) and the CPU's
+ * coders; false when a GPU stream is wrong. */
 static bool bench_image(hp_png_gpu *const *png, const uint8_t *img, uint32_t w, uint32_t h, uint32_t depth,
                         const char *what, uint32_t runs)
 {
@@ -305,61 +363,14 @@ static bool bench_image(hp_png_gpu *const *png, const uint8_t *img, uint32_t w, 
     double pass_ms[VARIANTS][HP_PNG_GPU_PASSES + 1];
     size_t zlen[VARIANTS];
     bool exact = true;
-    /* HP_BENCH_GPU_ONLY: the first two variants alone (a study of the shader), no CPU coders. */
     bool gpu_only = getenv("HP_BENCH_GPU_ONLY") != NULL;
     for (int v = 0; v < (gpu_only ? 2 : VARIANTS); v++)
         exact = run_variant(png[v], &l, b, want, runs, pass_ms[v], &zlen[v]) && exact;
-
-    if (gpu_only) {
-        printf("\n%ux%u RGB %u-bit (%s): %u segments; streams %s\n  | variant | deflate ms | total ms | bytes |\n"
-               "  |---|---|---|---|\n", w, h, depth, what, l.segments, exact ? "inflate exactly" : "WRONG");
-        for (int v = 0; v < 2; v++)
-            printf("  | %s | %.3f | %.3f | %zu |\n", variant_names[v], pass_ms[v][2], pass_ms[v][HP_PNG_GPU_PASSES],
-                   zlen[v]);
-        free(want);
-        for (int i = 0; i < NBUF; i++)
-            hp_buffer_destroy(bench_gpu, &b[i]);
-        return exact;
-    }
-    /* The CPU on the same image: the daemon's encoder and libdeflate 1 on every core, zlib 1 and
-     * deflate_runs on one. */
-    unsigned cores = hp_usable_cpus();
-    size_t enc_bytes = 0, ld_bytes = 0;
-    double enc_cpu = 0, enc_ms = cpu_encoder(img, w, h, depth, runs < 5 ? runs : 5, &enc_bytes, &enc_cpu);
-    double ld_ms = libdeflate_all_cores(want, l.filtered_bytes, cores, &ld_bytes);
-    uLongf z1 = compressBound((uLong)l.filtered_bytes);
-    uint8_t *zb = malloc(z1 > hp_deflate_runs_bound(l.filtered_bytes) ? z1 : hp_deflate_runs_bound(l.filtered_bytes));
-    double t0 = now_ms();
-    CHECK(compress2(zb, &z1, want, (uLong)l.filtered_bytes, 1) == Z_OK);
-    double t1 = now_ms();
-    size_t runs_len = 0;
-    CHECK(hp_deflate_runs(want, l.filtered_bytes, true, zb, &runs_len));
-    double t2 = now_ms();
-
-    printf("\n%ux%u RGB %u-bit (%s): %llu filtered bytes, %u segments; streams %s\n", w, h, depth, what,
-           (unsigned long long)l.filtered_bytes, l.segments, exact ? "inflate exactly" : "WRONG");
-    printf("  | GPU pass (ms) |");
-    for (int v = 0; v < VARIANTS; v++)
-        printf(" %s |", variant_names[v]);
-    printf("\n  |---|---|---|---|---|\n");
-    for (int k = 0; k <= HP_PNG_GPU_PASSES; k++) {
-        printf("  | %s |", k < HP_PNG_GPU_PASSES ? pass_names[k] : "total");
-        for (int v = 0; v < VARIANTS; v++)
-            printf(" %.3f |", pass_ms[v][k]);
-        printf("\n");
-    }
-    double fb = (double)l.filtered_bytes;
-    printf("\n  | coder | ms | bytes | of the filtered bytes |\n  |---|---|---|---|\n");
-    for (int v = 0; v < VARIANTS; v++)
-        printf("  | %s (filter and deflate, GPU timestamps) | %.2f | %zu | %.4f |\n", variant_names[v],
-               pass_ms[v][HP_PNG_GPU_PASSES], zlen[v], (double)zlen[v] / fb);
-    printf("  | CPU encoder, %u cores (the whole PNG; %.0f ms of CPU) | %.2f | %zu | %.4f |\n", cores, enc_cpu,
-           enc_ms, enc_bytes, (double)enc_bytes / fb);
-    printf("  | libdeflate level 1, %u cores (deflate of the filtered bytes) | %.2f | %zu | %.4f |\n", cores, ld_ms,
-           ld_bytes, (double)ld_bytes / fb);
-    printf("  | zlib level 1, one core | %.1f | %lu | %.4f |\n", t1 - t0, (unsigned long)z1, (double)z1 / fb);
-    printf("  | deflate_runs, one core | %.1f | %zu | %.4f |\n", t2 - t1, runs_len + 6, (double)(runs_len + 6) / fb);
-    free(zb), free(want);
+    if (gpu_only)
+        report_gpu_only(&l, what, exact, pass_ms, zlen);
+    else
+        report_with_cpu(&l, img, want, what, exact, pass_ms, zlen, runs);
+    free(want);
     for (int i = 0; i < NBUF; i++)
         hp_buffer_destroy(bench_gpu, &b[i]);
     return exact;
@@ -485,12 +496,12 @@ int main(int argc, char **argv)
     uint32_t runs = args.runs < 1 ? 1 : args.runs > 100 ? 100 : args.runs;
     bench_init(args.device, HP_PNG_GPU_TIMESTAMPS * runs);
     hp_png_gpu *png[VARIANTS];
+    /* HP_BENCH_PNG_SHAPE=WGxCHUNK: another launch shape for every variant (hp_png_gpu_config). */
+    const char *shape = getenv("HP_BENCH_PNG_SHAPE");
     for (int v = 0; v < VARIANTS; v++) {
         hp_png_gpu_config c;
         hp_png_gpu_fitted_config(hp_gpu_get_info(bench_gpu), &c); /* the daemon's shape on this device */
         c.no_hash_probe = v == 1 || v == 3, c.reprice = v == 2 || v == 3;
-        /* HP_BENCH_PNG_SHAPE=WGxCHUNK: another launch shape for every variant (hp_png_gpu_config). */
-        const char *shape = getenv("HP_BENCH_PNG_SHAPE");
         if (shape)
             CHECK(sscanf(shape, "%ux%u", &c.workgroup_size, &c.chunk_bytes) == 2);
         CHECK(hp_png_gpu_create(bench_gpu, &c, &png[v], &bench_err) == HP_OK);

@@ -492,9 +492,9 @@ const hp_param_def hp_param_schema[] = {
      .help = "Who filters and deflates a PNG: `cpu` the encoding pool (output.effort's deflate); `gpu` the GPU "
              "right after the tone pass (libpng's filter choice, a deflate stream of 32 KiB segments with "
              "their own Huffman codes; only the compressed bytes are read back; output.effort is then "
-             "ignored); `auto` the GPU where the device runs those passes (workgroups of up to 1024 invocations, "
-             "fewer where the device has fewer, with 20-24 KiB of shared memory: Vulkan promises only 16 KiB, desktop GPUs and lavapipe give "
-             "32 KiB or more) and `output.effort` is at most 2 (the CPU's run-length levels, whose file sizes the "
+             "ignored); `auto` the GPU where the device runs those passes (workgroups of up to 1024 "
+             "invocations, fewer where the device has fewer, with 20-24 KiB of shared memory: Vulkan promises "
+             "only 16 KiB, desktop GPUs and lavapipe give 32 KiB or more) and `output.effort` is at most 2 (the CPU's run-length levels, whose file sizes the "
              "GPU's match; higher efforts ask for zlib's smaller files), else the CPU, and the CPU for a frame the "
              "GPU path cannot take (over 65535 segments of 32 KiB, or scratch past the device's memory). The decoded samples and the channels are the same "
              "either way (`output.alpha` `auto` included: the passes read the tone pass's finding on the GPU)."},

@@ -57,12 +57,18 @@ static uint32_t deflate_shared_bytes(uint32_t workgroup_size)
     return (DEFLATE_HASH_WORDS + workgroup_size + 3 * 335 + 7) * 4;
 }
 
+/* Whether the device runs a workgroup of the passes at this size: the one test both the fitting and the create
+ * ask. */
+static bool shape_fits(const hp_gpu_info *gi, uint32_t workgroup_size)
+{
+    return workgroup_size <= gi->max_workgroup_invocations && workgroup_size <= gi->max_workgroup_size_x &&
+           deflate_shared_bytes(workgroup_size) <= gi->max_shared_memory;
+}
+
 void hp_png_gpu_fitted_config(const hp_gpu_info *gi, hp_png_gpu_config *out)
 {
     *out = (hp_png_gpu_config)HP_PNG_GPU_CONFIG_DEFAULTS;
-    while (out->workgroup_size > 32 &&
-           (out->workgroup_size > gi->max_workgroup_invocations || out->workgroup_size > gi->max_workgroup_size_x ||
-            deflate_shared_bytes(out->workgroup_size) > gi->max_shared_memory))
+    while (out->workgroup_size > 32 && !shape_fits(gi, out->workgroup_size))
         out->workgroup_size /= 2, out->chunk_bytes *= 2;
 }
 
@@ -75,7 +81,7 @@ struct hp_png_gpu {
 hp_code hp_png_gpu_create(hp_gpu *gpu, const hp_png_gpu_config *config, hp_png_gpu **out, hp_err *err)
 {
     *out = NULL;
-    hp_png_gpu_config cfg = HP_PNG_GPU_CONFIG_DEFAULTS;
+    hp_png_gpu_config cfg;
     const hp_gpu_info *gi = hp_gpu_get_info(gpu);
     if (config)
         cfg = *config;
@@ -91,10 +97,10 @@ hp_code hp_png_gpu_create(hp_gpu *gpu, const hp_png_gpu_config *config, hp_png_g
     if ((uint64_t)wg * cfg.chunk_bytes > STORED_MAX)
         return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "png_gpu segment of %u x %u bytes is over one stored block's %u",
                        wg, cfg.chunk_bytes, STORED_MAX);
-    uint32_t shared = deflate_shared_bytes(wg);
-    if (wg > gi->max_workgroup_invocations || wg > gi->max_workgroup_size_x || shared > gi->max_shared_memory)
+    if (!shape_fits(gi, wg))
         return hp_fail(err, HP_ERR_MISSING_FEATURE, "png_gpu workgroup of %u invocations and %u bytes of shared "
-                       "memory does not fit this device (at most %u invocations, %u in x, %u bytes)", wg, shared,
+                       "memory does not fit this device (at most %u invocations, %u in x, %u bytes)", wg,
+                       deflate_shared_bytes(wg),
                        gi->max_workgroup_invocations, gi->max_workgroup_size_x, gi->max_shared_memory);
     hp_png_gpu *p = calloc(1, sizeof(*p));
     if (!p)
