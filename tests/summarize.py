@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Counts every check of every suite from meson's testlog.json files (the build's, the fuzz build's) and
-prints 'N passed, N failed'.
+prints 'N passed, N failed', after a line for each test that failed naming it and its failed checks (CI
+shows a log's tail, so what failed is said there, beside the count).
 
 Each test program speaks TAP, so a check is one 'ok'/'not ok' line. A program that failed without
 reporting a failed check (a crash, a timeout, a bad plan) adds one failure of its own, so nothing that
@@ -10,6 +11,7 @@ import re
 import sys
 
 TAP = re.compile(r"^(not )?ok\b")
+MAX_NAMED = 5  # failed checks named a test; the rest counted
 
 
 def main(paths):
@@ -28,22 +30,25 @@ def count(path):
         for line in log:
             test = json.loads(line)
             out = test.get("stdout") or test.get("stdo") or ""
-            ok = bad = 0
+            ok = 0
+            bad = []
             for tap in out.splitlines():
                 m = TAP.match(tap)
                 if not m:
                     continue
-                if m.group(1):
-                    bad += 1
-                elif "# SKIP" in tap.upper():
-                    bad += 1  # a skipped check is not a pass
+                if m.group(1) or "# SKIP" in tap.upper():  # a skipped check is not a pass
+                    bad.append(tap.strip())
                 else:
                     ok += 1
-            if test.get("result") not in ("OK", "EXPECTEDFAIL") and bad == 0:
-                bad = 1
-                print(f"{test.get('name')}: {test.get('result')} without a failed check (crash or timeout?)")
+            where = f"{path.split('/meson-logs/')[0]}: {test.get('name')}"
+            if test.get("result") not in ("OK", "EXPECTEDFAIL") and not bad:
+                bad = [f"{test.get('result')} without a failed check (crash or timeout?)"]
+            for line in bad[:MAX_NAMED]:
+                print(f"FAILED {where}: {line[:300]}")
+            if len(bad) > MAX_NAMED:
+                print(f"FAILED {where}: and {len(bad) - MAX_NAMED} more")
             passed += ok
-            failed += bad
+            failed += len(bad)
     return passed, failed
 
 

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""tests/summarize.py, which prints CI's last line: every check counted, and each failed one named before it.
+
+Feeds it testlogs as meson writes them (one JSON object a line) with a pass, a failed check, a skip, a crash
+without a failed check and a test of many failed checks, and checks the count, the exit status and the lines
+naming what failed."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SUMMARIZE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "summarize.py")
+n = 0
+
+
+def point(what, ok, detail=""):
+    global n
+    n += 1
+    print(f"{'ok' if ok else 'not ok'} {n} {what}")
+    if not ok:
+        print("# " + detail.replace("\n", "\n# "))
+
+
+def run(tests):
+    with tempfile.TemporaryDirectory() as d:
+        os.makedirs(os.path.join(d, "build-x", "meson-logs"))
+        log = os.path.join(d, "build-x", "meson-logs", "testlog.json")
+        with open(log, "w", encoding="utf-8") as f:
+            for t in tests:
+                f.write(json.dumps(t) + "\n")
+        r = subprocess.run([sys.executable, SUMMARIZE, log], capture_output=True, text=True)
+        return r.returncode, r.stdout.splitlines()
+
+
+rc, lines = run([{"name": "a", "result": "OK", "stdout": "ok 1 one\nok 2 two\n"}])
+point("all passing: '2 passed, 0 failed' alone, exit 0", rc == 0 and lines == ["2 passed, 0 failed"], str(lines))
+
+rc, lines = run([{"name": "a", "result": "OK", "stdout": "ok 1 one\n"},
+                 {"name": "b", "result": "FAIL", "stdout": "ok 1 x\nnot ok 2 the frame is wrong\n"},
+                 {"name": "c", "result": "OK", "stdout": "ok 1 y # SKIP no browser\n"},
+                 {"name": "d", "result": "TIMEOUT", "stdout": "ok 1 z\n"}])
+point("failures counted: a failed check, a skip, a timeout without one", rc == 1 and lines[-1] == "3 passed, 3 failed",
+      str(lines))
+named = "\n".join(lines[:-1])
+point("each failure named before the count, by build, test and check",
+      "build-x: b: not ok 2 the frame is wrong" in named and "build-x: c: ok 1 y # SKIP no browser" in named
+      and "build-x: d: TIMEOUT without a failed check" in named and "build-x: a" not in named, named)
+
+many = "".join(f"not ok {i} check {i}\n" for i in range(1, 9))
+rc, lines = run([{"name": "e", "result": "FAIL", "stdout": many}])
+point("a test of 8 failed checks: five named and 'and 3 more', all 8 counted",
+      rc == 1 and lines[-1] == "0 passed, 8 failed" and len(lines) == 7 and lines[5].endswith("and 3 more"), str(lines))
+print(f"1..{n}")
