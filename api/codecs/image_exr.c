@@ -373,38 +373,34 @@ static bool in_some_part(const hp_exr_reader *r, int part_count, const char *nam
     return false;
 }
 
-/* Picks the part and its channels; fills the channel fields of info. A failure that comes from a name in
- * opt says which in err->field, as the option is called ("layer", "channel_g", "depth"), so that the API
- * can name the request parameter. */
-static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, hp_image_info *info, hp_err *err)
+/* channel_r, channel_g and channel_b are given together or not at all; *explicit_rgb says which. */
+static hp_code check_rgb_options(const hp_decode_options *opt, bool *explicit_rgb, hp_err *err)
 {
     bool any_rgb = has_text(opt->channel_r) || has_text(opt->channel_g) || has_text(opt->channel_b);
-    bool explicit_rgb = has_text(opt->channel_r) && has_text(opt->channel_g) && has_text(opt->channel_b);
-    if (any_rgb && !explicit_rgb) {
-        const char *missing = !has_text(opt->channel_r)   ? "channel_r"
-                              : !has_text(opt->channel_g) ? "channel_g"
-                                                          : "channel_b";
-        return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, missing,
-                             "EXR channel names: give channel_r, channel_g and channel_b together (or a layer)");
-    }
-    bool named = explicit_rgb || has_text(opt->layer);
-    char layer[HP_IMAGE_NAME_MAX] = ""; /* "ViewLayer.Combined." is taken as "ViewLayer.Combined" */
-    if (has_text(opt->layer)) {
-        snprintf(layer, sizeof(layer), "%s", opt->layer);
-        size_t n = strlen(layer);
-        if (n > 1 && layer[n - 1] == '.')
-            layer[n - 1] = '\0';
-    }
+    *explicit_rgb = has_text(opt->channel_r) && has_text(opt->channel_g) && has_text(opt->channel_b);
+    if (!any_rgb || *explicit_rgb)
+        return HP_OK;
+    const char *missing = !has_text(opt->channel_r)   ? "channel_r"
+                          : !has_text(opt->channel_g) ? "channel_g"
+                                                      : "channel_b";
+    return hp_fail_field(err, HP_ERR_INVALID_ARGUMENT, missing,
+                         "EXR channel names: give channel_r, channel_g and channel_b together (or a layer)");
+}
 
-    int part_count = info->part_count;
-    selection sel;
-    const exr_attr_chlist_t *cl = NULL;
-    int part = -1;
-    for (int p = 0; p < (named ? part_count : 1); p++) {
+/* The first part whose channels the options select (only part 0 when nothing is named: the automatic
+ * choice reads the first part, as every reader does); its channel list, or NULL when none does, part 0's
+ * channels then listed in info->channel_list for the message. layer is opt->layer without a final dot. */
+static hp_code find_part(hp_exr_reader *r, const hp_decode_options *opt, bool explicit_rgb, const char *layer,
+                         hp_image_info *info, selection *sel, const exr_attr_chlist_t **found_cl, int *found_part,
+                         hp_err *err)
+{
+    bool named = explicit_rgb || has_text(opt->layer);
+    *found_cl = NULL;
+    for (int p = 0; p < (named ? info->part_count : 1); p++) {
         exr_storage_t storage;
-        const exr_attr_chlist_t *pcl;
+        const exr_attr_chlist_t *cl;
         if (exr_get_storage(r->ctx, p, &storage) != EXR_ERR_SUCCESS ||
-            exr_get_channels(r->ctx, p, &pcl) != EXR_ERR_SUCCESS || !pcl)
+            exr_get_channels(r->ctx, p, &cl) != EXR_ERR_SUCCESS || !cl)
             continue;
         if (storage != EXR_STORAGE_SCANLINE && storage != EXR_STORAGE_TILED) {
             if (!named)
@@ -414,74 +410,77 @@ static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, h
         }
         bool found;
         if (explicit_rgb)
-            found = select_explicit(pcl, opt, &sel);
+            found = select_explicit(cl, opt, sel);
         else if (has_text(opt->layer))
-            found = select_layer(pcl, layer, &sel);
+            found = select_layer(cl, layer, sel);
         else
-            found = select_automatic(pcl, &sel);
+            found = select_automatic(cl, sel);
         if (found) {
-            cl = pcl, part = p;
-            break;
+            *found_cl = cl, *found_part = p;
+            return HP_OK;
         }
         if (p == 0)
-            list_channels(pcl, info->channel_list, sizeof(info->channel_list));
+            list_channels(cl, info->channel_list, sizeof(info->channel_list));
     }
+    return HP_OK;
+}
 
-    if (!cl) {
-        const char *parts = part_count > 1 ? " of part 0 (no part has the channels asked for)" : "";
-        if (explicit_rgb) {
-            static const char *const options[3] = {"channel_r", "channel_g", "channel_b"};
-            static const char *const colours[3] = {"red", "green", "blue"};
-            const char *names[3] = {opt->channel_r, opt->channel_g, opt->channel_b};
-            for (int c = 0; c < 3; c++)
-                if (!in_some_part(r, part_count, names[c]))
-                    return hp_fail_field(err, HP_ERR_UNUSABLE, options[c],
-                                         "EXR has no channel named '%s' (asked for as %s); channels%s: %s", names[c],
-                                         colours[c], parts, info->channel_list);
-            return hp_fail_field(err, HP_ERR_UNUSABLE, "channel_r",
-                                 "EXR has channels named %s, %s and %s, but not in one part: the colour is read "
-                                 "from one part; channels%s: %s",
-                                 opt->channel_r, opt->channel_g, opt->channel_b, parts, info->channel_list);
-        }
-        if (has_text(opt->layer)) {
-            /* The layers come first: they are what the caller can put in place of the name. */
-            char layers[HP_IMAGE_LIST_MAX];
-            bool plain;
-            list_layers(r->ctx, part_count, layers, sizeof(layers), &plain);
-            if (!layers[0])
-                return hp_fail_field(err, HP_ERR_UNUSABLE, "layer",
-                                     "EXR has no layer '%s': the file has no layers, only the plain channels %s",
-                                     opt->layer, info->channel_list);
+/* No part has the colour asked for: which name the file lacks, or that the names are in different parts,
+ * or the layers it has, or that it has no colour at all. */
+static hp_code fail_no_colour(const hp_exr_reader *r, const hp_decode_options *opt, bool explicit_rgb,
+                              const hp_image_info *info, hp_err *err)
+{
+    int part_count = info->part_count;
+    const char *parts = part_count > 1 ? " of part 0 (no part has the channels asked for)" : "";
+    if (explicit_rgb) {
+        static const char *const options[3] = {"channel_r", "channel_g", "channel_b"};
+        static const char *const colours[3] = {"red", "green", "blue"};
+        const char *names[3] = {opt->channel_r, opt->channel_g, opt->channel_b};
+        for (int c = 0; c < 3; c++)
+            if (!in_some_part(r, part_count, names[c]))
+                return hp_fail_field(err, HP_ERR_UNUSABLE, options[c],
+                                     "EXR has no channel named '%s' (asked for as %s); channels%s: %s", names[c],
+                                     colours[c], parts, info->channel_list);
+        return hp_fail_field(err, HP_ERR_UNUSABLE, "channel_r",
+                             "EXR has channels named %s, %s and %s, but not in one part: the colour is read "
+                             "from one part; channels%s: %s",
+                             opt->channel_r, opt->channel_g, opt->channel_b, parts, info->channel_list);
+    }
+    if (has_text(opt->layer)) {
+        /* The layers come first: they are what the caller can put in place of the name. */
+        char layers[HP_IMAGE_LIST_MAX];
+        bool plain;
+        list_layers(r->ctx, part_count, layers, sizeof(layers), &plain);
+        if (!layers[0])
             return hp_fail_field(err, HP_ERR_UNUSABLE, "layer",
-                                 "EXR has no layer '%s' with R, G, B or Y channels; its layers: %s%s; channels%s: %s",
-                                 opt->layer, layers, plain ? " (and plain channels)" : "", parts,
-                                 info->channel_list);
-        }
-        return hp_fail(err, HP_ERR_UNUSABLE, "EXR has no colour channels (R, G, B or Y, plain or in a layer); "
-                                             "channels found: %s", info->channel_list[0] ? info->channel_list : "none");
+                                 "EXR has no layer '%s': the file has no layers, only the plain channels %s",
+                                 opt->layer, info->channel_list);
+        return hp_fail_field(err, HP_ERR_UNUSABLE, "layer",
+                             "EXR has no layer '%s' with R, G, B or Y channels; its layers: %s%s; channels%s: %s",
+                             opt->layer, layers, plain ? " (and plain channels)" : "", parts, info->channel_list);
     }
+    return hp_fail(err, HP_ERR_UNUSABLE, "EXR has no colour channels (R, G, B or Y, plain or in a layer); "
+                                         "channels found: %s", info->channel_list[0] ? info->channel_list : "none");
+}
 
-    r->part = part;
-    for (int s = 0; s < 4; s++)
-        r->chan[s] = sel.chan[s];
-    r->chan[SLOT_Z] = select_depth(cl, opt, sel.layer);
-    list_channels(cl, info->channel_list, sizeof(info->channel_list));
-    info->channel_count = (uint32_t)cl->num_channels;
-    info->part = part;
-
-    if (has_text(opt->channel_a) && (r->chan[SLOT_A] = find_channel(cl, opt->channel_a)) < 0)
+/* The chosen slots against what this decoder takes: a named alpha or depth the part has, no luminance-chroma
+ * image, full-resolution channels, no channel both colour and depth. A colour channel in two slots (grey) is
+ * copied from the first (r->copy_from). */
+static hp_code check_slots(hp_exr_reader *r, const exr_attr_chlist_t *cl, const hp_decode_options *opt,
+                           const selection *sel, bool explicit_rgb, const hp_image_info *info, hp_err *err)
+{
+    if (has_text(opt->channel_a) && r->chan[SLOT_A] < 0)
         return hp_fail_field(err, HP_ERR_UNUSABLE, "channel_a",
-                             "EXR has no alpha channel '%s' in part %d; channels: %s", opt->channel_a, part,
+                             "EXR has no alpha channel '%s' in part %d; channels: %s", opt->channel_a, r->part,
                              info->channel_list);
     if (has_text(opt->depth) && r->chan[SLOT_Z] < 0)
         return hp_fail_field(err, HP_ERR_UNUSABLE, "depth", "EXR has no depth channel '%s' in part %d; channels: %s",
-                             opt->depth, part, info->channel_list);
-    if (sel.grey && !explicit_rgb && find_in_layer(cl, sel.layer, "RY") >= 0 &&
-        find_in_layer(cl, sel.layer, "BY") >= 0)
+                             opt->depth, r->part, info->channel_list);
+    if (sel->grey && !explicit_rgb && find_in_layer(cl, sel->layer, "RY") >= 0 &&
+        find_in_layer(cl, sel->layer, "BY") >= 0)
         return hp_fail_field(err, HP_ERR_UNUSABLE, has_text(opt->layer) ? "layer" : "",
                              "EXR luminance-chroma image (Y, RY, BY) is not supported; write RGB; channels: %s",
                              info->channel_list);
-
     for (int s = 0; s < SLOT_COUNT; s++) {
         r->copy_from[s] = -1;
         if (r->chan[s] < 0)
@@ -504,7 +503,12 @@ static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, h
                     r->copy_from[s] = t;
             }
     }
+    return HP_OK;
+}
 
+/* The slots' types, and what info says of them: names, layer, grey, alpha, depth, whether half is exact. */
+static void describe_slots(hp_exr_reader *r, const exr_attr_chlist_t *cl, const selection *sel, hp_image_info *info)
+{
     for (int s = 0; s < SLOT_COUNT; s++)
         if (r->chan[s] >= 0)
             r->type[s] = (uint16_t)cl->entries[r->chan[s]].pixel_type;
@@ -513,7 +517,7 @@ static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, h
             copy_name(info->channel_names[s], &cl->entries[r->chan[s]]);
     if (r->chan[SLOT_Z] >= 0)
         copy_name(info->depth_channel, &cl->entries[r->chan[SLOT_Z]]);
-    snprintf(info->layer, sizeof(info->layer), "%s", sel.layer);
+    snprintf(info->layer, sizeof(info->layer), "%s", sel->layer);
     info->grey = r->copy_from[SLOT_G] >= 0 && r->copy_from[SLOT_B] >= 0;
     info->has_alpha = r->chan[SLOT_A] >= 0;
     info->has_depth = r->chan[SLOT_Z] >= 0;
@@ -521,10 +525,14 @@ static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, h
     for (int s = 0; s < 4; s++)
         if (r->chan[s] >= 0 && r->type[s] != EXR_PIXEL_HALF)
             info->half_exact = false;
+}
 
-    /* A decompressed chunk holds, line after line, each channel of the part in list order (width values
-     * of its type, little-endian): what the library's unpack reads. Where a channel is subsampled a line
-     * may lack it, so those parts keep the library's unpack, which knows the rule. */
+/* A decompressed chunk holds, line after line, each channel of the part in list order (width values of its
+ * type, little-endian): what the library's unpack reads. Where a channel is subsampled a line may lack it, so
+ * those parts keep the library's unpack, which knows the rule (r->direct false); else each slot's offset in a
+ * pixel's bytes. */
+static void plan_direct_reads(hp_exr_reader *r, const exr_attr_chlist_t *cl)
+{
     uint64_t pixel_bytes = 0;
     bool direct = !r->library_decode && HOST_IS_LITTLE_ENDIAN;
     for (int i = 0; i < cl->num_channels; i++) {
@@ -541,6 +549,45 @@ static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, h
     }
     r->direct = direct;
     r->pixel_bytes = direct ? (uint32_t)pixel_bytes : 0;
+}
+
+/* Picks the part and its channels; fills the channel fields of info. A failure that comes from a name in
+ * opt says which in err->field, as the option is called ("layer", "channel_g", "depth"), so that the API
+ * can name the request parameter. */
+static hp_code choose_channels(hp_exr_reader *r, const hp_decode_options *opt, hp_image_info *info, hp_err *err)
+{
+    bool explicit_rgb;
+    hp_code code = check_rgb_options(opt, &explicit_rgb, err);
+    if (code != HP_OK)
+        return code;
+    char layer[HP_IMAGE_NAME_MAX] = ""; /* "ViewLayer.Combined." is taken as "ViewLayer.Combined" */
+    if (has_text(opt->layer)) {
+        snprintf(layer, sizeof(layer), "%s", opt->layer);
+        size_t n = strlen(layer);
+        if (n > 1 && layer[n - 1] == '.')
+            layer[n - 1] = '\0';
+    }
+    selection sel;
+    const exr_attr_chlist_t *cl;
+    int part = -1;
+    if ((code = find_part(r, opt, explicit_rgb, layer, info, &sel, &cl, &part, err)) != HP_OK)
+        return code;
+    if (!cl)
+        return fail_no_colour(r, opt, explicit_rgb, info, err);
+
+    r->part = part;
+    for (int s = 0; s < 4; s++)
+        r->chan[s] = sel.chan[s];
+    r->chan[SLOT_Z] = select_depth(cl, opt, sel.layer);
+    if (has_text(opt->channel_a))
+        r->chan[SLOT_A] = find_channel(cl, opt->channel_a);
+    list_channels(cl, info->channel_list, sizeof(info->channel_list));
+    info->channel_count = (uint32_t)cl->num_channels;
+    info->part = part;
+    if ((code = check_slots(r, cl, opt, &sel, explicit_rgb, info, err)) != HP_OK)
+        return code;
+    describe_slots(r, cl, &sel, info);
+    plan_direct_reads(r, cl);
     return HP_OK;
 }
 
