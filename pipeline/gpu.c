@@ -415,44 +415,55 @@ static hp_code choose_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
 
 /* --- Logical device ------------------------------------------------------------------------------ */
 
-static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
+/* Which queues the device is made with: the compute family's (two queues where no other family computes, the
+ * second for decoding), a transfer family's, and another compute family's for decoding (up to
+ * HP_GPU_DECODE_QUEUES_MAX). */
+typedef struct queue_plan {
+    int compute, transfer, other; /* families; -1 none */
+    uint32_t compute_queues, decode_queues;
+} queue_plan;
+
+static hp_code plan_queues(VkPhysicalDevice physical, queue_plan *q, hp_err *err)
 {
     uint32_t nfam;
-    VkQueueFamilyProperties *fams = queue_families(gpu->physical, &nfam);
+    VkQueueFamilyProperties *fams = queue_families(physical, &nfam);
     if (!fams)
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "out of host memory");
     bool timestamps = false;
-    int compute = find_compute_family(fams, nfam, &timestamps);
-    int transfer = find_transfer_family(fams, nfam);
-    int other = compute >= 0 ? find_decode_family(fams, nfam, (uint32_t)compute) : -1;
-    uint32_t compute_queues = compute >= 0 && other < 0 && fams[compute].queueCount >= 2 ? 2 : 1;
-    uint32_t decode_queues = other >= 0 ? fams[other].queueCount : 0;
-    if (decode_queues > HP_GPU_DECODE_QUEUES_MAX)
-        decode_queues = HP_GPU_DECODE_QUEUES_MAX;
+    q->compute = find_compute_family(fams, nfam, &timestamps);
+    q->transfer = find_transfer_family(fams, nfam);
+    q->other = q->compute >= 0 ? find_decode_family(fams, nfam, (uint32_t)q->compute) : -1;
+    q->compute_queues = q->compute >= 0 && q->other < 0 && fams[q->compute].queueCount >= 2 ? 2 : 1;
+    q->decode_queues = q->other >= 0 ? fams[q->other].queueCount : 0;
+    if (q->decode_queues > HP_GPU_DECODE_QUEUES_MAX)
+        q->decode_queues = HP_GPU_DECODE_QUEUES_MAX;
     free(fams);
-    if (compute < 0)
+    if (q->compute < 0)
         return hp_fail(err, HP_ERR_MISSING_FEATURE, "the device has no compute queue");
     if (!timestamps)
         return hp_fail(err, HP_ERR_MISSING_FEATURE,
                        "the device's compute queue has no timestamps (timestampValidBits = 0): "
                        "hdrpostd reports every stage's GPU time from them");
-    gpu->compute_family = (uint32_t)compute;
-    const float priority[HP_GPU_DECODE_QUEUES_MAX] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
-    VkDeviceQueueCreateInfo queues[3] = {
-        {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = gpu->compute_family,
-         .queueCount = compute_queues, .pQueuePriorities = priority},
-        {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = (uint32_t)transfer,
-         .queueCount = 1, .pQueuePriorities = priority},
-        {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = (uint32_t)other,
-         .queueCount = decode_queues, .pQueuePriorities = priority},
-    };
-    uint32_t queue_infos = transfer >= 0 ? 2 : 1;
-    if (other >= 0) {
-        if (transfer < 0)
-            queues[1] = queues[2];
-        queue_infos++;
-    }
+    return HP_OK;
+}
 
+/* What the device is made with beyond its queues: the features (a pNext chain through this struct's own
+ * members, so it lives as long as the struct) and the extensions. */
+typedef struct device_features {
+    VkPhysicalDeviceFeatures2 features;
+    VkPhysicalDeviceVulkan12Features f12;
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec_props;
+    VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float;
+    VkPhysicalDeviceShaderClockFeaturesKHR clock;
+    const char *exts[8]; /* every optional one below fits */
+    uint32_t ext_count;
+} device_features;
+
+/* The required features (checked by missing_requirement()) and the optional ones the device has, noted in
+ * gpu: 8-bit storage, memory budgets, the PCI address, and, when cfg asks, pipeline statistics and shader
+ * clocks. */
+static void choose_features(hp_gpu *gpu, const hp_gpu_config *cfg, device_features *d)
+{
     /* Optional: pipeline creation feedback (core in 1.3) tells whether the cache served a pipeline. */
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(gpu->physical, &props);
@@ -463,44 +474,38 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
     VkPhysicalDeviceFeatures2 have2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &have12};
     vkGetPhysicalDeviceFeatures2(gpu->physical, &have2);
     gpu->info.has_8bit_storage = have12.storageBuffer8BitAccess && have12.shaderInt8;
-    VkPhysicalDeviceVulkan12Features f12 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-        .bufferDeviceAddress = VK_TRUE,
-        .timelineSemaphore = VK_TRUE,
-        .shaderSubgroupExtendedTypes = VK_TRUE,
-        .storageBuffer8BitAccess = gpu->info.has_8bit_storage,
-        .shaderInt8 = gpu->info.has_8bit_storage,
+    *d = (device_features){
+        .features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .features = {.shaderInt64 = VK_TRUE}},
+        .f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                .bufferDeviceAddress = VK_TRUE,
+                .timelineSemaphore = VK_TRUE,
+                .shaderSubgroupExtendedTypes = VK_TRUE,
+                .storageBuffer8BitAccess = gpu->info.has_8bit_storage,
+                .shaderInt8 = gpu->info.has_8bit_storage},
+        .exec_props = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+                       .pipelineExecutableInfo = VK_TRUE},
+        .atomic_float = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT,
+                         .shaderBufferFloat32AtomicAdd = VK_TRUE},
+        .clock = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR,
+                  .shaderSubgroupClock = VK_TRUE,
+                  .shaderDeviceClock = VK_TRUE},
     };
-    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec_props = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
-        .pipelineExecutableInfo = VK_TRUE,
-    };
-    /* Checked by missing_requirement(). */
-    VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT,
-        .shaderBufferFloat32AtomicAdd = VK_TRUE,
-    };
-    VkPhysicalDeviceShaderClockFeaturesKHR clock = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR,
-        .shaderSubgroupClock = VK_TRUE,
-        .shaderDeviceClock = VK_TRUE,
-    };
-    const char *exts[8]; /* every optional one below fits */
-    uint32_t ext_count = 0;
-    exts[ext_count++] = VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME;
+    d->features.pNext = &d->f12;
+    d->f12.pNext = &d->atomic_float;
+    d->exts[d->ext_count++] = VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME;
     /* For /v1/gpu: memory budgets, and the PCI address that finds the same device in NVML. */
     if (has_device_extension(gpu->physical, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME)) {
-        exts[ext_count++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+        d->exts[d->ext_count++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
         gpu->has_memory_budget = true;
     }
     if (has_device_extension(gpu->physical, VK_EXT_PCI_BUS_INFO_EXTENSION_NAME)) {
-        exts[ext_count++] = VK_EXT_PCI_BUS_INFO_EXTENSION_NAME;
+        d->exts[d->ext_count++] = VK_EXT_PCI_BUS_INFO_EXTENSION_NAME;
         gpu->has_pci_bus_info = true;
     }
     if (cfg->capture_statistics) {
         if (has_device_extension(gpu->physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
-            exts[ext_count++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
-            atomic_float.pNext = &exec_props;
+            d->exts[d->ext_count++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+            d->atomic_float.pNext = &d->exec_props;
             gpu->capture_statistics = true;
         } else {
             hp_warn("vulkan: pipeline statistics asked for, but the driver lacks %s",
@@ -514,47 +519,42 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
         if (has_device_extension(gpu->physical, VK_KHR_SHADER_CLOCK_EXTENSION_NAME))
             vkGetPhysicalDeviceFeatures2(gpu->physical, &f2);
         if (have.shaderSubgroupClock && have.shaderDeviceClock) {
-            exts[ext_count++] = VK_KHR_SHADER_CLOCK_EXTENSION_NAME;
-            clock.pNext = atomic_float.pNext;
-            atomic_float.pNext = &clock;
+            d->exts[d->ext_count++] = VK_KHR_SHADER_CLOCK_EXTENSION_NAME;
+            d->clock.pNext = d->atomic_float.pNext;
+            d->atomic_float.pNext = &d->clock;
             gpu->info.has_shader_clock = true;
         } else {
             hp_warn("vulkan: shader clocks asked for, but the driver lacks %s with both clocks",
                     VK_KHR_SHADER_CLOCK_EXTENSION_NAME);
         }
     }
-    f12.pNext = &atomic_float;
-    VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12,
-                                          .features = {.shaderInt64 = VK_TRUE}};
-    VkDeviceCreateInfo info = {
-        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-        .pNext = &features,
-        .queueCreateInfoCount = queue_infos,
-        .pQueueCreateInfos = queues,
-        .enabledExtensionCount = ext_count,
-        .ppEnabledExtensionNames = exts,
-    };
-    VkResult res = vkCreateDevice(gpu->physical, &info, NULL, &gpu->device);
-    if (res != VK_SUCCESS)
-        return hp_vk_fail(err, res, "vkCreateDevice");
+}
+
+/* The queues of the device just made, by q: decoding takes the compute queue itself where the device has no
+ * other. */
+static void get_queues(hp_gpu *gpu, const queue_plan *q)
+{
     vkGetDeviceQueue(gpu->device, gpu->compute_family, 0, &gpu->compute_queue);
     gpu->decode_queues[0] = gpu->compute_queue;
     gpu->decode_queue_count = 1;
     gpu->decode_family = gpu->compute_family;
-    if (compute_queues == 2)
+    if (q->compute_queues == 2)
         vkGetDeviceQueue(gpu->device, gpu->compute_family, 1, &gpu->decode_queues[0]);
-    if (other >= 0) {
-        gpu->decode_family = (uint32_t)other;
-        gpu->decode_queue_count = decode_queues;
-        for (uint32_t q = 0; q < decode_queues; q++)
-            vkGetDeviceQueue(gpu->device, gpu->decode_family, q, &gpu->decode_queues[q]);
+    if (q->other >= 0) {
+        gpu->decode_family = (uint32_t)q->other;
+        gpu->decode_queue_count = q->decode_queues;
+        for (uint32_t i = 0; i < q->decode_queues; i++)
+            vkGetDeviceQueue(gpu->device, gpu->decode_family, i, &gpu->decode_queues[i]);
     }
-    if (transfer >= 0) {
-        gpu->transfer_family = (uint32_t)transfer;
+    if (q->transfer >= 0) {
+        gpu->transfer_family = (uint32_t)q->transfer;
         vkGetDeviceQueue(gpu->device, gpu->transfer_family, 0, &gpu->transfer_queue);
     }
+}
 
-    /* Fill the info that the rest of the daemon reports. */
+/* The info that the rest of the daemon reports (hp_gpu_info), and the memory types. */
+static void describe_device(hp_gpu *gpu)
+{
     hp_gpu_info *gi = &gpu->info;
     VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     VkPhysicalDeviceSubgroupProperties sub = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
@@ -567,26 +567,66 @@ static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES, .pNext = has_sm ? (void *)&sm : (void *)&sub};
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &m3};
     vkGetPhysicalDeviceProperties2(gpu->physical, &p2);
-    memcpy(gi->device_name, props.deviceName, sizeof(gi->device_name));
-    gi->device_type = props.deviceType;
-    gi->vendor_id = props.vendorID;
-    gi->device_id = props.deviceID;
-    gi->api_version = props.apiVersion;
-    gi->driver_version = props.driverVersion;
+    const VkPhysicalDeviceProperties *props = &p2.properties;
+    memcpy(gi->device_name, props->deviceName, sizeof(gi->device_name));
+    gi->device_type = props->deviceType;
+    gi->vendor_id = props->vendorID;
+    gi->device_id = props->deviceID;
+    gi->api_version = props->apiVersion;
+    gi->driver_version = props->driverVersion;
     memcpy(gi->driver_name, drv.driverName, sizeof(gi->driver_name));
     memcpy(gi->driver_info, drv.driverInfo, sizeof(gi->driver_info));
     gi->subgroup_size = sub.subgroupSize;
-    gi->max_workgroup_invocations = props.limits.maxComputeWorkGroupInvocations;
-    gi->max_workgroup_size_x = props.limits.maxComputeWorkGroupSize[0];
-    gi->max_shared_memory = props.limits.maxComputeSharedMemorySize;
-    gi->timestamp_period_ns = props.limits.timestampPeriod;
+    gi->max_workgroup_invocations = props->limits.maxComputeWorkGroupInvocations;
+    gi->max_workgroup_size_x = props->limits.maxComputeWorkGroupSize[0];
+    gi->max_shared_memory = props->limits.maxComputeSharedMemorySize;
+    gi->timestamp_period_ns = props->limits.timestampPeriod;
     gi->max_allocation_size = m3.maxMemoryAllocationSize;
-    gi->has_transfer_queue = transfer >= 0;
     gi->sm_count = has_sm ? sm.shaderSMCount : 0;
     gi->warps_per_sm = has_sm ? sm.shaderWarpsPerSM : 0;
-    memcpy(gpu->pipeline_cache_uuid, props.pipelineCacheUUID, VK_UUID_SIZE);
+    memcpy(gpu->pipeline_cache_uuid, props->pipelineCacheUUID, VK_UUID_SIZE);
     vkGetPhysicalDeviceMemoryProperties(gpu->physical, &gpu->memory_props);
+}
 
+static hp_code create_device(hp_gpu *gpu, const hp_gpu_config *cfg, hp_err *err)
+{
+    queue_plan q = {0};
+    hp_code rc = plan_queues(gpu->physical, &q, err);
+    if (rc != HP_OK)
+        return rc;
+    gpu->compute_family = (uint32_t)q.compute;
+    const float priority[HP_GPU_DECODE_QUEUES_MAX] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+    VkDeviceQueueCreateInfo queues[3] = {
+        {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = gpu->compute_family,
+         .queueCount = q.compute_queues, .pQueuePriorities = priority},
+        {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = (uint32_t)q.transfer,
+         .queueCount = 1, .pQueuePriorities = priority},
+        {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = (uint32_t)q.other,
+         .queueCount = q.decode_queues, .pQueuePriorities = priority},
+    };
+    uint32_t queue_infos = q.transfer >= 0 ? 2 : 1;
+    if (q.other >= 0) {
+        if (q.transfer < 0)
+            queues[1] = queues[2];
+        queue_infos++;
+    }
+    device_features d;
+    choose_features(gpu, cfg, &d);
+    VkDeviceCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = &d.features,
+        .queueCreateInfoCount = queue_infos,
+        .pQueueCreateInfos = queues,
+        .enabledExtensionCount = d.ext_count,
+        .ppEnabledExtensionNames = d.exts,
+    };
+    VkResult res = vkCreateDevice(gpu->physical, &info, NULL, &gpu->device);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "vkCreateDevice");
+    get_queues(gpu, &q);
+    describe_device(gpu);
+    hp_gpu_info *gi = &gpu->info;
+    gi->has_transfer_queue = q.transfer >= 0;
     hp_info("vulkan: %s, driver %s (%s), API %u.%u.%u, subgroup %u, %s transfer queue", gi->device_name,
             gi->driver_name, gi->driver_info, VK_API_VERSION_MAJOR(gi->api_version),
             VK_API_VERSION_MINOR(gi->api_version), VK_API_VERSION_PATCH(gi->api_version), gi->subgroup_size,
