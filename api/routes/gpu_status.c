@@ -244,138 +244,179 @@ static int zip_batch_metrics(char **buf, size_t *len, size_t *cap, const hp_exr_
                                   (unsigned long long)count);
 }
 
+/* Whether /readyz says 200, for an alert on a node out of rotation (Prometheus's own "up" says only that the
+ * scrape answered), and the state behind it. */
+static int state_metrics(char **buf, size_t *len, size_t *cap, hp_request *req)
+{
+    hp_service_state state = hp_http_get_state(req->http);
+    bool ready = state == HP_SERVICE_READY && hp_http_accepting(req->http);
+    static const hp_service_state states[] = {HP_SERVICE_STARTING, HP_SERVICE_READY, HP_SERVICE_DRAINING,
+                                              HP_SERVICE_DEVICE_LOST};
+    int rc = hp_metrics_printf(buf, len, cap,
+                               "# HELP hdrpost_ready Whether /readyz answers 200 (1) or 503 (0) now.\n"
+                               "# TYPE hdrpost_ready gauge\nhdrpost_ready %d\n"
+                               "# HELP hdrpost_state The daemon's state: 1 for the one it is in.\n"
+                               "# TYPE hdrpost_state gauge\n", ready ? 1 : 0);
+    for (size_t i = 0; rc == 0 && i < sizeof states / sizeof states[0]; i++)
+        rc |= hp_metrics_printf(buf, len, cap, "hdrpost_state{state=\"%s\"} %d\n", hp_service_state_name(states[i]),
+                                states[i] == state ? 1 : 0);
+    return rc;
+}
+
+/* The queue, the frames on the GPU and the memory kept for frames. */
+static int queue_metrics(char **buf, size_t *len, size_t *cap, const hp_gpu_report *r)
+{
+    return hp_metrics_printf(buf, len, cap,
+                             "# HELP hdrpost_queue_depth Frames waiting for the GPU.\n# TYPE hdrpost_queue_depth gauge\n"
+                             "hdrpost_queue_depth %u\n"
+                             "# HELP hdrpost_queue_capacity Frames the queue holds before answering 429.\n"
+                             "# TYPE hdrpost_queue_capacity gauge\nhdrpost_queue_capacity %u\n"
+                             "# HELP hdrpost_frames_in_flight Frames on the GPU now.\n"
+                             "# TYPE hdrpost_frames_in_flight gauge\nhdrpost_frames_in_flight %u\n"
+                             "# HELP hdrpost_frame_graph_device_bytes Device memory kept for frame sizes seen.\n"
+                             "# TYPE hdrpost_frame_graph_device_bytes gauge\nhdrpost_frame_graph_device_bytes %llu\n"
+                             "# HELP hdrpost_host_memory_blocks Mapped host memory blocks holding a request's frame "
+                             "or image now.\n# TYPE hdrpost_host_memory_blocks gauge\nhdrpost_host_memory_blocks %u\n"
+                             "# HELP hdrpost_host_memory_kept_bytes Mapped host memory kept warm for the next "
+                             "frames.\n# TYPE hdrpost_host_memory_kept_bytes gauge\nhdrpost_host_memory_kept_bytes %llu\n",
+                             r->queue_depth, r->queue_capacity, r->in_flight, (unsigned long long)r->frame_graph_bytes,
+                             r->host_blocks_out, (unsigned long long)r->host_kept_bytes);
+}
+
+/* The host pool's blocks: made while a request waited, made ahead, freed, and the time making them. */
+static int host_pool_metrics(char **buf, size_t *len, size_t *cap, const hp_gpu_report *r)
+{
+    return hp_metrics_printf(buf, len, cap,
+                             "# HELP hdrpost_host_memory_blocks_made_total Mapped host and device blocks made "
+                             "because none kept fitted, while a request waited (pinning takes milliseconds): "
+                             "steady after warm-up where the pool keeps up.\n"
+                             "# TYPE hdrpost_host_memory_blocks_made_total counter\n"
+                             "hdrpost_host_memory_blocks_made_total %llu\n"
+                             "# HELP hdrpost_host_memory_blocks_made_ahead_total Blocks the pool's own thread made "
+                             "ahead of the requests, spares for a load that grows (no request waited on them).\n"
+                             "# TYPE hdrpost_host_memory_blocks_made_ahead_total counter\n"
+                             "hdrpost_host_memory_blocks_made_ahead_total %llu\n"
+                             "# HELP hdrpost_host_memory_make_ahead_seconds_total Time the pool's own thread spent "
+                             "making blocks ahead.\n# TYPE hdrpost_host_memory_make_ahead_seconds_total counter\n"
+                             "hdrpost_host_memory_make_ahead_seconds_total %.6f\n"
+                             "# HELP hdrpost_host_memory_blocks_freed_total Blocks freed, the kept ones past their "
+                             "limit or a load's peak passed, or a spare that found no room once made.\n"
+                             "# TYPE hdrpost_host_memory_blocks_freed_total counter\n"
+                             "hdrpost_host_memory_blocks_freed_total %llu\n"
+                             "# HELP hdrpost_host_memory_make_seconds_total Time spent making blocks, on the "
+                             "threads that asked for them.\n# TYPE hdrpost_host_memory_make_seconds_total counter\n"
+                             "hdrpost_host_memory_make_seconds_total %.6f\n"
+                             "# HELP hdrpost_host_memory_kept_device_bytes Device memory the host pool keeps warm "
+                             "for the next frames' decoded images (EXR ZIP on the GPU).\n"
+                             "# TYPE hdrpost_host_memory_kept_device_bytes gauge\n"
+                             "hdrpost_host_memory_kept_device_bytes %llu\n",
+                             (unsigned long long)r->host_blocks_made, (unsigned long long)r->host_blocks_made_ahead,
+                             r->host_make_ahead_seconds, (unsigned long long)r->host_blocks_freed, r->host_make_seconds,
+                             (unsigned long long)r->host_kept_device_bytes);
+}
+
+/* The GPU thread's time by state, and the clock holds. */
+static int gpu_thread_metrics(char **buf, size_t *len, size_t *cap, const hp_gpu_report *r)
+{
+    return hp_metrics_printf(buf, len, cap,
+                             "# HELP hdrpost_gpu_thread_seconds_total The GPU thread's time by state: the one "
+                             "serial step of a frame, so where it is never idle its other states say what bounds "
+                             "the frames per second.\n# TYPE hdrpost_gpu_thread_seconds_total counter\n"
+                             "hdrpost_gpu_thread_seconds_total{state=\"idle\"} %.6f\n"
+                             "hdrpost_gpu_thread_seconds_total{state=\"decode_wait\"} %.6f\n"
+                             "hdrpost_gpu_thread_seconds_total{state=\"gpu_wait\"} %.6f\n"
+                             "hdrpost_gpu_thread_seconds_total{state=\"encoder_wait\"} %.6f\n"
+                             "hdrpost_gpu_thread_seconds_total{state=\"work\"} %.6f\n"
+                             "# HELP hdrpost_gpu_clock_holds_total Small dispatches that kept the GPU busy while "
+                             "frames were on their way, so that its clocks stayed up (gpu_clock_hold).\n"
+                             "# TYPE hdrpost_gpu_clock_holds_total counter\nhdrpost_gpu_clock_holds_total %llu\n"
+                             "# HELP hdrpost_gpu_clock_hold_seconds_total The GPU time of those holds.\n"
+                             "# TYPE hdrpost_gpu_clock_hold_seconds_total counter\n"
+                             "hdrpost_gpu_clock_hold_seconds_total %.6f\n",
+                             r->gpu_thread_idle_s, r->gpu_thread_decode_wait_s, r->gpu_thread_gpu_wait_s,
+                             r->gpu_thread_encoder_wait_s, r->gpu_thread_work_s, (unsigned long long)r->clock_holds,
+                             r->clock_hold_seconds);
+}
+
+/* The device's memory heaps: budget and this process's usage (VK_EXT_memory_budget). */
+static int heap_metrics(char **buf, size_t *len, size_t *cap, const hp_gpu_report *r)
+{
+    int rc = hp_metrics_printf(buf, len, cap,
+                               "# HELP hdrpost_gpu_memory_bytes GPU memory heaps: budget and this process's usage.\n"
+                               "# TYPE hdrpost_gpu_memory_bytes gauge\n");
+    for (uint32_t i = 0; rc == 0 && i < r->memory.heap_count; i++)
+        rc |= hp_metrics_printf(buf, len, cap,
+                                "hdrpost_gpu_memory_bytes{heap=\"%u\",kind=\"budget\"} %llu\n"
+                                "hdrpost_gpu_memory_bytes{heap=\"%u\",kind=\"usage\"} %llu\n",
+                                i, (unsigned long long)r->memory.heaps[i].budget, i,
+                                (unsigned long long)r->memory.heaps[i].usage);
+    return rc;
+}
+
+/* The API's connections, and the process's heap. */
+static int process_metrics(char **buf, size_t *len, size_t *cap, hp_request *req)
+{
+    unsigned open = 0;
+    uint64_t evicted = 0;
+    hp_http_connections(req->http, &open, &evicted);
+    struct mallinfo2 mi = mallinfo2();
+    return hp_metrics_printf(buf, len, cap,
+                             "# HELP hdrpost_connections_open Connections open on the API's address.\n"
+                             "# TYPE hdrpost_connections_open gauge\nhdrpost_connections_open %u\n"
+                             "# HELP hdrpost_accepting Whether the API's address takes connections (0: some have "
+                             "waited a second with none taken; /readyz says 503).\n"
+                             "# TYPE hdrpost_accepting gauge\nhdrpost_accepting %d\n"
+                             "# HELP hdrpost_malloc_bytes The C heap (glibc's malloc, every arena): in_use by the "
+                             "process, free (held by the allocator for reuse, given back to the system after a "
+                             "second idle).\n# TYPE hdrpost_malloc_bytes gauge\n"
+                             "hdrpost_malloc_bytes{state=\"in_use\"} %zu\nhdrpost_malloc_bytes{state=\"free\"} %zu\n"
+                             "# HELP hdrpost_warm_buffers_bytes Large buffers (frames, depth, images) kept for the "
+                             "next requests instead of being freed (common/bigbuf.h), part of the heap in use.\n"
+                             "# TYPE hdrpost_warm_buffers_bytes gauge\nhdrpost_warm_buffers_bytes %zu\n",
+                             open, hp_http_accepting(req->http) ? 1 : 0, mi.uordblks + mi.hblkhd, mi.fordblks,
+                             hp_bigbuf_kept());
+}
+
+/* The memory budget of requests in flight (max_inflight_mb). */
+static int budget_metrics(char **buf, size_t *len, size_t *cap, const hp_budget *budget)
+{
+    return hp_metrics_printf(buf, len, cap,
+                             "# HELP hdrpost_inflight_bytes Memory held by requests in flight (bodies, frames, "
+                             "images), admitted against max_inflight_mb.\n# TYPE hdrpost_inflight_bytes gauge\n"
+                             "hdrpost_inflight_bytes %llu\n"
+                             "# HELP hdrpost_inflight_limit_bytes max_inflight_mb in bytes.\n"
+                             "# TYPE hdrpost_inflight_limit_bytes gauge\nhdrpost_inflight_limit_bytes %llu\n"
+                             "# HELP hdrpost_inflight_arriving_bytes Of those, what frames decoded as their "
+                             "bodies arrive hold from the share of bodies still arriving (a quarter of "
+                             "max_inflight_mb); 0 with none arriving.\n"
+                             "# TYPE hdrpost_inflight_arriving_bytes gauge\nhdrpost_inflight_arriving_bytes %llu\n",
+                             (unsigned long long)hp_budget_used(budget), (unsigned long long)budget->limit,
+                             (unsigned long long)hp_early_share_in_use());
+}
+
 void hp_route_metrics(hp_request *req, hp_reply *reply)
 {
     char *buf = NULL;
     size_t len = 0, cap = 0;
     int rc = hp_metrics_format(&buf, &len, &cap);
-    /* What /readyz says, for an alert on a node out of rotation (Prometheus's own "up" says only that the
-     * scrape answered), and the state behind it. */
-    hp_service_state state = hp_http_get_state(req->http);
-    bool ready = state == HP_SERVICE_READY && hp_http_accepting(req->http);
-    static const hp_service_state states[] = {HP_SERVICE_STARTING, HP_SERVICE_READY, HP_SERVICE_DRAINING,
-                                              HP_SERVICE_DEVICE_LOST};
     if (rc == 0)
-        rc |= hp_metrics_printf(&buf, &len, &cap,
-                                "# HELP hdrpost_ready Whether /readyz answers 200 (1) or 503 (0) now.\n"
-                                "# TYPE hdrpost_ready gauge\nhdrpost_ready %d\n"
-                                "# HELP hdrpost_state The daemon's state: 1 for the one it is in.\n"
-                                "# TYPE hdrpost_state gauge\n", ready ? 1 : 0);
-    for (size_t i = 0; rc == 0 && i < sizeof states / sizeof states[0]; i++)
-        rc |= hp_metrics_printf(&buf, &len, &cap, "hdrpost_state{state=\"%s\"} %d\n", hp_service_state_name(states[i]),
-                                states[i] == state ? 1 : 0);
+        rc |= state_metrics(&buf, &len, &cap, req);
     hp_gpu_report r;
     if (rc == 0 && report(req, &r)) {
         rc |= gpu_info_metric(&buf, &len, &cap, &r);
-        rc |= hp_metrics_printf(&buf, &len, &cap,
-                                "# HELP hdrpost_queue_depth Frames waiting for the GPU.\n# TYPE hdrpost_queue_depth gauge\n"
-                                "hdrpost_queue_depth %u\n"
-                                "# HELP hdrpost_queue_capacity Frames the queue holds before answering 429.\n"
-                                "# TYPE hdrpost_queue_capacity gauge\nhdrpost_queue_capacity %u\n"
-                                "# HELP hdrpost_frames_in_flight Frames on the GPU now.\n"
-                                "# TYPE hdrpost_frames_in_flight gauge\nhdrpost_frames_in_flight %u\n"
-                                "# HELP hdrpost_frame_graph_device_bytes Device memory kept for frame sizes seen.\n"
-                                "# TYPE hdrpost_frame_graph_device_bytes gauge\nhdrpost_frame_graph_device_bytes %llu\n"
-                                "# HELP hdrpost_host_memory_blocks Mapped host memory blocks holding a request's frame "
-                                "or image now.\n# TYPE hdrpost_host_memory_blocks gauge\nhdrpost_host_memory_blocks %u\n"
-                                "# HELP hdrpost_host_memory_kept_bytes Mapped host memory kept warm for the next "
-                                "frames.\n# TYPE hdrpost_host_memory_kept_bytes gauge\nhdrpost_host_memory_kept_bytes %llu\n",
-                                r.queue_depth, r.queue_capacity, r.in_flight, (unsigned long long)r.frame_graph_bytes,
-                                r.host_blocks_out, (unsigned long long)r.host_kept_bytes);
-        rc |= hp_metrics_printf(&buf, &len, &cap,
-                                "# HELP hdrpost_host_memory_blocks_made_total Mapped host and device blocks made "
-                                "because none kept fitted, while a request waited (pinning takes milliseconds): "
-                                "steady after warm-up where the pool keeps up.\n"
-                                "# TYPE hdrpost_host_memory_blocks_made_total counter\n"
-                                "hdrpost_host_memory_blocks_made_total %llu\n"
-                                "# HELP hdrpost_host_memory_blocks_made_ahead_total Blocks the pool's own thread made "
-                                "ahead of the requests, spares for a load that grows (no request waited on them).\n"
-                                "# TYPE hdrpost_host_memory_blocks_made_ahead_total counter\n"
-                                "hdrpost_host_memory_blocks_made_ahead_total %llu\n"
-                                "# HELP hdrpost_host_memory_make_ahead_seconds_total Time the pool's own thread spent "
-                                "making blocks ahead.\n# TYPE hdrpost_host_memory_make_ahead_seconds_total counter\n"
-                                "hdrpost_host_memory_make_ahead_seconds_total %.6f\n"
-                                "# HELP hdrpost_host_memory_blocks_freed_total Blocks freed, the kept ones past their "
-                                "limit or a load's peak passed, or a spare that found no room once made.\n"
-                                "# TYPE hdrpost_host_memory_blocks_freed_total counter\n"
-                                "hdrpost_host_memory_blocks_freed_total %llu\n"
-                                "# HELP hdrpost_host_memory_make_seconds_total Time spent making blocks, on the "
-                                "threads that asked for them.\n# TYPE hdrpost_host_memory_make_seconds_total counter\n"
-                                "hdrpost_host_memory_make_seconds_total %.6f\n"
-                                "# HELP hdrpost_host_memory_kept_device_bytes Device memory the host pool keeps warm "
-                                "for the next frames' decoded images (EXR ZIP on the GPU).\n"
-                                "# TYPE hdrpost_host_memory_kept_device_bytes gauge\n"
-                                "hdrpost_host_memory_kept_device_bytes %llu\n",
-                                (unsigned long long)r.host_blocks_made, (unsigned long long)r.host_blocks_made_ahead,
-                                r.host_make_ahead_seconds, (unsigned long long)r.host_blocks_freed,
-                                r.host_make_seconds, (unsigned long long)r.host_kept_device_bytes);
-        rc |= hp_metrics_printf(&buf, &len, &cap,
-                                "# HELP hdrpost_gpu_thread_seconds_total The GPU thread's time by state: the one "
-                                "serial step of a frame, so where it is never idle its other states say what bounds "
-                                "the frames per second.\n# TYPE hdrpost_gpu_thread_seconds_total counter\n"
-                                "hdrpost_gpu_thread_seconds_total{state=\"idle\"} %.6f\n"
-                                "hdrpost_gpu_thread_seconds_total{state=\"decode_wait\"} %.6f\n"
-                                "hdrpost_gpu_thread_seconds_total{state=\"gpu_wait\"} %.6f\n"
-                                "hdrpost_gpu_thread_seconds_total{state=\"encoder_wait\"} %.6f\n"
-                                "hdrpost_gpu_thread_seconds_total{state=\"work\"} %.6f\n",
-                                r.gpu_thread_idle_s, r.gpu_thread_decode_wait_s, r.gpu_thread_gpu_wait_s,
-                                r.gpu_thread_encoder_wait_s, r.gpu_thread_work_s);
-        rc |= hp_metrics_printf(&buf, &len, &cap,
-                                "# HELP hdrpost_gpu_clock_holds_total Small dispatches that kept the GPU busy while "
-                                "frames were on their way, so that its clocks stayed up (gpu_clock_hold).\n"
-                                "# TYPE hdrpost_gpu_clock_holds_total counter\nhdrpost_gpu_clock_holds_total %llu\n"
-                                "# HELP hdrpost_gpu_clock_hold_seconds_total The GPU time of those holds.\n"
-                                "# TYPE hdrpost_gpu_clock_hold_seconds_total counter\n"
-                                "hdrpost_gpu_clock_hold_seconds_total %.6f\n",
-                                (unsigned long long)r.clock_holds, r.clock_hold_seconds);
+        rc |= queue_metrics(&buf, &len, &cap, &r);
+        rc |= host_pool_metrics(&buf, &len, &cap, &r);
+        rc |= gpu_thread_metrics(&buf, &len, &cap, &r);
         if (r.has_zip_batches)
             rc |= zip_batch_metrics(&buf, &len, &cap, &r.zip_batches);
-        if (r.memory.has_budget) {
-            rc |= hp_metrics_printf(&buf, &len, &cap,
-                                    "# HELP hdrpost_gpu_memory_bytes GPU memory heaps: budget and this process's usage.\n"
-                                    "# TYPE hdrpost_gpu_memory_bytes gauge\n");
-            for (uint32_t i = 0; i < r.memory.heap_count; i++)
-                rc |= hp_metrics_printf(&buf, &len, &cap,
-                                        "hdrpost_gpu_memory_bytes{heap=\"%u\",kind=\"budget\"} %llu\n"
-                                        "hdrpost_gpu_memory_bytes{heap=\"%u\",kind=\"usage\"} %llu\n",
-                                        i, (unsigned long long)r.memory.heaps[i].budget, i,
-                                        (unsigned long long)r.memory.heaps[i].usage);
-        }
+        if (r.memory.has_budget)
+            rc |= heap_metrics(&buf, &len, &cap, &r);
     }
-    unsigned open = 0;
-    uint64_t evicted = 0;
-    hp_http_connections(req->http, &open, &evicted);
-    struct mallinfo2 mi = mallinfo2();
     if (rc == 0)
-        rc |= hp_metrics_printf(&buf, &len, &cap,
-                                "# HELP hdrpost_connections_open Connections open on the API's address.\n"
-                                "# TYPE hdrpost_connections_open gauge\nhdrpost_connections_open %u\n"
-                                "# HELP hdrpost_accepting Whether the API's address takes connections (0: some have "
-                                "waited a second with none taken; /readyz says 503).\n"
-                                "# TYPE hdrpost_accepting gauge\nhdrpost_accepting %d\n"
-                                "# HELP hdrpost_malloc_bytes The C heap (glibc's malloc, every arena): in_use by the "
-                                "process, free (held by the allocator for reuse, given back to the system after a "
-                                "second idle).\n# TYPE hdrpost_malloc_bytes gauge\n"
-                                "hdrpost_malloc_bytes{state=\"in_use\"} %zu\nhdrpost_malloc_bytes{state=\"free\"} %zu\n"
-                                "# HELP hdrpost_warm_buffers_bytes Large buffers (frames, depth, images) kept for the "
-                                "next requests instead of being freed (common/bigbuf.h), part of the heap in use.\n"
-                                "# TYPE hdrpost_warm_buffers_bytes gauge\nhdrpost_warm_buffers_bytes %zu\n",
-                                open, hp_http_accepting(req->http) ? 1 : 0, mi.uordblks + mi.hblkhd, mi.fordblks,
-                                hp_bigbuf_kept());
+        rc |= process_metrics(&buf, &len, &cap, req);
     const hp_budget *budget = hp_http_budget(req->http);
     if (rc == 0 && budget)
-        rc |= hp_metrics_printf(&buf, &len, &cap,
-                                "# HELP hdrpost_inflight_bytes Memory held by requests in flight (bodies, frames, "
-                                "images), admitted against max_inflight_mb.\n# TYPE hdrpost_inflight_bytes gauge\n"
-                                "hdrpost_inflight_bytes %llu\n"
-                                "# HELP hdrpost_inflight_limit_bytes max_inflight_mb in bytes.\n"
-                                "# TYPE hdrpost_inflight_limit_bytes gauge\nhdrpost_inflight_limit_bytes %llu\n"
-                                "# HELP hdrpost_inflight_arriving_bytes Of those, what frames decoded as their "
-                                "bodies arrive hold from the share of bodies still arriving (a quarter of "
-                                "max_inflight_mb); 0 with none arriving.\n"
-                                "# TYPE hdrpost_inflight_arriving_bytes gauge\nhdrpost_inflight_arriving_bytes %llu\n",
-                                (unsigned long long)hp_budget_used(budget), (unsigned long long)budget->limit,
-                                (unsigned long long)hp_early_share_in_use());
+        rc |= budget_metrics(&buf, &len, &cap, budget);
     if (rc != 0) {
         free(buf);
         hp_reply_error(reply, 503, "out_of_memory", NULL, "out of memory formatting the metrics");
