@@ -175,7 +175,7 @@ static double bench_measure_shader_bandwidth(const hp_compute *probe, bool copy,
 
 /* Keeps the GPU busy for about `seconds` so it reaches its working clocks before anything is timed:
  * an idle NVIDIA GPU runs its memory and cores slowly and takes a while to ramp up. */
-void bench_warm_up(double seconds, hp_buffer *a, hp_buffer *b)
+void bench_warm_up(double seconds, const hp_buffer *a, const hp_buffer *b)
 {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -113,6 +113,6 @@ double bench_ceilings_end(bench_ceilings *c);
 /* The read probe over a buffer: the time a kernel that only reads it once takes (the best of two grids). */
 double bench_read_floor_ms(bench_ceilings *c, const hp_buffer *buffer, uint32_t resident_groups);
 /* Keeps the GPU busy with copies for about `seconds`. */
-void bench_warm_up(double seconds, hp_buffer *a, hp_buffer *b);
+void bench_warm_up(double seconds, const hp_buffer *a, const hp_buffer *b);
 
 #endif

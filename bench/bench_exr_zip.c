@@ -152,7 +152,7 @@ static int next_count(const char **p)
 /* Frames at once: AT_ONCE frames' runs from as many threads, k frames in one batch by either inflate
  * (HP_BENCH_TOGETHER=1,2,4,8,16), and the same chunks in one dispatch (HP_BENCH_BATCH). */
 static void at_once(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *f, const hp_buffer *staging, double one_ms,
-                    bool wide_on)
+                    bool wide_on, double warm_s)
 {
     VkDeviceSize in_bytes = f->table_bytes + f->packed_bytes + HP_EXR_ZIP_PACKED_PAD;
     run_arg args[AT_ONCE];
@@ -163,7 +163,9 @@ static void at_once(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *f, const hp_buf
                                &bench_err) == HP_OK);
         memcpy(args[i].in.mapped, staging->mapped, in_bytes);
     }
-    /* one frame through the run, as the daemon runs it (chunks read from host memory) */
+    /* one frame through the run, as the daemon runs it (chunks read from host memory), on a warm GPU (the CPU
+     * decoded before) */
+    bench_warm_up(warm_s, &args[0].out, &args[1].out);
     run_thread(&args[0]);
     uint32_t wide_chunks = hp_exr_zip_gpu_wide_batch_chunks(bench_gpu);
     printf("\none frame through hp_exr_zip_gpu_run (chunks read from host memory): %.2f ms GPU, %.2f ms wall; "
@@ -215,6 +217,41 @@ static void print_phases(const hp_exr_zip_chunk *ct, uint32_t chunks)
     printf("; whole %.3f, the longest chunk %.3f\n", all / chunks / 1e6, longest / 1e6);
 }
 
+/* The last timed run's image and statuses (every run's are the same: each starts from the staged chunks):
+ * the image against the CPU decoder's, bit for bit, then what the wide inflate's words say of its chunks. After
+ * the runs, so that the CPU's decode does not sit between two of them while the GPU's clock falls. */
+static void check_run(const hp_exr_zip_frame *f, const uint8_t *file, size_t len, hp_buffer *readback,
+                      hp_buffer *table_rb, bool wide, bool phases, uint32_t lanes)
+{
+    VkDeviceSize image_bytes = (VkDeviceSize)f->width * f->height * 8;
+    hp_buffer_invalidate(bench_gpu, readback);
+    hp_buffer_invalidate(bench_gpu, table_rb);
+    CHECK(hp_exr_zip_gpu_check(f, table_rb->mapped, 0, &bench_err) == HP_OK);
+    void *cpu = malloc(image_bytes);
+    cpu_decode_ms(file, len, 1, 1, cpu);
+    CHECK(memcmp(cpu, readback->mapped, image_bytes) == 0);
+    free(cpu);
+    printf("check: the GPU's RGBA16F equals the CPU decoder's, bit for bit\n");
+    const hp_exr_zip_chunk *ct = table_rb->mapped;
+    if (wide && phases) {
+        print_phases(ct, f->chunk_count);
+        return;
+    }
+    if (!wide)
+        return;
+    uint32_t most[6] = {0}, sum[6] = {0};
+    for (uint32_t c = 0; c < f->chunk_count; c++)
+        for (int k = 0; k < 6; k++) {
+            most[k] = ct[c].resume[k] > most[k] ? ct[c].resume[k] : most[k];
+            sum[k] += ct[c].resume[k];
+        }
+    printf("wide, a chunk: distinct decodings a lane at most %u (mean %.1f), rounds of pointer jumping %u (%.1f), "
+           "windows %u (%.1f), blocks %u (%.1f); the farthest true start into a span %u bits, true starts 16 bits "
+           "or more into theirs %u in all, of at most %u lanes' spans\n", most[0], (double)sum[0] / f->chunk_count,
+           most[1], (double)sum[1] / f->chunk_count, most[2], (double)sum[2] / f->chunk_count, most[3],
+           (double)sum[3] / f->chunk_count, most[4], sum[5], sum[2] * lanes);
+}
+
 /* libdeflate alone over every chunk, one thread, the best of `runs`: the part of the CPU decoder's time a
  * frame that inflating is (the rest: EXR's predictor, byte split and the planes to RGBA16F). */
 static double inflate_only_ms(const hp_exr_zip_frame *f, const hp_buffer *staging, uint32_t runs)
@@ -243,7 +280,7 @@ static double inflate_only_ms(const hp_exr_zip_frame *f, const hp_buffer *stagin
  * of cpu_runs) and the GPU's (hp_exr_zip_gpu_finish: the inflated chunks copied in from host memory and the
  * finishing pass, the median of `runs`); the image checked against the CPU decoder's. */
 static void split(hp_exr_zip_gpu *zip, const uint8_t *file, size_t len, const hp_exr_zip_frame *g, uint32_t runs,
-                  uint32_t cpu_runs, const void *cpu_image, const hp_buffer *readback)
+                  uint32_t cpu_runs, double warm_s, const void *cpu_image, const hp_buffer *readback)
 {
     hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
     hp_image_info info;
@@ -266,6 +303,7 @@ static void split(hp_exr_zip_gpu *zip, const uint8_t *file, size_t len, const hp
         }
     }
     double *gpu_ms = calloc(runs, sizeof(double)), *wall_ms = calloc(runs, sizeof(double));
+    bench_warm_up(warm_s, &out, readback); /* the GPU idled while the CPU inflated */
     for (uint32_t r = 0; r < runs; r++) {
         double t0 = now_ms();
         CHECK(hp_exr_zip_gpu_finish(zip, &f, &in, &out, &gpu_ms[r], &bench_err) == HP_OK);
@@ -367,7 +405,11 @@ int main(int argc, char **argv)
            hp_exr_zip_gpu_dispatches(zip, &f), gather_ms);
 
     /* Each run copies the staged chunks in fresh (the table's resume words start at zero), then the passes
-     * between timestamps. The first run's image and statuses are checked. */
+     * between timestamps; the last run's image and statuses are checked. The GPU is warmed first: after the
+     * CPU's gathering its clock may have fallen, and a cold GPU's first runs took 2-6x their time
+     * (bench_png_gpu, docs/BENCHMARKS.md "The PNG encoder's launch shape"). */
+    const double warm_s = args.quick ? 0.05 : 1.0;
+    bench_warm_up(warm_s, &unpacked, &image);
     double *inflate_ms = calloc(runs, sizeof(double)), *unzip_ms = calloc(runs, sizeof(double));
     for (uint32_t r = 0; r < runs; r++) {
         bench_begin();
@@ -390,42 +432,17 @@ int main(int argc, char **argv)
                                        ts, sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
         inflate_ms[r] = (double)(ts[1] - ts[0]) * gi->timestamp_period_ns / 1e6;
         unzip_ms[r] = (double)(ts[2] - ts[1]) * gi->timestamp_period_ns / 1e6;
-        if (r == 0) {
-            hp_buffer_invalidate(bench_gpu, &readback);
-            hp_buffer_invalidate(bench_gpu, &table_rb);
-            CHECK(hp_exr_zip_gpu_check(&f, table_rb.mapped, 0, &bench_err) == HP_OK);
-            void *cpu = malloc(image_bytes);
-            cpu_decode_ms(file, len, 1, 1, cpu);
-            CHECK(memcmp(cpu, readback.mapped, image_bytes) == 0);
-            free(cpu);
-            printf("check: the GPU's RGBA16F equals the CPU decoder's, bit for bit\n");
-            const hp_exr_zip_chunk *ct = table_rb.mapped;
-            uint32_t most[6] = {0}, sum[6] = {0};
-            for (uint32_t c = 0; wide && c < f.chunk_count; c++)
-                for (int k = 0; k < 6; k++) {
-                    most[k] = ct[c].resume[k] > most[k] ? ct[c].resume[k] : most[k];
-                    sum[k] += ct[c].resume[k];
-                }
-            if (wide && phases)
-                print_phases(ct, f.chunk_count);
-            else if (wide)
-                printf("wide, a chunk: distinct decodings a lane at most %u (mean %.1f), rounds of pointer jumping %u (%.1f), "
-                       "windows %u (%.1f), blocks %u (%.1f); the farthest true start into a span %u bits, true "
-                       "starts 16 bits or more into theirs %u in all, of at most %u lanes' spans\n", most[0],
-                       (double)sum[0] / f.chunk_count, most[1], (double)sum[1] / f.chunk_count, most[2],
-                       (double)sum[2] / f.chunk_count, most[3], (double)sum[3] / f.chunk_count, most[4], sum[5],
-                       sum[2] * lanes);
-        }
     }
+    check_run(&f, file, len, &readback, &table_rb, wide, phases, lanes);
     summary si = bench_summarize(inflate_ms, runs), su = bench_summarize(unzip_ms, runs);
     {
         void *cpu = malloc(image_bytes);
         cpu_decode_ms(file, len, 1, 1, cpu);
-        split(zip, file, len, &f, runs, args.quick ? 1 : 5, cpu, &readback);
+        split(zip, file, len, &f, runs, args.quick ? 1 : 5, warm_s, cpu, &readback);
         free(cpu);
     }
     if (!args.quick)
-        at_once(zip, &f, &staging, si.median, wide);
+        at_once(zip, &f, &staging, si.median, wide, warm_s);
     void *dst = malloc(image_bytes);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t cpu_runs = args.quick ? 1 : 5;
