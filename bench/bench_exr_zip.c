@@ -1,7 +1,7 @@
 /* EXR ZIP chunks inflated on the GPU (pipeline/exr_zip_gpu.h, issue 20): the inflate and unzip passes'
  * GPU time on a real frame's chunks, against the CPU decoder (libdeflate and the SSE2 transform,
  * api/codecs/image_exr.c) on one thread and on every core, on the same file in the same run. The GPU's image is
- * checked against the CPU's, bit for bit, before anything is timed.
+ * checked against the CPU's, bit for bit, after the timed runs (the last run's image; every run's is the same).
  *
  * Usage: bench_exr_zip FRAME.exr [--runs N] [--quick] [--device D]   (FRAME: a scanline ZIP or ZIPS EXR of
  * half channels, e.g. tools/make_frame's 4K frame, as bench_http.py makes it) */
@@ -163,8 +163,8 @@ static void at_once(hp_exr_zip_gpu *zip, const hp_exr_zip_frame *f, const hp_buf
                                &bench_err) == HP_OK);
         memcpy(args[i].in.mapped, staging->mapped, in_bytes);
     }
-    /* one frame through the run, as the daemon runs it (chunks read from host memory), on a warm GPU (the CPU
-     * decoded before) */
+    /* one frame through the run, as the daemon runs it (chunks read from host memory), on a GPU warmed again
+     * (the buffers above took a while to make and fill) */
     bench_warm_up(warm_s, &args[0].out, &args[1].out);
     run_thread(&args[0]);
     uint32_t wide_chunks = hp_exr_zip_gpu_wide_batch_chunks(bench_gpu);

@@ -859,79 +859,56 @@ hp_code hp_frame_graph_submit(hp_frame_graph *g, const hp_frame_params *params, 
     return HP_OK;
 }
 
-hp_code hp_frame_graph_wait(hp_frame_graph *g, uint32_t ticket, hp_frame_result *out, hp_err *err)
+/* What the tone pass left: its state, and the image or, with the GPU's PNG, the stream and its table. */
+static hp_code read_tone_output(hp_frame_graph *g, frame_ctx *c, host_side *host, hp_frame_result *out, hp_err *err)
 {
-    if (ticket >= HP_FRAMES_IN_FLIGHT || !g->ctx[ticket].in_flight)
-        return hp_fail(err, HP_ERR_INTERNAL, "hp_frame_graph_wait for a frame that is not in flight");
-    frame_ctx *c = &g->ctx[ticket];
-    size_slot *slot = c->slot;
-    host_side *host = &slot->host[ticket];
-    VkDevice dev = g->gpu->device;
-    VkQueryPool queries = c->queries;
-    uint64_t pixels = (uint64_t)slot->desc.width * slot->desc.height;
-    bool tone = c->tone, dof = c->dof, detail = c->detail;
-    VkResult res = vkWaitForFences(dev, 1, &c->fence, VK_TRUE, FENCE_TIMEOUT_NS);
-    if (res == VK_TIMEOUT)
-        return hp_fail(err, HP_ERR_DEVICE_LOST, "the GPU did not finish the frame within %llu s",
-                       (unsigned long long)(FENCE_TIMEOUT_NS / 1000000000ull));
-    if (res != VK_SUCCESS)
-        return hp_vk_fail(err, res, "vkWaitForFences");
-    vkResetFences(dev, 1, &c->fence);
-    c->in_flight = false;
-
-    uint64_t ts[TS_COUNT + HP_DOF_DETAIL_COUNT];
-    uint32_t ts_count = TS_COUNT + (detail ? (c->bokeh ? HP_DOF_DETAIL_COUNT : HP_DOF_DETAIL_SPLAT) : 0);
-    res = vkGetQueryPoolResults(dev, queries, 0, ts_count, sizeof(ts), ts, sizeof(uint64_t),
-                                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
-    if (res != VK_SUCCESS)
-        return hp_vk_fail(err, res, "vkGetQueryPoolResults");
-
-    hp_buffer_invalidate(g->gpu, &c->readback);
-    memset(out, 0, sizeof(*out));
-    hp_reduce_decode_stats(c->readback.mapped, pixels, &out->stats);
-    out->width = slot->desc.width;
-    out->height = slot->desc.height;
-    if (tone) {
-        hp_tone_decode_state((const uint8_t *)c->readback.mapped + READBACK_STATE_OFFSET, &out->tone);
-        if (c->png) {
-            const hp_buffer *ph = c->dst_png;
-            hp_buffer_invalidate(g->gpu, ph);
-            out->png_gpu = true;
-            /* The passes kept 3 channels where the tone pass found the alpha opaque (png_alpha_auto); the
-             * stream lies where the 4-channel layout put it either way. */
-            out->png_layout = c->png_alpha_auto && !out->tone.translucent ? c->png_rgb_layout : c->png_layout;
-            out->png_in_caller_memory = ph != &host->png_host;
-            out->png_table = ph->mapped;
-            out->png_joined = (uint8_t *)ph->mapped + hp_png_gpu_host_layout_for(&c->png_layout).joined_offset;
-            uint64_t joined = hp_png_gpu_joined_bytes(&out->png_layout, ph->mapped);
-            if (joined > out->png_layout.joined_size)
-                return hp_fail(err, HP_ERR_INTERNAL, "png_gpu: the table says %llu joined bytes, over the %llu "
-                               "the stream has room for", (unsigned long long)joined,
-                               (unsigned long long)out->png_layout.joined_size);
-            out->png_joined_bytes = (size_t)joined;
-        } else {
-            hp_buffer_invalidate(g->gpu, c->dst_image);
-            out->pixels = c->dst_image->mapped;
-            out->pixel_size = c->out_pixel;
-            out->image_bytes = c->out_bytes;
-            out->yuv420 = c->out_kind == HP_TONE_OUT_YUV420;
-        }
+    hp_tone_decode_state((const uint8_t *)c->readback.mapped + READBACK_STATE_OFFSET, &out->tone);
+    if (!c->png) {
+        hp_buffer_invalidate(g->gpu, c->dst_image);
+        out->pixels = c->dst_image->mapped;
+        out->pixel_size = c->out_pixel;
+        out->image_bytes = c->out_bytes;
+        out->yuv420 = c->out_kind == HP_TONE_OUT_YUV420;
+        return HP_OK;
     }
-    if (dof) {
-        uint32_t ctl[HP_BOKEH_CTL_WORDS];
-        memcpy(ctl, (const uint8_t *)c->readback.mapped + READBACK_SPRITES_OFFSET, sizeof(ctl));
-        out->dof_ran = true;
-        out->bokeh_wanted = c->bokeh ? ctl[HP_BOKEH_CTL_WANTED] : 0;
-        out->bokeh_drawn = c->bokeh ? ctl[HP_BOKEH_CTL_DISPATCH] : 0;
-        if (c->output_dof) {
-            hp_buffer_invalidate(g->gpu, &host->dof_host);
-            out->dof_pixels = host->dof_host.mapped;
-        }
+    const hp_buffer *ph = c->dst_png;
+    hp_buffer_invalidate(g->gpu, ph);
+    out->png_gpu = true;
+    /* The passes kept 3 channels where the tone pass found the alpha opaque (png_alpha_auto); the stream lies
+     * where the 4-channel layout put it either way. */
+    out->png_layout = c->png_alpha_auto && !out->tone.translucent ? c->png_rgb_layout : c->png_layout;
+    out->png_in_caller_memory = ph != &host->png_host;
+    out->png_table = ph->mapped;
+    out->png_joined = (uint8_t *)ph->mapped + hp_png_gpu_host_layout_for(&c->png_layout).joined_offset;
+    uint64_t joined = hp_png_gpu_joined_bytes(&out->png_layout, ph->mapped);
+    if (joined > out->png_layout.joined_size)
+        return hp_fail(err, HP_ERR_INTERNAL, "png_gpu: the table says %llu joined bytes, over the %llu the stream has "
+                       "room for", (unsigned long long)joined, (unsigned long long)out->png_layout.joined_size);
+    out->png_joined_bytes = (size_t)joined;
+    return HP_OK;
+}
+
+/* What depth of field left: the bokeh sprites wanted and drawn, and its image when the request asked for it. */
+static void read_dof_output(hp_frame_graph *g, frame_ctx *c, host_side *host, hp_frame_result *out)
+{
+    uint32_t ctl[HP_BOKEH_CTL_WORDS];
+    memcpy(ctl, (const uint8_t *)c->readback.mapped + READBACK_SPRITES_OFFSET, sizeof(ctl));
+    out->dof_ran = true;
+    out->bokeh_wanted = c->bokeh ? ctl[HP_BOKEH_CTL_WANTED] : 0;
+    out->bokeh_drawn = c->bokeh ? ctl[HP_BOKEH_CTL_DISPATCH] : 0;
+    if (c->output_dof) {
+        hp_buffer_invalidate(g->gpu, &host->dof_host);
+        out->dof_pixels = host->dof_host.mapped;
     }
-    /* Stage times (DECISIONS.md 10). "tonemap" is the exposure stage and the tone pass (which
-     * composites depth of field as it reads each pixel); "dof" the depth of field's passes, bokeh
-     * included: the splat runs beside the gather, so its time is not apart. With detailed_timings each
-     * pass is timed on its own ("dof.gather", "bokeh.splat", ...). */
+}
+
+/* Stage times (DECISIONS.md 10) from the frame's timestamps. "tonemap" is the exposure stage and the tone pass
+ * (which composites depth of field as it reads each pixel); "dof" the depth of field's passes, bokeh included:
+ * the splat runs beside the gather, so its time is not apart. With detailed_timings each pass is timed on its
+ * own ("dof.gather", "bokeh.splat", ...). */
+static void stage_timings(const hp_frame_graph *g, const frame_ctx *c, const uint64_t *ts, uint32_t ts_count,
+                          hp_frame_result *out)
+{
     double period_ms = g->gpu->info.timestamp_period_ns * 1e-6;
 #define SPAN(a, b) ((double)(ts[b] - ts[a]) * period_ms)
     const hp_stage_timing timings[] = {
@@ -944,9 +921,9 @@ hp_code hp_frame_graph_wait(hp_frame_graph *g, uint32_t ticket, hp_frame_result 
     };
 #undef SPAN
     for (size_t i = 0; i < sizeof(timings) / sizeof(timings[0]); i++)
-        if ((dof || strcmp(timings[i].name, "dof") != 0) && (c->png || strcmp(timings[i].name, "png_gpu") != 0))
+        if ((c->dof || strcmp(timings[i].name, "dof") != 0) && (c->png || strcmp(timings[i].name, "png_gpu") != 0))
             out->timings[out->timing_count++] = timings[i];
-    if (detail) {
+    if (c->detail) {
         uint64_t prev = ts[TS_EXPOSURE];
         for (uint32_t i = 0; i < ts_count - TS_COUNT && out->timing_count < HP_MAX_STAGE_TIMINGS; i++) {
             uint64_t t = ts[TS_COUNT + i];
@@ -957,6 +934,43 @@ hp_code hp_frame_graph_wait(hp_frame_graph *g, uint32_t ticket, hp_frame_result 
         }
     }
     out->gpu_total_ms = (double)(ts[TS_COUNT - 1] - ts[TS_START]) * period_ms;
+}
+
+hp_code hp_frame_graph_wait(hp_frame_graph *g, uint32_t ticket, hp_frame_result *out, hp_err *err)
+{
+    if (ticket >= HP_FRAMES_IN_FLIGHT || !g->ctx[ticket].in_flight)
+        return hp_fail(err, HP_ERR_INTERNAL, "hp_frame_graph_wait for a frame that is not in flight");
+    frame_ctx *c = &g->ctx[ticket];
+    size_slot *slot = c->slot;
+    host_side *host = &slot->host[ticket];
+    VkDevice dev = g->gpu->device;
+    VkResult res = vkWaitForFences(dev, 1, &c->fence, VK_TRUE, FENCE_TIMEOUT_NS);
+    if (res == VK_TIMEOUT)
+        return hp_fail(err, HP_ERR_DEVICE_LOST, "the GPU did not finish the frame within %llu s",
+                       (unsigned long long)(FENCE_TIMEOUT_NS / 1000000000ull));
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "vkWaitForFences");
+    vkResetFences(dev, 1, &c->fence);
+    c->in_flight = false;
+
+    uint64_t ts[TS_COUNT + HP_DOF_DETAIL_COUNT];
+    uint32_t ts_count = TS_COUNT + (c->detail ? (c->bokeh ? HP_DOF_DETAIL_COUNT : HP_DOF_DETAIL_SPLAT) : 0);
+    res = vkGetQueryPoolResults(dev, c->queries, 0, ts_count, sizeof(ts), ts, sizeof(uint64_t),
+                                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    if (res != VK_SUCCESS)
+        return hp_vk_fail(err, res, "vkGetQueryPoolResults");
+
+    hp_buffer_invalidate(g->gpu, &c->readback);
+    memset(out, 0, sizeof(*out));
+    hp_reduce_decode_stats(c->readback.mapped, (uint64_t)slot->desc.width * slot->desc.height, &out->stats);
+    out->width = slot->desc.width;
+    out->height = slot->desc.height;
+    hp_code code;
+    if (c->tone && (code = read_tone_output(g, c, host, out, err)) != HP_OK)
+        return code;
+    if (c->dof)
+        read_dof_output(g, c, host, out);
+    stage_timings(g, c, ts, ts_count, out);
     return HP_OK;
 }
 

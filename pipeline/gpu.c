@@ -455,7 +455,7 @@ typedef struct device_features {
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec_props;
     VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float;
     VkPhysicalDeviceShaderClockFeaturesKHR clock;
-    const char *exts[8]; /* every optional one below fits */
+    const char *exts[8]; /* the one required and every optional one choose_features adds fit */
     uint32_t ext_count;
 } device_features;
 
@@ -552,7 +552,8 @@ static void get_queues(hp_gpu *gpu, const queue_plan *q)
     }
 }
 
-/* The info that the rest of the daemon reports (hp_gpu_info), and the memory types. */
+/* The device's properties in hp_gpu_info (name, driver, limits, SMs), its pipeline cache UUID and its memory
+ * types; the fields that say what was enabled are set where it is (choose_features, create_device). */
 static void describe_device(hp_gpu *gpu)
 {
     hp_gpu_info *gi = &gpu->info;

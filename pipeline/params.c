@@ -1412,7 +1412,8 @@ static void write_looks(FILE *out)
     fprintf(out, "\n");
 }
 
-void hp_params_write_markdown(FILE *out)
+/* The page's opening: the three ways to send a parameter, the values' types and what is refused. */
+static void write_intro(FILE *out)
 {
     fprintf(out,
             "# Request parameters\n"
@@ -1455,7 +1456,11 @@ void hp_params_write_markdown(FILE *out)
             "the operator changes. The effective parameters are echoed in the nested form, every field included.\n"
             "\n"
             "Ranges: `[a, b]` includes both ends, `(a, b]` excludes a, `[a, b)` excludes b.\n");
+}
 
+/* A table of parameters for each stage (and the looks' list before the look stage's). */
+static void write_stage_tables(FILE *out)
+{
     for (size_t s = 0; s < sizeof(stages) / sizeof(stages[0]); s++) {
         fprintf(out, "\n## %s\n\n%s\n\n", stages[s].title, stages[s].text);
         if (!strcmp(stages[s].prefix, "look"))
@@ -1474,12 +1479,20 @@ void hp_params_write_markdown(FILE *out)
                     def->help);
         }
     }
+}
 
+/* The rules that tie parameters together (the rules table's docs). */
+static void write_rules(FILE *out)
+{
     fprintf(out, "\n## Rules across parameters\n\n"
                  "Checked after every value is set, whatever the order of the keys:\n\n");
     for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
         fprintf(out, "- %s\n", rules[i].doc);
+}
 
+/* Requests as a user writes them, and a refusal's message as the setter makes it. */
+static void write_examples(FILE *out)
+{
     /* The error example is produced by the setter itself, so it cannot drift from what the API says. */
     hp_params p;
     hp_params_defaults(&p);
@@ -1537,4 +1550,12 @@ void hp_params_write_markdown(FILE *out)
             "%s\n"
             "```\n",
             err.field, err.message);
+}
+
+void hp_params_write_markdown(FILE *out)
+{
+    write_intro(out);
+    write_stage_tables(out);
+    write_rules(out);
+    write_examples(out);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Counts every check of every suite from meson's testlog.json files (the build's, the fuzz build's) and
-prints 'N passed, N failed', after a line for each test that failed naming it and its failed checks (CI
-shows a log's tail, so what failed is said there, beside the count).
+prints 'N passed, N failed', after a line for each failed check naming its build, its test and the check's
+line (CI shows a log's tail, so what failed is said there, beside the count). A skipped check counts as
+failed and is named as one.
 
 Each test program speaks TAP, so a check is one 'ok'/'not ok' line. A program that failed without
 reporting a failed check (a crash, a timeout, a bad plan) adds one failure of its own, so nothing that
@@ -11,7 +12,7 @@ import re
 import sys
 
 TAP = re.compile(r"^(not )?ok\b")
-MAX_NAMED = 5  # failed checks named a test; the rest counted
+MAX_NAMED = 5  # a test's failed checks named at most; the rest are counted
 
 
 def main(paths):
@@ -26,7 +27,7 @@ def main(paths):
 
 def count(path):
     passed = failed = 0
-    with open(path, encoding="utf-8") as log:
+    with open(path, encoding="utf-8") as log:  # devices*.json: build-asan's wrapped tests, named as build-asan's
         for line in log:
             test = json.loads(line)
             out = test.get("stdout") or test.get("stdo") or ""
@@ -43,8 +44,8 @@ def count(path):
             where = f"{path.split('/meson-logs/')[0]}: {test.get('name')}"
             if test.get("result") not in ("OK", "EXPECTEDFAIL") and not bad:
                 bad = [f"{test.get('result')} without a failed check (crash or timeout?)"]
-            for line in bad[:MAX_NAMED]:
-                print(f"FAILED {where}: {line[:300]}")
+            for check in bad[:MAX_NAMED]:
+                print(f"FAILED {where}: {check[:300]}")
             if len(bad) > MAX_NAMED:
                 print(f"FAILED {where}: and {len(bad) - MAX_NAMED} more")
             passed += ok

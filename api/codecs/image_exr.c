@@ -389,7 +389,8 @@ static hp_code check_rgb_options(const hp_decode_options *opt, bool *explicit_rg
 
 /* The first part whose channels the options select (only part 0 when nothing is named: the automatic
  * choice reads the first part, as every reader does); its channel list, or NULL when none does, part 0's
- * channels then listed in info->channel_list for the message. layer is opt->layer without a final dot. */
+ * channels then listed in info->channel_list for the message. layer is opt->layer without a final dot. A deep
+ * part 0 with nothing named is refused (HP_ERR_UNUSABLE); with a name, deep parts are passed over. */
 static hp_code find_part(hp_exr_reader *r, const hp_decode_options *opt, bool explicit_rgb, const char *layer,
                          hp_image_info *info, selection *sel, const exr_attr_chlist_t **found_cl, int *found_part,
                          hp_err *err)
@@ -1159,7 +1160,7 @@ static void interleave_halves(uint16_t *o, const uint8_t *r, const uint8_t *g, c
     }
 }
 
-/* The decompressed chunk (its layout in choose_channels) to the frame, with finish_chunk()'s results:
+/* The decompressed chunk (its layout in plan_direct_reads) to the frame, with finish_chunk()'s results:
  * the file's half bits kept, grey repeated (the slots of one channel read the same bytes), alpha 1 where
  * the file has none, depth and its counts. */
 static void convert_chunk(const hp_exr_reader *r, const hp_image_dest *dest, const uint8_t *chunk, hp_exr_rect c,

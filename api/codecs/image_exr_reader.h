@@ -38,7 +38,7 @@ struct hp_exr_reader {
     exr_compression_t compression;
     bool library_decode;        /* HP_EXR_GENERIC_DECODE: the library's zlib and unpack, then finish_chunk() */
     struct hp_rows_ready *rows; /* hp_decode_options.rows: told as each scanline chunk's rows are final */
-    bool direct;                /* convert_chunk() reads the decompressed chunk (see choose_channels) */
+    bool direct;                /* convert_chunk() reads the decompressed chunk (see plan_direct_reads) */
     uint32_t pixel_bytes;       /* of every channel of the part together: a decompressed line is width times this */
     uint32_t slot_offset[SLOT_COUNT]; /* bytes of the channels before each slot's, per pixel of a line */
 };
