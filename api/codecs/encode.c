@@ -220,7 +220,8 @@ static int webp_lossless_level(uint32_t effort)
     return (int)((effort * 3 + 1) / 2);
 }
 
-static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encoded *result, hp_err *err)
+/* What WebP cannot store: BT.2020 (it needs 16 bits), more than 8 bits, more than its side. */
+static hp_code webp_check(const frame *f, const hp_output_params *out, hp_err *err)
 {
     /* hp_params_check() refuses this already (BT.2020 needs 16 bits); hp_encode() is also called directly. */
     if (out->colorspace == HP_OUTPUT_REC2020)
@@ -236,58 +237,68 @@ static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encod
                              "a %ux%u frame is over WebP's limit of %u pixels a side; use output.format png "
                              "(up to %u)",
                              f->width, f->height, HP_ENCODE_WEBP_MAX_SIDE, HP_ENCODE_MAX_SIDE);
+    return HP_OK;
+}
 
-    WebPConfig config;
-    if (!WebPConfigInit(&config))
+/* libwebp's configuration from the output parameters: lossless by effort, or lossy by quality and effort. */
+static hp_code webp_configure(const hp_output_params *out, WebPConfig *config, hp_err *err)
+{
+    if (!WebPConfigInit(config))
         return hp_fail(err, HP_ERR_INTERNAL, "libwebp: WebPConfigInit failed (header and library versions differ)");
     if (out->lossless) {
-        if (!WebPConfigLosslessPreset(&config, webp_lossless_level(out->effort)))
+        if (!WebPConfigLosslessPreset(config, webp_lossless_level(out->effort)))
             return hp_fail(err, HP_ERR_INTERNAL, "libwebp refused lossless preset level %d",
                            webp_lossless_level(out->effort));
-        config.exact = 1;
+        config->exact = 1;
     } else {
-        config.quality = (float)out->quality;
-        config.method = webp_method[out->effort];
+        config->quality = (float)out->quality;
+        config->method = webp_method[out->effort];
     }
-    config.thread_level = 1;
+    config->thread_level = 1;
     /* Eight token partitions instead of one: each holds at most 16 MiB (VP8, RFC 6386 9.5), and a photograph
      * of 11000^2 at quality 90 already makes 28 MB. The cost is 21 bytes of partition sizes. */
-    config.partitions = 3;
-    if (!WebPValidateConfig(&config))
+    config->partitions = 3;
+    if (!WebPValidateConfig(config))
         return hp_fail(err, HP_ERR_INTERNAL, "libwebp refused its configuration (quality %u, effort %u, lossless %d)",
                        out->quality, out->effort, (int)out->lossless);
+    return HP_OK;
+}
 
-    WebPPicture picture;
-    if (!WebPPictureInit(&picture))
+/* The frame as libwebp's picture; WebPPictureFree() it after, whatever this returns. */
+static hp_code webp_picture(const frame *f, const WebPConfig *config, WebPPicture *picture, hp_err *err)
+{
+    if (!WebPPictureInit(picture))
         return hp_fail(err, HP_ERR_INTERNAL, "libwebp: WebPPictureInit failed (header and library versions differ)");
-    picture.width = (int)f->width;
-    picture.height = (int)f->height;
+    picture->width = (int)f->width;
+    picture->height = (int)f->height;
     /* Lossless codes ARGB; lossy codes YUV 4:2:0, converted straight from the rows at import, or given
      * (the picture then views the caller's planes: WebPPictureFree() leaves them alone; without `exact`
      * libwebp may flatten colour under fully transparent alpha in place, and the caller's planes allow it). */
-    picture.use_argb = config.lossless;
-    int imported = 1;
+    picture->use_argb = config->lossless;
     if (f->yuv) {
-        picture.colorspace = f->yuv->a ? WEBP_YUV420A : WEBP_YUV420;
-        picture.y = (uint8_t *)f->yuv->y, picture.u = (uint8_t *)f->yuv->u, picture.v = (uint8_t *)f->yuv->v;
-        picture.y_stride = (int)f->yuv->y_stride, picture.uv_stride = (int)f->yuv->uv_stride;
-        picture.a = (uint8_t *)f->yuv->a, picture.a_stride = f->yuv->a ? (int)f->yuv->y_stride : 0;
-    } else {
-        int stride = (int)f->src_row_bytes;
-        imported = f->alpha ? WebPPictureImportRGBA(&picture, f->pixels, stride)
-                            : WebPPictureImportRGBX(&picture, f->pixels, stride);
+        picture->colorspace = f->yuv->a ? WEBP_YUV420A : WEBP_YUV420;
+        picture->y = (uint8_t *)f->yuv->y, picture->u = (uint8_t *)f->yuv->u, picture->v = (uint8_t *)f->yuv->v;
+        picture->y_stride = (int)f->yuv->y_stride, picture->uv_stride = (int)f->yuv->uv_stride;
+        picture->a = (uint8_t *)f->yuv->a, picture->a_stride = f->yuv->a ? (int)f->yuv->y_stride : 0;
+        return HP_OK;
     }
-    if (!imported) {
-        WebPPictureFree(&picture);
-        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "libwebp could not allocate its picture of a %ux%u frame",
-                       f->width, f->height);
-    }
+    int stride = (int)f->src_row_bytes;
+    int imported = f->alpha ? WebPPictureImportRGBA(picture, f->pixels, stride)
+                            : WebPPictureImportRGBX(picture, f->pixels, stride);
+    if (!imported)
+        return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "libwebp could not allocate its picture of a %ux%u frame", f->width,
+                       f->height);
+    return HP_OK;
+}
 
-    webp_sink sink = {0};
-    picture.writer = webp_sink_write;
-    picture.custom_ptr = &sink;
-    int encoded = WebPEncode(&config, &picture);
-    if (!encoded && picture.error_code == VP8_ENC_ERROR_PARTITION0_OVERFLOW) {
+/* WebPEncode into sink, once more without 4x4 intra modes where the first partition overflows. */
+static int webp_encode_into(WebPConfig *config, WebPPicture *picture, const frame *f, const hp_output_params *out,
+                            webp_sink *sink)
+{
+    picture->writer = webp_sink_write;
+    picture->custom_ptr = sink;
+    int encoded = WebPEncode(config, picture);
+    if (!encoded && picture->error_code == VP8_ENC_ERROR_PARTITION0_OVERFLOW) {
         /* VP8's first partition (every macroblock's prediction modes) holds at most 512 KiB (its size is a
          * 19-bit field, RFC 6386 9.1). libwebp's partition_limit 100 gives up 4x4 intra modes to make room
          * (it acts from method 3, where modes are chosen by rate-distortion; files grow a few percent).
@@ -296,18 +307,34 @@ static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encod
         hp_warn("webp: the prediction modes of a %ux%u frame overflow VP8's 512 KiB first partition at quality "
                 "%u, effort %u; encoding again without 4x4 intra modes (partition_limit 100, effort %u)",
                 f->width, f->height, out->quality, out->effort, out->effort < 3 ? 3 : out->effort);
-        free(sink.data);
-        sink = (webp_sink){0};
-        config.partition_limit = 100;
-        if (config.method < 3)
-            config.method = 3;
-        encoded = WebPEncode(&config, &picture);
+        free(sink->data);
+        *sink = (webp_sink){0};
+        config->partition_limit = 100;
+        if (config->method < 3)
+            config->method = 3;
+        encoded = WebPEncode(config, picture);
     }
-    WebPEncodingError code = picture.error_code;
+    return encoded;
+}
+
+static hp_code encode_webp(const frame *f, const hp_output_params *out, hp_encoded *result, hp_err *err)
+{
+    WebPConfig config;
+    WebPPicture picture = {0}; /* freed safely also where WebPPictureInit refused it */
+    hp_code code = webp_check(f, out, err);
+    if (code != HP_OK || (code = webp_configure(out, &config, err)) != HP_OK)
+        return code;
+    if ((code = webp_picture(f, &config, &picture, err)) != HP_OK) {
+        WebPPictureFree(&picture);
+        return code;
+    }
+    webp_sink sink = {0};
+    int encoded = webp_encode_into(&config, &picture, f, out, &sink);
+    WebPEncodingError failure = picture.error_code;
     WebPPictureFree(&picture);
     if (!encoded) {
         free(sink.data);
-        return webp_failure(code, sink.out_of_memory, f, out->quality, err);
+        return webp_failure(failure, sink.out_of_memory, f, out->quality, err);
     }
     /* The profile says the samples' transfer as PNG's does (encode.h): a viewer that reads the profile shows
      * linear or locally-gamma'd samples as they are, where one curve for all would shift their tones. */
