@@ -331,6 +331,188 @@ static hp_png_gpu *pipelines_for(hp_gpu *gpu, const hp_png_gpu_config *cfg, cons
     return p;
 }
 
+/* Refused shapes and sizes, with messages naming them. */
+static void test_refused(hp_gpu *gpu, hp_png_gpu *png)
+{
+    hp_png_gpu_layout l;
+    hp_err e = {0};
+    tap_ok(hp_png_gpu_layout_for(png, 0, 5, 3, 8, &l, &e) == HP_ERR_INVALID_ARGUMENT && strstr(e.message, "0x5"),
+           "a 0x5 image is refused: %s", e.message);
+    tap_ok(hp_png_gpu_layout_for(png, 5, 5, 2, 8, &l, &e) == HP_ERR_INVALID_ARGUMENT, "2 channels are refused: %s",
+           e.message);
+    hp_png_gpu_config big = {.workgroup_size = 1024, .chunk_bytes = 64};
+    hp_png_gpu *p2 = NULL;
+    tap_ok(hp_png_gpu_create(gpu, &big, &p2, &e) == HP_ERR_INVALID_ARGUMENT && !p2,
+           "a 64 KiB segment (over one stored block) is refused: %s", e.message);
+}
+
+/* The default launch shape fitted to the device: 1024 invocations of 32 bytes where they fit, else half the
+ * invocations of twice the bytes (the same 32 KiB segment) until they do. */
+static void test_fitted_shape(hp_gpu *gpu, hp_png_gpu *png)
+{
+    static const struct { uint32_t invocations, size_x, shared, want_wg, want_chunk; } fits[] = {
+        {1024, 1024, 49152, 1024, 32}, /* the H200, lavapipe */
+        {256, 1024, 49152, 256, 128},  /* 256 invocations at most */
+        {1024, 512, 49152, 512, 64},   /* a workgroup's x size of 512 at most */
+        {1024, 1024, 22000, 256, 128}, /* shared memory: 512 invocations need 22,480 bytes */
+        {1024, 1024, 16384, 32, 1024}, /* nothing fits: the smallest shape, refused by the create */
+    };
+    for (size_t i = 0; i < sizeof(fits) / sizeof(fits[0]); i++) {
+        hp_gpu_info gi = {.max_workgroup_invocations = fits[i].invocations,
+                          .max_workgroup_size_x = fits[i].size_x, .max_shared_memory = fits[i].shared};
+        hp_png_gpu_config c;
+        hp_png_gpu_fitted_config(&gi, &c);
+        tap_ok(c.workgroup_size == fits[i].want_wg && c.chunk_bytes == fits[i].want_chunk,
+               "a device of %u invocations, x size %u, %u bytes of shared memory: %u invocations of %u bytes "
+               "(got %u of %u)", fits[i].invocations, fits[i].size_x, fits[i].shared, fits[i].want_wg,
+               fits[i].want_chunk, c.workgroup_size, c.chunk_bytes);
+    }
+    hp_png_gpu_config here;
+    hp_png_gpu_fitted_config(hp_gpu_get_info(gpu), &here);
+    const hp_png_gpu_config *used = hp_png_gpu_get_config(png);
+    tap_ok(used->workgroup_size == here.workgroup_size && used->chunk_bytes == here.chunk_bytes,
+           "the pipelines made without a configuration take the shape fitted to this device: %u x %u",
+           used->workgroup_size, used->chunk_bytes);
+}
+
+/* Every kind of synthetic image at the small sizes, both depths and channel counts; at 512x384 every kind at
+ * 8 bits RGB, their sizes summed beside zlib's and deflate_runs'; a whole 4K frame. */
+static void test_synthetic(gpu_test_cmd *r, hp_png_gpu *png)
+{
+    typedef struct { uint32_t w, h; } size2;
+    static const size2 sizes[] = {{1, 1}, {1, 37}, {53, 1}, {3, 2}, {17, 9}, {127, 61}, {301, 203}};
+    totals sum = {0};
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+        for (uint32_t depth = 8; depth <= 16; depth += 8)
+            for (uint32_t channels = 3; channels <= 4; channels++)
+                for (int k = 0; k < IMG_KIND_COUNT; k++) {
+                    /* Every kind at the small sizes; at the larger ones two kinds each, in turn. */
+                    if (s >= 5 && (k + channels + depth / 8 + s) % 3 != 0)
+                        continue;
+                    check_image(r, png, "", sizes[s].w, sizes[s].h, channels, depth, (image_kind)k, NULL, s >= 5, NULL);
+                }
+    /* The largest: every kind at 8 bits RGB (what the daemon's PNG mostly is), the sizes summed. */
+    for (int k = 0; k < IMG_KIND_COUNT; k++)
+        check_image(r, png, "", 512, 384, 3, 8, (image_kind)k, NULL, true, &sum);
+    check_image(r, png, "", 512, 384, 4, 16, IMG_RENDER, NULL, true, NULL);
+    /* A whole 4K frame (760 segments), as the daemon's largest usual frame: the render kind, RGB 8-bit. */
+    check_image(r, png, "4K: ", 3840, 2160, 3, 8, IMG_RENDER, NULL, true, NULL);
+    tap_diag("512x384 RGB 8-bit, five kinds together: %llu filtered bytes -> GPU %llu (%.3f), zlib level 1 %llu "
+             "(%.3f), deflate_runs %llu (%.3f)", (unsigned long long)sum.raw, (unsigned long long)sum.gpu,
+             (double)sum.gpu / (double)sum.raw, (unsigned long long)sum.zlib1, (double)sum.zlib1 / (double)sum.raw,
+             (unsigned long long)sum.runs, (double)sum.runs / (double)sum.raw);
+}
+
+/* A real frame (tests/data, Blender's street), tone-mapped by the CPU reference with the default
+ * parameters to 8 and 16 bits as the tone pass would: RGB as the daemon writes an opaque frame. */
+static void test_real_frame(hp_gpu *gpu, gpu_test_cmd *r, hp_png_gpu *png)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", HP_TEST_DATA, "blender_street_960x540_singlelayer.exr");
+    size_t len = 0;
+    uint8_t *bytes = hp_read_file(path, &len);
+    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+    hp_image_info info;
+    hp_err e = {0};
+    bool ok = bytes && hp_image_probe(bytes, len, &opt, &info, &e) == HP_OK;
+    size_t n = ok ? (size_t)info.width * info.height : 0;
+    float *frame = ok ? malloc(n * 16) : NULL;
+    uint8_t *toned = ok ? malloc(n * 8) : NULL;
+    ok = ok && frame && toned &&
+         hp_image_decode(bytes, len, &opt, &info, frame, HP_LAYOUT_RGBA32F, NULL, &e) == HP_OK;
+    for (uint32_t depth = 8; ok && depth <= 16; depth += 8) {
+        hp_frame_params fp;
+        hp_frame_params_defaults(&fp);
+        fp.params.output.bit_depth = depth;
+        hp_lum_stats cs;
+        hp_tone_state ts;
+        ok = hp_cpu_render_frame(frame, HP_PIXEL_RGBA32F, info.width, info.height, &fp.params, &cs, &ts, toned) ==
+             HP_OK;
+        if (ok)
+            check_image(r, png, "blender street tone-mapped, ", info.width, info.height, 3, depth, IMG_FLAT, toned,
+                        true, NULL);
+        /* RGBA 8-bit, the opaque alpha kept (output.alpha keep), and again with the reprice on: the frame
+         * whose runs of zeros the segment's code prices under their length and distance codes, so that
+         * most of its matches go out as literals (png_deflate.comp's TOKEN_AS_LITERALS). */
+        if (ok && depth == 8) {
+            check_image(r, png, "blender street tone-mapped, ", info.width, info.height, 4, depth, IMG_FLAT, toned,
+                        true, NULL);
+            hp_png_gpu_config rcfg;
+            hp_png_gpu_fitted_config(hp_gpu_get_info(gpu), &rcfg);
+            rcfg.reprice = true;
+            hp_png_gpu *repriced = pipelines_for(gpu, &rcfg, "the reprice pipeline");
+            if (repriced)
+                check_image(r, repriced, "reprice, blender street tone-mapped, ", info.width, info.height, 4,
+                            depth, IMG_FLAT, toned, true, NULL);
+            hp_png_gpu_destroy(&repriced);
+        }
+    }
+    if (!ok)
+        tap_ok(false, "the real frame %s: %s", path, e.message[0] ? e.message : "cannot read or tone-map");
+    free(bytes), free(frame), free(toned);
+}
+
+/* output.alpha auto (hp_png_gpu_io.alpha_auto): an RGBA layout, the channels from tone_state's
+ * translucent word on the GPU. Opaque: the RGB image's stream, in fewer segments than the dispatch's
+ * (those past it do nothing); translucent: the RGBA image's. */
+static void test_alpha_auto(gpu_test_cmd *r, hp_png_gpu *png)
+{
+    for (int translucent = 0; translucent <= 1; translucent++) {
+        check_image_as(r, png, "", 301, 203, 4, 8, IMG_RENDER, NULL, false, NULL, translucent);
+        check_image_as(r, png, "", 127, 61, 4, 16, IMG_NOISE, NULL, false, NULL, translucent);
+        check_image_as(r, png, "", 1, 1, 4, 8, IMG_FLAT, NULL, false, NULL, translucent);
+    }
+}
+
+/* The deflate pass's switches for bench_png_gpu (hp_png_gpu_config): without the hash table's candidate,
+ * with the second Huffman build; every stream still inflates to the filtered bytes. */
+static void test_switches(hp_gpu *gpu, gpu_test_cmd *r)
+{
+    for (int v = 0; v < 2; v++) {
+        hp_png_gpu_config sw;
+        hp_png_gpu_fitted_config(hp_gpu_get_info(gpu), &sw);
+        sw.no_hash_probe = v == 0, sw.reprice = v == 1;
+        const char *what = v == 0 ? "no hash probe: " : "reprice: ";
+        hp_png_gpu *p2 = pipelines_for(gpu, &sw, what);
+        for (int k = 0; p2 && k < IMG_KIND_COUNT; k++)
+            check_image(r, p2, what, 301, 203, 3 + (uint32_t)(k & 1), k == 2 ? 16 : 8, (image_kind)k, NULL, false,
+                        NULL);
+        hp_png_gpu_destroy(&p2);
+    }
+}
+
+/* Another launch shape: 64 invocations of 16 bytes, segments of 1 KiB. Many segments, stored ones
+ * (noise), matches reaching back into earlier segments (stripes, flat). */
+static void test_small_shape(hp_gpu *gpu, gpu_test_cmd *r)
+{
+    hp_png_gpu_config small = {.workgroup_size = 64, .chunk_bytes = 16};
+    hp_png_gpu *p2 = pipelines_for(gpu, &small, "the 64 x 16 shape");
+    for (int k = 0; p2 && k < IMG_KIND_COUNT; k++)
+        check_image(r, p2, "64x16 shape: ", 97, 31, 3 + (uint32_t)(k & 1), k == 2 ? 16 : 8, (image_kind)k, NULL,
+                    false, NULL);
+    if (p2)
+        check_image(r, p2, "64x16 shape: ", 1, 1, 4, 16, IMG_NOISE, NULL, false, NULL);
+    hp_png_gpu_destroy(&p2);
+}
+
+/* The longest chunks allowed: 32 invocations of 1000 bytes. An invocation's Adler-32 sum then passes
+ * 2^32 / 65521 (it overflowed 32 bits before the product was reduced: zlib refused such streams), and one
+ * invocation parses a long run of its own. */
+static void test_longest_chunks(hp_gpu *gpu, gpu_test_cmd *r)
+{
+    hp_err e = {0};
+    hp_png_gpu_config longest = {.workgroup_size = 32, .chunk_bytes = 1000};
+    hp_png_gpu *p2 = pipelines_for(gpu, &longest, "the 32 x 1000 shape");
+    if (p2) {
+        check_image(r, p2, "32x1000 shape: ", 4000, 3, 3, 8, IMG_NOISE, NULL, false, NULL);
+        check_image(r, p2, "32x1000 shape: ", 257, 41, 4, 16, IMG_NOISE, NULL, false, NULL);
+    }
+    hp_png_gpu_destroy(&p2);
+    hp_png_gpu_config too_long = {.workgroup_size = 32, .chunk_bytes = 1025};
+    tap_ok(hp_png_gpu_create(gpu, &too_long, &p2, &e) == HP_ERR_INVALID_ARGUMENT && !p2,
+           "chunks over 1024 bytes are refused: %s", e.message);
+}
+
 int main(void)
 {
     hp_err err = {0};
@@ -346,170 +528,14 @@ int main(void)
     if (!gpu_test_cmd_init(&r, gpu))
         return tap_bail("command buffer");
 
-    /* Refused shapes and sizes, with messages naming them. */
-    {
-        hp_png_gpu_layout l;
-        hp_err e = {0};
-        tap_ok(hp_png_gpu_layout_for(png, 0, 5, 3, 8, &l, &e) == HP_ERR_INVALID_ARGUMENT && strstr(e.message, "0x5"),
-               "a 0x5 image is refused: %s", e.message);
-        tap_ok(hp_png_gpu_layout_for(png, 5, 5, 2, 8, &l, &e) == HP_ERR_INVALID_ARGUMENT, "2 channels are refused: %s",
-               e.message);
-        hp_png_gpu_config big = {.workgroup_size = 1024, .chunk_bytes = 64};
-        hp_png_gpu *p2 = NULL;
-        tap_ok(hp_png_gpu_create(gpu, &big, &p2, &e) == HP_ERR_INVALID_ARGUMENT && !p2,
-               "a 64 KiB segment (over one stored block) is refused: %s", e.message);
-    }
-
-    /* The default launch shape fitted to the device: 1024 invocations of 32 bytes where they fit, else half the
-     * invocations of twice the bytes (the same 32 KiB segment) until they do. */
-    {
-        static const struct { uint32_t invocations, size_x, shared, want_wg, want_chunk; } fits[] = {
-            {1024, 1024, 49152, 1024, 32}, /* the H200, lavapipe */
-            {256, 1024, 49152, 256, 128},  /* 256 invocations at most */
-            {1024, 512, 49152, 512, 64},   /* a workgroup's x size of 512 at most */
-            {1024, 1024, 22000, 256, 128}, /* shared memory: 512 invocations need 22,480 bytes */
-            {1024, 1024, 16384, 32, 1024}, /* nothing fits: the smallest shape, refused by the create */
-        };
-        for (size_t i = 0; i < sizeof(fits) / sizeof(fits[0]); i++) {
-            hp_gpu_info gi = {.max_workgroup_invocations = fits[i].invocations,
-                              .max_workgroup_size_x = fits[i].size_x, .max_shared_memory = fits[i].shared};
-            hp_png_gpu_config c;
-            hp_png_gpu_fitted_config(&gi, &c);
-            tap_ok(c.workgroup_size == fits[i].want_wg && c.chunk_bytes == fits[i].want_chunk,
-                   "a device of %u invocations, x size %u, %u bytes of shared memory: %u invocations of %u bytes "
-                   "(got %u of %u)", fits[i].invocations, fits[i].size_x, fits[i].shared, fits[i].want_wg,
-                   fits[i].want_chunk, c.workgroup_size, c.chunk_bytes);
-        }
-        hp_png_gpu_config here;
-        hp_png_gpu_fitted_config(hp_gpu_get_info(gpu), &here);
-        const hp_png_gpu_config *used = hp_png_gpu_get_config(png);
-        tap_ok(used->workgroup_size == here.workgroup_size && used->chunk_bytes == here.chunk_bytes,
-               "the pipelines made without a configuration take the shape fitted to this device: %u x %u",
-               used->workgroup_size, used->chunk_bytes);
-    }
-
-    typedef struct { uint32_t w, h; } size2;
-    static const size2 sizes[] = {{1, 1}, {1, 37}, {53, 1}, {3, 2}, {17, 9}, {127, 61}, {301, 203}};
-    totals sum = {0};
-    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
-        for (uint32_t depth = 8; depth <= 16; depth += 8)
-            for (uint32_t channels = 3; channels <= 4; channels++)
-                for (int k = 0; k < IMG_KIND_COUNT; k++) {
-                    /* Every kind at the small sizes; at the larger ones two kinds each, in turn. */
-                    if (s >= 5 && (k + channels + depth / 8 + s) % 3 != 0)
-                        continue;
-                    check_image(&r, png, "", sizes[s].w, sizes[s].h, channels, depth, (image_kind)k, NULL, s >= 5, NULL);
-                }
-    /* The largest: every kind at 8 bits RGB (what the daemon's PNG mostly is), the sizes summed. */
-    for (int k = 0; k < IMG_KIND_COUNT; k++)
-        check_image(&r, png, "", 512, 384, 3, 8, (image_kind)k, NULL, true, &sum);
-    check_image(&r, png, "", 512, 384, 4, 16, IMG_RENDER, NULL, true, NULL);
-    /* A whole 4K frame (760 segments), as the daemon's largest usual frame: the render kind, RGB 8-bit. */
-    check_image(&r, png, "4K: ", 3840, 2160, 3, 8, IMG_RENDER, NULL, true, NULL);
-    tap_diag("512x384 RGB 8-bit, five kinds together: %llu filtered bytes -> GPU %llu (%.3f), zlib level 1 %llu "
-             "(%.3f), deflate_runs %llu (%.3f)", (unsigned long long)sum.raw, (unsigned long long)sum.gpu,
-             (double)sum.gpu / (double)sum.raw, (unsigned long long)sum.zlib1, (double)sum.zlib1 / (double)sum.raw,
-             (unsigned long long)sum.runs, (double)sum.runs / (double)sum.raw);
-
-    /* A real frame (tests/data, Blender's street), tone-mapped by the CPU reference with the default
-     * parameters to 8 and 16 bits as the tone pass would: RGB as the daemon writes an opaque frame. */
-    {
-        char path[512];
-        snprintf(path, sizeof(path), "%s/%s", HP_TEST_DATA, "blender_street_960x540_singlelayer.exr");
-        size_t len = 0;
-        uint8_t *bytes = hp_read_file(path, &len);
-        hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
-        hp_image_info info;
-        hp_err e = {0};
-        bool ok = bytes && hp_image_probe(bytes, len, &opt, &info, &e) == HP_OK;
-        size_t n = ok ? (size_t)info.width * info.height : 0;
-        float *frame = ok ? malloc(n * 16) : NULL;
-        uint8_t *toned = ok ? malloc(n * 8) : NULL;
-        ok = ok && frame && toned &&
-             hp_image_decode(bytes, len, &opt, &info, frame, HP_LAYOUT_RGBA32F, NULL, &e) == HP_OK;
-        for (uint32_t depth = 8; ok && depth <= 16; depth += 8) {
-            hp_frame_params fp;
-            hp_frame_params_defaults(&fp);
-            fp.params.output.bit_depth = depth;
-            hp_lum_stats cs;
-            hp_tone_state ts;
-            ok = hp_cpu_render_frame(frame, HP_PIXEL_RGBA32F, info.width, info.height, &fp.params, &cs, &ts, toned) ==
-                 HP_OK;
-            if (ok)
-                check_image(&r, png, "blender street tone-mapped, ", info.width, info.height, 3, depth, IMG_FLAT, toned,
-                            true, NULL);
-            /* RGBA 8-bit, the opaque alpha kept (output.alpha keep), and again with the reprice on: the frame
-             * whose runs of zeros the segment's code prices under their length and distance codes, so that
-             * most of its matches go out as literals (png_deflate.comp's TOKEN_AS_LITERALS). */
-            if (ok && depth == 8) {
-                check_image(&r, png, "blender street tone-mapped, ", info.width, info.height, 4, depth, IMG_FLAT, toned,
-                            true, NULL);
-                hp_png_gpu_config rcfg;
-                hp_png_gpu_fitted_config(hp_gpu_get_info(gpu), &rcfg);
-                rcfg.reprice = true;
-                hp_png_gpu *repriced = pipelines_for(gpu, &rcfg, "the reprice pipeline");
-                if (repriced)
-                    check_image(&r, repriced, "reprice, blender street tone-mapped, ", info.width, info.height, 4,
-                                depth, IMG_FLAT, toned, true, NULL);
-                hp_png_gpu_destroy(&repriced);
-            }
-        }
-        if (!ok)
-            tap_ok(false, "the real frame %s: %s", path, e.message[0] ? e.message : "cannot read or tone-map");
-        free(bytes), free(frame), free(toned);
-    }
-
-    /* output.alpha auto (hp_png_gpu_io.alpha_auto): an RGBA layout, the channels from tone_state's
-     * translucent word on the GPU. Opaque: the RGB image's stream, in fewer segments than the dispatch's
-     * (those past it do nothing); translucent: the RGBA image's. */
-    for (int translucent = 0; translucent <= 1; translucent++) {
-        check_image_as(&r, png, "", 301, 203, 4, 8, IMG_RENDER, NULL, false, NULL, translucent);
-        check_image_as(&r, png, "", 127, 61, 4, 16, IMG_NOISE, NULL, false, NULL, translucent);
-        check_image_as(&r, png, "", 1, 1, 4, 8, IMG_FLAT, NULL, false, NULL, translucent);
-    }
-
-    /* The deflate pass's switches for bench_png_gpu (hp_png_gpu_config): without the hash table's candidate,
-     * with the second Huffman build; every stream still inflates to the filtered bytes. */
-    for (int v = 0; v < 2; v++) {
-        hp_png_gpu_config sw;
-        hp_png_gpu_fitted_config(hp_gpu_get_info(gpu), &sw);
-        sw.no_hash_probe = v == 0, sw.reprice = v == 1;
-        const char *what = v == 0 ? "no hash probe: " : "reprice: ";
-        hp_png_gpu *p2 = pipelines_for(gpu, &sw, what);
-        for (int k = 0; p2 && k < IMG_KIND_COUNT; k++)
-            check_image(&r, p2, what, 301, 203, 3 + (uint32_t)(k & 1), k == 2 ? 16 : 8, (image_kind)k, NULL, false,
-                        NULL);
-        hp_png_gpu_destroy(&p2);
-    }
-
-    /* Another launch shape: 64 invocations of 16 bytes, segments of 1 KiB. Many segments, stored ones
-     * (noise), matches reaching back into earlier segments (stripes, flat). */
-    {
-        hp_png_gpu_config small = {.workgroup_size = 64, .chunk_bytes = 16};
-        hp_png_gpu *p2 = pipelines_for(gpu, &small, "the 64 x 16 shape");
-        for (int k = 0; p2 && k < IMG_KIND_COUNT; k++)
-            check_image(&r, p2, "64x16 shape: ", 97, 31, 3 + (uint32_t)(k & 1), k == 2 ? 16 : 8, (image_kind)k, NULL,
-                        false, NULL);
-        if (p2)
-            check_image(&r, p2, "64x16 shape: ", 1, 1, 4, 16, IMG_NOISE, NULL, false, NULL);
-        hp_png_gpu_destroy(&p2);
-    }
-
-    /* The longest chunks allowed: 32 invocations of 1000 bytes. An invocation's Adler-32 sum then passes
-     * 2^32 / 65521 (it overflowed 32 bits before the product was reduced: zlib refused such streams), and one
-     * invocation parses a long run of its own. */
-    {
-        hp_png_gpu_config longest = {.workgroup_size = 32, .chunk_bytes = 1000};
-        hp_png_gpu *p2 = pipelines_for(gpu, &longest, "the 32 x 1000 shape");
-        if (p2) {
-            check_image(&r, p2, "32x1000 shape: ", 4000, 3, 3, 8, IMG_NOISE, NULL, false, NULL);
-            check_image(&r, p2, "32x1000 shape: ", 257, 41, 4, 16, IMG_NOISE, NULL, false, NULL);
-        }
-        hp_png_gpu_destroy(&p2);
-        hp_png_gpu_config too_long = {.workgroup_size = 32, .chunk_bytes = 1025};
-        tap_ok(hp_png_gpu_create(gpu, &too_long, &p2, &err) == HP_ERR_INVALID_ARGUMENT && !p2,
-               "chunks over 1024 bytes are refused: %s", err.message);
-    }
+    test_refused(gpu, png);
+    test_fitted_shape(gpu, png);
+    test_synthetic(&r, png);
+    test_real_frame(gpu, &r, png);
+    test_alpha_auto(&r, png);
+    test_switches(gpu, &r);
+    test_small_shape(gpu, &r);
+    test_longest_chunks(gpu, &r);
 
     gpu_test_cmd_destroy(&r);
     hp_png_gpu_destroy(&png);
