@@ -818,6 +818,117 @@ static hp_code read_chromaticities(hp_exr_reader *r, hp_image_info *info, hp_err
     return exr_fail(err, rv, "the chromaticities attribute of part %d", r->part);
 }
 
+/* The data and display windows: part 0's first, checked against the limits before anything else (a frame over
+ * them is refused whatever its channels), then the channels chosen; a later part chosen by name is checked
+ * again. */
+static hp_code read_windows(hp_exr_reader *r, const hp_decode_options *opt, hp_image_info *info, hp_err *err)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        int part = pass == 0 ? 0 : r->part;
+        exr_attr_box2i_t dw, disp;
+        exr_result_t rv;
+        if ((rv = exr_get_data_window(r->ctx, part, &dw)) != EXR_ERR_SUCCESS ||
+            (rv = exr_get_display_window(r->ctx, part, &disp)) != EXR_ERR_SUCCESS)
+            return exr_fail(err, rv, "header of part %d: no data or display window", part);
+        int64_t w = (int64_t)dw.max.x - dw.min.x + 1, h = (int64_t)dw.max.y - dw.min.y + 1;
+        if (w < 1 || h < 1)
+            return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR header of part %d: empty data window (%d,%d)-(%d,%d)",
+                           part, dw.min.x, dw.min.y, dw.max.x, dw.max.y);
+        hp_code code = hp_image_check_limits("EXR data window", (uint64_t)w, (uint64_t)h, opt, err);
+        if (code != HP_OK)
+            return code;
+        /* The library's line strides are int32: a scratch row must fit. */
+        if (w > INT32_MAX / (SLOT_COUNT * 4))
+            return hp_fail(err, HP_ERR_TOO_LARGE, "EXR data window: width %lld is more than one row can address",
+                           (long long)w);
+        r->data_window = dw;
+        r->width = (uint32_t)w, r->height = (uint32_t)h;
+        info->width = r->width, info->height = r->height;
+        info->data_window = (hp_image_window){dw.min.x, dw.min.y, dw.max.x, dw.max.y};
+        info->display_window = (hp_image_window){disp.min.x, disp.min.y, disp.max.x, disp.max.y};
+        if (pass == 0 && (code = choose_channels(r, opt, info, err)) != HP_OK)
+            return code;
+        if (r->part == 0)
+            break;
+    }
+    return HP_OK;
+}
+
+/* The chosen part's compression, storage and chromaticities. */
+static hp_code read_storage(hp_exr_reader *r, hp_image_info *info, hp_err *err)
+{
+    exr_compression_t compression;
+    exr_storage_t storage;
+    exr_result_t rv;
+    if ((rv = exr_get_compression(r->ctx, r->part, &compression)) != EXR_ERR_SUCCESS ||
+        (rv = exr_get_storage(r->ctx, r->part, &storage)) != EXR_ERR_SUCCESS)
+        return exr_fail(err, rv, "header of part %d", r->part);
+    snprintf(info->compression, sizeof(info->compression), "%s", hp_exr_compression_name(compression));
+    r->compression = compression;
+    r->tiled = storage == EXR_STORAGE_TILED;
+    hp_code code = read_chromaticities(r, info, err);
+    if (code != HP_OK)
+        return code;
+    info->tiled = r->tiled;
+#ifdef HP_EXR_DWA_CXX
+    r->dwa_cxx = compression == EXR_COMPRESSION_DWAA || compression == EXR_COMPRESSION_DWAB;
+#endif
+    return HP_OK;
+}
+
+/* The chunks' shape: tiles, or so many scanlines a chunk; and their count. */
+static hp_code read_chunk_shape(hp_exr_reader *r, hp_image_info *info, hp_err *err)
+{
+    exr_result_t rv;
+    if (r->tiled) {
+        uint32_t tw, th;
+        exr_tile_level_mode_t level_mode;
+        exr_tile_round_mode_t round_mode;
+        if ((rv = exr_get_tile_descriptor(r->ctx, r->part, &tw, &th, &level_mode, &round_mode)) != EXR_ERR_SUCCESS)
+            return exr_fail(err, rv, "tile description of part %d", r->part);
+        if (tw < 1 || th < 1 || tw > INT32_MAX || th > INT32_MAX)
+            return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR tile size %u x %u is invalid", tw, th);
+        r->tile_w = tw, r->tile_h = th;
+        r->tiles_x = (uint32_t)(((uint64_t)r->width + tw - 1) / tw);
+        r->tiles_y = (uint32_t)(((uint64_t)r->height + th - 1) / th);
+        r->chunk_count = r->tiles_x * r->tiles_y; /* at most 16384^2 (1 x 1 tiles), fits */
+        r->chunk_w = tw < r->width ? tw : r->width;
+        r->chunk_h = th < r->height ? th : r->height;
+    } else {
+        int32_t lines;
+        if ((rv = exr_get_scanlines_per_chunk(r->ctx, r->part, &lines)) != EXR_ERR_SUCCESS || lines < 1)
+            return exr_fail(err, rv, "scanlines per chunk of part %d", r->part);
+        r->lines_per_chunk = lines;
+        r->chunk_count = (uint32_t)(((uint64_t)r->height + (uint32_t)lines - 1) / (uint32_t)lines);
+        r->chunk_w = r->width;
+        r->chunk_h = (uint32_t)lines < r->height ? (uint32_t)lines : r->height;
+    }
+    info->chunk_count = r->chunk_count;
+    return HP_OK;
+}
+
+/* A chunk within the decoder's limits (its unpacked bytes, its pixels), and a body long enough for what the
+ * header declares. */
+static hp_code check_chunks(hp_exr_reader *r, const hp_image_info *info, size_t len, hp_err *err)
+{
+    uint64_t unpacked = 0;
+    exr_result_t rv;
+    if ((rv = exr_get_chunk_unpacked_size(r->ctx, r->part, &unpacked)) != EXR_ERR_SUCCESS)
+        return exr_fail(err, rv, "chunk size of part %d", r->part);
+    if (unpacked > EXR_MAX_CHUNK_UNPACKED)
+        return hp_fail(err, HP_ERR_TOO_LARGE, "EXR chunks of part %d unpack to %llu bytes, over the decoder's limit "
+                                              "of %llu (%u channels)", r->part, (unsigned long long)unpacked,
+                       (unsigned long long)EXR_MAX_CHUNK_UNPACKED, info->channel_count);
+    if ((uint64_t)r->chunk_w * r->chunk_h > EXR_MAX_CHUNK_PIXELS)
+        return hp_fail(err, HP_ERR_TOO_LARGE, "EXR chunks of part %d are %ux%u pixels, over the decoder's limit of "
+                                              "%llu pixels a chunk", r->part, r->chunk_w, r->chunk_h,
+                       (unsigned long long)EXR_MAX_CHUNK_PIXELS);
+    const exr_attr_chlist_t *cl;
+    if ((rv = exr_get_channels(r->ctx, r->part, &cl)) != EXR_ERR_SUCCESS || !cl)
+        return exr_fail(err, rv, "channels of part %d", r->part);
+    return check_body_justifies(r, cl, len, err);
+}
+
 hp_code hp_exr_open(const uint8_t *bytes, size_t len, const hp_decode_options *opt, hp_image_info *info,
                     hp_exr_reader **out, hp_err *err)
 {
@@ -849,119 +960,13 @@ hp_code hp_exr_open(const uint8_t *bytes, size_t len, const hp_decode_options *o
     exr_last_message[0] = '\0'; /* what the library reported and read past, as an attribute's bad size */
     if ((code = check_attribute_sizes(r, err)) != HP_OK)
         goto fail;
-
     info->format = HP_IMAGE_EXR;
     if ((rv = exr_get_count(r->ctx, &info->part_count)) != EXR_ERR_SUCCESS || info->part_count < 1) {
         code = exr_fail(err, rv, "header: no parts");
         goto fail;
     }
-
-    /* The size of part 0 is checked before anything else: a frame over the limits is refused whatever its
-     * channels. A later part chosen by name is checked again below. */
-    for (int pass = 0; pass < 2; pass++) {
-        int part = pass == 0 ? 0 : r->part;
-        exr_attr_box2i_t dw, disp;
-        if ((rv = exr_get_data_window(r->ctx, part, &dw)) != EXR_ERR_SUCCESS ||
-            (rv = exr_get_display_window(r->ctx, part, &disp)) != EXR_ERR_SUCCESS) {
-            code = exr_fail(err, rv, "header of part %d: no data or display window", part);
-            goto fail;
-        }
-        int64_t w = (int64_t)dw.max.x - dw.min.x + 1, h = (int64_t)dw.max.y - dw.min.y + 1;
-        if (w < 1 || h < 1) {
-            code = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR header of part %d: empty data window (%d,%d)-(%d,%d)",
-                           part, dw.min.x, dw.min.y, dw.max.x, dw.max.y);
-            goto fail;
-        }
-        if ((code = hp_image_check_limits("EXR data window", (uint64_t)w, (uint64_t)h, opt, err)) != HP_OK)
-            goto fail;
-        /* The library's line strides are int32: a scratch row must fit. */
-        if (w > INT32_MAX / (SLOT_COUNT * 4)) {
-            code = hp_fail(err, HP_ERR_TOO_LARGE, "EXR data window: width %lld is more than one row can address",
-                           (long long)w);
-            goto fail;
-        }
-        r->data_window = dw;
-        r->width = (uint32_t)w, r->height = (uint32_t)h;
-        info->width = r->width, info->height = r->height;
-        info->data_window = (hp_image_window){dw.min.x, dw.min.y, dw.max.x, dw.max.y};
-        info->display_window = (hp_image_window){disp.min.x, disp.min.y, disp.max.x, disp.max.y};
-        if (pass == 0 && (code = choose_channels(r, opt, info, err)) != HP_OK)
-            goto fail;
-        if (r->part == 0)
-            break;
-    }
-
-    exr_compression_t compression;
-    exr_storage_t storage;
-    if ((rv = exr_get_compression(r->ctx, r->part, &compression)) != EXR_ERR_SUCCESS ||
-        (rv = exr_get_storage(r->ctx, r->part, &storage)) != EXR_ERR_SUCCESS) {
-        code = exr_fail(err, rv, "header of part %d", r->part);
-        goto fail;
-    }
-    snprintf(info->compression, sizeof(info->compression), "%s", hp_exr_compression_name(compression));
-    r->compression = compression;
-    r->tiled = storage == EXR_STORAGE_TILED;
-    if ((code = read_chromaticities(r, info, err)) != HP_OK)
-        goto fail;
-    info->tiled = r->tiled;
-#ifdef HP_EXR_DWA_CXX
-    r->dwa_cxx = compression == EXR_COMPRESSION_DWAA || compression == EXR_COMPRESSION_DWAB;
-#endif
-
-    if (r->tiled) {
-        uint32_t tw, th;
-        exr_tile_level_mode_t level_mode;
-        exr_tile_round_mode_t round_mode;
-        if ((rv = exr_get_tile_descriptor(r->ctx, r->part, &tw, &th, &level_mode, &round_mode)) != EXR_ERR_SUCCESS) {
-            code = exr_fail(err, rv, "tile description of part %d", r->part);
-            goto fail;
-        }
-        if (tw < 1 || th < 1 || tw > INT32_MAX || th > INT32_MAX) {
-            code = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR tile size %u x %u is invalid", tw, th);
-            goto fail;
-        }
-        r->tile_w = tw, r->tile_h = th;
-        r->tiles_x = (uint32_t)(((uint64_t)r->width + tw - 1) / tw);
-        r->tiles_y = (uint32_t)(((uint64_t)r->height + th - 1) / th);
-        r->chunk_count = r->tiles_x * r->tiles_y; /* at most 16384^2 (1 x 1 tiles), fits */
-        r->chunk_w = tw < r->width ? tw : r->width;
-        r->chunk_h = th < r->height ? th : r->height;
-    } else {
-        int32_t lines;
-        if ((rv = exr_get_scanlines_per_chunk(r->ctx, r->part, &lines)) != EXR_ERR_SUCCESS || lines < 1) {
-            code = exr_fail(err, rv, "scanlines per chunk of part %d", r->part);
-            goto fail;
-        }
-        r->lines_per_chunk = lines;
-        r->chunk_count = (uint32_t)(((uint64_t)r->height + (uint32_t)lines - 1) / (uint32_t)lines);
-        r->chunk_w = r->width;
-        r->chunk_h = (uint32_t)lines < r->height ? (uint32_t)lines : r->height;
-    }
-    info->chunk_count = r->chunk_count;
-
-    uint64_t unpacked = 0;
-    if ((rv = exr_get_chunk_unpacked_size(r->ctx, r->part, &unpacked)) != EXR_ERR_SUCCESS) {
-        code = exr_fail(err, rv, "chunk size of part %d", r->part);
-        goto fail;
-    }
-    if (unpacked > EXR_MAX_CHUNK_UNPACKED) {
-        code = hp_fail(err, HP_ERR_TOO_LARGE, "EXR chunks of part %d unpack to %llu bytes, over the decoder's limit "
-                                              "of %llu (%u channels)", r->part, (unsigned long long)unpacked,
-                       (unsigned long long)EXR_MAX_CHUNK_UNPACKED, info->channel_count);
-        goto fail;
-    }
-    if ((uint64_t)r->chunk_w * r->chunk_h > EXR_MAX_CHUNK_PIXELS) {
-        code = hp_fail(err, HP_ERR_TOO_LARGE, "EXR chunks of part %d are %ux%u pixels, over the decoder's limit of "
-                                              "%llu pixels a chunk", r->part, r->chunk_w, r->chunk_h,
-                       (unsigned long long)EXR_MAX_CHUNK_PIXELS);
-        goto fail;
-    }
-    const exr_attr_chlist_t *cl;
-    if ((rv = exr_get_channels(r->ctx, r->part, &cl)) != EXR_ERR_SUCCESS || !cl) {
-        code = exr_fail(err, rv, "channels of part %d", r->part);
-        goto fail;
-    }
-    if ((code = check_body_justifies(r, cl, len, err)) != HP_OK)
+    if ((code = read_windows(r, opt, info, err)) != HP_OK || (code = read_storage(r, info, err)) != HP_OK ||
+        (code = read_chunk_shape(r, info, err)) != HP_OK || (code = check_chunks(r, info, len, err)) != HP_OK)
         goto fail;
     *out = r;
     return HP_OK;
