@@ -1404,6 +1404,84 @@ hp_code hp_exr_decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, con
     return decode_chunks(r, first, end, NULL, dest, stats, &failed_at, err);
 }
 
+/* A chunk's place and sizes from the offset table and its leader, against what the header says of it. */
+static hp_code read_chunk_info(hp_exr_reader *r, uint32_t i, hp_exr_rect c, exr_chunk_info_t *ci, hp_err *err)
+{
+    exr_result_t rv;
+    exr_last_message[0] = '\0';
+    if (r->tiled)
+        rv = exr_read_tile_chunk_info(r->ctx, r->part, (int)(i % r->tiles_x), (int)(i / r->tiles_x), 0, 0, ci);
+    else
+        rv = exr_read_scanline_chunk_info(r->ctx, r->part, r->data_window.min.y + (int32_t)c.y, ci);
+    if (rv != EXR_ERR_SUCCESS)
+        return hp_exr_chunk_fail(r, i, c, rv, "reading", err);
+    if (ci->width != (int32_t)c.w || ci->height != (int32_t)c.h)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR chunk %u: the file says %dx%d pixels, the header %ux%u", i,
+                       ci->width, ci->height, c.w, c.h);
+    /* Uncompressed data of another size than the pixels' would leave the library's unpacked buffer unwritten (it
+     * decompresses nothing for NONE). */
+    if (r->compression == EXR_COMPRESSION_NONE && ci->packed_size != ci->unpacked_size)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR chunk %u: %llu bytes of uncompressed data for %llu bytes of "
+                       "pixels", i, (unsigned long long)ci->packed_size, (unsigned long long)ci->unpacked_size);
+    if (r->direct && ci->unpacked_size != (uint64_t)c.w * c.h * r->pixel_bytes)
+        return hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR chunk %u: %llu bytes unpacked, its %ux%u pixels of %u bytes "
+                       "need %llu", i, (unsigned long long)ci->unpacked_size, c.w, c.h, r->pixel_bytes,
+                       (unsigned long long)c.w * c.h * r->pixel_bytes);
+    return HP_OK;
+}
+
+/* One thread's decoding of chunks through the library's pipeline: made on the first chunk and updated for
+ * each after; ZIP inflated by libdeflate (inflate_zip_chunk), the rest by the library. */
+typedef struct chunk_decoder {
+    exr_decode_pipeline_t dec;
+    bool initialized;
+    bool zip;
+    zip_inflater inflater;
+    uint8_t *scratch; /* a chunk's pixels, SCRATCH_PIXEL each, where the library unpacks */
+    bool want_depth;
+} chunk_decoder;
+
+/* Chunk i (at c) decoded into dest: read, decompressed, and unpacked by convert_chunk() (r->direct) or by the
+ * library into the scratch, which finish_chunk() takes to dest. */
+static hp_code decode_one_chunk(hp_exr_reader *r, chunk_decoder *d, uint32_t i, hp_exr_rect c,
+                                const hp_image_dest *dest, hp_depth_stats *stats, hp_err *err)
+{
+    exr_chunk_info_t ci;
+    hp_code code = read_chunk_info(r, i, c, &ci, err);
+    if (code != HP_OK)
+        return code;
+    exr_result_t rv = d->initialized ? exr_decoding_update(r->ctx, r->part, &ci, &d->dec)
+                                     : exr_decoding_initialize(r->ctx, r->part, &ci, &d->dec);
+    if (rv != EXR_ERR_SUCCESS)
+        return hp_exr_chunk_fail(r, i, c, rv, "preparing", err);
+    aim_channels(r, &d->dec, d->want_depth, d->scratch, c);
+    if (!d->initialized) {
+        d->initialized = true;
+        /* The library's read (and its decompression for all but ZIP) stay; the scratch it was aimed at only made
+         * it choose them, and it is not written when convert_chunk() does the unpacking. */
+        if ((rv = exr_decoding_choose_default_routines(r->ctx, r->part, &d->dec)) != EXR_ERR_SUCCESS)
+            return hp_exr_chunk_fail(r, i, c, rv, "preparing", err);
+        if (d->zip) {
+            d->dec.decompress_fn = inflate_zip_chunk;
+            d->dec.decoding_user_data = &d->inflater;
+        }
+        if (r->direct)
+            d->dec.unpack_and_convert_fn = NULL;
+    }
+    if ((rv = exr_decoding_run(r->ctx, r->part, &d->dec)) != EXR_ERR_SUCCESS) {
+        if (d->inflater.failure[0]) /* more to the point than the library's "unable to decompress" */
+            snprintf(exr_last_message, sizeof(exr_last_message), "%s", d->inflater.failure);
+        return hp_exr_chunk_fail(r, i, c, rv, "decoding", err);
+    }
+    if (r->direct && !d->dec.unpacked_buffer)
+        return hp_exr_chunk_fail(r, i, c, EXR_ERR_CORRUPT_CHUNK, "decoding", err);
+    if (r->direct)
+        convert_chunk(r, dest, d->dec.unpacked_buffer, c, stats);
+    else
+        finish_chunk(r, dest, d->scratch, c, stats);
+    return HP_OK;
+}
+
 static hp_code decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, _Atomic uint32_t *next,
                              const hp_image_dest *dest, hp_depth_stats *stats, uint32_t *failed_at, hp_err *err)
 {
@@ -1425,94 +1503,26 @@ static hp_code decode_chunks(hp_exr_reader *r, uint32_t first, uint32_t end, _At
     }
 #endif
 
-    zip_inflater inflater = {0};
-    bool zip = !r->library_decode && (r->compression == EXR_COMPRESSION_ZIP || r->compression == EXR_COMPRESSION_ZIPS);
-    if (zip && !(inflater.decompressor = libdeflate_alloc_decompressor())) {
+    chunk_decoder d = {.dec = EXR_DECODE_PIPELINE_INITIALIZER, .scratch = scratch, .want_depth = want_depth};
+    d.zip = !r->library_decode && (r->compression == EXR_COMPRESSION_ZIP || r->compression == EXR_COMPRESSION_ZIPS);
+    if (d.zip && !(d.inflater.decompressor = libdeflate_alloc_decompressor())) {
         free(scratch);
         return hp_fail(err, HP_ERR_OUT_OF_MEMORY, "EXR: out of memory for a ZIP decompressor");
     }
-    exr_decode_pipeline_t dec = EXR_DECODE_PIPELINE_INITIALIZER;
-    bool initialized = false;
     hp_code code = HP_OK;
     for (uint32_t i = next ? atomic_fetch_add(next, 1) : first; i < end; i = next ? atomic_fetch_add(next, 1) : i + 1) {
         *failed_at = i;
-        hp_exr_rect c = hp_exr_rect_of_chunk(r, i);
-        exr_chunk_info_t ci;
-        exr_result_t rv;
-        exr_last_message[0] = '\0';
-        if (r->tiled)
-            rv = exr_read_tile_chunk_info(r->ctx, r->part, (int)(i % r->tiles_x), (int)(i / r->tiles_x), 0, 0, &ci);
-        else
-            rv = exr_read_scanline_chunk_info(r->ctx, r->part, r->data_window.min.y + (int32_t)c.y, &ci);
-        if (rv != EXR_ERR_SUCCESS) {
-            code = hp_exr_chunk_fail(r, i, c, rv, "reading", err);
+        if ((code = decode_one_chunk(r, &d, i, hp_exr_rect_of_chunk(r, i), dest, stats, err)) != HP_OK)
             break;
-        }
-        if (ci.width != (int32_t)c.w || ci.height != (int32_t)c.h) {
-            code = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR chunk %u: the file says %dx%d pixels, the header %ux%u",
-                           i, ci.width, ci.height, c.w, c.h);
-            break;
-        }
-        /* Uncompressed data of another size than the pixels' would leave the library's unpacked buffer
-         * unwritten (it decompresses nothing for NONE). */
-        if (r->compression == EXR_COMPRESSION_NONE && ci.packed_size != ci.unpacked_size) {
-            code = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR chunk %u: %llu bytes of uncompressed data for %llu "
-                           "bytes of pixels", i, (unsigned long long)ci.packed_size,
-                           (unsigned long long)ci.unpacked_size);
-            break;
-        }
-        if (r->direct && ci.unpacked_size != (uint64_t)c.w * c.h * r->pixel_bytes) {
-            code = hp_fail(err, HP_ERR_INVALID_ARGUMENT, "EXR chunk %u: %llu bytes unpacked, its %ux%u pixels of "
-                           "%u bytes need %llu", i, (unsigned long long)ci.unpacked_size, c.w, c.h, r->pixel_bytes,
-                           (unsigned long long)c.w * c.h * r->pixel_bytes);
-            break;
-        }
-
-        rv = initialized ? exr_decoding_update(r->ctx, r->part, &ci, &dec)
-                         : exr_decoding_initialize(r->ctx, r->part, &ci, &dec);
-        if (rv != EXR_ERR_SUCCESS) {
-            code = hp_exr_chunk_fail(r, i, c, rv, "preparing", err);
-            break;
-        }
-        aim_channels(r, &dec, want_depth, scratch, c);
-        if (!initialized) {
-            initialized = true;
-            /* The library's read (and its decompression for all but ZIP) stay; the scratch it was aimed at
-             * only made it choose them, and it is not written when convert_chunk() does the unpacking. */
-            if ((rv = exr_decoding_choose_default_routines(r->ctx, r->part, &dec)) != EXR_ERR_SUCCESS) {
-                code = hp_exr_chunk_fail(r, i, c, rv, "preparing", err);
-                break;
-            }
-            if (zip) {
-                dec.decompress_fn = inflate_zip_chunk;
-                dec.decoding_user_data = &inflater;
-            }
-            if (r->direct)
-                dec.unpack_and_convert_fn = NULL;
-        }
-        if ((rv = exr_decoding_run(r->ctx, r->part, &dec)) != EXR_ERR_SUCCESS) {
-            if (inflater.failure[0]) /* more to the point than the library's "unable to decompress" */
-                snprintf(exr_last_message, sizeof(exr_last_message), "%s", inflater.failure);
-            code = hp_exr_chunk_fail(r, i, c, rv, "decoding", err);
-            break;
-        }
-        if (r->direct && !dec.unpacked_buffer) {
-            code = hp_exr_chunk_fail(r, i, c, EXR_ERR_CORRUPT_CHUNK, "decoding", err);
-            break;
-        }
-        if (r->direct)
-            convert_chunk(r, dest, dec.unpacked_buffer, c, stats);
-        else
-            finish_chunk(r, dest, scratch, c, stats);
         if (r->rows && !r->tiled)
             hp_rows_ready_piece(r->rows, i);
     }
     if (code != HP_OK && next)
         atomic_store(next, end); /* the others take no more: the frame is lost */
-    exr_decoding_destroy(r->ctx, &dec);
-    if (inflater.decompressor)
-        libdeflate_free_decompressor(inflater.decompressor);
-    free(inflater.inflated);
+    exr_decoding_destroy(r->ctx, &d.dec);
+    if (d.inflater.decompressor)
+        libdeflate_free_decompressor(d.inflater.decompressor);
+    free(d.inflater.inflated);
     free(scratch);
     return code;
 }
