@@ -593,8 +593,11 @@ static void test_against_cpu(void)
         hp_frame_params fp = frame_params(&s, true);
         fp.params.color = s.color;
         fp.params.output.colorspace = s.output;
-        if (s.output == HP_OUTPUT_REC2020) /* 16-bit PNG only (params.c) */
+        if (s.output == HP_OUTPUT_REC2020) { /* 16-bit PNG only (params.c) */
             fp.params.output.format = HP_OUTPUT_PNG, fp.params.output.bit_depth = 16;
+            /* the image itself is compared, not a PNG stream: the GPU's PNG stays out */
+            fp.params.output.png_encoder = HP_PNG_ENCODER_CPU;
+        }
         fp.output_dof = true;
         hp_frame_result res;
         bool ran = run(w, h, rgba, depth, &fp, &res);
@@ -614,8 +617,13 @@ static void test_against_cpu(void)
         /* Values agree to fp32 rounding except where a tap lands one pixel over (a position rounded from a
          * CoC computed in fp32 on one side and double on the other): allow 0.5% of values. */
         /* The daemon's path composites inside the tone pass; output_dof runs the composite as a pass of its
-         * own and tone-maps its image: the two must make the same 8-bit image. */
-        size_t img_bytes = (size_t)w * h * fp.params.output.bit_depth / 2, differ = 0;
+         * own and tone-maps its image: the two must make the same image. With bokeh, each run sums the sprites'
+         * light with float atomics (bokeh_splat.comp's atomicAdd), in an order that changes from run to run, so
+         * the light of two runs may differ in its last bits and a sample by one code value (seen at 16 bits on
+         * lavapipe, 1 sample of 57,600 in some runs): there one code is allowed, elsewhere none. */
+        uint32_t sample_bytes = fp.params.output.bit_depth / 8;
+        size_t samples = (size_t)w * h * 4, img_bytes = samples * sample_bytes, differ = 0;
+        int most = 0, allowed = s.bokeh ? 1 : 0;
         uint8_t *unfused = malloc(img_bytes);
         if (ran)
             memcpy(unfused, res.pixels, img_bytes);
@@ -623,14 +631,19 @@ static void test_against_cpu(void)
         fused.output_dof = false;
         hp_frame_result fres;
         bool fran = ran && run(w, h, rgba, depth, &fused, &fres);
-        for (size_t i = 0; fran && i < img_bytes; i++)
-            differ += abs((int)unfused[i] - (int)((const uint8_t *)fres.pixels)[i]) > 0;
+        for (size_t i = 0; fran && i < samples; i++) {
+            int a = sample_bytes == 2 ? ((const uint16_t *)unfused)[i] : unfused[i];
+            int b = sample_bytes == 2 ? ((const uint16_t *)fres.pixels)[i] : ((const uint8_t *)fres.pixels)[i];
+            differ += a != b;
+            most = abs(a - b) > most ? abs(a - b) : most;
+        }
         char space[64];
         snprintf(space, sizeof(space), "%s%s%s", hp_colorspace_name((hp_colorspace)in_space),
                  s.output ? " for " : "", s.output ? hp_param_find("output.colorspace")->choices[s.output] : "");
-        tap_ok(fran && differ == 0, "%ux%u %s, %s: the tone pass with the composite fused in makes the same image as "
-               "the composite pass then the tone pass (%zu of %zu bytes differ)", w, h,
-               s.method == HP_DOF_SAT ? "sat" : "gather", space, differ, img_bytes);
+        tap_ok(fran && most <= allowed, "%ux%u %s%s, %s: the tone pass with the composite fused in makes the same "
+               "image as the composite pass then the tone pass (%zu of %zu samples differ, by %d code at most; %d "
+               "allowed)", w, h, s.method == HP_DOF_SAT ? "sat" : "gather", s.bokeh ? " + bokeh" : "", space, differ,
+               samples, most, allowed);
         free(unfused);
         tap_ok(ran && cpu && mean < 1e-3 && off <= (size_t)w * h * 4 / 200 && cr.sprites_wanted == res.bokeh_wanted,
                "%ux%u %s%s, %s, max CoC %.0f: GPU against the CPU reference: mean relative error %.2g, %zu of %u "
