@@ -44,32 +44,42 @@ typedef struct sprite {
     double x, y, coc, z, rgb[3];
 } sprite;
 
-hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint32_t H, const float *depth,
-                   const hp_dof_settings *s, double exposure_scale, double max_y, double *out,
-                   hp_cpu_dof_result *result)
-{
-    (void)max_y; /* the GPU's SAT needs it for its fixed point; the exact box mean here does not */
-    memset(result, 0, sizeof(*result));
-    uint32_t hw = (W + 1) / 2, hh = (H + 1) / 2;
-    uint32_t tw = (hw + HP_DOF_TILE - 1) / HP_DOF_TILE, th = (hh + HP_DOF_TILE - 1) / HP_DOF_TILE;
-    size_t n = (size_t)W * H, nh = (size_t)hw * hh;
-    double *sharp = calloc(n * 3, sizeof(double)), *coc = calloc(n, sizeof(double));
-    double *half = calloc(nh * 4, sizeof(double)), *tiles = calloc((size_t)tw * th * 2, sizeof(double));
-    double *dil = calloc((size_t)tw * th, sizeof(double));
-    double *near = calloc(nh * 4, sizeof(double)), *far = calloc(nh * 4, sizeof(double));
-    double *qbuf = calloc((((size_t)hw + 1) / 2) * ((hh + 1) / 2) * 4, sizeof(double));
-    double *accum = calloc(nh * 3, sizeof(double));
-    bool *excluded = calloc(n, sizeof(bool)), *is_sprite = calloc(n, sizeof(bool));
-    double *alpha = calloc(n, sizeof(double));
-    size_t sprite_cap = s->bokeh ? s->max_sprites : 0;
-    sprite *sprites = calloc(sprite_cap ? sprite_cap : 1, sizeof(sprite));
-    if (!sharp || !coc || !half || !tiles || !dil || !near || !far || !accum || !excluded || !is_sprite || !alpha ||
-        !sprites || !qbuf) {
-        free(sharp), free(coc), free(half), free(tiles), free(dil), free(near), free(far), free(accum), free(qbuf);
-        free(excluded), free(is_sprite), free(alpha), free(sprites);
-        return HP_ERR_OUT_OF_MEMORY;
-    }
+/* The passes' buffers and sizes: the full frame (W x H), half resolution (hw x hh), quarter (qw x qh) and tiles
+ * (tw x th). Each function below is one shader's pass, in the GPU's order. */
+typedef struct dof_work {
+    const hp_dof_settings *s;
+    const float *depth;
+    double exposure_scale;
+    uint32_t W, H, hw, hh, tw, th, qw, qh;
+    double *sharp, *coc;               /* full: the colour (3), the signed CoC */
+    double *half, *tiles, *dil, *qbuf; /* half (4: colour, CoC), tiles (2: near, far), dilated, quarter (4) */
+    double *near, *far, *accum;        /* half: the near and far fields (4), the bokeh's light (3) */
+    bool *excluded, *is_sprite;        /* full */
+    double *alpha;                     /* full */
+    sprite *sprites;
+    size_t sprite_cap;
+    hp_cpu_dof_result *result;
+} dof_work;
 
+static void dof_work_free(dof_work *w)
+{
+    free(w->sharp), free(w->coc), free(w->half), free(w->tiles), free(w->dil), free(w->near), free(w->far);
+    free(w->accum), free(w->qbuf), free(w->excluded), free(w->is_sprite), free(w->alpha), free(w->sprites);
+}
+
+/* dof_setup.comp, in the same order of pixels (the order only matters past the sprite budget, where
+ * the GPU's choice is its atomics' and no test compares images). */
+static void dof_setup(dof_work *work, const void *pixels, hp_pixel_format format)
+{
+    const hp_dof_settings *s = work->s;
+    const uint32_t W = work->W, H = work->H, hw = work->hw, hh = work->hh, tw = work->tw;
+    double *sharp = work->sharp, *coc = work->coc, *half = work->half, *tiles = work->tiles, *alpha = work->alpha;
+    bool *excluded = work->excluded, *is_sprite = work->is_sprite;
+    sprite *sprites = work->sprites;
+    const float *depth = work->depth;
+    const double exposure_scale = work->exposure_scale;
+    hp_cpu_dof_result *result = work->result;
+    const size_t sprite_cap = work->sprite_cap;
     /* The working space's Y row (hp_dof_settings.output): the shaders read tone_state's, Rec.709's HP_LUMA_*
      * in fp32 for sRGB output, for the exclusion of an overflowing luminance, and weigh the bokeh threshold
      * with it. */
@@ -78,8 +88,6 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
         memcpy(luma, hp_working_space_of(s->output)->luma, sizeof(luma));
     const float luma_f[3] = {(float)luma[0], (float)luma[1], (float)luma[2]};
 
-    /* dof_setup.comp, in the same order of pixels (the order only matters past the sprite budget, where
-     * the GPU's choice is its atomics' and no test compares images). */
     for (uint32_t hy = 0; hy < hh; hy++) {
         for (uint32_t hx = 0; hx < hw; hx++) {
             double sum[3] = {0, 0, 0}, nearc = 0.0, farc = 3.0e38;
@@ -129,9 +137,13 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
             t[1] = fmax(t[1], nearc > 0.0 ? 0.0 : farc);
         }
     }
+}
 
-    /* The quarter resolution of dof_setup.comp: 2 x 2 half pixels by the same rule. */
-    uint32_t qw = (hw + 1) / 2, qh = (hh + 1) / 2;
+/* The quarter resolution of dof_setup.comp: 2 x 2 half pixels by the same rule. */
+static void dof_quarter(dof_work *work)
+{
+    const uint32_t hw = work->hw, hh = work->hh, qw = work->qw, qh = work->qh;
+    double *half = work->half, *qbuf = work->qbuf;
     for (uint32_t qy = 0; qy < qh; qy++) {
         for (uint32_t qx = 0; qx < qw; qx++) {
             double sum[3] = {0, 0, 0}, qn = 0.0, qf = 3.0e38, count = 0;
@@ -154,106 +166,132 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
             q[3] = qn > 0.0 ? -qn : qf;
         }
     }
+}
 
-    if (s->method == HP_DOF_SAT) {
-        /* dof_sat.comp: the box mean of each half pixel's CoC, exactly (summed directly). */
-        for (uint32_t hy = 0; hy < hh; hy++) {
-            for (uint32_t hx = 0; hx < hw; hx++) {
-                double sc = half[4 * ((size_t)hy * hw + hx) + 3];
-                int rb = (int)floorf(fminf(fabsf((float)sc), (float)s->max_coc_px) * (0.5f * (float)HP_SAT_BOX_SCALE) + 0.5f);
-                int x0 = (int)hx - rb < 0 ? 0 : (int)hx - rb, x1 = (int)hx + rb > (int)hw - 1 ? (int)hw - 1 : (int)hx + rb;
-                int y0 = (int)hy - rb < 0 ? 0 : (int)hy - rb, y1 = (int)hy + rb > (int)hh - 1 ? (int)hh - 1 : (int)hy + rb;
-                double acc[3] = {0, 0, 0};
-                for (int y = y0; y <= y1; y++)
-                    for (int x = x0; x <= x1; x++)
-                        for (int k = 0; k < 3; k++)
-                            acc[k] += half[4 * ((size_t)y * hw + x) + k];
-                double area = (double)(x1 - x0 + 1) * (y1 - y0 + 1);
-                double *f = &far[4 * ((size_t)hy * hw + hx)];
-                for (int k = 0; k < 3; k++)
-                    f[k] = acc[k] / area;
-                f[3] = 1.0;
-            }
-        }
-    } else {
-        /* dof_tiles.comp */
-        int r = (int)ceil(s->max_coc_px / (2.0 * HP_DOF_TILE));
-        for (int ty = 0; ty < (int)th; ty++) {
-            for (int tx = 0; tx < (int)tw; tx++) {
-                double m = 0.0;
-                for (int dy = -r; dy <= r; dy++)
-                    for (int dx = -r; dx <= r; dx++)
-                        if (ty + dy >= 0 && ty + dy < (int)th && tx + dx >= 0 && tx + dx < (int)tw)
-                            m = fmax(m, tiles[2 * ((size_t)(ty + dy) * tw + tx + dx)]);
-                dil[(size_t)ty * tw + tx] = m;
-            }
-        }
-        /* dof_gather.comp */
-        float taps[HP_DOF_TAPS][2], aperture[HP_DOF_TAPS];
-        hp_dof_tap_directions(taps);
-        double coverage = hp_dof_aperture(s, aperture);
-        for (uint32_t hy = 0; hy < hh; hy++) {
-            for (uint32_t hx = 0; hx < hw; hx++) {
-                size_t idx = (size_t)hy * hw + hx;
-                const double *centre = &half[4 * idx];
-                double *nf = &near[4 * idx], *ff = &far[4 * idx];
-                float R = fmaxf(fmaxf((float)centre[3], 0.0f), (float)dil[(hy / HP_DOF_TILE) * tw + hx / HP_DOF_TILE]) * 0.5f;
-                if (R < 0.5f) {
-                    nf[0] = nf[1] = nf[2] = nf[3] = 0.0;
-                    for (int m = 0; m < 4; m++)
-                        ff[m] = centre[3] > 0.0 ? (m < 3 ? centre[m] : 1.0) : 0.0;
-                    continue;
-                }
-                bool quarter = R > (float)HP_DOF_QUARTER_ABOVE;
-                const double *src = quarter ? qbuf : half;
-                uint32_t sw = quarter ? qw : hw, sh = quarter ? qh : hh, max_rings = quarter ? HP_DOF_QUARTER_RINGS
-                                                                                          : HP_DOF_MAX_RINGS;
-                float Rs = quarter ? 0.5f * R : R;
-                double scale = quarter ? 0.25 : 0.5;
-                float px = quarter ? ((float)hx + 0.5f) * 0.5f - 0.5f : (float)hx;
-                float py = quarter ? ((float)hy + 0.5f) * 0.5f - 0.5f : (float)hy;
-                uint32_t K = (uint32_t)ceilf(Rs / (float)HP_DOF_RING_SPACING);
-                K = K < 1 ? 1 : K > max_rings ? max_rings : K;
-                float step = Rs / (float)K;
-                double tap_share = 0.25 * (double)step * step;
-                double fs[3] = {0, 0, 0}, ns[3] = {0, 0, 0}, fw = 0, nw = 0, cover = 0;
-                for (uint32_t k = 0; k <= K; k++) {
-                    uint32_t count = k == 0 ? 1 : 8 * k, base = k == 0 ? 0 : 1 + 4 * k * (k - 1);
-                    float rf = (float)k * step;
-                    for (uint32_t j = 0; j < count; j++) {
-                        /* The shader's floor(p + r * dir + 0.5) in fp32, in that order. */
-                        float ox = px + rf * taps[base + j][0], oy = py + rf * taps[base + j][1];
-                        int qx = (int)floorf(ox + 0.5f), qy = (int)floorf(oy + 0.5f);
-                        qx = qx < 0 ? 0 : qx > (int)sw - 1 ? (int)sw - 1 : qx;
-                        qy = qy < 0 ? 0 : qy > (int)sh - 1 ? (int)sh - 1 : qy;
-                        const double *v = &src[4 * ((size_t)qy * sw + qx)];
-                        double c = fabs(v[3]) * scale;
-                        double reach = clamp01(c * aperture[base + j] - rf + 1.0);
-                        double w = reach / fmax(c * c, 0.25);
-                        if (v[3] > 0.0) {
-                            for (int m = 0; m < 3; m++)
-                                fs[m] += w * v[m];
-                            fw += w;
-                        } else if (v[3] < 0.0) {
-                            for (int m = 0; m < 3; m++)
-                                ns[m] += w * v[m];
-                            nw += w;
-                            cover += reach * tap_share * coverage / fmax(c * c, 0.25);
-                        }
-                    }
-                }
-                double a = fmin(cover, 1.0);
-                for (int m = 0; m < 3; m++) {
-                    nf[m] = nw > 0.0 ? ns[m] / nw * a : 0.0;
-                    ff[m] = centre[3] > 0.0 ? (fw > 0.0 ? fs[m] / fw : centre[m]) : 0.0;
-                }
-                nf[3] = nw > 0.0 ? a : 0.0;
-                ff[3] = centre[3] > 0.0 ? 1.0 : 0.0;
-            }
+/* dof_sat.comp: the box mean of each half pixel's CoC, exactly (summed directly). */
+static void dof_sat(dof_work *work)
+{
+    const hp_dof_settings *s = work->s;
+    const uint32_t hw = work->hw, hh = work->hh;
+    double *half = work->half, *far = work->far;
+    for (uint32_t hy = 0; hy < hh; hy++) {
+        for (uint32_t hx = 0; hx < hw; hx++) {
+            double sc = half[4 * ((size_t)hy * hw + hx) + 3];
+            int rb = (int)floorf(fminf(fabsf((float)sc), (float)s->max_coc_px) * (0.5f * (float)HP_SAT_BOX_SCALE) + 0.5f);
+            int x0 = (int)hx - rb < 0 ? 0 : (int)hx - rb, x1 = (int)hx + rb > (int)hw - 1 ? (int)hw - 1 : (int)hx + rb;
+            int y0 = (int)hy - rb < 0 ? 0 : (int)hy - rb, y1 = (int)hy + rb > (int)hh - 1 ? (int)hh - 1 : (int)hy + rb;
+            double acc[3] = {0, 0, 0};
+            for (int y = y0; y <= y1; y++)
+                for (int x = x0; x <= x1; x++)
+                    for (int k = 0; k < 3; k++)
+                        acc[k] += half[4 * ((size_t)y * hw + x) + k];
+            double area = (double)(x1 - x0 + 1) * (y1 - y0 + 1);
+            double *f = &far[4 * ((size_t)hy * hw + hx)];
+            for (int k = 0; k < 3; k++)
+                f[k] = acc[k] / area;
+            f[3] = 1.0;
         }
     }
+}
 
-    /* bokeh_splat.comp, at half resolution */
+/* dof_tiles.comp */
+static void dof_tiles(dof_work *work)
+{
+    const hp_dof_settings *s = work->s;
+    const uint32_t tw = work->tw, th = work->th;
+    double *tiles = work->tiles, *dil = work->dil;
+    int r = (int)ceil(s->max_coc_px / (2.0 * HP_DOF_TILE));
+    for (int ty = 0; ty < (int)th; ty++) {
+        for (int tx = 0; tx < (int)tw; tx++) {
+            double m = 0.0;
+            for (int dy = -r; dy <= r; dy++)
+                for (int dx = -r; dx <= r; dx++)
+                    if (ty + dy >= 0 && ty + dy < (int)th && tx + dx >= 0 && tx + dx < (int)tw)
+                        m = fmax(m, tiles[2 * ((size_t)(ty + dy) * tw + tx + dx)]);
+            dil[(size_t)ty * tw + tx] = m;
+        }
+    }
+}
+
+/* dof_gather.comp */
+static void dof_gather(dof_work *work)
+{
+    const hp_dof_settings *s = work->s;
+    const uint32_t hw = work->hw, hh = work->hh, tw = work->tw, qw = work->qw, qh = work->qh;
+    double *half = work->half, *dil = work->dil, *qbuf = work->qbuf, *near = work->near, *far = work->far;
+    float taps[HP_DOF_TAPS][2], aperture[HP_DOF_TAPS];
+    hp_dof_tap_directions(taps);
+    double coverage = hp_dof_aperture(s, aperture);
+    for (uint32_t hy = 0; hy < hh; hy++) {
+        for (uint32_t hx = 0; hx < hw; hx++) {
+            size_t idx = (size_t)hy * hw + hx;
+            const double *centre = &half[4 * idx];
+            double *nf = &near[4 * idx], *ff = &far[4 * idx];
+            float R = fmaxf(fmaxf((float)centre[3], 0.0f), (float)dil[(hy / HP_DOF_TILE) * tw + hx / HP_DOF_TILE]) * 0.5f;
+            if (R < 0.5f) {
+                nf[0] = nf[1] = nf[2] = nf[3] = 0.0;
+                for (int m = 0; m < 4; m++)
+                    ff[m] = centre[3] > 0.0 ? (m < 3 ? centre[m] : 1.0) : 0.0;
+                continue;
+            }
+            bool quarter = R > (float)HP_DOF_QUARTER_ABOVE;
+            const double *src = quarter ? qbuf : half;
+            uint32_t sw = quarter ? qw : hw, sh = quarter ? qh : hh, max_rings = quarter ? HP_DOF_QUARTER_RINGS
+                                                                                      : HP_DOF_MAX_RINGS;
+            float Rs = quarter ? 0.5f * R : R;
+            double scale = quarter ? 0.25 : 0.5;
+            float px = quarter ? ((float)hx + 0.5f) * 0.5f - 0.5f : (float)hx;
+            float py = quarter ? ((float)hy + 0.5f) * 0.5f - 0.5f : (float)hy;
+            uint32_t K = (uint32_t)ceilf(Rs / (float)HP_DOF_RING_SPACING);
+            K = K < 1 ? 1 : K > max_rings ? max_rings : K;
+            float step = Rs / (float)K;
+            double tap_share = 0.25 * (double)step * step;
+            double fs[3] = {0, 0, 0}, ns[3] = {0, 0, 0}, fw = 0, nw = 0, cover = 0;
+            for (uint32_t k = 0; k <= K; k++) {
+                uint32_t count = k == 0 ? 1 : 8 * k, base = k == 0 ? 0 : 1 + 4 * k * (k - 1);
+                float rf = (float)k * step;
+                for (uint32_t j = 0; j < count; j++) {
+                    /* The shader's floor(p + r * dir + 0.5) in fp32, in that order. */
+                    float ox = px + rf * taps[base + j][0], oy = py + rf * taps[base + j][1];
+                    int qx = (int)floorf(ox + 0.5f), qy = (int)floorf(oy + 0.5f);
+                    qx = qx < 0 ? 0 : qx > (int)sw - 1 ? (int)sw - 1 : qx;
+                    qy = qy < 0 ? 0 : qy > (int)sh - 1 ? (int)sh - 1 : qy;
+                    const double *v = &src[4 * ((size_t)qy * sw + qx)];
+                    double c = fabs(v[3]) * scale;
+                    double reach = clamp01(c * aperture[base + j] - rf + 1.0);
+                    double w = reach / fmax(c * c, 0.25);
+                    if (v[3] > 0.0) {
+                        for (int m = 0; m < 3; m++)
+                            fs[m] += w * v[m];
+                        fw += w;
+                    } else if (v[3] < 0.0) {
+                        for (int m = 0; m < 3; m++)
+                            ns[m] += w * v[m];
+                        nw += w;
+                        cover += reach * tap_share * coverage / fmax(c * c, 0.25);
+                    }
+                }
+            }
+            double a = fmin(cover, 1.0);
+            for (int m = 0; m < 3; m++) {
+                nf[m] = nw > 0.0 ? ns[m] / nw * a : 0.0;
+                ff[m] = centre[3] > 0.0 ? (fw > 0.0 ? fs[m] / fw : centre[m]) : 0.0;
+            }
+            nf[3] = nw > 0.0 ? a : 0.0;
+            ff[3] = centre[3] > 0.0 ? 1.0 : 0.0;
+        }
+    }
+}
+
+/* bokeh_splat.comp, at half resolution */
+static void bokeh_splat(dof_work *work)
+{
+    const hp_dof_settings *s = work->s;
+    const uint32_t W = work->W, hw = work->hw, hh = work->hh;
+    double *half = work->half, *accum = work->accum;
+    sprite *sprites = work->sprites;
+    const float *depth = work->depth;
+    hp_cpu_dof_result *result = work->result;
     for (uint32_t i = 0; i < result->sprites_drawn; i++) {
         const sprite *sp = &sprites[i];
         double cx = 0.5 * sp->x, cy = 0.5 * sp->y, radius = 0.5 * fabs(sp->coc), ry = radius * s->squeeze;
@@ -277,8 +315,14 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
             }
         }
     }
+}
 
-    /* The fields as the GPU stores them (dof_pack_field): exposed half floats. */
+/* The fields as the GPU stores them (dof_pack_field): exposed half floats. */
+static void dof_pack_fields(dof_work *work)
+{
+    double *near = work->near, *far = work->far;
+    const double exposure_scale = work->exposure_scale;
+    const size_t nh = (size_t)work->hw * work->hh;
     for (size_t i = 0; i < nh; i++) {
         for (int k = 0; k < 4; k++) {
             double sc = k < 3 ? exposure_scale : 1.0;
@@ -286,8 +330,16 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
             far[4 * i + k] = field_half(far[4 * i + k], sc);
         }
     }
+}
 
-    /* shaders/include/dof_composite.glsl */
+/* shaders/include/dof_composite.glsl */
+static void dof_composite(dof_work *work, double *out)
+{
+    const hp_dof_settings *s = work->s;
+    const uint32_t W = work->W, H = work->H, hw = work->hw, hh = work->hh;
+    double *sharp = work->sharp, *coc = work->coc, *near = work->near, *far = work->far, *accum = work->accum, *alpha = work->alpha;
+    bool *is_sprite = work->is_sprite;
+    const double exposure_scale = work->exposure_scale;
     for (uint32_t y = 0; y < H; y++) {
         for (uint32_t x = 0; x < W; x++) {
             size_t idx = (size_t)y * W + x;
@@ -333,7 +385,45 @@ hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint3
             out[4 * idx + 3] = alpha[idx];
         }
     }
-    free(sharp), free(coc), free(half), free(tiles), free(dil), free(near), free(far), free(accum), free(qbuf);
-    free(excluded), free(is_sprite), free(alpha), free(sprites);
+}
+
+hp_code hp_cpu_dof(const void *pixels, hp_pixel_format format, uint32_t W, uint32_t H, const float *depth,
+                   const hp_dof_settings *s, double exposure_scale, double max_y, double *out,
+                   hp_cpu_dof_result *result)
+{
+    (void)max_y; /* the GPU's SAT needs it for its fixed point; the exact box mean here does not */
+    memset(result, 0, sizeof(*result));
+    dof_work w = {.s = s, .depth = depth, .exposure_scale = exposure_scale, .W = W, .H = H, .result = result};
+    w.hw = (W + 1) / 2, w.hh = (H + 1) / 2;
+    w.tw = (w.hw + HP_DOF_TILE - 1) / HP_DOF_TILE, w.th = (w.hh + HP_DOF_TILE - 1) / HP_DOF_TILE;
+    w.qw = (w.hw + 1) / 2, w.qh = (w.hh + 1) / 2;
+    size_t n = (size_t)W * H, nh = (size_t)w.hw * w.hh;
+    w.sharp = calloc(n * 3, sizeof(double)), w.coc = calloc(n, sizeof(double));
+    w.half = calloc(nh * 4, sizeof(double)), w.tiles = calloc((size_t)w.tw * w.th * 2, sizeof(double));
+    w.dil = calloc((size_t)w.tw * w.th, sizeof(double));
+    w.near = calloc(nh * 4, sizeof(double)), w.far = calloc(nh * 4, sizeof(double));
+    w.qbuf = calloc((size_t)w.qw * w.qh * 4, sizeof(double));
+    w.accum = calloc(nh * 3, sizeof(double));
+    w.excluded = calloc(n, sizeof(bool)), w.is_sprite = calloc(n, sizeof(bool));
+    w.alpha = calloc(n, sizeof(double));
+    w.sprite_cap = s->bokeh ? s->max_sprites : 0;
+    w.sprites = calloc(w.sprite_cap ? w.sprite_cap : 1, sizeof(sprite));
+    if (!w.sharp || !w.coc || !w.half || !w.tiles || !w.dil || !w.near || !w.far || !w.accum || !w.excluded ||
+        !w.is_sprite || !w.alpha || !w.sprites || !w.qbuf) {
+        dof_work_free(&w);
+        return HP_ERR_OUT_OF_MEMORY;
+    }
+    dof_setup(&w, pixels, format);
+    dof_quarter(&w);
+    if (s->method == HP_DOF_SAT) {
+        dof_sat(&w);
+    } else {
+        dof_tiles(&w);
+        dof_gather(&w);
+    }
+    bokeh_splat(&w);
+    dof_pack_fields(&w);
+    dof_composite(&w, out);
+    dof_work_free(&w);
     return HP_OK;
 }
