@@ -894,19 +894,12 @@ int hp_gpu_memory_type(const hp_gpu *gpu, uint32_t type_bits, VkMemoryPropertyFl
     return -1;
 }
 
-hp_code hp_buffer_create(hp_gpu *gpu, VkDeviceSize size, hp_mem_kind kind, const char *name, hp_buffer *out,
-                         hp_err *err)
+/* The VkBuffer of a buffer of this kind: the usages its kind allows, shared by the compute and decode families
+ * where they differ. */
+static hp_code create_vk_buffer(hp_gpu *gpu, VkDeviceSize size, bool addressed, const char *name, hp_buffer *out,
+                                hp_err *err)
 {
-    memset(out, 0, sizeof(*out));
-    if (size == 0)
-        size = 16;
-    if (size > gpu->info.max_allocation_size)
-        return hp_fail(err, HP_ERR_TOO_LARGE,
-                       "%s needs %llu bytes, over this device's maxMemoryAllocationSize of %llu", name,
-                       (unsigned long long)size, (unsigned long long)gpu->info.max_allocation_size);
-
     VkBufferUsageFlags usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-    bool addressed = kind == HP_MEM_DEVICE || kind == HP_MEM_READBACK_SHADER;
     if (addressed)
         usage |= VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT |
                  VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT; /* the bokeh splat is dispatched from a GPU count */
@@ -929,35 +922,40 @@ hp_code hp_buffer_create(hp_gpu *gpu, VkDeviceSize size, hp_mem_kind kind, const
     if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "vkCreateBuffer");
     hp_gpu_set_name(gpu, VK_OBJECT_TYPE_BUFFER, (uint64_t)out->buffer, name);
+    return HP_OK;
+}
 
-    VkMemoryRequirements req;
-    vkGetBufferMemoryRequirements(gpu->device, out->buffer, &req);
-
+/* The memory type for a kind among memory_type_bits: device-local; write-combined host memory for uploads (the
+ * fastest for a one-way stream of writes); cached host memory for what the host reads. -1: none fits. */
+static int memory_type_for(hp_gpu *gpu, hp_mem_kind kind, uint32_t memory_type_bits)
+{
     int type = -1;
     switch (kind) {
     case HP_MEM_DEVICE:
-        type = hp_gpu_memory_type(gpu, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+        type = hp_gpu_memory_type(gpu, memory_type_bits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
         break;
     case HP_MEM_UPLOAD:
-        /* Write-combined (uncached) host memory is fastest for a one-way stream of writes. */
-        type = hp_gpu_memory_type(gpu, req.memoryTypeBits,
+        type = hp_gpu_memory_type(gpu, memory_type_bits,
                                 VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
                                 VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
         break;
     case HP_MEM_READBACK:
     case HP_MEM_READBACK_SHADER:
-        type = hp_gpu_memory_type(gpu, req.memoryTypeBits,
+        type = hp_gpu_memory_type(gpu, memory_type_bits,
                                 VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, 0);
         break;
     }
     if (type < 0) /* any host-visible type will do: a fallback is logged, never silent */
-        type = kind == HP_MEM_DEVICE ? hp_gpu_memory_type(gpu, req.memoryTypeBits, 0, 0)
-                                     : hp_gpu_memory_type(gpu, req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, 0);
-    if (type < 0) {
-        hp_buffer_destroy(gpu, out);
-        return hp_fail(err, HP_ERR_MISSING_FEATURE, "no memory type fits %s", name);
-    }
+        type = kind == HP_MEM_DEVICE ? hp_gpu_memory_type(gpu, memory_type_bits, 0, 0)
+                                     : hp_gpu_memory_type(gpu, memory_type_bits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, 0);
+    return type;
+}
 
+/* The buffer's own memory (a dedicated allocation, with device addresses where the buffer is addressed),
+ * bound to it. */
+static hp_code allocate_and_bind(hp_gpu *gpu, const VkMemoryRequirements *req, int type, bool addressed,
+                                 const char *name, hp_buffer *out, hp_err *err)
+{
     VkMemoryAllocateFlagsInfo flags = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
         .flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT,
@@ -970,21 +968,46 @@ hp_code hp_buffer_create(hp_gpu *gpu, VkDeviceSize size, hp_mem_kind kind, const
     VkMemoryAllocateInfo ai = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
         .pNext = &dedicated,
-        .allocationSize = req.size,
+        .allocationSize = req->size,
         .memoryTypeIndex = (uint32_t)type,
     };
-    res = vkAllocateMemory(gpu->device, &ai, NULL, &out->memory);
+    VkResult res = vkAllocateMemory(gpu->device, &ai, NULL, &out->memory);
     if (res != VK_SUCCESS) {
-        hp_buffer_destroy(gpu, out);
         hp_vk_fail(err, res, "vkAllocateMemory");
         return hp_fail(err, err ? err->code : HP_ERR_OUT_OF_MEMORY, "cannot allocate %llu bytes for %s: %s",
-                       (unsigned long long)req.size, name, hp_vk_result_name(res));
+                       (unsigned long long)req->size, name, hp_vk_result_name(res));
     }
     hp_gpu_set_name(gpu, VK_OBJECT_TYPE_DEVICE_MEMORY, (uint64_t)out->memory, name);
     res = vkBindBufferMemory(gpu->device, out->buffer, out->memory, 0);
-    if (res != VK_SUCCESS) {
-        hp_buffer_destroy(gpu, out);
+    if (res != VK_SUCCESS)
         return hp_vk_fail(err, res, "vkBindBufferMemory");
+    return HP_OK;
+}
+
+hp_code hp_buffer_create(hp_gpu *gpu, VkDeviceSize size, hp_mem_kind kind, const char *name, hp_buffer *out,
+                         hp_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (size == 0)
+        size = 16;
+    if (size > gpu->info.max_allocation_size)
+        return hp_fail(err, HP_ERR_TOO_LARGE,
+                       "%s needs %llu bytes, over this device's maxMemoryAllocationSize of %llu", name,
+                       (unsigned long long)size, (unsigned long long)gpu->info.max_allocation_size);
+    bool addressed = kind == HP_MEM_DEVICE || kind == HP_MEM_READBACK_SHADER;
+    hp_code rc = create_vk_buffer(gpu, size, addressed, name, out, err);
+    if (rc != HP_OK)
+        return rc;
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(gpu->device, out->buffer, &req);
+    int type = memory_type_for(gpu, kind, req.memoryTypeBits);
+    if (type < 0) {
+        hp_buffer_destroy(gpu, out);
+        return hp_fail(err, HP_ERR_MISSING_FEATURE, "no memory type fits %s", name);
+    }
+    if ((rc = allocate_and_bind(gpu, &req, type, addressed, name, out, err)) != HP_OK) {
+        hp_buffer_destroy(gpu, out);
+        return rc;
     }
     out->size = size;
     /* Atomic: the host pool (host_pool.h) creates buffers from the HTTP threads too. */
@@ -992,7 +1015,7 @@ hp_code hp_buffer_create(hp_gpu *gpu, VkDeviceSize size, hp_mem_kind kind, const
 
     VkMemoryPropertyFlags mf = gpu->memory_props.memoryTypes[type].propertyFlags;
     if (mf & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT && kind != HP_MEM_DEVICE) {
-        res = vkMapMemory(gpu->device, out->memory, 0, VK_WHOLE_SIZE, 0, &out->mapped);
+        VkResult res = vkMapMemory(gpu->device, out->memory, 0, VK_WHOLE_SIZE, 0, &out->mapped);
         if (res != VK_SUCCESS) {
             hp_buffer_destroy(gpu, out);
             return hp_vk_fail(err, res, "vkMapMemory");
@@ -1000,9 +1023,8 @@ hp_code hp_buffer_create(hp_gpu *gpu, VkDeviceSize size, hp_mem_kind kind, const
         out->coherent = mf & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     }
     if (addressed) {
-        VkBufferDeviceAddressInfo ai2 = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO,
-                                         .buffer = out->buffer};
-        out->address = vkGetBufferDeviceAddress(gpu->device, &ai2);
+        VkBufferDeviceAddressInfo ai = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO, .buffer = out->buffer};
+        out->address = vkGetBufferDeviceAddress(gpu->device, &ai);
     }
     return HP_OK;
 }
