@@ -45,7 +45,8 @@ typedef struct sprite {
 } sprite;
 
 /* The passes' buffers and sizes: the full frame (W x H), half resolution (hw x hh), quarter (qw x qh) and tiles
- * (tw x th). Each function below is one shader's pass, in the GPU's order. */
+ * (tw x th). The functions below follow the GPU's passes in order, each naming the shader (or the part of one)
+ * it mirrors. */
 typedef struct dof_work {
     const hp_dof_settings *s;
     const float *depth;
@@ -177,7 +178,8 @@ static void dof_sat(dof_work *work)
     for (uint32_t hy = 0; hy < hh; hy++) {
         for (uint32_t hx = 0; hx < hw; hx++) {
             double sc = half[4 * ((size_t)hy * hw + hx) + 3];
-            int rb = (int)floorf(fminf(fabsf((float)sc), (float)s->max_coc_px) * (0.5f * (float)HP_SAT_BOX_SCALE) + 0.5f);
+            float reach = fminf(fabsf((float)sc), (float)s->max_coc_px);
+            int rb = (int)floorf(reach * (0.5f * (float)HP_SAT_BOX_SCALE) + 0.5f);
             int x0 = (int)hx - rb < 0 ? 0 : (int)hx - rb, x1 = (int)hx + rb > (int)hw - 1 ? (int)hw - 1 : (int)hx + rb;
             int y0 = (int)hy - rb < 0 ? 0 : (int)hy - rb, y1 = (int)hy + rb > (int)hh - 1 ? (int)hh - 1 : (int)hy + rb;
             double acc[3] = {0, 0, 0};
@@ -227,7 +229,8 @@ static void dof_gather(dof_work *work)
             size_t idx = (size_t)hy * hw + hx;
             const double *centre = &half[4 * idx];
             double *nf = &near[4 * idx], *ff = &far[4 * idx];
-            float R = fmaxf(fmaxf((float)centre[3], 0.0f), (float)dil[(hy / HP_DOF_TILE) * tw + hx / HP_DOF_TILE]) * 0.5f;
+            float tile_near = (float)dil[(hy / HP_DOF_TILE) * tw + hx / HP_DOF_TILE];
+            float R = fmaxf(fmaxf((float)centre[3], 0.0f), tile_near) * 0.5f;
             if (R < 0.5f) {
                 nf[0] = nf[1] = nf[2] = nf[3] = 0.0;
                 for (int m = 0; m < 4; m++)
@@ -337,7 +340,8 @@ static void dof_composite(dof_work *work, double *out)
 {
     const hp_dof_settings *s = work->s;
     const uint32_t W = work->W, H = work->H, hw = work->hw, hh = work->hh;
-    double *sharp = work->sharp, *coc = work->coc, *near = work->near, *far = work->far, *accum = work->accum, *alpha = work->alpha;
+    double *sharp = work->sharp, *coc = work->coc, *near = work->near, *far = work->far;
+    double *accum = work->accum, *alpha = work->alpha;
     bool *is_sprite = work->is_sprite;
     const double exposure_scale = work->exposure_scale;
     for (uint32_t y = 0; y < H; y++) {

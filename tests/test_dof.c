@@ -614,13 +614,12 @@ static void test_against_cpu(void)
             off += e > 1e-3;
         }
         mean /= (double)w * h * 4;
-        /* Values agree to fp32 rounding except where a tap lands one pixel over (a position rounded from a
-         * CoC computed in fp32 on one side and double on the other): allow 0.5% of values. */
         /* The daemon's path composites inside the tone pass; output_dof runs the composite as a pass of its
          * own and tone-maps its image: the two must make the same image. With bokeh, each run sums the sprites'
          * light with float atomics (bokeh_splat.comp's atomicAdd), in an order that changes from run to run, so
          * the light of two runs may differ in its last bits and a sample by one code value (seen at 16 bits on
-         * lavapipe, 1 sample of 57,600 in some runs): there one code is allowed, elsewhere none. */
+         * lavapipe, 1 sample of 57,600 in some runs): there one code is allowed in at most a thousandth of the
+         * samples (an off-by-one over the image is a bug, not an order), elsewhere none. */
         uint32_t sample_bytes = fp.params.output.bit_depth / 8;
         size_t samples = (size_t)w * h * 4, img_bytes = samples * sample_bytes, differ = 0;
         int most = 0, allowed = s.bokeh ? 1 : 0;
@@ -640,11 +639,13 @@ static void test_against_cpu(void)
         char space[64];
         snprintf(space, sizeof(space), "%s%s%s", hp_colorspace_name((hp_colorspace)in_space),
                  s.output ? " for " : "", s.output ? hp_param_find("output.colorspace")->choices[s.output] : "");
-        tap_ok(fran && most <= allowed, "%ux%u %s%s, %s: the tone pass with the composite fused in makes the same "
-               "image as the composite pass then the tone pass (%zu of %zu samples differ, by %d code at most; %d "
-               "allowed)", w, h, s.method == HP_DOF_SAT ? "sat" : "gather", s.bokeh ? " + bokeh" : "", space, differ,
+        tap_ok(fran && most <= allowed && differ <= samples / 1000,
+               "%ux%u %s%s, %s: the tone pass with the composite fused in makes the same image as the composite "
+               "pass then the tone pass (%zu of %zu samples differ, by %d code at most; %d allowed)", w, h, s.method == HP_DOF_SAT ? "sat" : "gather", s.bokeh ? " + bokeh" : "", space, differ,
                samples, most, allowed);
         free(unfused);
+        /* Values agree to fp32 rounding except where a tap lands one pixel over (a position rounded from a
+         * CoC computed in fp32 on one side and double on the other): allow 0.5% of values. */
         tap_ok(ran && cpu && mean < 1e-3 && off <= (size_t)w * h * 4 / 200 && cr.sprites_wanted == res.bokeh_wanted,
                "%ux%u %s%s, %s, max CoC %.0f: GPU against the CPU reference: mean relative error %.2g, %zu of %u "
                "values off by more than 1e-3 (worst %.2g); sprites %u / %u",
