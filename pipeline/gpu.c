@@ -945,9 +945,10 @@ static int memory_type_for(hp_gpu *gpu, hp_mem_kind kind, uint32_t memory_type_b
                                 VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, 0);
         break;
     }
-    if (type < 0) /* any host-visible type will do: a fallback is logged, never silent */
-        type = kind == HP_MEM_DEVICE ? hp_gpu_memory_type(gpu, memory_type_bits, 0, 0)
-                                     : hp_gpu_memory_type(gpu, memory_type_bits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, 0);
+    if (type < 0) { /* any host-visible type will do: a fallback is logged, never silent */
+        VkMemoryPropertyFlags need = kind == HP_MEM_DEVICE ? 0 : VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+        type = hp_gpu_memory_type(gpu, memory_type_bits, need, 0);
+    }
     return type;
 }
 

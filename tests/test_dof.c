@@ -641,8 +641,9 @@ static void test_against_cpu(void)
                  s.output ? " for " : "", s.output ? hp_param_find("output.colorspace")->choices[s.output] : "");
         tap_ok(fran && most <= allowed && differ <= samples / 1000,
                "%ux%u %s%s, %s: the tone pass with the composite fused in makes the same image as the composite "
-               "pass then the tone pass (%zu of %zu samples differ, by %d code at most; %d allowed)", w, h, s.method == HP_DOF_SAT ? "sat" : "gather", s.bokeh ? " + bokeh" : "", space, differ,
-               samples, most, allowed);
+               "pass then the tone pass (%zu of %zu samples differ, by %d code at most; %d allowed)",
+               w, h, s.method == HP_DOF_SAT ? "sat" : "gather", s.bokeh ? " + bokeh" : "", space, differ, samples,
+               most, allowed);
         free(unfused);
         /* Values agree to fp32 rounding except where a tap lands one pixel over (a position rounded from a
          * CoC computed in fp32 on one side and double on the other): allow 0.5% of values. */
