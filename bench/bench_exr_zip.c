@@ -220,17 +220,13 @@ static void print_phases(const hp_exr_zip_chunk *ct, uint32_t chunks)
 /* The last timed run's image and statuses (every run's are the same: each starts from the staged chunks):
  * the image against the CPU decoder's, bit for bit, then what the wide inflate's words say of its chunks. After
  * the runs, so that the CPU's decode does not sit between two of them while the GPU's clock falls. */
-static void check_run(const hp_exr_zip_frame *f, const uint8_t *file, size_t len, hp_buffer *readback,
-                      hp_buffer *table_rb, bool wide, bool phases, uint32_t lanes)
+static void check_run(const hp_exr_zip_frame *f, const void *cpu_image, hp_buffer *readback, hp_buffer *table_rb,
+                      bool wide, bool phases, uint32_t lanes)
 {
-    VkDeviceSize image_bytes = (VkDeviceSize)f->width * f->height * 8;
     hp_buffer_invalidate(bench_gpu, readback);
     hp_buffer_invalidate(bench_gpu, table_rb);
     CHECK(hp_exr_zip_gpu_check(f, table_rb->mapped, 0, &bench_err) == HP_OK);
-    void *cpu = malloc(image_bytes);
-    cpu_decode_ms(file, len, 1, 1, cpu);
-    CHECK(memcmp(cpu, readback->mapped, image_bytes) == 0);
-    free(cpu);
+    CHECK(memcmp(cpu_image, readback->mapped, (size_t)f->width * f->height * 8) == 0);
     printf("check: the GPU's RGBA16F equals the CPU decoder's, bit for bit\n");
     const hp_exr_zip_chunk *ct = table_rb->mapped;
     if (wide && phases) {
@@ -433,14 +429,14 @@ int main(int argc, char **argv)
         inflate_ms[r] = (double)(ts[1] - ts[0]) * gi->timestamp_period_ns / 1e6;
         unzip_ms[r] = (double)(ts[2] - ts[1]) * gi->timestamp_period_ns / 1e6;
     }
-    check_run(&f, file, len, &readback, &table_rb, wide, phases, lanes);
+    /* The CPU decoder's image, once: what the timed runs and the split are checked against. */
+    void *cpu = malloc(image_bytes);
+    CHECK(cpu);
+    cpu_decode_ms(file, len, 1, 1, cpu);
+    check_run(&f, cpu, &readback, &table_rb, wide, phases, lanes);
     summary si = bench_summarize(inflate_ms, runs), su = bench_summarize(unzip_ms, runs);
-    {
-        void *cpu = malloc(image_bytes);
-        cpu_decode_ms(file, len, 1, 1, cpu);
-        split(zip, file, len, &f, runs, args.quick ? 1 : 5, warm_s, cpu, &readback);
-        free(cpu);
-    }
+    split(zip, file, len, &f, runs, args.quick ? 1 : 5, warm_s, cpu, &readback);
+    free(cpu);
     if (!args.quick)
         at_once(zip, &f, &staging, si.median, wide, warm_s);
     void *dst = malloc(image_bytes);
