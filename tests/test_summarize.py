@@ -51,4 +51,23 @@ many = "".join(f"not ok {i} check {i}\n" for i in range(1, 9))
 rc, lines = run([{"name": "e", "result": "FAIL", "stdout": many}])
 point("a test of 8 failed checks: five named and 'and 3 more', all 8 counted",
       rc == 1 and lines[-1] == "0 passed, 8 failed" and len(lines) == 7 and lines[5].endswith("and 3 more"), str(lines))
+# A daemon's ThreadSanitizer report in a failed point's diagnostics, as threads_http shows it: its heading, the
+# top three frames of each stack and its SUMMARY line are printed, the deeper frames and a second report not.
+report = ["WARNING: ThreadSanitizer: data race (pid=7)", "  Write of size 8 at 0x7b by thread T3:",
+          *[f"    #{i} f{i} daemon/queue.c:{10 + i} (hdrpostd+0x{i})" for i in range(5)],
+          "  Previous read of size 8 at 0x7b by thread T1:",
+          *[f"    #{i} g{i} api/http/server.c:{20 + i} (hdrpostd+0x{i})" for i in range(5)],
+          "SUMMARY: ThreadSanitizer: data race daemon/queue.c:10 in f0",
+          "WARNING: ThreadSanitizer: data race (pid=7)", "    #0 second daemon/other.c:1 (hdrpostd+0x1)"]
+diag = "".join(f"# {line}\n" for line in report)
+rc, lines = run([{"name": "t", "result": "FAIL", "stdout": "ok 1 ready\nnot ok 2 the daemon answers\n" + diag},
+                 {"name": "u", "result": "OK", "stdout": "ok 1 fine\n" + diag}])
+reported = [l.split("build-x: t: ", 1)[1] for l in lines if l.startswith("REPORT ") and "build-x: t: " in l]
+point("a failed test's sanitizer report: heading, accesses, each stack's frames #0-#2, SUMMARY; a passing test's "
+      "not shown", rc == 1 and lines[-1] == "2 passed, 1 failed" and len(reported) == 10
+      and reported[0] == "WARNING: ThreadSanitizer: data race (pid=7)" and reported[1].endswith("by thread T3:")
+      and reported[2].startswith("#0 f0 ") and reported[5].startswith("Previous read")
+      and reported[6].startswith("#0 g0 ") and reported[8].startswith("#2 g2 ")
+      and reported[9] == "SUMMARY: ThreadSanitizer: data race daemon/queue.c:10 in f0"
+      and not any("build-x: u" in l for l in lines) and not any("second" in l for l in lines), "\n".join(lines))
 print(f"1..{n}")
