@@ -15,6 +15,7 @@
 #include "hp_shared.h"
 #include "pipeline/cpu_reference.h"
 #include "pipeline/frame_graph.h"
+#include "frame_file.h"
 #include "gpu_test.h"
 #include "tap.h"
 
@@ -232,18 +233,13 @@ static void test_point(void)
 
 static void test_identity(void)
 {
-    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
-    size_t len = 0;
     hp_image_info info;
-    uint8_t *file = hp_read_file(HP_TEST_DATA "/pmndrs_park.hdr", &len);
-    if (!file || hp_image_probe(file, len, &opt, &info, &err) != HP_OK) {
-        tap_ok(false, "read pmndrs_park.hdr: %s", file ? err.message : "cannot read the file");
-        free(file);
+    float *rgba = frame_file_decode(HP_TEST_DATA "/pmndrs_park.hdr", HP_LAYOUT_RGBA32F, &info, &err);
+    if (!rgba) {
+        tap_ok(false, "read pmndrs_park.hdr: %s", err.message);
         return;
     }
-    float *rgba = malloc((size_t)info.width * info.height * 16);
-    bool ok = hp_image_decode(file, len, &opt, &info, rgba, HP_LAYOUT_RGBA32F, NULL, &err) == HP_OK;
-    free(file);
+    bool ok = true;
     float *depth = alloc_depth(info.width, info.height, 3.0f);
     for (int method = 0; ok && method < 2; method++) {
         hp_dof_settings s = default_settings();
@@ -453,19 +449,15 @@ static void test_sat_vs_gather(void)
      * by design: the SAT has no near and far layers). A box and a disc of the same radius average
      * differently, so the bound is loose; what it catches is a SAT that blurs by the wrong radius, shifts
      * or loses light. */
-    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
-    size_t len = 0;
     hp_image_info info;
-    uint8_t *file = hp_read_file(HP_TEST_DATA "/pmndrs_park.hdr", &len);
-    if (!file || hp_image_probe(file, len, &opt, &info, &err) != HP_OK) {
-        tap_ok(false, "read pmndrs_park.hdr");
-        free(file);
+    float *rgba = frame_file_decode(HP_TEST_DATA "/pmndrs_park.hdr", HP_LAYOUT_RGBA32F, &info, &err);
+    if (!rgba) {
+        tap_ok(false, "read pmndrs_park.hdr: %s", err.message);
         return;
     }
     uint32_t w = info.width, h = info.height;
-    float *rgba = malloc((size_t)w * h * 16), *depth = malloc((size_t)w * h * 4);
-    bool ok = hp_image_decode(file, len, &opt, &info, rgba, HP_LAYOUT_RGBA32F, NULL, &err) == HP_OK;
-    free(file);
+    float *depth = malloc((size_t)w * h * 4);
+    bool ok = true;
     for (uint32_t y = 0; y < h; y++)
         for (uint32_t x = 0; x < w; x++)
             depth[(size_t)y * w + x] = (float)(4.0 + 40.0 * x / w);

@@ -53,6 +53,7 @@
 #include "api/icc_profiles.h"
 #include "api/codecs/image.h"
 #include "common/file.h"
+#include "frame_file.h"
 #include "tap.h"
 
 /* --- Failing allocations on demand (as tests/test_encode.c) --------------------------------------------- */
@@ -91,19 +92,11 @@ static uint32_t street_w, street_h;
 
 static bool load_street(void)
 {
-    char path[512];
-    snprintf(path, sizeof(path), "%s/%s", HP_TEST_DATA, "blender_street_960x540_singlelayer.exr");
-    size_t len = 0;
-    uint8_t *bytes = hp_read_file(path, &len);
-    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
     hp_image_info info;
     hp_err e = {0};
-    bool ok = bytes && hp_image_probe(bytes, len, &opt, &info, &e) == HP_OK;
-    street = ok ? malloc((size_t)info.width * info.height * 16) : NULL;
-    ok = street && hp_image_decode(bytes, len, &opt, &info, street, HP_LAYOUT_RGBA32F, NULL, &e) == HP_OK;
-    street_w = ok ? info.width : 0, street_h = ok ? info.height : 0;
-    free(bytes);
-    return ok;
+    street = frame_file_decode(HP_TEST_DATA "/blender_street_960x540_singlelayer.exr", HP_LAYOUT_RGBA32F, &info, &e);
+    street_w = street ? info.width : 0, street_h = street ? info.height : 0;
+    return street != NULL;
 }
 
 /* BT.2100 PQ inverse EOTF of luminance / 10000 cd/m2 (SMPTE ST 2084 equation 5.2). */

@@ -17,6 +17,7 @@
 
 #include "api/codecs/image.h"
 #include "common/file.h"
+#include "frame_file.h"
 #include "gpu_test.h"
 #include "pipeline/cpu_reference.h"
 #include "pipeline/ocio_encoding.h"
@@ -40,15 +41,9 @@ static bool load_frame(const char *name, uint32_t w, uint32_t h, frame *f)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", HP_TEST_DATA_DIR, name);
-    size_t len = 0;
-    uint8_t *bytes = hp_read_file(path, &len);
-    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
     hp_image_info info;
-    bool ok = bytes && hp_image_probe(bytes, len, &opt, &info, &err) == HP_OK;
-    float *all = ok ? malloc((size_t)info.width * info.height * 16) : NULL;
-    ok = ok && all && hp_image_decode(bytes, len, &opt, &info, all, HP_LAYOUT_RGBA32F, NULL, &err) == HP_OK;
-    free(bytes);
-    ok = ok && info.width >= w && info.height >= h;
+    float *all = frame_file_decode(path, HP_LAYOUT_RGBA32F, &info, &err);
+    bool ok = all && info.width >= w && info.height >= h;
     if (ok) {
         f->rgba = malloc((size_t)w * h * 16);
         uint32_t x0 = (info.width - w) / 2, y0 = (info.height - h) / 2;

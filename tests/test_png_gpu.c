@@ -26,6 +26,7 @@
 #include "api/codecs/image.h"
 #include "common/file.h"
 #include "pipeline/cpu_reference.h"
+#include "frame_file.h"
 #include "gpu_test.h"
 #include "pipeline/png_gpu.h"
 #include "png_gpu_run.h"
@@ -407,19 +408,12 @@ static void test_synthetic(gpu_test_cmd *r, hp_png_gpu *png)
  * parameters to 8 and 16 bits as the tone pass would: RGB as the daemon writes an opaque frame. */
 static void test_real_frame(hp_gpu *gpu, gpu_test_cmd *r, hp_png_gpu *png)
 {
-    char path[512];
-    snprintf(path, sizeof(path), "%s/%s", HP_TEST_DATA, "blender_street_960x540_singlelayer.exr");
-    size_t len = 0;
-    uint8_t *bytes = hp_read_file(path, &len);
-    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
+    const char *path = HP_TEST_DATA "/blender_street_960x540_singlelayer.exr";
     hp_image_info info;
     hp_err e = {0};
-    bool ok = bytes && hp_image_probe(bytes, len, &opt, &info, &e) == HP_OK;
-    size_t n = ok ? (size_t)info.width * info.height : 0;
-    float *frame = ok ? malloc(n * 16) : NULL;
-    uint8_t *toned = ok ? malloc(n * 8) : NULL;
-    ok = ok && frame && toned &&
-         hp_image_decode(bytes, len, &opt, &info, frame, HP_LAYOUT_RGBA32F, NULL, &e) == HP_OK;
+    float *frame = frame_file_decode(path, HP_LAYOUT_RGBA32F, &info, &e);
+    uint8_t *toned = frame ? malloc((size_t)info.width * info.height * 8) : NULL;
+    bool ok = frame && toned;
     for (uint32_t depth = 8; ok && depth <= 16; depth += 8) {
         hp_frame_params fp;
         hp_frame_params_defaults(&fp);
@@ -449,7 +443,7 @@ static void test_real_frame(hp_gpu *gpu, gpu_test_cmd *r, hp_png_gpu *png)
     }
     if (!ok)
         tap_ok(false, "the real frame %s: %s", path, e.message[0] ? e.message : "cannot read or tone-map");
-    free(bytes), free(frame), free(toned);
+    free(frame), free(toned);
 }
 
 /* output.alpha auto (hp_png_gpu_io.alpha_auto): an RGBA layout, the channels from tone_state's

@@ -13,6 +13,7 @@
 #include "hp_shared.h"
 #include "pipeline/cpu_reference.h"
 #include "pipeline/frame_graph.h"
+#include "frame_file.h"
 #include "gpu_test.h"
 #include "tap.h"
 
@@ -231,27 +232,12 @@ static bool run_16bit(const float *frame, uint32_t w, uint32_t h, const hp_param
     return true;
 }
 
-/* A frame of tests/data decoded as the daemon decodes it, into a malloc'd buffer in `layout`; NULL (and a
- * message in e) when it cannot be. */
+/* A frame of tests/data by its name (frame_file.h). */
 static void *decode_test_file(const char *name, hp_pixel_layout layout, hp_image_info *info, hp_err *e)
 {
     char path[512];
     snprintf(path, sizeof(path), "%s/%s", HP_TEST_DATA_DIR, name);
-    size_t len = 0;
-    uint8_t *bytes = hp_read_file(path, &len);
-    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
-    bool decoded = bytes && hp_image_probe(bytes, len, &opt, info, e) == HP_OK;
-    size_t n = decoded ? (size_t)info->width * info->height : 0;
-    void *frame = decoded ? malloc(n * hp_pixel_layout_size(layout)) : NULL;
-    decoded = decoded && frame && hp_image_decode(bytes, len, &opt, info, frame, layout, NULL, e) == HP_OK;
-    free(bytes);
-    if (!decoded) {
-        if (!e->message[0])
-            snprintf(e->message, sizeof(e->message), "cannot read %.400s", path);
-        free(frame);
-        return NULL;
-    }
-    return frame;
+    return frame_file_decode(path, layout, info, e);
 }
 
 /* 1. CPU curves against algorithms.md 9.1 within 1e-5 relative. */
