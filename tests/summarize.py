@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Counts every check of every suite from meson's testlog.json files (the build's, the fuzz build's) and
-prints 'N passed, N failed', after a line for each failed check naming its build, its test and the check's
-line (CI shows a log's tail, so what failed is said there, beside the count). A skipped check counts as
-failed and is named as one. A failed test whose output holds a sanitizer's report (a daemon's log, shown in a
-point's diagnostics) also gets its first report's kind, top frames and SUMMARY line: a race that shows once in
-many runs must be readable from the one tail that caught it.
+prints 'N passed, N failed', after a line for each failed check naming its build, its test, the check's line
+and, after a '|', its first diagnostic line (CI shows a log's tail, so what failed is said there, beside the
+count). A skipped check counts as failed and is named as one. A failed test whose output holds a sanitizer's
+report (a daemon's log, shown in a point's diagnostics) also gets its first report's kind, top frames and
+SUMMARY line: a race that shows once in many runs must be readable from the one tail that caught it.
 
 Each test program speaks TAP, so a check is one 'ok'/'not ok' line. A program that failed without
 reporting a failed check (a crash, a timeout, a bad plan) adds one failure of its own, so nothing that
@@ -43,19 +43,22 @@ def count(path):
             out = test.get("stdout") or test.get("stdo") or ""
             ok = 0
             bad = []
-            for tap in out.splitlines():
+            lines = out.splitlines()
+            for i, tap in enumerate(lines):
                 m = TAP.match(tap)
                 if not m:
                     continue
                 if m.group(1) or "# SKIP" in tap.upper():  # a skipped check is not a pass
-                    bad.append(tap.strip())
+                    # with its first diagnostic line, often what was seen ("exit 66", the numbers compared)
+                    diag = lines[i + 1][2:].strip() if i + 1 < len(lines) and lines[i + 1].startswith("# ") else ""
+                    bad.append(tap.strip()[:300] + (f" | {diag[:200]}" if diag else ""))
                 else:
                     ok += 1
             where = f"{path.split('/meson-logs/')[0]}: {test.get('name')}"
             if test.get("result") not in ("OK", "EXPECTEDFAIL") and not bad:
                 bad = [f"{test.get('result')} without a failed check (crash or timeout?)"]
             for check in bad[:MAX_NAMED]:
-                print(f"FAILED {where}: {check[:300]}")
+                print(f"FAILED {where}: {check}")
             if len(bad) > MAX_NAMED:
                 print(f"FAILED {where}: and {len(bad) - MAX_NAMED} more")
             if bad:

@@ -37,14 +37,14 @@ rc, lines = run([{"name": "a", "result": "OK", "stdout": "ok 1 one\nok 2 two\n"}
 point("all passing: '2 passed, 0 failed' alone, exit 0", rc == 0 and lines == ["2 passed, 0 failed"], str(lines))
 
 rc, lines = run([{"name": "a", "result": "OK", "stdout": "ok 1 one\n"},
-                 {"name": "b", "result": "FAIL", "stdout": "ok 1 x\nnot ok 2 the frame is wrong\n"},
+                 {"name": "b", "result": "FAIL", "stdout": "ok 1 x\nnot ok 2 the frame is wrong\n# 3 of 9 differ\n# more\n"},
                  {"name": "c", "result": "OK", "stdout": "ok 1 y # SKIP no browser\n"},
                  {"name": "d", "result": "TIMEOUT", "stdout": "ok 1 z\n"}])
 point("failures counted: a failed check, a skip, a timeout without one", rc == 1 and lines[-1] == "3 passed, 3 failed",
       str(lines))
 named = "\n".join(lines[:-1])
-point("each failure named before the count, by build, test and check",
-      "build-x: b: not ok 2 the frame is wrong" in named and "build-x: c: ok 1 y # SKIP no browser" in named
+point("each failure named before the count, by build, test and check, with its first diagnostic line",
+      "build-x: b: not ok 2 the frame is wrong | 3 of 9 differ\n" in named + "\n" and "more" not in named and "build-x: c: ok 1 y # SKIP no browser" in named
       and "build-x: d: TIMEOUT without a failed check" in named and "build-x: a" not in named, named)
 
 many = "".join(f"not ok {i} check {i}\n" for i in range(1, 9))

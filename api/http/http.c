@@ -1408,12 +1408,13 @@ hp_code hp_http_create(const hp_http_params *params, hp_http **out, hp_err *err)
         return code;
     }
     http->api_listener = (listener){.http = http, .probe = false};
+    /* Set before the polling threads start: every request with an Origin reads it (origin_refused). */
+    http->tls = cert != NULL;
     http->mhd = start_mhd(http, &http->api_listener, fd, family, params->threads, params->max_connections,
                           http->guard, cert, key);
     /* libmicrohttpd copies the PEM text into GnuTLS at start: ours can go (the key wiped first). */
     if (key)
         explicit_bzero(key, strlen(key));
-    http->tls = cert != NULL;
     free(cert);
     free(key);
     if (!http->mhd) {

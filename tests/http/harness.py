@@ -192,7 +192,7 @@ class Daemon(Child):
 
     def alive(self):
         try:
-            return request(self.port, "GET", "/livez", timeout=5)[0] == 200
+            return request(self.port, "GET", "/livez", timeout=scaled(5))[0] == 200
         except OSError:
             return False
 
@@ -293,7 +293,7 @@ def post_trickled(port, body, query, pieces=8, gap_s=0.05, timeout=120):
 def metric(port, name, headers=None):
     """The value of one /metrics exposition line (name with its labels), or None."""
     try:
-        _, _, body = request(port, "GET", "/metrics", headers=headers, timeout=10)
+        _, _, body = request(port, "GET", "/metrics", headers=headers, timeout=scaled(10))
     except OSError:
         return None
     for line in body.decode("utf-8", "replace").splitlines():
