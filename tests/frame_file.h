@@ -20,16 +20,15 @@ static inline void *frame_file_decode(const char *path, hp_pixel_layout layout, 
         return NULL;
     }
     hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
-    bool decoded = hp_image_probe(bytes, len, &opt, info, e) == HP_OK;
-    void *frame = decoded ? malloc((size_t)info->width * info->height * hp_pixel_layout_size(layout)) : NULL;
-    decoded = decoded && frame && hp_image_decode(bytes, len, &opt, info, frame, layout, NULL, e) == HP_OK;
-    free(bytes);
-    if (!decoded) {
-        if (!e->message[0])
-            snprintf(e->message, sizeof(e->message), "no memory for %.400s", path);
-        free(frame);
-        return NULL;
+    void *frame = NULL;
+    if (hp_image_probe(bytes, len, &opt, info, e) == HP_OK) {
+        frame = malloc((size_t)info->width * info->height * hp_pixel_layout_size(layout));
+        if (!frame)
+            snprintf(e->message, sizeof(e->message), "no memory to decode %.400s", path);
+        else if (hp_image_decode(bytes, len, &opt, info, frame, layout, NULL, e) != HP_OK)
+            free(frame), frame = NULL;
     }
+    free(bytes);
     return frame;
 }
 

@@ -239,9 +239,8 @@ static void test_identity(void)
         tap_ok(false, "read pmndrs_park.hdr: %s", err.message);
         return;
     }
-    bool ok = true;
     float *depth = alloc_depth(info.width, info.height, 3.0f);
-    for (int method = 0; ok && method < 2; method++) {
+    for (int method = 0; method < 2; method++) {
         hp_dof_settings s = default_settings();
         s.method = method ? HP_DOF_SAT : HP_DOF_GATHER;
         s.bokeh = true;
@@ -264,8 +263,6 @@ static void test_identity(void)
                method ? "sat" : "gather", info.width, info.height, differ, ran ? "" : ": ", ran ? "" : err.message);
         free(first);
     }
-    if (!ok)
-        tap_ok(false, "decode pmndrs_park.hdr: %s", err.message);
     free(rgba), free(depth);
 }
 

@@ -37,14 +37,16 @@ rc, lines = run([{"name": "a", "result": "OK", "stdout": "ok 1 one\nok 2 two\n"}
 point("all passing: '2 passed, 0 failed' alone, exit 0", rc == 0 and lines == ["2 passed, 0 failed"], str(lines))
 
 rc, lines = run([{"name": "a", "result": "OK", "stdout": "ok 1 one\n"},
-                 {"name": "b", "result": "FAIL", "stdout": "ok 1 x\nnot ok 2 the frame is wrong\n# 3 of 9 differ\n# more\n"},
+                 {"name": "b", "result": "FAIL", "command": ["python3", "tests/http/test_b.py"],
+                  "stdout": "ok 1 x\nnot ok 2 the frame is wrong\n# 3 of 9 differ\n# more\n"},
                  {"name": "c", "result": "OK", "stdout": "ok 1 y # SKIP no browser\n"},
                  {"name": "d", "result": "TIMEOUT", "stdout": "ok 1 z\n"}])
 point("failures counted: a failed check, a skip, a timeout without one", rc == 1 and lines[-1] == "3 passed, 3 failed",
       str(lines))
 named = "\n".join(lines[:-1])
-point("each failure named before the count, by build, test and check, with its first diagnostic line",
-      "build-x: b: not ok 2 the frame is wrong | 3 of 9 differ\n" in named + "\n" and "more" not in named and "build-x: c: ok 1 y # SKIP no browser" in named
+point("each failure named before the count, by build, test and check; an HTTP suite's with its first "
+      "diagnostic line", "build-x: b: not ok 2 the frame is wrong | 3 of 9 differ\n" in named + "\n"
+      and "more" not in named and "build-x: c: ok 1 y # SKIP no browser" in named
       and "build-x: d: TIMEOUT without a failed check" in named and "build-x: a" not in named, named)
 
 many = "".join(f"not ok {i} check {i}\n" for i in range(1, 9))
@@ -70,4 +72,39 @@ point("a failed test's sanitizer report: heading, accesses, each stack's frames 
       and reported[6].startswith("#0 g0 ") and reported[8].startswith("#2 g2 ")
       and reported[9] == "SUMMARY: ThreadSanitizer: data race daemon/queue.c:10 in f0"
       and not any("build-x: u" in l for l in lines) and not any("second" in l for l in lines), "\n".join(lines))
+# A C test's diagnostics may come before the check they explain: a line after a failed check is not given.
+rc, lines = run([{"name": "c", "result": "FAIL", "command": ["build/tests/test_c"],
+                  "stdout": "# field a\nnot ok 1 A\n# field b\nnot ok 2 B\n"}])
+point("a C test's failed checks named without a diagnostic line (tap_diag may be the next check's)",
+      rc == 1 and [l.split("build-x: c: ", 1)[-1] for l in lines[:2]] == ["not ok 1 A", "not ok 2 B"], str(lines))
+
+# threads_http's layout: the daemon's whole log dumped on stderr, the points' diagnostics holding only a tail
+# and the report's heading and SUMMARY (reports(d)): the report with its frames is the one shown.
+frames_a = [f"    #{i} h{i} daemon/worker.c:{i} (hdrpostd+0x{i})" for i in range(4)]
+log = ["info: started", "WARNING: ThreadSanitizer: data race (pid=9)", "  Read of size 8 at 0x1 by thread T5:",
+       *frames_a, "SUMMARY: ThreadSanitizer: data race daemon/worker.c:0 in h0"]
+rc, lines = run([{"name": "t", "result": "FAIL", "command": ["python3", "test_threads.py"],
+                  "stdout": "not ok 1 the daemon answers\n# exit code 66\nnot ok 2 no report\n"
+                            "# WARNING: ThreadSanitizer: data race (pid=9)\n"
+                            "# SUMMARY: ThreadSanitizer: data race daemon/worker.c:0 in h0\n",
+                  "stderr": "\n".join(log) + "\n"}])
+reported = [l.split("build-x: t: ", 1)[1] for l in lines if l.startswith("REPORT ")]
+point("threads_http's layout: the exit code after its check, the report from the dumped log with its frames",
+      "not ok 1 the daemon answers | exit code 66" in "\n".join(lines) and len(reported) == 6
+      and reported[2].startswith("#0 h0") and reported[4].startswith("#2 h2") and reported[5].startswith("SUMMARY"),
+      "\n".join(lines))
+
+# UBSan's heading, and a report longer than the lines shown: its SUMMARY is still there.
+ubsan = ["api/x.c:3:9: runtime error: signed integer overflow", "    #0 f api/x.c:3 (hdrpostd+0x1)",
+         "SUMMARY: UndefinedBehaviorSanitizer: undefined-behavior api/x.c:3:9 in"]
+long_report = ["WARNING: ThreadSanitizer: data race (pid=1)"] + \
+    [f"  Write of size 8 at 0x{k} by thread T{k}:\n    #0 w{k} a.c:{k} (x+0x1)" for k in range(20)] + \
+    ["SUMMARY: ThreadSanitizer: data race a.c:0 in w0"]
+rc, lines = run([{"name": "u", "result": "FAIL", "stdout": "not ok 1 u\n", "stderr": "\n".join(ubsan)},
+                 {"name": "v", "result": "FAIL", "stdout": "not ok 1 v\n", "stderr": "\n".join(long_report)}])
+u = [l for l in lines if l.startswith("REPORT ") and "build-x: u: " in l]
+v = [l for l in lines if l.startswith("REPORT ") and "build-x: v: " in l]
+point("UBSan's 'runtime error' report shown; a long report cut to 24 lines with its SUMMARY last",
+      len(u) == 3 and "runtime error" in u[0] and len(v) == 24 and v[-1].endswith("SUMMARY: ThreadSanitizer: data race "
+                                                                                  "a.c:0 in w0"), "\n".join(lines))
 print(f"1..{n}")

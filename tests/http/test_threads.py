@@ -174,8 +174,10 @@ def impatient_load():
         point(f"{ROUNDS} rounds of 12 clients ({sum(tally.kinds.values())} requests: "
               f"{', '.join(f'{k} {n}' for k, n in sorted(tally.kinds.items()))}): every answer read whole is "
               "well-formed", not tally.bad, "\n".join(tally.bad[:20]))
+        # the exit code first (CI's tail shows a check's first diagnostic line), then the log's last lines
         point("... and the daemon answers after them", alive,
-              f"exit code {d.proc.poll()} (None: it runs but does not answer)\n" + d.log()[-3000:])
+              "\n".join([f"exit code {d.proc.poll()} (None: it runs but does not answer)"] +
+                        d.log().splitlines()[-38:]))
         held = harness.metric(d.port, "hdrpost_inflight_bytes")
         deadline = time.monotonic() + harness.scaled(30)
         while held != 0 and time.monotonic() < deadline:
