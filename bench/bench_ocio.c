@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "api/codecs/image.h"
+#include "api/codecs/image_file.h"
 #include "bench/bench_common.h"
-#include "common/file.h"
 #include "hp_shared.h"
 #include "pipeline/ocio_stage.h"
 #include "pipeline/tone.h"
@@ -63,13 +63,10 @@ static const transform transforms[] = {
 /* The frame tiled to w x h (mirrored at each repeat, so no seam makes an edge the source lacks). */
 static float *tiled_frame(const char *path, uint32_t w, uint32_t h)
 {
-    size_t len = 0;
-    uint8_t *bytes = hp_read_file(path, &len);
-    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
     hp_image_info info;
-    CHECK(bytes && hp_image_probe(bytes, len, &opt, &info, &bench_err) == HP_OK);
-    float *src = malloc((size_t)info.width * info.height * 16), *out = malloc((size_t)w * h * 16);
-    CHECK(src && out && hp_image_decode(bytes, len, &opt, &info, src, HP_LAYOUT_RGBA32F, NULL, &bench_err) == HP_OK);
+    float *src = hp_image_decode_file(path, HP_LAYOUT_RGBA32F, NULL, &info, &bench_err);
+    float *out = malloc((size_t)w * h * 16);
+    CHECK(src && out);
     for (uint32_t y = 0; y < h; y++) {
         uint32_t sy = (y / info.height) % 2 ? info.height - 1 - y % info.height : y % info.height;
         for (uint32_t x = 0; x < w; x++) {
@@ -78,7 +75,6 @@ static float *tiled_frame(const char *path, uint32_t w, uint32_t h)
         }
     }
     free(src);
-    free(bytes);
     return out;
 }
 

@@ -22,9 +22,9 @@
 #include "api/codecs/deflate_runs.h"
 #include "api/codecs/encode.h"
 #include "api/codecs/image.h"
+#include "api/codecs/image_file.h"
 #include "bench_common.h"
 #include "common/cpus.h"
-#include "common/file.h"
 #include "pipeline/clock_hold.h"
 #include "pipeline/cpu_reference.h"
 #include "pipeline/frame_graph.h"
@@ -40,14 +40,9 @@ static double now_ms(void)
 /* A frame file's pixels as RGBA32F; *w, *h its size. */
 static float *frame_file(const char *path, uint32_t *w, uint32_t *h)
 {
-    size_t len = 0;
-    uint8_t *bytes = hp_read_file(path, &len);
-    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
     hp_image_info info;
-    CHECK(bytes && hp_image_probe(bytes, len, &opt, &info, &bench_err) == HP_OK);
-    float *frame = malloc((size_t)info.width * info.height * 16);
-    CHECK(frame && hp_image_decode(bytes, len, &opt, &info, frame, HP_LAYOUT_RGBA32F, NULL, &bench_err) == HP_OK);
-    free(bytes);
+    float *frame = hp_image_decode_file(path, HP_LAYOUT_RGBA32F, NULL, &info, &bench_err);
+    CHECK(frame);
     *w = info.width, *h = info.height;
     return frame;
 }

@@ -9,13 +9,12 @@
 #include <string.h>
 
 #include "api/codecs/image.h"
-#include "common/file.h"
 #include "common/log.h"
 #include "hp_dof.h"
 #include "hp_shared.h"
 #include "pipeline/cpu_reference.h"
 #include "pipeline/frame_graph.h"
-#include "frame_file.h"
+#include "api/codecs/image_file.h"
 #include "gpu_test.h"
 #include "tap.h"
 
@@ -234,7 +233,7 @@ static void test_point(void)
 static void test_identity(void)
 {
     hp_image_info info;
-    float *rgba = frame_file_decode(HP_TEST_DATA "/pmndrs_park.hdr", HP_LAYOUT_RGBA32F, &info, &err);
+    float *rgba = hp_image_decode_file(HP_TEST_DATA "/pmndrs_park.hdr", HP_LAYOUT_RGBA32F, NULL, &info, &err);
     if (!rgba) {
         tap_ok(false, "read pmndrs_park.hdr: %s", err.message);
         return;
@@ -447,7 +446,7 @@ static void test_sat_vs_gather(void)
      * differently, so the bound is loose; what it catches is a SAT that blurs by the wrong radius, shifts
      * or loses light. */
     hp_image_info info;
-    float *rgba = frame_file_decode(HP_TEST_DATA "/pmndrs_park.hdr", HP_LAYOUT_RGBA32F, &info, &err);
+    float *rgba = hp_image_decode_file(HP_TEST_DATA "/pmndrs_park.hdr", HP_LAYOUT_RGBA32F, NULL, &info, &err);
     if (!rgba) {
         tap_ok(false, "read pmndrs_park.hdr: %s", err.message);
         return;

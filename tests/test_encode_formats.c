@@ -52,8 +52,7 @@
 #include "api/codecs/encode_png_hdr.h"
 #include "api/icc_profiles.h"
 #include "api/codecs/image.h"
-#include "common/file.h"
-#include "frame_file.h"
+#include "api/codecs/image_file.h"
 #include "tap.h"
 
 /* --- Failing allocations on demand (as tests/test_encode.c) --------------------------------------------- */
@@ -94,7 +93,8 @@ static bool load_street(void)
 {
     hp_image_info info;
     hp_err e = {0};
-    street = frame_file_decode(HP_TEST_DATA "/blender_street_960x540_singlelayer.exr", HP_LAYOUT_RGBA32F, &info, &e);
+    street = hp_image_decode_file(HP_TEST_DATA "/blender_street_960x540_singlelayer.exr", HP_LAYOUT_RGBA32F, NULL,
+                                  &info, &e);
     street_w = street ? info.width : 0, street_h = street ? info.height : 0;
     return street != NULL;
 }

@@ -16,8 +16,7 @@
 #include <string.h>
 
 #include "api/codecs/image.h"
-#include "common/file.h"
-#include "frame_file.h"
+#include "api/codecs/image_file.h"
 #include "gpu_test.h"
 #include "pipeline/cpu_reference.h"
 #include "pipeline/ocio_encoding.h"
@@ -42,7 +41,7 @@ static bool load_frame(const char *name, uint32_t w, uint32_t h, frame *f)
     char path[512];
     snprintf(path, sizeof path, "%s/%s", HP_TEST_DATA_DIR, name);
     hp_image_info info;
-    float *all = frame_file_decode(path, HP_LAYOUT_RGBA32F, &info, &err);
+    float *all = hp_image_decode_file(path, HP_LAYOUT_RGBA32F, NULL, &info, &err);
     bool ok = all && info.width >= w && info.height >= h;
     if (ok) {
         f->rgba = malloc((size_t)w * h * 16);

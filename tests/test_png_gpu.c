@@ -24,9 +24,8 @@
 
 #include "api/codecs/deflate_runs.h"
 #include "api/codecs/image.h"
-#include "common/file.h"
 #include "pipeline/cpu_reference.h"
-#include "frame_file.h"
+#include "api/codecs/image_file.h"
 #include "gpu_test.h"
 #include "pipeline/png_gpu.h"
 #include "png_gpu_run.h"
@@ -411,7 +410,7 @@ static void test_real_frame(hp_gpu *gpu, gpu_test_cmd *r, hp_png_gpu *png)
     const char *path = HP_TEST_DATA "/blender_street_960x540_singlelayer.exr";
     hp_image_info info;
     hp_err e = {0};
-    float *frame = frame_file_decode(path, HP_LAYOUT_RGBA32F, &info, &e);
+    float *frame = hp_image_decode_file(path, HP_LAYOUT_RGBA32F, NULL, &info, &e);
     uint8_t *toned = frame ? malloc((size_t)info.width * info.height * 8) : NULL;
     bool ok = frame && toned;
     for (uint32_t depth = 8; ok && depth <= 16; depth += 8) {

@@ -8,12 +8,11 @@
 #include <string.h>
 
 #include "api/codecs/image.h"
-#include "common/file.h"
 #include "common/log.h"
 #include "hp_shared.h"
 #include "pipeline/cpu_reference.h"
 #include "pipeline/frame_graph.h"
-#include "frame_file.h"
+#include "api/codecs/image_file.h"
 #include "gpu_test.h"
 #include "tap.h"
 
@@ -232,12 +231,12 @@ static bool run_16bit(const float *frame, uint32_t w, uint32_t h, const hp_param
     return true;
 }
 
-/* A frame of tests/data by its name (frame_file.h). */
+/* A frame of tests/data by its name, decoded as the daemon decodes it. */
 static void *decode_test_file(const char *name, hp_pixel_layout layout, hp_image_info *info, hp_err *e)
 {
     char path[512];
     snprintf(path, sizeof(path), "%s/%s", HP_TEST_DATA_DIR, name);
-    return frame_file_decode(path, layout, info, e);
+    return hp_image_decode_file(path, layout, NULL, info, e);
 }
 
 /* 1. CPU curves against algorithms.md 9.1 within 1e-5 relative. */

@@ -13,7 +13,7 @@
 
 #include "api/codecs/encode.h"
 #include "api/codecs/image.h"
-#include "common/file.h"
+#include "api/codecs/image_file.h"
 #include "common/log.h"
 #include "pipeline/frame_graph.h"
 
@@ -53,21 +53,19 @@ int main(int argc, char **argv)
         return 2;
     }
     hp_log_set_level(HP_LOG_WARN);
-    size_t len;
-    uint8_t *bytes = hp_read_file(argv[2], &len);
-    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
     hp_image_info info;
-    if (!bytes || hp_image_probe(bytes, len, &opt, &info, &err) != HP_OK)
-        return fail(argv[2]);
-    if (!info.has_depth) {
+    float *depth = NULL;
+    float *rgba = hp_image_decode_file(argv[2], HP_LAYOUT_RGBA32F, &depth, &info, &err);
+    if (!rgba) {
+        fprintf(stderr, "dof_gallery: %s\n", err.message);
+        return 1;
+    }
+    if (!depth) {
         fprintf(stderr, "dof_gallery: %s has no depth channel\n", argv[2]);
         return 1;
     }
     uint32_t w = info.width, h = info.height;
-    float *rgba = malloc((size_t)w * h * 16), *depth = malloc((size_t)w * h * 4), *sorted = malloc((size_t)w * h * 4);
-    if (hp_image_decode(bytes, len, &opt, &info, rgba, HP_LAYOUT_RGBA32F, depth, &err) != HP_OK)
-        return fail(argv[2]);
-    free(bytes);
+    float *sorted = malloc((size_t)w * h * 4);
     size_t n = 0;
     for (size_t i = 0; i < (size_t)w * h; i++)
         if (depth[i] > 0 && depth[i] < HP_IMAGE_DEPTH_BACKGROUND)

@@ -15,7 +15,7 @@
 #include "api/codecs/encode.h"
 #include "api/frames/params_json.h"
 #include "api/codecs/image.h"
-#include "common/file.h"
+#include "api/codecs/image_file.h"
 #include "common/log.h"
 #include "pipeline/cpu_reference.h"
 #include "pipeline/frame_graph.h"
@@ -121,20 +121,11 @@ int main(int argc, char **argv)
     uint32_t sheet_h = LABEL_H + GAP;
     for (int i = 0; i < nframes; i++) {
         const char *path = argv[i + 2];
-        size_t len;
-        uint8_t *bytes = hp_read_file(path, &len);
-        hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
         hp_image_info info;
-        if (!bytes || hp_image_probe(bytes, len, &opt, &info, &err) != HP_OK) {
-            fprintf(stderr, "gallery: %s: %s\n", path, bytes ? err.message : "cannot read");
+        if (!(frames[i].rgba = hp_image_decode_file(path, HP_LAYOUT_RGBA32F, NULL, &info, &err))) {
+            fprintf(stderr, "gallery: %s\n", err.message);
             return 1;
         }
-        frames[i].rgba = malloc((size_t)info.width * info.height * 16);
-        if (hp_image_decode(bytes, len, &opt, &info, frames[i].rgba, HP_LAYOUT_RGBA32F, NULL, &err) != HP_OK) {
-            fprintf(stderr, "gallery: %s: %s\n", path, err.message);
-            return 1;
-        }
-        free(bytes);
         size_t n = (size_t)info.width * info.height;
         if (kind == SHEET_ACESCG && (!(frames[i].acescg = malloc(n * 16)) ||
                                      !hp_cpu_frame_from_rec709(frames[i].rgba, n, HP_COLORSPACE_ACESCG, frames[i].acescg))) {

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "api/codecs/image.h"
-#include "common/file.h"
+#include "api/codecs/image_file.h"
 #include "pipeline/cpu_reference.h"
 #include "tools/exr_write.h"
 
@@ -219,21 +219,17 @@ int main(int argc, char **argv)
     frame_options o;
     if (!parse(argc, argv, &o))
         return usage();
-    size_t len;
-    uint8_t *bytes = hp_read_file(argv[1], &len);
-    hp_decode_options opt = HP_DECODE_OPTIONS_DEFAULTS;
     hp_image_info info;
     hp_err err = {0};
-    if (!bytes || hp_image_probe(bytes, len, &opt, &info, &err) != HP_OK) {
-        fprintf(stderr, "make_frame: %s\n", bytes ? err.message : "cannot read the input");
+    float *zsrc = NULL, *src = hp_image_decode_file(argv[1], HP_LAYOUT_RGBA32F, &zsrc, &info, &err);
+    if (!src) {
+        fprintf(stderr, "make_frame: %s\n", err.message);
         return 1;
     }
     int sw = (int)info.width, sh = (int)info.height, w = sw * o.factor, h = sh * o.factor;
-    float *src = malloc((size_t)sw * sh * 16), *zsrc = info.has_depth ? malloc((size_t)sw * sh * 4) : NULL;
     float *img = malloc((size_t)w * h * 5 * sizeof(float));
-    if (!src || !img || (info.has_depth && !zsrc) ||
-        hp_image_decode(bytes, len, &opt, &info, src, HP_LAYOUT_RGBA32F, zsrc, &err) != HP_OK) {
-        fprintf(stderr, "make_frame: %s\n", src && img ? err.message : "out of memory");
+    if (!img) {
+        fprintf(stderr, "make_frame: out of memory\n");
         return 1;
     }
     for (int y = 0; y < h; y++)
@@ -252,6 +248,5 @@ int main(int argc, char **argv)
     free(img);
     free(zsrc);
     free(src);
-    free(bytes);
     return 0;
 }
